@@ -1,0 +1,1 @@
+"""Agent Client Protocol (v1) wire messages, as msgspec Structs."""

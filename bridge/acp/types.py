@@ -1,0 +1,247 @@
+"""ACP v1 messages the bridge reads and writes.
+
+Hand-written from the official ACP JSON Schema (``tests/schemas/acp/v1``), only
+for what the bridge uses; every message the bridge sends is validated against
+that schema in the tests. Conventions:
+
+- field names are the wire's camelCase (``rename="camel"`` where Python
+  differs), ``_meta`` is ``meta`` renamed;
+- ``UNSET`` means "absent on the wire", distinct from ``None`` (``null``): the
+  RFD's patch semantics depend on the difference;
+- unknown fields are ignored on decode; unknown content block variants are
+  kept as :class:`UnknownContent` (see :func:`decode_content_blocks`) so a
+  newer client never breaks the bridge.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+PROTOCOL_VERSION = 1
+
+Meta: TypeAlias = dict[str, Any] | None | UnsetType
+
+
+class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
+    pass
+
+
+# -- content ---------------------------------------------------------------
+
+
+class TextContent(_Base, tag="text", tag_field="type"):
+    text: str
+    annotations: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class ImageContent(_Base, tag="image", tag_field="type"):
+    data: str
+    mimeType: str
+    uri: str | None | UnsetType = UNSET
+    annotations: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class AudioContent(_Base, tag="audio", tag_field="type"):
+    data: str
+    mimeType: str
+    annotations: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class ResourceLink(_Base, tag="resource_link", tag_field="type"):
+    uri: str
+    name: str
+    title: str | None | UnsetType = UNSET
+    description: str | None | UnsetType = UNSET
+    mimeType: str | None | UnsetType = UNSET
+    size: int | None | UnsetType = UNSET
+    annotations: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class TextResourceContents(_Base):
+    uri: str
+    text: str
+    mimeType: str | None | UnsetType = UNSET
+
+
+class BlobResourceContents(_Base):
+    uri: str
+    blob: str
+    mimeType: str | None | UnsetType = UNSET
+
+
+class EmbeddedResource(_Base, tag="resource", tag_field="type"):
+    # Text or blob, told apart by which member is present (see decode below).
+    resource: dict[str, Any]
+    annotations: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+    def contents(self) -> TextResourceContents | BlobResourceContents:
+        if "text" in self.resource:
+            return msgspec.convert(self.resource, TextResourceContents)
+        return msgspec.convert(self.resource, BlobResourceContents)
+
+
+ContentBlock: TypeAlias = (
+    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+)
+
+
+class UnknownContent(msgspec.Struct):
+    """A content block of a type this bridge does not know (kept, not dropped)."""
+
+    type: str
+    raw: dict[str, Any]
+
+
+_content_decoder = msgspec.json.Decoder(list[Raw])
+_block_decoder = msgspec.json.Decoder(ContentBlock)  # type: ignore[arg-type]
+_KNOWN_BLOCKS = {"text", "image", "audio", "resource_link", "resource"}
+
+
+class _Tag(msgspec.Struct):
+    type: str = ""
+
+
+_tag_decoder = msgspec.json.Decoder(_Tag)
+
+
+def decode_content_block(raw: Raw | bytes) -> ContentBlock | UnknownContent:
+    """Decode one block; a known type with bad fields raises ``ValidationError``."""
+    tag = _tag_decoder.decode(raw).type
+    if tag not in _KNOWN_BLOCKS:
+        return UnknownContent(tag, msgspec.json.decode(raw))
+    block: ContentBlock = _block_decoder.decode(raw)
+    if isinstance(block, EmbeddedResource):
+        block.contents()  # validate now, so errors name the prompt, not later code
+    return block
+
+
+# -- initialize --------------------------------------------------------------
+
+
+class Implementation(_Base):
+    name: str
+    version: str
+    title: str | None | UnsetType = UNSET
+
+
+class FileSystemCapabilities(_Base):
+    readTextFile: bool = False
+    writeTextFile: bool = False
+
+
+class ClientCapabilities(_Base):
+    fs: FileSystemCapabilities = msgspec.field(default_factory=FileSystemCapabilities)
+    terminal: bool = False
+    # Unstable: the Subagent Sessions RFD. A non-null object means supported.
+    subagents: dict[str, Any] | None = None
+    elicitation: dict[str, Any] | None = None
+    session: dict[str, Any] | None = None
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class InitializeParams(_Base):
+    protocolVersion: int
+    clientCapabilities: ClientCapabilities = msgspec.field(default_factory=ClientCapabilities)
+    clientInfo: Implementation | None = None
+
+
+class PromptCapabilities(_Base):
+    image: bool = False
+    audio: bool = False
+    embeddedContext: bool = False
+
+
+class McpCapabilities(_Base):
+    http: bool = False
+    sse: bool = False
+
+
+class AgentCapabilities(_Base):
+    loadSession: bool = False
+    promptCapabilities: PromptCapabilities = msgspec.field(default_factory=PromptCapabilities)
+    mcpCapabilities: McpCapabilities = msgspec.field(default_factory=McpCapabilities)
+    sessionCapabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class AuthMethod(_Base):
+    id: str
+    name: str
+    description: str | None | UnsetType = UNSET
+
+
+class InitializeResult(_Base):
+    protocolVersion: int
+    agentCapabilities: AgentCapabilities
+    authMethods: list[AuthMethod] = msgspec.field(default_factory=list)
+    agentInfo: Implementation | UnsetType = UNSET
+
+
+# -- sessions -----------------------------------------------------------------
+
+
+class NewSessionParams(_Base):
+    cwd: str
+    mcpServers: list[dict[str, Any]]
+    additionalDirectories: list[str] | None = None
+
+
+class NewSessionResult(_Base):
+    sessionId: str
+
+
+class PromptParams(_Base):
+    sessionId: str
+    prompt: list[Raw]
+
+
+StopReason: TypeAlias = Literal[
+    "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"
+]
+
+
+class PromptResult(_Base):
+    stopReason: StopReason
+
+
+class CancelParams(_Base):
+    sessionId: str
+
+
+# -- session/update -------------------------------------------------------------
+
+
+class AgentMessageChunk(_Base, tag="agent_message_chunk", tag_field="sessionUpdate"):
+    content: ContentBlock
+    messageId: str | None | UnsetType = UNSET
+
+
+class AgentThoughtChunk(_Base, tag="agent_thought_chunk", tag_field="sessionUpdate"):
+    content: ContentBlock
+    messageId: str | None | UnsetType = UNSET
+
+
+class UserMessageChunk(_Base, tag="user_message_chunk", tag_field="sessionUpdate"):
+    content: ContentBlock
+    messageId: str | None | UnsetType = UNSET
+
+
+class UsageUpdate(_Base, tag="usage_update", tag_field="sessionUpdate"):
+    used: int
+    size: int
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+SessionUpdate: TypeAlias = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | UsageUpdate
+
+
+class SessionNotification(_Base):
+    sessionId: str
+    update: SessionUpdate

@@ -1,0 +1,221 @@
+"""A small ACP client: the ``demo`` command's client, and the tests' client.
+
+It launches an agent (normally ``codex-acp-bridge serve``) as a subprocess and
+speaks ACP to it over its stdin/stdout, using the same JSON-RPC peer as the
+bridge. Every message the agent sends is kept in :attr:`AcpClient.received`
+(decoded), so tests can check the whole conversation, schema and all.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import trio
+
+from .jsonrpc import (
+    ErrorCode,
+    IncomingError,
+    IncomingNotification,
+    IncomingRequest,
+    IncomingResponse,
+    Peer,
+    RpcError,
+)
+from .shell.streams import LineStream, MessageStream
+
+log = logging.getLogger(__name__)
+
+RequestHandler = Callable[[str, Any], Awaitable[Any]]
+
+
+@dataclass(eq=False)
+class _Call:
+    method: str
+    done: trio.Event = field(default_factory=trio.Event)
+    result: Any = None
+    error: RpcError | None = None
+
+
+async def default_request_handler(method: str, params: Any) -> Any:
+    """Decline what an unattended client cannot do: permissions are cancelled."""
+    if method == "session/request_permission":
+        return {"outcome": {"outcome": "cancelled"}}
+    raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"client does not support {method}")
+
+
+class AcpClient:
+    """The client end of one ACP connection. Run :meth:`run` in a nursery."""
+
+    def __init__(
+        self,
+        stream: MessageStream,
+        *,
+        on_request: RequestHandler = default_request_handler,
+        on_notification: Callable[[str, Any], None] | None = None,
+    ) -> None:
+        self.stream = stream
+        self.peer = Peer[_Call](jsonrpc_member=True)
+        self.on_request = on_request
+        self.on_notification = on_notification
+        #: Every message received from the agent, decoded, in arrival order.
+        self.received: list[dict[str, Any]] = []
+        #: ``session/update`` params, in arrival order.
+        self.updates: list[dict[str, Any]] = []
+        self._arrived = trio.lowlevel.ParkingLot()
+        self.closed = False
+
+    async def run(self) -> None:
+        """Read until the agent closes its output; answers the agent's requests."""
+        async with trio.open_nursery() as nursery:
+            while True:
+                try:
+                    data = await self.stream.receive()
+                except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
+                    break
+                self.received.append(msgspec.json.decode(data))
+                self._handle(data, nursery)
+                self._arrived.unpark_all()
+        self.closed = True
+        for _rid, call in self.peer.abandon_pending():
+            call.error = RpcError(ErrorCode.INTERNAL_ERROR, "agent closed the connection")
+            call.done.set()
+        self._arrived.unpark_all()
+
+    def _handle(self, data: bytes, nursery: trio.Nursery) -> None:
+        msg = self.peer.receive(data)
+        if isinstance(msg, IncomingResponse):
+            msg.context.result = msgspec.json.decode(msg.result)
+            msg.context.done.set()
+        elif isinstance(msg, IncomingError):
+            err = msg.error
+            msg.context.error = RpcError(err.code, err.message, err.data)
+            msg.context.done.set()
+        elif isinstance(msg, IncomingNotification):
+            params = msgspec.json.decode(msg.params) if msg.params else None
+            if msg.method == "session/update":
+                self.updates.append(params)
+            if self.on_notification is not None:
+                self.on_notification(msg.method, params)
+        elif isinstance(msg, IncomingRequest):
+            nursery.start_soon(self._answer, msg)
+        else:
+            log.warning("agent sent an invalid message: %s", msg.reason)
+
+    async def _answer(self, msg: IncomingRequest) -> None:
+        params = msgspec.json.decode(msg.params) if msg.params else None
+        try:
+            result = await self.on_request(msg.method, params)
+        except RpcError as exc:
+            await self.stream.send(self.peer.error(msg.id, exc.code, exc.message, exc.data))
+        else:
+            await self.stream.send(self.peer.response(msg.id, result))
+
+    async def request(self, method: str, params: Any) -> Any:
+        """Send a request and wait for its result; an error response raises ``RpcError``."""
+        call = _Call(method)
+        _rid, data = self.peer.request(method, params, call)
+        await self.stream.send(data)
+        await call.done.wait()
+        if call.error is not None:
+            raise call.error
+        return call.result
+
+    async def notify(self, method: str, params: Any) -> None:
+        await self.stream.send(self.peer.notification(method, params))
+
+    async def send_raw(self, data: bytes) -> None:
+        """Send bytes as one message, valid or not (for testing bad input)."""
+        await self.stream.send(data)
+
+    async def wait_for(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """Wait until a received message satisfies ``predicate``; return it."""
+        seen = 0
+        while True:
+            for message in self.received[seen:]:
+                if predicate(message):
+                    return message
+            seen = len(self.received)
+            if self.closed:
+                raise trio.EndOfChannel("agent closed the connection")
+            await self._arrived.park()
+
+    # -- conveniences for the common calls ---------------------------------------------
+
+    async def initialize(self, capabilities: dict[str, Any] | None = None) -> Any:
+        return await self.request(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": capabilities
+                if capabilities is not None
+                else {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
+                "clientInfo": {"name": "codex-acp-bridge-client", "version": "1"},
+            },
+        )
+
+    async def new_session(self, cwd: str) -> str:
+        result = await self.request("session/new", {"cwd": cwd, "mcpServers": []})
+        return str(result["sessionId"])
+
+    async def prompt(self, session_id: str, text: str) -> Any:
+        return await self.request(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
+
+    def text_of(self, session_id: str, kind: str = "agent_message_chunk") -> str:
+        """All streamed text of one kind of chunk in a session, concatenated."""
+        return "".join(
+            u["update"]["content"].get("text", "")
+            for u in self.updates
+            if u["sessionId"] == session_id and u["update"]["sessionUpdate"] == kind
+        )
+
+
+@asynccontextmanager
+async def open_agent(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    stderr: int | None = None,
+    on_request: RequestHandler = default_request_handler,
+    on_notification: Callable[[str, Any], None] | None = None,
+) -> AsyncIterator[tuple[AcpClient, trio.Process]]:
+    """Launch an ACP agent and connect a client to it.
+
+    On exit the agent's stdin is closed (ACP's way of saying goodbye); the
+    agent gets a few seconds to exit, then is killed.
+    """
+    process = await trio.lowlevel.open_process(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=dict(os.environ if env is None else env),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    client = AcpClient(
+        LineStream(process.stdout, process.stdin),
+        on_request=on_request,
+        on_notification=on_notification,
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client.run)
+        try:
+            yield client, process
+        finally:
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(1):
+                    await process.stdin.aclose()
+                with trio.move_on_after(10):
+                    await process.wait()
+                if process.poll() is None:
+                    process.kill()
+                    await process.wait()
+            nursery.cancel_scope.cancel()

@@ -1,0 +1,144 @@
+"""The ``codex-acp-bridge`` command.
+
+``serve`` is the default subcommand: editors launch the bare command and talk
+ACP on its stdin/stdout. Everything the bridge logs goes to stderr or
+``--log-file``, never to stdout.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import tomllib
+from typing import Any
+
+import click
+
+from . import __version__
+
+
+class _DefaultToServe(click.Group):
+    """A group that runs ``serve`` when no subcommand is named."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            args = ["serve", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_DefaultToServe, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="codex-acp-bridge")
+def main() -> None:
+    """Bridge OpenAI Codex's app-server to the Agent Client Protocol (ACP).
+
+    Without a subcommand, runs `serve`: ACP on stdin/stdout, for an editor.
+    """
+
+
+def _logging_options(f: Any) -> Any:
+    f = click.option(
+        "--log-file",
+        type=click.Path(dir_okay=False, writable=True),
+        help="Write logs to this file instead of stderr.",
+    )(f)
+    f = click.option(
+        "--log-level",
+        type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+        default="warning",
+        show_default=True,
+        help="How much to log.",
+    )(f)
+    return f
+
+
+def _codex_options(f: Any) -> Any:
+    f = click.option(
+        "-c",
+        "--config",
+        "config_overrides",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Codex config override, as `codex -c` takes it (repeatable).",
+    )(f)
+    f = click.option(
+        "--codex-token-file",
+        type=click.Path(dir_okay=False, exists=True),
+        help="Capability token for --codex-url (app-server --ws-auth capability-token).",
+    )(f)
+    f = click.option(
+        "--codex-url",
+        metavar="ws://HOST:PORT",
+        help="Attach to a running `codex app-server --listen ws://...` instead of spawning one.",
+    )(f)
+    f = click.option(
+        "--codex-bin",
+        metavar="PATH",
+        help="Codex binary to spawn (default: $CODEX_ACP_BRIDGE_CODEX_BIN, `codex` on PATH, "
+        "then the project's pinned copy).",
+    )(f)
+    return f
+
+
+def setup_logging(level: str, log_file: str | None) -> None:
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+def parse_config_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``key=value`` pairs, the value read as TOML when it parses (as Codex does)."""
+    parsed: dict[str, Any] = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="-c")
+        try:
+            parsed[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            parsed[key.strip()] = value
+    return parsed
+
+
+@main.command()
+@_codex_options
+@_logging_options
+def serve(
+    codex_bin: str | None,
+    codex_url: str | None,
+    codex_token_file: str | None,
+    config_overrides: tuple[str, ...],
+    log_level: str,
+    log_file: str | None,
+) -> None:
+    """Serve ACP on stdin/stdout (what an editor launches)."""
+    from .shell.run import ServeOptions, serve_stdio
+
+    setup_logging(log_level, log_file)
+    parse_config_overrides(config_overrides)  # reject malformed ones before starting
+    options = ServeOptions(
+        codex_bin=codex_bin,
+        codex_url=codex_url,
+        codex_token_file=codex_token_file,
+        config_overrides=list(config_overrides),
+    )
+    sys.exit(serve_stdio(options))
+
+
+@main.command()
+@click.option("--prompt", default=None, help="The prompt to send (directives of the scripted model allowed).")
+@click.option("--codex-bin", metavar="PATH", help="Codex binary to run.")
+@_logging_options
+def demo(prompt: str | None, codex_bin: str | None, log_level: str, log_file: str | None) -> None:
+    """Run one conversation offline: scripted model, real Codex, the bridge, a client."""
+    from .demo import run_demo
+
+    setup_logging(log_level, log_file)
+    sys.exit(run_demo(prompt=prompt, codex_bin=codex_bin))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""The thin trio layer around the engine: streams, processes, sockets."""

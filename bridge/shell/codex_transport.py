@@ -1,0 +1,172 @@
+"""Reaching Codex's app-server: spawn it on stdio, or attach over WebSocket."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from .streams import DEFAULT_MAX_MESSAGE, LineStream, MessageStream, WebSocketStream
+
+log = logging.getLogger(__name__)
+codex_log = logging.getLogger("codex")
+
+ENV_CODEX_BIN = "CODEX_ACP_BRIDGE_CODEX_BIN"
+#: Where the project's setup installs the pinned Codex (``tools/node``).
+PINNED_CODEX = Path(__file__).resolve().parents[2] / "tools" / "node" / "node_modules" / ".bin" / "codex"
+
+
+class CodexUnavailable(Exception):
+    """Codex could not be started or reached; the message says why and what to do."""
+
+
+def find_codex(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The Codex binary to run: ``--codex-bin``, the env var, PATH, the pinned copy."""
+    env = os.environ if env is None else env
+    if explicit:
+        return _checked(explicit, "--codex-bin")
+    if env.get(ENV_CODEX_BIN):
+        return _checked(env[ENV_CODEX_BIN], ENV_CODEX_BIN)
+    on_path = shutil.which("codex")
+    if on_path:
+        return on_path
+    if PINNED_CODEX.exists():
+        return str(PINNED_CODEX)
+    raise CodexUnavailable(
+        "no Codex binary found: pass --codex-bin PATH, set "
+        f"{ENV_CODEX_BIN}, put `codex` on PATH, or run the project's setup "
+        "(which installs @openai/codex into tools/node)"
+    )
+
+
+def _checked(path: str, source: str) -> str:
+    resolved = shutil.which(path) or path
+    if not Path(resolved).exists():
+        raise CodexUnavailable(f"Codex binary {path!r} (from {source}) does not exist")
+    if not os.access(resolved, os.X_OK):
+        raise CodexUnavailable(f"Codex binary {path!r} (from {source}) is not executable")
+    return resolved
+
+
+@dataclass
+class CodexConnection:
+    """An open message stream to Codex, and how to tell why it ended."""
+
+    stream: MessageStream
+    describe_exit: object  # () -> str; a callable kept loose for the two transports
+
+    def exit_reason(self) -> str:
+        return self.describe_exit()  # type: ignore[operator,no-any-return]
+
+
+@asynccontextmanager
+async def spawn_codex(
+    binary: str,
+    *,
+    config_overrides: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    max_message: int = DEFAULT_MAX_MESSAGE,
+) -> AsyncIterator[CodexConnection]:
+    """Run ``codex app-server`` on stdio; its stderr goes to the ``codex`` logger."""
+    argv = [binary, "app-server"]
+    for override in config_overrides:
+        argv += ["-c", override]
+    log.info("starting %s", " ".join(argv))
+    try:
+        process = await trio.lowlevel.open_process(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ if env is None else env),
+        )
+    except OSError as exc:
+        raise CodexUnavailable(f"cannot start Codex ({binary}): {exc.strerror or exc}") from exc
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    stream = LineStream(process.stdout, process.stdin, max_message=max_message)
+    tail: list[str] = []
+
+    def describe_exit() -> str:
+        code = process.poll()
+        why = f"exited with status {code}" if code is not None else "closed its output"
+        last = f": {tail[-1]}" if tail else ""
+        return f"Codex app-server {why}{last}"
+
+    async def pump_stderr() -> None:
+        assert process.stderr is not None
+        lines = LineStream(process.stderr, process.stderr, max_message=1024 * 1024)
+        while True:
+            try:
+                line = (await lines.receive()).decode(errors="replace")
+            except trio.EndOfChannel:
+                return
+            except Exception:  # an oversized or broken log line is not worth dying for
+                continue
+            tail[:] = [line]
+            codex_log.info("%s", line)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pump_stderr)
+        try:
+            yield CodexConnection(stream, describe_exit)
+        finally:
+            with trio.CancelScope(shield=True):
+                # Closing stdin asks app-server to exit; give it a moment, then insist.
+                with trio.move_on_after(0.5):
+                    await process.stdin.aclose()
+                with trio.move_on_after(3):
+                    await process.wait()
+                if process.poll() is None:
+                    process.kill()
+                    await process.wait()
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def connect_codex(
+    url: str, *, token_file: str | None = None, max_message: int = DEFAULT_MAX_MESSAGE
+) -> AsyncIterator[CodexConnection]:
+    """Attach to ``codex app-server --listen ws://...`` over WebSocket."""
+    from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
+    from websockets.trio.client import connect
+
+    headers = {}
+    if token_file:
+        try:
+            token = Path(token_file).read_text().strip()
+        except OSError as exc:
+            raise CodexUnavailable(f"cannot read --codex-token-file {token_file}: {exc.strerror}") from exc
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        ws_cm = connect(
+            url,
+            additional_headers=headers,
+            max_size=max_message,
+            compression=None,
+            proxy=None,
+            open_timeout=10,
+        )
+        ws = await ws_cm.__aenter__()
+    except InvalidStatus as exc:
+        status = exc.response.status_code
+        hint = " (check --codex-token-file)" if status in (401, 403) else ""
+        raise CodexUnavailable(f"Codex at {url} refused the connection: HTTP {status}{hint}") from exc
+    except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
+        raise CodexUnavailable(f"cannot connect to Codex at {url}: {exc}") from exc
+
+    def describe_exit() -> str:
+        reason = getattr(ws, "close_reason", None) or ""
+        return f"WebSocket connection to Codex at {url} closed{': ' + reason if reason else ''}"
+
+    try:
+        yield CodexConnection(WebSocketStream(ws), describe_exit)
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(3):
+            await ws_cm.__aexit__(None, None, None)

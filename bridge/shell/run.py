@@ -1,0 +1,65 @@
+"""Putting the pieces together for ``serve``: pick a Codex transport, run the bridge."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+
+import trio
+
+from ..engine import Engine
+from .codex_transport import CodexConnection, CodexUnavailable, connect_codex, find_codex, spawn_codex
+from .serve import run_bridge
+from .stdio import open_stdio_stream
+from .streams import MessageStream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServeOptions:
+    codex_bin: str | None = None
+    codex_url: str | None = None
+    codex_token_file: str | None = None
+    config_overrides: list[str] = field(default_factory=list)
+
+
+def open_codex(options: ServeOptions) -> AbstractAsyncContextManager[CodexConnection]:
+    """The Codex connection the options ask for (raises ``CodexUnavailable``)."""
+    if options.codex_url:
+        return connect_codex(options.codex_url, token_file=options.codex_token_file)
+    binary = find_codex(options.codex_bin)
+    return spawn_codex(binary, config_overrides=options.config_overrides)
+
+
+def make_engine(options: ServeOptions) -> Engine:
+    from ..cli import parse_config_overrides
+
+    # A spawned Codex gets the overrides on its command line; an attached one
+    # only through each thread/start.
+    thread_config = parse_config_overrides(options.config_overrides) if options.codex_url else None
+    return Engine(thread_config=thread_config)
+
+
+async def serve(client: MessageStream, options: ServeOptions) -> int:
+    async with open_codex(options) as codex:
+        return await run_bridge(
+            client, codex.stream, make_engine(options), codex_exit_reason=codex.exit_reason
+        )
+
+
+def serve_stdio(options: ServeOptions) -> int:
+    """Run ``serve`` on this process's stdio; returns the exit status."""
+    client = open_stdio_stream()
+    try:
+        return trio.run(serve, client, options)
+    except CodexUnavailable as exc:
+        # One line a person can act on, on stderr even when logs go to a file.
+        print(f"codex-acp-bridge: {exc}", file=sys.stderr)
+        if any(isinstance(h, logging.FileHandler) for h in logging.getLogger().handlers):
+            log.error("%s", exc)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,151 @@
+"""The trio shell: move bytes between the ACP client, the engine and Codex.
+
+Three kinds of task live in one nursery owned by :func:`run_bridge`:
+
+- a reader per side, which feeds each complete message to the engine;
+- a writer per side, which drains that side's :class:`Outbox` in order.
+
+The engine is called from one task at a time (trio is single-threaded and the
+engine never awaits), and each call's effects are queued before the next call,
+so the order the engine decided is the order on the wire.
+
+Back-pressure: a reader does not read its next message while the *other*
+side's outbox is above its high-water mark. A slow ACP client therefore slows
+the reading of Codex's output (and so Codex itself, through its pipe or
+socket) instead of growing memory without bound.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+
+import trio
+
+from ..engine import Effect, Engine, ToClient, ToCodex
+from ..jsonrpc import ErrorCode
+from .streams import MessageStream, MessageTooLarge
+
+log = logging.getLogger(__name__)
+
+#: How long answers may take to drain once the client has stopped sending.
+_FLUSH_SECONDS = 2.0
+
+
+class Outbox:
+    """Messages for one peer, in order, written by a single task (:meth:`run`)."""
+
+    def __init__(self, stream: MessageStream, *, high_water: int = 256) -> None:
+        self._stream = stream
+        self._queue: deque[bytes] = deque()
+        self._high_water = high_water
+        self._has_items = trio.lowlevel.ParkingLot()
+        self._drained = trio.lowlevel.ParkingLot()
+        self.broken: BaseException | None = None
+
+    def put(self, data: bytes) -> None:
+        self._queue.append(data)
+        self._has_items.unpark_all()
+
+    async def wait_below_high_water(self) -> None:
+        while len(self._queue) > self._high_water and self.broken is None:
+            await self._drained.park()
+
+    async def wait_empty(self) -> None:
+        while self._queue and self.broken is None:
+            await self._drained.park()
+
+    async def run(self) -> None:
+        try:
+            while True:
+                while not self._queue:
+                    await self._has_items.park()
+                # Stays queued until written, so wait_empty() means "on the wire".
+                await self._stream.send(self._queue[0])
+                self._queue.popleft()
+                self._drained.unpark_all()
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            # The peer went away; the reader of that side reports it.
+            self.broken = exc
+            self._queue.clear()
+            self._drained.unpark_all()
+
+
+async def run_bridge(
+    client: MessageStream,
+    codex: MessageStream,
+    engine: Engine,
+    *,
+    codex_exit_reason: Callable[[], str] = lambda: "Codex app-server closed the connection",
+    tap: Callable[[str, bytes], None] | None = None,
+) -> int:
+    """Serve one ACP client against one Codex until the client leaves.
+
+    Returns a process exit status: 0 when the client closed the connection,
+    1 when Codex was lost before it ever became ready (nothing can work).
+    ``tap(direction, data)`` sees every message (used for recordings).
+    """
+    to_client = Outbox(client)
+    to_codex = Outbox(codex)
+    status = 0
+
+    def dispatch(effects: Iterable[Effect]) -> None:
+        for effect in effects:
+            if isinstance(effect, ToClient):
+                if tap:
+                    tap("to_client", effect.data)
+                to_client.put(effect.data)
+            elif isinstance(effect, ToCodex):
+                if tap:
+                    tap("to_codex", effect.data)
+                to_codex.put(effect.data)
+
+    async def read_codex() -> None:
+        nonlocal status
+        try:
+            while True:
+                data = await codex.receive()
+                if tap:
+                    tap("from_codex", data)
+                dispatch(engine.receive_codex(data))
+                await to_client.wait_below_high_water()
+        except MessageTooLarge as exc:
+            reason = f"Codex sent a message the bridge cannot accept ({exc})"
+        except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
+            reason = codex_exit_reason()
+        was_ready = engine.codex_ready
+        log.error("%s", reason)
+        dispatch(engine.codex_lost(reason))
+        if not was_ready:
+            status = 1
+            await to_client.wait_empty()
+            nursery.cancel_scope.cancel()
+
+    async def read_client() -> None:
+        while True:
+            try:
+                data = await client.receive()
+            except MessageTooLarge as exc:
+                dispatch([ToClient(engine.client.error(None, ErrorCode.INVALID_REQUEST, str(exc)))])
+                continue
+            except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
+                log.info("client closed the connection")
+                return
+            if tap:
+                tap("from_client", data)
+            dispatch(engine.receive_client(data))
+            await to_codex.wait_below_high_water()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(to_client.run)
+        nursery.start_soon(to_codex.run)
+        dispatch(engine.start())
+        nursery.start_soon(read_codex)
+        await read_client()
+        # Answers to the client's last messages still go out (a client may
+        # close its side of the pipe and keep reading).
+        with trio.move_on_after(_FLUSH_SECONDS):
+            await to_client.wait_empty()
+        nursery.cancel_scope.cancel()
+    return status

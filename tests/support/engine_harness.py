@@ -1,0 +1,111 @@
+"""Drive the pure engine with dicts instead of bytes (unit tests only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from bridge.engine import Engine, ToClient, ToCodex
+
+
+class Harness:
+    """An engine plus what it has sent to each side, decoded."""
+
+    def __init__(self, *, ready: bool = True, **engine_options: Any) -> None:
+        self.engine = Engine(**engine_options)
+        self.to_client: list[dict[str, Any]] = []
+        self.to_codex: list[dict[str, Any]] = []
+        self._next_client_id = 100
+        self._collect(self.engine.start())
+        if ready:
+            init = self.codex_request("initialize")
+            self.codex_reply(init["id"], {"userAgent": "codex/0.169.0"})
+
+    def _collect(self, effects: list[Any]) -> list[dict[str, Any]]:
+        out = []
+        for effect in effects:
+            message = msgspec.json.decode(effect.data)
+            if isinstance(effect, ToClient):
+                self.to_client.append(message)
+            else:
+                assert isinstance(effect, ToCodex)
+                self.to_codex.append(message)
+            out.append(message)
+        return out
+
+    # -- the client side ---------------------------------------------------------------
+
+    def client_raw(self, data: bytes) -> list[dict[str, Any]]:
+        return self._collect(self.engine.receive_client(data))
+
+    def client_request(self, method: str, params: Any) -> int:
+        rid = self._next_client_id
+        self._next_client_id += 1
+        message = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        self.client_raw(msgspec.json.encode(message))
+        return rid
+
+    def client_notify(self, method: str, params: Any) -> None:
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        self.client_raw(msgspec.json.encode(message))
+
+    def client_response(self, rid: int) -> dict[str, Any] | None:
+        """The answer the client got for request ``rid`` (at most one allowed)."""
+        answers = [m for m in self.to_client if m.get("id") == rid and "method" not in m]
+        assert len(answers) <= 1, f"request {rid} answered {len(answers)} times: {answers}"
+        return answers[0] if answers else None
+
+    def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        return [
+            m["params"]["update"]
+            for m in self.to_client
+            if m.get("method") == "session/update"
+            and (session_id is None or m["params"]["sessionId"] == session_id)
+        ]
+
+    # -- the codex side ------------------------------------------------------------------
+
+    def codex_request(self, method: str) -> dict[str, Any]:
+        """The last request the engine sent Codex with this method."""
+        found = [m for m in self.to_codex if m.get("method") == method and "id" in m]
+        assert found, f"engine sent Codex no {method} (sent: {[m.get('method') for m in self.to_codex]})"
+        return found[-1]
+
+    def codex_reply(self, rid: int, result: Any) -> list[dict[str, Any]]:
+        return self._collect(self.engine.receive_codex(msgspec.json.encode({"id": rid, "result": result})))
+
+    def codex_error(self, rid: int, message: str, code: int = -32600) -> list[dict[str, Any]]:
+        payload = {"id": rid, "error": {"code": code, "message": message}}
+        return self._collect(self.engine.receive_codex(msgspec.json.encode(payload)))
+
+    def codex_notify(self, method: str, params: Any) -> list[dict[str, Any]]:
+        return self._collect(
+            self.engine.receive_codex(msgspec.json.encode({"method": method, "params": params}))
+        )
+
+    # -- common sequences ---------------------------------------------------------------------
+
+    def new_session(self, thread_id: str = "thread-1", cwd: str = "/work") -> str:
+        rid = self.client_request("session/new", {"cwd": cwd, "mcpServers": []})
+        start = self.codex_request("thread/start")
+        self.codex_reply(start["id"], {"thread": {"id": thread_id, "cwd": cwd}, "model": "mock"})
+        response = self.client_response(rid)
+        assert response is not None and response["result"] == {"sessionId": thread_id}
+        return thread_id
+
+    def start_prompt(self, session_id: str, text: str = "hi", turn_id: str = "turn-1") -> int:
+        rid = self.client_request(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
+        start = self.codex_request("turn/start")
+        self.codex_reply(start["id"], {"turn": {"id": turn_id, "status": "inProgress", "items": []}})
+        return rid
+
+    def complete_turn(
+        self, thread_id: str, turn_id: str = "turn-1", status: str = "completed", error: Any = None
+    ) -> None:
+        turn: dict[str, Any] = {"id": turn_id, "status": status, "items": []}
+        if error is not None:
+            turn["error"] = error
+        self.codex_notify("turn/completed", {"threadId": thread_id, "turn": turn})

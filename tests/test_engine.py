@@ -1,0 +1,374 @@
+"""The engine alone: ACP and Codex messages in, messages out (no trio, no processes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.acp_schema import ConversationValidator
+from tests.support.engine_harness import Harness
+
+
+def test_client_messages_wait_for_the_codex_handshake_and_keep_their_order() -> None:
+    h = Harness(ready=False)
+    init = h.codex_request("initialize")
+    assert init["params"]["clientInfo"]["name"] == "codex-acp-bridge"
+    first = h.client_request("initialize", {"protocolVersion": 1})
+    second = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
+    assert h.to_client == []
+    assert [m.get("method") for m in h.to_codex] == ["initialize"]
+
+    h.codex_reply(init["id"], {})
+    assert [m.get("method") for m in h.to_codex] == ["initialize", "initialized", "thread/start"]
+    assert "params" not in h.to_codex[1]  # a notification without params, as Codex expects
+    assert h.client_response(first) is not None
+    assert h.client_response(second) is None  # waits on thread/start
+
+
+def test_initialize_advertises_protocol_1_and_only_what_works() -> None:
+    h = Harness()
+    rid = h.client_request("initialize", {"protocolVersion": 7, "clientCapabilities": {}})
+    result = h.client_response(rid)["result"]  # type: ignore[index]
+    assert result["protocolVersion"] == 1
+    caps = result["agentCapabilities"]
+    assert caps.get("loadSession", False) is False
+    assert caps["promptCapabilities"] == {"image": True, "embeddedContext": True}
+    assert result["agentInfo"]["name"] == "codex-acp-bridge"
+    v = ConversationValidator()
+    v.client_sent({"id": rid, "method": "initialize"})
+    v.agent_sent(h.client_response(rid))  # type: ignore[arg-type]
+
+
+def test_codex_refusing_initialize_fails_waiting_requests_with_its_reason() -> None:
+    h = Harness(ready=False)
+    rid = h.client_request("initialize", {"protocolVersion": 1})
+    h.codex_error(h.codex_request("initialize")["id"], "bad config")
+    # initialize itself still answers (the client can then show errors)...
+    assert "result" in h.client_response(rid)  # type: ignore[operator]
+    rid2 = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
+    assert "bad config" in h.client_response(rid2)["error"]["message"]  # type: ignore[index]
+
+
+def test_session_new_starts_a_thread_and_the_thread_id_is_the_session_id() -> None:
+    h = Harness()
+    rid = h.client_request("session/new", {"cwd": "/repo", "mcpServers": []})
+    start = h.codex_request("thread/start")
+    assert start["params"] == {"cwd": "/repo"}
+    h.codex_reply(start["id"], {"thread": {"id": "019a-thread"}})
+    assert h.client_response(rid)["result"] == {"sessionId": "019a-thread"}  # type: ignore[index]
+
+
+def test_config_overrides_reach_thread_start_when_given() -> None:
+    h = Harness(thread_config={"model": "o3"})
+    h.client_request("session/new", {"cwd": "/repo", "mcpServers": []})
+    assert h.codex_request("thread/start")["params"]["config"] == {"model": "o3"}
+
+
+def test_codex_error_on_thread_start_reaches_the_client_with_codex_message() -> None:
+    h = Harness()
+    rid = h.client_request("session/new", {"cwd": "/repo", "mcpServers": []})
+    h.codex_error(h.codex_request("thread/start")["id"], "cwd does not exist")
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32603 and "cwd does not exist" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("params", "needle"),
+    [
+        ({"mcpServers": []}, "`cwd`"),
+        ({"cwd": 5, "mcpServers": []}, "params.cwd"),
+        ({"cwd": "relative", "mcpServers": []}, "absolute"),
+    ],
+)
+def test_invalid_session_new_params_name_the_field(params: dict[str, object], needle: str) -> None:
+    h = Harness()
+    rid = h.client_request("session/new", params)
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32602
+    assert needle in error["message"]
+    assert not [m for m in h.to_codex if m.get("method") == "thread/start"]
+
+
+def test_malformed_json_gets_a_parse_error_and_the_connection_keeps_working() -> None:
+    h = Harness()
+    [reply] = h.client_raw(b'{"jsonrpc": "2.0", "id": 1, "method": ')
+    assert reply["error"]["code"] == -32700 and reply["id"] is None
+    [reply] = h.client_raw(b"[1, 2]")
+    assert reply["error"]["code"] == -32600
+    rid = h.client_request("initialize", {"protocolVersion": 1})
+    assert "result" in h.client_response(rid)  # type: ignore[operator]
+
+
+def test_unknown_method_is_method_not_found_and_unknown_notification_is_ignored() -> None:
+    h = Harness()
+    rid = h.client_request("session/teleport", {})
+    assert h.client_response(rid)["error"]["code"] == -32601  # type: ignore[index]
+    before = len(h.to_client)
+    h.client_notify("$/whatever", {})
+    assert len(h.to_client) == before
+
+
+def test_prompt_for_an_unknown_session_is_a_clear_not_found_error() -> None:
+    h = Harness()
+    rid = h.client_request(
+        "session/prompt", {"sessionId": "nope", "prompt": [{"type": "text", "text": "x"}]}
+    )
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32002 and "nope" in error["message"]
+    assert not [m for m in h.to_codex if m.get("method") == "turn/start"]
+
+
+def test_prompt_content_becomes_codex_input() -> None:
+    h = Harness()
+    sid = h.new_session()
+    prompt = [
+        {"type": "text", "text": "look at"},
+        {"type": "resource_link", "uri": "file:///w/a.py", "name": "a.py"},
+        {"type": "resource", "resource": {"uri": "file:///w/b.txt", "text": "B"}},
+        {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        {"type": "resource", "resource": {"uri": "file:///w/c.png", "blob": "BBBB", "mimeType": "image/png"}},
+    ]
+    h.client_request("session/prompt", {"sessionId": sid, "prompt": prompt})
+    params = h.codex_request("turn/start")["params"]
+    assert params["threadId"] == sid
+    assert params["input"] == [
+        {"type": "text", "text": "look at"},
+        {"type": "text", "text": "[@a.py](file:///w/a.py)"},
+        {"type": "text", "text": '<context ref="file:///w/b.txt">\nB\n</context>'},
+        {"type": "image", "url": "data:image/png;base64,AAAA"},
+        {"type": "image", "url": "data:image/png;base64,BBBB"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("block", "needle"),
+    [
+        ({"type": "audio", "data": "AA", "mimeType": "audio/wav"}, "prompt[1]: audio"),
+        ({"type": "hologram"}, "prompt[1]: unknown content block type 'hologram'"),
+        ({"type": "text"}, "prompt[1]"),
+        ({"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "AA"}}, "not supported"),
+    ],
+)
+def test_unsupported_prompt_content_is_invalid_params_and_starts_no_turn(
+    block: dict[str, object], needle: str
+) -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "ok"}, block]}
+    )
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32602 and needle in error["message"]
+    assert not [m for m in h.to_codex if m.get("method") == "turn/start"]
+    # The session is not left busy by the refused prompt.
+    h.start_prompt(sid)
+
+
+def test_streamed_answer_arrives_in_order_with_the_item_as_message_id() -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    for word in ["Hello ", "there ", "friend"]:
+        h.codex_notify(
+            "item/agentMessage/delta",
+            {"threadId": sid, "turnId": "turn-1", "itemId": "msg_1", "delta": word},
+        )
+    h.codex_notify(
+        "item/completed",
+        {"threadId": sid, "turnId": "turn-1", "item": {"type": "agentMessage", "id": "msg_1", "text": "Hello there friend"}},
+    )
+    h.complete_turn(sid)
+    assert h.updates(sid) == [
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": w}, "messageId": "msg_1"}
+        for w in ["Hello ", "there ", "friend"]
+    ]
+    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+
+
+def test_an_answer_that_arrives_whole_is_sent_once() -> None:
+    h = Harness()
+    sid = h.new_session()
+    h.start_prompt(sid)
+    h.codex_notify(
+        "item/completed",
+        {"threadId": sid, "turnId": "turn-1", "item": {"type": "agentMessage", "id": "m2", "text": "whole"}},
+    )
+    assert h.updates(sid) == [
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "whole"}, "messageId": "m2"}
+    ]
+
+
+def test_reasoning_summary_streams_as_thought_chunks_with_paragraph_breaks() -> None:
+    h = Harness()
+    sid = h.new_session()
+    h.start_prompt(sid)
+    base = {"threadId": sid, "turnId": "turn-1", "itemId": "rs_1"}
+    h.codex_notify("item/reasoning/summaryPartAdded", {**base, "summaryIndex": 0})
+    h.codex_notify("item/reasoning/summaryTextDelta", {**base, "summaryIndex": 0, "delta": "Think"})
+    h.codex_notify("item/reasoning/summaryPartAdded", {**base, "summaryIndex": 1})
+    h.codex_notify("item/reasoning/summaryTextDelta", {**base, "summaryIndex": 1, "delta": "More"})
+    h.codex_notify(
+        "item/completed",
+        {"threadId": sid, "turnId": "turn-1", "item": {"type": "reasoning", "id": "rs_1", "summary": ["Think", "More"]}},
+    )
+    texts = [(u["sessionUpdate"], u["content"]["text"]) for u in h.updates(sid)]
+    assert texts == [
+        ("agent_thought_chunk", "Think"),
+        ("agent_thought_chunk", "\n\n"),
+        ("agent_thought_chunk", "More"),
+    ]
+
+
+def test_token_usage_becomes_usage_update_only_when_the_window_is_known() -> None:
+    h = Harness()
+    sid = h.new_session()
+    h.start_prompt(sid)
+    usage = {
+        "last": {"totalTokens": 1200, "inputTokens": 1000, "cachedInputTokens": 0, "outputTokens": 200, "reasoningOutputTokens": 0},
+        "total": {"totalTokens": 5000, "inputTokens": 4000, "cachedInputTokens": 0, "outputTokens": 1000, "reasoningOutputTokens": 0},
+    }
+    h.codex_notify("thread/tokenUsage/updated", {"threadId": sid, "turnId": "turn-1", "tokenUsage": usage})
+    assert h.updates(sid) == []
+    usage["modelContextWindow"] = 272000  # type: ignore[assignment]
+    h.codex_notify("thread/tokenUsage/updated", {"threadId": sid, "turnId": "turn-1", "tokenUsage": usage})
+    assert h.updates(sid) == [{"sessionUpdate": "usage_update", "used": 1200, "size": 272000}]
+
+
+def test_failed_turn_is_a_json_rpc_error_carrying_codex_message() -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    h.codex_notify(
+        "error",
+        {"threadId": sid, "turnId": "turn-1", "willRetry": False, "error": {"message": "stream disconnected"}},
+    )
+    h.complete_turn(sid, status="failed")
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32603
+    assert error["message"] == "stream disconnected"
+    assert error["data"]["status"] == "failed"
+    # The session takes the next prompt.
+    h.start_prompt(sid, turn_id="turn-2")
+
+
+def test_turn_error_message_wins_over_an_earlier_error_notification() -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    h.codex_notify("error", {"threadId": sid, "turnId": "turn-1", "willRetry": True, "error": {"message": "retrying"}})
+    h.complete_turn(sid, status="failed", error={"message": "quota exceeded", "codexErrorInfo": "usageLimitExceeded"})
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["message"] == "quota exceeded"
+    assert error["data"]["codexErrorInfo"] == "usageLimitExceeded"
+
+
+def test_cancel_interrupts_and_resolves_cancelled_only_when_codex_confirms() -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    h.client_notify("session/cancel", {"sessionId": sid})
+    interrupt = h.codex_request("turn/interrupt")
+    assert interrupt["params"] == {"threadId": sid, "turnId": "turn-1"}
+    h.codex_reply(interrupt["id"], {})
+    assert h.client_response(rid) is None  # an acknowledgement is not the end of the turn
+    h.client_notify("session/cancel", {"sessionId": sid})  # repeated: no second interrupt
+    assert len([m for m in h.to_codex if m.get("method") == "turn/interrupt"]) == 1
+    h.complete_turn(sid, status="interrupted")
+    assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+
+
+def test_cancel_before_codex_names_the_turn_interrupts_as_soon_as_it_does() -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.client_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    h.client_notify("session/cancel", {"sessionId": sid})
+    assert not [m for m in h.to_codex if m.get("method") == "turn/interrupt"]
+    h.codex_notify("turn/started", {"threadId": sid, "turn": {"id": "turn-9", "status": "inProgress", "items": []}})
+    assert h.codex_request("turn/interrupt")["params"]["turnId"] == "turn-9"
+    # The turn/start response naming the same turn changes nothing.
+    h.codex_reply(h.codex_request("turn/start")["id"], {"turn": {"id": "turn-9", "status": "inProgress", "items": []}})
+    assert len([m for m in h.to_codex if m.get("method") == "turn/interrupt"]) == 1
+    h.complete_turn(sid, turn_id="turn-9", status="interrupted")
+    assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+
+
+def test_a_turn_that_completes_despite_a_cancel_keeps_its_outcome() -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    h.client_notify("session/cancel", {"sessionId": sid})
+    h.complete_turn(sid, status="completed")
+    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+
+
+def test_a_second_prompt_while_one_runs_is_refused() -> None:
+    h = Harness()
+    sid = h.new_session()
+    h.start_prompt(sid)
+    rid = h.client_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    assert h.client_response(rid)["error"]["code"] == -32600  # type: ignore[index]
+
+
+def test_turn_start_refused_by_codex_fails_the_prompt_and_frees_the_session() -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.client_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    h.codex_error(h.codex_request("turn/start")["id"], "thread not loaded")
+    assert "thread not loaded" in h.client_response(rid)["error"]["message"]  # type: ignore[index]
+    h.start_prompt(sid)
+
+
+def test_losing_codex_fails_pending_work_and_later_requests_explain_why() -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    pending_new = h.client_request("session/new", {"cwd": "/x", "mcpServers": []})
+    h._collect(h.engine.codex_lost("Codex app-server exited with status 1"))
+    for r in (rid, pending_new):
+        error = h.client_response(r)["error"]  # type: ignore[index]
+        assert "exited with status 1" in error["message"]
+    later = h.client_request("session/new", {"cwd": "/x", "mcpServers": []})
+    assert "exited with status 1" in h.client_response(later)["error"]["message"]  # type: ignore[index]
+
+
+def test_codex_server_requests_are_answered_at_once_never_left_waiting() -> None:
+    h = Harness()
+    sid = h.new_session()
+    h.start_prompt(sid)
+    h.engine.receive_codex(b"")  # an empty frame is invalid, and ignored
+    effects = h.engine.receive_codex(
+        b'{"id": 0, "method": "item/tool/requestUserInput", "params": {"threadId": "thread-1"}}'
+    )
+    [answer] = [e for e in effects]
+    assert b'"id":0' in answer.data and b"error" in answer.data
+
+
+def test_unknown_codex_notifications_and_items_do_not_disturb_the_session() -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    h.codex_notify("thread/realtime/sdp", {"whatever": True})
+    h.codex_notify(
+        "item/completed",
+        {"threadId": sid, "turnId": "turn-1", "item": {"type": "brandNewThing", "id": "x1", "payload": [1]}},
+    )
+    h.codex_notify("item/agentMessage/delta", {"threadId": sid})  # malformed: logged, skipped
+    h.codex_notify("item/agentMessage/delta", {"threadId": "other-thread", "turnId": "t", "itemId": "i", "delta": "x"})
+    h.complete_turn(sid)
+    assert h.updates(sid) == []
+    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+
+
+def test_every_message_to_the_client_in_a_full_turn_is_valid_acp() -> None:
+    h = Harness()
+    v = ConversationValidator()
+    init = h.client_request("initialize", {"protocolVersion": 1})
+    v.client_sent({"id": init, "method": "initialize"})
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    h.codex_notify("item/agentMessage/delta", {"threadId": sid, "turnId": "turn-1", "itemId": "m", "delta": "x"})
+    h.complete_turn(sid)
+    for message in h.to_client:
+        if "method" not in message:
+            method = "initialize" if message["id"] == init else "session/new" if message["id"] != rid else "session/prompt"
+            v.client_sent({"id": message["id"], "method": method})
+        v.agent_sent(message)
