@@ -68,6 +68,8 @@ class AcpClient:
         self.received: list[dict[str, Any]] = []
         #: ``session/update`` params, in arrival order.
         self.updates: list[dict[str, Any]] = []
+        #: The method of every request this client sent, by id.
+        self.sent_requests: dict[Any, str] = {}
         self._arrived = trio.lowlevel.ParkingLot()
         self.closed = False
 
@@ -120,7 +122,8 @@ class AcpClient:
     async def request(self, method: str, params: Any) -> Any:
         """Send a request and wait for its result; an error response raises ``RpcError``."""
         call = _Call(method)
-        _rid, data = self.peer.request(method, params, call)
+        rid, data = self.peer.request(method, params, call)
+        self.sent_requests[rid] = method
         await self.stream.send(data)
         await call.done.wait()
         if call.error is not None:

@@ -111,6 +111,11 @@ class Engine:
             "session/cancel": self._session_cancel,
         }
 
+    @property
+    def starting(self) -> bool:
+        """Codex has neither finished its handshake nor been lost yet."""
+        return not self.codex_ready and self.codex_lost_reason is None
+
     # -- inputs ------------------------------------------------------------------
 
     def start(self) -> list[Effect]:
@@ -186,7 +191,7 @@ class Engine:
             try:
                 if handler is None:
                     raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {msg.method}")
-                if self.codex_lost_reason is not None and msg.method != "initialize":
+                if self.codex_lost_reason is not None:
                     raise RpcError.internal(self.codex_lost_reason)
                 handler(msg.id, msg.params)
             except RpcError as exc:
@@ -410,7 +415,8 @@ class Engine:
         self._drain_before_ready()
 
     def _codex_init_failed(self, error: ErrorObject) -> None:
-        self.codex_lost_reason = f"Codex app-server refused initialize: {error.message}"
+        if self.codex_lost_reason is None:  # else: lost, and the reason says how
+            self.codex_lost_reason = f"Codex app-server refused initialize: {error.message}"
         self._drain_before_ready()
 
     def _drain_before_ready(self) -> None:

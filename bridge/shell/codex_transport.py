@@ -6,8 +6,8 @@ import logging
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,10 +60,8 @@ class CodexConnection:
     """An open message stream to Codex, and how to tell why it ended."""
 
     stream: MessageStream
-    describe_exit: object  # () -> str; a callable kept loose for the two transports
-
-    def exit_reason(self) -> str:
-        return self.describe_exit()  # type: ignore[operator,no-any-return]
+    #: Once the stream has ended: a sentence saying why, for the user.
+    exit_reason: Callable[[], Awaitable[str]]
 
 
 @asynccontextmanager
@@ -92,8 +90,14 @@ async def spawn_codex(
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     stream = LineStream(process.stdout, process.stdin, max_message=max_message)
     tail: list[str] = []
+    stderr_done = trio.Event()
 
-    def describe_exit() -> str:
+    async def describe_exit() -> str:
+        # Give the process a moment to finish dying and its last words to arrive:
+        # "exited with status 1" alone helps nobody.
+        with trio.move_on_after(2):
+            await process.wait()
+            await stderr_done.wait()
         code = process.poll()
         why = f"exited with status {code}" if code is not None else "closed its output"
         last = f": {tail[-1]}" if tail else ""
@@ -105,7 +109,8 @@ async def spawn_codex(
         while True:
             try:
                 line = (await lines.receive()).decode(errors="replace")
-            except trio.EndOfChannel:
+            except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+                stderr_done.set()
                 return
             except Exception:  # an oversized or broken log line is not worth dying for
                 continue
@@ -144,29 +149,30 @@ async def connect_codex(
         except OSError as exc:
             raise CodexUnavailable(f"cannot read --codex-token-file {token_file}: {exc.strerror}") from exc
         headers["Authorization"] = f"Bearer {token}"
-    try:
-        ws_cm = connect(
-            url,
-            additional_headers=headers,
-            max_size=max_message,
-            compression=None,
-            proxy=None,
-            open_timeout=10,
-        )
-        ws = await ws_cm.__aenter__()
-    except InvalidStatus as exc:
-        status = exc.response.status_code
-        hint = " (check --codex-token-file)" if status in (401, 403) else ""
-        raise CodexUnavailable(f"Codex at {url} refused the connection: HTTP {status}{hint}") from exc
-    except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
-        raise CodexUnavailable(f"cannot connect to Codex at {url}: {exc}") from exc
+    async with AsyncExitStack() as stack:
+        try:
+            ws = await stack.enter_async_context(
+                connect(
+                    url,
+                    additional_headers=headers,
+                    max_size=max_message,
+                    compression=None,
+                    proxy=None,
+                    open_timeout=10,
+                    close_timeout=3,
+                )
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            hint = " (check --codex-token-file)" if status in (401, 403) else ""
+            raise CodexUnavailable(
+                f"Codex at {url} refused the connection: HTTP {status}{hint}"
+            ) from exc
+        except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
+            raise CodexUnavailable(f"cannot connect to Codex at {url}: {exc}") from exc
 
-    def describe_exit() -> str:
-        reason = getattr(ws, "close_reason", None) or ""
-        return f"WebSocket connection to Codex at {url} closed{': ' + reason if reason else ''}"
+        async def describe_exit() -> str:
+            reason = ws.close_reason or ""
+            return f"WebSocket connection to Codex at {url} closed{': ' + reason if reason else ''}"
 
-    try:
         yield CodexConnection(WebSocketStream(ws), describe_exit)
-    finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(3):
-            await ws_cm.__aexit__(None, None, None)

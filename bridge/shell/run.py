@@ -43,23 +43,37 @@ def make_engine(options: ServeOptions) -> Engine:
     return Engine(thread_config=thread_config)
 
 
-async def serve(client: MessageStream, options: ServeOptions) -> int:
+async def serve(client: MessageStream, options: ServeOptions) -> None:
     async with open_codex(options) as codex:
-        return await run_bridge(
-            client, codex.stream, make_engine(options), codex_exit_reason=codex.exit_reason
-        )
+        await run_bridge(client, codex.stream, make_engine(options), codex_exit_reason=codex.exit_reason)
 
 
 def serve_stdio(options: ServeOptions) -> int:
-    """Run ``serve`` on this process's stdio; returns the exit status."""
+    """Run ``serve`` on this process's stdio; returns the exit status.
+
+    0: the client closed the connection. 2: Codex could not be started or
+    reached, or died before it was ready; one line on stderr says why.
+    """
     client = open_stdio_stream()
+    status = 0
     try:
-        return trio.run(serve, client, options)
-    except CodexUnavailable as exc:
-        # One line a person can act on, on stderr even when logs go to a file.
-        print(f"codex-acp-bridge: {exc}", file=sys.stderr)
-        if any(isinstance(h, logging.FileHandler) for h in logging.getLogger().handlers):
-            log.error("%s", exc)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+        trio.run(serve, client, options)
+    except* CodexUnavailable as group:
+        report_fatal(str(_first_leaf(group)))
+        status = 2
+    except* KeyboardInterrupt:
+        status = 130
+    return status
+
+
+def report_fatal(message: str) -> None:
+    """One line a person can act on, on stderr even when logs go to a file."""
+    print(f"codex-acp-bridge: {message}", file=sys.stderr)
+    if any(isinstance(h, logging.FileHandler) for h in logging.getLogger().handlers):
+        log.error("%s", message)
+
+
+def _first_leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error

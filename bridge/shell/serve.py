@@ -19,18 +19,21 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
 from ..engine import Effect, Engine, ToClient, ToCodex
 from ..jsonrpc import ErrorCode
+from .codex_transport import CodexUnavailable
 from .streams import MessageStream, MessageTooLarge
 
 log = logging.getLogger(__name__)
 
 #: How long answers may take to drain once the client has stopped sending.
 _FLUSH_SECONDS = 2.0
+#: How long a client that has left still waits for Codex to finish starting.
+_STARTUP_SECONDS = 30.0
 
 
 class Outbox:
@@ -77,18 +80,19 @@ async def run_bridge(
     codex: MessageStream,
     engine: Engine,
     *,
-    codex_exit_reason: Callable[[], str] = lambda: "Codex app-server closed the connection",
+    codex_exit_reason: Callable[[], Awaitable[str]] | None = None,
     tap: Callable[[str, bytes], None] | None = None,
-) -> int:
+) -> None:
     """Serve one ACP client against one Codex until the client leaves.
 
-    Returns a process exit status: 0 when the client closed the connection,
-    1 when Codex was lost before it ever became ready (nothing can work).
+    Raises :class:`CodexUnavailable` when Codex is lost before it ever became
+    ready (nothing could work), after the client has had its answers.
     ``tap(direction, data)`` sees every message (used for recordings).
     """
     to_client = Outbox(client)
     to_codex = Outbox(codex)
-    status = 0
+    fatal: str | None = None
+    settled = trio.Event()  # Codex is ready, or lost
 
     def dispatch(effects: Iterable[Effect]) -> None:
         for effect in effects:
@@ -102,25 +106,32 @@ async def run_bridge(
                 to_codex.put(effect.data)
 
     async def read_codex() -> None:
-        nonlocal status
+        nonlocal fatal
         try:
             while True:
                 data = await codex.receive()
                 if tap:
                     tap("from_codex", data)
                 dispatch(engine.receive_codex(data))
+                if not engine.starting:
+                    settled.set()
                 await to_client.wait_below_high_water()
         except MessageTooLarge as exc:
             reason = f"Codex sent a message the bridge cannot accept ({exc})"
         except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
-            reason = codex_exit_reason()
+            reason = (
+                await codex_exit_reason() if codex_exit_reason else "Codex closed the connection"
+            )
         was_ready = engine.codex_ready
-        log.error("%s", reason)
         dispatch(engine.codex_lost(reason))
+        settled.set()
         if not was_ready:
-            status = 1
-            await to_client.wait_empty()
+            fatal = reason
+            with trio.move_on_after(_FLUSH_SECONDS):
+                await to_client.wait_empty()
             nursery.cancel_scope.cancel()
+        else:
+            log.error("%s", reason)
 
     async def read_client() -> None:
         while True:
@@ -144,8 +155,12 @@ async def run_bridge(
         nursery.start_soon(read_codex)
         await read_client()
         # Answers to the client's last messages still go out (a client may
-        # close its side of the pipe and keep reading).
+        # close its side of the pipe and keep reading), including those that
+        # waited for Codex to start.
+        with trio.move_on_after(_STARTUP_SECONDS):
+            await settled.wait()
         with trio.move_on_after(_FLUSH_SECONDS):
             await to_client.wait_empty()
         nursery.cancel_scope.cancel()
-    return status
+    if fatal is not None:
+        raise CodexUnavailable(fatal)

@@ -1,0 +1,72 @@
+"""Fixtures shared by the end-to-end tests: the real Codex, the scripted model, the bridge."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
+from bridge.shell.codex_transport import ENV_CODEX_BIN, PINNED_CODEX
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> str:
+    """The pinned real Codex binary; its absence fails (never skips) the test."""
+    path = os.environ.get(ENV_CODEX_BIN) or str(PINNED_CODEX)
+    if not Path(path).exists():
+        pytest.fail(
+            f"Codex binary not found at {path}: run the project's setup "
+            "(scripts/setup, which installs @openai/codex@0.169.0 into tools/node)"
+        )
+    return path
+
+
+@pytest.fixture
+async def scripted_model(nursery: trio.Nursery) -> ScriptedModel:
+    model: ScriptedModel = await nursery.start(serve_scripted_model)
+    return model
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """The session's cwd: a folder of its own, outside the Codex home."""
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def codex_home(tmp_path: Path, scripted_model: ScriptedModel) -> Path:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    write_codex_home(home, scripted_model.base_url)
+    return home
+
+
+@pytest.fixture
+def bridge_env(codex_home: Path, codex_bin: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("OPENAI_API_KEY", None)
+    env["CODEX_HOME"] = str(codex_home)
+    env[ENV_CODEX_BIN] = codex_bin
+    return env
+
+
+@pytest.fixture
+def bridge_argv() -> list[str]:
+    return [sys.executable, "-m", "bridge", "serve", "--log-level", "info"]
+
+
+@pytest.fixture
+async def stderr_file(tmp_path: Path) -> AsyncIterator[Path]:
+    """Where the bridge's logs go, so a failing test can show them."""
+    path = tmp_path / "bridge-stderr.log"
+    path.touch()
+    yield path

@@ -1,0 +1,129 @@
+"""End to end over stdio: a real ACP client, the bridge, the real Codex 0.169, the scripted model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from bridge.jsonrpc import RpcError
+from bridge.scripted_model import ScriptedModel
+from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_a_streamed_answer_arrives_whole_and_in_order(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize()
+            assert init["protocolVersion"] == 1
+            sid = await client.new_session(str(workspace))
+            result = await client.prompt(sid, "@@ words 300")
+            assert result == {"stopReason": "end_turn"}
+            chunks = [
+                u["update"] for u in client.updates if u["update"]["sessionUpdate"] == "agent_message_chunk"
+            ]
+            assert len(chunks) >= 300, "the answer should stream, not arrive in one piece"
+            assert "".join(c["content"]["text"] for c in chunks) == words(300)
+            assert len({c["messageId"] for c in chunks}) == 1
+            # A second prompt on the same session works the same way.
+            assert await client.prompt(sid, "@@ words 5") == {"stopReason": "end_turn"}
+            assert client.text_of(sid).endswith(words(5))
+        assert assert_valid_acp(client) > 300
+
+
+async def test_reasoning_streams_as_thoughts_before_the_answer(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            assert await client.prompt(sid, "@@ reason 6\n@@ words 4") == {"stopReason": "end_turn"}
+        kinds = [u["update"]["sessionUpdate"] for u in client.updates]
+        assert "agent_thought_chunk" in kinds
+        assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk")
+        assert len(client.text_of(sid, "agent_thought_chunk").split()) == 6
+        assert client.text_of(sid) == words(4)
+        assert_valid_acp(client)
+
+
+async def test_cancel_mid_stream_resolves_cancelled_after_codex_confirms(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            outcome: dict[str, object] = {}
+
+            async def prompt() -> None:
+                outcome["result"] = await client.prompt(sid, "@@ words 3000 delay_ms=10")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(prompt)
+                await client.wait_for(
+                    lambda m: m.get("method") == "session/update"
+                    and len(client.text_of(sid).split()) >= 20
+                )
+                await client.notify("session/cancel", {"sessionId": sid})
+            assert outcome["result"] == {"stopReason": "cancelled"}
+            streamed = len(client.text_of(sid).split())
+            assert 20 <= streamed < 3000
+            # The session is usable after a cancel.
+            assert await client.prompt(sid, "@@ words 3") == {"stopReason": "end_turn"}
+        assert_valid_acp(client)
+
+
+async def test_a_failed_turn_is_an_error_carrying_codex_message(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            with pytest.raises(RpcError) as failure:
+                await client.prompt(sid, "@@ words 3\n@@ fail")
+            assert failure.value.code == -32603
+            assert failure.value.message, "Codex's message is passed on"
+            assert failure.value.data["status"] == "failed"
+            assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
+        assert_valid_acp(client)
+
+
+async def test_prompt_with_resources_and_images_reaches_the_model(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    png = (
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    prompt = [
+        {"type": "text", "text": "@@ say seen\n"},
+        {"type": "resource_link", "uri": f"file://{workspace}/a.py", "name": "a.py"},
+        {"type": "resource", "resource": {"uri": f"file://{workspace}/b.txt", "text": "BEE-CONTENT"}},
+        {"type": "image", "data": png, "mimeType": "image/png"},
+    ]
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            result = await client.request("session/prompt", {"sessionId": sid, "prompt": prompt})
+            assert result == {"stopReason": "end_turn"}
+            assert client.text_of(sid) == "seen"
+    body = str(scripted_model.requests)
+    assert "BEE-CONTENT" in body
+    assert "a.py" in body
+    assert "data:image/png;base64," in body
+    assert_valid_acp(client)

@@ -1,0 +1,85 @@
+"""The official ACP TypeScript SDK (@agentclientprotocol/sdk 2.4.0) as the client."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.conftest import REPO
+from tests.support.acp_schema import ConversationValidator
+from tests.support.e2e import SCENARIO_SECONDS, decode_lines, words
+
+pytestmark = pytest.mark.e2e
+
+SDK_CLIENT = REPO / "tools" / "node" / "acp_sdk_client.mjs"
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    path = shutil.which("node")
+    if path is None or not (REPO / "tools" / "node" / "node_modules" / "@agentclientprotocol" / "sdk").exists():
+        pytest.fail("node and the pinned ACP SDK are needed: run the project's setup (scripts/setup)")
+    return path
+
+
+async def _run_sdk_client(node: str, env: dict[str, str], *args: str) -> list[dict[str, object]]:
+    argv = [node, str(SDK_CLIENT), *args, "--timeout-ms", str(SCENARIO_SECONDS * 1000 - 5000),
+            "--", sys.executable, "-m", "bridge", "serve"]
+    with trio.fail_after(SCENARIO_SECONDS):
+        result = await trio.run_process(argv, env=env, capture_stdout=True, capture_stderr=True, check=False)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    events = decode_lines(result.stdout)
+    assert not [e for e in events if e["event"] in ("sdk_rejected", "timeout", "connection_closed")], events
+    return events
+
+
+def _validate(events: list[dict[str, object]]) -> None:
+    """Re-check the raw payloads against the ACP schema, method by method."""
+    v = ConversationValidator()
+    for n, e in enumerate(events):
+        if e["event"] == "response":
+            v.client_sent({"id": n, "method": e["method"]})
+            v.agent_sent({"jsonrpc": "2.0", "id": n, "result": e["result"]})
+        elif e["event"] == "notification":
+            v.agent_sent({"jsonrpc": "2.0", "method": e["method"], "params": e["params"]})
+
+
+async def test_sdk_client_streams_a_whole_answer(
+    node: str, bridge_env: dict[str, str], workspace: Path
+) -> None:
+    events = await _run_sdk_client(
+        node, bridge_env, "--cwd", str(workspace), "--prompt", "@@ words 500", "--prompt", "@@ say bye"
+    )
+    kinds = [(e["event"], e.get("method")) for e in events]
+    assert kinds[0] == ("response", "initialize") and kinds[1] == ("response", "session/new")
+    prompts = [e for e in events if e.get("method") == "session/prompt"]
+    assert [p["result"] for p in prompts] == [{"stopReason": "end_turn"}] * 2
+    first_end = events.index(prompts[0])
+    text = "".join(
+        e["params"]["update"]["content"]["text"]  # type: ignore[index]
+        for e in events[:first_end]
+        if e["event"] == "notification" and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"  # type: ignore[index]
+    )
+    assert text == words(500)
+    assert events[-1] == {"event": "exit", "code": 0}
+    _validate(events)
+
+
+async def test_sdk_client_cancels_mid_stream(
+    node: str, bridge_env: dict[str, str], workspace: Path
+) -> None:
+    events = await _run_sdk_client(
+        node, bridge_env, "--cwd", str(workspace),
+        "--prompt", "@@ words 3000 delay_ms=10", "--cancel-after-chunks", "10",
+    )
+    assert any(e["event"] == "cancel_sent" for e in events)
+    [prompt] = [e for e in events if e.get("method") == "session/prompt"]
+    assert prompt["result"] == {"stopReason": "cancelled"}
+    chunks = [e for e in events if e["event"] == "notification"
+              and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]  # type: ignore[index]
+    assert 10 <= len(chunks) < 3000
+    _validate(events)
