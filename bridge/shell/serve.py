@@ -30,6 +30,8 @@ from .streams import MessageStream, MessageTooLarge
 
 log = logging.getLogger(__name__)
 
+#: Most bytes an outbox writes in one call.
+_BATCH_BYTES = 1024 * 1024
 #: How long answers may take to drain once the client has stopped sending.
 _FLUSH_SECONDS = 2.0
 #: How long a client that has left still waits for Codex to finish starting.
@@ -64,9 +66,19 @@ class Outbox:
             while True:
                 while not self._queue:
                     await self._has_items.park()
-                # Stays queued until written, so wait_empty() means "on the wire".
-                await self._stream.send(self._queue[0])
-                self._queue.popleft()
+                # Write everything queued so far in one go (bounded), and keep it
+                # queued until written, so wait_empty() means "on the wire".
+                batch: list[bytes] = []
+                size = 0
+                for data in self._queue:
+                    batch.append(data)
+                    size += len(data)
+                    if size >= _BATCH_BYTES:
+                        break
+                count = len(batch)
+                await self._stream.send_batch(batch)
+                for _ in range(count):
+                    self._queue.popleft()
                 self._drained.unpark_all()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             # The peer went away; the reader of that side reports it.
