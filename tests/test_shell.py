@@ -1,0 +1,117 @@
+"""The trio shell over in-memory streams: framing, size caps, ordering, back-pressure."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from bridge.engine import Engine
+from bridge.shell.serve import Outbox, run_bridge
+from bridge.shell.streams import LineStream, MessageTooLarge
+
+MESSAGES = [b'{"a":1}', b'{"b":"two words"}', b"{}", b'{"c":[1,2,3]}']
+
+
+class _ChunkedReceive(trio.abc.ReceiveStream):
+    """Hands out fixed data in chunks of the given size."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data, self.size = data, size
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        await trio.lowlevel.checkpoint()
+        chunk, self.data = self.data[: self.size], self.data[self.size :]
+        return chunk
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def _read_all(stream: LineStream) -> list[bytes | str]:
+    out: list[bytes | str] = []
+    while True:
+        try:
+            out.append(await stream.receive())
+        except trio.EndOfChannel:
+            return out
+        except MessageTooLarge:
+            out.append("too large")
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 1000])
+async def test_lines_are_reassembled_whatever_the_chunking(chunk: int) -> None:
+    wire = b"\n".join(MESSAGES) + b"\n\n  \r\n" + b'{"last":true}'  # blank lines skipped, no final newline
+    stream = LineStream(_ChunkedReceive(wire, chunk), trio.testing.MemorySendStream())
+    assert await _read_all(stream) == [*MESSAGES, b'{"last":true}']
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64])
+async def test_an_oversized_line_is_dropped_whole_and_reading_goes_on(chunk: int) -> None:
+    wire = b'{"ok":1}\n' + b"x" * 100 + b'\n{"ok":2}\n'
+    stream = LineStream(_ChunkedReceive(wire, chunk), trio.testing.MemorySendStream(), max_message=50)
+    assert await _read_all(stream) == [b'{"ok":1}', "too large", b'{"ok":2}']
+
+
+async def test_outbox_keeps_order_and_applies_back_pressure() -> None:
+    sent: list[bytes] = []
+    gate = trio.Event()
+
+    class SlowStream:
+        async def send_batch(self, messages: list[bytes]) -> None:
+            await gate.wait()
+            sent.extend(messages)
+
+    outbox = Outbox(SlowStream(), high_water=3)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(outbox.run)
+        for n in range(10):
+            outbox.put(str(n).encode())
+        waited = False
+
+        async def producer() -> None:
+            nonlocal waited
+            await outbox.wait_below_high_water()
+            waited = True
+
+        nursery.start_soon(producer)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not waited, "a full outbox holds its producer back"
+        gate.set()
+        await outbox.wait_empty()
+        await trio.testing.wait_all_tasks_blocked()
+        assert waited
+        nursery.cancel_scope.cancel()
+    assert sent == [str(n).encode() for n in range(10)]
+
+
+async def test_bridge_over_memory_streams_answers_and_flushes_before_exit() -> None:
+    """The whole shell with a fake Codex peer (unit level: the real one is in the e2e tests)."""
+    client_side, bridge_client_end = trio.testing.memory_stream_pair()
+    codex_side, bridge_codex_end = trio.testing.memory_stream_pair()
+    client = LineStream(client_side, client_side)
+    codex = LineStream(codex_side, codex_side)
+
+    async def fake_codex() -> None:
+        init = msgspec.json.decode(await codex.receive())
+        assert init["method"] == "initialize"
+        await codex.send(msgspec.json.encode({"id": init["id"], "result": {}}))
+        assert msgspec.json.decode(await codex.receive()) == {"method": "initialized"}
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                run_bridge,
+                LineStream(bridge_client_end, bridge_client_end),
+                LineStream(bridge_codex_end, bridge_codex_end),
+                Engine(),
+            )
+            nursery.start_soon(fake_codex)
+            await client.send(b'{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1}}')
+            await client.send(b"not json")
+            await client_side.send_stream.aclose()  # the client is done talking
+            first = msgspec.json.decode(await client.receive())
+            second = msgspec.json.decode(await client.receive())
+            assert first["id"] == 7 and first["result"]["protocolVersion"] == 1
+            assert second["error"]["code"] == -32700
