@@ -101,7 +101,7 @@ class AcpClient:
             msg.context.done.set()
         elif isinstance(msg, IncomingNotification):
             params = msgspec.json.decode(msg.params) if msg.params else None
-            if msg.method == "session/update":
+            if msg.method == "session/update" and isinstance(params, dict):
                 self.updates.append(params)
             if self.on_notification is not None:
                 self.on_notification(msg.method, params)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -65,8 +64,8 @@ def bridge_argv() -> list[str]:
 
 
 @pytest.fixture
-async def stderr_file(tmp_path: Path) -> AsyncIterator[Path]:
+def stderr_file(tmp_path: Path) -> Path:
     """Where the bridge's logs go, so a failing test can show them."""
     path = tmp_path / "bridge-stderr.log"
     path.touch()
-    yield path
+    return path

@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from bridge.jsonrpc import RpcError
+from bridge.shell.streams import LineStream
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
 
 pytestmark = pytest.mark.e2e
@@ -54,43 +55,46 @@ async def test_bad_requests_get_typed_errors_and_the_session_keeps_working(
 async def test_stdout_carries_only_protocol_messages(
     bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path
 ) -> None:
-    """Run the bridge with verbose logging and check every stdout line is JSON-RPC."""
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
-        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}},
-    ]
-    async with trio.open_nursery() as nursery:
-        process = await nursery.start(
-            lambda task_status: trio.run_process(
-                [*bridge_argv[:-2], "--log-level", "debug"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=bridge_env, check=False, task_status=task_status,
-            )
-        )
-        out = bytearray()
-        err = bytearray()
+    """Run the bridge with debug logging and check every stdout line is JSON-RPC."""
+    process = await trio.lowlevel.open_process(
+        [*bridge_argv[:-2], "--log-level", "debug"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=bridge_env,
+    )
+    assert process.stdin and process.stdout and process.stderr
+    out = LineStream(process.stdout, process.stdin)
+    err = bytearray()
 
-        async def drain(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
-            async for chunk in stream:
-                into.extend(chunk)
+    async def drain_stderr() -> None:
+        async for chunk in process.stderr:  # type: ignore[union-attr]
+            err.extend(chunk)
 
-        nursery.start_soon(drain, process.stdout, out)
-        nursery.start_soon(drain, process.stderr, err)
-        with trio.fail_after(SCENARIO_SECONDS):
-            for line in lines:
-                await process.stdin.send_all(msgspec.json.encode(line) + b"\n")
-            while out.count(b"\n") < 2:
-                await trio.sleep(0.05)
-            sid = msgspec.json.decode(out.splitlines()[1])["result"]["sessionId"]
-            prompt = {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                      "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "@@ reason 3\n@@ words 20"}]}}
-            await process.stdin.send_all(msgspec.json.encode(prompt) + b"\n")
-            while b'"id":3' not in out:
-                await trio.sleep(0.05)
+    lines: list[bytes] = []
+
+    async def until_id(rid: int) -> dict[str, object]:
+        while True:
+            lines.append(await out.receive())
+            message = msgspec.json.decode(lines[-1])
+            if message.get("id") == rid:
+                return message  # type: ignore[no-any-return]
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(drain_stderr)
+            await out.send(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}')
+            await until_id(1)
+            await out.send(msgspec.json.encode(
+                {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}}
+            ))
+            sid = (await until_id(2))["result"]["sessionId"]  # type: ignore[index]
+            await out.send(msgspec.json.encode(
+                {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                 "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "@@ reason 3\n@@ words 20"}]}}
+            ))
+            assert await until_id(3) == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}
             await process.stdin.aclose()
             await process.wait()
     assert process.returncode == 0
-    assert len(err) > 0, "debug logging went to stderr"
-    messages = [msgspec.json.decode(line) for line in out.splitlines()]
+    assert b"DEBUG" in err, "debug logging went to stderr"
+    messages = [msgspec.json.decode(line) for line in lines]
+    assert len(messages) > 20
     assert all(m.get("jsonrpc") == "2.0" for m in messages)
-    assert messages[-1] == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}

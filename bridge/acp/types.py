@@ -101,7 +101,7 @@ class UnknownContent(msgspec.Struct):
 
 
 _content_decoder = msgspec.json.Decoder(list[Raw])
-_block_decoder = msgspec.json.Decoder(ContentBlock)  # type: ignore[arg-type]
+_block_decoder = msgspec.json.Decoder(ContentBlock)
 _KNOWN_BLOCKS = {"text", "image", "audio", "resource_link", "resource"}
 
 

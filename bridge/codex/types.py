@@ -145,7 +145,7 @@ class _ItemTag(msgspec.Struct):
 
 
 _item_tag_decoder = msgspec.json.Decoder(_ItemTag)
-_item_decoder = msgspec.json.Decoder(KnownItem)  # type: ignore[arg-type]
+_item_decoder = msgspec.json.Decoder(KnownItem)
 _KNOWN_ITEMS = {"userMessage", "agentMessage", "reasoning"}
 
 

@@ -140,7 +140,9 @@ class Engine:
         msg = self.codex.receive(data)
         if isinstance(msg, IncomingNotification):
             handler = self._codex_notifications.get(msg.method)
-            if handler is not None:
+            if handler is None:
+                log.debug("ignoring Codex notification %s", msg.method)
+            else:
                 try:
                     handler(msg.params)
                 except msgspec.ValidationError as exc:

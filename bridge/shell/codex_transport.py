@@ -105,7 +105,7 @@ async def spawn_codex(
 
     async def pump_stderr() -> None:
         assert process.stderr is not None
-        lines = LineStream(process.stderr, process.stderr, max_message=1024 * 1024)
+        lines = LineStream(process.stderr, None, max_message=1024 * 1024)
         while True:
             try:
                 line = (await lines.receive()).decode(errors="replace")
@@ -145,7 +145,7 @@ async def connect_codex(
     headers = {}
     if token_file:
         try:
-            token = Path(token_file).read_text().strip()
+            token = (await trio.Path(token_file).read_text()).strip()
         except OSError as exc:
             raise CodexUnavailable(f"cannot read --codex-token-file {token_file}: {exc.strerror}") from exc
         headers["Authorization"] = f"Bearer {token}"

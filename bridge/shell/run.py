@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 import trio
 
 from ..engine import Engine
-from .codex_transport import CodexConnection, CodexUnavailable, connect_codex, find_codex, spawn_codex
+from .codex_transport import (
+    CodexConnection,
+    CodexUnavailable,
+    connect_codex,
+    find_codex,
+    spawn_codex,
+)
 from .serve import run_bridge
 from .stdio import open_stdio_stream
 from .streams import MessageStream

@@ -50,15 +50,16 @@ class LineStream:
     def __init__(
         self,
         receive_stream: trio.abc.ReceiveStream,
-        send_stream: trio.abc.SendStream,
+        send_stream: trio.abc.SendStream | None,
         *,
         max_message: int = DEFAULT_MAX_MESSAGE,
     ) -> None:
+        """``send_stream`` may be ``None`` for a stream that is only read (a log pipe)."""
         self._receive_stream = receive_stream
         self._send_stream = send_stream
         self._max = max_message
         self._lines: deque[bytes | None] = deque()  # None marks a dropped, oversized line
-        self._partial: list[bytes] = []
+        self._partial: list[bytes | bytearray] = []
         self._partial_size = 0
         self._discarding = False
         self._eof = False
@@ -82,14 +83,14 @@ class LineStream:
             else:
                 self._feed(chunk)
 
-    def _feed(self, chunk: bytes) -> None:
+    def _feed(self, chunk: bytes | bytearray) -> None:
         pieces = chunk.split(b"\n")
         for piece in pieces[:-1]:
             self._add_partial(piece)
             self._end_line()
         self._add_partial(pieces[-1])
 
-    def _add_partial(self, piece: bytes) -> None:
+    def _add_partial(self, piece: bytes | bytearray) -> None:
         if self._discarding or not piece:
             return
         self._partial_size += len(piece)
@@ -103,24 +104,30 @@ class LineStream:
 
     def _end_line(self) -> None:
         if self._partial:
-            self._lines.append(self._partial[0] if len(self._partial) == 1 else b"".join(self._partial))
+            self._lines.append(b"".join(self._partial))
         self._partial = []
         self._partial_size = 0
         self._discarding = False
 
+    def _sender(self) -> trio.abc.SendStream:
+        if self._send_stream is None:
+            raise trio.ClosedResourceError("this stream is receive-only")
+        return self._send_stream
+
     async def send(self, data: bytes) -> None:
         async with self._send_lock:
-            await self._send_stream.send_all(data + b"\n")
+            await self._sender().send_all(data + b"\n")
 
     async def send_batch(self, messages: list[bytes]) -> None:
         """Several messages in one write: far fewer syscalls for a stream of deltas."""
         messages.append(b"")
         async with self._send_lock:
-            await self._send_stream.send_all(b"\n".join(messages))
+            await self._sender().send_all(b"\n".join(messages))
 
     async def aclose(self) -> None:
-        await self._send_stream.aclose()
-        if self._receive_stream is not self._send_stream:
+        if self._send_stream is not None:
+            await self._send_stream.aclose()
+        if self._receive_stream is not self._send_stream:  # type: ignore[comparison-overlap]
             await self._receive_stream.aclose()
 
 
