@@ -21,7 +21,9 @@ def ready_engine(thread_id: str) -> Engine:
     engine = Engine()
     engine.start()
     engine.receive_codex(b'{"id":0,"result":{}}')
-    engine.receive_client(b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}')
+    engine.receive_client(
+        b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}'
+    )
     engine.receive_codex(msgspec.json.encode({"id": 1, "result": {"thread": {"id": thread_id}}}))
     assert thread_id in engine.sessions
     return engine
@@ -38,7 +40,12 @@ def main() -> None:
         msgspec.json.encode(
             {
                 "method": "item/agentMessage/delta",
-                "params": {"threadId": thread, "turnId": "019a22ac-turn", "itemId": "msg_0001", "delta": f"word{i} "},
+                "params": {
+                    "threadId": thread,
+                    "turnId": "019a22ac-turn",
+                    "itemId": "msg_0001",
+                    "delta": f"word{i} ",
+                },
             }
         )
         for i in range(args.messages)
@@ -55,7 +62,9 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         best = max(best, len(messages) / elapsed)
     sample = ready_engine(thread).receive_codex(messages[0])[0].data.decode()
-    print(f"engine: {best:,.0f} deltas/s (best of {args.rounds} rounds of {args.messages:,}; target >= 150,000/s)")
+    print(
+        f"engine: {best:,.0f} deltas/s (best of {args.rounds} rounds of {args.messages:,}; target >= 150,000/s)"
+    )
     print(f"one output message: {sample}")
 
 

@@ -32,8 +32,11 @@ from bridge.shell.streams import LineStream
 
 async def direct_run(codex_bin: str, env: dict[str, str], cwd: str, words: int) -> float:
     process = await trio.lowlevel.open_process(
-        [codex_bin, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, env=env,
+        [codex_bin, "app-server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
     )
     assert process.stdin and process.stdout
     stream = LineStream(process.stdout, process.stdin)
@@ -54,10 +57,18 @@ async def direct_run(codex_bin: str, env: dict[str, str], cwd: str, words: int) 
     thread = (await call("thread/start", {"cwd": cwd}))["result"]["thread"]["id"]  # type: ignore[index]
     start = time.perf_counter()
     deltas = 0
-    await stream.send(msgspec.json.encode(
-        {"id": 999, "method": "turn/start",
-         "params": {"threadId": thread, "input": [{"type": "text", "text": f"@@ words {words}"}]}}
-    ))
+    await stream.send(
+        msgspec.json.encode(
+            {
+                "id": 999,
+                "method": "turn/start",
+                "params": {
+                    "threadId": thread,
+                    "input": [{"type": "text", "text": f"@@ words {words}"}],
+                },
+            }
+        )
+    )
     while True:
         data = await stream.receive()
         if b'"item/agentMessage/delta"' in data:
@@ -78,13 +89,18 @@ async def bridge_run(env: dict[str, str], cwd: str, words: int) -> float:
     """The same bare client, speaking ACP to ``codex-acp-bridge serve``."""
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "bridge", "serve", "--log-level", "error"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
     )
     assert process.stdin and process.stdout
     stream = LineStream(process.stdout, process.stdin)
 
     async def call(rid: int, method: str, params: object) -> dict[str, object]:
-        await stream.send(msgspec.json.encode({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
+        await stream.send(
+            msgspec.json.encode({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        )
         while True:
             message = msgspec.json.decode(await stream.receive())
             if message.get("id") == rid:
@@ -94,10 +110,19 @@ async def bridge_run(env: dict[str, str], cwd: str, words: int) -> float:
     session = (await call(2, "session/new", {"cwd": cwd, "mcpServers": []}))["result"]["sessionId"]  # type: ignore[index]
     start = time.perf_counter()
     chunks = 0
-    await stream.send(msgspec.json.encode(
-        {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-         "params": {"sessionId": session, "prompt": [{"type": "text", "text": f"@@ words {words}"}]}}
-    ))
+    await stream.send(
+        msgspec.json.encode(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "session/prompt",
+                "params": {
+                    "sessionId": session,
+                    "prompt": [{"type": "text", "text": f"@@ words {words}"}],
+                },
+            }
+        )
+    )
     while True:
         data = await stream.receive()
         if b'"agent_message_chunk"' in data:
@@ -135,8 +160,12 @@ async def main(words: int, runs: int) -> None:
             nursery.cancel_scope.cancel()
     ratios = [b / d for b, d in zip(bridged, direct, strict=True)]
     print(f"stream of {words:,} words, {runs} alternating runs")
-    print(f"direct app-server client: median {statistics.median(direct):.3f} s  ({', '.join(f'{x:.3f}' for x in direct)})")
-    print(f"through the bridge:       median {statistics.median(bridged):.3f} s  ({', '.join(f'{x:.3f}' for x in bridged)})")
+    print(
+        f"direct app-server client: median {statistics.median(direct):.3f} s  ({', '.join(f'{x:.3f}' for x in direct)})"
+    )
+    print(
+        f"through the bridge:       median {statistics.median(bridged):.3f} s  ({', '.join(f'{x:.3f}' for x in bridged)})"
+    )
     print(f"bridge/direct: median {statistics.median(ratios):.3f} (target <= 1.05)")
 
 

@@ -21,7 +21,9 @@ class _DefaultToServe(click.Group):
     """A group that runs ``serve`` when no subcommand is named."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+        if not args or (
+            args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")
+        ):
             args = ["serve", *args]
         return super().parse_args(ctx, args)
 
@@ -129,7 +131,9 @@ def serve(
 
 
 @main.command()
-@click.option("--prompt", default=None, help="The prompt to send (directives of the scripted model allowed).")
+@click.option(
+    "--prompt", default=None, help="The prompt to send (directives of the scripted model allowed)."
+)
 @click.option("--codex-bin", metavar="PATH", help="Codex binary to run.")
 @_logging_options
 def demo(prompt: str | None, codex_bin: str | None, log_level: str, log_file: str | None) -> None:

@@ -17,16 +17,16 @@ from typing import Any, TextIO
 
 import trio
 
-from .acp_client import open_agent
+from .acp_client import AcpClient, open_agent
 from .jsonrpc import RpcError
 from .scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from .shell.codex_transport import ENV_CODEX_BIN, CodexUnavailable, find_codex
 
 DEFAULT_PROMPT = (
-    "@@ reason 12 delay_ms=40\n"
+    "@@ think The user asks what I am. I should explain the path this answer takes.\n"
     "@@ say Hello from Codex, speaking the Agent Client Protocol through codex-acp-bridge. "
     "This answer streamed from a real codex app-server, which asked a scripted model on "
-    "127.0.0.1; no network and no API key were involved. delay_ms=30\n"
+    "127.0.0.1: no network and no API key were involved.\n"
     "What are you, and how did this message reach me?"
 )
 
@@ -42,7 +42,7 @@ class ConversationPrinter:
         self.current: str | None = None
         self.usage: tuple[int, int] | None = None
 
-    def _style(self, code: str) -> str:
+    def style(self, code: str) -> str:
         return code if self.color else ""
 
     def on_notification(self, method: str, params: Any) -> None:
@@ -60,15 +60,15 @@ class ConversationPrinter:
 
     def _switch_to(self, kind: str) -> None:
         if self.current is not None:
-            self.out.write(self._style(_RESET) + "\n\n")
+            self.out.write(self.style(_RESET) + "\n\n")
         label = "thinking" if kind == "agent_thought_chunk" else "codex"
         style = _DIM if kind == "agent_thought_chunk" else ""
-        self.out.write(f"{self._style(_BOLD)}{label}:{self._style(_RESET)} {self._style(style)}")
+        self.out.write(f"{self.style(_BOLD)}{label}:{self.style(_RESET)} {self.style(style)}")
         self.current = kind
 
     def finish(self) -> None:
         if self.current is not None:
-            self.out.write(self._style(_RESET) + "\n")
+            self.out.write(self.style(_RESET) + "\n")
         self.current = None
 
 
@@ -91,34 +91,51 @@ async def demo(prompt: str, codex_bin: str, out: TextIO, *, color: bool) -> int:
                 try:
                     with trio.fail_after(120):
                         async with open_agent(
-                            argv, env=env, stderr=log.fileno(), on_notification=printer.on_notification
+                            argv,
+                            env=env,
+                            stderr=log.fileno(),
+                            on_notification=printer.on_notification,
                         ) as (client, _process):
-                            init = await client.initialize()
-                            info = init.get("agentInfo") or {}
-                            out.write(
-                                f"Connected to {info.get('name', '?')} {info.get('version', '')} "
-                                f"(ACP v{init['protocolVersion']}) in front of {codex_bin}\n"
+                            status = await _converse(
+                                client, prompt, codex_bin, workspace, printer, out
                             )
-                            session_id = await client.new_session(str(workspace))
-                            out.write(f"Session {session_id}\n\n")
-                            shown = "\n".join(
-                                line for line in prompt.splitlines() if not line.startswith("@@")
-                            )
-                            out.write(f"{printer._style(_BOLD)}you:{printer._style(_RESET)} {shown or prompt}\n\n")
-                            result = await client.prompt(session_id, prompt)
-                            printer.finish()
-                            usage = f", context {printer.usage[0]}/{printer.usage[1]} tokens" if printer.usage else ""
-                            out.write(f"\n[stop reason: {result['stopReason']}{usage}]\n")
-                            status = 0 if result["stopReason"] == "end_turn" else 1
-                except RpcError as exc:
-                    printer.finish()
-                    out.write(f"\n[error {exc.code}: {exc.message}]\n")
                 except trio.TooSlowError:
                     out.write("\n[the demo took more than 120 s; see the bridge log below]\n")
             if status != 0:
                 sys.stderr.write(log_path.read_text(errors="replace")[-4000:])
             nursery.cancel_scope.cancel()
     return status
+
+
+async def _converse(
+    client: AcpClient,
+    prompt: str,
+    codex_bin: str,
+    workspace: Path,
+    printer: ConversationPrinter,
+    out: TextIO,
+) -> int:
+    """initialize, session/new, one prompt; returns the exit status."""
+    try:
+        init = await client.initialize()
+        info = init.get("agentInfo") or {}
+        out.write(
+            f"Connected to {info.get('name', '?')} {info.get('version', '')} "
+            f"(ACP v{init['protocolVersion']}) in front of {codex_bin}\n"
+        )
+        session_id = await client.new_session(str(workspace))
+        out.write(f"Session {session_id}\n\n")
+        shown = "\n".join(line for line in prompt.splitlines() if not line.startswith("@@"))
+        out.write(f"{printer.style(_BOLD)}you:{printer.style(_RESET)} {shown or prompt}\n\n")
+        result = await client.prompt(session_id, prompt)
+    except RpcError as exc:
+        printer.finish()
+        out.write(f"\n[error {exc.code}: {exc.message}]\n")
+        return 1
+    printer.finish()
+    usage = f", context {printer.usage[0]}/{printer.usage[1]} tokens" if printer.usage else ""
+    out.write(f"\n[stop reason: {result['stopReason']}{usage}]\n")
+    return 0 if result["stopReason"] == "end_turn" else 1
 
 
 def run_demo(*, prompt: str | None, codex_bin: str | None) -> int:

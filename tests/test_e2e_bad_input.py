@@ -38,12 +38,17 @@ async def test_bad_requests_get_typed_errors_and_the_session_keeps_working(
 
             with pytest.raises(RpcError) as no_session:
                 await client.prompt("0000-not-a-session", "hello")
-            assert no_session.value.code == -32002 and "0000-not-a-session" in no_session.value.message
+            assert (
+                no_session.value.code == -32002 and "0000-not-a-session" in no_session.value.message
+            )
 
             with pytest.raises(RpcError) as bad_block:
                 await client.request(
                     "session/prompt",
-                    {"sessionId": sid, "prompt": [{"type": "audio", "data": "AA", "mimeType": "audio/wav"}]},
+                    {
+                        "sessionId": sid,
+                        "prompt": [{"type": "audio", "data": "AA", "mimeType": "audio/wav"}],
+                    },
                 )
             assert bad_block.value.code == -32602 and "prompt[0]" in bad_block.value.message
 
@@ -58,7 +63,10 @@ async def test_stdout_carries_only_protocol_messages(
     """Run the bridge with debug logging and check every stdout line is JSON-RPC."""
     process = await trio.lowlevel.open_process(
         [*bridge_argv[:-2], "--log-level", "debug"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=bridge_env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=bridge_env,
     )
     assert process.stdin and process.stdout and process.stderr
     out = LineStream(process.stdout, process.stdin)
@@ -80,17 +88,39 @@ async def test_stdout_carries_only_protocol_messages(
     with trio.fail_after(SCENARIO_SECONDS):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(drain_stderr)
-            await out.send(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}')
+            await out.send(
+                b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+            )
             await until_id(1)
-            await out.send(msgspec.json.encode(
-                {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}}
-            ))
+            await out.send(
+                msgspec.json.encode(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 2,
+                        "method": "session/new",
+                        "params": {"cwd": str(workspace), "mcpServers": []},
+                    }
+                )
+            )
             sid = (await until_id(2))["result"]["sessionId"]  # type: ignore[index]
-            await out.send(msgspec.json.encode(
-                {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                 "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "@@ reason 3\n@@ words 20"}]}}
-            ))
-            assert await until_id(3) == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}
+            await out.send(
+                msgspec.json.encode(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 3,
+                        "method": "session/prompt",
+                        "params": {
+                            "sessionId": sid,
+                            "prompt": [{"type": "text", "text": "@@ reason 3\n@@ words 20"}],
+                        },
+                    }
+                )
+            )
+            assert await until_id(3) == {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "result": {"stopReason": "end_turn"},
+            }
             await process.stdin.aclose()
             await process.wait()
     assert process.returncode == 0

@@ -25,7 +25,9 @@ async def test_a_streamed_answer_arrives_whole_and_in_order(
             result = await client.prompt(sid, "@@ words 300")
             assert result == {"stopReason": "end_turn"}
             chunks = [
-                u["update"] for u in client.updates if u["update"]["sessionUpdate"] == "agent_message_chunk"
+                u["update"]
+                for u in client.updates
+                if u["update"]["sessionUpdate"] == "agent_message_chunk"
             ]
             assert len(chunks) >= 300, "the answer should stream, not arrive in one piece"
             assert "".join(c["content"]["text"] for c in chunks) == words(300)
@@ -71,8 +73,10 @@ async def test_cancel_mid_stream_resolves_cancelled_after_codex_confirms(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(prompt)
                 await client.wait_for(
-                    lambda m: m.get("method") == "session/update"
-                    and len(client.text_of(sid).split()) >= 20
+                    lambda m: (
+                        m.get("method") == "session/update"
+                        and len(client.text_of(sid).split()) >= 20
+                    )
                 )
                 await client.notify("session/cancel", {"sessionId": sid})
             assert outcome["result"] == {"stopReason": "cancelled"}
@@ -106,13 +110,14 @@ async def test_prompt_with_resources_and_images_reaches_the_model(
     stderr_file: Path,
     scripted_model: ScriptedModel,
 ) -> None:
-    png = (
-        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-    )
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
     prompt = [
         {"type": "text", "text": "@@ say seen\n"},
         {"type": "resource_link", "uri": f"file://{workspace}/a.py", "name": "a.py"},
-        {"type": "resource", "resource": {"uri": f"file://{workspace}/b.txt", "text": "BEE-CONTENT"}},
+        {
+            "type": "resource",
+            "resource": {"uri": f"file://{workspace}/b.txt", "text": "BEE-CONTENT"},
+        },
         {"type": "image", "data": png, "mimeType": "image/png"},
     ]
     with trio.fail_after(SCENARIO_SECONDS):

@@ -21,19 +21,38 @@ SDK_CLIENT = REPO / "tools" / "node" / "acp_sdk_client.mjs"
 @pytest.fixture(scope="module")
 def node() -> str:
     path = shutil.which("node")
-    if path is None or not (REPO / "tools" / "node" / "node_modules" / "@agentclientprotocol" / "sdk").exists():
-        pytest.fail("node and the pinned ACP SDK are needed: run the project's setup (scripts/setup)")
+    if (
+        path is None
+        or not (REPO / "tools" / "node" / "node_modules" / "@agentclientprotocol" / "sdk").exists()
+    ):
+        pytest.fail(
+            "node and the pinned ACP SDK are needed: run the project's setup (scripts/setup)"
+        )
     return path
 
 
 async def _run_sdk_client(node: str, env: dict[str, str], *args: str) -> list[dict[str, object]]:
-    argv = [node, str(SDK_CLIENT), *args, "--timeout-ms", str(SCENARIO_SECONDS * 1000 - 5000),
-            "--", sys.executable, "-m", "bridge", "serve"]
+    argv = [
+        node,
+        str(SDK_CLIENT),
+        *args,
+        "--timeout-ms",
+        str(SCENARIO_SECONDS * 1000 - 5000),
+        "--",
+        sys.executable,
+        "-m",
+        "bridge",
+        "serve",
+    ]
     with trio.fail_after(SCENARIO_SECONDS):
-        result = await trio.run_process(argv, env=env, capture_stdout=True, capture_stderr=True, check=False)
+        result = await trio.run_process(
+            argv, env=env, capture_stdout=True, capture_stderr=True, check=False
+        )
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     events = decode_lines(result.stdout)
-    assert not [e for e in events if e["event"] in ("sdk_rejected", "timeout", "connection_closed")], events
+    assert not [
+        e for e in events if e["event"] in ("sdk_rejected", "timeout", "connection_closed")
+    ], events
     return events
 
 
@@ -52,7 +71,14 @@ async def test_sdk_client_streams_a_whole_answer(
     node: str, bridge_env: dict[str, str], workspace: Path
 ) -> None:
     events = await _run_sdk_client(
-        node, bridge_env, "--cwd", str(workspace), "--prompt", "@@ words 500", "--prompt", "@@ say bye"
+        node,
+        bridge_env,
+        "--cwd",
+        str(workspace),
+        "--prompt",
+        "@@ words 500",
+        "--prompt",
+        "@@ say bye",
     )
     kinds = [(e["event"], e.get("method")) for e in events]
     assert kinds[0] == ("response", "initialize") and kinds[1] == ("response", "session/new")
@@ -62,7 +88,8 @@ async def test_sdk_client_streams_a_whole_answer(
     text = "".join(
         e["params"]["update"]["content"]["text"]  # type: ignore[index]
         for e in events[:first_end]
-        if e["event"] == "notification" and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"  # type: ignore[index]
+        if e["event"] == "notification"
+        and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"  # type: ignore[index]
     )
     assert text == words(500)
     assert events[-1] == {"event": "exit", "code": 0}
@@ -73,13 +100,23 @@ async def test_sdk_client_cancels_mid_stream(
     node: str, bridge_env: dict[str, str], workspace: Path
 ) -> None:
     events = await _run_sdk_client(
-        node, bridge_env, "--cwd", str(workspace),
-        "--prompt", "@@ words 3000 delay_ms=10", "--cancel-after-chunks", "10",
+        node,
+        bridge_env,
+        "--cwd",
+        str(workspace),
+        "--prompt",
+        "@@ words 3000 delay_ms=10",
+        "--cancel-after-chunks",
+        "10",
     )
     assert any(e["event"] == "cancel_sent" for e in events)
     [prompt] = [e for e in events if e.get("method") == "session/prompt"]
     assert prompt["result"] == {"stopReason": "cancelled"}
-    chunks = [e for e in events if e["event"] == "notification"
-              and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]  # type: ignore[index]
+    chunks = [
+        e
+        for e in events
+        if e["event"] == "notification"
+        and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    ]  # type: ignore[index]
     assert 10 <= len(chunks) < 3000
     _validate(events)

@@ -37,9 +37,20 @@ async def ws_app_server(
     env.pop("OPENAI_API_KEY", None)
     log = (tmp_path / "app-server.log").open("wb")
     process = await trio.lowlevel.open_process(
-        [codex_bin, "app-server", "--listen", f"ws://127.0.0.1:{port}",
-         "--ws-auth", "capability-token", "--ws-token-file", str(token_file)],
-        env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        [
+            codex_bin,
+            "app-server",
+            "--listen",
+            f"ws://127.0.0.1:{port}",
+            "--ws-auth",
+            "capability-token",
+            "--ws-token-file",
+            str(token_file),
+        ],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
     )
     try:
         with trio.fail_after(30):
@@ -49,7 +60,9 @@ async def ws_app_server(
                 except OSError:
                     await trio.sleep(0.05)
                     continue
-                await stream.send_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                await stream.send_all(
+                    b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                )
                 reply = await stream.receive_some(1024)
                 await stream.aclose()
                 if reply.startswith(b"HTTP/1.1 200"):
@@ -69,8 +82,18 @@ async def test_attach_to_a_running_app_server_over_websocket(
     ws_app_server: tuple[str, Path], workspace: Path, stderr_file: Path
 ) -> None:
     url, token_file = ws_app_server
-    argv = [sys.executable, "-m", "bridge", "serve", "--codex-url", url,
-            "--codex-token-file", str(token_file), "--log-level", "info"]
+    argv = [
+        sys.executable,
+        "-m",
+        "bridge",
+        "serve",
+        "--codex-url",
+        url,
+        "--codex-token-file",
+        str(token_file),
+        "--log-level",
+        "info",
+    ]
     with trio.fail_after(SCENARIO_SECONDS):
         async with running_bridge(argv, dict(os.environ), stderr_file) as client:
             await client.initialize()
@@ -88,7 +111,10 @@ async def test_a_wrong_websocket_token_is_one_clear_error(
     bad.write_text("not-the-token")
     result = await trio.run_process(
         [sys.executable, "-m", "bridge", "--codex-url", url, "--codex-token-file", str(bad)],
-        stdin=subprocess.DEVNULL, capture_stdout=True, capture_stderr=True, check=False,
+        stdin=subprocess.DEVNULL,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
     )
     assert result.returncode == 2
     assert result.stdout == b""
@@ -111,15 +137,21 @@ async def test_a_missing_or_broken_codex_binary_is_one_clear_error(
     with trio.fail_after(30):
         result = await trio.run_process(
             [sys.executable, "-m", "bridge", "serve", "--codex-bin", str(binary)],
-            stdin=request, capture_stdout=True, capture_stderr=True, check=False,
+            stdin=request,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
         )
     err = result.stderr.decode()
     assert result.returncode == 2, err
     assert "Traceback" not in err
     lines = [line for line in err.splitlines() if line.startswith("codex-acp-bridge: ")]
     assert len(lines) == 1, err
-    expected = {"missing": "does not exist", "not-executable": "not executable",
-                "crashes": "exited with status 3: codex: config is unreadable"}[case]
+    expected = {
+        "missing": "does not exist",
+        "not-executable": "not executable",
+        "crashes": "exited with status 3: codex: config is unreadable",
+    }[case]
     assert expected in lines[0]
     # Whatever reached stdout is protocol, and nothing else.
     for line in result.stdout.splitlines():

@@ -125,7 +125,10 @@ def test_prompt_content_becomes_codex_input() -> None:
         {"type": "resource_link", "uri": "file:///w/a.py", "name": "a.py"},
         {"type": "resource", "resource": {"uri": "file:///w/b.txt", "text": "B"}},
         {"type": "image", "data": "AAAA", "mimeType": "image/png"},
-        {"type": "resource", "resource": {"uri": "file:///w/c.png", "blob": "BBBB", "mimeType": "image/png"}},
+        {
+            "type": "resource",
+            "resource": {"uri": "file:///w/c.png", "blob": "BBBB", "mimeType": "image/png"},
+        },
     ]
     h.client_request("session/prompt", {"sessionId": sid, "prompt": prompt})
     params = h.codex_request("turn/start")["params"]
@@ -174,11 +177,19 @@ def test_streamed_answer_arrives_in_order_with_the_item_as_message_id() -> None:
         )
     h.codex_notify(
         "item/completed",
-        {"threadId": sid, "turnId": "turn-1", "item": {"type": "agentMessage", "id": "msg_1", "text": "Hello there friend"}},
+        {
+            "threadId": sid,
+            "turnId": "turn-1",
+            "item": {"type": "agentMessage", "id": "msg_1", "text": "Hello there friend"},
+        },
     )
     h.complete_turn(sid)
     assert h.updates(sid) == [
-        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": w}, "messageId": "msg_1"}
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": w},
+            "messageId": "msg_1",
+        }
         for w in ["Hello ", "there ", "friend"]
     ]
     assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
@@ -190,10 +201,18 @@ def test_an_answer_that_arrives_whole_is_sent_once() -> None:
     h.start_prompt(sid)
     h.codex_notify(
         "item/completed",
-        {"threadId": sid, "turnId": "turn-1", "item": {"type": "agentMessage", "id": "m2", "text": "whole"}},
+        {
+            "threadId": sid,
+            "turnId": "turn-1",
+            "item": {"type": "agentMessage", "id": "m2", "text": "whole"},
+        },
     )
     assert h.updates(sid) == [
-        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "whole"}, "messageId": "m2"}
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "whole"},
+            "messageId": "m2",
+        }
     ]
 
 
@@ -208,7 +227,11 @@ def test_reasoning_summary_streams_as_thought_chunks_with_paragraph_breaks() -> 
     h.codex_notify("item/reasoning/summaryTextDelta", {**base, "summaryIndex": 1, "delta": "More"})
     h.codex_notify(
         "item/completed",
-        {"threadId": sid, "turnId": "turn-1", "item": {"type": "reasoning", "id": "rs_1", "summary": ["Think", "More"]}},
+        {
+            "threadId": sid,
+            "turnId": "turn-1",
+            "item": {"type": "reasoning", "id": "rs_1", "summary": ["Think", "More"]},
+        },
     )
     texts = [(u["sessionUpdate"], u["content"]["text"]) for u in h.updates(sid)]
     assert texts == [
@@ -223,13 +246,29 @@ def test_token_usage_becomes_usage_update_only_when_the_window_is_known() -> Non
     sid = h.new_session()
     h.start_prompt(sid)
     usage = {
-        "last": {"totalTokens": 1200, "inputTokens": 1000, "cachedInputTokens": 0, "outputTokens": 200, "reasoningOutputTokens": 0},
-        "total": {"totalTokens": 5000, "inputTokens": 4000, "cachedInputTokens": 0, "outputTokens": 1000, "reasoningOutputTokens": 0},
+        "last": {
+            "totalTokens": 1200,
+            "inputTokens": 1000,
+            "cachedInputTokens": 0,
+            "outputTokens": 200,
+            "reasoningOutputTokens": 0,
+        },
+        "total": {
+            "totalTokens": 5000,
+            "inputTokens": 4000,
+            "cachedInputTokens": 0,
+            "outputTokens": 1000,
+            "reasoningOutputTokens": 0,
+        },
     }
-    h.codex_notify("thread/tokenUsage/updated", {"threadId": sid, "turnId": "turn-1", "tokenUsage": usage})
+    h.codex_notify(
+        "thread/tokenUsage/updated", {"threadId": sid, "turnId": "turn-1", "tokenUsage": usage}
+    )
     assert h.updates(sid) == []
     usage["modelContextWindow"] = 272000  # type: ignore[assignment]
-    h.codex_notify("thread/tokenUsage/updated", {"threadId": sid, "turnId": "turn-1", "tokenUsage": usage})
+    h.codex_notify(
+        "thread/tokenUsage/updated", {"threadId": sid, "turnId": "turn-1", "tokenUsage": usage}
+    )
     assert h.updates(sid) == [{"sessionUpdate": "usage_update", "used": 1200, "size": 272000}]
 
 
@@ -239,7 +278,12 @@ def test_failed_turn_is_a_json_rpc_error_carrying_codex_message() -> None:
     rid = h.start_prompt(sid)
     h.codex_notify(
         "error",
-        {"threadId": sid, "turnId": "turn-1", "willRetry": False, "error": {"message": "stream disconnected"}},
+        {
+            "threadId": sid,
+            "turnId": "turn-1",
+            "willRetry": False,
+            "error": {"message": "stream disconnected"},
+        },
     )
     h.complete_turn(sid, status="failed")
     error = h.client_response(rid)["error"]  # type: ignore[index]
@@ -254,8 +298,15 @@ def test_turn_error_message_wins_over_an_earlier_error_notification() -> None:
     h = Harness()
     sid = h.new_session()
     rid = h.start_prompt(sid)
-    h.codex_notify("error", {"threadId": sid, "turnId": "turn-1", "willRetry": True, "error": {"message": "retrying"}})
-    h.complete_turn(sid, status="failed", error={"message": "quota exceeded", "codexErrorInfo": "usageLimitExceeded"})
+    h.codex_notify(
+        "error",
+        {"threadId": sid, "turnId": "turn-1", "willRetry": True, "error": {"message": "retrying"}},
+    )
+    h.complete_turn(
+        sid,
+        status="failed",
+        error={"message": "quota exceeded", "codexErrorInfo": "usageLimitExceeded"},
+    )
     error = h.client_response(rid)["error"]  # type: ignore[index]
     assert error["message"] == "quota exceeded"
     assert error["data"]["codexErrorInfo"] == "usageLimitExceeded"
@@ -279,13 +330,21 @@ def test_cancel_interrupts_and_resolves_cancelled_only_when_codex_confirms() -> 
 def test_cancel_before_codex_names_the_turn_interrupts_as_soon_as_it_does() -> None:
     h = Harness()
     sid = h.new_session()
-    rid = h.client_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    rid = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
     h.client_notify("session/cancel", {"sessionId": sid})
     assert not [m for m in h.to_codex if m.get("method") == "turn/interrupt"]
-    h.codex_notify("turn/started", {"threadId": sid, "turn": {"id": "turn-9", "status": "inProgress", "items": []}})
+    h.codex_notify(
+        "turn/started",
+        {"threadId": sid, "turn": {"id": "turn-9", "status": "inProgress", "items": []}},
+    )
     assert h.codex_request("turn/interrupt")["params"]["turnId"] == "turn-9"
     # The turn/start response naming the same turn changes nothing.
-    h.codex_reply(h.codex_request("turn/start")["id"], {"turn": {"id": "turn-9", "status": "inProgress", "items": []}})
+    h.codex_reply(
+        h.codex_request("turn/start")["id"],
+        {"turn": {"id": "turn-9", "status": "inProgress", "items": []}},
+    )
     assert len([m for m in h.to_codex if m.get("method") == "turn/interrupt"]) == 1
     h.complete_turn(sid, turn_id="turn-9", status="interrupted")
     assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
@@ -304,14 +363,18 @@ def test_a_second_prompt_while_one_runs_is_refused() -> None:
     h = Harness()
     sid = h.new_session()
     h.start_prompt(sid)
-    rid = h.client_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    rid = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
     assert h.client_response(rid)["error"]["code"] == -32600  # type: ignore[index]
 
 
 def test_turn_start_refused_by_codex_fails_the_prompt_and_frees_the_session() -> None:
     h = Harness()
     sid = h.new_session()
-    rid = h.client_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    rid = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
     h.codex_error(h.codex_request("turn/start")["id"], "thread not loaded")
     assert "thread not loaded" in h.client_response(rid)["error"]["message"]  # type: ignore[index]
     h.start_prompt(sid)
@@ -349,10 +412,17 @@ def test_unknown_codex_notifications_and_items_do_not_disturb_the_session() -> N
     h.codex_notify("thread/realtime/sdp", {"whatever": True})
     h.codex_notify(
         "item/completed",
-        {"threadId": sid, "turnId": "turn-1", "item": {"type": "brandNewThing", "id": "x1", "payload": [1]}},
+        {
+            "threadId": sid,
+            "turnId": "turn-1",
+            "item": {"type": "brandNewThing", "id": "x1", "payload": [1]},
+        },
     )
     h.codex_notify("item/agentMessage/delta", {"threadId": sid})  # malformed: logged, skipped
-    h.codex_notify("item/agentMessage/delta", {"threadId": "other-thread", "turnId": "t", "itemId": "i", "delta": "x"})
+    h.codex_notify(
+        "item/agentMessage/delta",
+        {"threadId": "other-thread", "turnId": "t", "itemId": "i", "delta": "x"},
+    )
     h.complete_turn(sid)
     assert h.updates(sid) == []
     assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
@@ -365,10 +435,19 @@ def test_every_message_to_the_client_in_a_full_turn_is_valid_acp() -> None:
     v.client_sent({"id": init, "method": "initialize"})
     sid = h.new_session()
     rid = h.start_prompt(sid)
-    h.codex_notify("item/agentMessage/delta", {"threadId": sid, "turnId": "turn-1", "itemId": "m", "delta": "x"})
+    h.codex_notify(
+        "item/agentMessage/delta",
+        {"threadId": sid, "turnId": "turn-1", "itemId": "m", "delta": "x"},
+    )
     h.complete_turn(sid)
     for message in h.to_client:
         if "method" not in message:
-            method = "initialize" if message["id"] == init else "session/new" if message["id"] != rid else "session/prompt"
+            method = (
+                "initialize"
+                if message["id"] == init
+                else "session/new"
+                if message["id"] != rid
+                else "session/prompt"
+            )
             v.client_sent({"id": message["id"], "method": method})
         v.agent_sent(message)

@@ -42,7 +42,9 @@ async def _read_all(stream: LineStream) -> list[bytes | str]:
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 1000])
 async def test_lines_are_reassembled_whatever_the_chunking(chunk: int) -> None:
-    wire = b"\n".join(MESSAGES) + b"\n\n  \r\n" + b'{"last":true}'  # blank lines skipped, no final newline
+    wire = (
+        b"\n".join(MESSAGES) + b"\n\n  \r\n" + b'{"last":true}'
+    )  # blank lines skipped, no final newline
     stream = LineStream(_ChunkedReceive(wire, chunk), trio.testing.MemorySendStream())
     assert await _read_all(stream) == [*MESSAGES, b'{"last":true}']
 
@@ -50,7 +52,9 @@ async def test_lines_are_reassembled_whatever_the_chunking(chunk: int) -> None:
 @pytest.mark.parametrize("chunk", [1, 5, 64])
 async def test_an_oversized_line_is_dropped_whole_and_reading_goes_on(chunk: int) -> None:
     wire = b'{"ok":1}\n' + b"x" * 100 + b'\n{"ok":2}\n'
-    stream = LineStream(_ChunkedReceive(wire, chunk), trio.testing.MemorySendStream(), max_message=50)
+    stream = LineStream(
+        _ChunkedReceive(wire, chunk), trio.testing.MemorySendStream(), max_message=50
+    )
     assert await _read_all(stream) == [b'{"ok":1}', "too large", b'{"ok":2}']
 
 
@@ -108,7 +112,9 @@ async def test_bridge_over_memory_streams_answers_and_flushes_before_exit() -> N
                 Engine(),
             )
             nursery.start_soon(fake_codex)
-            await client.send(b'{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1}}')
+            await client.send(
+                b'{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1}}'
+            )
             await client.send(b"not json")
             await client_side.send_stream.aclose()  # the client is done talking
             first = msgspec.json.decode(await client.receive())

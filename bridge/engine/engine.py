@@ -230,7 +230,9 @@ class Engine:
     def _session_new(self, rid: RequestId, raw: Raw) -> None:
         params = _decode(raw, acp.NewSessionParams, "session/new")
         if not params.cwd.startswith("/"):
-            raise RpcError.invalid_params(f"session/new: cwd must be an absolute path, got {params.cwd!r}")
+            raise RpcError.invalid_params(
+                f"session/new: cwd must be an absolute path, got {params.cwd!r}"
+            )
         start = codex.ThreadStartParams(cwd=params.cwd)
         if self._thread_config:
             start.config = self._thread_config
@@ -428,7 +430,9 @@ class Engine:
 
     # -- output helpers ---------------------------------------------------------------------
 
-    def _codex_request(self, method: str, params: Any, on_result: OnResult, on_error: OnError) -> None:
+    def _codex_request(
+        self, method: str, params: Any, on_result: OnResult, on_error: OnError
+    ) -> None:
         if self.codex_lost_reason is not None:
             on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
             return

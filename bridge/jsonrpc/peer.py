@@ -113,11 +113,7 @@ class Invalid:
 
 
 Incoming: TypeAlias = (
-    IncomingRequest
-    | IncomingNotification
-    | IncomingResponse[Any]
-    | IncomingError[Any]
-    | Invalid
+    IncomingRequest | IncomingNotification | IncomingResponse[Any] | IncomingError[Any] | Invalid
 )
 
 _decoder = msgspec.json.Decoder(_Envelope)

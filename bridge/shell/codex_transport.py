@@ -20,7 +20,9 @@ codex_log = logging.getLogger("codex")
 
 ENV_CODEX_BIN = "CODEX_ACP_BRIDGE_CODEX_BIN"
 #: Where the project's setup installs the pinned Codex (``tools/node``).
-PINNED_CODEX = Path(__file__).resolve().parents[2] / "tools" / "node" / "node_modules" / ".bin" / "codex"
+PINNED_CODEX = (
+    Path(__file__).resolve().parents[2] / "tools" / "node" / "node_modules" / ".bin" / "codex"
+)
 
 
 class CodexUnavailable(Exception):
@@ -147,7 +149,9 @@ async def connect_codex(
         try:
             token = (await trio.Path(token_file).read_text()).strip()
         except OSError as exc:
-            raise CodexUnavailable(f"cannot read --codex-token-file {token_file}: {exc.strerror}") from exc
+            raise CodexUnavailable(
+                f"cannot read --codex-token-file {token_file}: {exc.strerror}"
+            ) from exc
         headers["Authorization"] = f"Bearer {token}"
     async with AsyncExitStack() as stack:
         try:

@@ -51,7 +51,9 @@ def make_engine(options: ServeOptions) -> Engine:
 
 async def serve(client: MessageStream, options: ServeOptions) -> None:
     async with open_codex(options) as codex:
-        await run_bridge(client, codex.stream, make_engine(options), codex_exit_reason=codex.exit_reason)
+        await run_bridge(
+            client, codex.stream, make_engine(options), codex_exit_reason=codex.exit_reason
+        )
 
 
 def serve_stdio(options: ServeOptions) -> int:

@@ -69,11 +69,15 @@ class Harness:
     def codex_request(self, method: str) -> dict[str, Any]:
         """The last request the engine sent Codex with this method."""
         found = [m for m in self.to_codex if m.get("method") == method and "id" in m]
-        assert found, f"engine sent Codex no {method} (sent: {[m.get('method') for m in self.to_codex]})"
+        assert found, (
+            f"engine sent Codex no {method} (sent: {[m.get('method') for m in self.to_codex]})"
+        )
         return found[-1]
 
     def codex_reply(self, rid: int, result: Any) -> list[dict[str, Any]]:
-        return self._collect(self.engine.receive_codex(msgspec.json.encode({"id": rid, "result": result})))
+        return self._collect(
+            self.engine.receive_codex(msgspec.json.encode({"id": rid, "result": result}))
+        )
 
     def codex_error(self, rid: int, message: str, code: int = -32600) -> list[dict[str, Any]]:
         payload = {"id": rid, "error": {"code": code, "message": message}}
@@ -99,7 +103,9 @@ class Harness:
             "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
         )
         start = self.codex_request("turn/start")
-        self.codex_reply(start["id"], {"turn": {"id": turn_id, "status": "inProgress", "items": []}})
+        self.codex_reply(
+            start["id"], {"turn": {"id": turn_id, "status": "inProgress", "items": []}}
+        )
         return rid
 
     def complete_turn(
