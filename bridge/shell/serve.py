@@ -51,7 +51,8 @@ class Outbox:
 
     def put(self, data: bytes) -> None:
         self._queue.append(data)
-        self._has_items.unpark_all()
+        if len(self._queue) == 1:  # the writer only ever waits on an empty queue
+            self._has_items.unpark_all()
 
     async def wait_below_high_water(self) -> None:
         while len(self._queue) > self._high_water and self.broken is None:

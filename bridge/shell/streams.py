@@ -85,9 +85,14 @@ class LineStream:
 
     def _feed(self, chunk: bytes | bytearray) -> None:
         pieces = chunk.split(b"\n")
-        for piece in pieces[:-1]:
-            self._add_partial(piece)
+        if len(pieces) > 1:
+            self._add_partial(pieces[0])
             self._end_line()
+            # The lines wholly inside this chunk: the hot path, kept to one check each.
+            lines, limit = self._lines, self._max
+            for index in range(1, len(pieces) - 1):
+                piece = pieces[index]
+                lines.append(piece if len(piece) <= limit else None)
         self._add_partial(pieces[-1])
 
     def _add_partial(self, piece: bytes | bytearray) -> None:
