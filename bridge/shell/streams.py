@@ -59,7 +59,7 @@ class LineStream:
         self._send_stream = send_stream
         self._max = max_message
         self._lines: deque[bytes | None] = deque()  # None marks a dropped, oversized line
-        self._partial: list[bytes | bytearray] = []
+        self._partial: list[bytes] = []
         self._partial_size = 0
         self._discarding = False
         self._eof = False
@@ -84,7 +84,7 @@ class LineStream:
                 self._feed(chunk)
 
     def _feed(self, chunk: bytes | bytearray) -> None:
-        pieces = chunk.split(b"\n")
+        pieces = bytes(chunk).split(b"\n")  # bytes(...) copies only a bytearray
         if len(pieces) > 1:
             self._add_partial(pieces[0])
             self._end_line()
@@ -95,7 +95,7 @@ class LineStream:
                 lines.append(piece if len(piece) <= limit else None)
         self._add_partial(pieces[-1])
 
-    def _add_partial(self, piece: bytes | bytearray) -> None:
+    def _add_partial(self, piece: bytes) -> None:
         if self._discarding or not piece:
             return
         self._partial_size += len(piece)
