@@ -68,8 +68,9 @@ class AcpClient:
         self.received: list[dict[str, Any]] = []
         #: ``session/update`` params, in arrival order.
         self.updates: list[dict[str, Any]] = []
-        #: The method of every request this client sent, by id.
+        #: The method and params of every request this client sent, by id.
         self.sent_requests: dict[Any, str] = {}
+        self.sent_params: dict[Any, Any] = {}
         self._arrived = trio.lowlevel.ParkingLot()
         self.closed = False
 
@@ -124,6 +125,7 @@ class AcpClient:
         call = _Call(method)
         rid, data = self.peer.request(method, params, call)
         self.sent_requests[rid] = method
+        self.sent_params[rid] = params
         await self.stream.send(data)
         await call.done.wait()
         if call.error is not None:

@@ -7,6 +7,7 @@ ACP on its stdin/stdout. Everything the bridge logs goes to stderr or
 
 from __future__ import annotations
 
+import difflib
 import logging
 import sys
 import tomllib
@@ -128,6 +129,104 @@ def serve(
         config_overrides=list(config_overrides),
     )
     sys.exit(serve_stdio(options))
+
+
+@main.command()
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    help="The recording to write (JSON Lines; see docs/recordings.md).",
+)
+@_codex_options
+@_logging_options
+def record(
+    out: str,
+    codex_bin: str | None,
+    codex_url: str | None,
+    codex_token_file: str | None,
+    config_overrides: tuple[str, ...],
+    log_level: str,
+    log_file: str | None,
+) -> None:
+    """Serve ACP exactly like `serve`, and record the Codex traffic to --out.
+
+    Secrets (tokens, API keys, auth headers) are redacted before they are written.
+    """
+    from .shell.run import ServeOptions, serve_stdio
+
+    setup_logging(log_level, log_file)
+    parse_config_overrides(config_overrides)
+    options = ServeOptions(
+        codex_bin=codex_bin,
+        codex_url=codex_url,
+        codex_token_file=codex_token_file,
+        config_overrides=list(config_overrides),
+    )
+    sys.exit(serve_stdio(options, record_to=out))
+
+
+@main.command()
+@click.argument("recording", type=click.Path(dir_okay=False))
+@click.option(
+    "--check",
+    "expected",
+    type=click.Path(dir_okay=False),
+    help="Compare with this expected transcript; differences are shown and fail the command.",
+)
+@click.option(
+    "--update",
+    is_flag=True,
+    help="Rewrite the expected transcript (--check's, or RECORDING's .acp.jsonl twin).",
+)
+@click.option("--no-checker", is_flag=True, help="Skip the RFD invariants checker.")
+def replay(recording: str, expected: str | None, update: bool, no_checker: bool) -> None:
+    """Replay RECORDING through the engine and print the ACP transcript.
+
+    No Codex, no network, no clock: the same engine as `serve`, fed the
+    recorded messages. Exit status 1 with a message naming the line when the
+    recording is broken or the transcript breaks an RFD rule; nothing is
+    printed then, so a partial transcript is never taken for a whole one.
+    """
+    from .recording import RecordingError, read_recording
+    from .recording import replay as run_replay
+
+    if update and expected is None:
+        if not recording.endswith(".codex.jsonl"):
+            raise click.UsageError(
+                "--update needs --check EXPECTED (or a RECORDING named NAME.codex.jsonl)"
+            )
+        expected = recording.removesuffix(".codex.jsonl") + ".acp.jsonl"
+    try:
+        transcript = run_replay(read_recording(recording), check=not no_checker).text()
+    except RecordingError as exc:
+        click.echo(f"codex-acp-bridge replay: {exc}", err=True)
+        sys.exit(1)
+    if update:
+        assert expected is not None
+        with open(expected, "w", encoding="utf-8") as f:
+            f.write(transcript)
+        click.echo(f"wrote {expected} ({transcript.count(chr(10))} messages)", err=True)
+    elif expected is not None:
+        try:
+            with open(expected, encoding="utf-8") as f:
+                want = f.read()
+        except OSError as exc:
+            click.echo(f"codex-acp-bridge replay: cannot read {expected}: {exc.strerror}", err=True)
+            sys.exit(1)
+        if want != transcript:
+            diff = difflib.unified_diff(
+                want.splitlines(keepends=True),
+                transcript.splitlines(keepends=True),
+                fromfile=expected,
+                tofile=f"replay of {recording}",
+            )
+            sys.stdout.writelines(diff)
+            click.echo(f"codex-acp-bridge replay: the transcript differs from {expected}", err=True)
+            sys.exit(1)
+    else:
+        sys.stdout.write(transcript)
 
 
 @main.command()

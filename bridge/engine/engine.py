@@ -89,7 +89,7 @@ class Engine:
         self.client_capabilities = acp.ClientCapabilities()
         self.codex_ready = False
         self.codex_lost_reason: str | None = None
-        self._thread_config = thread_config or None
+        self.thread_config = thread_config or None
         self._before_ready: list[bytes] = []
         self._out: list[Effect] = []
         self._codex_notifications: dict[str, Callable[[Raw], None]] = {
@@ -234,8 +234,8 @@ class Engine:
                 f"session/new: cwd must be an absolute path, got {params.cwd!r}"
             )
         start = codex.ThreadStartParams(cwd=params.cwd)
-        if self._thread_config:
-            start.config = self._thread_config
+        if self.thread_config:
+            start.config = self.thread_config
 
         def started(result: Raw) -> None:
             thread = msgspec.json.decode(result, type=codex.ThreadStartResult).thread

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from contextlib import AbstractAsyncContextManager
+import time
+from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass, field
 
 import trio
@@ -17,7 +18,7 @@ from .codex_transport import (
     find_codex,
     spawn_codex,
 )
-from .serve import run_bridge
+from .serve import Tap, run_bridge
 from .stdio import open_stdio_stream
 from .streams import MessageStream
 
@@ -49,23 +50,45 @@ def make_engine(options: ServeOptions) -> Engine:
     return Engine(thread_config=thread_config)
 
 
-async def serve(client: MessageStream, options: ServeOptions) -> None:
+async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = None) -> None:
     async with open_codex(options) as codex:
         await run_bridge(
-            client, codex.stream, make_engine(options), codex_exit_reason=codex.exit_reason
+            client, codex.stream, make_engine(options), codex_exit_reason=codex.exit_reason, tap=tap
         )
 
 
-def serve_stdio(options: ServeOptions) -> int:
+def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
     """Run ``serve`` on this process's stdio; returns the exit status.
 
     0: the client closed the connection. 2: Codex could not be started or
     reached, or died before it was ready; one line on stderr says why.
+    With ``record_to``, every message the engine sees is also written there
+    (see :mod:`bridge.recording`).
     """
+    with ExitStack() as stack:
+        recorder = None
+        if record_to is not None:
+            from ..recording.recorder import Recorder
+
+            out = stack.enter_context(open(record_to, "wb"))
+            engine_config = (
+                {"threadConfig": make_engine(options).thread_config} if options.codex_url else {}
+            )
+            recorder = Recorder(
+                out,
+                clock=time.monotonic,
+                transport="websocket" if options.codex_url else "stdio",
+                engine_config={k: v for k, v in engine_config.items() if v},
+            )
+            stack.callback(recorder.close)
+        return _serve_stdio(options, recorder)
+
+
+def _serve_stdio(options: ServeOptions, tap: Tap | None) -> int:
     client = open_stdio_stream()
     status = 0
     try:
-        trio.run(serve, client, options)
+        trio.run(serve, client, options, tap)
     except* CodexUnavailable as group:
         report_fatal(str(_first_leaf(group)))
         status = 2

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol
 
 import trio
 
@@ -36,6 +37,16 @@ _BATCH_BYTES = 1024 * 1024
 _FLUSH_SECONDS = 2.0
 #: How long a client that has left still waits for Codex to finish starting.
 _STARTUP_SECONDS = 30.0
+
+
+class Tap(Protocol):
+    """Sees everything the engine is fed and sends, in the engine's order (recordings)."""
+
+    def message(self, direction: str, data: bytes) -> None:
+        """``direction``: ``from_client``, ``to_client``, ``from_codex`` or ``to_codex``."""
+
+    def event(self, name: str, reason: str = "") -> None:
+        """Something the shell observed and told the engine (``codex_lost``)."""
 
 
 class Outbox:
@@ -94,13 +105,13 @@ async def run_bridge(
     engine: Engine,
     *,
     codex_exit_reason: Callable[[], Awaitable[str]] | None = None,
-    tap: Callable[[str, bytes], None] | None = None,
+    tap: Tap | None = None,
 ) -> None:
     """Serve one ACP client against one Codex until the client leaves.
 
     Raises :class:`CodexUnavailable` when Codex is lost before it ever became
     ready (nothing could work), after the client has had its answers.
-    ``tap(direction, data)`` sees every message (used for recordings).
+    ``tap`` sees every message and event (used for recordings).
     """
     to_client = Outbox(client)
     to_codex = Outbox(codex)
@@ -111,11 +122,11 @@ async def run_bridge(
         for effect in effects:
             if isinstance(effect, ToClient):
                 if tap:
-                    tap("to_client", effect.data)
+                    tap.message("to_client", effect.data)
                 to_client.put(effect.data)
             elif isinstance(effect, ToCodex):
                 if tap:
-                    tap("to_codex", effect.data)
+                    tap.message("to_codex", effect.data)
                 to_codex.put(effect.data)
 
     async def read_codex() -> None:
@@ -124,7 +135,7 @@ async def run_bridge(
             while True:
                 data = await codex.receive()
                 if tap:
-                    tap("from_codex", data)
+                    tap.message("from_codex", data)
                 dispatch(engine.receive_codex(data))
                 if not engine.starting:
                     settled.set()
@@ -136,6 +147,8 @@ async def run_bridge(
                 await codex_exit_reason() if codex_exit_reason else "Codex closed the connection"
             )
         was_ready = engine.codex_ready
+        if tap:
+            tap.event("codex_lost", reason)
         dispatch(engine.codex_lost(reason))
         settled.set()
         if not was_ready:
@@ -157,7 +170,7 @@ async def run_bridge(
                 log.info("client closed the connection")
                 return
             if tap:
-                tap("from_client", data)
+                tap.message("from_client", data)
             dispatch(engine.receive_client(data))
             await to_codex.wait_below_high_water()
 

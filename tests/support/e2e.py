@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from bridge.acp_client import AcpClient, open_agent
+from bridge.recording import TranscriptChecker
 
 from .acp_schema import ConversationValidator
 
@@ -28,12 +29,18 @@ async def running_bridge(
 
 
 def assert_valid_acp(client: AcpClient, *, unstable: bool = False) -> int:
-    """Every message the bridge sent validates against the ACP v1 schema; returns the count."""
+    """Every message the bridge sent validates against the ACP v1 schema and keeps the
+    RFD's transcript rules (:mod:`bridge.recording.checker`); returns the count."""
     validator = ConversationValidator(unstable=unstable)
+    checker = TranscriptChecker(subagents=unstable)
     for rid, method in client.sent_requests.items():
         validator.client_sent({"id": rid, "method": method})
-    for message in client.received:
+        checker.client(
+            {"jsonrpc": "2.0", "id": rid, "method": method, "params": client.sent_params[rid]}, 0
+        )
+    for line, message in enumerate(client.received, start=1):
         validator.agent_sent(message)
+        checker.agent(message, line)
     return len(client.received)
 
 

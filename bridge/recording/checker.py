@@ -1,0 +1,173 @@
+"""The Subagent Sessions RFD's invariants that a transcript alone can show.
+
+:class:`TranscriptChecker` follows one ACP conversation, message by message,
+and raises :class:`Violation` at the first message that breaks a rule, with
+the transcript line and why. The replay runs it on every fixture; the
+end-to-end tests run it on live conversations. The rules:
+
+1. **Announcement before traffic.** A session id may appear on an agent
+   message (``params.sessionId`` of a notification or request) only once it is
+   known: a root (from ``session/new``, ``session/load``, ``session/resume``,
+   ``session/fork``) or a child announced by a ``subagent_update`` on its
+   parent's stream. A live ``session_message`` naming a sender or recipient
+   names known sessions. An announcement cannot reparent a child, make a
+   session its own child, or come from an unknown parent.
+2. **Capability.** A v1 client that did not declare ``clientCapabilities.subagents``
+   never receives ``subagent_update``, ``session_message`` or ``session_message_chunk``.
+3. **One answer per request.** Every agent-to-client request is answered by the
+   client at most once (a second answer is the client's fault, and still a
+   broken conversation worth reporting); a response to a request never made is
+   reported too.
+4. **Freshness boundary.** While a ``session/load`` is replaying history (between
+   the request and its response), no ``subagent_update`` grants a capability
+   (``cancel``) or reports a current work ``state``: those are current facts,
+   sent after the response. After the response, no history for that session
+   (``user_message_chunk``, which the bridge sends only when replaying) arrives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SUBAGENT_UPDATES = frozenset({"subagent_update", "session_message", "session_message_chunk"})
+_ROOT_METHODS = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
+
+
+class Violation(Exception):
+    """A rule broken at transcript ``line`` (1-based, counting agent messages)."""
+
+    def __init__(self, line: int, why: str) -> None:
+        super().__init__(f"line {line}: {why}")
+        self.line, self.why = line, why
+
+
+@dataclass
+class TranscriptChecker:
+    subagents: bool
+    #: session id → parent id (``None`` for a root).
+    parents: dict[str, str | None] = field(default_factory=dict)
+    _client_requests: dict[Any, tuple[str, Any]] = field(default_factory=dict)
+    _agent_requests: set[Any] = field(default_factory=set)
+    _answered: set[Any] = field(default_factory=set)
+    #: session ids being loaded (request sent, response not yet) → request id.
+    _loading: dict[str, Any] = field(default_factory=dict)
+    _loaded: set[str] = field(default_factory=set)
+
+    # -- the client's side -----------------------------------------------------------
+
+    def client(self, message: dict[str, Any], line: int) -> None:
+        """A message the client sent; ``line`` is the transcript line it follows."""
+        if "method" in message:
+            if "id" in message:
+                params = message.get("params") or {}
+                self._client_requests[message["id"]] = (message["method"], params)
+                if message["method"] in ("session/load", "session/resume") and isinstance(
+                    params.get("sessionId"), str
+                ):
+                    # The client names the session: history for it may precede the response.
+                    self.parents.setdefault(params["sessionId"], None)
+                if message["method"] == "session/load" and isinstance(params.get("sessionId"), str):
+                    self._loading[params["sessionId"]] = message["id"]
+                    self._loaded.discard(params["sessionId"])
+            return
+        rid = message.get("id")
+        if rid not in self._agent_requests:
+            raise Violation(
+                line, f"the client answered request {rid!r}, which the agent never sent"
+            )
+        if rid in self._answered:
+            raise Violation(line, f"request {rid!r} was answered more than once")
+        self._answered.add(rid)
+
+    # -- the agent's side ------------------------------------------------------------------
+
+    def agent(self, message: dict[str, Any], line: int) -> None:
+        """A message the agent sent, at transcript ``line``."""
+        if "method" in message:
+            if "id" in message:
+                self._agent_requests.add(message["id"])
+            self._agent_call(message, line)
+            return
+        rid = message.get("id")
+        request = self._client_requests.pop(rid, None)
+        if request is None or "result" not in message:
+            if request is not None and request[0] == "session/load":
+                self._loading.pop(str(request[1].get("sessionId")), None)
+            return
+        method, params = request
+        result = message["result"] or {}
+        if method in _ROOT_METHODS:
+            session = result.get("sessionId") or params.get("sessionId")
+            if isinstance(session, str):
+                self.parents.setdefault(session, None)
+        if method == "session/load":
+            session = str(params.get("sessionId"))
+            self._loading.pop(session, None)
+            self._loaded.add(session)
+
+    def _agent_call(self, message: dict[str, Any], line: int) -> None:
+        params = message.get("params") or {}
+        session = params.get("sessionId")
+        if session is not None and session not in self.parents:
+            raise Violation(
+                line,
+                f"{message['method']} for session {session!r} before any announcement of it "
+                "(not a root, and no subagent_update on its parent's stream)",
+            )
+        update = params.get("update") if message["method"] == "session/update" else None
+        if not isinstance(update, dict):
+            return
+        kind = update.get("sessionUpdate")
+        if kind in SUBAGENT_UPDATES and not self.subagents:
+            raise Violation(line, f"{kind} sent to a client that did not declare subagents")
+        if kind == "subagent_update":
+            self._announce(session, update, line)
+        elif kind in ("session_message", "session_message_chunk") and not self._replaying(session):
+            for role in ("senderSessionId", "recipientSessionId"):
+                other = update.get(role)
+                if other is not None and other not in self.parents:
+                    raise Violation(
+                        line, f"{kind} names {role} {other!r}, a session never announced"
+                    )
+        elif kind == "user_message_chunk" and self._root_of(session) in self._loaded:
+            raise Violation(
+                line,
+                f"history (user_message_chunk) for {session!r} after the session/load response",
+            )
+
+    def _announce(self, parent: Any, update: dict[str, Any], line: int) -> None:
+        child = update.get("sessionId")
+        if not isinstance(child, str):
+            raise Violation(line, "subagent_update without a child sessionId")
+        if child == parent:
+            raise Violation(line, f"session {child!r} announced as its own child")
+        known = self.parents.get(child, "<unknown>")
+        if known != "<unknown>" and known != parent:
+            raise Violation(line, f"session {child!r} reparented from {known!r} to {parent!r}")
+        ancestor: Any = parent
+        while ancestor is not None:
+            if ancestor == child:
+                raise Violation(line, f"announcing {child!r} under {parent!r} makes a cycle")
+            ancestor = self.parents.get(ancestor)
+        if self._replaying(parent):
+            capabilities = update.get("capabilities")
+            if isinstance(capabilities, dict) and capabilities.get("cancel") is not None:
+                raise Violation(
+                    line, f"a cancel capability for {child!r} while history is replayed"
+                )
+            if update.get("state") is not None:
+                raise Violation(
+                    line, f"a current work state for {child!r} while history is replayed"
+                )
+        self.parents[child] = parent
+
+    def _root_of(self, session: Any) -> Any:
+        seen = 0
+        while self.parents.get(session) is not None and seen < 10_000:
+            session = self.parents[session]
+            seen += 1
+        return session
+
+    def _replaying(self, session: Any) -> bool:
+        return bool(self._loading) and self._root_of(session) in self._loading

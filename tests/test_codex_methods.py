@@ -1,0 +1,28 @@
+"""The generated list of Codex methods matches the schemas it was generated from."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from bridge.codex.methods import SERVER_NOTIFICATIONS, SERVER_REQUESTS
+from tests.conftest import REPO
+
+
+def test_generated_codex_methods_are_up_to_date() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "generate_codex_methods.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_methods_the_engine_handles_are_ones_codex_sends() -> None:
+    from bridge.engine import Engine
+
+    handled = set(Engine()._codex_notifications)
+    assert handled <= SERVER_NOTIFICATIONS, handled - SERVER_NOTIFICATIONS
+    assert "item/commandExecution/requestApproval" in SERVER_REQUESTS
