@@ -23,6 +23,6 @@ def test_generated_codex_methods_are_up_to_date() -> None:
 def test_the_methods_the_engine_handles_are_ones_codex_sends() -> None:
     from bridge.engine import Engine
 
-    handled = set(Engine()._codex_notifications)
+    handled = set(Engine().codex_notification_methods)
     assert handled <= SERVER_NOTIFICATIONS, handled - SERVER_NOTIFICATIONS
     assert "item/commandExecution/requestApproval" in SERVER_REQUESTS
