@@ -195,6 +195,9 @@ class NewSessionParams(_Base):
 
 class NewSessionResult(_Base):
     sessionId: str
+    modes: Any = UNSET
+    configOptions: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class PromptParams(_Base):
@@ -244,4 +247,6 @@ SessionUpdate: TypeAlias = AgentMessageChunk | AgentThoughtChunk | UserMessageCh
 
 class SessionNotification(_Base):
     sessionId: str
-    update: SessionUpdate
+    # Any update Struct tagged with ``sessionUpdate``: the variants live with the
+    # feature that sends them (``bridge/acp/*.py``); the bridge never decodes updates.
+    update: msgspec.Struct

@@ -44,6 +44,9 @@ class InitializeResult(_Base):
 class ThreadStartParams(_Base):
     cwd: str | UnsetType = UNSET
     config: dict[str, Any] | UnsetType = UNSET
+    model: str | UnsetType = UNSET
+    approvalPolicy: Any = UNSET
+    sandbox: Any = UNSET
 
 
 class TextInput(_Base, tag="text", tag_field="type"):
@@ -64,6 +67,12 @@ UserInput: TypeAlias = TextInput | ImageInput | LocalImageInput
 class TurnStartParams(_Base):
     threadId: str
     input: list[UserInput]
+    # Per-turn overrides that also stick for later turns (Codex's semantics):
+    # what the user picked in the client, never what their config.toml says.
+    approvalPolicy: Any = UNSET
+    sandboxPolicy: Any = UNSET
+    model: str | UnsetType = UNSET
+    effort: str | UnsetType = UNSET
 
 
 class TurnInterruptParams(_Base):

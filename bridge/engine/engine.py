@@ -107,10 +107,43 @@ class Engine:
         self.initialize_hooks: list[Callable[[acp.InitializeResult], None]] = []
         #: Called when Codex is lost, after pending requests failed.
         self.lost_hooks: list[Callable[[str], None]] = []
+        #: Called when the client has gone (its stdin closed): answer what Codex waits on.
+        self.client_lost_hooks: list[Callable[[], None]] = []
+        #: Called with a ``session/new`` request's params and the ``thread/start``
+        #: params about to be sent: features add what the session asks for (MCP
+        #: servers, a mode the user picked).
+        self.thread_start_hooks: list[
+            Callable[[acp.NewSessionParams, codex.ThreadStartParams], None]
+        ] = []
+        #: Called when a session opens (new, load, resume, fork), with the result
+        #: about to be sent and Codex's thread: features add modes, config options.
+        self.session_opened_hooks: list[
+            Callable[[Session, Any, codex.ThreadStartResult], None]
+        ] = []
+        #: Called when a session closes (``session/close``).
+        self.session_closed_hooks: list[Callable[[Session], None]] = []
+        #: Called with each ``turn/start`` about to be sent: the settings the user
+        #: picked (mode, model, effort) go here, not into Codex's config file.
+        self.turn_start_hooks: list[Callable[[Session, codex.TurnStartParams], None]] = []
+        #: Asked, in order, whether a prompt is a command (``/review``, ``/compact``);
+        #: the first that returns ``(method, params)`` has the prompt start that
+        #: Codex request instead of ``turn/start`` (its result must carry ``turn``).
+        self.prompt_command_hooks: list[
+            Callable[[Session, list[codex.UserInput]], tuple[str, Any] | None]
+        ] = []
 
-        from .prompts import Prompts  # the features; each registers its methods
+        # The features; each registers the methods it handles, in this order.
+        from .approvals import Approvals
+        from .config import Configuration
+        from .lifecycle import Lifecycle
+        from .prompts import Prompts
+        from .tools import Tools
 
         self.prompts = Prompts(self)
+        self.tools = Tools(self)
+        self.approvals = Approvals(self)
+        self.lifecycle = Lifecycle(self)
+        self.configuration = Configuration(self)
 
     # -- registration (used by features) ---------------------------------------------
 
@@ -179,6 +212,12 @@ class Engine:
             self._handle_codex_request(msg)
         else:
             log.warning("Codex sent an invalid message: %s", msg.reason)
+        return self._take()
+
+    def client_lost(self) -> list[Effect]:
+        """The client is gone: answer every Codex request still waiting on it."""
+        for hook in self.client_lost_hooks:
+            hook()
         return self._take()
 
     def codex_lost(self, reason: str) -> list[Effect]:
@@ -307,7 +346,8 @@ class Engine:
         self._out.append(ToClient(data))
         return rid
 
-    def update(self, session_id: str, update: acp.SessionUpdate) -> None:
+    def update(self, session_id: str, update: msgspec.Struct) -> None:
+        """Send one ``session/update`` (any update Struct tagged with ``sessionUpdate``)."""
         params = acp.SessionNotification(sessionId=session_id, update=update)
         self._out.append(ToClient(self.client.notification("session/update", params)))
 

@@ -58,12 +58,18 @@ class Prompts:
             )
         start = codex.ThreadStartParams(cwd=params.cwd)
         if engine.thread_config:
-            start.config = engine.thread_config
+            start.config = dict(engine.thread_config)
+        for hook in engine.thread_start_hooks:
+            hook(params, start)
 
         def started(result: Raw) -> None:
-            thread = msgspec.json.decode(result, type=codex.ThreadStartResult).thread
-            engine.sessions[thread.id] = Session(session_id=thread.id, cwd=params.cwd)
-            engine.client_result(rid, acp.NewSessionResult(sessionId=thread.id))
+            opened = msgspec.json.decode(result, type=codex.ThreadStartResult)
+            session = Session(session_id=opened.thread.id, cwd=params.cwd)
+            engine.sessions[session.session_id] = session
+            response = acp.NewSessionResult(sessionId=session.session_id)
+            for hook in engine.session_opened_hooks:
+                hook(session, response, opened)
+            engine.client_result(rid, response)
 
         engine.codex_request("thread/start", start, started, engine.forward_error(rid))
 
@@ -77,6 +83,11 @@ class Prompts:
                 f"session {session.session_id} already has a prompt in progress",
             )
         inputs = prompt_to_input(params.prompt)
+        command: tuple[str, Any] | None = None
+        for ask in engine.prompt_command_hooks:
+            command = ask(session, inputs)
+            if command is not None:
+                break
         prompt = session.prompt = Prompt(request_id=rid)
 
         def turn_started(result: Raw) -> None:
@@ -88,12 +99,16 @@ class Prompts:
                 session.prompt = None
                 engine.client_error(rid, codex_error(error))
 
-        engine.codex_request(
-            "turn/start",
-            codex.TurnStartParams(threadId=session.thread_id, input=inputs),
-            turn_started,
-            turn_refused,
-        )
+        if command is not None:
+            method, request = command
+        else:
+            method, request = (
+                "turn/start",
+                codex.TurnStartParams(threadId=session.thread_id, input=inputs),
+            )
+            for hook in engine.turn_start_hooks:
+                hook(session, request)
+        engine.codex_request(method, request, turn_started, turn_refused)
 
     def _session_cancel(self, raw: Raw) -> None:
         params = decode_params(raw, acp.CancelParams, "session/cancel")

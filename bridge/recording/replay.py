@@ -91,6 +91,8 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
         if isinstance(record, EventRecord):
             if record.event == "codex_lost":
                 apply(engine.codex_lost(record.reason or "Codex was lost"), entry.line)
+            elif record.event == "client_lost":
+                apply(engine.client_lost(), entry.line)
             else:
                 raise RecordingError(recording.path, entry.line, f"unknown event {record.event!r}")
             continue

@@ -168,6 +168,9 @@ async def run_bridge(
                 continue
             except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
                 log.info("client closed the connection")
+                if tap:
+                    tap.event("client_lost")
+                dispatch(engine.client_lost())
                 return
             if tap:
                 tap.message("from_client", data)
@@ -187,6 +190,7 @@ async def run_bridge(
             await settled.wait()
         with trio.move_on_after(_FLUSH_SECONDS):
             await to_client.wait_empty()
+            await to_codex.wait_empty()  # e.g. the answers to approvals nobody will give now
         nursery.cancel_scope.cancel()
     if fatal is not None:
         raise CodexUnavailable(fatal)

@@ -1,0 +1,37 @@
+"""Fixture scenarios, one module per topic; each module defines ``SCENARIOS``.
+
+A scenario drives the real bridge (``codex-acp-bridge record``) with the
+project's ACP client; ``scripts/record-fixtures`` runs them all (see
+``tests/support/fixture_scenarios.py``). To add one, add a ``Scenario`` to a
+module's ``SCENARIOS`` (or a new module here): it is picked up automatically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.acp_client import AcpClient
+
+#: ``drive(client, workspace)``: everything the client does, from ``initialize`` on.
+Drive = Callable[[AcpClient, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    drive: Drive
+    #: Extra Codex config.toml for this scenario (merged over the scripted-model defaults).
+    extra_toml: str = ""
+    #: Files to create in the workspace before the scenario runs: relative path → text.
+    files: tuple[tuple[str, str], ...] = ()
+
+
+async def open_session(
+    client: AcpClient, workspace: str, capabilities: dict[str, Any] | None = None
+) -> str:
+    """``initialize`` then ``session/new``; returns the session id."""
+    await client.initialize(capabilities)
+    return await client.new_session(workspace)
