@@ -30,7 +30,7 @@ def test_initialize_advertises_protocol_1_and_only_what_works() -> None:
     result = h.client_response(rid)["result"]  # type: ignore[index]
     assert result["protocolVersion"] == 1
     caps = result["agentCapabilities"]
-    assert caps.get("loadSession", False) is False
+    assert caps["loadSession"] is True  # see tests/test_lifecycle.py
     assert caps["promptCapabilities"] == {"image": True, "embeddedContext": True}
     assert result["agentInfo"]["name"] == "codex-acp-bridge"
     v = ConversationValidator()

@@ -112,6 +112,11 @@ class Thread(_Base):
 class ThreadStartResult(_Base):
     thread: Thread
     model: str | UnsetType = UNSET
+    # The thread's settings as Codex resolved them (config.toml, profile, -c):
+    # what the client is shown until the user picks. Resume and fork answer the same.
+    approvalPolicy: Any = UNSET
+    sandbox: Any = UNSET
+    reasoningEffort: str | None | UnsetType = UNSET
 
 
 class TurnStartResult(_Base):

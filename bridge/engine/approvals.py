@@ -1,13 +1,848 @@
-"""Codex's approval and question requests → ACP permission requests and elicitations."""
+"""Codex's approval requests and questions → ACP permission requests and elicitations.
+
+Codex asks the client before it runs an escalated command, writes outside the sandbox, widens
+its permissions or runs an MCP tool, and when the model asks the user a question. Each of these
+*server requests* becomes one request to the ACP client on the session of the request's
+``threadId``, and the client's answer becomes Codex's answer:
+
+==========================================  ==================================================
+Codex asks                                  the client sees
+==========================================  ==================================================
+``item/commandExecution/requestApproval``   ``session/request_permission``: allow once, allow
+                                            for this session, always allow the proposed command
+                                            prefix / network host, reject
+``item/fileChange/requestApproval``         ``session/request_permission``: allow once, allow
+                                            for this session, reject
+``item/permissions/requestApproval``        ``session/request_permission``: for this turn, for
+                                            this session, deny
+``mcpServer/elicitation/request`` (an MCP   ``session/request_permission``: allow, for this
+tool may run?)                              session, always, reject
+``mcpServer/elicitation/request`` (other)   ``elicitation/create`` (form or URL mode)
+``item/tool/requestUserInput``              ``elicitation/create``: one form field per question
+==========================================  ==================================================
+
+An elicitation needs the client's ``elicitation.form`` / ``.url`` capability; without it Codex
+gets a clear "no" at once (empty answers, ``decline``), never a request that hangs.
+
+The rule this module exists for: **every Codex request is answered exactly once, and only an
+answer the user gave for work that is still wanted authorizes anything.** So a request settles
+exactly once, whichever comes first:
+
+- the client answers (an option it was not offered, a malformed answer or an error reply is
+  logged and answers Codex with the safe default, ``decline``);
+- the client cancels the turn (``session/cancel``) or closes the session: Codex gets ``cancel`` at
+  once; the client's later answer is logged and dropped;
+- the turn ends (``turn/completed``) or Codex says it stopped waiting
+  (``serverRequest/resolved``), or Codex is lost: the client's open request is withdrawn with
+  ``$/cancel_request``;
+- the client disconnects: Codex gets ``cancel``.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+import os.path
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec import Raw
+
+from ..acp import permissions as acp
+from ..acp import types as acp_types
+from ..codex import approvals as codex
+from ..codex import types as codex_types
+from ..jsonrpc import ErrorCode, RequestId
+from ..jsonrpc.peer import ErrorObject
+from .sessions import Session
 
 if TYPE_CHECKING:
     from .engine import Engine
 
+log = logging.getLogger(__name__)
+
+#: Option ids this bridge offers; stable, so a client may remember them.
+ALLOW_ONCE = "allow_once"
+ALLOW_SESSION = "allow_session"
+ALLOW_PREFIX = "allow_prefix"
+ALLOW_ALWAYS = "allow_always"
+REJECT_ONCE = "reject_once"
+
+#: ``_settle``'s answer when Codex no longer waits for one.
+_NO_ANSWER: Any = object()
+
+CodexAnswer = Any  # a msgspec Struct Codex's request expects as its result
+ReadAnswer = Callable[[Raw], CodexAnswer]
+
+
+@dataclass(slots=True, eq=False)
+class Pending:
+    """A Codex request waiting on the user, from arrival until it settles (exactly once)."""
+
+    codex_id: RequestId
+    method: str
+    thread_id: str
+    turn_id: str | None
+    #: What Codex gets when the work is cancelled, and when an answer cannot be used.
+    cancel: CodexAnswer
+    decline: CodexAnswer
+    #: Turns the client's result into Codex's answer (bad input → ``decline``, logged).
+    read_answer: ReadAnswer | None = None
+    #: Run once the client's answer has been passed on to Codex.
+    after_answer: Callable[[CodexAnswer], None] | None = None
+    client_id: RequestId | None = None
+    client_answered: bool = False
+    settled: bool = False
+
+
+@dataclass(slots=True)
+class Choice:
+    """One option offered to the user and the answer Codex gets if it is picked."""
+
+    option: acp.PermissionOption
+    answer: CodexAnswer
+
+
+@dataclass(slots=True)
+class _Thread:
+    """What the approvals remember of a thread between requests: its tool items in flight."""
+
+    items: dict[str, codex.StartedItem] = field(default_factory=dict)
+
 
 class Approvals:
+    """Codex's server requests that ask the user; see the module docstring."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        #: Codex request id → its pending question (ids are unique per Codex connection).
+        self.pending: dict[RequestId, Pending] = {}
+        self._threads: dict[str, _Thread] = {}
+        self._client_gone = False
+
+        engine.on_codex_request("item/commandExecution/requestApproval", self._on_command_approval)
+        engine.on_codex_request("item/fileChange/requestApproval", self._on_file_change_approval)
+        engine.on_codex_request("item/permissions/requestApproval", self._on_permissions_approval)
+        engine.on_codex_request("item/tool/requestUserInput", self._on_user_input)
+        engine.on_codex_request("mcpServer/elicitation/request", self._on_mcp_elicitation)
+        # Codex sends these only for turns started with its removed v1 API
+        # (sendUserTurn); this bridge starts turns with turn/start only.
+        engine.on_codex_request("execCommandApproval", self._on_legacy_approval)
+        engine.on_codex_request("applyPatchApproval", self._on_legacy_approval)
+
+        engine.on_client_notification("session/cancel", self._on_session_cancel)
+        engine.on_codex_notification("serverRequest/resolved", self._on_resolved)
+        engine.on_codex_notification("turn/completed", self._on_turn_completed)
+        engine.on_codex_notification("item/started", self._on_item_started)
+        engine.on_codex_notification("item/completed", self._on_item_completed)
+        engine.session_closed_hooks.append(self._on_session_closed)
+        engine.lost_hooks.append(self._on_codex_lost)
+        engine.client_lost_hooks.append(self._on_client_lost)
+
+    # -- Codex asks ----------------------------------------------------------------------
+
+    def _on_command_approval(self, rid: RequestId, raw: Raw) -> None:
+        params = msgspec.json.decode(raw, type=codex.CommandExecutionRequestApprovalParams)
+        pending = self._arrived(
+            rid,
+            "item/commandExecution/requestApproval",
+            params.threadId,
+            params.turnId,
+            cancel=codex.ApprovalResponse(decision=codex.CANCEL),
+            decline=codex.ApprovalResponse(decision=codex.DECLINE),
+        )
+        if pending is None:
+            return
+        title = command_title(params.command, params.commandActions)
+        if params.kind == "writeStdin":
+            title = f"Send input to {title}"
+        if params.networkApprovalContext is not None:
+            title = f"{title} (network access to {params.networkApprovalContext.host})"
+        # What the tool call shows as its input (as at item/started), and why Codex asks.
+        raw_input: dict[str, Any] = {"command": params.command, "cwd": params.cwd}
+        if params.commandActions:
+            raw_input["commandActions"] = params.commandActions
+        if params.reason:
+            raw_input["reason"] = params.reason
+        tool_call = acp.ToolCallUpdate(
+            toolCallId=params.itemId,
+            title=title,
+            kind=command_kind(params.commandActions),
+            status="pending",
+            rawInput=raw_input,
+        )
+        self._ask_permission(pending, tool_call, command_choices(params))
+
+    def _on_file_change_approval(self, rid: RequestId, raw: Raw) -> None:
+        params = msgspec.json.decode(raw, type=codex.FileChangeRequestApprovalParams)
+        pending = self._arrived(
+            rid,
+            "item/fileChange/requestApproval",
+            params.threadId,
+            params.turnId,
+            cancel=codex.ApprovalResponse(decision=codex.CANCEL),
+            decline=codex.ApprovalResponse(decision=codex.DECLINE),
+        )
+        if pending is None:
+            return
+        session = self.engine.sessions[params.threadId]
+        # The request names the item only; its changes came with item/started.
+        item = self._thread(params.threadId).items.get(params.itemId)
+        changes = item.changes if item is not None and item.changes else []
+        raw_input: dict[str, Any] = {"changes": changes}
+        if params.reason:
+            raw_input["reason"] = params.reason
+        if params.grantRoot:
+            raw_input["grantRoot"] = params.grantRoot
+        paths = [c["path"] for c in changes if isinstance(c.get("path"), str)]
+        tool_call = acp.ToolCallUpdate(
+            toolCallId=params.itemId,
+            title=file_change_title(changes, session.cwd),
+            kind="edit",
+            status="pending",
+            locations=[acp.ToolCallLocation(path=p) for p in paths] if paths else msgspec.UNSET,
+            rawInput=raw_input,
+        )
+        choices = [
+            Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), _decision(codex.ACCEPT)),
+            Choice(
+                _option(ALLOW_SESSION, "Allow for this session", "allow_always"),
+                _decision(codex.ACCEPT_FOR_SESSION),
+            ),
+            Choice(_option(REJECT_ONCE, "Reject", "reject_once"), _decision(codex.DECLINE)),
+        ]
+        self._ask_permission(pending, tool_call, choices)
+
+    def _on_permissions_approval(self, rid: RequestId, raw: Raw) -> None:
+        params = msgspec.json.decode(raw, type=codex.PermissionsRequestApprovalParams)
+        nothing = codex.PermissionsApprovalResponse(permissions={})
+        pending = self._arrived(
+            rid,
+            "item/permissions/requestApproval",
+            params.threadId,
+            params.turnId,
+            cancel=nothing,
+            decline=nothing,
+        )
+        if pending is None:
+            return
+        raw_input: dict[str, Any] = {"permissions": params.permissions}
+        if params.reason:
+            raw_input["reason"] = params.reason
+        # No item exists for a permission request (Codex sends no item/started for
+        # it): the request introduces the tool call, and closes it once answered.
+        tool_call = acp.ToolCallUpdate(
+            toolCallId=params.itemId,
+            title=permissions_title(params.permissions),
+            kind="other",
+            status="pending",
+            rawInput=raw_input,
+        )
+
+        def grant(scope: codex.PermissionGrantScope) -> codex.PermissionsApprovalResponse:
+            return codex.PermissionsApprovalResponse(permissions=params.permissions, scope=scope)
+
+        choices = [
+            Choice(_option(ALLOW_ONCE, "Allow for this turn", "allow_once"), grant("turn")),
+            Choice(
+                _option(ALLOW_SESSION, "Allow for this session", "allow_always"), grant("session")
+            ),
+            Choice(_option(REJECT_ONCE, "Deny", "reject_once"), nothing),
+        ]
+        session_id = params.threadId
+
+        def close_tool_call(answer: CodexAnswer) -> None:
+            granted = isinstance(answer, codex.PermissionsApprovalResponse) and bool(
+                answer.permissions
+            )
+            status: acp.ToolCallStatus = "completed" if granted else "failed"
+            if session_id in self.engine.sessions:
+                self.engine.update(
+                    session_id, acp.ToolCallStatusUpdate(toolCallId=params.itemId, status=status)
+                )
+
+        pending.after_answer = close_tool_call
+        self._ask_permission(pending, tool_call, choices)
+
+    def _on_user_input(self, rid: RequestId, raw: Raw) -> None:
+        params = msgspec.json.decode(raw, type=codex.ToolRequestUserInputParams)
+        pending = self._arrived(
+            rid,
+            "item/tool/requestUserInput",
+            params.threadId,
+            params.turnId,
+            cancel=codex.NO_ANSWERS,
+            decline=codex.NO_ANSWERS,
+        )
+        if pending is None:
+            return
+        if not self._client_can_elicit("form"):
+            log.info(
+                "Codex asks %d question(s), but the client declared no form elicitation: "
+                "answering none (the model goes on without)",
+                len(params.questions),
+            )
+            self._settle(pending, codex.NO_ANSWERS)
+            return
+        form = UserInputForm(params.questions)
+        pending.read_answer = lambda raw: form.answers(_decode_elicitation(raw, pending))
+        request = acp.FormElicitationRequest(
+            sessionId=params.threadId, message=form.message, requestedSchema=form.schema
+        )
+        self._ask(pending, "elicitation/create", request)
+
+    def _on_mcp_elicitation(self, rid: RequestId, raw: Raw) -> None:
+        params = msgspec.json.decode(raw, type=codex.McpServerElicitationRequestParams)
+        pending = self._arrived(
+            rid,
+            "mcpServer/elicitation/request",
+            params.threadId,
+            params.turnId,
+            cancel=codex.McpServerElicitationResponse(action="cancel"),
+            decline=codex.McpServerElicitationResponse(action="decline"),
+        )
+        if pending is None:
+            return
+        approval = params.approval_meta()
+        if approval is not None:
+            self._ask_mcp_tool_approval(pending, params, approval)
+            return
+        if params.mode == "form" and self._client_can_elicit("form"):
+            schema = params.requestedSchema if isinstance(params.requestedSchema, dict) else {}
+            pending.read_answer = lambda raw: _mcp_answer(_decode_elicitation(raw, pending))
+            request: msgspec.Struct = acp.FormElicitationRequest(
+                sessionId=params.threadId, message=params.message, requestedSchema=schema
+            )
+        elif (
+            params.mode == "url"
+            and params.url
+            and params.elicitationId
+            and self._client_can_elicit("url")
+        ):
+            pending.read_answer = lambda raw: _mcp_answer(_decode_elicitation(raw, pending))
+            request = acp.UrlElicitationRequest(
+                sessionId=params.threadId,
+                message=params.message,
+                elicitationId=params.elicitationId,
+                url=params.url,
+            )
+        else:
+            log.info(
+                "MCP server %s asks for input (%s mode), which the client cannot show: declining",
+                params.serverName,
+                params.mode,
+            )
+            self._settle(pending, pending.decline)
+            return
+        self._ask(pending, "elicitation/create", request)
+
+    def _ask_mcp_tool_approval(
+        self,
+        pending: Pending,
+        params: codex.McpServerElicitationRequestParams,
+        meta: dict[str, Any],
+    ) -> None:
+        tool = meta.get("tool_title") or meta.get("tool_name") or "a tool"
+        tool_name = meta.get("tool_name")
+        # The tool call was announced at item/started; the elicitation does not name it.
+        item_id = next(
+            (
+                item.id
+                for item in reversed(self._thread(params.threadId).items.values())
+                if item.type == "mcpToolCall"
+                and item.server == params.serverName
+                and (tool_name is None or item.tool == tool_name)
+            ),
+            f"mcp-approval-{pending.codex_id}",
+        )
+        tool_call = acp.ToolCallUpdate(
+            toolCallId=item_id,
+            title=f"{params.serverName}: {tool}",
+            status="pending",
+            rawInput=meta.get("tool_params"),
+        )
+        persist = meta.get(codex.PERSIST_KEY)
+        persist = persist if isinstance(persist, list) else []
+        accept = codex.McpServerElicitationResponse(action="accept", content=None)
+        choices = [Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), accept)]
+        for scope, option_id, name in (
+            ("session", ALLOW_SESSION, "Allow for this session"),
+            ("always", ALLOW_ALWAYS, "Always allow"),
+        ):
+            if scope in persist:
+                remembered = codex.McpServerElicitationResponse(
+                    action="accept", content=None, meta={codex.PERSIST_KEY: scope}
+                )
+                choices.append(Choice(_option(option_id, name, "allow_always"), remembered))
+        choices.append(Choice(_option(REJECT_ONCE, "Reject", "reject_once"), pending.decline))
+        self._ask_permission(pending, tool_call, choices)
+
+    def _on_legacy_approval(self, rid: RequestId, raw: Raw) -> None:
+        log.warning(
+            "Codex sent a legacy (v1 API) approval request %s; this bridge starts turns with "
+            "turn/start only, so it declines it",
+            rid,
+        )
+        # An error reply is how Codex learns a client cannot approve: it rejects the
+        # action ("approval request failed") and the turn goes on.
+        self.engine.codex_error_reply(
+            rid,
+            ErrorCode.METHOD_NOT_FOUND,
+            "codex-acp-bridge does not answer legacy approval requests; declined",
+        )
+
+    # -- the lifecycle of one question -----------------------------------------------------
+
+    def _arrived(
+        self,
+        rid: RequestId,
+        method: str,
+        thread_id: str,
+        turn_id: str | None,
+        *,
+        cancel: CodexAnswer,
+        decline: CodexAnswer,
+    ) -> Pending | None:
+        """Register a Codex request; ``None`` when it is already handled (settled or re-sent)."""
+        if rid in self.pending:
+            # thread/resume re-sends a pending request with its original id.
+            log.info("Codex re-sent request %s (%s); still waiting on the client", rid, method)
+            return None
+        pending = Pending(rid, method, thread_id, turn_id, cancel=cancel, decline=decline)
+        self.pending[rid] = pending
+        session = self.engine.sessions.get(thread_id)
+        if session is None:
+            log.warning(
+                "Codex %s %s for thread %s, which no ACP session shows: declining",
+                method,
+                rid,
+                thread_id,
+            )
+            self._settle(pending, decline)
+            return None
+        if self._client_gone:
+            self._settle(pending, cancel)
+            return None
+        if _cancelled(session, turn_id):
+            # The user already cancelled this turn: nothing of it is authorized.
+            log.info("Codex %s %s for a cancelled turn: cancelling", method, rid)
+            self._settle(pending, cancel)
+            return None
+        return pending
+
+    def _ask_permission(
+        self, pending: Pending, tool_call: acp.ToolCallUpdate, choices: list[Choice]
+    ) -> None:
+        by_id = {choice.option.optionId: choice.answer for choice in choices}
+
+        def read_answer(raw: Raw) -> CodexAnswer:
+            try:
+                outcome = msgspec.json.decode(raw, type=acp.RequestPermissionResponse).outcome
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                log.warning(
+                    "malformed permission answer for %s: %s; declining", pending.method, exc
+                )
+                return pending.decline
+            if outcome.outcome == "cancelled":
+                return pending.cancel
+            if outcome.outcome == "selected" and outcome.optionId in by_id:
+                return by_id[outcome.optionId]
+            log.warning(
+                "the client answered %s with %s %r, which was not offered (offered: %s); declining",
+                pending.method,
+                outcome.outcome,
+                outcome.optionId,
+                ", ".join(by_id),
+            )
+            return pending.decline
+
+        pending.read_answer = read_answer
+        request = acp.RequestPermissionRequest(
+            sessionId=pending.thread_id,
+            toolCall=tool_call,
+            options=[choice.option for choice in choices],
+        )
+        self._ask(pending, "session/request_permission", request)
+
+    def _ask(self, pending: Pending, method: str, params: msgspec.Struct) -> None:
+        def answered(raw: Raw) -> None:
+            self._client_answered(pending, raw)
+
+        def refused(error: ErrorObject) -> None:
+            self._client_refused(pending, error)
+
+        pending.client_id = self.engine.client_request(method, params, answered, refused)
+
+    def _client_answered(self, pending: Pending, raw: Raw) -> None:
+        if pending.settled:
+            log.info(
+                "late answer to %s (Codex request %s) dropped: it was already settled",
+                pending.method,
+                pending.codex_id,
+            )
+            return
+        pending.client_answered = True
+        session = self.engine.sessions.get(pending.thread_id)
+        if session is not None and _cancelled(session, pending.turn_id):
+            # The turn is being cancelled (session/close, a cancel still on its way):
+            # an answer given now authorizes nothing.
+            log.info("answer to %s after its turn was cancelled: cancelling", pending.method)
+            self._settle(pending, pending.cancel)
+            return
+        assert pending.read_answer is not None
+        answer = pending.read_answer(raw)
+        self._settle(pending, answer)
+        if pending.after_answer is not None:
+            pending.after_answer(answer)
+
+    def _client_refused(self, pending: Pending, error: ErrorObject) -> None:
+        if pending.settled:
+            log.debug("client error for settled %s: %s", pending.method, error.message)
+            return
+        pending.client_answered = True
+        log.warning(
+            "the client answered %s with an error (%s); declining", pending.method, error.message
+        )
+        self._settle(pending, pending.decline)
+
+    def _settle(self, pending: Pending, answer: CodexAnswer, *, withdraw: bool = False) -> None:
+        """The one place a Codex request is answered (``_NO_ANSWER``: Codex stopped waiting).
+
+        ``withdraw`` also takes back the client's request if it is still open, so its
+        dialog closes; a late answer to it is dropped.
+        """
+        if pending.settled:
+            return
+        pending.settled = True
+        self.pending.pop(pending.codex_id, None)
+        if answer is not _NO_ANSWER:
+            self.engine.codex_result(pending.codex_id, answer)
+        if withdraw and pending.client_id is not None and not pending.client_answered:
+            self.engine.client_notification(
+                "$/cancel_request", acp.CancelRequestNotification(requestId=pending.client_id)
+            )
+
+    def _client_can_elicit(self, mode: str) -> bool:
+        # ACP: the capability for a mode is declared by a non-null member ({}).
+        declared = self.engine.client_capabilities.elicitation
+        return isinstance(declared, dict) and declared.get(mode) is not None
+
+    def _thread(self, thread_id: str) -> _Thread:
+        return self._threads.setdefault(thread_id, _Thread())
+
+    def _of_thread(self, thread_id: str) -> list[Pending]:
+        return [p for p in self.pending.values() if p.thread_id == thread_id]
+
+    # -- what ends a question besides the answer -------------------------------------------------
+
+    def _on_session_cancel(self, raw: Raw) -> None:
+        try:
+            params = msgspec.json.decode(raw or b"null", type=acp_types.CancelParams)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return  # Prompts reports the bad notification
+        for pending in self._of_thread(params.sessionId):
+            # The client answers its own open requests `cancelled` (ACP's rule).
+            self._settle(pending, pending.cancel)
+
+    def _on_session_closed(self, session: Session) -> None:
+        for pending in self._of_thread(session.thread_id):
+            self._settle(pending, pending.cancel, withdraw=True)
+        self._threads.pop(session.thread_id, None)
+
+    def _on_turn_completed(self, raw: Raw) -> None:
+        note = msgspec.json.decode(raw, type=codex_types.TurnNotification)
+        for pending in self._of_thread(note.threadId):
+            if pending.turn_id == note.turn.id:
+                # Codex drops what the turn waited on (serverRequest/resolved follows);
+                # answering `cancel` too costs nothing and can never leave it waiting.
+                self._settle(pending, pending.cancel, withdraw=True)
+        self._threads.pop(note.threadId, None)
+
+    def _on_resolved(self, raw: Raw) -> None:
+        note = msgspec.json.decode(raw, type=codex.ServerRequestResolved)
+        pending = self.pending.get(note.requestId)
+        if pending is not None and pending.thread_id == note.threadId:
+            log.info("Codex resolved %s %s itself", pending.method, pending.codex_id)
+            self._settle(pending, _NO_ANSWER, withdraw=True)
+
+    def _on_codex_lost(self, _reason: str) -> None:
+        for pending in list(self.pending.values()):
+            self._settle(pending, _NO_ANSWER, withdraw=True)
+        self._threads.clear()
+
+    def _on_client_lost(self) -> None:
+        self._client_gone = True
+        for pending in list(self.pending.values()):
+            self._settle(pending, pending.cancel)
+
+    def _on_item_started(self, raw: Raw) -> None:
+        try:
+            note = msgspec.json.decode(raw, type=codex.StartedItemNotification)
+        except msgspec.ValidationError as exc:
+            log.debug("item/started not understood by the approvals: %s", exc)
+            return
+        if (
+            note.item.type in ("fileChange", "mcpToolCall")
+            and note.threadId in self.engine.sessions
+        ):
+            self._thread(note.threadId).items[note.item.id] = note.item
+
+    def _on_item_completed(self, raw: Raw) -> None:
+        try:
+            note = msgspec.json.decode(raw, type=codex.StartedItemNotification)
+        except msgspec.ValidationError:
+            return
+        thread = self._threads.get(note.threadId)
+        if thread is not None:
+            thread.items.pop(note.item.id, None)
+
+
+# -- helpers: what the user is shown -----------------------------------------------------------
+
+
+def _option(option_id: str, name: str, kind: acp.PermissionOptionKind) -> acp.PermissionOption:
+    return acp.PermissionOption(optionId=option_id, name=name, kind=kind)
+
+
+def _decision(decision: codex.ApprovalDecision) -> codex.ApprovalResponse:
+    return codex.ApprovalResponse(decision=decision)
+
+
+def _cancelled(session: Session, turn_id: str | None) -> bool:
+    """The user cancelled the session's prompt, and it is (or may be) this turn."""
+    prompt = session.prompt
+    if prompt is None or not prompt.cancel_requested:
+        return False
+    return prompt.turn_id is None or turn_id is None or prompt.turn_id == turn_id
+
+
+def command_choices(params: codex.CommandExecutionRequestApprovalParams) -> list[Choice]:
+    """Allow once, for the session, the amendments Codex proposes, reject.
+
+    ``acceptForSession`` is offered although 0.169's ``availableDecisions`` leaves it out:
+    Codex accepts it and stops asking for the same command. A ``humanCommand`` checkpoint
+    takes only accept, decline and cancel.
+    """
+    checkpoint = params.kind == "humanCommand"
+    offered = params.availableDecisions
+    choices = [Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), _decision(codex.ACCEPT))]
+    if not checkpoint:
+        choices.append(
+            Choice(
+                _option(ALLOW_SESSION, "Allow for this session", "allow_always"),
+                _decision(codex.ACCEPT_FOR_SESSION),
+            )
+        )
+    prefix = params.proposedExecpolicyAmendment
+    if (
+        prefix
+        and not checkpoint
+        and (offered is None or _offers(offered, "acceptWithExecpolicyAmendment"))
+    ):
+        shown = shlex.join(prefix)
+        choices.append(
+            Choice(
+                _option(
+                    ALLOW_PREFIX, f"Always allow commands starting with `{shown}`", "allow_always"
+                ),
+                _decision(codex.accept_with_execpolicy_amendment(prefix)),
+            )
+        )
+    for index, amendment in enumerate(params.proposedNetworkPolicyAmendments or []):
+        if checkpoint:
+            break
+        allow = amendment.action == "allow"
+        choices.append(
+            Choice(
+                _option(
+                    f"network_{amendment.action}_{index}",
+                    f"Always {'allow' if allow else 'block'} {amendment.host}",
+                    "allow_always" if allow else "reject_always",
+                ),
+                _decision(codex.apply_network_policy_amendment(amendment)),
+            )
+        )
+    choices.append(Choice(_option(REJECT_ONCE, "Reject", "reject_once"), _decision(codex.DECLINE)))
+    return choices
+
+
+def _offers(decisions: list[Any], key: str) -> bool:
+    return any(d == key or (isinstance(d, dict) and key in d) for d in decisions)
+
+
+_SHELL_WRAPPER = re.compile(r"^(?:\S*/)?(?:bash|zsh|sh|dash)\s+-l?c\s+(?P<script>.+)$", re.DOTALL)
+
+
+def command_title(command: str | None, actions: list[codex.CommandAction] | None) -> str:
+    """The command as the model wrote it: ``touch a.txt``, not ``/bin/bash -lc 'touch a.txt'``."""
+    if actions and len(actions) == 1 and actions[0].command:
+        return actions[0].command
+    if not command:
+        return "Run a command"
+    wrapped = _SHELL_WRAPPER.match(command)
+    if wrapped is not None:
+        try:
+            words = shlex.split(wrapped.group("script"))
+        except ValueError:
+            return command
+        if len(words) == 1:
+            return words[0]
+    return command
+
+
+def command_kind(actions: list[codex.CommandAction] | None) -> acp.ToolKind:
+    """``read`` when every action reads, ``search`` when each reads, lists or searches."""
+    kinds = {action.type for action in actions or []}
+    if kinds == {"read"}:
+        return "read"
+    if kinds and kinds <= {"read", "search", "listFiles"}:
+        return "search"
+    return "execute"
+
+
+def file_change_title(changes: list[dict[str, Any]], cwd: str) -> str:
+    paths = [c.get("path") for c in changes]
+    shown = [_relative(p, cwd) for p in paths if isinstance(p, str)]
+    if not shown:
+        return "Apply a patch"
+    if len(shown) == 1:
+        kind = changes[0].get("kind")
+        change = kind.get("type") if isinstance(kind, dict) else None
+        verb = {"add": "Create", "delete": "Delete"}.get(str(change), "Edit")
+        return f"{verb} {shown[0]}"
+    return f"Edit {len(shown)} files: {', '.join(shown)}"
+
+
+def _relative(path: str, cwd: str) -> str:
+    if cwd and os.path.isabs(path) and (path == cwd or path.startswith(cwd.rstrip("/") + "/")):
+        return os.path.relpath(path, cwd)
+    return path
+
+
+def permissions_title(permissions: dict[str, Any]) -> str:
+    """``Grant write access to /x, network access`` from a requested permission profile."""
+    parts: list[str] = []
+    file_system = permissions.get("fileSystem")
+    if isinstance(file_system, dict):
+        for access in ("write", "read"):
+            paths = file_system.get(access)
+            if isinstance(paths, list):
+                parts += [f"{access} access to {p}" for p in paths if isinstance(p, str)]
+        if not parts:
+            for entry in file_system.get("entries") or []:
+                path = entry.get("path") if isinstance(entry, dict) else None
+                where = path.get("path") if isinstance(path, dict) else None
+                if isinstance(where, str):
+                    parts.append(f"{entry.get('access', 'access')} access to {where}")
+    network = permissions.get("network")
+    if isinstance(network, dict) and network.get("enabled"):
+        parts.append("network access")
+    return "Grant " + ", ".join(parts) if parts else "Grant additional permissions"
+
+
+# -- questions as forms ------------------------------------------------------------------------
+
+
+class UserInputForm:
+    """Codex's ``requestUserInput`` questions as one ACP elicitation form, and back.
+
+    Each question is a string field named by its id, titled by its header and described by its
+    question; its options become a single-select (``oneOf``: label as value and title,
+    description). A question that also takes the user's own words (``isOther``) gets a second,
+    free-text field ``ID_other``; its answer follows the choice, if both are given.
+    """
+
+    def __init__(self, questions: list[codex.UserInputQuestion]) -> None:
+        self.questions = questions
+        self.other_field: dict[str, str] = {}
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for question in questions:
+            field_schema: dict[str, Any] = {
+                "type": "string",
+                "title": question.header or question.id,
+            }
+            if question.question:
+                field_schema["description"] = question.question
+            if question.options:
+                field_schema["oneOf"] = [_enum_option(o) for o in question.options]
+            properties[question.id] = field_schema
+        taken = set(properties)
+        for question in questions:
+            if not question.options or not question.isOther:
+                required.append(question.id)
+            else:
+                name = f"{question.id}_other"
+                if name in taken:
+                    continue
+                taken.add(name)
+                self.other_field[question.id] = name
+                properties[name] = {
+                    "type": "string",
+                    "title": f"{question.header or question.id}: your own answer",
+                    "description": "Instead of a choice above, or to add to it.",
+                }
+        self.schema: dict[str, Any] = {"type": "object", "properties": properties}
+        if required:
+            self.schema["required"] = required
+        if len(questions) == 1:
+            self.message = questions[0].question or questions[0].header or "Codex has a question"
+        else:
+            self.message = f"Codex has {len(questions)} questions"
+
+    def answers(self, response: acp.CreateElicitationResponse | None) -> CodexAnswer:
+        """Codex's answers; none when the user declined or cancelled, or the form is unusable."""
+        if response is None or response.action != "accept" or not response.content:
+            return codex.NO_ANSWERS
+        content = response.content
+        answers: dict[str, codex.UserInputAnswer] = {}
+        for question in self.questions:
+            given = _texts(content.get(question.id))
+            other = self.other_field.get(question.id)
+            if other is not None:
+                given += _texts(content.get(other))
+            if given:
+                answers[question.id] = codex.UserInputAnswer(answers=given)
+        return codex.ToolRequestUserInputResponse(answers=answers)
+
+
+def _enum_option(option: codex.UserInputOption) -> dict[str, Any]:
+    shown: dict[str, Any] = {"const": option.label, "title": option.label}
+    if option.description:
+        shown["description"] = option.description
+    return shown
+
+
+def _texts(value: Any) -> list[str]:
+    """A form value as answer texts: a non-empty string, or the strings of a list."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str) and v.strip()]
+    if isinstance(value, bool | int | float):
+        return [msgspec.json.encode(value).decode()]
+    return []
+
+
+def _decode_elicitation(raw: Raw, pending: Pending) -> acp.CreateElicitationResponse | None:
+    try:
+        return msgspec.json.decode(raw, type=acp.CreateElicitationResponse)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        log.warning("malformed elicitation answer for %s: %s; declining", pending.method, exc)
+        return None
+
+
+def _mcp_answer(response: acp.CreateElicitationResponse | None) -> CodexAnswer:
+    """An ACP elicitation answer as MCP's (the same three actions; content only on accept)."""
+    if response is None:
+        return codex.McpServerElicitationResponse(action="decline")
+    if response.action == "accept":
+        return codex.McpServerElicitationResponse(action="accept", content=response.content)
+    if response.action == "cancel":
+        return codex.McpServerElicitationResponse(action="cancel")
+    if response.action != "decline":
+        log.warning("unknown elicitation action %r; declining", response.action)
+    return codex.McpServerElicitationResponse(action="decline")

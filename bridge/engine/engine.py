@@ -87,9 +87,14 @@ class Engine:
 
     ``thread_config`` is sent as ``config`` in every ``thread/start`` (the
     ``-c key=value`` overrides, for a Codex the bridge did not start itself).
+    ``api_key`` is an OpenAI API key from the bridge's environment, for the
+    ``authenticate`` method that hands it to Codex (the engine reads no
+    environment itself).
     """
 
-    def __init__(self, *, thread_config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, *, thread_config: dict[str, Any] | None = None, api_key: str | None = None
+    ) -> None:
         self.client = Peer[Waiting](jsonrpc_member=True)
         self.codex = Peer[Waiting](jsonrpc_member=False)
         self.sessions: dict[str, Session] = {}
@@ -97,6 +102,7 @@ class Engine:
         self.codex_ready = False
         self.codex_lost_reason: str | None = None
         self.thread_config = thread_config or None
+        self.api_key = api_key or None
         self._before_ready: list[bytes] = []
         self._out: list[Effect] = []
         self._client_requests: dict[str, RequestHandler] = {"initialize": self._initialize}
@@ -120,6 +126,9 @@ class Engine:
         self.session_opened_hooks: list[
             Callable[[Session, Any, codex.ThreadStartResult], None]
         ] = []
+        #: Called right after a session's open result was sent (new, load, resume,
+        #: fork): for updates that may only follow the announcement (the commands).
+        self.session_announced_hooks: list[Callable[[Session], None]] = []
         #: Called when a session closes (``session/close``).
         self.session_closed_hooks: list[Callable[[Session], None]] = []
         #: Called with each ``turn/start`` about to be sent: the settings the user
@@ -127,7 +136,8 @@ class Engine:
         self.turn_start_hooks: list[Callable[[Session, codex.TurnStartParams], None]] = []
         #: Asked, in order, whether a prompt is a command (``/review``, ``/compact``);
         #: the first that returns ``(method, params)`` has the prompt start that
-        #: Codex request instead of ``turn/start`` (its result must carry ``turn``).
+        #: Codex request instead of ``turn/start`` (its result names the turn, or
+        #: the ``turn/started`` that follows it does).
         self.prompt_command_hooks: list[
             Callable[[Session, list[codex.UserInput]], tuple[str, Any] | None]
         ] = []
@@ -345,6 +355,10 @@ class Engine:
         rid, data = self.client.request(method, params, Waiting(on_result, on_error))
         self._out.append(ToClient(data))
         return rid
+
+    def client_notification(self, method: str, params: Any) -> None:
+        """Send the client a notification other than ``session/update`` (``$/cancel_request``)."""
+        self._out.append(ToClient(self.client.notification(method, params)))
 
     def update(self, session_id: str, update: msgspec.Struct) -> None:
         """Send one ``session/update`` (any update Struct tagged with ``sessionUpdate``)."""

@@ -4,6 +4,7 @@ and the turn's streamed answer, reasoning and token usage."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -11,9 +12,11 @@ from msgspec import Raw
 
 from ..acp import types as acp
 from ..codex import types as codex
+from ..codex.config import CommandStartResult
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from . import translate
+from .config import lacks_credentials
 from .engine import codex_error, decode_params
 from .prompt import prompt_to_input
 from .sessions import Prompt, Session
@@ -32,6 +35,9 @@ class Prompts:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        #: Called once a session's prompt has been answered because its turn ended
+        #: or Codex refused to start it (``session/close`` waits for this).
+        self.settled_hooks: list[Callable[[Session], None]] = []
         engine.on_client_request("session/new", self._session_new)
         engine.on_client_request("session/prompt", self._session_prompt)
         engine.on_client_notification("session/cancel", self._session_cancel)
@@ -70,6 +76,8 @@ class Prompts:
             for hook in engine.session_opened_hooks:
                 hook(session, response, opened)
             engine.client_result(rid, response)
+            for announced in engine.session_announced_hooks:
+                announced(session)
 
         engine.codex_request("thread/start", start, started, engine.forward_error(rid))
 
@@ -91,13 +99,18 @@ class Prompts:
         prompt = session.prompt = Prompt(request_id=rid)
 
         def turn_started(result: Raw) -> None:
-            turn = msgspec.json.decode(result, type=codex.TurnStartResult).turn
-            self._turn_known(session, prompt, turn.id)
+            # A command's result may name no turn (``thread/compact/start``): then
+            # the ``turn/started`` that follows names it (_on_turn_started).
+            turn = msgspec.json.decode(result, type=CommandStartResult).turn
+            if turn is not None:
+                self._turn_known(session, prompt, turn.id)
 
         def turn_refused(error: ErrorObject) -> None:
             if session.prompt is prompt:
                 session.prompt = None
                 engine.client_error(rid, codex_error(error))
+                for hook in self.settled_hooks:
+                    hook(session)
 
         if command is not None:
             method, request = command
@@ -116,6 +129,11 @@ class Prompts:
         if session is None:
             log.warning("session/cancel for unknown session %s", params.sessionId)
             return
+        self.cancel(session)
+
+    def cancel(self, session: Session) -> None:
+        """Stop the session's prompt, if any: it resolves ``cancelled`` once Codex
+        reports its turn interrupted (``session/cancel``, ``session/close``)."""
         prompt = session.prompt
         if prompt is None or prompt.cancel_requested:
             return
@@ -181,10 +199,14 @@ class Prompts:
                 data["codexErrorInfo"] = error.codexErrorInfo
             if error is not None and error.additionalDetails:
                 data["additionalDetails"] = error.additionalDetails
+            # No credentials for the model: ACP's auth_required, so the client offers sign-in.
+            code = ErrorCode.AUTH_REQUIRED if lacks_credentials(error) else ErrorCode.INTERNAL_ERROR
             engine.client_error(
                 prompt.request_id,
-                RpcError.internal(message or f"Codex turn ended with status {status}", data),
+                RpcError(code, message or f"Codex turn ended with status {status}", data),
             )
+        for hook in self.settled_hooks:
+            hook(session)
 
     def _on_codex_lost(self, reason: str) -> None:
         for session in self.engine.sessions.values():

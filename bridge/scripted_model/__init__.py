@@ -29,6 +29,9 @@ Directives run in order, each adding output to the reply:
     script in its message). ``{{field}}`` inside the JSON is replaced by that field of the newest
     tool result that is a JSON object holding it, e.g. ``{"targets": ["{{agent_id}}"]}`` after a
     spawn. Arguments default to ``{}``.
+``@@ web_search QUERY``
+    A finished hosted web search (a ``web_search_call`` item; Codex shows a ``webSearch`` item).
+    No tool result comes back for it, so the step goes on with the next directive.
 ``@@ sleep MS``
     Wait before the next event (or before the end of the stream).
 ``@@ fail``

@@ -318,6 +318,21 @@ class ReplyBuilder:
         self._output.append(item)
         self.output_tokens += 1 + len(arguments) // 4
 
+    def web_search_call(self, query: str) -> None:
+        """A finished web search for ``query``: the provider's own tool, so Codex runs nothing
+        and sends no tool result back."""
+        index = len(self._output)
+        item: dict[str, Any] = {
+            "type": "web_search_call",
+            "id": self._item_id("ws"),
+            "status": "completed",
+            "action": {"type": "search", "query": query},
+        }
+        added = {**item, "status": "in_progress", "action": {"type": "search"}}
+        self._emit("response.output_item.added", {"output_index": index, "item": added})
+        self._emit("response.output_item.done", {"output_index": index, "item": item})
+        self._output.append(item)
+
     def fail(self) -> None:
         """End the stream after the items so far without ``response.completed``: the turn fails."""
         self.completes = False
@@ -446,6 +461,14 @@ def _call(reply: ReplyBuilder, args: Args) -> None:
     if not name or (slash and not namespace):
         raise DirectiveError("missing tool name")
     reply.function_call(name, arguments, namespace if slash else None)
+
+
+@directive("web_search", "@@ web_search QUERY")
+def _web_search(reply: ReplyBuilder, args: Args) -> None:
+    # A hosted tool: the step goes on (no tool result comes back to wait for).
+    if not args.rest:
+        raise DirectiveError("web_search needs a query")
+    reply.web_search_call(args.rest)
 
 
 @directive("sleep", "@@ sleep MS")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from contextlib import AbstractAsyncContextManager, ExitStack
@@ -47,7 +48,10 @@ def make_engine(options: ServeOptions) -> Engine:
     # A spawned Codex gets the overrides on its command line; an attached one
     # only through each thread/start.
     thread_config = parse_config_overrides(options.config_overrides) if options.codex_url else None
-    return Engine(thread_config=thread_config)
+    # Codex's app-server reads no API key from its environment: the bridge hands it
+    # over when the client picks that auth method (see bridge/engine/config.py).
+    api_key = os.environ.get("CODEX_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    return Engine(thread_config=thread_config, api_key=api_key)
 
 
 async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = None) -> None:

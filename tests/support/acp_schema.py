@@ -59,7 +59,9 @@ class ConversationValidator:
         assert message.get("jsonrpc") == "2.0", f"missing jsonrpc member: {message}"
         if "method" in message:
             side_kind = "Request" if "id" in message else "Notification"
-            name = _definition(self.unstable, message["method"], "client", side_kind)
+            # ``$/…`` methods (``$/cancel_request``) belong to the protocol, not one side.
+            side = "protocol" if message["method"].startswith("$/") else "client"
+            name = _definition(self.unstable, message["method"], side, side_kind)
             validate(name, message.get("params"), unstable=self.unstable)
         elif "error" in message:
             validate("Error", message["error"], unstable=self.unstable)

@@ -56,6 +56,11 @@ async def record(scenario: Scenario, model: ScriptedModel, codex_bin: str, root:
     env = {**os.environ, "CODEX_HOME": str(home), ENV_CODEX_BIN: codex_bin}
     env.pop("OPENAI_API_KEY", None)
     out = FIXTURES / f"{scenario.name}.codex.jsonl"
+    if scenario.prepare is not None:
+        serve = [sys.executable, "-m", "bridge", "serve", "--log-level", "info"]
+        with (root / f"{scenario.name}.prepare.log").open("wb") as log, trio.fail_after(120):
+            async with open_agent(serve, env=env, stderr=log.fileno()) as (client, _process):
+                await scenario.prepare(client, str(workspace))
     argv = [sys.executable, "-m", "bridge", "record", "--out", str(out), "--log-level", "info"]
     with (root / f"{scenario.name}.log").open("wb") as log, trio.fail_after(120):
         async with open_agent(argv, env=env, stderr=log.fileno()) as (client, _process):

@@ -27,6 +27,9 @@ class Scenario:
     extra_toml: str = ""
     #: Files to create in the workspace before the scenario runs: relative path → text.
     files: tuple[tuple[str, str], ...] = ()
+    #: An earlier connection, through its own bridge on the same Codex home and not
+    #: recorded, that leaves what the recorded one needs (a history to load).
+    prepare: Drive | None = None
 
 
 async def open_session(

@@ -1,0 +1,165 @@
+"""ACP v1 session lifecycle messages: ``session/load``, ``session/resume``,
+``session/list``, ``session/close``, ``session/fork`` (unstable), and the MCP
+servers a client hands a session.
+
+Same conventions as :mod:`bridge.acp.types`: camelCase wire names, ``UNSET``
+for "absent", unknown fields ignored on decode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from .types import Meta
+
+
+class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
+    pass
+
+
+# -- MCP servers ------------------------------------------------------------------
+#
+# ``McpServer`` is an untagged union on the wire: ``http`` and ``sse`` carry a
+# ``type``, stdio carries none. :func:`decode_mcp_server` tells them apart.
+
+
+class EnvVariable(_Base):
+    name: str
+    value: str
+
+
+class HttpHeader(_Base):
+    name: str
+    value: str
+
+
+class McpServerStdio(_Base):
+    name: str
+    command: str
+    args: list[str] = msgspec.field(default_factory=list)
+    env: list[EnvVariable] = msgspec.field(default_factory=list)
+
+
+class McpServerHttp(_Base):
+    name: str
+    url: str
+    headers: list[HttpHeader] = msgspec.field(default_factory=list)
+
+
+class McpServerSse(_Base):
+    name: str
+    url: str
+    headers: list[HttpHeader] = msgspec.field(default_factory=list)
+
+
+McpServer = McpServerStdio | McpServerHttp | McpServerSse
+
+
+class UnknownMcpServer(msgspec.Struct):
+    """A transport this bridge does not know (e.g. the unstable ``acp``)."""
+
+    type: str
+    name: str
+
+
+class _McpTag(msgspec.Struct):
+    type: str = "stdio"
+    name: str = ""
+
+
+_MCP_KINDS: dict[str, type[McpServer]] = {
+    "stdio": McpServerStdio,
+    "http": McpServerHttp,
+    "sse": McpServerSse,
+}
+
+
+def decode_mcp_server(entry: dict[str, Any]) -> McpServer | UnknownMcpServer:
+    """One decoded ``McpServer`` object; a known transport with bad fields raises
+    ``msgspec.ValidationError``."""
+    tag = msgspec.convert(entry, type=_McpTag)
+    kind = _MCP_KINDS.get(tag.type)
+    if kind is None:
+        return UnknownMcpServer(tag.type, tag.name)
+    server: McpServer = msgspec.convert(entry, type=kind)
+    return server
+
+
+# -- requests --------------------------------------------------------------------
+
+
+class LoadSessionParams(_Base):
+    sessionId: str
+    cwd: str
+    mcpServers: list[dict[str, Any]] | None = None
+    additionalDirectories: list[str] | None = None
+
+
+class ResumeSessionParams(_Base):
+    sessionId: str
+    cwd: str
+    mcpServers: list[dict[str, Any]] | None = None
+    additionalDirectories: list[str] | None = None
+
+
+class ForkSessionParams(_Base):
+    """Unstable: ``session/fork``."""
+
+    sessionId: str
+    cwd: str
+    mcpServers: list[dict[str, Any]] | None = None
+    additionalDirectories: list[str] | None = None
+
+
+class ListSessionsParams(_Base):
+    cwd: str | None = None
+    cursor: str | None = None
+
+
+class CloseSessionParams(_Base):
+    sessionId: str
+
+
+# -- results --------------------------------------------------------------------
+#
+# ``modes`` and ``configOptions`` are filled by the features that offer them
+# (``engine.session_opened_hooks``), as for ``session/new``.
+
+
+class LoadSessionResult(_Base):
+    modes: Any = UNSET
+    configOptions: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class ResumeSessionResult(_Base):
+    modes: Any = UNSET
+    configOptions: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class ForkSessionResult(_Base):
+    sessionId: str
+    modes: Any = UNSET
+    configOptions: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class SessionInfo(_Base):
+    sessionId: str
+    cwd: str
+    title: str | None | UnsetType = UNSET
+    #: ISO 8601, UTC.
+    updatedAt: str | None | UnsetType = UNSET
+
+
+class ListSessionsResult(_Base):
+    sessions: list[SessionInfo]
+    nextCursor: str | None | UnsetType = UNSET
+
+
+class CloseSessionResult(_Base):
+    pass

@@ -1,0 +1,148 @@
+"""ACP v1 tool calls, plans and session info: the updates that show an agent at work.
+
+Hand-written from the official schema (``ToolCall``, ``ToolCallUpdate``,
+``ToolCallContent``, ``Plan``, ``SessionInfoUpdate``, ``CompactionUpdate``, and
+``fs/read_text_file``), with the conventions of :mod:`bridge.acp.types`: ``UNSET``
+is "absent on the wire", distinct from ``None`` (``null``), which matters for a
+``tool_call_update``: an absent field keeps its value, ``content`` and
+``locations`` given replace the whole collection.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from .types import ContentBlock, Meta
+
+ToolKind: TypeAlias = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+ToolCallStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
+
+
+class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
+    pass
+
+
+# -- what a tool call holds ------------------------------------------------------------------
+
+
+class ToolCallLocation(_Base):
+    """A file the tool touches (absolute path; ``line`` is 1-based): clients follow along."""
+
+    path: str
+    line: int | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class Content(_Base, tag="content", tag_field="type"):
+    """An ordinary content block (text, image, resource...) inside a tool call."""
+
+    content: ContentBlock
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class Diff(_Base, tag="diff", tag_field="type"):
+    """A file change: ``oldText`` null for a new file, ``newText`` empty for a deleted one."""
+
+    path: str
+    newText: str
+    oldText: str | None = None
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class Terminal(_Base, tag="terminal", tag_field="type"):
+    """A terminal shown in the tool call, by id."""
+
+    terminalId: str
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+ToolCallContent: TypeAlias = Content | Diff | Terminal
+
+
+# -- the updates ---------------------------------------------------------------------------------
+
+
+class ToolCall(_Base, tag="tool_call", tag_field="sessionUpdate"):
+    """A new tool call (``toolCallId`` unique in the session), with all it knows so far."""
+
+    toolCallId: str
+    title: str
+    kind: ToolKind | UnsetType = UNSET
+    status: ToolCallStatus | UnsetType = UNSET
+    content: list[ToolCallContent] | UnsetType = UNSET
+    locations: list[ToolCallLocation] | UnsetType = UNSET
+    rawInput: Any = UNSET
+    rawOutput: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class ToolCallUpdate(_Base, tag="tool_call_update", tag_field="sessionUpdate"):
+    """A change to a tool call: only the fields given change (``content``, ``locations``
+    replace the whole collection)."""
+
+    toolCallId: str
+    title: str | UnsetType = UNSET
+    kind: ToolKind | UnsetType = UNSET
+    status: ToolCallStatus | UnsetType = UNSET
+    content: list[ToolCallContent] | UnsetType = UNSET
+    locations: list[ToolCallLocation] | UnsetType = UNSET
+    rawInput: Any = UNSET
+    rawOutput: Any = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+PlanEntryStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
+PlanEntryPriority: TypeAlias = Literal["high", "medium", "low"]
+
+
+class PlanEntry(_Base):
+    content: str
+    priority: PlanEntryPriority
+    status: PlanEntryStatus
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class Plan(_Base, tag="plan", tag_field="sessionUpdate"):
+    """The whole plan; each one replaces the last."""
+
+    entries: list[PlanEntry]
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class SessionInfoUpdate(_Base, tag="session_info_update", tag_field="sessionUpdate"):
+    """Session metadata; ``title`` null clears it, absent leaves it."""
+
+    title: str | None | UnsetType = UNSET
+    updatedAt: str | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+CompactionStatus: TypeAlias = Literal["in_progress", "completed", "failed", "cancelled"]
+
+
+class CompactionUpdate(_Base, tag="compaction_update", tag_field="sessionUpdate"):
+    """A context compaction, by id; only for clients that declared ``session.compaction``."""
+
+    compactionId: str
+    status: CompactionStatus
+    error: str | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+# -- fs/read_text_file (agent → client) ------------------------------------------------------------
+
+
+class ReadTextFileParams(_Base):
+    sessionId: str
+    path: str
+    line: int | None | UnsetType = UNSET
+    limit: int | None | UnsetType = UNSET
+
+
+class ReadTextFileResult(_Base):
+    content: str

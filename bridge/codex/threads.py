@@ -1,0 +1,80 @@
+"""Codex app-server thread methods behind the ACP session lifecycle:
+``thread/read``, ``thread/resume``, ``thread/fork``, ``thread/list``,
+``thread/unsubscribe`` (Codex 0.169).
+
+Same conventions as :mod:`bridge.codex.types`: only the members the bridge
+uses, unknown fields ignored, items kept raw (their translation decides what
+it understands).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from .types import Turn
+
+
+class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
+    pass
+
+
+class StoredThread(_Base):
+    """A thread as ``thread/read`` and ``thread/list`` describe it."""
+
+    id: str
+    cwd: str = ""
+    #: The title a person gave (or Codex generated); ``None`` until there is one.
+    name: str | None = None
+    #: Usually the first user message.
+    preview: str = ""
+    #: Unix seconds.
+    updatedAt: int | None = None
+    parentThreadId: str | None = None
+    #: ``"vscode"``, ``"cli"``, ... or ``{"subAgent": {...}}`` for a sub-agent.
+    source: Any = None
+    #: Filled by ``thread/read {includeTurns: true}`` only.
+    turns: list[Turn] = msgspec.field(default_factory=list)
+
+
+class ThreadReadParams(_Base):
+    threadId: str
+    includeTurns: bool = False
+
+
+class ThreadReadResult(_Base):
+    thread: StoredThread
+
+
+class ThreadResumeParams(_Base):
+    threadId: str
+    cwd: str | UnsetType = UNSET
+    config: dict[str, Any] | UnsetType = UNSET
+    #: The bridge reads the history with ``thread/read``; the resume only subscribes.
+    excludeTurns: bool = False
+
+
+class ThreadForkParams(_Base):
+    threadId: str
+    cwd: str | UnsetType = UNSET
+    config: dict[str, Any] | UnsetType = UNSET
+    excludeTurns: bool = False
+
+
+class ThreadListParams(_Base):
+    cursor: str | UnsetType = UNSET
+    cwd: str | UnsetType = UNSET
+    #: ``created_at`` (Codex's default), ``updated_at``, ...
+    sortKey: str | UnsetType = UNSET
+    limit: int | UnsetType = UNSET
+
+
+class ThreadListResult(_Base):
+    data: list[StoredThread]
+    nextCursor: str | None = None
+
+
+class ThreadUnsubscribeParams(_Base):
+    threadId: str

@@ -1,0 +1,112 @@
+"""A thread read from Codex → the ``session/update``s that replay it (``session/load``).
+
+Pure functions. The replay shows each finished item once, whole, in the order
+Codex stored it: the user's messages as ``user_message_chunk``, answers as
+``agent_message_chunk``, reasoning summaries as ``agent_thought_chunk`` (each
+with the item id as ``messageId``), and tool items as the tools feature shows
+them finished (:func:`bridge.engine.tools.history_updates`). What a stored
+thread does not hold, and so a replay cannot show, is listed in
+``docs/history.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import msgspec
+from msgspec import Raw
+
+from ..acp import types as acp
+from ..codex import types as codex
+from ..codex.threads import StoredThread
+from . import tools, translate
+
+log = logging.getLogger(__name__)
+
+# The text forms ``prompt.py`` gives links and embedded files, read back so the
+# replay shows the user what they attached, not the bridge's rendering of it.
+_LINK = re.compile(r"\[@(?P<name>[^\]\n]+)\]\((?P<uri>[^)\s]+)\)")
+_CONTEXT = re.compile(r'<context ref="(?P<uri>[^"\n]+)">\n(?P<text>.*)\n</context>', re.DOTALL)
+_DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)", re.DOTALL)
+
+
+def replay_updates(thread: StoredThread) -> list[msgspec.Struct]:
+    """Every update that replays ``thread``'s turns, oldest first."""
+    out: list[msgspec.Struct] = []
+    for turn in thread.turns:
+        for raw in turn.items:
+            try:
+                out += item_updates(raw)
+            except Exception:  # one bad stored item must not fail the whole load
+                log.warning(
+                    "thread %s: skipping a stored item not understood", thread.id, exc_info=True
+                )
+    return out
+
+
+def item_updates(raw: Raw) -> list[msgspec.Struct]:
+    """The updates that show one stored item."""
+    item = codex.decode_item(raw)
+    match item:
+        case codex.UserMessageItem(id=item_id, content=content):
+            return [
+                acp.UserMessageChunk(content=block, messageId=item_id)
+                for block in map(user_content, content)
+                if block is not None
+            ]
+        case codex.AgentMessageItem(id=item_id, text=text):
+            if not text:
+                return []
+            return [acp.AgentMessageChunk(content=acp.TextContent(text=text), messageId=item_id)]
+        case codex.ReasoningItem(id=item_id, summary=summary):
+            # Parts are paragraphs, as the live stream separates them.
+            text = "\n\n".join(part for part in summary if part)
+            return [translate.thought_chunk(item_id, text)] if text else []
+    return tools.history_updates(raw)
+
+
+def user_content(entry: dict[str, Any]) -> acp.ContentBlock | None:
+    """One entry of a ``userMessage``'s content (a Codex ``UserInput``) as an ACP block."""
+    kind = entry.get("type")
+    if kind == "text":
+        return _text_block(str(entry.get("text", "")))
+    if kind == "image":
+        url = entry.get("url")
+        if not isinstance(url, str):  # an uploaded file id: nothing to show
+            return None
+        data_url = _DATA_URL.fullmatch(url)
+        if data_url:
+            return acp.ImageContent(data=data_url["data"], mimeType=data_url["mime"])
+        return _link(url)
+    if kind in ("localImage", "mention", "skill", "localAudio"):
+        path = entry.get("path")
+        if not isinstance(path, str):
+            return None
+        name = entry.get("name")
+        return _link(_path_uri(path), name if isinstance(name, str) else posixpath.basename(path))
+    log.debug("user input of type %r not replayed", kind)
+    return None
+
+
+def _text_block(text: str) -> acp.ContentBlock:
+    link = _LINK.fullmatch(text)
+    if link:
+        return acp.ResourceLink(uri=link["uri"], name=link["name"])
+    context = _CONTEXT.fullmatch(text)
+    if context:
+        return acp.EmbeddedResource(resource={"uri": context["uri"], "text": context["text"]})
+    return acp.TextContent(text=text)
+
+
+def _link(uri: str, name: str | None = None) -> acp.ResourceLink:
+    return acp.ResourceLink(uri=uri, name=name or posixpath.basename(urlsplit(uri).path) or uri)
+
+
+def _path_uri(path: str) -> str:
+    if urlsplit(path).scheme:  # already a URI (``app://...``, ``plugin://...``)
+        return path
+    return "file://" + quote(path)

@@ -1,0 +1,374 @@
+"""End to end: modes, config options, slash commands and authentication against the real Codex."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bridge.jsonrpc import RpcError
+from bridge.scripted_model import ScriptedModel, write_codex_home
+from bridge.scripted_model.directives import codex_internal_purpose, turn_metadata
+from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+
+pytestmark = pytest.mark.e2e
+
+
+def _user_turns(model: ScriptedModel) -> list[tuple[dict[str, Any], dict[str, str]]]:
+    """The model requests of user turns (not Codex's own: titles, compaction, review)."""
+    return [
+        (body, headers)
+        for body, headers in zip(model.requests, model.request_headers, strict=True)
+        if codex_internal_purpose(body, headers) is None
+    ]
+
+
+def _option(options: list[dict[str, Any]], option_id: str) -> dict[str, Any]:
+    return next(o for o in options if o["id"] == option_id)
+
+
+def _is_update(kind: str) -> Any:
+    return lambda m: (
+        m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == kind
+    )
+
+
+# -- what a session reports is what config.toml says ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra_toml", "mode", "sandbox_mode"),
+    [
+        ("", "auto", "workspace-write"),  # the test config: on-request + workspace-write
+        ('approval_policy = "on-request"\nsandbox_mode = "read-only"', "read-only", "read-only"),
+        (
+            'approval_policy = "never"\nsandbox_mode = "danger-full-access"',
+            "full-access",
+            "danger-full-access",
+        ),
+        (
+            'approval_policy = "never"\nsandbox_mode = "workspace-write"',
+            "config",
+            "workspace-write",
+        ),
+    ],
+)
+async def test_a_new_session_reports_the_configured_mode_and_overrides_nothing(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+    codex_home: Path,
+    extra_toml: str,
+    mode: str,
+    sandbox_mode: str,
+) -> None:
+    write_codex_home(codex_home, scripted_model.base_url, extra_toml=extra_toml)
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            result = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            sid = result["sessionId"]
+            assert result["modes"]["currentModeId"] == mode
+            assert _option(result["configOptions"], "mode")["currentValue"] == mode
+            model = _option(result["configOptions"], "model")
+            assert model["currentValue"] == "mock-model"
+            assert await client.prompt(sid, "@@ say fine") == {"stopReason": "end_turn"}
+    [(body, headers)] = _user_turns(scripted_model)
+    # The turn ran as configured: the bridge sent no setting of its own.
+    assert turn_metadata(body, headers)["sandbox_mode"] == sandbox_mode
+    assert body["model"] == "mock-model"
+    assert_valid_acp(client)
+
+
+async def test_the_model_catalog_arrives_and_a_configured_effort_is_shown(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+    codex_home: Path,
+) -> None:
+    write_codex_home(
+        codex_home,
+        scripted_model.base_url,
+        extra_toml='model = "gpt-6-luna"\nmodel_reasoning_effort = "high"',
+    )
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            result = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            sid = result["sessionId"]
+            assert _option(result["configOptions"], "model")["currentValue"] == "gpt-6-luna"
+            update = await client.wait_for(_is_update("config_option_update"))
+            options = update["params"]["update"]["configOptions"]
+            models = [o["value"] for o in _option(options, "model")["options"]]
+            assert "gpt-6-luna" in models and len(models) > 1
+            effort = _option(options, "reasoning_effort")
+            assert effort["currentValue"] == "high"
+            assert "high" in [o["value"] for o in effort["options"]]
+            assert await client.prompt(sid, "@@ say fine") == {"stopReason": "end_turn"}
+    [(body, _headers)] = _user_turns(scripted_model)
+    assert (body["model"], body["reasoning"]["effort"]) == ("gpt-6-luna", "high")
+    assert_valid_acp(client)
+
+
+# -- picks reach Codex's turns ------------------------------------------------------------------------
+
+
+async def test_set_mode_then_a_prompt_runs_with_the_new_policy(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            assert await client.prompt(sid, "@@ say before") == {"stopReason": "end_turn"}
+            await client.request("session/set_mode", {"sessionId": sid, "modeId": "full-access"})
+            assert await client.prompt(sid, "@@ say after") == {"stopReason": "end_turn"}
+            answer = await client.request(
+                "session/set_config_option",
+                {"sessionId": sid, "configId": "mode", "value": "read-only"},
+            )
+            assert _option(answer["configOptions"], "mode")["currentValue"] == "read-only"
+            assert await client.prompt(sid, "@@ say last") == {"stopReason": "end_turn"}
+    modes = [turn_metadata(b, h)["sandbox_mode"] for b, h in _user_turns(scripted_model)]
+    assert modes == ["workspace-write", "danger-full-access", "read-only"]
+    kinds = [u["update"]["sessionUpdate"] for u in client.updates]
+    assert "current_mode_update" in kinds and "config_option_update" in kinds
+    assert_valid_acp(client)
+
+
+async def test_picking_a_model_and_an_effort_reaches_the_model_request(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            update = await client.wait_for(_is_update("config_option_update"))
+            choices = _option(update["params"]["update"]["configOptions"], "model")["options"]
+            picked = next(o["value"] for o in choices if o["value"] != "mock-model")
+            answer = await client.request(
+                "session/set_config_option",
+                {"sessionId": sid, "configId": "model", "value": picked},
+            )
+            effort = _option(answer["configOptions"], "reasoning_effort")
+            default = effort["currentValue"]
+            other = next(o["value"] for o in effort["options"] if o["value"] != default)
+            assert await client.prompt(sid, "@@ say one") == {"stopReason": "end_turn"}
+            await client.request(
+                "session/set_config_option",
+                {"sessionId": sid, "configId": "reasoning_effort", "value": other},
+            )
+            assert await client.prompt(sid, "@@ say two") == {"stopReason": "end_turn"}
+    first, second = (body for body, _ in _user_turns(scripted_model))
+    assert (first["model"], first["reasoning"]["effort"]) == (picked, default)
+    assert (second["model"], second["reasoning"]["effort"]) == (picked, other)
+    assert_valid_acp(client)
+
+
+async def test_bad_settings_requests_are_errors_and_the_session_goes_on(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            for method, params, code in [
+                ("session/set_mode", {"sessionId": sid, "modeId": "yolo"}, -32602),
+                ("session/set_mode", {"sessionId": "nope", "modeId": "auto"}, -32002),
+                (
+                    "session/set_config_option",
+                    {"sessionId": sid, "configId": "model", "value": "no-such-model"},
+                    -32602,
+                ),
+                (
+                    "session/set_config_option",
+                    {"sessionId": sid, "configId": "temperature", "value": "hot"},
+                    -32602,
+                ),
+            ]:
+                with pytest.raises(RpcError) as refused:
+                    await client.request(method, params)
+                assert refused.value.code == code
+            assert await client.prompt(sid, "@@ say still here") == {"stopReason": "end_turn"}
+    [(body, headers)] = _user_turns(scripted_model)
+    assert turn_metadata(body, headers)["sandbox_mode"] == "workspace-write"
+    assert_valid_acp(client)
+
+
+# -- slash commands ----------------------------------------------------------------------------------
+
+
+async def test_slash_commands_are_advertised_and_run_as_turns(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            announced = await client.wait_for(_is_update("available_commands_update"))
+            names = [c["name"] for c in announced["params"]["update"]["availableCommands"]]
+            assert names == ["review", "compact", "shell"]
+            assert await client.prompt(sid, "@@ say hello") == {"stopReason": "end_turn"}
+            # /review runs Codex's reviewer (a sub-agent of its own) and answers with its review.
+            assert await client.prompt(sid, "/review check the greeting") == {
+                "stopReason": "end_turn"
+            }
+            assert client.text_of(sid).endswith("Scripted reply")
+            # /compact: a compaction turn; the prompt waits for it.
+            assert await client.prompt(sid, "/compact") == {"stopReason": "end_turn"}
+            # /shell: the user's own command, in the workspace.
+            assert await client.prompt(sid, "/shell echo marked > marker.txt") == {
+                "stopReason": "end_turn"
+            }
+            assert (workspace / "marker.txt").read_text() == "marked\n"
+            # The session goes on as before.
+            assert await client.prompt(sid, "@@ say after") == {"stopReason": "end_turn"}
+    purposes = [
+        codex_internal_purpose(b, h)
+        for b, h in zip(scripted_model.requests, scripted_model.request_headers, strict=True)
+    ]
+    assert "review" in purposes
+    assert "compaction" in purposes
+    reviewed = [
+        b
+        for b, h in zip(scripted_model.requests, scripted_model.request_headers, strict=True)
+        if codex_internal_purpose(b, h) == "review"
+    ]
+    assert "check the greeting" in json.dumps(reviewed[0]["input"])
+    assert_valid_acp(client)
+
+
+# -- authentication -------------------------------------------------------------------------------------
+
+
+async def _refuse_unauthenticated(stream: trio.SocketStream) -> None:
+    """An OpenAI-like endpoint that refuses every request for lack of credentials."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            return
+        data += chunk
+    body = b'{"error":{"message":"You did not provide an API key.","code":"invalid_api_key"}}'
+    head = (
+        "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\n"
+        f"connection: close\r\ncontent-length: {len(body)}\r\n\r\n"
+    )
+    await stream.send_all(head.encode() + body)
+    await stream.aclose()
+
+
+@pytest.mark.parametrize("provider", ["refuses with 401", "names an unset env_key"])
+async def test_a_turn_without_credentials_fails_with_auth_required(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+    codex_home: Path,
+    nursery: trio.Nursery,
+    provider: str,
+) -> None:
+    if provider == "refuses with 401":
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        nursery.start_soon(trio.serve_listeners, _refuse_unauthenticated, listeners)
+        extra = f'[model_providers.mock]\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+        extra += "requires_openai_auth = true"
+    else:
+        extra = '[model_providers.mock]\nenv_key = "CODEX_ACP_BRIDGE_TEST_UNSET_KEY"'
+        bridge_env.pop("CODEX_ACP_BRIDGE_TEST_UNSET_KEY", None)
+    write_codex_home(codex_home, scripted_model.base_url, extra_toml=extra)
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize()
+            assert [m["id"] for m in init["authMethods"]] == ["chatgpt", "api-key"]
+            sid = await client.new_session(str(workspace))
+            for _ in range(2):  # and it stays a clear answer, never a hang
+                with pytest.raises(RpcError) as refused:
+                    await client.prompt(sid, "@@ say hi")
+                assert refused.value.code == -32000
+                assert refused.value.message
+    assert not scripted_model.requests
+    assert_valid_acp(client)
+
+
+async def test_authenticate_hands_the_environment_api_key_to_codex(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+    codex_home: Path,
+) -> None:
+    write_codex_home(
+        codex_home,
+        scripted_model.base_url,
+        extra_toml="[model_providers.mock]\nrequires_openai_auth = true",
+    )
+    bridge_env.pop("CODEX_API_KEY", None)
+    bridge_env["OPENAI_API_KEY"] = "sk-bridge-test-key"
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            assert await client.prompt(sid, "@@ say before") == {"stopReason": "end_turn"}
+            assert await client.request("authenticate", {"methodId": "api-key"}) == {}
+            assert await client.prompt(sid, "@@ say after") == {"stopReason": "end_turn"}
+    (_, before), (_, after) = _user_turns(scripted_model)
+    # Codex reads no key from its environment: only authenticate gave it one.
+    assert "authorization" not in before
+    assert after["authorization"] == "Bearer sk-bridge-test-key"
+    assert_valid_acp(client)
+
+
+async def test_chatgpt_sign_in_shows_codex_sign_in_page_and_a_decline_cancels_it(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    asked: list[dict[str, Any]] = []
+
+    async def on_request(method: str, params: Any) -> Any:
+        assert method == "elicitation/create"
+        asked.append(params)
+        return {"action": "decline"}
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(
+            bridge_argv, bridge_env, stderr_file, on_request=on_request
+        ) as client:
+            await client.initialize({"elicitation": {"url": {}}})
+            with pytest.raises(RpcError) as refused:
+                await client.request("authenticate", {"methodId": "chatgpt"})
+            assert refused.value.code == -32000
+            # The bridge keeps working: a session opens as before.
+            await client.new_session(str(workspace))
+    [elicitation] = asked
+    assert elicitation["mode"] == "url"
+    assert elicitation["url"].startswith("https://auth.openai.com/")
+    assert elicitation["requestId"] == next(
+        rid for rid, method in client.sent_requests.items() if method == "authenticate"
+    )
+    assert_valid_acp(client)

@@ -1,0 +1,782 @@
+"""The session lifecycle in the engine alone: load (with its replay), resume, list, close,
+fork, and the client's MCP servers reaching Codex."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from msgspec import Raw
+
+from bridge.engine import tools
+from tests.support.acp_schema import ConversationValidator
+from tests.support.engine_harness import Harness
+
+THREAD = "019a-thread-old"
+CWD = "/repo"
+
+USER_ITEM = {
+    "type": "userMessage",
+    "id": "user-1",
+    "content": [
+        {"type": "text", "text": "look at these", "text_elements": []},
+        {"type": "text", "text": "[@a.py](file:///repo/a.py)", "text_elements": []},
+        {"type": "text", "text": '<context ref="file:///repo/b.txt">\nB\nC\n</context>'},
+        {"type": "image", "url": "data:image/png;base64,AAAA", "detail": None},
+        {"type": "localImage", "path": "/repo/shot one.png"},
+    ],
+}
+REASONING_ITEM = {
+    "type": "reasoning",
+    "id": "rs_1",
+    "summary": ["first part", "second part"],
+    "content": ["raw reasoning, never shown"],
+}
+ANSWER_ITEM = {"type": "agentMessage", "id": "msg_1", "text": "the answer"}
+COMMAND_ITEM = {
+    "type": "commandExecution",
+    "id": "call_1",
+    "command": "/bin/bash -lc 'echo hi'",
+    "cwd": CWD,
+    "processId": "1",
+    "source": "unifiedExecStartup",
+    "status": "completed",
+    "commandActions": [{"type": "unknown", "command": "echo hi"}],
+    "aggregatedOutput": "hi\n",
+    "exitCode": 0,
+    "durationMs": 5,
+}
+
+
+class Recorder(Harness):
+    """A harness that remembers the method of every request the client sent."""
+
+    def __init__(self, **options: Any) -> None:
+        self.sent: dict[int, str] = {}
+        super().__init__(**options)
+
+    def client_request(self, method: str, params: Any) -> int:
+        rid = super().client_request(method, params)
+        self.sent[rid] = method
+        return rid
+
+
+def stored_thread(turns: list[list[dict[str, Any]]], **fields: Any) -> dict[str, Any]:
+    thread: dict[str, Any] = {
+        "id": THREAD,
+        "cwd": CWD,
+        "preview": "look at these",
+        "name": None,
+        "updatedAt": 1796014876,
+        "createdAt": 1796014800,
+        "status": {"type": "notLoaded"},
+        "source": "vscode",
+        "parentThreadId": None,
+        "turns": [
+            {"id": f"turn-{n}", "status": "completed", "error": None, "items": items}
+            for n, items in enumerate(turns)
+        ],
+    }
+    thread.update(fields)
+    return thread
+
+
+def resume_result(thread_id: str = THREAD) -> dict[str, Any]:
+    return {
+        "thread": stored_thread([], id=thread_id, status={"type": "idle"}),
+        "model": "mock-model",
+        "modelProvider": "mock",
+        "cwd": CWD,
+        "approvalPolicy": "on-request",
+        "approvalsReviewer": "user",
+        "sandbox": {"type": "workspaceWrite"},
+    }
+
+
+def answer(h: Recorder, method: str, result: Any) -> dict[str, Any]:
+    request = h.codex_request(method)
+    h.codex_reply(request["id"], result)
+    return request
+
+
+def load(
+    h: Recorder, turns: list[list[dict[str, Any]]], *, mcp_servers: list[Any] | None = None
+) -> int:
+    rid = h.client_request(
+        "session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": mcp_servers or []}
+    )
+    answer(h, "thread/read", {"thread": stored_thread(turns)})
+    answer(h, "thread/resume", resume_result())
+    return rid
+
+
+def error_of(h: Recorder, rid: int) -> dict[str, Any]:
+    response = h.client_response(rid)
+    assert response is not None and "error" in response, response
+    return response["error"]  # type: ignore[no-any-return]
+
+
+def result_of(h: Recorder, rid: int) -> Any:
+    response = h.client_response(rid)
+    assert response is not None and "result" in response, response
+    return response["result"]
+
+
+def replayed(h: Recorder, rid: int, session_id: str = THREAD) -> list[dict[str, Any]]:
+    """The updates for ``session_id`` sent before the answer to ``rid``: the replay.
+
+    (Other features may send current state, such as commands, after the answer.)"""
+    response = h.client_response(rid)
+    assert response is not None
+    before = h.to_client[: h.to_client.index(response)]
+    return [
+        m["params"]["update"]
+        for m in before
+        if m.get("method") == "session/update" and m["params"]["sessionId"] == session_id
+    ]
+
+
+def own(result: dict[str, Any]) -> dict[str, Any]:
+    """A result without what other features add to every opened session (modes, options)."""
+    return {k: v for k, v in result.items() if k not in ("modes", "configOptions")}
+
+
+def validate_all(h: Recorder, *, unstable: bool = False) -> None:
+    """Every message the engine sent the client is valid ACP for the requests it answers."""
+    validator = ConversationValidator(unstable=unstable)
+    for rid, method in h.sent.items():
+        validator.client_sent({"id": rid, "method": method})
+    for message in h.to_client:
+        validator.agent_sent(message)
+
+
+def codex_methods(h: Recorder) -> list[str]:
+    return [m["method"] for m in h.to_codex if "method" in m and "id" in m]
+
+
+def initialize(h: Recorder, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    rid = h.client_request(
+        "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities or {}}
+    )
+    return result_of(h, rid)["agentCapabilities"]  # type: ignore[no-any-return]
+
+
+# -- capabilities ---------------------------------------------------------------------
+
+
+def test_initialize_advertises_load_list_resume_close_and_http_mcp_but_not_fork() -> None:
+    h = Recorder()
+    caps = initialize(h)
+    assert caps["loadSession"] is True
+    assert caps["mcpCapabilities"] == {"http": True}  # no SSE: Codex has no SSE transport
+    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}}
+    validate_all(h)
+
+
+def test_fork_is_advertised_only_to_a_client_that_speaks_unstable_acp() -> None:
+    h = Recorder()
+    caps = initialize(h, {"subagents": {}})
+    assert caps["sessionCapabilities"]["fork"] == {}
+    validate_all(h, unstable=True)
+
+
+# -- session/load ---------------------------------------------------------------------
+
+
+def test_load_reads_the_thread_then_resumes_it_then_replays_before_the_response() -> None:
+    h = Recorder()
+    rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    assert codex_methods(h)[-1] == "thread/read"
+    read = h.codex_request("thread/read")
+    assert read["params"] == {"threadId": THREAD, "includeTurns": True}
+    h.codex_reply(read["id"], {"thread": stored_thread([[USER_ITEM, ANSWER_ITEM]])})
+    resume = h.codex_request("thread/resume")
+    assert resume["params"] == {"threadId": THREAD, "cwd": CWD, "excludeTurns": True}
+    assert h.to_client == [], "nothing is replayed before Codex has subscribed us"
+    h.codex_reply(resume["id"], resume_result())
+
+    assert own(result_of(h, rid)) == {}
+    response_at = h.to_client.index(h.client_response(rid))  # type: ignore[arg-type]
+    assert all(m.get("method") == "session/update" for m in h.to_client[:response_at])
+    assert [u["sessionUpdate"] for u in replayed(h, rid)] == ["user_message_chunk"] * 5 + [
+        "agent_message_chunk"
+    ]
+    validate_all(h)
+
+
+def test_replay_shows_each_item_kind_with_its_item_id_as_message_id() -> None:
+    h = Recorder()
+    rid = load(h, [[USER_ITEM, REASONING_ITEM, ANSWER_ITEM], [{**ANSWER_ITEM, "id": "msg_2"}]])
+    assert replayed(h, rid) == [
+        {
+            "sessionUpdate": "user_message_chunk",
+            "messageId": "user-1",
+            "content": {"type": "text", "text": "look at these"},
+        },
+        {
+            # The link the user attached, not the bridge's text rendering of it.
+            "sessionUpdate": "user_message_chunk",
+            "messageId": "user-1",
+            "content": {"type": "resource_link", "uri": "file:///repo/a.py", "name": "a.py"},
+        },
+        {
+            "sessionUpdate": "user_message_chunk",
+            "messageId": "user-1",
+            "content": {
+                "type": "resource",
+                "resource": {"uri": "file:///repo/b.txt", "text": "B\nC"},
+            },
+        },
+        {
+            "sessionUpdate": "user_message_chunk",
+            "messageId": "user-1",
+            "content": {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        },
+        {
+            "sessionUpdate": "user_message_chunk",
+            "messageId": "user-1",
+            "content": {
+                "type": "resource_link",
+                "uri": "file:///repo/shot%20one.png",
+                "name": "shot one.png",
+            },
+        },
+        {
+            # Summary parts are paragraphs; raw reasoning is never shown (as live).
+            "sessionUpdate": "agent_thought_chunk",
+            "messageId": "rs_1",
+            "content": {"type": "text", "text": "first part\n\nsecond part"},
+        },
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "messageId": "msg_1",
+            "content": {"type": "text", "text": "the answer"},
+        },
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "messageId": "msg_2",
+            "content": {"type": "text", "text": "the answer"},
+        },
+    ]
+    validate_all(h)
+
+
+def test_tool_items_replay_as_the_tools_feature_shows_them_finished() -> None:
+    h = Recorder()
+    rid = load(h, [[USER_ITEM, COMMAND_ITEM, ANSWER_ITEM]])
+    tool_updates = [
+        msgspec.json.decode(msgspec.json.encode(u))
+        for u in tools.history_updates(Raw(msgspec.json.encode(COMMAND_ITEM)))
+    ]
+    updates = replayed(h, rid)
+    assert updates[5 : 5 + len(tool_updates)] == tool_updates
+    assert updates[-1]["messageId"] == "msg_1"  # after the tool, in the stored order
+    assert len(updates) == 5 + len(tool_updates) + 1
+    validate_all(h)
+
+
+def test_every_non_message_item_goes_to_the_tools_feature_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[str] = []
+
+    def fake_history(raw: Raw) -> list[msgspec.Struct]:
+        from bridge.acp import types as acp
+
+        item = msgspec.json.decode(raw)
+        seen.append(item["type"])
+        return [acp.AgentMessageChunk(content=acp.TextContent(text=f"<{item['id']}>"))]
+
+    monkeypatch.setattr(tools, "history_updates", fake_history)
+    h = Recorder()
+    plan = {"type": "plan", "id": "plan-1", "text": "1. a"}
+    rid = load(h, [[USER_ITEM, COMMAND_ITEM, REASONING_ITEM, plan, ANSWER_ITEM]])
+    assert seen == ["commandExecution", "plan"]
+    texts = [u["content"].get("text") for u in replayed(h, rid)]
+    assert texts[5:] == ["<call_1>", "first part\n\nsecond part", "<plan-1>", "the answer"]
+
+
+def test_a_stored_item_not_understood_is_skipped_and_the_rest_replayed() -> None:
+    h = Recorder()
+    broken = {"type": "userMessage", "id": "user-2", "content": "not a list"}
+    unknown = {"type": "hologram", "id": "h-1"}
+    rid = load(h, [[broken, unknown, ANSWER_ITEM]])
+    assert [u["messageId"] for u in replayed(h, rid)] == ["msg_1"]
+    assert own(result_of(h, rid)) == {}
+
+
+def test_a_loaded_session_takes_prompts_and_streams_live_again() -> None:
+    h = Recorder()
+    load(h, [[USER_ITEM, ANSWER_ITEM]])
+    before = len(h.updates(THREAD))
+    rid = h.start_prompt(THREAD)
+    assert h.codex_request("turn/start")["params"]["threadId"] == THREAD
+    h.codex_notify(
+        "item/agentMessage/delta",
+        {"threadId": THREAD, "turnId": "turn-1", "itemId": "msg_9", "delta": "live"},
+    )
+    h.complete_turn(THREAD)
+    assert h.updates(THREAD)[before:] == [
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "messageId": "msg_9",
+            "content": {"type": "text", "text": "live"},
+        }
+    ]
+    assert result_of(h, rid) == {"stopReason": "end_turn"}
+
+
+def test_token_usage_codex_sends_after_the_resume_arrives_after_the_response() -> None:
+    h = Recorder()
+    rid = load(h, [[USER_ITEM, ANSWER_ITEM]])
+    h.codex_notify(
+        "thread/tokenUsage/updated",
+        {
+            "threadId": THREAD,
+            "turnId": "turn-0",
+            "tokenUsage": {
+                "last": {"totalTokens": 120},
+                "total": {"totalTokens": 500},
+                "modelContextWindow": 1000,
+            },
+        },
+    )
+    response_at = h.to_client.index(h.client_response(rid))  # type: ignore[arg-type]
+    assert h.to_client[-1]["params"]["update"] == {
+        "sessionUpdate": "usage_update",
+        "used": 120,
+        "size": 1000,
+    }
+    assert len(h.to_client) - 1 > response_at
+
+
+def test_load_of_a_thread_that_does_not_exist_is_not_found_and_registers_nothing() -> None:
+    h = Recorder()
+    rid = h.client_request("session/load", {"sessionId": "nope", "cwd": CWD, "mcpServers": []})
+    h.codex_error(h.codex_request("thread/read")["id"], "thread not loaded: nope")
+    error = error_of(h, rid)
+    assert error["code"] == -32002 and "nope" in error["message"]
+    assert error["data"] == {"sessionId": "nope", "codex": "thread not loaded: nope"}
+    assert "thread/resume" not in codex_methods(h)
+    assert h.updates() == []
+    prompt = h.client_request(
+        "session/prompt", {"sessionId": "nope", "prompt": [{"type": "text", "text": "x"}]}
+    )
+    assert error_of(h, prompt)["code"] == -32002
+    validate_all(h)
+
+
+def test_a_resume_codex_refuses_is_passed_on_and_the_load_can_be_retried() -> None:
+    h = Recorder()
+    rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    answer(h, "thread/read", {"thread": stored_thread([[ANSWER_ITEM]])})
+    message = f"thread {THREAD} already has an active writer"
+    h.codex_error(h.codex_request("thread/resume")["id"], message)
+    error = error_of(h, rid)
+    assert error["code"] == -32603 and message in error["message"]
+    assert h.updates() == [] and THREAD not in h.engine.sessions
+    again = load(h, [[ANSWER_ITEM]])
+    assert own(result_of(h, again)) == {}
+
+
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+def test_opening_a_session_already_open_is_a_clear_error_and_changes_nothing(method: str) -> None:
+    h = Recorder()
+    sid = h.new_session(THREAD, CWD)
+    sent = len(h.to_codex)
+    rid = h.client_request(method, {"sessionId": sid, "cwd": CWD, "mcpServers": []})
+    error = error_of(h, rid)
+    assert error["code"] == -32600 and "already open" in error["message"]
+    assert len(h.to_codex) == sent
+    h.start_prompt(sid)  # the open session is untouched
+
+
+def test_a_second_load_while_the_first_is_in_flight_is_refused() -> None:
+    h = Recorder()
+    first = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    second = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    assert "already open" in error_of(h, second)["message"]
+    answer(h, "thread/read", {"thread": stored_thread([[ANSWER_ITEM]])})
+    answer(h, "thread/resume", resume_result())
+    assert own(result_of(h, first)) == {}
+    assert codex_methods(h).count("thread/read") == 1
+
+
+@pytest.mark.parametrize(
+    ("params", "needle"),
+    [
+        ({"cwd": CWD, "mcpServers": []}, "sessionId"),
+        ({"sessionId": THREAD, "cwd": "relative", "mcpServers": []}, "absolute"),
+        ({"sessionId": THREAD, "cwd": CWD, "mcpServers": [{"name": "x"}]}, "mcpServers[0]"),
+    ],
+)
+def test_invalid_load_params_are_named_and_nothing_reaches_codex(
+    params: dict[str, Any], needle: str
+) -> None:
+    h = Recorder()
+    sent = len(h.to_codex)
+    rid = h.client_request("session/load", params)
+    error = error_of(h, rid)
+    assert error["code"] == -32602 and needle in error["message"]
+    assert len(h.to_codex) == sent
+    # Nothing was claimed: a good load of the same id still works.
+    assert own(result_of(h, load(h, []))) == {}
+
+
+def test_session_opened_hooks_run_for_load_resume_and_fork_as_for_new() -> None:
+    h = Recorder()
+    opened: list[tuple[str, str]] = []
+
+    def hook(session: Any, response: Any, thread: Any) -> None:
+        opened.append((session.session_id, thread.thread.id))
+        response.modes = {
+            "currentModeId": "auto",
+            "availableModes": [{"id": "auto", "name": "Auto"}],
+        }
+
+    h.engine.session_opened_hooks.append(hook)
+    initialize(h, {"subagents": {}})
+    rid = load(h, [])
+    assert result_of(h, rid)["modes"]["currentModeId"] == "auto"
+    resume = h.client_request("session/resume", {"sessionId": "t-2", "cwd": CWD})
+    answer(h, "thread/read", {"thread": stored_thread([], id="t-2")})
+    answer(h, "thread/resume", resume_result("t-2"))
+    fork = h.client_request("session/fork", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    answer(h, "thread/read", {"thread": stored_thread([])})
+    answer(h, "thread/fork", resume_result("t-fork"))
+    assert opened == [(THREAD, THREAD), ("t-2", "t-2"), ("t-fork", "t-fork")]
+    assert result_of(h, resume)["modes"]["currentModeId"] == "auto"
+    assert result_of(h, fork)["modes"]["currentModeId"] == "auto"
+    validate_all(h, unstable=True)
+
+
+# -- session/resume -------------------------------------------------------------------
+
+
+def test_resume_subscribes_without_replaying_history() -> None:
+    h = Recorder()
+    rid = h.client_request("session/resume", {"sessionId": THREAD, "cwd": CWD})
+    read = h.codex_request("thread/read")
+    assert read["params"] == {"threadId": THREAD}  # no turns: nothing to replay
+    h.codex_reply(read["id"], {"thread": stored_thread([])})
+    assert h.codex_request("thread/resume")["params"] == {
+        "threadId": THREAD,
+        "cwd": CWD,
+        "excludeTurns": True,
+    }
+    h.codex_reply(h.codex_request("thread/resume")["id"], resume_result())
+    assert own(result_of(h, rid)) == {}
+    assert replayed(h, rid) == []
+    assert THREAD in h.engine.sessions
+    validate_all(h)
+
+
+def test_resume_of_a_thread_that_does_not_exist_is_not_found() -> None:
+    h = Recorder()
+    rid = h.client_request("session/resume", {"sessionId": "gone", "cwd": CWD})
+    h.codex_error(h.codex_request("thread/read")["id"], "thread not loaded: gone")
+    assert error_of(h, rid)["code"] == -32002
+    assert "thread/resume" not in codex_methods(h) and "gone" not in h.engine.sessions
+
+
+# -- session/list ---------------------------------------------------------------------
+
+
+def listed_thread(thread_id: str, **fields: Any) -> dict[str, Any]:
+    thread = stored_thread([], id=thread_id)
+    thread.update(fields)
+    return thread
+
+
+def test_list_shows_root_threads_with_title_cwd_and_iso_update_time() -> None:
+    h = Recorder()
+    rid = h.client_request("session/list", {})
+    request = h.codex_request("thread/list")
+    assert request["params"] == {"sortKey": "updated_at"}
+    child_source = {"subAgent": {"thread_spawn": {"parent_thread_id": "a", "depth": 1}}}
+    page = {
+        "data": [
+            listed_thread("a", name="Fix the parser", preview="@@ words 3"),
+            listed_thread("b", preview="  first line\n  second\tline ", updatedAt=0),
+            listed_thread("c", preview="", cwd="/other"),
+            listed_thread("child", parentThreadId="a", source=child_source),
+            listed_thread("child-2", source=child_source),
+        ],
+        "nextCursor": "2026-11-30T05:03:15Z|b",
+        "backwardsCursor": None,
+    }
+    h.codex_reply(request["id"], page)
+    assert result_of(h, rid) == {
+        "sessions": [
+            {
+                "sessionId": "a",
+                "cwd": CWD,
+                "title": "Fix the parser",
+                "updatedAt": "2026-11-30T05:01:16Z",
+            },
+            {
+                "sessionId": "b",
+                "cwd": CWD,
+                "title": "first line second line",
+                "updatedAt": "1970-01-01T00:00:00Z",
+            },
+            {"sessionId": "c", "cwd": "/other", "updatedAt": "2026-11-30T05:01:16Z"},
+        ],
+        "nextCursor": "2026-11-30T05:03:15Z|b",
+    }
+    validate_all(h)
+
+
+def test_list_passes_cursor_and_cwd_through_and_a_last_page_has_no_cursor() -> None:
+    h = Recorder()
+    rid = h.client_request("session/list", {"cwd": "/w", "cursor": "2026|x"})
+    request = h.codex_request("thread/list")
+    assert request["params"] == {"cursor": "2026|x", "cwd": "/w", "sortKey": "updated_at"}
+    h.codex_reply(request["id"], {"data": [], "nextCursor": None})
+    assert result_of(h, rid) == {"sessions": []}
+
+
+def test_list_with_a_bad_cursor_is_invalid_params() -> None:
+    h = Recorder()
+    rid = h.client_request("session/list", {"cursor": "garbage"})
+    h.codex_error(h.codex_request("thread/list")["id"], "invalid cursor: garbage")
+    error = error_of(h, rid)
+    assert error["code"] == -32602 and "garbage" in error["message"]
+
+
+def test_list_with_a_relative_cwd_is_invalid_params_and_asks_codex_nothing() -> None:
+    h = Recorder()
+    sent = len(h.to_codex)
+    rid = h.client_request("session/list", {"cwd": "repo"})
+    assert error_of(h, rid)["code"] == -32602
+    assert len(h.to_codex) == sent
+
+
+# -- session/close --------------------------------------------------------------------
+
+
+def test_close_of_an_idle_session_unsubscribes_forgets_it_and_runs_closed_hooks() -> None:
+    h = Recorder()
+    closed: list[str] = []
+    h.engine.session_closed_hooks.append(lambda s: closed.append(s.session_id))
+    sid = h.new_session()
+    rid = h.client_request("session/close", {"sessionId": sid})
+    unsubscribe = h.codex_request("thread/unsubscribe")
+    assert unsubscribe["params"] == {"threadId": sid}
+    assert closed == [sid] and sid not in h.engine.sessions
+    assert h.client_response(rid) is None  # answered once Codex has unsubscribed us
+    h.codex_reply(unsubscribe["id"], {"status": "unsubscribed"})
+    assert own(result_of(h, rid)) == {}
+    prompt = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
+    assert error_of(h, prompt)["code"] == -32002
+    # Codex's later events for the thread are ignored.
+    before = len(h.to_client)
+    h.codex_notify(
+        "item/agentMessage/delta", {"threadId": sid, "turnId": "t", "itemId": "m", "delta": "x"}
+    )
+    assert len(h.to_client) == before
+    validate_all(h)
+
+
+def test_close_of_an_unknown_session_is_not_found_and_changes_nothing() -> None:
+    h = Recorder()
+    sid = h.new_session()
+    sent = len(h.to_codex)
+    rid = h.client_request("session/close", {"sessionId": "nope"})
+    assert error_of(h, rid)["code"] == -32002
+    assert len(h.to_codex) == sent and sid in h.engine.sessions
+
+
+def test_close_while_a_prompt_runs_cancels_it_and_closes_once_codex_confirms() -> None:
+    h = Recorder()
+    sid = h.new_session()
+    prompt = h.start_prompt(sid)
+    rid = h.client_request("session/close", {"sessionId": sid})
+    interrupt = h.codex_request("turn/interrupt")
+    assert interrupt["params"] == {"threadId": sid, "turnId": "turn-1"}
+    assert "thread/unsubscribe" not in codex_methods(h)
+    assert h.client_response(prompt) is None and h.client_response(rid) is None
+    # Still streaming until Codex stops: the client sees it (the session is not gone yet).
+    h.codex_notify(
+        "item/agentMessage/delta",
+        {"threadId": sid, "turnId": "turn-1", "itemId": "m", "delta": "late"},
+    )
+    h.codex_reply(interrupt["id"], {})
+    h.complete_turn(sid, status="interrupted")
+    assert result_of(h, prompt) == {"stopReason": "cancelled"}
+    h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
+    assert own(result_of(h, rid)) == {}
+    answered = [m["id"] for m in h.to_client if "id" in m and "method" not in m]
+    assert answered.index(prompt) < answered.index(rid)
+    validate_all(h)
+
+
+def test_close_before_codex_named_the_turn_interrupts_it_as_soon_as_it_does() -> None:
+    h = Recorder()
+    sid = h.new_session()
+    prompt = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
+    rid = h.client_request("session/close", {"sessionId": sid})
+    assert "turn/interrupt" not in codex_methods(h)
+    h.codex_reply(h.codex_request("turn/start")["id"], {"turn": {"id": "t9", "status": "x"}})
+    assert h.codex_request("turn/interrupt")["params"]["turnId"] == "t9"
+    h.complete_turn(sid, "t9", status="interrupted")
+    h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
+    assert result_of(h, prompt) == {"stopReason": "cancelled"}
+    assert own(result_of(h, rid)) == {}
+
+
+def test_close_while_codex_refuses_the_turn_still_closes() -> None:
+    h = Recorder()
+    sid = h.new_session()
+    prompt = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
+    rid = h.client_request("session/close", {"sessionId": sid})
+    h.codex_error(h.codex_request("turn/start")["id"], "no")
+    assert error_of(h, prompt)["code"] == -32603
+    h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
+    assert own(result_of(h, rid)) == {}
+
+
+def test_two_closes_of_one_session_are_answered_together() -> None:
+    h = Recorder()
+    sid = h.new_session()
+    h.start_prompt(sid)
+    first = h.client_request("session/close", {"sessionId": sid})
+    second = h.client_request("session/close", {"sessionId": sid})
+    assert codex_methods(h).count("turn/interrupt") == 1
+    h.complete_turn(sid, status="interrupted")
+    h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "notSubscribed"})
+    assert result_of(h, first) == {} and result_of(h, second) == {}
+    assert codex_methods(h).count("thread/unsubscribe") == 1
+
+
+def test_losing_codex_while_closing_answers_the_close_with_the_reason() -> None:
+    h = Recorder()
+    sid = h.new_session()
+    h.start_prompt(sid)
+    rid = h.client_request("session/close", {"sessionId": sid})
+    h._collect(h.engine.codex_lost("Codex app-server exited with status 9"))
+    assert "status 9" in error_of(h, rid)["message"]
+
+
+# -- session/fork ---------------------------------------------------------------------
+
+
+def test_fork_without_the_unstable_capability_is_method_not_found() -> None:
+    h = Recorder()
+    initialize(h)
+    sent = len(h.to_codex)
+    rid = h.client_request("session/fork", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    assert error_of(h, rid)["code"] == -32601
+    assert len(h.to_codex) == sent
+
+
+def test_fork_opens_the_new_thread_as_a_new_session() -> None:
+    h = Recorder()
+    initialize(h, {"subagents": {}})
+    rid = h.client_request("session/fork", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    answer(h, "thread/read", {"thread": stored_thread([])})
+    fork = h.codex_request("thread/fork")
+    assert fork["params"] == {"threadId": THREAD, "cwd": CWD, "excludeTurns": True}
+    h.codex_reply(fork["id"], resume_result("t-fork"))
+    assert own(result_of(h, rid)) == {"sessionId": "t-fork"}
+    assert replayed(h, rid, "t-fork") == []  # a fork does not replay
+    h.start_prompt("t-fork")
+    assert h.codex_request("turn/start")["params"]["threadId"] == "t-fork"
+    validate_all(h, unstable=True)
+
+
+def test_fork_of_a_thread_that_does_not_exist_is_not_found() -> None:
+    h = Recorder()
+    initialize(h, {"subagents": {}})
+    rid = h.client_request("session/fork", {"sessionId": "nope", "cwd": CWD, "mcpServers": []})
+    h.codex_error(h.codex_request("thread/read")["id"], "thread not loaded: nope")
+    assert error_of(h, rid)["code"] == -32002
+    assert "thread/fork" not in codex_methods(h)
+
+
+# -- MCP servers ------------------------------------------------------------------------
+
+STDIO = {
+    "name": "files",
+    "command": "/usr/bin/mcp-files",
+    "args": ["--root", "/repo"],
+    "env": [{"name": "TOKEN_PATH", "value": "/tmp/t"}],
+}
+HTTP = {
+    "type": "http",
+    "name": "web search",
+    "url": "http://127.0.0.1:9/mcp",
+    "headers": [{"name": "X-Api", "value": "v"}],
+}
+SSE = {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}
+
+
+def test_session_new_mcp_servers_reach_thread_start_as_codex_config() -> None:
+    h = Recorder(thread_config={"model": "o3"})
+    h.client_request("session/new", {"cwd": CWD, "mcpServers": [STDIO, HTTP, SSE]})
+    assert h.codex_request("thread/start")["params"]["config"] == {
+        "model": "o3",
+        "mcp_servers.files": {
+            "command": "/usr/bin/mcp-files",
+            "args": ["--root", "/repo"],
+            "env": {"TOKEN_PATH": "/tmp/t"},
+        },
+        # Codex refuses spaces in server names.
+        "mcp_servers.web_search": {"url": "http://127.0.0.1:9/mcp", "http_headers": {"X-Api": "v"}},
+        # No SSE: Codex has no such transport, and the bridge does not advertise it.
+    }
+
+
+def test_mcp_server_names_codex_would_refuse_or_split_are_made_safe_and_distinct() -> None:
+    h = Recorder()
+    servers = [
+        {**STDIO, "name": "my.server"},
+        {**STDIO, "name": "my server"},
+        {**STDIO, "name": "ünïcode"},
+        {**STDIO, "name": "..."},
+    ]
+    h.client_request("session/new", {"cwd": CWD, "mcpServers": servers})
+    assert list(h.codex_request("thread/start")["params"]["config"]) == [
+        "mcp_servers.my_server",
+        "mcp_servers.my_server_2",
+        "mcp_servers.n_code",
+        "mcp_servers.mcp",
+    ]
+
+
+def test_session_new_without_mcp_servers_sends_no_config() -> None:
+    h = Recorder()
+    h.client_request("session/new", {"cwd": CWD, "mcpServers": [SSE]})
+    assert "config" not in h.codex_request("thread/start")["params"]
+
+
+def test_a_malformed_mcp_server_is_invalid_params_and_starts_no_thread() -> None:
+    h = Recorder()
+    rid = h.client_request("session/new", {"cwd": CWD, "mcpServers": [STDIO, {"name": "x"}]})
+    error = error_of(h, rid)
+    assert error["code"] == -32602 and "mcpServers[1]" in error["message"]
+    assert "thread/start" not in codex_methods(h)
+
+
+@pytest.mark.parametrize("method", ["session/load", "session/resume", "session/fork"])
+def test_load_resume_and_fork_pass_mcp_servers_and_overrides_to_codex(method: str) -> None:
+    h = Recorder(thread_config={"model": "o3"})
+    initialize(h, {"subagents": {}})
+    h.client_request(method, {"sessionId": THREAD, "cwd": CWD, "mcpServers": [STDIO]})
+    answer(h, "thread/read", {"thread": stored_thread([])})
+    codex_method = "thread/fork" if method == "session/fork" else "thread/resume"
+    assert h.codex_request(codex_method)["params"]["config"] == {
+        "model": "o3",
+        "mcp_servers.files": {
+            "command": "/usr/bin/mcp-files",
+            "args": ["--root", "/repo"],
+            "env": {"TOKEN_PATH": "/tmp/t"},
+        },
+    }
