@@ -500,10 +500,16 @@ def test_a_client_error_reply_declines() -> None:
     assert codex_answer(h, 0) == {"decision": "decline"}
 
 
-def test_a_question_for_a_thread_without_a_session_is_declined_at_once() -> None:
+def test_a_question_for_a_thread_no_session_shows_is_refused_once_it_proves_to_be_no_child() -> None:
     h, _ = harness()
     codex_asks(h, 0, "item/commandExecution/requestApproval", {**COMMAND_APPROVAL, "threadId": "x"})
-    assert codex_answer(h, 0) == {"decision": "decline"}
+    # Held while the bridge reads the thread to learn whether it is a sub-agent of ours.
+    assert codex_answers(h, 0) == []
+    read = h.codex_request("thread/read")
+    assert read["params"]["threadId"] == "x"
+    h.codex_reply(read["id"], {"thread": {"id": "x", "parentThreadId": None}})
+    [answer] = [m for m in h.to_codex if m.get("id") == 0 and "method" not in m]
+    assert "error" in answer  # nobody here can answer it: refused, never left waiting
     assert not [m for m in h.to_client if m.get("method") == "session/request_permission"]
 
 

@@ -914,13 +914,12 @@ def test_a_thread_name_is_the_session_title() -> None:
 
 
 def test_items_of_other_threads_and_other_kinds_are_not_shown() -> None:
+    # (Sub-agent collab items are the Subagents feature's: see tests/test_subagents.py.)
     h = session()
     started(h, command(), thread="someone-else")
     h.codex_notify("turn/plan/updated", {"threadId": "someone-else", "turnId": TURN, "plan": []})
     h.codex_notify("thread/name/updated", {"threadId": "someone-else", "threadName": "x"})
     others: list[dict[str, Any]] = [
-        {"type": "collabAgentToolCall", "id": "c", "tool": "spawnAgent", "status": "inProgress",
-         "senderThreadId": THREAD, "receiverThreadIds": [], "agentsStates": {}},
         {"type": "sleep", "id": "s", "durationMs": 5},
         {"type": "someFutureTool", "id": "f"},
         {"type": "agentMessage", "id": "m", "text": ""},

@@ -33,6 +33,9 @@ class StoredThread(_Base):
     #: Unix seconds.
     updatedAt: int | None = None
     parentThreadId: str | None = None
+    #: A sub-agent's name and role, as Codex shows them.
+    agentNickname: str | None = None
+    agentRole: str | None = None
     #: ``"vscode"``, ``"cli"``, ... or ``{"subAgent": {...}}`` for a sub-agent.
     source: Any = None
     #: Filled by ``thread/read {includeTurns: true}`` only.

@@ -468,6 +468,8 @@ class Approvals:
         self._ask(pending, "session/request_permission", request)
 
     def _ask(self, pending: Pending, method: str, params: msgspec.Struct) -> None:
+        params = self._addressed(pending.thread_id, params)
+
         def answered(raw: Raw) -> None:
             self._client_answered(pending, raw)
 
@@ -475,6 +477,25 @@ class Approvals:
             self._client_refused(pending, error)
 
         pending.client_id = self.engine.client_request(method, params, answered, refused)
+
+    def _addressed(self, thread_id: str, params: msgspec.Struct) -> msgspec.Struct:
+        """Ask a hidden sub-agent's question on its root session, saying which agent asks."""
+        target, agent = self.engine.subagents.ask_target(thread_id)
+        if target == thread_id:
+            return params
+        changes: dict[str, Any] = {"sessionId": target}
+        tool_call = getattr(params, "toolCall", None)
+        message = getattr(params, "message", None)
+        if isinstance(tool_call, acp.ToolCallUpdate) and isinstance(tool_call.title, str):
+            changes["toolCall"] = msgspec.structs.replace(tool_call, title=f"{agent}: {tool_call.title}")
+        elif isinstance(message, str):
+            changes["message"] = f"{agent} asks: {message}"
+        return msgspec.structs.replace(params, **changes)
+
+    def cancel_thread(self, thread_id: str) -> None:
+        """Answer ``cancel`` to everything Codex asks on behalf of this thread (a cascade)."""
+        for pending in self._of_thread(thread_id):
+            self._settle(pending, pending.cancel, withdraw=True)
 
     def _client_answered(self, pending: Pending, raw: Raw) -> None:
         if pending.settled:

@@ -104,6 +104,8 @@ class Engine:
         self.thread_config = thread_config or None
         self.api_key = api_key or None
         self._before_ready: list[bytes] = []
+        #: Sessions whose updates the client must not see (see :meth:`update`).
+        self.hidden: set[str] = set()
         self._out: list[Effect] = []
         self._client_requests: dict[str, RequestHandler] = {"initialize": self._initialize}
         self._client_notifications: dict[str, list[NotificationHandler]] = {}
@@ -142,6 +144,15 @@ class Engine:
             Callable[[Session, list[codex.UserInput]], tuple[str, Any] | None]
         ] = []
 
+        #: Checks run before a client request reaches its handler: ``guard(method,
+        #: session_id)`` raises ``RpcError`` to refuse it (sub-agent sessions are restricted).
+        self.request_guards: list[Callable[[str, str], None]] = []
+        #: Sees Codex traffic for a thread no session shows yet: returns True when
+        #: it keeps the message (held until the thread's parentage is known).
+        self.thread_gate: Callable[[str, bytes], bool] | None = None
+        #: Called when a session is added (``add_session``).
+        self.session_added_hooks: list[Callable[[Session], None]] = []
+
         # The features; each registers the methods it handles, in this order.
         from .approvals import Approvals
         from .config import Configuration
@@ -154,6 +165,9 @@ class Engine:
         self.approvals = Approvals(self)
         self.lifecycle = Lifecycle(self)
         self.configuration = Configuration(self)
+        from .subagents import Subagents
+
+        self.subagents = Subagents(self)
 
     # -- registration (used by features) ---------------------------------------------
 
@@ -202,6 +216,25 @@ class Engine:
     def receive_codex(self, data: bytes) -> list[Effect]:
         """One message from Codex's app-server."""
         msg = self.codex.receive(data)
+        if (
+            self.thread_gate is not None
+            and isinstance(msg, IncomingNotification | IncomingRequest)
+            and msg.params
+        ):
+            try:
+                thread_id = _THREAD_PEEK.decode(msg.params).threadId
+            except msgspec.ValidationError:
+                thread_id = ""  # params that are no object: the handler will say so
+            if thread_id and thread_id not in self.sessions and self.thread_gate(thread_id, data):
+                return self._take()
+        self.dispatch_codex(msg)
+        return self._take()
+
+    def refeed_codex(self, data: bytes) -> None:
+        """Handle a message the thread gate held earlier, as if it arrived now."""
+        self.dispatch_codex(self.codex.receive(data))
+
+    def dispatch_codex(self, msg: Any) -> None:
         if isinstance(msg, IncomingNotification):
             handlers = self._codex_notifications.get(msg.method)
             if handlers is None:
@@ -222,7 +255,6 @@ class Engine:
             self._handle_codex_request(msg)
         else:
             log.warning("Codex sent an invalid message: %s", msg.reason)
-        return self._take()
 
     def client_lost(self) -> list[Effect]:
         """The client is gone: answer every Codex request still waiting on it."""
@@ -254,6 +286,14 @@ class Engine:
                     raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {msg.method}")
                 if self.codex_lost_reason is not None:
                     raise RpcError.internal(self.codex_lost_reason)
+                if self.request_guards and msg.params:
+                    try:
+                        session_id = _SESSION_PEEK.decode(msg.params).sessionId
+                    except msgspec.ValidationError:
+                        session_id = ""  # the handler reports the bad params
+                    if session_id:
+                        for guard in self.request_guards:
+                            guard(msg.method, session_id)
                 handler(msg.id, msg.params)
             except RpcError as exc:
                 self.client_error(msg.id, exc)
@@ -326,6 +366,14 @@ class Engine:
 
     # -- output (used by features) ------------------------------------------------------------
 
+    def add_session(self, session: Session) -> None:
+        """Make a session known (new, loaded, or a sub-agent's) and tell the features."""
+        self.sessions[session.session_id] = session
+        if not session.visible:
+            self.hidden.add(session.session_id)
+        for hook in self.session_added_hooks:
+            hook(session)
+
     def session(self, session_id: str) -> Session:
         """The session with this id, or a not-found error for the client."""
         session = self.sessions.get(session_id)
@@ -361,7 +409,13 @@ class Engine:
         self._out.append(ToClient(self.client.notification(method, params)))
 
     def update(self, session_id: str, update: msgspec.Struct) -> None:
-        """Send one ``session/update`` (any update Struct tagged with ``sessionUpdate``)."""
+        """Send one ``session/update`` (any update Struct tagged with ``sessionUpdate``).
+
+        Updates for a session the client is not shown (a sub-agent of a client
+        that did not declare ``subagents``) are not sent.
+        """
+        if session_id in self.hidden:
+            return
         params = acp.SessionNotification(sessionId=session_id, update=update)
         self._out.append(ToClient(self.client.notification("session/update", params)))
 
@@ -382,6 +436,19 @@ class Engine:
     def _take(self) -> list[Effect]:
         out, self._out = self._out, []
         return out
+
+
+class _ThreadPeek(msgspec.Struct):
+    threadId: str = ""
+
+
+class _SessionPeek(msgspec.Struct):
+    sessionId: str = ""
+
+
+# Decoding one field of params and skipping the rest is cheap enough for every message.
+_THREAD_PEEK = msgspec.json.Decoder(_ThreadPeek)
+_SESSION_PEEK = msgspec.json.Decoder(_SessionPeek)
 
 
 def decode_params(raw: Raw, kind: type[T], method: str) -> T:

@@ -204,7 +204,7 @@ class Lifecycle:
 
     def _register(self, opened: codex.ThreadStartResult, cwd: str) -> Session:
         session = Session(session_id=opened.thread.id, cwd=cwd)
-        self.engine.sessions[session.session_id] = session
+        self.engine.add_session(session)
         return session
 
     def _opened(

@@ -71,7 +71,7 @@ class Prompts:
         def started(result: Raw) -> None:
             opened = msgspec.json.decode(result, type=codex.ThreadStartResult)
             session = Session(session_id=opened.thread.id, cwd=params.cwd)
-            engine.sessions[session.session_id] = session
+            engine.add_session(session)
             response = acp.NewSessionResult(sessionId=session.session_id)
             for hook in engine.session_opened_hooks:
                 hook(session, response, opened)

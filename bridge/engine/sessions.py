@@ -30,6 +30,11 @@ class Session:
     prompt: Prompt | None = None
     # Items whose text arrived as deltas; their ``item/completed`` repeats it.
     streamed_items: set[str] = field(default_factory=set)
+    #: The immediate parent of a sub-agent's session (``None`` for a root).
+    parent_id: str | None = None
+    #: False for a sub-agent the client is not shown (it did not declare
+    #: ``subagents``): its updates are not sent, its questions go to its root.
+    visible: bool = True
 
     @property
     def thread_id(self) -> str:

@@ -1,0 +1,622 @@
+"""Codex sub-agents as ACP subagent sessions (the Subagent Sessions RFD).
+
+A Codex sub-agent is a thread of its own; its session id is its thread id.
+Codex sends no ``thread/started`` for a child and its first events (status,
+even its turn) arrive before the parent's spawn item names it, so the engine
+does not know at first that a thread is a child, or whose. The rules here:
+
+1. **Hold, then announce.** Traffic for a thread no session shows (the hub's
+   thread gate) is held, in order, and the thread is read (``thread/read``) to
+   learn its parent. A parent that is a known session makes it a child: its
+   association (``subagent_update`` on the parent's stream, title = Codex's
+   nickname for it, description = its role) is sent, and only then is its held
+   traffic handled, as if it arrived now. A parent that is itself unknown is
+   read first, so ancestors are announced parent before child. Parentage is
+   never guessed: a thread that is no one's child here is dropped, and one
+   whose parent cannot be read is represented on its root session (found from
+   its turn's ``rootTurnId``) without being announced.
+2. **Messages, not tool calls.** A spawn or ``send_input`` is a
+   ``session_message`` in the sender's transcript (outgoing view); the child's
+   own user message is the incoming view in its transcript; a result the
+   parent receives (``wait``) is an incoming message in the parent's. ``wait``,
+   ``close_agent`` and ``resume_agent`` stay tool calls of the session that made
+   them.
+3. **Work state on the parent.** ``thread/status/changed`` and the child's turns
+   become ``running`` / ``requires_action`` / ``idle`` (with the turn's stop
+   reason) / ``unknown`` (Codex lost), each sent once. ``capabilities.cancel``
+   is advertised exactly while the child has a turn the bridge can interrupt.
+4. **Cancel.** ``session/cancel`` on a child interrupts that child's turn (and
+   its active descendants'); on a parent it also reaches every active
+   descendant, because Codex does not cascade. Idle + cancelled is reported
+   when Codex says the turn was interrupted, not when it acknowledges.
+5. **Restricted.** A client request other than ``session/cancel`` on a child's
+   session id is refused.
+6. **Without the capability** (a v1 client that did not declare ``subagents``),
+   nothing here is ever announced or sent as a session message: children are
+   hidden sessions, spawns and messages are ordinary tool calls on the parent,
+   and a child's questions are asked on its root session, naming the agent.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from ..acp import subagents as acp
+from ..acp import tools as acp_tools
+from ..acp import types as acp_types
+from ..codex import threads
+from ..codex import types as codex
+from ..jsonrpc import ErrorCode, RpcError
+from ..jsonrpc.peer import ErrorObject
+from .sessions import Session
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+log = logging.getLogger(__name__)
+
+#: Client methods that change a session: refused on a child's id (RFD: an allowlist of ``cancel``).
+RESTRICTED = frozenset(
+    {
+        "session/prompt",
+        "session/set_mode",
+        "session/set_config_option",
+        "session/load",
+        "session/resume",
+        "session/close",
+        "session/fork",
+    }
+)
+#: Messages held for one thread before the oldest notifications are dropped.
+MAX_HELD = 10_000
+
+
+class _Collab(msgspec.Struct, kw_only=True):
+    """A ``collabAgentToolCall`` item (the members the bridge reads)."""
+
+    id: str
+    tool: str
+    status: str = ""
+    senderThreadId: str = ""
+    receiverThreadIds: list[str] = msgspec.field(default_factory=list)
+    prompt: str | None = None
+    agentsStates: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class _CollabNote(msgspec.Struct):
+    threadId: str
+    item: Raw
+
+
+class _ItemHead(msgspec.Struct):
+    type: str = ""
+
+
+class _UserMessage(msgspec.Struct):
+    id: str
+    content: list[dict[str, Any]] = msgspec.field(default_factory=list)
+
+
+class _TurnHead(msgspec.Struct):
+    id: str
+    status: str = ""
+    rootTurnId: str | None = None
+    error: codex.TurnError | None = None
+
+
+class _TurnNote(msgspec.Struct):
+    threadId: str
+    turn: _TurnHead
+
+
+@dataclass(slots=True)
+class Child:
+    """What the bridge knows of one sub-agent thread."""
+
+    thread_id: str
+    parent_id: str
+    title: str | None = None
+    description: str | None = None
+    visible: bool = True
+    #: The turn the child is running now (what ``session/cancel`` interrupts).
+    turn_id: str | None = None
+    interrupt_sent_for: str | None = None
+    #: The last state and capabilities sent on the parent's stream.
+    state: acp.WorkState | None = None
+    can_cancel: bool = False
+
+
+@dataclass(slots=True)
+class _Unknown:
+    """A thread seen before anyone said whose it is."""
+
+    held: list[bytes] = field(default_factory=list)
+    reading: bool = False
+    #: The parent named by a spawn item, before the thread read came back.
+    parent_hint: str | None = None
+    root_turn_hint: str | None = None
+
+
+class Subagents:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.children: dict[str, Child] = {}
+        self._unknown: dict[str, _Unknown] = {}
+        self._ignored: set[str] = set()
+        #: Parent thread id → child threads waiting for that parent to become known.
+        self._waiting_on: dict[str, list[str]] = {}
+        #: Child thread id → outgoing spawn messages to send once it is announced.
+        self._spawn_messages: dict[str, list[tuple[str, str, str]]] = {}
+        #: Nickname, role, cwd of children read before their parent was known.
+        self._pending_identity: dict[str, tuple[str | None, str | None, str]] = {}
+        engine.thread_gate = self._gate
+        engine.session_added_hooks.append(self._on_session_added)
+        engine.request_guards.append(self._guard)
+        engine.on_client_notification("session/cancel", self._on_session_cancel)
+        engine.on_codex_notification("item/started", self._on_item_started)
+        engine.on_codex_notification("item/completed", self._on_item_completed)
+        engine.on_codex_notification("thread/status/changed", self._on_status)
+        engine.on_codex_notification("turn/started", self._on_turn_started)
+        engine.on_codex_notification("turn/completed", self._on_turn_completed)
+        engine.lost_hooks.append(self._on_codex_lost)
+
+    @property
+    def exposing(self) -> bool:
+        """The client declared ``subagents``: children are shown as sessions."""
+        return self.engine.client_capabilities.subagents is not None
+
+    # -- where a thread's traffic goes -----------------------------------------------
+
+    def _gate(self, thread_id: str, data: bytes) -> bool:
+        if thread_id in self._ignored:
+            return True
+        unknown = self._unknown.setdefault(thread_id, _Unknown())
+        if len(unknown.held) >= MAX_HELD:
+            log.warning(
+                "thread %s: too much traffic before its parent is known; dropping", thread_id
+            )
+            return True
+        unknown.held.append(data)
+        self._read(thread_id)
+        return True
+
+    def _read(self, thread_id: str) -> None:
+        unknown = self._unknown.setdefault(thread_id, _Unknown())
+        if unknown.reading:
+            return
+        unknown.reading = True
+
+        def read(result: Raw) -> None:
+            stored = msgspec.json.decode(result, type=threads.ThreadReadResult).thread
+            self._learned(
+                thread_id, stored.parentThreadId, stored.agentNickname, stored.agentRole, stored.cwd
+            )
+
+        def failed(error: ErrorObject) -> None:
+            log.info("thread/read %s failed: %s", thread_id, error.message)
+            self._parent_unreadable(thread_id)
+
+        self.engine.codex_request(
+            "thread/read", threads.ThreadReadParams(threadId=thread_id), read, failed
+        )
+
+    def _learned(
+        self, thread_id: str, parent: str | None, nickname: str | None, role: str | None, cwd: str
+    ) -> None:
+        unknown = self._unknown.get(thread_id)
+        if unknown is None or thread_id in self.engine.sessions:
+            return
+        parent = parent or unknown.parent_hint
+        if parent is None:
+            # Not a sub-agent: another client's thread, or one of ours still being
+            # created (its thread/start answer registers it; nothing held matters).
+            self._ignore(thread_id)
+            return
+        if parent in self.engine.sessions:
+            self._adopt(thread_id, parent, nickname, role, cwd)
+        elif parent in self._ignored:
+            self._ignore(thread_id)
+        else:
+            # A nested child whose parent is not known yet: learn the parent first,
+            # so ancestors are announced parent before child.
+            self._waiting_on.setdefault(parent, []).append(thread_id)
+            unknown.reading = True  # keep its held traffic until the parent resolves
+            self._pending_identity[thread_id] = (nickname, role, cwd)
+            self._read(parent)
+
+    def _parent_unreadable(self, thread_id: str) -> None:
+        unknown = self._unknown.get(thread_id)
+        if unknown is None or thread_id in self.engine.sessions:
+            return
+        if unknown.parent_hint is not None and unknown.parent_hint in self.engine.sessions:
+            self._adopt(thread_id, unknown.parent_hint, None, None, "")
+            return
+        root = self._root_for_turn(unknown)
+        if root is not None:
+            # Parentage unknown: never announced, represented on its root session.
+            self._adopt(thread_id, root, None, None, "", announce=False)
+        else:
+            self._ignore(thread_id)
+
+    def _root_for_turn(self, unknown: _Unknown) -> str | None:
+        root_turn = unknown.root_turn_hint
+        for data in unknown.held:
+            if b'"turn/started"' in data:
+                note = msgspec.json.decode(data, type=_Envelope)
+                if note.params is not None and note.params.turn.rootTurnId:
+                    root_turn = note.params.turn.rootTurnId
+        if root_turn is None:
+            return None
+        for session in self.engine.sessions.values():
+            if (
+                session.parent_id is None
+                and session.prompt is not None
+                and session.prompt.turn_id == root_turn
+            ):
+                return session.session_id
+        return None
+
+    def _ignore(self, thread_id: str) -> None:
+        unknown = self._unknown.pop(thread_id, None)
+        self._ignored.add(thread_id)
+        for waiting in self._waiting_on.pop(thread_id, []):
+            self._ignore(waiting)
+        if unknown is None:
+            return
+        for data in unknown.held:
+            # A held question must still be answered: nobody here can.
+            message = msgspec.json.decode(data, type=_Head)
+            if message.id is not None and message.method:
+                self.engine.codex_error_reply(
+                    message.id, ErrorCode.METHOD_NOT_FOUND, "no client session shows this thread"
+                )
+
+    def _adopt(
+        self,
+        thread_id: str,
+        parent_id: str,
+        nickname: str | None,
+        role: str | None,
+        cwd: str,
+        *,
+        announce: bool = True,
+    ) -> None:
+        parent = self.engine.sessions[parent_id]
+        visible = announce and self.exposing and parent.visible
+        child = Child(thread_id, parent_id, title=nickname, description=role, visible=visible)
+        self.children[thread_id] = child
+        if visible:
+            self.engine.update(
+                parent_id,
+                acp.SubagentUpdate(
+                    sessionId=thread_id,
+                    title=nickname if nickname else UNSET,
+                    description=role if role else UNSET,
+                ),
+            )
+        session = Session(
+            session_id=thread_id, cwd=cwd or parent.cwd, parent_id=parent_id, visible=visible
+        )
+        self.engine.add_session(session)  # releases the held traffic (_on_session_added)
+        for sender, message_id, prompt in self._spawn_messages.pop(thread_id, []):
+            self._outgoing(sender, thread_id, message_id, prompt)
+        for waiting in self._waiting_on.pop(thread_id, []):
+            nickname, role, cwd = self._pending_identity.pop(waiting, (None, None, ""))
+            self._adopt(waiting, thread_id, nickname, role, cwd)
+
+    def _on_session_added(self, session: Session) -> None:
+        self._ignored.discard(session.session_id)
+        unknown = self._unknown.pop(session.session_id, None)
+        if unknown is not None:
+            for data in unknown.held:
+                self.engine.refeed_codex(data)
+        for waiting in self._waiting_on.pop(session.session_id, []):
+            nickname, role, cwd = self._pending_identity.pop(waiting, (None, None, ""))
+            if waiting in self._unknown:
+                self._adopt(waiting, session.session_id, nickname, role, cwd)
+
+    def ask_target(self, thread_id: str) -> tuple[str, str | None]:
+        """Where to ask a question of ``thread_id``: its own session, or (hidden child)
+        its root, with the agent's name to say who asks."""
+        child = self.children.get(thread_id)
+        if child is None or child.visible:
+            return thread_id, None
+        label = child.title or "a sub-agent"
+        session_id = thread_id
+        while session_id in self.children and not self.children[session_id].visible:
+            session_id = self.children[session_id].parent_id
+        return session_id, label
+
+    def _guard(self, method: str, session_id: str) -> None:
+        child = self.children.get(session_id)
+        if child is not None and method in RESTRICTED:
+            name = f" ({child.title})" if child.title else ""
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"{method}: session {session_id}{name} is a subagent session of {child.parent_id}; "
+                "clients can only cancel it (session/cancel)",
+                {"sessionId": session_id, "parentSessionId": child.parent_id},
+            )
+
+    # -- spawn, send_input, wait, close: messages and tool calls -----------------------------
+
+    def _collab(self, raw: Raw) -> tuple[str, _Collab] | None:
+        note = msgspec.json.decode(raw, type=_CollabNote)
+        if _ITEM_HEAD.decode(note.item).type != "collabAgentToolCall":
+            return None
+        return note.threadId, msgspec.json.decode(note.item, type=_Collab)
+
+    def _on_item_started(self, raw: Raw) -> None:
+        found = self._collab(raw)
+        if found is None:
+            return
+        thread_id, item = found
+        if thread_id in self.engine.sessions and self._as_tool_call(item):
+            self.engine.update(
+                thread_id,
+                acp_tools.ToolCall(
+                    toolCallId=item.id,
+                    title=self._tool_title(item),
+                    kind="other",
+                    status="in_progress",
+                    rawInput={
+                        "tool": item.tool,
+                        "targets": item.receiverThreadIds,
+                        "prompt": item.prompt,
+                    },
+                ),
+            )
+
+    def _on_item_completed(self, raw: Raw) -> None:
+        found = self._collab(raw)
+        if found is None:
+            self._maybe_incoming_user_message(raw)
+            return
+        thread_id, item = found
+        if thread_id not in self.engine.sessions:
+            return
+        if item.tool in ("spawnAgent", "sendInput") and self.exposing:
+            for receiver in item.receiverThreadIds:
+                self._message_to(thread_id, receiver, item)
+        if self._as_tool_call(item):
+            self.engine.update(
+                thread_id,
+                acp_tools.ToolCallUpdate(
+                    toolCallId=item.id,
+                    title=self._tool_title(item),
+                    status="completed" if item.status == "completed" else "failed",
+                    content=self._states_content(item),
+                    rawOutput={"agentsStates": item.agentsStates},
+                ),
+            )
+        if item.tool == "wait" and self.exposing:
+            for receiver, state in item.agentsStates.items():
+                message = state.get("message") if isinstance(state, dict) else None
+                if message and receiver in self.children and self.children[receiver].visible:
+                    self.engine.update(
+                        thread_id,
+                        acp.SessionMessage(
+                            messageId=f"{item.id}/{receiver}",
+                            senderSessionId=receiver,
+                            recipientSessionId=thread_id,
+                            content=[acp_types.TextContent(text=message)],
+                        ),
+                    )
+
+    def _message_to(self, sender: str, receiver: str, item: _Collab) -> None:
+        prompt = item.prompt or ""
+        child = self.children.get(receiver)
+        if child is not None:
+            if child.visible:
+                self._outgoing(sender, receiver, item.id, prompt)
+            return
+        # Not announced yet (its traffic is held): note its parent and send the
+        # message right after the announcement, which it needs (it names the child).
+        unknown = self._unknown.setdefault(receiver, _Unknown())
+        if item.tool == "spawnAgent":
+            unknown.parent_hint = sender
+        self._spawn_messages.setdefault(receiver, []).append((sender, item.id, prompt))
+        self._read(receiver)
+
+    def _outgoing(self, sender: str, receiver: str, message_id: str, prompt: str) -> None:
+        if sender in self.engine.hidden:
+            return
+        self.engine.update(
+            sender,
+            acp.SessionMessage(
+                messageId=message_id,
+                senderSessionId=sender,
+                recipientSessionId=receiver,
+                content=[acp_types.TextContent(text=prompt)],
+            ),
+        )
+
+    def _maybe_incoming_user_message(self, raw: Raw) -> None:
+        note = msgspec.json.decode(raw, type=_CollabNote)
+        child = self.children.get(note.threadId)
+        if child is None or not child.visible or _ITEM_HEAD.decode(note.item).type != "userMessage":
+            return
+        message = msgspec.json.decode(note.item, type=_UserMessage)
+        texts = [part.get("text", "") for part in message.content if part.get("type") == "text"]
+        # A child's user message comes from its parent (spawn or send_input): the
+        # incoming view of that message, in the child's own transcript.
+        self.engine.update(
+            child.thread_id,
+            acp.SessionMessage(
+                messageId=message.id,
+                senderSessionId=child.parent_id,
+                recipientSessionId=child.thread_id,
+                content=[acp_types.TextContent(text="\n".join(texts))],
+            ),
+        )
+
+    def _as_tool_call(self, item: _Collab) -> bool:
+        """wait / close / resume are tool calls; spawn and send_input only without the capability."""
+        return item.tool not in ("spawnAgent", "sendInput") or not self.exposing
+
+    def _name(self, thread_id: str) -> str:
+        child = self.children.get(thread_id)
+        return (child.title if child is not None and child.title else None) or "sub-agent"
+
+    def _tool_title(self, item: _Collab) -> str:
+        names = ", ".join(self._name(t) for t in item.receiverThreadIds) or "sub-agent"
+        return {
+            "spawnAgent": f"Spawn {names}",
+            "sendInput": f"Message {names}",
+            "wait": f"Wait for {names}",
+            "closeAgent": f"Close {names}",
+            "resumeAgent": f"Resume {names}",
+        }.get(item.tool, f"{item.tool} {names}")
+
+    def _states_content(self, item: _Collab) -> list[Any] | msgspec.UnsetType:
+        lines = []
+        if item.prompt and item.tool in ("spawnAgent", "sendInput"):
+            lines.append(item.prompt)
+        for thread_id, state in item.agentsStates.items():
+            if isinstance(state, dict):
+                status = state.get("status", "")
+                message = state.get("message")
+                lines.append(
+                    f"{self._name(thread_id)}: {status}" + (f"\n{message}" if message else "")
+                )
+        if not lines:
+            return UNSET
+        return [acp_tools.Content(content=acp_types.TextContent(text="\n\n".join(lines)))]
+
+    # -- work state ------------------------------------------------------------------------------
+
+    def _on_status(self, raw: Raw) -> None:
+        note = msgspec.json.decode(raw, type=codex.ThreadStatusChanged)
+        child = self.children.get(note.threadId)
+        if child is None:
+            return
+        status = note.status
+        if status.type == "active":
+            waiting = {"waitingOnApproval", "waitingOnUserInput"} & set(status.activeFlags)
+            self._report(child, acp.WorkState(state="requires_action" if waiting else "running"))
+        elif status.type == "idle" and child.turn_id is None:
+            # Idle between turns; a turn's end is reported from turn/completed, with its reason.
+            if child.state is None:
+                self._report(child, acp.WorkState(state="idle"))
+        elif status.type == "systemError":
+            self._report(
+                child, acp.WorkState(state="idle", meta={"error": "Codex reports a system error"})
+            )
+
+    def _on_turn_started(self, raw: Raw) -> None:
+        note = msgspec.json.decode(raw, type=_TurnNote)
+        child = self.children.get(note.threadId)
+        if child is None:
+            return
+        child.turn_id = note.turn.id
+        self._report(child, acp.WorkState(state="running"), can_cancel=True)
+
+    def _on_turn_completed(self, raw: Raw) -> None:
+        note = msgspec.json.decode(raw, type=_TurnNote)
+        child = self.children.get(note.threadId)
+        if child is None:
+            return
+        if child.turn_id == note.turn.id:
+            child.turn_id = None
+        status = note.turn.status
+        if status == "completed":
+            state = acp.WorkState(state="idle", stopReason="end_turn")
+        elif status == "interrupted":
+            state = acp.WorkState(state="idle", stopReason="cancelled")
+        else:
+            error = note.turn.error.message if note.turn.error else f"turn {status}"
+            state = acp.WorkState(state="idle", stopReason=None, meta={"error": error})
+        self._report(child, state, can_cancel=False)
+
+    def _report(
+        self, child: Child, state: acp.WorkState, *, can_cancel: bool | None = None
+    ) -> None:
+        """Send the child's state (and cancel capability) on its parent's stream, if changed."""
+        if can_cancel is None:
+            can_cancel = child.can_cancel
+        state_changed = child.state != state
+        caps_changed = child.can_cancel != can_cancel
+        child.state = state
+        child.can_cancel = can_cancel
+        if not child.visible or not (state_changed or caps_changed):
+            return
+        self.engine.update(
+            child.parent_id,
+            acp.SubagentUpdate(
+                sessionId=child.thread_id,
+                state=state if state_changed else UNSET,
+                capabilities=acp.SubagentCapabilities(cancel={} if can_cancel else None)
+                if caps_changed
+                else UNSET,
+            ),
+        )
+
+    def _on_codex_lost(self, _reason: str) -> None:
+        for child in self.children.values():
+            if child.state is not None and child.state.state in ("running", "requires_action"):
+                child.turn_id = None
+                self._report(child, acp.WorkState(state="unknown"), can_cancel=False)
+
+    # -- cancel -----------------------------------------------------------------------------------
+
+    def _on_session_cancel(self, raw: Raw) -> None:
+        try:
+            params = msgspec.json.decode(raw or b"null", type=acp_types.CancelParams)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return  # the Prompts feature reports the bad notification
+        if params.sessionId in self.children:
+            self._interrupt(self.children[params.sessionId])
+        for descendant in self._descendants(params.sessionId):
+            self._interrupt(descendant)
+            self.engine.approvals.cancel_thread(descendant.thread_id)
+
+    def _descendants(self, session_id: str) -> list[Child]:
+        found: list[Child] = []
+        frontier = [session_id]
+        while frontier:
+            parent = frontier.pop()
+            for child in self.children.values():
+                if child.parent_id == parent:
+                    found.append(child)
+                    frontier.append(child.thread_id)
+        return found
+
+    def _interrupt(self, child: Child) -> None:
+        turn_id = child.turn_id
+        if turn_id is None or child.interrupt_sent_for == turn_id:
+            return
+        child.interrupt_sent_for = turn_id
+
+        def refused(error: ErrorObject) -> None:
+            # The turn may have just ended; its turn/completed reports what happened.
+            log.info("turn/interrupt of %s refused: %s", child.thread_id, error.message)
+
+        self.engine.codex_request(
+            "turn/interrupt",
+            codex.TurnInterruptParams(threadId=child.thread_id, turnId=turn_id),
+            lambda _result: None,
+            refused,
+        )
+
+
+class _Head(msgspec.Struct):
+    id: int | str | None = None
+    method: str = ""
+
+
+class _EnvelopeParams(msgspec.Struct):
+    turn: _TurnHead
+
+
+class _Envelope(msgspec.Struct):
+    id: int | str | None = None
+    method: str = ""
+    params: _EnvelopeParams | None = None
+
+
+_ITEM_HEAD = msgspec.json.Decoder(_ItemHead)
