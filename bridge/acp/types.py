@@ -250,3 +250,12 @@ class SessionNotification(_Base):
     # Any update Struct tagged with ``sessionUpdate``: the variants live with the
     # feature that sends them (``bridge/acp/*.py``); the bridge never decodes updates.
     update: msgspec.Struct
+
+
+class Notice(_Base, tag="notice", tag_field="sessionUpdate"):
+    """Fire-and-forget information (unstable): only for clients declaring ``session.notices``."""
+
+    severity: str
+    title: str
+    description: str | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")

@@ -40,6 +40,8 @@ class StoredThread(_Base):
     source: Any = None
     #: Filled by ``thread/read {includeTurns: true}`` only.
     turns: list[Turn] = msgspec.field(default_factory=list)
+    #: ``{"type": "idle" | "active" | "notLoaded" | "systemError", ...}``.
+    status: dict[str, Any] | None = None
 
 
 class ThreadReadParams(_Base):

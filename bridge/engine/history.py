@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -34,13 +35,23 @@ _CONTEXT = re.compile(r'<context ref="(?P<uri>[^"\n]+)">\n(?P<text>.*)\n</contex
 _DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)", re.DOTALL)
 
 
-def replay_updates(thread: StoredThread) -> list[msgspec.Struct]:
-    """Every update that replays ``thread``'s turns, oldest first."""
+ItemReplay = Callable[[Raw], list[msgspec.Struct] | None]
+
+
+def replay_updates(
+    thread: StoredThread, *, first: ItemReplay | None = None
+) -> list[msgspec.Struct]:
+    """Every update that replays ``thread``'s turns, oldest first.
+
+    ``first`` may claim an item before the generic rules (it returns ``None``
+    for items it leaves alone): the sub-agent feature replays collab items.
+    """
     out: list[msgspec.Struct] = []
     for turn in thread.turns:
         for raw in turn.items:
             try:
-                out += item_updates(raw)
+                claimed = first(raw) if first is not None else None
+                out += claimed if claimed is not None else item_updates(raw)
             except Exception:  # one bad stored item must not fail the whole load
                 log.warning(
                     "thread %s: skipping a stored item not understood", thread.id, exc_info=True

@@ -135,11 +135,17 @@ class Lifecycle:
                 self._opening.discard(session_id)
                 opened = msgspec.json.decode(result, type=codex.ThreadStartResult)
                 session = self._register(opened, cwd)
-                if replay:
-                    for update in history.replay_updates(stored):
-                        engine.update(session.session_id, update)
                 response = acps.LoadSessionResult() if replay else acps.ResumeSessionResult()
-                self._opened(rid, session, response, opened)
+                if not replay:
+                    self._opened(rid, session, response, opened)
+                    return
+                collab = engine.subagents.history_item(session.session_id)
+                for update in history.replay_updates(stored, first=collab):
+                    engine.update(session.session_id, update)
+                # Sub-agents' associations and histories come before the response too.
+                engine.subagents.replay_children(
+                    session, stored, lambda: self._opened(rid, session, response, opened)
+                )
 
             engine.codex_request("thread/resume", resume, resumed, failed)
 

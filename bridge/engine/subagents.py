@@ -40,6 +40,7 @@ does not know at first that a thread is a child, or whose. The rules here:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,7 @@ from ..codex import threads
 from ..codex import types as codex
 from ..jsonrpc import ErrorCode, RpcError
 from ..jsonrpc.peer import ErrorObject
+from . import history
 from .sessions import Session
 
 if TYPE_CHECKING:
@@ -164,6 +166,9 @@ class Subagents:
         engine.on_codex_notification("turn/started", self._on_turn_started)
         engine.on_codex_notification("turn/completed", self._on_turn_completed)
         engine.lost_hooks.append(self._on_codex_lost)
+        engine.session_announced_hooks.append(self._after_response)
+        #: Root session → children whose history a load replayed (current state follows the response).
+        self._replayed: dict[str, list[Child]] = {}
 
     @property
     def exposing(self) -> bool:
@@ -562,6 +567,179 @@ class Subagents:
                 child.turn_id = None
                 self._report(child, acp.WorkState(state="unknown"), can_cancel=False)
 
+    # -- session/load: children's associations and histories ------------------------------------
+
+    def history_item(self, session_id: str) -> Callable[[Raw], list[msgspec.Struct] | None]:
+        """How a load replays the collab items of ``session_id``'s history."""
+
+        def replay(raw: Raw) -> list[msgspec.Struct] | None:
+            if _ITEM_HEAD.decode(raw).type != "collabAgentToolCall":
+                return None
+            item = msgspec.json.decode(raw, type=_Collab)
+            out: list[msgspec.Struct] = []
+            if self._as_tool_call(item):
+                out.append(
+                    acp_tools.ToolCall(
+                        toolCallId=item.id,
+                        title=self._tool_title(item),
+                        kind="other",
+                        status="completed" if item.status == "completed" else "failed",
+                        content=self._states_content(item),
+                        rawInput={
+                            "tool": item.tool,
+                            "targets": item.receiverThreadIds,
+                            "prompt": item.prompt,
+                        },
+                    )
+                )
+            elif item.prompt is not None:
+                # A historical address is no announcement (RFD): the recipient may be
+                # announced later in this replay, or never.
+                out += [
+                    acp.SessionMessage(
+                        messageId=f"{item.id}/{receiver}"
+                        if len(item.receiverThreadIds) > 1
+                        else item.id,
+                        senderSessionId=session_id,
+                        recipientSessionId=receiver,
+                        content=[acp_types.TextContent(text=item.prompt)],
+                    )
+                    for receiver in item.receiverThreadIds
+                ]
+            if item.tool == "wait" and self.exposing:
+                for receiver, state in item.agentsStates.items():
+                    message = state.get("message") if isinstance(state, dict) else None
+                    if message:
+                        out.append(
+                            acp.SessionMessage(
+                                messageId=f"{item.id}/{receiver}",
+                                senderSessionId=receiver,
+                                recipientSessionId=session_id,
+                                content=[acp_types.TextContent(text=message)],
+                            )
+                        )
+            return out
+
+        return replay
+
+    def replay_children(
+        self, root: Session, stored: threads.StoredThread, then: Callable[[], None]
+    ) -> None:
+        """Replay the sub-agents ``stored`` spawned (and theirs), then call ``then``.
+
+        Best effort, all before the load's response: each child's association
+        (parent before child), then its own history. A child whose thread cannot
+        be read keeps its association (the spawn item says whose it is) and a
+        notice, where the client takes notices, says its history is missing.
+        No state and no capability is sent here: current snapshots follow the
+        response (:meth:`_after_response`).
+        """
+        if not self.exposing:
+            then()
+            return
+        outstanding = 0
+        replayed = self._replayed.setdefault(root.session_id, [])
+
+        def visit(parent_id: str, thread: threads.StoredThread) -> None:
+            nonlocal outstanding
+            for child_id in _spawned(thread):
+                if child_id in self.engine.sessions:
+                    continue
+                outstanding += 1
+                self._read_history(parent_id, child_id, done)
+
+        def done(parent_id: str, child_id: str, child_thread: threads.StoredThread | None) -> None:
+            nonlocal outstanding
+            outstanding -= 1
+            child = self._restore(parent_id, child_id, child_thread)
+            if child is not None:
+                replayed.append(child)
+                if child_thread is not None:
+                    visit(child_id, child_thread)
+            if outstanding == 0:
+                then()
+
+        visit(root.session_id, stored)
+        if outstanding == 0:
+            then()
+
+    def _read_history(
+        self,
+        parent_id: str,
+        child_id: str,
+        done: Callable[[str, str, threads.StoredThread | None], None],
+    ) -> None:
+        def read(result: Raw) -> None:
+            done(
+                parent_id,
+                child_id,
+                msgspec.json.decode(result, type=threads.ThreadReadResult).thread,
+            )
+
+        def failed(error: ErrorObject) -> None:
+            log.info("history of sub-agent %s unavailable: %s", child_id, error.message)
+            done(parent_id, child_id, None)
+
+        self.engine.codex_request(
+            "thread/read",
+            threads.ThreadReadParams(threadId=child_id, includeTurns=True),
+            read,
+            failed,
+        )
+
+    def _restore(
+        self, parent_id: str, child_id: str, stored: threads.StoredThread | None
+    ) -> Child | None:
+        if child_id in self.engine.sessions or parent_id not in self.engine.sessions:
+            return None
+        nickname = stored.agentNickname if stored else None
+        role = stored.agentRole if stored else None
+        child = Child(child_id, parent_id, title=nickname, description=role)
+        self.children[child_id] = child
+        self.engine.update(
+            parent_id,
+            acp.SubagentUpdate(
+                sessionId=child_id,
+                title=nickname if nickname else UNSET,
+                description=role if role else UNSET,
+            ),
+        )
+        parent = self.engine.sessions[parent_id]
+        self.engine.add_session(
+            Session(
+                session_id=child_id,
+                cwd=(stored.cwd if stored else "") or parent.cwd,
+                parent_id=parent_id,
+            )
+        )
+        if stored is None:
+            sessions = self.engine.client_capabilities.session or {}
+            if sessions.get("notices") is not None:
+                self.engine.update(
+                    parent_id,
+                    acp_types.Notice(
+                        severity="warning",
+                        title=f"The history of sub-agent {nickname or child_id} is not available",
+                        description="Codex could not read its thread; its association is shown without it.",
+                    ),
+                )
+            return child
+        for update in _as_incoming(
+            history.replay_updates(stored, first=self.history_item(child_id)), parent_id, child_id
+        ):
+            self.engine.update(child_id, update)
+        if _last_turn_running(stored):
+            child.turn_id = stored.turns[-1].id
+        return child
+
+    def _after_response(self, session: Session) -> None:
+        """Current snapshots of the children a load replayed, now that history is over."""
+        for child in self._replayed.pop(session.session_id, []):
+            running = child.turn_id is not None
+            self._report(
+                child, acp.WorkState(state="running" if running else "idle"), can_cancel=running
+            )
+
     # -- cancel -----------------------------------------------------------------------------------
 
     def _on_session_cancel(self, raw: Raw) -> None:
@@ -602,6 +780,48 @@ class Subagents:
             lambda _result: None,
             refused,
         )
+
+
+def _spawned(thread: threads.StoredThread) -> list[str]:
+    """The sub-agents a stored thread spawned, in order."""
+    found: list[str] = []
+    for turn in thread.turns:
+        for raw in turn.items:
+            if _ITEM_HEAD.decode(raw).type != "collabAgentToolCall":
+                continue
+            item = msgspec.json.decode(raw, type=_Collab)
+            if item.tool == "spawnAgent":
+                found += [t for t in item.receiverThreadIds if t not in found]
+    return found
+
+
+def _last_turn_running(thread: threads.StoredThread) -> bool:
+    return bool(thread.turns) and thread.turns[-1].status == "inProgress"
+
+
+def _as_incoming(
+    updates: list[msgspec.Struct], parent_id: str, child_id: str
+) -> list[msgspec.Struct]:
+    """A child's stored user messages are what its parent sent it: incoming session messages."""
+    out: list[msgspec.Struct] = []
+    for update in updates:
+        if isinstance(update, acp_types.UserMessageChunk) and isinstance(update.messageId, str):
+            previous = out[-1] if out else None
+            if isinstance(previous, acp.SessionMessage) and previous.messageId == update.messageId:
+                assert isinstance(previous.content, list)
+                previous.content.append(update.content)
+                continue
+            out.append(
+                acp.SessionMessage(
+                    messageId=update.messageId,
+                    senderSessionId=parent_id,
+                    recipientSessionId=child_id,
+                    content=[update.content],
+                )
+            )
+        else:
+            out.append(update)
+    return out
 
 
 class _Head(msgspec.Struct):
