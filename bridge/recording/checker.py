@@ -53,6 +53,8 @@ class TranscriptChecker:
     #: session ids being loaded (request sent, response not yet) → request id.
     _loading: dict[str, Any] = field(default_factory=dict)
     _loaded: set[str] = field(default_factory=set)
+    #: Sessions known only from a load/resume request still unanswered.
+    _provisional: set[str] = field(default_factory=set)
 
     # -- the client's side -----------------------------------------------------------
 
@@ -65,8 +67,11 @@ class TranscriptChecker:
                 if message["method"] in ("session/load", "session/resume") and isinstance(
                     params.get("sessionId"), str
                 ):
-                    # The client names the session: history for it may precede the response.
-                    self.parents.setdefault(params["sessionId"], None)
+                    # The client names the session: history for it may precede the
+                    # response. Until that response succeeds the session is provisional.
+                    if params["sessionId"] not in self.parents:
+                        self.parents[params["sessionId"]] = None
+                        self._provisional.add(params["sessionId"])
                 if message["method"] == "session/load" and isinstance(params.get("sessionId"), str):
                     self._loading[params["sessionId"]] = message["id"]
                     self._loaded.discard(params["sessionId"])
@@ -92,8 +97,13 @@ class TranscriptChecker:
         rid = message.get("id")
         request = self._client_requests.pop(rid, None)
         if request is None or "result" not in message:
-            if request is not None and request[0] == "session/load":
-                self._loading.pop(str(request[1].get("sessionId")), None)
+            if request is not None and request[0] in ("session/load", "session/resume"):
+                session = str(request[1].get("sessionId"))
+                self._loading.pop(session, None)
+                if session in self._provisional:
+                    # A failed load establishes nothing: its session is unknown again.
+                    self._provisional.discard(session)
+                    self.parents.pop(session, None)
             return
         method, params = request
         result = message["result"] or {}
@@ -101,6 +111,7 @@ class TranscriptChecker:
             session = result.get("sessionId") or params.get("sessionId")
             if isinstance(session, str):
                 self.parents.setdefault(session, None)
+                self._provisional.discard(session)
         if method == "session/load":
             session = str(params.get("sessionId"))
             self._loading.pop(session, None)
