@@ -500,7 +500,7 @@ def test_a_client_error_reply_declines() -> None:
     assert codex_answer(h, 0) == {"decision": "decline"}
 
 
-def test_a_question_for_a_thread_no_session_shows_is_refused_once_it_proves_to_be_no_child() -> None:
+def test_a_question_for_another_clients_thread_is_left_to_that_client() -> None:
     h, _ = harness()
     codex_asks(h, 0, "item/commandExecution/requestApproval", {**COMMAND_APPROVAL, "threadId": "x"})
     # Held while the bridge reads the thread to learn whether it is a sub-agent of ours.
@@ -508,8 +508,9 @@ def test_a_question_for_a_thread_no_session_shows_is_refused_once_it_proves_to_b
     read = h.codex_request("thread/read")
     assert read["params"]["threadId"] == "x"
     h.codex_reply(read["id"], {"thread": {"id": "x", "parentThreadId": None}})
-    [answer] = [m for m in h.to_codex if m.get("id") == 0 and "method" not in m]
-    assert "error" in answer  # nobody here can answer it: refused, never left waiting
+    # Not ours (Codex sends every connection every thread's questions): the client
+    # that owns the thread answers it; an answer from here would pre-empt it.
+    assert codex_answers(h, 0) == []
     assert not [m for m in h.to_client if m.get("method") == "session/request_permission"]
 
 

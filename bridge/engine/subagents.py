@@ -271,15 +271,14 @@ class Subagents:
         self._ignored.add(thread_id)
         for waiting in self._waiting_on.pop(thread_id, []):
             self._ignore(waiting)
-        if unknown is None:
-            return
-        for data in unknown.held:
-            # A held question must still be answered: nobody here can.
-            message = msgspec.json.decode(data, type=_Head)
-            if message.id is not None and message.method:
-                self.engine.codex_error_reply(
-                    message.id, ErrorCode.METHOD_NOT_FOUND, "no client session shows this thread"
-                )
+        if unknown is not None and unknown.held:
+            # Not ours: another client on the same app-server owns this thread and
+            # answers its questions. Answering them here would pre-empt that client.
+            log.info(
+                "thread %s belongs to no session here; dropping %d held message(s)",
+                thread_id,
+                len(unknown.held),
+            )
 
     def _adopt(
         self,
@@ -822,11 +821,6 @@ def _as_incoming(
         else:
             out.append(update)
     return out
-
-
-class _Head(msgspec.Struct):
-    id: int | str | None = None
-    method: str = ""
 
 
 class _EnvelopeParams(msgspec.Struct):

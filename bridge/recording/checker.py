@@ -64,14 +64,16 @@ class TranscriptChecker:
             if "id" in message:
                 params = message.get("params") or {}
                 self._client_requests[message["id"]] = (message["method"], params)
-                if message["method"] in ("session/load", "session/resume") and isinstance(
-                    params.get("sessionId"), str
+                named = params.get("sessionId")
+                if (
+                    message["method"] in ("session/load", "session/resume")
+                    and isinstance(named, str)
+                    and named not in self.parents
                 ):
                     # The client names the session: history for it may precede the
                     # response. Until that response succeeds the session is provisional.
-                    if params["sessionId"] not in self.parents:
-                        self.parents[params["sessionId"]] = None
-                        self._provisional.add(params["sessionId"])
+                    self.parents[named] = None
+                    self._provisional.add(named)
                 if message["method"] == "session/load" and isinstance(params.get("sessionId"), str):
                     self._loading[params["sessionId"]] = message["id"]
                     self._loaded.discard(params["sessionId"])

@@ -15,7 +15,6 @@ Known Codex methods are checked too: a message Codex never sends (per the
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +47,12 @@ def normalize(message: Any) -> str:
     ids and the peer's counters, both reproduced by the replay); when a field
     that does vary appears (a timestamp), it is dropped here.
     """
-    return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # msgspec's sorted encoding is byte-for-byte json.dumps(sort_keys=True,
+    # separators=(",", ":"), ensure_ascii=False), several times faster.
+    return _sorted_encoder.encode(message).decode()
+
+
+_sorted_encoder = msgspec.json.Encoder(order="sorted")
 
 
 def replay(recording: Recording, *, check: bool = True) -> Transcript:

@@ -28,7 +28,8 @@ Directives run in order, each adding output to the reply:
     ``@@ call multi_agent_v1/spawn_agent {"message": "@@ words 3"}`` (the spawned agent runs the
     script in its message). ``{{field}}`` inside the JSON is replaced by that field of the newest
     tool result that is a JSON object holding it, e.g. ``{"targets": ["{{agent_id}}"]}`` after a
-    spawn. Arguments default to ``{}``.
+    spawn; ``{{field#N}}`` by that of the N-th newest (after three spawns, ``{{agent_id#3}}`` is
+    the first one's). Arguments default to ``{}``.
 ``@@ web_search QUERY``
     A finished hosted web search (a ``web_search_call`` item; Codex shows a ``webSearch`` item).
     No tool result comes back for it, so the step goes on with the next directive.

@@ -428,21 +428,25 @@ def _think(reply: ReplyBuilder, args: Args) -> None:
     reply.reasoning(_word_chunks(args.rest), 0.03)
 
 
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][\w-]*)\s*\}\}")
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][\w-]*)\s*(?:#\s*([1-9][0-9]*)\s*)?\}\}")
 
 
 def _fill_placeholders(text: str, outputs: Sequence[Mapping[str, Any]]) -> str:
-    """Replace ``{{field}}`` by ``field`` of the newest tool result (a JSON object) that has it."""
+    """Replace ``{{field}}`` by ``field`` of the newest tool result (a JSON object) that has it,
+    and ``{{field#N}}`` by that of the N-th newest (``#1`` is the newest): after three spawns in
+    one step, ``{{agent_id#3}}`` is the first agent's id."""
 
     def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        for output in outputs:
-            if name in output:
-                found = output[name]
-                text = found if isinstance(found, str) else json.dumps(found)
-                # Placeholders stand inside JSON strings: escape the value for that place.
-                return json.dumps(text)[1:-1]
-        raise DirectiveError(f"no tool result so far has a field {name!r}")
+        name, nth = match.group(1), int(match.group(2) or 1)
+        holding = [output[name] for output in outputs if name in output]
+        if not holding:
+            raise DirectiveError(f"no tool result so far has a field {name!r}")
+        if len(holding) < nth:
+            raise DirectiveError(f"only {len(holding)} tool result(s) so far have a field {name!r}")
+        found = holding[nth - 1]
+        text = found if isinstance(found, str) else json.dumps(found)
+        # Placeholders stand inside JSON strings: escape the value for that place.
+        return json.dumps(text)[1:-1]
 
     return _PLACEHOLDER.sub(value, text)
 
