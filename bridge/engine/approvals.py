@@ -426,7 +426,7 @@ class Approvals:
         if self._client_gone:
             self._settle(pending, cancel)
             return None
-        if _cancelled(session, turn_id):
+        if _cancelled(session, turn_id) or self.engine.subagents.turn_cancelled(thread_id, turn_id):
             # The user already cancelled this turn: nothing of it is authorized.
             log.info("Codex %s %s for a cancelled turn: cancelling", method, rid)
             self._settle(pending, cancel)
@@ -487,7 +487,9 @@ class Approvals:
         tool_call = getattr(params, "toolCall", None)
         message = getattr(params, "message", None)
         if isinstance(tool_call, acp.ToolCallUpdate) and isinstance(tool_call.title, str):
-            changes["toolCall"] = msgspec.structs.replace(tool_call, title=f"{agent}: {tool_call.title}")
+            changes["toolCall"] = msgspec.structs.replace(
+                tool_call, title=f"{agent}: {tool_call.title}"
+            )
         elif isinstance(message, str):
             changes["message"] = f"{agent} asks: {message}"
         return msgspec.structs.replace(params, **changes)
@@ -507,7 +509,10 @@ class Approvals:
             return
         pending.client_answered = True
         session = self.engine.sessions.get(pending.thread_id)
-        if session is not None and _cancelled(session, pending.turn_id):
+        if session is not None and (
+            _cancelled(session, pending.turn_id)
+            or self.engine.subagents.turn_cancelled(pending.thread_id, pending.turn_id)
+        ):
             # The turn is being cancelled (session/close, a cancel still on its way):
             # an answer given now authorizes nothing.
             log.info("answer to %s after its turn was cancelled: cancelling", pending.method)

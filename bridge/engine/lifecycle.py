@@ -270,6 +270,8 @@ class Lifecycle:
             waiting.append(rid)
             return
         self._closing[session.session_id] = [rid]
+        # RFD: closing a parent cancels its active descendant work (Codex does not).
+        self.engine.subagents.cancel_tree(session.session_id)
         if session.prompt is not None:
             # ACP: close cancels ongoing work as session/cancel would. The prompt
             # settles when Codex confirms; _prompt_settled finishes the close then.

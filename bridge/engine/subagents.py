@@ -128,6 +128,9 @@ class Child:
     #: The turn the child is running now (what ``session/cancel`` interrupts).
     turn_id: str | None = None
     interrupt_sent_for: str | None = None
+    #: A cancel (its own, or an ancestor's) is in effect for its current work: a
+    #: turn that starts now is interrupted at once. Cleared when a turn ends.
+    cancelling: bool = False
     #: The last state and capabilities sent on the parent's stream.
     state: acp.WorkState | None = None
     can_cancel: bool = False
@@ -139,6 +142,7 @@ class _Unknown:
 
     held: list[bytes] = field(default_factory=list)
     reading: bool = False
+    read_failed: bool = False
     #: The parent named by a spawn item, before the thread read came back.
     parent_hint: str | None = None
     root_turn_hint: str | None = None
@@ -152,8 +156,8 @@ class Subagents:
         self._ignored: set[str] = set()
         #: Parent thread id → child threads waiting for that parent to become known.
         self._waiting_on: dict[str, list[str]] = {}
-        #: Child thread id → outgoing spawn messages to send once it is announced.
-        self._spawn_messages: dict[str, list[tuple[str, str, str]]] = {}
+        #: Child thread id → what to send once it is announced (messages naming it).
+        self._after_announce: dict[str, list[Callable[[], None]]] = {}
         #: Nickname, role, cwd of children read before their parent was known.
         self._pending_identity: dict[str, tuple[str | None, str | None, str]] = {}
         engine.thread_gate = self._gate
@@ -204,6 +208,8 @@ class Subagents:
 
         def failed(error: ErrorObject) -> None:
             log.info("thread/read %s failed: %s", thread_id, error.message)
+            unknown.reading = False  # a spawn item naming it may ask again
+            unknown.read_failed = True
             self._parent_unreadable(thread_id)
 
         self.engine.codex_request(
@@ -235,6 +241,7 @@ class Subagents:
             self._read(parent)
 
     def _parent_unreadable(self, thread_id: str) -> None:
+        """``thread_id``'s parentage cannot be read: use what else is known, guess nothing."""
         unknown = self._unknown.get(thread_id)
         if unknown is None or thread_id in self.engine.sessions:
             return
@@ -245,8 +252,12 @@ class Subagents:
         if root is not None:
             # Parentage unknown: never announced, represented on its root session.
             self._adopt(thread_id, root, None, None, "", announce=False)
-        else:
-            self._ignore(thread_id)
+        # Children waiting for this one to be placed cannot be announced under it
+        # (their chain is broken): each is represented on its root, if it has one.
+        for waiting in self._waiting_on.pop(thread_id, []):
+            self._pending_identity.pop(waiting, None)
+            self._parent_unreadable(waiting)
+        # Otherwise its traffic stays held: a spawn item may still name its parent.
 
     def _root_for_turn(self, unknown: _Unknown) -> str | None:
         root_turn = unknown.root_turn_hint
@@ -293,6 +304,8 @@ class Subagents:
         parent = self.engine.sessions[parent_id]
         visible = announce and self.exposing and parent.visible
         child = Child(thread_id, parent_id, title=nickname, description=role, visible=visible)
+        # Spawned by work that is being cancelled: its own work is cancelled too.
+        child.cancelling = self._cancelling(parent_id)
         self.children[thread_id] = child
         if visible:
             self.engine.update(
@@ -307,8 +320,8 @@ class Subagents:
             session_id=thread_id, cwd=cwd or parent.cwd, parent_id=parent_id, visible=visible
         )
         self.engine.add_session(session)  # releases the held traffic (_on_session_added)
-        for sender, message_id, prompt in self._spawn_messages.pop(thread_id, []):
-            self._outgoing(sender, thread_id, message_id, prompt)
+        for deferred in self._after_announce.pop(thread_id, []):
+            deferred()
         for waiting in self._waiting_on.pop(thread_id, []):
             nickname, role, cwd = self._pending_identity.pop(waiting, (None, None, ""))
             self._adopt(waiting, thread_id, nickname, role, cwd)
@@ -401,16 +414,14 @@ class Subagents:
         if item.tool == "wait" and self.exposing:
             for receiver, state in item.agentsStates.items():
                 message = state.get("message") if isinstance(state, dict) else None
-                if message and receiver in self.children and self.children[receiver].visible:
-                    self.engine.update(
-                        thread_id,
-                        acp.SessionMessage(
-                            messageId=f"{item.id}/{receiver}",
-                            senderSessionId=receiver,
-                            recipientSessionId=thread_id,
-                            content=[acp_types.TextContent(text=message)],
-                        ),
-                    )
+                if not message:
+                    continue
+                send = self._incoming_result(thread_id, receiver, f"{item.id}/{receiver}", message)
+                if receiver in self.children:
+                    send()
+                elif receiver in self._unknown:
+                    # Its announcement is still on its way: the message names it, so after.
+                    self._after_announce.setdefault(receiver, []).append(send)
 
     def _message_to(self, sender: str, receiver: str, item: _Collab) -> None:
         prompt = item.prompt or ""
@@ -421,11 +432,39 @@ class Subagents:
             return
         # Not announced yet (its traffic is held): note its parent and send the
         # message right after the announcement, which it needs (it names the child).
-        unknown = self._unknown.setdefault(receiver, _Unknown())
         if item.tool == "spawnAgent":
-            unknown.parent_hint = sender
-        self._spawn_messages.setdefault(receiver, []).append((sender, item.id, prompt))
+            self._hint_parent(receiver, sender)
+        self._after_announce.setdefault(receiver, []).append(
+            lambda: self._outgoing(sender, receiver, item.id, prompt)
+        )
         self._read(receiver)
+
+    def _hint_parent(self, thread_id: str, parent_id: str) -> None:
+        """A spawn item names ``thread_id``'s parent: Codex's own word, enough to adopt it."""
+        self._ignored.discard(thread_id)
+        unknown = self._unknown.setdefault(thread_id, _Unknown())
+        unknown.parent_hint = parent_id
+        if unknown.read_failed:
+            # Its thread could not be read: the spawn item alone establishes it.
+            self._adopt(thread_id, parent_id, None, None, "")
+
+    def _incoming_result(
+        self, recipient: str, sender: str, message_id: str, text: str
+    ) -> Callable[[], None]:
+        def send() -> None:
+            child = self.children.get(sender)
+            if child is not None and child.visible and recipient not in self.engine.hidden:
+                self.engine.update(
+                    recipient,
+                    acp.SessionMessage(
+                        messageId=message_id,
+                        senderSessionId=sender,
+                        recipientSessionId=recipient,
+                        content=[acp_types.TextContent(text=text)],
+                    ),
+                )
+
+        return send
 
     def _outgoing(self, sender: str, receiver: str, message_id: str, prompt: str) -> None:
         if sender in self.engine.hidden:
@@ -519,6 +558,9 @@ class Subagents:
             return
         child.turn_id = note.turn.id
         self._report(child, acp.WorkState(state="running"), can_cancel=True)
+        if child.cancelling or self._cancelling(child.parent_id):
+            # A turn of cancelled work (Codex does not cascade): stop it now.
+            self._interrupt(child)
 
     def _on_turn_completed(self, raw: Raw) -> None:
         note = msgspec.json.decode(raw, type=_TurnNote)
@@ -527,6 +569,7 @@ class Subagents:
             return
         if child.turn_id == note.turn.id:
             child.turn_id = None
+            child.cancelling = False
         status = note.turn.status
         if status == "completed":
             state = acp.WorkState(state="idle", stopReason="end_turn")
@@ -746,11 +789,40 @@ class Subagents:
             params = msgspec.json.decode(raw or b"null", type=acp_types.CancelParams)
         except (msgspec.ValidationError, msgspec.DecodeError):
             return  # the Prompts feature reports the bad notification
-        if params.sessionId in self.children:
-            self._interrupt(self.children[params.sessionId])
-        for descendant in self._descendants(params.sessionId):
+        self.cancel_tree(params.sessionId)
+
+    def cancel_tree(self, session_id: str) -> None:
+        """Stop the current work of ``session_id``'s children and all their descendants
+        (and of ``session_id`` itself when it is a child): Codex does not cascade."""
+        if session_id in self.children:
+            child = self.children[session_id]
+            child.cancelling = True
+            self._interrupt(child)
+        for descendant in self._descendants(session_id):
+            descendant.cancelling = True
             self._interrupt(descendant)
             self.engine.approvals.cancel_thread(descendant.thread_id)
+
+    def _cancelling(self, session_id: str) -> bool:
+        """A cancel is in effect for ``session_id``'s current work, or an ancestor's."""
+        seen = 0
+        while session_id and seen < 1000:
+            child = self.children.get(session_id)
+            if child is not None:
+                if child.cancelling:
+                    return True
+                session_id = child.parent_id
+            else:
+                session = self.engine.sessions.get(session_id)
+                prompt = session.prompt if session is not None else None
+                return prompt is not None and prompt.cancel_requested
+            seen += 1
+        return False
+
+    def turn_cancelled(self, thread_id: str, turn_id: str | None) -> bool:
+        """Is ``turn_id`` of sub-agent ``thread_id`` being cancelled? (Its questions are moot.)"""
+        child = self.children.get(thread_id)
+        return child is not None and (child.cancelling or self._cancelling(child.parent_id))
 
     def _descendants(self, session_id: str) -> list[Child]:
         found: list[Child] = []
