@@ -128,8 +128,10 @@ class Child:
     #: The turn the child is running now (what ``session/cancel`` interrupts).
     turn_id: str | None = None
     interrupt_sent_for: str | None = None
-    #: A cancel (its own, or an ancestor's) is in effect for its current work: a
-    #: turn that starts now is interrupted at once. Cleared when a turn ends.
+    #: The root turn its current turn works for (Codex's ``rootTurnId``).
+    root_turn_id: str | None = None
+    #: A cancel (its own, or an ancestor's) reached its running turn; its
+    #: descendants' turns that start now are interrupted too. Cleared when the turn ends.
     cancelling: bool = False
     #: The last state and capabilities sent on the parent's stream.
     state: acp.WorkState | None = None
@@ -158,6 +160,8 @@ class Subagents:
         self._waiting_on: dict[str, list[str]] = {}
         #: Child thread id → what to send once it is announced (messages naming it).
         self._after_announce: dict[str, list[Callable[[], None]]] = {}
+        #: Root turns the client cancelled: a child turn working for one is stopped.
+        self._cancelled_turns: set[str] = set()
         #: Nickname, role, cwd of children read before their parent was known.
         self._pending_identity: dict[str, tuple[str | None, str | None, str]] = {}
         engine.thread_gate = self._gate
@@ -304,8 +308,6 @@ class Subagents:
         parent = self.engine.sessions[parent_id]
         visible = announce and self.exposing and parent.visible
         child = Child(thread_id, parent_id, title=nickname, description=role, visible=visible)
-        # Spawned by work that is being cancelled: its own work is cancelled too.
-        child.cancelling = self._cancelling(parent_id)
         self.children[thread_id] = child
         if visible:
             self.engine.update(
@@ -557,9 +559,11 @@ class Subagents:
         if child is None:
             return
         child.turn_id = note.turn.id
+        child.root_turn_id = note.turn.rootTurnId
         self._report(child, acp.WorkState(state="running"), can_cancel=True)
-        if child.cancelling or self._cancelling(child.parent_id):
-            # A turn of cancelled work (Codex does not cascade): stop it now.
+        if self._work_cancelled(child):
+            # A turn of work the client cancelled (Codex does not cascade): stop it now.
+            child.cancelling = True
             self._interrupt(child)
 
     def _on_turn_completed(self, raw: Raw) -> None:
@@ -794,35 +798,50 @@ class Subagents:
     def cancel_tree(self, session_id: str) -> None:
         """Stop the current work of ``session_id``'s children and all their descendants
         (and of ``session_id`` itself when it is a child): Codex does not cascade."""
-        if session_id in self.children:
-            child = self.children[session_id]
-            child.cancelling = True
-            self._interrupt(child)
-        for descendant in self._descendants(session_id):
-            descendant.cancelling = True
-            self._interrupt(descendant)
-            self.engine.approvals.cancel_thread(descendant.thread_id)
+        # Only running work is marked: a cancel never outlives the work it stopped,
+        # so an idle child takes its next assignment normally.
+        session = self.engine.sessions.get(session_id)
+        prompt = session.prompt if session is not None and session.parent_id is None else None
+        if prompt is not None and prompt.turn_id is not None:
+            self._cancelled_turns.add(prompt.turn_id)
+        targets = [self.children[session_id]] if session_id in self.children else []
+        for child in targets + self._descendants(session_id):
+            if child.turn_id is not None:
+                child.cancelling = True
+                self._interrupt(child)
+            if child.thread_id != session_id:
+                self.engine.approvals.cancel_thread(child.thread_id)
 
-    def _cancelling(self, session_id: str) -> bool:
-        """A cancel is in effect for ``session_id``'s current work, or an ancestor's."""
+    def _work_cancelled(self, child: Child) -> bool:
+        """Was the work ``child``'s current turn does cancelled: its root turn, or an
+        ancestor's running turn that spawned or messaged it?"""
+        if child.cancelling or (
+            child.root_turn_id is not None and child.root_turn_id in self._cancelled_turns
+        ):
+            return True
+        ancestor = self.children.get(child.parent_id)
+        root_id = child.parent_id
         seen = 0
-        while session_id and seen < 1000:
-            child = self.children.get(session_id)
-            if child is not None:
-                if child.cancelling:
-                    return True
-                session_id = child.parent_id
-            else:
-                session = self.engine.sessions.get(session_id)
-                prompt = session.prompt if session is not None else None
-                return prompt is not None and prompt.cancel_requested
+        while ancestor is not None and seen < 1000:
+            if ancestor.cancelling:
+                return True
+            root_id = ancestor.parent_id
+            ancestor = self.children.get(ancestor.parent_id)
             seen += 1
-        return False
+        # The root's prompt was cancelled before Codex named its turn.
+        root = self.engine.sessions.get(root_id)
+        prompt = root.prompt if root is not None else None
+        return (
+            prompt is not None
+            and prompt.cancel_requested
+            and child.root_turn_id is not None
+            and prompt.turn_id == child.root_turn_id
+        )
 
     def turn_cancelled(self, thread_id: str, turn_id: str | None) -> bool:
         """Is ``turn_id`` of sub-agent ``thread_id`` being cancelled? (Its questions are moot.)"""
         child = self.children.get(thread_id)
-        return child is not None and (child.cancelling or self._cancelling(child.parent_id))
+        return child is not None and child.turn_id == turn_id and self._work_cancelled(child)
 
     def _descendants(self, session_id: str) -> list[Child]:
         found: list[Child] = []

@@ -1,0 +1,815 @@
+"""Sub-agent sessions in the engine alone: Codex's events in, ACP messages out (no processes).
+
+Codex 0.169's orderings are reproduced here message by message (CODEX-NOTES, "Sub-agents";
+the recordings in ``fixtures/`` show them too): no ``thread/started`` for a child, the child's
+first events (its status, even its turn and its permission request) before the parent's spawn
+item names it, nested children whose parent the bridge does not know yet. Each test checks the
+whole conversation with the RFD transcript checker and the unstable ACP schema as well
+(:meth:`Tree.check`).
+
+Tests marked ``xfail(strict=True)`` show bugs: their reason says the input, what was expected
+and what happened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from bridge.recording import TranscriptChecker
+from tests.support.acp_schema import ConversationValidator
+from tests.support.engine_harness import Harness
+
+ROOT = "thread-root"
+ROOT_TURN = "turn-root"
+CHILD = "thread-child"
+GRANDCHILD = "thread-grandchild"
+CAPABILITIES = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
+RESTRICTED = [
+    ("session/prompt", {"prompt": [{"type": "text", "text": "hi"}]}),
+    ("session/set_mode", {"modeId": "read-only"}),
+    ("session/set_config_option", {"configId": "mode", "value": "read-only"}),
+    ("session/load", {"cwd": "/work", "mcpServers": []}),
+    ("session/resume", {"cwd": "/work", "mcpServers": []}),
+    ("session/close", {}),
+    ("session/fork", {"cwd": "/work", "mcpServers": []}),
+]
+
+
+def collab(
+    item_id: str,
+    tool: str,
+    sender: str,
+    receivers: list[str],
+    *,
+    status: str = "completed",
+    prompt: str | None = None,
+    states: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``collabAgentToolCall`` item, as Codex 0.169 sends it."""
+    return {
+        "type": "collabAgentToolCall",
+        "id": item_id,
+        "tool": tool,
+        "status": status,
+        "senderThreadId": sender,
+        "receiverThreadIds": receivers,
+        "prompt": prompt,
+        "model": "mock-model",
+        "reasoningEffort": "medium",
+        "agentsStates": states or {},
+    }
+
+
+class Tree:
+    """A root session with a running prompt, and helpers to play a sub-agent's Codex events."""
+
+    def __init__(self, *, subagents: bool = True) -> None:
+        self.h = Harness()
+        self.client_requests: list[tuple[int, dict[str, Any]]] = []
+        capabilities = dict(CAPABILITIES, subagents={}) if subagents else dict(CAPABILITIES)
+        self.request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+        self.subagents = subagents
+        rid = self.request("session/new", {"cwd": "/work", "mcpServers": []})
+        start = self.h.codex_request("thread/start")
+        self.h.codex_reply(start["id"], {"thread": {"id": ROOT, "cwd": "/work"}, "model": "mock"})
+        assert self.h.client_response(rid)["result"]["sessionId"] == ROOT  # type: ignore[index]
+        self.prompt = self.request(
+            "session/prompt", {"sessionId": ROOT, "prompt": [{"type": "text", "text": "go"}]}
+        )
+        turn = self.h.codex_request("turn/start")
+        self.h.codex_reply(
+            turn["id"], {"turn": {"id": ROOT_TURN, "status": "inProgress", "items": []}}
+        )
+        self.turns: dict[str, str] = {}
+        self.turn_started(ROOT, ROOT_TURN, ROOT_TURN)
+
+    def request(self, method: str, params: Any) -> int:
+        """A client request (kept, so :meth:`check` can follow its answer)."""
+        at = len(self.h.to_client)
+        rid = self.h.client_request(method, params)
+        message = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        self.client_requests.append((at, message))
+        return rid
+
+    # -- Codex's side -------------------------------------------------------------------------
+
+    def notify(self, method: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return self.h.codex_notify(method, params)
+
+    def status(self, thread: str, kind: str = "idle", flags: list[str] | None = None) -> None:
+        status: dict[str, Any] = {"type": kind}
+        if kind == "active":
+            status["activeFlags"] = flags or []
+        self.notify("thread/status/changed", {"threadId": thread, "status": status})
+
+    def reads(self) -> list[dict[str, Any]]:
+        return [m for m in self.h.to_codex if m.get("method") == "thread/read"]
+
+    def read_of(self, thread: str) -> dict[str, Any]:
+        found = [m for m in self.reads() if m["params"]["threadId"] == thread]
+        assert found, f"the bridge never read {thread} (reads: {self.reads()})"
+        return found[-1]
+
+    def answer_read(
+        self, thread: str, parent: str | None, nickname: str | None = None, role: str | None = None
+    ) -> None:
+        source: Any = "vscode"
+        if parent is not None:
+            spawn = {"parent_thread_id": parent, "depth": 1, "agent_nickname": nickname}
+            source = {"subAgent": {"thread_spawn": spawn}}
+        stored = {
+            "id": thread,
+            "cwd": "/work",
+            "parentThreadId": parent,
+            "agentNickname": nickname,
+            "agentRole": role,
+            "source": source,
+            "status": {"type": "idle"},
+            "turns": [],
+        }
+        self.h.codex_reply(self.read_of(thread)["id"], {"thread": stored})
+
+    def fail_read(self, thread: str) -> None:
+        self.h.codex_error(self.read_of(thread)["id"], f"thread not loaded: {thread}")
+
+    def spawn_started(self, item_id: str, sender: str = ROOT, prompt: str = "@@ words 2") -> None:
+        item = collab(item_id, "spawnAgent", sender, [], status="inProgress", prompt=prompt)
+        self.notify(
+            "item/started", {"threadId": sender, "turnId": self.turns[sender], "item": item}
+        )
+
+    def collab_completed(
+        self,
+        item_id: str,
+        tool: str,
+        child: str,
+        sender: str = ROOT,
+        prompt: str | None = "@@ words 2",
+        state: dict[str, Any] | None = None,
+    ) -> None:
+        states = {child: state or {"status": "pendingInit", "message": None}}
+        item = collab(item_id, tool, sender, [child], prompt=prompt, states=states)
+        self.notify(
+            "item/completed", {"threadId": sender, "turnId": self.turns[sender], "item": item}
+        )
+
+    def collab_started(self, item_id: str, tool: str, child: str, sender: str = ROOT) -> None:
+        item = collab(item_id, tool, sender, [child], status="inProgress")
+        self.notify(
+            "item/started", {"threadId": sender, "turnId": self.turns[sender], "item": item}
+        )
+
+    def turn_started(self, thread: str, turn: str, root_turn: str = ROOT_TURN) -> None:
+        self.turns[thread] = turn
+        body = {"id": turn, "rootTurnId": root_turn, "items": [], "status": "inProgress"}
+        self.notify("turn/started", {"threadId": thread, "turn": body})
+
+    def turn_completed(
+        self, thread: str, turn: str, status: str = "completed", error: Any = None
+    ) -> None:
+        body: dict[str, Any] = {"id": turn, "items": [], "status": status, "error": error}
+        self.notify("turn/completed", {"threadId": thread, "turn": body})
+
+    def user_message(self, thread: str, text: str, item_id: str) -> None:
+        item = {"type": "userMessage", "id": item_id, "content": [{"type": "text", "text": text}]}
+        self.notify(
+            "item/completed", {"threadId": thread, "turnId": self.turns[thread], "item": item}
+        )
+
+    def agent_text(self, thread: str, text: str, item_id: str = "msg-1") -> None:
+        self.notify(
+            "item/agentMessage/delta",
+            {"threadId": thread, "turnId": self.turns[thread], "itemId": item_id, "delta": text},
+        )
+
+    def approval(self, thread: str, rid: int = 0, item_id: str = "call_cmd") -> None:
+        """Codex asks the client to approve a command of ``thread``'s current turn."""
+        params = {
+            "threadId": thread,
+            "turnId": self.turns[thread],
+            "itemId": item_id,
+            "reason": "needs it",
+            "command": "/bin/bash -lc 'touch x'",
+            "cwd": "/work",
+            "commandActions": [{"type": "unknown", "command": "touch x"}],
+            "availableDecisions": ["accept", "cancel"],
+        }
+        message = {"id": rid, "method": "item/commandExecution/requestApproval", "params": params}
+        self.h._collect(self.h.engine.receive_codex(msgspec.json.encode(message)))
+
+    def spawn(
+        self,
+        child: str = CHILD,
+        nickname: str = "Ada",
+        sender: str = ROOT,
+        turn: str = "turn-child",
+        role: str | None = None,
+    ) -> None:
+        """Codex's usual order: the spawn item starts, the child is idle (the bridge reads it),
+        the spawn item completes, the read is answered, the child's turn starts."""
+        self.spawn_started(f"spawn-{child}", sender)
+        self.status(child)
+        self.collab_completed(f"spawn-{child}", "spawnAgent", child, sender)
+        self.answer_read(child, sender, nickname, role)
+        self.status(child, "active")
+        self.turn_started(child, turn, self.turns.get(sender, ROOT_TURN))
+
+    # -- the client's side ----------------------------------------------------------------------
+
+    def answer(self, request: dict[str, Any], option: str | None) -> None:
+        outcome = (
+            {"outcome": "cancelled"}
+            if option is None
+            else {"outcome": "selected", "optionId": option}
+        )
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": {"outcome": outcome}}
+        at = len(self.h.to_client)
+        self.h.client_raw(msgspec.json.encode(reply))
+        self.client_requests.append((at, reply))
+
+    def cancel(self, session: str) -> None:
+        self.h.client_notify("session/cancel", {"sessionId": session})
+
+    # -- what the client saw ----------------------------------------------------------------------
+
+    def sent(self) -> list[dict[str, Any]]:
+        return self.h.to_client
+
+    def permission_requests(self) -> list[dict[str, Any]]:
+        return [m for m in self.sent() if m.get("method") == "session/request_permission"]
+
+    def updates(self, kind: str, session: str | None = None) -> list[dict[str, Any]]:
+        return [u for u in self.h.updates(session) if u["sessionUpdate"] == kind]
+
+    def announcements(self) -> list[tuple[str, str]]:
+        seen: list[tuple[str, str]] = []
+        for m in self.sent():
+            if m.get("method") != "session/update":
+                continue
+            update = m["params"]["update"]
+            if update["sessionUpdate"] == "subagent_update" and update["sessionId"] not in {
+                c for _, c in seen
+            }:
+                seen.append((m["params"]["sessionId"], update["sessionId"]))
+        return seen
+
+    def subagent_updates(self, child: str) -> list[dict[str, Any]]:
+        return [u for u in self.updates("subagent_update") if u["sessionId"] == child]
+
+    def states(self, child: str) -> list[dict[str, Any]]:
+        return [u["state"] for u in self.subagent_updates(child) if u.get("state") is not None]
+
+    def capabilities(self, child: str) -> Any:
+        """The last ``capabilities`` the parent's stream carried for ``child`` (``...``: none)."""
+        found: Any = ...
+        for update in self.subagent_updates(child):
+            if "capabilities" in update:
+                found = update["capabilities"]
+        return found
+
+    def first_mention(self, session: str) -> int:
+        """Index of the first message to the client that bears ``session`` in any role."""
+        for n, m in enumerate(self.sent()):
+            params = m.get("params") or {}
+            update = params.get("update") or {}
+            if session in (
+                params.get("sessionId"),
+                update.get("sessionId"),
+                update.get("senderSessionId"),
+                update.get("recipientSessionId"),
+            ):
+                return n
+        raise AssertionError(f"{session} never reached the client")
+
+    def interrupts(self) -> list[dict[str, Any]]:
+        return [m["params"] for m in self.h.to_codex if m.get("method") == "turn/interrupt"]
+
+    def answers_to_codex(self, rid: int) -> list[dict[str, Any]]:
+        return [m for m in self.h.to_codex if m.get("id") == rid and "method" not in m]
+
+    def check(self) -> None:
+        """The whole conversation: valid against the unstable schema, and the RFD checker passes."""
+        validator = ConversationValidator(unstable=True)
+        checker = TranscriptChecker(subagents=self.subagents)
+        # The client's requests and answers, in their places among what the agent sent.
+        client = list(self.client_requests)
+        for line, message in enumerate([*self.sent(), None], start=1):
+            while client and client[0][0] < line:
+                _at, sent = client.pop(0)
+                validator.client_sent(sent)
+                checker.client(sent, line - 1)
+            if message is not None:
+                validator.agent_sent(message)
+                checker.agent(message, line)
+
+
+def session_messages(t: Tree, session: str) -> list[dict[str, Any]]:
+    return t.updates("session_message", session)
+
+
+# -- announcement before traffic --------------------------------------------------------------------
+
+
+def test_child_events_before_the_spawn_item_completes_are_held_until_the_child_is_announced() -> (
+    None
+):
+    t = Tree()
+    t.spawn_started("spawn-1")
+    before = len(t.sent())
+    # Codex's order: the child's status and turn come before the spawn item names it.
+    t.status(CHILD)
+    assert t.read_of(CHILD)["params"] == {"threadId": CHILD}, "the bridge asks whose child it is"
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child")
+    t.user_message(CHILD, "@@ words 2", "user-child")
+    t.agent_text(CHILD, "word1 ")
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    assert len(t.sent()) == before, "nothing about the child before its parent is known"
+
+    t.answer_read(CHILD, ROOT, "Ada", "explorer")
+    assert t.announcements() == [(ROOT, CHILD)]
+    first = t.first_mention(CHILD)
+    announcement = t.sent()[first]["params"]
+    assert announcement["sessionId"] == ROOT
+    assert announcement["update"] == {
+        "sessionUpdate": "subagent_update",
+        "sessionId": CHILD,
+        "title": "Ada",
+        "description": "explorer",
+    }
+    # The held traffic follows, in order, on the child's own stream.
+    assert t.updates("agent_message_chunk", CHILD)[0]["content"]["text"] == "word1 "
+    [incoming] = session_messages(t, CHILD)
+    assert incoming["senderSessionId"] == ROOT and incoming["recipientSessionId"] == CHILD
+    assert incoming["content"] == [{"type": "text", "text": "@@ words 2"}]
+    [outgoing] = session_messages(t, ROOT)
+    assert outgoing["senderSessionId"] == ROOT and outgoing["recipientSessionId"] == CHILD
+    assert not t.updates("tool_call", ROOT), "the spawn is a message, not also a tool call"
+    assert t.states(CHILD)[-1] == {"state": "running"}
+    assert t.capabilities(CHILD) == {"cancel": {}}
+    t.check()
+
+
+def test_a_child_permission_request_before_its_announcement_is_held_then_asked_on_the_child() -> (
+    None
+):
+    """RFD validation scenario "Deliver a child permission callback before spawn metadata"."""
+    t = Tree()
+    t.spawn_started("spawn-1")
+    t.status(CHILD)
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child")
+    t.status(CHILD, "active", ["waitingOnApproval"])
+    t.approval(CHILD, rid=7)
+    assert not t.permission_requests(), "held: the child is not announced yet"
+    assert not t.answers_to_codex(7), "held, not answered on the client's behalf"
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    assert not t.permission_requests()
+
+    t.answer_read(CHILD, ROOT, "Ada")
+    [request] = t.permission_requests()
+    assert request["params"]["sessionId"] == CHILD
+    assert t.first_mention(CHILD) < t.sent().index(request)
+    assert t.states(CHILD)[-1] == {"state": "requires_action"}
+    t.answer(request, "allow_once")
+    assert t.answers_to_codex(7)[0]["result"] == {"decision": "accept"}
+    t.status(CHILD, "active")
+    assert t.states(CHILD)[-1] == {"state": "running"}
+    t.check()
+
+
+def test_requires_action_while_the_childs_request_is_open_and_running_once_answered() -> None:
+    t = Tree()
+    t.spawn()
+    t.status(CHILD, "active", ["waitingOnApproval"])
+    t.approval(CHILD, rid=3)
+    [request] = t.permission_requests()
+    assert request["params"]["sessionId"] == CHILD
+    assert t.states(CHILD)[-1] == {"state": "requires_action"}
+    t.answer(request, "allow_once")
+    t.notify("serverRequest/resolved", {"threadId": CHILD, "requestId": 3})
+    t.status(CHILD, "active")
+    assert t.states(CHILD)[-1] == {"state": "running"}
+    # Identical snapshots are not repeated.
+    t.status(CHILD, "active")
+    t.status(CHILD, "active")
+    assert [s["state"] for s in t.states(CHILD)].count("running") == 2  # before and after
+    t.check()
+
+
+def test_a_nested_child_seen_first_is_announced_on_its_parents_stream_after_its_parent() -> None:
+    t = Tree()
+    # The grandchild's events reach the bridge before anything of its parent.
+    t.status(GRANDCHILD)
+    t.answer_read(GRANDCHILD, CHILD, "Grace")
+    assert t.read_of(CHILD), "its parent is read too: ancestors are announced first"
+    assert not t.announcements()
+    t.answer_read(CHILD, ROOT, "Ada")
+    assert t.announcements() == [(ROOT, CHILD), (CHILD, GRANDCHILD)]
+    assert all(parent != ROOT for parent, child in t.announcements() if child == GRANDCHILD)
+    t.check()
+
+
+def test_a_nested_spawn_in_codexs_usual_order() -> None:
+    t = Tree()
+    t.spawn(CHILD, "Ada")
+    t.spawn(GRANDCHILD, "Grace", sender=CHILD, turn="turn-grandchild")
+    assert t.announcements() == [(ROOT, CHILD), (CHILD, GRANDCHILD)]
+    [to_grandchild] = session_messages(t, CHILD)
+    assert to_grandchild["senderSessionId"] == CHILD
+    assert to_grandchild["recipientSessionId"] == GRANDCHILD
+    assert t.states(GRANDCHILD)[-1] == {"state": "running"}
+    # Every association update of the grandchild is on its parent's stream, never the root's.
+    streams = {
+        m["params"]["sessionId"]
+        for m in t.sent()
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "subagent_update"
+        and m["params"]["update"]["sessionId"] == GRANDCHILD
+    }
+    assert streams == {CHILD}
+    t.check()
+
+
+def test_a_child_whose_parentage_cannot_be_read_stays_unexposed_and_asks_on_its_root() -> None:
+    t = Tree()
+    t.status(CHILD)
+    t.turn_started(CHILD, "turn-child", root_turn=ROOT_TURN)
+    t.approval(CHILD, rid=5)
+    t.fail_read(CHILD)
+    assert not t.announcements(), "never guess a parent"
+    [request] = t.permission_requests()
+    assert request["params"]["sessionId"] == ROOT, "represented on its root session"
+    assert "sub-agent" in request["params"]["toolCall"]["title"]
+    t.check()
+
+
+def test_a_thread_that_is_no_child_here_is_never_shown_and_its_question_left_to_its_owner() -> None:
+    """Another client's thread on a shared app-server: Codex sends its events and questions to
+    every connection; the client that owns the thread answers, this bridge must not pre-empt it."""
+    t = Tree()
+    other = "thread-of-another-client"
+    t.status(other, "active")
+    t.turns[other] = "turn-other"
+    t.approval(other, rid=9)
+    t.answer_read(other, None)
+    t.agent_text(other, "not for this client")
+    assert other not in str(t.sent())
+    assert not t.permission_requests()
+    assert not t.answers_to_codex(9)
+    assert len(t.reads()) == 1, "read once, then left alone"
+    t.check()
+
+
+# -- messages and reuse ---------------------------------------------------------------------------
+
+
+def test_two_assignments_to_the_same_child_keep_its_session_with_distinct_message_ids() -> None:
+    """RFD validation scenario "Send two assignments to the same child conversation"."""
+    t = Tree()
+    t.spawn()
+    t.user_message(CHILD, "@@ words 2", "user-1")
+    t.status(CHILD)
+    t.turn_completed(CHILD, "turn-child")
+    t.collab_started("wait-1", "wait", CHILD)
+    done = {"status": "completed", "message": "first result"}
+    t.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
+    t.collab_started("send-1", "sendInput", CHILD)
+    t.collab_completed("send-1", "sendInput", CHILD, prompt="again", state=done)
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child-2")
+    t.user_message(CHILD, "again", "user-2")
+    t.status(CHILD)
+    t.turn_completed(CHILD, "turn-child-2")
+
+    assert t.announcements() == [(ROOT, CHILD)], "one association, reused"
+    outgoing = [m for m in session_messages(t, ROOT) if m["senderSessionId"] == ROOT]
+    incoming_root = [m for m in session_messages(t, ROOT) if m["senderSessionId"] == CHILD]
+    incoming_child = session_messages(t, CHILD)
+    assert [m["content"][0]["text"] for m in outgoing] == ["@@ words 2", "again"]
+    assert [m["content"][0]["text"] for m in incoming_child] == ["@@ words 2", "again"]
+    assert [m["content"][0]["text"] for m in incoming_root] == ["first result"]
+    ids = [m["messageId"] for m in session_messages(t, ROOT)]
+    assert len(ids) == len(set(ids))
+    assert len({m["messageId"] for m in incoming_child}) == 2
+    states = [s["state"] for s in t.states(CHILD)]
+    assert states[-4:] == ["running", "idle", "running", "idle"]
+    assert t.states(CHILD)[-1] == {"state": "idle", "stopReason": "end_turn"}
+    # wait stays an ordinary tool call of the parent.
+    [wait] = t.updates("tool_call", ROOT)
+    assert wait["toolCallId"] == "wait-1" and "Ada" in wait["title"]
+    t.check()
+
+
+def test_a_wait_result_that_arrives_before_the_childs_announcement_is_not_lost() -> None:
+    t = Tree()
+    t.spawn_started("spawn-1")
+    t.status(CHILD)
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.collab_started("wait-1", "wait", CHILD)
+    done = {"status": "completed", "message": "result"}
+    t.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
+    t.answer_read(CHILD, ROOT, "Ada")
+    incoming = [m for m in session_messages(t, ROOT) if m["senderSessionId"] == CHILD]
+    assert [m["content"] for m in incoming] == [[{"type": "text", "text": "result"}]]
+    t.check()
+
+
+# -- work state --------------------------------------------------------------------------------------
+
+
+def test_a_failed_child_turn_is_idle_with_the_error_and_no_stop_reason() -> None:
+    t = Tree()
+    t.spawn()
+    t.status(CHILD, "systemError")
+    error = {"message": "stream disconnected before completion", "codexErrorInfo": "other"}
+    t.turn_completed(CHILD, "turn-child", "failed", error)
+    last = t.states(CHILD)[-1]
+    assert last["state"] == "idle" and last.get("stopReason") is None
+    assert "stream disconnected" in last["_meta"]["error"]
+    assert t.capabilities(CHILD) in ({}, {"cancel": None}), "nothing left to cancel"
+    # The parent's own prompt is untouched.
+    assert t.h.client_response(t.prompt) is None
+    t.turn_completed(ROOT, ROOT_TURN)
+    assert t.h.client_response(t.prompt)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    t.check()
+
+
+def test_losing_codex_makes_running_children_unknown() -> None:
+    t = Tree()
+    t.spawn()
+    t.h._collect(t.h.engine.codex_lost("Codex app-server exited"))
+    assert t.states(CHILD)[-1] == {"state": "unknown"}
+    assert t.capabilities(CHILD) in ({}, {"cancel": None})
+    t.check()
+
+
+# -- cancellation --------------------------------------------------------------------------------------
+
+
+def test_cancelling_a_child_interrupts_its_turn_only_and_idles_it_when_codex_confirms() -> None:
+    t = Tree()
+    t.spawn()
+    assert t.capabilities(CHILD) == {"cancel": {}}
+    t.cancel(CHILD)
+    assert t.interrupts() == [{"threadId": CHILD, "turnId": "turn-child"}]
+    t.h.codex_reply([m for m in t.h.to_codex if m.get("method") == "turn/interrupt"][-1]["id"], {})
+    assert t.states(CHILD)[-1] == {"state": "running"}, "an acknowledgement is not a cancellation"
+    t.status(CHILD)
+    t.turn_completed(CHILD, "turn-child", "interrupted")
+    assert t.states(CHILD)[-1] == {"state": "idle", "stopReason": "cancelled"}
+    assert t.capabilities(CHILD) in ({}, {"cancel": None})
+    # The parent's turn goes on.
+    assert t.h.client_response(t.prompt) is None
+    t.cancel(CHILD)
+    assert len(t.interrupts()) == 1, "nothing left to interrupt"
+    t.check()
+
+
+def test_cancelling_the_parent_interrupts_every_active_descendant() -> None:
+    t = Tree()
+    t.spawn(CHILD, "Ada")
+    t.spawn(GRANDCHILD, "Grace", sender=CHILD, turn="turn-grandchild")
+    t.cancel(ROOT)
+    assert sorted(i["threadId"] for i in t.interrupts()) == sorted([ROOT, CHILD, GRANDCHILD])
+    for thread, turn in [(ROOT, ROOT_TURN), (CHILD, "turn-child"), (GRANDCHILD, "turn-grandchild")]:
+        t.turn_completed(thread, turn, "interrupted")
+    assert t.h.client_response(t.prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert t.states(CHILD)[-1] == {"state": "idle", "stopReason": "cancelled"}
+    assert t.states(GRANDCHILD)[-1] == {"state": "idle", "stopReason": "cancelled"}
+    t.check()
+
+
+def test_cancelling_the_parent_answers_a_childs_pending_request_cancel_exactly_once() -> None:
+    t = Tree()
+    t.spawn()
+    t.status(CHILD, "active", ["waitingOnApproval"])
+    t.approval(CHILD, rid=4)
+    [request] = t.permission_requests()
+    t.cancel(ROOT)
+    assert [a["result"] for a in t.answers_to_codex(4)] == [{"decision": "cancel"}]
+    t.answer(request, "allow_once")  # too late: authorizes nothing
+    assert [a["result"] for a in t.answers_to_codex(4)] == [{"decision": "cancel"}]
+    t.check()
+
+
+def test_cancelling_a_child_with_an_open_request_answers_it_cancel_and_ignores_a_late_allow() -> (
+    None
+):
+    t = Tree()
+    t.spawn()
+    t.status(CHILD, "active", ["waitingOnApproval"])
+    t.approval(CHILD, rid=4)
+    [request] = t.permission_requests()
+    t.cancel(CHILD)
+    assert [a["result"] for a in t.answers_to_codex(4)] == [{"decision": "cancel"}]
+    t.answer(request, "allow_once")
+    assert len(t.answers_to_codex(4)) == 1
+    t.check()
+
+
+def test_a_request_of_a_child_turn_being_cancelled_authorizes_nothing() -> None:
+    t = Tree()
+    t.spawn()
+    t.cancel(CHILD)
+    t.approval(CHILD, rid=6)
+    for request in t.permission_requests():
+        t.answer(request, "allow_once")
+    assert [a["result"] for a in t.answers_to_codex(6)] == [{"decision": "cancel"}]
+
+
+def test_cancelling_the_parent_reaches_a_child_whose_turn_starts_after_the_cancel() -> None:
+    t = Tree()
+    t.spawn_started("spawn-1")
+    t.status(CHILD)
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.answer_read(CHILD, ROOT, "Ada")
+    t.cancel(ROOT)
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child", root_turn=ROOT_TURN)
+    assert {"threadId": CHILD, "turnId": "turn-child"} in t.interrupts()
+
+
+def test_cancelling_the_parent_reaches_a_child_still_being_identified() -> None:
+    t = Tree()
+    t.spawn_started("spawn-1")
+    t.status(CHILD)
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child", root_turn=ROOT_TURN)
+    t.cancel(ROOT)
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.answer_read(CHILD, ROOT, "Ada")
+    assert {"threadId": CHILD, "turnId": "turn-child"} in t.interrupts()
+
+
+def test_closing_the_parent_cancels_its_childrens_work() -> None:
+    t = Tree()
+    t.spawn()
+    t.status(CHILD, "active", ["waitingOnApproval"])
+    t.approval(CHILD, rid=8)
+    t.request("session/close", {"sessionId": ROOT})
+    assert {"threadId": CHILD, "turnId": "turn-child"} in t.interrupts()
+    assert [a["result"] for a in t.answers_to_codex(8)] == [{"decision": "cancel"}]
+
+
+# -- restricted sessions -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("method", "params"), RESTRICTED, ids=[m for m, _ in RESTRICTED])
+def test_a_client_method_that_changes_a_child_is_refused_clearly(method: str, params: Any) -> None:
+    t = Tree()
+    t.spawn()
+    sent = len(t.h.to_codex)
+    rid = t.request(method, {"sessionId": CHILD, **params})
+    error = t.h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32602
+    assert method in error["message"] and CHILD in error["message"]
+    assert "subagent" in error["message"]
+    assert len(t.h.to_codex) == sent, "nothing reaches Codex"
+    t.check()
+
+
+def test_session_list_shows_no_child() -> None:
+    t = Tree()
+    rid = t.request("session/list", {})
+    listing = t.h.codex_request("thread/list")
+    child_source = {"subAgent": {"thread_spawn": {"parent_thread_id": ROOT, "depth": 1}}}
+    t.h.codex_reply(
+        listing["id"],
+        {
+            "data": [
+                {"id": ROOT, "cwd": "/work", "preview": "go", "source": "vscode"},
+                {"id": CHILD, "cwd": "/work", "parentThreadId": ROOT, "source": child_source},
+                {"id": GRANDCHILD, "cwd": "/work", "source": child_source},
+            ],
+            "nextCursor": None,
+        },
+    )
+    sessions = t.h.client_response(rid)["result"]["sessions"]  # type: ignore[index]
+    assert [s["sessionId"] for s in sessions] == [ROOT]
+
+
+# -- a client without the capability ------------------------------------------------------------------
+
+
+def test_without_the_capability_children_stay_hidden_and_ask_on_the_root_naming_the_agent() -> None:
+    t = Tree(subagents=False)
+    t.spawn_started("spawn-1")
+    t.status(CHILD)
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.answer_read(CHILD, ROOT, "Ada")
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child")
+    t.user_message(CHILD, "@@ words 2", "user-child")
+    t.agent_text(CHILD, "hidden words")
+    t.status(CHILD, "active", ["waitingOnApproval"])
+    t.approval(CHILD, rid=2)
+    kinds = {u["sessionUpdate"] for u in t.h.updates()}
+    assert not kinds & {"subagent_update", "session_message", "session_message_chunk"}
+    assert CHILD not in {m["params"]["sessionId"] for m in t.sent() if "params" in m}
+    # The spawn is an ordinary tool call on the root.
+    [spawn] = [u for u in t.updates("tool_call", ROOT) if u["toolCallId"] == "spawn-1"]
+    assert spawn["status"] == "in_progress"
+    # The child's question is asked on the root, saying which agent asks; nothing blocks.
+    [request] = t.permission_requests()
+    assert request["params"]["sessionId"] == ROOT
+    assert request["params"]["toolCall"]["title"].startswith("Ada")
+    t.answer(request, "allow_once")
+    assert t.answers_to_codex(2)[0]["result"] == {"decision": "accept"}
+    t.check()
+
+
+def test_without_the_capability_a_childs_question_held_before_its_parent_is_known_still_asked() -> (
+    None
+):
+    t = Tree(subagents=False)
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child")
+    t.approval(CHILD, rid=1)
+    assert not t.permission_requests()
+    t.answer_read(CHILD, ROOT, "Ada")
+    [request] = t.permission_requests()
+    assert request["params"]["sessionId"] == ROOT
+    t.check()
+
+
+# -- when a thread/read fails -----------------------------------------------------------------------
+
+
+def test_a_failed_first_read_of_a_child_loses_none_of_its_traffic() -> None:
+    t = Tree()
+    t.spawn_started("spawn-1")
+    t.status(CHILD)
+    t.fail_read(CHILD)
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child")
+    t.approval(CHILD, rid=12)
+    t.answer_read(CHILD, ROOT, "Ada")
+    assert t.announcements() == [(ROOT, CHILD)]
+    assert [r["params"]["sessionId"] for r in t.permission_requests()] == [CHILD]
+    assert t.capabilities(CHILD) == {"cancel": {}}
+
+
+def test_a_nested_child_whose_parent_cannot_be_read_is_represented_on_its_root() -> None:
+    t = Tree()
+    t.status(GRANDCHILD)
+    t.status(GRANDCHILD, "active")
+    t.turn_started(GRANDCHILD, "turn-grandchild", root_turn=ROOT_TURN)
+    t.approval(GRANDCHILD, rid=11)
+    t.answer_read(GRANDCHILD, CHILD, "Grace")
+    t.fail_read(CHILD)
+    assert not t.announcements(), "never guess a parent"
+    [request] = t.permission_requests()
+    assert request["params"]["sessionId"] == ROOT
+
+
+# -- a cancel never reaches later work --------------------------------------------------------------
+
+
+def test_cancelling_the_parent_while_a_child_is_idle_leaves_its_next_assignment_alone() -> None:
+    """RFD: cancellation does not prevent the parent from assigning later work to the child,
+    and a cancellation racing with already-ended work does not rewrite it."""
+    t = Tree()
+    t.spawn()
+    t.status(CHILD)
+    t.turn_completed(CHILD, "turn-child")
+    t.cancel(ROOT)  # the child is idle: nothing of it to stop
+    t.turn_completed(ROOT, ROOT_TURN, "interrupted")
+    assert t.h.client_response(t.prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    t.request("session/prompt", {"sessionId": ROOT, "prompt": [{"type": "text", "text": "more"}]})
+    start = t.h.codex_request("turn/start")
+    t.h.codex_reply(
+        start["id"], {"turn": {"id": "turn-root-2", "status": "inProgress", "items": []}}
+    )
+    t.turn_started(ROOT, "turn-root-2", "turn-root-2")
+    t.collab_started("send-1", "sendInput", CHILD)
+    t.collab_completed("send-1", "sendInput", CHILD, prompt="more")
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child-2", "turn-root-2")
+    assert [i for i in t.interrupts() if i["threadId"] == CHILD] == []
+    t.approval(CHILD, rid=21)
+    [request] = t.permission_requests()
+    assert request["params"]["sessionId"] == CHILD
+    assert not t.answers_to_codex(21), "asked, not answered cancel on the client's behalf"
+    t.check()
+
+
+def test_a_cancel_that_arrives_after_the_childs_turn_ended_does_not_stop_its_next_turn() -> None:
+    """The client's session/cancel crossed the child's turn/completed (and the capability's
+    withdrawal) on the wire: it must not carry over to the next assignment."""
+    t = Tree()
+    t.spawn()
+    t.status(CHILD)
+    t.turn_completed(CHILD, "turn-child")
+    t.cancel(CHILD)
+    t.collab_started("send-1", "sendInput", CHILD)
+    t.collab_completed("send-1", "sendInput", CHILD, prompt="more")
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child-2")
+    assert t.interrupts() == []
+    assert t.states(CHILD)[-1] == {"state": "running"}
+    t.check()
