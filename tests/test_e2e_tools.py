@@ -109,12 +109,17 @@ async def test_a_command_streams_its_output_and_completes(
 async def test_output_shows_while_the_command_still_runs(
     bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
 ) -> None:
-    slow = '@@ call exec_command {"cmd": "echo first; sleep 1; echo second"}\n@@ then\n@@ say done'
+    # Codex 0.169 sometimes drops a command's very first output delta (its
+    # aggregatedOutput still has it), so output is printed at three moments.
+    slow = (
+        '@@ call exec_command {"cmd": "echo first; sleep 2; echo second; sleep 2; echo third"}'
+        "\n@@ then\n@@ say done"
+    )
     client, sid, _ = await run(bridge_argv, bridge_env, stderr_file, workspace, slow)
     [updates] = calls(client, sid).values()
     running = [texts(u) for u in updates[1:-1] if "content" in u]
-    assert any("first" in t and "second" not in t for t in running), running
-    assert "second" in texts(merged(updates))
+    assert any(("first" in t or "second" in t) and "third" not in t for t in running), running
+    assert all(word in texts(merged(updates)) for word in ("first", "second", "third"))
     assert_valid_acp(client)
 
 
