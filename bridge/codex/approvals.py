@@ -28,6 +28,8 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from .items import CommandAction
+
 RequestId: TypeAlias = int | str
 
 
@@ -36,16 +38,6 @@ class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
 
 
 # -- command execution -------------------------------------------------------------
-
-
-class CommandAction(_Base):
-    """Codex's best-effort reading of a command (``read``, ``listFiles``, ``search``, ``unknown``)."""
-
-    type: str
-    command: str = ""
-    name: str | None = None
-    path: str | None = None
-    query: str | None = None
 
 
 class NetworkApprovalContext(_Base):

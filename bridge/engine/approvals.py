@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import logging
 import os.path
-import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +57,8 @@ from ..codex import types as codex_types
 from ..jsonrpc import ErrorCode, RequestId
 from ..jsonrpc.peer import ErrorObject
 from .sessions import Session
+from .tools import command_kind as _tool_command_kind
+from .tools import unwrap_shell
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -156,7 +157,7 @@ class Approvals:
         )
         if pending is None:
             return
-        title = command_title(params.command, params.commandActions)
+        title = command_title(params.command)
         if params.kind == "writeStdin":
             title = f"Send input to {title}"
         if params.networkApprovalContext is not None:
@@ -170,7 +171,7 @@ class Approvals:
         tool_call = acp.ToolCallUpdate(
             toolCallId=params.itemId,
             title=title,
-            kind=command_kind(params.commandActions),
+            kind=_tool_command_kind(params.commandActions or []),
             status="pending",
             rawInput=raw_input,
         )
@@ -699,34 +700,9 @@ def _offers(decisions: list[Any], key: str) -> bool:
     return any(d == key or (isinstance(d, dict) and key in d) for d in decisions)
 
 
-_SHELL_WRAPPER = re.compile(r"^(?:\S*/)?(?:bash|zsh|sh|dash)\s+-l?c\s+(?P<script>.+)$", re.DOTALL)
-
-
-def command_title(command: str | None, actions: list[codex.CommandAction] | None) -> str:
-    """The command as the model wrote it: ``touch a.txt``, not ``/bin/bash -lc 'touch a.txt'``."""
-    if actions and len(actions) == 1 and actions[0].command:
-        return actions[0].command
-    if not command:
-        return "Run a command"
-    wrapped = _SHELL_WRAPPER.match(command)
-    if wrapped is not None:
-        try:
-            words = shlex.split(wrapped.group("script"))
-        except ValueError:
-            return command
-        if len(words) == 1:
-            return words[0]
-    return command
-
-
-def command_kind(actions: list[codex.CommandAction] | None) -> acp.ToolKind:
-    """``read`` when every action reads, ``search`` when each reads, lists or searches."""
-    kinds = {action.type for action in actions or []}
-    if kinds == {"read"}:
-        return "read"
-    if kinds and kinds <= {"read", "search", "listFiles"}:
-        return "search"
-    return "execute"
+def command_title(command: str | None) -> str:
+    """The same title the command's tool call has: the command without its shell wrapper."""
+    return unwrap_shell(command) if command else "Run a command"
 
 
 def file_change_title(changes: list[dict[str, Any]], cwd: str) -> str:
