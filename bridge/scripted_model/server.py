@@ -256,7 +256,9 @@ class ScriptedModel:
                 await _send_json(stream, exc.status, error)
             except trio.TooSlowError:
                 logger.warning("dropping a client that sent no whole request in %ss", READ_TIMEOUT)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+        except* (trio.BrokenResourceError, trio.ClosedResourceError):
+            # Also when it surfaces from the response's nursery as a group: a client
+            # that hangs up (Codex killed mid-stream) must not take the server down.
             logger.info("client closed the connection before the whole response")
         finally:
             await stream.aclose()
