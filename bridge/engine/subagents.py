@@ -376,20 +376,7 @@ class Subagents:
             return
         thread_id, item = found
         if thread_id in self.engine.sessions and self._as_tool_call(item):
-            self.engine.update(
-                thread_id,
-                acp_tools.ToolCall(
-                    toolCallId=item.id,
-                    title=self._tool_title(item),
-                    kind="other",
-                    status="in_progress",
-                    rawInput={
-                        "tool": item.tool,
-                        "targets": item.receiverThreadIds,
-                        "prompt": item.prompt,
-                    },
-                ),
-            )
+            self.engine.update(thread_id, self._tool_call(item, "in_progress"))
 
     def _on_item_completed(self, raw: Raw) -> None:
         found = self._collab(raw)
@@ -456,30 +443,14 @@ class Subagents:
         def send() -> None:
             child = self.children.get(sender)
             if child is not None and child.visible and recipient not in self.engine.hidden:
-                self.engine.update(
-                    recipient,
-                    acp.SessionMessage(
-                        messageId=message_id,
-                        senderSessionId=sender,
-                        recipientSessionId=recipient,
-                        content=[acp_types.TextContent(text=text)],
-                    ),
-                )
+                self.engine.update(recipient, _text_message(message_id, sender, recipient, text))
 
         return send
 
     def _outgoing(self, sender: str, receiver: str, message_id: str, prompt: str) -> None:
         if sender in self.engine.hidden:
             return
-        self.engine.update(
-            sender,
-            acp.SessionMessage(
-                messageId=message_id,
-                senderSessionId=sender,
-                recipientSessionId=receiver,
-                content=[acp_types.TextContent(text=prompt)],
-            ),
-        )
+        self.engine.update(sender, _text_message(message_id, sender, receiver, prompt))
 
     def _maybe_incoming_user_message(self, raw: Raw) -> None:
         note = msgspec.json.decode(raw, type=_CollabNote)
@@ -492,12 +463,23 @@ class Subagents:
         # incoming view of that message, in the child's own transcript.
         self.engine.update(
             child.thread_id,
-            acp.SessionMessage(
-                messageId=message.id,
-                senderSessionId=child.parent_id,
-                recipientSessionId=child.thread_id,
-                content=[acp_types.TextContent(text="\n".join(texts))],
-            ),
+            _text_message(message.id, child.parent_id, child.thread_id, "\n".join(texts)),
+        )
+
+    def _tool_call(
+        self,
+        item: _Collab,
+        status: acp_tools.ToolCallStatus,
+        content: list[Any] | msgspec.UnsetType = UNSET,
+    ) -> acp_tools.ToolCall:
+        raw_input = {"tool": item.tool, "targets": item.receiverThreadIds, "prompt": item.prompt}
+        return acp_tools.ToolCall(
+            toolCallId=item.id,
+            title=self._tool_title(item),
+            kind="other",
+            status=status,
+            content=content,
+            rawInput=raw_input,
         )
 
     def _as_tool_call(self, item: _Collab) -> bool:
@@ -624,31 +606,20 @@ class Subagents:
             item = msgspec.json.decode(raw, type=_Collab)
             out: list[msgspec.Struct] = []
             if self._as_tool_call(item):
-                out.append(
-                    acp_tools.ToolCall(
-                        toolCallId=item.id,
-                        title=self._tool_title(item),
-                        kind="other",
-                        status="completed" if item.status == "completed" else "failed",
-                        content=self._states_content(item),
-                        rawInput={
-                            "tool": item.tool,
-                            "targets": item.receiverThreadIds,
-                            "prompt": item.prompt,
-                        },
-                    )
+                status: acp_tools.ToolCallStatus = (
+                    "completed" if item.status == "completed" else "failed"
                 )
+                out.append(self._tool_call(item, status, self._states_content(item)))
             elif item.prompt is not None:
                 # A historical address is no announcement (RFD): the recipient may be
                 # announced later in this replay, or never.
+                several = len(item.receiverThreadIds) > 1
                 out += [
-                    acp.SessionMessage(
-                        messageId=f"{item.id}/{receiver}"
-                        if len(item.receiverThreadIds) > 1
-                        else item.id,
-                        senderSessionId=session_id,
-                        recipientSessionId=receiver,
-                        content=[acp_types.TextContent(text=item.prompt)],
+                    _text_message(
+                        f"{item.id}/{receiver}" if several else item.id,
+                        session_id,
+                        receiver,
+                        item.prompt,
                     )
                     for receiver in item.receiverThreadIds
                 ]
@@ -657,12 +628,7 @@ class Subagents:
                     message = state.get("message") if isinstance(state, dict) else None
                     if message:
                         out.append(
-                            acp.SessionMessage(
-                                messageId=f"{item.id}/{receiver}",
-                                senderSessionId=receiver,
-                                recipientSessionId=session_id,
-                                content=[acp_types.TextContent(text=message)],
-                            )
+                            _text_message(f"{item.id}/{receiver}", receiver, session_id, message)
                         )
             return out
 
@@ -870,6 +836,16 @@ class Subagents:
             lambda _result: None,
             refused,
         )
+
+
+def _text_message(message_id: str, sender: str, recipient: str, text: str) -> acp.SessionMessage:
+    """One session-to-session message of plain text (outgoing or incoming view alike)."""
+    return acp.SessionMessage(
+        messageId=message_id,
+        senderSessionId=sender,
+        recipientSessionId=recipient,
+        content=[acp_types.TextContent(text=text)],
+    )
 
 
 def _spawned(thread: threads.StoredThread) -> list[str]:
