@@ -121,12 +121,13 @@ def serve(
     from .shell.run import ServeOptions, serve_stdio
 
     setup_logging(log_level, log_file)
-    parse_config_overrides(config_overrides)  # reject malformed ones before starting
     options = ServeOptions(
         codex_bin=codex_bin,
         codex_url=codex_url,
         codex_token_file=codex_token_file,
         config_overrides=list(config_overrides),
+        # parsed here, before starting, so malformed ones are rejected first
+        parsed_overrides=parse_config_overrides(config_overrides),
     )
     sys.exit(serve_stdio(options))
 
@@ -157,12 +158,13 @@ def record(
     from .shell.run import ServeOptions, serve_stdio
 
     setup_logging(log_level, log_file)
-    parse_config_overrides(config_overrides)
     options = ServeOptions(
         codex_bin=codex_bin,
         codex_url=codex_url,
         codex_token_file=codex_token_file,
         config_overrides=list(config_overrides),
+        # parsed here, before starting, so malformed ones are rejected first
+        parsed_overrides=parse_config_overrides(config_overrides),
     )
     sys.exit(serve_stdio(options, record_to=out))
 

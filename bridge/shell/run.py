@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import sys
 import time
 from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
@@ -31,7 +33,11 @@ class ServeOptions:
     codex_bin: str | None = None
     codex_url: str | None = None
     codex_token_file: str | None = None
+    #: The ``-c KEY=VALUE`` overrides as typed, for a spawned Codex's command line.
     config_overrides: list[str] = field(default_factory=list)
+    #: The same overrides parsed (the CLI parses them, rejecting malformed ones,
+    #: so the shell never depends on the CLI), for an attached Codex's thread/start.
+    parsed_overrides: dict[str, Any] = field(default_factory=dict)
 
 
 def open_codex(options: ServeOptions) -> AbstractAsyncContextManager[CodexConnection]:
@@ -42,22 +48,40 @@ def open_codex(options: ServeOptions) -> AbstractAsyncContextManager[CodexConnec
     return spawn_codex(binary, config_overrides=options.config_overrides)
 
 
-def make_engine(options: ServeOptions) -> Engine:
-    from ..cli import parse_config_overrides
+def thread_config(options: ServeOptions) -> dict[str, Any] | None:
+    """The config the engine sends with each thread/start.
 
-    # A spawned Codex gets the overrides on its command line; an attached one
-    # only through each thread/start.
-    thread_config = parse_config_overrides(options.config_overrides) if options.codex_url else None
+    A spawned Codex gets the overrides on its command line; an attached one
+    only through each thread/start. Each caller gets its own copy, as it did
+    when the overrides were parsed per call.
+    """
+    return copy.deepcopy(options.parsed_overrides) if options.codex_url else None
+
+
+def make_engine(options: ServeOptions, tap: Tap | None = None) -> Engine:
     # Codex's app-server reads no API key from its environment: the bridge hands it
-    # over when the client picks that auth method (see bridge/engine/config.py).
+    # over when the client picks that auth method (see bridge/engine/auth.py).
     api_key = os.environ.get("CODEX_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    return Engine(thread_config=thread_config, api_key=api_key)
+
+    def is_directory(path: str) -> bool:
+        # The engine asks; the file system answers here. A recording keeps each
+        # "no", so that its replay, on a machine without the path, answers the same.
+        found = os.path.isdir(path)
+        if not found and tap is not None:
+            tap.event("missing_directory", path)
+        return found
+
+    return Engine(thread_config=thread_config(options), api_key=api_key, is_directory=is_directory)
 
 
 async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = None) -> None:
     async with open_codex(options) as codex:
         await run_bridge(
-            client, codex.stream, make_engine(options), codex_exit_reason=codex.exit_reason, tap=tap
+            client,
+            codex.stream,
+            make_engine(options, tap),
+            codex_exit_reason=codex.exit_reason,
+            tap=tap,
         )
 
 
@@ -75,9 +99,9 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
             from ..recording.recorder import Recorder
 
             out = stack.enter_context(open(record_to, "wb"))
-            engine_config = (
-                {"threadConfig": make_engine(options).thread_config} if options.codex_url else {}
-            )
+            # Read from the options, not from an engine's attributes: the replay
+            # builds its engine from this header, so both follow the same options.
+            engine_config = {"threadConfig": thread_config(options)}
             recorder = Recorder(
                 out,
                 clock=time.monotonic,

@@ -1,0 +1,455 @@
+"""The architecture, pinned: import cycles, a pure engine, features wired in one place.
+
+Static checks on the source (``ast``; no module of the tree is imported but
+``bridge`` itself, for its path): a function-level or ``if TYPE_CHECKING:``
+import counts like any other, since it is still a dependency someone has to
+reason about, and a lazy import only hides a cycle until it bites.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import bridge
+
+PACKAGE_DIR = Path(bridge.__file__).resolve().parent
+
+# The engine modules that define feature classes: each reacts to messages and is
+# built, and handed its collaborators, by the wiring module alone.
+FEATURE_MODULES = [
+    "bridge.engine.prompts",
+    "bridge.engine.lifecycle",
+    "bridge.engine.tools",
+    "bridge.engine.approvals",
+    "bridge.engine.settings",
+    "bridge.engine.auth",
+    "bridge.engine.subagents",
+    "bridge.engine.subagent_history",
+]
+# The one engine module allowed to import the feature modules.
+WIRING_MODULE = "bridge.engine.engine"
+
+ENGINE = "bridge.engine"
+# I/O, processes, clocks and concurrency belong to the shell; the engine only
+# maps messages to messages, so replays are deterministic.
+ENGINE_FORBIDDEN = (
+    "trio",
+    "websockets",
+    "socket",
+    "subprocess",
+    "os",
+    "os.path",
+    "time",
+    "asyncio",
+    "pathlib",
+    "select",
+    "threading",
+    "bridge.shell",
+    "bridge.cli",
+    "bridge.recording",
+)
+
+
+# -- the checker ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    #: The dotted name imported; for modules of the scanned package, resolved to one.
+    target: str
+    line: int
+
+
+def find_modules(package_dir: Path) -> dict[str, Path]:
+    """Every module of the package, by dotted name; a package is its ``__init__``."""
+    modules: dict[str, Path] = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = [package_dir.name, *path.relative_to(package_dir).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _is_package(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+def _resolve(name: str, modules: Mapping[str, Path]) -> str:
+    """The longest prefix of ``name`` that is a module of the package (``name`` if none is)."""
+    candidate = name
+    while candidate:
+        if candidate in modules:
+            return candidate
+        candidate = candidate.rpartition(".")[0]
+    return name
+
+
+def imports_of(module: str, modules: Mapping[str, Path]) -> list[Import]:
+    """Everything ``module`` imports, anywhere in its body (functions, TYPE_CHECKING too)."""
+    path = modules[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    # The package a relative import starts from: a package's __init__ is its own.
+    package = module if _is_package(path) else module.rpartition(".")[0]
+    found: list[Import] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.append(Import(module, _resolve(alias.name, modules), node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                if node.level - 1 >= len(base_parts):
+                    raise ValueError(f"{path}:{node.lineno}: relative import beyond the package")
+                base = ".".join(base_parts[: len(base_parts) - (node.level - 1)])
+                if node.module:
+                    base = f"{base}.{node.module}"
+            else:
+                assert node.module is not None  # only relative imports can omit it
+                base = node.module
+            for alias in node.names:
+                # `from pkg import name` imports the module pkg.name when there is one.
+                sub = f"{base}.{alias.name}"
+                target = sub if sub in modules else _resolve(base, modules)
+                found.append(Import(module, target, node.lineno))
+    # ast.walk is breadth-first; report in the order a reader meets them.
+    return sorted(found, key=lambda imp: imp.line)
+
+
+def import_graph(modules: Mapping[str, Path]) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (other packages left out)."""
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name in modules:
+        for imp in imports_of(name, modules):
+            # A self-reference (`from . import __version__` in a package's own
+            # __init__) runs nothing new, so it is no cycle.
+            if imp.target in modules and imp.target != name:
+                graph[name].add(imp.target)
+    return graph
+
+
+def _strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative (no recursion limit on deep graphs)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, list[str]]] = [(root, sorted(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, todo = work[-1]
+            if todo:
+                nxt = todo.pop(0)
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, sorted(graph[nxt])))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(sorted(component))
+    return components
+
+
+def _shortest_cycle_through(
+    start: str, graph: Mapping[str, set[str]], within: set[str]
+) -> list[str]:
+    """Breadth-first from ``start`` back to it, staying in its component."""
+    previous: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following: list[str] = []
+        for node in frontier:
+            for nxt in sorted(graph[node] & within):
+                if nxt == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(previous[path[-1]])
+                    return [*reversed(path), start]
+                if nxt not in previous:
+                    previous[nxt] = node
+                    following.append(nxt)
+        frontier = following
+    raise AssertionError(f"{start} is in a component but on no cycle")
+
+
+def find_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """For every module on a cycle, the shortest cycle through it (each cycle once).
+
+    Not every elementary cycle (there can be exponentially many), but every
+    module of every strongly connected component shows up in at least one.
+    """
+    cycles: list[list[str]] = []
+    for component in _strongly_connected(graph):
+        if len(component) == 1:
+            continue  # self-edges are dropped, so a single module is on no cycle
+        members = set(component)
+        for start in component:
+            ring = _shortest_cycle_through(start, graph, members)[:-1]
+            # Start each at its smallest module, so one cycle reads one way only.
+            first = ring.index(min(ring))
+            ring = ring[first:] + ring[:first]
+            cycle = [*ring, ring[0]]
+            if cycle not in cycles:
+                cycles.append(cycle)
+    return cycles
+
+
+def cycle_report(cycles: list[list[str]]) -> str:
+    return "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def importers_of(module: str, graph: Mapping[str, Iterable[str]]) -> list[str]:
+    return sorted(name for name, targets in graph.items() if module in targets)
+
+
+def tangles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The groups of modules that all reach each other (each one a knot to untie)."""
+    return [c for c in _strongly_connected(graph) if len(c) > 1]
+
+
+def engine_violations(
+    modules: Mapping[str, Path],
+    *,
+    engine: str = ENGINE,
+    forbidden: Iterable[str] = ENGINE_FORBIDDEN,
+    root: Path = PACKAGE_DIR.parent,
+) -> list[str]:
+    """``file:line imports X`` for every forbidden import in the engine package."""
+    forbidden = tuple(forbidden)
+    found: list[str] = []
+    for name in sorted(modules):
+        if name != engine and not name.startswith(f"{engine}."):
+            continue
+        for imp in imports_of(name, modules):
+            # `import os.path` and `from trio.lowlevel import x` are `os`'s and `trio`'s too.
+            if any(imp.target == f or imp.target.startswith(f"{f}.") for f in forbidden):
+                found.append(f"{modules[name].relative_to(root)}:{imp.line} imports {imp.target}")
+    return found
+
+
+# -- the package ------------------------------------------------------------------------
+
+
+MODULES = find_modules(PACKAGE_DIR)
+GRAPH = import_graph(MODULES)
+
+
+def test_no_import_cycles() -> None:
+    cycles = find_cycles(GRAPH)
+    if cycles:
+        knots = "".join(f"\n  {len(knot)} modules: {', '.join(knot)}" for knot in tangles(GRAPH))
+        pytest.fail(
+            "import cycles in bridge/ (function-level and TYPE_CHECKING imports count):\n"
+            f"{cycle_report(cycles)}\nmodules that all import each other:{knots}",
+            pytrace=False,
+        )
+
+
+def test_the_engine_does_no_io() -> None:
+    violations = engine_violations(MODULES)
+    if violations:
+        pytest.fail(
+            "the engine must stay pure (files, clocks, processes and sockets belong to "
+            "bridge.shell):\n" + "\n".join(violations),
+            pytrace=False,
+        )
+
+
+@pytest.mark.parametrize("feature", FEATURE_MODULES)
+def test_a_feature_is_imported_only_by_the_wiring_module(feature: str) -> None:
+    if feature not in MODULES:
+        pytest.fail(f"FEATURE_MODULES names {feature}, which is not a module", pytrace=False)
+    importers = importers_of(feature, GRAPH)
+    by = ", ".join(importers) or "nothing"
+    if WIRING_MODULE not in MODULES:
+        pytest.fail(
+            f"the wiring module {WIRING_MODULE} does not exist ({feature} is imported by: {by})",
+            pytrace=False,
+        )
+    # Features know nothing of each other; only the wiring module puts them together.
+    if importers != [WIRING_MODULE]:
+        pytest.fail(
+            f"{feature} must be imported by {WIRING_MODULE} alone; imported by: {by}",
+            pytrace=False,
+        )
+
+
+# -- the checker, on packages made up for the purpose -----------------------------------
+
+
+def _make_package(root: Path, files: Mapping[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root / "fake"
+
+
+def test_the_checker_finds_a_cycle_through_a_function_level_import(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/a.py": "from .b import thing\n",
+            "fake/b.py": "def thing():\n    from . import a\n    return a\n",
+            "fake/c.py": "from . import a\n",  # reaches the cycle but is not on it
+        },
+    )
+    cycles = find_cycles(import_graph(find_modules(package)))
+    assert cycle_report(cycles) == "fake.a -> fake.b -> fake.a"
+
+
+def test_the_checker_finds_cycles_through_type_checking_and_subpackages(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/core/__init__.py": "from .engine import Engine\n",
+            "fake/core/engine.py": "class Engine:\n    pass\n",
+            "fake/core/feature.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from ..core import Engine\n"  # the package's __init__, a module too
+            ),
+            "fake/core/engine2.py": "import fake.core.feature\n",
+            "fake/util.py": "from fake.core import feature\n",
+        },
+    )
+    graph = import_graph(find_modules(package))
+    assert graph["fake.core.feature"] == {"fake.core"}
+    assert graph["fake.util"] == {"fake.core.feature"}
+    assert find_cycles(graph) == []
+    # Close it: the package's __init__ imports a module that imports the package back.
+    (package / "core" / "__init__.py").write_text(
+        "from .engine import Engine\nfrom . import feature\n"
+    )
+    cycles = find_cycles(import_graph(find_modules(package)))
+    assert cycle_report(cycles) == "fake.core -> fake.core.feature -> fake.core"
+
+
+def test_the_checker_passes_a_package_without_cycles(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "__version__ = '1'\nfrom . import __version__ as v\n",
+            "fake/a.py": "from . import b, c\nimport fake\n",
+            "fake/b.py": "def f():\n    from .c import g\n    return g\n",
+            "fake/c.py": "import os.path\nimport fake\ndef g():\n    pass\n",
+        },
+    )
+    graph = import_graph(find_modules(package))
+    assert graph == {
+        "fake": set(),
+        "fake.a": {"fake", "fake.b", "fake.c"},
+        "fake.b": {"fake.c"},
+        "fake.c": {"fake"},
+    }
+    assert find_cycles(graph) == []
+
+
+def test_the_checker_lists_a_long_cycle_and_its_branches(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/a.py": "from . import b\n",
+            "fake/b.py": "from . import c\n",
+            "fake/c.py": "from . import a\nfrom . import d\n",
+            "fake/d.py": "def f():\n    from . import b\n",
+        },
+    )
+    cycles = find_cycles(import_graph(find_modules(package)))
+    assert cycle_report(cycles) == (
+        "fake.a -> fake.b -> fake.c -> fake.a\nfake.b -> fake.c -> fake.d -> fake.b"
+    )
+
+
+def test_the_purity_check_sees_every_kind_of_import(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/engine/__init__.py": "",
+            "fake/engine/a.py": (
+                "import os.path\n"
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from trio import Nursery\n"
+                "def f():\n"
+                "    from time import monotonic\n"
+                "    from ..shell import run\n"
+            ),
+            "fake/shell/__init__.py": "",
+            "fake/shell/run.py": "import trio\n",  # the shell may
+        },
+    )
+    forbidden = [name.replace("bridge.", "fake.", 1) for name in ENGINE_FORBIDDEN]
+    violations = engine_violations(
+        find_modules(package), engine="fake.engine", forbidden=forbidden, root=tmp_path
+    )
+    assert violations == [
+        "fake/engine/a.py:1 imports os.path",
+        "fake/engine/a.py:4 imports trio",
+        "fake/engine/a.py:6 imports time",
+        "fake/engine/a.py:7 imports fake.shell.run",
+    ]
+
+
+def test_the_checks_pass_an_engine_shaped_as_intended(tmp_path: Path) -> None:
+    # The target shape: features see shared types only, the wiring module sees the features.
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/engine/__init__.py": "from .wiring import Engine\n",
+            "fake/engine/sessions.py": "import logging\nclass Session: ...\n",
+            "fake/engine/prompts.py": "from .sessions import Session\nclass Prompts: ...\n",
+            "fake/engine/tools.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from .sessions import Session\n"
+                "class Tools: ...\n"
+            ),
+            "fake/engine/wiring.py": (
+                "from .prompts import Prompts\nfrom .tools import Tools\nclass Engine: ...\n"
+            ),
+            "fake/shell/__init__.py": "",
+            "fake/shell/run.py": "import trio\nfrom ..engine import Engine\n",
+        },
+    )
+    modules = find_modules(package)
+    graph = import_graph(modules)
+    assert find_cycles(graph) == []
+    assert engine_violations(modules, engine="fake.engine", root=tmp_path) == []
+    for feature in ("fake.engine.prompts", "fake.engine.tools"):
+        assert importers_of(feature, graph) == ["fake.engine.wiring"]
+    # A feature reaching into another, even lazily, is caught.
+    (package / "engine" / "prompts.py").write_text("def f():\n    from . import tools\n")
+    graph = import_graph(find_modules(package))
+    assert importers_of("fake.engine.tools", graph) == ["fake.engine.prompts", "fake.engine.wiring"]
