@@ -25,7 +25,7 @@ def ready_engine(thread_id: str) -> Engine:
         b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}'
     )
     engine.receive_codex(msgspec.json.encode({"id": 1, "result": {"thread": {"id": thread_id}}}))
-    assert thread_id in engine.sessions
+    assert thread_id in engine.threads
     return engine
 
 

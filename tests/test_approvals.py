@@ -378,9 +378,9 @@ def test_an_answer_given_while_the_turn_is_being_cancelled_authorizes_nothing() 
     # Any path that cancels the prompt (session/close does it without session/cancel).
     h, _ = harness()
     codex_asks(h, 0, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
-    prompt = h.engine.sessions[THREAD].prompt
-    assert prompt is not None
-    prompt.cancel_requested = True
+    record = h.engine.threads.session(THREAD)
+    assert record is not None and record.turn is not None
+    record.turn.cancel_requested = True
     pick(h, "allow_once")
     assert codex_answer(h, 0) == {"decision": "cancel"}
 
@@ -414,10 +414,8 @@ def test_a_closed_session_answers_its_questions_cancel() -> None:
     h, _ = harness()
     codex_asks(h, 5, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
     permission = asked(h)["id"]
-    session = h.engine.sessions[THREAD]
-    for hook in h.engine.session_closed_hooks:
-        hook(session)
-    h._collect(h.engine._take())
+    h.engine.forget(THREAD)  # what session/close does once the prompt has settled
+    h._collect(h.engine.hub.take())
     assert codex_answer(h, 5) == {"decision": "cancel"}
     assert permission in withdrawn(h)
     pick(h, "allow_once")

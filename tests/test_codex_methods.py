@@ -21,8 +21,12 @@ def test_generated_codex_methods_are_up_to_date() -> None:
 
 
 def test_the_methods_the_engine_handles_are_ones_codex_sends() -> None:
+    from bridge.codex.messages import NOTIFICATIONS, REQUESTS
     from bridge.engine import Engine
 
-    handled = set(Engine().codex_notification_methods)
-    assert handled <= SERVER_NOTIFICATIONS, handled - SERVER_NOTIFICATIONS
-    assert "item/commandExecution/requestApproval" in SERVER_REQUESTS
+    assert set(NOTIFICATIONS) <= SERVER_NOTIFICATIONS, set(NOTIFICATIONS) - SERVER_NOTIFICATIONS
+    assert set(REQUESTS) <= SERVER_REQUESTS, set(REQUESTS) - SERVER_REQUESTS
+    # Every method that has a type is routed, and nothing is routed without a type.
+    engine = Engine()
+    assert set(engine._notifications) == set(NOTIFICATIONS)
+    assert set(engine._codex_requests) == set(REQUESTS)

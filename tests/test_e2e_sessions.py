@@ -19,7 +19,8 @@ import trio
 from msgspec import Raw
 
 from bridge.acp_client import AcpClient
-from bridge.engine import tools
+from bridge.codex.messages import decode_item
+from bridge.engine import tool_views as tools
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
@@ -80,7 +81,7 @@ def _tools_replay_commands() -> bool:
         "aggregatedOutput": "x\n",
         "exitCode": 0,
     }
-    return bool(tools.history_updates(Raw(msgspec.json.encode(sample))))
+    return bool(tools.history_updates(decode_item(Raw(msgspec.json.encode(sample)))))
 
 
 async def test_load_in_a_new_bridge_replays_the_history_before_its_response(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from tests.support.acp_schema import ConversationValidator
@@ -451,3 +452,80 @@ def test_every_message_to_the_client_in_a_full_turn_is_valid_acp() -> None:
             )
             v.client_sent({"id": message["id"], "method": method})
         v.agent_sent(message)
+
+
+# -- a Codex answer that does not fit, a handler that fails -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "result"),
+    [
+        ("thread/start", {"thread": {"idd": "x"}}),  # the reported defect
+        ("thread/start", {"thread": "nope"}),
+        ("thread/start", []),
+        ("turn/start", {"turn": {"id": 5}}),
+    ],
+)
+def test_a_malformed_codex_answer_fails_the_waiting_request_naming_it(
+    method: str, result: object
+) -> None:
+    """Regression: a thread/start answered with the wrong shape raised out of the engine."""
+    h = Harness()
+    if method == "thread/start":
+        rid = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
+    else:
+        sid = h.new_session()
+        rid = h.client_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
+        )
+    h.codex_reply(h.codex_request(method)["id"], result)
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32603
+    assert method in error["message"] and "malformed" in error["message"]
+    # The connection goes on: a new session opens, a prompt runs to its end.
+    sid = h.new_session("thread-2")
+    prompt = h.start_prompt(sid, turn_id="turn-2")
+    h.complete_turn(sid, "turn-2")
+    assert h.client_response(prompt)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+
+
+def test_a_defect_in_a_handler_answers_its_request_and_the_engine_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = Harness()
+
+    def broken(_rid: object, _raw: object) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setitem(h.engine._client_requests, "session/list", broken)
+    rid = h.client_request("session/list", {})
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32603 and "internal error" in error["message"]
+    assert "a bug" in caplog.text  # the traceback is in the log, not lost
+    assert h.new_session() == "thread-1"
+
+
+def test_a_codex_request_whose_handler_fails_is_answered_once() -> None:
+    h = Harness()
+    h.new_session()
+    h.engine._codex_requests["item/commandExecution/requestApproval"] = lambda rid, p: 1 / 0
+    params = {"threadId": "thread-1", "turnId": "t", "itemId": "i", "command": "ls", "cwd": "/w"}
+    message = {"id": 7, "method": "item/commandExecution/requestApproval", "params": params}
+    h._collect(h.engine.receive_codex(msgspec.json.encode(message)))
+    answers = [m for m in h.to_codex if m.get("id") == 7 and "method" not in m]
+    assert len(answers) == 1 and answers[0]["error"]["code"] == -32603
+
+
+@pytest.mark.parametrize("method", ["session/new", "session/load", "session/resume"])
+def test_a_cwd_that_is_no_directory_is_refused_naming_it(method: str) -> None:
+    h = Harness(is_directory=lambda path: path == "/exists")
+    params: dict[str, object] = {"cwd": "/nowhere", "mcpServers": []}
+    if method != "session/new":
+        params["sessionId"] = "thread-9"
+    rid = h.client_request(method, params)
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32602 and "/nowhere" in error["message"]
+    assert [m.get("method") for m in h.to_codex if "method" in m] == ["initialize", "initialized"]
+    ok = h.client_request("session/new", {"cwd": "/exists", "mcpServers": []})
+    assert h.client_response(ok) is None  # on its way to Codex
+    assert h.codex_request("thread/start")["params"]["cwd"] == "/exists"

@@ -9,7 +9,9 @@ import msgspec
 import pytest
 from msgspec import Raw
 
-from bridge.engine import tools
+from bridge.codex.messages import decode_item
+from bridge.codex.types import UnknownItem
+from bridge.engine import tool_views as tools
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness
 
@@ -267,7 +269,7 @@ def test_tool_items_replay_as_the_tools_feature_shows_them_finished() -> None:
     rid = load(h, [[USER_ITEM, COMMAND_ITEM, ANSWER_ITEM]])
     tool_updates = [
         msgspec.json.decode(msgspec.json.encode(u))
-        for u in tools.history_updates(Raw(msgspec.json.encode(COMMAND_ITEM)))
+        for u in tools.history_updates(decode_item(Raw(msgspec.json.encode(COMMAND_ITEM))))
     ]
     updates = replayed(h, rid)
     assert updates[5 : 5 + len(tool_updates)] == tool_updates
@@ -281,12 +283,12 @@ def test_every_non_message_item_goes_to_the_tools_feature_in_order(
 ) -> None:
     seen: list[str] = []
 
-    def fake_history(raw: Raw) -> list[msgspec.Struct]:
+    def fake_history(item: Any) -> list[msgspec.Struct]:
         from bridge.acp import types as acp
 
-        item = msgspec.json.decode(raw)
-        seen.append(item["type"])
-        return [acp.AgentMessageChunk(content=acp.TextContent(text=f"<{item['id']}>"))]
+        kind = item.type if isinstance(item, UnknownItem) else msgspec.to_builtins(item)["type"]
+        seen.append(kind)
+        return [acp.AgentMessageChunk(content=acp.TextContent(text=f"<{item.id}>"))]
 
     monkeypatch.setattr(tools, "history_updates", fake_history)
     h = Recorder()
@@ -375,7 +377,7 @@ def test_a_resume_codex_refuses_is_passed_on_and_the_load_can_be_retried() -> No
     h.codex_error(h.codex_request("thread/resume")["id"], message)
     error = error_of(h, rid)
     assert error["code"] == -32603 and message in error["message"]
-    assert h.updates() == [] and THREAD not in h.engine.sessions
+    assert h.updates() == [] and THREAD not in h.engine.threads
     again = load(h, [[ANSWER_ITEM]])
     assert own(result_of(h, again)) == {}
 
@@ -428,14 +430,14 @@ def test_session_opened_hooks_run_for_load_resume_and_fork_as_for_new() -> None:
     h = Recorder()
     opened: list[tuple[str, str]] = []
 
-    def hook(session: Any, response: Any, thread: Any) -> None:
-        opened.append((session.session_id, thread.thread.id))
+    def hook(record: Any, response: Any, thread: Any) -> None:
+        opened.append((record.id, thread.thread.id))
         response.modes = {
             "currentModeId": "auto",
             "availableModes": [{"id": "auto", "name": "Auto"}],
         }
 
-    h.engine.session_opened_hooks.append(hook)
+    h.engine.settings.session_opened = hook  # type: ignore[method-assign]
     initialize(h, {"subagents": {}})
     rid = load(h, [])
     assert result_of(h, rid)["modes"]["currentModeId"] == "auto"
@@ -468,7 +470,7 @@ def test_resume_subscribes_without_replaying_history() -> None:
     h.codex_reply(h.codex_request("thread/resume")["id"], resume_result())
     assert own(result_of(h, rid)) == {}
     assert replayed(h, rid) == []
-    assert THREAD in h.engine.sessions
+    assert THREAD in h.engine.threads
     validate_all(h)
 
 
@@ -477,7 +479,7 @@ def test_resume_of_a_thread_that_does_not_exist_is_not_found() -> None:
     rid = h.client_request("session/resume", {"sessionId": "gone", "cwd": CWD})
     h.codex_error(h.codex_request("thread/read")["id"], "thread not loaded: gone")
     assert error_of(h, rid)["code"] == -32002
-    assert "thread/resume" not in codex_methods(h) and "gone" not in h.engine.sessions
+    assert "thread/resume" not in codex_methods(h) and "gone" not in h.engine.threads
 
 
 # -- session/list ---------------------------------------------------------------------
@@ -556,15 +558,13 @@ def test_list_with_a_relative_cwd_is_invalid_params_and_asks_codex_nothing() -> 
 # -- session/close --------------------------------------------------------------------
 
 
-def test_close_of_an_idle_session_unsubscribes_forgets_it_and_runs_closed_hooks() -> None:
+def test_close_of_an_idle_session_unsubscribes_and_forgets_it() -> None:
     h = Recorder()
-    closed: list[str] = []
-    h.engine.session_closed_hooks.append(lambda s: closed.append(s.session_id))
     sid = h.new_session()
     rid = h.client_request("session/close", {"sessionId": sid})
     unsubscribe = h.codex_request("thread/unsubscribe")
     assert unsubscribe["params"] == {"threadId": sid}
-    assert closed == [sid] and sid not in h.engine.sessions
+    assert sid not in h.engine.threads and h.engine.threads.forgotten(sid)
     assert h.client_response(rid) is None  # answered once Codex has unsubscribed us
     h.codex_reply(unsubscribe["id"], {"status": "unsubscribed"})
     assert own(result_of(h, rid)) == {}
@@ -587,7 +587,7 @@ def test_close_of_an_unknown_session_is_not_found_and_changes_nothing() -> None:
     sent = len(h.to_codex)
     rid = h.client_request("session/close", {"sessionId": "nope"})
     assert error_of(h, rid)["code"] == -32002
-    assert len(h.to_codex) == sent and sid in h.engine.sessions
+    assert len(h.to_codex) == sent and sid in h.engine.threads
 
 
 def test_close_while_a_prompt_runs_cancels_it_and_closes_once_codex_confirms() -> None:

@@ -813,3 +813,48 @@ def test_a_cancel_that_arrives_after_the_childs_turn_ended_does_not_stop_its_nex
     assert t.interrupts() == []
     assert t.states(CHILD)[-1] == {"state": "running"}
     t.check()
+
+
+# -- a closed root forgets its sub-agents ----------------------------------------------------------
+
+
+def close_root(t: Tree) -> int:
+    """``session/close`` of the root while its prompt runs: cancelled, then unsubscribed."""
+    rid = t.request("session/close", {"sessionId": ROOT})
+    t.turn_completed(ROOT, ROOT_TURN, status="interrupted")
+    unsubscribe = t.h.codex_request("thread/unsubscribe")
+    t.h.codex_reply(unsubscribe["id"], {"status": "unsubscribed"})
+    assert t.h.client_response(rid) == {"jsonrpc": "2.0", "id": rid, "result": {}}
+    return len(t.sent())
+
+
+@pytest.mark.parametrize("subagents", [True, False], ids=["shown", "hidden"])
+def test_a_closed_roots_child_asks_nothing_on_the_closed_session(subagents: bool) -> None:
+    """Regression: a hidden child of a closed root asked its question on the root's id."""
+    t = Tree(subagents=subagents)
+    t.spawn()
+    closed_at = close_root(t)
+    assert CHILD not in t.h.engine.threads and ROOT not in t.h.engine.threads
+    # Codex goes on for the child: its events, then a question.
+    t.status(CHILD, "active")
+    t.agent_text(CHILD, "still here")
+    t.approval(CHILD, rid=9)
+    after = t.sent()[closed_at:]
+    assert after == [], after  # nothing names the closed root or its child
+    # Codex is answered once, never left waiting on a question nobody sees.
+    [answer] = t.answers_to_codex(9)
+    assert answer["result"]["decision"] in ("decline", "cancel")
+    t.check()
+
+
+def test_a_grandchild_of_a_closed_root_first_seen_after_the_close_is_declined_not_held() -> None:
+    t = Tree()
+    t.spawn()
+    closed_at = close_root(t)
+    t.status(GRANDCHILD, "active")
+    t.turns[GRANDCHILD] = "turn-gc"
+    t.approval(GRANDCHILD, rid=11)
+    t.answer_read(GRANDCHILD, CHILD, "Grace")  # its parent is the closed root's child
+    assert t.sent()[closed_at:] == []
+    [answer] = t.answers_to_codex(11)
+    assert answer["result"]["decision"] in ("decline", "cancel")

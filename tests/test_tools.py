@@ -8,8 +8,9 @@ import msgspec
 import pytest
 
 from bridge.codex.items import CommandAction
+from bridge.codex.messages import decode_item
 from bridge.engine import diffs
-from bridge.engine.tools import (
+from bridge.engine.tool_views import (
     LIVE_OUTPUT_CHARS,
     command_kind,
     command_locations,
@@ -972,7 +973,7 @@ def encoded(item: dict[str, Any]) -> msgspec.Raw:
 
 def test_history_shows_a_finished_command_as_one_tool_call_with_its_final_state() -> None:
     [call] = history_updates(
-        encoded(command("failed", aggregatedOutput="nope\n", exitCode=1)), cwd=CWD
+        decode_item(encoded(command("failed", aggregatedOutput="nope\n", exitCode=1))), cwd=CWD
     )
     shown = msgspec.to_builtins(call)
     assert shown["sessionUpdate"] == "tool_call"
@@ -1005,7 +1006,7 @@ def test_history_shows_a_finished_command_as_one_tool_call_with_its_final_state(
 def test_history_shows_each_tool_item_with_its_final_status(
     item: dict[str, Any], status: str, title: str
 ) -> None:
-    [call] = history_updates(encoded(item), cwd=CWD)
+    [call] = history_updates(decode_item(encoded(item)), cwd=CWD)
     shown = msgspec.to_builtins(call)
     assert (shown["status"], shown["title"]) == (status, title)
     ConversationValidator().agent_sent(
@@ -1028,4 +1029,4 @@ def test_history_shows_each_tool_item_with_its_final_status(
     ],
 )
 def test_history_shows_nothing_for_items_that_are_not_readable_tools(item: dict[str, Any]) -> None:
-    assert history_updates(encoded(item)) == []
+    assert history_updates(decode_item(encoded(item))) == []

@@ -6,8 +6,8 @@ uses. As in :mod:`bridge.codex.types`, unknown fields are ignored, and the open
 enums (statuses, command actions, web search actions) are kept as plain strings or
 loose structs, so a newer Codex never makes a known item undecodable.
 
-``collabAgentToolCall`` (sub-agents) is deliberately absent: another part of the
-bridge owns it.
+``collabAgentToolCall`` (sub-agents) is here too, as :class:`CollabAgentToolCallItem`;
+the sub-agent feature reads it, the tool calls leave it alone.
 """
 
 from __future__ import annotations
@@ -165,6 +165,22 @@ ToolItem: TypeAlias = (
     | ImageViewItem
     | ContextCompactionItem
 )
+
+
+class CollabAgentToolCallItem(_Base, tag="collabAgentToolCall", tag_field="type"):
+    """A sub-agent operation of the thread that made it: spawn, send input, wait, close, resume."""
+
+    id: str
+    #: ``spawnAgent`` | ``sendInput`` | ``wait`` | ``closeAgent`` | ``resumeAgent``.
+    tool: str
+    status: str = ""
+    senderThreadId: str = ""
+    #: Empty at a spawn's ``item/started``: the child's id arrives at ``item/completed``.
+    receiverThreadIds: list[str] = msgspec.field(default_factory=list)
+    prompt: str | None = None
+    #: Thread id → ``{status, message?}`` (what ``wait`` returned).
+    agentsStates: dict[str, Any] = msgspec.field(default_factory=dict)
+
 
 TOOL_ITEM_TYPES = frozenset(
     {

@@ -97,6 +97,8 @@ class Turn(_Base):
     status: str  # TurnStatus; kept open so a new status does not break decoding
     error: TurnError | None = None
     items: list[Raw] = msgspec.field(default_factory=list)
+    #: A sub-agent's turn: the turn of the root thread whose work it does.
+    rootTurnId: str | None = None
 
 
 class Thread(_Base):
@@ -246,7 +248,3 @@ class ErrorNotification(_Base):
     turnId: str
     error: TurnError
     willRetry: bool = False
-
-
-class ThreadStarted(_Base):
-    thread: Thread

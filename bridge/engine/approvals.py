@@ -41,27 +41,26 @@ exactly once, whichever comes first:
 from __future__ import annotations
 
 import logging
-import os.path
+import posixpath
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 from msgspec import Raw
 
 from ..acp import permissions as acp
-from ..acp import types as acp_types
 from ..codex import approvals as codex
+from ..codex import items as codex_items
 from ..codex import types as codex_types
+from ..codex.messages import ItemNotification
 from ..jsonrpc import ErrorCode, RequestId
 from ..jsonrpc.peer import ErrorObject
-from .sessions import Session
-from .tools import command_kind as _tool_command_kind
-from .tools import unwrap_shell
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .hub import AGENT_NAME, Hub
+from .threads import Pending, ThreadRecord
+from .tool_views import command_kind as _tool_command_kind
+from .tool_views import unwrap_shell
 
 log = logging.getLogger(__name__)
 
@@ -79,26 +78,6 @@ CodexAnswer = Any  # a msgspec Struct Codex's request expects as its result
 ReadAnswer = Callable[[Raw], CodexAnswer]
 
 
-@dataclass(slots=True, eq=False)
-class Pending:
-    """A Codex request waiting on the user, from arrival until it settles (exactly once)."""
-
-    codex_id: RequestId
-    method: str
-    thread_id: str
-    turn_id: str | None
-    #: What Codex gets when the work is cancelled, and when an answer cannot be used.
-    cancel: CodexAnswer
-    decline: CodexAnswer
-    #: Turns the client's result into Codex's answer (bad input → ``decline``, logged).
-    read_answer: ReadAnswer | None = None
-    #: Run once the client's answer has been passed on to Codex.
-    after_answer: Callable[[CodexAnswer], None] | None = None
-    client_id: RequestId | None = None
-    client_answered: bool = False
-    settled: bool = False
-
-
 @dataclass(slots=True)
 class Choice:
     """One option offered to the user and the answer Codex gets if it is picked."""
@@ -107,46 +86,18 @@ class Choice:
     answer: CodexAnswer
 
 
-@dataclass(slots=True)
-class _Thread:
-    """What the approvals remember of a thread between requests: its tool items in flight."""
-
-    items: dict[str, codex.StartedItem] = field(default_factory=dict)
-
-
 class Approvals:
     """Codex's server requests that ask the user; see the module docstring."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        #: Codex request id → its pending question (ids are unique per Codex connection).
-        self.pending: dict[RequestId, Pending] = {}
-        self._threads: dict[str, _Thread] = {}
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
         self._client_gone = False
-
-        engine.on_codex_request("item/commandExecution/requestApproval", self._on_command_approval)
-        engine.on_codex_request("item/fileChange/requestApproval", self._on_file_change_approval)
-        engine.on_codex_request("item/permissions/requestApproval", self._on_permissions_approval)
-        engine.on_codex_request("item/tool/requestUserInput", self._on_user_input)
-        engine.on_codex_request("mcpServer/elicitation/request", self._on_mcp_elicitation)
-        # Codex sends these only for turns started with its removed v1 API
-        # (sendUserTurn); this bridge starts turns with turn/start only.
-        engine.on_codex_request("execCommandApproval", self._on_legacy_approval)
-        engine.on_codex_request("applyPatchApproval", self._on_legacy_approval)
-
-        engine.on_client_notification("session/cancel", self._on_session_cancel)
-        engine.on_codex_notification("serverRequest/resolved", self._on_resolved)
-        engine.on_codex_notification("turn/completed", self._on_turn_completed)
-        engine.on_codex_notification("item/started", self._on_item_started)
-        engine.on_codex_notification("item/completed", self._on_item_completed)
-        engine.session_closed_hooks.append(self._on_session_closed)
-        engine.lost_hooks.append(self._on_codex_lost)
-        engine.client_lost_hooks.append(self._on_client_lost)
 
     # -- Codex asks ----------------------------------------------------------------------
 
-    def _on_command_approval(self, rid: RequestId, raw: Raw) -> None:
-        params = msgspec.json.decode(raw, type=codex.CommandExecutionRequestApprovalParams)
+    def command_approval(
+        self, rid: RequestId, params: codex.CommandExecutionRequestApprovalParams
+    ) -> None:
         pending = self._arrived(
             rid,
             "item/commandExecution/requestApproval",
@@ -177,8 +128,9 @@ class Approvals:
         )
         self._ask_permission(pending, tool_call, command_choices(params))
 
-    def _on_file_change_approval(self, rid: RequestId, raw: Raw) -> None:
-        params = msgspec.json.decode(raw, type=codex.FileChangeRequestApprovalParams)
+    def file_change_approval(
+        self, rid: RequestId, params: codex.FileChangeRequestApprovalParams
+    ) -> None:
         pending = self._arrived(
             rid,
             "item/fileChange/requestApproval",
@@ -189,9 +141,10 @@ class Approvals:
         )
         if pending is None:
             return
-        session = self.engine.sessions[params.threadId]
+        record = self.hub.threads.session(params.threadId)
+        assert record is not None  # _arrived checked
         # The request names the item only; its changes came with item/started.
-        item = self._thread(params.threadId).items.get(params.itemId)
+        item = _started_item(record.started_items.get(params.itemId))
         changes = item.changes if item is not None and item.changes else []
         raw_input: dict[str, Any] = {"changes": changes}
         if params.reason:
@@ -201,7 +154,7 @@ class Approvals:
         paths = [c["path"] for c in changes if isinstance(c.get("path"), str)]
         tool_call = acp.ToolCallUpdate(
             toolCallId=params.itemId,
-            title=file_change_title(changes, session.cwd),
+            title=file_change_title(changes, record.cwd),
             kind="edit",
             status="pending",
             locations=[acp.ToolCallLocation(path=p) for p in paths] if paths else msgspec.UNSET,
@@ -217,8 +170,9 @@ class Approvals:
         ]
         self._ask_permission(pending, tool_call, choices)
 
-    def _on_permissions_approval(self, rid: RequestId, raw: Raw) -> None:
-        params = msgspec.json.decode(raw, type=codex.PermissionsRequestApprovalParams)
+    def permissions_approval(
+        self, rid: RequestId, params: codex.PermissionsRequestApprovalParams
+    ) -> None:
         nothing = codex.PermissionsApprovalResponse(permissions={})
         pending = self._arrived(
             rid,
@@ -260,16 +214,15 @@ class Approvals:
                 answer.permissions
             )
             status: acp.ToolCallStatus = "completed" if granted else "failed"
-            if session_id in self.engine.sessions:
-                self.engine.update(
+            if self.hub.threads.session(session_id) is not None:
+                self.hub.update(
                     session_id, acp.ToolCallStatusUpdate(toolCallId=params.itemId, status=status)
                 )
 
         pending.after_answer = close_tool_call
         self._ask_permission(pending, tool_call, choices)
 
-    def _on_user_input(self, rid: RequestId, raw: Raw) -> None:
-        params = msgspec.json.decode(raw, type=codex.ToolRequestUserInputParams)
+    def user_input(self, rid: RequestId, params: codex.ToolRequestUserInputParams) -> None:
         pending = self._arrived(
             rid,
             "item/tool/requestUserInput",
@@ -295,8 +248,9 @@ class Approvals:
         )
         self._ask(pending, "elicitation/create", request)
 
-    def _on_mcp_elicitation(self, rid: RequestId, raw: Raw) -> None:
-        params = msgspec.json.decode(raw, type=codex.McpServerElicitationRequestParams)
+    def mcp_elicitation(
+        self, rid: RequestId, params: codex.McpServerElicitationRequestParams
+    ) -> None:
         pending = self._arrived(
             rid,
             "mcpServer/elicitation/request",
@@ -349,11 +303,14 @@ class Approvals:
         tool = meta.get("tool_title") or meta.get("tool_name") or "a tool"
         tool_name = meta.get("tool_name")
         # The tool call was announced at item/started; the elicitation does not name it.
+        record = self.hub.threads.session(params.threadId)
+        started = record.started_items.values() if record is not None else []
         item_id = next(
             (
                 item.id
-                for item in reversed(self._thread(params.threadId).items.values())
-                if item.type == "mcpToolCall"
+                for item in map(_started_item, reversed(list(started)))
+                if item is not None
+                and item.type == "mcpToolCall"
                 and item.server == params.serverName
                 and (tool_name is None or item.tool == tool_name)
             ),
@@ -381,7 +338,7 @@ class Approvals:
         choices.append(Choice(_option(REJECT_ONCE, "Reject", "reject_once"), pending.decline))
         self._ask_permission(pending, tool_call, choices)
 
-    def _on_legacy_approval(self, rid: RequestId, raw: Raw) -> None:
+    def legacy_approval(self, rid: RequestId, _params: object) -> None:
         log.warning(
             "Codex sent a legacy (v1 API) approval request %s; this bridge starts turns with "
             "turn/start only, so it declines it",
@@ -389,10 +346,10 @@ class Approvals:
         )
         # An error reply is how Codex learns a client cannot approve: it rejects the
         # action ("approval request failed") and the turn goes on.
-        self.engine.codex_error_reply(
+        self.hub.refuse_codex(
             rid,
             ErrorCode.METHOD_NOT_FOUND,
-            "codex-acp-bridge does not answer legacy approval requests; declined",
+            f"{AGENT_NAME} does not answer legacy approval requests; declined",
         )
 
     # -- the lifecycle of one question -----------------------------------------------------
@@ -408,14 +365,13 @@ class Approvals:
         decline: CodexAnswer,
     ) -> Pending | None:
         """Register a Codex request; ``None`` when it is already handled (settled or re-sent)."""
-        if rid in self.pending:
+        record = self.hub.threads.session(thread_id)
+        if record is not None and rid in record.pending:
             # thread/resume re-sends a pending request with its original id.
             log.info("Codex re-sent request %s (%s); still waiting on the client", rid, method)
             return None
         pending = Pending(rid, method, thread_id, turn_id, cancel=cancel, decline=decline)
-        self.pending[rid] = pending
-        session = self.engine.sessions.get(thread_id)
-        if session is None:
+        if record is None:
             log.warning(
                 "Codex %s %s for thread %s, which no ACP session shows: declining",
                 method,
@@ -427,7 +383,8 @@ class Approvals:
         if self._client_gone:
             self._settle(pending, cancel)
             return None
-        if _cancelled(session, turn_id) or self.engine.subagents.turn_cancelled(thread_id, turn_id):
+        record.pending[rid] = pending
+        if self._turn_cancelled(record, turn_id):
             # The user already cancelled this turn: nothing of it is authorized.
             log.info("Codex %s %s for a cancelled turn: cancelling", method, rid)
             self._settle(pending, cancel)
@@ -477,11 +434,11 @@ class Approvals:
         def refused(error: ErrorObject) -> None:
             self._client_refused(pending, error)
 
-        pending.client_id = self.engine.client_request(method, params, answered, refused)
+        pending.client_id = self.hub.client_request(method, params, answered, refused)
 
     def _addressed(self, thread_id: str, params: msgspec.Struct) -> msgspec.Struct:
         """Ask a hidden sub-agent's question on its root session, saying which agent asks."""
-        target, agent = self.engine.subagents.ask_target(thread_id)
+        target, agent = self.hub.threads.ask_target(thread_id)
         if target == thread_id:
             return params
         changes: dict[str, Any] = {"sessionId": target}
@@ -509,11 +466,8 @@ class Approvals:
             )
             return
         pending.client_answered = True
-        session = self.engine.sessions.get(pending.thread_id)
-        if session is not None and (
-            _cancelled(session, pending.turn_id)
-            or self.engine.subagents.turn_cancelled(pending.thread_id, pending.turn_id)
-        ):
+        record = self.hub.threads.session(pending.thread_id)
+        if record is not None and self._turn_cancelled(record, pending.turn_id):
             # The turn is being cancelled (session/close, a cancel still on its way):
             # an answer given now authorizes nothing.
             log.info("answer to %s after its turn was cancelled: cancelling", pending.method)
@@ -544,87 +498,90 @@ class Approvals:
         if pending.settled:
             return
         pending.settled = True
-        self.pending.pop(pending.codex_id, None)
+        record = self.hub.threads.get(pending.thread_id)
+        if record is not None and record.pending.get(pending.codex_id) is pending:
+            del record.pending[pending.codex_id]
         if answer is not _NO_ANSWER:
-            self.engine.codex_result(pending.codex_id, answer)
+            self.hub.answer_codex(pending.codex_id, answer)
         if withdraw and pending.client_id is not None and not pending.client_answered:
-            self.engine.client_notification(
+            self.hub.client_notification(
                 "$/cancel_request", acp.CancelRequestNotification(requestId=pending.client_id)
             )
 
     def _client_can_elicit(self, mode: str) -> bool:
         # ACP: the capability for a mode is declared by a non-null member ({}).
-        declared = self.engine.client_capabilities.elicitation
+        declared = self.hub.client_capabilities.elicitation
         return isinstance(declared, dict) and declared.get(mode) is not None
 
-    def _thread(self, thread_id: str) -> _Thread:
-        return self._threads.setdefault(thread_id, _Thread())
-
     def _of_thread(self, thread_id: str) -> list[Pending]:
-        return [p for p in self.pending.values() if p.thread_id == thread_id]
+        record = self.hub.threads.get(thread_id)
+        return list(record.pending.values()) if record is not None else []
+
+    def _turn_cancelled(self, record: ThreadRecord, turn_id: str | None) -> bool:
+        """The user cancelled the work this turn does: the root's prompt (it is, or may
+        be, this turn), or a sub-agent's turn whose work was cancelled."""
+        turn = record.turn
+        if turn is None:
+            return False
+        if turn.request_id is not None:
+            return turn.cancel_requested and (
+                turn.id is None or turn_id is None or turn.id == turn_id
+            )
+        return turn.id == turn_id and self.hub.threads.work_cancelled(record)
 
     # -- what ends a question besides the answer -------------------------------------------------
 
-    def _on_session_cancel(self, raw: Raw) -> None:
-        try:
-            params = msgspec.json.decode(raw or b"null", type=acp_types.CancelParams)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            return  # Prompts reports the bad notification
-        for pending in self._of_thread(params.sessionId):
+    def session_cancelled(self, session_id: str) -> None:
+        for pending in self._of_thread(session_id):
             # The client answers its own open requests `cancelled` (ACP's rule).
             self._settle(pending, pending.cancel)
 
-    def _on_session_closed(self, session: Session) -> None:
-        for pending in self._of_thread(session.thread_id):
+    def thread_forgotten(self, record: ThreadRecord) -> None:
+        """The thread closed (or its root did): nothing it asked is wanted any more."""
+        for pending in list(record.pending.values()):
             self._settle(pending, pending.cancel, withdraw=True)
-        self._threads.pop(session.thread_id, None)
+        record.started_items.clear()
 
-    def _on_turn_completed(self, raw: Raw) -> None:
-        note = msgspec.json.decode(raw, type=codex_types.TurnNotification)
+    def turn_completed(self, note: codex_types.TurnNotification) -> None:
         for pending in self._of_thread(note.threadId):
             if pending.turn_id == note.turn.id:
                 # Codex drops what the turn waited on (serverRequest/resolved follows);
                 # answering `cancel` too costs nothing and can never leave it waiting.
                 self._settle(pending, pending.cancel, withdraw=True)
-        self._threads.pop(note.threadId, None)
+        record = self.hub.threads.get(note.threadId)
+        if record is not None:
+            record.started_items.clear()
 
-    def _on_resolved(self, raw: Raw) -> None:
-        note = msgspec.json.decode(raw, type=codex.ServerRequestResolved)
-        pending = self.pending.get(note.requestId)
-        if pending is not None and pending.thread_id == note.threadId:
+    def resolved(self, note: codex.ServerRequestResolved) -> None:
+        record = self.hub.threads.get(note.threadId)
+        pending = record.pending.get(note.requestId) if record is not None else None
+        if pending is not None:
             log.info("Codex resolved %s %s itself", pending.method, pending.codex_id)
             self._settle(pending, _NO_ANSWER, withdraw=True)
 
-    def _on_codex_lost(self, _reason: str) -> None:
-        for pending in list(self.pending.values()):
-            self._settle(pending, _NO_ANSWER, withdraw=True)
-        self._threads.clear()
+    def codex_lost(self, _reason: str) -> None:
+        for record in self.hub.threads:
+            for pending in list(record.pending.values()):
+                self._settle(pending, _NO_ANSWER, withdraw=True)
+            record.started_items.clear()
 
-    def _on_client_lost(self) -> None:
+    def client_lost(self) -> None:
         self._client_gone = True
-        for pending in list(self.pending.values()):
-            self._settle(pending, pending.cancel)
+        for record in self.hub.threads:
+            for pending in list(record.pending.values()):
+                self._settle(pending, pending.cancel)
 
-    def _on_item_started(self, raw: Raw) -> None:
-        try:
-            note = msgspec.json.decode(raw, type=codex.StartedItemNotification)
-        except msgspec.ValidationError as exc:
-            log.debug("item/started not understood by the approvals: %s", exc)
-            return
-        if (
-            note.item.type in ("fileChange", "mcpToolCall")
-            and note.threadId in self.engine.sessions
-        ):
-            self._thread(note.threadId).items[note.item.id] = note.item
+    def item_started(self, note: ItemNotification) -> None:
+        if isinstance(
+            note.item, codex_items.FileChangeItem | codex_items.McpToolCallItem
+        ) and self.hub.threads.session(note.threadId):
+            # Kept raw: a permission request shows the patch's changes as Codex wrote them.
+            self.hub.threads.record(note.threadId).started_items[note.item.id] = note.raw
 
-    def _on_item_completed(self, raw: Raw) -> None:
-        try:
-            note = msgspec.json.decode(raw, type=codex.StartedItemNotification)
-        except msgspec.ValidationError:
-            return
-        thread = self._threads.get(note.threadId)
-        if thread is not None:
-            thread.items.pop(note.item.id, None)
+    def item_completed(self, note: ItemNotification) -> None:
+        record = self.hub.threads.get(note.threadId)
+        if record is not None:
+            record.started_items.pop(note.item.id, None)
 
 
 # -- helpers: what the user is shown -----------------------------------------------------------
@@ -638,12 +595,13 @@ def _decision(decision: codex.ApprovalDecision) -> codex.ApprovalResponse:
     return codex.ApprovalResponse(decision=decision)
 
 
-def _cancelled(session: Session, turn_id: str | None) -> bool:
-    """The user cancelled the session's prompt, and it is (or may be) this turn."""
-    prompt = session.prompt
-    if prompt is None or not prompt.cancel_requested:
-        return False
-    return prompt.turn_id is None or turn_id is None or prompt.turn_id == turn_id
+def _started_item(raw: Raw | None) -> codex.StartedItem | None:
+    if raw is None:
+        return None
+    try:
+        return msgspec.json.decode(raw, type=codex.StartedItem)
+    except msgspec.ValidationError:
+        return None
 
 
 def command_choices(params: codex.CommandExecutionRequestApprovalParams) -> list[Choice]:
@@ -719,8 +677,8 @@ def file_change_title(changes: list[dict[str, Any]], cwd: str) -> str:
 
 
 def _relative(path: str, cwd: str) -> str:
-    if cwd and os.path.isabs(path) and (path == cwd or path.startswith(cwd.rstrip("/") + "/")):
-        return os.path.relpath(path, cwd)
+    if cwd and posixpath.isabs(path) and (path == cwd or path.startswith(cwd.rstrip("/") + "/")):
+        return posixpath.relpath(path, cwd)
     return path
 
 

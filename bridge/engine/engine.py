@@ -4,77 +4,82 @@ Rules this engine keeps (read these before changing it):
 
 1. It does no I/O and keeps no clock. Every input is a complete JSON-RPC
    message (bytes) from one side, or an event the shell observed (Codex is
-   gone); every output is an :class:`~bridge.engine.effects.Effect` naming the
-   side to send bytes to. The live daemon and the replay tests run this same
-   code, so what a recording shows is what a user saw.
+   gone, the client is gone); every output is an
+   :class:`~bridge.engine.effects.Effect` naming the side to send bytes to.
+   The live daemon and the replay tests run this same code, so what a
+   recording shows is what a user saw.
 2. Nothing from the client reaches Codex before Codex has finished its
    ``initialize`` handshake: client messages that arrive earlier wait, in
    order, and are handled once Codex is ready (or answered with an error if
    Codex never becomes ready).
 3. Every client request is answered exactly once. A request that waits on
-   Codex is answered when Codex answers, or with an error when Codex is lost.
-   Every Codex request is answered exactly once too, never left waiting.
+   Codex is answered when Codex answers, or with an error when Codex is lost
+   or answers with something that does not fit. Every Codex request is
+   answered exactly once too, never left waiting (except one for another
+   client's thread, which is that client's to answer).
 4. A prompt resolves when Codex says the turn ended (``turn/completed``), never
    when a request was merely acknowledged: ``session/cancel`` sends
    ``turn/interrupt``, and the prompt becomes ``cancelled`` only once Codex
    reports the turn ``interrupted``.
 5. Bad input is answered with a typed JSON-RPC error (-32700, -32600, -32601,
-   -32602, or not-found) and changes nothing else; the connection goes on.
+   -32602, or not-found) and changes nothing else; the connection goes on. No
+   input, from either side, makes :meth:`Engine.receive_client` or
+   :meth:`Engine.receive_codex` raise: a defect in a handler is logged with its
+   traceback and the request that met it answered with -32603.
 
-Structure: :class:`Engine` is a hub. It owns the two JSON-RPC peers, the
-sessions, and the output; *features* (``prompts.py``, ...) register the
-methods they handle with :meth:`Engine.on_client_request`,
-:meth:`Engine.on_codex_notification` and friends, and use the hub's output
-helpers (:meth:`Engine.update`, :meth:`Engine.codex_request`, ...). Several
-features may listen to the same notification; they run in registration
-order.
+Structure. This module is the wiring: the only one that builds the features
+(``prompts``, ``lifecycle``, ``tools``, ``approvals``, ``settings``, ``auth``,
+``subagents``, ``subagent_history``) and the only one that knows the order in
+which several of them react to one message. Each Codex message is decoded once
+(:mod:`bridge.codex.messages`), then handed, typed, to one routing entry of
+:meth:`Engine._routes`; a client request goes to one handler. The features
+share the :class:`~bridge.engine.hub.Hub` (the peers, the thread registry, the
+output) and know nothing of each other: what one needs of another is passed
+to it here, as a function.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias
 
 import msgspec
 from msgspec import Raw
 
 from .. import __version__
-from ..acp import types as acp
-from ..codex import types as codex
+from ..acp import types as acp_types
+from ..codex import messages as codex_messages
+from ..codex import types as codex_types
 from ..jsonrpc import (
     ErrorCode,
     IncomingError,
     IncomingNotification,
     IncomingRequest,
     IncomingResponse,
-    Peer,
     RequestId,
     RpcError,
 )
 from ..jsonrpc.peer import ErrorObject
-from .effects import Effect, ToClient, ToCodex
-from .sessions import Session
+from . import commands
+from .approvals import Approvals
+from .auth import Authentication
+from .effects import Effect
+from .hub import AGENT_NAME, Hub, decode_params
+from .lifecycle import Lifecycle
+from .prompts import Prompts
+from .settings import Configuration
+from .subagent_history import SubagentHistory
+from .subagents import Subagents
+from .threads import Held, ThreadRecord, Threads
+from .tools import Tools
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-OnResult: TypeAlias = Callable[[Raw], None]
-OnError: TypeAlias = Callable[[ErrorObject], None]
 RequestHandler: TypeAlias = Callable[[RequestId, Raw], None]
-NotificationHandler: TypeAlias = Callable[[Raw], None]
+CodexRequestHandler: TypeAlias = Callable[[RequestId, Any], None]
 
-AGENT_NAME = "codex-acp-bridge"
-
-
-@dataclass(frozen=True, slots=True)
-class Waiting:
-    """What to do when the other side answers one of our requests."""
-
-    on_result: OnResult
-    on_error: OnError
+__all__ = ["AGENT_NAME", "Engine"]
 
 
 class Engine:
@@ -82,231 +87,257 @@ class Engine:
 
     Call :meth:`start` once, then feed every message with
     :meth:`receive_client` / :meth:`receive_codex`, and report a lost Codex
-    with :meth:`codex_lost`. Each call returns the effects to carry out, in
-    order.
+    with :meth:`codex_lost` and a client that left with :meth:`client_lost`.
+    Each call returns the effects to carry out, in order.
 
-    ``thread_config`` is sent as ``config`` in every ``thread/start`` (the
-    ``-c key=value`` overrides, for a Codex the bridge did not start itself).
-    ``api_key`` is an OpenAI API key from the bridge's environment, for the
-    ``authenticate`` method that hands it to Codex (the engine reads no
-    environment itself).
+    ``thread_config``: the ``-c key=value`` overrides sent with every
+    ``thread/start``. ``api_key``: an OpenAI API key from the bridge's
+    environment, for ``authenticate``. ``is_directory``: whether a path is an
+    existing directory (the shell asks the file system; a replay answers as
+    the recording says). The engine reads no environment and no file itself.
     """
 
     def __init__(
-        self, *, thread_config: dict[str, Any] | None = None, api_key: str | None = None
+        self,
+        *,
+        thread_config: dict[str, Any] | None = None,
+        api_key: str | None = None,
+        is_directory: Callable[[str], bool] | None = None,
     ) -> None:
-        self.client = Peer[Waiting](jsonrpc_member=True)
-        self.codex = Peer[Waiting](jsonrpc_member=False)
-        self.sessions: dict[str, Session] = {}
-        self.client_capabilities = acp.ClientCapabilities()
-        self.codex_ready = False
-        self.codex_lost_reason: str | None = None
-        self.thread_config = thread_config or None
-        self.api_key = api_key or None
+        hub = self.hub = Hub(
+            thread_config=thread_config,
+            api_key=api_key,
+            is_directory=is_directory or _any_absolute_path,
+        )
         self._before_ready: list[bytes] = []
-        #: Sessions whose updates the client must not see (see :meth:`update`).
-        self.hidden: set[str] = set()
-        self._out: list[Effect] = []
-        self._client_requests: dict[str, RequestHandler] = {"initialize": self._initialize}
-        self._client_notifications: dict[str, list[NotificationHandler]] = {}
-        self._codex_notifications: dict[str, list[NotificationHandler]] = {}
-        self._codex_requests: dict[str, RequestHandler] = {}
-        #: Called with the ``initialize`` result before it is sent: features add what they offer.
-        self.initialize_hooks: list[Callable[[acp.InitializeResult], None]] = []
-        #: Called when Codex is lost, after pending requests failed.
-        self.lost_hooks: list[Callable[[str], None]] = []
-        #: Called when the client has gone (its stdin closed): answer what Codex waits on.
-        self.client_lost_hooks: list[Callable[[], None]] = []
-        #: Called with a ``session/new`` request's params and the ``thread/start``
-        #: params about to be sent: features add what the session asks for (MCP
-        #: servers, a mode the user picked).
-        self.thread_start_hooks: list[
-            Callable[[acp.NewSessionParams, codex.ThreadStartParams], None]
-        ] = []
-        #: Called when a session opens (new, load, resume, fork), with the result
-        #: about to be sent and Codex's thread: features add modes, config options.
-        self.session_opened_hooks: list[
-            Callable[[Session, Any, codex.ThreadStartResult], None]
-        ] = []
-        #: Called right after a session's open result was sent (new, load, resume,
-        #: fork): for updates that may only follow the announcement (the commands).
-        self.session_announced_hooks: list[Callable[[Session], None]] = []
-        #: Called when a session closes (``session/close``).
-        self.session_closed_hooks: list[Callable[[Session], None]] = []
-        #: Called with each ``turn/start`` about to be sent: the settings the user
-        #: picked (mode, model, effort) go here, not into Codex's config file.
-        self.turn_start_hooks: list[Callable[[Session, codex.TurnStartParams], None]] = []
-        #: Asked, in order, whether a prompt is a command (``/review``, ``/compact``);
-        #: the first that returns ``(method, params)`` has the prompt start that
-        #: Codex request instead of ``turn/start`` (its result names the turn, or
-        #: the ``turn/started`` that follows it does).
-        self.prompt_command_hooks: list[
-            Callable[[Session, list[codex.UserInput]], tuple[str, Any] | None]
-        ] = []
+        #: Requests that arrived with the message being handled: ("client" | "codex", id).
+        self._arrived: list[tuple[str, RequestId]] = []
 
-        #: Checks run before a client request reaches its handler: ``guard(method,
-        #: session_id)`` raises ``RpcError`` to refuse it (sub-agent sessions are restricted).
-        self.request_guards: list[Callable[[str, str], None]] = []
-        #: Sees Codex traffic for a thread no session shows yet: returns True when
-        #: it keeps the message (held until the thread's parentage is known).
-        self.thread_gate: Callable[[str, bytes], bool] | None = None
-        #: Called when a session is added (``add_session``).
-        self.session_added_hooks: list[Callable[[Session], None]] = []
+        self.approvals = Approvals(hub)
+        self.tools = Tools(hub)
+        self.settings = Configuration(hub)
+        self.auth = Authentication(hub)
+        self.subagents = Subagents(
+            hub, refeed=self._refeed, cancel_questions=self.approvals.cancel_thread
+        )
+        self.subagent_history = SubagentHistory(
+            hub,
+            history_item=self.subagents.history_item,
+            session_added=self.subagents.session_added,
+            report=self.subagents.report,
+        )
+        self.prompts = Prompts(
+            hub,
+            open_root=self._open_root,
+            opened=self._session_opened,
+            thread_starting=self._thread_starting,
+            turn_starting=self.settings.turn_starting,
+            command=commands.command_request,
+            settled=self._prompt_settled,
+        )
+        self.lifecycle = Lifecycle(
+            hub,
+            open_root=self._open_root,
+            opened=self._session_opened,
+            history_item=self.subagents.history_item,
+            replay_children=self.subagent_history.replay_children,
+            cancel_prompt=self.prompts.cancel,
+            cancel_work=self.subagents.cancel_tree,
+            forget=self.forget,
+        )
+        self._client_requests: dict[str, RequestHandler] = {
+            "initialize": self._initialize,
+            "authenticate": self.auth.authenticate,
+            "session/new": self.prompts.session_new,
+            "session/prompt": self.prompts.session_prompt,
+            "session/load": self.lifecycle.session_load,
+            "session/resume": self.lifecycle.session_resume,
+            "session/fork": self.lifecycle.session_fork,
+            "session/list": self.lifecycle.session_list,
+            "session/close": self.lifecycle.session_close,
+            "session/set_mode": self.settings.set_mode,
+            "session/set_config_option": self.settings.set_config_option,
+        }
+        self._codex_requests: dict[str, CodexRequestHandler] = {
+            "item/commandExecution/requestApproval": self.approvals.command_approval,
+            "item/fileChange/requestApproval": self.approvals.file_change_approval,
+            "item/permissions/requestApproval": self.approvals.permissions_approval,
+            "item/tool/requestUserInput": self.approvals.user_input,
+            "mcpServer/elicitation/request": self.approvals.mcp_elicitation,
+            # Codex sends these only for turns started with its removed v1 API
+            # (sendUserTurn); this bridge starts turns with turn/start only.
+            "execCommandApproval": self.approvals.legacy_approval,
+            "applyPatchApproval": self.approvals.legacy_approval,
+        }
+        self._notifications = self._routes()
 
-        # The features; each registers the methods it handles, in this order.
-        from .approvals import Approvals
-        from .config import Configuration
-        from .lifecycle import Lifecycle
-        from .prompts import Prompts
-        from .tools import Tools
+    def _routes(self) -> dict[str, Callable[[Any], None]]:
+        """Each Codex notification → what reacts to it, in this order."""
+        prompts, tools, approvals, subagents = (
+            self.prompts,
+            self.tools,
+            self.approvals,
+            self.subagents,
+        )
 
-        self.prompts = Prompts(self)
-        self.tools = Tools(self)
-        self.approvals = Approvals(self)
-        self.lifecycle = Lifecycle(self)
-        self.configuration = Configuration(self)
-        from .subagents import Subagents
+        def item_started(note: codex_messages.ItemNotification) -> None:
+            tools.item_started(note)
+            approvals.item_started(note)
+            subagents.item_started(note)
 
-        self.subagents = Subagents(self)
+        def item_completed(note: codex_messages.ItemNotification) -> None:
+            prompts.item_completed(note)
+            tools.item_completed(note)
+            approvals.item_completed(note)
+            subagents.item_completed(note)
 
-    # -- registration (used by features) ---------------------------------------------
+        def turn_started(note: codex_types.TurnNotification) -> None:
+            prompts.turn_started(note)
+            subagents.turn_started(note)
 
-    def on_client_request(self, method: str, handler: RequestHandler) -> None:
-        assert method not in self._client_requests, f"two handlers for {method}"
-        self._client_requests[method] = handler
+        def turn_completed(note: codex_types.TurnNotification) -> None:
+            # The prompt settles first (a close waiting on it finishes), then what
+            # the turn still asked is withdrawn, then a sub-agent's state follows.
+            prompts.turn_completed(note)
+            approvals.turn_completed(note)
+            subagents.turn_completed(note)
 
-    def on_client_notification(self, method: str, handler: NotificationHandler) -> None:
-        self._client_notifications.setdefault(method, []).append(handler)
+        return {
+            "item/agentMessage/delta": prompts.agent_message_delta,
+            "item/reasoning/summaryTextDelta": prompts.reasoning_delta,
+            "item/reasoning/summaryPartAdded": prompts.reasoning_part_added,
+            "item/started": item_started,
+            "item/completed": item_completed,
+            "turn/started": turn_started,
+            "turn/completed": turn_completed,
+            "thread/tokenUsage/updated": prompts.token_usage,
+            "error": prompts.error,
+            "item/commandExecution/outputDelta": tools.output_delta,
+            "item/commandExecution/terminalInteraction": tools.terminal_interaction,
+            "item/fileChange/patchUpdated": tools.patch_updated,
+            "item/mcpToolCall/progress": tools.mcp_progress,
+            "turn/plan/updated": tools.plan_updated,
+            "thread/name/updated": tools.thread_name_updated,
+            "serverRequest/resolved": approvals.resolved,
+            "thread/status/changed": subagents.status_changed,
+            "thread/settings/updated": self.settings.settings_updated,
+            "account/login/completed": self.auth.login_completed,
+        }
 
-    def on_codex_notification(self, method: str, handler: NotificationHandler) -> None:
-        self._codex_notifications.setdefault(method, []).append(handler)
-
-    def on_codex_request(self, method: str, handler: RequestHandler) -> None:
-        assert method not in self._codex_requests, f"two handlers for {method}"
-        self._codex_requests[method] = handler
+    # -- state the shell and tests read ---------------------------------------------------
 
     @property
-    def codex_notification_methods(self) -> frozenset[str]:
-        return frozenset(self._codex_notifications)
+    def threads(self) -> Threads:
+        """The thread-to-session identity map."""
+        return self.hub.threads
+
+    @property
+    def client(self) -> Any:
+        """The client-side JSON-RPC peer (the shell builds its own error replies with it)."""
+        return self.hub.client
+
+    @property
+    def codex_ready(self) -> bool:
+        return self.hub.codex_ready
 
     @property
     def starting(self) -> bool:
         """Codex has neither finished its handshake nor been lost yet."""
-        return not self.codex_ready and self.codex_lost_reason is None
+        return not self.hub.codex_ready and self.hub.codex_lost_reason is None
 
     # -- inputs ------------------------------------------------------------------------
 
     def start(self) -> list[Effect]:
         """Begin the Codex handshake."""
-        params = codex.InitializeParams(
-            clientInfo=codex.ClientInfo(name=AGENT_NAME, version=__version__),
-            capabilities=codex.InitializeCapabilities(experimentalApi=True),
+        params = codex_types.InitializeParams(
+            clientInfo=codex_types.ClientInfo(name=AGENT_NAME, version=__version__),
+            capabilities=codex_types.InitializeCapabilities(experimentalApi=True),
         )
-        self.codex_request("initialize", params, self._codex_initialized, self._codex_init_failed)
-        return self._take()
+        self.hub.codex_request(
+            "initialize", params, None, self._codex_initialized, self._codex_init_failed
+        )
+        return self.hub.take()
 
     def receive_client(self, data: bytes) -> list[Effect]:
         """One message from the ACP client."""
         if self.starting:
             self._before_ready.append(data)
             return []
-        self._handle_client(data)
-        return self._take()
+        self._guarded(self._handle_client, data)
+        return self.hub.take()
 
     def receive_codex(self, data: bytes) -> list[Effect]:
         """One message from Codex's app-server."""
-        msg = self.codex.receive(data)
-        if (
-            self.thread_gate is not None
-            and isinstance(msg, IncomingNotification | IncomingRequest)
-            and msg.params
-        ):
-            try:
-                thread_id = _THREAD_PEEK.decode(msg.params).threadId
-            except msgspec.ValidationError:
-                thread_id = ""  # params that are no object: the handler will say so
-            if thread_id and thread_id not in self.sessions and self.thread_gate(thread_id, data):
-                return self._take()
-        self.dispatch_codex(msg)
-        return self._take()
-
-    def refeed_codex(self, data: bytes) -> None:
-        """Handle a message the thread gate held earlier, as if it arrived now."""
-        self.dispatch_codex(self.codex.receive(data))
-
-    def dispatch_codex(self, msg: Any) -> None:
-        if isinstance(msg, IncomingNotification):
-            handlers = self._codex_notifications.get(msg.method)
-            if handlers is None:
-                log.debug("ignoring Codex notification %s", msg.method)
-            else:
-                for handler in handlers:
-                    try:
-                        handler(msg.params)
-                    except msgspec.ValidationError as exc:
-                        # Codex sent a shape this bridge does not understand: say
-                        # so loudly, keep the connection (the next may be fine).
-                        log.warning("Codex %s not understood: %s", msg.method, exc)
-        elif isinstance(msg, IncomingResponse):
-            msg.context.on_result(msg.result)
-        elif isinstance(msg, IncomingError):
-            msg.context.on_error(msg.error)
-        elif isinstance(msg, IncomingRequest):
-            self._handle_codex_request(msg)
-        else:
-            log.warning("Codex sent an invalid message: %s", msg.reason)
+        self._guarded(self._handle_codex, data)
+        return self.hub.take()
 
     def client_lost(self) -> list[Effect]:
         """The client is gone: answer every Codex request still waiting on it."""
-        for hook in self.client_lost_hooks:
-            hook()
-        return self._take()
+        self._guarded(lambda _: self.approvals.client_lost(), b"")
+        return self.hub.take()
 
     def codex_lost(self, reason: str) -> list[Effect]:
         """Codex is gone (process exited, socket closed): fail what waited on it."""
-        if self.codex_lost_reason is not None:
+        hub = self.hub
+        if hub.codex_lost_reason is not None:
             return []
-        self.codex_lost_reason = reason
-        self.codex_ready = False
-        for _rid, waiting in self.codex.abandon_pending():
-            waiting.on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, reason))
-        for hook in self.lost_hooks:
-            hook(reason)
-        self._drain_before_ready()
-        return self._take()
+        hub.codex_lost_reason = reason
+        hub.codex_ready = False
+        hub.open_codex_requests.clear()  # nobody is left to answer
 
-    # -- dispatch ------------------------------------------------------------------------
+        def lost(_: bytes) -> None:
+            for _rid, waiting in hub.codex.abandon_pending():
+                waiting.on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, reason))
+            self.prompts.codex_lost(reason)
+            self.approvals.codex_lost(reason)
+            self.lifecycle.codex_lost(reason)
+            self.auth.codex_lost(reason)
+            self.subagents.codex_lost(reason)
+            self._drain_before_ready()
+
+        self._guarded(lost, b"")
+        return hub.take()
+
+    # -- the one place an exception stops -------------------------------------------------
+
+    def _guarded(self, handle: Callable[[bytes], None], data: bytes) -> None:
+        """Run ``handle``; a defect in it is logged and answered, never raised.
+
+        A request, from either side, that arrived with ``data`` and is still
+        unanswered after the handler failed is answered with -32603 (the engine
+        cannot say how far it got).
+        """
+        hub = self.hub
+        arrived = self._arrived
+        arrived.clear()
+        try:
+            handle(data)
+        except Exception:
+            log.exception("internal error handling %r", data[:200])
+            message = f"{AGENT_NAME} internal error; see its log"
+            for side, rid in arrived:
+                if side == "client" and rid in hub.open_client_requests:
+                    hub.refuse_client(rid, RpcError.internal(message))
+                elif side == "codex" and rid in hub.open_codex_requests:
+                    hub.refuse_codex(rid, ErrorCode.INTERNAL_ERROR, message)
+
+    # -- the client's messages ----------------------------------------------------------
 
     def _handle_client(self, data: bytes) -> None:
-        msg = self.client.receive(data)
+        hub = self.hub
+        msg = hub.client.receive(data)
         if isinstance(msg, IncomingRequest):
-            handler = self._client_requests.get(msg.method)
+            hub.open_client_requests.add(msg.id)
+            self._arrived.append(("client", msg.id))
             try:
-                if handler is None:
-                    raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {msg.method}")
-                if self.codex_lost_reason is not None:
-                    raise RpcError.internal(self.codex_lost_reason)
-                if self.request_guards and msg.params:
-                    try:
-                        session_id = _SESSION_PEEK.decode(msg.params).sessionId
-                    except msgspec.ValidationError:
-                        session_id = ""  # the handler reports the bad params
-                    if session_id:
-                        for guard in self.request_guards:
-                            guard(msg.method, session_id)
-                handler(msg.id, msg.params)
+                self._client_request(msg)
             except RpcError as exc:
-                self.client_error(msg.id, exc)
+                hub.refuse_client(msg.id, exc)
         elif isinstance(msg, IncomingNotification):
-            handlers = self._client_notifications.get(msg.method)
-            if handlers is None:
+            if msg.method == "session/cancel":
+                self._session_cancel(msg.params)
+            else:
                 log.info("ignoring client notification %s", msg.method)
-                return
-            for note in handlers:
-                try:
-                    note(msg.params)
-                except RpcError as exc:
-                    log.warning("bad %s notification: %s", msg.method, exc.message)
         elif isinstance(msg, IncomingResponse):
             msg.context.on_result(msg.result)
         elif isinstance(msg, IncomingError):
@@ -314,152 +345,175 @@ class Engine:
         else:
             log.warning("client sent an invalid message: %s", msg.reason)
             if msg.reply is not None:
-                self._out.append(ToClient(msg.reply))
+                hub.send_raw_to_client(msg.reply)
 
-    def _handle_codex_request(self, msg: IncomingRequest) -> None:
-        handler = self._codex_requests.get(msg.method)
+    def _client_request(self, msg: IncomingRequest) -> None:
+        handler = self._client_requests.get(msg.method)
+        if handler is None:
+            raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {msg.method}")
+        if self.hub.codex_lost_reason is not None:
+            raise RpcError.internal(self.hub.codex_lost_reason)
+        if msg.params:
+            try:
+                session_id = _SESSION_PEEK.decode(msg.params).sessionId
+            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+                session_id = ""  # the handler reports the bad params
+            if session_id:
+                self.subagents.guard(msg.method, session_id)
+        handler(msg.id, msg.params)
+
+    def _session_cancel(self, raw: Raw) -> None:
+        """``session/cancel``: the prompt, then what the session asked, then its sub-agents' work."""
+        try:
+            params = decode_params(raw, acp_types.CancelParams, "session/cancel")
+        except RpcError as exc:
+            log.warning("bad session/cancel notification: %s", exc.message)
+            return
+        record = self.hub.threads.session(params.sessionId)
+        if record is None:
+            log.warning("session/cancel for unknown session %s", params.sessionId)
+        else:
+            self.prompts.cancel(record)
+        self.approvals.session_cancelled(params.sessionId)
+        self.subagents.cancel_tree(params.sessionId)
+
+    def _initialize(self, rid: RequestId, raw: Raw) -> None:
+        params = decode_params(raw, acp_types.InitializeParams, "initialize")
+        self.hub.client_capabilities = params.clientCapabilities
+        result = acp_types.InitializeResult(
+            protocolVersion=acp_types.PROTOCOL_VERSION,
+            agentCapabilities=acp_types.AgentCapabilities(
+                promptCapabilities=acp_types.PromptCapabilities(image=True, embeddedContext=True),
+            ),
+            agentInfo=acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__),
+        )
+        self.lifecycle.advertise(result)
+        self.auth.advertise(result)
+        self.hub.answer_client(rid, result)
+
+    # -- Codex's messages -----------------------------------------------------------------
+
+    def _handle_codex(self, data: bytes) -> None:
+        hub = self.hub
+        msg = hub.codex.receive(data)
+        if isinstance(msg, IncomingNotification):
+            request_id: RequestId | None = None
+        elif isinstance(msg, IncomingRequest):
+            request_id = msg.id
+            hub.open_codex_requests.add(request_id)
+            self._arrived.append(("codex", request_id))
+        elif isinstance(msg, IncomingResponse):
+            msg.context.result(msg.result)
+            return
+        elif isinstance(msg, IncomingError):
+            msg.context.on_error(msg.error)
+            return
+        else:
+            log.warning("Codex sent an invalid message: %s", msg.reason)
+            return
+        try:
+            params = codex_messages.decode_params(msg.method, msg.params)
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+            # Codex sent a shape this bridge does not understand: say so once,
+            # keep the connection (the next may be fine), never leave it waiting.
+            log.warning("Codex %s not understood: %s", msg.method, exc)
+            if request_id is not None:
+                hub.refuse_codex(request_id, ErrorCode.INVALID_PARAMS, f"not understood: {exc}")
+            return
+        thread_id = codex_messages.thread_of(params)
+        unshown = thread_id and not hub.threads.is_session(thread_id)
+        if unshown and self.subagents.gate(thread_id, Held(msg.method, params, request_id)):
+            return
+        if request_id is None:
+            route = self._notifications.get(msg.method)
+            if route is None:
+                log.debug("ignoring Codex notification %s", msg.method)
+            else:
+                route(params)
+        else:
+            self._codex_request(request_id, msg.method, params)
+
+    def _codex_request(self, rid: RequestId, method: str, params: Any) -> None:
+        handler = self._codex_requests.get(method)
         if handler is None:
             # Never leave Codex waiting on a request nobody will see.
-            log.warning("Codex request %s is not supported; declining", msg.method)
-            self.codex_error_reply(
-                msg.id, ErrorCode.METHOD_NOT_FOUND, f"{AGENT_NAME} does not support {msg.method}"
+            log.warning("Codex request %s is not supported; declining", method)
+            self.hub.refuse_codex(
+                rid, ErrorCode.METHOD_NOT_FOUND, f"{AGENT_NAME} does not support {method}"
             )
             return
         try:
-            handler(msg.id, msg.params)
+            handler(rid, params)
         except RpcError as exc:
-            self.codex_error_reply(msg.id, exc.code, exc.message)
-        except msgspec.ValidationError as exc:
-            log.warning("Codex %s not understood: %s", msg.method, exc)
-            self.codex_error_reply(msg.id, ErrorCode.INVALID_PARAMS, f"not understood: {exc}")
+            self.hub.refuse_codex(rid, exc.code, exc.message)
 
-    def _initialize(self, rid: RequestId, raw: Raw) -> None:
-        params = decode_params(raw, acp.InitializeParams, "initialize")
-        self.client_capabilities = params.clientCapabilities
-        result = acp.InitializeResult(
-            protocolVersion=acp.PROTOCOL_VERSION,
-            agentCapabilities=acp.AgentCapabilities(
-                promptCapabilities=acp.PromptCapabilities(image=True, embeddedContext=True),
-            ),
-            agentInfo=acp.Implementation(name=AGENT_NAME, title="Codex", version=__version__),
-        )
-        for hook in self.initialize_hooks:
-            hook(result)
-        self.client_result(rid, result)
+    def _refeed(self, message: Held) -> None:
+        """Handle a message the sub-agent gate held, as if it arrived now."""
+        if message.request_id is not None:
+            self._codex_request(message.request_id, message.method, message.params)
+            return
+        route = self._notifications.get(message.method)
+        if route is not None:
+            route(message.params)
 
-    # -- codex handshake --------------------------------------------------------------------
+    # -- the Codex handshake ----------------------------------------------------------------
 
-    def _codex_initialized(self, _result: Raw) -> None:
-        self.codex_ready = True
-        self._out.append(ToCodex(self.codex.notification("initialized")))
+    def _codex_initialized(self, _result: object) -> None:
+        self.hub.codex_ready = True
+        self.hub.codex_notification("initialized")
         self._drain_before_ready()
 
     def _codex_init_failed(self, error: ErrorObject) -> None:
-        if self.codex_lost_reason is None:  # else: lost, and the reason says how
-            self.codex_lost_reason = f"Codex app-server refused initialize: {error.message}"
+        if self.hub.codex_lost_reason is None:  # else: lost, and the reason says how
+            self.hub.codex_lost_reason = f"Codex app-server refused initialize: {error.message}"
         self._drain_before_ready()
 
     def _drain_before_ready(self) -> None:
         waiting, self._before_ready = self._before_ready, []
         for data in waiting:
-            self._handle_client(data)
+            self._guarded(self._handle_client, data)
 
-    # -- output (used by features) ------------------------------------------------------------
+    # -- what one feature asks of the others ------------------------------------------------
 
-    def add_session(self, session: Session) -> None:
-        """Make a session known (new, loaded, or a sub-agent's) and tell the features."""
-        self.sessions[session.session_id] = session
-        if not session.visible:
-            self.hidden.add(session.session_id)
-        for hook in self.session_added_hooks:
-            hook(session)
-
-    def session(self, session_id: str) -> Session:
-        """The session with this id, or a not-found error for the client."""
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise RpcError.not_found(f"Session not found: {session_id}", {"sessionId": session_id})
-        return session
-
-    def codex_request(
-        self, method: str, params: Any, on_result: OnResult, on_error: OnError
+    def _thread_starting(
+        self, params: acp_types.NewSessionParams, start: codex_types.ThreadStartParams
     ) -> None:
-        if self.codex_lost_reason is not None:
-            on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
-            return
-        _rid, data = self.codex.request(method, params, Waiting(on_result, on_error))
-        self._out.append(ToCodex(data))
+        self.lifecycle.thread_starting(params, start)
 
-    def codex_result(self, rid: RequestId, result: Any) -> None:
-        """Answer a request Codex made."""
-        self._out.append(ToCodex(self.codex.response(rid, result)))
+    def _session_opened(
+        self, record: ThreadRecord, rid: RequestId, result: Any, opened: Any
+    ) -> None:
+        """A session opened (new, load, resume, fork): its settings fill the result, the
+        result goes out, then what may only follow it (the commands, the current state
+        of sub-agents a load replayed)."""
+        self.settings.session_opened(record, result, opened)
+        self.hub.answer_client(rid, result)
+        self.settings.session_announced(record)
+        self.subagent_history.after_response(record)
 
-    def codex_error_reply(self, rid: RequestId, code: int, message: str) -> None:
-        self._out.append(ToCodex(self.codex.error(rid, code, message)))
+    def _open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
+        """The client opened a session on ``thread_id``: what was held for it is handled now."""
+        record = self.hub.threads.open_root(thread_id, cwd)
+        self.subagents.session_added(record)
+        return record
 
-    def client_request(
-        self, method: str, params: Any, on_result: OnResult, on_error: OnError
-    ) -> RequestId:
-        rid, data = self.client.request(method, params, Waiting(on_result, on_error))
-        self._out.append(ToClient(data))
-        return rid
+    def _prompt_settled(self, record: ThreadRecord) -> None:
+        self.lifecycle.prompt_settled(record)
 
-    def client_notification(self, method: str, params: Any) -> None:
-        """Send the client a notification other than ``session/update`` (``$/cancel_request``)."""
-        self._out.append(ToClient(self.client.notification(method, params)))
-
-    def update(self, session_id: str, update: msgspec.Struct) -> None:
-        """Send one ``session/update`` (any update Struct tagged with ``sessionUpdate``).
-
-        Updates for a session the client is not shown (a sub-agent of a client
-        that did not declare ``subagents``) are not sent.
-        """
-        if session_id in self.hidden:
-            return
-        params = acp.SessionNotification(sessionId=session_id, update=update)
-        self._out.append(ToClient(self.client.notification("session/update", params)))
-
-    def client_result(self, rid: RequestId, result: Any) -> None:
-        self._out.append(ToClient(self.client.response(rid, result)))
-
-    def client_error(self, rid: RequestId, exc: RpcError) -> None:
-        self._out.append(ToClient(self.client.error(rid, exc.code, exc.message, exc.data)))
-
-    def forward_error(self, rid: RequestId) -> OnError:
-        """An ``on_error`` that passes Codex's error on to client request ``rid``."""
-
-        def forward(error: ErrorObject) -> None:
-            self.client_error(rid, codex_error(error))
-
-        return forward
-
-    def _take(self) -> list[Effect]:
-        out, self._out = self._out, []
-        return out
-
-
-class _ThreadPeek(msgspec.Struct):
-    threadId: str = ""
+    def forget(self, thread_id: str) -> None:
+        """Forget a thread and every sub-agent under it, answering what they held."""
+        for record in self.hub.threads.forget(thread_id):
+            self.approvals.thread_forgotten(record)
 
 
 class _SessionPeek(msgspec.Struct):
     sessionId: str = ""
 
 
-# Decoding one field of params and skipping the rest is cheap enough for every message.
-_THREAD_PEEK = msgspec.json.Decoder(_ThreadPeek)
+# Decoding one field of params and skipping the rest is cheap enough for every request.
 _SESSION_PEEK = msgspec.json.Decoder(_SessionPeek)
 
 
-def decode_params(raw: Raw, kind: type[T], method: str) -> T:
-    """Decode request params; a mismatch is -32602 naming the field."""
-    try:
-        return msgspec.json.decode(raw or b"null", type=kind)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        detail = str(exc).replace("`$`", "`params`").replace("`$.", "`params.")
-        raise RpcError.invalid_params(f"Invalid params for {method}: {detail}") from None
-
-
-def codex_error(error: ErrorObject) -> RpcError:
-    """A Codex JSON-RPC error, passed on with Codex's own message."""
-    return RpcError(ErrorCode.INTERNAL_ERROR, f"Codex: {error.message}", error.data)
+def _any_absolute_path(path: str) -> bool:
+    # Without a file system to ask (a replay of an old recording), trust the client.
+    return True

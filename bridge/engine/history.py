@@ -4,7 +4,7 @@ Pure functions. The replay shows each finished item once, whole, in the order
 Codex stored it: the user's messages as ``user_message_chunk``, answers as
 ``agent_message_chunk``, reasoning summaries as ``agent_thought_chunk`` (each
 with the item id as ``messageId``), and tool items as the tools feature shows
-them finished (:func:`bridge.engine.tools.history_updates`). What a stored
+them finished (:func:`bridge.engine.tool_views.history_updates`). What a stored
 thread does not hold, and so a replay cannot show, is listed in
 ``docs/history.md``.
 """
@@ -19,49 +19,52 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import msgspec
-from msgspec import Raw
 
 from ..acp import types as acp
 from ..codex import types as codex
+from ..codex.messages import ThreadItem, decode_item
 from ..codex.threads import StoredThread
-from . import tools, translate
+from . import tool_views, translate
 
 log = logging.getLogger(__name__)
 
-# The text forms ``prompt.py`` gives links and embedded files, read back so the
+# The text forms ``prompt_input.py`` gives links and embedded files, read back so the
 # replay shows the user what they attached, not the bridge's rendering of it.
 _LINK = re.compile(r"\[@(?P<name>[^\]\n]+)\]\((?P<uri>[^)\s]+)\)")
 _CONTEXT = re.compile(r'<context ref="(?P<uri>[^"\n]+)">\n(?P<text>.*)\n</context>', re.DOTALL)
 _DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)", re.DOTALL)
 
 
-ItemReplay = Callable[[Raw], list[msgspec.Struct] | None]
+ItemReplay = Callable[[ThreadItem], list[msgspec.Struct] | None]
+
+
+def stored_items(thread: StoredThread) -> list[ThreadItem]:
+    """Every item of ``thread``'s turns, oldest first, each decoded once."""
+    return [decode_item(raw) for turn in thread.turns for raw in turn.items]
 
 
 def replay_updates(
-    thread: StoredThread, *, first: ItemReplay | None = None
+    thread_id: str, items: list[ThreadItem], *, first: ItemReplay | None = None
 ) -> list[msgspec.Struct]:
-    """Every update that replays ``thread``'s turns, oldest first.
+    """Every update that replays a stored thread's items (:func:`stored_items`).
 
     ``first`` may claim an item before the generic rules (it returns ``None``
     for items it leaves alone): the sub-agent feature replays collab items.
     """
     out: list[msgspec.Struct] = []
-    for turn in thread.turns:
-        for raw in turn.items:
-            try:
-                claimed = first(raw) if first is not None else None
-                out += claimed if claimed is not None else item_updates(raw)
-            except Exception:  # one bad stored item must not fail the whole load
-                log.warning(
-                    "thread %s: skipping a stored item not understood", thread.id, exc_info=True
-                )
+    for item in items:
+        try:
+            claimed = first(item) if first is not None else None
+            out += claimed if claimed is not None else item_updates(item)
+        except Exception:  # one bad stored item must not fail the whole load
+            log.warning(
+                "thread %s: skipping a stored item not understood", thread_id, exc_info=True
+            )
     return out
 
 
-def item_updates(raw: Raw) -> list[msgspec.Struct]:
+def item_updates(item: ThreadItem) -> list[msgspec.Struct]:
     """The updates that show one stored item."""
-    item = codex.decode_item(raw)
     match item:
         case codex.UserMessageItem(id=item_id, content=content):
             return [
@@ -77,7 +80,7 @@ def item_updates(raw: Raw) -> list[msgspec.Struct]:
             # Parts are paragraphs, as the live stream separates them.
             text = "\n\n".join(part for part in summary if part)
             return [translate.thought_chunk(item_id, text)] if text else []
-    return tools.history_updates(raw)
+    return tool_views.history_updates(item)
 
 
 def user_content(entry: dict[str, Any]) -> acp.ContentBlock | None:

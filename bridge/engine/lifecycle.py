@@ -15,9 +15,9 @@ A session is a Codex thread, so every method here is a thread method:
 - ``session/close``: the running prompt is cancelled and settles ``cancelled``
   once Codex confirms; then ``thread/unsubscribe``, and the session is forgotten.
 
-Sessions opened here run ``engine.session_opened_hooks`` exactly like
-``session/new``'s, so modes and config options come with them, and later
-prompts find them in ``engine.sessions``.
+Sessions opened here are opened as ``session/new``'s are (the ``opened``
+collaborator: modes and config options come with them), and later prompts
+find them in the thread registry.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -35,14 +35,17 @@ from ..acp import sessions as acps
 from ..acp import types as acp
 from ..codex import threads
 from ..codex import types as codex
+from ..codex.messages import ThreadItem
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from . import history
-from .engine import codex_error, decode_params
-from .sessions import Session
+from .hub import Hub, check_directory, decode_params, from_codex, malformed
+from .threads import ThreadRecord
 
-if TYPE_CHECKING:
-    from .engine import Engine
+#: Sends an open result and what follows it (see :class:`bridge.engine.prompts.Opened`).
+Opened = Callable[[ThreadRecord, RequestId, Any, codex.ThreadStartResult], None]
+#: Replays a loaded root's sub-agents, then calls the last argument.
+ReplayChildren = Callable[[ThreadRecord, list[ThreadItem], Callable[[], None]], None]
 
 log = logging.getLogger(__name__)
 
@@ -51,25 +54,32 @@ LIST_SORT_KEY = "updated_at"
 
 
 class Lifecycle:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        #: Session ids a load, resume or fork is opening (their request is in flight).
-        self._opening: set[str] = set()
-        #: Session id → the ``session/close`` requests waiting for it to close.
-        self._closing: dict[str, list[RequestId]] = {}
-        engine.on_client_request("session/load", self._session_load)
-        engine.on_client_request("session/resume", self._session_resume)
-        engine.on_client_request("session/fork", self._session_fork)
-        engine.on_client_request("session/list", self._session_list)
-        engine.on_client_request("session/close", self._session_close)
-        engine.initialize_hooks.append(self._advertise)
-        engine.thread_start_hooks.append(self._new_session_mcp_servers)
-        engine.prompts.settled_hooks.append(self._prompt_settled)
-        engine.lost_hooks.append(self._on_codex_lost)
+    """Load, resume, fork, list and close (see the module docstring)."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        *,
+        open_root: Callable[[str, str], ThreadRecord],
+        opened: Opened,
+        history_item: Callable[[str], history.ItemReplay],
+        replay_children: ReplayChildren,
+        cancel_prompt: Callable[[ThreadRecord], None],
+        cancel_work: Callable[[str], None],
+        forget: Callable[[str], None],
+    ) -> None:
+        self.hub = hub
+        self._open_root = open_root
+        self._opened = opened
+        self._history_item = history_item
+        self._replay_children = replay_children
+        self._cancel_prompt = cancel_prompt
+        self._cancel_work = cancel_work
+        self._forget = forget
 
     # -- capabilities ----------------------------------------------------------------
 
-    def _advertise(self, result: acp.InitializeResult) -> None:
+    def advertise(self, result: acp.InitializeResult) -> None:
         caps = result.agentCapabilities
         caps.loadSession = True
         # Codex 0.169 connects to streamable-HTTP MCP servers (``url``), not to SSE ones.
@@ -85,17 +95,17 @@ class Lifecycle:
         advertises ``sessionCapabilities.fork``), so the sign is a capability only the
         unstable schema has: ``clientCapabilities.subagents``, the one the bridge reads.
         """
-        return self.engine.client_capabilities.subagents is not None
+        return self.hub.subagents_exposed
 
     # -- session/load, session/resume, session/fork --------------------------------------
 
-    def _session_load(self, rid: RequestId, raw: Raw) -> None:
+    def session_load(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acps.LoadSessionParams, "session/load")
         self._open_existing(
             rid, "session/load", params.sessionId, params.cwd, params.mcpServers, replay=True
         )
 
-    def _session_resume(self, rid: RequestId, raw: Raw) -> None:
+    def session_resume(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acps.ResumeSessionParams, "session/resume")
         self._open_existing(
             rid, "session/resume", params.sessionId, params.cwd, params.mcpServers, replay=False
@@ -111,52 +121,54 @@ class Lifecycle:
         *,
         replay: bool,
     ) -> None:
-        engine = self.engine
-        _check_cwd(cwd, method)
+        hub = self.hub
+        check_directory(hub, cwd, method)
         config = self._thread_config(mcp_servers, method)
-        if session_id in engine.sessions or session_id in self._opening:
+        existing = hub.threads.get(session_id)
+        if existing is not None and (existing.session or existing.opening):
             raise RpcError(
                 ErrorCode.INVALID_REQUEST,
                 f"{method}: session {session_id} is already open on this connection",
                 {"sessionId": session_id},
             )
-        self._opening.add(session_id)
+        opening = hub.threads.record(session_id)
+        opening.opening = True
 
         def failed(error: ErrorObject) -> None:
-            self._opening.discard(session_id)
-            engine.client_error(rid, codex_error(error))
+            opening.opening = False
+            hub.refuse_client(rid, from_codex(error))
 
         def found(stored: threads.StoredThread) -> None:
             resume = threads.ThreadResumeParams(
                 threadId=session_id, cwd=cwd, config=config or UNSET, excludeTurns=True
             )
 
-            def resumed(result: Raw) -> None:
-                self._opening.discard(session_id)
-                opened = msgspec.json.decode(result, type=codex.ThreadStartResult)
-                session = self._register(opened, cwd)
+            def resumed(opened: codex.ThreadStartResult) -> None:
+                opening.opening = False
+                record = self._open_root(opened.thread.id, cwd)
                 response = acps.LoadSessionResult() if replay else acps.ResumeSessionResult()
                 if not replay:
-                    self._opened(rid, session, response, opened)
+                    self._opened(record, rid, response, opened)
                     return
-                collab = engine.subagents.history_item(session.session_id)
-                for update in history.replay_updates(stored, first=collab):
-                    engine.update(session.session_id, update)
+                items = history.stored_items(stored)
+                collab = self._history_item(record.id)
+                for update in history.replay_updates(record.id, items, first=collab):
+                    hub.update(record.id, update)
                 # Sub-agents' associations and histories come before the response too.
-                engine.subagents.replay_children(
-                    session, stored, lambda: self._opened(rid, session, response, opened)
+                self._replay_children(
+                    record, items, lambda: self._opened(record, rid, response, opened)
                 )
 
-            engine.codex_request("thread/resume", resume, resumed, failed)
+            hub.codex_request("thread/resume", resume, codex.ThreadStartResult, resumed, failed)
 
         def missing(error: ErrorObject) -> None:
-            self._opening.discard(session_id)
-            engine.client_error(rid, self._not_found(session_id, error))
+            opening.opening = False
+            hub.refuse_client(rid, self._not_found(session_id, error))
 
         self._read(session_id, replay, found, missing)
 
-    def _session_fork(self, rid: RequestId, raw: Raw) -> None:
-        engine = self.engine
+    def session_fork(self, rid: RequestId, raw: Raw) -> None:
+        hub = self.hub
         if not self.fork_offered:
             raise RpcError(
                 ErrorCode.METHOD_NOT_FOUND,
@@ -164,7 +176,7 @@ class Lifecycle:
                 "unstable capability (clientCapabilities.subagents)",
             )
         params = decode_params(raw, acps.ForkSessionParams, "session/fork")
-        _check_cwd(params.cwd, "session/fork")
+        check_directory(hub, params.cwd, "session/fork")
         config = self._thread_config(params.mcpServers, "session/fork")
 
         def found(_stored: threads.StoredThread) -> None:
@@ -172,16 +184,17 @@ class Lifecycle:
                 threadId=params.sessionId, cwd=params.cwd, config=config or UNSET, excludeTurns=True
             )
 
-            def forked(result: Raw) -> None:
-                opened = msgspec.json.decode(result, type=codex.ThreadStartResult)
-                session = self._register(opened, params.cwd)
-                response = acps.ForkSessionResult(sessionId=session.session_id)
-                self._opened(rid, session, response, opened)
+            def forked(opened: codex.ThreadStartResult) -> None:
+                record = self._open_root(opened.thread.id, params.cwd)
+                response = acps.ForkSessionResult(sessionId=record.id)
+                self._opened(record, rid, response, opened)
 
-            engine.codex_request("thread/fork", fork, forked, engine.forward_error(rid))
+            hub.codex_request(
+                "thread/fork", fork, codex.ThreadStartResult, forked, hub.pass_error_to(rid)
+            )
 
         def missing(error: ErrorObject) -> None:
-            engine.client_error(rid, self._not_found(params.sessionId, error))
+            hub.refuse_client(rid, self._not_found(params.sessionId, error))
 
         self._read(params.sessionId, False, found, missing)
 
@@ -194,51 +207,38 @@ class Lifecycle:
     ) -> None:
         """``thread/read``: it has no side effect, so an error means the thread is not there."""
 
-        def read(result: Raw) -> None:
-            found(msgspec.json.decode(result, type=threads.ThreadReadResult).thread)
+        def read(result: threads.ThreadReadResult) -> None:
+            found(result.thread)
 
         params = threads.ThreadReadParams(threadId=thread_id, includeTurns=include_turns)
-        self.engine.codex_request("thread/read", params, read, missing)
+        self.hub.codex_request("thread/read", params, threads.ThreadReadResult, read, missing)
 
     def _not_found(self, session_id: str, error: ErrorObject) -> RpcError:
-        if self.engine.codex_lost_reason is not None:
-            return codex_error(error)
+        if self.hub.codex_lost_reason is not None or malformed(error):
+            return from_codex(error)
         # Codex's own words ("thread not loaded: ...", "no rollout found ...") go in data.
         return RpcError.not_found(
             f"Session not found: {session_id}", {"sessionId": session_id, "codex": error.message}
         )
 
-    def _register(self, opened: codex.ThreadStartResult, cwd: str) -> Session:
-        session = Session(session_id=opened.thread.id, cwd=cwd)
-        self.engine.add_session(session)
-        return session
-
-    def _opened(
-        self, rid: RequestId, session: Session, response: Any, opened: codex.ThreadStartResult
-    ) -> None:
-        for hook in self.engine.session_opened_hooks:
-            hook(session, response, opened)
-        self.engine.client_result(rid, response)
-        for announced in self.engine.session_announced_hooks:
-            announced(session)
-
     # -- session/list ------------------------------------------------------------------
 
-    def _session_list(self, rid: RequestId, raw: Raw) -> None:
-        engine = self.engine
+    def session_list(self, rid: RequestId, raw: Raw) -> None:
+        hub = self.hub
         params = decode_params(raw, acps.ListSessionsParams, "session/list")
-        if params.cwd is not None:
-            _check_cwd(params.cwd, "session/list")
+        if params.cwd is not None and not params.cwd.startswith("/"):
+            raise RpcError.invalid_params(
+                f"session/list: cwd must be an absolute path, got {params.cwd!r}"
+            )
         request = threads.ThreadListParams(
             cursor=params.cursor if params.cursor is not None else UNSET,
             cwd=params.cwd if params.cwd is not None else UNSET,
             sortKey=LIST_SORT_KEY,
         )
 
-        def listed(result: Raw) -> None:
-            page = msgspec.json.decode(result, type=threads.ThreadListResult)
+        def listed(page: threads.ThreadListResult) -> None:
             sessions = [session_info(t) for t in page.data if is_root(t)]
-            engine.client_result(
+            hub.answer_client(
                 rid,
                 acps.ListSessionsResult(
                     sessions=sessions,
@@ -248,7 +248,7 @@ class Lifecycle:
 
         def refused(error: ErrorObject) -> None:
             if params.cursor is not None and "cursor" in error.message.lower():
-                engine.client_error(
+                hub.refuse_client(
                     rid,
                     RpcError.invalid_params(
                         f"session/list: invalid cursor {params.cursor!r} (pass back a nextCursor)",
@@ -256,71 +256,69 @@ class Lifecycle:
                     ),
                 )
             else:
-                engine.client_error(rid, codex_error(error))
+                hub.refuse_client(rid, from_codex(error))
 
-        engine.codex_request("thread/list", request, listed, refused)
+        hub.codex_request("thread/list", request, threads.ThreadListResult, listed, refused)
 
     # -- session/close -----------------------------------------------------------------
 
-    def _session_close(self, rid: RequestId, raw: Raw) -> None:
+    def session_close(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acps.CloseSessionParams, "session/close")
-        session = self.engine.session(params.sessionId)
-        waiting = self._closing.get(session.session_id)
-        if waiting is not None:  # already closing: answered together
-            waiting.append(rid)
+        record = self.hub.threads.require(params.sessionId)
+        if record.closing is not None:  # already closing: answered together
+            record.closing.append(rid)
             return
-        self._closing[session.session_id] = [rid]
+        record.closing = [rid]
         # RFD: closing a parent cancels its active descendant work (Codex does not).
-        self.engine.subagents.cancel_tree(session.session_id)
-        if session.prompt is not None:
+        self._cancel_work(record.id)
+        if record.turn is not None:
             # ACP: close cancels ongoing work as session/cancel would. The prompt
-            # settles when Codex confirms; _prompt_settled finishes the close then.
-            self.engine.prompts.cancel(session)
+            # settles when Codex confirms; prompt_settled finishes the close then.
+            self._cancel_prompt(record)
             return
-        self._finish_close(session)
+        self._finish_close(record)
 
-    def _prompt_settled(self, session: Session) -> None:
-        if session.session_id in self._closing and session.prompt is None:
-            self._finish_close(session)
+    def prompt_settled(self, record: ThreadRecord) -> None:
+        if record.closing is not None and record.turn is None:
+            self._finish_close(record)
 
-    def _finish_close(self, session: Session) -> None:
-        engine = self.engine
-        waiting = self._closing.pop(session.session_id)
-        engine.sessions.pop(session.session_id, None)
-        for hook in engine.session_closed_hooks:
-            hook(session)
+    def _finish_close(self, record: ThreadRecord) -> None:
+        hub = self.hub
+        waiting = record.closing or []
+        record.closing = None
+        # The session and every sub-agent under it are gone for the client from here on.
+        self._forget(record.id)
 
-        def unsubscribed(_result: Raw) -> None:
+        def unsubscribed(_result: object) -> None:
             for rid in waiting:
-                engine.client_result(rid, acps.CloseSessionResult())
+                hub.answer_client(rid, acps.CloseSessionResult())
 
         def refused(error: ErrorObject) -> None:
-            if engine.codex_lost_reason is not None:
+            if hub.codex_lost_reason is not None:
                 for rid in waiting:
-                    engine.client_error(rid, codex_error(error))
+                    hub.refuse_client(rid, from_codex(error))
                 return
             # The session is gone on this side whatever Codex says; its events are ignored.
-            log.info("thread/unsubscribe %s refused: %s", session.thread_id, error.message)
-            unsubscribed(Raw(b"{}"))
+            log.info("thread/unsubscribe %s refused: %s", record.id, error.message)
+            unsubscribed(None)
 
-        engine.codex_request(
+        hub.codex_request(
             "thread/unsubscribe",
-            threads.ThreadUnsubscribeParams(threadId=session.thread_id),
+            threads.ThreadUnsubscribeParams(threadId=record.id),
+            None,
             unsubscribed,
             refused,
         )
 
-    def _on_codex_lost(self, reason: str) -> None:
-        closing, self._closing = self._closing, {}
-        for waiting in closing.values():
-            for rid in waiting:
-                self.engine.client_error(rid, RpcError.internal(reason))
+    def codex_lost(self, reason: str) -> None:
+        for record in self.hub.threads:
+            waiting, record.closing = record.closing, None
+            for rid in waiting or []:
+                self.hub.refuse_client(rid, RpcError.internal(reason))
 
     # -- MCP servers ------------------------------------------------------------------
 
-    def _new_session_mcp_servers(
-        self, params: acp.NewSessionParams, start: codex.ThreadStartParams
-    ) -> None:
+    def thread_starting(self, params: acp.NewSessionParams, start: codex.ThreadStartParams) -> None:
         servers = mcp_servers_config(params.mcpServers, "session/new")
         if servers:
             base = start.config if isinstance(start.config, dict) else {}
@@ -330,15 +328,10 @@ class Lifecycle:
         self, mcp_servers: Sequence[dict[str, Any]] | None, method: str
     ) -> dict[str, Any]:
         """``config`` for a resume or fork: the bridge's overrides and the client's MCP servers."""
-        return {**(self.engine.thread_config or {}), **mcp_servers_config(mcp_servers, method)}
+        return {**(self.hub.thread_config or {}), **mcp_servers_config(mcp_servers, method)}
 
 
 # -- pure helpers ---------------------------------------------------------------------
-
-
-def _check_cwd(cwd: str, method: str) -> None:
-    if not cwd.startswith("/"):
-        raise RpcError.invalid_params(f"{method}: cwd must be an absolute path, got {cwd!r}")
 
 
 def is_root(thread: threads.StoredThread) -> bool:

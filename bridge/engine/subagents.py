@@ -41,24 +41,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
-from msgspec import UNSET, Raw
+from msgspec import UNSET
 
-from ..acp import subagents as acp
+from ..acp import subagents as acp_subagents
 from ..acp import tools as acp_tools
 from ..acp import types as acp_types
-from ..codex import threads
-from ..codex import types as codex
+from ..codex import items as codex_items
+from ..codex import threads as codex_threads
+from ..codex import types as codex_types
+from ..codex.messages import ItemNotification
 from ..jsonrpc import ErrorCode, RpcError
 from ..jsonrpc.peer import ErrorObject
-from . import history
-from .sessions import Session
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from . import workstate
+from .hub import Hub
+from .threads import Held, Status, ThreadRecord, Turn, Unplaced
 
 log = logging.getLogger(__name__)
 
@@ -78,222 +77,179 @@ RESTRICTED = frozenset(
 MAX_HELD = 10_000
 
 
-class _Collab(msgspec.Struct, kw_only=True):
-    """A ``collabAgentToolCall`` item (the members the bridge reads)."""
-
-    id: str
-    tool: str
-    status: str = ""
-    senderThreadId: str = ""
-    receiverThreadIds: list[str] = msgspec.field(default_factory=list)
-    prompt: str | None = None
-    agentsStates: dict[str, Any] = msgspec.field(default_factory=dict)
-
-
-class _CollabNote(msgspec.Struct):
-    threadId: str
-    item: Raw
-
-
-class _ItemHead(msgspec.Struct):
-    type: str = ""
-
-
-class _UserMessage(msgspec.Struct):
-    id: str
-    content: list[dict[str, Any]] = msgspec.field(default_factory=list)
-
-
-class _TurnHead(msgspec.Struct):
-    id: str
-    status: str = ""
-    rootTurnId: str | None = None
-    error: codex.TurnError | None = None
-
-
-class _TurnNote(msgspec.Struct):
-    threadId: str
-    turn: _TurnHead
-
-
-@dataclass(slots=True)
-class Child:
-    """What the bridge knows of one sub-agent thread."""
-
-    thread_id: str
-    parent_id: str
-    title: str | None = None
-    description: str | None = None
-    visible: bool = True
-    #: The turn the child is running now (what ``session/cancel`` interrupts).
-    turn_id: str | None = None
-    interrupt_sent_for: str | None = None
-    #: The root turn its current turn works for (Codex's ``rootTurnId``).
-    root_turn_id: str | None = None
-    #: A cancel (its own, or an ancestor's) reached its running turn; its
-    #: descendants' turns that start now are interrupted too. Cleared when the turn ends.
-    cancelling: bool = False
-    #: The last state and capabilities sent on the parent's stream.
-    state: acp.WorkState | None = None
-    can_cancel: bool = False
-
-
-@dataclass(slots=True)
-class _Unknown:
-    """A thread seen before anyone said whose it is."""
-
-    held: list[bytes] = field(default_factory=list)
-    reading: bool = False
-    read_failed: bool = False
-    #: The parent named by a spawn item, before the thread read came back.
-    parent_hint: str | None = None
-    root_turn_hint: str | None = None
-
-
 class Subagents:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.children: dict[str, Child] = {}
-        self._unknown: dict[str, _Unknown] = {}
-        self._ignored: set[str] = set()
-        #: Parent thread id → child threads waiting for that parent to become known.
-        self._waiting_on: dict[str, list[str]] = {}
-        #: Child thread id → what to send once it is announced (messages naming it).
-        self._after_announce: dict[str, list[Callable[[], None]]] = {}
-        #: Root turns the client cancelled: a child turn working for one is stopped.
-        self._cancelled_turns: set[str] = set()
-        #: Nickname, role, cwd of children read before their parent was known.
-        self._pending_identity: dict[str, tuple[str | None, str | None, str]] = {}
-        engine.thread_gate = self._gate
-        engine.session_added_hooks.append(self._on_session_added)
-        engine.request_guards.append(self._guard)
-        engine.on_client_notification("session/cancel", self._on_session_cancel)
-        engine.on_codex_notification("item/started", self._on_item_started)
-        engine.on_codex_notification("item/completed", self._on_item_completed)
-        engine.on_codex_notification("thread/status/changed", self._on_status)
-        engine.on_codex_notification("turn/started", self._on_turn_started)
-        engine.on_codex_notification("turn/completed", self._on_turn_completed)
-        engine.lost_hooks.append(self._on_codex_lost)
-        engine.session_announced_hooks.append(self._after_response)
-        #: Root session → children whose history a load replayed (current state follows the response).
-        self._replayed: dict[str, list[Child]] = {}
+    """Places sub-agent threads, shows their messages and work state, cancels their work.
 
-    @property
-    def exposing(self) -> bool:
-        """The client declared ``subagents``: children are shown as sessions."""
-        return self.engine.client_capabilities.subagents is not None
+    ``refeed`` handles a held message as if it arrived now; ``cancel_questions``
+    answers ``cancel`` to what a thread asked (a cancel's cascade).
+    """
+
+    def __init__(
+        self,
+        hub: Hub,
+        *,
+        refeed: Callable[[Held], None],
+        cancel_questions: Callable[[str], None],
+    ) -> None:
+        self.hub = hub
+        self._refeed = refeed
+        self._cancel_questions = cancel_questions
 
     # -- where a thread's traffic goes -----------------------------------------------
 
-    def _gate(self, thread_id: str, data: bytes) -> bool:
-        if thread_id in self._ignored:
+    def gate(self, thread_id: str, held: Held) -> bool:
+        """Traffic for a thread no session shows: keep it (``True``) until the thread is
+        placed, drop it when it is another client's, or let it through (``False``) when
+        the thread was forgotten (its requests are then declined, never left waiting)."""
+        threads = self.hub.threads
+        if threads.forgotten(thread_id):
+            return False
+        record = threads.record(thread_id)
+        if record.other:
             return True
-        unknown = self._unknown.setdefault(thread_id, _Unknown())
-        if len(unknown.held) >= MAX_HELD:
+        unplaced = _unplaced(record)
+        if len(unplaced.held) >= MAX_HELD:
             log.warning(
                 "thread %s: too much traffic before its parent is known; dropping", thread_id
             )
             return True
-        unknown.held.append(data)
+        if held.request_id is not None and unplaced.read_failed and unplaced.parent_hint is None:
+            return False  # unreadable and unnamed: declined now (see _parent_unreadable)
+        unplaced.held.append(held)
         self._read(thread_id)
         return True
 
     def _read(self, thread_id: str) -> None:
-        unknown = self._unknown.setdefault(thread_id, _Unknown())
-        if unknown.reading:
+        unplaced = _unplaced(self.hub.threads.record(thread_id))
+        if unplaced.reading:
             return
-        unknown.reading = True
+        unplaced.reading = True
 
-        def read(result: Raw) -> None:
-            stored = msgspec.json.decode(result, type=threads.ThreadReadResult).thread
+        def read(result: codex_threads.ThreadReadResult) -> None:
+            stored = result.thread
             self._learned(
                 thread_id, stored.parentThreadId, stored.agentNickname, stored.agentRole, stored.cwd
             )
 
         def failed(error: ErrorObject) -> None:
             log.info("thread/read %s failed: %s", thread_id, error.message)
-            unknown.reading = False  # a spawn item naming it may ask again
-            unknown.read_failed = True
+            unplaced.reading = False  # a spawn item naming it may ask again
+            unplaced.read_failed = True
             self._parent_unreadable(thread_id)
 
-        self.engine.codex_request(
-            "thread/read", threads.ThreadReadParams(threadId=thread_id), read, failed
+        self.hub.codex_request(
+            "thread/read",
+            codex_threads.ThreadReadParams(threadId=thread_id),
+            codex_threads.ThreadReadResult,
+            read,
+            failed,
         )
 
     def _learned(
         self, thread_id: str, parent: str | None, nickname: str | None, role: str | None, cwd: str
     ) -> None:
-        unknown = self._unknown.get(thread_id)
-        if unknown is None or thread_id in self.engine.sessions:
+        threads = self.hub.threads
+        record = threads.get(thread_id)
+        if record is None or record.unplaced is None or record.session:
             return
-        parent = parent or unknown.parent_hint
+        parent = parent or record.unplaced.parent_hint
         if parent is None:
             # Not a sub-agent: another client's thread, or one of ours still being
             # created (its thread/start answer registers it; nothing held matters).
             self._ignore(thread_id)
             return
-        if parent in self.engine.sessions:
+        parent_record = threads.get(parent)
+        if parent_record is not None and parent_record.session:
             self._adopt(thread_id, parent, nickname, role, cwd)
-        elif parent in self._ignored:
+        elif parent_record is not None and parent_record.other:
             self._ignore(thread_id)
+        elif threads.forgotten(parent):
+            self._forget_late(thread_id)
         else:
             # A nested child whose parent is not known yet: learn the parent first,
             # so ancestors are announced parent before child.
-            self._waiting_on.setdefault(parent, []).append(thread_id)
-            unknown.reading = True  # keep its held traffic until the parent resolves
-            self._pending_identity[thread_id] = (nickname, role, cwd)
+            threads.record(parent).waiting_children.append(thread_id)
+            record.unplaced.reading = True  # keep its held traffic until the parent resolves
+            record.nickname, record.role, record.cwd = nickname, role, cwd
             self._read(parent)
 
     def _parent_unreadable(self, thread_id: str) -> None:
         """``thread_id``'s parentage cannot be read: use what else is known, guess nothing."""
-        unknown = self._unknown.get(thread_id)
-        if unknown is None or thread_id in self.engine.sessions:
+        threads = self.hub.threads
+        record = threads.get(thread_id)
+        if record is None or record.unplaced is None or record.session:
             return
-        if unknown.parent_hint is not None and unknown.parent_hint in self.engine.sessions:
-            self._adopt(thread_id, unknown.parent_hint, None, None, "")
+        hint = record.unplaced.parent_hint
+        if hint is not None and threads.session(hint) is not None:
+            self._adopt(thread_id, hint, None, None, "")
             return
-        root = self._root_for_turn(unknown)
+        root = self._root_for_turn(record.unplaced)
         if root is not None:
             # Parentage unknown: never announced, represented on its root session.
             self._adopt(thread_id, root, None, None, "", announce=False)
         # Children waiting for this one to be placed cannot be announced under it
         # (their chain is broken): each is represented on its root, if it has one.
-        for waiting in self._waiting_on.pop(thread_id, []):
-            self._pending_identity.pop(waiting, None)
-            self._parent_unreadable(waiting)
-        # Otherwise its traffic stays held: a spawn item may still name its parent.
+        waiting, record.waiting_children = record.waiting_children, []
+        for child_id in waiting:
+            child = threads.get(child_id)
+            if child is not None:
+                child.nickname, child.role, child.cwd = None, None, ""
+            self._parent_unreadable(child_id)
+        if record.unplaced is not None and not record.session:
+            # Its notifications stay held: a spawn item may still name its parent. Its
+            # requests cannot wait for that (Codex would wait with them, maybe forever):
+            # with no session to ask on, they are declined now.
+            self._decline_held_requests(record.unplaced)
 
-    def _root_for_turn(self, unknown: _Unknown) -> str | None:
-        root_turn = unknown.root_turn_hint
-        for data in unknown.held:
-            if b'"turn/started"' in data:
-                note = msgspec.json.decode(data, type=_Envelope)
-                if note.params is not None and note.params.turn.rootTurnId:
-                    root_turn = note.params.turn.rootTurnId
+    def _decline_held_requests(self, unplaced: Unplaced) -> None:
+        requests = [h for h in unplaced.held if h.request_id is not None]
+        unplaced.held = [h for h in unplaced.held if h.request_id is None]
+        for held in requests:
+            self._refeed(held)  # no session shows the thread: answered "decline"
+
+    def _root_for_turn(self, unplaced: Unplaced) -> str | None:
+        root_turn = unplaced.root_turn_hint
+        for held in unplaced.held:
+            if held.method == "turn/started" and isinstance(
+                held.params, codex_types.TurnNotification
+            ):
+                root_turn = held.params.turn.rootTurnId or root_turn
         if root_turn is None:
             return None
-        for session in self.engine.sessions.values():
-            if (
-                session.parent_id is None
-                and session.prompt is not None
-                and session.prompt.turn_id == root_turn
-            ):
-                return session.session_id
+        for record in self.hub.threads.sessions():
+            turn = record.turn
+            if record.parent_id is None and turn is not None and turn.id == root_turn:
+                return record.id
         return None
 
     def _ignore(self, thread_id: str) -> None:
-        unknown = self._unknown.pop(thread_id, None)
-        self._ignored.add(thread_id)
-        for waiting in self._waiting_on.pop(thread_id, []):
-            self._ignore(waiting)
-        if unknown is not None and unknown.held:
+        record = self.hub.threads.record(thread_id)
+        unplaced, record.unplaced = record.unplaced, None
+        record.other = True
+        waiting, record.waiting_children = record.waiting_children, []
+        for child_id in waiting:
+            self._ignore(child_id)
+        if unplaced is not None and unplaced.held:
             # Not ours: another client on the same app-server owns this thread and
             # answers its questions. Answering them here would pre-empt that client.
             log.info(
                 "thread %s belongs to no session here; dropping %d held message(s)",
                 thread_id,
-                len(unknown.held),
+                len(unplaced.held),
             )
+
+    def _forget_late(self, thread_id: str) -> None:
+        """A sub-agent of a thread already forgotten (closed): forgotten too. What it
+        asked meanwhile is declined, never asked on a session that is gone."""
+        threads = self.hub.threads
+        gone = threads.forget(thread_id)
+        waiting: list[str] = []
+        for record in gone:
+            waiting += record.waiting_children
+            for held in record.unplaced.held if record.unplaced is not None else []:
+                self._refeed(held)
+        for child_id in waiting:
+            self._forget_late(child_id)
 
     def _adopt(
         self,
@@ -305,92 +261,81 @@ class Subagents:
         *,
         announce: bool = True,
     ) -> None:
-        parent = self.engine.sessions[parent_id]
-        visible = announce and self.exposing and parent.visible
-        child = Child(thread_id, parent_id, title=nickname, description=role, visible=visible)
-        self.children[thread_id] = child
+        threads = self.hub.threads
+        parent = threads.session(parent_id)
+        assert parent is not None
+        visible = announce and self.hub.subagents_exposed and parent.visible
         if visible:
-            self.engine.update(
+            self.hub.update(
                 parent_id,
-                acp.SubagentUpdate(
+                acp_subagents.SubagentUpdate(
                     sessionId=thread_id,
                     title=nickname if nickname else UNSET,
                     description=role if role else UNSET,
                 ),
             )
-        session = Session(
-            session_id=thread_id, cwd=cwd or parent.cwd, parent_id=parent_id, visible=visible
+        record = threads.add_child(
+            thread_id, parent, nickname=nickname, role=role, cwd=cwd, visible=visible
         )
-        self.engine.add_session(session)  # releases the held traffic (_on_session_added)
-        for deferred in self._after_announce.pop(thread_id, []):
-            deferred()
-        for waiting in self._waiting_on.pop(thread_id, []):
-            nickname, role, cwd = self._pending_identity.pop(waiting, (None, None, ""))
-            self._adopt(waiting, thread_id, nickname, role, cwd)
+        self.session_added(record)  # releases the held traffic
+        deferred, record.after_announce = record.after_announce, []
+        for send in deferred:
+            send()
+        waiting, record.waiting_children = record.waiting_children, []
+        for child_id in waiting:
+            child = threads.record(child_id)
+            self._adopt(child_id, thread_id, child.nickname, child.role, child.cwd)
 
-    def _on_session_added(self, session: Session) -> None:
-        self._ignored.discard(session.session_id)
-        unknown = self._unknown.pop(session.session_id, None)
-        if unknown is not None:
-            for data in unknown.held:
-                self.engine.refeed_codex(data)
-        for waiting in self._waiting_on.pop(session.session_id, []):
-            nickname, role, cwd = self._pending_identity.pop(waiting, (None, None, ""))
-            if waiting in self._unknown:
-                self._adopt(waiting, session.session_id, nickname, role, cwd)
+    def session_added(self, record: ThreadRecord) -> None:
+        """A thread became a session (opened by the client, or placed as a sub-agent):
+        what was held for it is handled now, and children waiting for it are placed."""
+        threads = self.hub.threads
+        record.other = False
+        unplaced, record.unplaced = record.unplaced, None
+        for held in unplaced.held if unplaced is not None else []:
+            self._refeed(held)
+        waiting, record.waiting_children = record.waiting_children, []
+        for child_id in waiting:
+            child = threads.get(child_id)
+            if child is not None and child.unplaced is not None:
+                self._adopt(child_id, record.id, child.nickname, child.role, child.cwd)
 
-    def ask_target(self, thread_id: str) -> tuple[str, str | None]:
-        """Where to ask a question of ``thread_id``: its own session, or (hidden child)
-        its root, with the agent's name to say who asks."""
-        child = self.children.get(thread_id)
-        if child is None or child.visible:
-            return thread_id, None
-        label = child.title or "a sub-agent"
-        session_id = thread_id
-        while session_id in self.children and not self.children[session_id].visible:
-            session_id = self.children[session_id].parent_id
-        return session_id, label
-
-    def _guard(self, method: str, session_id: str) -> None:
-        child = self.children.get(session_id)
-        if child is not None and method in RESTRICTED:
-            name = f" ({child.title})" if child.title else ""
+    def guard(self, method: str, session_id: str) -> None:
+        """Refuse a client request that would change a sub-agent's session."""
+        record = self.hub.threads.session(session_id)
+        if record is not None and record.is_child and method in RESTRICTED:
+            name = f" ({record.nickname})" if record.nickname else ""
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
-                f"{method}: session {session_id}{name} is a subagent session of {child.parent_id}; "
-                "clients can only cancel it (session/cancel)",
-                {"sessionId": session_id, "parentSessionId": child.parent_id},
+                f"{method}: session {session_id}{name} is a subagent session of "
+                f"{record.parent_id}; clients can only cancel it (session/cancel)",
+                {"sessionId": session_id, "parentSessionId": record.parent_id},
             )
 
     # -- spawn, send_input, wait, close: messages and tool calls -----------------------------
 
-    def _collab(self, raw: Raw) -> tuple[str, _Collab] | None:
-        note = msgspec.json.decode(raw, type=_CollabNote)
-        if _ITEM_HEAD.decode(note.item).type != "collabAgentToolCall":
-            return None
-        return note.threadId, msgspec.json.decode(note.item, type=_Collab)
+    def item_started(self, note: ItemNotification) -> None:
+        item = note.item
+        if not isinstance(item, codex_items.CollabAgentToolCallItem):
+            return
+        if self.hub.threads.session(note.threadId) is not None and self._as_tool_call(item):
+            self.hub.update(note.threadId, self._tool_call(item, "in_progress"))
 
-    def _on_item_started(self, raw: Raw) -> None:
-        found = self._collab(raw)
-        if found is None:
+    def item_completed(self, note: ItemNotification) -> None:
+        item = note.item
+        if not isinstance(item, codex_items.CollabAgentToolCallItem):
+            if isinstance(item, codex_types.UserMessageItem):
+                self._incoming_user_message(note.threadId, item)
             return
-        thread_id, item = found
-        if thread_id in self.engine.sessions and self._as_tool_call(item):
-            self.engine.update(thread_id, self._tool_call(item, "in_progress"))
-
-    def _on_item_completed(self, raw: Raw) -> None:
-        found = self._collab(raw)
-        if found is None:
-            self._maybe_incoming_user_message(raw)
+        thread_id = note.threadId
+        if self.hub.threads.session(thread_id) is None:
             return
-        thread_id, item = found
-        if thread_id not in self.engine.sessions:
-            return
-        if item.tool in ("spawnAgent", "sendInput") and self.exposing:
+        exposing = self.hub.subagents_exposed
+        if item.tool in ("spawnAgent", "sendInput") and exposing:
             for receiver in item.receiverThreadIds:
                 self._message_to(thread_id, receiver, item)
         if self._as_tool_call(item):
-            self.engine.update(
+            self.hub.update(
                 thread_id,
                 acp_tools.ToolCallUpdate(
                     toolCallId=item.id,
@@ -400,40 +345,44 @@ class Subagents:
                     rawOutput={"agentsStates": item.agentsStates},
                 ),
             )
-        if item.tool == "wait" and self.exposing:
+        if item.tool == "wait" and exposing:
             for receiver, state in item.agentsStates.items():
                 message = state.get("message") if isinstance(state, dict) else None
                 if not message:
                     continue
                 send = self._incoming_result(thread_id, receiver, f"{item.id}/{receiver}", message)
-                if receiver in self.children:
+                known = self.hub.threads.get(receiver)
+                if known is not None and known.is_child:
                     send()
-                elif receiver in self._unknown:
+                elif known is not None and known.unplaced is not None:
                     # Its announcement is still on its way: the message names it, so after.
-                    self._after_announce.setdefault(receiver, []).append(send)
+                    known.after_announce.append(send)
 
-    def _message_to(self, sender: str, receiver: str, item: _Collab) -> None:
+    def _message_to(
+        self, sender: str, receiver: str, item: codex_items.CollabAgentToolCallItem
+    ) -> None:
         prompt = item.prompt or ""
-        child = self.children.get(receiver)
-        if child is not None:
+        child = self.hub.threads.get(receiver)
+        if child is not None and child.is_child:
             if child.visible:
-                self._outgoing(sender, receiver, item.id, prompt)
+                self.hub.update(sender, text_message(item.id, sender, receiver, prompt))
             return
         # Not announced yet (its traffic is held): note its parent and send the
         # message right after the announcement, which it needs (it names the child).
         if item.tool == "spawnAgent":
             self._hint_parent(receiver, sender)
-        self._after_announce.setdefault(receiver, []).append(
-            lambda: self._outgoing(sender, receiver, item.id, prompt)
+        self.hub.threads.record(receiver).after_announce.append(
+            lambda: self.hub.update(sender, text_message(item.id, sender, receiver, prompt))
         )
         self._read(receiver)
 
     def _hint_parent(self, thread_id: str, parent_id: str) -> None:
         """A spawn item names ``thread_id``'s parent: Codex's own word, enough to adopt it."""
-        self._ignored.discard(thread_id)
-        unknown = self._unknown.setdefault(thread_id, _Unknown())
-        unknown.parent_hint = parent_id
-        if unknown.read_failed:
+        record = self.hub.threads.record(thread_id)
+        record.other = False
+        unplaced = _unplaced(record)
+        unplaced.parent_hint = parent_id
+        if unplaced.read_failed:
             # Its thread could not be read: the spawn item alone establishes it.
             self._adopt(thread_id, parent_id, None, None, "")
 
@@ -441,34 +390,26 @@ class Subagents:
         self, recipient: str, sender: str, message_id: str, text: str
     ) -> Callable[[], None]:
         def send() -> None:
-            child = self.children.get(sender)
-            if child is not None and child.visible and recipient not in self.engine.hidden:
-                self.engine.update(recipient, _text_message(message_id, sender, recipient, text))
+            child = self.hub.threads.session(sender)
+            if child is not None and child.is_child and child.visible:
+                self.hub.update(recipient, text_message(message_id, sender, recipient, text))
 
         return send
 
-    def _outgoing(self, sender: str, receiver: str, message_id: str, prompt: str) -> None:
-        if sender in self.engine.hidden:
+    def _incoming_user_message(self, thread_id: str, message: codex_types.UserMessageItem) -> None:
+        child = self.hub.threads.session(thread_id)
+        if child is None or not child.is_child or not child.visible or child.parent_id is None:
             return
-        self.engine.update(sender, _text_message(message_id, sender, receiver, prompt))
-
-    def _maybe_incoming_user_message(self, raw: Raw) -> None:
-        note = msgspec.json.decode(raw, type=_CollabNote)
-        child = self.children.get(note.threadId)
-        if child is None or not child.visible or _ITEM_HEAD.decode(note.item).type != "userMessage":
-            return
-        message = msgspec.json.decode(note.item, type=_UserMessage)
         texts = [part.get("text", "") for part in message.content if part.get("type") == "text"]
         # A child's user message comes from its parent (spawn or send_input): the
         # incoming view of that message, in the child's own transcript.
-        self.engine.update(
-            child.thread_id,
-            _text_message(message.id, child.parent_id, child.thread_id, "\n".join(texts)),
+        self.hub.update(
+            child.id, text_message(message.id, child.parent_id, child.id, "\n".join(texts))
         )
 
     def _tool_call(
         self,
-        item: _Collab,
+        item: codex_items.CollabAgentToolCallItem,
         status: acp_tools.ToolCallStatus,
         content: list[Any] | msgspec.UnsetType = UNSET,
     ) -> acp_tools.ToolCall:
@@ -482,15 +423,15 @@ class Subagents:
             rawInput=raw_input,
         )
 
-    def _as_tool_call(self, item: _Collab) -> bool:
+    def _as_tool_call(self, item: codex_items.CollabAgentToolCallItem) -> bool:
         """wait / close / resume are tool calls; spawn and send_input only without the capability."""
-        return item.tool not in ("spawnAgent", "sendInput") or not self.exposing
+        return item.tool not in ("spawnAgent", "sendInput") or not self.hub.subagents_exposed
 
     def _name(self, thread_id: str) -> str:
-        child = self.children.get(thread_id)
-        return (child.title if child is not None and child.title else None) or "sub-agent"
+        child = self.hub.threads.session(thread_id)
+        return (child.nickname if child is not None and child.is_child else None) or "sub-agent"
 
-    def _tool_title(self, item: _Collab) -> str:
+    def _tool_title(self, item: codex_items.CollabAgentToolCallItem) -> str:
         names = ", ".join(self._name(t) for t in item.receiverThreadIds) or "sub-agent"
         return {
             "spawnAgent": f"Spawn {names}",
@@ -500,7 +441,9 @@ class Subagents:
             "resumeAgent": f"Resume {names}",
         }.get(item.tool, f"{item.tool} {names}")
 
-    def _states_content(self, item: _Collab) -> list[Any] | msgspec.UnsetType:
+    def _states_content(
+        self, item: codex_items.CollabAgentToolCallItem
+    ) -> list[Any] | msgspec.UnsetType:
         lines = []
         if item.prompt and item.tool in ("spawnAgent", "sendInput"):
             lines.append(item.prompt)
@@ -515,95 +458,13 @@ class Subagents:
             return UNSET
         return [acp_tools.Content(content=acp_types.TextContent(text="\n\n".join(lines)))]
 
-    # -- work state ------------------------------------------------------------------------------
-
-    def _on_status(self, raw: Raw) -> None:
-        note = msgspec.json.decode(raw, type=codex.ThreadStatusChanged)
-        child = self.children.get(note.threadId)
-        if child is None:
-            return
-        status = note.status
-        if status.type == "active":
-            waiting = {"waitingOnApproval", "waitingOnUserInput"} & set(status.activeFlags)
-            self._report(child, acp.WorkState(state="requires_action" if waiting else "running"))
-        elif status.type == "idle" and child.turn_id is None:
-            # Idle between turns; a turn's end is reported from turn/completed, with its reason.
-            if child.state is None:
-                self._report(child, acp.WorkState(state="idle"))
-        elif status.type == "systemError":
-            self._report(
-                child, acp.WorkState(state="idle", meta={"error": "Codex reports a system error"})
-            )
-
-    def _on_turn_started(self, raw: Raw) -> None:
-        note = msgspec.json.decode(raw, type=_TurnNote)
-        child = self.children.get(note.threadId)
-        if child is None:
-            return
-        child.turn_id = note.turn.id
-        child.root_turn_id = note.turn.rootTurnId
-        self._report(child, acp.WorkState(state="running"), can_cancel=True)
-        if self._work_cancelled(child):
-            # A turn of work the client cancelled (Codex does not cascade): stop it now.
-            child.cancelling = True
-            self._interrupt(child)
-
-    def _on_turn_completed(self, raw: Raw) -> None:
-        note = msgspec.json.decode(raw, type=_TurnNote)
-        child = self.children.get(note.threadId)
-        if child is None:
-            return
-        if child.turn_id == note.turn.id:
-            child.turn_id = None
-            child.cancelling = False
-        status = note.turn.status
-        if status == "completed":
-            state = acp.WorkState(state="idle", stopReason="end_turn")
-        elif status == "interrupted":
-            state = acp.WorkState(state="idle", stopReason="cancelled")
-        else:
-            error = note.turn.error.message if note.turn.error else f"turn {status}"
-            state = acp.WorkState(state="idle", stopReason=None, meta={"error": error})
-        self._report(child, state, can_cancel=False)
-
-    def _report(
-        self, child: Child, state: acp.WorkState, *, can_cancel: bool | None = None
-    ) -> None:
-        """Send the child's state (and cancel capability) on its parent's stream, if changed."""
-        if can_cancel is None:
-            can_cancel = child.can_cancel
-        state_changed = child.state != state
-        caps_changed = child.can_cancel != can_cancel
-        child.state = state
-        child.can_cancel = can_cancel
-        if not child.visible or not (state_changed or caps_changed):
-            return
-        self.engine.update(
-            child.parent_id,
-            acp.SubagentUpdate(
-                sessionId=child.thread_id,
-                state=state if state_changed else UNSET,
-                capabilities=acp.SubagentCapabilities(cancel={} if can_cancel else None)
-                if caps_changed
-                else UNSET,
-            ),
-        )
-
-    def _on_codex_lost(self, _reason: str) -> None:
-        for child in self.children.values():
-            if child.state is not None and child.state.state in ("running", "requires_action"):
-                child.turn_id = None
-                self._report(child, acp.WorkState(state="unknown"), can_cancel=False)
-
-    # -- session/load: children's associations and histories ------------------------------------
-
-    def history_item(self, session_id: str) -> Callable[[Raw], list[msgspec.Struct] | None]:
+    def history_item(self, session_id: str) -> Callable[[Any], list[msgspec.Struct] | None]:
         """How a load replays the collab items of ``session_id``'s history."""
 
-        def replay(raw: Raw) -> list[msgspec.Struct] | None:
-            if _ITEM_HEAD.decode(raw).type != "collabAgentToolCall":
+        def replay(item: Any) -> list[msgspec.Struct] | None:
+            if not isinstance(item, codex_items.CollabAgentToolCallItem):
                 return None
-            item = msgspec.json.decode(raw, type=_Collab)
+            exposing = self.hub.subagents_exposed
             out: list[msgspec.Struct] = []
             if self._as_tool_call(item):
                 status: acp_tools.ToolCallStatus = (
@@ -615,7 +476,7 @@ class Subagents:
                 # announced later in this replay, or never.
                 several = len(item.receiverThreadIds) > 1
                 out += [
-                    _text_message(
+                    text_message(
                         f"{item.id}/{receiver}" if several else item.id,
                         session_id,
                         receiver,
@@ -623,224 +484,134 @@ class Subagents:
                     )
                     for receiver in item.receiverThreadIds
                 ]
-            if item.tool == "wait" and self.exposing:
+            if item.tool == "wait" and exposing:
                 for receiver, state in item.agentsStates.items():
                     message = state.get("message") if isinstance(state, dict) else None
                     if message:
                         out.append(
-                            _text_message(f"{item.id}/{receiver}", receiver, session_id, message)
+                            text_message(f"{item.id}/{receiver}", receiver, session_id, message)
                         )
             return out
 
         return replay
 
-    def replay_children(
-        self, root: Session, stored: threads.StoredThread, then: Callable[[], None]
-    ) -> None:
-        """Replay the sub-agents ``stored`` spawned (and theirs), then call ``then``.
+    # -- work state ------------------------------------------------------------------------------
 
-        Best effort, all before the load's response: each child's association
-        (parent before child), then its own history. A child whose thread cannot
-        be read keeps its association (the spawn item says whose it is) and a
-        notice, where the client takes notices, says its history is missing.
-        No state and no capability is sent here: current snapshots follow the
-        response (:meth:`_after_response`).
-        """
-        if not self.exposing:
-            then()
+    def status_changed(self, note: codex_types.ThreadStatusChanged) -> None:
+        record = self.hub.threads.session(note.threadId)
+        if record is None or not record.is_child:
             return
-        outstanding = 0
-        replayed = self._replayed.setdefault(root.session_id, [])
+        kind = note.status.type
+        if kind == "idle" and record.turn is not None:
+            # Codex says idle just before the turn ends; the turn's end says how it ended.
+            return
+        if kind not in ("active", "idle", "systemError"):
+            return
+        record.status = Status(kind, frozenset(note.status.activeFlags))
+        self.report(record)
 
-        def visit(parent_id: str, thread: threads.StoredThread) -> None:
-            nonlocal outstanding
-            for child_id in _spawned(thread):
-                if child_id in self.engine.sessions:
-                    continue
-                outstanding += 1
-                self._read_history(parent_id, child_id, done)
-
-        def done(parent_id: str, child_id: str, child_thread: threads.StoredThread | None) -> None:
-            nonlocal outstanding
-            outstanding -= 1
-            child = self._restore(parent_id, child_id, child_thread)
-            if child is not None:
-                replayed.append(child)
-                if child_thread is not None:
-                    visit(child_id, child_thread)
-            if outstanding == 0:
-                then()
-
-        visit(root.session_id, stored)
-        if outstanding == 0:
-            then()
-
-    def _read_history(
-        self,
-        parent_id: str,
-        child_id: str,
-        done: Callable[[str, str, threads.StoredThread | None], None],
-    ) -> None:
-        def read(result: Raw) -> None:
-            done(
-                parent_id,
-                child_id,
-                msgspec.json.decode(result, type=threads.ThreadReadResult).thread,
+    def turn_started(self, note: codex_types.TurnNotification) -> None:
+        record = self.hub.threads.session(note.threadId)
+        if record is None or not record.is_child:
+            return
+        previous = record.turn
+        if previous is not None and previous.id == note.turn.id:
+            turn = previous
+        else:
+            # A turn whose end was never seen: a cancel that reached it still stands.
+            turn = Turn(
+                id=note.turn.id, cancel_requested=previous is not None and previous.cancel_requested
             )
+        turn.root_turn_id = note.turn.rootTurnId
+        record.turn = turn
+        self.report(record)
+        if self.hub.threads.work_cancelled(record):
+            # A turn of work the client cancelled (Codex does not cascade): stop it now.
+            turn.cancel_requested = True
+            self._interrupt(record)
 
-        def failed(error: ErrorObject) -> None:
-            log.info("history of sub-agent %s unavailable: %s", child_id, error.message)
-            done(parent_id, child_id, None)
+    def turn_completed(self, note: codex_types.TurnNotification) -> None:
+        record = self.hub.threads.session(note.threadId)
+        if record is None or not record.is_child:
+            return
+        if record.turn is not None and record.turn.id == note.turn.id:
+            record.turn = None
+        error = note.turn.error.message if note.turn.error else None
+        workstate.turn_ended(record, note.turn.status, error)
+        self.report(record)
 
-        self.engine.codex_request(
-            "thread/read",
-            threads.ThreadReadParams(threadId=child_id, includeTurns=True),
-            read,
-            failed,
-        )
-
-    def _restore(
-        self, parent_id: str, child_id: str, stored: threads.StoredThread | None
-    ) -> Child | None:
-        if child_id in self.engine.sessions or parent_id not in self.engine.sessions:
-            return None
-        nickname = stored.agentNickname if stored else None
-        role = stored.agentRole if stored else None
-        child = Child(child_id, parent_id, title=nickname, description=role)
-        self.children[child_id] = child
-        self.engine.update(
-            parent_id,
-            acp.SubagentUpdate(
-                sessionId=child_id,
-                title=nickname if nickname else UNSET,
-                description=role if role else UNSET,
+    def report(self, record: ThreadRecord) -> None:
+        """Send the child's work state (and cancel capability) on its parent's stream, if changed."""
+        state = workstate.snapshot(record)
+        can_cancel = workstate.cancellable(record)
+        state_changed = record.reported != state
+        caps_changed = record.reported_cancel != can_cancel
+        record.reported, record.reported_cancel = state, can_cancel
+        if not record.visible or record.parent_id is None or not (state_changed or caps_changed):
+            return
+        self.hub.update(
+            record.parent_id,
+            acp_subagents.SubagentUpdate(
+                sessionId=record.id,
+                state=state if state_changed else UNSET,
+                capabilities=acp_subagents.SubagentCapabilities(cancel={} if can_cancel else None)
+                if caps_changed
+                else UNSET,
             ),
         )
-        parent = self.engine.sessions[parent_id]
-        self.engine.add_session(
-            Session(
-                session_id=child_id,
-                cwd=(stored.cwd if stored else "") or parent.cwd,
-                parent_id=parent_id,
-            )
-        )
-        if stored is None:
-            sessions = self.engine.client_capabilities.session or {}
-            if sessions.get("notices") is not None:
-                self.engine.update(
-                    parent_id,
-                    acp_types.Notice(
-                        severity="warning",
-                        title=f"The history of sub-agent {nickname or child_id} is not available",
-                        description="Codex could not read its thread; its association is shown without it.",
-                    ),
-                )
-            return child
-        for update in _as_incoming(
-            history.replay_updates(stored, first=self.history_item(child_id)), parent_id, child_id
-        ):
-            self.engine.update(child_id, update)
-        if _last_turn_running(stored):
-            child.turn_id = stored.turns[-1].id
-        return child
 
-    def _after_response(self, session: Session) -> None:
-        """Current snapshots of the children a load replayed, now that history is over."""
-        for child in self._replayed.pop(session.session_id, []):
-            running = child.turn_id is not None
-            self._report(
-                child, acp.WorkState(state="running" if running else "idle"), can_cancel=running
-            )
+    def codex_lost(self, _reason: str) -> None:
+        for record in self.hub.threads.children():
+            reported = record.reported
+            if reported is not None and reported.state in ("running", "requires_action"):
+                record.turn = None
+                record.lost = True
+                self.report(record)
 
     # -- cancel -----------------------------------------------------------------------------------
-
-    def _on_session_cancel(self, raw: Raw) -> None:
-        try:
-            params = msgspec.json.decode(raw or b"null", type=acp_types.CancelParams)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            return  # the Prompts feature reports the bad notification
-        self.cancel_tree(params.sessionId)
 
     def cancel_tree(self, session_id: str) -> None:
         """Stop the current work of ``session_id``'s children and all their descendants
         (and of ``session_id`` itself when it is a child): Codex does not cascade."""
         # Only running work is marked: a cancel never outlives the work it stopped,
         # so an idle child takes its next assignment normally.
-        session = self.engine.sessions.get(session_id)
-        prompt = session.prompt if session is not None and session.parent_id is None else None
-        if prompt is not None and prompt.turn_id is not None:
-            self._cancelled_turns.add(prompt.turn_id)
-        targets = [self.children[session_id]] if session_id in self.children else []
-        for child in targets + self._descendants(session_id):
-            if child.turn_id is not None:
-                child.cancelling = True
+        threads = self.hub.threads
+        record = threads.session(session_id)
+        root_turn = record.turn if record is not None and record.parent_id is None else None
+        if record is not None and root_turn is not None and root_turn.id is not None:
+            record.cancelled_turns.add(root_turn.id)
+        targets = [record] if record is not None and record.is_child else []
+        for child in targets + threads.descendants(session_id):
+            if child.turn is not None:
+                child.turn.cancel_requested = True
                 self._interrupt(child)
-            if child.thread_id != session_id:
-                self.engine.approvals.cancel_thread(child.thread_id)
+            if child.id != session_id:
+                self._cancel_questions(child.id)
 
-    def _work_cancelled(self, child: Child) -> bool:
-        """Was the work ``child``'s current turn does cancelled: its root turn, or an
-        ancestor's running turn that spawned or messaged it?"""
-        if child.cancelling or (
-            child.root_turn_id is not None and child.root_turn_id in self._cancelled_turns
-        ):
-            return True
-        ancestor = self.children.get(child.parent_id)
-        root_id = child.parent_id
-        seen = 0
-        while ancestor is not None and seen < 1000:
-            if ancestor.cancelling:
-                return True
-            root_id = ancestor.parent_id
-            ancestor = self.children.get(ancestor.parent_id)
-            seen += 1
-        # The root's prompt was cancelled before Codex named its turn.
-        root = self.engine.sessions.get(root_id)
-        prompt = root.prompt if root is not None else None
-        return (
-            prompt is not None
-            and prompt.cancel_requested
-            and child.root_turn_id is not None
-            and prompt.turn_id == child.root_turn_id
-        )
-
-    def turn_cancelled(self, thread_id: str, turn_id: str | None) -> bool:
-        """Is ``turn_id`` of sub-agent ``thread_id`` being cancelled? (Its questions are moot.)"""
-        child = self.children.get(thread_id)
-        return child is not None and child.turn_id == turn_id and self._work_cancelled(child)
-
-    def _descendants(self, session_id: str) -> list[Child]:
-        found: list[Child] = []
-        frontier = [session_id]
-        while frontier:
-            parent = frontier.pop()
-            for child in self.children.values():
-                if child.parent_id == parent:
-                    found.append(child)
-                    frontier.append(child.thread_id)
-        return found
-
-    def _interrupt(self, child: Child) -> None:
-        turn_id = child.turn_id
-        if turn_id is None or child.interrupt_sent_for == turn_id:
+    def _interrupt(self, record: ThreadRecord) -> None:
+        turn = record.turn
+        if turn is None or turn.id is None or turn.interrupt_sent:
             return
-        child.interrupt_sent_for = turn_id
+        turn.interrupt_sent = True
 
         def refused(error: ErrorObject) -> None:
             # The turn may have just ended; its turn/completed reports what happened.
-            log.info("turn/interrupt of %s refused: %s", child.thread_id, error.message)
+            log.info("turn/interrupt of %s refused: %s", record.id, error.message)
 
-        self.engine.codex_request(
+        self.hub.codex_request(
             "turn/interrupt",
-            codex.TurnInterruptParams(threadId=child.thread_id, turnId=turn_id),
+            codex_types.TurnInterruptParams(threadId=record.id, turnId=turn.id),
+            None,
             lambda _result: None,
             refused,
         )
 
 
-def _text_message(message_id: str, sender: str, recipient: str, text: str) -> acp.SessionMessage:
+def text_message(
+    message_id: str, sender: str, recipient: str, text: str
+) -> acp_subagents.SessionMessage:
     """One session-to-session message of plain text (outgoing or incoming view alike)."""
-    return acp.SessionMessage(
+    return acp_subagents.SessionMessage(
         messageId=message_id,
         senderSessionId=sender,
         recipientSessionId=recipient,
@@ -848,56 +619,7 @@ def _text_message(message_id: str, sender: str, recipient: str, text: str) -> ac
     )
 
 
-def _spawned(thread: threads.StoredThread) -> list[str]:
-    """The sub-agents a stored thread spawned, in order."""
-    found: list[str] = []
-    for turn in thread.turns:
-        for raw in turn.items:
-            if _ITEM_HEAD.decode(raw).type != "collabAgentToolCall":
-                continue
-            item = msgspec.json.decode(raw, type=_Collab)
-            if item.tool == "spawnAgent":
-                found += [t for t in item.receiverThreadIds if t not in found]
-    return found
-
-
-def _last_turn_running(thread: threads.StoredThread) -> bool:
-    return bool(thread.turns) and thread.turns[-1].status == "inProgress"
-
-
-def _as_incoming(
-    updates: list[msgspec.Struct], parent_id: str, child_id: str
-) -> list[msgspec.Struct]:
-    """A child's stored user messages are what its parent sent it: incoming session messages."""
-    out: list[msgspec.Struct] = []
-    for update in updates:
-        if isinstance(update, acp_types.UserMessageChunk) and isinstance(update.messageId, str):
-            previous = out[-1] if out else None
-            if isinstance(previous, acp.SessionMessage) and previous.messageId == update.messageId:
-                assert isinstance(previous.content, list)
-                previous.content.append(update.content)
-                continue
-            out.append(
-                acp.SessionMessage(
-                    messageId=update.messageId,
-                    senderSessionId=parent_id,
-                    recipientSessionId=child_id,
-                    content=[update.content],
-                )
-            )
-        else:
-            out.append(update)
-    return out
-
-
-class _EnvelopeParams(msgspec.Struct):
-    turn: _TurnHead
-
-
-class _Envelope(msgspec.Struct):
-    id: int | str | None = None
-    method: str = ""
-    params: _EnvelopeParams | None = None
-
-
-_ITEM_HEAD = msgspec.json.Decoder(_ItemHead)
+def _unplaced(record: ThreadRecord) -> Unplaced:
+    if record.unplaced is None:
+        record.unplaced = Unplaced()
+    return record.unplaced

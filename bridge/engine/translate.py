@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..acp import types as acp
 from ..codex import types as codex
+from ..codex.messages import ThreadItem
 
 
 def message_chunk(delta: codex.AgentMessageDelta) -> acp.AgentMessageChunk:
@@ -14,9 +15,7 @@ def thought_chunk(item_id: str, text: str) -> acp.AgentThoughtChunk:
     return acp.AgentThoughtChunk(content=acp.TextContent(text=text), messageId=item_id)
 
 
-def completed_item_updates(
-    item: codex.KnownItem | codex.UnknownItem, streamed: bool
-) -> list[acp.SessionUpdate]:
+def completed_item_updates(item: ThreadItem, streamed: bool) -> list[acp.SessionUpdate]:
     """Updates for an item's completion.
 
     Text that was streamed as deltas is not sent again; an item that arrives

@@ -63,7 +63,13 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
     """
     header = recording.header
     thread_config = header.engine.get("threadConfig") if header.engine else None
-    engine = Engine(thread_config=thread_config)
+    # The paths the live bridge found were no directory; every other one was.
+    missing = {
+        e.record.reason
+        for e in recording.entries
+        if isinstance(e.record, EventRecord) and e.record.event == "missing_directory"
+    }
+    engine = Engine(thread_config=thread_config, is_directory=lambda path: path not in missing)
     capabilities = header.clientCapabilities or {}
     checker = (
         TranscriptChecker(subagents=capabilities.get("subagents") is not None) if check else None
@@ -97,6 +103,8 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
                 apply(engine.codex_lost(record.reason or "Codex was lost"), entry.line)
             elif record.event == "client_lost":
                 apply(engine.client_lost(), entry.line)
+            elif record.event == "missing_directory":
+                pass  # answered when the engine asks (see above)
             else:
                 raise RecordingError(recording.path, entry.line, f"unknown event {record.event!r}")
             continue

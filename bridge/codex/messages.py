@@ -1,0 +1,175 @@
+"""Codex's messages as the bridge reads them: one type per method, decoded once.
+
+:data:`NOTIFICATIONS` and :data:`REQUESTS` map each method the bridge handles
+to the Struct its ``params`` decode into (beside :mod:`bridge.codex.methods`,
+the generated list of everything Codex may send). The engine decodes a
+message with :func:`decode_notification` / :func:`decode_request` before any
+feature sees it, and hands the same typed value to every feature that reacts
+to it. A method the bridge does not handle decodes into :class:`Untyped`,
+which keeps only the thread it concerns (the sub-agent gate needs that much).
+
+Items are decoded with their notification: :class:`ItemNotification`'s
+``item`` is a :data:`ThreadItem`, a known item, an :class:`UnknownItem` (a type
+this bridge does not know yet: Codex adds some between releases) or a
+:class:`MalformedItem` (a known type whose members do not fit: shown as
+failed where it was announced, never a crash).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, TypeAlias
+
+import msgspec
+from msgspec import Raw
+
+from . import approvals, config, items, types
+
+log = logging.getLogger(__name__)
+
+
+class Untyped(msgspec.Struct):
+    """The params of a method the bridge does not read: only the thread they concern."""
+
+    threadId: str = ""
+
+
+class MalformedItem(msgspec.Struct):
+    """An item of a known type whose members do not decode."""
+
+    type: str
+    id: str
+    raw: Raw
+    error: str
+
+
+ThreadItem: TypeAlias = (
+    types.KnownItem
+    | items.ToolItem
+    | items.CollabAgentToolCallItem
+    | types.UnknownItem
+    | MalformedItem
+)
+
+
+class ItemNotification(msgspec.Struct):
+    """``item/started`` and ``item/completed``: the item decoded, and kept raw for
+    the few readers that pass Codex's own members on (a patch's changes)."""
+
+    threadId: str
+    turnId: str
+    item: ThreadItem
+    raw: Raw
+
+
+class _ItemEnvelope(msgspec.Struct):
+    threadId: str
+    item: Raw
+    turnId: str = ""
+
+
+class _ItemTag(msgspec.Struct):
+    type: str = ""
+    id: str = ""
+
+
+#: The params type of every notification the bridge reads.
+NOTIFICATIONS: dict[str, type[Any]] = {
+    "account/login/completed": config.AccountLoginCompleted,
+    "error": types.ErrorNotification,
+    "item/agentMessage/delta": types.AgentMessageDelta,
+    "item/commandExecution/outputDelta": items.CommandExecutionOutputDelta,
+    "item/commandExecution/terminalInteraction": items.TerminalInteraction,
+    "item/completed": _ItemEnvelope,
+    "item/fileChange/patchUpdated": items.FileChangePatchUpdated,
+    "item/mcpToolCall/progress": items.McpToolCallProgress,
+    "item/reasoning/summaryPartAdded": types.ReasoningSummaryPartAdded,
+    "item/reasoning/summaryTextDelta": types.ReasoningSummaryTextDelta,
+    "item/started": _ItemEnvelope,
+    "serverRequest/resolved": approvals.ServerRequestResolved,
+    "thread/name/updated": items.ThreadNameUpdated,
+    "thread/settings/updated": config.ThreadSettingsUpdated,
+    "thread/status/changed": types.ThreadStatusChanged,
+    "thread/tokenUsage/updated": types.ThreadTokenUsageUpdated,
+    "turn/completed": types.TurnNotification,
+    "turn/plan/updated": items.TurnPlanUpdated,
+    "turn/started": types.TurnNotification,
+}
+
+
+class LegacyApprovalParams(msgspec.Struct):
+    """``execCommandApproval`` / ``applyPatchApproval`` (Codex's removed v1 API): declined unread."""
+
+    conversationId: str = ""
+
+
+#: The params type of every request Codex makes that the bridge answers.
+REQUESTS: dict[str, type[Any]] = {
+    "item/commandExecution/requestApproval": approvals.CommandExecutionRequestApprovalParams,
+    "item/fileChange/requestApproval": approvals.FileChangeRequestApprovalParams,
+    "item/permissions/requestApproval": approvals.PermissionsRequestApprovalParams,
+    "item/tool/requestUserInput": approvals.ToolRequestUserInputParams,
+    "mcpServer/elicitation/request": approvals.McpServerElicitationRequestParams,
+    "execCommandApproval": LegacyApprovalParams,
+    "applyPatchApproval": LegacyApprovalParams,
+}
+
+_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    method: msgspec.json.Decoder(kind) for method, kind in {**NOTIFICATIONS, **REQUESTS}.items()
+}
+_UNTYPED = msgspec.json.Decoder(Untyped)
+_ITEM_TAG = msgspec.json.Decoder(_ItemTag)
+_KNOWN_ITEM = msgspec.json.Decoder(types.KnownItem)
+_TOOL_ITEM = msgspec.json.Decoder(items.ToolItem)
+_COLLAB_ITEM = msgspec.json.Decoder(items.CollabAgentToolCallItem)
+_KNOWN_TYPES = frozenset({"userMessage", "agentMessage", "reasoning"})
+
+DecodeError = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+
+
+def decode_params(method: str, raw: Raw) -> Any:
+    """The typed params of a notification or request Codex sent.
+
+    Raises ``msgspec.ValidationError`` / ``DecodeError`` when they do not fit
+    the method's type; a method the bridge does not read gives :class:`Untyped`.
+    """
+    decoder = _DECODERS.get(method)
+    if decoder is None:
+        try:
+            return _UNTYPED.decode(raw or b"{}")
+        except DecodeError:
+            return Untyped()
+    params = decoder.decode(raw or b"null")
+    if isinstance(params, _ItemEnvelope):
+        return ItemNotification(
+            params.threadId, params.turnId, decode_item(params.item), params.item
+        )
+    return params
+
+
+def decode_item(raw: Raw) -> ThreadItem:
+    """One item, by its ``type``; never raises."""
+    try:
+        tag = _ITEM_TAG.decode(raw)
+    except msgspec.ValidationError as exc:
+        log.warning("Codex sent an item that is not one: %s", exc)
+        return MalformedItem("", "", raw, str(exc))
+    try:
+        if tag.type in _KNOWN_TYPES:
+            known: types.KnownItem = _KNOWN_ITEM.decode(raw)
+            return known
+        if tag.type in items.TOOL_ITEM_TYPES:
+            tool: items.ToolItem = _TOOL_ITEM.decode(raw)
+            return tool
+        if tag.type == "collabAgentToolCall":
+            return _COLLAB_ITEM.decode(raw)
+    except msgspec.ValidationError as exc:
+        log.warning("Codex %s item %s not understood: %s", tag.type, tag.id, exc)
+        return MalformedItem(tag.type, tag.id, raw, str(exc))
+    return types.UnknownItem(tag.type, tag.id, raw)
+
+
+def thread_of(params: Any) -> str:
+    """The thread a decoded message concerns ("" for none)."""
+    thread_id = getattr(params, "threadId", "")
+    return thread_id if isinstance(thread_id, str) else ""

@@ -1,0 +1,173 @@
+"""Authentication: the ``authMethods`` offered, ``authenticate``, and telling a
+failed turn that lacks credentials apart.
+
+``authMethods``: Codex's own ChatGPT sign-in (``account/login/start`` type
+``chatgpt``; the sign-in page reaches the user as a URL elicitation tied to the
+``authenticate`` request, or, for a client without URL elicitation, in the
+error's message) and an API key from the bridge's environment
+(``CODEX_API_KEY`` or ``OPENAI_API_KEY``, handed to Codex with
+``account/login/start`` type ``apiKey``; the engine never reads the
+environment itself: the shell passes the key in). A turn that fails for lack of
+credentials fails its prompt with ACP's ``auth_required`` (-32000): see
+:func:`bridge.engine.prompts.lacks_credentials`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import msgspec
+from msgspec import Raw
+
+from ..acp import config as acp_config
+from ..acp import types as acp_types
+from ..codex import config as codex_config
+from ..jsonrpc import ErrorCode, RequestId, RpcError
+from .hub import Hub, decode_params
+
+log = logging.getLogger(__name__)
+
+CHATGPT_METHOD = "chatgpt"
+API_KEY_METHOD = "api-key"
+
+AUTH_METHODS: tuple[acp_types.AuthMethod, ...] = (
+    acp_types.AuthMethod(
+        id=CHATGPT_METHOD,
+        name="Sign in with ChatGPT",
+        description="Use your ChatGPT plan, through Codex's own sign-in in the browser.",
+    ),
+    acp_types.AuthMethod(
+        id=API_KEY_METHOD,
+        name="API key from the environment",
+        description="Use the OpenAI API key in CODEX_API_KEY or OPENAI_API_KEY "
+        "where the bridge runs.",
+    ),
+)
+
+
+@dataclass(slots=True)
+class Login:
+    """A ChatGPT sign-in: an ``authenticate`` waiting on Codex's ``account/login/completed``."""
+
+    request_id: RequestId
+    login_id: str
+    elicited: bool = False
+
+
+class Authentication:
+    """``authenticate`` and the ChatGPT sign-in it may start."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.logins: dict[str, Login] = {}
+
+    def advertise(self, result: acp_types.InitializeResult) -> None:
+        result.authMethods = list(AUTH_METHODS)
+
+    def authenticate(self, rid: RequestId, raw: Raw) -> None:
+        params = decode_params(raw, acp_config.AuthenticateParams, "authenticate")
+        if params.methodId == API_KEY_METHOD:
+            key = self.hub.api_key
+            if not key:
+                raise RpcError.invalid_params(
+                    "no API key: set CODEX_API_KEY or OPENAI_API_KEY where the bridge runs"
+                )
+            self.hub.codex_request(
+                "account/login/start",
+                codex_config.ApiKeyLogin(apiKey=key),
+                None,
+                lambda _result: self.hub.answer_client(rid, acp_config.AuthenticateResult()),
+                self.hub.pass_error_to(rid),
+            )
+        elif params.methodId == CHATGPT_METHOD:
+            self.hub.codex_request(
+                "account/login/start",
+                codex_config.ChatgptLogin(),
+                codex_config.LoginAccountResult,
+                lambda result: self._chatgpt_started(rid, result),
+                self.hub.pass_error_to(rid),
+            )
+        else:
+            raise RpcError.invalid_params(
+                f"unknown auth method {params.methodId!r}; this agent offers "
+                f"{', '.join(m.id for m in AUTH_METHODS)}",
+                {"methodId": params.methodId},
+            )
+
+    def _chatgpt_started(self, rid: RequestId, started: codex_config.LoginAccountResult) -> None:
+        url, login_id = started.authUrl, started.loginId
+        if not isinstance(url, str) or not isinstance(login_id, str):
+            self.hub.refuse_client(rid, RpcError.internal("Codex started no ChatGPT sign-in"))
+            return
+        elicitation = self.hub.client_capabilities.elicitation or {}
+        if elicitation.get("url") is None:
+            # Without URL elicitation the page can only travel in the answer. Codex keeps
+            # waiting for the browser's callback: signing in there is enough.
+            self.hub.refuse_client(
+                rid,
+                RpcError(
+                    ErrorCode.AUTH_REQUIRED,
+                    f"Open this page in a browser to sign in with ChatGPT, then try again: {url}",
+                    {"authUrl": url},
+                ),
+            )
+            return
+        login = self.logins[login_id] = Login(request_id=rid, login_id=login_id, elicited=True)
+        self.hub.client_request(
+            "elicitation/create",
+            acp_config.UrlElicitationParams(
+                mode="url",
+                elicitationId=login_id,
+                url=url,
+                message="Sign in with ChatGPT in your browser to let Codex use your plan.",
+                requestId=rid,
+            ),
+            lambda result: self._elicitation_answered(login, result),
+            lambda error: self._elicitation_refused(login, error.message),
+        )
+
+    def _elicitation_answered(self, login: Login, raw: Raw) -> None:
+        try:
+            action = msgspec.json.decode(raw, type=acp_config.ElicitationResult).action
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            action = f"an answer that is not one ({exc})"
+        if action != "accept":
+            self._elicitation_refused(login, f"the user did not open the sign-in page ({action})")
+
+    def _elicitation_refused(self, login: Login, why: str) -> None:
+        if self.logins.pop(login.login_id, None) is None:
+            return  # already completed
+        self.hub.codex_request(
+            "account/login/cancel",
+            codex_config.CancelLoginAccountParams(loginId=login.login_id),
+            None,
+            lambda _result: None,
+            lambda error: log.info("account/login/cancel refused: %s", error.message),
+        )
+        self.hub.refuse_client(
+            login.request_id, RpcError(ErrorCode.AUTH_REQUIRED, f"ChatGPT sign-in cancelled: {why}")
+        )
+
+    def login_completed(self, note: codex_config.AccountLoginCompleted) -> None:
+        login = self.logins.pop(note.loginId, None) if note.loginId is not None else None
+        if login is None:
+            return
+        if login.elicited:
+            self.hub.client_notification(
+                "elicitation/complete",
+                acp_config.CompleteElicitationParams(elicitationId=login.login_id),
+            )
+        if note.success:
+            self.hub.answer_client(login.request_id, acp_config.AuthenticateResult())
+        else:
+            message = note.error or "Codex reported no reason"
+            self.hub.refuse_client(
+                login.request_id,
+                RpcError(ErrorCode.AUTH_REQUIRED, f"ChatGPT sign-in failed: {message}"),
+            )
+
+    def codex_lost(self, reason: str) -> None:
+        logins, self.logins = self.logins, {}
+        for login in logins.values():
+            self.hub.refuse_client(login.request_id, RpcError.internal(reason))

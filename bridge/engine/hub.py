@@ -1,0 +1,246 @@
+"""What every feature shares: the two JSON-RPC peers, the threads, and the output.
+
+The :class:`Hub` is handed to each feature when the engine is wired
+(:mod:`bridge.engine.engine`); features use it to find threads
+(:attr:`Hub.threads`) and to send (:meth:`Hub.update`, :meth:`Hub.codex_request`,
+:meth:`Hub.answer_client`, ...). It knows no feature.
+
+Two promises are kept here, for every feature at once:
+
+- a request to Codex names the type of its result; an answer that does not
+  decode into it reaches the caller as an error naming Codex's malformed
+  answer (so the client request waiting on it fails cleanly), never as an
+  exception;
+- every request, from either side, is answered at most once: an answer for a
+  request already answered (or never received) is logged and not sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar
+
+import msgspec
+from msgspec import Raw
+
+from ..acp import types as acp_types
+from ..jsonrpc import ErrorCode, Peer, RequestId, RpcError
+from ..jsonrpc.peer import ErrorObject
+from .effects import Effect, ToClient, ToCodex
+from .threads import Threads
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+OnError: TypeAlias = Callable[[ErrorObject], None]
+
+AGENT_NAME = "codex-acp-bridge"
+
+#: ``data`` member of the error a malformed Codex answer becomes (names the method).
+MALFORMED = "malformedCodexAnswer"
+
+
+def malformed(error: ErrorObject) -> bool:
+    """Whether ``error`` is Codex's answer not fitting its type, not an error Codex sent."""
+    return isinstance(error.data, dict) and MALFORMED in error.data
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """What to do when the other side answers one of our requests."""
+
+    method: str
+    decoder: msgspec.json.Decoder[Any] | None
+    on_result: Callable[[Any], None]
+    on_error: OnError
+
+    def result(self, raw: Raw) -> None:
+        """Decode the result with the type the request named; a mismatch is an error."""
+        if self.decoder is None:
+            self.on_result(raw)
+            return
+        try:
+            value = self.decoder.decode(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+            log.warning("Codex answered %s with a malformed result: %s", self.method, exc)
+            self.on_error(
+                ErrorObject(
+                    ErrorCode.INTERNAL_ERROR,
+                    f"Codex answered {self.method} with a malformed result: {exc}",
+                    {MALFORMED: self.method},
+                )
+            )
+            return
+        self.on_result(value)
+
+
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+    return decoder
+
+
+class Hub:
+    """The engine's shared state and output (see the module docstring).
+
+    ``thread_config`` is sent as ``config`` in every ``thread/start`` (the
+    ``-c key=value`` overrides, for a Codex the bridge did not start itself).
+    ``api_key`` is an OpenAI API key from the bridge's environment, for the
+    ``authenticate`` method that hands it to Codex (the engine reads no
+    environment itself). ``is_directory`` answers whether a path is an
+    existing directory: the shell passes the file system's answer in, the
+    replay the recorded one.
+    """
+
+    def __init__(
+        self,
+        *,
+        thread_config: dict[str, Any] | None,
+        api_key: str | None,
+        is_directory: Callable[[str], bool],
+    ) -> None:
+        self.client = Peer[Waiting](jsonrpc_member=True)
+        self.codex = Peer[Waiting](jsonrpc_member=False)
+        self.threads = Threads()
+        self.client_capabilities = acp_types.ClientCapabilities()
+        self.codex_ready = False
+        self.codex_lost_reason: str | None = None
+        self.thread_config = thread_config or None
+        self.api_key = api_key or None
+        self.is_directory = is_directory
+        #: Requests received and not answered yet, per side.
+        self.open_client_requests: set[RequestId] = set()
+        self.open_codex_requests: set[RequestId] = set()
+        self._out: list[Effect] = []
+
+    @property
+    def subagents_exposed(self) -> bool:
+        """The client declared ``subagents``: sub-agents are shown as sessions."""
+        return self.client_capabilities.subagents is not None
+
+    # -- to Codex ---------------------------------------------------------------------
+
+    def codex_request(
+        self,
+        method: str,
+        params: Any,
+        result: Any,
+        on_result: Callable[[Any], None],
+        on_error: OnError,
+    ) -> None:
+        """Ask Codex; ``on_result`` gets the answer decoded as ``result`` (a type), or
+        ``None`` as ``result`` passes the raw answer on, unread."""
+        if self.codex_lost_reason is not None:
+            on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
+            return
+        waiting = Waiting(method, None if result is None else _decoder(result), on_result, on_error)
+        _rid, data = self.codex.request(method, params, waiting)
+        self._out.append(ToCodex(data))
+
+    def codex_notification(self, method: str, params: Any = msgspec.UNSET) -> None:
+        self._out.append(ToCodex(self.codex.notification(method, params)))
+
+    def answer_codex(self, rid: RequestId, result: Any) -> None:
+        """Answer a request Codex made."""
+        if self._answering(self.open_codex_requests, rid, "Codex"):
+            self._out.append(ToCodex(self.codex.response(rid, result)))
+
+    def refuse_codex(self, rid: RequestId, code: int, message: str) -> None:
+        """Answer a request Codex made with an error."""
+        if self._answering(self.open_codex_requests, rid, "Codex"):
+            self._out.append(ToCodex(self.codex.error(rid, code, message)))
+
+    # -- to the client ----------------------------------------------------------------
+
+    def client_request(
+        self,
+        method: str,
+        params: Any,
+        on_result: Callable[[Raw], None],
+        on_error: OnError,
+    ) -> RequestId:
+        rid, data = self.client.request(method, params, Waiting(method, None, on_result, on_error))
+        self._out.append(ToClient(data))
+        return rid
+
+    def client_notification(self, method: str, params: Any) -> None:
+        """Send the client a notification other than ``session/update`` (``$/cancel_request``)."""
+        self._out.append(ToClient(self.client.notification(method, params)))
+
+    def update(self, session_id: str, update: msgspec.Struct) -> None:
+        """Send one ``session/update`` (any update Struct tagged with ``sessionUpdate``).
+
+        Only for a session the client is shown: a hidden sub-agent's updates, and
+        anything for a thread that is no session (closed, never shown), are dropped.
+        """
+        if not self.threads.is_shown(session_id):
+            return
+        params = acp_types.SessionNotification(sessionId=session_id, update=update)
+        self._out.append(ToClient(self.client.notification("session/update", params)))
+
+    def answer_client(self, rid: RequestId, result: Any) -> None:
+        if self._answering(self.open_client_requests, rid, "client"):
+            self._out.append(ToClient(self.client.response(rid, result)))
+
+    def refuse_client(self, rid: RequestId, exc: RpcError) -> None:
+        if self._answering(self.open_client_requests, rid, "client"):
+            self._out.append(ToClient(self.client.error(rid, exc.code, exc.message, exc.data)))
+
+    def pass_error_to(self, rid: RequestId) -> OnError:
+        """An ``on_error`` that passes Codex's error on to client request ``rid``."""
+
+        def forward(error: ErrorObject) -> None:
+            self.refuse_client(rid, from_codex(error))
+
+        return forward
+
+    def send_raw_to_client(self, data: bytes) -> None:
+        """A reply the JSON-RPC peer built itself (to a message that was no valid request)."""
+        self._out.append(ToClient(data))
+
+    # -- bookkeeping ------------------------------------------------------------------
+
+    @staticmethod
+    def _answering(open_requests: set[RequestId], rid: RequestId, side: str) -> bool:
+        try:
+            open_requests.remove(rid)
+        except KeyError:
+            log.error("not answering %s request %r twice (or one it never made)", side, rid)
+            return False
+        return True
+
+    def take(self) -> list[Effect]:
+        """The effects produced since the last call, in order."""
+        out, self._out = self._out, []
+        return out
+
+
+def decode_params(raw: Raw, kind: type[T], method: str) -> T:
+    """Decode a client request's params; a mismatch is -32602 naming the field."""
+    try:
+        return msgspec.json.decode(raw or b"null", type=kind)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+        detail = str(exc).replace("`$`", "`params`").replace("`$.", "`params.")
+        raise RpcError.invalid_params(f"Invalid params for {method}: {detail}") from None
+
+
+def from_codex(error: ErrorObject) -> RpcError:
+    """A Codex JSON-RPC error, passed on to the client with Codex's own message."""
+    return RpcError(ErrorCode.INTERNAL_ERROR, f"Codex: {error.message}", error.data)
+
+
+def check_directory(hub: Hub, cwd: str, method: str) -> None:
+    """``cwd`` must be an absolute path to an existing directory (-32602 naming it)."""
+    if not cwd.startswith("/"):
+        raise RpcError.invalid_params(f"{method}: cwd must be an absolute path, got {cwd!r}")
+    if not hub.is_directory(cwd):
+        raise RpcError.invalid_params(
+            f"{method}: cwd {cwd!r} is not an existing directory", {"cwd": cwd}
+        )

@@ -1,0 +1,498 @@
+"""A session's settings: its mode, model and reasoning effort.
+
+**Settings.** Each session offers three selectors, as ACP ``configOptions``
+(the mode also as the older ``modes``, for clients that only know those):
+
+- *mode*: Codex's approval presets — ``read-only``, ``auto`` (shown as
+  "Default", as Codex names it) and ``full-access`` — each a pair of an
+  approval policy and a sandbox policy. When the thread's policies match no
+  preset (the user's ``config.toml`` says something else), a ``config`` entry
+  describes them, so the client never claims a preset that is not in force;
+- *model*: Codex's model catalog (``model/list``, asked once, lazily), plus
+  the thread's model when the catalog lacks it;
+- *reasoning effort*: the efforts the current model supports (catalog), its
+  default when the thread names none.
+
+Truth first: until the user picks, every value shown is what Codex reported
+for the thread (``thread/start`` and friends, then ``thread/settings/updated``);
+the bridge sends nothing that would override the user's configuration. A pick
+is remembered and sent with every later ``turn/start`` (``approvalPolicy`` +
+``sandboxPolicy``, ``model``, ``effort``): Codex applies such overrides to that
+turn and keeps them for the thread. ``/review``, ``/compact`` and ``/shell``
+run with the thread's settings as the last turn left them.
+
+Slash commands are :mod:`bridge.engine.commands`; authentication is
+:mod:`bridge.engine.auth`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from ..acp import config as acp_config
+from ..codex import config as codex_config
+from ..codex import types as codex_types
+from ..jsonrpc import RequestId, RpcError
+from ..jsonrpc.peer import ErrorObject
+from .commands import COMMANDS
+from .hub import Hub, decode_params
+from .threads import Settings, ThreadRecord
+
+log = logging.getLogger(__name__)
+
+
+# -- modes: Codex's approval presets -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    id: str
+    name: str
+    description: str
+    approval: Any
+    sandbox: dict[str, Any]
+
+
+#: The presets of Codex's own UI (``builtin_approval_presets``): same ids, names and policies.
+PRESETS: tuple[Preset, ...] = (
+    Preset(
+        "read-only",
+        "Read Only",
+        "Codex reads files and answers questions; editing files, running commands outside "
+        "the sandbox or using the network needs your approval.",
+        "on-request",
+        {"type": "readOnly"},
+    ),
+    Preset(
+        "auto",
+        "Default",
+        "Codex reads and edits files in the workspace and runs commands there; anything "
+        "beyond the workspace, or the network, needs your approval.",
+        "on-request",
+        {"type": "workspaceWrite"},
+    ),
+    Preset(
+        "full-access",
+        "Full Access",
+        "Codex edits files anywhere and uses the network without asking. Use with care.",
+        "never",
+        {"type": "dangerFullAccess"},
+    ),
+)
+_PRESETS = {preset.id: preset for preset in PRESETS}
+
+#: The mode that stands for the policies the thread started with when no preset matches them.
+CONFIG_MODE = "config"
+
+#: Each sandbox type's members and their defaults: two policies are the same when these are.
+_SANDBOX_DEFAULTS: dict[str, dict[str, Any]] = {
+    "readOnly": {"networkAccess": False},
+    "workspaceWrite": {
+        "writableRoots": [],
+        "networkAccess": False,
+        "excludeTmpdirEnvVar": False,
+        "excludeSlashTmp": False,
+    },
+    "dangerFullAccess": {},
+    "externalSandbox": {"networkAccess": "restricted"},
+}
+
+_SANDBOX_NAMES = {
+    "readOnly": "read-only",
+    "workspaceWrite": "workspace-write",
+    "dangerFullAccess": "danger-full-access",
+    "externalSandbox": "external sandbox",
+}
+
+
+def _normal_sandbox(policy: Any) -> Any:
+    if not isinstance(policy, dict) or policy.get("type") not in _SANDBOX_DEFAULTS:
+        return policy
+    kind = policy["type"]
+    return {"type": kind} | {k: policy.get(k, d) for k, d in _SANDBOX_DEFAULTS[kind].items()}
+
+
+def same_policy(approval: Any, sandbox: Any, other_approval: Any, other_sandbox: Any) -> bool:
+    """Whether two (approval, sandbox) pairs mean the same thing (defaults filled in)."""
+    same_sandbox = _normal_sandbox(sandbox) == _normal_sandbox(other_sandbox)
+    return bool(approval == other_approval and same_sandbox)
+
+
+def preset_for(approval: Any, sandbox: Any) -> Preset | None:
+    """The preset these policies are, if any."""
+    for preset in PRESETS:
+        if same_policy(approval, sandbox, preset.approval, preset.sandbox):
+            return preset
+    return None
+
+
+def describe_policy(approval: Any, sandbox: Any) -> str:
+    """A person's summary of policies no preset matches, e.g. for ``config.toml`` values."""
+    asks = approval if isinstance(approval, str) else "granular"
+    where = "unknown"
+    if isinstance(sandbox, dict):
+        kind = sandbox.get("type")
+        where = _SANDBOX_NAMES.get(str(kind), str(kind))
+        if sandbox.get("networkAccess") in (True, "enabled"):
+            where += " with network access"
+        roots = sandbox.get("writableRoots") or []
+        if roots:
+            where += f" (+{len(roots)} writable root{'s' if len(roots) > 1 else ''})"
+    return f"As your Codex configuration sets it: approval {asks}, sandbox {where}."
+
+
+# -- config options ----------------------------------------------------------------------------
+
+MODE_OPTION = "mode"
+MODEL_OPTION = "model"
+EFFORT_OPTION = "reasoning_effort"
+
+_EFFORT_NAMES = {
+    "none": "None",
+    "minimal": "Minimal",
+    "low": "Low",
+    "medium": "Medium",
+    "high": "High",
+    "xhigh": "Extra high",
+    "max": "Max",
+    "ultra": "Ultra",
+}
+
+
+def _effort_name(effort: str) -> str:
+    return _EFFORT_NAMES.get(effort, effort.capitalize())
+
+
+class Configuration:
+    """Modes and config options of every session (see the module docstring)."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        #: Codex's model catalog (``model/list``, every page); None until first asked for.
+        self.catalog: list[codex_config.Model] | None = None
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def session_opened(
+        self, record: ThreadRecord, result: Any, opened: codex_types.ThreadStartResult
+    ) -> None:
+        """Fill the open result (new, load, resume, fork) with modes and options."""
+        # Load, resume and fork answer with the same members, maybe in types of their own.
+        approval = getattr(opened, "approvalPolicy", UNSET)
+        sandbox = getattr(opened, "sandbox", UNSET)
+        model = getattr(opened, "model", UNSET)
+        reported_effort = getattr(opened, "reasoningEffort", None)
+        if approval is UNSET or sandbox is UNSET or not isinstance(model, str):
+            # Not a thread Codex described in full (0.169 always does): offer nothing
+            # rather than guess what is in force.
+            log.info("thread %s: no settings reported; no modes or options", record.id)
+            return
+        effort = reported_effort if isinstance(reported_effort, str) else None
+        settings = Settings(approval=approval, sandbox=sandbox, model=model, effort=effort)
+        if preset_for(approval, sandbox) is None:
+            settings.config_policy = (approval, sandbox)
+        record.settings = settings
+        modes = self._modes(settings)
+        options = self._options(settings)
+        settings.shown_mode = modes.currentModeId
+        settings.shown_options = msgspec.json.encode(options)
+        if hasattr(result, "modes"):
+            result.modes = modes
+        if hasattr(result, "configOptions"):
+            result.configOptions = options
+        self._ask_catalog()
+
+    def session_announced(self, record: ThreadRecord) -> None:
+        """Offer the slash commands, now that the client knows the session."""
+        if record.settings is not None:
+            self.hub.update(
+                record.id,
+                acp_config.AvailableCommandsUpdate(availableCommands=list(COMMANDS)),
+            )
+
+    def turn_starting(self, record: ThreadRecord, params: codex_types.TurnStartParams) -> None:
+        """The user's picks go with every turn, never into Codex's config file."""
+        settings = record.settings
+        if settings is None:
+            return
+        if settings.picked_mode is not None:
+            params.approvalPolicy, params.sandboxPolicy = self._policy(
+                settings, settings.picked_mode
+            )
+        if settings.picked_model is not None:
+            params.model = settings.picked_model
+        if settings.picked_effort is not None:
+            params.effort = settings.picked_effort
+
+    def settings_updated(self, note: codex_config.ThreadSettingsUpdated) -> None:
+        record = self.hub.threads.session(note.threadId)
+        settings = record.settings if record is not None else None
+        if settings is None:
+            return
+        reported = note.threadSettings
+        if reported.approvalPolicy is not UNSET and reported.sandboxPolicy is not UNSET:
+            settings.approval, settings.sandbox = reported.approvalPolicy, reported.sandboxPolicy
+        if isinstance(reported.model, str):
+            settings.model = reported.model
+        if reported.effort is not UNSET:
+            settings.effort = reported.effort
+        self._sync(note.threadId, settings)
+
+    # -- modes and options, as the client sees them --------------------------------------------
+
+    def _mode_ids(self, settings: Settings) -> list[str]:
+        ids = [preset.id for preset in PRESETS]
+        return [*ids, CONFIG_MODE] if settings.config_policy is not None else ids
+
+    def _policy(self, settings: Settings, mode_id: str) -> tuple[Any, Any]:
+        if mode_id == CONFIG_MODE and settings.config_policy is not None:
+            return settings.config_policy
+        preset = _PRESETS[mode_id]
+        return preset.approval, preset.sandbox
+
+    def _current_mode(self, settings: Settings) -> str:
+        if settings.picked_mode is not None:
+            return settings.picked_mode
+        preset = preset_for(settings.approval, settings.sandbox)
+        if preset is not None:
+            return preset.id
+        if settings.config_policy is not None and same_policy(
+            settings.approval, settings.sandbox, *settings.config_policy
+        ):
+            return CONFIG_MODE
+        # Changed outside this bridge to something no mode names: keep what was shown.
+        log.warning(
+            "thread settings match no mode: %s",
+            describe_policy(settings.approval, settings.sandbox),
+        )
+        return settings.shown_mode or CONFIG_MODE
+
+    def _modes(self, settings: Settings) -> acp_config.SessionModeState:
+        modes = [
+            acp_config.SessionMode(id=p.id, name=p.name, description=p.description) for p in PRESETS
+        ]
+        if settings.config_policy is not None:
+            modes.append(
+                acp_config.SessionMode(
+                    id=CONFIG_MODE,
+                    name="Custom",
+                    description=describe_policy(*settings.config_policy),
+                )
+            )
+        return acp_config.SessionModeState(
+            currentModeId=self._current_mode(settings), availableModes=modes
+        )
+
+    def _current_model(self, settings: Settings) -> str:
+        return settings.picked_model if settings.picked_model is not None else settings.model
+
+    def _catalog_entry(self, model: str) -> codex_config.Model | None:
+        if self.catalog is None:
+            return None
+        return next((m for m in self.catalog if m.model == model), None)
+
+    def _current_effort(self, settings: Settings) -> str | None:
+        if settings.picked_effort is not None:
+            return settings.picked_effort
+        if settings.effort is not None:
+            return settings.effort
+        entry = self._catalog_entry(self._current_model(settings))
+        # No effort configured: Codex uses the model's default.
+        return entry.defaultReasoningEffort if entry is not None else None
+
+    def _options(self, settings: Settings) -> list[acp_config.SessionConfigSelect]:
+        modes = self._modes(settings)
+        options = [
+            acp_config.SessionConfigSelect(
+                id=MODE_OPTION,
+                name="Mode",
+                description="What Codex may do without asking: its approval and sandbox policies.",
+                category="mode",
+                currentValue=modes.currentModeId,
+                options=[
+                    acp_config.SessionConfigSelectOption(
+                        value=m.id, name=m.name, description=m.description
+                    )
+                    for m in modes.availableModes
+                ],
+            )
+        ]
+        current = self._current_model(settings)
+        models = [
+            acp_config.SessionConfigSelectOption(
+                value=m.model, name=m.displayName or m.model, description=m.description or UNSET
+            )
+            for m in self.catalog or []
+        ]
+        if all(m.value != current for m in models):
+            models.insert(
+                0,
+                acp_config.SessionConfigSelectOption(
+                    value=current,
+                    name=current,
+                    description="The model your Codex configuration names.",
+                ),
+            )
+        options.append(
+            acp_config.SessionConfigSelect(
+                id=MODEL_OPTION,
+                name="Model",
+                category="model",
+                currentValue=current,
+                options=models,
+            )
+        )
+        effort = self._current_effort(settings)
+        if effort is not None:
+            entry = self._catalog_entry(current)
+            supported = entry.supportedReasoningEfforts if entry is not None else []
+            default = entry.defaultReasoningEffort if entry is not None else None
+            efforts = [
+                acp_config.SessionConfigSelectOption(
+                    value=e.reasoningEffort,
+                    name=_effort_name(e.reasoningEffort),
+                    description=(
+                        e.description + (" (default)" if e.reasoningEffort == default else "")
+                    )
+                    or UNSET,
+                )
+                for e in supported
+            ]
+            if all(e.value != effort for e in efforts):
+                efforts.append(
+                    acp_config.SessionConfigSelectOption(value=effort, name=_effort_name(effort))
+                )
+            options.append(
+                acp_config.SessionConfigSelect(
+                    id=EFFORT_OPTION,
+                    name="Reasoning effort",
+                    category="thought_level",
+                    currentValue=effort,
+                    options=efforts,
+                )
+            )
+        return options
+
+    def _sync(
+        self,
+        session_id: str,
+        settings: Settings,
+        *,
+        told_mode: bool = False,
+        told_options: bool = False,
+    ) -> None:
+        """Tell the client what changed since it was last told (not what it just set itself)."""
+        mode = self._current_mode(settings)
+        options = self._options(settings)
+        encoded = msgspec.json.encode(options)
+        if mode != settings.shown_mode and not told_mode:
+            self.hub.update(session_id, acp_config.CurrentModeUpdate(currentModeId=mode))
+        if encoded != settings.shown_options and not told_options:
+            self.hub.update(session_id, acp_config.ConfigOptionUpdate(configOptions=options))
+        settings.shown_mode, settings.shown_options = mode, encoded
+
+    # -- client requests -----------------------------------------------------------------------
+
+    def _session_settings(self, session_id: str) -> Settings:
+        settings = self.hub.threads.require(session_id).settings  # not found → -32002
+        if settings is None:
+            raise RpcError.invalid_params(f"session {session_id} has no settings to change")
+        return settings
+
+    def _check_mode(self, settings: Settings, mode_id: str) -> None:
+        ids = self._mode_ids(settings)
+        if mode_id not in ids:
+            raise RpcError.invalid_params(
+                f"unknown mode {mode_id!r}; this session has {', '.join(ids)}", {"modeId": mode_id}
+            )
+
+    def set_mode(self, rid: RequestId, raw: Raw) -> None:
+        params = decode_params(raw, acp_config.SetSessionModeParams, "session/set_mode")
+        settings = self._session_settings(params.sessionId)
+        self._check_mode(settings, params.modeId)
+        settings.picked_mode = params.modeId
+        self.hub.answer_client(rid, acp_config.SetSessionModeResult())
+        self._sync(params.sessionId, settings, told_mode=True)
+
+    def set_config_option(self, rid: RequestId, raw: Raw) -> None:
+        params = decode_params(
+            raw, acp_config.SetSessionConfigOptionParams, "session/set_config_option"
+        )
+        settings = self._session_settings(params.sessionId)
+        option = next((o for o in self._options(settings) if o.id == params.configId), None)
+        if option is None:
+            raise RpcError.invalid_params(
+                f"unknown config option {params.configId!r}; this session has "
+                f"{', '.join(o.id for o in self._options(settings))}",
+                {"configId": params.configId},
+            )
+        value = params.value
+        # Selects only: a value id (string); unknown ``type``s with a string are value ids too.
+        if params.type == "boolean" or not isinstance(value, str):
+            raise RpcError.invalid_params(
+                f"config option {option.id!r} takes a value id (a string)"
+            )
+        if all(choice.value != value for choice in option.options):
+            raise RpcError.invalid_params(
+                f"{value!r} is not a value of config option {option.id!r}; it takes "
+                f"{', '.join(choice.value for choice in option.options)}",
+                {"configId": option.id, "value": value},
+            )
+        if option.id == MODE_OPTION:
+            settings.picked_mode = value
+        elif option.id == MODEL_OPTION:
+            self._pick_model(settings, value)
+        else:
+            settings.picked_effort = value
+        options = self._options(settings)
+        self.hub.answer_client(rid, acp_config.SetSessionConfigOptionResult(configOptions=options))
+        self._sync(params.sessionId, settings, told_options=True)
+
+    def _pick_model(self, settings: Settings, model: str) -> None:
+        settings.picked_model = model
+        entry = self._catalog_entry(model)
+        effort = settings.picked_effort if settings.picked_effort is not None else settings.effort
+        if entry is None or effort is None:
+            return  # the model's own default applies, and is what is shown
+        if all(e.reasoningEffort != effort for e in entry.supportedReasoningEfforts):
+            # Keep Codex from running the new model at an effort it does not support.
+            settings.picked_effort = entry.defaultReasoningEffort
+
+    # -- the model catalog ---------------------------------------------------------------------
+
+    def _ask_catalog(self, cursor: str | None = None) -> None:
+        if cursor is None:
+            if self.catalog is not None:
+                return
+            self.catalog = []
+        params = (
+            codex_config.ModelListParams()
+            if cursor is None
+            else codex_config.ModelListParams(cursor=cursor)
+        )
+        self.hub.codex_request(
+            "model/list",
+            params,
+            codex_config.ModelListResult,
+            self._on_catalog,
+            self._on_catalog_error,
+        )
+
+    def _on_catalog(self, page: codex_config.ModelListResult) -> None:
+        assert self.catalog is not None
+        self.catalog.extend(m for m in page.data if not m.hidden)
+        if page.nextCursor:
+            self._ask_catalog(page.nextCursor)
+            return
+        for record in self.hub.threads.sessions():
+            if record.settings is not None:
+                self._sync(record.id, record.settings)
+
+    def _on_catalog_error(self, error: ErrorObject) -> None:
+        # Sessions keep offering the model they run; nothing else is known.
+        log.warning("model/list failed: %s", error.message)

@@ -1,0 +1,422 @@
+"""The thread-to-session identity map: one record per Codex thread, one registry.
+
+A session id *is* the Codex thread id (a UUIDv7: unique, stable across
+restarts of either program, so nothing has to be persisted to keep it
+stable). Everything the bridge knows about one thread lives in its
+:class:`ThreadRecord`: who it is (parent, depth, nickname, role), how the
+client is shown it, its turn in flight, its work state, the Codex requests it
+has pending, its tool calls in progress, its settings. :class:`Threads`
+creates, finds and forgets records; forgetting a thread forgets its
+descendants with it, in one call, and remembers their ids so that late
+traffic for them is recognised as belonging to no session.
+
+How a thread is shown (:attr:`ThreadRecord.view`):
+
+========  =================================================================
+``root``  a session the client opened (new, load, resume, fork)
+``child`` a sub-agent announced to the client on its parent's stream
+``hidden`` a sub-agent the client is not shown (it did not declare
+          ``subagents``, or its parentage could not be read): its questions
+          are asked on its root session
+``held``  traffic arrived before its parentage is known: kept, in order,
+          while the thread is read
+``other`` no session here shows it (another client's thread): its traffic
+          is left to that client
+========  =================================================================
+
+This module is data and queries only: it sends nothing. The features change
+the records; ``docs/architecture.md`` lists which feature changes which field.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from msgspec import Raw
+
+from ..codex import items
+from ..jsonrpc import RequestId, RpcError
+
+#: How deep a chain of sub-agents the bridge follows before it stops looking up.
+MAX_DEPTH = 1000
+
+
+class View(enum.Enum):
+    ROOT = "root"
+    CHILD = "child"
+    HIDDEN = "hidden"
+    HELD = "held"
+    OTHER = "other"
+
+
+# -- the parts of a record --------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class Turn:
+    """The turn a thread runs now: a root's prompt, or a sub-agent's current turn.
+
+    A root's turn exists from ``session/prompt`` (``request_id`` is the prompt
+    to answer) until Codex says it ended; its ``id`` is known once Codex names
+    it. A sub-agent's turn exists from ``turn/started`` to ``turn/completed``.
+    """
+
+    id: str | None = None
+    #: The ``session/prompt`` this turn answers (roots only).
+    request_id: RequestId | None = None
+    #: The root turn whose work a sub-agent's turn does (Codex's ``rootTurnId``).
+    root_turn_id: str | None = None
+    #: The user cancelled this work (its own cancel, or an ancestor's).
+    cancel_requested: bool = False
+    interrupt_sent: bool = False
+    #: The last non-retried ``error`` notification: the reason a failed turn gives.
+    error_message: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Pending:
+    """A Codex request waiting on the user, from arrival until it settles (exactly once)."""
+
+    codex_id: RequestId
+    method: str
+    thread_id: str
+    turn_id: str | None
+    #: What Codex gets when the work is cancelled, and when an answer cannot be used.
+    cancel: Any
+    decline: Any
+    #: Turns the client's result into Codex's answer (bad input → ``decline``, logged).
+    read_answer: Callable[[Raw], Any] | None = None
+    #: Run once the client's answer has been passed on to Codex.
+    after_answer: Callable[[Any], None] | None = None
+    client_id: RequestId | None = None
+    client_answered: bool = False
+    settled: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class ToolCall:
+    """A tool item the client has been told about and that has not finished."""
+
+    item: items.ToolItem
+    #: Shown as Zed's terminal (see :mod:`bridge.engine.tools`).
+    terminal: bool = False
+    #: What a running command printed so far (``outputDelta``, stdin echoes).
+    output: str = ""
+    #: A changed file's text as the client read it, by the change's path.
+    files: dict[str, str] = field(default_factory=dict)
+    #: Paths asked of the client already (answered or not).
+    asked: set[str] = field(default_factory=set)
+    reads_pending: int = 0
+    completed: bool = False
+    #: The content last sent, encoded: a file read that changes nothing sends nothing.
+    sent_content: bytes = b""
+
+
+@dataclass(slots=True, eq=False)
+class Settings:
+    """A session's settings: what Codex reported, what the user picked, what was shown."""
+
+    approval: Any
+    sandbox: Any
+    model: str
+    effort: str | None
+    #: The thread's first policies when they match no preset (the ``config`` mode).
+    config_policy: tuple[Any, Any] | None = None
+    picked_mode: str | None = None
+    picked_model: str | None = None
+    picked_effort: str | None = None
+    #: What the client was last told, to send an update only when something changed.
+    shown_mode: str = ""
+    shown_options: bytes = b""
+
+
+@dataclass(slots=True, eq=False)
+class Held:
+    """One Codex message for a thread whose parentage is not known yet (decoded)."""
+
+    method: str
+    params: Any
+    #: The request id, for a Codex request; ``None`` for a notification.
+    request_id: RequestId | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Unplaced:
+    """A thread seen before anyone said whose it is: its traffic, and what is asked."""
+
+    held: list[Held] = field(default_factory=list)
+    reading: bool = False
+    read_failed: bool = False
+    #: The parent named by a spawn item, before the thread read came back.
+    parent_hint: str | None = None
+    root_turn_hint: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Status:
+    """Codex's status of the thread (``thread/status/changed``), as last reported."""
+
+    type: str = ""
+    flags: frozenset[str] = frozenset()
+
+
+# -- the record -------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class ThreadRecord:
+    """Everything the bridge knows about one Codex thread."""
+
+    id: str
+    # -- identity
+    parent_id: str | None = None
+    depth: int = 0
+    nickname: str | None = None
+    role: str | None = None
+    cwd: str = ""
+    # -- how it is shown (see View)
+    session: bool = False
+    visible: bool = False
+    other: bool = False
+    unplaced: Unplaced | None = None
+    #: A load, resume or fork of it is in flight.
+    opening: bool = False
+    #: ``session/close`` requests waiting for it to close.
+    closing: list[RequestId] | None = None
+    # -- work
+    turn: Turn | None = None
+    status: Status | None = None
+    #: How its last turn ended (``idle`` + stop reason, or + error).
+    outcome: Any = None
+    #: Codex was lost while it worked: its state is unknown.
+    lost: bool = False
+    #: The last work state and cancel capability the client was told.
+    reported: Any = None
+    reported_cancel: bool = False
+    #: Root turns of this (root) thread the client cancelled: sub-agent turns doing
+    #: their work are stopped when they start.
+    cancelled_turns: set[str] = field(default_factory=set)
+    # -- what it has in flight
+    pending: dict[RequestId, Pending] = field(default_factory=dict)
+    tool_calls: dict[str, ToolCall] = field(default_factory=dict)
+    #: Every tool call announced: a late ``item/completed`` updates it, never announces twice.
+    announced_tools: set[str] = field(default_factory=set)
+    #: File-change and MCP items started, kept raw until they complete (an approval names them).
+    started_items: dict[str, Raw] = field(default_factory=dict)
+    #: Items whose text arrived as deltas; their ``item/completed`` repeats it.
+    streamed_items: set[str] = field(default_factory=set)
+    settings: Settings | None = None
+    # -- sub-agents
+    #: Children waiting for this thread to be placed before they can be announced.
+    waiting_children: list[str] = field(default_factory=list)
+    #: What to send once this thread is announced (messages naming it).
+    after_announce: list[Callable[[], None]] = field(default_factory=list)
+    #: Children whose history a load replayed (their current state follows the response).
+    replayed: list[ThreadRecord] = field(default_factory=list)
+
+    @property
+    def view(self) -> View:
+        if self.session:
+            if self.parent_id is None:
+                return View.ROOT
+            return View.CHILD if self.visible else View.HIDDEN
+        return View.OTHER if self.other else View.HELD
+
+    @property
+    def is_child(self) -> bool:
+        return self.session and self.parent_id is not None
+
+
+class Threads:
+    """Every thread the bridge knows, by id; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, ThreadRecord] = {}
+        #: Ids of the sessions the client is shown (an index of the records, for the
+        #: hot path: every streamed delta asks).
+        self._shown: set[str] = set()
+        #: Ids of every session (shown or hidden).
+        self._sessions: set[str] = set()
+        #: Threads forgotten (closed, or under a closed one): their late traffic is no one's.
+        self._forgotten: set[str] = set()
+
+    # -- finding ------------------------------------------------------------------------
+
+    def get(self, thread_id: str) -> ThreadRecord | None:
+        return self._records.get(thread_id)
+
+    def record(self, thread_id: str) -> ThreadRecord:
+        """The record of ``thread_id``, created (shown as nothing yet) when there is none."""
+        record = self._records.get(thread_id)
+        if record is None:
+            record = self._records[thread_id] = ThreadRecord(thread_id)
+        return record
+
+    def is_session(self, thread_id: str) -> bool:
+        return thread_id in self._sessions
+
+    def is_shown(self, thread_id: str) -> bool:
+        """Whether the client is shown this session (its updates are sent)."""
+        return thread_id in self._shown
+
+    def session(self, thread_id: str) -> ThreadRecord | None:
+        """The session ``thread_id`` is (root or sub-agent, shown or hidden), if it is one."""
+        record = self._records.get(thread_id)
+        return record if record is not None and record.session else None
+
+    def require(self, session_id: str) -> ThreadRecord:
+        """The session with this id, or a not-found error for the client."""
+        record = self.session(session_id)
+        if record is None:
+            raise RpcError.not_found(f"Session not found: {session_id}", {"sessionId": session_id})
+        return record
+
+    def sessions(self) -> Iterator[ThreadRecord]:
+        return (r for r in list(self._records.values()) if r.session)
+
+    def children(self) -> Iterator[ThreadRecord]:
+        return (r for r in list(self._records.values()) if r.is_child)
+
+    def __iter__(self) -> Iterator[ThreadRecord]:
+        return iter(list(self._records.values()))
+
+    def __contains__(self, thread_id: object) -> bool:
+        return isinstance(thread_id, str) and self.session(thread_id) is not None
+
+    def forgotten(self, thread_id: str) -> bool:
+        return thread_id in self._forgotten
+
+    # -- showing ------------------------------------------------------------------------
+
+    def open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
+        """A session the client opened."""
+        record = self.record(thread_id)
+        self._forgotten.discard(thread_id)
+        record.session, record.visible, record.cwd = True, True, cwd
+        record.parent_id, record.depth = None, 0
+        self._index(record)
+        return record
+
+    def add_child(
+        self,
+        thread_id: str,
+        parent: ThreadRecord,
+        *,
+        nickname: str | None,
+        role: str | None,
+        cwd: str,
+        visible: bool,
+    ) -> ThreadRecord:
+        """A sub-agent of ``parent``, shown (announced) or hidden."""
+        record = self.record(thread_id)
+        record.session, record.visible = True, visible
+        record.parent_id, record.depth = parent.id, parent.depth + 1
+        record.nickname, record.role = nickname, role
+        record.cwd = cwd or parent.cwd
+        self._index(record)
+        return record
+
+    def _index(self, record: ThreadRecord) -> None:
+        self._sessions.add(record.id)
+        if record.visible:
+            self._shown.add(record.id)
+        else:
+            self._shown.discard(record.id)
+
+    # -- the tree -----------------------------------------------------------------------
+
+    def parent(self, record: ThreadRecord) -> ThreadRecord | None:
+        return self.session(record.parent_id) if record.parent_id is not None else None
+
+    def descendants(self, thread_id: str) -> list[ThreadRecord]:
+        """The sub-agents under ``thread_id``, children before grandchildren."""
+        found: list[ThreadRecord] = []
+        frontier = [thread_id]
+        while frontier:
+            parent = frontier.pop()
+            for child in self.children():
+                if child.parent_id == parent:
+                    found.append(child)
+                    frontier.append(child.id)
+        return found
+
+    def ancestors(self, record: ThreadRecord) -> Iterator[ThreadRecord]:
+        """``record``'s parent, grandparent, ... up to its root session."""
+        current = self.parent(record)
+        for _ in range(MAX_DEPTH):
+            if current is None:
+                return
+            yield current
+            current = self.parent(current)
+
+    def root_of(self, record: ThreadRecord) -> ThreadRecord:
+        root = record
+        for root in self.ancestors(record):  # noqa: B007 (the last one is the root)
+            pass
+        return root
+
+    def ask_target(self, thread_id: str) -> tuple[str, str | None]:
+        """Where to ask a question of ``thread_id``: its own session, or (hidden child)
+        the nearest shown ancestor, with the agent's name to say who asks."""
+        record = self.session(thread_id)
+        if record is None or record.view is not View.HIDDEN:
+            return thread_id, None
+        label = record.nickname or "a sub-agent"
+        target = record
+        for target in self.ancestors(record):
+            if target.view is not View.HIDDEN:
+                break
+        return target.id, label
+
+    def work_cancelled(self, record: ThreadRecord) -> bool:
+        """Was the work ``record``'s current (sub-agent) turn does cancelled: its root
+        turn, or an ancestor's running turn that spawned or messaged it?"""
+        turn = record.turn
+        if turn is None:
+            return False
+        if turn.cancel_requested:
+            return True
+        root = record
+        for ancestor in self.ancestors(record):
+            root = ancestor
+            if ancestor.is_child and ancestor.turn is not None and ancestor.turn.cancel_requested:
+                return True
+        if turn.root_turn_id is None:
+            return False
+        if turn.root_turn_id in root.cancelled_turns:
+            return True
+        # The root's prompt was cancelled before Codex named its turn.
+        prompt = root.turn
+        return (
+            prompt is not None
+            and prompt.cancel_requested
+            and root.parent_id is None
+            and prompt.id == turn.root_turn_id
+        )
+
+    # -- forgetting ---------------------------------------------------------------------
+
+    def forget(self, thread_id: str) -> list[ThreadRecord]:
+        """Forget ``thread_id`` and every sub-agent under it; return their records (the
+        thread first) so that the caller answers whatever they held. Their ids are
+        remembered: traffic that still arrives for them belongs to no session."""
+        gone = [r for r in [self._records.get(thread_id)] if r is not None]
+        gone += self.descendants(thread_id)
+        for record in gone:
+            self._records.pop(record.id, None)
+            self._sessions.discard(record.id)
+            self._shown.discard(record.id)
+            self._forgotten.add(record.id)
+        self._forgotten.add(thread_id)
+        return gone
+
+    def forget_all(self) -> list[ThreadRecord]:
+        """Forget every thread (Codex is gone); return their records."""
+        gone = list(self._records.values())
+        self._records.clear()
+        self._sessions.clear()
+        self._shown.clear()
+        return gone

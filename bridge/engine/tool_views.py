@@ -1,0 +1,579 @@
+"""What a tool item looks like to an ACP client: ``tool_call`` / ``tool_call_update``, plans.
+
+Every Codex tool item becomes one ACP tool call whose ``toolCallId`` *is* the
+item id (approvals name the same id). ``item/started`` announces it
+(``tool_call``), the item's own notifications update it while it runs, and
+``item/completed`` gives its final status and content (``tool_call_update``).
+What each item looks like is decided by :func:`describe`, a pure function of
+the item, which the replay of a thread's history (:func:`history_updates`)
+shares with the live path (:mod:`bridge.engine.tools`, which follows items as
+they run). Everything here is a pure function.
+
+==========================  ========  =============================================
+Codex item                  kind      content
+==========================  ========  =============================================
+``commandExecution``        execute,  the output (streamed, then the final
+                            read or   ``aggregatedOutput``), or Zed's terminal
+                            search    (below); title: the command, unwrapped
+``fileChange``              edit      a ``diff`` per file (see below)
+``mcpToolCall``             other     the MCP result's content blocks, or its error
+``dynamicToolCall``         other     its content items (text, images, audio)
+``webSearch``               search,   the page opened, as a link
+                            fetch
+``imageView``               read      the image, as a link to the file
+``contextCompaction``       other     (a ``compaction_update`` instead, for clients
+                                      that declared ``session.compaction``)
+==========================  ========  =============================================
+
+Statuses: ``inProgress`` → ``in_progress``; ``completed``; ``failed`` (with
+the exit code, for a command); ``declined`` → ``failed`` with a note (ACP has
+no "declined").
+
+File changes. ACP wants each file's whole old and new text; Codex gives the
+whole text for an added file (old ``null``) and a deleted one (new ``""``),
+but only diff hunks for an update. When the client can read files
+(``fs.readTextFile``), the bridge asks it for the file and rebuilds both sides
+from it and the hunks (:mod:`bridge.engine.diffs`); the file may be read
+before or after Codex wrote the patch, and the rebuild tells which (or gives
+up). Until then, or without that capability, each hunk is one ``diff`` whose
+old and new text are the hunk's two sides (a few lines around each change),
+with ``_meta.hunk`` giving its line numbers: the client sees what changed, not
+the whole file.
+
+Terminal output in Zed. Zed (and its adapters codex-acp and claude-agent-acp)
+render a command's output in a terminal when the client declares
+``clientCapabilities._meta.terminal_output: true`` and the agent sends: a
+``terminal`` content item whose id is the tool call id, with
+``_meta.terminal_info {terminal_id, cwd}`` on the ``tool_call``; each piece of
+output as ``_meta.terminal_output {terminal_id, data}`` on a
+``tool_call_update``; and ``_meta.terminal_exit {terminal_id, exit_code,
+signal}`` with the final status. That ``terminal`` id was never created with
+``terminal/create``, so any other client would be shown a terminal that does
+not exist: the bridge sends this form only to a client that declared it, and
+only for commands of kind ``execute`` (a file read shows better as text).
+Everyone else gets the output as text content.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import msgspec
+from msgspec import UNSET
+
+from ..acp import tools as acp
+from ..acp import types as acp_types
+from ..codex import items as codex
+from ..codex.messages import ThreadItem
+from . import diffs
+
+log = logging.getLogger(__name__)
+
+#: How much of a running command's output a text-mode update carries: each update
+#: replaces the content, so an unbounded one would resend the whole output each time.
+LIVE_OUTPUT_CHARS = 32_000
+
+_STATUS: dict[str, acp.ToolCallStatus] = {
+    "inProgress": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+    "declined": "failed",
+}
+_PLAN_STATUS: dict[str, acp.PlanEntryStatus] = {
+    "pending": "pending",
+    "inProgress": "in_progress",
+    "completed": "completed",
+}
+
+
+# -- what a tool item looks like --------------------------------------------------------------
+
+
+@dataclass
+class ToolView:
+    """Everything an ACP client is shown of one tool item at one moment."""
+
+    title: str
+    kind: acp.ToolKind
+    status: acp.ToolCallStatus
+    content: list[acp.ToolCallContent] = field(default_factory=list)
+    locations: list[acp.ToolCallLocation] = field(default_factory=list)
+    raw_input: Any = UNSET
+    raw_output: Any = UNSET
+
+    def tool_call(self, tool_call_id: str, meta: acp_types.Meta = UNSET) -> acp.ToolCall:
+        return acp.ToolCall(
+            toolCallId=tool_call_id,
+            title=self.title,
+            kind=self.kind,
+            status=self.status,
+            content=self.content,
+            locations=self.locations,
+            rawInput=self.raw_input,
+            rawOutput=self.raw_output,
+            meta=meta,
+        )
+
+    def update(self, tool_call_id: str, meta: acp_types.Meta = UNSET) -> acp.ToolCallUpdate:
+        """Every field, for the final update: a client that missed one catches up."""
+        return acp.ToolCallUpdate(
+            toolCallId=tool_call_id,
+            title=self.title,
+            kind=self.kind,
+            status=self.status,
+            content=self.content,
+            locations=self.locations,
+            rawInput=self.raw_input,
+            rawOutput=self.raw_output,
+            meta=meta,
+        )
+
+
+def describe(
+    item: codex.ToolItem,
+    *,
+    cwd: str = "",
+    output: str = "",
+    files: Mapping[str, str] | None = None,
+) -> ToolView:
+    """The ACP view of ``item``.
+
+    ``cwd`` (the session's) shortens paths in titles; ``output`` is what a running
+    command has printed so far; ``files`` maps a changed file's path to its text as
+    the client read it.
+    """
+    match item:
+        case codex.CommandExecutionItem():
+            view = _command(item, output)
+        case codex.FileChangeItem():
+            view = _file_change(item, cwd, files or {})
+        case codex.McpToolCallItem():
+            view = _mcp(item)
+        case codex.DynamicToolCallItem():
+            view = _dynamic(item)
+        case codex.WebSearchItem():
+            view = _web_search(item)
+        case codex.ImageViewItem():
+            view = _image_view(item, cwd)
+        case codex.ContextCompactionItem():
+            view = ToolView(title="Compact the conversation", kind="other", status="in_progress")
+    return view
+
+
+_WITHOUT_STATUS = (codex.WebSearchItem, codex.ImageViewItem, codex.ContextCompactionItem)
+
+
+def finished(item: codex.ToolItem, view: ToolView) -> ToolView:
+    """``view`` of an item that is over: items without a status of their own (web
+    search, image view, compaction) are done once Codex says they are."""
+    if isinstance(item, codex.ContextCompactionItem):
+        view.content = [text_content("The conversation so far was compacted.")]
+    if isinstance(item, _WITHOUT_STATUS) and view.status == "in_progress":
+        view.status = "completed"
+    return view
+
+
+def history_updates(item: ThreadItem, *, cwd: str = "") -> list[msgspec.Struct]:
+    """The updates that show a finished tool item in a replayed history (``session/load``).
+
+    Empty for items that are not tools (messages, reasoning, user input) and for
+    a tool item this bridge cannot read (logged). One ``tool_call`` with the
+    item's final status and content; ``cwd``, the session's, shortens the paths
+    in titles. A command's output is text here (never Zed's terminal), and a
+    changed file's diff is made of hunks (there is no file to read back).
+    """
+    if not isinstance(item, codex.ToolItem):
+        return []  # not a tool, or one not understood (logged where it was decoded)
+    tool = item
+    view = finished(tool, describe(tool, cwd=cwd))
+    if view.status == "in_progress":
+        # Still running in a stored thread: its turn was cut short, it will never end.
+        view.status = "failed"
+    return [view.tool_call(tool.id)]
+
+
+# -- commands -------------------------------------------------------------------------------------
+
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
+_POWERSHELLS = frozenset({"pwsh", "powershell", "pwsh.exe", "powershell.exe"})
+
+
+def unwrap_shell(command: str) -> str:
+    """The script of a ``SHELL -lc 'SCRIPT'`` line (``bash``, ``zsh``, ``sh`` ...,
+    ``pwsh -Command``, ``cmd /c``); any other command unchanged."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    if len(argv) < 3:
+        return command
+    program = posixpath.basename(argv[0].replace("\\", "/"))
+    lowered = program.lower()
+    if lowered in _SHELLS:
+        for i, arg in enumerate(argv[1:-1], start=1):
+            if not arg.startswith("-") or arg.startswith("--"):
+                break
+            if "c" in arg[1:]:
+                return argv[i + 1]
+    elif lowered in _POWERSHELLS:
+        for i, arg in enumerate(argv[1:-1], start=1):
+            if arg.lower() in ("-command", "-c"):
+                return " ".join(argv[i + 1 :])
+    elif lowered in ("cmd", "cmd.exe") and argv[1].lower() == "/c":
+        return " ".join(argv[2:])
+    return command
+
+
+def command_kind(actions: list[codex.CommandAction]) -> acp.ToolKind:
+    """``read`` when every part of the line reads files, ``search`` when every part reads,
+    lists or searches, else ``execute`` (also when Codex could not tell)."""
+    types = {action.type for action in actions}
+    if not types or not types <= {"read", "listFiles", "search"}:
+        return "execute"
+    return "read" if types == {"read"} else "search"
+
+
+def command_locations(actions: list[codex.CommandAction], cwd: str) -> list[acp.ToolCallLocation]:
+    """The files and folders the command's parts name, as absolute paths."""
+    seen: list[str] = []
+    for action in actions:
+        if action.path is None or action.type not in ("read", "listFiles", "search"):
+            continue
+        path = _absolute(action.path, cwd)
+        if path is not None and path not in seen:
+            seen.append(path)
+    return [acp.ToolCallLocation(path=path) for path in seen]
+
+
+def _absolute(path: str, cwd: str) -> str | None:
+    if path.startswith("/"):
+        return posixpath.normpath(path)
+    if cwd.startswith("/"):
+        return posixpath.normpath(posixpath.join(cwd, path))
+    return None  # ACP locations are absolute; a relative path without a base is dropped
+
+
+def _command(item: codex.CommandExecutionItem, output: str) -> ToolView:
+    kind = command_kind(item.commandActions)
+    status = _STATUS.get(item.status, "failed")
+    text = item.aggregatedOutput if item.aggregatedOutput is not None else output
+    if status == "in_progress":
+        text = _tail(text)
+    info = ""
+    reads = [a for a in item.commandActions if a.type == "read"]
+    if kind == "read" and len(reads) == 1:
+        info = _extension(reads[0].name or reads[0].path or "")
+    content: list[acp.ToolCallContent] = [text_content(fenced(text, info))] if text else []
+    content += command_notes(item)
+    raw_input: dict[str, Any] = {"command": item.command, "cwd": item.cwd}
+    if item.commandActions:
+        raw_input["commandActions"] = item.commandActions
+    raw_output: Any = UNSET
+    if status != "in_progress":
+        raw_output = {"status": item.status, "exitCode": item.exitCode}
+        if item.durationMs is not None:
+            raw_output["durationMs"] = item.durationMs
+        if item.aggregatedOutput is not None:
+            raw_output["aggregatedOutput"] = item.aggregatedOutput
+    return ToolView(
+        title=unwrap_shell(item.command),
+        kind=kind,
+        status=status,
+        content=content,
+        locations=command_locations(item.commandActions, item.cwd),
+        raw_input=raw_input,
+        raw_output=raw_output,
+    )
+
+
+def command_notes(item: codex.CommandExecutionItem) -> list[acp.ToolCallContent]:
+    """What the output alone does not say: the exit code of a failure, a refusal."""
+    if item.status == "failed" and item.exitCode is not None:
+        return [text_content(f"Exit code {item.exitCode}")]
+    if item.status == "declined":
+        return [text_content("Declined: the command did not run.")]
+    return []
+
+
+def _tail(text: str) -> str:
+    if len(text) <= LIVE_OUTPUT_CHARS:
+        return text
+    cut = text[-LIVE_OUTPUT_CHARS:]
+    newline = cut.find("\n")
+    return "…\n" + (cut[newline + 1 :] if 0 <= newline < len(cut) - 1 else cut)
+
+
+def _extension(name: str) -> str:
+    base = posixpath.basename(name)
+    stem, dot, ext = base.rpartition(".")
+    return ext if dot and stem and re.fullmatch(r"[A-Za-z0-9_+-]+", ext) else ""
+
+
+# -- file changes ------------------------------------------------------------------------------
+
+
+def _file_change(item: codex.FileChangeItem, cwd: str, files: Mapping[str, str]) -> ToolView:
+    content: list[acp.ToolCallContent] = []
+    locations: list[acp.ToolCallLocation] = []
+    for change in item.changes:
+        content += change_content(change, files.get(change.path))
+        locations += _change_locations(change)
+    if item.status == "declined":
+        content.append(text_content("Declined: the change was not applied."))
+    return ToolView(
+        title=_change_title(item.changes, cwd),
+        kind="edit",
+        status=_STATUS.get(item.status, "failed"),
+        content=content,
+        locations=locations,
+        raw_input={"changes": item.changes},
+        raw_output=UNSET if item.status == "inProgress" else {"status": item.status},
+    )
+
+
+def change_content(change: codex.FileUpdateChange, text: str | None) -> list[acp.ToolCallContent]:
+    """The ``diff`` items for one changed file; ``text`` is the file as the client read it."""
+    kind = change.kind.type
+    if kind == "add":
+        return [acp.Diff(path=change.path, oldText=None, newText=change.diff)]
+    if kind == "delete":
+        return [acp.Diff(path=change.path, oldText=change.diff, newText="")]
+    target = change.kind.move_path or change.path
+    try:
+        hunks = diffs.parse_hunks(change.diff)
+    except diffs.DiffError as exc:
+        log.warning("Codex's diff for %s is not understood (%s); shown as text", change.path, exc)
+        return [text_content(fenced(change.diff, "diff"))]
+    if text is not None:
+        whole = diffs.rebuild(hunks, text)
+        if whole is not None:
+            return [acp.Diff(path=target, oldText=whole[0], newText=whole[1])]
+        log.info("the text read for %s fits neither side of Codex's diff; showing hunks", target)
+    return [
+        acp.Diff(
+            path=target,
+            oldText=hunk.old_text,
+            newText=hunk.new_text,
+            meta={
+                "hunk": {
+                    "oldStart": hunk.old_start,
+                    "oldLines": hunk.old_count,
+                    "newStart": hunk.new_start,
+                    "newLines": hunk.new_count,
+                }
+            },
+        )
+        for hunk in hunks
+    ]
+
+
+def _change_locations(change: codex.FileUpdateChange) -> list[acp.ToolCallLocation]:
+    if change.kind.type == "update":
+        try:
+            hunks = diffs.parse_hunks(change.diff)
+        except diffs.DiffError:
+            hunks = []
+        line = max(hunks[0].new_start, 1) if hunks else UNSET
+        return [acp.ToolCallLocation(path=change.kind.move_path or change.path, line=line)]
+    if change.kind.type == "add":
+        return [acp.ToolCallLocation(path=change.path, line=1)]
+    return [acp.ToolCallLocation(path=change.path)]
+
+
+_VERBS = {"add": "Create", "delete": "Delete", "update": "Edit"}
+
+
+def _change_title(changes: list[codex.FileUpdateChange], cwd: str) -> str:
+    if len(changes) == 1:
+        change = changes[0]
+        if change.kind.type == "update" and change.kind.move_path:
+            return f"Move {_shown(change.path, cwd)} → {_shown(change.kind.move_path, cwd)}"
+        return f"{_VERBS.get(change.kind.type, 'Edit')} {_shown(change.path, cwd)}"
+    names = [_shown(c.kind.move_path or c.path, cwd) for c in changes]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"Edit {len(changes)} files: {shown}" if changes else "Edit files"
+
+
+def _shown(path: str, cwd: str) -> str:
+    """``path`` relative to the session's folder when inside it."""
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        return path[len(cwd.rstrip("/")) + 1 :]
+    return path
+
+
+# -- MCP, dynamic tools, web search, images ---------------------------------------------------------
+
+
+def _mcp(item: codex.McpToolCallItem) -> ToolView:
+    content: list[acp.ToolCallContent] = []
+    raw_output: Any = UNSET
+    if item.result is not None:
+        content = [_mcp_block(block) for block in item.result.content]
+        if not content and item.result.structuredContent is not None:
+            encoded = msgspec.json.format(msgspec.json.encode(item.result.structuredContent))
+            content = [text_content(fenced(encoded.decode(), "json"))]
+        raw_output = item.result
+    if item.error is not None:
+        content.append(text_content(item.error.message or "The tool call failed."))
+        raw_output = {"error": item.error.message}
+    return ToolView(
+        title=f"{item.server}: {item.tool}",
+        kind="other",
+        status=_STATUS.get(item.status, "failed"),
+        content=content,
+        raw_input=item.arguments,
+        raw_output=raw_output,
+    )
+
+
+def _mcp_block(block: Any) -> acp.ToolCallContent:
+    """An MCP content block is an ACP one (ACP borrowed MCP's shapes); anything else is shown
+    as its JSON."""
+    encoded = msgspec.json.encode(block)
+    try:
+        decoded = acp_types.decode_content_block(encoded)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        decoded = None
+    if decoded is None or isinstance(decoded, acp_types.UnknownContent):
+        return text_content(fenced(msgspec.json.format(encoded).decode(), "json"))
+    return acp.Content(content=decoded)
+
+
+def _dynamic(item: codex.DynamicToolCallItem) -> ToolView:
+    status = _STATUS.get(item.status, "failed")
+    if item.success is False and status == "completed":
+        status = "failed"
+    content = [_dynamic_block(entry) for entry in item.contentItems or []]
+    raw_output: Any = UNSET
+    if item.status != "inProgress":
+        raw_output = {"success": item.success, "contentItems": item.contentItems}
+    title = f"{item.namespace}/{item.tool}" if item.namespace else item.tool
+    return ToolView(
+        title=title,
+        kind="other",
+        status=status,
+        content=content,
+        raw_input=item.arguments,
+        raw_output=raw_output,
+    )
+
+
+_DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,(.*)", re.DOTALL)
+
+
+def _dynamic_block(entry: dict[str, Any]) -> acp.ToolCallContent:
+    kind = entry.get("type")
+    if kind == "inputText":
+        return text_content(str(entry.get("text", "")))
+    url = entry.get("imageUrl") if kind == "inputImage" else entry.get("audioUrl")
+    if isinstance(url, str):
+        data = _DATA_URL.fullmatch(url)
+        if data is not None and kind == "inputImage":
+            return acp.Content(
+                content=acp_types.ImageContent(data=data.group(2), mimeType=data.group(1))
+            )
+        if data is not None:
+            return acp.Content(
+                content=acp_types.AudioContent(data=data.group(2), mimeType=data.group(1))
+            )
+        return acp.Content(content=acp_types.ResourceLink(uri=url, name=posixpath.basename(url)))
+    return text_content(fenced(msgspec.json.encode(entry).decode(), "json"))
+
+
+def _web_search(item: codex.WebSearchItem) -> ToolView:
+    action = item.action
+    kind: acp.ToolKind = "search"
+    content: list[acp.ToolCallContent] = []
+    if action is not None and action.type == "openPage" and action.url:
+        kind, title = "fetch", f"Open {action.url}"
+        content = [acp.Content(content=acp_types.ResourceLink(uri=action.url, name=action.url))]
+    elif action is not None and action.type == "findInPage" and action.url:
+        kind = "fetch"
+        title = f'Find "{action.pattern}" in {action.url}' if action.pattern else action.url
+    else:
+        queries = action.queries if action is not None and action.queries else None
+        query = item.query or (action.query if action is not None else None) or ""
+        shown = " | ".join(queries) if queries else query
+        title = f"Search the web: {shown}" if shown else "Search the web"
+    raw_input: Any = action if action is not None else {"query": item.query}
+    return ToolView(
+        title=title,
+        kind=kind,
+        status="in_progress",
+        content=content,
+        raw_input=raw_input,
+        raw_output=UNSET if item.results is None else {"results": item.results},
+    )
+
+
+_IMAGE_TYPES = {
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "bmp": "image/bmp",
+    "svg": "image/svg+xml",
+    "tif": "image/tiff",
+    "tiff": "image/tiff",
+}
+
+
+def _image_view(item: codex.ImageViewItem, cwd: str) -> ToolView:
+    mime = _IMAGE_TYPES.get(_extension(item.path).lower())
+    link = acp_types.ResourceLink(
+        uri="file://" + quote(item.path),
+        name=posixpath.basename(item.path) or item.path,
+        mimeType=mime if mime is not None else UNSET,
+    )
+    path = _absolute(item.path, cwd)
+    return ToolView(
+        title=f"View image {_shown(item.path, cwd)}",
+        kind="read",
+        status="in_progress",
+        content=[acp.Content(content=link)],
+        locations=[acp.ToolCallLocation(path=path)] if path is not None else [],
+        raw_input={"path": item.path},
+    )
+
+
+# -- text helpers -------------------------------------------------------------------------------------
+
+
+def text_content(text: str) -> acp.Content:
+    return acp.Content(content=acp_types.TextContent(text=text))
+
+
+def fenced(text: str, info: str = "") -> str:
+    """``text`` as a Markdown code block whose fence no line of it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}{info}\n{body}{fence}"
+
+
+def plan_update(note: codex.TurnPlanUpdated) -> acp.Plan:
+    """Codex's plan as ACP's. Codex has no priorities: every step is ``medium``. Its
+    ``explanation`` (why the plan changed) has no ACP field; it rides in ``_meta``."""
+    entries = []
+    for step in note.plan:
+        status = _PLAN_STATUS.get(step.status)
+        if status is None:
+            log.info("plan step status %r unknown; shown as pending", step.status)
+            status = "pending"
+        entries.append(acp.PlanEntry(content=step.step, priority="medium", status=status))
+    meta: acp_types.Meta = {"explanation": note.explanation} if note.explanation else UNSET
+    return acp.Plan(entries=entries, meta=meta)
+
+
+def terminal_exit(item: codex.CommandExecutionItem) -> dict[str, Any]:
+    # ACP exit codes are unsigned; a negative one (killed) is no exit code.
+    code = item.exitCode if item.exitCode is not None and item.exitCode >= 0 else None
+    return {"terminal_id": item.id, "exit_code": code, "signal": None}

@@ -1,0 +1,72 @@
+"""A thread's work state: ``running`` / ``requires_action`` / ``idle`` / ``unknown``.
+
+One pure function of the thread's record, :func:`snapshot`, decides it from
+what Codex said (its thread status and active flags, its turns), what the
+thread has pending, and whether Codex was lost while it worked. Rules, first
+match wins:
+
+1. Codex was lost while the thread worked → ``unknown`` (never an invented outcome).
+2. Codex reports a system error → ``idle`` with ``_meta.error``.
+3. Codex reports the thread ``active`` → ``requires_action`` when it waits on an
+   approval or on the user's input (an active flag, or a request of it still
+   waiting on the user), else ``running``.
+4. A turn is in flight → ``running``.
+5. Its last turn ended → ``idle`` with that turn's stop reason (``end_turn``,
+   ``cancelled``), or without one and with ``_meta.error`` when it failed.
+6. Otherwise → ``idle``.
+
+A turn's end sets the status to idle (:func:`turn_ended`): the turn's outcome
+is newer than the ``active`` Codex reported while it ran. When a snapshot is
+sent, and to whom, is the sub-agent feature's business; it sends one only when
+it differs from the last one sent.
+"""
+
+from __future__ import annotations
+
+from ..acp.subagents import WorkState
+from .threads import Status, ThreadRecord
+
+#: Active flags that mean the thread waits on the user.
+WAITING_FLAGS = frozenset({"waitingOnApproval", "waitingOnUserInput"})
+
+SYSTEM_ERROR = "Codex reports a system error"
+
+
+def snapshot(record: ThreadRecord) -> WorkState:
+    """The work state of ``record`` now (see the module docstring)."""
+    if record.lost:
+        return WorkState(state="unknown")
+    status = record.status
+    if status is not None and status.type == "systemError":
+        return WorkState(state="idle", meta={"error": SYSTEM_ERROR})
+    if status is not None and status.type == "active":
+        waiting = bool(status.flags & WAITING_FLAGS) or any(
+            not p.settled for p in record.pending.values()
+        )
+        return WorkState(state="requires_action" if waiting else "running")
+    if record.turn is not None:
+        return WorkState(state="running")
+    if record.outcome is not None:
+        outcome: WorkState = record.outcome
+        return outcome
+    return WorkState(state="idle")
+
+
+def cancellable(record: ThreadRecord) -> bool:
+    """Whether ``session/cancel`` can stop the thread's work now: it has a turn to interrupt."""
+    return record.turn is not None and not record.lost
+
+
+def turn_outcome(status: str, error: str | None) -> WorkState:
+    """How a turn that ended with Codex's ``status`` leaves the thread."""
+    if status == "completed":
+        return WorkState(state="idle", stopReason="end_turn")
+    if status == "interrupted":
+        return WorkState(state="idle", stopReason="cancelled")
+    return WorkState(state="idle", stopReason=None, meta={"error": error or f"turn {status}"})
+
+
+def turn_ended(record: ThreadRecord, status: str, error: str | None) -> None:
+    """Record a turn's end: its outcome, and a status no longer ``active``."""
+    record.outcome = turn_outcome(status, error)
+    record.status = Status(type="idle")
