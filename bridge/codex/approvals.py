@@ -217,11 +217,3 @@ class StartedItem(_Base):
     # mcpToolCall
     server: str | None = None
     tool: str | None = None
-
-
-class StartedItemNotification(_Base):
-    """``item/started`` and ``item/completed``, as far as the approvals read them."""
-
-    threadId: str
-    item: StartedItem
-    turnId: str = ""

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import msgspec
-from msgspec import Raw
 
 
 class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -193,25 +192,6 @@ TOOL_ITEM_TYPES = frozenset(
         "contextCompaction",
     }
 )
-
-
-class _ItemType(msgspec.Struct):
-    type: str = ""
-
-
-_type_decoder = msgspec.json.Decoder(_ItemType)
-_tool_decoder = msgspec.json.Decoder(ToolItem)
-
-
-def decode_tool_item(raw: Raw | bytes) -> ToolItem | None:
-    """The tool item in ``raw``, or ``None`` when it is another kind of item.
-
-    A tool item with bad members raises ``msgspec.ValidationError``.
-    """
-    if _type_decoder.decode(raw).type not in TOOL_ITEM_TYPES:
-        return None
-    item: ToolItem = _tool_decoder.decode(raw)
-    return item
 
 
 # -- notifications -------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 import msgspec
 from msgspec import Raw
 
-from . import approvals, config, items, types
+from . import account, approvals, items, settings, types
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class _ItemTag(msgspec.Struct):
 
 #: The params type of every notification the bridge reads.
 NOTIFICATIONS: dict[str, type[Any]] = {
-    "account/login/completed": config.AccountLoginCompleted,
+    "account/login/completed": account.AccountLoginCompleted,
     "error": types.ErrorNotification,
     "item/agentMessage/delta": types.AgentMessageDelta,
     "item/commandExecution/outputDelta": items.CommandExecutionOutputDelta,
@@ -88,7 +88,7 @@ NOTIFICATIONS: dict[str, type[Any]] = {
     "item/started": _ItemEnvelope,
     "serverRequest/resolved": approvals.ServerRequestResolved,
     "thread/name/updated": items.ThreadNameUpdated,
-    "thread/settings/updated": config.ThreadSettingsUpdated,
+    "thread/settings/updated": settings.ThreadSettingsUpdated,
     "thread/status/changed": types.ThreadStatusChanged,
     "thread/tokenUsage/updated": types.ThreadTokenUsageUpdated,
     "turn/completed": types.TurnNotification,

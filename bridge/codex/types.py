@@ -121,10 +121,6 @@ class ThreadStartResult(_Base):
     reasoningEffort: str | None | UnsetType = UNSET
 
 
-class TurnStartResult(_Base):
-    turn: Turn
-
-
 # -- items --------------------------------------------------------------------------
 
 
@@ -153,24 +149,6 @@ class UnknownItem(msgspec.Struct):
     type: str
     id: str
     raw: Raw
-
-
-class _ItemTag(msgspec.Struct):
-    type: str = ""
-    id: str = ""
-
-
-_item_tag_decoder = msgspec.json.Decoder(_ItemTag)
-_item_decoder = msgspec.json.Decoder(KnownItem)
-_KNOWN_ITEMS = {"userMessage", "agentMessage", "reasoning"}
-
-
-def decode_item(raw: Raw) -> KnownItem | UnknownItem:
-    tag = _item_tag_decoder.decode(raw)
-    if tag.type not in _KNOWN_ITEMS:
-        return UnknownItem(tag.type, tag.id, raw)
-    item: KnownItem = _item_decoder.decode(raw)
-    return item
 
 
 # -- notifications -------------------------------------------------------------------

@@ -50,8 +50,8 @@ from typing import Any
 import msgspec
 from msgspec import Raw
 
-from ..acp import permissions as acp
-from ..codex import approvals as codex
+from ..acp import permissions as acp_permissions
+from ..codex import approvals as codex_approvals
 from ..codex import items as codex_items
 from ..codex import types as codex_types
 from ..codex.messages import ItemNotification
@@ -82,7 +82,7 @@ ReadAnswer = Callable[[Raw], CodexAnswer]
 class Choice:
     """One option offered to the user and the answer Codex gets if it is picked."""
 
-    option: acp.PermissionOption
+    option: acp_permissions.PermissionOption
     answer: CodexAnswer
 
 
@@ -96,15 +96,15 @@ class Approvals:
     # -- Codex asks ----------------------------------------------------------------------
 
     def command_approval(
-        self, rid: RequestId, params: codex.CommandExecutionRequestApprovalParams
+        self, rid: RequestId, params: codex_approvals.CommandExecutionRequestApprovalParams
     ) -> None:
         pending = self._arrived(
             rid,
             "item/commandExecution/requestApproval",
             params.threadId,
             params.turnId,
-            cancel=codex.ApprovalResponse(decision=codex.CANCEL),
-            decline=codex.ApprovalResponse(decision=codex.DECLINE),
+            cancel=codex_approvals.ApprovalResponse(decision=codex_approvals.CANCEL),
+            decline=codex_approvals.ApprovalResponse(decision=codex_approvals.DECLINE),
         )
         if pending is None:
             return
@@ -119,7 +119,7 @@ class Approvals:
             raw_input["commandActions"] = params.commandActions
         if params.reason:
             raw_input["reason"] = params.reason
-        tool_call = acp.ToolCallUpdate(
+        tool_call = acp_permissions.ToolCallUpdate(
             toolCallId=params.itemId,
             title=title,
             kind=_tool_command_kind(params.commandActions or []),
@@ -129,15 +129,15 @@ class Approvals:
         self._ask_permission(pending, tool_call, command_choices(params))
 
     def file_change_approval(
-        self, rid: RequestId, params: codex.FileChangeRequestApprovalParams
+        self, rid: RequestId, params: codex_approvals.FileChangeRequestApprovalParams
     ) -> None:
         pending = self._arrived(
             rid,
             "item/fileChange/requestApproval",
             params.threadId,
             params.turnId,
-            cancel=codex.ApprovalResponse(decision=codex.CANCEL),
-            decline=codex.ApprovalResponse(decision=codex.DECLINE),
+            cancel=codex_approvals.ApprovalResponse(decision=codex_approvals.CANCEL),
+            decline=codex_approvals.ApprovalResponse(decision=codex_approvals.DECLINE),
         )
         if pending is None:
             return
@@ -152,28 +152,32 @@ class Approvals:
         if params.grantRoot:
             raw_input["grantRoot"] = params.grantRoot
         paths = [c["path"] for c in changes if isinstance(c.get("path"), str)]
-        tool_call = acp.ToolCallUpdate(
+        tool_call = acp_permissions.ToolCallUpdate(
             toolCallId=params.itemId,
             title=file_change_title(changes, record.cwd),
             kind="edit",
             status="pending",
-            locations=[acp.ToolCallLocation(path=p) for p in paths] if paths else msgspec.UNSET,
+            locations=[acp_permissions.ToolCallLocation(path=p) for p in paths]
+            if paths
+            else msgspec.UNSET,
             rawInput=raw_input,
         )
         choices = [
-            Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), _decision(codex.ACCEPT)),
+            Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), _decision(codex_approvals.ACCEPT)),
             Choice(
                 _option(ALLOW_SESSION, "Allow for this session", "allow_always"),
-                _decision(codex.ACCEPT_FOR_SESSION),
+                _decision(codex_approvals.ACCEPT_FOR_SESSION),
             ),
-            Choice(_option(REJECT_ONCE, "Reject", "reject_once"), _decision(codex.DECLINE)),
+            Choice(
+                _option(REJECT_ONCE, "Reject", "reject_once"), _decision(codex_approvals.DECLINE)
+            ),
         ]
         self._ask_permission(pending, tool_call, choices)
 
     def permissions_approval(
-        self, rid: RequestId, params: codex.PermissionsRequestApprovalParams
+        self, rid: RequestId, params: codex_approvals.PermissionsRequestApprovalParams
     ) -> None:
-        nothing = codex.PermissionsApprovalResponse(permissions={})
+        nothing = codex_approvals.PermissionsApprovalResponse(permissions={})
         pending = self._arrived(
             rid,
             "item/permissions/requestApproval",
@@ -189,7 +193,7 @@ class Approvals:
             raw_input["reason"] = params.reason
         # No item exists for a permission request (Codex sends no item/started for
         # it): the request introduces the tool call, and closes it once answered.
-        tool_call = acp.ToolCallUpdate(
+        tool_call = acp_permissions.ToolCallUpdate(
             toolCallId=params.itemId,
             title=permissions_title(params.permissions),
             kind="other",
@@ -197,8 +201,12 @@ class Approvals:
             rawInput=raw_input,
         )
 
-        def grant(scope: codex.PermissionGrantScope) -> codex.PermissionsApprovalResponse:
-            return codex.PermissionsApprovalResponse(permissions=params.permissions, scope=scope)
+        def grant(
+            scope: codex_approvals.PermissionGrantScope,
+        ) -> codex_approvals.PermissionsApprovalResponse:
+            return codex_approvals.PermissionsApprovalResponse(
+                permissions=params.permissions, scope=scope
+            )
 
         choices = [
             Choice(_option(ALLOW_ONCE, "Allow for this turn", "allow_once"), grant("turn")),
@@ -210,26 +218,29 @@ class Approvals:
         session_id = params.threadId
 
         def close_tool_call(answer: CodexAnswer) -> None:
-            granted = isinstance(answer, codex.PermissionsApprovalResponse) and bool(
+            granted = isinstance(answer, codex_approvals.PermissionsApprovalResponse) and bool(
                 answer.permissions
             )
-            status: acp.ToolCallStatus = "completed" if granted else "failed"
+            status: acp_permissions.ToolCallStatus = "completed" if granted else "failed"
             if self.hub.threads.session(session_id) is not None:
                 self.hub.update(
-                    session_id, acp.ToolCallStatusUpdate(toolCallId=params.itemId, status=status)
+                    session_id,
+                    acp_permissions.ToolCallStatusUpdate(toolCallId=params.itemId, status=status),
                 )
 
         pending.after_answer = close_tool_call
         self._ask_permission(pending, tool_call, choices)
 
-    def user_input(self, rid: RequestId, params: codex.ToolRequestUserInputParams) -> None:
+    def user_input(
+        self, rid: RequestId, params: codex_approvals.ToolRequestUserInputParams
+    ) -> None:
         pending = self._arrived(
             rid,
             "item/tool/requestUserInput",
             params.threadId,
             params.turnId,
-            cancel=codex.NO_ANSWERS,
-            decline=codex.NO_ANSWERS,
+            cancel=codex_approvals.NO_ANSWERS,
+            decline=codex_approvals.NO_ANSWERS,
         )
         if pending is None:
             return
@@ -239,25 +250,25 @@ class Approvals:
                 "answering none (the model goes on without)",
                 len(params.questions),
             )
-            self._settle(pending, codex.NO_ANSWERS)
+            self._settle(pending, codex_approvals.NO_ANSWERS)
             return
         form = UserInputForm(params.questions)
         pending.read_answer = lambda raw: form.answers(_decode_elicitation(raw, pending))
-        request = acp.FormElicitationRequest(
+        request = acp_permissions.FormElicitationRequest(
             sessionId=params.threadId, message=form.message, requestedSchema=form.schema
         )
         self._ask(pending, "elicitation/create", request)
 
     def mcp_elicitation(
-        self, rid: RequestId, params: codex.McpServerElicitationRequestParams
+        self, rid: RequestId, params: codex_approvals.McpServerElicitationRequestParams
     ) -> None:
         pending = self._arrived(
             rid,
             "mcpServer/elicitation/request",
             params.threadId,
             params.turnId,
-            cancel=codex.McpServerElicitationResponse(action="cancel"),
-            decline=codex.McpServerElicitationResponse(action="decline"),
+            cancel=codex_approvals.McpServerElicitationResponse(action="cancel"),
+            decline=codex_approvals.McpServerElicitationResponse(action="decline"),
         )
         if pending is None:
             return
@@ -268,7 +279,7 @@ class Approvals:
         if params.mode == "form" and self._client_can_elicit("form"):
             schema = params.requestedSchema if isinstance(params.requestedSchema, dict) else {}
             pending.read_answer = lambda raw: _mcp_answer(_decode_elicitation(raw, pending))
-            request: msgspec.Struct = acp.FormElicitationRequest(
+            request: msgspec.Struct = acp_permissions.FormElicitationRequest(
                 sessionId=params.threadId, message=params.message, requestedSchema=schema
             )
         elif (
@@ -278,7 +289,7 @@ class Approvals:
             and self._client_can_elicit("url")
         ):
             pending.read_answer = lambda raw: _mcp_answer(_decode_elicitation(raw, pending))
-            request = acp.UrlElicitationRequest(
+            request = acp_permissions.UrlElicitationRequest(
                 sessionId=params.threadId,
                 message=params.message,
                 elicitationId=params.elicitationId,
@@ -297,7 +308,7 @@ class Approvals:
     def _ask_mcp_tool_approval(
         self,
         pending: Pending,
-        params: codex.McpServerElicitationRequestParams,
+        params: codex_approvals.McpServerElicitationRequestParams,
         meta: dict[str, Any],
     ) -> None:
         tool = meta.get("tool_title") or meta.get("tool_name") or "a tool"
@@ -316,23 +327,23 @@ class Approvals:
             ),
             f"mcp-approval-{pending.codex_id}",
         )
-        tool_call = acp.ToolCallUpdate(
+        tool_call = acp_permissions.ToolCallUpdate(
             toolCallId=item_id,
             title=f"{params.serverName}: {tool}",
             status="pending",
             rawInput=meta.get("tool_params"),
         )
-        persist = meta.get(codex.PERSIST_KEY)
+        persist = meta.get(codex_approvals.PERSIST_KEY)
         persist = persist if isinstance(persist, list) else []
-        accept = codex.McpServerElicitationResponse(action="accept", content=None)
+        accept = codex_approvals.McpServerElicitationResponse(action="accept", content=None)
         choices = [Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), accept)]
         for scope, option_id, name in (
             ("session", ALLOW_SESSION, "Allow for this session"),
             ("always", ALLOW_ALWAYS, "Always allow"),
         ):
             if scope in persist:
-                remembered = codex.McpServerElicitationResponse(
-                    action="accept", content=None, meta={codex.PERSIST_KEY: scope}
+                remembered = codex_approvals.McpServerElicitationResponse(
+                    action="accept", content=None, meta={codex_approvals.PERSIST_KEY: scope}
                 )
                 choices.append(Choice(_option(option_id, name, "allow_always"), remembered))
         choices.append(Choice(_option(REJECT_ONCE, "Reject", "reject_once"), pending.decline))
@@ -392,13 +403,15 @@ class Approvals:
         return pending
 
     def _ask_permission(
-        self, pending: Pending, tool_call: acp.ToolCallUpdate, choices: list[Choice]
+        self, pending: Pending, tool_call: acp_permissions.ToolCallUpdate, choices: list[Choice]
     ) -> None:
         by_id = {choice.option.optionId: choice.answer for choice in choices}
 
         def read_answer(raw: Raw) -> CodexAnswer:
             try:
-                outcome = msgspec.json.decode(raw, type=acp.RequestPermissionResponse).outcome
+                outcome = msgspec.json.decode(
+                    raw, type=acp_permissions.RequestPermissionResponse
+                ).outcome
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                 log.warning(
                     "malformed permission answer for %s: %s; declining", pending.method, exc
@@ -418,7 +431,7 @@ class Approvals:
             return pending.decline
 
         pending.read_answer = read_answer
-        request = acp.RequestPermissionRequest(
+        request = acp_permissions.RequestPermissionRequest(
             sessionId=pending.thread_id,
             toolCall=tool_call,
             options=[choice.option for choice in choices],
@@ -444,7 +457,9 @@ class Approvals:
         changes: dict[str, Any] = {"sessionId": target}
         tool_call = getattr(params, "toolCall", None)
         message = getattr(params, "message", None)
-        if isinstance(tool_call, acp.ToolCallUpdate) and isinstance(tool_call.title, str):
+        if isinstance(tool_call, acp_permissions.ToolCallUpdate) and isinstance(
+            tool_call.title, str
+        ):
             changes["toolCall"] = msgspec.structs.replace(
                 tool_call, title=f"{agent}: {tool_call.title}"
             )
@@ -505,7 +520,8 @@ class Approvals:
             self.hub.answer_codex(pending.codex_id, answer)
         if withdraw and pending.client_id is not None and not pending.client_answered:
             self.hub.client_notification(
-                "$/cancel_request", acp.CancelRequestNotification(requestId=pending.client_id)
+                "$/cancel_request",
+                acp_permissions.CancelRequestNotification(requestId=pending.client_id),
             )
 
     def _client_can_elicit(self, mode: str) -> bool:
@@ -552,7 +568,7 @@ class Approvals:
         if record is not None:
             record.started_items.clear()
 
-    def resolved(self, note: codex.ServerRequestResolved) -> None:
+    def resolved(self, note: codex_approvals.ServerRequestResolved) -> None:
         record = self.hub.threads.get(note.threadId)
         pending = record.pending.get(note.requestId) if record is not None else None
         if pending is not None:
@@ -587,24 +603,26 @@ class Approvals:
 # -- helpers: what the user is shown -----------------------------------------------------------
 
 
-def _option(option_id: str, name: str, kind: acp.PermissionOptionKind) -> acp.PermissionOption:
-    return acp.PermissionOption(optionId=option_id, name=name, kind=kind)
+def _option(
+    option_id: str, name: str, kind: acp_permissions.PermissionOptionKind
+) -> acp_permissions.PermissionOption:
+    return acp_permissions.PermissionOption(optionId=option_id, name=name, kind=kind)
 
 
-def _decision(decision: codex.ApprovalDecision) -> codex.ApprovalResponse:
-    return codex.ApprovalResponse(decision=decision)
+def _decision(decision: codex_approvals.ApprovalDecision) -> codex_approvals.ApprovalResponse:
+    return codex_approvals.ApprovalResponse(decision=decision)
 
 
-def _started_item(raw: Raw | None) -> codex.StartedItem | None:
+def _started_item(raw: Raw | None) -> codex_approvals.StartedItem | None:
     if raw is None:
         return None
     try:
-        return msgspec.json.decode(raw, type=codex.StartedItem)
+        return msgspec.json.decode(raw, type=codex_approvals.StartedItem)
     except msgspec.ValidationError:
         return None
 
 
-def command_choices(params: codex.CommandExecutionRequestApprovalParams) -> list[Choice]:
+def command_choices(params: codex_approvals.CommandExecutionRequestApprovalParams) -> list[Choice]:
     """Allow once, for the session, the amendments Codex proposes, reject.
 
     ``acceptForSession`` is offered although 0.169's ``availableDecisions`` leaves it out:
@@ -613,12 +631,14 @@ def command_choices(params: codex.CommandExecutionRequestApprovalParams) -> list
     """
     checkpoint = params.kind == "humanCommand"
     offered = params.availableDecisions
-    choices = [Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), _decision(codex.ACCEPT))]
+    choices = [
+        Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), _decision(codex_approvals.ACCEPT))
+    ]
     if not checkpoint:
         choices.append(
             Choice(
                 _option(ALLOW_SESSION, "Allow for this session", "allow_always"),
-                _decision(codex.ACCEPT_FOR_SESSION),
+                _decision(codex_approvals.ACCEPT_FOR_SESSION),
             )
         )
     prefix = params.proposedExecpolicyAmendment
@@ -633,7 +653,7 @@ def command_choices(params: codex.CommandExecutionRequestApprovalParams) -> list
                 _option(
                     ALLOW_PREFIX, f"Always allow commands starting with `{shown}`", "allow_always"
                 ),
-                _decision(codex.accept_with_execpolicy_amendment(prefix)),
+                _decision(codex_approvals.accept_with_execpolicy_amendment(prefix)),
             )
         )
     for index, amendment in enumerate(params.proposedNetworkPolicyAmendments or []):
@@ -647,10 +667,12 @@ def command_choices(params: codex.CommandExecutionRequestApprovalParams) -> list
                     f"Always {'allow' if allow else 'block'} {amendment.host}",
                     "allow_always" if allow else "reject_always",
                 ),
-                _decision(codex.apply_network_policy_amendment(amendment)),
+                _decision(codex_approvals.apply_network_policy_amendment(amendment)),
             )
         )
-    choices.append(Choice(_option(REJECT_ONCE, "Reject", "reject_once"), _decision(codex.DECLINE)))
+    choices.append(
+        Choice(_option(REJECT_ONCE, "Reject", "reject_once"), _decision(codex_approvals.DECLINE))
+    )
     return choices
 
 
@@ -715,7 +737,7 @@ class UserInputForm:
     free-text field ``ID_other``; its answer follows the choice, if both are given.
     """
 
-    def __init__(self, questions: list[codex.UserInputQuestion]) -> None:
+    def __init__(self, questions: list[codex_approvals.UserInputQuestion]) -> None:
         self.questions = questions
         self.other_field: dict[str, str] = {}
         properties: dict[str, Any] = {}
@@ -753,23 +775,23 @@ class UserInputForm:
         else:
             self.message = f"Codex has {len(questions)} questions"
 
-    def answers(self, response: acp.CreateElicitationResponse | None) -> CodexAnswer:
+    def answers(self, response: acp_permissions.CreateElicitationResponse | None) -> CodexAnswer:
         """Codex's answers; none when the user declined or cancelled, or the form is unusable."""
         if response is None or response.action != "accept" or not response.content:
-            return codex.NO_ANSWERS
+            return codex_approvals.NO_ANSWERS
         content = response.content
-        answers: dict[str, codex.UserInputAnswer] = {}
+        answers: dict[str, codex_approvals.UserInputAnswer] = {}
         for question in self.questions:
             given = _texts(content.get(question.id))
             other = self.other_field.get(question.id)
             if other is not None:
                 given += _texts(content.get(other))
             if given:
-                answers[question.id] = codex.UserInputAnswer(answers=given)
-        return codex.ToolRequestUserInputResponse(answers=answers)
+                answers[question.id] = codex_approvals.UserInputAnswer(answers=given)
+        return codex_approvals.ToolRequestUserInputResponse(answers=answers)
 
 
-def _enum_option(option: codex.UserInputOption) -> dict[str, Any]:
+def _enum_option(option: codex_approvals.UserInputOption) -> dict[str, Any]:
     shown: dict[str, Any] = {"const": option.label, "title": option.label}
     if option.description:
         shown["description"] = option.description
@@ -787,22 +809,26 @@ def _texts(value: Any) -> list[str]:
     return []
 
 
-def _decode_elicitation(raw: Raw, pending: Pending) -> acp.CreateElicitationResponse | None:
+def _decode_elicitation(
+    raw: Raw, pending: Pending
+) -> acp_permissions.CreateElicitationResponse | None:
     try:
-        return msgspec.json.decode(raw, type=acp.CreateElicitationResponse)
+        return msgspec.json.decode(raw, type=acp_permissions.CreateElicitationResponse)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         log.warning("malformed elicitation answer for %s: %s; declining", pending.method, exc)
         return None
 
 
-def _mcp_answer(response: acp.CreateElicitationResponse | None) -> CodexAnswer:
+def _mcp_answer(response: acp_permissions.CreateElicitationResponse | None) -> CodexAnswer:
     """An ACP elicitation answer as MCP's (the same three actions; content only on accept)."""
     if response is None:
-        return codex.McpServerElicitationResponse(action="decline")
+        return codex_approvals.McpServerElicitationResponse(action="decline")
     if response.action == "accept":
-        return codex.McpServerElicitationResponse(action="accept", content=response.content)
+        return codex_approvals.McpServerElicitationResponse(
+            action="accept", content=response.content
+        )
     if response.action == "cancel":
-        return codex.McpServerElicitationResponse(action="cancel")
+        return codex_approvals.McpServerElicitationResponse(action="cancel")
     if response.action != "decline":
         log.warning("unknown elicitation action %r; declining", response.action)
-    return codex.McpServerElicitationResponse(action="decline")
+    return codex_approvals.McpServerElicitationResponse(action="decline")

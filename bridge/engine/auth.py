@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import msgspec
 from msgspec import Raw
 
-from ..acp import config as acp_config
+from ..acp import auth as acp_auth
 from ..acp import types as acp_types
-from ..codex import config as codex_config
+from ..codex import account as codex_account
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from .hub import Hub, decode_params
 
@@ -66,7 +66,7 @@ class Authentication:
         result.authMethods = list(AUTH_METHODS)
 
     def authenticate(self, rid: RequestId, raw: Raw) -> None:
-        params = decode_params(raw, acp_config.AuthenticateParams, "authenticate")
+        params = decode_params(raw, acp_auth.AuthenticateParams, "authenticate")
         if params.methodId == API_KEY_METHOD:
             key = self.hub.api_key
             if not key:
@@ -75,16 +75,16 @@ class Authentication:
                 )
             self.hub.codex_request(
                 "account/login/start",
-                codex_config.ApiKeyLogin(apiKey=key),
+                codex_account.ApiKeyLogin(apiKey=key),
                 None,
-                lambda _result: self.hub.answer_client(rid, acp_config.AuthenticateResult()),
+                lambda _result: self.hub.answer_client(rid, acp_auth.AuthenticateResult()),
                 self.hub.pass_error_to(rid),
             )
         elif params.methodId == CHATGPT_METHOD:
             self.hub.codex_request(
                 "account/login/start",
-                codex_config.ChatgptLogin(),
-                codex_config.LoginAccountResult,
+                codex_account.ChatgptLogin(),
+                codex_account.LoginAccountResult,
                 lambda result: self._chatgpt_started(rid, result),
                 self.hub.pass_error_to(rid),
             )
@@ -95,7 +95,7 @@ class Authentication:
                 {"methodId": params.methodId},
             )
 
-    def _chatgpt_started(self, rid: RequestId, started: codex_config.LoginAccountResult) -> None:
+    def _chatgpt_started(self, rid: RequestId, started: codex_account.LoginAccountResult) -> None:
         url, login_id = started.authUrl, started.loginId
         if not isinstance(url, str) or not isinstance(login_id, str):
             self.hub.refuse_client(rid, RpcError.internal("Codex started no ChatGPT sign-in"))
@@ -116,7 +116,7 @@ class Authentication:
         login = self.logins[login_id] = Login(request_id=rid, login_id=login_id, elicited=True)
         self.hub.client_request(
             "elicitation/create",
-            acp_config.UrlElicitationParams(
+            acp_auth.UrlElicitationParams(
                 mode="url",
                 elicitationId=login_id,
                 url=url,
@@ -129,7 +129,7 @@ class Authentication:
 
     def _elicitation_answered(self, login: Login, raw: Raw) -> None:
         try:
-            action = msgspec.json.decode(raw, type=acp_config.ElicitationResult).action
+            action = msgspec.json.decode(raw, type=acp_auth.ElicitationResult).action
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             action = f"an answer that is not one ({exc})"
         if action != "accept":
@@ -140,7 +140,7 @@ class Authentication:
             return  # already completed
         self.hub.codex_request(
             "account/login/cancel",
-            codex_config.CancelLoginAccountParams(loginId=login.login_id),
+            codex_account.CancelLoginAccountParams(loginId=login.login_id),
             None,
             lambda _result: None,
             lambda error: log.info("account/login/cancel refused: %s", error.message),
@@ -149,17 +149,17 @@ class Authentication:
             login.request_id, RpcError(ErrorCode.AUTH_REQUIRED, f"ChatGPT sign-in cancelled: {why}")
         )
 
-    def login_completed(self, note: codex_config.AccountLoginCompleted) -> None:
+    def login_completed(self, note: codex_account.AccountLoginCompleted) -> None:
         login = self.logins.pop(note.loginId, None) if note.loginId is not None else None
         if login is None:
             return
         if login.elicited:
             self.hub.client_notification(
                 "elicitation/complete",
-                acp_config.CompleteElicitationParams(elicitationId=login.login_id),
+                acp_auth.CompleteElicitationParams(elicitationId=login.login_id),
             )
         if note.success:
-            self.hub.answer_client(login.request_id, acp_config.AuthenticateResult())
+            self.hub.answer_client(login.request_id, acp_auth.AuthenticateResult())
         else:
             message = note.error or "Codex reported no reason"
             self.hub.refuse_client(

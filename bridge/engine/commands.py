@@ -12,26 +12,26 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..acp import config as acp_config
-from ..codex import config as codex_config
+from ..acp import commands as acp_commands
+from ..codex import commands as codex_commands
 from ..codex import types as codex_types
 from ..jsonrpc import RpcError
 from .threads import ThreadRecord
 
-COMMANDS: tuple[acp_config.AvailableCommand, ...] = (
-    acp_config.AvailableCommand(
+COMMANDS: tuple[acp_commands.AvailableCommand, ...] = (
+    acp_commands.AvailableCommand(
         name="review",
         description="Ask Codex to review the uncommitted changes, or what the instructions say.",
-        input=acp_config.UnstructuredCommandInput(hint="optional: what to review"),
+        input=acp_commands.UnstructuredCommandInput(hint="optional: what to review"),
     ),
-    acp_config.AvailableCommand(
+    acp_commands.AvailableCommand(
         name="compact",
         description="Summarize the conversation so far to free up context.",
     ),
-    acp_config.AvailableCommand(
+    acp_commands.AvailableCommand(
         name="shell",
         description="Run a shell command yourself, outside the sandbox and without approval.",
-        input=acp_config.UnstructuredCommandInput(hint="the command to run"),
+        input=acp_commands.UnstructuredCommandInput(hint="the command to run"),
     ),
 )
 _COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?:\s+(.*))?\Z", re.DOTALL)
@@ -59,18 +59,18 @@ def command_request(
     argument = "\n".join(p.strip() for p in parts if p.strip())
     thread = record.id
     if name == "review":
-        target: codex_config.UncommittedChangesTarget | codex_config.CustomReviewTarget = (
-            codex_config.CustomReviewTarget(instructions=argument)
+        target: codex_commands.UncommittedChangesTarget | codex_commands.CustomReviewTarget = (
+            codex_commands.CustomReviewTarget(instructions=argument)
             if argument
-            else codex_config.UncommittedChangesTarget()
+            else codex_commands.UncommittedChangesTarget()
         )
-        return "review/start", codex_config.ReviewStartParams(threadId=thread, target=target)
+        return "review/start", codex_commands.ReviewStartParams(threadId=thread, target=target)
     if name == "compact":
         if argument:
             raise RpcError.invalid_params("/compact takes no arguments")
-        return "thread/compact/start", codex_config.ThreadCompactStartParams(threadId=thread)
+        return "thread/compact/start", codex_commands.ThreadCompactStartParams(threadId=thread)
     if not argument:
         raise RpcError.invalid_params("/shell needs a command, e.g. /shell git status")
-    return "thread/shellCommand", codex_config.ThreadShellCommandParams(
+    return "thread/shellCommand", codex_commands.ThreadShellCommandParams(
         threadId=thread, command=argument
     )

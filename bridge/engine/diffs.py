@@ -61,10 +61,6 @@ class Hunk:
             return self.new_start - 1 if self.new_count else self.new_start
         return self.old_start - 1 if self.old_count else self.old_start
 
-    def _end(self, new_side: bool) -> int:
-        """The 0-based index just past this hunk's side."""
-        return self._index(new_side) + (self.new_count if new_side else self.old_count)
-
 
 def split_lines(text: str) -> list[str]:
     """``text`` as lines that keep their ``\\n`` (the last may have none)."""

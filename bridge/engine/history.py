@@ -20,8 +20,8 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
-from ..acp import types as acp
-from ..codex import types as codex
+from ..acp import types as acp_types
+from ..codex import types as codex_types
 from ..codex.messages import ThreadItem, decode_item
 from ..codex.threads import StoredThread
 from . import tool_views, translate
@@ -66,24 +66,28 @@ def replay_updates(
 def item_updates(item: ThreadItem) -> list[msgspec.Struct]:
     """The updates that show one stored item."""
     match item:
-        case codex.UserMessageItem(id=item_id, content=content):
+        case codex_types.UserMessageItem(id=item_id, content=content):
             return [
-                acp.UserMessageChunk(content=block, messageId=item_id)
+                acp_types.UserMessageChunk(content=block, messageId=item_id)
                 for block in map(user_content, content)
                 if block is not None
             ]
-        case codex.AgentMessageItem(id=item_id, text=text):
+        case codex_types.AgentMessageItem(id=item_id, text=text):
             if not text:
                 return []
-            return [acp.AgentMessageChunk(content=acp.TextContent(text=text), messageId=item_id)]
-        case codex.ReasoningItem(id=item_id, summary=summary):
+            return [
+                acp_types.AgentMessageChunk(
+                    content=acp_types.TextContent(text=text), messageId=item_id
+                )
+            ]
+        case codex_types.ReasoningItem(id=item_id, summary=summary):
             # Parts are paragraphs, as the live stream separates them.
             text = "\n\n".join(part for part in summary if part)
             return [translate.thought_chunk(item_id, text)] if text else []
     return tool_views.history_updates(item)
 
 
-def user_content(entry: dict[str, Any]) -> acp.ContentBlock | None:
+def user_content(entry: dict[str, Any]) -> acp_types.ContentBlock | None:
     """One entry of a ``userMessage``'s content (a Codex ``UserInput``) as an ACP block."""
     kind = entry.get("type")
     if kind == "text":
@@ -94,7 +98,7 @@ def user_content(entry: dict[str, Any]) -> acp.ContentBlock | None:
             return None
         data_url = _DATA_URL.fullmatch(url)
         if data_url:
-            return acp.ImageContent(data=data_url["data"], mimeType=data_url["mime"])
+            return acp_types.ImageContent(data=data_url["data"], mimeType=data_url["mime"])
         return _link(url)
     if kind in ("localImage", "mention", "skill", "localAudio"):
         path = entry.get("path")
@@ -106,18 +110,20 @@ def user_content(entry: dict[str, Any]) -> acp.ContentBlock | None:
     return None
 
 
-def _text_block(text: str) -> acp.ContentBlock:
+def _text_block(text: str) -> acp_types.ContentBlock:
     link = _LINK.fullmatch(text)
     if link:
-        return acp.ResourceLink(uri=link["uri"], name=link["name"])
+        return acp_types.ResourceLink(uri=link["uri"], name=link["name"])
     context = _CONTEXT.fullmatch(text)
     if context:
-        return acp.EmbeddedResource(resource={"uri": context["uri"], "text": context["text"]})
-    return acp.TextContent(text=text)
+        return acp_types.EmbeddedResource(resource={"uri": context["uri"], "text": context["text"]})
+    return acp_types.TextContent(text=text)
 
 
-def _link(uri: str, name: str | None = None) -> acp.ResourceLink:
-    return acp.ResourceLink(uri=uri, name=name or posixpath.basename(urlsplit(uri).path) or uri)
+def _link(uri: str, name: str | None = None) -> acp_types.ResourceLink:
+    return acp_types.ResourceLink(
+        uri=uri, name=name or posixpath.basename(urlsplit(uri).path) or uri
+    )
 
 
 def _path_uri(path: str) -> str:

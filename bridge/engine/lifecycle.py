@@ -31,10 +31,10 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..acp import sessions as acps
-from ..acp import types as acp
+from ..acp import sessions as acp_sessions
+from ..acp import types as acp_types
 from ..codex import threads
-from ..codex import types as codex
+from ..codex import types as codex_types
 from ..codex.messages import ThreadItem
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
@@ -43,7 +43,7 @@ from .hub import Hub, check_directory, decode_params, from_codex, malformed
 from .threads import ThreadRecord
 
 #: Sends an open result and what follows it (see :class:`bridge.engine.prompts.Opened`).
-Opened = Callable[[ThreadRecord, RequestId, Any, codex.ThreadStartResult], None]
+Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
 #: Replays a loaded root's sub-agents, then calls the last argument.
 ReplayChildren = Callable[[ThreadRecord, list[ThreadItem], Callable[[], None]], None]
 
@@ -79,7 +79,7 @@ class Lifecycle:
 
     # -- capabilities ----------------------------------------------------------------
 
-    def advertise(self, result: acp.InitializeResult) -> None:
+    def advertise(self, result: acp_types.InitializeResult) -> None:
         caps = result.agentCapabilities
         caps.loadSession = True
         # Codex 0.169 connects to streamable-HTTP MCP servers (``url``), not to SSE ones.
@@ -100,13 +100,13 @@ class Lifecycle:
     # -- session/load, session/resume, session/fork --------------------------------------
 
     def session_load(self, rid: RequestId, raw: Raw) -> None:
-        params = decode_params(raw, acps.LoadSessionParams, "session/load")
+        params = decode_params(raw, acp_sessions.LoadSessionParams, "session/load")
         self._open_existing(
             rid, "session/load", params.sessionId, params.cwd, params.mcpServers, replay=True
         )
 
     def session_resume(self, rid: RequestId, raw: Raw) -> None:
-        params = decode_params(raw, acps.ResumeSessionParams, "session/resume")
+        params = decode_params(raw, acp_sessions.ResumeSessionParams, "session/resume")
         self._open_existing(
             rid, "session/resume", params.sessionId, params.cwd, params.mcpServers, replay=False
         )
@@ -143,10 +143,14 @@ class Lifecycle:
                 threadId=session_id, cwd=cwd, config=config or UNSET, excludeTurns=True
             )
 
-            def resumed(opened: codex.ThreadStartResult) -> None:
+            def resumed(opened: codex_types.ThreadStartResult) -> None:
                 opening.opening = False
                 record = self._open_root(opened.thread.id, cwd)
-                response = acps.LoadSessionResult() if replay else acps.ResumeSessionResult()
+                response = (
+                    acp_sessions.LoadSessionResult()
+                    if replay
+                    else acp_sessions.ResumeSessionResult()
+                )
                 if not replay:
                     self._opened(record, rid, response, opened)
                     return
@@ -159,7 +163,9 @@ class Lifecycle:
                     record, items, lambda: self._opened(record, rid, response, opened)
                 )
 
-            hub.codex_request("thread/resume", resume, codex.ThreadStartResult, resumed, failed)
+            hub.codex_request(
+                "thread/resume", resume, codex_types.ThreadStartResult, resumed, failed
+            )
 
         def missing(error: ErrorObject) -> None:
             opening.opening = False
@@ -175,7 +181,7 @@ class Lifecycle:
                 "session/fork is unstable ACP, offered only to clients that declare an "
                 "unstable capability (clientCapabilities.subagents)",
             )
-        params = decode_params(raw, acps.ForkSessionParams, "session/fork")
+        params = decode_params(raw, acp_sessions.ForkSessionParams, "session/fork")
         check_directory(hub, params.cwd, "session/fork")
         config = self._thread_config(params.mcpServers, "session/fork")
 
@@ -184,13 +190,13 @@ class Lifecycle:
                 threadId=params.sessionId, cwd=params.cwd, config=config or UNSET, excludeTurns=True
             )
 
-            def forked(opened: codex.ThreadStartResult) -> None:
+            def forked(opened: codex_types.ThreadStartResult) -> None:
                 record = self._open_root(opened.thread.id, params.cwd)
-                response = acps.ForkSessionResult(sessionId=record.id)
+                response = acp_sessions.ForkSessionResult(sessionId=record.id)
                 self._opened(record, rid, response, opened)
 
             hub.codex_request(
-                "thread/fork", fork, codex.ThreadStartResult, forked, hub.pass_error_to(rid)
+                "thread/fork", fork, codex_types.ThreadStartResult, forked, hub.pass_error_to(rid)
             )
 
         def missing(error: ErrorObject) -> None:
@@ -225,7 +231,7 @@ class Lifecycle:
 
     def session_list(self, rid: RequestId, raw: Raw) -> None:
         hub = self.hub
-        params = decode_params(raw, acps.ListSessionsParams, "session/list")
+        params = decode_params(raw, acp_sessions.ListSessionsParams, "session/list")
         if params.cwd is not None and not params.cwd.startswith("/"):
             raise RpcError.invalid_params(
                 f"session/list: cwd must be an absolute path, got {params.cwd!r}"
@@ -240,7 +246,7 @@ class Lifecycle:
             sessions = [session_info(t) for t in page.data if is_root(t)]
             hub.answer_client(
                 rid,
-                acps.ListSessionsResult(
+                acp_sessions.ListSessionsResult(
                     sessions=sessions,
                     nextCursor=page.nextCursor if page.nextCursor is not None else UNSET,
                 ),
@@ -263,7 +269,7 @@ class Lifecycle:
     # -- session/close -----------------------------------------------------------------
 
     def session_close(self, rid: RequestId, raw: Raw) -> None:
-        params = decode_params(raw, acps.CloseSessionParams, "session/close")
+        params = decode_params(raw, acp_sessions.CloseSessionParams, "session/close")
         record = self.hub.threads.require(params.sessionId)
         if record.closing is not None:  # already closing: answered together
             record.closing.append(rid)
@@ -291,7 +297,7 @@ class Lifecycle:
 
         def unsubscribed(_result: object) -> None:
             for rid in waiting:
-                hub.answer_client(rid, acps.CloseSessionResult())
+                hub.answer_client(rid, acp_sessions.CloseSessionResult())
 
         def refused(error: ErrorObject) -> None:
             if hub.codex_lost_reason is not None:
@@ -318,7 +324,9 @@ class Lifecycle:
 
     # -- MCP servers ------------------------------------------------------------------
 
-    def thread_starting(self, params: acp.NewSessionParams, start: codex.ThreadStartParams) -> None:
+    def thread_starting(
+        self, params: acp_types.NewSessionParams, start: codex_types.ThreadStartParams
+    ) -> None:
         servers = mcp_servers_config(params.mcpServers, "session/new")
         if servers:
             base = start.config if isinstance(start.config, dict) else {}
@@ -341,10 +349,10 @@ def is_root(thread: threads.StoredThread) -> bool:
     return not (isinstance(thread.source, dict) and "subAgent" in thread.source)
 
 
-def session_info(thread: threads.StoredThread) -> acps.SessionInfo:
+def session_info(thread: threads.StoredThread) -> acp_sessions.SessionInfo:
     """A listed thread: its name, else its preview (first user message), on one line."""
     title = " ".join((thread.name or thread.preview).split())
-    return acps.SessionInfo(
+    return acp_sessions.SessionInfo(
         sessionId=thread.id,
         cwd=thread.cwd,
         title=title or UNSET,
@@ -373,21 +381,21 @@ def mcp_servers_config(servers: Sequence[dict[str, Any]] | None, method: str) ->
     config: dict[str, Any] = {}
     for index, entry in enumerate(servers or ()):
         try:
-            server = acps.decode_mcp_server(entry)
+            server = acp_sessions.decode_mcp_server(entry)
         except (msgspec.ValidationError, TypeError) as exc:
             raise RpcError.invalid_params(f"{method}: mcpServers[{index}]: {exc}") from None
         table: dict[str, Any]
         match server:
-            case acps.McpServerStdio(command=command, args=args, env=env):
+            case acp_sessions.McpServerStdio(command=command, args=args, env=env):
                 table = {"command": command, "args": args}
                 if env:
                     table["env"] = {e.name: e.value for e in env}
-            case acps.McpServerHttp(url=url, headers=headers):
+            case acp_sessions.McpServerHttp(url=url, headers=headers):
                 table = {"url": url}
                 if headers:
                     table["http_headers"] = {h.name: h.value for h in headers}
             case _:
-                kind = "sse" if isinstance(server, acps.McpServerSse) else server.type
+                kind = "sse" if isinstance(server, acp_sessions.McpServerSse) else server.type
                 log.warning(
                     "%s: MCP server %r uses the %s transport, which Codex does not support; skipped",
                     method,

@@ -12,18 +12,18 @@ from collections.abc import Sequence
 import msgspec
 from msgspec import Raw
 
-from ..acp import types as acp
-from ..codex import types as codex
+from ..acp import types as acp_types
+from ..codex import types as codex_types
 from ..jsonrpc import RpcError
 
 
-def prompt_to_input(blocks: Sequence[Raw]) -> list[codex.UserInput]:
+def prompt_to_input(blocks: Sequence[Raw]) -> list[codex_types.UserInput]:
     """Translate a ``session/prompt``'s blocks; raise ``RpcError`` (-32602) on bad ones."""
-    out: list[codex.UserInput] = []
+    out: list[codex_types.UserInput] = []
     for index, raw in enumerate(blocks):
         where = f"prompt[{index}]"
         try:
-            block = acp.decode_content_block(raw)
+            block = acp_types.decode_content_block(raw)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             raise RpcError.invalid_params(f"{where}: {exc}") from None
         out.append(_block_to_input(block, where))
@@ -32,29 +32,31 @@ def prompt_to_input(blocks: Sequence[Raw]) -> list[codex.UserInput]:
     return out
 
 
-def _block_to_input(block: acp.ContentBlock | acp.UnknownContent, where: str) -> codex.UserInput:
+def _block_to_input(
+    block: acp_types.ContentBlock | acp_types.UnknownContent, where: str
+) -> codex_types.UserInput:
     match block:
-        case acp.TextContent(text=text):
-            return codex.TextInput(text=text)
-        case acp.ImageContent(data=data, mimeType=mime):
-            return codex.ImageInput(url=f"data:{mime};base64,{data}")
-        case acp.ResourceLink(uri=uri, name=name):
-            return codex.TextInput(text=f"[@{name}]({uri})")
-        case acp.EmbeddedResource():
+        case acp_types.TextContent(text=text):
+            return codex_types.TextInput(text=text)
+        case acp_types.ImageContent(data=data, mimeType=mime):
+            return codex_types.ImageInput(url=f"data:{mime};base64,{data}")
+        case acp_types.ResourceLink(uri=uri, name=name):
+            return codex_types.TextInput(text=f"[@{name}]({uri})")
+        case acp_types.EmbeddedResource():
             contents = block.contents()
-            if isinstance(contents, acp.TextResourceContents):
-                return codex.TextInput(
+            if isinstance(contents, acp_types.TextResourceContents):
+                return codex_types.TextInput(
                     text=f'<context ref="{contents.uri}">\n{contents.text}\n</context>'
                 )
             mime = contents.mimeType if isinstance(contents.mimeType, str) else ""
             if mime.startswith("image/"):
-                return codex.ImageInput(url=f"data:{mime};base64,{contents.blob}")
+                return codex_types.ImageInput(url=f"data:{mime};base64,{contents.blob}")
             raise RpcError.invalid_params(
                 f"{where}: embedded binary resource {contents.uri!r} of type "
                 f"{mime or 'unknown'} is not supported (only text and images)"
             )
-        case acp.AudioContent():
+        case acp_types.AudioContent():
             raise RpcError.invalid_params(f"{where}: audio content is not supported by Codex")
-        case acp.UnknownContent(type=kind):
+        case acp_types.UnknownContent(type=kind):
             raise RpcError.invalid_params(f"{where}: unknown content block type {kind!r}")
     raise AssertionError(f"unhandled block {block!r}")  # pragma: no cover

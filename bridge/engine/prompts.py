@@ -17,7 +17,7 @@ from typing import Any
 from msgspec import Raw
 
 from ..acp import types as acp_types
-from ..codex import config as codex_config
+from ..codex import commands as codex_commands
 from ..codex import types as codex_types
 from ..codex.messages import ItemNotification
 from ..jsonrpc import ErrorCode, RequestId, RpcError
@@ -100,7 +100,7 @@ class Prompts:
         command = self._command(record, inputs)
         turn = record.turn = Turn(request_id=rid)
 
-        def turn_started(result: codex_config.CommandStartResult) -> None:
+        def turn_started(result: codex_commands.CommandStartResult) -> None:
             # A command's result may name no turn (``thread/compact/start``): then
             # the ``turn/started`` that follows names it (turn_started).
             if result.turn is not None:
@@ -119,7 +119,7 @@ class Prompts:
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
             self._turn_starting(record, request)
         hub.codex_request(
-            method, request, codex_config.CommandStartResult, turn_started, turn_refused
+            method, request, codex_commands.CommandStartResult, turn_started, turn_refused
         )
 
     def cancel(self, record: ThreadRecord) -> None:

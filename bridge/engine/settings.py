@@ -34,8 +34,9 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..acp import config as acp_config
-from ..codex import config as codex_config
+from ..acp import commands as acp_commands
+from ..acp import settings as acp_settings
+from ..codex import settings as codex_settings
 from ..codex import types as codex_types
 from ..jsonrpc import RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
@@ -174,7 +175,7 @@ class Configuration:
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
         #: Codex's model catalog (``model/list``, every page); None until first asked for.
-        self.catalog: list[codex_config.Model] | None = None
+        self.catalog: list[codex_settings.Model] | None = None
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -212,7 +213,7 @@ class Configuration:
         if record.settings is not None:
             self.hub.update(
                 record.id,
-                acp_config.AvailableCommandsUpdate(availableCommands=list(COMMANDS)),
+                acp_commands.AvailableCommandsUpdate(availableCommands=list(COMMANDS)),
             )
 
     def turn_starting(self, record: ThreadRecord, params: codex_types.TurnStartParams) -> None:
@@ -229,7 +230,7 @@ class Configuration:
         if settings.picked_effort is not None:
             params.effort = settings.picked_effort
 
-    def settings_updated(self, note: codex_config.ThreadSettingsUpdated) -> None:
+    def settings_updated(self, note: codex_settings.ThreadSettingsUpdated) -> None:
         record = self.hub.threads.session(note.threadId)
         settings = record.settings if record is not None else None
         if settings is None:
@@ -272,26 +273,27 @@ class Configuration:
         )
         return settings.shown_mode or CONFIG_MODE
 
-    def _modes(self, settings: Settings) -> acp_config.SessionModeState:
+    def _modes(self, settings: Settings) -> acp_settings.SessionModeState:
         modes = [
-            acp_config.SessionMode(id=p.id, name=p.name, description=p.description) for p in PRESETS
+            acp_settings.SessionMode(id=p.id, name=p.name, description=p.description)
+            for p in PRESETS
         ]
         if settings.config_policy is not None:
             modes.append(
-                acp_config.SessionMode(
+                acp_settings.SessionMode(
                     id=CONFIG_MODE,
                     name="Custom",
                     description=describe_policy(*settings.config_policy),
                 )
             )
-        return acp_config.SessionModeState(
+        return acp_settings.SessionModeState(
             currentModeId=self._current_mode(settings), availableModes=modes
         )
 
     def _current_model(self, settings: Settings) -> str:
         return settings.picked_model if settings.picked_model is not None else settings.model
 
-    def _catalog_entry(self, model: str) -> codex_config.Model | None:
+    def _catalog_entry(self, model: str) -> codex_settings.Model | None:
         if self.catalog is None:
             return None
         return next((m for m in self.catalog if m.model == model), None)
@@ -305,17 +307,17 @@ class Configuration:
         # No effort configured: Codex uses the model's default.
         return entry.defaultReasoningEffort if entry is not None else None
 
-    def _options(self, settings: Settings) -> list[acp_config.SessionConfigSelect]:
+    def _options(self, settings: Settings) -> list[acp_settings.SessionConfigSelect]:
         modes = self._modes(settings)
         options = [
-            acp_config.SessionConfigSelect(
+            acp_settings.SessionConfigSelect(
                 id=MODE_OPTION,
                 name="Mode",
                 description="What Codex may do without asking: its approval and sandbox policies.",
                 category="mode",
                 currentValue=modes.currentModeId,
                 options=[
-                    acp_config.SessionConfigSelectOption(
+                    acp_settings.SessionConfigSelectOption(
                         value=m.id, name=m.name, description=m.description
                     )
                     for m in modes.availableModes
@@ -324,7 +326,7 @@ class Configuration:
         ]
         current = self._current_model(settings)
         models = [
-            acp_config.SessionConfigSelectOption(
+            acp_settings.SessionConfigSelectOption(
                 value=m.model, name=m.displayName or m.model, description=m.description or UNSET
             )
             for m in self.catalog or []
@@ -332,14 +334,14 @@ class Configuration:
         if all(m.value != current for m in models):
             models.insert(
                 0,
-                acp_config.SessionConfigSelectOption(
+                acp_settings.SessionConfigSelectOption(
                     value=current,
                     name=current,
                     description="The model your Codex configuration names.",
                 ),
             )
         options.append(
-            acp_config.SessionConfigSelect(
+            acp_settings.SessionConfigSelect(
                 id=MODEL_OPTION,
                 name="Model",
                 category="model",
@@ -353,7 +355,7 @@ class Configuration:
             supported = entry.supportedReasoningEfforts if entry is not None else []
             default = entry.defaultReasoningEffort if entry is not None else None
             efforts = [
-                acp_config.SessionConfigSelectOption(
+                acp_settings.SessionConfigSelectOption(
                     value=e.reasoningEffort,
                     name=_effort_name(e.reasoningEffort),
                     description=(
@@ -365,10 +367,10 @@ class Configuration:
             ]
             if all(e.value != effort for e in efforts):
                 efforts.append(
-                    acp_config.SessionConfigSelectOption(value=effort, name=_effort_name(effort))
+                    acp_settings.SessionConfigSelectOption(value=effort, name=_effort_name(effort))
                 )
             options.append(
-                acp_config.SessionConfigSelect(
+                acp_settings.SessionConfigSelect(
                     id=EFFORT_OPTION,
                     name="Reasoning effort",
                     category="thought_level",
@@ -391,9 +393,9 @@ class Configuration:
         options = self._options(settings)
         encoded = msgspec.json.encode(options)
         if mode != settings.shown_mode and not told_mode:
-            self.hub.update(session_id, acp_config.CurrentModeUpdate(currentModeId=mode))
+            self.hub.update(session_id, acp_settings.CurrentModeUpdate(currentModeId=mode))
         if encoded != settings.shown_options and not told_options:
-            self.hub.update(session_id, acp_config.ConfigOptionUpdate(configOptions=options))
+            self.hub.update(session_id, acp_settings.ConfigOptionUpdate(configOptions=options))
         settings.shown_mode, settings.shown_options = mode, encoded
 
     # -- client requests -----------------------------------------------------------------------
@@ -412,16 +414,16 @@ class Configuration:
             )
 
     def set_mode(self, rid: RequestId, raw: Raw) -> None:
-        params = decode_params(raw, acp_config.SetSessionModeParams, "session/set_mode")
+        params = decode_params(raw, acp_settings.SetSessionModeParams, "session/set_mode")
         settings = self._session_settings(params.sessionId)
         self._check_mode(settings, params.modeId)
         settings.picked_mode = params.modeId
-        self.hub.answer_client(rid, acp_config.SetSessionModeResult())
+        self.hub.answer_client(rid, acp_settings.SetSessionModeResult())
         self._sync(params.sessionId, settings, told_mode=True)
 
     def set_config_option(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(
-            raw, acp_config.SetSessionConfigOptionParams, "session/set_config_option"
+            raw, acp_settings.SetSessionConfigOptionParams, "session/set_config_option"
         )
         settings = self._session_settings(params.sessionId)
         option = next((o for o in self._options(settings) if o.id == params.configId), None)
@@ -450,7 +452,9 @@ class Configuration:
         else:
             settings.picked_effort = value
         options = self._options(settings)
-        self.hub.answer_client(rid, acp_config.SetSessionConfigOptionResult(configOptions=options))
+        self.hub.answer_client(
+            rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
+        )
         self._sync(params.sessionId, settings, told_options=True)
 
     def _pick_model(self, settings: Settings, model: str) -> None:
@@ -471,19 +475,19 @@ class Configuration:
                 return
             self.catalog = []
         params = (
-            codex_config.ModelListParams()
+            codex_settings.ModelListParams()
             if cursor is None
-            else codex_config.ModelListParams(cursor=cursor)
+            else codex_settings.ModelListParams(cursor=cursor)
         )
         self.hub.codex_request(
             "model/list",
             params,
-            codex_config.ModelListResult,
+            codex_settings.ModelListResult,
             self._on_catalog,
             self._on_catalog_error,
         )
 
-    def _on_catalog(self, page: codex_config.ModelListResult) -> None:
+    def _on_catalog(self, page: codex_settings.ModelListResult) -> None:
         assert self.catalog is not None
         self.catalog.extend(m for m in page.data if not m.hidden)
         if page.nextCursor:

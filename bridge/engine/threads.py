@@ -352,12 +352,6 @@ class Threads:
             yield current
             current = self.parent(current)
 
-    def root_of(self, record: ThreadRecord) -> ThreadRecord:
-        root = record
-        for root in self.ancestors(record):  # noqa: B007 (the last one is the root)
-            pass
-        return root
-
     def ask_target(self, thread_id: str) -> tuple[str, str | None]:
         """Where to ask a question of ``thread_id``: its own session, or (hidden child)
         the nearest shown ancestor, with the agent's name to say who asks."""
@@ -411,12 +405,4 @@ class Threads:
             self._shown.discard(record.id)
             self._forgotten.add(record.id)
         self._forgotten.add(thread_id)
-        return gone
-
-    def forget_all(self) -> list[ThreadRecord]:
-        """Forget every thread (Codex is gone); return their records."""
-        gone = list(self._records.values())
-        self._records.clear()
-        self._sessions.clear()
-        self._shown.clear()
         return gone

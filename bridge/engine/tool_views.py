@@ -68,9 +68,9 @@ from urllib.parse import quote
 import msgspec
 from msgspec import UNSET
 
-from ..acp import tools as acp
+from ..acp import tools as acp_tools
 from ..acp import types as acp_types
-from ..codex import items as codex
+from ..codex import items as codex_items
 from ..codex.messages import ThreadItem
 from . import diffs
 
@@ -80,13 +80,13 @@ log = logging.getLogger(__name__)
 #: replaces the content, so an unbounded one would resend the whole output each time.
 LIVE_OUTPUT_CHARS = 32_000
 
-_STATUS: dict[str, acp.ToolCallStatus] = {
+_STATUS: dict[str, acp_tools.ToolCallStatus] = {
     "inProgress": "in_progress",
     "completed": "completed",
     "failed": "failed",
     "declined": "failed",
 }
-_PLAN_STATUS: dict[str, acp.PlanEntryStatus] = {
+_PLAN_STATUS: dict[str, acp_tools.PlanEntryStatus] = {
     "pending": "pending",
     "inProgress": "in_progress",
     "completed": "completed",
@@ -101,15 +101,15 @@ class ToolView:
     """Everything an ACP client is shown of one tool item at one moment."""
 
     title: str
-    kind: acp.ToolKind
-    status: acp.ToolCallStatus
-    content: list[acp.ToolCallContent] = field(default_factory=list)
-    locations: list[acp.ToolCallLocation] = field(default_factory=list)
+    kind: acp_tools.ToolKind
+    status: acp_tools.ToolCallStatus
+    content: list[acp_tools.ToolCallContent] = field(default_factory=list)
+    locations: list[acp_tools.ToolCallLocation] = field(default_factory=list)
     raw_input: Any = UNSET
     raw_output: Any = UNSET
 
-    def tool_call(self, tool_call_id: str, meta: acp_types.Meta = UNSET) -> acp.ToolCall:
-        return acp.ToolCall(
+    def tool_call(self, tool_call_id: str, meta: acp_types.Meta = UNSET) -> acp_tools.ToolCall:
+        return acp_tools.ToolCall(
             toolCallId=tool_call_id,
             title=self.title,
             kind=self.kind,
@@ -121,9 +121,9 @@ class ToolView:
             meta=meta,
         )
 
-    def update(self, tool_call_id: str, meta: acp_types.Meta = UNSET) -> acp.ToolCallUpdate:
+    def update(self, tool_call_id: str, meta: acp_types.Meta = UNSET) -> acp_tools.ToolCallUpdate:
         """Every field, for the final update: a client that missed one catches up."""
-        return acp.ToolCallUpdate(
+        return acp_tools.ToolCallUpdate(
             toolCallId=tool_call_id,
             title=self.title,
             kind=self.kind,
@@ -137,7 +137,7 @@ class ToolView:
 
 
 def describe(
-    item: codex.ToolItem,
+    item: codex_items.ToolItem,
     *,
     cwd: str = "",
     output: str = "",
@@ -150,30 +150,34 @@ def describe(
     the client read it.
     """
     match item:
-        case codex.CommandExecutionItem():
+        case codex_items.CommandExecutionItem():
             view = _command(item, output)
-        case codex.FileChangeItem():
+        case codex_items.FileChangeItem():
             view = _file_change(item, cwd, files or {})
-        case codex.McpToolCallItem():
+        case codex_items.McpToolCallItem():
             view = _mcp(item)
-        case codex.DynamicToolCallItem():
+        case codex_items.DynamicToolCallItem():
             view = _dynamic(item)
-        case codex.WebSearchItem():
+        case codex_items.WebSearchItem():
             view = _web_search(item)
-        case codex.ImageViewItem():
+        case codex_items.ImageViewItem():
             view = _image_view(item, cwd)
-        case codex.ContextCompactionItem():
+        case codex_items.ContextCompactionItem():
             view = ToolView(title="Compact the conversation", kind="other", status="in_progress")
     return view
 
 
-_WITHOUT_STATUS = (codex.WebSearchItem, codex.ImageViewItem, codex.ContextCompactionItem)
+_WITHOUT_STATUS = (
+    codex_items.WebSearchItem,
+    codex_items.ImageViewItem,
+    codex_items.ContextCompactionItem,
+)
 
 
-def finished(item: codex.ToolItem, view: ToolView) -> ToolView:
+def finished(item: codex_items.ToolItem, view: ToolView) -> ToolView:
     """``view`` of an item that is over: items without a status of their own (web
     search, image view, compaction) are done once Codex says they are."""
-    if isinstance(item, codex.ContextCompactionItem):
+    if isinstance(item, codex_items.ContextCompactionItem):
         view.content = [text_content("The conversation so far was compacted.")]
     if isinstance(item, _WITHOUT_STATUS) and view.status == "in_progress":
         view.status = "completed"
@@ -189,7 +193,7 @@ def history_updates(item: ThreadItem, *, cwd: str = "") -> list[msgspec.Struct]:
     in titles. A command's output is text here (never Zed's terminal), and a
     changed file's diff is made of hunks (there is no file to read back).
     """
-    if not isinstance(item, codex.ToolItem):
+    if not isinstance(item, codex_items.ToolItem):
         return []  # not a tool, or one not understood (logged where it was decoded)
     tool = item
     view = finished(tool, describe(tool, cwd=cwd))
@@ -231,7 +235,7 @@ def unwrap_shell(command: str) -> str:
     return command
 
 
-def command_kind(actions: list[codex.CommandAction]) -> acp.ToolKind:
+def command_kind(actions: list[codex_items.CommandAction]) -> acp_tools.ToolKind:
     """``read`` when every part of the line reads files, ``search`` when every part reads,
     lists or searches, else ``execute`` (also when Codex could not tell)."""
     types = {action.type for action in actions}
@@ -240,7 +244,9 @@ def command_kind(actions: list[codex.CommandAction]) -> acp.ToolKind:
     return "read" if types == {"read"} else "search"
 
 
-def command_locations(actions: list[codex.CommandAction], cwd: str) -> list[acp.ToolCallLocation]:
+def command_locations(
+    actions: list[codex_items.CommandAction], cwd: str
+) -> list[acp_tools.ToolCallLocation]:
     """The files and folders the command's parts name, as absolute paths."""
     seen: list[str] = []
     for action in actions:
@@ -249,7 +255,7 @@ def command_locations(actions: list[codex.CommandAction], cwd: str) -> list[acp.
         path = _absolute(action.path, cwd)
         if path is not None and path not in seen:
             seen.append(path)
-    return [acp.ToolCallLocation(path=path) for path in seen]
+    return [acp_tools.ToolCallLocation(path=path) for path in seen]
 
 
 def _absolute(path: str, cwd: str) -> str | None:
@@ -260,7 +266,7 @@ def _absolute(path: str, cwd: str) -> str | None:
     return None  # ACP locations are absolute; a relative path without a base is dropped
 
 
-def _command(item: codex.CommandExecutionItem, output: str) -> ToolView:
+def _command(item: codex_items.CommandExecutionItem, output: str) -> ToolView:
     kind = command_kind(item.commandActions)
     status = _STATUS.get(item.status, "failed")
     text = item.aggregatedOutput if item.aggregatedOutput is not None else output
@@ -270,7 +276,7 @@ def _command(item: codex.CommandExecutionItem, output: str) -> ToolView:
     reads = [a for a in item.commandActions if a.type == "read"]
     if kind == "read" and len(reads) == 1:
         info = _extension(reads[0].name or reads[0].path or "")
-    content: list[acp.ToolCallContent] = [text_content(fenced(text, info))] if text else []
+    content: list[acp_tools.ToolCallContent] = [text_content(fenced(text, info))] if text else []
     content += command_notes(item)
     raw_input: dict[str, Any] = {"command": item.command, "cwd": item.cwd}
     if item.commandActions:
@@ -293,7 +299,7 @@ def _command(item: codex.CommandExecutionItem, output: str) -> ToolView:
     )
 
 
-def command_notes(item: codex.CommandExecutionItem) -> list[acp.ToolCallContent]:
+def command_notes(item: codex_items.CommandExecutionItem) -> list[acp_tools.ToolCallContent]:
     """What the output alone does not say: the exit code of a failure, a refusal."""
     if item.status == "failed" and item.exitCode is not None:
         return [text_content(f"Exit code {item.exitCode}")]
@@ -319,9 +325,9 @@ def _extension(name: str) -> str:
 # -- file changes ------------------------------------------------------------------------------
 
 
-def _file_change(item: codex.FileChangeItem, cwd: str, files: Mapping[str, str]) -> ToolView:
-    content: list[acp.ToolCallContent] = []
-    locations: list[acp.ToolCallLocation] = []
+def _file_change(item: codex_items.FileChangeItem, cwd: str, files: Mapping[str, str]) -> ToolView:
+    content: list[acp_tools.ToolCallContent] = []
+    locations: list[acp_tools.ToolCallLocation] = []
     for change in item.changes:
         content += change_content(change, files.get(change.path))
         locations += _change_locations(change)
@@ -338,13 +344,15 @@ def _file_change(item: codex.FileChangeItem, cwd: str, files: Mapping[str, str])
     )
 
 
-def change_content(change: codex.FileUpdateChange, text: str | None) -> list[acp.ToolCallContent]:
+def change_content(
+    change: codex_items.FileUpdateChange, text: str | None
+) -> list[acp_tools.ToolCallContent]:
     """The ``diff`` items for one changed file; ``text`` is the file as the client read it."""
     kind = change.kind.type
     if kind == "add":
-        return [acp.Diff(path=change.path, oldText=None, newText=change.diff)]
+        return [acp_tools.Diff(path=change.path, oldText=None, newText=change.diff)]
     if kind == "delete":
-        return [acp.Diff(path=change.path, oldText=change.diff, newText="")]
+        return [acp_tools.Diff(path=change.path, oldText=change.diff, newText="")]
     target = change.kind.move_path or change.path
     try:
         hunks = diffs.parse_hunks(change.diff)
@@ -354,10 +362,10 @@ def change_content(change: codex.FileUpdateChange, text: str | None) -> list[acp
     if text is not None:
         whole = diffs.rebuild(hunks, text)
         if whole is not None:
-            return [acp.Diff(path=target, oldText=whole[0], newText=whole[1])]
+            return [acp_tools.Diff(path=target, oldText=whole[0], newText=whole[1])]
         log.info("the text read for %s fits neither side of Codex's diff; showing hunks", target)
     return [
-        acp.Diff(
+        acp_tools.Diff(
             path=target,
             oldText=hunk.old_text,
             newText=hunk.new_text,
@@ -374,23 +382,23 @@ def change_content(change: codex.FileUpdateChange, text: str | None) -> list[acp
     ]
 
 
-def _change_locations(change: codex.FileUpdateChange) -> list[acp.ToolCallLocation]:
+def _change_locations(change: codex_items.FileUpdateChange) -> list[acp_tools.ToolCallLocation]:
     if change.kind.type == "update":
         try:
             hunks = diffs.parse_hunks(change.diff)
         except diffs.DiffError:
             hunks = []
         line = max(hunks[0].new_start, 1) if hunks else UNSET
-        return [acp.ToolCallLocation(path=change.kind.move_path or change.path, line=line)]
+        return [acp_tools.ToolCallLocation(path=change.kind.move_path or change.path, line=line)]
     if change.kind.type == "add":
-        return [acp.ToolCallLocation(path=change.path, line=1)]
-    return [acp.ToolCallLocation(path=change.path)]
+        return [acp_tools.ToolCallLocation(path=change.path, line=1)]
+    return [acp_tools.ToolCallLocation(path=change.path)]
 
 
 _VERBS = {"add": "Create", "delete": "Delete", "update": "Edit"}
 
 
-def _change_title(changes: list[codex.FileUpdateChange], cwd: str) -> str:
+def _change_title(changes: list[codex_items.FileUpdateChange], cwd: str) -> str:
     if len(changes) == 1:
         change = changes[0]
         if change.kind.type == "update" and change.kind.move_path:
@@ -411,8 +419,8 @@ def _shown(path: str, cwd: str) -> str:
 # -- MCP, dynamic tools, web search, images ---------------------------------------------------------
 
 
-def _mcp(item: codex.McpToolCallItem) -> ToolView:
-    content: list[acp.ToolCallContent] = []
+def _mcp(item: codex_items.McpToolCallItem) -> ToolView:
+    content: list[acp_tools.ToolCallContent] = []
     raw_output: Any = UNSET
     if item.result is not None:
         content = [_mcp_block(block) for block in item.result.content]
@@ -433,7 +441,7 @@ def _mcp(item: codex.McpToolCallItem) -> ToolView:
     )
 
 
-def _mcp_block(block: Any) -> acp.ToolCallContent:
+def _mcp_block(block: Any) -> acp_tools.ToolCallContent:
     """An MCP content block is an ACP one (ACP borrowed MCP's shapes); anything else is shown
     as its JSON."""
     encoded = msgspec.json.encode(block)
@@ -443,10 +451,10 @@ def _mcp_block(block: Any) -> acp.ToolCallContent:
         decoded = None
     if decoded is None or isinstance(decoded, acp_types.UnknownContent):
         return text_content(fenced(msgspec.json.format(encoded).decode(), "json"))
-    return acp.Content(content=decoded)
+    return acp_tools.Content(content=decoded)
 
 
-def _dynamic(item: codex.DynamicToolCallItem) -> ToolView:
+def _dynamic(item: codex_items.DynamicToolCallItem) -> ToolView:
     status = _STATUS.get(item.status, "failed")
     if item.success is False and status == "completed":
         status = "failed"
@@ -468,7 +476,7 @@ def _dynamic(item: codex.DynamicToolCallItem) -> ToolView:
 _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,(.*)", re.DOTALL)
 
 
-def _dynamic_block(entry: dict[str, Any]) -> acp.ToolCallContent:
+def _dynamic_block(entry: dict[str, Any]) -> acp_tools.ToolCallContent:
     kind = entry.get("type")
     if kind == "inputText":
         return text_content(str(entry.get("text", "")))
@@ -476,24 +484,28 @@ def _dynamic_block(entry: dict[str, Any]) -> acp.ToolCallContent:
     if isinstance(url, str):
         data = _DATA_URL.fullmatch(url)
         if data is not None and kind == "inputImage":
-            return acp.Content(
+            return acp_tools.Content(
                 content=acp_types.ImageContent(data=data.group(2), mimeType=data.group(1))
             )
         if data is not None:
-            return acp.Content(
+            return acp_tools.Content(
                 content=acp_types.AudioContent(data=data.group(2), mimeType=data.group(1))
             )
-        return acp.Content(content=acp_types.ResourceLink(uri=url, name=posixpath.basename(url)))
+        return acp_tools.Content(
+            content=acp_types.ResourceLink(uri=url, name=posixpath.basename(url))
+        )
     return text_content(fenced(msgspec.json.encode(entry).decode(), "json"))
 
 
-def _web_search(item: codex.WebSearchItem) -> ToolView:
+def _web_search(item: codex_items.WebSearchItem) -> ToolView:
     action = item.action
-    kind: acp.ToolKind = "search"
-    content: list[acp.ToolCallContent] = []
+    kind: acp_tools.ToolKind = "search"
+    content: list[acp_tools.ToolCallContent] = []
     if action is not None and action.type == "openPage" and action.url:
         kind, title = "fetch", f"Open {action.url}"
-        content = [acp.Content(content=acp_types.ResourceLink(uri=action.url, name=action.url))]
+        content = [
+            acp_tools.Content(content=acp_types.ResourceLink(uri=action.url, name=action.url))
+        ]
     elif action is not None and action.type == "findInPage" and action.url:
         kind = "fetch"
         title = f'Find "{action.pattern}" in {action.url}' if action.pattern else action.url
@@ -526,7 +538,7 @@ _IMAGE_TYPES = {
 }
 
 
-def _image_view(item: codex.ImageViewItem, cwd: str) -> ToolView:
+def _image_view(item: codex_items.ImageViewItem, cwd: str) -> ToolView:
     mime = _IMAGE_TYPES.get(_extension(item.path).lower())
     link = acp_types.ResourceLink(
         uri="file://" + quote(item.path),
@@ -538,8 +550,8 @@ def _image_view(item: codex.ImageViewItem, cwd: str) -> ToolView:
         title=f"View image {_shown(item.path, cwd)}",
         kind="read",
         status="in_progress",
-        content=[acp.Content(content=link)],
-        locations=[acp.ToolCallLocation(path=path)] if path is not None else [],
+        content=[acp_tools.Content(content=link)],
+        locations=[acp_tools.ToolCallLocation(path=path)] if path is not None else [],
         raw_input={"path": item.path},
     )
 
@@ -547,8 +559,8 @@ def _image_view(item: codex.ImageViewItem, cwd: str) -> ToolView:
 # -- text helpers -------------------------------------------------------------------------------------
 
 
-def text_content(text: str) -> acp.Content:
-    return acp.Content(content=acp_types.TextContent(text=text))
+def text_content(text: str) -> acp_tools.Content:
+    return acp_tools.Content(content=acp_types.TextContent(text=text))
 
 
 def fenced(text: str, info: str = "") -> str:
@@ -559,7 +571,7 @@ def fenced(text: str, info: str = "") -> str:
     return f"{fence}{info}\n{body}{fence}"
 
 
-def plan_update(note: codex.TurnPlanUpdated) -> acp.Plan:
+def plan_update(note: codex_items.TurnPlanUpdated) -> acp_tools.Plan:
     """Codex's plan as ACP's. Codex has no priorities: every step is ``medium``. Its
     ``explanation`` (why the plan changed) has no ACP field; it rides in ``_meta``."""
     entries = []
@@ -568,12 +580,12 @@ def plan_update(note: codex.TurnPlanUpdated) -> acp.Plan:
         if status is None:
             log.info("plan step status %r unknown; shown as pending", step.status)
             status = "pending"
-        entries.append(acp.PlanEntry(content=step.step, priority="medium", status=status))
+        entries.append(acp_tools.PlanEntry(content=step.step, priority="medium", status=status))
     meta: acp_types.Meta = {"explanation": note.explanation} if note.explanation else UNSET
-    return acp.Plan(entries=entries, meta=meta)
+    return acp_tools.Plan(entries=entries, meta=meta)
 
 
-def terminal_exit(item: codex.CommandExecutionItem) -> dict[str, Any]:
+def terminal_exit(item: codex_items.CommandExecutionItem) -> dict[str, Any]:
     # ACP exit codes are unsigned; a negative one (killed) is no exit code.
     code = item.exitCode if item.exitCode is not None and item.exitCode >= 0 else None
     return {"terminal_id": item.id, "exit_code": code, "signal": None}

@@ -10,9 +10,9 @@ import logging
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..acp import tools as acp
+from ..acp import tools as acp_tools
 from ..acp import types as acp_types
-from ..codex import items as codex
+from ..codex import items as codex_items
 from ..codex.messages import ItemNotification, MalformedItem
 from ..jsonrpc.peer import ErrorObject
 from .hub import Hub
@@ -53,15 +53,15 @@ class Tools:
 
     # -- items ------------------------------------------------------------------------------------
 
-    def _item(self, note: ItemNotification) -> tuple[ThreadRecord, codex.ToolItem] | None:
+    def _item(self, note: ItemNotification) -> tuple[ThreadRecord, codex_items.ToolItem] | None:
         record = self.hub.threads.session(note.threadId)
         if record is None:
             return None
         item = note.item
-        if isinstance(item, MalformedItem) and item.type in codex.TOOL_ITEM_TYPES:
+        if isinstance(item, MalformedItem) and item.type in codex_items.TOOL_ITEM_TYPES:
             self._malformed(record, item)
             return None
-        return (record, item) if isinstance(item, codex.ToolItem) else None
+        return (record, item) if isinstance(item, codex_items.ToolItem) else None
 
     def _malformed(self, record: ThreadRecord, item: MalformedItem) -> None:
         # Never leave an announced call spinning: it ends, saying why it shows nothing.
@@ -71,7 +71,9 @@ class Tools:
         note = "Codex reported this tool's result in a form the bridge does not understand."
         self.hub.update(
             record.id,
-            acp.ToolCallUpdate(toolCallId=item.id, status="failed", content=[text_content(note)]),
+            acp_tools.ToolCallUpdate(
+                toolCallId=item.id, status="failed", content=[text_content(note)]
+            ),
         )
 
     def item_started(self, note: ItemNotification) -> None:
@@ -79,9 +81,9 @@ class Tools:
         if found is None:
             return
         record, item = found
-        if isinstance(item, codex.ContextCompactionItem) and self._compaction_updates():
+        if isinstance(item, codex_items.ContextCompactionItem) and self._compaction_updates():
             self.hub.update(
-                record.id, acp.CompactionUpdate(compactionId=item.id, status="in_progress")
+                record.id, acp_tools.CompactionUpdate(compactionId=item.id, status="in_progress")
             )
             return
         if item.id in record.announced_tools:
@@ -94,8 +96,8 @@ class Tools:
         record.announced_tools.add(item.id)
         meta: acp_types.Meta = UNSET
         if terminal:
-            assert isinstance(item, codex.CommandExecutionItem)
-            view.content = [acp.Terminal(terminalId=item.id)]
+            assert isinstance(item, codex_items.CommandExecutionItem)
+            view.content = [acp_tools.Terminal(terminalId=item.id)]
             meta = {"terminal_info": {"terminal_id": item.id, "cwd": item.cwd}}
         call.sent_content = msgspec.json.encode(view.content)
         self.hub.update(record.id, view.tool_call(item.id, meta))
@@ -106,9 +108,9 @@ class Tools:
         if found is None:
             return
         record, item = found
-        if isinstance(item, codex.ContextCompactionItem) and self._compaction_updates():
+        if isinstance(item, codex_items.ContextCompactionItem) and self._compaction_updates():
             self.hub.update(
-                record.id, acp.CompactionUpdate(compactionId=item.id, status="completed")
+                record.id, acp_tools.CompactionUpdate(compactionId=item.id, status="completed")
             )
             return
         call = record.tool_calls.get(item.id)
@@ -121,11 +123,11 @@ class Tools:
             log.info("item/completed of %s says it is still in progress; shown completed", item.id)
             view.status = "completed"
         meta: acp_types.Meta = UNSET
-        if call.terminal and isinstance(item, codex.CommandExecutionItem):
+        if call.terminal and isinstance(item, codex_items.CommandExecutionItem):
             if not call.output and item.aggregatedOutput:
                 # Nothing was streamed: the terminal gets the whole output now.
                 self._terminal_data(record, item.id, item.aggregatedOutput)
-            view.content = [acp.Terminal(terminalId=item.id), *command_notes(item)]
+            view.content = [acp_tools.Terminal(terminalId=item.id), *command_notes(item)]
             meta = {"terminal_exit": terminal_exit(item)}
         call.sent_content = msgspec.json.encode(view.content)
         if item.id in record.announced_tools:
@@ -137,10 +139,10 @@ class Tools:
         self._read_files(record, call)
         self._forget_if_done(record, call)
 
-    def output_delta(self, delta: codex.CommandExecutionOutputDelta) -> None:
+    def output_delta(self, delta: codex_items.CommandExecutionOutputDelta) -> None:
         self._command_output(delta.threadId, delta.itemId, delta.delta)
 
-    def terminal_interaction(self, note: codex.TerminalInteraction) -> None:
+    def terminal_interaction(self, note: codex_items.TerminalInteraction) -> None:
         # What was typed into the command, shown where a terminal would echo it.
         if note.stdin:
             self._command_output(note.threadId, note.itemId, note.stdin)
@@ -150,7 +152,7 @@ class Tools:
         call = record.tool_calls.get(item_id) if record is not None else None
         if record is None or call is None or call.completed:
             return
-        if not isinstance(call.item, codex.CommandExecutionItem):
+        if not isinstance(call.item, codex_items.CommandExecutionItem):
             return
         call.output += text
         if call.terminal:
@@ -158,23 +160,25 @@ class Tools:
             return
         view = describe(call.item, cwd=record.cwd, output=call.output)
         call.sent_content = msgspec.json.encode(view.content)
-        self.hub.update(record.id, acp.ToolCallUpdate(toolCallId=item_id, content=view.content))
+        self.hub.update(
+            record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, content=view.content)
+        )
 
     def _terminal_data(self, record: ThreadRecord, item_id: str, data: str) -> None:
         meta = {"terminal_output": {"terminal_id": item_id, "data": data}}
-        self.hub.update(record.id, acp.ToolCallUpdate(toolCallId=item_id, meta=meta))
+        self.hub.update(record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=meta))
 
-    def patch_updated(self, note: codex.FileChangePatchUpdated) -> None:
+    def patch_updated(self, note: codex_items.FileChangePatchUpdated) -> None:
         record = self.hub.threads.session(note.threadId)
         call = record.tool_calls.get(note.itemId) if record is not None else None
-        if record is None or call is None or not isinstance(call.item, codex.FileChangeItem):
+        if record is None or call is None or not isinstance(call.item, codex_items.FileChangeItem):
             return
         call.item = msgspec.structs.replace(call.item, changes=note.changes)
         view = describe(call.item, cwd=record.cwd, files=call.files)
         call.sent_content = msgspec.json.encode(view.content)
         self.hub.update(
             record.id,
-            acp.ToolCallUpdate(
+            acp_tools.ToolCallUpdate(
                 toolCallId=note.itemId,
                 title=view.title,
                 content=view.content,
@@ -184,14 +188,16 @@ class Tools:
         )
         self._read_files(record, call)
 
-    def mcp_progress(self, note: codex.McpToolCallProgress) -> None:
+    def mcp_progress(self, note: codex_items.McpToolCallProgress) -> None:
         record = self.hub.threads.session(note.threadId)
         call = record.tool_calls.get(note.itemId) if record is not None else None
         if record is None or call is None or call.completed or not note.message:
             return
-        content: list[acp.ToolCallContent] = [text_content(note.message)]
+        content: list[acp_tools.ToolCallContent] = [text_content(note.message)]
         call.sent_content = msgspec.json.encode(content)
-        self.hub.update(record.id, acp.ToolCallUpdate(toolCallId=note.itemId, content=content))
+        self.hub.update(
+            record.id, acp_tools.ToolCallUpdate(toolCallId=note.itemId, content=content)
+        )
 
     def _forget_if_done(self, record: ThreadRecord, call: ToolCall) -> None:
         item_id = call.item.id
@@ -204,7 +210,7 @@ class Tools:
         """Ask the client for each updated file not asked yet, to show whole files."""
         if not self.hub.client_capabilities.fs.readTextFile:
             return
-        if not isinstance(call.item, codex.FileChangeItem):
+        if not isinstance(call.item, codex_items.FileChangeItem):
             return
         for change in call.item.changes:
             if change.kind.type != "update" or change.path in call.asked:
@@ -221,7 +227,9 @@ class Tools:
         def answered(raw: Raw) -> None:
             call.reads_pending -= 1
             try:
-                call.files[path] = msgspec.json.decode(raw, type=acp.ReadTextFileResult).content
+                call.files[path] = msgspec.json.decode(
+                    raw, type=acp_tools.ReadTextFileResult
+                ).content
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                 log.warning("fs/read_text_file answer for %s not understood: %s", path, exc)
             else:
@@ -236,7 +244,7 @@ class Tools:
             call.reads_pending -= 1
             self._forget_if_done(record, call)
 
-        params = acp.ReadTextFileParams(sessionId=record.id, path=candidates[0])
+        params = acp_tools.ReadTextFileParams(sessionId=record.id, path=candidates[0])
         self.hub.client_request("fs/read_text_file", params, answered, refused)
 
     def _refresh(self, record: ThreadRecord, call: ToolCall) -> None:
@@ -252,14 +260,16 @@ class Tools:
         if encoded == call.sent_content:
             return
         call.sent_content = encoded
-        self.hub.update(record.id, acp.ToolCallUpdate(toolCallId=item_id, content=view.content))
+        self.hub.update(
+            record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, content=view.content)
+        )
 
     # -- plans and names -------------------------------------------------------------------------------
 
-    def plan_updated(self, note: codex.TurnPlanUpdated) -> None:
+    def plan_updated(self, note: codex_items.TurnPlanUpdated) -> None:
         if self.hub.threads.session(note.threadId) is not None:
             self.hub.update(note.threadId, plan_update(note))
 
-    def thread_name_updated(self, note: codex.ThreadNameUpdated) -> None:
+    def thread_name_updated(self, note: codex_items.ThreadNameUpdated) -> None:
         if self.hub.threads.session(note.threadId) is not None:
-            self.hub.update(note.threadId, acp.SessionInfoUpdate(title=note.threadName))
+            self.hub.update(note.threadId, acp_tools.SessionInfoUpdate(title=note.threadName))

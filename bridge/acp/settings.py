@@ -1,9 +1,6 @@
-"""ACP v1 messages for a session's settings, commands and authentication.
-
-Modes (``modes``, ``session/set_mode``, ``current_mode_update``), session
-config options (``configOptions``, ``session/set_config_option``,
-``config_option_update``), slash commands (``available_commands_update``) and
-``authenticate`` with its URL elicitation. Same conventions as
+"""ACP v1 messages for a session's settings: modes (``modes``, ``session/set_mode``,
+``current_mode_update``) and config options (``configOptions``,
+``session/set_config_option``, ``config_option_update``). Same conventions as
 :mod:`bridge.acp.types`: wire names, ``UNSET`` for absent, unknown fields
 ignored on decode.
 """
@@ -15,7 +12,6 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ..jsonrpc import RequestId
 from .types import Meta
 
 
@@ -85,50 +81,3 @@ class SetSessionConfigOptionResult(_Base):
 
 class ConfigOptionUpdate(_Base, tag="config_option_update", tag_field="sessionUpdate"):
     configOptions: list[SessionConfigSelect]
-
-
-# -- slash commands ---------------------------------------------------------------------
-
-
-class UnstructuredCommandInput(_Base):
-    hint: str
-
-
-class AvailableCommand(_Base):
-    name: str
-    description: str
-    input: UnstructuredCommandInput | None | UnsetType = UNSET
-
-
-class AvailableCommandsUpdate(_Base, tag="available_commands_update", tag_field="sessionUpdate"):
-    availableCommands: list[AvailableCommand]
-
-
-# -- authentication ------------------------------------------------------------------------
-
-
-class AuthenticateParams(_Base):
-    methodId: str
-
-
-class AuthenticateResult(_Base):
-    meta: Meta = msgspec.field(default=UNSET, name="_meta")
-
-
-class UrlElicitationParams(_Base):
-    """``elicitation/create`` in URL mode, scoped to a request outside any session
-    (here: the ``authenticate`` the user is waiting on)."""
-
-    mode: str  # "url"
-    elicitationId: str
-    url: str
-    message: str
-    requestId: RequestId
-
-
-class ElicitationResult(_Base):
-    action: str
-
-
-class CompleteElicitationParams(_Base):
-    elicitationId: str

@@ -1,0 +1,46 @@
+"""ACP v1 messages for ``authenticate`` and its URL elicitation. Same conventions as
+:mod:`bridge.acp.types`: wire names, ``UNSET`` for absent, unknown fields
+ignored on decode.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from msgspec import UNSET
+
+from ..jsonrpc import RequestId
+from .types import Meta
+
+
+class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
+    pass
+
+
+# -- authentication ------------------------------------------------------------------------
+
+
+class AuthenticateParams(_Base):
+    methodId: str
+
+
+class AuthenticateResult(_Base):
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class UrlElicitationParams(_Base):
+    """``elicitation/create`` in URL mode, scoped to a request outside any session
+    (here: the ``authenticate`` the user is waiting on)."""
+
+    mode: str  # "url"
+    elicitationId: str
+    url: str
+    message: str
+    requestId: RequestId
+
+
+class ElicitationResult(_Base):
+    action: str
+
+
+class CompleteElicitationParams(_Base):
+    elicitationId: str

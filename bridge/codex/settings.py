@@ -1,0 +1,64 @@
+"""Codex app-server messages for a thread's settings: ``model/list`` (the model
+catalog) and ``thread/settings/updated``. Approval and sandbox policies stay plain
+JSON values (``Any``): Codex has string and object variants and adds new ones;
+:mod:`bridge.engine.settings` reads the few it matches on. Same conventions as
+:mod:`bridge.codex.types`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+
+class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
+    pass
+
+
+# -- the model catalog ------------------------------------------------------------------
+
+
+class ModelListParams(_Base):
+    cursor: str | UnsetType = UNSET
+
+
+class ReasoningEffortOption(_Base):
+    reasoningEffort: str
+    description: str = ""
+
+
+class Model(_Base):
+    id: str
+    #: The slug to send as ``model`` in ``turn/start``.
+    model: str
+    displayName: str = ""
+    description: str = ""
+    hidden: bool = False
+    isDefault: bool = False
+    supportedReasoningEfforts: list[ReasoningEffortOption] = msgspec.field(default_factory=list)
+    defaultReasoningEffort: str | None = None
+
+
+class ModelListResult(_Base):
+    data: list[Model]
+    nextCursor: str | None = None
+
+
+# -- the thread's settings ----------------------------------------------------------------
+
+
+class ThreadSettings(_Base):
+    approvalPolicy: Any = UNSET
+    sandboxPolicy: Any = UNSET
+    model: str | UnsetType = UNSET
+    effort: str | None | UnsetType = UNSET
+
+
+class ThreadSettingsUpdated(_Base):
+    """Codex's report of a thread's settings after they changed (e.g. a ``turn/start``
+    carrying overrides): the truth the client is shown."""
+
+    threadId: str
+    threadSettings: ThreadSettings
