@@ -858,3 +858,28 @@ def test_a_grandchild_of_a_closed_root_first_seen_after_the_close_is_declined_no
     assert t.sent()[closed_at:] == []
     [answer] = t.answers_to_codex(11)
     assert answer["result"]["decision"] in ("decline", "cancel")
+
+
+def test_a_child_identified_only_after_its_root_closed_has_its_running_turn_stopped() -> None:
+    t = Tree()
+    # The child's turn starts before anything names its parent; the root closes meanwhile.
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child")
+    closed_at = close_root(t)
+    t.approval(CHILD, rid=13)
+    t.answer_read(CHILD, ROOT, "Ada")
+    assert {"threadId": CHILD, "turnId": "turn-child"} in t.interrupts()
+    [answer] = t.answers_to_codex(13)
+    assert answer["result"]["decision"] in ("decline", "cancel")
+    assert t.sent()[closed_at:] == []
+
+
+def test_a_turn_a_closed_roots_child_starts_later_is_stopped() -> None:
+    t = Tree()
+    t.spawn()
+    t.turn_completed(CHILD, "turn-child")  # idle when the root closes: nothing to interrupt
+    closed_at = close_root(t)
+    assert {"threadId": CHILD, "turnId": "turn-child-2"} not in t.interrupts()
+    t.turn_started(CHILD, "turn-child-2")
+    assert {"threadId": CHILD, "turnId": "turn-child-2"} in t.interrupts()
+    assert t.sent()[closed_at:] == []

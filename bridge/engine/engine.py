@@ -268,7 +268,12 @@ class Engine:
 
     def receive_codex(self, data: bytes) -> list[Effect]:
         """One message from Codex's app-server."""
-        self._guarded(self._handle_codex, data)
+        # _guarded, inlined: every streamed delta comes this way.
+        self._arrived.clear()
+        try:
+            self._handle_codex(data)
+        except Exception:
+            self._internal_error(data)
         return self.hub.take()
 
     def client_lost(self) -> list[Effect]:
@@ -301,25 +306,25 @@ class Engine:
     # -- the one place an exception stops -------------------------------------------------
 
     def _guarded(self, handle: Callable[[bytes], None], data: bytes) -> None:
-        """Run ``handle``; a defect in it is logged and answered, never raised.
-
-        A request, from either side, that arrived with ``data`` and is still
-        unanswered after the handler failed is answered with -32603 (the engine
-        cannot say how far it got).
-        """
-        hub = self.hub
-        arrived = self._arrived
-        arrived.clear()
+        """Run ``handle``; a defect in it is logged and answered, never raised."""
+        self._arrived.clear()
         try:
             handle(data)
         except Exception:
-            log.exception("internal error handling %r", data[:200])
-            message = f"{AGENT_NAME} internal error; see its log"
-            for side, rid in arrived:
-                if side == "client" and rid in hub.open_client_requests:
-                    hub.refuse_client(rid, RpcError.internal(message))
-                elif side == "codex" and rid in hub.open_codex_requests:
-                    hub.refuse_codex(rid, ErrorCode.INTERNAL_ERROR, message)
+            self._internal_error(data)
+
+    def _internal_error(self, data: bytes) -> None:
+        """A handler failed: log the traceback, and answer with -32603 every request,
+        from either side, that arrived with ``data`` and is still unanswered (the
+        engine cannot say how far it got)."""
+        hub = self.hub
+        log.exception("internal error handling %r", data[:200])
+        message = f"{AGENT_NAME} internal error; see its log"
+        for side, rid in self._arrived:
+            if side == "client" and rid in hub.open_client_requests:
+                hub.refuse_client(rid, RpcError.internal(message))
+            elif side == "codex" and rid in hub.open_codex_requests:
+                hub.refuse_codex(rid, ErrorCode.INTERNAL_ERROR, message)
 
     # -- the client's messages ----------------------------------------------------------
 

@@ -242,12 +242,18 @@ class Subagents:
         """A sub-agent of a thread already forgotten (closed): forgotten too. What it
         asked meanwhile is declined, never asked on a session that is gone."""
         threads = self.hub.threads
-        gone = threads.forget(thread_id)
+        gone = threads.forget(thread_id, subagent=True)
         waiting: list[str] = []
         for record in gone:
             waiting += record.waiting_children
-            for held in record.unplaced.held if record.unplaced is not None else []:
-                self._refeed(held)
+            held = record.unplaced.held if record.unplaced is not None else []
+            running = _running_turn(held)
+            if running is not None:
+                # Work for a session that was closed: stop it (Codex does not cascade).
+                record.turn = Turn(id=running, cancel_requested=True)
+                self._interrupt(record)
+            for message in held:
+                self._refeed(message)
         for child_id in waiting:
             self._forget_late(child_id)
 
@@ -512,6 +518,11 @@ class Subagents:
 
     def turn_started(self, note: codex_types.TurnNotification) -> None:
         record = self.hub.threads.session(note.threadId)
+        if record is None and self.hub.threads.forgotten_subagent(note.threadId):
+            # Work a sub-agent of a closed session starts: no one wants it (RFD: closing
+            # a parent cancels its descendants' work, and Codex does not cascade).
+            self._interrupt(ThreadRecord(note.threadId, turn=Turn(id=note.turn.id)))
+            return
         if record is None or not record.is_child:
             return
         previous = record.turn
@@ -617,6 +628,18 @@ def text_message(
         recipientSessionId=recipient,
         content=[acp_types.TextContent(text=text)],
     )
+
+
+def _running_turn(held: list[Held]) -> str | None:
+    """The turn held traffic says is running (started, not completed), if any."""
+    running: str | None = None
+    for message in held:
+        if isinstance(message.params, codex_types.TurnNotification):
+            if message.method == "turn/started":
+                running = message.params.turn.id
+            elif message.method == "turn/completed" and running == message.params.turn.id:
+                running = None
+    return running
 
 
 def _unplaced(record: ThreadRecord) -> Unplaced:

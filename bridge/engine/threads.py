@@ -240,8 +240,9 @@ class Threads:
         self._shown: set[str] = set()
         #: Ids of every session (shown or hidden).
         self._sessions: set[str] = set()
-        #: Threads forgotten (closed, or under a closed one): their late traffic is no one's.
-        self._forgotten: set[str] = set()
+        #: Threads forgotten (closed, or under a closed one): their late traffic is no
+        #: one's. The value says whether it was a sub-agent (its later work is stopped).
+        self._forgotten: dict[str, bool] = {}
 
     # -- finding ------------------------------------------------------------------------
 
@@ -289,12 +290,16 @@ class Threads:
     def forgotten(self, thread_id: str) -> bool:
         return thread_id in self._forgotten
 
+    def forgotten_subagent(self, thread_id: str) -> bool:
+        """A sub-agent of a session that closed: any work it starts is no one's."""
+        return self._forgotten.get(thread_id, False)
+
     # -- showing ------------------------------------------------------------------------
 
     def open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
         """A session the client opened."""
         record = self.record(thread_id)
-        self._forgotten.discard(thread_id)
+        self._forgotten.pop(thread_id, None)
         record.session, record.visible, record.cwd = True, True, cwd
         record.parent_id, record.depth = None, 0
         self._index(record)
@@ -393,16 +398,17 @@ class Threads:
 
     # -- forgetting ---------------------------------------------------------------------
 
-    def forget(self, thread_id: str) -> list[ThreadRecord]:
+    def forget(self, thread_id: str, *, subagent: bool = False) -> list[ThreadRecord]:
         """Forget ``thread_id`` and every sub-agent under it; return their records (the
         thread first) so that the caller answers whatever they held. Their ids are
-        remembered: traffic that still arrives for them belongs to no session."""
+        remembered: traffic that still arrives for them belongs to no session.
+        ``subagent``: the thread is a sub-agent even if no record says so yet."""
         gone = [r for r in [self._records.get(thread_id)] if r is not None]
         gone += self.descendants(thread_id)
         for record in gone:
             self._records.pop(record.id, None)
             self._sessions.discard(record.id)
             self._shown.discard(record.id)
-            self._forgotten.add(record.id)
-        self._forgotten.add(thread_id)
+            self._forgotten[record.id] = record.parent_id is not None
+        self._forgotten.setdefault(thread_id, subagent)
         return gone

@@ -105,6 +105,8 @@ LONG_CHILD = "@@ words 3000 delay_ms=10"
 CANCEL_CHILD = script(spawn(LONG_CHILD), "@@ sleep 3000\n@@ say parent done")
 #: The same child, with the parent waiting for it: cancelling the parent must reach the child.
 CANCEL_PARENT = script(spawn(LONG_CHILD), wait(timeout_ms=30_000), "@@ say parent done")
+#: The parent spawns a long child and ends its turn: the child streams on, in the background.
+BACKGROUND_CHILD = script(spawn(LONG_CHILD), "@@ say parent done")
 #: A child whose turn fails after two words; the parent goes on.
 FAILING_CHILD = "@@ words 2\n@@ fail"
 CHILD_FAILS = script(spawn(FAILING_CHILD), wait(), "@@ say parent carries on")
@@ -220,6 +222,22 @@ async def subagents_without_capability(client: AcpClient, workspace: str) -> Non
     await client.prompt(session, CHILD_APPROVAL)
 
 
+async def close_root_while_child_works(client: AcpClient, workspace: str) -> None:
+    """The root's turn is over, its child still streams; the client closes the root. The
+    close stops the child (Codex does not cascade), and nothing about the closed root or
+    its child reaches the client after the close: not the child's last words, not its
+    state on the closed root's stream."""
+    session = await open_session(client, workspace, SUBAGENTS)
+    assert await client.prompt(session, BACKGROUND_CHILD) == {"stopReason": "end_turn"}
+    child = await words_from_first_child(client, 20)
+    await client.request("session/close", {"sessionId": session})
+    closed_at = len(client.updates)
+    # Codex ends the child's turn after the close: what it sends must reach no one.
+    await trio.sleep(3)
+    late = [p for p in client.updates[closed_at:] if child in json.dumps(p)]
+    assert not late, late
+
+
 SCENARIOS = [
     Scenario(
         "spawn_and_wait",
@@ -256,6 +274,12 @@ SCENARIOS = [
         "child_fails",
         "a child's turn fails: idle with the error, the parent's turn goes on",
         child_fails,
+    ),
+    Scenario(
+        "close_root_while_child_works",
+        "session/close of a root whose child streams on: the child is stopped, and nothing "
+        "about either reaches the client after the close",
+        close_root_while_child_works,
     ),
     Scenario(
         "subagents_without_capability",
