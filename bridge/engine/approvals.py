@@ -41,10 +41,7 @@ exactly once, whichever comes first:
 from __future__ import annotations
 
 import logging
-import posixpath
-import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -57,33 +54,33 @@ from ..codex import types as codex_types
 from ..codex.messages import ItemNotification
 from ..jsonrpc import ErrorCode, RequestId
 from ..jsonrpc.peer import ErrorObject
+from .approval_views import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    ALLOW_SESSION,
+    REJECT_ONCE,
+    Choice,
+    CodexAnswer,
+    UserInputForm,
+    command_choices,
+    command_title,
+    decision,
+    decode_elicitation,
+    file_change_title,
+    mcp_answer,
+    option,
+    permissions_title,
+)
 from .hub import AGENT_NAME, Hub
 from .threads import Pending, ThreadRecord
 from .tool_views import command_kind as _tool_command_kind
-from .tool_views import unwrap_shell
 
 log = logging.getLogger(__name__)
-
-#: Option ids this bridge offers; stable, so a client may remember them.
-ALLOW_ONCE = "allow_once"
-ALLOW_SESSION = "allow_session"
-ALLOW_PREFIX = "allow_prefix"
-ALLOW_ALWAYS = "allow_always"
-REJECT_ONCE = "reject_once"
 
 #: ``_settle``'s answer when Codex no longer waits for one.
 _NO_ANSWER: Any = object()
 
-CodexAnswer = Any  # a msgspec Struct Codex's request expects as its result
 ReadAnswer = Callable[[Raw], CodexAnswer]
-
-
-@dataclass(slots=True)
-class Choice:
-    """One option offered to the user and the answer Codex gets if it is picked."""
-
-    option: acp_permissions.PermissionOption
-    answer: CodexAnswer
 
 
 class Approvals:
@@ -163,14 +160,12 @@ class Approvals:
             rawInput=raw_input,
         )
         choices = [
-            Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), _decision(codex_approvals.ACCEPT)),
+            Choice(option(ALLOW_ONCE, "Allow", "allow_once"), decision(codex_approvals.ACCEPT)),
             Choice(
-                _option(ALLOW_SESSION, "Allow for this session", "allow_always"),
-                _decision(codex_approvals.ACCEPT_FOR_SESSION),
+                option(ALLOW_SESSION, "Allow for this session", "allow_always"),
+                decision(codex_approvals.ACCEPT_FOR_SESSION),
             ),
-            Choice(
-                _option(REJECT_ONCE, "Reject", "reject_once"), _decision(codex_approvals.DECLINE)
-            ),
+            Choice(option(REJECT_ONCE, "Reject", "reject_once"), decision(codex_approvals.DECLINE)),
         ]
         self._ask_permission(pending, tool_call, choices)
 
@@ -209,11 +204,11 @@ class Approvals:
             )
 
         choices = [
-            Choice(_option(ALLOW_ONCE, "Allow for this turn", "allow_once"), grant("turn")),
+            Choice(option(ALLOW_ONCE, "Allow for this turn", "allow_once"), grant("turn")),
             Choice(
-                _option(ALLOW_SESSION, "Allow for this session", "allow_always"), grant("session")
+                option(ALLOW_SESSION, "Allow for this session", "allow_always"), grant("session")
             ),
-            Choice(_option(REJECT_ONCE, "Deny", "reject_once"), nothing),
+            Choice(option(REJECT_ONCE, "Deny", "reject_once"), nothing),
         ]
         session_id = params.threadId
 
@@ -253,7 +248,7 @@ class Approvals:
             self._settle(pending, codex_approvals.NO_ANSWERS)
             return
         form = UserInputForm(params.questions)
-        pending.read_answer = lambda raw: form.answers(_decode_elicitation(raw, pending))
+        pending.read_answer = lambda raw: form.answers(decode_elicitation(raw, pending.method))
         request = acp_permissions.FormElicitationRequest(
             sessionId=params.threadId, message=form.message, requestedSchema=form.schema
         )
@@ -278,7 +273,7 @@ class Approvals:
             return
         if params.mode == "form" and self._client_can_elicit("form"):
             schema = params.requestedSchema if isinstance(params.requestedSchema, dict) else {}
-            pending.read_answer = lambda raw: _mcp_answer(_decode_elicitation(raw, pending))
+            pending.read_answer = lambda raw: mcp_answer(decode_elicitation(raw, pending.method))
             request: msgspec.Struct = acp_permissions.FormElicitationRequest(
                 sessionId=params.threadId, message=params.message, requestedSchema=schema
             )
@@ -288,7 +283,7 @@ class Approvals:
             and params.elicitationId
             and self._client_can_elicit("url")
         ):
-            pending.read_answer = lambda raw: _mcp_answer(_decode_elicitation(raw, pending))
+            pending.read_answer = lambda raw: mcp_answer(decode_elicitation(raw, pending.method))
             request = acp_permissions.UrlElicitationRequest(
                 sessionId=params.threadId,
                 message=params.message,
@@ -336,7 +331,7 @@ class Approvals:
         persist = meta.get(codex_approvals.PERSIST_KEY)
         persist = persist if isinstance(persist, list) else []
         accept = codex_approvals.McpServerElicitationResponse(action="accept", content=None)
-        choices = [Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), accept)]
+        choices = [Choice(option(ALLOW_ONCE, "Allow", "allow_once"), accept)]
         for scope, option_id, name in (
             ("session", ALLOW_SESSION, "Allow for this session"),
             ("always", ALLOW_ALWAYS, "Always allow"),
@@ -345,8 +340,8 @@ class Approvals:
                 remembered = codex_approvals.McpServerElicitationResponse(
                     action="accept", content=None, meta={codex_approvals.PERSIST_KEY: scope}
                 )
-                choices.append(Choice(_option(option_id, name, "allow_always"), remembered))
-        choices.append(Choice(_option(REJECT_ONCE, "Reject", "reject_once"), pending.decline))
+                choices.append(Choice(option(option_id, name, "allow_always"), remembered))
+        choices.append(Choice(option(REJECT_ONCE, "Reject", "reject_once"), pending.decline))
         self._ask_permission(pending, tool_call, choices)
 
     def legacy_approval(self, rid: RequestId, _params: object) -> None:
@@ -600,19 +595,6 @@ class Approvals:
             record.started_items.pop(note.item.id, None)
 
 
-# -- helpers: what the user is shown -----------------------------------------------------------
-
-
-def _option(
-    option_id: str, name: str, kind: acp_permissions.PermissionOptionKind
-) -> acp_permissions.PermissionOption:
-    return acp_permissions.PermissionOption(optionId=option_id, name=name, kind=kind)
-
-
-def _decision(decision: codex_approvals.ApprovalDecision) -> codex_approvals.ApprovalResponse:
-    return codex_approvals.ApprovalResponse(decision=decision)
-
-
 def _started_item(raw: Raw | None) -> codex_approvals.StartedItem | None:
     if raw is None:
         return None
@@ -620,215 +602,3 @@ def _started_item(raw: Raw | None) -> codex_approvals.StartedItem | None:
         return msgspec.json.decode(raw, type=codex_approvals.StartedItem)
     except msgspec.ValidationError:
         return None
-
-
-def command_choices(params: codex_approvals.CommandExecutionRequestApprovalParams) -> list[Choice]:
-    """Allow once, for the session, the amendments Codex proposes, reject.
-
-    ``acceptForSession`` is offered although 0.169's ``availableDecisions`` leaves it out:
-    Codex accepts it and stops asking for the same command. A ``humanCommand`` checkpoint
-    takes only accept, decline and cancel.
-    """
-    checkpoint = params.kind == "humanCommand"
-    offered = params.availableDecisions
-    choices = [
-        Choice(_option(ALLOW_ONCE, "Allow", "allow_once"), _decision(codex_approvals.ACCEPT))
-    ]
-    if not checkpoint:
-        choices.append(
-            Choice(
-                _option(ALLOW_SESSION, "Allow for this session", "allow_always"),
-                _decision(codex_approvals.ACCEPT_FOR_SESSION),
-            )
-        )
-    prefix = params.proposedExecpolicyAmendment
-    if (
-        prefix
-        and not checkpoint
-        and (offered is None or _offers(offered, "acceptWithExecpolicyAmendment"))
-    ):
-        shown = shlex.join(prefix)
-        choices.append(
-            Choice(
-                _option(
-                    ALLOW_PREFIX, f"Always allow commands starting with `{shown}`", "allow_always"
-                ),
-                _decision(codex_approvals.accept_with_execpolicy_amendment(prefix)),
-            )
-        )
-    for index, amendment in enumerate(params.proposedNetworkPolicyAmendments or []):
-        if checkpoint:
-            break
-        allow = amendment.action == "allow"
-        choices.append(
-            Choice(
-                _option(
-                    f"network_{amendment.action}_{index}",
-                    f"Always {'allow' if allow else 'block'} {amendment.host}",
-                    "allow_always" if allow else "reject_always",
-                ),
-                _decision(codex_approvals.apply_network_policy_amendment(amendment)),
-            )
-        )
-    choices.append(
-        Choice(_option(REJECT_ONCE, "Reject", "reject_once"), _decision(codex_approvals.DECLINE))
-    )
-    return choices
-
-
-def _offers(decisions: list[Any], key: str) -> bool:
-    return any(d == key or (isinstance(d, dict) and key in d) for d in decisions)
-
-
-def command_title(command: str | None) -> str:
-    """The same title the command's tool call has: the command without its shell wrapper."""
-    return unwrap_shell(command) if command else "Run a command"
-
-
-def file_change_title(changes: list[dict[str, Any]], cwd: str) -> str:
-    paths = [c.get("path") for c in changes]
-    shown = [_relative(p, cwd) for p in paths if isinstance(p, str)]
-    if not shown:
-        return "Apply a patch"
-    if len(shown) == 1:
-        kind = changes[0].get("kind")
-        change = kind.get("type") if isinstance(kind, dict) else None
-        verb = {"add": "Create", "delete": "Delete"}.get(str(change), "Edit")
-        return f"{verb} {shown[0]}"
-    return f"Edit {len(shown)} files: {', '.join(shown)}"
-
-
-def _relative(path: str, cwd: str) -> str:
-    if cwd and posixpath.isabs(path) and (path == cwd or path.startswith(cwd.rstrip("/") + "/")):
-        return posixpath.relpath(path, cwd)
-    return path
-
-
-def permissions_title(permissions: dict[str, Any]) -> str:
-    """``Grant write access to /x, network access`` from a requested permission profile."""
-    parts: list[str] = []
-    file_system = permissions.get("fileSystem")
-    if isinstance(file_system, dict):
-        for access in ("write", "read"):
-            paths = file_system.get(access)
-            if isinstance(paths, list):
-                parts += [f"{access} access to {p}" for p in paths if isinstance(p, str)]
-        if not parts:
-            for entry in file_system.get("entries") or []:
-                path = entry.get("path") if isinstance(entry, dict) else None
-                where = path.get("path") if isinstance(path, dict) else None
-                if isinstance(where, str):
-                    parts.append(f"{entry.get('access', 'access')} access to {where}")
-    network = permissions.get("network")
-    if isinstance(network, dict) and network.get("enabled"):
-        parts.append("network access")
-    return "Grant " + ", ".join(parts) if parts else "Grant additional permissions"
-
-
-# -- questions as forms ------------------------------------------------------------------------
-
-
-class UserInputForm:
-    """Codex's ``requestUserInput`` questions as one ACP elicitation form, and back.
-
-    Each question is a string field named by its id, titled by its header and described by its
-    question; its options become a single-select (``oneOf``: label as value and title,
-    description). A question that also takes the user's own words (``isOther``) gets a second,
-    free-text field ``ID_other``; its answer follows the choice, if both are given.
-    """
-
-    def __init__(self, questions: list[codex_approvals.UserInputQuestion]) -> None:
-        self.questions = questions
-        self.other_field: dict[str, str] = {}
-        properties: dict[str, Any] = {}
-        required: list[str] = []
-        for question in questions:
-            field_schema: dict[str, Any] = {
-                "type": "string",
-                "title": question.header or question.id,
-            }
-            if question.question:
-                field_schema["description"] = question.question
-            if question.options:
-                field_schema["oneOf"] = [_enum_option(o) for o in question.options]
-            properties[question.id] = field_schema
-        taken = set(properties)
-        for question in questions:
-            if not question.options or not question.isOther:
-                required.append(question.id)
-            else:
-                name = f"{question.id}_other"
-                if name in taken:
-                    continue
-                taken.add(name)
-                self.other_field[question.id] = name
-                properties[name] = {
-                    "type": "string",
-                    "title": f"{question.header or question.id}: your own answer",
-                    "description": "Instead of a choice above, or to add to it.",
-                }
-        self.schema: dict[str, Any] = {"type": "object", "properties": properties}
-        if required:
-            self.schema["required"] = required
-        if len(questions) == 1:
-            self.message = questions[0].question or questions[0].header or "Codex has a question"
-        else:
-            self.message = f"Codex has {len(questions)} questions"
-
-    def answers(self, response: acp_permissions.CreateElicitationResponse | None) -> CodexAnswer:
-        """Codex's answers; none when the user declined or cancelled, or the form is unusable."""
-        if response is None or response.action != "accept" or not response.content:
-            return codex_approvals.NO_ANSWERS
-        content = response.content
-        answers: dict[str, codex_approvals.UserInputAnswer] = {}
-        for question in self.questions:
-            given = _texts(content.get(question.id))
-            other = self.other_field.get(question.id)
-            if other is not None:
-                given += _texts(content.get(other))
-            if given:
-                answers[question.id] = codex_approvals.UserInputAnswer(answers=given)
-        return codex_approvals.ToolRequestUserInputResponse(answers=answers)
-
-
-def _enum_option(option: codex_approvals.UserInputOption) -> dict[str, Any]:
-    shown: dict[str, Any] = {"const": option.label, "title": option.label}
-    if option.description:
-        shown["description"] = option.description
-    return shown
-
-
-def _texts(value: Any) -> list[str]:
-    """A form value as answer texts: a non-empty string, or the strings of a list."""
-    if isinstance(value, str):
-        return [value] if value.strip() else []
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, str) and v.strip()]
-    if isinstance(value, bool | int | float):
-        return [msgspec.json.encode(value).decode()]
-    return []
-
-
-def _decode_elicitation(
-    raw: Raw, pending: Pending
-) -> acp_permissions.CreateElicitationResponse | None:
-    try:
-        return msgspec.json.decode(raw, type=acp_permissions.CreateElicitationResponse)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        log.warning("malformed elicitation answer for %s: %s; declining", pending.method, exc)
-        return None
-
-
-def _mcp_answer(response: acp_permissions.CreateElicitationResponse | None) -> CodexAnswer:
-    """An ACP elicitation answer as MCP's (the same three actions; content only on accept)."""
-    if response is None:
-        return codex_approvals.McpServerElicitationResponse(action="decline")
-    if response.action == "accept":
-        return codex_approvals.McpServerElicitationResponse(
-            action="accept", content=response.content
-        )
-    if response.action == "cancel":
-        return codex_approvals.McpServerElicitationResponse(action="cancel")
-    if response.action != "decline":
-        log.warning("unknown elicitation action %r; declining", response.action)
-    return codex_approvals.McpServerElicitationResponse(action="decline")
