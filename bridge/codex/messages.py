@@ -140,7 +140,7 @@ def decode_params(method: str, raw: Raw) -> Any:
         except DecodeError:
             return Untyped()
     params = decoder.decode(raw or b"null")
-    if isinstance(params, _ItemEnvelope):
+    if type(params) is _ItemEnvelope:
         return ItemNotification(
             params.threadId, params.turnId, decode_item(params.item), params.item
         )
