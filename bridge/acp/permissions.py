@@ -136,4 +136,4 @@ class CreateElicitationResponse(_Base):
 
 
 class CancelRequestNotification(_Base):
-    requestId: int | str
+    requestId: int | float | str

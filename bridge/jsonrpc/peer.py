@@ -12,20 +12,33 @@ The peer allocates request ids itself, from 0 upwards, so a replayed
 conversation gets the same ids as the recorded one. ``params`` and ``result``
 stay :class:`msgspec.Raw` until the caller decodes them with the type it
 expects, so a message is parsed once and never walked twice.
+
+Whatever the other end sends, :meth:`Peer.receive` returns and never raises:
+msgspec recurses once per nesting level, so a message nested deeper than
+:data:`MAX_DEPTH` is refused before msgspec (or whoever decodes ``params``
+later) sees it, and examined by a scanner that does not recurse.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, TypeVar
+from itertools import accumulate
+from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from .errors import ErrorCode
 
-RequestId: TypeAlias = int | str
+# JSON-RPC allows any number or string as an id; a request's is echoed back as sent.
+RequestId: TypeAlias = int | float | str
 C = TypeVar("C")
+
+#: Deepest nesting of arrays and objects accepted in a message. Real ACP and
+#: Codex messages stay far below it (Codex's own JSON parser stops at 128);
+#: it keeps every later decode of ``params`` well inside Python's recursion limit.
+MAX_DEPTH: Final = 256
 
 _EMPTY = Raw(b"")
 
@@ -40,7 +53,7 @@ class _Envelope(msgspec.Struct):
     """Every member a JSON-RPC message may have; which are present tells its kind."""
 
     jsonrpc: str | UnsetType = UNSET
-    id: int | str | None | UnsetType = UNSET
+    id: RequestId | None | UnsetType = UNSET
     method: str | UnsetType = UNSET
     params: Raw = _EMPTY
     result: Raw = _EMPTY
@@ -137,12 +150,23 @@ class Peer(Generic[C]):
 
     def receive(self, data: bytes | str) -> Incoming:
         """Classify one complete message received from the other end."""
+        if isinstance(data, str):
+            # Lone surrogates become invalid UTF-8 (a parse error), not an exception.
+            data = data.encode("utf-8", "surrogatepass")
         try:
             env = _decoder.decode(data)
         except msgspec.DecodeError as exc:
-            kind = "Parse error" if _is_json_error(data) else "Invalid request"
-            code = ErrorCode.PARSE_ERROR if kind == "Parse error" else ErrorCode.INVALID_REQUEST
-            return Invalid(f"{kind}: {exc}", self.error(None, code, f"{kind}: {exc}"))
+            parse_error = _parse_error(data)
+            if parse_error is not None:
+                message = f"Parse error: {parse_error}"
+                return Invalid(message, self.error(None, ErrorCode.PARSE_ERROR, message))
+            message = f"Invalid request: {exc}"
+            return Invalid(message, self.error(None, ErrorCode.INVALID_REQUEST, message))
+        except RecursionError:  # msgspec recurses once per level
+            return self._receive_deep(data)
+        # Valid JSON nests at most half its length deep: short messages (deltas) skip this.
+        if len(data) > 2 * MAX_DEPTH and _too_deep(data):
+            return self._receive_deep(data)
         if env.jsonrpc is not UNSET and env.jsonrpc != "2.0":
             return self._invalid_request(env, f"unsupported jsonrpc version {env.jsonrpc!r}")
         if env.method is not UNSET:
@@ -166,7 +190,30 @@ class Peer(Generic[C]):
         return IncomingResponse(env.id, context, env.result)
 
     def _invalid_request(self, env: _Envelope, why: str) -> Invalid:
-        rid = env.id if isinstance(env.id, int | str) else None
+        rid = env.id if isinstance(env.id, int | float | str) else None
+        message = f"Invalid request: {why}"
+        return Invalid(message, self.error(rid, ErrorCode.INVALID_REQUEST, message))
+
+    def _receive_deep(self, data: bytes) -> Incoming:
+        """A message nested deeper than :data:`MAX_DEPTH`: answered, never decoded.
+
+        A request gets -32600 under its own id when that can be read; a response
+        to a request of ours fails that request, so nothing waits forever.
+        """
+        scan = _scan(data)
+        if scan is None:
+            message = "Parse error: malformed JSON"
+            return Invalid(message, self.error(None, ErrorCode.PARSE_ERROR, message))
+        why = f"nested deeper than {MAX_DEPTH} levels"
+        rid = _member_id(scan.get("id"))
+        if "method" not in scan and rid is None and "error" in scan:
+            return Invalid(f"error without request id {why}", None)  # as for a shallow one
+        if "method" not in scan and rid is not None:
+            if rid not in self.pending:
+                return Invalid(f"response to unknown request id {rid!r} {why}", None)
+            context = self.pending.pop(rid)
+            error = ErrorObject(int(ErrorCode.INTERNAL_ERROR), f"response {why}")
+            return IncomingError(rid, context, error)
         message = f"Invalid request: {why}"
         return Invalid(message, self.error(rid, ErrorCode.INVALID_REQUEST, message))
 
@@ -207,10 +254,125 @@ class Peer(Generic[C]):
         return lost
 
 
-def _is_json_error(data: bytes | str) -> bool:
-    """Tell malformed JSON (-32700) from valid JSON of the wrong shape (-32600)."""
+def _parse_error(data: bytes) -> str | None:
+    """Why ``data`` is malformed JSON (-32700), or ``None`` if it is valid JSON."""
     try:
         msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        return str(exc)
+    except RecursionError:
+        return None if _scan(data) is not None else "malformed JSON"
+    return None
+
+
+# -- messages nested too deep ------------------------------------------------------
+
+# Keep only brackets, as +1 (open) and -1 (close) signed bytes.
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKET_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+
+def _too_deep(data: bytes) -> bool:
+    """Whether ``data`` nests deeper than :data:`MAX_DEPTH`.
+
+    Exact for valid JSON; for malformed JSON, never less than the depth msgspec
+    reaches before its error (up to there, both see the same strings). Almost
+    every message has fewer brackets than that in all, which two C-speed counts
+    show; only the others are measured, outside their strings.
+    """
+    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return False
+    # Drop escaped backslashes and quotes; every quote left opens or closes a string.
+    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside_strings = b"".join(unescaped.split(b'"')[::2])
+    steps = outside_strings.translate(_BRACKET_STEP, _NOT_BRACKET)
+    return max(accumulate(memoryview(steps).cast("b")), default=0) > MAX_DEPTH
+
+
+# One token of JSON after optional whitespace; the group that matched says which kind.
+_TOKEN = re.compile(
+    rb"[ \t\n\r]*(?:"
+    rb"([\[{])|([\]}])|(:)|(,)"
+    rb'|("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*")'
+    rb"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)"
+    rb")"
+)
+_TRAILING_SPACE = re.compile(rb"[ \t\n\r]*\Z")
+_OPEN, _CLOSE, _COLON, _COMMA, _STR, _SCALAR = range(1, 7)
+# What the scanner expects next.
+_VALUE, _VALUE_OR_CLOSE, _KEY, _KEY_OR_CLOSE, _COLON_NEXT, _COMMA_OR_CLOSE, _DONE = range(7)
+#: In a scan, a top-level member whose value is an array or object.
+_CONTAINER: Final = b""
+
+
+def _scan(data: bytes) -> dict[str, bytes] | None:
+    """Validate JSON of any depth without recursing.
+
+    ``None`` if it is malformed; else the members of a top-level object, each
+    as the bytes of its scalar value (:data:`_CONTAINER` for an array or
+    object), or no members for any other JSON value. Linear in the input.
+    """
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    stack = bytearray()  # the open brackets
+    expect = _VALUE
+    members: dict[str, bytes] = {}
+    key: str | None = None  # the top-level member being read
+    pos = 0
+    match = _TOKEN.match
+    while True:
+        token = match(data, pos)
+        if token is None:
+            break
+        pos = token.end()
+        kind = token.lastindex
+        text = token.group(kind) if kind is not None else b""
+        if kind == _STR and expect in (_KEY, _KEY_OR_CLOSE):
+            if len(stack) == 1:
+                key = _member_name(text)
+            expect = _COLON_NEXT
+        elif kind in (_OPEN, _STR, _SCALAR) and expect in (_VALUE, _VALUE_OR_CLOSE):
+            if len(stack) == 1 and key is not None:
+                members[key] = _CONTAINER if kind == _OPEN else text
+            if kind == _OPEN:
+                stack.append(text[0])
+                expect = _VALUE_OR_CLOSE if text == b"[" else _KEY_OR_CLOSE
+            else:
+                expect = _COMMA_OR_CLOSE if stack else _DONE
+        elif kind == _CLOSE and stack and stack[-1] == (0x5B if text == b"]" else 0x7B):
+            empty_ok = expect == (_VALUE_OR_CLOSE if text == b"]" else _KEY_OR_CLOSE)
+            if expect != _COMMA_OR_CLOSE and not empty_ok:
+                return None
+            stack.pop()
+            expect = _COMMA_OR_CLOSE if stack else _DONE
+        elif kind == _COLON and expect == _COLON_NEXT:
+            expect = _VALUE
+        elif kind == _COMMA and expect == _COMMA_OR_CLOSE:
+            expect = _KEY if stack[-1] == 0x7B else _VALUE
+        else:
+            return None
+    if expect != _DONE or not _TRAILING_SPACE.match(data, pos):
+        return None
+    return members
+
+
+def _member_name(text: bytes) -> str | None:
+    try:
+        return msgspec.json.decode(text, type=str)
     except msgspec.DecodeError:
-        return True
-    return False
+        return None  # e.g. an escaped lone surrogate: no member we look for
+
+
+_ID = msgspec.json.Decoder(RequestId)
+
+
+def _member_id(value: bytes | None) -> RequestId | None:
+    """A scanned ``id`` member as a request id; ``None`` when absent or not one."""
+    if not value:
+        return None
+    try:
+        return _ID.decode(value)
+    except msgspec.DecodeError:
+        return None
