@@ -63,8 +63,9 @@ class Recorder:
             self._learn(direction, data)
         self._write(encode_record(record))
 
-    def event(self, name: str, reason: str = "") -> None:
-        self._write(encode_record(EventRecord(t=self._t(), event=name, reason=reason)))
+    def event(self, name: str, reason: str = "", *, retrying: bool = False) -> None:
+        record = EventRecord(t=self._t(), event=name, reason=reason, retrying=retrying)
+        self._write(encode_record(record))
 
     def close(self) -> None:
         """Write the end record (its absence marks a truncated recording) and flush."""
@@ -77,21 +78,21 @@ class Recorder:
     def _message_record(self, direction: str, data: bytes) -> MessageRecord:
         try:
             decoded = msgspec.json.decode(data)
-        except msgspec.DecodeError:
-            # Not JSON (a client's malformed line): keep it as text so a replay
-            # shows the same parse error.
+            if self._redactor.might_need(data):
+                raw = msgspec.json.encode(self._redactor.value(decoded))
+            else:
+                raw = data
+        except (msgspec.DecodeError, RecursionError):
+            # Not JSON (a client's malformed line), or nested too deep to walk: keep
+            # it as text so a replay shows the same error.
             text = self._redactor.value(data.decode(errors="replace"))
             return MessageRecord(t=self._t(), dir=direction, text=text)
-        if self._redactor.might_need(data):
-            raw = msgspec.json.encode(self._redactor.value(decoded))
-        else:
-            raw = data
         return MessageRecord(t=self._t(), dir=direction, message=msgspec.Raw(raw))
 
     def _learn(self, direction: str, data: bytes) -> None:
         try:
             message = msgspec.json.decode(data)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return
         if not isinstance(message, dict):
             return
