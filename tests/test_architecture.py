@@ -30,6 +30,7 @@ FEATURE_MODULES = [
     "bridge.engine.auth",
     "bridge.engine.subagents",
     "bridge.engine.subagent_history",
+    "bridge.engine.recovery",
 ]
 # The one engine module allowed to import the feature modules.
 WIRING_MODULE = "bridge.engine.engine"

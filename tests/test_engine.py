@@ -529,3 +529,66 @@ def test_a_cwd_that_is_no_directory_is_refused_naming_it(method: str) -> None:
     ok = h.client_request("session/new", {"cwd": "/exists", "mcpServers": []})
     assert h.client_response(ok) is None  # on its way to Codex
     assert h.codex_request("thread/start")["params"]["cwd"] == "/exists"
+
+
+# -- Codex lost and brought back --------------------------------------------------------------------
+
+
+def restart(h: Harness) -> None:
+    """The shell brought Codex back: the new connection's handshake, answered."""
+    h._collect(h.engine.codex_restarted())
+    init = h.codex_request("initialize")
+    assert init["id"] == 0  # a new connection: ids start again
+    h.codex_reply(init["id"], {"userAgent": "codex/0.169.0"})
+
+
+def test_a_session_outlives_its_codex_when_the_shell_brings_codex_back() -> None:
+    h = Harness()
+    sid = h.new_session()
+    lost_prompt = h.start_prompt(sid)
+    h._collect(h.engine.codex_lost("Codex app-server exited with status 137", retrying=True))
+    error = h.client_response(lost_prompt)["error"]  # type: ignore[index]
+    assert "exited with status 137" in error["message"]
+    # Asked while Codex is away: it waits instead of failing.
+    waiting = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "again"}]}
+    )
+    assert h.client_response(waiting) is None
+    sent = len(h.to_codex)
+    restart(h)
+    methods = [m.get("method") for m in h.to_codex[sent:]]
+    assert methods == ["initialize", "initialized", "thread/resume", "turn/start"]
+    assert h.codex_request("thread/resume")["params"] == {
+        "threadId": sid,
+        "cwd": "/work",
+        "excludeTurns": True,
+    }
+    # The same session id works: the prompt that waited runs to its end.
+    h.codex_reply(h.codex_request("thread/resume")["id"], {"thread": {"id": sid}})
+    start = h.codex_request("turn/start")
+    h.codex_reply(start["id"], {"turn": {"id": "turn-9", "status": "inProgress", "items": []}})
+    h.complete_turn(sid, "turn-9")
+    assert h.client_response(waiting)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+
+
+def test_a_prompt_the_user_cancelled_is_cancelled_when_codex_is_lost() -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    h.client_notify("session/cancel", {"sessionId": sid})
+    h._collect(h.engine.codex_lost("gone", retrying=True))
+    assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+
+
+def test_when_the_shell_gives_up_what_waited_fails_with_its_reason() -> None:
+    h = Harness()
+    sid = h.new_session()
+    h._collect(h.engine.codex_lost("gone", retrying=True))
+    rid = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
+    )
+    why = "Codex failed to start 5 times in 60 s; not retrying: exited with status 1"
+    h._collect(h.engine.codex_gave_up(why))
+    assert h.client_response(rid)["error"]["message"] == why  # type: ignore[index]
+    later = h.client_request("session/list", {})
+    assert h.client_response(later)["error"]["message"] == why  # type: ignore[index]

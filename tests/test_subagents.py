@@ -883,3 +883,34 @@ def test_a_turn_a_closed_roots_child_starts_later_is_stopped() -> None:
     t.turn_started(CHILD, "turn-child-2")
     assert {"threadId": CHILD, "turnId": "turn-child-2"} in t.interrupts()
     assert t.sent()[closed_at:] == []
+
+
+# -- Codex lost and brought back ------------------------------------------------------------------
+
+
+def test_a_child_unknown_after_codex_was_lost_gets_a_fresh_state_once_codex_is_back() -> None:
+    t = Tree()
+    t.spawn()
+    t.h._collect(t.h.engine.codex_lost("Codex app-server exited", retrying=True))
+    assert t.states(CHILD)[-1] == {"state": "unknown"}
+    t.h._collect(t.h.engine.codex_restarted())
+    t.h.codex_reply(t.h.codex_request("initialize")["id"], {})
+    resumed = [m["params"]["threadId"] for m in t.h.to_codex if m.get("method") == "thread/resume"]
+    assert resumed == [ROOT, CHILD]
+    for m in [m for m in t.h.to_codex if m.get("method") == "thread/resume"]:
+        t.h.codex_reply(m["id"], {"thread": {"id": m["params"]["threadId"]}})
+    read = t.read_of(CHILD)
+    assert read["params"] == {"threadId": CHILD, "includeTurns": True}
+    stored = {
+        "id": CHILD,
+        "parentThreadId": ROOT,
+        "status": {"type": "active", "activeFlags": []},
+        "turns": [{"id": "turn-child", "status": "inProgress", "items": []}],
+    }
+    t.h.codex_reply(read["id"], {"thread": stored})
+    assert t.states(CHILD)[-1] == {"state": "running"}  # fresh, replacing unknown
+    assert t.capabilities(CHILD) == {"cancel": {}}
+    # The child is the same session: its next event reaches its own stream.
+    t.agent_text(CHILD, "back again")
+    assert t.updates("agent_message_chunk", CHILD)[-1]["content"]["text"] == "back again"
+    t.check()

@@ -68,6 +68,7 @@ from .effects import Effect
 from .hub import AGENT_NAME, Hub, decode_params
 from .lifecycle import Lifecycle
 from .prompts import Prompts
+from .recovery import Recovery
 from .settings import Configuration
 from .subagent_history import SubagentHistory
 from .subagents import Subagents
@@ -77,6 +78,10 @@ from .tools import Tools
 log = logging.getLogger(__name__)
 
 RequestHandler: TypeAlias = Callable[[RequestId, Raw], None]
+
+#: Client messages kept while Codex is brought back; past this many, they are
+#: answered at once with the reason Codex is away.
+MAX_WAITING = 1000
 CodexRequestHandler: TypeAlias = Callable[[RequestId, Any], None]
 
 __all__ = ["AGENT_NAME", "Engine"]
@@ -169,7 +174,12 @@ class Engine:
             "execCommandApproval": self.approvals.legacy_approval,
             "applyPatchApproval": self.approvals.legacy_approval,
         }
+        self.recovery = Recovery(hub, report=self.subagents.report)
         self._notifications = self._routes()
+        #: Codex was lost and the shell is bringing it back: client messages wait.
+        self._recovering = False
+        #: The handshake under way is on a restarted Codex (recover once it is done).
+        self._restarted = False
 
     def _routes(self) -> dict[str, Callable[[Any], None]]:
         """Each Codex notification → what reacts to it, in this order."""
@@ -260,7 +270,7 @@ class Engine:
 
     def receive_client(self, data: bytes) -> list[Effect]:
         """One message from the ACP client."""
-        if self.starting:
+        if self.starting or (self._recovering and len(self._before_ready) < MAX_WAITING):
             self._before_ready.append(data)
             return []
         self._guarded(self._handle_client, data)
@@ -281,13 +291,19 @@ class Engine:
         self._guarded(lambda _: self.approvals.client_lost(), b"")
         return self.hub.take()
 
-    def codex_lost(self, reason: str) -> list[Effect]:
-        """Codex is gone (process exited, socket closed): fail what waited on it."""
+    def codex_lost(self, reason: str, *, retrying: bool = False) -> list[Effect]:
+        """Codex is gone (process exited, socket closed): fail what waited on it.
+
+        With ``retrying`` the shell is bringing Codex back: client messages that
+        arrive meanwhile wait (up to :data:`MAX_WAITING` of them) for
+        :meth:`codex_restarted`, or for :meth:`codex_gave_up`.
+        """
         hub = self.hub
         if hub.codex_lost_reason is not None:
             return []
         hub.codex_lost_reason = reason
         hub.codex_ready = False
+        self._recovering = retrying
         hub.open_codex_requests.clear()  # nobody is left to answer
 
         def lost(_: bytes) -> None:
@@ -298,10 +314,31 @@ class Engine:
             self.lifecycle.codex_lost(reason)
             self.auth.codex_lost(reason)
             self.subagents.codex_lost(reason)
-            self._drain_before_ready()
+            if not retrying:
+                self._drain_before_ready()
 
         self._guarded(lost, b"")
         return hub.take()
+
+    def codex_restarted(self) -> list[Effect]:
+        """A new connection to Codex is open (restarted or reconnected): begin its
+        handshake; once it is done, every session is resumed and the waiting client
+        messages are handled, in order."""
+        self.hub.reset_codex()
+        self._restarted = True
+        return self.start()
+
+    def codex_gave_up(self, reason: str) -> list[Effect]:
+        """The shell stopped bringing Codex back: what waited, and what comes, fails
+        with ``reason``."""
+        self._recovering = False
+        self.hub.codex_lost_reason = reason
+
+        def give_up(_: bytes) -> None:
+            self._drain_before_ready()
+
+        self._guarded(give_up, b"")
+        return self.hub.take()
 
     # -- the one place an exception stops -------------------------------------------------
 
@@ -415,6 +452,8 @@ class Engine:
             return
         else:
             log.warning("Codex sent an invalid message: %s", msg.reason)
+            if msg.reply is not None:
+                hub.send_raw_to_codex(msg.reply)
             return
         try:
             params = codex_messages.decode_params(msg.method, msg.params)
@@ -466,11 +505,16 @@ class Engine:
     def _codex_initialized(self, _result: object) -> None:
         self.hub.codex_ready = True
         self.hub.codex_notification("initialized")
+        if self._restarted:
+            self._restarted = False
+            self._recovering = False
+            self.recovery.recover()
         self._drain_before_ready()
 
     def _codex_init_failed(self, error: ErrorObject) -> None:
         if self.hub.codex_lost_reason is None:  # else: lost, and the reason says how
             self.hub.codex_lost_reason = f"Codex app-server refused initialize: {error.message}"
+        self._recovering = False
         self._drain_before_ready()
 
     def _drain_before_ready(self) -> None:

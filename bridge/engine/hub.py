@@ -120,6 +120,14 @@ class Hub:
         self.open_codex_requests: set[RequestId] = set()
         self._out: list[Effect] = []
 
+    def reset_codex(self) -> None:
+        """A new connection to Codex (it was restarted, or reconnected): a fresh peer,
+        whose request ids start again from 0, and nothing owed to the old one."""
+        self.codex = Peer[Waiting](jsonrpc_member=False)
+        self.open_codex_requests.clear()
+        self.codex_ready = False
+        self.codex_lost_reason = None
+
     @property
     def subagents_exposed(self) -> bool:
         """The client declared ``subagents``: sub-agents are shown as sessions."""
@@ -204,6 +212,10 @@ class Hub:
     def send_raw_to_client(self, data: bytes) -> None:
         """A reply the JSON-RPC peer built itself (to a message that was no valid request)."""
         self._out.append(ToClient(data))
+
+    def send_raw_to_codex(self, data: bytes) -> None:
+        """The same, for Codex."""
+        self._out.append(ToCodex(data))
 
     # -- bookkeeping ------------------------------------------------------------------
 

@@ -202,11 +202,19 @@ class Prompts:
         self._settled(record)
 
     def codex_lost(self, reason: str) -> None:
+        """Codex is gone: every prompt in flight is answered now (its turn will never
+        be heard of again): ``cancelled`` if the user had cancelled it, else the reason."""
         for record in self.hub.threads.sessions():
             turn = record.turn
             if turn is not None and turn.request_id is not None:
                 record.turn = None
-                self.hub.refuse_client(turn.request_id, RpcError.internal(reason))
+                record.streamed_items.clear()
+                if turn.cancel_requested:
+                    self.hub.answer_client(
+                        turn.request_id, acp_types.PromptResult(stopReason="cancelled")
+                    )
+                else:
+                    self.hub.refuse_client(turn.request_id, RpcError.internal(reason))
 
     def error(self, note: codex_types.ErrorNotification) -> None:
         record = self.hub.threads.session(note.threadId)

@@ -71,6 +71,8 @@ class EventRecord(msgspec.Struct, kw_only=True, omit_defaults=True, tag="event",
     t: float
     event: str
     reason: str = ""
+    #: ``codex_lost``: the shell is bringing Codex back (client messages wait).
+    retrying: bool = False
 
 
 class EndRecord(msgspec.Struct, kw_only=True, tag="end", tag_field="kind"):

@@ -100,7 +100,12 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
         record = entry.record
         if isinstance(record, EventRecord):
             if record.event == "codex_lost":
-                apply(engine.codex_lost(record.reason or "Codex was lost"), entry.line)
+                reason = record.reason or "Codex was lost"
+                apply(engine.codex_lost(reason, retrying=record.retrying), entry.line)
+            elif record.event == "codex_restarted":
+                apply(engine.codex_restarted(), entry.line)
+            elif record.event == "codex_gave_up":
+                apply(engine.codex_gave_up(record.reason or "Codex is gone"), entry.line)
             elif record.event == "client_lost":
                 apply(engine.client_lost(), entry.line)
             elif record.event == "missing_directory":

@@ -45,8 +45,8 @@ class Tap(Protocol):
     def message(self, direction: str, data: bytes) -> None:
         """``direction``: ``from_client``, ``to_client``, ``from_codex`` or ``to_codex``."""
 
-    def event(self, name: str, reason: str = "") -> None:
-        """Something the shell observed and told the engine (``codex_lost``)."""
+    def event(self, name: str, reason: str = "", *, retrying: bool = False) -> None:
+        """Something the shell observed and told the engine (``codex_lost``, ...)."""
 
 
 class Outbox:

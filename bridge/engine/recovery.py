@@ -1,0 +1,105 @@
+"""After Codex comes back: every session resumed, every sub-agent's state made fresh.
+
+When the shell has restarted Codex (or reconnected to it) and the new
+connection's handshake is done, the engine calls :meth:`Recovery.recover`:
+
+- each root session is resumed (``thread/resume``: this connection subscribes
+  again, and Codex re-sends the requests still waiting on the user, with their
+  ids), so its next prompt works with the same session id;
+- each sub-agent is resumed too and read (``thread/read`` with its turns): its
+  status and its last turn replace the ``unknown`` the loss left, and the new
+  snapshot is sent on its parent's stream;
+- threads still being placed when Codex went away start over (their traffic
+  will be read again when it arrives).
+
+A session Codex no longer knows stays open here; its next request gets
+Codex's own error. Nothing is guessed: a sub-agent that cannot be read stays
+``unknown``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from msgspec import UNSET
+
+from ..codex import threads as codex_threads
+from ..jsonrpc.peer import ErrorObject
+from . import workstate
+from .hub import Hub
+from .threads import Status, ThreadRecord, Turn
+
+log = logging.getLogger(__name__)
+
+
+class Recovery:
+    """Resumes every session on a new Codex connection (see the module docstring).
+
+    ``report`` sends a sub-agent's work state when it changed.
+    """
+
+    def __init__(self, hub: Hub, *, report: Callable[[ThreadRecord], None]) -> None:
+        self.hub = hub
+        self._report = report
+
+    def recover(self) -> None:
+        for record in self.hub.threads:
+            if not record.session:
+                # Held traffic was for the connection that is gone.
+                record.unplaced = None
+                record.waiting_children.clear()
+                continue
+            self._resume(record)
+
+    def _resume(self, record: ThreadRecord) -> None:
+        hub = self.hub
+
+        def resumed(_result: object) -> None:
+            if record.is_child:
+                self._read(record)
+
+        def refused(error: ErrorObject) -> None:
+            # Its next request will carry Codex's own words; nothing is invented here.
+            log.warning("thread/resume %s after Codex came back: %s", record.id, error.message)
+
+        params = codex_threads.ThreadResumeParams(
+            threadId=record.id, cwd=record.cwd or UNSET, excludeTurns=True
+        )
+        hub.codex_request("thread/resume", params, None, resumed, refused)
+
+    def _read(self, record: ThreadRecord) -> None:
+        def read(result: codex_threads.ThreadReadResult) -> None:
+            if self.hub.threads.session(record.id) is not record:
+                return  # forgotten meanwhile
+            stored = result.thread
+            status = stored.status or {}
+            kind = status.get("type") if isinstance(status, dict) else None
+            flags = status.get("activeFlags") if isinstance(status, dict) else None
+            record.lost = False
+            record.status = (
+                Status(kind, frozenset(f for f in flags or [] if isinstance(f, str)))
+                if isinstance(kind, str)
+                else None
+            )
+            record.turn = None
+            last = stored.turns[-1] if stored.turns else None
+            if last is not None and last.status == "inProgress":
+                record.turn = Turn(id=last.id, root_turn_id=last.rootTurnId)
+            elif last is not None:
+                error = last.error.message if last.error else None
+                record.outcome = workstate.turn_outcome(last.status, error)
+            self._report(record)
+
+        def failed(error: ErrorObject) -> None:
+            log.warning(
+                "sub-agent %s unreadable after Codex came back: %s", record.id, error.message
+            )
+
+        self.hub.codex_request(
+            "thread/read",
+            codex_threads.ThreadReadParams(threadId=record.id, includeTurns=True),
+            codex_threads.ThreadReadResult,
+            read,
+            failed,
+        )
