@@ -11,12 +11,9 @@ matters (what it sent first, what the bridge asked it), the bridge runs as
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -37,6 +34,7 @@ from bridge.recording.format import EventRecord, MessageRecord
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from bridge.shell.streams import LineStream
 from tests.support.acp_schema import ConversationValidator
+from tests.support.app_server import app_server, crash
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
 from tests.support.scenarios import subagents as scenario
 from tests.support.scenarios.approvals import Answers
@@ -826,68 +824,6 @@ async def test_closing_the_parent_stops_its_running_child(
     assert kid in interrupted
     assert len(client.text_of(kid).split()) < 3000
     finish(client, stdout)
-
-
-@asynccontextmanager
-async def app_server(
-    codex_bin: str, codex_home: Path, tmp_path: Path
-) -> AsyncIterator[tuple[str, Path, trio.Process]]:
-    """A real ``codex app-server --listen ws://127.0.0.1:PORT`` of this test's own."""
-    token = tmp_path / "token"
-    token.write_text("capability-token-for-subagent-tests-0123456789\n")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    env = {**os.environ, "CODEX_HOME": str(codex_home)}
-    env.pop("OPENAI_API_KEY", None)
-    with (tmp_path / "app-server.log").open("wb") as log:
-        argv = [codex_bin, "app-server", "--listen", f"ws://127.0.0.1:{port}"]
-        argv += ["--ws-auth", "capability-token", "--ws-token-file", str(token)]
-        process = await trio.lowlevel.open_process(
-            argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
-        )
-        try:
-            with trio.fail_after(30):
-                while True:  # ready when /readyz answers
-                    try:
-                        stream = await trio.open_tcp_stream("127.0.0.1", port)
-                    except OSError:
-                        await trio.sleep(0.05)
-                        continue
-                    await stream.send_all(
-                        b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                    )
-                    reply = await stream.receive_some(1024)
-                    await stream.aclose()
-                    if reply.startswith(b"HTTP/1.1 200"):
-                        break
-                    await trio.sleep(0.05)
-            yield f"ws://127.0.0.1:{port}", token, process
-        finally:
-            if process.poll() is None:
-                crash(process)
-            await process.wait()
-
-
-def crash(process: trio.Process) -> None:
-    """Kill the app-server this test started, at once. Codex's Node launcher runs Codex as its
-    child (a SIGTERM would let Codex finish its turns first), so Codex itself (the launcher's
-    child running ``app-server``) is killed by pid, then the launcher. Only those two: a shell
-    Codex runs (its login-shell snapshot, a command) is left to finish, since killing one
-    midway can leave a lock behind (pyenv's rehash lock did, blocking every login shell)."""
-    codex: list[int] = []
-    for task in Path(f"/proc/{process.pid}/task").glob("*"):
-        with contextlib.suppress(OSError):
-            for pid in (task / "children").read_text().split():
-                with contextlib.suppress(OSError):
-                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                    if b"app-server" in argv:
-                        codex.append(int(pid))
-    for pid in codex:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    if process.poll() is None:
-        process.kill()
 
 
 async def test_lose_a_childs_activity_feed_while_acp_stays_connected(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import msgspec
 import pytest
 import trio
 import trio.testing
 
 from bridge.engine import Engine
+from bridge.shell.codex_transport import CodexConnection
 from bridge.shell.serve import Outbox, run_bridge
 from bridge.shell.streams import LineStream, MessageTooLarge
 
@@ -105,11 +109,14 @@ async def test_bridge_over_memory_streams_answers_and_flushes_before_exit() -> N
 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
+            codex_stream = LineStream(bridge_codex_end, bridge_codex_end)
+
+            @asynccontextmanager
+            async def connect() -> AsyncIterator[CodexConnection]:
+                yield CodexConnection(codex_stream, lambda: _said("fake Codex closed"))
+
             nursery.start_soon(
-                run_bridge,
-                LineStream(bridge_client_end, bridge_client_end),
-                LineStream(bridge_codex_end, bridge_codex_end),
-                Engine(),
+                run_bridge, LineStream(bridge_client_end, bridge_client_end), connect, Engine()
             )
             nursery.start_soon(fake_codex)
             await client.send(
@@ -121,3 +128,7 @@ async def test_bridge_over_memory_streams_answers_and_flushes_before_exit() -> N
             second = msgspec.json.decode(await client.receive())
             assert first["id"] == 7 and first["result"]["protocolVersion"] == 1
             assert second["error"]["code"] == -32700
+
+
+async def _said(reason: str) -> str:
+    return reason

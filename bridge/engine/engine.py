@@ -512,6 +512,8 @@ class Engine:
         self._drain_before_ready()
 
     def _codex_init_failed(self, error: ErrorObject) -> None:
+        if self.hub.codex_lost_reason is not None and self._recovering:
+            return  # lost during the handshake, and being brought back: keep waiting
         if self.hub.codex_lost_reason is None:  # else: lost, and the reason says how
             self.hub.codex_lost_reason = f"Codex app-server refused initialize: {error.message}"
         self._recovering = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -17,6 +18,9 @@ from .streams import DEFAULT_MAX_MESSAGE, LineStream, MessageStream, WebSocketSt
 
 log = logging.getLogger(__name__)
 codex_log = logging.getLogger("codex")
+
+#: Terminal colour codes in Codex's log lines: kept in its log, not in a reason a user reads.
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 ENV_CODEX_BIN = "CODEX_ACP_BRIDGE_CODEX_BIN"
 #: Where the project's setup installs the pinned Codex (``tools/node``).
@@ -116,7 +120,7 @@ async def spawn_codex(
                 return
             except Exception:  # an oversized or broken log line is not worth dying for
                 continue
-            tail[:] = [line]
+            tail[:] = [_ANSI.sub("", line)]
             codex_log.info("%s", line)
 
     async with trio.open_nursery() as nursery:

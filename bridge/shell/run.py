@@ -21,7 +21,7 @@ from .codex_transport import (
     find_codex,
     spawn_codex,
 )
-from .serve import Tap, run_bridge
+from .serve import Restart, Tap, run_bridge
 from .stdio import open_stdio_stream
 from .streams import MessageStream
 
@@ -38,6 +38,8 @@ class ServeOptions:
     #: The same overrides parsed (the CLI parses them, rejecting malformed ones,
     #: so the shell never depends on the CLI), for an attached Codex's thread/start.
     parsed_overrides: dict[str, Any] = field(default_factory=dict)
+    #: How a lost Codex is brought back (``None``: never).
+    restart: Restart | None = field(default_factory=Restart)
 
 
 def open_codex(options: ServeOptions) -> AbstractAsyncContextManager[CodexConnection]:
@@ -75,14 +77,13 @@ def make_engine(options: ServeOptions, tap: Tap | None = None) -> Engine:
 
 
 async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = None) -> None:
-    async with open_codex(options) as codex:
-        await run_bridge(
-            client,
-            codex.stream,
-            make_engine(options, tap),
-            codex_exit_reason=codex.exit_reason,
-            tap=tap,
-        )
+    await run_bridge(
+        client,
+        lambda: open_codex(options),
+        make_engine(options, tap),
+        restart=options.restart,
+        tap=tap,
+    )
 
 
 def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:

@@ -1,9 +1,12 @@
 """The trio shell: move bytes between the ACP client, the engine and Codex.
 
-Three kinds of task live in one nursery owned by :func:`run_bridge`:
+Tasks live in one nursery owned by :func:`run_bridge`:
 
 - a reader per side, which feeds each complete message to the engine;
-- a writer per side, which drains that side's :class:`Outbox` in order.
+- a writer per side, which drains that side's :class:`Outbox` in order;
+- the Codex side's supervisor, which opens the connection to Codex, runs its
+  reader and writer, and when Codex is lost brings it back (:class:`Restart`),
+  telling the engine (``codex_lost``, ``codex_restarted``, ``codex_gave_up``).
 
 The engine is called from one task at a time (trio is single-threaded and the
 engine never awaits), and each call's effects are queued before the next call,
@@ -20,13 +23,15 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Protocol
 
 import trio
 
 from ..engine import Effect, Engine, ToClient, ToCodex
 from ..jsonrpc import ErrorCode
-from .codex_transport import CodexUnavailable
+from .codex_transport import CodexConnection, CodexUnavailable
 from .streams import MessageStream, MessageTooLarge
 
 log = logging.getLogger(__name__)
@@ -99,24 +104,46 @@ class Outbox:
             self._drained.unpark_all()
 
 
+@dataclass(frozen=True)
+class Restart:
+    """How the shell brings Codex back after it was lost (it had been ready once).
+
+    The first attempt comes after ``first`` seconds, each later one waits twice as
+    long, at most ``longest``; a connection that became ready starts the series
+    over. ``give_up_after`` losses within ``window`` seconds are a crash loop: the
+    shell stops trying, says why on stderr, and the engine fails what comes with
+    that reason, while the bridge stays up for the client.
+    """
+
+    first: float = 0.25
+    longest: float = 30.0
+    give_up_after: int = 5
+    window: float = 60.0
+
+
+Connect = Callable[[], AbstractAsyncContextManager[CodexConnection]]
+
+
 async def run_bridge(
     client: MessageStream,
-    codex: MessageStream,
+    connect: Connect,
     engine: Engine,
     *,
-    codex_exit_reason: Callable[[], Awaitable[str]] | None = None,
+    restart: Restart | None = None,
     tap: Tap | None = None,
 ) -> None:
-    """Serve one ACP client against one Codex until the client leaves.
+    """Serve one ACP client against Codex until the client leaves.
 
+    ``connect`` opens a connection to Codex (spawning it, or attaching to it).
     Raises :class:`CodexUnavailable` when Codex is lost before it ever became
-    ready (nothing could work), after the client has had its answers.
-    ``tap`` sees every message and event (used for recordings).
+    ready (nothing could work), after the client has had its answers. Once it
+    has been ready, a lost Codex is brought back as ``restart`` says (never,
+    without one). ``tap`` sees every message and event (used for recordings).
     """
     to_client = Outbox(client)
-    to_codex = Outbox(codex)
+    to_codex: Outbox | None = None  # the current connection's, while there is one
     fatal: str | None = None
-    settled = trio.Event()  # Codex is ready, or lost
+    settled = trio.Event()  # Codex is ready, or lost for good
 
     def dispatch(effects: Iterable[Effect]) -> None:
         for effect in effects:
@@ -125,12 +152,15 @@ async def run_bridge(
                     tap.message("to_client", effect.data)
                 to_client.put(effect.data)
             elif isinstance(effect, ToCodex):
+                if to_codex is None:
+                    log.debug("no Codex connection; dropping %s", effect.data[:80])
+                    continue
                 if tap:
                     tap.message("to_codex", effect.data)
                 to_codex.put(effect.data)
 
-    async def read_codex() -> None:
-        nonlocal fatal
+    async def read_codex(codex: MessageStream, exit_reason: Callable[[], Awaitable[str]]) -> str:
+        """Feed Codex's messages to the engine until the connection ends; why it ended."""
         try:
             while True:
                 data = await codex.receive()
@@ -141,23 +171,74 @@ async def run_bridge(
                     settled.set()
                 await to_client.wait_below_high_water()
         except MessageTooLarge as exc:
-            reason = f"Codex sent a message the bridge cannot accept ({exc})"
+            return f"Codex sent a message the bridge cannot accept ({exc})"
         except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
-            reason = (
-                await codex_exit_reason() if codex_exit_reason else "Codex closed the connection"
-            )
-        was_ready = engine.codex_ready
+            return await exit_reason()
+
+    def lost(reason: str, *, retrying: bool) -> None:
         if tap:
-            tap.event("codex_lost", reason)
-        dispatch(engine.codex_lost(reason))
-        settled.set()
-        if not was_ready:
-            fatal = reason
-            with trio.move_on_after(_FLUSH_SECONDS):
-                await to_client.wait_empty()
-            nursery.cancel_scope.cancel()
-        else:
-            log.error("%s", reason)
+            tap.event("codex_lost", reason, retrying=retrying)
+        dispatch(engine.codex_lost(reason, retrying=retrying))
+
+    async def codex_side() -> None:
+        nonlocal to_codex, fatal
+        losses: deque[float] = deque()
+        delay = restart.first if restart else 0.0
+        ever_ready = False
+        while True:
+            ready = False
+            try:
+                async with connect() as connection, trio.open_nursery() as inner:
+                    to_codex = Outbox(connection.stream)
+                    inner.start_soon(to_codex.run)
+                    if not ever_ready:
+                        dispatch(engine.start())
+                    else:
+                        log.info("Codex restarted; every session resumes once it is ready")
+                        if tap:
+                            tap.event("codex_restarted")
+                        dispatch(engine.codex_restarted())
+                    reason = await read_codex(connection.stream, connection.exit_reason)
+                    ready = engine.codex_ready
+                    to_codex = None
+                    inner.cancel_scope.cancel()
+            except CodexUnavailable as exc:
+                reason = str(exc)
+            to_codex = None
+            ever_ready = ever_ready or ready
+            if not ever_ready or restart is None:
+                # Nothing ever worked (the first start failed), or nobody brings it back.
+                lost(reason, retrying=False)
+                settled.set()
+                if ever_ready:
+                    log.error("%s", reason)
+                    return
+                fatal = reason
+                with trio.move_on_after(_FLUSH_SECONDS):
+                    await to_client.wait_empty()
+                raise _Fatal
+            now = trio.current_time()
+            losses.append(now)
+            while losses and losses[0] < now - restart.window:
+                losses.popleft()
+            if len(losses) >= restart.give_up_after:
+                why = (
+                    f"Codex was lost {len(losses)} times within {restart.window:g} s; "
+                    f"not restarting it (last: {reason})"
+                )
+                log.error("%s", why)
+                lost(reason, retrying=True)  # what waits, waits for the verdict below
+                if tap:
+                    tap.event("codex_gave_up", why)
+                dispatch(engine.codex_gave_up(why))
+                settled.set()
+                return
+            if ready:
+                delay = restart.first
+            log.warning("%s; restarting in %.2g s", reason, delay)
+            lost(reason, retrying=True)
+            await trio.sleep(delay)
+            delay = min(delay * 2, restart.longest)
 
     async def read_client() -> None:
         while True:
@@ -175,22 +256,31 @@ async def run_bridge(
             if tap:
                 tap.message("from_client", data)
             dispatch(engine.receive_client(data))
-            await to_codex.wait_below_high_water()
+            if to_codex is not None:
+                await to_codex.wait_below_high_water()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(to_client.run)
-        nursery.start_soon(to_codex.run)
-        dispatch(engine.start())
-        nursery.start_soon(read_codex)
-        await read_client()
-        # Answers to the client's last messages still go out (a client may
-        # close its side of the pipe and keep reading), including those that
-        # waited for Codex to start.
-        with trio.move_on_after(_STARTUP_SECONDS):
-            await settled.wait()
-        with trio.move_on_after(_FLUSH_SECONDS):
-            await to_client.wait_empty()
-            await to_codex.wait_empty()  # e.g. the answers to approvals nobody will give now
-        nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(to_client.run)
+            nursery.start_soon(codex_side)
+            await read_client()
+            # Answers to the client's last messages still go out (a client may
+            # close its side of the pipe and keep reading), including those that
+            # waited for Codex to start.
+            with trio.move_on_after(_STARTUP_SECONDS):
+                await settled.wait()
+            with trio.move_on_after(_FLUSH_SECONDS):
+                await to_client.wait_empty()
+                if to_codex is not None:
+                    await (
+                        to_codex.wait_empty()
+                    )  # e.g. the answers to approvals nobody will give now
+            nursery.cancel_scope.cancel()
+    except* _Fatal:
+        pass
     if fatal is not None:
         raise CodexUnavailable(fatal)
+
+
+class _Fatal(Exception):
+    """Codex never became ready: the whole bridge stops (after the client's answers)."""

@@ -1,0 +1,203 @@
+"""Codex dies under the bridge: it is brought back, and every session keeps working.
+
+The real bridge spawns the real ``codex app-server``; the test kills Codex with
+SIGKILL (the process doing the work, not only its Node launcher) in the middle
+of a streamed answer or of a sub-agent's work, and checks what a user relies
+on: the prompt in flight fails with the reason, the same session id takes the
+next prompt, a sub-agent's ``unknown`` is replaced by a fresh state, and a
+Codex that keeps dying is given up on while the bridge stays up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bridge.acp_client import AcpClient, open_agent
+from bridge.jsonrpc import RpcError
+from tests.support.app_server import app_server, crash
+from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from tests.support.scenarios import subagents as scenario
+
+pytestmark = pytest.mark.e2e
+
+
+def codex_processes(bridge: trio.Process) -> list[int]:
+    """The bridge's Codex: every descendant whose command line says ``app-server``,
+    deepest first (Codex itself runs under a Node launcher)."""
+    found: list[tuple[int, int]] = []
+    frontier = [(bridge.pid, 0)]
+    while frontier:
+        pid, depth = frontier.pop()
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                for child in (task / "children").read_text().split():
+                    frontier.append((int(child), depth + 1))
+                    with contextlib.suppress(OSError):
+                        argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+                        if b"app-server" in argv:
+                            found.append((depth + 1, int(child)))
+    return [pid for _depth, pid in sorted(found, reverse=True)]
+
+
+def kill_codex(bridge: trio.Process) -> list[int]:
+    pids = codex_processes(bridge)
+    assert pids, "the bridge runs no Codex"
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return pids
+
+
+async def logged(path: Path, text: str) -> None:
+    """Until the bridge's log says ``text`` (a file has no event to wait on: poll it)."""
+    while text not in path.read_text():  # noqa: ASYNC110
+        await trio.sleep(0.05)
+
+
+async def streaming_prompt(client: AcpClient, session: str, outcome: dict[str, Any]) -> None:
+    try:
+        outcome["result"] = await client.prompt(session, "@@ words 3000 delay_ms=10")
+    except RpcError as exc:
+        outcome["error"] = exc
+
+
+async def test_codex_killed_mid_answer_comes_back_and_the_same_session_answers(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as log:
+        async with open_agent(bridge_argv, env=bridge_env, stderr=log.fileno()) as (
+            client,
+            process,
+        ):
+            await client.initialize()
+            session = await client.new_session(str(workspace))
+            outcome: dict[str, Any] = {}
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(streaming_prompt, client, session, outcome)
+                await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
+                old = kill_codex(process)
+            error = outcome["error"]
+            assert "Codex app-server" in error.message and "status" in error.message
+            # Asked right away: it waits for the new Codex instead of failing.
+            assert await client.prompt(session, "@@ words 3") == {"stopReason": "end_turn"}
+            assert set(codex_processes(process)).isdisjoint(old)
+            assert process.poll() is None
+    log_text = stderr_file.read_text()
+    assert "restarting in" in log_text and "Codex restarted" in log_text
+    assert "Traceback" not in log_text
+    assert_valid_acp(client)
+
+
+async def test_codex_killed_during_a_childs_work_the_child_gets_a_fresh_state(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as log:
+        async with open_agent(bridge_argv, env=bridge_env, stderr=log.fileno()) as (
+            client,
+            process,
+        ):
+            root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
+            outcome: dict[str, Any] = {}
+
+            async def prompt() -> None:
+                try:
+                    outcome["result"] = await client.prompt(root, scenario.CANCEL_PARENT)
+                except RpcError as exc:
+                    outcome["error"] = exc
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(prompt)
+                kid = await scenario.words_from_first_child(client, 20)
+                kill_codex(process)
+            assert "error" in outcome
+            await client.wait_for(lambda _m: scenario.has_state(client, kid, "unknown"))
+            # Once Codex is back, the child's unknown is replaced by what Codex says now.
+            await client.wait_for(lambda _m: scenario.states(client, kid)[-1]["state"] != "unknown")
+            fresh = scenario.states(client, kid)[-1]
+            assert fresh["state"] in ("idle", "running", "requires_action"), fresh
+            # The same root takes the next prompt.
+            assert await client.prompt(root, "@@ say still here") == {"stopReason": "end_turn"}
+            assert client.text_of(root).endswith("still here")
+    assert "Traceback" not in stderr_file.read_text()
+    assert_valid_acp(client, unstable=True)
+
+
+async def test_a_codex_that_keeps_dying_is_given_up_on_and_the_bridge_stays_up(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    codex_bin: str,
+    workspace: Path,
+    stderr_file: Path,
+    tmp_path: Path,
+) -> None:
+    """The first Codex works; every later start dies at once (a broken upgrade, say)."""
+    started = tmp_path / "started-once"
+    wrapper = tmp_path / "codex-once"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if [ -e "{started}" ]; then echo "codex: cannot start" >&2; exit 1; fi\n'
+        f'touch "{started}"\n'
+        f'exec "{codex_bin}" "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    argv = [sys.executable, "-m", "bridge", "serve", "--codex-bin", str(wrapper)]
+    argv += ["--log-level", "info"]
+    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as log:
+        async with open_agent(argv, env=bridge_env, stderr=log.fileno()) as (client, process):
+            await client.initialize()
+            session = await client.new_session(str(workspace))
+            assert await client.prompt(session, "@@ words 3") == {"stopReason": "end_turn"}
+            kill_codex(process)
+            await logged(stderr_file, "restarting in")
+            # Waits through the restarts, then fails with why the bridge stopped trying.
+            with pytest.raises(RpcError) as gave_up:
+                await client.prompt(session, "@@ words 3")
+            assert "not restarting" in gave_up.value.message
+            assert "cannot start" in gave_up.value.message
+            # The bridge is still there and answers, with the same reason.
+            with pytest.raises(RpcError) as later:
+                await client.request("session/list", {})
+            assert "not restarting" in later.value.message
+            assert process.poll() is None
+    log_text = stderr_file.read_text()
+    assert "not restarting" in log_text and "Traceback" not in log_text
+
+
+async def test_a_dropped_websocket_to_codex_is_reconnected_and_the_session_resumed(
+    codex_bin: str, codex_home: Path, workspace: Path, stderr_file: Path, tmp_path: Path
+) -> None:
+    """Attached with ``--codex-url``: the app-server dies and comes back on the same port (a
+    service manager restarting it); the bridge reconnects and the session goes on, its
+    history read back from Codex's own store."""
+    async with app_server(codex_bin, codex_home, tmp_path) as (url, token, first):
+        port = int(url.rsplit(":", 1)[1])
+        argv = [sys.executable, "-m", "bridge", "serve", "--codex-url", url]
+        argv += ["--codex-token-file", str(token), "--log-level", "info"]
+        with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as log:
+            async with open_agent(argv, env=dict(os.environ), stderr=log.fileno()) as (
+                client,
+                process,
+            ):
+                await client.initialize()
+                session = await client.new_session(str(workspace))
+                assert await client.prompt(session, "@@ say before") == {"stopReason": "end_turn"}
+                crash(first)
+                await first.wait()
+                await logged(stderr_file, "restarting in")
+                async with app_server(codex_bin, codex_home, tmp_path, port=port):
+                    reply = await client.prompt(session, "@@ say after")
+                    assert reply == {"stopReason": "end_turn"}
+                    assert client.text_of(session).endswith("after")
+                    assert process.poll() is None
+    log_text = stderr_file.read_text()
+    assert "WebSocket connection to Codex" in log_text and "Traceback" not in log_text
+    assert_valid_acp(client)
