@@ -1,0 +1,79 @@
+"""Codex dies under the bridge and is brought back (``serve``'s supervision).
+
+The scenario kills the Codex of the bridge it drives: every ``app-server``
+process below this one (a recording runs one bridge at a time), the process
+that does the work first, then its Node launcher.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+import trio
+
+from bridge.acp_client import AcpClient
+from bridge.jsonrpc import RpcError
+
+from . import Scenario, open_session
+
+
+def codex_processes(root: int) -> list[int]:
+    """Every ``app-server`` process below ``root``, deepest first."""
+    found: list[tuple[int, int]] = []
+    frontier = [(root, 0)]
+    while frontier:
+        pid, depth = frontier.pop()
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                for child in map(int, (task / "children").read_text().split()):
+                    frontier.append((child, depth + 1))
+                    with contextlib.suppress(OSError):
+                        if b"app-server" in Path(f"/proc/{child}/cmdline").read_bytes().split(
+                            b"\0"
+                        ):
+                            found.append((depth + 1, child))
+    return [pid for _depth, pid in sorted(found, reverse=True)]
+
+
+def kill_codex(root: int | None = None) -> list[int]:
+    """SIGKILL the Codex below ``root`` (default: this process); its pids."""
+    pids = codex_processes(os.getpid() if root is None else root)
+    assert pids, "no Codex to kill"
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return pids
+
+
+async def codex_killed_mid_answer(client: AcpClient, workspace: str) -> None:
+    """Codex is killed while it streams an answer: the prompt fails with how Codex ended,
+    the bridge restarts Codex and resumes the session, and the same session answers the
+    next prompt (sent at once: it waits for the new Codex)."""
+    session = await open_session(client, workspace)
+    failed: dict[str, RpcError] = {}
+
+    async def prompt() -> None:
+        try:
+            await client.prompt(session, "@@ words 3000 delay_ms=10")
+        except RpcError as exc:
+            failed["error"] = exc
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prompt)
+        await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
+        kill_codex()
+    assert "error" in failed
+    assert await client.prompt(session, "@@ say back again") == {"stopReason": "end_turn"}
+
+
+SCENARIOS = [
+    Scenario(
+        "codex_killed_mid_answer",
+        "Codex killed while streaming: the prompt fails, Codex is restarted, the session "
+        "resumed, and the same session answers the next prompt",
+        codex_killed_mid_answer,
+    ),
+]
