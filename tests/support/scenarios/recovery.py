@@ -17,7 +17,7 @@ import trio
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
 
-from . import Scenario, open_session
+from . import Scenario, open_session, subagents
 
 
 def codex_processes(root: int) -> list[int]:
@@ -69,11 +69,37 @@ async def codex_killed_mid_answer(client: AcpClient, workspace: str) -> None:
     assert await client.prompt(session, "@@ say back again") == {"stopReason": "end_turn"}
 
 
+async def codex_killed_during_child(client: AcpClient, workspace: str) -> None:
+    """Codex is killed while a sub-agent streams: the child goes ``unknown``; once Codex is
+    back the child is resumed and read, and a fresh state replaces ``unknown``."""
+    root = await open_session(client, workspace, subagents.SUBAGENTS)
+    failed: dict[str, RpcError] = {}
+
+    async def prompt() -> None:
+        try:
+            await client.prompt(root, subagents.CANCEL_PARENT)
+        except RpcError as exc:
+            failed["error"] = exc
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prompt)
+        child = await subagents.words_from_first_child(client, 20)
+        kill_codex()
+    await client.wait_for(lambda _m: subagents.states(client, child)[-1]["state"] != "unknown")
+    assert "error" in failed
+    assert await client.prompt(root, "@@ say back again") == {"stopReason": "end_turn"}
+
+
 SCENARIOS = [
     Scenario(
         "codex_killed_mid_answer",
         "Codex killed while streaming: the prompt fails, Codex is restarted, the session "
         "resumed, and the same session answers the next prompt",
         codex_killed_mid_answer,
+    ),
+    Scenario(
+        "codex_killed_during_child",
+        "Codex killed while a child streams: unknown, then a fresh state once Codex is back",
+        codex_killed_during_child,
     ),
 ]
