@@ -592,3 +592,13 @@ def test_when_the_shell_gives_up_what_waited_fails_with_its_reason() -> None:
     assert h.client_response(rid)["error"]["message"] == why  # type: ignore[index]
     later = h.client_request("session/list", {})
     assert h.client_response(later)["error"]["message"] == why  # type: ignore[index]
+
+
+def test_a_codex_answer_with_neither_result_nor_error_fails_the_request_waiting_on_it() -> None:
+    """Found by tests/test_engine_robustness.py: the answer consumed the waiting request,
+    whose client request then never got one."""
+    h = Harness()
+    rid = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
+    h._collect(h.engine.receive_codex(b'{"id":1}'))
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert "neither result nor error" in error["message"]

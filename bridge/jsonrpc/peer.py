@@ -186,7 +186,9 @@ class Peer(Generic[C]):
         if env.error is not UNSET:
             return IncomingError(env.id, context, env.error)
         if not env.result:
-            return Invalid(f"response {env.id!r} has neither result nor error", None)
+            # Whoever waits on this request is told, never left waiting forever.
+            why = f"response {env.id!r} has neither result nor error"
+            return IncomingError(env.id, context, ErrorObject(int(ErrorCode.INTERNAL_ERROR), why))
         return IncomingResponse(env.id, context, env.result)
 
     def _invalid_request(self, env: _Envelope, why: str) -> Invalid:
