@@ -54,6 +54,15 @@ def _logging_options(f: Any) -> Any:
     return f
 
 
+def _runtime_dir_option(f: Any) -> Any:
+    return click.option(
+        "--runtime-dir",
+        type=click.Path(file_okay=False),
+        help="The daemon's runtime directory (default: $CODEX_ACP_BRIDGE_RUNTIME_DIR, "
+        "else $XDG_RUNTIME_DIR/codex-acp-bridge, else a per-user temporary directory).",
+    )(f)
+
+
 def _codex_options(f: Any) -> Any:
     f = click.option(
         "-c",
@@ -108,16 +117,26 @@ def parse_config_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, 
 
 @main.command()
 @_codex_options
+@_runtime_dir_option
+@click.option(
+    "--no-daemon", is_flag=True, help="Spawn a Codex of its own even when a daemon runs."
+)
 @_logging_options
 def serve(
     codex_bin: str | None,
     codex_url: str | None,
     codex_token_file: str | None,
     config_overrides: tuple[str, ...],
+    runtime_dir: str | None,
+    no_daemon: bool,
     log_level: str,
     log_file: str | None,
 ) -> None:
-    """Serve ACP on stdin/stdout (what an editor launches)."""
+    """Serve ACP on stdin/stdout (what an editor launches).
+
+    Attaches to the daemon of the runtime directory when one runs, else spawns
+    a Codex of its own; --codex-url attaches where it says.
+    """
     from .shell.run import ServeOptions, serve_stdio
 
     setup_logging(log_level, log_file)
@@ -128,8 +147,56 @@ def serve(
         config_overrides=list(config_overrides),
         # parsed here, before starting, so malformed ones are rejected first
         parsed_overrides=parse_config_overrides(config_overrides),
+        runtime_dir=runtime_dir,
+        use_daemon=not no_daemon,
     )
     sys.exit(serve_stdio(options))
+
+
+@main.command()
+@click.option("--codex-bin", metavar="PATH", help="Codex binary to run (as for serve).")
+@click.option(
+    "-c",
+    "--config",
+    "config_overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Codex config override, as `codex -c` takes it (repeatable).",
+)
+@_runtime_dir_option
+@_logging_options
+def daemon(
+    codex_bin: str | None,
+    config_overrides: tuple[str, ...],
+    runtime_dir: str | None,
+    log_level: str,
+    log_file: str | None,
+) -> None:
+    """Run one supervised Codex app-server for this user; editors' `serve` attach to it.
+
+    Runs in the foreground (for systemd or launchd) until SIGTERM or SIGINT.
+    """
+    import trio
+
+    from .daemon.daemon import CrashLoop, run_daemon
+    from .daemon.runtime import RuntimeDirError, hold_lock, prepare
+    from .daemon.runtime import runtime_dir as resolve_runtime_dir
+    from .shell.codex_transport import CodexUnavailable, find_codex
+
+    setup_logging(log_level, log_file)
+    parse_config_overrides(config_overrides)  # malformed ones are refused before anything starts
+    try:
+        directory = prepare(resolve_runtime_dir(runtime_dir))
+        binary = find_codex(codex_bin)
+        with hold_lock(directory):
+            trio.run(
+                lambda: run_daemon(directory, binary, config_overrides=list(config_overrides))
+            )
+    except (RuntimeDirError, CodexUnavailable, CrashLoop) as exc:
+        click.echo(f"codex-acp-bridge daemon: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
 
 
 @main.command()

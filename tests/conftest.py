@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
+from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.shell.codex_transport import ENV_CODEX_BIN, PINNED_CODEX
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,6 +56,9 @@ def bridge_env(codex_home: Path, codex_bin: str) -> dict[str, str]:
     env.pop("OPENAI_API_KEY", None)
     env["CODEX_HOME"] = str(codex_home)
     env[ENV_CODEX_BIN] = codex_bin
+    # A runtime directory of the test's own: a daemon running elsewhere on the machine
+    # is never attached to by accident.
+    env[ENV_RUNTIME_DIR] = str(codex_home.parent / "runtime")
     return env
 
 

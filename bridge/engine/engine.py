@@ -108,12 +108,17 @@ class Engine:
         thread_config: dict[str, Any] | None = None,
         api_key: str | None = None,
         is_directory: Callable[[str], bool] | None = None,
+        detachable: bool = False,
     ) -> None:
         hub = self.hub = Hub(
             thread_config=thread_config,
             api_key=api_key,
             is_directory=is_directory or _any_absolute_path,
         )
+        #: Codex is shared (a daemon's, or one attached by URL) and outlives this
+        #: client: when the client leaves, what waits on the user is left waiting,
+        #: for the next client that resumes the thread.
+        self.detachable = detachable
         self._before_ready: list[bytes] = []
         #: Requests that arrived with the message being handled: ("client" | "codex", id).
         self._arrived: list[tuple[str, RequestId]] = []
@@ -287,7 +292,10 @@ class Engine:
         return self.hub.take()
 
     def client_lost(self) -> list[Effect]:
-        """The client is gone: answer every Codex request still waiting on it."""
+        """The client is gone: answer every Codex request still waiting on it (or, with
+        a shared Codex, leave them for the next client; see ``detachable``)."""
+        if self.detachable:
+            return []
         self._guarded(lambda _: self.approvals.client_lost(), b"")
         return self.hub.take()
 

@@ -69,7 +69,12 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
         for e in recording.entries
         if isinstance(e.record, EventRecord) and e.record.event == "missing_directory"
     }
-    engine = Engine(thread_config=thread_config, is_directory=lambda path: path not in missing)
+    detachable = bool(header.engine.get("detachable")) if header.engine else False
+    engine = Engine(
+        thread_config=thread_config,
+        is_directory=lambda path: path not in missing,
+        detachable=detachable,
+    )
     capabilities = header.clientCapabilities or {}
     checker = (
         TranscriptChecker(subagents=capabilities.get("subagents") is not None) if check else None

@@ -9,10 +9,12 @@ import sys
 import time
 from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import trio
 
+from ..daemon.runtime import running_daemon, runtime_dir
 from ..engine import Engine
 from .codex_transport import (
     CodexConnection,
@@ -40,27 +42,54 @@ class ServeOptions:
     parsed_overrides: dict[str, Any] = field(default_factory=dict)
     #: How a lost Codex is brought back (``None``: never).
     restart: Restart | None = field(default_factory=Restart)
+    #: The daemon's runtime directory (``None``: the default one), and whether to
+    #: attach to a daemon running there.
+    runtime_dir: str | None = None
+    use_daemon: bool = True
+
+    def daemon_dir(self) -> Path | None:
+        """The runtime directory of the daemon to attach to, if one runs and should be used."""
+        if self.codex_url or not self.use_daemon:
+            return None
+        directory = runtime_dir(self.runtime_dir)
+        return directory if running_daemon(directory) is not None else None
 
 
-def open_codex(options: ServeOptions) -> AbstractAsyncContextManager[CodexConnection]:
-    """The Codex connection the options ask for (raises ``CodexUnavailable``)."""
+def open_codex(
+    options: ServeOptions, daemon: Path | None = None
+) -> AbstractAsyncContextManager[CodexConnection]:
+    """The Codex connection the options ask for (raises ``CodexUnavailable``).
+
+    With ``daemon``, the Codex its ``daemon.json`` names, read anew each time: a
+    reconnection follows the daemon's Codex wherever it restarted.
+    """
     if options.codex_url:
         return connect_codex(options.codex_url, token_file=options.codex_token_file)
+    if daemon is not None:
+        info = running_daemon(daemon)
+        if info is None or info.state != "running" or not info.url:
+            why = "no daemon runs there" if info is None else f"the daemon is {info.state}"
+            raise CodexUnavailable(f"cannot attach to the daemon of {daemon}: {why}")
+        return connect_codex(info.url, token_file=info.tokenFile)
     binary = find_codex(options.codex_bin)
     return spawn_codex(binary, config_overrides=options.config_overrides)
 
 
-def thread_config(options: ServeOptions) -> dict[str, Any] | None:
+def thread_config(options: ServeOptions, *, attached: bool | None = None) -> dict[str, Any] | None:
     """The config the engine sends with each thread/start.
 
     A spawned Codex gets the overrides on its command line; an attached one
-    only through each thread/start. Each caller gets its own copy, as it did
-    when the overrides were parsed per call.
+    (``--codex-url``, a daemon) only through each thread/start. Each caller
+    gets its own copy, as it did when the overrides were parsed per call.
     """
-    return copy.deepcopy(options.parsed_overrides) if options.codex_url else None
+    if attached is None:
+        attached = bool(options.codex_url)
+    return copy.deepcopy(options.parsed_overrides) if attached else None
 
 
-def make_engine(options: ServeOptions, tap: Tap | None = None) -> Engine:
+def make_engine(
+    options: ServeOptions, tap: Tap | None = None, *, daemon: Path | None = None
+) -> Engine:
     # Codex's app-server reads no API key from its environment: the bridge hands it
     # over when the client picks that auth method (see bridge/engine/auth.py).
     api_key = os.environ.get("CODEX_API_KEY") or os.environ.get("OPENAI_API_KEY")
@@ -73,14 +102,24 @@ def make_engine(options: ServeOptions, tap: Tap | None = None) -> Engine:
             tap.event("missing_directory", path)
         return found
 
-    return Engine(thread_config=thread_config(options), api_key=api_key, is_directory=is_directory)
+    attached = bool(options.codex_url) or daemon is not None
+    return Engine(
+        thread_config=thread_config(options, attached=attached),
+        api_key=api_key,
+        is_directory=is_directory,
+        # Beside the daemon's Codex, what waits on the user outlives this editor.
+        detachable=daemon is not None,
+    )
 
 
 async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = None) -> None:
+    daemon = options.daemon_dir()
+    if daemon is not None:
+        log.info("attaching to the daemon of %s", daemon)
     await run_bridge(
         client,
-        lambda: open_codex(options),
-        make_engine(options, tap),
+        lambda: open_codex(options, daemon),
+        make_engine(options, tap, daemon=daemon),
         restart=options.restart,
         tap=tap,
     )
@@ -102,7 +141,12 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
             out = stack.enter_context(open(record_to, "wb"))
             # Read from the options, not from an engine's attributes: the replay
             # builds its engine from this header, so both follow the same options.
-            engine_config = {"threadConfig": thread_config(options)}
+            daemon = options.daemon_dir()
+            attached = bool(options.codex_url) or daemon is not None
+            engine_config = {
+                "threadConfig": thread_config(options, attached=attached),
+                "detachable": daemon is not None,
+            }
             recorder = Recorder(
                 out,
                 clock=time.monotonic,

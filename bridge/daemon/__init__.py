@@ -1,0 +1,1 @@
+"""The daemon beside Codex: one supervised app-server per user that editors attach to."""

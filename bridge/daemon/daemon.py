@@ -1,0 +1,232 @@
+"""``codex-acp-bridge daemon``: one Codex app-server per user, supervised, that editors attach to.
+
+The daemon starts ``codex app-server --listen ws://127.0.0.1:PORT`` with
+capability-token authentication (the token in the runtime directory, private to
+the user), waits until it is ready, and publishes where it listens in
+``daemon.json`` (:mod:`bridge.daemon.runtime`). Each editor's ``serve`` attaches
+to it, so the editor's process is a thin, disposable attachment: threads live
+in Codex, which keeps running them when an editor goes away, and re-sends what
+still waits on the user when another attaches and resumes them.
+
+When Codex exits, the daemon starts it again with backoff (as ``serve`` does,
+:class:`bridge.shell.serve.Restart`), perhaps on another port, and rewrites
+``daemon.json``; attached ``serve`` processes re-read it when they reconnect. A
+crash loop ends the daemon with exit status 1 and one line saying why. SIGTERM
+and SIGINT stop the daemon and its Codex, and remove ``daemon.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+
+import trio
+
+from .. import __version__
+from ..shell.codex_transport import CodexUnavailable
+from ..shell.serve import Restart
+from .runtime import DaemonInfo, new_token, remove_info, write_info
+
+log = logging.getLogger(__name__)
+codex_log = logging.getLogger("codex")
+
+#: How long a started Codex may take to answer ``/readyz``.
+READY_SECONDS = 30.0
+
+
+class CrashLoop(Exception):
+    """Codex keeps dying; the message says how and why."""
+
+
+async def run_daemon(
+    directory: Path,
+    codex_bin: str,
+    *,
+    config_overrides: Sequence[str] = (),
+    restart: Restart | None = None,
+) -> None:
+    """Run until SIGTERM / SIGINT (returns) or a crash loop (raises :class:`CrashLoop`)."""
+    restart = restart or Restart()
+    token = new_token(directory)
+    info = DaemonInfo(
+        pid=os.getpid(),
+        bridgeVersion=__version__,
+        state="starting",
+        tokenFile=str(token),
+        codexVersion=await _codex_version(codex_bin),
+        startedAt=time.time(),
+    )
+    write_info(directory, info)
+    try:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+
+                async def on_signal() -> None:
+                    async for signum in signals:
+                        log.info("%s: stopping", signal.Signals(signum).name)
+                        nursery.cancel_scope.cancel()
+                        return
+
+                nursery.start_soon(on_signal)
+                await _supervise(directory, codex_bin, config_overrides, token, info, restart)
+                nursery.cancel_scope.cancel()
+    finally:
+        remove_info(directory)
+
+
+async def _supervise(
+    directory: Path,
+    codex_bin: str,
+    config_overrides: Sequence[str],
+    token: Path,
+    info: DaemonInfo,
+    restart: Restart,
+) -> None:
+    losses: deque[float] = deque()
+    delay = restart.first
+    while True:
+        ready = False
+        try:
+            async with _app_server(codex_bin, config_overrides, token) as (url, process):
+                ready = True
+                info.state, info.url, info.codexPid, info.reason = "running", url, process.pid, ""
+                write_info(directory, info)
+                log.info("Codex app-server %d listens on %s", process.pid, url)
+                code = await process.wait()
+                reason = f"Codex app-server exited with status {code}"
+        except CodexUnavailable as exc:
+            reason = str(exc)
+        now = trio.current_time()
+        losses.append(now)
+        while losses and losses[0] < now - restart.window:
+            losses.popleft()
+        if len(losses) >= restart.give_up_after:
+            why = (
+                f"Codex was lost {len(losses)} times within {restart.window:g} s; "
+                f"not restarting it (last: {reason})"
+            )
+            info.state, info.url, info.codexPid, info.reason = "failed", "", None, why
+            write_info(directory, info)
+            raise CrashLoop(why)
+        if ready:
+            delay = restart.first
+        log.warning("%s; restarting in %.2g s", reason, delay)
+        info.state, info.url, info.codexPid, info.reason = "restarting", "", None, reason
+        write_info(directory, info)
+        await trio.sleep(delay)
+        delay = min(delay * 2, restart.longest)
+
+
+class _AppServer:
+    """``codex app-server --listen``: started, ready, and stopped with everything it started."""
+
+    def __init__(self, codex_bin: str, config_overrides: Sequence[str], token: Path) -> None:
+        self.port = _free_port()
+        self.argv = [codex_bin, "app-server", "--listen", f"ws://127.0.0.1:{self.port}"]
+        self.argv += ["--ws-auth", "capability-token", "--ws-token-file", str(token)]
+        for override in config_overrides:
+            self.argv += ["-c", override]
+        self.process: trio.Process | None = None
+        self._nursery_manager = trio.open_nursery()
+
+    async def __aenter__(self) -> tuple[str, trio.Process]:
+        log.info("starting %s", " ".join(self.argv))
+        try:
+            # A session of its own: stopping the daemon's Codex stops what Codex started too
+            # (its Node launcher runs Codex as a child).
+            self.process = await trio.lowlevel.open_process(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise CodexUnavailable(f"cannot start Codex ({self.argv[0]}): {exc}") from exc
+        nursery = await self._nursery_manager.__aenter__()
+        nursery.start_soon(self._pump_stderr)
+        try:
+            await self._wait_ready()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return f"ws://127.0.0.1:{self.port}", self.process
+
+    async def __aexit__(self, *exc: object) -> None:
+        process = self.process
+        with trio.CancelScope(shield=True):
+            if process is not None and process.poll() is None:
+                _signal_group(process, signal.SIGTERM)
+                with trio.move_on_after(3):
+                    await process.wait()
+            if process is not None:
+                _signal_group(process, signal.SIGKILL)
+                await process.wait()
+        await self._nursery_manager.__aexit__(None, None, None)
+
+    async def _wait_ready(self) -> None:
+        assert self.process is not None
+        with trio.move_on_after(READY_SECONDS) as scope:
+            while self.process.poll() is None:
+                if await _ready(self.port):
+                    return
+                await trio.sleep(0.05)
+        if scope.cancelled_caught:
+            raise CodexUnavailable(f"Codex app-server was not ready after {READY_SECONDS:g} s")
+        raise CodexUnavailable(f"Codex app-server exited with status {self.process.returncode}")
+
+    async def _pump_stderr(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        buffer = b""
+        async for chunk in self.process.stderr:
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                codex_log.info("%s", line.decode(errors="replace"))
+
+
+def _app_server(codex_bin: str, config_overrides: Sequence[str], token: Path) -> _AppServer:
+    return _AppServer(codex_bin, config_overrides, token)
+
+
+def _signal_group(process: trio.Process, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signum)
+
+
+async def _ready(port: int) -> bool:
+    try:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+    except OSError:
+        return False
+    try:
+        await stream.send_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        return (await stream.receive_some(1024)).startswith(b"HTTP/1.1 200")
+    except (trio.BrokenResourceError, OSError):
+        return False
+    finally:
+        await stream.aclose()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _codex_version(codex_bin: str) -> str:
+    try:
+        done = await trio.run_process(
+            [codex_bin, "--version"], capture_stdout=True, stderr=subprocess.DEVNULL, check=False
+        )
+    except OSError as exc:
+        raise CodexUnavailable(f"cannot run Codex ({codex_bin}): {exc.strerror or exc}") from exc
+    return done.stdout.decode(errors="replace").strip()

@@ -1,0 +1,160 @@
+"""The daemon's runtime directory: where it is, who owns it, what it publishes.
+
+One directory per user (``--runtime-dir``, else ``$CODEX_ACP_BRIDGE_RUNTIME_DIR``,
+else ``$XDG_RUNTIME_DIR/codex-acp-bridge``, else ``codex-acp-bridge-<uid>`` in the
+system's temporary directory), private to the user (0700, files 0600). In it:
+
+- ``daemon.lock``: held (``flock``) by the running daemon for its whole life. The
+  kernel releases it when the daemon dies, however it dies, so a directory left by
+  a killed daemon is simply reused, and a second daemon is refused while the first
+  lives;
+- ``token``: the capability token of the daemon's Codex (``--ws-auth
+  capability-token``);
+- ``daemon.json``: where the daemon's Codex listens and what runs, rewritten
+  (atomically) whenever that changes: :class:`DaemonInfo`.
+
+Clients (``serve``, ``status``) read ``daemon.json`` and trust it only while the
+lock is held.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import secrets
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import msgspec
+
+ENV_RUNTIME_DIR = "CODEX_ACP_BRIDGE_RUNTIME_DIR"
+LOCK = "daemon.lock"
+INFO = "daemon.json"
+TOKEN = "token"
+
+
+class DaemonInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What ``daemon.json`` says."""
+
+    pid: int
+    bridgeVersion: str
+    #: ``starting`` | ``running`` | ``restarting`` | ``failed`` (a crash loop; ``reason`` says why).
+    state: str
+    url: str = ""
+    tokenFile: str = ""
+    codexPid: int | None = None
+    codexVersion: str = ""
+    startedAt: float = 0.0
+    reason: str = ""
+
+
+class RuntimeDirError(Exception):
+    """The runtime directory cannot be used; the message says why."""
+
+
+def runtime_dir(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The runtime directory the options and environment name (not created)."""
+    env = os.environ if env is None else env
+    if explicit:
+        return Path(explicit)
+    if env.get(ENV_RUNTIME_DIR):
+        return Path(env[ENV_RUNTIME_DIR])
+    if env.get("XDG_RUNTIME_DIR"):
+        return Path(env["XDG_RUNTIME_DIR"]) / "codex-acp-bridge"
+    return Path(tempfile.gettempdir()) / f"codex-acp-bridge-{os.getuid()}"
+
+
+def prepare(directory: Path) -> Path:
+    """Create ``directory`` private to this user, or check that it is."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        status = directory.stat()
+    except OSError as exc:
+        raise RuntimeDirError(f"cannot use runtime directory {directory}: {exc.strerror}") from exc
+    if status.st_uid != os.getuid():
+        raise RuntimeDirError(f"runtime directory {directory} belongs to another user")
+    if status.st_mode & 0o077:
+        os.chmod(directory, 0o700)
+    return directory
+
+
+@contextlib.contextmanager
+def hold_lock(directory: Path) -> Iterator[None]:
+    """Hold the daemon lock of ``directory``; refuse when another daemon holds it."""
+    fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            other = read_info(directory)
+            who = f" (pid {other.pid})" if other is not None else ""
+            raise RuntimeDirError(f"a daemon already runs on {directory}{who}") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def daemon_running(directory: Path) -> bool:
+    """Whether a daemon holds the lock of ``directory`` now."""
+    try:
+        fd = os.open(directory / LOCK, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def new_token(directory: Path) -> Path:
+    """A fresh capability token in ``directory`` (0600); its path."""
+    path = directory / TOKEN
+    _write_private(path, secrets.token_urlsafe(32) + "\n")
+    return path
+
+
+def write_info(directory: Path, info: DaemonInfo) -> None:
+    _write_private(directory / INFO, msgspec.json.encode(info).decode() + "\n")
+
+
+def read_info(directory: Path) -> DaemonInfo | None:
+    try:
+        return msgspec.json.decode((directory / INFO).read_bytes(), type=DaemonInfo)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def running_daemon(directory: Path) -> DaemonInfo | None:
+    """What the daemon of ``directory`` publishes, if one runs there now."""
+    if not daemon_running(directory):
+        return None
+    return read_info(directory)
+
+
+def remove_info(directory: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (directory / INFO).unlink()
+
+
+def _write_private(path: Path, text: str) -> None:
+    # Write beside, then rename: a reader sees the old file or the new one, whole.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

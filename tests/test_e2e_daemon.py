@@ -1,0 +1,233 @@
+"""``codex-acp-bridge daemon`` and ``serve`` attached to it, against the real Codex.
+
+What a user relies on: the daemon keeps its runtime directory private and
+refuses a second daemon; an editor's ``serve`` attaches to it; an editor killed
+while Codex waits on a permission leaves the work waiting, and a new ``serve``
+that loads the session is asked and completes it; two editors work side by
+side; a Codex the daemon restarts is followed by the attached editors; SIGTERM
+stops the daemon and its Codex.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import stat
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from bridge.acp_client import AcpClient, open_agent
+from bridge.daemon.runtime import DaemonInfo, read_info
+from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from tests.support.scenarios.approvals import ESCALATED, Answers
+from tests.support.scenarios.recovery import codex_processes
+
+pytestmark = pytest.mark.e2e
+
+
+async def daemon_info(
+    directory: Path, *, state: str = "running", old: int | None = None
+) -> DaemonInfo:
+    """What the daemon publishes, once it is in ``state`` (with a Codex other than ``old``)."""
+    while True:
+        info = read_info(directory)
+        if info is not None and info.state == state and (old is None or info.codexPid != old):
+            return info
+        await trio.sleep(0.05)
+
+
+@asynccontextmanager
+async def running_daemon(
+    env: dict[str, str], directory: Path, log: Path
+) -> AsyncIterator[tuple[trio.Process, DaemonInfo]]:
+    argv = [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(directory)]
+    argv += ["--log-level", "info"]
+    with log.open("ab") as out:
+        process = await trio.lowlevel.open_process(
+            argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+        )
+    try:
+        with trio.fail_after(30):
+            info = await daemon_info(directory)
+        yield process, info
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            with trio.move_on_after(10):
+                await process.wait()
+        if process.poll() is None:
+            process.kill()
+            await process.wait()
+
+
+def serve_argv(directory: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "bridge",
+        "serve",
+        "--runtime-dir",
+        str(directory),
+        "--log-level",
+        "info",
+    ]
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Path:
+    return tmp_path / "runtime"
+
+
+async def test_the_daemon_is_private_single_and_stops_with_its_codex_on_sigterm(
+    bridge_env: dict[str, str], runtime: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "daemon.log"
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_daemon(bridge_env, runtime, log) as (daemon, info):
+            assert stat.S_IMODE(runtime.stat().st_mode) == 0o700
+            for name in ("daemon.json", "token", "daemon.lock"):
+                assert stat.S_IMODE((runtime / name).stat().st_mode) == 0o600, name
+            assert info.pid == daemon.pid and info.url.startswith("ws://127.0.0.1:")
+            assert "0.169.0" in info.codexVersion
+            codex = codex_processes(daemon.pid)
+            assert codex and info.codexPid in codex
+            # A second daemon on the same directory: one clear line, exit 1.
+            second = await trio.run_process(
+                [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)],
+                env=bridge_env,
+                capture_stderr=True,
+                check=False,
+            )
+            assert second.returncode == 1
+            assert second.stderr.decode().strip() == (
+                f"codex-acp-bridge daemon: a daemon already runs on {runtime} (pid {daemon.pid})"
+            )
+            daemon.send_signal(signal.SIGTERM)
+            assert await daemon.wait() == 0
+            assert not (runtime / "daemon.json").exists()
+            for pid in codex:
+                assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"Codex {pid} survived"
+        # A directory left by a killed daemon is reused.
+        async with running_daemon(bridge_env, runtime, log) as (daemon, _info):
+            daemon.kill()
+            await daemon.wait()
+        async with running_daemon(bridge_env, runtime, log) as (_daemon, info):
+            assert info.state == "running"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True
+
+
+async def test_an_editor_killed_while_codex_waits_leaves_the_work_for_the_next_one(
+    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "bridge.log"
+    held = Answers(permission="allow_once", hold=True)
+    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+            async with open_agent(
+                serve_argv(runtime), env=bridge_env, stderr=out.fileno(), on_request=held
+            ) as (first, first_process):
+                await first.initialize()
+                session = await first.new_session(str(workspace))
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_prompt_ignoring_loss, first, session, ESCALATED)
+                    await held.asked.wait()
+                    # The editor dies; Codex's turn goes on, waiting on the question.
+                    first_process.kill()
+                    nursery.cancel_scope.cancel()  # its prompt will never be answered
+            assert "attaching to the daemon" in log.read_text()
+            assert not (workspace / "approved.txt").exists()
+            answers = Answers(permission="allow_once")
+            async with open_agent(
+                serve_argv(runtime), env=bridge_env, stderr=out.fileno(), on_request=answers
+            ) as (second, _):
+                await second.initialize()
+                listed = await second.request("session/list", {})
+                assert session in [s["sessionId"] for s in listed["sessions"]]
+                await second.request(
+                    "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+                )
+                # The question that waited is asked again, and answering it completes the work.
+                await second.wait_for(lambda _m: bool(answers.requests))
+                [(method, params)] = answers.requests
+                assert method == "session/request_permission" and params["sessionId"] == session
+                await second.wait_for(lambda _m: (workspace / "approved.txt").exists())
+                await second.wait_for(lambda _m: second.text_of(session).endswith("done"))
+    assert_valid_acp(second)
+
+
+async def _prompt_ignoring_loss(client: AcpClient, session: str, text: str) -> None:
+    with contextlib.suppress(Exception):  # the editor is killed mid-prompt
+        await client.prompt(session, text)
+
+
+async def test_two_editors_work_side_by_side_on_one_daemon(
+    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "bridge.log"
+    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, _):
+            async with (
+                open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (a, _pa),
+                open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (b, _pb),
+            ):
+                await a.initialize()
+                await b.initialize()
+                sa = await a.new_session(str(workspace))
+                sb = await b.new_session(str(workspace))
+                results: dict[str, Any] = {}
+
+                async def run(client: AcpClient, session: str, text: str) -> None:
+                    results[session] = await client.prompt(session, text)
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(run, a, sa, "@@ words 200 delay_ms=2")
+                    nursery.start_soon(run, b, sb, "@@ words 150 delay_ms=2")
+                assert results == {sa: {"stopReason": "end_turn"}, sb: {"stopReason": "end_turn"}}
+                assert len(a.text_of(sa).split()) == 200 and len(b.text_of(sb).split()) == 150
+                # Neither editor is shown the other's session.
+                assert sb not in msgspec.json.encode(a.received).decode()
+                assert sa not in msgspec.json.encode(b.received).decode()
+            # Both used the daemon's one Codex.
+            assert len(codex_processes(daemon.pid)) >= 1
+    assert_valid_acp(a)
+    assert_valid_acp(b)
+
+
+async def test_an_attached_editor_follows_the_daemons_restarted_codex(
+    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "bridge.log"
+    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, info),
+            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (
+                client,
+                process,
+            ),
+        ):
+            await client.initialize()
+            session = await client.new_session(str(workspace))
+            assert await client.prompt(session, "@@ say one") == {"stopReason": "end_turn"}
+            for pid in codex_processes(daemon.pid):
+                os.kill(pid, signal.SIGKILL)
+            restarted = await daemon_info(runtime, old=info.codexPid)
+            assert restarted.url  # perhaps another port: serve re-reads daemon.json
+            assert await client.prompt(session, "@@ say two") == {"stopReason": "end_turn"}
+            assert client.text_of(session).endswith("two")
+            assert process.poll() is None
+    assert_valid_acp(client)
