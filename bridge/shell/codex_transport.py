@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -84,12 +86,15 @@ async def spawn_codex(
         argv += ["-c", override]
     log.info("starting %s", " ".join(argv))
     try:
+        # A process group of its own: stopping it reaches what it started too (Codex's
+        # Node launcher runs Codex as its child), so nothing outlives the bridge.
         process = await trio.lowlevel.open_process(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=dict(os.environ if env is None else env),
+            start_new_session=True,
         )
     except OSError as exc:
         raise CodexUnavailable(f"cannot start Codex ({binary}): {exc.strerror or exc}") from exc
@@ -129,15 +134,23 @@ async def spawn_codex(
             yield CodexConnection(stream, describe_exit)
         finally:
             with trio.CancelScope(shield=True):
-                # Closing stdin asks app-server to exit; give it a moment, then insist.
-                with trio.move_on_after(0.5):
+                # Closing stdin asks app-server to exit; give it a moment, then insist,
+                # politely and then not: the bridge exits within a second of its client.
+                with trio.move_on_after(0.2):
                     await process.stdin.aclose()
-                with trio.move_on_after(3):
+                with trio.move_on_after(0.4):
                     await process.wait()
-                if process.poll() is None:
-                    process.kill()
+                _signal_group(process.pid, signal.SIGTERM)
+                with trio.move_on_after(0.3):
                     await process.wait()
+                _signal_group(process.pid, signal.SIGKILL)
+                await process.wait()
             nursery.cancel_scope.cancel()
+
+
+def _signal_group(group: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signum)
 
 
 @asynccontextmanager

@@ -116,13 +116,29 @@ async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = 
     daemon = options.daemon_dir()
     if daemon is not None:
         log.info("attaching to the daemon of %s", daemon)
-    await run_bridge(
-        client,
-        lambda: open_codex(options, daemon),
-        make_engine(options, tap, daemon=daemon),
-        restart=options.restart,
-        tap=tap,
-    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_watch_parent, os.getppid(), nursery.cancel_scope)
+        await run_bridge(
+            client,
+            lambda: open_codex(options, daemon),
+            make_engine(options, tap, daemon=daemon),
+            restart=options.restart,
+            tap=tap,
+        )
+        nursery.cancel_scope.cancel()
+
+
+#: How often the bridge checks that the editor that started it is still there.
+PARENT_POLL_SECONDS = 0.25
+
+
+async def _watch_parent(parent: int, scope: trio.CancelScope) -> None:
+    """End the bridge when the process that started it (the editor) is gone: its
+    children are handed to another parent then. A bridge is never left behind."""
+    while os.getppid() == parent:  # noqa: ASYNC110 (no event says a parent died: poll)
+        await trio.sleep(PARENT_POLL_SECONDS)
+    log.warning("the process that started this bridge (%d) is gone; stopping", parent)
+    scope.cancel()
 
 
 def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
