@@ -118,9 +118,7 @@ def parse_config_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, 
 @main.command()
 @_codex_options
 @_runtime_dir_option
-@click.option(
-    "--no-daemon", is_flag=True, help="Spawn a Codex of its own even when a daemon runs."
-)
+@click.option("--no-daemon", is_flag=True, help="Spawn a Codex of its own even when a daemon runs.")
 @_logging_options
 def serve(
     codex_bin: str | None,
@@ -189,9 +187,7 @@ def daemon(
         directory = prepare(resolve_runtime_dir(runtime_dir))
         binary = find_codex(codex_bin)
         with hold_lock(directory):
-            trio.run(
-                lambda: run_daemon(directory, binary, config_overrides=list(config_overrides))
-            )
+            trio.run(lambda: run_daemon(directory, binary, config_overrides=list(config_overrides)))
     except (RuntimeDirError, CodexUnavailable, CrashLoop) as exc:
         click.echo(f"codex-acp-bridge daemon: {exc}", err=True)
         sys.exit(1)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.daemon.runtime import ENV_RUNTIME_DIR
+from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, PINNED_CODEX
 
 REPO = Path(__file__).resolve().parents[1]
