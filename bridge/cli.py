@@ -233,6 +233,48 @@ def record(
 
 
 @main.command()
+@_runtime_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: the daemon and every thread.")
+@click.option("--watch", is_flag=True, help="Redraw whenever something changes (Ctrl-C ends).")
+def status(runtime_dir: str | None, as_json: bool, watch: bool) -> None:
+    """Show what every agent of the daemon's Codex is doing: a tree of threads.
+
+    Exits 1, with one line on stderr, when no daemon runs.
+    """
+    import json
+    import time
+
+    from .daemon.runtime import read_status, running_daemon
+    from .daemon.runtime import runtime_dir as resolve_runtime_dir
+    from .daemon.status import render, snapshot
+
+    directory = resolve_runtime_dir(runtime_dir)
+    shown = ""
+    try:
+        while True:
+            info = running_daemon(directory)
+            if info is None:
+                click.echo(f"codex-acp-bridge status: no daemon runs on {directory}", err=True)
+                sys.exit(1)
+            threads = read_status(directory)
+            if as_json:
+                text = json.dumps(snapshot(info, threads), indent=2) + "\n"
+            else:
+                text = render(info, threads)
+            if not watch:
+                sys.stdout.write(text)
+                return
+            if text != shown:
+                clear = "\x1b[H\x1b[2J" if sys.stdout.isatty() else ""
+                sys.stdout.write(clear + text)
+                sys.stdout.flush()
+                shown = text
+            time.sleep(0.25)
+    except KeyboardInterrupt:
+        return
+
+
+@main.command()
 @click.argument("recording", type=click.Path(dir_okay=False))
 @click.option(
     "--check",

@@ -231,3 +231,65 @@ async def test_an_attached_editor_follows_the_daemons_restarted_codex(
             assert client.text_of(session).endswith("two")
             assert process.poll() is None
     assert_valid_acp(client)
+
+
+async def status_json(env: dict[str, str], runtime: Path) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "bridge", "status", "--runtime-dir", str(runtime), "--json"]
+    done = await trio.run_process(argv, env=env, capture_stdout=True, capture_stderr=True)
+    parsed: dict[str, Any] = msgspec.json.decode(done.stdout)
+    return parsed
+
+
+async def thread_state(
+    env: dict[str, str], runtime: Path, thread: str, want: str
+) -> dict[str, Any]:
+    while True:
+        for line in (await status_json(env, runtime))["threads"]:
+            if line["threadId"] == thread and line["state"] == want:
+                return dict(line)
+        await trio.sleep(0.1)
+
+
+async def test_status_shows_what_every_thread_is_doing_and_says_when_no_daemon_runs(
+    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "bridge.log"
+    held = Answers(permission="allow_once", hold=True)
+    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, _info),
+            open_agent(
+                serve_argv(runtime), env=bridge_env, stderr=out.fileno(), on_request=held
+            ) as (client, _process),
+        ):
+            await client.initialize()
+            session = await client.new_session(str(workspace))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.prompt, session, ESCALATED)
+                await held.asked.wait()
+                waiting = await thread_state(bridge_env, runtime, session, "requires_action")
+                assert waiting["waitingOn"] == ["approval"]
+                assert waiting["cwd"] == str(workspace)
+                assert waiting["title"].startswith("@@ call exec_command")
+                text = await trio.run_process(
+                    [sys.executable, "-m", "bridge", "status", "--runtime-dir", str(runtime)],
+                    env=bridge_env,
+                    capture_stdout=True,
+                )
+                shown = text.stdout.decode()
+                assert shown.startswith(f"daemon {daemon.pid} ·") and "needs approval" in shown
+                held.release()
+            idle = await thread_state(bridge_env, runtime, session, "idle")
+            assert idle["threadId"] == session
+            report = await status_json(bridge_env, runtime)
+            assert report["daemon"]["pid"] == daemon.pid and report["daemon"]["state"] == "running"
+    # No daemon: a non-zero exit and one line saying so.
+    gone = await trio.run_process(
+        [sys.executable, "-m", "bridge", "status", "--runtime-dir", str(runtime), "--json"],
+        env=bridge_env,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert gone.returncode == 1 and gone.stdout == b""
+    assert gone.stderr.decode() == f"codex-acp-bridge status: no daemon runs on {runtime}\n"

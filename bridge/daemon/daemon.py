@@ -33,7 +33,9 @@ import trio
 from .. import __version__
 from ..shell.codex_transport import CodexUnavailable
 from ..shell.serve import Restart
-from .runtime import DaemonInfo, new_token, remove_info, write_info
+from .observer import observe
+from .picture import Picture
+from .runtime import DaemonInfo, new_token, remove_info, write_info, write_status
 
 log = logging.getLogger(__name__)
 codex_log = logging.getLogger("codex")
@@ -92,6 +94,11 @@ async def _supervise(
 ) -> None:
     losses: deque[float] = deque()
     delay = restart.first
+    picture = Picture()
+
+    def publish() -> None:
+        write_status(directory, picture.lines())
+
     while True:
         ready = False
         try:
@@ -100,10 +107,15 @@ async def _supervise(
                 info.state, info.url, info.codexPid, info.reason = "running", url, process.pid, ""
                 write_info(directory, info)
                 log.info("Codex app-server %d listens on %s", process.pid, url)
-                code = await process.wait()
+                async with trio.open_nursery() as watching:
+                    watching.start_soon(observe, url, str(token), picture, publish)
+                    code = await process.wait()
+                    watching.cancel_scope.cancel()
                 reason = f"Codex app-server exited with status {code}"
         except CodexUnavailable as exc:
             reason = str(exc)
+        picture.lost()
+        publish()
         now = trio.current_time()
         losses.append(now)
         while losses and losses[0] < now - restart.window:

@@ -11,7 +11,9 @@ system's temporary directory), private to the user (0700, files 0600). In it:
 - ``token``: the capability token of the daemon's Codex (``--ws-auth
   capability-token``);
 - ``daemon.json``: where the daemon's Codex listens and what runs, rewritten
-  (atomically) whenever that changes: :class:`DaemonInfo`.
+  (atomically) whenever that changes: :class:`DaemonInfo`;
+- ``status.json``: the live picture of every thread (:mod:`bridge.daemon.picture`),
+  rewritten whenever a thread changes.
 
 Clients (``serve``, ``status``) read ``daemon.json`` and trust it only while the
 lock is held.
@@ -25,8 +27,9 @@ import fcntl
 import os
 import secrets
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -34,6 +37,7 @@ ENV_RUNTIME_DIR = "CODEX_ACP_BRIDGE_RUNTIME_DIR"
 LOCK = "daemon.lock"
 INFO = "daemon.json"
 TOKEN = "token"
+STATUS = "status.json"
 
 
 class DaemonInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -142,8 +146,21 @@ def running_daemon(directory: Path) -> DaemonInfo | None:
 
 
 def remove_info(directory: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        (directory / INFO).unlink()
+    for name in (INFO, STATUS):
+        with contextlib.suppress(FileNotFoundError):
+            (directory / name).unlink()
+
+
+def write_status(directory: Path, threads: Sequence[Any]) -> None:
+    _write_private(directory / STATUS, msgspec.json.encode({"threads": threads}).decode() + "\n")
+
+
+def read_status(directory: Path) -> list[dict[str, Any]]:
+    try:
+        threads = msgspec.json.decode((directory / STATUS).read_bytes()).get("threads")
+    except (OSError, msgspec.DecodeError, AttributeError):
+        return []
+    return threads if isinstance(threads, list) else []
 
 
 def _write_private(path: Path, text: str) -> None:

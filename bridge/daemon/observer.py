@@ -1,0 +1,166 @@
+"""The daemon's own connection to its Codex: it watches every thread and keeps the picture.
+
+Codex sends ``thread/status/changed`` and ``thread/started`` to every initialized
+connection, so one connection that subscribes to nothing sees every thread's
+status, including threads other clients run. At connect it lists every thread
+(every source kind, sub-agents included); a thread first seen through its status
+(Codex sends no ``thread/started`` for a sub-agent) is read. After each change the
+picture is handed to ``publish`` (the daemon writes it to ``status.json``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import trio
+
+from .. import __version__
+from ..codex import threads as codex_threads
+from ..codex import types as codex_types
+from ..jsonrpc import IncomingError, IncomingNotification, IncomingRequest, IncomingResponse, Peer
+from ..shell.codex_transport import CodexUnavailable, connect_codex
+from .picture import Picture
+
+log = logging.getLogger(__name__)
+
+#: Every kind of thread Codex lists (``ThreadSourceKind``), so sub-agents are listed too.
+SOURCE_KINDS = [
+    "cli",
+    "vscode",
+    "exec",
+    "appServer",
+    "subAgent",
+    "subAgentReview",
+    "subAgentCompact",
+    "subAgentThreadSpawn",
+    "subAgentOther",
+    "unknown",
+]
+#: Pages of ``thread/list`` read at connect (100 threads each).
+MAX_PAGES = 20
+
+
+class _StatusChanged(msgspec.Struct):
+    threadId: str
+    status: dict[str, Any]
+
+
+class _NameUpdated(msgspec.Struct):
+    threadId: str
+    threadName: str | None = None
+
+
+class _Started(msgspec.Struct):
+    thread: codex_threads.StoredThread
+
+
+async def observe(url: str, token_file: str, picture: Picture, publish: Callable[[], None]) -> None:
+    """Watch the Codex at ``url`` until the connection ends (returns) or cannot open."""
+    try:
+        async with connect_codex(url, token_file=token_file) as connection:
+            stream = connection.stream
+            peer = Peer[str](jsonrpc_member=False)
+            pending: dict[Any, trio.MemorySendChannel[Any]] = {}
+
+            async def call(method: str, params: Any) -> Any:
+                rid, data = peer.request(method, params, method)
+                send, receive = trio.open_memory_channel[Any](1)
+                pending[rid] = send
+                await stream.send(data)
+                return await receive.receive()
+
+            async def read_thread(thread_id: str) -> None:
+                answer = await call(
+                    "thread/read", codex_threads.ThreadReadParams(threadId=thread_id)
+                )
+                if isinstance(answer, bytes):
+                    picture.seen(
+                        msgspec.json.decode(answer, type=codex_threads.ThreadReadResult).thread
+                    )
+                    publish()
+
+            closed = trio.Event()
+
+            async def receive_all(nursery: trio.Nursery) -> None:
+                while True:
+                    try:
+                        data = await stream.receive()
+                    except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
+                        closed.set()
+                        return
+                    message = peer.receive(data)
+                    if isinstance(message, IncomingResponse):
+                        await pending.pop(message.id).send(bytes(message.result))
+                    elif isinstance(message, IncomingError):
+                        await pending.pop(message.id).send(message.error)
+                    elif isinstance(message, IncomingRequest):
+                        # Nothing is asked of a watcher: decline, never leave Codex waiting.
+                        await stream.send(
+                            peer.error(message.id, -32601, "the daemon's watcher answers nothing")
+                        )
+                    elif isinstance(message, IncomingNotification):
+                        _notified(message, picture, publish, nursery, read_thread)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(receive_all, nursery)
+                params = codex_types.InitializeParams(
+                    clientInfo=codex_types.ClientInfo(
+                        name="codex-acp-bridge-daemon", version=__version__
+                    ),
+                    capabilities=codex_types.InitializeCapabilities(experimentalApi=True),
+                )
+                await call("initialize", params)
+                await stream.send(peer.notification("initialized"))
+                cursor: str | None = None
+                for _ in range(MAX_PAGES):
+                    request: dict[str, Any] = {"limit": 100, "sourceKinds": SOURCE_KINDS}
+                    if cursor:
+                        request["cursor"] = cursor
+                    answer = await call("thread/list", request)
+                    if not isinstance(answer, bytes):
+                        break
+                    page = msgspec.json.decode(answer, type=codex_threads.ThreadListResult)
+                    for stored in page.data:
+                        picture.seen(stored)
+                    cursor = page.nextCursor
+                    if not cursor:
+                        break
+                picture.back()
+                publish()
+                # The connection ends when Codex does.
+                await closed.wait()
+                nursery.cancel_scope.cancel()
+    except (CodexUnavailable, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        log.warning("the daemon's watcher could not follow Codex: %s", exc)
+
+
+def _notified(
+    message: IncomingNotification,
+    picture: Picture,
+    publish: Callable[[], None],
+    nursery: trio.Nursery,
+    read_thread: Callable[[str], Any],
+) -> None:
+    try:
+        if message.method == "thread/status/changed":
+            note = msgspec.json.decode(message.params, type=_StatusChanged)
+            if not picture.status(note.threadId, note.status):
+                nursery.start_soon(read_thread, note.threadId)  # a sub-agent: no thread/started
+                return
+            if picture.untitled(note.threadId):
+                # Its first message (the preview) names it once a turn has begun.
+                nursery.start_soon(read_thread, note.threadId)
+        elif message.method == "thread/started":
+            picture.seen(msgspec.json.decode(message.params, type=_Started).thread)
+        elif message.method == "thread/name/updated":
+            named = msgspec.json.decode(message.params, type=_NameUpdated)
+            picture.named(named.threadId, named.threadName)
+        else:
+            return
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        log.warning("Codex %s not understood by the watcher: %s", message.method, exc)
+        return
+    publish()

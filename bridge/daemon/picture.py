@@ -1,0 +1,112 @@
+"""The daemon's live picture of every thread of its Codex (pure: events in, a snapshot out).
+
+Fed what the daemon's observer connection learns (``thread/list``, ``thread/read``,
+``thread/started``, ``thread/status/changed``, ``thread/name/updated``, Codex lost),
+it keeps one line per thread: its parent, title, cwd, age, and its work state
+(``running`` / ``requires_action`` / ``idle`` / ``unknown``), computed by the
+same function the bridge uses for sub-agents (:func:`bridge.engine.workstate.snapshot`).
+``codex-acp-bridge status`` shows it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..codex.threads import StoredThread
+from ..engine import workstate
+from ..engine.threads import Status, ThreadRecord
+
+#: Active flags, as what the thread waits on.
+WAITS_ON = {"waitingOnApproval": "approval", "waitingOnUserInput": "input"}
+
+
+class ThreadLine(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One thread in ``status --json``."""
+
+    threadId: str
+    parentThreadId: str | None = None
+    state: str
+    waitingOn: list[str] = msgspec.field(default_factory=list)
+    error: str | None = None
+    title: str = ""
+    cwd: str = ""
+    nickname: str | None = None
+    createdAt: int | None = None
+    updatedAt: int | None = None
+
+
+class Picture:
+    """Every thread the daemon's Codex knows, with its current state."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, tuple[ThreadLine, ThreadRecord]] = {}
+        self.codex_lost = False
+
+    def __contains__(self, thread_id: object) -> bool:
+        return thread_id in self._threads
+
+    def seen(self, stored: StoredThread) -> None:
+        """A thread as ``thread/list``, ``thread/read`` or ``thread/started`` describe it."""
+        known = self._threads.get(stored.id)
+        line, record = known or (ThreadLine(threadId=stored.id, state=""), ThreadRecord(stored.id))
+        line.parentThreadId = stored.parentThreadId
+        line.title = " ".join((stored.name or stored.preview or "").split())
+        line.cwd = stored.cwd
+        line.nickname = stored.agentNickname
+        line.updatedAt = stored.updatedAt
+        # A known thread's status comes from thread/status/changed, newer than any read.
+        if isinstance(stored.status, dict) and (known is None or record.status is None):
+            record.status = _status(stored.status)
+        self._threads[stored.id] = (line, record)
+
+    def status(self, thread_id: str, status: dict[str, Any]) -> bool:
+        """``thread/status/changed``; ``False`` when the thread is not known yet."""
+        found = self._threads.get(thread_id)
+        if found is None:
+            return False
+        found[1].status = _status(status)
+        return True
+
+    def untitled(self, thread_id: str) -> bool:
+        """Known, but with no title yet (a new thread: its first message names it)."""
+        found = self._threads.get(thread_id)
+        return found is not None and not found[0].title
+
+    def named(self, thread_id: str, name: str | None) -> None:
+        found = self._threads.get(thread_id)
+        if found is not None and name:
+            found[0].title = " ".join(name.split())
+
+    def lost(self) -> None:
+        """Codex is gone: every state is unknown until it is back."""
+        self.codex_lost = True
+        for _line, record in self._threads.values():
+            record.lost = True
+
+    def back(self) -> None:
+        self.codex_lost = False
+        for _line, record in self._threads.values():
+            record.lost = False
+
+    def lines(self) -> list[ThreadLine]:
+        """Every thread, parents before their children, newest roots first."""
+        out: list[ThreadLine] = []
+        for line, record in self._threads.values():
+            state = workstate.snapshot(record)
+            line.state = state.state
+            flags = record.status.flags if record.status is not None else frozenset()
+            line.waitingOn = sorted(WAITS_ON[f] for f in flags if f in WAITS_ON)
+            meta = state.meta if isinstance(state.meta, dict) else {}
+            line.error = meta.get("error")
+            out.append(line)
+        return out
+
+
+def _status(status: dict[str, Any]) -> Status | None:
+    kind = status.get("type")
+    if not isinstance(kind, str):
+        return None
+    flags = status.get("activeFlags")
+    return Status(kind, frozenset(f for f in flags or [] if isinstance(f, str)))
