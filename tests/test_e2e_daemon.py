@@ -265,12 +265,16 @@ async def test_status_shows_what_every_thread_is_doing_and_says_when_no_daemon_r
             await client.initialize()
             session = await client.new_session(str(workspace))
             async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.prompt, session, "@@ words 400 delay_ms=10")
+                running = await thread_state(bridge_env, runtime, session, "running")
+                assert not running.get("waitingOn")
+            async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.prompt, session, ESCALATED)
                 await held.asked.wait()
                 waiting = await thread_state(bridge_env, runtime, session, "requires_action")
                 assert waiting["waitingOn"] == ["approval"]
                 assert waiting["cwd"] == str(workspace)
-                assert waiting["title"].startswith("@@ call exec_command")
+                assert waiting["title"] == "@@ words 400 delay_ms=10"  # its first message
                 text = await trio.run_process(
                     [sys.executable, "-m", "bridge", "status", "--runtime-dir", str(runtime)],
                     env=bridge_env,
