@@ -116,10 +116,13 @@ async def test_the_daemon_is_private_single_and_stops_with_its_codex_on_sigterm(
             assert not (runtime / "daemon.json").exists()
             for pid in codex:
                 assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"Codex {pid} survived"
-        # A directory left by a killed daemon is reused.
+        # A daemon killed (SIGKILL) takes its Codex with it; its directory is reused.
         async with running_daemon(bridge_env, runtime, log) as (daemon, _info):
+            codex = codex_processes(daemon.pid)
             daemon.kill()
             await daemon.wait()
+            while any(not _zombie(pid) for pid in codex):  # noqa: ASYNC110 (polls /proc)
+                await trio.sleep(0.05)
         async with running_daemon(bridge_env, runtime, log) as (_daemon, info):
             assert info.state == "running"
 

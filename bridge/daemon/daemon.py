@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -138,11 +139,14 @@ async def _supervise(
 
 
 class _AppServer:
-    """``codex app-server --listen``: started, ready, and stopped with everything it started."""
+    """``codex app-server --listen`` (under :mod:`bridge.daemon.guard`): started, ready, and
+    stopped with everything it started."""
 
     def __init__(self, codex_bin: str, config_overrides: Sequence[str], token: Path) -> None:
         self.port = _free_port()
-        self.argv = [codex_bin, "app-server", "--listen", f"ws://127.0.0.1:{self.port}"]
+        # Under a guard that stops Codex when the daemon dies, however it dies.
+        self.argv = [sys.executable, "-m", "bridge.daemon.guard"]
+        self.argv += [codex_bin, "app-server", "--listen", f"ws://127.0.0.1:{self.port}"]
         self.argv += ["--ws-auth", "capability-token", "--ws-token-file", str(token)]
         for override in config_overrides:
             self.argv += ["-c", override]
@@ -156,13 +160,13 @@ class _AppServer:
             # (its Node launcher runs Codex as a child).
             self.process = await trio.lowlevel.open_process(
                 self.argv,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,  # never written: its end closing tells the guard
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
         except OSError as exc:
-            raise CodexUnavailable(f"cannot start Codex ({self.argv[0]}): {exc}") from exc
+            raise CodexUnavailable(f"cannot start Codex ({self.argv[3]}): {exc}") from exc
         nursery = await self._nursery_manager.__aenter__()
         nursery.start_soon(self._pump_stderr)
         try:
