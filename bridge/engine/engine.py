@@ -180,6 +180,7 @@ class Engine:
             "applyPatchApproval": self.approvals.legacy_approval,
         }
         self.recovery = Recovery(hub, report=self.subagents.report)
+        self._session_ids = hub.threads.session_ids  # read for every Codex message
         self._notifications = self._routes()
         #: Codex was lost and the shell is bringing it back: client messages wait.
         self._recovering = False
@@ -473,7 +474,7 @@ class Engine:
                 hub.refuse_codex(request_id, ErrorCode.INVALID_PARAMS, f"not understood: {exc}")
             return
         thread_id = codex_messages.thread_of(params)
-        unshown = thread_id and not hub.threads.is_session(thread_id)
+        unshown = thread_id and thread_id not in self._session_ids
         if unshown and self.subagents.gate(thread_id, Held(msg.method, params, request_id)):
             return
         if request_id is None:

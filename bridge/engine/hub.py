@@ -79,6 +79,10 @@ class Waiting:
 
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
+# ``session/update`` is most of what the client is sent: its envelope is written once.
+_UPDATE_HEAD = b'{"jsonrpc":"2.0","method":"session/update","params":'
+_encode = msgspec.json.Encoder().encode
+
 
 def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
     decoder = _decoders.get(kind)
@@ -109,6 +113,7 @@ class Hub:
         self.client = Peer[Waiting](jsonrpc_member=True)
         self.codex = Peer[Waiting](jsonrpc_member=False)
         self.threads = Threads()
+        self._shown_ids = self.threads.shown_ids  # the hot path's one lookup
         self.client_capabilities = acp_types.ClientCapabilities()
         self.codex_ready = False
         self.codex_lost_reason: str | None = None
@@ -188,10 +193,10 @@ class Hub:
         Only for a session the client is shown: a hidden sub-agent's updates, and
         anything for a thread that is no session (closed, never shown), are dropped.
         """
-        if not self.threads.is_shown(session_id):
+        if session_id not in self._shown_ids:
             return
-        params = acp_types.SessionNotification(sessionId=session_id, update=update)
-        self._out.append(ToClient(self.client.notification("session/update", params)))
+        params = _encode(acp_types.SessionNotification(sessionId=session_id, update=update))
+        self._out.append(ToClient(_UPDATE_HEAD + params + b"}"))
 
     def answer_client(self, rid: RequestId, result: Any) -> None:
         if self._answering(self.open_client_requests, rid, "client"):

@@ -235,11 +235,11 @@ class Threads:
 
     def __init__(self) -> None:
         self._records: dict[str, ThreadRecord] = {}
-        #: Ids of the sessions the client is shown (an index of the records, for the
-        #: hot path: every streamed delta asks).
-        self._shown: set[str] = set()
-        #: Ids of every session (shown or hidden).
-        self._sessions: set[str] = set()
+        #: Ids of the sessions the client is shown, and of every session (shown or
+        #: hidden): indexes of the records, kept here, read on the hot path (every
+        #: streamed delta asks). Read-only outside this class.
+        self.shown_ids: set[str] = set()
+        self.session_ids: set[str] = set()
         #: Threads forgotten (closed, or under a closed one): their late traffic is no
         #: one's. The value says whether it was a sub-agent (its later work is stopped).
         self._forgotten: dict[str, bool] = {}
@@ -257,11 +257,11 @@ class Threads:
         return record
 
     def is_session(self, thread_id: str) -> bool:
-        return thread_id in self._sessions
+        return thread_id in self.session_ids
 
     def is_shown(self, thread_id: str) -> bool:
         """Whether the client is shown this session (its updates are sent)."""
-        return thread_id in self._shown
+        return thread_id in self.shown_ids
 
     def session(self, thread_id: str) -> ThreadRecord | None:
         """The session ``thread_id`` is (root or sub-agent, shown or hidden), if it is one."""
@@ -325,11 +325,11 @@ class Threads:
         return record
 
     def _index(self, record: ThreadRecord) -> None:
-        self._sessions.add(record.id)
+        self.session_ids.add(record.id)
         if record.visible:
-            self._shown.add(record.id)
+            self.shown_ids.add(record.id)
         else:
-            self._shown.discard(record.id)
+            self.shown_ids.discard(record.id)
 
     # -- the tree -----------------------------------------------------------------------
 
@@ -407,8 +407,8 @@ class Threads:
         gone += self.descendants(thread_id)
         for record in gone:
             self._records.pop(record.id, None)
-            self._sessions.discard(record.id)
-            self._shown.discard(record.id)
+            self.session_ids.discard(record.id)
+            self.shown_ids.discard(record.id)
             self._forgotten[record.id] = record.parent_id is not None
         self._forgotten.setdefault(thread_id, subagent)
         return gone
