@@ -154,6 +154,7 @@ class Engine:
             cancel_prompt=self.prompts.cancel,
             cancel_work=self.subagents.cancel_tree,
             forget=self.forget,
+            open_failed=self.subagents.open_failed,
         )
         self._client_requests: dict[str, RequestHandler] = {
             "initialize": self._initialize,

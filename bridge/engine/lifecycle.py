@@ -67,6 +67,7 @@ class Lifecycle:
         cancel_prompt: Callable[[ThreadRecord], None],
         cancel_work: Callable[[str], None],
         forget: Callable[[str], None],
+        open_failed: Callable[[str], None],
     ) -> None:
         self.hub = hub
         self._open_root = open_root
@@ -76,6 +77,7 @@ class Lifecycle:
         self._cancel_prompt = cancel_prompt
         self._cancel_work = cancel_work
         self._forget = forget
+        self._open_failed = open_failed
 
     # -- capabilities ----------------------------------------------------------------
 
@@ -136,6 +138,7 @@ class Lifecycle:
 
         def failed(error: ErrorObject) -> None:
             opening.opening = False
+            self._open_failed(session_id)
             hub.refuse_client(rid, from_codex(error))
 
         def found(stored: threads.StoredThread) -> None:
@@ -169,6 +172,7 @@ class Lifecycle:
 
         def missing(error: ErrorObject) -> None:
             opening.opening = False
+            self._open_failed(session_id)
             hub.refuse_client(rid, self._not_found(session_id, error))
 
         self._read(session_id, replay, found, missing)

@@ -154,6 +154,8 @@ class Subagents:
             return
         parent = parent or record.unplaced.parent_hint
         if parent is None:
+            if record.opening:
+                return  # a root the client is opening: what it sent waits for the open
             # Not a sub-agent: another client's thread, or one of ours still being
             # created (its thread/start answer registers it; nothing held matters).
             self._ignore(thread_id)
@@ -161,6 +163,11 @@ class Subagents:
         parent_record = threads.get(parent)
         if parent_record is not None and parent_record.session:
             self._adopt(thread_id, parent, nickname, role, cwd)
+        elif parent_record is not None and parent_record.opening:
+            # Its parent is being loaded (or resumed, forked): placed once it opens.
+            parent_record.waiting_children.append(thread_id)
+            record.unplaced.reading = True
+            record.nickname, record.role, record.cwd = nickname, role, cwd
         elif parent_record is not None and parent_record.other:
             self._ignore(thread_id)
         elif threads.forgotten(parent):
@@ -194,6 +201,9 @@ class Subagents:
             child = threads.get(child_id)
             if child is not None:
                 child.nickname, child.role, child.cwd = None, None, ""
+                if child.unplaced is not None:
+                    # Free to be read again: a later word on its chain may place it.
+                    child.unplaced.reading = False
             self._parent_unreadable(child_id)
         if record.unplaced is not None and not record.session:
             # Its notifications stay held: a spawn item may still name its parent. Its
@@ -291,6 +301,18 @@ class Subagents:
         for child_id in waiting:
             child = threads.record(child_id)
             self._adopt(child_id, thread_id, child.nickname, child.role, child.cwd)
+
+    def open_failed(self, thread_id: str) -> None:
+        """A load, resume or fork of ``thread_id`` failed: what waited for it is no
+        session's. Its requests, and its waiting children's, are declined; the rest is
+        dropped."""
+        record = self.hub.threads.get(thread_id)
+        if record is None or record.session:
+            return
+        for held in [record, *map(self.hub.threads.record, record.waiting_children)]:
+            if held.unplaced is not None:
+                self._decline_held_requests(held.unplaced)
+        self._ignore(thread_id)
 
     def session_added(self, record: ThreadRecord) -> None:
         """A thread became a session (opened by the client, or placed as a sub-agent):
