@@ -300,3 +300,34 @@ async def test_status_shows_what_every_thread_is_doing_and_says_when_no_daemon_r
     )
     assert gone.returncode == 1 and gone.stdout == b""
     assert gone.stderr.decode() == f"codex-acp-bridge status: no daemon runs on {runtime}\n"
+
+
+async def test_status_watch_redraws_when_a_thread_changes(
+    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "bridge.log"
+    argv = [sys.executable, "-m", "bridge", "status", "--runtime-dir", str(runtime), "--watch"]
+    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, _info),
+            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (client, _p),
+        ):
+            watch = await trio.lowlevel.open_process(
+                argv, env=bridge_env, stdout=subprocess.PIPE, stderr=out.fileno()
+            )
+            assert watch.stdout is not None
+            shown = b""
+            try:
+                while b"daemon" not in shown:
+                    shown += await watch.stdout.receive_some(65536)
+                assert f"daemon {daemon.pid}".encode() in shown
+                await client.initialize()
+                session = await client.new_session(str(workspace))
+                assert await client.prompt(session, "@@ say watched") == {"stopReason": "end_turn"}
+                # Redrawn without being asked: the new thread, titled by its first message.
+                while b"@@ say watched" not in shown:
+                    shown += await watch.stdout.receive_some(65536)
+                assert shown.count(b"daemon ") >= 2
+            finally:
+                watch.kill()
+                await watch.wait()

@@ -13,6 +13,7 @@ Each scenario (``tests/support/scenarios/``) drives ``codex-acp-bridge record``
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import pkgutil
 import sys
@@ -27,7 +28,8 @@ from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_cod
 from bridge.shell.codex_transport import ENV_CODEX_BIN, find_codex
 
 from . import scenarios
-from .scenarios import Scenario
+from .app_server import app_server
+from .scenarios import APP_SERVER_ENV, Scenario
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -63,8 +65,27 @@ async def record(scenario: Scenario, model: ScriptedModel, codex_bin: str, root:
                 await scenario.prepare(client, str(workspace))
     argv = [sys.executable, "-m", "bridge", "record", "--out", str(out), "--log-level", "info"]
     with (root / f"{scenario.name}.log").open("wb") as log, trio.fail_after(120):
-        async with open_agent(argv, env=env, stderr=log.fileno()) as (client, _process):
-            await scenario.drive(client, str(workspace))
+        if not scenario.attach:
+            async with open_agent(argv, env=env, stderr=log.fileno()) as (client, _process):
+                await scenario.drive(client, str(workspace))
+            return out
+        server_dir = root / f"{scenario.name}-app-server"
+        server_dir.mkdir()
+        async with app_server(codex_bin, home, server_dir) as (url, token, _server):
+            argv += ["--codex-url", url, "--codex-token-file", str(token)]
+            os.environ[APP_SERVER_ENV] = json.dumps(
+                {
+                    "codexBin": codex_bin,
+                    "codexHome": str(home),
+                    "dir": str(server_dir),
+                    "port": int(url.rsplit(":", 1)[1]),
+                }
+            )
+            try:
+                async with open_agent(argv, env=env, stderr=log.fileno()) as (client, _process):
+                    await scenario.drive(client, str(workspace))
+            finally:
+                del os.environ[APP_SERVER_ENV]
     return out
 
 

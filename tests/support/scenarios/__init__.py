@@ -30,6 +30,14 @@ class Scenario:
     #: An earlier connection, through its own bridge on the same Codex home and not
     #: recorded, that leaves what the recorded one needs (a history to load).
     prepare: Drive | None = None
+    #: Record ``serve --codex-url`` attached to an app-server of the recording's own
+    #: (see :data:`APP_SERVER_ENV`), instead of a Codex the bridge spawns.
+    attach: bool = False
+
+
+#: For an ``attach`` scenario: JSON ``{codexBin, codexHome, dir, port}`` of its app-server, so
+#: the scenario can crash it and start another on the same port.
+APP_SERVER_ENV = "FIXTURE_APP_SERVER"
 
 
 async def open_session(

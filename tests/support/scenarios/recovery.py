@@ -8,6 +8,7 @@ that does the work first, then its Node launcher.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 from pathlib import Path
@@ -17,7 +18,8 @@ import trio
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
 
-from . import Scenario, open_session, subagents
+from ..app_server import app_server
+from . import APP_SERVER_ENV, Scenario, open_session, subagents
 
 
 def codex_processes(root: int) -> list[int]:
@@ -90,12 +92,35 @@ async def codex_killed_during_child(client: AcpClient, workspace: str) -> None:
     assert await client.prompt(root, "@@ say back again") == {"stopReason": "end_turn"}
 
 
+async def websocket_dropped(client: AcpClient, workspace: str) -> None:
+    """``serve --codex-url``: the app-server dies and a new one comes up on the same port (a
+    service manager restarting it); the bridge reconnects, resumes the session, and the same
+    session answers again, its history kept in Codex's store."""
+    server = json.loads(os.environ[APP_SERVER_ENV])
+    session = await open_session(client, workspace)
+    assert await client.prompt(session, "@@ say before") == {"stopReason": "end_turn"}
+    kill_codex()
+    # The bridge notices, tries again and again (0.25 s, 0.5 s, ...) until the new one is up.
+    await trio.sleep(0.3)
+    async with app_server(
+        server["codexBin"], Path(server["codexHome"]), Path(server["dir"]), port=server["port"]
+    ):
+        assert await client.prompt(session, "@@ say after") == {"stopReason": "end_turn"}
+
+
 SCENARIOS = [
     Scenario(
         "codex_killed_mid_answer",
         "Codex killed while streaming: the prompt fails, Codex is restarted, the session "
         "resumed, and the same session answers the next prompt",
         codex_killed_mid_answer,
+    ),
+    Scenario(
+        "websocket_dropped",
+        "attached with --codex-url: the app-server dies and comes back on the same port; the "
+        "bridge reconnects and the session answers again",
+        websocket_dropped,
+        attach=True,
     ),
     Scenario(
         "codex_killed_during_child",
