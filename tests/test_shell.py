@@ -12,7 +12,7 @@ import trio.testing
 
 from bridge.engine import Engine
 from bridge.shell.codex_transport import CodexConnection
-from bridge.shell.serve import Outbox, run_bridge
+from bridge.shell.serve import Backoff, Outbox, Restart, run_bridge
 from bridge.shell.streams import LineStream, MessageTooLarge
 
 MESSAGES = [b'{"a":1}', b'{"b":"two words"}', b"{}", b'{"c":[1,2,3]}']
@@ -132,3 +132,18 @@ async def test_bridge_over_memory_streams_answers_and_flushes_before_exit() -> N
 
 async def _said(reason: str) -> str:
     return reason
+
+
+def test_backoff_doubles_to_its_ceiling_starts_over_after_a_ready_codex_and_sees_a_crash_loop() -> (
+    None
+):
+    backoff = Backoff(Restart(first=0.25, longest=1.0, give_up_after=5, window=60))
+    assert [backoff.lost(t, "x", was_ready=False)[0] for t in (0, 1, 2, 3)] == [0.25, 0.5, 1.0, 1.0]
+    _delay, why = backoff.lost(4, "exited with status 1", was_ready=True)
+    assert (
+        why == "Codex was lost 5 times within 60 s; not restarting it (last: exited with status 1)"
+    )
+    later = Backoff(Restart(first=0.25, longest=1.0, give_up_after=5, window=60))
+    for t in (0, 100, 200, 300):  # losses far apart: never a crash loop
+        assert later.lost(t, "x", was_ready=False)[1] is None
+    assert later.lost(400, "x", was_ready=True) == (0.25, None)  # a ready Codex starts over

@@ -25,7 +25,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,7 +32,7 @@ import trio
 
 from .. import __version__
 from ..shell.codex_transport import CodexUnavailable
-from ..shell.serve import Restart
+from ..shell.serve import Backoff, Restart
 from .observer import observe
 from .picture import Picture
 from .runtime import DaemonInfo, new_token, remove_info, write_info, write_status
@@ -93,8 +92,7 @@ async def _supervise(
     info: DaemonInfo,
     restart: Restart,
 ) -> None:
-    losses: deque[float] = deque()
-    delay = restart.first
+    backoff = Backoff(restart)
     picture = Picture()
 
     def publish() -> None:
@@ -117,25 +115,15 @@ async def _supervise(
             reason = str(exc)
         picture.lost()
         publish()
-        now = trio.current_time()
-        losses.append(now)
-        while losses and losses[0] < now - restart.window:
-            losses.popleft()
-        if len(losses) >= restart.give_up_after:
-            why = (
-                f"Codex was lost {len(losses)} times within {restart.window:g} s; "
-                f"not restarting it (last: {reason})"
-            )
+        delay, why = backoff.lost(trio.current_time(), reason, was_ready=ready)
+        if why is not None:
             info.state, info.url, info.codexPid, info.reason = "failed", "", None, why
             write_info(directory, info)
             raise CrashLoop(why)
-        if ready:
-            delay = restart.first
         log.warning("%s; restarting in %.2g s", reason, delay)
         info.state, info.url, info.codexPid, info.reason = "restarting", "", None, reason
         write_info(directory, info)
         await trio.sleep(delay)
-        delay = min(delay * 2, restart.longest)
 
 
 class _AppServer:

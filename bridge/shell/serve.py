@@ -121,6 +121,34 @@ class Restart:
     window: float = 60.0
 
 
+class Backoff:
+    """The losses of one supervised Codex, as :class:`Restart` counts them (no clock of
+    its own: each loss comes with the time it happened)."""
+
+    def __init__(self, restart: Restart) -> None:
+        self.restart = restart
+        self._losses: deque[float] = deque()
+        self._delay = restart.first
+
+    def lost(self, now: float, reason: str, *, was_ready: bool) -> tuple[float, str | None]:
+        """Record a loss: how long to wait before the next attempt, and, for a crash
+        loop, the sentence that says the attempts are over (``None`` otherwise)."""
+        restart, losses = self.restart, self._losses
+        losses.append(now)
+        while losses and losses[0] < now - restart.window:
+            losses.popleft()
+        if len(losses) >= restart.give_up_after:
+            return 0.0, (
+                f"Codex was lost {len(losses)} times within {restart.window:g} s; "
+                f"not restarting it (last: {reason})"
+            )
+        if was_ready:
+            self._delay = restart.first
+        delay = self._delay
+        self._delay = min(delay * 2, restart.longest)
+        return delay, None
+
+
 Connect = Callable[[], AbstractAsyncContextManager[CodexConnection]]
 
 
@@ -182,8 +210,7 @@ async def run_bridge(
 
     async def codex_side() -> None:
         nonlocal to_codex, fatal
-        losses: deque[float] = deque()
-        delay = restart.first if restart else 0.0
+        backoff = Backoff(restart) if restart else None
         ever_ready = False
         while True:
             ready = False
@@ -206,7 +233,7 @@ async def run_bridge(
                 reason = str(exc)
             to_codex = None
             ever_ready = ever_ready or ready
-            if not ever_ready or restart is None:
+            if not ever_ready or backoff is None:
                 # Nothing ever worked (the first start failed), or nobody brings it back.
                 lost(reason, retrying=False)
                 settled.set()
@@ -217,15 +244,8 @@ async def run_bridge(
                 with trio.move_on_after(_FLUSH_SECONDS):
                     await to_client.wait_empty()
                 raise _Fatal
-            now = trio.current_time()
-            losses.append(now)
-            while losses and losses[0] < now - restart.window:
-                losses.popleft()
-            if len(losses) >= restart.give_up_after:
-                why = (
-                    f"Codex was lost {len(losses)} times within {restart.window:g} s; "
-                    f"not restarting it (last: {reason})"
-                )
+            delay, why = backoff.lost(trio.current_time(), reason, was_ready=ready)
+            if why is not None:
                 log.error("%s", why)
                 lost(reason, retrying=True)  # what waits, waits for the verdict below
                 if tap:
@@ -233,12 +253,9 @@ async def run_bridge(
                 dispatch(engine.codex_gave_up(why))
                 settled.set()
                 return
-            if ready:
-                delay = restart.first
             log.warning("%s; restarting in %.2g s", reason, delay)
             lost(reason, retrying=True)
             await trio.sleep(delay)
-            delay = min(delay * 2, restart.longest)
 
     async def read_client() -> None:
         while True:
