@@ -42,11 +42,15 @@ async def app_server(
                     except OSError:
                         await trio.sleep(0.05)
                         continue
-                    await stream.send_all(
-                        b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                    )
-                    reply = await stream.receive_some(1024)
-                    await stream.aclose()
+                    try:
+                        await stream.send_all(
+                            b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                        )
+                        reply = await stream.receive_some(1024)
+                    except (trio.BrokenResourceError, OSError):
+                        reply = b""  # still starting: it reset the connection
+                    finally:
+                        await stream.aclose()
                     if reply.startswith(b"HTTP/1.1 200"):
                         break
                     await trio.sleep(0.05)
