@@ -136,12 +136,12 @@ async def spawn_codex(
             with trio.CancelScope(shield=True):
                 # Closing stdin asks app-server to exit; give it a moment, then insist,
                 # politely and then not: the bridge exits within a second of its client.
-                with trio.move_on_after(0.2):
+                with trio.move_on_after(0.1):
                     await process.stdin.aclose()
-                with trio.move_on_after(0.4):
+                with trio.move_on_after(0.3):
                     await process.wait()
                 _signal_group(process.pid, signal.SIGTERM)
-                with trio.move_on_after(0.3):
+                with trio.move_on_after(0.2):
                     await process.wait()
                 _signal_group(process.pid, signal.SIGKILL)
                 await process.wait()
