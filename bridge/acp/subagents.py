@@ -52,3 +52,12 @@ class SessionMessage(_Base, tag="session_message", tag_field="sessionUpdate"):
     recipientMessageId: str | None | UnsetType = UNSET
     content: list[ContentBlock] | None | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+def announcement(session_id: str, title: str | None, description: str | None) -> SubagentUpdate:
+    """A child's association on its parent's stream; an empty title or description is left out."""
+    return SubagentUpdate(
+        sessionId=session_id,
+        title=title if title else UNSET,
+        description=description if description else UNSET,
+    )

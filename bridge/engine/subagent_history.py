@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable
 
 import msgspec
-from msgspec import UNSET
 
 from ..acp import subagents as acp_subagents
 from ..acp import types as acp_types
@@ -119,14 +118,7 @@ class SubagentHistory:
             return None
         nickname = stored.agentNickname if stored else None
         role = stored.agentRole if stored else None
-        self.hub.update(
-            parent_id,
-            acp_subagents.SubagentUpdate(
-                sessionId=child_id,
-                title=nickname if nickname else UNSET,
-                description=role if role else UNSET,
-            ),
-        )
+        self.hub.update(parent_id, acp_subagents.announcement(child_id, nickname, role))
         child = threads.add_child(
             child_id,
             parent,

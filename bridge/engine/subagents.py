@@ -282,14 +282,7 @@ class Subagents:
         assert parent is not None
         visible = announce and self.hub.subagents_exposed and parent.visible
         if visible:
-            self.hub.update(
-                parent_id,
-                acp_subagents.SubagentUpdate(
-                    sessionId=thread_id,
-                    title=nickname if nickname else UNSET,
-                    description=role if role else UNSET,
-                ),
-            )
+            self.hub.update(parent_id, acp_subagents.announcement(thread_id, nickname, role))
         record = threads.add_child(
             thread_id, parent, nickname=nickname, role=role, cwd=cwd, visible=visible
         )
