@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -12,74 +11,19 @@ from pathlib import Path
 import pytest
 import trio
 
+from tests.support.app_server import app_server
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
 
 pytestmark = pytest.mark.e2e
 
-TOKEN = "capability-token-for-tests-0123456789"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.fixture
 async def ws_app_server(
-    nursery: trio.Nursery, codex_bin: str, codex_home: Path, tmp_path: Path
+    codex_bin: str, codex_home: Path, tmp_path: Path
 ) -> AsyncIterator[tuple[str, Path]]:
     """A real ``codex app-server --listen ws://127.0.0.1:PORT`` with capability-token auth."""
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN + "\n")
-    port = _free_port()
-    env = {**os.environ, "CODEX_HOME": str(codex_home)}
-    env.pop("OPENAI_API_KEY", None)
-    log = (tmp_path / "app-server.log").open("wb")
-    process = await trio.lowlevel.open_process(
-        [
-            codex_bin,
-            "app-server",
-            "--listen",
-            f"ws://127.0.0.1:{port}",
-            "--ws-auth",
-            "capability-token",
-            "--ws-token-file",
-            str(token_file),
-        ],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=log,
-    )
-    try:
-        with trio.fail_after(30):
-            while True:  # ready when /readyz answers
-                try:
-                    stream = await trio.open_tcp_stream("127.0.0.1", port)
-                except OSError:
-                    await trio.sleep(0.05)
-                    continue
-                try:
-                    await stream.send_all(
-                        b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                    )
-                    reply = await stream.receive_some(1024)
-                except (trio.BrokenResourceError, OSError):
-                    reply = b""  # still starting: it reset the connection
-                finally:
-                    await stream.aclose()
-                if reply.startswith(b"HTTP/1.1 200"):
-                    break
-                await trio.sleep(0.05)
-        yield f"ws://127.0.0.1:{port}", token_file
-    finally:
-        process.terminate()
-        with trio.move_on_after(5):
-            await process.wait()
-        if process.poll() is None:
-            process.kill()
-        log.close()
+    async with app_server(codex_bin, codex_home, tmp_path) as (url, token_file, _process):
+        yield url, token_file
 
 
 async def test_attach_to_a_running_app_server_over_websocket(
