@@ -3,7 +3,8 @@
 Pure functions and small value types for :mod:`bridge.engine.approvals`: the
 options of a permission request (:func:`command_choices`, each a :class:`Choice`
 of an ACP option and the Codex answer it stands for), the titles of what is asked
-about, and Codex's ``requestUserInput`` questions as one ACP elicitation form
+about, the kind a command's permission request claims (:func:`permission_kind`),
+and Codex's ``requestUserInput`` questions as one ACP elicitation form
 (:class:`UserInputForm`).
 """
 
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +23,9 @@ from msgspec import Raw
 
 from ..acp import permissions as acp_permissions
 from ..codex import approvals as codex_approvals
-from .tool_views import unwrap_shell
+from ..codex import items as codex_items
+from .threads import Settings
+from .tool_views import command_kind, unwrap_shell
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +119,129 @@ def _offers(decisions: list[Any], key: str) -> bool:
 def command_title(command: str | None) -> str:
     """The same title the command's tool call has: the command without its shell wrapper."""
     return unwrap_shell(command) if command else "Run a command"
+
+
+# -- the kind a command's permission request claims ---------------------------------------------
+
+#: Programs that run other programs, write files or are languages of their own, and shell
+#: grammar words: a line that starts with one is never taken for a read.
+_RUNNERS = frozenset(
+    {
+        *("sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh"),
+        *("pwsh", "powershell", "cmd"),
+        *("env", "sudo", "doas", "su", "eval", "exec", "command", "builtin", "source", "."),
+        *("xargs", "nohup", "nice", "ionice", "timeout", "time", "watch", "stdbuf", "setsid"),
+        *("chroot", "coproc", "tee", "awk", "gawk", "mawk", "nawk"),
+        *("{", "}", "!", "[[", "if", "for", "while", "until", "case", "select", "function"),
+    }
+)
+#: Options with which a program Codex calls a read, list or search runs a program or writes
+#: a file. A two-character one also counts inside a cluster (``-Hx``); any other counts as a
+#: prefix (``--pre=cmd``, ``-execdir``, ``-fprint0``, ``less '+!cmd'``).
+_RUNNING_OPTIONS: dict[str, tuple[str, ...]] = {
+    "find": ("-exec", "-ok", "-delete", "-fprint", "-fls"),
+    "fd": ("-x", "-X", "--exec"),
+    "rg": ("--pre", "--hostname-bin"),
+    "rga": ("--pre", "--hostname-bin"),
+    "git": ("-O", "--open-files-in-pager"),
+    "bat": ("--pager",),
+    "batcat": ("--pager",),
+    "ag": ("--pager",),
+    "ack": ("--pager",),
+    "tree": ("-o",),
+    "less": ("+", "-o", "-O", "--log-file", "--LOG-FILE"),
+}
+_OPERATOR_CHARS = "();<>|&\n"
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+#: The approval policy under which Codex asks before running a command *inside* the sandbox.
+_UNTRUSTED = "untrusted"
+#: ``bridge.engine.settings.CONFIG_MODE`` (features do not import each other): the mode that
+#: stands for the thread's own policies. Were it renamed, a pick of it would count as escalated.
+_CONFIG_MODE = "config"
+
+
+def permission_kind(
+    command: str | None, actions: Sequence[codex_items.CommandAction], *, escalated: bool
+) -> acp_permissions.ToolKind:
+    """The kind a permission request for ``command`` claims: it must never understate.
+
+    Clients may auto-approve what claims to be a ``read`` or a ``search``, so a request claims one
+    only when the whole line surely is one; everything else is ``execute``. Codex's
+    ``commandActions`` cannot decide it alone: they are a best-effort display parse that drops
+    pipeline stages (``rg -l x . | xargs rm`` is a ``search``, ``cat f | tee ../x`` a ``read``).
+    So the kind is ``read`` / ``search`` (as :func:`~bridge.engine.tool_views.command_kind` says)
+    only when all of these hold, and ``execute`` otherwise:
+
+    - the command is not ``escalated`` (it runs inside the sandbox), and there is a command;
+    - Codex parsed it, into ``read`` / ``listFiles`` / ``search`` actions only;
+    - it tokenizes (balanced quotes) into **one simple command**: no pipe, redirection or here-doc
+      (``|``, ``>``, ``>>``, ``<``, ``2>``, ``&>``, ``<<``), no ``;``, ``&&``, ``||``, ``&``, no
+      newline, subshell or group, no command or process substitution (``$(``, a backtick,
+      ``<(``; looked for even inside quotes), no ``NAME=value`` prefix;
+    - its program does not run others or write files (``xargs``, ``tee``, ``env``, ``sudo``,
+      ``eval``, ``exec``, a shell, ``awk``, ... see ``_RUNNERS``), nor is given an option that does
+      (``find -exec/-execdir/-ok/-delete``, ``fd -x``, ``rg --pre``, ... see ``_RUNNING_OPTIONS``).
+
+    A line Codex wrapped as ``SHELL -c SCRIPT`` / ``SHELL -lc SCRIPT`` is judged by its script
+    (once: a shell inside it is a program like any other). Nothing is looked at closer: when in
+    doubt, ``execute``. A quoted operator in a word is no operator (``rg 'a|b'`` is a search), but
+    one quoted alone (``rg ';'``) is taken for one: the kind may overstate, never understate.
+    """
+    kind = command_kind(list(actions))
+    if escalated or command is None or kind == "execute":
+        return "execute"
+    return kind if _one_simple_command(command, unwrap=True) else "execute"
+
+
+def _one_simple_command(line: str, *, unwrap: bool) -> bool:
+    if "$(" in line or "`" in line:
+        return False
+    lexer = shlex.shlex(line.strip(), posix=True, punctuation_chars=_OPERATOR_CHARS)
+    lexer.whitespace = " \t\r"  # a newline separates commands
+    lexer.whitespace_split = True
+    lexer.commenters = ""  # ``a#;rm b`` is two commands to a shell
+    try:
+        argv = list(lexer)
+    except ValueError:  # an unbalanced quote
+        return False
+    if not argv or any(word and all(c in _OPERATOR_CHARS for c in word) for word in argv):
+        return False
+    program = posixpath.basename(argv[0].replace("\\", "/")).lower().removesuffix(".exe")
+    if unwrap and program in ("sh", "bash", "zsh", "dash") and argv[1:2] in (["-c"], ["-lc"]):
+        return len(argv) == 3 and _one_simple_command(argv[2], unwrap=False)
+    if program in _RUNNERS or _ASSIGNMENT.match(argv[0]):
+        return False
+    options = _RUNNING_OPTIONS.get(program, ())
+    return not any(_names(word, option) for word in argv[1:] for option in options)
+
+
+def _names(word: str, option: str) -> bool:
+    if len(option) == 2:
+        return word.startswith("-") and not word.startswith("--") and option[1] in word[1:]
+    return word.startswith(option)
+
+
+def escalated_command(settings: Settings | None) -> bool:
+    """Whether Codex's command approvals on a thread with these settings are for commands that
+    would run beyond the sandbox (an escalation, or a retry without it after a sandbox failure).
+
+    Codex's request carries no flag for it, but the approval policy tells: under ``on-request``,
+    ``on-failure`` or a granular policy Codex asks only for those; under ``untrusted`` it also asks
+    before running, inside the sandbox, a command it does not know to be safe. So a request counts
+    as escalated unless the policy in force is surely ``untrusted``: the one Codex reported, and
+    the one of the mode the user picked, if any (no preset is ``untrusted``; only the mode standing
+    for the thread's own configured policies can be). Unknown settings count as escalated.
+    """
+    if settings is None or settings.approval != _UNTRUSTED:
+        return True
+    picked = settings.picked_mode
+    if picked is None:
+        return False
+    return not (
+        picked == _CONFIG_MODE
+        and settings.config_policy is not None
+        and settings.config_policy[0] == _UNTRUSTED
+    )
 
 
 def file_change_title(changes: list[dict[str, Any]], cwd: str) -> str:

@@ -66,14 +66,15 @@ from .approval_views import (
     command_title,
     decision,
     decode_elicitation,
+    escalated_command,
     file_change_title,
     mcp_answer,
     option,
+    permission_kind,
     permissions_title,
 )
 from .hub import AGENT_NAME, Hub
 from .threads import Pending, ThreadRecord
-from .tool_views import command_kind as _tool_command_kind
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +117,20 @@ class Approvals:
             raw_input["commandActions"] = params.commandActions
         if params.reason:
             raw_input["reason"] = params.reason
+        # The kind never understates (clients auto-approve reads): see permission_kind. Input
+        # to a running process, or a checkpoint, is no command to judge.
+        record = self.hub.threads.session(params.threadId)
+        assert record is not None  # _arrived checked
+        kind = permission_kind(
+            params.command if params.kind == "command" else None,
+            params.commandActions or [],
+            escalated=escalated_command(record.settings)
+            or params.networkApprovalContext is not None,
+        )
         tool_call = acp_permissions.ToolCallUpdate(
             toolCallId=params.itemId,
             title=title,
-            kind=_tool_command_kind(params.commandActions or []),
+            kind=kind,
             status="pending",
             rawInput=raw_input,
         )

@@ -1,0 +1,295 @@
+"""The kind a command's permission request claims never understates what the command does.
+
+Clients auto-approve what claims to be a ``read`` or a ``search``; Codex's ``commandActions``
+drop pipeline stages (``rg -l x . | xargs rm`` is a "search"). So a permission request claims
+``read`` / ``search`` only for one simple command, run inside the sandbox, that Codex parsed into
+reads, listings and searches alone (:func:`bridge.engine.approval_views.permission_kind`). The
+tool call's own kind (``item/started``) stays descriptive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from bridge.codex.items import CommandAction
+from bridge.engine.approval_views import escalated_command, permission_kind
+from bridge.engine.threads import Settings
+from tests.support.engine_harness import Harness
+
+READ = ["read"]
+SEARCH = ["search"]
+LIST = ["listFiles"]
+
+
+def actions(types: list[str]) -> list[CommandAction]:
+    return [CommandAction(type=t, command="x", name="x", path="x") for t in types]
+
+
+# -- the classifier ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "types", "escalated", "kind"),
+    [
+        # The three Codex calls a read or a search: each hides a write or a deletion.
+        ("rg -l hello . | xargs rm", SEARCH, False, "execute"),
+        ("cat f | tee ../x", READ, False, "execute"),
+        ("ls | tee ../y", LIST, False, "execute"),
+        ("/bin/bash -lc 'rg -l hello . | xargs rm'", SEARCH, False, "execute"),
+        ("/bin/bash -lc 'cat f | tee ../x'", READ, False, "execute"),
+        # Plain reads inside the sandbox (untrusted) keep their kind; escalated, they do not.
+        ("cat README.md", READ, False, "read"),
+        ("cat README.md", READ, True, "execute"),
+        ("rg foo", SEARCH, False, "search"),
+        ("rg foo", SEARCH, True, "execute"),
+        ("ls", LIST, False, "search"),
+        ("ls", LIST, True, "execute"),
+        ("rg foo src && ls", ["search", "listFiles"], False, "execute"),
+        ("find . -name '*.py'", SEARCH, False, "search"),
+        ("rg 'a|b' src", SEARCH, False, "search"),  # a quoted pipe is a pattern
+        ('rg "x > y" src', SEARCH, False, "search"),
+        # Codex's shell wrapper: the script is judged.
+        ("/bin/bash -lc 'cat README.md'", READ, False, "read"),
+        ("/bin/zsh -lc 'ls -la'", LIST, False, "search"),
+        ("bash -c 'rg foo'", SEARCH, False, "search"),
+        ("/bin/bash -lc 'cat README.md'", READ, True, "execute"),
+        ("/bin/bash -lc 'cat a' extra", READ, False, "execute"),
+        ("/bin/bash -lc \"sh -c 'cat a'\"", READ, False, "execute"),
+        ("/bin/bash -lc 'cat a\nrm b'", READ, False, "execute"),
+        ("pwsh -Command Get-Content a", READ, False, "execute"),
+        # Redirections and here-docs.
+        ("cat a > b", READ, False, "execute"),
+        ("cat a >> b", READ, False, "execute"),
+        ("cat < a", READ, False, "execute"),
+        ("cat a 2> err", READ, False, "execute"),
+        ("cat a &> out", READ, False, "execute"),
+        ("cat a>b", READ, False, "execute"),
+        ("cat <<EOF\nhi\nEOF", READ, False, "execute"),
+        ("cat <<< hi", READ, False, "execute"),
+        # Substitutions: command, backtick, process (even quoted: never looked at closer).
+        ("cat $(ls)", READ, False, "execute"),
+        ('cat "$(ls)"', READ, False, "execute"),
+        ("cat `ls`", READ, False, "execute"),
+        ("cat <(ls)", READ, False, "execute"),
+        ("rg foo >(tee x)", SEARCH, False, "execute"),
+        # Lists, background, subshells, groups, a newline.
+        ("cat a; rm b", READ, False, "execute"),
+        ("cat a;rm b", READ, False, "execute"),
+        ("cat a && rm b", READ, False, "execute"),
+        ("cat a || rm b", READ, False, "execute"),
+        ("cat a & rm b", READ, False, "execute"),
+        ("ls &", LIST, False, "execute"),
+        ("(cat a)", READ, False, "execute"),
+        ("{ cat a; }", READ, False, "execute"),
+        ("cat a\nrm b", READ, False, "execute"),
+        ("cat a#; rm b", READ, False, "execute"),  # ``#`` inside a word starts no comment
+        # Programs that run others or write files, and the options that make a reader do so.
+        ("xargs rm", SEARCH, False, "execute"),
+        ("tee ../x", READ, False, "execute"),
+        ("/usr/bin/XARGS rm", SEARCH, False, "execute"),
+        ("find . -delete", LIST, False, "execute"),
+        ("find . -name x -exec rm {} +", SEARCH, False, "execute"),
+        ("find . -name x -execdir rm {} \\;", SEARCH, False, "execute"),
+        ("find . -ok rm {} \\;", LIST, False, "execute"),
+        ("find . -fprint ../out", LIST, False, "execute"),
+        ("fd -x rm", LIST, False, "execute"),
+        ("fd -Hx rm", LIST, False, "execute"),
+        ("rg --pre=./convert foo", SEARCH, False, "execute"),
+        ("git grep -O vim foo", SEARCH, False, "execute"),
+        ("less '+!rm x' a", READ, False, "execute"),
+        ("less -p TODO README.md", READ, False, "read"),
+        ("awk '{print}' a", READ, False, "execute"),
+        ("sh -c 'cat a'", READ, False, "read"),  # a wrapper Codex may write, judged as such
+        ("env cat a", READ, False, "execute"),
+        ("sudo cat a", READ, False, "execute"),
+        ("eval cat a", READ, False, "execute"),
+        ("exec cat a", READ, False, "execute"),
+        ("FOO=1 cat a", READ, False, "execute"),
+        ("LESSOPEN='|rm %s' less a", READ, False, "execute"),
+        # What cannot be judged.
+        ("cat 'unbalanced", READ, False, "execute"),
+        ('/bin/bash -lc "cat a', READ, False, "execute"),
+        ("cat README.md", [], False, "execute"),
+        ("cat README.md", ["unknown"], False, "execute"),
+        ("cat a && touch b", ["read", "unknown"], False, "execute"),
+        ("", READ, False, "execute"),
+        (None, READ, False, "execute"),
+        # Overstated, never understated: a quoted operator alone is taken for one.
+        ("rg ';' src", SEARCH, False, "execute"),
+    ],
+)
+def test_the_permission_kind_never_understates(
+    command: str | None, types: list[str], escalated: bool, kind: str
+) -> None:
+    assert permission_kind(command, actions(types), escalated=escalated) == kind
+
+
+@pytest.mark.parametrize(
+    ("approval", "config_approval", "picked", "escalated"),
+    [
+        ("on-request", None, None, True),
+        ("on-failure", None, None, True),
+        ("never", None, None, True),
+        ({"granular": {"sandbox_approval": True}}, None, None, True),
+        ("untrusted", "untrusted", None, False),
+        ("untrusted", "untrusted", "auto", True),  # a preset: on-request at least from now on
+        ("untrusted", "untrusted", "read-only", True),
+        ("untrusted", "untrusted", "config", False),  # the thread's own untrusted policy
+        ("untrusted", None, "config", True),
+        ("on-request", "untrusted", "config", True),  # reported otherwise: not sure
+    ],
+)
+def test_every_command_approval_is_escalated_unless_the_policy_is_surely_untrusted(
+    approval: Any, config_approval: Any, picked: str | None, escalated: bool
+) -> None:
+    record = Settings(approval=approval, sandbox={"type": "readOnly"}, model="m", effort=None)
+    if config_approval is not None:
+        record.config_policy = (config_approval, {"type": "readOnly"})
+    record.picked_mode = picked
+    assert escalated_command(record) is escalated
+
+
+def test_unknown_settings_count_as_escalated() -> None:
+    assert escalated_command(None) is True
+
+
+# -- through the engine --------------------------------------------------------------------------
+
+THREAD = "01a22ae7-543d-7570-a0b3-f5594e808861"
+TURN = "01a22ae7-5452-71b0-8ca2-7d6647774c9f"
+ITEM = "call_resp_3_0"
+CWD = "/tmp/workspace"
+PIPELINE = "rg -l hello . | xargs rm"
+WRAPPED = f"/bin/bash -lc '{PIPELINE}'"
+#: As Codex 0.169 parses the pipeline: one search, the ``xargs rm`` stage dropped.
+PIPELINE_ACTIONS = [{"type": "search", "command": "rg -l hello .", "query": "hello", "path": "."}]
+
+
+def open_session(h: Harness, approval: Any) -> None:
+    """``session/new`` answered by a full 0.169 ``thread/start`` result, and a prompt."""
+    rid = h.client_request("session/new", {"cwd": CWD, "mcpServers": []})
+    start = h.codex_request("thread/start")
+    h.codex_reply(
+        start["id"],
+        {
+            "thread": {"id": THREAD, "cwd": CWD},
+            "model": "mock-model",
+            "modelProvider": "mock",
+            "approvalPolicy": approval,
+            "approvalsReviewer": "user",
+            "sandbox": {"type": "workspaceWrite"},
+            "reasoningEffort": None,
+            "cwd": CWD,
+        },
+    )
+    assert h.client_response(rid) is not None
+    h.start_prompt(THREAD, turn_id=TURN)
+
+
+def started(h: Harness, command: str, actions: list[dict[str, Any]], item: str = ITEM) -> None:
+    """Codex's ``item/started`` for a command, as 0.169 sends it."""
+    h.codex_notify(
+        "item/started",
+        {
+            "item": {
+                "type": "commandExecution",
+                "id": item,
+                "pluginId": None,
+                "scriptPath": None,
+                "command": command,
+                "cwd": CWD,
+                "processId": None,
+                "source": "agent",
+                "status": "inProgress",
+                "commandActions": actions,
+                "aggregatedOutput": None,
+                "exitCode": None,
+                "durationMs": None,
+                "startedAtMs": 1796016133304,
+                "completedAtMs": None,
+            },
+            "threadId": THREAD,
+            "turnId": TURN,
+            "startedAtMs": 1796016133304,
+        },
+    )
+
+
+def asks(
+    h: Harness,
+    rid: int,
+    command: str,
+    actions: list[dict[str, Any]],
+    item: str = ITEM,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Codex's ``item/commandExecution/requestApproval`` as 0.169 sends it; returns the
+    ``toolCall`` of the permission request the client got."""
+    params: dict[str, Any] = {
+        "kind": "command",
+        "threadId": THREAD,
+        "turnId": TURN,
+        "itemId": item,
+        "startedAtMs": 1796016133304,
+        "environmentId": "local",
+        "reason": "test",
+        "command": command,
+        "cwd": CWD,
+        "commandActions": actions,
+        "proposedExecpolicyAmendment": ["rg", "-l", "hello", "."],
+        "availableDecisions": ["accept", "cancel"],
+        **extra,
+    }
+    message = {"id": rid, "method": "item/commandExecution/requestApproval", "params": params}
+    h._collect(h.engine.receive_codex(msgspec.json.encode(message)))
+    [request] = [
+        m
+        for m in h.to_client
+        if m.get("method") == "session/request_permission"
+        and m["params"]["toolCall"]["toolCallId"] == item
+    ]
+    tool_call: dict[str, Any] = request["params"]["toolCall"]
+    return tool_call
+
+
+def announced(h: Harness, item: str = ITEM) -> dict[str, Any]:
+    [update] = [
+        u
+        for u in h.updates(THREAD)
+        if u["sessionUpdate"] == "tool_call" and u["toolCallId"] == item
+    ]
+    return update
+
+
+def test_an_escalated_pipeline_is_asked_for_as_execute_while_its_tool_call_stays_a_search() -> None:
+    h = Harness()
+    h.client_request("initialize", {"protocolVersion": 1})
+    open_session(h, "on-request")
+    started(h, WRAPPED, PIPELINE_ACTIONS)
+    tool_call = asks(h, 0, WRAPPED, PIPELINE_ACTIONS)
+    assert tool_call["title"] == PIPELINE
+    assert tool_call["kind"] == "execute"
+    assert tool_call["rawInput"]["commandActions"] == PIPELINE_ACTIONS  # shown as Codex gave them
+    assert announced(h)["kind"] == "search"  # the tool call itself: descriptive
+
+
+def test_under_untrusted_a_plain_read_keeps_its_kind_until_a_preset_is_picked() -> None:
+    h = Harness()
+    h.client_request("initialize", {"protocolVersion": 1})
+    open_session(h, "untrusted")
+    read = [{"type": "read", "command": "cat README.md", "name": "README.md", "path": "README.md"}]
+    assert asks(h, 0, "/bin/bash -lc 'cat README.md'", read, "call_1")["kind"] == "read"
+    assert asks(h, 1, WRAPPED, PIPELINE_ACTIONS, "call_2")["kind"] == "execute"
+    network = {"host": "example.com", "protocol": "https"}
+    asked = asks(h, 2, "cat README.md", read, "call_3", networkApprovalContext=network)
+    assert asked["kind"] == "execute"
+    for rid, kind in ((5, "writeStdin"), (6, "humanCommand")):  # no command of its own to judge
+        assert asks(h, rid, "cat README.md", read, f"call_{kind}", kind=kind)["kind"] == "execute"
+
+    h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "auto"})
+    assert asks(h, 3, "cat README.md", read, "call_4")["kind"] == "execute"
+    h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "config"})
+    assert asks(h, 4, "cat README.md", read, "call_5")["kind"] == "read"
