@@ -83,3 +83,13 @@ class ThreadListResult(_Base):
 
 class ThreadUnsubscribeParams(_Base):
     threadId: str
+
+
+# -- background terminals (experimental API) ------------------------------------------------
+
+
+class BackgroundTerminalsCleanParams(_Base):
+    """``thread/backgroundTerminals/clean``: stop every command the thread left running
+    (experimental; the answer is ``{}``)."""
+
+    threadId: str

@@ -20,7 +20,9 @@ Rules this engine keeps (read these before changing it):
 4. A prompt resolves when Codex says the turn ended (``turn/completed``), never
    when a request was merely acknowledged: ``session/cancel`` sends
    ``turn/interrupt``, and the prompt becomes ``cancelled`` only once Codex
-   reports the turn ``interrupted``.
+   reports the turn ``interrupted``. A cancel stops the work, not only the
+   turn: the sub-agents under the session and the commands the cancelled
+   threads left running stop too (:mod:`bridge.engine.terminals`).
 5. Bad input is answered with a typed JSON-RPC error (-32700, -32600, -32601,
    -32602, or not-found) and changes nothing else; the connection goes on. No
    input, from either side, makes :meth:`Engine.receive_client` or
@@ -29,7 +31,7 @@ Rules this engine keeps (read these before changing it):
 
 Structure. This module is the wiring: the only one that builds the features
 (``prompts``, ``lifecycle``, ``tools``, ``approvals``, ``settings``, ``auth``,
-``subagents``, ``subagent_history``) and the only one that knows the order in
+``subagents``, ``subagent_history``, ``recovery``, ``terminals``) and the only one that knows the order in
 which several of them react to one message. Each Codex message is decoded once
 (:mod:`bridge.codex.messages`), then handed, typed, to one routing entry of
 :meth:`Engine._routes`; a client request goes to one handler. The features
@@ -72,6 +74,7 @@ from .recovery import Recovery
 from .settings import Configuration
 from .subagent_history import SubagentHistory
 from .subagents import Subagents
+from .terminals import Terminals
 from .threads import Held, ThreadRecord, Threads
 from .tools import Tools
 
@@ -152,7 +155,7 @@ class Engine:
             history_item=self.subagents.history_item,
             replay_children=self.subagent_history.replay_children,
             cancel_prompt=self.prompts.cancel,
-            cancel_work=self.subagents.cancel_tree,
+            cancel_work=self._cancel_work,
             forget=self.forget,
             open_failed=self.subagents.open_failed,
         )
@@ -181,6 +184,7 @@ class Engine:
             "applyPatchApproval": self.approvals.legacy_approval,
         }
         self.recovery = Recovery(hub, report=self.subagents.report)
+        self.terminals = Terminals(hub)
         self._session_ids = hub.threads.session_ids  # read for every Codex message
         self._notifications = self._routes()
         #: Codex was lost and the shell is bringing it back: client messages wait.
@@ -215,6 +219,7 @@ class Engine:
         def turn_completed(note: codex_types.TurnNotification) -> None:
             # The prompt settles first (a close waiting on it finishes), then what
             # the turn still asked is withdrawn, then a sub-agent's state follows.
+            # (Terminals sees every turn/completed before the gate: see _handle_codex.)
             prompts.turn_completed(note)
             approvals.turn_completed(note)
             subagents.turn_completed(note)
@@ -324,6 +329,7 @@ class Engine:
             self.lifecycle.codex_lost(reason)
             self.auth.codex_lost(reason)
             self.subagents.codex_lost(reason)
+            self.terminals.codex_lost()
             if not retrying:
                 self._drain_before_ready()
 
@@ -427,7 +433,7 @@ class Engine:
         else:
             self.prompts.cancel(record)
         self.approvals.session_cancelled(params.sessionId)
-        self.subagents.cancel_tree(params.sessionId)
+        self._cancel_work(params.sessionId)
 
     def _initialize(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
@@ -475,6 +481,9 @@ class Engine:
                 hub.refuse_codex(request_id, ErrorCode.INVALID_PARAMS, f"not understood: {exc}")
             return
         thread_id = codex_messages.thread_of(params)
+        if msg.method == "turn/completed":
+            # Before the gate: a closed session's interrupted turn still has commands to stop.
+            self.terminals.turn_completed(params)
         unshown = thread_id and thread_id not in self._session_ids
         if unshown and self.subagents.gate(thread_id, Held(msg.method, params, request_id)):
             return
@@ -557,6 +566,19 @@ class Engine:
         record = self.hub.threads.open_root(thread_id, cwd)
         self.subagents.session_added(record)
         return record
+
+    def _cancel_work(self, session_id: str) -> None:
+        """Cancel the work under ``session_id`` (``session/cancel``, ``session/close``):
+        its sub-agents' turns, then every command the cancelled threads left running."""
+        threads = self.hub.threads
+        record = threads.session(session_id)
+        self.subagents.cancel_tree(session_id)
+        if record is None:
+            return  # never stop the commands of a thread the client does not hold
+        tree = [record, *threads.descendants(session_id)]
+        self.terminals.work_cancelled(
+            [r.id for r in tree], running=[r.id for r in tree if r.turn is not None]
+        )
 
     def _prompt_settled(self, record: ThreadRecord) -> None:
         self.lifecycle.prompt_settled(record)

@@ -48,6 +48,13 @@ def malformed(error: ErrorObject) -> bool:
     return isinstance(error.data, dict) and MALFORMED in error.data
 
 
+def unknown_method(error: ErrorObject) -> bool:
+    """Whether Codex refused a request for its method: 0.169 answers an unknown method
+    with -32600 "Invalid request: unknown variant `...`" (and "thread not found" with the
+    same code, so the code alone does not tell)."""
+    return error.code == ErrorCode.METHOD_NOT_FOUND or "unknown variant" in error.message
+
+
 @dataclass(frozen=True, slots=True)
 class Waiting:
     """What to do when the other side answers one of our requests."""
