@@ -67,9 +67,11 @@ CATALOG: dict[str, Any] = {
 class H(Harness):
     """The harness, remembering what the client asked so every answer can be validated."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, *, catalog: Any = None, **options: Any) -> None:
+        """``catalog``: Codex's answer to the ``model/list`` asked at the handshake (no
+        models by default; ``False``: left for the test to answer)."""
         self.methods: dict[int, str] = {}
-        super().__init__(**options)
+        super().__init__(catalog=catalog, **options)
 
     def client_request(self, method: str, params: Any) -> int:
         rid = super().client_request(method, params)
@@ -99,6 +101,35 @@ class H(Harness):
 
     def sent_codex(self, method: str) -> list[dict[str, Any]]:
         return [m for m in self.to_codex if m.get("method") == method]
+
+    def store(self) -> dict[str, Any]:
+        """Codex stores the settings change last asked for; returns its params."""
+        request = self.codex_request("thread/settings/update")
+        self.codex_reply(request["id"], {})
+        return request["params"]  # type: ignore[no-any-return]
+
+    def pick(self, config_id: str, value: str, session: str = THREAD) -> list[dict[str, Any]]:
+        """``session/set_config_option``, stored by Codex; the options answered."""
+        rid = self.client_request(
+            "session/set_config_option",
+            {"sessionId": session, "configId": config_id, "value": value},
+        )
+        assert self.client_response(rid) is None, "answered once Codex has stored it"
+        self.store()
+        return self.result(rid)["configOptions"]  # type: ignore[no-any-return]
+
+    def pick_unstored(self, config_id: str, value: str) -> list[dict[str, Any]]:
+        """``session/set_config_option`` answered without Codex (no thread settings)."""
+        rid = self.client_request(
+            "session/set_config_option",
+            {"sessionId": THREAD, "configId": config_id, "value": value},
+        )
+        return self.result(rid)["configOptions"]  # type: ignore[no-any-return]
+
+    def set_mode(self, mode: str, session: str = THREAD) -> Any:
+        rid = self.client_request("session/set_mode", {"sessionId": session, "modeId": mode})
+        self.store()
+        return self.result(rid)
 
 
 def open_session(
@@ -168,8 +199,8 @@ def test_a_new_session_shows_the_settings_codex_reported_and_overrides_nothing()
     model = option(options, "model")
     assert model["currentValue"] == "mock-model"
     assert [o["value"] for o in model["options"]] == ["mock-model"]
-    # The catalog is asked for once the first session is open, not before.
-    assert [m.get("method") for m in h.to_codex][-2:] == ["thread/start", "model/list"]
+    # The catalog is asked for at the handshake, before any session.
+    assert [m.get("method") for m in h.to_codex][:3] == ["initialize", "initialized", "model/list"]
     assert h.codex_request("thread/start")["params"] == {"cwd": "/work"}
     # The first prompt carries no setting: config.toml stays in force.
     prompt(h, "hi")
@@ -193,7 +224,7 @@ def test_a_thread_without_reported_settings_gets_no_modes_options_or_commands() 
     h = H()
     sid = h.new_session()  # a thread/start result without approvalPolicy and sandbox
     assert h.updates(sid) == []
-    assert not h.sent_codex("model/list")
+    assert len(h.sent_codex("model/list")) == 1  # the handshake's
     error = h.error(h.client_request("session/set_mode", {"sessionId": sid, "modeId": "auto"}))
     assert error["code"] == -32602
     # "/compact" is then an ordinary prompt.
@@ -244,27 +275,41 @@ def test_the_config_mode_describes_the_configuration_and_can_be_picked_back() ->
     assert custom["id"] == "config"
     assert "approval never" in custom["description"]
     assert "workspace-write with network access" in custom["description"]
-    for mode in ("read-only", "config"):
-        h.result(h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": mode}))
-    prompt(h, "hi")
-    params = h.codex_request("turn/start")["params"]
-    # Back to what the configuration said, sent as such.
+    h.set_mode("read-only")
+    rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "config"})
+    params = h.store()
+    # Back to what the configuration said, stored as such.
     assert (params["approvalPolicy"], params["sandboxPolicy"]) == ("never", sandbox)
+    assert h.result(rid) == {}
+    prompt(h, "hi")
+    assert set(h.codex_request("turn/start")["params"]) == {"threadId", "input"}
     h.validate()
 
 
 # -- the model catalog -------------------------------------------------------------------------------
 
 
-def test_the_catalog_arrives_after_the_session_and_is_sent_as_an_update() -> None:
-    h = H()
-    open_session(h)
+def test_the_catalog_asked_at_the_handshake_is_in_the_first_answer() -> None:
+    h = H(catalog=False)
+    rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
+    start = h.codex_request("thread/start")
+    h.codex_reply(
+        start["id"],
+        {
+            "thread": {"id": THREAD, "cwd": "/work"},
+            "model": "mock-model",
+            "approvalPolicy": "on-request",
+            "sandbox": WORKSPACE_WRITE,
+        },
+    )
+    # A client that reads only the answer must be able to pick any model: it waits.
+    assert h.client_response(rid) is None
     answer_catalog(h)
-    [update] = [u for u in h.updates(THREAD) if u["sessionUpdate"] == "config_option_update"]
-    model = option(update["configOptions"], "model")
+    model = option(h.result(rid)["configOptions"], "model")
     assert model["currentValue"] == "mock-model"
     assert [o["value"] for o in model["options"]] == ["mock-model", "gpt-a", "gpt-b"]
     assert model["options"][1]["name"] == "GPT-A"
+    assert not [u for u in h.updates(THREAD) if u["sessionUpdate"] == "config_option_update"]
     # A second session uses the cached catalog, in its result.
     second = open_session(h, thread_id="019a-other", model="gpt-b")
     assert len(h.sent_codex("model/list")) == 1
@@ -278,51 +323,68 @@ def test_the_catalog_arrives_after_the_session_and_is_sent_as_an_update() -> Non
     h.validate()
 
 
+def test_a_session_opened_after_the_catalog_came_answers_at_once() -> None:
+    h = H(catalog=CATALOG)
+    model = option(open_session(h)["configOptions"], "model")
+    assert [o["value"] for o in model["options"]] == ["mock-model", "gpt-a", "gpt-b"]
+    h.validate()
+
+
 def test_an_effort_the_thread_reports_is_shown_even_if_the_catalog_lacks_it() -> None:
-    h = H()
+    h = H(catalog=CATALOG)
     result = open_session(h, model="gpt-a", effort="ultra")
     effort = option(result["configOptions"], "reasoning_effort")
     assert effort["currentValue"] == "ultra"
-    answer_catalog(h)
-    effort = option(h.updates(THREAD)[-1]["configOptions"], "reasoning_effort")
     assert [o["value"] for o in effort["options"]] == ["low", "medium", "ultra"]
-    assert effort["currentValue"] == "ultra"
     h.validate()
 
 
 def test_the_catalog_is_read_page_by_page() -> None:
-    h = H()
-    open_session(h)
+    h = H(catalog=False)
     first = {"data": CATALOG["data"][:1], "nextCursor": "page-2"}
     h.codex_reply(h.codex_request("model/list")["id"], first)
     second = h.codex_request("model/list")
     assert second["params"] == {"cursor": "page-2"}
     h.codex_reply(second["id"], {"data": CATALOG["data"][1:], "nextCursor": None})
-    model = option(h.updates(THREAD)[-1]["configOptions"], "model")
+    model = option(open_session(h)["configOptions"], "model")
     assert [o["value"] for o in model["options"]] == ["mock-model", "gpt-a", "gpt-b"]
     h.validate()
 
 
 def test_a_failed_catalog_leaves_the_current_model_offered() -> None:
-    h = H()
-    open_session(h)
-    h.codex_error(h.codex_request("model/list")["id"], "no catalog")
-    assert [u["sessionUpdate"] for u in h.updates(THREAD)] == ["available_commands_update"]
-    rid = h.client_request(
-        "session/set_config_option",
-        {"sessionId": THREAD, "configId": "model", "value": "mock-model"},
+    h = H(catalog=False)
+    rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
+    h.codex_reply(
+        h.codex_request("thread/start")["id"],
+        {
+            "thread": {"id": THREAD, "cwd": "/work"},
+            "model": "mock-model",
+            "approvalPolicy": "on-request",
+            "sandbox": WORKSPACE_WRITE,
+        },
     )
-    assert option(h.result(rid)["configOptions"], "model")["currentValue"] == "mock-model"
+    h.codex_error(h.codex_request("model/list")["id"], "no catalog")
+    model = option(h.result(rid)["configOptions"], "model")
+    assert [o["value"] for o in model["options"]] == ["mock-model"]
+    assert [u["sessionUpdate"] for u in h.updates(THREAD)] == ["available_commands_update"]
+    assert option(h.pick("model", "mock-model"), "model")["currentValue"] == "mock-model"
     h.validate()
 
 
 # -- picking -----------------------------------------------------------------------------------------
 
 
-def test_set_mode_is_sent_with_every_later_turn() -> None:
+def test_set_mode_is_stored_in_the_thread_at_once() -> None:
     h = H()
     open_session(h)
     rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "full-access"})
+    assert h.client_response(rid) is None  # answered once Codex has it
+    params = h.store()
+    assert params == {
+        "threadId": THREAD,
+        "approvalPolicy": "never",
+        "sandboxPolicy": {"type": "dangerFullAccess"},
+    }
     assert h.result(rid) == {}
     updates = h.updates(THREAD)
     # The client set the mode itself; its config option shows it too.
@@ -331,29 +393,69 @@ def test_set_mode_is_sent_with_every_later_turn() -> None:
         "config_option_update",
     ]
     assert option(updates[-1]["configOptions"], "mode")["currentValue"] == "full-access"
+    # Stored in the thread: later turns carry no setting of their own.
+    for turn in ("turn-1", "turn-2"):
+        prompt(h, "hi", turn)
+        assert set(h.codex_request("turn/start")["params"]) == {"threadId", "input"}
+        h.complete_turn(THREAD, turn)
+    h.validate()
+
+
+def test_a_pick_a_prompt_overtakes_goes_with_that_turn() -> None:
+    """The prompt is sent before Codex confirms the pick: the turn carries it."""
+    h = H()
+    open_session(h)
+    rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "read-only"})
+    prompt(h, "hi")
+    params = h.codex_request("turn/start")["params"]
+    assert (params["approvalPolicy"], params["sandboxPolicy"]) == (
+        "on-request",
+        {"type": "readOnly"},
+    )
+    h.store()
+    assert h.result(rid) == {}
+    h.validate()
+
+
+def test_a_codex_without_thread_settings_gets_the_picks_with_every_turn() -> None:
+    h = H()
+    open_session(h)
+    rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "full-access"})
+    request = h.codex_request("thread/settings/update")
+    h.codex_error(request["id"], "Invalid request: unknown variant `thread/settings/update`")
+    assert h.result(rid) == {}
+    assert option(h.pick_unstored("model", "mock-model"), "mode")["currentValue"] == "full-access"
+    assert len(h.sent_codex("thread/settings/update")) == 1  # not asked again
     for turn in ("turn-1", "turn-2"):
         prompt(h, "hi", turn)
         params = h.codex_request("turn/start")["params"]
         assert params["approvalPolicy"] == "never"
         assert params["sandboxPolicy"] == {"type": "dangerFullAccess"}
+        assert params["model"] == "mock-model"
         h.complete_turn(THREAD, turn)
+    h.validate()
+
+
+def test_codex_refusing_a_settings_change_is_the_clients_error() -> None:
+    h = H()
+    open_session(h)
+    rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "read-only"})
+    h.codex_error(h.codex_request("thread/settings/update")["id"], "sandbox not allowed here")
+    error = h.error(rid)
+    assert "sandbox not allowed here" in error["message"]
     h.validate()
 
 
 def test_set_config_option_for_the_mode_keeps_modes_in_step() -> None:
     h = H()
     open_session(h)
-    rid = h.client_request(
-        "session/set_config_option",
-        {"sessionId": THREAD, "configId": "mode", "value": "read-only"},
-    )
-    assert option(h.result(rid)["configOptions"], "mode")["currentValue"] == "read-only"
+    options = h.pick("mode", "read-only")
+    assert option(options, "mode")["currentValue"] == "read-only"
     assert h.updates(THREAD)[-1] == {
         "sessionUpdate": "current_mode_update",
         "currentModeId": "read-only",
     }
-    prompt(h, "hi")
-    params = h.codex_request("turn/start")["params"]
+    params = h.sent_codex("thread/settings/update")[-1]["params"]
     assert (params["approvalPolicy"], params["sandboxPolicy"]) == (
         "on-request",
         {"type": "readOnly"},
@@ -362,37 +464,32 @@ def test_set_config_option_for_the_mode_keeps_modes_in_step() -> None:
 
 
 def test_picking_a_model_and_an_effort() -> None:
-    h = H()
+    h = H(catalog=CATALOG)
     open_session(h)
-    answer_catalog(h)
 
-    def pick(config_id: str, value: str) -> list[dict[str, Any]]:
-        rid = h.client_request(
-            "session/set_config_option",
-            {"sessionId": THREAD, "configId": config_id, "value": value},
-        )
-        return h.result(rid)["configOptions"]  # type: ignore[no-any-return]
+    def stored() -> dict[str, Any]:
+        params = dict(h.sent_codex("thread/settings/update")[-1]["params"])
+        del params["threadId"]
+        return params
 
-    options = pick("model", "gpt-a")
+    options = h.pick("model", "gpt-a")
+    assert stored() == {"model": "gpt-a"}  # the model's default effort applies
     assert option(options, "model")["currentValue"] == "gpt-a"
     assert option(options, "reasoning_effort")["currentValue"] == "medium"  # gpt-a's default
-    prompt(h, "one", "turn-1")
-    params = h.codex_request("turn/start")["params"]
-    assert params["model"] == "gpt-a" and "effort" not in params  # the default applies
-    h.complete_turn(THREAD, "turn-1")
-
-    assert option(pick("reasoning_effort", "low"), "reasoning_effort")["currentValue"] == "low"
+    assert option(h.pick("reasoning_effort", "low"), "reasoning_effort")["currentValue"] == "low"
+    assert stored() == {"effort": "low"}
     # gpt-b supports low too: the pick stays.
-    assert option(pick("model", "gpt-b"), "reasoning_effort")["currentValue"] == "low"
-    pick("model", "gpt-a")
-    pick("reasoning_effort", "medium")
-    # gpt-b has no medium: its default is sent, never an effort the model lacks.
-    assert option(pick("model", "gpt-b"), "reasoning_effort")["currentValue"] == "high"
+    assert option(h.pick("model", "gpt-b"), "reasoning_effort")["currentValue"] == "low"
+    assert stored() == {"model": "gpt-b"}
+    h.pick("model", "gpt-a")
+    h.pick("reasoning_effort", "medium")
+    # gpt-b has no medium: its default goes with it, never an effort the model lacks.
+    assert option(h.pick("model", "gpt-b"), "reasoning_effort")["currentValue"] == "high"
+    assert stored() == {"model": "gpt-b", "effort": "high"}
     prompt(h, "two", "turn-2")
-    params = h.codex_request("turn/start")["params"]
-    assert (params["model"], params["effort"]) == ("gpt-b", "high")
+    assert set(h.codex_request("turn/start")["params"]) == {"threadId", "input"}
     # Settings the client set itself come back in the answer, not as updates.
-    assert not [u for u in h.updates(THREAD)[2:] if u["sessionUpdate"] == "config_option_update"]
+    assert not [u for u in h.updates(THREAD)[1:] if u["sessionUpdate"] == "config_option_update"]
     h.validate()
 
 
@@ -438,7 +535,7 @@ def test_codex_reporting_settings_changed_elsewhere_updates_the_client() -> None
 def test_codex_confirming_a_pick_sends_no_update() -> None:
     h = H()
     open_session(h)
-    h.result(h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "read-only"}))
+    h.set_mode("read-only")
     before = len(h.updates(THREAD))
     h.codex_notify(
         "thread/settings/updated",
@@ -823,9 +920,10 @@ def test_a_turn_failing_for_lack_of_credentials_is_auth_required(
 
 
 def test_a_catalog_answer_not_understood_changes_nothing() -> None:
-    h = H()
-    open_session(h)
+    h = H(catalog=False)
     h.codex_reply(h.codex_request("model/list")["id"], {"data": [{"id": 5}]})
+    model = option(open_session(h)["configOptions"], "model")
+    assert [o["value"] for o in model["options"]] == ["mock-model"]
     assert [u["sessionUpdate"] for u in h.updates(THREAD)] == ["available_commands_update"]
     prompt(h, "hi")  # the connection goes on
     h.validate()

@@ -85,7 +85,7 @@ async def test_a_new_session_reports_the_configured_mode_and_overrides_nothing(
     assert_valid_acp(client)
 
 
-async def test_the_model_catalog_arrives_and_a_configured_effort_is_shown(
+async def test_the_first_answer_lists_the_whole_catalog_and_the_configured_effort(
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
@@ -103,9 +103,9 @@ async def test_the_model_catalog_arrives_and_a_configured_effort_is_shown(
             await client.initialize()
             result = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
             sid = result["sessionId"]
-            assert _option(result["configOptions"], "model")["currentValue"] == "gpt-6-luna"
-            update = await client.wait_for(_is_update("config_option_update"))
-            options = update["params"]["update"]["configOptions"]
+            options = result["configOptions"]
+            assert _option(options, "model")["currentValue"] == "gpt-6-luna"
+            # The whole catalog is in the answer: no update needed to pick another model.
             models = [o["value"] for o in _option(options, "model")["options"]]
             assert "gpt-6-luna" in models and len(models) > 1
             effort = _option(options, "reasoning_effort")
@@ -157,9 +157,9 @@ async def test_picking_a_model_and_an_effort_reaches_the_model_request(
     with trio.fail_after(SCENARIO_SECONDS):
         async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
             await client.initialize()
-            sid = await client.new_session(str(workspace))
-            update = await client.wait_for(_is_update("config_option_update"))
-            choices = _option(update["params"]["update"]["configOptions"], "model")["options"]
+            result = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            sid = result["sessionId"]
+            choices = _option(result["configOptions"], "model")["options"]
             picked = next(o["value"] for o in choices if o["value"] != "mock-model")
             answer = await client.request(
                 "session/set_config_option",
@@ -178,6 +178,69 @@ async def test_picking_a_model_and_an_effort_reaches_the_model_request(
     assert (first["model"], first["reasoning"]["effort"]) == (picked, default)
     assert (second["model"], second["reasoning"]["effort"]) == (picked, other)
     assert_valid_acp(client)
+
+
+async def test_picks_are_stored_in_the_thread_and_come_back_after_a_restart(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+    codex_home: Path,
+) -> None:
+    """Mode, model and effort picked after the last turn (Codex's experimental
+    ``thread/settings/update``) are the thread's: a new bridge (and Codex) loading or
+    resuming the session reports them, and its next turn runs with them; config.toml is
+    never written."""
+    config = (codex_home / "config.toml").read_bytes()
+    cwd = str(workspace)
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            result = await client.request("session/new", {"cwd": cwd, "mcpServers": []})
+            sid = result["sessionId"]
+            assert await client.prompt(sid, "@@ say stored") == {"stopReason": "end_turn"}
+            await client.request("session/set_mode", {"sessionId": sid, "modeId": "read-only"})
+            choices = _option(result["configOptions"], "model")["options"]
+            picked = next(o["value"] for o in choices if o["value"] != "mock-model")
+            options = (
+                await client.request(
+                    "session/set_config_option",
+                    {"sessionId": sid, "configId": "model", "value": picked},
+                )
+            )["configOptions"]
+            effort = _option(options, "reasoning_effort")
+            other = next(
+                o["value"] for o in effort["options"] if o["value"] != effort["currentValue"]
+            )
+            await client.request(
+                "session/set_config_option",
+                {"sessionId": sid, "configId": "reasoning_effort", "value": other},
+            )
+        for method in ("session/load", "session/resume"):
+            async with running_bridge(bridge_argv, bridge_env, stderr_file) as again:
+                await again.initialize()
+                opened = await again.request(
+                    method, {"sessionId": sid, "cwd": cwd, "mcpServers": []}
+                )
+                assert opened["modes"]["currentModeId"] == "read-only", method
+                assert _option(opened["configOptions"], "mode")["currentValue"] == "read-only"
+                assert _option(opened["configOptions"], "model")["currentValue"] == picked, method
+                assert _option(opened["configOptions"], "reasoning_effort")["currentValue"] == other
+                assert await again.prompt(sid, f"@@ say after {method}") == {
+                    "stopReason": "end_turn"
+                }
+                assert_valid_acp(again)
+    first, *later = _user_turns(scripted_model)
+    assert (first[0]["model"], turn_metadata(*first)["sandbox_mode"]) == (
+        "mock-model",
+        "workspace-write",
+    )
+    for body, headers in later:
+        assert (body["model"], body["reasoning"]["effort"]) == (picked, other)
+        assert turn_metadata(body, headers)["sandbox_mode"] == "read-only"
+    assert len(later) == 2
+    assert (codex_home / "config.toml").read_bytes() == config, "config.toml is never written"
 
 
 async def test_bad_settings_requests_are_errors_and_the_session_goes_on(

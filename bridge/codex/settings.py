@@ -1,5 +1,5 @@
 """Codex app-server messages for a thread's settings: ``model/list`` (the model
-catalog) and ``thread/settings/updated``. Approval and sandbox policies stay plain
+catalog), ``thread/settings/update`` and ``thread/settings/updated``. Approval and sandbox policies stay plain
 JSON values (``Any``): Codex has string and object variants and adds new ones;
 :mod:`bridge.engine.settings` reads the few it matches on. Same conventions as
 :mod:`bridge.codex.types`.
@@ -54,6 +54,18 @@ class ThreadSettings(_Base):
     sandboxPolicy: Any = UNSET
     model: str | UnsetType = UNSET
     effort: str | None | UnsetType = UNSET
+
+
+class ThreadSettingsUpdateParams(_Base):
+    """``thread/settings/update`` (experimental): change a thread's settings for its next
+    turns, outside a turn, and store them in the thread. Unset members stay as they are;
+    the answer is ``{}``, followed by ``thread/settings/updated``."""
+
+    threadId: str
+    approvalPolicy: Any = UNSET
+    sandboxPolicy: Any = UNSET
+    model: str | UnsetType = UNSET
+    effort: str | UnsetType = UNSET
 
 
 class ThreadSettingsUpdated(_Base):

@@ -31,8 +31,8 @@ Rules this engine keeps (read these before changing it):
 
 Structure. This module is the wiring: the only one that builds the features
 (``prompts``, ``lifecycle``, ``tools``, ``approvals``, ``settings``, ``auth``,
-``subagents``, ``subagent_history``, ``recovery``, ``terminals``) and the only one that knows the order in
-which several of them react to one message. Each Codex message is decoded once
+``subagents``, ``subagent_history``, ``recovery``, ``terminals``) and the only
+one that knows the order in which several of them react to one message. Each Codex message is decoded once
 (:mod:`bridge.codex.messages`), then handed, typed, to one routing entry of
 :meth:`Engine._routes`; a client request goes to one handler. The features
 share the :class:`~bridge.engine.hub.Hub` (the peers, the thread registry, the
@@ -524,6 +524,8 @@ class Engine:
     def _codex_initialized(self, _result: object) -> None:
         self.hub.codex_ready = True
         self.hub.codex_notification("initialized")
+        # While the client does its own handshake: the first session's answer lists the models.
+        self.settings.ask_catalog()
         if self._restarted:
             self._restarted = False
             self._recovering = False
@@ -553,13 +555,17 @@ class Engine:
     def _session_opened(
         self, record: ThreadRecord, rid: RequestId, result: Any, opened: Any
     ) -> None:
-        """A session opened (new, load, resume, fork): its settings fill the result, the
-        result goes out, then what may only follow it (the commands, the current state
-        of sub-agents a load replayed)."""
-        self.settings.session_opened(record, result, opened)
-        self.hub.answer_client(rid, result)
-        self.settings.session_announced(record)
-        self.subagent_history.after_response(record)
+        """A session opened (new, load, resume, fork): its settings fill the result (once
+        the model catalog asked for at the handshake is in), the result goes out, then what
+        may only follow it (the commands, the current state of sub-agents a load replayed)."""
+
+        def answer() -> None:
+            self.settings.session_opened(record, result, opened)
+            self.hub.answer_client(rid, result)
+            self.settings.session_announced(record)
+            self.subagent_history.after_response(record)
+
+        self.settings.when_catalog_ready(answer)
 
     def _open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
         """The client opened a session on ``thread_id``: what was held for it is handled now."""

@@ -8,18 +8,26 @@
   approval policy and a sandbox policy. When the thread's policies match no
   preset (the user's ``config.toml`` says something else), a ``config`` entry
   describes them, so the client never claims a preset that is not in force;
-- *model*: Codex's model catalog (``model/list``, asked once, lazily), plus
-  the thread's model when the catalog lacks it;
+- *model*: Codex's model catalog (``model/list``, asked once per connection
+  to Codex, at its handshake, so that the first ``session/new``, ``load`` or
+  ``resume`` answer already lists every model: a client that reads only that
+  answer can pick any of them), plus the thread's model when the catalog
+  lacks it;
 - *reasoning effort*: the efforts the current model supports (catalog), its
   default when the thread names none.
 
 Truth first: until the user picks, every value shown is what Codex reported
 for the thread (``thread/start`` and friends, then ``thread/settings/updated``);
 the bridge sends nothing that would override the user's configuration. A pick
-is remembered and sent with every later ``turn/start`` (``approvalPolicy`` +
-``sandboxPolicy``, ``model``, ``effort``): Codex applies such overrides to that
-turn and keeps them for the thread. ``/review``, ``/compact`` and ``/shell``
-run with the thread's settings as the last turn left them.
+is stored in the thread at once with Codex's experimental
+``thread/settings/update`` (the client's request is answered once Codex has
+it): it holds for every later turn and survives the bridge, and ``load`` and
+``resume`` report it back. ``config.toml`` is never written. Until Codex
+confirms, the pick also goes with a ``turn/start`` that overtakes it; with a
+Codex that lacks the method, picks go with every ``turn/start`` instead
+(``approvalPolicy`` + ``sandboxPolicy``, ``model``, ``effort``), which Codex
+applies to that turn and keeps for the thread. ``/review``, ``/compact`` and
+``/shell`` run with the thread's settings.
 
 Slash commands are :mod:`bridge.engine.commands`; authentication is
 :mod:`bridge.engine.auth`.
@@ -28,6 +36,7 @@ Slash commands are :mod:`bridge.engine.commands`; authentication is
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +50,7 @@ from ..codex import types as codex_types
 from ..jsonrpc import RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from .commands import COMMANDS
-from .hub import Hub, decode_params
+from .hub import Hub, decode_params, unknown_method
 from .threads import Settings, ThreadRecord
 
 log = logging.getLogger(__name__)
@@ -176,6 +185,10 @@ class Configuration:
         self.hub = hub
         #: Codex's model catalog (``model/list``, every page); None until first asked for.
         self.catalog: list[codex_settings.Model] | None = None
+        #: What waits for the catalog asked for (None: not being asked for).
+        self._catalog_waiting: list[Callable[[], None]] | None = None
+        #: False once Codex said it has no ``thread/settings/update`` (experimental).
+        self.thread_settings_supported = True
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -206,7 +219,6 @@ class Configuration:
             result.modes = modes
         if hasattr(result, "configOptions"):
             result.configOptions = options
-        self._ask_catalog()
 
     def session_announced(self, record: ThreadRecord) -> None:
         """Offer the slash commands, now that the client knows the session."""
@@ -418,8 +430,16 @@ class Configuration:
         settings = self._session_settings(params.sessionId)
         self._check_mode(settings, params.modeId)
         settings.picked_mode = params.modeId
-        self.hub.answer_client(rid, acp_settings.SetSessionModeResult())
-        self._sync(params.sessionId, settings, told_mode=True)
+        approval, sandbox = self._policy(settings, params.modeId)
+        change = codex_settings.ThreadSettingsUpdateParams(
+            threadId=params.sessionId, approvalPolicy=approval, sandboxPolicy=sandbox
+        )
+
+        def answer() -> None:
+            self.hub.answer_client(rid, acp_settings.SetSessionModeResult())
+            self._sync(params.sessionId, settings, told_mode=True)
+
+        self._change(rid, settings, change, answer)
 
     def set_config_option(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(
@@ -445,17 +465,75 @@ class Configuration:
                 f"{', '.join(choice.value for choice in option.options)}",
                 {"configId": option.id, "value": value},
             )
+        change = codex_settings.ThreadSettingsUpdateParams(threadId=params.sessionId)
         if option.id == MODE_OPTION:
             settings.picked_mode = value
+            change.approvalPolicy, change.sandboxPolicy = self._policy(settings, value)
         elif option.id == MODEL_OPTION:
             self._pick_model(settings, value)
+            change.model = value
+            if settings.picked_effort is not None:
+                change.effort = settings.picked_effort
         else:
             settings.picked_effort = value
-        options = self._options(settings)
-        self.hub.answer_client(
-            rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
-        )
-        self._sync(params.sessionId, settings, told_options=True)
+            change.effort = value
+
+        def answer() -> None:
+            options = self._options(settings)
+            self.hub.answer_client(
+                rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
+            )
+            self._sync(params.sessionId, settings, told_options=True)
+
+        self._change(rid, settings, change, answer)
+
+    def _change(
+        self,
+        rid: RequestId,
+        settings: Settings,
+        change: codex_settings.ThreadSettingsUpdateParams,
+        answer: Callable[[], None],
+    ) -> None:
+        """Store a pick in the thread at once (``thread/settings/update``); ``answer``
+        the client once Codex has it. Until then, and for good with a Codex that lacks
+        the method, the pick waits in ``settings.picked_*`` for the next ``turn/start``."""
+        if not self.thread_settings_supported:
+            answer()
+            return
+
+        def stored(_result: object) -> None:
+            # What Codex now has for the thread; a pick changed again meanwhile stays pending.
+            if change.approvalPolicy is not UNSET:
+                settings.approval, settings.sandbox = change.approvalPolicy, change.sandboxPolicy
+                if settings.picked_mode is not None and same_policy(
+                    settings.approval,
+                    settings.sandbox,
+                    *self._policy(settings, settings.picked_mode),
+                ):
+                    settings.picked_mode = None
+            if isinstance(change.model, str):
+                settings.model = change.model
+                if settings.picked_model == change.model:
+                    settings.picked_model = None
+            if isinstance(change.effort, str):
+                settings.effort = change.effort
+                if settings.picked_effort == change.effort:
+                    settings.picked_effort = None
+            answer()
+
+        def refused(error: ErrorObject) -> None:
+            if unknown_method(error):
+                self.thread_settings_supported = False
+                log.warning(
+                    "Codex does not support thread/settings/update (%s): picks go with the "
+                    "next turn/start instead",
+                    error.message,
+                )
+                answer()
+                return
+            self.hub.pass_error_to(rid)(error)
+
+        self.hub.codex_request("thread/settings/update", change, None, stored, refused)
 
     def _pick_model(self, settings: Settings, model: str) -> None:
         settings.picked_model = model
@@ -469,11 +547,26 @@ class Configuration:
 
     # -- the model catalog ---------------------------------------------------------------------
 
+    def ask_catalog(self) -> None:
+        """Ask Codex for its models now (at the handshake), so that the first session's
+        answer can list them all: a client that reads only that answer (a command-line
+        client, one process per command) could otherwise never pick another model."""
+        self._ask_catalog()
+
+    def when_catalog_ready(self, then: Callable[[], None]) -> None:
+        """Run ``then`` once the catalog asked for is in (or failed); at once if it is
+        not being asked for."""
+        if self._catalog_waiting is None:
+            then()
+        else:
+            self._catalog_waiting.append(then)
+
     def _ask_catalog(self, cursor: str | None = None) -> None:
         if cursor is None:
             if self.catalog is not None:
                 return
             self.catalog = []
+            self._catalog_waiting = []
         params = (
             codex_settings.ModelListParams()
             if cursor is None
@@ -496,7 +589,16 @@ class Configuration:
         for record in self.hub.threads.sessions():
             if record.settings is not None:
                 self._sync(record.id, record.settings)
+        self._catalog_in()
 
     def _on_catalog_error(self, error: ErrorObject) -> None:
-        # Sessions keep offering the model they run; nothing else is known.
+        # Sessions keep offering the model they run; nothing else is known. The next
+        # handshake (a restarted Codex) asks again.
         log.warning("model/list failed: %s", error.message)
+        self.catalog = None
+        self._catalog_in()
+
+    def _catalog_in(self) -> None:
+        waiting, self._catalog_waiting = self._catalog_waiting or [], None
+        for then in waiting:
+            then()

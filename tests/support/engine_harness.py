@@ -12,7 +12,9 @@ from bridge.engine import Engine, ToClient, ToCodex
 class Harness:
     """An engine plus what it has sent to each side, decoded."""
 
-    def __init__(self, *, ready: bool = True, **engine_options: Any) -> None:
+    def __init__(self, *, ready: bool = True, catalog: Any = None, **engine_options: Any) -> None:
+        """``ready``: do Codex's handshake; the engine then asks for the model catalog,
+        answered with ``catalog`` (no models unless given; ``False`` leaves it unanswered)."""
         self.engine = Engine(**engine_options)
         self.to_client: list[dict[str, Any]] = []
         self.to_codex: list[dict[str, Any]] = []
@@ -21,6 +23,9 @@ class Harness:
         if ready:
             init = self.codex_request("initialize")
             self.codex_reply(init["id"], {"userAgent": "codex/0.169.0"})
+            if catalog is not False:
+                listed = self.codex_request("model/list")
+                self.codex_reply(listed["id"], catalog if catalog is not None else {"data": []})
 
     def _collect(self, effects: list[Any]) -> list[dict[str, Any]]:
         out = []
