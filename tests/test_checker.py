@@ -125,6 +125,28 @@ def permission_request(rid: int, session: str) -> tuple[str, Message]:
     )
 
 
+def tool_call(session: str, tool_call_id: str = "call_1") -> tuple[str, Message]:
+    return session_update(
+        session,
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": tool_call_id,
+            "title": "rm -rf build",
+            "kind": "execute",
+            "status": "pending",
+        },
+    )
+
+
+def tool_call_update(session: str, tool_call_id: str = "call_1") -> tuple[str, Message]:
+    update = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": tool_call_id,
+        "status": "completed",
+    }
+    return session_update(session, update)
+
+
 def permission_answer(rid: int, option: str = "allow") -> tuple[str, Message]:
     result = {"outcome": {"outcome": "selected", "optionId": option}}
     return ("client", {"jsonrpc": "2.0", "id": rid, "result": result})
@@ -174,7 +196,13 @@ CASES = [
     ),
     Case(
         "a subagent_update then the child's own traffic passes",
-        [*with_child(), agent_chunk(CHILD), permission_request(0, CHILD), permission_answer(0)],
+        [
+            *with_child(),
+            agent_chunk(CHILD),
+            tool_call(CHILD),
+            permission_request(0, CHILD),
+            permission_answer(0),
+        ],
     ),
     Case(
         "child traffic before its subagent_update",
@@ -310,7 +338,13 @@ CASES = [
     ),
     Case(
         "ordinary updates to a client without subagents pass",
-        [*root(), agent_chunk(ROOT), permission_request(0, ROOT), permission_answer(0)],
+        [
+            *root(),
+            agent_chunk(ROOT),
+            tool_call(ROOT),
+            permission_request(0, ROOT),
+            permission_answer(0),
+        ],
         subagents=False,
     ),
     # Rule 3: one answer per agent request. A client message is checked at the
@@ -319,6 +353,7 @@ CASES = [
         "each request answered once passes",
         [
             *root(),
+            tool_call(ROOT),
             permission_request(0, ROOT),
             permission_request(1, ROOT),
             permission_answer(1),
@@ -329,16 +364,17 @@ CASES = [
         "a request answered twice",
         [
             *root(),
+            tool_call(ROOT),
             permission_request(0, ROOT),
             permission_answer(0),
             permission_answer(0, "reject"),
         ],
-        (2, "request 0 was answered more than once"),
+        (3, "request 0 was answered more than once"),
     ),
     Case(
         "an answer to a request the agent never sent",
-        [*root(), permission_request(0, ROOT), permission_answer(7)],
-        (2, "answered request 7, which the agent never sent"),
+        [*root(), tool_call(ROOT), permission_request(0, ROOT), permission_answer(7)],
+        (3, "answered request 7, which the agent never sent"),
     ),
     Case(
         "an answer that reuses the id of the client's own request",
@@ -430,6 +466,21 @@ CASES = [
     Case(
         "a user_message_chunk in a session that was never loaded passes",
         [*root(), user_chunk(ROOT), agent_chunk(ROOT)],
+    ),
+    # Rule 5: a tool call is announced on its session before anything names it.
+    Case(
+        "a tool call announced, then updated and asked about, passes",
+        [*root(), tool_call(ROOT), tool_call_update(ROOT), permission_request(0, ROOT)],
+    ),
+    Case(
+        "a permission request naming a tool call never announced",
+        [*root(), agent_chunk(ROOT), permission_request(0, ROOT)],
+        (3, "tool call 'call_1', which session 'sess_root' was never told of"),
+    ),
+    Case(
+        "a tool call announced on another session",
+        [*with_child(), tool_call(CHILD), tool_call_update(ROOT)],
+        (4, "tool_call_update names tool call 'call_1'"),
     ),
 ]
 

@@ -531,7 +531,11 @@ def test_a_cwd_that_is_no_directory_is_refused_naming_it(method: str) -> None:
     rid = h.client_request(method, params)
     error = h.client_response(rid)["error"]  # type: ignore[index]
     assert error["code"] == -32602 and "/nowhere" in error["message"]
-    assert [m.get("method") for m in h.to_codex if "method" in m] == ["initialize", "initialized"]
+    assert [m.get("method") for m in h.to_codex if "method" in m] == [
+        "initialize",
+        "initialized",
+        "model/list",  # the handshake's
+    ]
     ok = h.client_request("session/new", {"cwd": "/exists", "mcpServers": []})
     assert h.client_response(ok) is None  # on its way to Codex
     assert h.codex_request("thread/start")["params"]["cwd"] == "/exists"
@@ -605,6 +609,7 @@ def test_a_codex_answer_with_neither_result_nor_error_fails_the_request_waiting_
     whose client request then never got one."""
     h = Harness()
     rid = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
-    h._collect(h.engine.receive_codex(b'{"id":1}'))
+    start = h.codex_request("thread/start")["id"]
+    h._collect(h.engine.receive_codex(b'{"id":%d}' % start))
     error = h.client_response(rid)["error"]  # type: ignore[index]
     assert "neither result nor error" in error["message"]

@@ -45,9 +45,10 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from ..acp import permissions as acp_permissions
+from ..acp import tools as acp_tools
 from ..codex import approvals as codex_approvals
 from ..codex import items as codex_items
 from ..codex import types as codex_types
@@ -198,7 +199,7 @@ class Approvals:
         if params.reason:
             raw_input["reason"] = params.reason
         # No item exists for a permission request (Codex sends no item/started for
-        # it): the request introduces the tool call, and closes it once answered.
+        # it): the bridge introduces the tool call, and closes it once settled.
         tool_call = acp_permissions.ToolCallUpdate(
             toolCallId=params.itemId,
             title=permissions_title(params.permissions),
@@ -221,20 +222,6 @@ class Approvals:
             ),
             Choice(option(REJECT_ONCE, "Deny", "reject_once"), nothing),
         ]
-        session_id = params.threadId
-
-        def close_tool_call(answer: CodexAnswer) -> None:
-            granted = isinstance(answer, codex_approvals.PermissionsApprovalResponse) and bool(
-                answer.permissions
-            )
-            status: acp_permissions.ToolCallStatus = "completed" if granted else "failed"
-            if self.hub.threads.session(session_id) is not None:
-                self.hub.update(
-                    session_id,
-                    acp_permissions.ToolCallStatusUpdate(toolCallId=params.itemId, status=status),
-                )
-
-        pending.after_answer = close_tool_call
         self._ask_permission(pending, tool_call, choices)
 
     def user_input(
@@ -442,7 +429,38 @@ class Approvals:
             toolCall=tool_call,
             options=[choice.option for choice in choices],
         )
+        self._introduce(pending, request)
         self._ask(pending, "session/request_permission", request)
+
+    def _introduce(
+        self, pending: Pending, request: acp_permissions.RequestPermissionRequest
+    ) -> None:
+        """Tell the client of the tool call a permission request names, if it was never
+        shown on the session asked (a hidden sub-agent's command asked on its root; a
+        request Codex made no item for): a client sees no tool call id it was not told of."""
+        addressed = self._addressed(pending.thread_id, request)
+        assert isinstance(addressed, acp_permissions.RequestPermissionRequest)
+        target = self.hub.threads.session(addressed.sessionId)
+        tool_call = addressed.toolCall
+        if target is None or tool_call.toolCallId in target.announced_tools:
+            return
+        target.announced_tools.add(tool_call.toolCallId)
+        self.hub.update(
+            target.id,
+            acp_tools.ToolCall(
+                toolCallId=tool_call.toolCallId,
+                title=tool_call.title if isinstance(tool_call.title, str) else "Permission",
+                kind=tool_call.kind or UNSET,
+                status="pending",
+                locations=[
+                    acp_tools.ToolCallLocation(path=location.path, line=location.line)
+                    for location in tool_call.locations or []
+                ]
+                or UNSET,
+                rawInput=tool_call.rawInput,
+            ),
+        )
+        pending.introduced = (target.id, tool_call.toolCallId)
 
     def _ask(self, pending: Pending, method: str, params: msgspec.Struct) -> None:
         params = self._addressed(pending.thread_id, params)
@@ -524,6 +542,17 @@ class Approvals:
             del record.pending[pending.codex_id]
         if answer is not _NO_ANSWER:
             self.hub.answer_codex(pending.codex_id, answer)
+        if pending.introduced is not None:
+            # Nothing else will update the tool call the request introduced: close it.
+            session_id, tool_call_id = pending.introduced
+            allowed = answer is not _NO_ANSWER and answer not in (pending.decline, pending.cancel)
+            if self.hub.threads.is_shown(session_id):
+                self.hub.update(
+                    session_id,
+                    acp_permissions.ToolCallStatusUpdate(
+                        toolCallId=tool_call_id, status="completed" if allowed else "failed"
+                    ),
+                )
         if withdraw and pending.client_id is not None and not pending.client_answered:
             self.hub.client_notification(
                 "$/cancel_request",

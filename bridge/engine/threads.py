@@ -94,6 +94,9 @@ class Pending:
     client_id: RequestId | None = None
     client_answered: bool = False
     settled: bool = False
+    #: (session, tool call id) of a tool call the permission request introduced (no item
+    #: of it was shown there): closed when the request settles.
+    introduced: tuple[str, str] | None = None
 
 
 @dataclass(slots=True, eq=False)

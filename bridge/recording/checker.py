@@ -23,6 +23,10 @@ end-to-end tests run it on live conversations. The rules:
    (``cancel``) or reports a current work ``state``: those are current facts,
    sent after the response. After the response, no history for that session
    (``user_message_chunk``, which the bridge sends only when replaying) arrives.
+5. **Tool calls before references.** A ``tool_call_update``, and the ``toolCall``
+   of a ``session/request_permission``, name a tool call the session was told
+   of by a ``tool_call`` update first: a client never meets a tool call id it
+   cannot place.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ class TranscriptChecker:
     _loaded: set[str] = field(default_factory=set)
     #: Sessions known only from a load/resume request still unanswered.
     _provisional: set[str] = field(default_factory=set)
+    #: session id → the tool call ids announced on it (``tool_call``).
+    _tool_calls: dict[Any, set[Any]] = field(default_factory=dict)
 
     # -- the client's side -----------------------------------------------------------
 
@@ -128,10 +134,17 @@ class TranscriptChecker:
                 f"{message['method']} for session {session!r} before any announcement of it "
                 "(not a root, and no subagent_update on its parent's stream)",
             )
+        if message["method"] == "session/request_permission":
+            tool_call = params.get("toolCall") or {}
+            self._tool_call_known(session, tool_call.get("toolCallId"), message["method"], line)
         update = params.get("update") if message["method"] == "session/update" else None
         if not isinstance(update, dict):
             return
         kind = update.get("sessionUpdate")
+        if kind == "tool_call":
+            self._tool_calls.setdefault(session, set()).add(update.get("toolCallId"))
+        elif kind == "tool_call_update":
+            self._tool_call_known(session, update.get("toolCallId"), kind, line)
         if kind in SUBAGENT_UPDATES and not self.subagents:
             raise Violation(line, f"{kind} sent to a client that did not declare subagents")
         if kind == "subagent_update":
@@ -147,6 +160,14 @@ class TranscriptChecker:
             raise Violation(
                 line,
                 f"history (user_message_chunk) for {session!r} after the session/load response",
+            )
+
+    def _tool_call_known(self, session: Any, tool_call_id: Any, what: str, line: int) -> None:
+        if tool_call_id not in self._tool_calls.get(session, ()):
+            raise Violation(
+                line,
+                f"{what} names tool call {tool_call_id!r}, which session {session!r} was "
+                "never told of (no tool_call update)",
             )
 
     def _announce(self, parent: Any, update: dict[str, Any], line: int) -> None:
