@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import trio
 
+from bridge.acp_client import AcpClient
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from tests.support.scenarios import subagents as scenario
 
 pytestmark = pytest.mark.e2e
 
@@ -136,3 +138,61 @@ async def test_replay_after_restarting_the_adapter_with_complete_child_history(
         for u in child_updates
     )
     assert_valid_acp(client, unstable=True)
+
+
+# Every collab tool the root can call on one child, the child answering each assignment.
+TOOLS_PROMPT = scenario.script(
+    scenario.spawn("@@ say one"),
+    scenario.wait(),
+    scenario.send_input("@@ say two"),
+    scenario.wait(),
+    scenario.call("multi_agent_v1/close_agent", {"target": "{{agent_id}}"}),
+    scenario.call("multi_agent_v1/resume_agent", {"id": "{{agent_id}}"}),
+    "@@ say parent done",
+)
+
+
+def _final_calls(client: AcpClient, session_id: str) -> dict[str, dict[str, object]]:
+    """The session's tool calls as the client ends up seeing them (later updates applied)."""
+    calls: dict[str, dict[str, object]] = {}
+    for u in client.updates:
+        update = u["update"]
+        if u["sessionId"] == session_id and update["sessionUpdate"] in (
+            "tool_call",
+            "tool_call_update",
+        ):
+            calls.setdefault(update["toolCallId"], {}).update(
+                {k: update[k] for k in ("title", "kind", "status", "content") if k in update}
+            )
+    return calls
+
+
+@pytest.mark.parametrize("subagents", [True, False], ids=["subagents", "without-capability"])
+async def test_a_loaded_roots_collab_calls_have_their_live_titles_and_kinds(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    subagents: bool,
+) -> None:
+    """What Codex stored replays as the same tool calls the client saw live (with the
+    capability: wait, close, resume; without it spawn and send_input too)."""
+    capabilities = scenario.SUBAGENTS if subagents else scenario.NO_SUBAGENTS
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
+            await first.initialize(capabilities)
+            root = await first.new_session(str(workspace))
+            assert await first.prompt(root, TOOLS_PROMPT) == {"stopReason": "end_turn"}
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(capabilities)
+            await client.request(
+                "session/load", {"sessionId": root, "cwd": str(workspace), "mcpServers": []}
+            )
+    live, replayed = _final_calls(first, root), _final_calls(client, root)
+    tools = ["wait", "wait", "closeAgent", "resumeAgent"]
+    if not subagents:
+        tools = ["spawnAgent", "wait", "sendInput", "wait", "closeAgent", "resumeAgent"]
+    assert len(live) == len(tools), live
+    assert not [c["title"] for c in live.values() if "sub-agent" in str(c["title"])], live
+    assert replayed == live
+    assert_valid_acp(client, unstable=subagents)

@@ -283,7 +283,7 @@ def test_every_non_message_item_goes_to_the_tools_feature_in_order(
 ) -> None:
     seen: list[str] = []
 
-    def fake_history(item: Any) -> list[msgspec.Struct]:
+    def fake_history(item: Any, cwd: str = "") -> list[msgspec.Struct]:
         from bridge.acp import types as acp
 
         kind = item.type if isinstance(item, UnknownItem) else msgspec.to_builtins(item)["type"]

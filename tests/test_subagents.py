@@ -521,6 +521,83 @@ def test_a_wait_result_that_arrives_before_the_childs_announcement_is_not_lost()
 # -- work state --------------------------------------------------------------------------------------
 
 
+RUNNING = {"state": "running"}
+ENDED = {"state": "idle", "stopReason": "end_turn"}
+#: When Codex answers the bridge's read of a new child, among the child's first events (the
+#: fixtures spawn_and_wait and send_input_reuse show the first two).
+READ_ANSWERED = ["before it is active", "after its turn started", "after its turn ended"]
+
+
+def first_assignment(t: Tree, read_answered: str) -> None:
+    """A spawn in Codex's order (the child is created idle, then its turn starts), the bridge's
+    read of the child answered at ``read_answered``; the child's first turn ends."""
+    t.spawn_started("spawn-1")
+    t.status(CHILD)
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    events = [
+        lambda: t.status(CHILD, "active"),
+        lambda: t.turn_started(CHILD, "turn-child"),
+        lambda: t.user_message(CHILD, "@@ words 2", "user-1"),
+        lambda: t.agent_text(CHILD, "word1 "),
+        lambda: t.status(CHILD),
+        lambda: t.turn_completed(CHILD, "turn-child"),
+    ]
+    at = {READ_ANSWERED[0]: 0, READ_ANSWERED[1]: 2, READ_ANSWERED[2]: len(events)}[read_answered]
+    for event in events[:at]:
+        event()
+    t.answer_read(CHILD, ROOT, "Ada")
+    for event in events[at:]:
+        event()
+
+
+@pytest.mark.parametrize("read_answered", READ_ANSWERED)
+def test_a_spawned_child_is_running_first_and_idle_only_once_its_turn_ended(
+    read_answered: str,
+) -> None:
+    """Codex creates a child idle and starts its turn a moment later: that idle is no work
+    that ended, so the client sees running, then idle, never a child done before it began."""
+    t = Tree()
+    first_assignment(t, read_answered)
+    assert t.states(CHILD) == [RUNNING, ENDED]
+    t.check()
+
+
+def test_a_new_child_has_no_state_until_codex_shows_it_at_work() -> None:
+    t = Tree()
+    t.spawn_started("spawn-1")
+    t.status(CHILD)
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.answer_read(CHILD, ROOT, "Ada")
+    assert t.announcements() == [(ROOT, CHILD)]
+    assert t.states(CHILD) == [], "announced, with no confirmed work state yet (RFD)"
+    t.status(CHILD, "active")
+    assert t.states(CHILD) == [RUNNING]
+    t.turn_started(CHILD, "turn-child")
+    assert t.states(CHILD) == [RUNNING]
+    assert t.capabilities(CHILD) == {"cancel": {}}
+    t.check()
+
+
+@pytest.mark.parametrize("read_answered", READ_ANSWERED)
+def test_a_reused_child_reads_running_idle_running_idle(read_answered: str) -> None:
+    """send_input to a child that finished its first assignment: each assignment is one
+    running then one idle, with no idle before the first running."""
+    t = Tree()
+    first_assignment(t, read_answered)
+    done = {"status": "completed", "message": "first result"}
+    t.collab_started("wait-1", "wait", CHILD)
+    t.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
+    t.collab_started("send-1", "sendInput", CHILD)
+    t.collab_completed("send-1", "sendInput", CHILD, prompt="again", state=done)
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child-2")
+    t.user_message(CHILD, "again", "user-2")
+    t.status(CHILD)
+    t.turn_completed(CHILD, "turn-child-2")
+    assert t.states(CHILD) == [RUNNING, ENDED, RUNNING, ENDED]
+    t.check()
+
+
 def test_a_failed_child_turn_is_idle_with_the_error_and_no_stop_reason() -> None:
     t = Tree()
     t.spawn()
@@ -922,3 +999,290 @@ def test_a_child_unknown_after_codex_was_lost_gets_a_fresh_state_once_codex_is_b
     t.agent_text(CHILD, "back again")
     assert t.updates("agent_message_chunk", CHILD)[-1]["content"]["text"] == "back again"
     t.check()
+
+
+# -- the same item, live and replayed -------------------------------------------------------------
+
+WORKDIR = "/work"
+DONE = {"status": "completed", "message": "done"}
+
+
+def final_calls(updates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each tool call as the client ends up seeing it: its ``tool_call`` with every later
+    ``tool_call_update`` applied."""
+    calls: dict[str, dict[str, Any]] = {}
+    for update in updates:
+        if update["sessionUpdate"] in ("tool_call", "tool_call_update"):
+            call = calls.setdefault(update["toolCallId"], {})
+            call.update({k: v for k, v in update.items() if k != "sessionUpdate"})
+    return calls
+
+
+def shown_as(call: dict[str, Any]) -> dict[str, Any]:
+    return {k: call.get(k) for k in ("title", "kind", "status", "content")}
+
+
+def stored(thread: str, items: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    return {
+        "id": thread,
+        "cwd": WORKDIR,
+        "status": {"type": "notLoaded"},
+        "source": "vscode",
+        "turns": [{"id": f"turn-of-{thread}", "status": "completed", "items": items}],
+        **fields,
+    }
+
+
+def load_tree(
+    threads: dict[str, dict[str, Any]], *, subagents: bool = True
+) -> tuple[Harness, list[tuple[int, dict[str, Any]]]]:
+    """``session/load`` of ``ROOT``, every ``thread/read`` answered from ``threads`` (id →
+    stored thread), until the load's response."""
+    h = Harness()
+    capabilities = dict(CAPABILITIES, subagents={}) if subagents else dict(CAPABILITIES)
+    requests: list[tuple[int, dict[str, Any]]] = []
+
+    def request(method: str, params: Any) -> int:
+        at = len(h.to_client)
+        rid = h.client_request(method, params)
+        requests.append((at, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
+        return rid
+
+    request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+    rid = request("session/load", {"sessionId": ROOT, "cwd": WORKDIR, "mcpServers": []})
+    answered: set[int] = set()
+    while h.client_response(rid) is None:
+        pending = [
+            m
+            for m in h.to_codex
+            if m.get("method") in ("thread/read", "thread/resume") and m["id"] not in answered
+        ]
+        assert pending, f"the load waits on nothing (sent Codex: {h.to_codex})"
+        for m in pending:
+            answered.add(m["id"])
+            thread = threads[m["params"]["threadId"]]
+            if m["method"] == "thread/resume":
+                h.codex_reply(m["id"], {"thread": {**thread, "turns": []}, "model": "mock"})
+            else:
+                h.codex_reply(m["id"], {"thread": thread})
+    assert "result" in h.client_response(rid)  # type: ignore[operator]
+    return h, requests
+
+
+def check_loaded(h: Harness, requests: list[tuple[int, dict[str, Any]]], subagents: bool) -> None:
+    validator = ConversationValidator(unstable=subagents)
+    checker = TranscriptChecker(subagents=subagents)
+    for line, message in enumerate([*h.to_client, None], start=1):
+        while requests and requests[0][0] < line:
+            _at, sent = requests.pop(0)
+            validator.client_sent(sent)
+            checker.client(sent, line - 1)
+        if message is not None:
+            validator.agent_sent(message)
+            checker.agent(message, line)
+
+
+def live_collab_call(tool: str, *, subagents: bool) -> tuple[dict[str, Any], list[Any]]:
+    """A root spawns Ada (Codex's usual order), then makes one ``tool`` call naming her; the
+    call as the client ends up seeing it, and the root's stored items."""
+    t = Tree(subagents=subagents)
+    t.spawn()
+    prompt = "more" if tool == "sendInput" else None
+    state = {"status": "pendingInit", "message": None} if tool == "spawnAgent" else DONE
+    item_id = f"{tool}-1"
+    if tool == "spawnAgent":  # a second spawn, of a child Codex names Bea
+        t.spawn_started(item_id)
+        t.status("thread-bea")
+        t.collab_completed(item_id, tool, "thread-bea", prompt="again", state=state)
+        t.answer_read("thread-bea", ROOT, "Bea")
+        made = collab(
+            item_id, tool, ROOT, ["thread-bea"], prompt="again", states={"thread-bea": state}
+        )
+    else:
+        t.collab_started(item_id, tool, CHILD)
+        t.collab_completed(item_id, tool, CHILD, prompt=prompt, state=state)
+        made = collab(item_id, tool, ROOT, [CHILD], prompt=prompt, states={CHILD: state})
+    t.check()
+    spawn = collab(
+        f"spawn-{CHILD}",
+        "spawnAgent",
+        ROOT,
+        [CHILD],
+        prompt="@@ words 2",
+        states={CHILD: {"status": "pendingInit", "message": None}},
+    )
+    return final_calls(t.h.updates(ROOT))[item_id], [spawn, made]
+
+
+def replayed_tree(root_items: list[Any], *, subagents: bool) -> tuple[Harness, dict[str, Any]]:
+    threads = {
+        ROOT: stored(ROOT, root_items),
+        CHILD: stored(CHILD, [], parentThreadId=ROOT, agentNickname="Ada"),
+        "thread-bea": stored("thread-bea", [], parentThreadId=ROOT, agentNickname="Bea"),
+    }
+    h, requests = load_tree(threads, subagents=subagents)
+    check_loaded(h, requests, subagents)
+    return h, final_calls(h.updates(ROOT))
+
+
+@pytest.mark.parametrize(
+    ("tool", "subagents"),
+    [
+        ("wait", True),
+        ("closeAgent", True),
+        ("resumeAgent", True),
+        # Without the capability, spawns and messages are tool calls too.
+        ("spawnAgent", False),
+        ("sendInput", False),
+        ("wait", False),
+        ("closeAgent", False),
+        ("resumeAgent", False),
+    ],
+)
+def test_a_collab_call_has_the_same_title_and_kind_live_and_replayed(
+    tool: str, subagents: bool
+) -> None:
+    live, root_items = live_collab_call(tool, subagents=subagents)
+    assert "sub-agent" not in live["title"], live["title"]
+    _h, replayed = replayed_tree(root_items, subagents=subagents)
+    assert shown_as(replayed[root_items[-1]["id"]]) == shown_as(live)
+
+
+def test_a_collab_call_in_a_childs_history_names_the_grandchild_as_live() -> None:
+    """The child's own history replays after every sub-agent was read: its wait names its
+    sub-agent as the live call did."""
+    t = Tree()
+    t.spawn(CHILD, "Ada")
+    t.spawn(GRANDCHILD, "Grace", sender=CHILD, turn="turn-grandchild")
+    t.collab_started("wait-g", "wait", GRANDCHILD, sender=CHILD)
+    t.collab_completed("wait-g", "wait", GRANDCHILD, sender=CHILD, prompt=None, state=DONE)
+    t.check()
+    live = final_calls(t.h.updates(CHILD))["wait-g"]
+    assert live["title"] == "Wait for Grace"
+
+    pending = {"status": "pendingInit", "message": None}
+    threads = {
+        ROOT: stored(
+            ROOT,
+            [
+                collab(
+                    f"spawn-{CHILD}",
+                    "spawnAgent",
+                    ROOT,
+                    [CHILD],
+                    prompt="go",
+                    states={CHILD: pending},
+                )
+            ],
+        ),
+        CHILD: stored(
+            CHILD,
+            [
+                collab(
+                    "spawn-g",
+                    "spawnAgent",
+                    CHILD,
+                    [GRANDCHILD],
+                    prompt="go",
+                    states={GRANDCHILD: pending},
+                ),
+                collab("wait-g", "wait", CHILD, [GRANDCHILD], states={GRANDCHILD: DONE}),
+            ],
+            parentThreadId=ROOT,
+            agentNickname="Ada",
+        ),
+        GRANDCHILD: stored(GRANDCHILD, [], parentThreadId=CHILD, agentNickname="Grace"),
+    }
+    h, requests = load_tree(threads)
+    check_loaded(h, requests, True)
+    assert shown_as(final_calls(h.updates(CHILD))["wait-g"]) == shown_as(live)
+
+
+def test_a_call_naming_a_child_not_yet_placed_is_retitled_once_it_is() -> None:
+    """Live, a call can name a child whose thread is still being read (no nickname yet): it is
+    retitled when the child is placed, so it ends as a replay shows it."""
+    t = Tree(subagents=False)
+    t.spawn_started("spawn-1")
+    t.status(CHILD)
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    assert final_calls(t.h.updates(ROOT))["spawn-1"]["title"] == "Spawn sub-agent"
+    t.answer_read(CHILD, ROOT, "Ada")
+    call = final_calls(t.h.updates(ROOT))["spawn-1"]
+    assert call["title"] == "Spawn Ada"
+    assert call["content"][0]["content"]["text"].endswith("Ada: pendingInit")
+    t.check()
+
+
+FILE_CHANGE = {
+    "type": "fileChange",
+    "id": "patch-1",
+    "status": "completed",
+    "changes": [
+        {
+            "path": f"{WORKDIR}/src/a.py",
+            "kind": {"type": "update", "move_path": None},
+            "diff": "@@ -1 +1 @@\n-a\n+b\n",
+        }
+    ],
+}
+COMMAND = {
+    "type": "commandExecution",
+    "id": "cmd-1",
+    "command": "/bin/bash -lc 'cat src/a.py'",
+    "cwd": WORKDIR,
+    "status": "completed",
+    "commandActions": [
+        {"type": "read", "command": "cat src/a.py", "name": "a.py", "path": "src/a.py"}
+    ],
+    "aggregatedOutput": "b\n",
+    "exitCode": 0,
+}
+IMAGE = {"type": "imageView", "id": "image-1", "path": f"{WORKDIR}/shot.png"}
+
+
+def live_tool_call(item: dict[str, Any], thread: str) -> dict[str, Any]:
+    t = Tree()
+    if thread == CHILD:
+        t.spawn()
+    started = {**item, "status": "inProgress"} if "status" in item else item
+    t.notify("item/started", {"threadId": thread, "turnId": t.turns[thread], "item": started})
+    t.notify("item/completed", {"threadId": thread, "turnId": t.turns[thread], "item": item})
+    t.check()
+    return final_calls(t.h.updates(thread))[item["id"]]
+
+
+def replayed_tool_call(item: dict[str, Any], thread: str) -> dict[str, Any]:
+    pending = {"status": "pendingInit", "message": None}
+    spawn = collab(
+        f"spawn-{CHILD}", "spawnAgent", ROOT, [CHILD], prompt="go", states={CHILD: pending}
+    )
+    threads = {
+        ROOT: stored(ROOT, [spawn] + ([item] if thread == ROOT else [])),
+        CHILD: stored(
+            CHILD, [item] if thread == CHILD else [], parentThreadId=ROOT, agentNickname="Ada"
+        ),
+    }
+    h, requests = load_tree(threads)
+    check_loaded(h, requests, True)
+    return final_calls(h.updates(thread))[item["id"]]
+
+
+@pytest.mark.parametrize(
+    ("item", "thread"),
+    [
+        # A command's title is the command itself; a change's and an image's shorten the
+        # path by the session's cwd.
+        pytest.param(COMMAND, ROOT, id="root-commandExecution"),
+        pytest.param(FILE_CHANGE, ROOT, id="root-fileChange"),
+        pytest.param(IMAGE, ROOT, id="root-imageView"),
+        pytest.param(COMMAND, CHILD, id="child-commandExecution"),
+        pytest.param(FILE_CHANGE, CHILD, id="child-fileChange"),
+        pytest.param(IMAGE, CHILD, id="child-imageView"),
+    ],
+)
+def test_a_tool_item_has_the_same_title_and_kind_live_and_replayed(
+    item: dict[str, Any], thread: str
+) -> None:
+    live = live_tool_call(item, thread)
+    replayed = replayed_tool_call(item, thread)
+    assert (replayed["title"], replayed["kind"]) == (live["title"], live["kind"])

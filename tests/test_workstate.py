@@ -27,8 +27,9 @@ def record(
     outcome: Any = None,
     lost: bool = False,
     pending: int = 0,
+    unstarted: bool = False,
 ) -> ThreadRecord:
-    r = ThreadRecord("t-1", parent_id="root", session=True, visible=True)
+    r = ThreadRecord("t-1", parent_id="root", session=True, visible=True, unstarted=unstarted)
     r.status = Status(status, frozenset(flags)) if status is not None else None
     r.turn = Turn(id="turn-1") if turn else None
     r.outcome = outcome
@@ -79,6 +80,38 @@ def shown(state: Any) -> dict[str, Any]:
 )
 def test_the_snapshot_of_a_record(case: dict[str, Any], expected: dict[str, Any]) -> None:
     assert shown(workstate.snapshot(record(**case))) == expected
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        # A sub-agent Codex has not shown at work yet: its idle is no work that ended.
+        ({"unstarted": True}, None),
+        ({"unstarted": True, "status": "idle"}, None),
+        # Whatever else Codex says of it is reported.
+        ({"unstarted": True, "status": "active"}, RUNNING),
+        ({"unstarted": True, "status": "idle", "turn": True}, RUNNING),
+        ({"unstarted": True, "status": "active", "flags": ("waitingOnApproval",)}, NEEDS_YOU),
+        ({"unstarted": True, "status": "idle", "outcome": ENDED}, shown(ENDED)),
+        ({"unstarted": True, "outcome": FAILED}, shown(FAILED)),
+        (
+            {"unstarted": True, "status": "systemError"},
+            {"state": "idle", "_meta": {"error": workstate.SYSTEM_ERROR}},
+        ),
+        ({"unstarted": True, "lost": True}, UNKNOWN),
+        # Any other thread: exactly its snapshot, idle at rest included.
+        ({}, IDLE),
+        ({"status": "idle"}, IDLE),
+        ({"status": "active", "turn": True}, RUNNING),
+        ({"status": "idle", "outcome": CANCELLED}, shown(CANCELLED)),
+    ],
+    ids=lambda v: str(v) if isinstance(v, dict) else "",
+)
+def test_what_a_client_is_told_of_a_record(
+    case: dict[str, Any], expected: dict[str, Any] | None
+) -> None:
+    told = workstate.reportable(record(**case))
+    assert (None if told is None else shown(told)) == expected
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -36,6 +36,9 @@ _DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)", 
 
 
 ItemReplay = Callable[[ThreadItem], list[msgspec.Struct] | None]
+#: Codex's nicknames of sub-agents, by thread id (``None``: it gave none): what tool
+#: calls naming them are titled with.
+Nicknames = Mapping[str, str | None]
 
 
 def stored_items(thread: StoredThread) -> list[ThreadItem]:
@@ -44,18 +47,19 @@ def stored_items(thread: StoredThread) -> list[ThreadItem]:
 
 
 def replay_updates(
-    thread_id: str, items: list[ThreadItem], *, first: ItemReplay | None = None
+    thread_id: str, items: list[ThreadItem], *, first: ItemReplay | None = None, cwd: str = ""
 ) -> list[msgspec.Struct]:
     """Every update that replays a stored thread's items (:func:`stored_items`).
 
     ``first`` may claim an item before the generic rules (it returns ``None``
     for items it leaves alone): the sub-agent feature replays collab items.
+    ``cwd``, the session's, shortens paths in tool titles as the live ones are.
     """
     out: list[msgspec.Struct] = []
     for item in items:
         try:
             claimed = first(item) if first is not None else None
-            out += claimed if claimed is not None else item_updates(item)
+            out += claimed if claimed is not None else item_updates(item, cwd)
         except Exception:  # one bad stored item must not fail the whole load
             log.warning(
                 "thread %s: skipping a stored item not understood", thread_id, exc_info=True
@@ -63,8 +67,8 @@ def replay_updates(
     return out
 
 
-def item_updates(item: ThreadItem) -> list[msgspec.Struct]:
-    """The updates that show one stored item."""
+def item_updates(item: ThreadItem, cwd: str = "") -> list[msgspec.Struct]:
+    """The updates that show one stored item (``cwd``: the session's, for tool titles)."""
     match item:
         case codex_types.UserMessageItem(id=item_id, content=content):
             return [
@@ -84,7 +88,7 @@ def item_updates(item: ThreadItem) -> list[msgspec.Struct]:
             # Parts are paragraphs, as the live stream separates them.
             text = "\n\n".join(part for part in summary if part)
             return [translate.thought_chunk(item_id, text)] if text else []
-    return tool_views.history_updates(item)
+    return tool_views.history_updates(item, cwd=cwd)
 
 
 def user_content(entry: dict[str, Any]) -> acp_types.ContentBlock | None:

@@ -44,8 +44,8 @@ from .threads import ThreadRecord
 
 #: Sends an open result and what follows it (see :class:`bridge.engine.prompts.Opened`).
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
-#: Replays a loaded root's sub-agents, then calls the last argument.
-ReplayChildren = Callable[[ThreadRecord, list[ThreadItem], Callable[[], None]], None]
+#: Replays a loaded root's stored items and its sub-agents, then calls the last argument.
+Replay = Callable[[ThreadRecord, list[ThreadItem], Callable[[], None]], None]
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,7 @@ class Lifecycle:
         *,
         open_root: Callable[[str, str], ThreadRecord],
         opened: Opened,
-        history_item: Callable[[str], history.ItemReplay],
-        replay_children: ReplayChildren,
+        replay: Replay,
         cancel_prompt: Callable[[ThreadRecord], None],
         cancel_work: Callable[[str], None],
         forget: Callable[[str], None],
@@ -72,8 +71,7 @@ class Lifecycle:
         self.hub = hub
         self._open_root = open_root
         self._opened = opened
-        self._history_item = history_item
-        self._replay_children = replay_children
+        self._replay = replay
         self._cancel_prompt = cancel_prompt
         self._cancel_work = cancel_work
         self._forget = forget
@@ -157,13 +155,12 @@ class Lifecycle:
                 if not replay:
                     self._opened(record, rid, response, opened)
                     return
-                items = history.stored_items(stored)
-                collab = self._history_item(record.id)
-                for update in history.replay_updates(record.id, items, first=collab):
-                    hub.update(record.id, update)
-                # Sub-agents' associations and histories come before the response too.
-                self._replay_children(
-                    record, items, lambda: self._opened(record, rid, response, opened)
+                # The history, then its sub-agents' associations and histories, all
+                # before the response.
+                self._replay(
+                    record,
+                    history.stored_items(stored),
+                    lambda: self._opened(record, rid, response, opened),
                 )
 
             hub.codex_request(

@@ -1,17 +1,27 @@
-"""``session/load`` of a root: its sub-agents' associations and histories (the RFD's replay).
+"""``session/load`` of a root: its history, its sub-agents' associations and theirs (the RFD's replay).
 
-Best effort, all before the load's response: each child's association (parent
-before child), then its own history. A child whose thread cannot be read keeps
-its association (the spawn item says whose it is) and a notice, where the client
-takes notices, says its history is missing. No state and no capability is sent
-during the replay: current snapshots follow the response
-(:meth:`SubagentHistory.after_response`), the RFD's freshness boundary.
+Best effort, all before the load's response. Every sub-agent the history spawned
+(and theirs) is read first: Codex's nicknames for them title the collab tool
+calls that name them (``Wait for Ampere``), in the root's history and in theirs,
+exactly as the live calls were titled. Then the root's history; then each
+child's association followed by its own history, parent before child (a child's
+sub-agents right after it, in the order it spawned them). A child whose thread
+cannot be read keeps its association (the spawn item says whose it is) and a
+notice, where the client takes notices, says its history is missing. No state
+and no capability is sent during the replay: current snapshots follow the
+response (:meth:`SubagentHistory.after_response`), the RFD's freshness boundary.
+
+Without the ``subagents`` capability no sub-agent is replayed, but the threads
+the root's collab items name are still read, for the same reason: there the
+spawns and messages are tool calls too, titled with the sub-agent's nickname
+when it ran.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -28,19 +38,34 @@ from .threads import ThreadRecord, Turn
 log = logging.getLogger(__name__)
 
 
-class SubagentHistory:
-    """Replays the sub-agents of a loaded root.
+@dataclass(slots=True, eq=False)
+class _Tree:
+    """The sub-agents a load read under its root."""
 
-    ``history_item`` replays a session's collab items (spawns as messages);
-    ``session_added`` is told of each child that becomes a session; ``report``
-    sends a child's current work state.
+    #: Each sub-agent read, by id: its stored thread (``None``: it could not be read).
+    stored: dict[str, codex_threads.StoredThread | None] = field(default_factory=dict)
+    #: Each sub-agent's stored items (with the capability: they are replayed).
+    items: dict[str, list[ThreadItem]] = field(default_factory=dict)
+    #: The sub-agents each thread's history spawned, in order (with the capability).
+    spawned: dict[str, list[str]] = field(default_factory=dict)
+
+    def nicknames(self) -> history.Nicknames:
+        return {i: s.agentNickname for i, s in self.stored.items() if s is not None}
+
+
+class SubagentHistory:
+    """Replays a loaded root's history and its sub-agents.
+
+    ``history_item`` replays a session's collab items (spawns as messages), with
+    the nicknames of the sub-agents read; ``session_added`` is told of each
+    child that becomes a session; ``report`` sends a child's current work state.
     """
 
     def __init__(
         self,
         hub: Hub,
         *,
-        history_item: Callable[[str], history.ItemReplay],
+        history_item: Callable[[str, history.Nicknames], history.ItemReplay],
         session_added: Callable[[ThreadRecord], None],
         report: Callable[[ThreadRecord], None],
     ) -> None:
@@ -49,61 +74,103 @@ class SubagentHistory:
         self._session_added = session_added
         self._report = report
 
-    def replay_children(
+    def replay(
         self, root: ThreadRecord, root_items: list[ThreadItem], then: Callable[[], None]
     ) -> None:
-        """Replay the sub-agents the root's stored items spawned (and theirs), then ``then``."""
-        if not self.hub.subagents_exposed:
+        """The whole replay of a ``session/load``: the sub-agents are read, then the root's
+        stored items are replayed, then the sub-agents' associations and histories; then
+        ``then`` (the response)."""
+
+        def replay_all(tree: _Tree) -> None:
+            nicknames = tree.nicknames()
+            updates = history.replay_updates(
+                root.id, root_items, first=self._history_item(root.id, nicknames), cwd=root.cwd
+            )
+            for update in updates:
+                self.hub.update(root.id, update)
+            self._restore_tree(root, tree)
             then()
-            return
+
+        self._read_tree(root, root_items, replay_all)
+
+    # -- reading the sub-agents -------------------------------------------------------------------
+
+    def _read_tree(
+        self, root: ThreadRecord, root_items: list[ThreadItem], done: Callable[[_Tree], None]
+    ) -> None:
+        """Read the sub-agents ``root_items`` name (with the capability, the ones they spawned,
+        their turns and theirs in turn), then ``done`` with what was read."""
+        exposing = self.hub.subagents_exposed
+        tree = _Tree()
+        asked: set[str] = set()
         outstanding = 0
 
         def visit(parent_id: str, items: list[ThreadItem]) -> None:
             nonlocal outstanding
-            for child_id in _spawned(items):
-                if self.hub.threads.session(child_id) is not None:
+            outstanding += 1  # this visit: a read that fails at once must not end the tree
+            if exposing:
+                targets = tree.spawned[parent_id] = _spawned(items)
+            else:
+                targets = _named(items) if parent_id == root.id else []
+            for child_id in targets:
+                if child_id in asked or self.hub.threads.session(child_id) is not None:
                     continue
+                asked.add(child_id)
                 outstanding += 1
-                self._read_history(parent_id, child_id, done)
+                self._read_thread(child_id, exposing, read)
+            finish()
 
-        def done(
-            parent_id: str, child_id: str, child_thread: codex_threads.StoredThread | None
-        ) -> None:
+        def read(child_id: str, stored: codex_threads.StoredThread | None) -> None:
+            tree.stored[child_id] = stored
+            if exposing and stored is not None:
+                items = tree.items[child_id] = history.stored_items(stored)
+                visit(child_id, items)
+            finish()
+
+        def finish() -> None:
             nonlocal outstanding
             outstanding -= 1
-            items = history.stored_items(child_thread) if child_thread is not None else []
-            child = self._restore(parent_id, child_id, child_thread, items)
-            if child is not None:
-                root.replayed.append(child)
-                if child_thread is not None:
-                    visit(child_id, items)
             if outstanding == 0:
-                then()
+                done(tree)
 
         visit(root.id, root_items)
-        if outstanding == 0:
-            then()
 
-    def _read_history(
+    def _read_thread(
         self,
-        parent_id: str,
-        child_id: str,
-        done: Callable[[str, str, codex_threads.StoredThread | None], None],
+        thread_id: str,
+        with_turns: bool,
+        done: Callable[[str, codex_threads.StoredThread | None], None],
     ) -> None:
         def read(result: codex_threads.ThreadReadResult) -> None:
-            done(parent_id, child_id, result.thread)
+            done(thread_id, result.thread)
 
         def failed(error: ErrorObject) -> None:
-            log.info("history of sub-agent %s unavailable: %s", child_id, error.message)
-            done(parent_id, child_id, None)
+            log.info("history of sub-agent %s unavailable: %s", thread_id, error.message)
+            done(thread_id, None)
 
         self.hub.codex_request(
             "thread/read",
-            codex_threads.ThreadReadParams(threadId=child_id, includeTurns=True),
+            codex_threads.ThreadReadParams(threadId=thread_id, includeTurns=with_turns),
             codex_threads.ThreadReadResult,
             read,
             failed,
         )
+
+    # -- replaying them ---------------------------------------------------------------------------
+
+    def _restore_tree(self, root: ThreadRecord, tree: _Tree) -> None:
+        """Each sub-agent read: its association, then its history, then its own sub-agents'."""
+        nicknames = tree.nicknames()
+        pending = [(root.id, c) for c in reversed(tree.spawned.get(root.id, []))]
+        while pending:
+            parent_id, child_id = pending.pop()
+            if child_id not in tree.stored:
+                continue  # a session already when the load began: nothing to replay
+            items = tree.items.get(child_id, [])
+            child = self._restore(parent_id, child_id, tree.stored[child_id], items, nicknames)
+            if child is not None:
+                root.replayed.append(child)
+                pending += [(child_id, c) for c in reversed(tree.spawned.get(child_id, []))]
 
     def _restore(
         self,
@@ -111,6 +178,7 @@ class SubagentHistory:
         child_id: str,
         stored: codex_threads.StoredThread | None,
         items: list[ThreadItem],
+        nicknames: history.Nicknames,
     ) -> ThreadRecord | None:
         threads = self.hub.threads
         parent = threads.session(parent_id)
@@ -140,7 +208,9 @@ class SubagentHistory:
                     ),
                 )
             return child
-        updates = history.replay_updates(child_id, items, first=self._history_item(child_id))
+        updates = history.replay_updates(
+            child_id, items, first=self._history_item(child_id, nicknames), cwd=child.cwd
+        )
         for update in _as_incoming(updates, parent_id, child_id):
             self.hub.update(child_id, update)
         if stored.turns and stored.turns[-1].status == "inProgress":
@@ -159,6 +229,15 @@ def _spawned(items: list[ThreadItem]) -> list[str]:
     found: list[str] = []
     for item in items:
         if isinstance(item, codex_items.CollabAgentToolCallItem) and item.tool == "spawnAgent":
+            found += [t for t in item.receiverThreadIds if t not in found]
+    return found
+
+
+def _named(items: list[ThreadItem]) -> list[str]:
+    """Every thread a stored thread's collab items name, in order."""
+    found: list[str] = []
+    for item in items:
+        if isinstance(item, codex_items.CollabAgentToolCallItem):
             found += [t for t in item.receiverThreadIds if t not in found]
     return found
 

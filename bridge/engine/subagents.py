@@ -23,8 +23,11 @@ does not know at first that a thread is a child, or whose. The rules here:
    them.
 3. **Work state on the parent.** ``thread/status/changed`` and the child's turns
    become ``running`` / ``requires_action`` / ``idle`` (with the turn's stop
-   reason) / ``unknown`` (Codex lost), each sent once. ``capabilities.cancel``
-   is advertised exactly while the child has a turn the bridge can interrupt.
+   reason) / ``unknown`` (Codex lost), each sent once. Codex creates a child
+   ``idle`` before its first turn starts: that is no work that ended, so a new
+   child's first state is ``running`` (``workstate.reportable``).
+   ``capabilities.cancel`` is advertised exactly while the child has a turn the
+   bridge can interrupt.
 4. **Cancel.** ``session/cancel`` on a child interrupts that child's turn (and
    its active descendants'); on a parent it also reaches every active
    descendant, because Codex does not cascade. Idle + cancelled is reported
@@ -56,6 +59,7 @@ from ..codex.messages import ItemNotification
 from ..jsonrpc import ErrorCode, RpcError
 from ..jsonrpc.peer import ErrorObject
 from . import workstate
+from .history import Nicknames
 from .hub import Hub
 from .threads import Held, Status, ThreadRecord, Turn, Unplaced
 
@@ -286,6 +290,9 @@ class Subagents:
         record = threads.add_child(
             thread_id, parent, nickname=nickname, role=role, cwd=cwd, visible=visible
         )
+        # Placed from its live traffic: until Codex shows it at work, its idle is a
+        # thread about to start, not work that ended (workstate.reportable).
+        record.unstarted = True
         self.session_added(record)  # releases the held traffic
         deferred, record.after_announce = record.after_announce, []
         for send in deferred:
@@ -356,16 +363,8 @@ class Subagents:
             for receiver in item.receiverThreadIds:
                 self._message_to(thread_id, receiver, item)
         if self._as_tool_call(item):
-            self.hub.update(
-                thread_id,
-                acp_tools.ToolCallUpdate(
-                    toolCallId=item.id,
-                    title=self._tool_title(item),
-                    status="completed" if item.status == "completed" else "failed",
-                    content=self._states_content(item),
-                    rawOutput={"agentsStates": item.agentsStates},
-                ),
-            )
+            self.hub.update(thread_id, self._finished(item))
+            self._retitle_when_placed(thread_id, item)
         if item.tool == "wait" and exposing:
             for receiver, state in item.agentsStates.items():
                 message = state.get("message") if isinstance(state, dict) else None
@@ -433,27 +432,71 @@ class Subagents:
         item: codex_items.CollabAgentToolCallItem,
         status: acp_tools.ToolCallStatus,
         content: list[Any] | msgspec.UnsetType = UNSET,
+        raw_output: Any = UNSET,
+        nicknames: Nicknames | None = None,
     ) -> acp_tools.ToolCall:
         raw_input = {"tool": item.tool, "targets": item.receiverThreadIds, "prompt": item.prompt}
         return acp_tools.ToolCall(
             toolCallId=item.id,
-            title=self._tool_title(item),
+            title=self._tool_title(item, nicknames),
             kind="other",
             status=status,
             content=content,
             rawInput=raw_input,
+            rawOutput=raw_output,
         )
+
+    def _finished(self, item: codex_items.CollabAgentToolCallItem) -> acp_tools.ToolCallUpdate:
+        """The update that ends a live collab tool call: what a replay of the item shows."""
+        return acp_tools.ToolCallUpdate(
+            toolCallId=item.id,
+            title=self._tool_title(item),
+            status=_final_status(item),
+            content=self._states_content(item),
+            rawOutput={"agentsStates": item.agentsStates},
+        )
+
+    def _retitle_when_placed(
+        self, session_id: str, item: codex_items.CollabAgentToolCallItem
+    ) -> None:
+        """A finished tool call that names a sub-agent still being placed (its nickname not
+        known yet) is retitled once it is: the same title a replay of the item gives it."""
+        threads = self.hub.threads
+        waiting = [threads.get(t) for t in item.receiverThreadIds]
+        placing = [r for r in waiting if r is not None and not r.session and r.unplaced is not None]
+        if not placing:
+            return
+        shown = [self._tool_title(item)]
+
+        def retitle() -> None:
+            title = self._tool_title(item)
+            if title != shown[0]:
+                shown[0] = title
+                update = acp_tools.ToolCallUpdate(
+                    toolCallId=item.id, title=title, content=self._states_content(item)
+                )
+                self.hub.update(session_id, update)
+
+        for record in placing:
+            record.after_announce.append(retitle)
 
     def _as_tool_call(self, item: codex_items.CollabAgentToolCallItem) -> bool:
         """wait / close / resume are tool calls; spawn and send_input only without the capability."""
         return item.tool not in ("spawnAgent", "sendInput") or not self.hub.subagents_exposed
 
-    def _name(self, thread_id: str) -> str:
-        child = self.hub.threads.session(thread_id)
-        return (child.nickname if child is not None and child.is_child else None) or "sub-agent"
+    def _name(self, thread_id: str, nicknames: Nicknames | None = None) -> str:
+        """What a collab tool call calls a sub-agent: Codex's nickname for it (``nicknames``,
+        the threads a replay read, else the registry's), or "sub-agent"."""
+        nickname = nicknames.get(thread_id) if nicknames is not None else None
+        if nickname is None:
+            child = self.hub.threads.session(thread_id)
+            nickname = child.nickname if child is not None and child.is_child else None
+        return nickname or "sub-agent"
 
-    def _tool_title(self, item: codex_items.CollabAgentToolCallItem) -> str:
-        names = ", ".join(self._name(t) for t in item.receiverThreadIds) or "sub-agent"
+    def _tool_title(
+        self, item: codex_items.CollabAgentToolCallItem, nicknames: Nicknames | None = None
+    ) -> str:
+        names = ", ".join(self._name(t, nicknames) for t in item.receiverThreadIds) or "sub-agent"
         return {
             "spawnAgent": f"Spawn {names}",
             "sendInput": f"Message {names}",
@@ -463,7 +506,7 @@ class Subagents:
         }.get(item.tool, f"{item.tool} {names}")
 
     def _states_content(
-        self, item: codex_items.CollabAgentToolCallItem
+        self, item: codex_items.CollabAgentToolCallItem, nicknames: Nicknames | None = None
     ) -> list[Any] | msgspec.UnsetType:
         lines = []
         if item.prompt and item.tool in ("spawnAgent", "sendInput"):
@@ -473,14 +516,19 @@ class Subagents:
                 status = state.get("status", "")
                 message = state.get("message")
                 lines.append(
-                    f"{self._name(thread_id)}: {status}" + (f"\n{message}" if message else "")
+                    f"{self._name(thread_id, nicknames)}: {status}"
+                    + (f"\n{message}" if message else "")
                 )
         if not lines:
             return UNSET
         return [acp_tools.Content(content=acp_types.TextContent(text="\n\n".join(lines)))]
 
-    def history_item(self, session_id: str) -> Callable[[Any], list[msgspec.Struct] | None]:
-        """How a load replays the collab items of ``session_id``'s history."""
+    def history_item(
+        self, session_id: str, nicknames: Nicknames | None = None
+    ) -> Callable[[Any], list[msgspec.Struct] | None]:
+        """How a load replays the collab items of ``session_id``'s history. ``nicknames``:
+        Codex's nicknames of the sub-agents the load read, which title the tool calls that
+        name them as the live ones were titled (:meth:`_finished`)."""
 
         def replay(item: Any) -> list[msgspec.Struct] | None:
             if not isinstance(item, codex_items.CollabAgentToolCallItem):
@@ -488,10 +536,15 @@ class Subagents:
             exposing = self.hub.subagents_exposed
             out: list[msgspec.Struct] = []
             if self._as_tool_call(item):
-                status: acp_tools.ToolCallStatus = (
-                    "completed" if item.status == "completed" else "failed"
+                out.append(
+                    self._tool_call(
+                        item,
+                        _final_status(item),
+                        self._states_content(item, nicknames),
+                        raw_output={"agentsStates": item.agentsStates},
+                        nicknames=nicknames,
+                    )
                 )
-                out.append(self._tool_call(item, status, self._states_content(item)))
             elif item.prompt is not None:
                 # A historical address is no announcement (RFD): the recipient may be
                 # announced later in this replay, or never.
@@ -529,6 +582,8 @@ class Subagents:
         if kind not in ("active", "idle", "systemError"):
             return
         record.status = Status(kind, frozenset(note.status.activeFlags))
+        if kind == "active":
+            record.unstarted = False
         self.report(record)
 
     def turn_started(self, note: codex_types.TurnNotification) -> None:
@@ -550,6 +605,7 @@ class Subagents:
             )
         turn.root_turn_id = note.turn.rootTurnId
         record.turn = turn
+        record.unstarted = False
         self.report(record)
         if self.hub.threads.work_cancelled(record):
             # A turn of work the client cancelled (Codex does not cascade): stop it now.
@@ -567,12 +623,17 @@ class Subagents:
         self.report(record)
 
     def report(self, record: ThreadRecord) -> None:
-        """Send the child's work state (and cancel capability) on its parent's stream, if changed."""
-        state = workstate.snapshot(record)
+        """Send the child's work state (and cancel capability) on its parent's stream, if changed.
+
+        A child with no state to report yet (:func:`workstate.reportable`) keeps what
+        was last sent, if anything."""
+        state = workstate.reportable(record)
         can_cancel = workstate.cancellable(record)
-        state_changed = record.reported != state
+        state_changed = state is not None and record.reported != state
         caps_changed = record.reported_cancel != can_cancel
-        record.reported, record.reported_cancel = state, can_cancel
+        if state is not None:
+            record.reported = state
+        record.reported_cancel = can_cancel
         if not record.visible or record.parent_id is None or not (state_changed or caps_changed):
             return
         self.hub.update(
@@ -643,6 +704,10 @@ def text_message(
         recipientSessionId=recipient,
         content=[acp_types.TextContent(text=text)],
     )
+
+
+def _final_status(item: codex_items.CollabAgentToolCallItem) -> acp_tools.ToolCallStatus:
+    return "completed" if item.status == "completed" else "failed"
 
 
 def _running_turn(held: list[Held]) -> str | None:

@@ -196,6 +196,10 @@ class ThreadRecord:
     outcome: Any = None
     #: Codex was lost while it worked: its state is unknown.
     lost: bool = False
+    #: A sub-agent placed from its live traffic that Codex has not yet shown at work
+    #: (no ``active`` status, no turn): Codex's ``idle`` for it is a new thread about
+    #: to start its first turn, not work that ended (see :func:`workstate.reportable`).
+    unstarted: bool = False
     #: The last work state and cancel capability the client was told.
     reported: Any = None
     reported_cancel: bool = False

@@ -19,6 +19,13 @@ A turn's end sets the status to idle (:func:`turn_ended`): the turn's outcome
 is newer than the ``active`` Codex reported while it ran. When a snapshot is
 sent, and to whom, is the sub-agent feature's business; it sends one only when
 it differs from the last one sent.
+
+What a client is told (:func:`reportable`) is the snapshot, except for a
+sub-agent not yet at work. Codex creates a spawned child ``idle`` and only
+then starts its first turn: that ``idle`` is no work that ended, so nothing is
+reported until Codex says more (``running`` once it is active, or a turn's
+end, an error, ``unknown``). The RFD allows it: until a state is reported the
+client has no confirmed current work state, and announcing implies none.
 """
 
 from __future__ import annotations
@@ -50,6 +57,20 @@ def snapshot(record: ThreadRecord) -> WorkState:
         outcome: WorkState = record.outcome
         return outcome
     return WorkState(state="idle")
+
+
+#: Idle with no stop reason and no error: what :func:`snapshot` says of a thread at rest.
+_AT_REST = WorkState(state="idle")
+
+
+def reportable(record: ThreadRecord) -> WorkState | None:
+    """The snapshot a client may be told of ``record`` now, or ``None``: a sub-agent
+    Codex has not yet shown at work (:attr:`ThreadRecord.unstarted`) is not idle from
+    work that ended, so a plain ``idle`` is no snapshot of it (see the module docstring)."""
+    state = snapshot(record)
+    if record.unstarted and state == _AT_REST:
+        return None
+    return state
 
 
 def cancellable(record: ThreadRecord) -> bool:
