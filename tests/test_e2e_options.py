@@ -53,3 +53,40 @@ async def test_log_file_gets_the_logs_and_stdout_stays_protocol(
     assert "DEBUG" in text and "starting" in text  # the spawn of codex app-server is logged
     assert stderr_file.read_text() == "", "with --log-file, nothing goes to stderr"
     assert all(m.get("jsonrpc") == "2.0" for m in client.received)
+
+
+#: Codex's stderr as a terminal would colour it (Codex colours it even into a pipe).
+COLOURED_STDERR = [
+    "\x1b[2m2026-11-30T13:48:19.129882Z\x1b[0m \x1b[32m INFO\x1b[0m "
+    "\x1b[2mcodex_app_server\x1b[0m\x1b[2m:\x1b[0m listening on stdio",
+    "\x1b[1;31mERROR\x1b[0m \x1b]8;;https://example.com\x1b\\a link\x1b]8;;\x1b\\ ends here",
+    "\x1b[31mcodex: config is unreadable\x1b[0m",
+]
+
+
+async def test_codex_stderr_reaches_the_log_file_without_colour_codes(tmp_path: Path) -> None:
+    binary = tmp_path / "codex"
+    script = "".join(f"printf '%s\\n' '{line}' >&2\n" for line in COLOURED_STDERR)
+    binary.write_text(f"#!/bin/sh\n{script}exit 3\n")
+    binary.chmod(0o755)
+    log_file = tmp_path / "bridge.log"
+    argv = [sys.executable, "-m", "bridge", "serve", "--codex-bin", str(binary)]
+    argv += ["--log-level", "info", "--log-file", str(log_file)]
+    request = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
+    with trio.fail_after(30):
+        result = await trio.run_process(
+            argv, stdin=request, capture_stdout=True, capture_stderr=True, check=False
+        )
+    err = result.stderr.decode()
+    assert result.returncode == 2, err
+    text = log_file.read_text()
+    for logged in (
+        "2026-11-30T13:48:19.129882Z  INFO codex_app_server: listening on stdio",
+        "ERROR a link ends here",
+        "codex: config is unreadable",
+    ):
+        assert f"INFO codex: {logged}\n" in text, text
+    assert "\x1b" not in text
+    # The reason the bridge gives for stopping, on stderr and in the log, is plain text too.
+    assert "exited with status 3: codex: config is unreadable" in err
+    assert "\x1b" not in err

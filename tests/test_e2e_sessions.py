@@ -169,8 +169,48 @@ async def test_load_of_a_thread_that_does_not_exist_is_not_found(
             with pytest.raises(RpcError) as prompt:
                 await client.prompt(missing, "@@ words 1")
             assert prompt.value.code == -32002
+            # An id that is not a thread id at all is said to be one, not a never-prompted one.
+            with pytest.raises(RpcError) as malformed:
+                await client.request(
+                    "session/load",
+                    {"sessionId": "not-a-thread-id", "cwd": str(workspace), "mcpServers": []},
+                )
+            assert malformed.value.code == -32002
+            assert "not-a-thread-id is not a Codex thread id" in malformed.value.message
+            assert malformed.value.data["codex"].startswith("invalid thread id")
             sid = await client.new_session(str(workspace))
             assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
+        assert_valid_acp(client)
+
+
+async def test_a_session_never_prompted_cannot_be_loaded_by_a_new_bridge_and_says_why(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    """Codex stores a thread at its first turn: one never prompted is gone with its Codex."""
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
+            await first.initialize()
+            sid = await first.new_session(str(workspace))
+
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            for method in ("session/load", "session/resume"):
+                with pytest.raises(RpcError) as failure:
+                    await client.request(
+                        method, {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
+                    )
+                assert failure.value.code == -32002
+                assert sid in failure.value.message
+                assert "never prompted" in failure.value.message
+                assert failure.value.data == {
+                    "sessionId": sid,
+                    "codex": f"thread not loaded: {sid}",  # Codex 0.169's words
+                }
+            # Nor is it listed; new sessions work.
+            listed = await client.request("session/list", {})
+            assert sid not in {s["sessionId"] for s in listed["sessions"]}
+            other = await client.new_session(str(workspace))
+            assert await client.prompt(other, "@@ words 2") == {"stopReason": "end_turn"}
         assert_valid_acp(client)
 
 

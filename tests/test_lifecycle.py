@@ -359,6 +359,7 @@ def test_load_of_a_thread_that_does_not_exist_is_not_found_and_registers_nothing
     h.codex_error(h.codex_request("thread/read")["id"], "thread not loaded: nope")
     error = error_of(h, rid)
     assert error["code"] == -32002 and "nope" in error["message"]
+    assert "never prompted" in error["message"]  # Codex cannot tell that case apart
     assert error["data"] == {"sessionId": "nope", "codex": "thread not loaded: nope"}
     assert "thread/resume" not in codex_methods(h)
     assert h.updates() == []
@@ -480,6 +481,43 @@ def test_resume_of_a_thread_that_does_not_exist_is_not_found() -> None:
     h.codex_error(h.codex_request("thread/read")["id"], "thread not loaded: gone")
     assert error_of(h, rid)["code"] == -32002
     assert "thread/resume" not in codex_methods(h) and "gone" not in h.engine.threads
+
+
+#: Codex 0.169's ``thread/read`` refusals: a well-formed id it has no stored thread for
+#: (never made, or made by an earlier Codex and never prompted), and an id that is no UUID.
+NOT_LOADED = "thread not loaded: 01a22cb6-4f88-72f0-adc3-28f14e718255"
+INVALID = (
+    "invalid thread id: invalid character: expected an optional prefix of `urn:uuid:` "
+    "followed by [0-9a-fA-F-], found `n` at 1"
+)
+
+
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+@pytest.mark.parametrize(
+    ("session_id", "codex", "says", "not_says"),
+    [
+        (
+            "01a22cb6-4f88-72f0-adc3-28f14e718255",
+            NOT_LOADED,
+            "is stored only once it has been prompted, so one never prompted does not outlive",
+            "is not a Codex thread id",
+        ),
+        ("not-a-thread-id", INVALID, "not-a-thread-id is not a Codex thread id", "prompted"),
+    ],
+)
+def test_a_refused_read_says_why_the_session_is_not_found(
+    method: str, session_id: str, codex: str, says: str, not_says: str
+) -> None:
+    h = Recorder()
+    rid = h.client_request(method, {"sessionId": session_id, "cwd": CWD, "mcpServers": []})
+    h.codex_error(h.codex_request("thread/read")["id"], codex)
+    error = error_of(h, rid)
+    assert error["code"] == -32002
+    assert error["message"].startswith(f"Session not found: {session_id}")
+    assert says in error["message"] and not_says not in error["message"]
+    assert error["data"] == {"sessionId": session_id, "codex": codex}
+    assert "thread/resume" not in codex_methods(h) and session_id not in h.engine.threads
+    validate_all(h)
 
 
 # -- session/list ---------------------------------------------------------------------

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from bridge.engine import Engine
-from bridge.shell.codex_transport import CodexConnection
+from bridge.shell.codex_transport import CodexConnection, strip_ansi
 from bridge.shell.serve import Backoff, Outbox, Restart, run_bridge
 from bridge.shell.streams import LineStream, MessageTooLarge
 
@@ -147,3 +147,32 @@ def test_backoff_doubles_to_its_ceiling_starts_over_after_a_ready_codex_and_sees
     for t in (0, 100, 200, 300):  # losses far apart: never a crash loop
         assert later.lost(t, "x", was_ready=False)[1] is None
     assert later.lost(400, "x", was_ready=True) == (0.25, None)  # a ready Codex starts over
+
+
+@pytest.mark.parametrize(
+    ("line", "text"),
+    [
+        # Codex's own log line: dim time, green level, dim target.
+        (
+            "\x1b[2m2026-11-30T13:48:19.129882Z\x1b[0m \x1b[32m INFO\x1b[0m "
+            "\x1b[2mcodex_app_server\x1b[0m\x1b[2m:\x1b[0m listening",
+            "2026-11-30T13:48:19.129882Z  INFO codex_app_server: listening",
+        ),
+        ("\x1b[1;31mERROR\x1b[0m x", "ERROR x"),  # parameters
+        ("\x1b[38;2;255;0;0mred\x1b[m", "red"),  # truecolour, bare reset
+        ("\x1b[?25lhidden cursor\x1b[?25h", "hidden cursor"),  # private CSI
+        ("\x1b[2K\x1b[1Gprogress", "progress"),  # erase line, cursor moves
+        ("\x1b]8;;https://x.org\x1b\\link\x1b]8;;\x1b\\ done", "link done"),  # OSC 8, ST
+        ("\x1b]0;window title\x07text", "text"),  # OSC ended by BEL
+        ("before \x1b]0;cut off", "before "),  # OSC never ended: to the line's end
+        ("\x1bPdevice control\x1b\\after", "after"),  # DCS
+        ("\x1b(Bcharset \x1b=keypad \x1b7saved", "charset keypad saved"),  # other escapes
+        ("ends with a lone escape \x1b", "ends with a lone escape "),
+        ("cut CSI \x1b[", "cut CSI "),
+        ("plain text [1m stays; so does ~ and \\", "plain text [1m stays; so does ~ and \\"),
+        ("", ""),
+    ],
+)
+def test_strip_ansi_leaves_the_text_and_no_escape(line: str, text: str) -> None:
+    assert strip_ansi(line) == text
+    assert "\x1b" not in strip_ansi(line)

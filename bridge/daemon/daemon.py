@@ -31,7 +31,7 @@ from pathlib import Path
 import trio
 
 from .. import __version__
-from ..shell.codex_transport import CodexUnavailable
+from ..shell.codex_transport import CodexUnavailable, strip_ansi
 from ..shell.serve import Backoff, Restart
 from .observer import observe
 from .picture import Picture
@@ -194,7 +194,7 @@ class _AppServer:
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
-                codex_log.info("%s", line.decode(errors="replace"))
+                codex_log.info("%s", strip_ansi(line.decode(errors="replace")))
 
 
 def _app_server(codex_bin: str, config_overrides: Sequence[str], token: Path) -> _AppServer:

@@ -223,9 +223,10 @@ class Lifecycle:
     def _not_found(self, session_id: str, error: ErrorObject) -> RpcError:
         if self.hub.codex_lost_reason is not None or malformed(error):
             return from_codex(error)
-        # Codex's own words ("thread not loaded: ...", "no rollout found ...") go in data.
+        # Codex's own words ("thread not loaded: ...", "invalid thread id: ...") go in data.
         return RpcError.not_found(
-            f"Session not found: {session_id}", {"sessionId": session_id, "codex": error.message}
+            not_found_message(session_id, error.message),
+            {"sessionId": session_id, "codex": error.message},
         )
 
     # -- session/list ------------------------------------------------------------------
@@ -341,6 +342,28 @@ class Lifecycle:
 
 
 # -- pure helpers ---------------------------------------------------------------------
+
+
+#: How Codex 0.169 starts its ``thread/read`` refusal of an id that is not a UUID.
+INVALID_THREAD_ID = "invalid thread id"
+
+
+def not_found_message(session_id: str, codex_message: str) -> str:
+    """The -32002 message for a thread ``thread/read`` refused.
+
+    Codex 0.169 stores a thread only at its first turn, and a new Codex answers a
+    well-formed id it has no stored thread for with ``thread not loaded: ID``, whether
+    the id was never made or was made by an earlier Codex and never prompted: it cannot
+    tell them apart, so neither can the bridge. The message says why such a session is
+    gone, since that is the surprise; an id that is not a thread id at all is named as one.
+    """
+    if codex_message.startswith(INVALID_THREAD_ID):
+        return f"Session not found: {session_id} is not a Codex thread id"
+    return (
+        f"Session not found: {session_id}. Codex has no stored thread of that id: a session "
+        "is stored only once it has been prompted, so one never prompted does not outlive "
+        "the Codex that created it"
+    )
 
 
 def is_root(thread: threads.StoredThread) -> bool:

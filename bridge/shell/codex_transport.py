@@ -21,8 +21,23 @@ from .streams import DEFAULT_MAX_MESSAGE, LineStream, MessageStream, WebSocketSt
 log = logging.getLogger(__name__)
 codex_log = logging.getLogger("codex")
 
-#: Terminal colour codes in Codex's log lines: kept in its log, not in a reason a user reads.
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: Terminal escape sequences: Codex colours its log lines even when its stderr is a pipe.
+_ANSI = re.compile(
+    r"""
+      \x1b\[ [0-?]* [ -/]* [@-~]        # CSI: colours, cursor moves, erases (ESC [ 2 m)
+    | \x1b[]PX^_] .*? (?:\x07|\x1b\\|$)  # OSC, DCS, SOS, PM, APC: to BEL, ST or line end
+    | \x1b[ -/]* [0-~]                 # the other escapes (ESC ( B, ESC =, ESC 7)
+    | \x1b                             # a lone or cut-off ESC
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences: Codex's stderr lines, before they are
+    logged (so a ``--log-file`` holds text) or become the reason Codex stopped."""
+    return _ANSI.sub("", text)
+
 
 ENV_CODEX_BIN = "CODEX_ACP_BRIDGE_CODEX_BIN"
 #: Where the project's setup installs the pinned Codex (``tools/node``).
@@ -125,7 +140,8 @@ async def spawn_codex(
                 return
             except Exception:  # an oversized or broken log line is not worth dying for
                 continue
-            tail[:] = [_ANSI.sub("", line)]
+            line = strip_ansi(line)
+            tail[:] = [line]
             codex_log.info("%s", line)
 
     async with trio.open_nursery() as nursery:
