@@ -292,6 +292,10 @@ def test_the_config_mode_describes_the_configuration_and_can_be_picked_back() ->
 def test_the_catalog_asked_at_the_handshake_is_in_the_first_answer() -> None:
     h = H(catalog=False)
     rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
+    # A client that reads only the answer must be able to pick any model: the session is
+    # opened once the catalog is in.
+    assert not h.sent_codex("thread/start")
+    answer_catalog(h)
     start = h.codex_request("thread/start")
     h.codex_reply(
         start["id"],
@@ -302,9 +306,6 @@ def test_the_catalog_asked_at_the_handshake_is_in_the_first_answer() -> None:
             "sandbox": WORKSPACE_WRITE,
         },
     )
-    # A client that reads only the answer must be able to pick any model: it waits.
-    assert h.client_response(rid) is None
-    answer_catalog(h)
     model = option(h.result(rid)["configOptions"], "model")
     assert model["currentValue"] == "mock-model"
     assert [o["value"] for o in model["options"]] == ["mock-model", "gpt-a", "gpt-b"]
@@ -321,6 +322,26 @@ def test_the_catalog_asked_at_the_handshake_is_in_the_first_answer() -> None:
     assert effort["category"] == "thought_level"
     assert "(default)" in effort["options"][1]["description"]
     h.validate()
+
+
+def test_a_load_and_a_bad_request_wait_for_the_catalog_too() -> None:
+    h = H(catalog=False)
+    load = h.client_request("session/load", {"sessionId": THREAD, "cwd": "/work", "mcpServers": []})
+    assert h.client_response(load) is None
+    bad = h.client_request("session/new", {"cwd": "relative", "mcpServers": []})
+    assert not h.sent_codex("thread/read") and h.client_response(bad) is None
+    answer_catalog(h)
+    assert h.sent_codex("thread/read")
+    assert h.error(bad)["code"] == -32602  # answered all the same, once it ran
+
+
+def test_a_codex_lost_while_the_catalog_is_asked_fails_the_waiting_open() -> None:
+    h = H(catalog=False)
+    rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
+    h._collect(h.engine.codex_lost("Codex app-server exited (code 1)"))
+    error = h.error(rid)
+    assert error["code"] == -32603 and "exited" in error["message"]
+    assert not h.sent_codex("thread/start")
 
 
 def test_a_session_opened_after_the_catalog_came_answers_at_once() -> None:
@@ -354,6 +375,7 @@ def test_the_catalog_is_read_page_by_page() -> None:
 def test_a_failed_catalog_leaves_the_current_model_offered() -> None:
     h = H(catalog=False)
     rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
+    h.codex_error(h.codex_request("model/list")["id"], "no catalog")
     h.codex_reply(
         h.codex_request("thread/start")["id"],
         {
@@ -363,7 +385,6 @@ def test_a_failed_catalog_leaves_the_current_model_offered() -> None:
             "sandbox": WORKSPACE_WRITE,
         },
     )
-    h.codex_error(h.codex_request("model/list")["id"], "no catalog")
     model = option(h.result(rid)["configOptions"], "model")
     assert [o["value"] for o in model["options"]] == ["mock-model"]
     assert [u["sessionUpdate"] for u in h.updates(THREAD)] == ["available_commands_update"]

@@ -19,13 +19,11 @@ def test_client_messages_wait_for_the_codex_handshake_and_keep_their_order() -> 
     assert [m.get("method") for m in h.to_codex] == ["initialize"]
 
     h.codex_reply(init["id"], {})
-    # The model catalog is asked for at once, beside the client's own handshake.
-    assert [m.get("method") for m in h.to_codex] == [
-        "initialize",
-        "initialized",
-        "model/list",
-        "thread/start",
-    ]
+    # The model catalog is asked for at once, beside the client's own handshake; a
+    # session opens once it is in (its answer lists every model).
+    assert [m.get("method") for m in h.to_codex] == ["initialize", "initialized", "model/list"]
+    h.codex_reply(h.codex_request("model/list")["id"], {"data": []})
+    assert [m.get("method") for m in h.to_codex][-1] == "thread/start"
     assert "params" not in h.to_codex[1]  # a notification without params, as Codex expects
     assert h.client_response(first) is not None
     assert h.client_response(second) is None  # waits on thread/start

@@ -158,14 +158,17 @@ class Engine:
             forget=self.forget,
             open_failed=self.subagents.open_failed,
         )
+        # A session's first answer lists every model: opening one waits for the catalog
+        # asked at the handshake (see bridge.engine.settings).
+        after_catalog = self._after_catalog
         self._client_requests: dict[str, RequestHandler] = {
             "initialize": self._initialize,
             "authenticate": self.auth.authenticate,
-            "session/new": self.prompts.session_new,
+            "session/new": after_catalog(self.prompts.session_new),
             "session/prompt": self.prompts.session_prompt,
-            "session/load": self.lifecycle.session_load,
-            "session/resume": self.lifecycle.session_resume,
-            "session/fork": self.lifecycle.session_fork,
+            "session/load": after_catalog(self.lifecycle.session_load),
+            "session/resume": after_catalog(self.lifecycle.session_resume),
+            "session/fork": after_catalog(self.lifecycle.session_fork),
             "session/list": self.lifecycle.session_list,
             "session/close": self.lifecycle.session_close,
             "session/set_mode": self.settings.set_mode,
@@ -419,6 +422,28 @@ class Engine:
                 self.subagents.guard(msg.method, session_id)
         handler(msg.id, msg.params)
 
+    def _after_catalog(self, handler: RequestHandler) -> RequestHandler:
+        """``handler``, run once the model catalog is in (at once if it is): a request
+        that waited is answered by it, or with the error it raised."""
+
+        def deferred(rid: RequestId, raw: Raw) -> None:
+            def run() -> None:
+                hub = self.hub
+                try:
+                    if hub.codex_lost_reason is not None:
+                        raise RpcError.internal(hub.codex_lost_reason)
+                    handler(rid, raw)
+                except RpcError as exc:
+                    hub.refuse_client(rid, exc)
+                except Exception:
+                    log.exception("internal error handling a deferred request %s", rid)
+                    if rid in hub.open_client_requests:
+                        hub.refuse_client(rid, RpcError.internal(f"{AGENT_NAME} internal error"))
+
+            self.settings.when_catalog_ready(run)
+
+        return deferred
+
     def _session_cancel(self, raw: Raw) -> None:
         """``session/cancel``: the prompt, then what the session asked, then its sub-agents' work."""
         try:
@@ -554,17 +579,13 @@ class Engine:
     def _session_opened(
         self, record: ThreadRecord, rid: RequestId, result: Any, opened: Any
     ) -> None:
-        """A session opened (new, load, resume, fork): its settings fill the result (once
-        the model catalog asked for at the handshake is in), the result goes out, then what
-        may only follow it (the commands, the current state of sub-agents a load replayed)."""
-
-        def answer() -> None:
-            self.settings.session_opened(record, result, opened)
-            self.hub.answer_client(rid, result)
-            self.settings.session_announced(record)
-            self.subagent_history.after_response(record)
-
-        self.settings.when_catalog_ready(answer)
+        """A session opened (new, load, resume, fork): its settings fill the result, the
+        result goes out, then what may only follow it (the commands, the current state
+        of sub-agents a load replayed)."""
+        self.settings.session_opened(record, result, opened)
+        self.hub.answer_client(rid, result)
+        self.settings.session_announced(record)
+        self.subagent_history.after_response(record)
 
     def _open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
         """The client opened a session on ``thread_id``: what was held for it is handled now."""

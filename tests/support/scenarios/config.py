@@ -29,11 +29,11 @@ async def modes(client: AcpClient, workspace: str) -> None:
 
 
 async def config_options(client: AcpClient, workspace: str) -> None:
-    session = await open_session(client, workspace)
-    # The model catalog arrives after the session: an update widens the model option.
-    update = await client.wait_for(_update_of("config_option_update"))
-    options = update["params"]["update"]["configOptions"]
-    model = next(o for o in options if o["id"] == "model")
+    await client.initialize()
+    opened = await client.request("session/new", {"cwd": workspace, "mcpServers": []})
+    session = opened["sessionId"]
+    # The whole model catalog is in the answer: a client that reads only it can pick.
+    model = next(o for o in opened["configOptions"] if o["id"] == "model")
     picked = next(o["value"] for o in model["options"] if o["value"] != model["currentValue"])
     answer = await client.request(
         "session/set_config_option", {"sessionId": session, "configId": "model", "value": picked}
@@ -70,12 +70,12 @@ async def auth_required(client: AcpClient, workspace: str) -> None:
 SCENARIOS = [
     Scenario(
         "modes",
-        "the configured mode, then session/set_mode and set_config_option (mode) sent with turns",
+        "the configured mode, then session/set_mode and set_config_option (mode) stored in the thread",
         modes,
     ),
     Scenario(
         "config_options",
-        "model catalog after session/new, then a model and a reasoning effort picked",
+        "the whole model catalog in session/new's answer, then a model and an effort picked",
         config_options,
     ),
     Scenario(

@@ -137,6 +137,26 @@ async def tool_mcp(client: AcpClient, workspace: str) -> None:
     await _run(client, workspace, MCP_PROMPT)
 
 
+#: A command the turn waits on for longer than any test: only a cancel ends it.
+LONG_COMMAND = (
+    '@@ call exec_command {"cmd": "sleep 300", "yield_time_ms": 60000}\n@@ then\n@@ say done'
+)
+
+
+async def cancel_stops_command(client: AcpClient, workspace: str) -> None:
+    """The turn waits on a command; the cancel interrupts the turn and stops the command
+    (``thread/backgroundTerminals/clean``), then the session takes its next prompt."""
+    session = await open_session(client, workspace)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client.prompt, session, LONG_COMMAND)
+        await client.wait_for(
+            lambda _m: any(u["update"]["sessionUpdate"] == "tool_call" for u in client.updates)
+        )
+        await trio.sleep(0.5)  # the command runs
+        await client.notify("session/cancel", {"sessionId": session})
+    await client.prompt(session, "@@ say after")
+
+
 SCENARIOS = [
     Scenario("tool_command", "a command that runs: echo hi, streamed, completed", tool_command),
     Scenario("tool_command_failed", "a command that fails with exit code 3", tool_command_failed),
@@ -171,5 +191,10 @@ SCENARIOS = [
         "an MCP tool that answers and one that fails (a local stdio MCP server)",
         tool_mcp,
         extra_toml=MCP_TOML,
+    ),
+    Scenario(
+        "cancel_stops_command",
+        "session/cancel while the turn waits on a command: the turn and the command stop",
+        cancel_stops_command,
     ),
 ]
