@@ -475,6 +475,21 @@ def test_resume_subscribes_without_replaying_history() -> None:
     validate_all(h)
 
 
+def test_resume_of_a_thread_codex_holds_but_never_stored_is_not_found() -> None:
+    """A session never prompted and closed on this Codex: the read succeeds, the resume
+    finds no rollout. That is the same not-found, with the same words, not an error."""
+    h = Recorder()
+    rid = h.client_request("session/resume", {"sessionId": THREAD, "cwd": CWD})
+    h.codex_reply(h.codex_request("thread/read")["id"], {"thread": stored_thread([])})
+    h.codex_error(
+        h.codex_request("thread/resume")["id"], f"no rollout found for thread id {THREAD}"
+    )
+    error = error_of(h, rid)
+    assert error["code"] == -32002 and "never prompted" in error["message"]
+    assert THREAD not in h.engine.threads
+    validate_all(h)
+
+
 def test_resume_of_a_thread_that_does_not_exist_is_not_found() -> None:
     h = Recorder()
     rid = h.client_request("session/resume", {"sessionId": "gone", "cwd": CWD})

@@ -137,6 +137,10 @@ class Lifecycle:
         def failed(error: ErrorObject) -> None:
             opening.opening = False
             self._open_failed(session_id)
+            if error.message.startswith(NO_ROLLOUT):
+                # Read but not resumable: a session never prompted, closed on this Codex.
+                hub.refuse_client(rid, self._not_found(session_id, error))
+                return
             hub.refuse_client(rid, from_codex(error))
 
         def found(stored: threads.StoredThread) -> None:
@@ -346,6 +350,9 @@ class Lifecycle:
 
 #: How Codex 0.169 starts its ``thread/read`` refusal of an id that is not a UUID.
 INVALID_THREAD_ID = "invalid thread id"
+#: How Codex 0.169 refuses ``thread/resume`` of a thread it holds but never stored (a
+#: session never prompted, then closed): the same not-found as a failed read.
+NO_ROLLOUT = "no rollout found"
 
 
 def not_found_message(session_id: str, codex_message: str) -> str:
