@@ -132,3 +132,55 @@ async def test_prompt_with_resources_and_images_reaches_the_model(
     assert "a.py" in body
     assert "data:image/png;base64," in body
     assert_valid_acp(client)
+
+
+async def test_prompts_sent_mid_turn_are_queued_and_answered_in_order(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    """A prompt typed while the agent works is not refused: it runs when the turn ends, each
+    prompt with its own answer; a cancel then answers what is still queued ``cancelled``."""
+    answers: dict[str, object] = {}
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+
+            async def send(name: str, text: str) -> None:
+                answers[name] = await client.prompt(sid, text)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send, "first", "@@ words 200 delay_ms=5")
+                await client.wait_for(lambda _m: len(client.text_of(sid).split()) >= 10)
+                nursery.start_soon(send, "second", "@@ say second answer")
+                await trio.sleep(0.2)
+                nursery.start_soon(send, "third", "@@ say third answer")
+            order = [name for name in answers]
+            assert order == ["first", "second", "third"], order
+            assert all(a == {"stopReason": "end_turn"} for a in answers.values()), answers
+            text = client.text_of(sid)
+            assert text.startswith(words(200)) and text.index("second answer") < text.index(
+                "third answer"
+            )
+
+            # A cancel: the running turn is cancelled once Codex confirms, the queue at once.
+            answers.clear()
+            before = len(client.text_of(sid))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send, "long", "@@ words 3000 delay_ms=10")
+                await client.wait_for(lambda _m: len(client.text_of(sid)) > before + 50)
+                nursery.start_soon(send, "waiting", "@@ say never")
+                await trio.sleep(0.2)
+                await client.notify("session/cancel", {"sessionId": sid})
+            assert answers == {
+                "waiting": {"stopReason": "cancelled"},
+                "long": {"stopReason": "cancelled"},
+            }
+            assert list(answers) == ["waiting", "long"], "the queue is answered first"
+            assert "never" not in client.text_of(sid)
+    user_turns = [r for r in scripted_model.requests if "@@ say never" in str(r.get("input", ""))]
+    assert not user_turns, "a cancelled queued prompt never reached the model"
+    assert_valid_acp(client)

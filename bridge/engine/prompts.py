@@ -25,7 +25,7 @@ from ..jsonrpc.peer import ErrorObject
 from . import translate
 from .hub import Hub, check_directory, decode_params, from_codex
 from .prompt_input import prompt_to_input
-from .threads import ThreadRecord, Turn
+from .threads import QueuedPrompt, ThreadRecord, Turn
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +91,21 @@ class Prompts:
         hub = self.hub
         params = decode_params(raw, acp_types.PromptParams, "session/prompt")
         record = hub.threads.require(params.sessionId)
-        if record.turn is not None:
-            raise RpcError(
-                ErrorCode.INVALID_REQUEST,
-                f"session {record.id} already has a prompt in progress",
-            )
+        if record.closing is not None:
+            raise RpcError(ErrorCode.INVALID_REQUEST, f"session {record.id} is being closed")
         inputs = prompt_to_input(params.prompt)
+        if record.turn is not None or record.queued:
+            # Typed while the agent works: it runs when the turn ends, in arrival order.
+            record.queued.append(QueuedPrompt(rid, inputs))
+            log.info(
+                "session %s: prompt %s queued (%d waiting)", record.id, rid, len(record.queued)
+            )
+            return
+        self._start(record, rid, inputs)
+
+    def _start(self, record: ThreadRecord, rid: RequestId, inputs: list[Any]) -> None:
+        """Start the turn (or the slash command) that answers prompt ``rid``."""
+        hub = self.hub
         command = self._command(record, inputs)
         turn = record.turn = Turn(request_id=rid)
 
@@ -111,6 +120,7 @@ class Prompts:
                 record.turn = None
                 hub.refuse_client(rid, from_codex(error))
                 self._settled(record)
+                self._start_next(record)
 
         if command is not None:
             method, request = command
@@ -124,7 +134,13 @@ class Prompts:
 
     def cancel(self, record: ThreadRecord) -> None:
         """Stop the session's prompt, if any: it resolves ``cancelled`` once Codex
-        reports its turn interrupted (``session/cancel``, ``session/close``)."""
+        reports its turn interrupted (``session/cancel``, ``session/close``). Prompts
+        queued behind it are answered ``cancelled`` at once: they never start."""
+        queued, record.queued = record.queued, []
+        for waiting in queued:
+            self.hub.answer_client(
+                waiting.request_id, acp_types.PromptResult(stopReason="cancelled")
+            )
         turn = record.turn
         if turn is None or turn.request_id is None or turn.cancel_requested:
             return
@@ -200,11 +216,27 @@ class Prompts:
                 rid, RpcError(code, message or f"Codex turn ended with status {status}", data)
             )
         self._settled(record)
+        self._start_next(record)
+
+    def _start_next(self, record: ThreadRecord) -> None:
+        """The session's turn ended: the first queued prompt starts, if the session is
+        still open."""
+        if (
+            record.turn is None
+            and record.queued
+            and record.closing is None
+            and self.hub.threads.session(record.id) is record
+        ):
+            waiting = record.queued.pop(0)
+            self._start(record, waiting.request_id, waiting.inputs)
 
     def codex_lost(self, reason: str) -> None:
         """Codex is gone: every prompt in flight is answered now (its turn will never
         be heard of again): ``cancelled`` if the user had cancelled it, else the reason."""
         for record in self.hub.threads.sessions():
+            queued, record.queued = record.queued, []
+            for waiting in queued:
+                self.hub.refuse_client(waiting.request_id, RpcError.internal(reason))
             turn = record.turn
             if turn is not None and turn.request_id is not None:
                 record.turn = None

@@ -77,6 +77,15 @@ class Turn:
 
 
 @dataclass(slots=True, eq=False)
+class QueuedPrompt:
+    """A ``session/prompt`` that arrived while a turn ran: it starts when the turn ends."""
+
+    request_id: RequestId
+    #: The prompt as Codex input (decoded and checked on arrival).
+    inputs: list[Any]
+
+
+@dataclass(slots=True, eq=False)
 class Pending:
     """A Codex request waiting on the user, from arrival until it settles (exactly once)."""
 
@@ -191,6 +200,8 @@ class ThreadRecord:
     closing: list[RequestId] | None = None
     # -- work
     turn: Turn | None = None
+    #: Prompts waiting for the turn to end, in arrival order (roots only).
+    queued: list[QueuedPrompt] = field(default_factory=list)
     status: Status | None = None
     #: How its last turn ended (``idle`` + stop reason, or + error).
     outcome: Any = None

@@ -31,6 +31,23 @@ async def cancel_mid_stream(client: AcpClient, workspace: str) -> None:
     await client.prompt(session, "@@ words 3")
 
 
+async def prompt_queued(client: AcpClient, workspace: str) -> None:
+    """A prompt sent while the first streams waits for it, then runs; a cancel with one
+    more queued answers that one ``cancelled`` at once."""
+    session = await open_session(client, workspace)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client.prompt, session, "@@ words 200 delay_ms=5")
+        await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 10)
+        nursery.start_soon(client.prompt, session, "@@ say queued answer")
+    before = len(client.text_of(session))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client.prompt, session, "@@ words 2000 delay_ms=10")
+        await client.wait_for(lambda _m: len(client.text_of(session)) > before + 50)
+        nursery.start_soon(client.prompt, session, "@@ say never")
+        await trio.sleep(0.2)
+        await client.notify("session/cancel", {"sessionId": session})
+
+
 async def failed_turn(client: AcpClient, workspace: str) -> None:
     session = await open_session(client, workspace)
     try:
@@ -69,6 +86,11 @@ SCENARIOS = [
     Scenario("reasoning", "a reasoning summary streamed before the answer", reasoning),
     Scenario(
         "cancel_mid_stream", "session/cancel mid-stream, then another prompt", cancel_mid_stream
+    ),
+    Scenario(
+        "prompt_queued",
+        "prompts sent mid-turn: queued and run in order; a cancel answers the queue cancelled",
+        prompt_queued,
     ),
     Scenario(
         "failed_turn", "the model stream breaks: the turn fails with Codex's message", failed_turn

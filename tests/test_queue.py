@@ -1,0 +1,128 @@
+"""Prompts typed while the agent works are queued, not refused (engine level).
+
+A ``session/prompt`` that arrives while a turn runs waits; it starts when the turn ends, in
+arrival order, and gets its own response and stop reason. ``session/cancel`` cancels the
+running turn and answers every queued prompt ``cancelled``; queued prompts never reach Codex
+before their turn (so they show in the transcript when they start, as Codex reports them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.engine_harness import Harness
+
+
+def prompt(h: Harness, sid: str, text: str) -> int:
+    return h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
+    )
+
+
+def turn_starts(h: Harness) -> list[dict[str, Any]]:
+    return [m for m in h.to_codex if m.get("method") == "turn/start"]
+
+
+def started_texts(h: Harness) -> list[str]:
+    return [m["params"]["input"][0]["text"] for m in turn_starts(h)]
+
+
+def answer_turn_start(h: Harness, turn_id: str) -> None:
+    h.codex_reply(
+        turn_starts(h)[-1]["id"], {"turn": {"id": turn_id, "status": "inProgress", "items": []}}
+    )
+
+
+def result(h: Harness, rid: int) -> Any:
+    response = h.client_response(rid)
+    return None if response is None else response.get("result", response.get("error"))
+
+
+def test_prompts_sent_mid_turn_run_in_order_each_with_its_own_answer() -> None:
+    h = Harness()
+    sid = h.new_session()
+    first = prompt(h, sid, "one")
+    answer_turn_start(h, "turn-1")
+    second = prompt(h, sid, "two")
+    third = prompt(h, sid, "three")
+    assert started_texts(h) == ["one"], "queued prompts wait for the turn"
+    assert result(h, second) is None and result(h, third) is None
+    h.complete_turn(sid, "turn-1")
+    assert result(h, first) == {"stopReason": "end_turn"}
+    assert started_texts(h) == ["one", "two"]
+    answer_turn_start(h, "turn-2")
+    h.complete_turn(sid, "turn-2", status="failed", error={"message": "model broke"})
+    assert "model broke" in result(h, second)["message"]
+    assert started_texts(h) == ["one", "two", "three"]
+    answer_turn_start(h, "turn-3")
+    h.complete_turn(sid, "turn-3")
+    assert result(h, third) == {"stopReason": "end_turn"}
+
+
+def test_cancel_cancels_the_turn_and_answers_the_queue_cancelled() -> None:
+    h = Harness()
+    sid = h.new_session()
+    first = prompt(h, sid, "one")
+    answer_turn_start(h, "turn-1")
+    queued = [prompt(h, sid, "two"), prompt(h, sid, "three")]
+    h.client_notify("session/cancel", {"sessionId": sid})
+    assert [result(h, rid) for rid in queued] == [{"stopReason": "cancelled"}] * 2
+    assert result(h, first) is None  # until Codex confirms
+    h.codex_reply(h.codex_request("turn/interrupt")["id"], {})
+    h.complete_turn(sid, "turn-1", status="interrupted")
+    assert result(h, first) == {"stopReason": "cancelled"}
+    assert started_texts(h) == ["one"], "a cancelled queue never starts"
+    # The session takes the next prompt as usual.
+    later = prompt(h, sid, "four")
+    answer_turn_start(h, "turn-4")
+    h.complete_turn(sid, "turn-4")
+    assert result(h, later) == {"stopReason": "end_turn"}
+
+
+def test_a_prompt_queued_behind_a_refused_turn_starts() -> None:
+    h = Harness()
+    sid = h.new_session()
+    first = prompt(h, sid, "one")
+    second = prompt(h, sid, "two")  # the turn is not even started yet
+    h.codex_error(turn_starts(h)[-1]["id"], "turn refused")
+    assert "turn refused" in result(h, first)["message"]
+    assert started_texts(h) == ["one", "two"]
+    answer_turn_start(h, "turn-2")
+    h.complete_turn(sid, "turn-2")
+    assert result(h, second) == {"stopReason": "end_turn"}
+
+
+def test_a_bad_prompt_is_refused_on_arrival_not_queued() -> None:
+    h = Harness()
+    sid = h.new_session()
+    prompt(h, sid, "one")
+    rid = h.client_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "video"}]})
+    assert h.client_response(rid)["error"]["code"] == -32602  # type: ignore[index]
+
+
+def test_closing_a_session_answers_its_queue_cancelled() -> None:
+    h = Harness()
+    sid = h.new_session()
+    first = prompt(h, sid, "one")
+    answer_turn_start(h, "turn-1")
+    queued = prompt(h, sid, "two")
+    close = h.client_request("session/close", {"sessionId": sid})
+    assert result(h, queued) == {"stopReason": "cancelled"}
+    late = prompt(h, sid, "three")
+    assert h.client_response(late)["error"]["code"] == -32600  # type: ignore[index]
+    h.codex_reply(h.codex_request("turn/interrupt")["id"], {})
+    h.complete_turn(sid, "turn-1", status="interrupted")
+    assert result(h, first) == {"stopReason": "cancelled"}
+    h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
+    assert result(h, close) == {}
+    assert started_texts(h) == ["one"]
+
+
+def test_codex_lost_fails_the_queue_with_the_reason() -> None:
+    h = Harness()
+    sid = h.new_session()
+    prompt(h, sid, "one")
+    answer_turn_start(h, "turn-1")
+    queued = prompt(h, sid, "two")
+    h._collect(h.engine.codex_lost("Codex app-server exited (code 9)"))
+    assert "exited" in result(h, queued)["message"]
