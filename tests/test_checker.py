@@ -76,9 +76,14 @@ def agent_chunk(session: str, text: str = "hello") -> tuple[str, Message]:
     return session_update(session, {"sessionUpdate": "agent_message_chunk", "content": content})
 
 
-def user_chunk(session: str, text: str = "earlier question") -> tuple[str, Message]:
+def user_chunk(
+    session: str, text: str = "earlier question", message_id: str | None = None
+) -> tuple[str, Message]:
     content = {"type": "text", "text": text}
-    return session_update(session, {"sessionUpdate": "user_message_chunk", "content": content})
+    update: Message = {"sessionUpdate": "user_message_chunk", "content": content}
+    if message_id is not None:
+        update["messageId"] = message_id
+    return session_update(session, update)
 
 
 def subagent_update(parent: str, child: str, **fields: Any) -> tuple[str, Message]:
@@ -481,6 +486,25 @@ CASES = [
         "a tool call announced on another session",
         [*with_child(), tool_call(CHILD), tool_call_update(ROOT)],
         (4, "tool_call_update names tool call 'call_1'"),
+    ),
+    Case(
+        "a live user message (steered input) after a load response passes",
+        [
+            load_session(1, ROOT),
+            user_chunk(ROOT, "replayed question", message_id="u-1"),
+            load_result(1),
+            user_chunk(ROOT, "steered words", message_id="u-9"),
+        ],
+    ),
+    Case(
+        "a replayed user message sent again after the load response",
+        [
+            load_session(1, ROOT),
+            user_chunk(ROOT, "replayed question", message_id="u-1"),
+            load_result(1),
+            user_chunk(ROOT, "replayed question", message_id="u-1"),
+        ],
+        (3, "history (user_message_chunk)"),
     ),
 ]
 

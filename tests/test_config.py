@@ -496,6 +496,9 @@ def test_picking_a_model_and_an_effort() -> None:
     options = h.pick("model", "gpt-a")
     assert stored() == {"model": "gpt-a"}  # the model's default effort applies
     assert option(options, "model")["currentValue"] == "gpt-a"
+    # The model the session opened with (not in the catalog) can still be picked back.
+    values = [o["value"] for o in option(options, "model")["options"]]
+    assert values == ["mock-model", "gpt-a", "gpt-b"]
     assert option(options, "reasoning_effort")["currentValue"] == "medium"  # gpt-a's default
     assert option(h.pick("reasoning_effort", "low"), "reasoning_effort")["currentValue"] == "low"
     assert stored() == {"effort": "low"}

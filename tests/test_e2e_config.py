@@ -228,9 +228,7 @@ async def test_picks_are_stored_in_the_thread_and_come_back_after_a_restart(
                 model = _option(opened["configOptions"], "model")
                 assert model["currentValue"] == picked, method
                 # The whole catalog, in the answer itself (a fresh process, no update needed).
-                assert len(model["options"]) > 1 and "mock-model" in {
-                    o["value"] for o in model["options"]
-                }
+                assert len(model["options"]) > 1
                 assert _option(opened["configOptions"], "reasoning_effort")["currentValue"] == other
                 assert await again.prompt(sid, f"@@ say after {method}") == {
                     "stopReason": "end_turn"

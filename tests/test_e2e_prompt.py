@@ -184,3 +184,62 @@ async def test_prompts_sent_mid_turn_are_queued_and_answered_in_order(
     user_turns = [r for r in scripted_model.requests if "@@ say never" in str(r.get("input", ""))]
     assert not user_turns, "a cancelled queued prompt never reached the model"
     assert_valid_acp(client)
+
+
+async def test_a_steer_enters_the_running_turn_and_the_model_answers_it_in_that_turn(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    """``_session/steering`` into a long streamed answer is ``injected``: Codex hands it to the
+    model in the same turn (the scripted model answers it), and the one prompt response covers
+    both. On an idle session: ``promptRequired`` when asked, else a new turn that streams."""
+    answers: dict[str, object] = {}
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize()
+            assert init["_meta"]["steering"] == {"supported": True}
+            sid = await client.new_session(str(workspace))
+
+            async def send(name: str, text: str) -> None:
+                answers[name] = await client.prompt(sid, text)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send, "prompt", "@@ words 300 delay_ms=5")
+                await client.wait_for(lambda _m: len(client.text_of(sid).split()) >= 20)
+                steered = await client.request(
+                    "_session/steering",
+                    {
+                        "sessionId": sid,
+                        "prompt": [{"type": "text", "text": "@@ say steered reply"}],
+                    },
+                )
+                assert steered == {"outcome": "injected"}
+            assert answers == {"prompt": {"stopReason": "end_turn"}}
+            text = client.text_of(sid)
+            # Codex hands the steer to the model at once: the answer in flight stops where it
+            # was, and the model's reply to the steer follows, in the same turn.
+            assert text.startswith(words(20)) and text.endswith("steered reply"), text[-300:]
+
+            idle = await client.request(
+                "_session/steering",
+                {
+                    "sessionId": sid,
+                    "prompt": [{"type": "text", "text": "@@ say unused"}],
+                    "_meta": {"steering": {"idleBehavior": "promptRequired"}},
+                },
+            )
+            assert idle == {"outcome": "promptRequired", "reason": "noRunningTurn"}
+            before = client.text_of(sid)
+            started = await client.request(
+                "_session/steering",
+                {"sessionId": sid, "prompt": [{"type": "text", "text": "@@ say a new turn"}]},
+            )
+            assert started == {"outcome": "startedNewTurn"}
+            await client.wait_for(lambda _m: client.text_of(sid).endswith("a new turn"))
+            assert client.text_of(sid).startswith(before)
+            print(sorted({u["update"]["sessionUpdate"] for u in client.updates}))
+    assert_valid_acp(client)
+    assert all("@@ say unused" not in str(r.get("input", "")) for r in scripted_model.requests)

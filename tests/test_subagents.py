@@ -35,6 +35,7 @@ RESTRICTED = [
     ("session/resume", {"cwd": "/work", "mcpServers": []}),
     ("session/close", {}),
     ("session/fork", {"cwd": "/work", "mcpServers": []}),
+    ("_session/steering", {"prompt": [{"type": "text", "text": "hi"}]}),
 ]
 
 

@@ -182,6 +182,7 @@ class InitializeResult(_Base):
     agentCapabilities: AgentCapabilities
     authMethods: list[AuthMethod] = msgspec.field(default_factory=list)
     agentInfo: Implementation | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 # -- sessions -----------------------------------------------------------------

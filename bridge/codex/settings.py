@@ -39,6 +39,8 @@ class Model(_Base):
     isDefault: bool = False
     supportedReasoningEfforts: list[ReasoningEffortOption] = msgspec.field(default_factory=list)
     defaultReasoningEffort: str | None = None
+    #: What the model takes as input (``text``, ``image``, ...); ``None``: not said.
+    inputModalities: list[str] | None = None
 
 
 class ModelListResult(_Base):

@@ -75,6 +75,19 @@ class TurnStartParams(_Base):
     effort: str | UnsetType = UNSET
 
 
+class TurnSteerParams(_Base):
+    """``turn/steer``: add input to the running turn; refused unless ``expectedTurnId``
+    is the thread's active turn."""
+
+    threadId: str
+    input: list[UserInput]
+    expectedTurnId: str
+
+
+class TurnSteerResult(_Base):
+    turnId: str
+
+
 class TurnInterruptParams(_Base):
     threadId: str
     turnId: str

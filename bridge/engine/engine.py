@@ -50,6 +50,7 @@ import msgspec
 from msgspec import Raw
 
 from .. import __version__
+from ..acp import steering as acp_steering
 from ..acp import types as acp_types
 from ..codex import messages as codex_messages
 from ..codex import types as codex_types
@@ -72,6 +73,7 @@ from .lifecycle import Lifecycle
 from .prompts import Prompts
 from .recovery import Recovery
 from .settings import Configuration
+from .steering import Steering
 from .subagent_history import SubagentHistory
 from .subagents import Subagents
 from .terminals import Terminals
@@ -147,6 +149,12 @@ class Engine:
             turn_starting=self.settings.turn_starting,
             command=commands.command_request,
             settled=self._prompt_settled,
+            turn_known=lambda record: self.steering.turn_known(record),
+        )
+        self.steering = Steering(
+            hub,
+            start_turn=self.prompts.start_turn,
+            input_modalities=self.settings.input_modalities,
         )
         self.lifecycle = Lifecycle(
             hub,
@@ -173,6 +181,7 @@ class Engine:
             "session/close": self.lifecycle.session_close,
             "session/set_mode": self.settings.set_mode,
             "session/set_config_option": self.settings.set_config_option,
+            acp_steering.METHOD: self.steering.steer,
         }
         self._codex_requests: dict[str, CodexRequestHandler] = {
             "item/commandExecution/requestApproval": self.approvals.command_approval,
@@ -209,6 +218,7 @@ class Engine:
             subagents.item_started(note)
 
         def item_completed(note: codex_messages.ItemNotification) -> None:
+            self.steering.item_completed(note)
             prompts.item_completed(note)
             tools.item_completed(note)
             approvals.item_completed(note)
@@ -456,6 +466,7 @@ class Engine:
             log.warning("session/cancel for unknown session %s", params.sessionId)
         else:
             self.prompts.cancel(record)
+            self.steering.cancelled(record)
         self.approvals.session_cancelled(params.sessionId)
         self._cancel_work(params.sessionId)
 
@@ -468,6 +479,7 @@ class Engine:
                 promptCapabilities=acp_types.PromptCapabilities(image=True, embeddedContext=True),
             ),
             agentInfo=acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__),
+            meta=dict(acp_steering.SUPPORTED),
         )
         self.lifecycle.advertise(result)
         self.auth.advertise(result)
@@ -608,6 +620,7 @@ class Engine:
 
     def _prompt_settled(self, record: ThreadRecord) -> None:
         self.lifecycle.prompt_settled(record)
+        self.steering.turn_ended(record)
 
     def forget(self, thread_id: str) -> None:
         """Forget a thread and every sub-agent under it, answering what they held."""

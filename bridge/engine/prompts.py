@@ -53,6 +53,7 @@ class Prompts:
         turn_starting: TurnStarting,
         command: Command,
         settled: Callable[[ThreadRecord], None],
+        turn_known: Callable[[ThreadRecord], None],
     ) -> None:
         self.hub = hub
         self._open_root = open_root
@@ -63,6 +64,8 @@ class Prompts:
         #: Called once a prompt has been answered because its turn ended or Codex
         #: refused to start it (``session/close`` waits for this).
         self._settled = settled
+        #: Called once Codex has named the session's turn (a steer waits for it).
+        self._turn_known_hook = turn_known
 
     # -- client requests ---------------------------------------------------------------
 
@@ -103,11 +106,16 @@ class Prompts:
             return
         self._start(record, rid, inputs)
 
-    def _start(self, record: ThreadRecord, rid: RequestId, inputs: list[Any]) -> None:
+    def start_turn(self, record: ThreadRecord, inputs: list[Any]) -> None:
+        """Start a turn no prompt waits for (a steer on an idle session); its updates
+        stream as a prompt's do, and prompts sent meanwhile queue behind it."""
+        self._start(record, None, inputs)
+
+    def _start(self, record: ThreadRecord, rid: RequestId | None, inputs: list[Any]) -> None:
         """Start the turn (or the slash command) that answers prompt ``rid``."""
         hub = self.hub
         command = self._command(record, inputs)
-        turn = record.turn = Turn(request_id=rid)
+        turn = record.turn = Turn(request_id=rid, started_by_steer=rid is None)
 
         def turn_started(result: codex_commands.CommandStartResult) -> None:
             # A command's result may name no turn (``thread/compact/start``): then
@@ -118,7 +126,10 @@ class Prompts:
         def turn_refused(error: ErrorObject) -> None:
             if record.turn is turn:
                 record.turn = None
-                hub.refuse_client(rid, from_codex(error))
+                if rid is not None:
+                    hub.refuse_client(rid, from_codex(error))
+                else:
+                    log.warning("turn/start for a steer refused: %s", error.message)
                 self._settled(record)
                 self._start_next(record)
 
@@ -142,8 +153,10 @@ class Prompts:
                 waiting.request_id, acp_types.PromptResult(stopReason="cancelled")
             )
         turn = record.turn
-        if turn is None or turn.request_id is None or turn.cancel_requested:
+        if turn is None or turn.cancel_requested:
             return
+        if turn.request_id is None and not turn.started_by_steer:
+            return  # a sub-agent's: its cancel is the sub-agents feature's
         turn.cancel_requested = True
         self._send_interrupt(record, turn)
 
@@ -155,6 +168,7 @@ class Prompts:
         turn.id = turn_id
         if turn.cancel_requested:
             self._send_interrupt(record, turn)
+        self._turn_known_hook(record)
 
     def _send_interrupt(self, record: ThreadRecord, turn: Turn) -> None:
         # Without a turn id there is nothing to interrupt yet; _turn_known sends
@@ -178,7 +192,7 @@ class Prompts:
 
     def turn_started(self, note: codex_types.TurnNotification) -> None:
         record = self.hub.threads.session(note.threadId)
-        if record is not None and record.turn is not None and record.turn.request_id is not None:
+        if record is not None and record.turn is not None and _root_turn(record.turn):
             self._turn_known(record, record.turn, note.turn.id)
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
@@ -190,12 +204,16 @@ class Prompts:
         turn = record.turn
         if (
             turn is None
-            or turn.request_id is None
+            or not _root_turn(turn)
             or (turn.id is not None and turn.id != note.turn.id)
         ):
             return
         record.turn = None
         rid = turn.request_id
+        if rid is None:  # a steer's turn: nobody waits for its answer
+            self._settled(record)
+            self._start_next(record)
+            return
         status = note.turn.status
         if status == "completed":
             hub.answer_client(rid, acp_types.PromptResult(stopReason="end_turn"))
@@ -238,7 +256,10 @@ class Prompts:
             for waiting in queued:
                 self.hub.refuse_client(waiting.request_id, RpcError.internal(reason))
             turn = record.turn
-            if turn is not None and turn.request_id is not None:
+            if turn is not None and turn.started_by_steer:
+                record.turn = None
+                record.streamed_items.clear()
+            elif turn is not None and turn.request_id is not None:
                 record.turn = None
                 record.streamed_items.clear()
                 if turn.cancel_requested:
@@ -296,6 +317,11 @@ class Prompts:
 
 def _ignore(_result: Any) -> None:
     pass
+
+
+def _root_turn(turn: Turn) -> bool:
+    """A turn this feature runs: a prompt's, or a steer's on an idle session."""
+    return turn.request_id is not None or turn.started_by_steer
 
 
 _MISSING_ENV_KEY = "Missing environment variable:"

@@ -207,7 +207,9 @@ class Configuration:
             log.info("thread %s: no settings reported; no modes or options", record.id)
             return
         effort = reported_effort if isinstance(reported_effort, str) else None
-        settings = Settings(approval=approval, sandbox=sandbox, model=model, effort=effort)
+        settings = Settings(
+            approval=approval, sandbox=sandbox, model=model, effort=effort, opened_model=model
+        )
         if preset_for(approval, sandbox) is None:
             settings.config_policy = (approval, sandbox)
         record.settings = settings
@@ -310,6 +312,14 @@ class Configuration:
             return None
         return next((m for m in self.catalog if m.model == model), None)
 
+    def input_modalities(self, record: ThreadRecord) -> list[str] | None:
+        """What the session's model takes as input, as the catalog says (``None``: not known)."""
+        settings = record.settings
+        if settings is None:
+            return None
+        entry = self._catalog_entry(self._current_model(settings))
+        return entry.inputModalities if entry is not None else None
+
     def _current_effort(self, settings: Settings) -> str | None:
         if settings.picked_effort is not None:
             return settings.picked_effort
@@ -343,15 +353,18 @@ class Configuration:
             )
             for m in self.catalog or []
         ]
-        if all(m.value != current for m in models):
-            models.insert(
-                0,
-                acp_settings.SessionConfigSelectOption(
-                    value=current,
-                    name=current,
-                    description="The model your Codex configuration names.",
-                ),
-            )
+        # The model the session opened with stays offered after another is picked (it
+        # may be one of a custom provider, which the catalog does not list).
+        for model in dict.fromkeys([settings.opened_model, current]):
+            if model and all(m.value != model for m in models):
+                models.insert(
+                    0,
+                    acp_settings.SessionConfigSelectOption(
+                        value=model,
+                        name=model,
+                        description="The model the session opened with, as Codex reported it.",
+                    ),
+                )
         options.append(
             acp_settings.SessionConfigSelect(
                 id=MODEL_OPTION,

@@ -75,6 +75,7 @@ RESTRICTED = frozenset(
         "session/resume",
         "session/close",
         "session/fork",
+        "_session/steering",
     }
 )
 #: Messages held for one thread before the oldest notifications are dropped.

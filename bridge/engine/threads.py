@@ -72,6 +72,11 @@ class Turn:
     #: The user cancelled this work (its own cancel, or an ancestor's).
     cancel_requested: bool = False
     interrupt_sent: bool = False
+    #: A root turn a steer started on an idle session (``startedNewTurn``): no prompt
+    #: request waits for it, but it is the session's turn all the same.
+    started_by_steer: bool = False
+    #: User messages Codex reported in this turn (the prompt's, then steered input).
+    user_messages: int = 0
     #: The last non-retried ``error`` notification: the reason a failed turn gives.
     error_message: str | None = None
 
@@ -135,6 +140,8 @@ class Settings:
     sandbox: Any
     model: str
     effort: str | None
+    #: The model Codex reported when the session opened (kept on offer).
+    opened_model: str = ""
     #: The thread's first policies when they match no preset (the ``config`` mode).
     config_policy: tuple[Any, Any] | None = None
     picked_mode: str | None = None
@@ -202,6 +209,8 @@ class ThreadRecord:
     turn: Turn | None = None
     #: Prompts waiting for the turn to end, in arrival order (roots only).
     queued: list[QueuedPrompt] = field(default_factory=list)
+    #: ``_session/steering`` requests, handled one at a time in arrival order.
+    steers: list[Any] = field(default_factory=list)
     status: Status | None = None
     #: How its last turn ended (``idle`` + stop reason, or + error).
     outcome: Any = None
@@ -427,6 +436,12 @@ class Threads:
             self._records.pop(record.id, None)
             self.session_ids.discard(record.id)
             self.shown_ids.discard(record.id)
-            self._forgotten[record.id] = record.parent_id is not None
+            # A sub-agent whose parent no record names yet (still held), or once forgotten
+            # as one (a failed reopen makes a record again, knowing no parent), is one.
+            self._forgotten[record.id] = (
+                record.parent_id is not None
+                or (subagent and record.id == thread_id)
+                or self._forgotten.get(record.id, False)
+            )
         self._forgotten.setdefault(thread_id, subagent)
         return gone

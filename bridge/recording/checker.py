@@ -22,7 +22,8 @@ end-to-end tests run it on live conversations. The rules:
    the request and its response), no ``subagent_update`` grants a capability
    (``cancel``) or reports a current work ``state``: those are current facts,
    sent after the response. After the response, no history for that session
-   (``user_message_chunk``, which the bridge sends only when replaying) arrives.
+   arrives: no ``user_message_chunk`` of a message the load replayed, nor one
+   without a ``messageId`` (a live one, steered input, names its new message).
 5. **Tool calls before references.** A ``tool_call_update``, and the ``toolCall``
    of a ``session/request_permission``, name a tool call the session was told
    of by a ``tool_call`` update first: a client never meets a tool call id it
@@ -57,6 +58,8 @@ class TranscriptChecker:
     #: session ids being loaded (request sent, response not yet) → request id.
     _loading: dict[str, Any] = field(default_factory=dict)
     _loaded: set[str] = field(default_factory=set)
+    #: (session, messageId) of the user messages a load replayed.
+    _replayed_messages: set[tuple[Any, Any]] = field(default_factory=set)
     #: Sessions known only from a load/resume request still unanswered.
     _provisional: set[str] = field(default_factory=set)
     #: session id → the tool call ids announced on it (``tool_call``).
@@ -156,11 +159,18 @@ class TranscriptChecker:
                     raise Violation(
                         line, f"{kind} names {role} {other!r}, a session never announced"
                     )
-        elif kind == "user_message_chunk" and self._root_of(session) in self._loaded:
-            raise Violation(
-                line,
-                f"history (user_message_chunk) for {session!r} after the session/load response",
-            )
+        elif kind == "user_message_chunk":
+            message_id = update.get("messageId")
+            if self._replaying(session):
+                self._replayed_messages.add((session, message_id))
+            elif self._root_of(session) in self._loaded and (
+                message_id is None or (session, message_id) in self._replayed_messages
+            ):
+                raise Violation(
+                    line,
+                    f"history (user_message_chunk) for {session!r} after the session/load "
+                    "response",
+                )
 
     def _tool_call_known(self, session: Any, tool_call_id: Any, what: str, line: int) -> None:
         if tool_call_id not in self._tool_calls.get(session, ()):

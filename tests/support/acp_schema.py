@@ -44,6 +44,17 @@ def validate(definition: str, value: Any, *, unstable: bool = False) -> None:
     _validator(unstable, definition).validate(value)
 
 
+def _steering_result(result: Any) -> None:
+    """``_session/steering`` is an extension (no ACP schema): its result's shape, checked here."""
+    assert isinstance(result, dict) and set(result) <= {"outcome", "reason", "_meta"}, result
+    assert result["outcome"] in ("injected", "promptRequired", "startedNewTurn", "failed"), result
+    assert isinstance(result.get("reason", ""), str), result
+
+
+#: Extension requests (``_``-prefixed, outside the schema) and the check of their results.
+EXTENSIONS: dict[str, Any] = {"_session/steering": _steering_result}
+
+
 class ConversationValidator:
     """Validates every message an agent sends, given the requests it answers."""
 
@@ -68,5 +79,8 @@ class ConversationValidator:
         else:
             method = self.request_methods.get(message.get("id"))
             assert method is not None, f"response to an unknown request: {message}"
+            if method in EXTENSIONS:
+                EXTENSIONS[method](message["result"])
+                return
             name = _definition(self.unstable, method, "agent", "Response")
             validate(name, message["result"], unstable=self.unstable)

@@ -48,6 +48,25 @@ async def prompt_queued(client: AcpClient, workspace: str) -> None:
         await client.notify("session/cancel", {"sessionId": session})
 
 
+async def steer_into_turn(client: AcpClient, workspace: str) -> None:
+    """``_session/steering`` into a streaming answer (injected: the model answers it in the
+    same turn), then on the idle session: ``promptRequired`` when asked, else a new turn."""
+    session = await open_session(client, workspace)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client.prompt, session, "@@ words 300 delay_ms=5")
+        await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
+        steer = {"sessionId": session, "prompt": [{"type": "text", "text": "@@ say steered"}]}
+        await client.request("_session/steering", steer)
+    required = {"steering": {"idleBehavior": "promptRequired"}}
+    await client.request(
+        "_session/steering",
+        {"sessionId": session, "prompt": [{"type": "text", "text": "x"}], "_meta": required},
+    )
+    steer = {"sessionId": session, "prompt": [{"type": "text", "text": "@@ say new turn"}]}
+    await client.request("_session/steering", steer)
+    await client.wait_for(lambda _m: client.text_of(session).endswith("new turn"))
+
+
 async def failed_turn(client: AcpClient, workspace: str) -> None:
     session = await open_session(client, workspace)
     try:
@@ -91,6 +110,11 @@ SCENARIOS = [
         "prompt_queued",
         "prompts sent mid-turn: queued and run in order; a cancel answers the queue cancelled",
         prompt_queued,
+    ),
+    Scenario(
+        "steer_into_turn",
+        "_session/steering: injected into a streaming turn, then promptRequired, then a new turn",
+        steer_into_turn,
     ),
     Scenario(
         "failed_turn", "the model stream breaks: the turn fails with Codex's message", failed_turn
