@@ -406,3 +406,14 @@ def test_random_nesting_at_any_depth(kinds: list[str], inner: str, mismatch: boo
     valid = not mismatch and (inner in ("0", '""') or (inner == "" and kinds[-1] == "["))
     expected = ErrorCode.INVALID_REQUEST if valid else ErrorCode.PARSE_ERROR
     assert_invalid(Peer[None]().receive(data), expected)
+
+
+@pytest.mark.parametrize("number", [b"1e309", b"-2.5E400", b"100011792981423e295"])
+def test_a_number_beyond_a_double_is_a_parse_error_at_any_depth(number: bytes) -> None:
+    """Found by the property above: msgspec refuses such a number, so the scanner that
+    judges deep messages must too (integers of any size are fine to both)."""
+    for depth in (1, MAX_DEPTH + 1):
+        data = b"[" * depth + number + b"]" * depth
+        assert_invalid(Peer[None]().receive(data), ErrorCode.PARSE_ERROR)
+    big = b"[" * (MAX_DEPTH + 1) + b"9" * 400 + b"]" * (MAX_DEPTH + 1)
+    assert_invalid(Peer[None]().receive(big), ErrorCode.INVALID_REQUEST)

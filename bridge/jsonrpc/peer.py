@@ -21,6 +21,7 @@ later) sees it, and examined by a scanner that does not recurse.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from itertools import accumulate
@@ -336,6 +337,8 @@ def _scan(data: bytes) -> dict[str, bytes] | None:
                 key = _member_name(text)
             expect = _COLON_NEXT
         elif kind in (_OPEN, _STR, _SCALAR) and expect in (_VALUE, _VALUE_OR_CLOSE):
+            if kind == _SCALAR and _out_of_range(text):
+                return None
             if len(stack) == 1 and key is not None:
                 members[key] = _CONTAINER if kind == _OPEN else text
             if kind == _OPEN:
@@ -358,6 +361,14 @@ def _scan(data: bytes) -> dict[str, bytes] | None:
     if expect != _DONE or not _TRAILING_SPACE.match(data, pos):
         return None
     return members
+
+
+def _out_of_range(text: bytes) -> bool:
+    """A number msgspec refuses: one with a fraction or exponent beyond a double's range
+    (integers of any size decode)."""
+    if text[:1] in b"tfn" or not any(c in text for c in b".eE"):
+        return False
+    return math.isinf(float(text))
 
 
 def _member_name(text: bytes) -> str | None:
