@@ -216,7 +216,25 @@ def test_available_commands_follow_the_session_new_result() -> None:
     assert kinds[-2:] == ["result", "session/update"]
     update = h.to_client[-1]["params"]["update"]
     assert update["sessionUpdate"] == "available_commands_update"
-    assert [c["name"] for c in update["availableCommands"]] == ["review", "compact", "shell"]
+    commands = {c["name"]: c for c in update["availableCommands"]}
+    assert list(commands) == [
+        "status",
+        "mcp",
+        "skills",
+        "review",
+        "review-branch",
+        "review-commit",
+        "compact",
+        "goal",
+        "rename",
+        "logout",
+        "shell",
+    ]
+    # A command that takes an argument says what it takes.
+    for name in ("review", "review-branch", "review-commit", "goal", "rename", "shell"):
+        assert commands[name]["input"]["hint"], name
+    for name in ("status", "mcp", "skills", "compact", "logout"):
+        assert "input" not in commands[name], name
     h.validate()
 
 

@@ -296,7 +296,7 @@ async def test_slash_commands_are_advertised_and_run_as_turns(
             sid = await client.new_session(str(workspace))
             announced = await client.wait_for(_is_update("available_commands_update"))
             names = [c["name"] for c in announced["params"]["update"]["availableCommands"]]
-            assert names == ["review", "compact", "shell"]
+            assert {"review", "review-branch", "review-commit", "compact", "shell"} <= set(names)
             assert await client.prompt(sid, "@@ say hello") == {"stopReason": "end_turn"}
             # /review runs Codex's reviewer (a sub-agent of its own) and answers with its review.
             assert await client.prompt(sid, "/review check the greeting") == {
@@ -324,6 +324,75 @@ async def test_slash_commands_are_advertised_and_run_as_turns(
         if codex_internal_purpose(b, h) == "review"
     ]
     assert "check the greeting" in json.dumps(reviewed[0]["input"])
+    assert_valid_acp(client)
+
+
+async def test_each_command_answered_without_a_turn_once(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    """/status, /mcp, /skills, /goal (set, show, pause, resume, clear), /rename, /review-branch,
+    /review-commit and /logout against the real Codex: each answers as agent text and
+    ``end_turn`` (or, for the reviews, a review turn), and the session goes on."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for argv in (
+        ["git", "init", "-q", "-b", "main"],
+        [*git, "commit", "-q", "--allow-empty", "-m", "first"],
+        ["git", "checkout", "-q", "-b", "feature"],
+    ):
+        await trio.run_process(argv, cwd=workspace)
+    (workspace / "notes.md").write_text("hello\n")
+    await trio.run_process(["git", "add", "notes.md"], cwd=workspace)
+    await trio.run_process([*git, "commit", "-q", "-m", "notes"], cwd=workspace)
+    sha = (
+        (await trio.run_process(["git", "rev-parse", "HEAD"], cwd=workspace, capture_stdout=True))
+        .stdout.decode()
+        .strip()
+    )
+
+    async def said(client: Any, sid: str, text: str) -> str:
+        before = len(client.text_of(sid))
+        assert await client.prompt(sid, text) == {"stopReason": "end_turn"}, text
+        return str(client.text_of(sid)[before:])
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            assert await client.prompt(sid, "@@ say hello") == {"stopReason": "end_turn"}
+            status = await said(client, sid, "/status")
+            assert "Model: mock-model" in status and "Mode: Default" in status, status
+            assert "tokens" in status  # the turn above used some context
+            # No MCP server is configured here: Codex says so, through the bridge.
+            assert "No MCP servers" in await said(client, sid, "/mcp")
+            skills = await said(client, sid, "/skills")
+            assert "**Skills**" in skills or "no skills" in skills, skills
+            assert "Goal set." in await said(client, sid, "/goal ship the notes")
+            assert "(active): ship the notes" in await said(client, sid, "/goal")
+            assert "Goal paused." in await said(client, sid, "/goal pause")
+            assert "Goal resumed." in await said(client, sid, "/goal resume")
+            assert "cleared" in await said(client, sid, "/goal clear")
+            assert "has no goal" in await said(client, sid, "/goal")
+            assert "“Notes work”" in await said(client, sid, "/rename Notes work")
+            await client.wait_for(_is_update("session_info_update"))
+            for review in ("/review-branch main", f"/review-commit {sha}"):
+                assert await client.prompt(sid, review) == {"stopReason": "end_turn"}
+            assert "Signed out" in await said(client, sid, "/logout")
+    titles = [
+        u["update"].get("title")
+        for u in client.updates
+        if u["update"]["sessionUpdate"] == "session_info_update"
+    ]
+    assert "Notes work" in titles
+    reviews = [
+        json.dumps(b["input"])
+        for b, h in zip(scripted_model.requests, scripted_model.request_headers, strict=True)
+        if codex_internal_purpose(b, h) == "review"
+    ]
+    assert len(reviews) == 2 and "main" in reviews[0] and sha[:7] in reviews[1]
     assert_valid_acp(client)
 
 

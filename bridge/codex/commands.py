@@ -25,9 +25,20 @@ class CustomReviewTarget(_Base, tag="custom", tag_field="type"):
     instructions: str
 
 
+class BaseBranchTarget(_Base, tag="baseBranch", tag_field="type"):
+    branch: str
+
+
+class CommitTarget(_Base, tag="commit", tag_field="type"):
+    sha: str
+
+
+ReviewTarget = UncommittedChangesTarget | CustomReviewTarget | BaseBranchTarget | CommitTarget
+
+
 class ReviewStartParams(_Base):
     threadId: str
-    target: UncommittedChangesTarget | CustomReviewTarget
+    target: ReviewTarget
 
 
 class ThreadCompactStartParams(_Base):

@@ -1,16 +1,26 @@
-"""Slash commands: ``/review [instructions]`` (``review/start``), ``/compact``
-(``thread/compact/start``) and ``/shell COMMAND`` (``thread/shellCommand``).
+"""Slash commands, as Codex's own UI offers them.
 
 They are offered (``available_commands_update``) right after a session with
-settings is announced. Each starts a turn of its own in Codex; the prompt
-resolves when that turn ends, and runs with the thread's settings as the last
-turn left them.
+settings is announced. Two kinds:
+
+- commands that start a turn of their own in Codex; the prompt resolves when
+  that turn ends: ``/review [instructions]``, ``/review-branch BASE``,
+  ``/review-commit SHA`` (``review/start``), ``/compact``
+  (``thread/compact/start``), ``/shell COMMAND`` (``thread/shellCommand``);
+- commands answered at once as agent text (:class:`QuickCommand`, run by
+  :mod:`bridge.engine.palette`): ``/status``, ``/mcp``, ``/skills``, ``/goal``,
+  ``/rename NAME``, ``/logout``.
+
+Anything else that starts with a slash is an ordinary prompt.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
+
+from msgspec import UNSET
 
 from ..acp import commands as acp_commands
 from ..codex import commands as codex_commands
@@ -18,29 +28,65 @@ from ..codex import types as codex_types
 from ..jsonrpc import RpcError
 from .threads import ThreadRecord
 
+
+def _command(name: str, description: str, hint: str | None = None) -> acp_commands.AvailableCommand:
+    return acp_commands.AvailableCommand(
+        name=name,
+        description=description,
+        input=acp_commands.UnstructuredCommandInput(hint=hint) if hint else UNSET,
+    )
+
+
 COMMANDS: tuple[acp_commands.AvailableCommand, ...] = (
-    acp_commands.AvailableCommand(
-        name="review",
-        description="Ask Codex to review the uncommitted changes, or what the instructions say.",
-        input=acp_commands.UnstructuredCommandInput(hint="optional: what to review"),
+    _command("status", "Show the session's model, mode, context use, account and usage limits."),
+    _command("mcp", "List the MCP servers Codex uses, their state and their tools."),
+    _command("skills", "List the skills Codex has for this workspace."),
+    _command(
+        "review",
+        "Ask Codex to review the uncommitted changes, or what the instructions say.",
+        "optional: what to review",
     ),
-    acp_commands.AvailableCommand(
-        name="compact",
-        description="Summarize the conversation so far to free up context.",
+    _command(
+        "review-branch",
+        "Ask Codex to review the changes of this branch against a base branch.",
+        "the base branch, e.g. main",
     ),
-    acp_commands.AvailableCommand(
-        name="shell",
-        description="Run a shell command yourself, outside the sandbox and without approval.",
-        input=acp_commands.UnstructuredCommandInput(hint="the command to run"),
+    _command("review-commit", "Ask Codex to review the changes of one commit.", "a commit SHA"),
+    _command("compact", "Summarize the conversation so far to free up context."),
+    _command(
+        "goal",
+        "Show the session's long-running goal, set it, or pause, resume or clear it.",
+        "optional: an objective, or pause, resume, clear",
+    ),
+    _command("rename", "Rename this session.", "the new name"),
+    _command("logout", "Sign Codex out of your account on this machine."),
+    _command(
+        "shell",
+        "Run a shell command yourself, outside the sandbox and without approval.",
+        "the command to run",
     ),
 )
+#: Commands answered without a turn of their own (see :mod:`bridge.engine.palette`).
+QUICK = frozenset({"status", "mcp", "skills", "goal", "rename", "logout"})
+_NAMES = frozenset(c.name for c in COMMANDS)
+
+
+@dataclass(frozen=True, slots=True)
+class QuickCommand:
+    """A slash command answered as agent text, without a turn: its name and argument."""
+
+    name: str
+    argument: str
+
+
 _COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?:\s+(.*))?\Z", re.DOTALL)
 
 
 def command_request(
     record: ThreadRecord, inputs: list[codex_types.UserInput]
-) -> tuple[str, Any] | None:
-    """The Codex request a slash command starts; ``None`` for an ordinary prompt.
+) -> tuple[str, Any] | QuickCommand | None:
+    """The Codex request a slash command starts (or the command answered without a turn);
+    ``None`` for an ordinary prompt.
 
     Only sessions with settings take commands (they are offered to those alone).
     """
@@ -48,7 +94,7 @@ def command_request(
         return None
     first = inputs[0]
     match = _COMMAND.match(first.text) if isinstance(first, codex_types.TextInput) else None
-    if match is None or match.group(1) not in {c.name for c in COMMANDS}:
+    if match is None or match.group(1) not in _NAMES:
         return None  # an ordinary prompt, even if it starts with a slash
     name = match.group(1)
     parts = [match.group(2) or ""]
@@ -57,12 +103,28 @@ def command_request(
             raise RpcError.invalid_params(f"/{name} takes text only (prompt[{index}] is not text)")
         parts.append(extra.text)
     argument = "\n".join(p.strip() for p in parts if p.strip())
+    if name in QUICK:
+        if name in ("status", "mcp", "skills", "logout") and argument:
+            raise RpcError.invalid_params(f"/{name} takes no arguments")
+        if name == "rename" and not argument:
+            raise RpcError.invalid_params("/rename needs a name, e.g. /rename fix the login bug")
+        return QuickCommand(name, argument)
     thread = record.id
     if name == "review":
-        target: codex_commands.UncommittedChangesTarget | codex_commands.CustomReviewTarget = (
+        target: codex_commands.ReviewTarget = (
             codex_commands.CustomReviewTarget(instructions=argument)
             if argument
             else codex_commands.UncommittedChangesTarget()
+        )
+        return "review/start", codex_commands.ReviewStartParams(threadId=thread, target=target)
+    if name in ("review-branch", "review-commit"):
+        if not argument or len(argument.split()) != 1:
+            what = "a base branch, e.g. main" if name == "review-branch" else "one commit SHA"
+            raise RpcError.invalid_params(f"/{name} needs {what}")
+        target = (
+            codex_commands.BaseBranchTarget(branch=argument)
+            if name == "review-branch"
+            else codex_commands.CommitTarget(sha=argument)
         )
         return "review/start", codex_commands.ReviewStartParams(threadId=thread, target=target)
     if name == "compact":

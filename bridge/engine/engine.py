@@ -70,6 +70,7 @@ from .auth import Authentication
 from .effects import Effect
 from .hub import AGENT_NAME, Hub, decode_params
 from .lifecycle import Lifecycle
+from .palette import Palette
 from .prompts import Prompts
 from .recovery import Recovery
 from .settings import Configuration
@@ -150,7 +151,11 @@ class Engine:
             command=commands.command_request,
             settled=self._prompt_settled,
             turn_known=lambda record: self.steering.turn_known(record),
+            quick=lambda record, command, done, failed: self.palette.run(
+                record, command, done, failed
+            ),
         )
+        self.palette = Palette(hub, describe=self.settings.describe)
         self.steering = Steering(
             hub,
             start_turn=self.prompts.start_turn,

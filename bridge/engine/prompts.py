@@ -23,6 +23,7 @@ from ..codex.messages import ItemNotification
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from . import translate
+from .commands import QuickCommand
 from .hub import Hub, check_directory, decode_params, from_codex
 from .prompt_input import prompt_to_input
 from .threads import QueuedPrompt, ThreadRecord, Turn
@@ -36,8 +37,16 @@ Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult],
 ThreadStarting = Callable[[acp_types.NewSessionParams, codex_types.ThreadStartParams], None]
 #: Adds the user's picks (mode, model, effort) to a ``turn/start``.
 TurnStarting = Callable[[ThreadRecord, codex_types.TurnStartParams], None]
-#: A slash command's Codex request, or ``None`` for an ordinary prompt.
-Command = Callable[[ThreadRecord, list[codex_types.UserInput]], tuple[str, Any] | None]
+#: A slash command's Codex request (or one answered without a turn), or ``None`` for an
+#: ordinary prompt.
+Command = Callable[
+    [ThreadRecord, list[codex_types.UserInput]], tuple[str, Any] | QuickCommand | None
+]
+#: Runs a command answered without a turn: calls the first function with its text, or the
+#: second with the error to answer.
+Quick = Callable[
+    [ThreadRecord, QuickCommand, Callable[[str], None], Callable[[RpcError], None]], None
+]
 
 
 class Prompts:
@@ -54,6 +63,7 @@ class Prompts:
         command: Command,
         settled: Callable[[ThreadRecord], None],
         turn_known: Callable[[ThreadRecord], None],
+        quick: Quick,
     ) -> None:
         self.hub = hub
         self._open_root = open_root
@@ -66,6 +76,9 @@ class Prompts:
         self._settled = settled
         #: Called once Codex has named the session's turn (a steer waits for it).
         self._turn_known_hook = turn_known
+        self._quick = quick
+        #: Quick commands answered so far (their messages' ids).
+        self._quick_count = 0
 
     # -- client requests ---------------------------------------------------------------
 
@@ -115,6 +128,11 @@ class Prompts:
         """Start the turn (or the slash command) that answers prompt ``rid``."""
         hub = self.hub
         command = self._command(record, inputs)
+        if isinstance(command, QuickCommand) and rid is not None:
+            self._run_quick(record, rid, command)
+            return
+        if isinstance(command, QuickCommand):  # a steer is input for the model, never a command
+            command = None
         turn = record.turn = Turn(request_id=rid, started_by_steer=rid is None)
 
         def turn_started(result: codex_commands.CommandStartResult) -> None:
@@ -161,6 +179,47 @@ class Prompts:
         self._send_interrupt(record, turn)
 
     # -- turns --------------------------------------------------------------------------------
+
+    def _run_quick(self, record: ThreadRecord, rid: RequestId, command: QuickCommand) -> None:
+        """A command answered as agent text, without a turn; the session is busy (prompts
+        queue) until it is answered, and a cancel meanwhile answers it ``cancelled``."""
+        hub = self.hub
+        turn = record.turn = Turn(request_id=rid)
+        self._quick_count += 1
+        message_id = f"{command.name}-{self._quick_count}"
+
+        def finish() -> bool:
+            if record.turn is not turn:
+                return False
+            record.turn = None
+            if turn.cancel_requested:
+                hub.answer_client(rid, acp_types.PromptResult(stopReason="cancelled"))
+                self._settled(record)
+                self._start_next(record)
+                return False
+            return True
+
+        def done(text: str) -> None:
+            if not finish():
+                return
+            hub.update(
+                record.id,
+                acp_types.AgentMessageChunk(
+                    content=acp_types.TextContent(text=text), messageId=message_id
+                ),
+            )
+            hub.answer_client(rid, acp_types.PromptResult(stopReason="end_turn"))
+            self._settled(record)
+            self._start_next(record)
+
+        def failed(error: RpcError) -> None:
+            if not finish():
+                return
+            hub.refuse_client(rid, error)
+            self._settled(record)
+            self._start_next(record)
+
+        self._quick(record, command, done, failed)
 
     def _turn_known(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
         if record.turn is not turn or turn.id is not None:
@@ -310,6 +369,8 @@ class Prompts:
 
     def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
         record = self.hub.threads.session(note.threadId)
+        if record is not None:
+            record.usage = note.tokenUsage
         update = translate.usage_update(note.tokenUsage)
         if record is not None and update is not None:
             self.hub.update(record.id, update)

@@ -312,6 +312,17 @@ class Configuration:
             return None
         return next((m for m in self.catalog if m.model == model), None)
 
+    def describe(self, record: ThreadRecord) -> tuple[str, str | None, str, str] | None:
+        """The session's model, effort, mode name and what the mode allows (``/status``)."""
+        settings = record.settings
+        if settings is None:
+            return None
+        modes = self._modes(settings)
+        mode = next(m for m in modes.availableModes if m.id == modes.currentModeId)
+        policy = describe_policy(settings.approval, settings.sandbox)
+        policy = policy.removeprefix("As your Codex configuration sets it: ")
+        return self._current_model(settings), self._current_effort(settings), mode.name, policy
+
     def input_modalities(self, record: ThreadRecord) -> list[str] | None:
         """What the session's model takes as input, as the catalog says (``None``: not known)."""
         settings = record.settings

@@ -236,6 +236,8 @@ class ThreadRecord:
     #: Items whose text arrived as deltas; their ``item/completed`` repeats it.
     streamed_items: set[str] = field(default_factory=set)
     settings: Settings | None = None
+    #: Codex's last token usage report (``/status`` shows the context use).
+    usage: Any = None
     # -- sub-agents
     #: Children waiting for this thread to be placed before they can be announced.
     waiting_children: list[str] = field(default_factory=list)

@@ -168,8 +168,7 @@ class TranscriptChecker:
             ):
                 raise Violation(
                     line,
-                    f"history (user_message_chunk) for {session!r} after the session/load "
-                    "response",
+                    f"history (user_message_chunk) for {session!r} after the session/load response",
                 )
 
     def _tool_call_known(self, session: Any, tool_call_id: Any, what: str, line: int) -> None:

@@ -54,6 +54,10 @@ async def slash_commands(client: AcpClient, workspace: str) -> None:
     await client.prompt(session, "/review check the greeting")
     await client.prompt(session, "/compact")
     await client.prompt(session, "/shell echo from the shell")
+    # Answered without a turn: agent text, then end_turn.
+    await client.prompt(session, "/status")
+    await client.prompt(session, "/goal keep the greeting short")
+    await client.prompt(session, "/rename Greeting")
 
 
 async def auth_required(client: AcpClient, workspace: str) -> None:
@@ -80,7 +84,7 @@ SCENARIOS = [
     ),
     Scenario(
         "slash_commands",
-        "available commands after session/new; /review, /compact and /shell as turns",
+        "available commands; /review, /compact, /shell as turns; /status, /goal, /rename as text",
         slash_commands,
     ),
     Scenario(

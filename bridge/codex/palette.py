@@ -1,0 +1,127 @@
+"""Codex app-server requests behind the slash commands that answer without a turn:
+``account/read``, ``account/rateLimits/read``, ``mcpServerStatus/list``, ``skills/list``,
+``thread/goal/get|set|clear``, ``thread/name/set``, ``account/logout``. Results keep only
+what the bridge shows; everything else Codex sends is ignored. Same conventions as
+:mod:`bridge.codex.types`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+
+class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
+    pass
+
+
+class NoParams(_Base):
+    pass
+
+
+class Empty(_Base):
+    """An answer whose members the bridge does not read (``{}`` and the like)."""
+
+
+# -- /status -------------------------------------------------------------------------------
+
+
+class AccountReadResult(_Base):
+    #: ``{type: "apiKey"} | {type: "chatgpt", email, planType, ...} | ...``; ``None``: signed out.
+    account: dict[str, Any] | None = None
+    requiresOpenaiAuth: bool = False
+
+
+class RateLimitWindow(_Base):
+    usedPercent: float
+    windowDurationMins: int | None = None
+    resetsAt: int | None = None
+
+
+class RateLimitSnapshot(_Base):
+    primary: RateLimitWindow | None = None
+    secondary: RateLimitWindow | None = None
+    planType: str | None = None
+
+
+class RateLimitsResult(_Base):
+    rateLimits: RateLimitSnapshot | None = None
+
+
+# -- /mcp ------------------------------------------------------------------------------------
+
+
+class McpServerStatusListParams(_Base):
+    threadId: str | UnsetType = UNSET
+    cursor: str | UnsetType = UNSET
+
+
+class McpServerStatus(_Base):
+    name: str
+    authStatus: str = "unknown"
+    runtimeStatus: str | None = None
+    tools: dict[str, Any] = msgspec.field(default_factory=dict)
+    toolsError: str | None = None
+
+
+class McpServerStatusListResult(_Base):
+    data: list[McpServerStatus]
+    nextCursor: str | None = None
+
+
+# -- /skills ---------------------------------------------------------------------------------
+
+
+class SkillsListParams(_Base):
+    cwds: list[str]
+
+
+class Skill(_Base):
+    name: str
+    description: str = ""
+    enabled: bool = True
+    path: str = ""
+    scope: str = ""
+
+
+class SkillsListEntry(_Base):
+    cwd: str = ""
+    skills: list[Skill] = msgspec.field(default_factory=list)
+
+
+class SkillsListResult(_Base):
+    data: list[SkillsListEntry]
+
+
+# -- /goal, /rename --------------------------------------------------------------------------
+
+
+class ThreadGoal(_Base):
+    objective: str
+    status: str
+    tokensUsed: int = 0
+    timeUsedSeconds: int = 0
+    tokenBudget: int | None = None
+
+
+class ThreadGoalParams(_Base):
+    """``thread/goal/get`` and ``thread/goal/clear``."""
+
+    threadId: str
+
+
+class ThreadGoalSetParams(_Base):
+    threadId: str
+    objective: str | UnsetType = UNSET
+    status: str | UnsetType = UNSET
+
+
+class ThreadGoalResult(_Base):
+    goal: ThreadGoal | None = None
+
+
+class ThreadSetNameParams(_Base):
+    threadId: str
+    name: str

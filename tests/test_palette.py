@@ -1,0 +1,253 @@
+"""The slash commands answered without a turn, in the engine alone (the real Codex runs
+them in ``tests/test_e2e_config.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.test_config import THREAD, H, open_session, prompt
+
+
+def run(h: H, text: str) -> int:
+    return h.client_request(
+        "session/prompt", {"sessionId": THREAD, "prompt": [{"type": "text", "text": text}]}
+    )
+
+
+def answer(h: H, method: str, result: Any) -> dict[str, Any]:
+    request = h.codex_request(method)
+    h.codex_reply(request["id"], result)
+    return request["params"]  # type: ignore[no-any-return]
+
+
+def said(h: H) -> str:
+    chunks = [u for u in h.updates(THREAD) if u["sessionUpdate"] == "agent_message_chunk"]
+    return str(chunks[-1]["content"]["text"]) if chunks else ""
+
+
+def test_status_tells_model_mode_context_account_and_limits() -> None:
+    h = H()
+    open_session(h, effort="high")
+    h.codex_notify(
+        "thread/tokenUsage/updated",
+        {
+            "threadId": THREAD,
+            "turnId": "t",
+            "tokenUsage": {
+                "total": {
+                    "totalTokens": 900,
+                    "inputTokens": 0,
+                    "cachedInputTokens": 0,
+                    "outputTokens": 0,
+                    "reasoningOutputTokens": 0,
+                },
+                "last": {
+                    "totalTokens": 5000,
+                    "inputTokens": 0,
+                    "cachedInputTokens": 0,
+                    "outputTokens": 0,
+                    "reasoningOutputTokens": 0,
+                },
+                "modelContextWindow": 200000,
+            },
+        },
+    )
+    rid = run(h, "/status")
+    assert not h.sent_codex("turn/start")
+    answer(h, "account/read", {"account": {"type": "apiKey"}, "requiresOpenaiAuth": True})
+    assert h.client_response(rid) is None  # both answers first
+    h.codex_error(h.codex_request("account/rateLimits/read")["id"], "not signed in with ChatGPT")
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    for fact in (
+        THREAD,
+        "Model: mock-model (reasoning effort high)",
+        "Mode: Default",
+        "5,000 of 200,000 tokens (2% used)",
+        "Account: an API key",
+        "Usage limits: not available",
+    ):
+        assert fact in text, (fact, text)
+    h.validate()
+
+
+def test_mcp_lists_servers_their_state_and_tools() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/mcp")
+    params = answer(
+        h,
+        "mcpServerStatus/list",
+        {
+            "data": [
+                {
+                    "name": "echo",
+                    "authStatus": "unsupported",
+                    "runtimeStatus": "connected",
+                    "tools": {"say": {}, "add": {}},
+                    "resources": [],
+                    "resourceTemplates": [],
+                },
+                {
+                    "name": "broken",
+                    "authStatus": "notLoggedIn",
+                    "runtimeStatus": "failed",
+                    "tools": {},
+                    "toolsError": "could not start",
+                    "resources": [],
+                    "resourceTemplates": [],
+                },
+            ],
+            "nextCursor": None,
+        },
+    )
+    assert params == {"threadId": THREAD}
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "**echo**: connected" in text and "`add`, `say`" in text
+    assert "**broken**: failed" in text and "could not start" in text
+
+
+def test_skills_lists_the_workspaces_skills() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/skills")
+    params = answer(
+        h,
+        "skills/list",
+        {
+            "data": [
+                {
+                    "cwd": "/work",
+                    "errors": [],
+                    "skills": [
+                        {
+                            "name": "deploy",
+                            "description": "Ship it",
+                            "enabled": True,
+                            "path": "/s/deploy",
+                        },
+                        {"name": "lint", "description": "", "enabled": False, "path": "/s/lint"},
+                    ],
+                }
+            ]
+        },
+    )
+    assert params == {"cwds": ["/work"]}
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    assert "**deploy**: Ship it" in said(h) and "**lint** (disabled)" in said(h)
+
+
+GOAL = {
+    "objective": "ship v2",
+    "status": "active",
+    "tokensUsed": 1200,
+    "timeUsedSeconds": 30,
+    "threadId": THREAD,
+    "createdAt": 1,
+    "updatedAt": 2,
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "method", "params", "result", "words"),
+    [
+        ("/goal", "thread/goal/get", {"threadId": THREAD}, {"goal": None}, "has no goal"),
+        ("/goal", "thread/goal/get", {"threadId": THREAD}, {"goal": GOAL}, "(active): ship v2"),
+        (
+            "/goal ship v2",
+            "thread/goal/set",
+            {"threadId": THREAD, "objective": "ship v2", "status": "active"},
+            {"goal": GOAL},
+            "Goal set.",
+        ),
+        (
+            "/goal pause",
+            "thread/goal/set",
+            {"threadId": THREAD, "status": "paused"},
+            {"goal": {**GOAL, "status": "paused"}},
+            "Goal paused.",
+        ),
+        (
+            "/goal resume",
+            "thread/goal/set",
+            {"threadId": THREAD, "status": "active"},
+            {"goal": GOAL},
+            "Goal resumed.",
+        ),
+        ("/goal clear", "thread/goal/clear", {"threadId": THREAD}, {"cleared": True}, "cleared"),
+        (
+            "/rename The login bug",
+            "thread/name/set",
+            {"threadId": THREAD, "name": "The login bug"},
+            {},
+            "Renamed this session to “The login bug”.",
+        ),
+        ("/logout", "account/logout", {}, {}, "Signed out of Codex"),
+    ],
+)
+def test_commands_that_change_state_say_what_changed(
+    text: str, method: str, params: Any, result: Any, words: str
+) -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, text)
+    assert answer(h, method, result) == params
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    assert words in said(h), said(h)
+    h.validate()
+
+
+def test_codex_refusing_a_command_is_the_prompts_error() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/rename x")
+    h.codex_error(h.codex_request("thread/name/set")["id"], "name too long")
+    assert "name too long" in h.error(rid)["message"]
+    # The session is free again.
+    later = prompt(h, "hi")
+    assert h.client_response(later) is None
+
+
+def test_a_prompt_sent_while_a_command_runs_queues_behind_it() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/skills")
+    queued = run(h, "hello")
+    assert not h.sent_codex("turn/start")
+    answer(h, "skills/list", {"data": []})
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    assert h.sent_codex("turn/start")[-1]["params"]["input"][0]["text"] == "hello"
+    assert h.client_response(queued) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("/status now", "takes no arguments"),
+        ("/rename", "needs a name"),
+        ("/review-branch", "base branch"),
+        ("/review-commit a b", "one commit SHA"),
+    ],
+)
+def test_misused_commands_are_clear_errors(text: str, needle: str) -> None:
+    h = H()
+    open_session(h)
+    error = h.error(run(h, text))
+    assert error["code"] == -32602 and needle in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [
+        ("/review-branch main", {"type": "baseBranch", "branch": "main"}),
+        ("/review-commit 1a2b3c", {"type": "commit", "sha": "1a2b3c"}),
+    ],
+)
+def test_reviews_of_a_branch_or_a_commit_start_a_review_turn(text: str, target: Any) -> None:
+    h = H()
+    open_session(h)
+    run(h, text)
+    assert h.codex_request("review/start")["params"] == {"threadId": THREAD, "target": target}
