@@ -768,7 +768,8 @@ def test_a_misused_command_is_a_clear_error_and_the_session_goes_on(
     assert not [
         m
         for m in h.to_codex
-        if m.get("method") not in ("initialize", "initialized", "thread/start", "model/list")
+        if m.get("method")
+        not in ("initialize", "initialized", "thread/start", "model/list", "skills/list")
     ]
     assert prompt(h, "hi") > rid  # no prompt was left in progress
     h.validate()
@@ -976,3 +977,53 @@ def test_a_chatgpt_sign_in_codex_did_not_start_is_an_error() -> None:
     rid = h.client_request("authenticate", {"methodId": "chatgpt"})
     h.codex_reply(h.codex_request("account/login/start")["id"], {"type": "chatgpt"})
     assert h.error(rid)["code"] == -32603
+
+
+def test_each_enabled_skill_is_a_command_of_its_own() -> None:
+    h = H()
+    open_session(h)
+    request = h.codex_request("skills/list")
+    assert request["params"] == {"cwds": ["/work"]}
+    h.codex_reply(
+        request["id"],
+        {
+            "data": [
+                {
+                    "cwd": "/work",
+                    "errors": [],
+                    "skills": [
+                        {
+                            "name": "deploy",
+                            "description": "Ship it",
+                            "enabled": True,
+                            "path": "/s/deploy/SKILL.md",
+                        },
+                        {"name": "off", "description": "", "enabled": False, "path": "/s/off"},
+                        {
+                            "name": "status",
+                            "description": "clash",
+                            "enabled": True,
+                            "path": "/s/status",
+                        },
+                        {
+                            "name": "no spaces please",
+                            "description": "",
+                            "enabled": True,
+                            "path": "/s/x",
+                        },
+                    ],
+                }
+            ]
+        },
+    )
+    update = h.updates(THREAD)[-1]
+    assert update["sessionUpdate"] == "available_commands_update"
+    names = [c["name"] for c in update["availableCommands"]]
+    assert names[-1] == "deploy" and names.count("status") == 1 and "off" not in names
+    assert update["availableCommands"][-1]["input"]["hint"]
+    prompt(h, "/deploy to staging")
+    assert h.codex_request("turn/start")["params"]["input"] == [
+        {"type": "skill", "name": "deploy", "path": "/s/deploy/SKILL.md"},
+        {"type": "text", "text": "to staging"},
+    ]
+    h.validate()

@@ -507,3 +507,49 @@ async def test_chatgpt_sign_in_shows_codex_sign_in_page_and_a_decline_cancels_it
         rid for rid, method in client.sent_requests.items() if method == "authenticate"
     )
     assert_valid_acp(client)
+
+
+async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+    codex_home: Path,
+) -> None:
+    """A skill in ``CODEX_HOME/skills`` is a slash command of the session: ``/greet the team``
+    runs a turn whose input names the skill, and Codex hands the skill to the model."""
+    skill = codex_home / "skills" / "greet" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(
+        "---\nname: greet\ndescription: Greet people warmly\n---\n\n"
+        "Greet everyone by name; the marker is purple-otter.\n"
+    )
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            offered = await client.wait_for(
+                lambda m: (
+                    _is_update("available_commands_update")(m)
+                    and any(
+                        c["name"] == "greet" for c in m["params"]["update"]["availableCommands"]
+                    )
+                )
+            )
+            [greet] = [
+                c for c in offered["params"]["update"]["availableCommands"] if c["name"] == "greet"
+            ]
+            assert "Greet people warmly" in greet["description"] and greet["input"]["hint"]
+            assert "Greet people warmly" in await _said(client, sid, "/skills")
+            assert await client.prompt(sid, "/greet the team") == {"stopReason": "end_turn"}
+    [(body, _headers)] = _user_turns(scripted_model)
+    assert "purple-otter" in json.dumps(body["input"]), "the skill reached the model"
+    assert "the team" in json.dumps(body["input"])
+    assert_valid_acp(client)
+
+
+async def _said(client: Any, sid: str, text: str) -> str:
+    before = len(client.text_of(sid))
+    assert await client.prompt(sid, text) == {"stopReason": "end_turn"}, text
+    return str(client.text_of(sid)[before:])

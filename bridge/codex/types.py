@@ -61,7 +61,14 @@ class LocalImageInput(_Base, tag="localImage", tag_field="type"):
     path: str
 
 
-UserInput: TypeAlias = TextInput | ImageInput | LocalImageInput
+class SkillInput(_Base, tag="skill", tag_field="type"):
+    """A skill the turn uses (a configured skill's slash command)."""
+
+    name: str
+    path: str
+
+
+UserInput: TypeAlias = TextInput | ImageInput | LocalImageInput | SkillInput
 
 
 class TurnStartParams(_Base):

@@ -11,7 +11,9 @@ settings is announced. Two kinds:
   :mod:`bridge.engine.palette`): ``/status``, ``/mcp``, ``/skills``, ``/goal``,
   ``/rename NAME``, ``/logout``.
 
-Anything else that starts with a slash is an ordinary prompt.
+Each enabled skill Codex has for the session's folder (``skills/list``, asked once the
+session is announced) is offered too, as ``/SKILL [what to do]``: a turn whose input
+names the skill. Anything else that starts with a slash is an ordinary prompt.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def command_request(
         return None
     first = inputs[0]
     match = _COMMAND.match(first.text) if isinstance(first, codex_types.TextInput) else None
-    if match is None or match.group(1) not in _NAMES:
+    if match is None or (match.group(1) not in _NAMES and match.group(1) not in record.skills):
         return None  # an ordinary prompt, even if it starts with a slash
     name = match.group(1)
     parts = [match.group(2) or ""]
@@ -103,6 +105,10 @@ def command_request(
             raise RpcError.invalid_params(f"/{name} takes text only (prompt[{index}] is not text)")
         parts.append(extra.text)
     argument = "\n".join(p.strip() for p in parts if p.strip())
+    if name not in _NAMES:  # a configured skill: a turn that uses it
+        skill = codex_types.SkillInput(name=name, path=record.skills[name])
+        text = [codex_types.TextInput(text=argument)] if argument else []
+        return "turn/start", codex_types.TurnStartParams(threadId=record.id, input=[skill, *text])
     if name in QUICK:
         if name in ("status", "mcp", "skills", "logout") and argument:
             raise RpcError.invalid_params(f"/{name} takes no arguments")

@@ -36,6 +36,7 @@ Slash commands are :mod:`bridge.engine.commands`; authentication is
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,7 @@ from msgspec import UNSET, Raw
 
 from ..acp import commands as acp_commands
 from ..acp import settings as acp_settings
+from ..codex import palette as codex_palette
 from ..codex import settings as codex_settings
 from ..codex import types as codex_types
 from ..jsonrpc import RequestId, RpcError
@@ -54,6 +56,9 @@ from .hub import Hub, decode_params, unknown_method
 from .threads import Settings, ThreadRecord
 
 log = logging.getLogger(__name__)
+
+#: A skill name usable as a slash command.
+_COMMAND_NAME = re.compile(r"[A-Za-z][\w-]*")
 
 
 # -- modes: Codex's approval presets -----------------------------------------------------------
@@ -223,12 +228,53 @@ class Configuration:
             result.configOptions = options
 
     def session_announced(self, record: ThreadRecord) -> None:
-        """Offer the slash commands, now that the client knows the session."""
-        if record.settings is not None:
-            self.hub.update(
-                record.id,
-                acp_commands.AvailableCommandsUpdate(availableCommands=list(COMMANDS)),
-            )
+        """Offer the slash commands, now that the client knows the session; then ask for
+        its skills, and offer each as a command of its own once they are known."""
+        if record.settings is None:
+            return
+        self.hub.update(
+            record.id, acp_commands.AvailableCommandsUpdate(availableCommands=list(COMMANDS))
+        )
+
+        def listed(result: codex_palette.SkillsListResult) -> None:
+            if self.hub.threads.session(record.id) is not record:
+                return  # closed meanwhile
+            builtin = {command.name for command in COMMANDS}
+            record.skills = {
+                skill.name: skill.path
+                for entry in result.data
+                for skill in entry.skills
+                if skill.enabled
+                and skill.path
+                and skill.name not in builtin
+                and _COMMAND_NAME.fullmatch(skill.name)
+            }
+            if record.skills:
+                skills = [
+                    acp_commands.AvailableCommand(
+                        name=skill.name,
+                        description=f"Skill: {skill.description or skill.name}",
+                        input=acp_commands.UnstructuredCommandInput(hint="optional: what to do"),
+                    )
+                    for entry in result.data
+                    for skill in entry.skills
+                    if skill.name in record.skills
+                ]
+                self.hub.update(
+                    record.id,
+                    acp_commands.AvailableCommandsUpdate(availableCommands=[*COMMANDS, *skills]),
+                )
+
+        def refused(error: ErrorObject) -> None:
+            log.info("skills/list for %s failed: %s; no skill commands", record.id, error.message)
+
+        self.hub.codex_request(
+            "skills/list",
+            codex_palette.SkillsListParams(cwds=[record.cwd] if record.cwd else []),
+            codex_palette.SkillsListResult,
+            listed,
+            refused,
+        )
 
     def turn_starting(self, record: ThreadRecord, params: codex_types.TurnStartParams) -> None:
         """The user's picks go with every turn, never into Codex's config file."""

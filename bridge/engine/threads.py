@@ -236,6 +236,8 @@ class ThreadRecord:
     #: Items whose text arrived as deltas; their ``item/completed`` repeats it.
     streamed_items: set[str] = field(default_factory=set)
     settings: Settings | None = None
+    #: The enabled skills Codex has for the session's folder, offered as commands: name → path.
+    skills: dict[str, str] = field(default_factory=dict)
     #: Codex's last token usage report (``/status`` shows the context use).
     usage: Any = None
     # -- sub-agents
