@@ -34,10 +34,15 @@ unanswered request hangs an editor, or a Codex turn, for good.
 A failure shows the drawn steps and (``note``) every message in and out; ``print_blob`` gives
 the ``@reproduce_failure`` line that replays it exactly.
 
-Known gap (searched with other seeds, not yet mended): a Codex request of a sub-agent whose
-chain of parents breaks in a particular way (a parent's read refused, then answered later
-naming a closed root, or several reads racing) can still stay held without an answer; seeds
-14 and 19 of ``--hypothesis-seed`` find it. The default run is derandomized so CI is stable.
+The default run is derandomized so CI is stable; ``--hypothesis-seed=N`` searches further
+(that seed's draw). The gap once noted here, a sub-agent's question left held when its
+chain broke (a closed root's reopening refused while its sub-agents' reads raced it), is
+mended and pinned down in ``tests/test_subagents.py``.
+
+Known gap (not yet mended): seeds 2, 4, 20, 25 and 26 find a client request left unanswered
+(P2), e.g. ``session/new`` when Codex answers ``thread/start`` with a malformed sandbox type:
+a handler defect on a Codex *answer* is answered for the requests that arrived with that
+answer only, not for the client request waiting on it.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
+from hypothesis import core as hypothesis_core
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
@@ -1007,8 +1013,11 @@ class Run:
     # One bug at a time: shrinking each of many distinct failures takes hypothesis minutes.
     report_multiple_bugs=False,
     # The same 300 examples on every run: CI must not pass or fail by the draw. Search
-    # further by hand with --hypothesis-seed=N (see the note on known gaps above).
-    derandomize=True,
+    # further by hand with --hypothesis-seed=N, which derandomize would ignore (hypothesis
+    # prefers it to a seed): a seed given, that seed's draw, and no example database
+    # replaying another run's failure first.
+    derandomize=hypothesis_core.global_force_seed is None,
+    database=None,
 )
 @given(data=st.data())
 def test_the_engine_stays_sound_whatever_either_side_sends(data: st.DataObject) -> None:

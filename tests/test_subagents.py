@@ -840,6 +840,35 @@ def test_a_failed_first_read_of_a_child_loses_none_of_its_traffic() -> None:
     assert t.capabilities(CHILD) == {"cancel": {}}
 
 
+def test_a_spawn_naming_a_child_whose_read_failed_sends_its_message_once_after_announcing_it() -> (
+    None
+):
+    """Regression: the spawn item placed the child (its read had failed, the item alone names
+    its parent) before the spawn's message was queued for after the announcement: the
+    message was never sent."""
+    t = Tree()
+    t.spawn_started("spawn-1")
+    t.status(CHILD)
+    t.fail_read(CHILD)
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    assert t.announcements() == [(ROOT, CHILD)]
+    [spawn] = session_messages(t, ROOT)
+    assert spawn["messageId"] == "spawn-1"
+    assert (spawn["senderSessionId"], spawn["recipientSessionId"]) == (ROOT, CHILD)
+    assert spawn["content"] == [{"type": "text", "text": "@@ words 2"}]
+    announced = t.first_mention(CHILD)
+    assert t.sent()[announced]["params"]["update"]["sessionUpdate"] == "subagent_update"
+    assert len([r for r in t.reads() if r["params"]["threadId"] == CHILD]) == 1, (
+        "placed: nothing more to read"
+    )
+    t.status(CHILD, "active")
+    t.turn_started(CHILD, "turn-child")
+    t.user_message(CHILD, "@@ words 2", "user-child")
+    assert len(session_messages(t, ROOT)) == 1, "sent once"
+    assert t.states(CHILD)[-1] == {"state": "running"}
+    t.check()
+
+
 def test_a_nested_child_whose_parent_cannot_be_read_is_represented_on_its_root() -> None:
     t = Tree()
     t.status(GRANDCHILD)
@@ -969,6 +998,35 @@ def test_a_turn_a_closed_roots_child_starts_later_is_stopped() -> None:
     t.turn_started(CHILD, "turn-child-2")
     assert {"threadId": CHILD, "turnId": "turn-child-2"} in t.interrupts()
     assert t.sent()[closed_at:] == []
+
+
+def test_the_sub_agents_of_a_closed_root_whose_reopening_fails_are_declined_not_dropped() -> None:
+    """Regression (the gap test_engine_robustness found): a load of the closed root is in
+    flight (its thread/read races the reads of its sub-agents); a child, and a grandchild
+    under it, ask meanwhile; the child's read names the closed root, which waits for the load.
+    The load's read is refused: the root was taken for another client's thread, its waiting
+    children too, so what they asked, then and later, was never answered."""
+    t = Tree()
+    closed_at = close_root(t)
+    load = t.request("session/load", {"sessionId": ROOT, "cwd": "/work", "mcpServers": []})
+    load_read = t.read_of(ROOT)
+    t.turns[CHILD], t.turns[GRANDCHILD] = "turn-child", "turn-grandchild"
+    t.approval(GRANDCHILD, rid=31)
+    t.answer_read(GRANDCHILD, CHILD, "Grace")
+    t.approval(CHILD, rid=32)
+    t.answer_read(CHILD, ROOT, "Ada")  # the closed root, being loaded: waits for the load
+    t.h.codex_error(load_read["id"], "thread not found")
+    assert t.h.client_response(load)["error"]["code"] == -32002  # type: ignore[index]
+    t.approval(CHILD, rid=33)
+    t.approval(GRANDCHILD, rid=34)
+    for rid in (31, 32, 33, 34):
+        [answer] = t.answers_to_codex(rid)
+        assert answer["result"]["decision"] in ("decline", "cancel"), rid
+    t.turn_started(CHILD, "turn-child-2")
+    assert {"threadId": CHILD, "turnId": "turn-child-2"} in t.interrupts(), "still a sub-agent"
+    names = str(t.sent()[closed_at:])
+    assert CHILD not in names and GRANDCHILD not in names
+    t.check()
 
 
 # -- Codex lost and brought back ------------------------------------------------------------------

@@ -125,7 +125,10 @@ class Subagents:
         return True
 
     def _read(self, thread_id: str) -> None:
-        unplaced = _unplaced(self.hub.threads.record(thread_id))
+        record = self.hub.threads.record(thread_id)
+        if record.session:
+            return  # placed already: nothing to learn
+        unplaced = _unplaced(record)
         if unplaced.reading:
             return
         unplaced.reading = True
@@ -306,11 +309,16 @@ class Subagents:
     def open_failed(self, thread_id: str) -> None:
         """A load, resume or fork of ``thread_id`` failed: what waited for it is no
         session's. Its requests, and its waiting children's, are declined; the rest is
-        dropped."""
-        record = self.hub.threads.get(thread_id)
+        dropped. A closed session asked for again in vain stays closed, and so do the
+        sub-agents that waited for it: forgotten, never another client's (:meth:`_forget_late`)."""
+        threads = self.hub.threads
+        record = threads.get(thread_id)
         if record is None or record.session:
             return
-        for held in [record, *map(self.hub.threads.record, record.waiting_children)]:
+        if threads.forgotten(thread_id):
+            self._forget_late(thread_id)
+            return
+        for held in [record, *map(threads.record, record.waiting_children)]:
             if held.unplaced is not None:
                 self._decline_held_requests(held.unplaced)
         self._ignore(thread_id)
@@ -383,19 +391,28 @@ class Subagents:
         self, sender: str, receiver: str, item: codex_items.CollabAgentToolCallItem
     ) -> None:
         prompt = item.prompt or ""
-        child = self.hub.threads.get(receiver)
+        threads = self.hub.threads
+        child = threads.get(receiver)
         if child is not None and child.is_child:
             if child.visible:
                 self.hub.update(sender, text_message(item.id, sender, receiver, prompt))
             return
-        # Not announced yet (its traffic is held): note its parent and send the
-        # message right after the announcement, which it needs (it names the child).
+
+        def send() -> None:
+            placed = threads.session(receiver)
+            if placed is not None and placed.is_child and placed.visible:
+                self.hub.update(sender, text_message(item.id, sender, receiver, prompt))
+
+        # Not announced yet (its traffic is held): send the message right after the
+        # announcement, which it needs (it names the child). Queued before the spawn's
+        # word on its parent, which may place it at once (its read failed): placing it
+        # sends what is queued.
+        record = threads.record(receiver)
+        record.after_announce.append(send)
         if item.tool == "spawnAgent":
             self._hint_parent(receiver, sender)
-        self.hub.threads.record(receiver).after_announce.append(
-            lambda: self.hub.update(sender, text_message(item.id, sender, receiver, prompt))
-        )
-        self._read(receiver)
+        if not record.session:
+            self._read(receiver)
 
     def _hint_parent(self, thread_id: str, parent_id: str) -> None:
         """A spawn item names ``thread_id``'s parent: Codex's own word, enough to adopt it."""
