@@ -601,3 +601,24 @@ def test_a_codex_answer_with_neither_result_nor_error_fails_the_request_waiting_
     h._collect(h.engine.receive_codex(b'{"id":%d}' % start))
     error = h.client_response(rid)["error"]  # type: ignore[index]
     assert "neither result nor error" in error["message"]
+
+
+def test_a_defect_handling_codexs_answer_still_answers_the_client() -> None:
+    """Found by the robustness property (seed 2): a thread/start answer whose sandbox type is
+    no string made the settings code raise while opening the session, and session/new was
+    never answered. A defect in handling an answer now fails what waits on it, with -32603."""
+    h = Harness()
+    rid = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
+    h.codex_reply(
+        h.codex_request("thread/start")["id"],
+        {
+            "thread": {"id": "thread-1", "cwd": "/w"},
+            "model": "m",
+            "approvalPolicy": "on-request",
+            "sandbox": {"type": ["not", "a", "string"]},
+        },
+    )
+    response = h.client_response(rid)
+    assert response is not None, "session/new left unanswered"
+    assert response["error"]["code"] == -32603
+    assert "internal error" in response["error"]["message"]

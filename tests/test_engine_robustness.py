@@ -39,10 +39,10 @@ The default run is derandomized so CI is stable; ``--hypothesis-seed=N`` searche
 chain broke (a closed root's reopening refused while its sub-agents' reads raced it), is
 mended and pinned down in ``tests/test_subagents.py``.
 
-Known gap (not yet mended): seeds 2, 4, 20, 25 and 26 find a client request left unanswered
-(P2), e.g. ``session/new`` when Codex answers ``thread/start`` with a malformed sandbox type:
-a handler defect on a Codex *answer* is answered for the requests that arrived with that
-answer only, not for the client request waiting on it.
+Seeds 2, 4, 20 and 25 once found a client request left unanswered (P2): a defect while
+handling a Codex *answer* (e.g. a ``thread/start`` answer with a malformed sandbox type) was
+answered only for requests that arrived with that answer. ``Waiting.result`` in
+:mod:`bridge.engine.hub` now fails what waits on it; ``tests/test_engine.py`` pins it.
 """
 
 from __future__ import annotations

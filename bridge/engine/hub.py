@@ -65,23 +65,39 @@ class Waiting:
     on_error: OnError
 
     def result(self, raw: Raw) -> None:
-        """Decode the result with the type the request named; a mismatch is an error."""
+        """Decode the result with the type the request named; a mismatch is an error.
+
+        A defect in ``on_result`` is logged and turned into ``on_error``: whoever waits on
+        the request (a client request, most often) is answered, never left waiting. The
+        hub refuses a second answer to any request, so one ``on_result`` already gave
+        stands."""
         if self.decoder is None:
-            self.on_result(raw)
-            return
+            value: Any = raw
+        else:
+            try:
+                value = self.decoder.decode(raw)
+            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+                log.warning("Codex answered %s with a malformed result: %s", self.method, exc)
+                self.on_error(
+                    ErrorObject(
+                        ErrorCode.INTERNAL_ERROR,
+                        f"Codex answered {self.method} with a malformed result: {exc}",
+                        {MALFORMED: self.method},
+                    )
+                )
+                return
         try:
-            value = self.decoder.decode(raw)
-        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
-            log.warning("Codex answered %s with a malformed result: %s", self.method, exc)
+            self.on_result(value)
+        except Exception:
+            log.exception("internal error handling Codex's answer to %s", self.method)
             self.on_error(
                 ErrorObject(
                     ErrorCode.INTERNAL_ERROR,
-                    f"Codex answered {self.method} with a malformed result: {exc}",
+                    f"{AGENT_NAME} internal error handling Codex's answer to {self.method}; "
+                    "see its log",
                     {MALFORMED: self.method},
                 )
             )
-            return
-        self.on_result(value)
 
 
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
