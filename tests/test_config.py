@@ -226,12 +226,13 @@ def test_available_commands_follow_the_session_new_result() -> None:
         "review-commit",
         "compact",
         "goal",
+        "plan",
         "rename",
         "logout",
         "shell",
     ]
     # A command that takes an argument says what it takes.
-    for name in ("review", "review-branch", "review-commit", "goal", "rename", "shell"):
+    for name in ("review", "review-branch", "review-commit", "goal", "plan", "rename", "shell"):
         assert commands[name]["input"]["hint"], name
     for name in ("status", "mcp", "skills", "compact", "logout"):
         assert "input" not in commands[name], name

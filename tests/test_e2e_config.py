@@ -553,3 +553,37 @@ async def _said(client: Any, sid: str, text: str) -> str:
     before = len(client.text_of(sid))
     assert await client.prompt(sid, text) == {"stopReason": "end_turn"}, text
     return str(client.text_of(sid)[before:])
+
+
+async def test_plan_turns_codexs_plan_mode_on_and_off(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    """``/plan`` stores Codex's plan collaboration mode in the thread: the next turn's model
+    request carries Codex's plan-mode instructions; after ``/plan off`` Codex tells the model
+    it is back in the default mode."""
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            sid = await client.new_session(str(workspace))
+            assert await client.prompt(sid, "@@ say before") == {"stopReason": "end_turn"}
+            assert "Plan mode on" in await _said(client, sid, "/plan")
+            assert await client.prompt(sid, "@@ say planning") == {"stopReason": "end_turn"}
+            assert "Plan mode off" in await _said(client, sid, "/plan off")
+            assert await client.prompt(sid, "@@ say doing") == {"stopReason": "end_turn"}
+
+    def request_for(text: str) -> str:
+        [body] = [
+            json.dumps(b)
+            for b, h in zip(scripted_model.requests, scripted_model.request_headers, strict=True)
+            if codex_internal_purpose(b, h) is None and text in json.dumps(b["input"][-1])
+        ]
+        return body
+
+    assert "# Plan Mode" not in request_for("@@ say before")
+    assert "# Plan Mode" in request_for("@@ say planning")
+    assert "Collaboration Mode: Default" in request_for("@@ say doing")
+    assert_valid_acp(client)

@@ -251,3 +251,35 @@ def test_reviews_of_a_branch_or_a_commit_start_a_review_turn(text: str, target: 
     open_session(h)
     run(h, text)
     assert h.codex_request("review/start")["params"] == {"threadId": THREAD, "target": target}
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "words"),
+    [("/plan", "plan", "Plan mode on"), ("/plan off", "default", "Plan mode off")],
+)
+def test_plan_switches_codexs_collaboration_mode_in_the_thread(
+    text: str, mode: str, words: str
+) -> None:
+    h = H()
+    open_session(h, effort="high")
+    rid = run(h, text)
+    params = answer(h, "thread/settings/update", {})
+    assert params == {
+        "threadId": THREAD,
+        "collaborationMode": {
+            "mode": mode,
+            "settings": {
+                "model": "mock-model",
+                "reasoning_effort": "high",
+                "developer_instructions": None,
+            },
+        },
+    }
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    assert words in said(h)
+
+
+def test_plan_takes_no_other_argument() -> None:
+    h = H()
+    open_session(h)
+    assert h.error(run(h, "/plan the refactor"))["code"] == -32602

@@ -68,6 +68,8 @@ class ThreadSettingsUpdateParams(_Base):
     sandboxPolicy: Any = UNSET
     model: str | UnsetType = UNSET
     effort: str | UnsetType = UNSET
+    #: ``{mode: "plan" | "default", settings: {model, reasoning_effort, developer_instructions}}``
+    collaborationMode: Any = UNSET
 
 
 class ThreadSettingsUpdated(_Base):

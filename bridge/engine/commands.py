@@ -9,7 +9,7 @@ settings is announced. Two kinds:
   (``thread/compact/start``), ``/shell COMMAND`` (``thread/shellCommand``);
 - commands answered at once as agent text (:class:`QuickCommand`, run by
   :mod:`bridge.engine.palette`): ``/status``, ``/mcp``, ``/skills``, ``/goal``,
-  ``/rename NAME``, ``/logout``.
+  ``/plan [off]``, ``/rename NAME``, ``/logout``.
 
 Each enabled skill Codex has for the session's folder (``skills/list``, asked once the
 session is announced) is offered too, as ``/SKILL [what to do]``: a turn whose input
@@ -60,6 +60,11 @@ COMMANDS: tuple[acp_commands.AvailableCommand, ...] = (
         "Show the session's long-running goal, set it, or pause, resume or clear it.",
         "optional: an objective, or pause, resume, clear",
     ),
+    _command(
+        "plan",
+        "Plan mode: Codex plans with you before it changes anything (/plan off to leave).",
+        "optional: off",
+    ),
     _command("rename", "Rename this session.", "the new name"),
     _command("logout", "Sign Codex out of your account on this machine."),
     _command(
@@ -69,7 +74,7 @@ COMMANDS: tuple[acp_commands.AvailableCommand, ...] = (
     ),
 )
 #: Commands answered without a turn of their own (see :mod:`bridge.engine.palette`).
-QUICK = frozenset({"status", "mcp", "skills", "goal", "rename", "logout"})
+QUICK = frozenset({"status", "mcp", "skills", "goal", "plan", "rename", "logout"})
 _NAMES = frozenset(c.name for c in COMMANDS)
 
 
@@ -112,6 +117,8 @@ def command_request(
     if name in QUICK:
         if name in ("status", "mcp", "skills", "logout") and argument:
             raise RpcError.invalid_params(f"/{name} takes no arguments")
+        if name == "plan" and argument not in ("", "on", "off"):
+            raise RpcError.invalid_params("/plan takes no argument, or off")
         if name == "rename" and not argument:
             raise RpcError.invalid_params("/rename needs a name, e.g. /rename fix the login bug")
         return QuickCommand(name, argument)

@@ -15,6 +15,9 @@ error, with Codex's words.
 - ``/goal``: ``thread/goal/get``; ``/goal OBJECTIVE`` sets it (``thread/goal/set``,
   active); ``/goal pause`` and ``/goal resume`` change its status; ``/goal clear``
   (``thread/goal/clear``);
+- ``/plan`` and ``/plan off``: Codex's plan collaboration mode, on or off, stored in
+  the thread (``thread/settings/update {collaborationMode}``, with the session's model
+  and effort and Codex's own instructions for the mode);
 - ``/rename NAME``: ``thread/name/set`` (Codex then reports the new title, which
   reaches the client as ``session_info_update``);
 - ``/logout``: ``account/logout``.
@@ -31,6 +34,7 @@ import msgspec
 from msgspec import UNSET
 
 from ..codex import palette as codex_palette
+from ..codex import settings as codex_settings
 from ..jsonrpc import RpcError
 from ..jsonrpc.peer import ErrorObject
 from .commands import QuickCommand
@@ -189,6 +193,36 @@ class Palette:
                 changed("set"),
                 failed,
             )
+
+    def _plan(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
+        described = self._describe(record)
+        if described is None:
+            failed(RpcError.invalid_params("/plan: this session has no settings to change"))
+            return
+        model, effort, _mode, _policy = described
+        on = argument != "off"
+        mode = {
+            "mode": "plan" if on else "default",
+            # null instructions: Codex's built-in ones for the mode.
+            "settings": {
+                "model": model,
+                "reasoning_effort": effort,
+                "developer_instructions": None,
+            },
+        }
+        text = (
+            "Plan mode on: Codex plans with you before it changes anything. "
+            "`/plan off` returns to the default mode."
+            if on
+            else "Plan mode off: Codex works in its default mode again."
+        )
+        self._ask(
+            "thread/settings/update",
+            codex_settings.ThreadSettingsUpdateParams(threadId=record.id, collaborationMode=mode),
+            codex_palette.Empty,
+            lambda _result: done(text),
+            failed,
+        )
 
     def _rename(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
         self._ask(
