@@ -31,8 +31,9 @@ Rules this engine keeps (read these before changing it):
 
 Structure. This module is the wiring: the only one that builds the features
 (``prompts``, ``lifecycle``, ``tools``, ``approvals``, ``settings``, ``auth``,
-``subagents``, ``subagent_history``, ``recovery``, ``terminals``) and the only
-one that knows the order in which several of them react to one message. Each Codex message is decoded once
+``subagents``, ``subagent_history``, ``recovery``, ``terminals``, ``steering``,
+``palette``) and the only one that knows the order in which several of them
+react to one message. Each Codex message is decoded once
 (:mod:`bridge.codex.messages`), then handed, typed, to one routing entry of
 :meth:`Engine._routes`; a client request goes to one handler. The features
 share the :class:`~bridge.engine.hub.Hub` (the peers, the thread registry, the
