@@ -183,6 +183,17 @@ async def test_a_loaded_roots_collab_calls_have_their_live_titles_and_kinds(
             await first.initialize(capabilities)
             root = await first.new_session(str(workspace))
             assert await first.prompt(root, TOOLS_PROMPT) == {"stopReason": "end_turn"}
+            # A live spawn is retitled once its child is placed (its thread/read answered),
+            # which may come just after the prompt's answer: wait for it, bounded above.
+            await first.wait_for(
+                lambda _m: (
+                    not [
+                        c
+                        for c in _final_calls(first, root).values()
+                        if "sub-agent" in str(c["title"])
+                    ]
+                )
+            )
         async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
             await client.initialize(capabilities)
             await client.request(
