@@ -10,9 +10,11 @@ import pytest
 import trio
 import trio.testing
 
-from bridge.engine import Engine
+from bridge.acp import types as acp_types
+from bridge.engine import Engine, ToClient, ToCodex
+from bridge.engine.outbox import Outbox, update_effect
 from bridge.shell.codex_transport import CodexConnection, strip_ansi
-from bridge.shell.serve import Backoff, Outbox, Restart, run_bridge
+from bridge.shell.serve import BEHIND_AFTER, Backoff, Restart, Writer, run_bridge
 from bridge.shell.streams import LineStream, MessageTooLarge
 
 MESSAGES = [b'{"a":1}', b'{"b":"two words"}', b"{}", b'{"c":[1,2,3]}']
@@ -62,7 +64,7 @@ async def test_an_oversized_line_is_dropped_whole_and_reading_goes_on(chunk: int
     assert await _read_all(stream) == [b'{"ok":1}', "too large", b'{"ok":2}']
 
 
-async def test_outbox_keeps_order_and_applies_back_pressure() -> None:
+async def test_writer_keeps_order_and_applies_back_pressure_in_bytes() -> None:
     sent: list[bytes] = []
     gate = trio.Event()
 
@@ -71,27 +73,83 @@ async def test_outbox_keeps_order_and_applies_back_pressure() -> None:
             await gate.wait()
             sent.extend(messages)
 
-    outbox = Outbox(SlowStream(), high_water=3)  # type: ignore[arg-type]
+    writer = Writer(SlowStream(), Outbox(ceiling=3))  # type: ignore[arg-type]
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(outbox.run)
+        nursery.start_soon(writer.run)
         for n in range(10):
-            outbox.put(str(n).encode())
+            writer.put(ToCodex(str(n).encode()))
         waited = False
 
         async def producer() -> None:
             nonlocal waited
-            await outbox.wait_below_high_water()
+            await writer.wait_below_ceiling()
             waited = True
 
         nursery.start_soon(producer)
         await trio.testing.wait_all_tasks_blocked()
-        assert not waited, "a full outbox holds its producer back"
+        assert not waited, "an outbox above its ceiling holds its producer back"
         gate.set()
-        await outbox.wait_empty()
+        await writer.wait_empty()
         await trio.testing.wait_all_tasks_blocked()
         assert waited
         nursery.cancel_scope.cancel()
     assert sent == [str(n).encode() for n in range(10)]
+
+
+def _chunk(session_id: str, text: str) -> ToClient:
+    return update_effect(
+        session_id,
+        acp_types.AgentMessageChunk(content=acp_types.TextContent(text=text), messageId="m1"),
+    )
+
+
+async def test_a_write_that_waits_marks_the_client_behind_and_deltas_merge(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """The shell's half of coalescing: a stalled write makes the outbox merge, and a
+    completed one ends it (the pure half is tests/test_outbox.py)."""
+    sent: list[list[bytes]] = []
+    gate = trio.Event()
+
+    class PausedClient:
+        async def send_batch(self, messages: list[bytes]) -> None:
+            await gate.wait()
+            sent.append(list(messages))
+
+    writer = Writer(PausedClient(), Outbox())  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.run)
+        nursery.start_soon(writer.watch)
+        writer.put(_chunk("s", "a"))
+        await trio.sleep(BEHIND_AFTER / 2)
+        assert not writer.outbox.behind, "a write waiting briefly is no slow client"
+        await trio.sleep(BEHIND_AFTER)
+        assert writer.outbox.behind
+        for word in ("b", "c", "d"):
+            writer.put(_chunk("s", word))
+        assert len(writer.outbox) == 1
+        gate.set()
+        await writer.wait_empty()
+        assert not writer.outbox.behind
+        writer.put(_chunk("s", "e"))
+        writer.put(_chunk("s", "f"))
+        await writer.wait_empty()
+        nursery.cancel_scope.cancel()
+    texts = [
+        [msgspec.json.decode(m)["params"]["update"]["content"]["text"] for m in batch]
+        for batch in sent
+    ]
+    assert texts == [["a"], ["bcd"], ["e", "f"]]
+
+
+async def test_an_idle_writer_does_not_wake_its_watcher() -> None:
+    writer = Writer(trio.testing.MemorySendStream(), Outbox())  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.watch)
+        await trio.testing.wait_all_tasks_blocked()
+        stats = writer._writing.statistics()
+        assert stats.tasks_waiting == 1, "the watcher parks until a write starts"
+        nursery.cancel_scope.cancel()
 
 
 async def test_bridge_over_memory_streams_answers_and_flushes_before_exit() -> None:

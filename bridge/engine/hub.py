@@ -29,6 +29,7 @@ from ..acp import types as acp_types
 from ..jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from .effects import Effect, ToClient, ToCodex
+from .outbox import update_effect
 from .threads import Threads
 
 log = logging.getLogger(__name__)
@@ -101,10 +102,6 @@ class Waiting:
 
 
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-
-# ``session/update`` is most of what the client is sent: its envelope is written once.
-_UPDATE_HEAD = b'{"jsonrpc":"2.0","method":"session/update","params":'
-_encode = msgspec.json.Encoder().encode
 
 
 def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
@@ -218,8 +215,7 @@ class Hub:
         """
         if session_id not in self._shown_ids:
             return
-        params = _encode(acp_types.SessionNotification(sessionId=session_id, update=update))
-        self._out.append(ToClient(_UPDATE_HEAD + params + b"}"))
+        self._out.append(update_effect(session_id, update))
 
     def answer_client(self, rid: RequestId, result: Any) -> None:
         if self._answering(self.open_client_requests, rid, "client"):

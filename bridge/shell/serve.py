@@ -3,7 +3,8 @@
 Tasks live in one nursery owned by :func:`run_bridge`:
 
 - a reader per side, which feeds each complete message to the engine;
-- a writer per side, which drains that side's :class:`Outbox` in order;
+- a writer per side (:class:`Writer`), which drains that side's
+  :class:`~bridge.engine.outbox.Outbox` in order;
 - the Codex side's supervisor, which opens the connection to Codex, runs its
   reader and writer, and when Codex is lost brings it back (:class:`Restart`),
   telling the engine (``codex_lost``, ``codex_restarted``, ``codex_gave_up``).
@@ -12,10 +13,14 @@ The engine is called from one task at a time (trio is single-threaded and the
 engine never awaits), and each call's effects are queued before the next call,
 so the order the engine decided is the order on the wire.
 
-Back-pressure: a reader does not read its next message while the *other*
-side's outbox is above its high-water mark. A slow ACP client therefore slows
-the reading of Codex's output (and so Codex itself, through its pipe or
-socket) instead of growing memory without bound.
+A slow client: when a write to the client has waited longer than
+:data:`BEHIND_AFTER`, its outbox is marked behind and merges consecutive deltas
+of one stream into one message, so the bridge keeps reading Codex (whose own
+buffers would otherwise grow) and the client catches up with a few messages
+instead of one per word. Back-pressure comes after that: a reader does not
+read its next message while the *other* side's outbox holds more than its
+ceiling in bytes, so a client that never reads slows Codex itself (through its
+pipe or socket) instead of growing memory without bound.
 """
 
 from __future__ import annotations
@@ -30,14 +35,17 @@ from typing import Protocol
 import trio
 
 from ..engine import Effect, Engine, ToClient, ToCodex
+from ..engine.outbox import CODEX_CEILING, Outbox
 from ..jsonrpc import ErrorCode
 from .codex_transport import CodexConnection, CodexUnavailable
 from .streams import MessageStream, MessageTooLarge
 
 log = logging.getLogger(__name__)
 
-#: Most bytes an outbox writes in one call.
-_BATCH_BYTES = 1024 * 1024
+#: Most bytes a writer writes in one call.
+_BATCH_BYTES = 256 * 1024
+#: How long one write to a peer may wait before that peer counts as behind.
+BEHIND_AFTER = 0.05
 #: How long answers may take to drain once the client has stopped sending.
 _FLUSH_SECONDS = 2.0
 #: How long a client that has left still waits for Codex to finish starting.
@@ -54,54 +62,87 @@ class Tap(Protocol):
         """Something the shell observed and told the engine (``codex_lost``, ...)."""
 
 
-class Outbox:
-    """Messages for one peer, in order, written by a single task (:meth:`run`)."""
+class Writer:
+    """Writes one peer's :class:`Outbox` to its stream, in order, from a single task
+    (:meth:`run`), and tells the outbox when that peer is behind.
 
-    def __init__(self, stream: MessageStream, *, high_water: int = 256) -> None:
+    The peer is *behind* when one write to it has waited longer than
+    :data:`BEHIND_AFTER`: a reader that keeps up never leaves a write waiting that
+    long, one that has paused does. A watcher task (:meth:`watch`) checks only while
+    a write is under way, so an idle bridge never wakes for it.
+    """
+
+    def __init__(self, stream: MessageStream, outbox: Outbox) -> None:
         self._stream = stream
-        self._queue: deque[bytes] = deque()
-        self._high_water = high_water
+        self.outbox = outbox
         self._has_items = trio.lowlevel.ParkingLot()
         self._drained = trio.lowlevel.ParkingLot()
+        self._writing = trio.lowlevel.ParkingLot()
+        #: Writes started so far; the one under way, while ``_in_write``.
+        self._writes = 0
+        self._in_write = False
+        #: Bytes of the write under way (taken from the outbox, not yet on the wire).
+        self._in_flight = 0
         self.broken: BaseException | None = None
 
-    def put(self, data: bytes) -> None:
-        self._queue.append(data)
-        if len(self._queue) == 1:  # the writer only ever waits on an empty queue
-            self._has_items.unpark_all()
+    def put(self, effect: Effect) -> None:
+        self.outbox.put(effect)
+        self._has_items.unpark_all()
 
-    async def wait_below_high_water(self) -> None:
-        while len(self._queue) > self._high_water and self.broken is None:
+    @property
+    def idle(self) -> bool:
+        return not self.outbox and not self._in_write
+
+    @property
+    def full(self) -> bool:
+        """More than the outbox's ceiling is not on the wire yet."""
+        return self.outbox.size + self._in_flight >= self.outbox.ceiling
+
+    async def wait_below_ceiling(self) -> None:
+        while self.full and self.broken is None:
             await self._drained.park()
 
     async def wait_empty(self) -> None:
-        while self._queue and self.broken is None:
+        """Until everything put so far is on the wire (or the peer is gone)."""
+        while not self.idle and self.broken is None:
             await self._drained.park()
 
     async def run(self) -> None:
+        outbox = self.outbox
         try:
             while True:
-                while not self._queue:
+                while not outbox:
                     await self._has_items.park()
-                # Write everything queued so far in one go (bounded), and keep it
-                # queued until written, so wait_empty() means "on the wire".
-                batch: list[bytes] = []
-                size = 0
-                for data in self._queue:
-                    batch.append(data)
-                    size += len(data)
-                    if size >= _BATCH_BYTES:
-                        break
-                count = len(batch)
+                size = outbox.size
+                batch = outbox.take(_BATCH_BYTES)
+                self._in_flight = size - outbox.size
+                self._writes += 1
+                self._in_write = True
+                self._writing.unpark_all()
                 await self._stream.send_batch(batch)
-                for _ in range(count):
-                    self._queue.popleft()
+                self._in_write = False
+                self._in_flight = 0
+                outbox.behind = False
                 self._drained.unpark_all()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             # The peer went away; the reader of that side reports it.
             self.broken = exc
-            self._queue.clear()
+            self._in_write = False
+            outbox.clear()
             self._drained.unpark_all()
+
+    async def watch(self) -> None:
+        """Mark the outbox behind while a write has waited longer than :data:`BEHIND_AFTER`."""
+        while True:
+            if not self._in_write:
+                await self._writing.park()
+                continue
+            write = self._writes
+            await trio.sleep(BEHIND_AFTER)
+            if self._in_write and self._writes == write:
+                self.outbox.behind = True
+                while self._in_write and self._writes == write:
+                    await self._drained.park()
 
 
 @dataclass(frozen=True)
@@ -168,8 +209,8 @@ async def run_bridge(
     has been ready, a lost Codex is brought back as ``restart`` says (never,
     without one). ``tap`` sees every message and event (used for recordings).
     """
-    to_client = Outbox(client)
-    to_codex: Outbox | None = None  # the current connection's, while there is one
+    to_client = Writer(client, Outbox())
+    to_codex: Writer | None = None  # the current connection's, while there is one
     fatal: str | None = None
     settled = trio.Event()  # Codex is ready, or lost for good
 
@@ -178,14 +219,14 @@ async def run_bridge(
             if isinstance(effect, ToClient):
                 if tap:
                     tap.message("to_client", effect.data)
-                to_client.put(effect.data)
+                to_client.put(effect)
             elif isinstance(effect, ToCodex):
                 if to_codex is None:
                     log.debug("no Codex connection; dropping %s", effect.data[:80])
                     continue
                 if tap:
                     tap.message("to_codex", effect.data)
-                to_codex.put(effect.data)
+                to_codex.put(effect)
 
     async def read_codex(codex: MessageStream, exit_reason: Callable[[], Awaitable[str]]) -> str:
         """Feed Codex's messages to the engine until the connection ends; why it ended."""
@@ -197,7 +238,7 @@ async def run_bridge(
                 dispatch(engine.receive_codex(data))
                 if not engine.starting:
                     settled.set()
-                await to_client.wait_below_high_water()
+                await to_client.wait_below_ceiling()
         except MessageTooLarge as exc:
             return f"Codex sent a message the bridge cannot accept ({exc})"
         except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -216,7 +257,7 @@ async def run_bridge(
             ready = False
             try:
                 async with connect() as connection, trio.open_nursery() as inner:
-                    to_codex = Outbox(connection.stream)
+                    to_codex = Writer(connection.stream, Outbox(ceiling=CODEX_CEILING))
                     inner.start_soon(to_codex.run)
                     if not ever_ready:
                         dispatch(engine.start())
@@ -274,11 +315,12 @@ async def run_bridge(
                 tap.message("from_client", data)
             dispatch(engine.receive_client(data))
             if to_codex is not None:
-                await to_codex.wait_below_high_water()
+                await to_codex.wait_below_ceiling()
 
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(to_client.run)
+            nursery.start_soon(to_client.watch)
             nursery.start_soon(codex_side)
             await read_client()
             # Answers to the client's last messages still go out (a client may
