@@ -1,0 +1,280 @@
+"""A client that stops reading mid-answer: memory while it is paused, time to catch up after.
+
+One long streamed answer (``@@ words N``, one delta per word, from the real
+``codex app-server`` against the scripted model on 127.0.0.1) goes to a bare ACP client
+that reads the first chunk, then stops reading for ``--pause`` seconds, then reads
+everything. While it is paused, the resident memory of every process involved (the
+bridge and what it started, and the Codex it attached to) is summed every 50 ms.
+Printed: peak memory, the time from resuming to the prompt's answer, how many messages
+carried the answer, and whether the text is byte-identical to the model's.
+
+``--via`` picks how the bridge reaches Codex: ``stdio`` (it spawns its own), ``url``
+(``--codex-url`` to an ``app-server --listen ws://``), ``daemon`` (through
+``codex-acp-bridge daemon``). Targets: peak <= 150 MB, caught up <= 1.5 s, the prompt
+ends ``end_turn`` with the whole text, the WebSocket (url, daemon) stays open.
+
+    .venv/bin/python bench/slow_client.py [--words N] [--pause S] [--via stdio|url|daemon]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import trio
+
+from bridge.daemon.runtime import running_daemon
+from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
+from bridge.scripted_model.directives import words_text
+from bridge.shell.codex_transport import ENV_CODEX_BIN, find_codex
+from bridge.shell.streams import LineStream
+
+
+def tree_rss(roots: list[int]) -> int:
+    """Resident bytes of ``roots`` and all their descendants (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    total, seen, todo = 0, set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo.extend(children.get(pid, []))
+        total += rss(pid)
+    return total
+
+
+def rss(pid: int) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@dataclass
+class Result:
+    peak_rss: int
+    #: The bridge's own process alone (for daemon: the serve process), at that peak.
+    bridge_rss: int
+    caught_up: float
+    messages: int
+    stop_reason: str
+    identical: bool
+    error: str | None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def wait_http_ready(port: int) -> None:
+    with trio.fail_after(30):
+        while True:
+            try:
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+            except OSError:
+                await trio.sleep(0.05)
+                continue
+            try:
+                await stream.send_all(
+                    b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                )
+                reply = await stream.receive_some(1024)
+            except (trio.BrokenResourceError, OSError):
+                reply = b""
+            finally:
+                await stream.aclose()
+            if reply.startswith(b"HTTP/1.1 200"):
+                return
+            await trio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def codex_side(
+    via: str, codex_bin: str, env: dict[str, str], tmp: Path
+) -> AsyncIterator[tuple[list[str], list[int]]]:
+    """What ``serve`` needs to reach Codex (extra argv), and the pids of what runs it."""
+    if via == "stdio":
+        yield ["--no-daemon"], []
+        return
+    if via == "url":
+        port = free_port()
+        process = await trio.lowlevel.open_process(
+            [codex_bin, "app-server", "--listen", f"ws://127.0.0.1:{port}"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            await wait_http_ready(port)
+            yield ["--codex-url", f"ws://127.0.0.1:{port}"], [process.pid]
+        finally:
+            process.kill()
+            await process.wait()
+        return
+    runtime = tmp / "runtime"
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with trio.fail_after(30):
+            while (info := running_daemon(runtime)) is None or info.state != "running":  # noqa: ASYNC110 (a file another process writes)
+                await trio.sleep(0.05)
+        yield ["--runtime-dir", str(runtime)], [process.pid]
+    finally:
+        process.terminate()
+        with trio.move_on_after(10):
+            await process.wait()
+        if process.poll() is None:
+            process.kill()
+
+
+async def one_run(model: ScriptedModel, via: str, words: int, pause: float) -> Result:
+    codex_bin = find_codex()
+    with tempfile.TemporaryDirectory(prefix="bench-slow-") as name:
+        tmp = Path(name)
+        home, cwd = tmp / "home", tmp / "work"
+        cwd.mkdir()
+        write_codex_home(home, model.base_url)
+        env = {**os.environ, "CODEX_HOME": str(home), ENV_CODEX_BIN: codex_bin}
+        env.pop("OPENAI_API_KEY", None)
+        async with codex_side(via, codex_bin, env, tmp) as (argv, codex_pids):
+            return await _client(argv, codex_pids, env, str(cwd), words, pause)
+
+
+async def _client(
+    argv: list[str], codex_pids: list[int], env: dict[str, str], cwd: str, words: int, pause: float
+) -> Result:
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "bridge", "serve", "--log-level", "error", *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert process.stdin and process.stdout
+    stream = LineStream(process.stdout, process.stdin)
+    pids = [process.pid, *codex_pids]
+    peak = bridge_peak = 0
+
+    async def sample(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        nonlocal peak, bridge_peak
+        task_status.started()
+        while True:
+            peak = max(peak, tree_rss(pids))
+            bridge_peak = max(bridge_peak, rss(process.pid))
+            await trio.sleep(0.05)
+
+    async def call(rid: int, method: str, params: object) -> dict[str, object]:
+        await stream.send(
+            msgspec.json.encode({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        )
+        while True:
+            message = msgspec.json.decode(await stream.receive())
+            if message.get("id") == rid:
+                return message  # type: ignore[no-any-return]
+
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(sample)
+            await call(1, "initialize", {"protocolVersion": 1})
+            new = await call(2, "session/new", {"cwd": cwd, "mcpServers": []})
+            session = new["result"]["sessionId"]  # type: ignore[index]
+            prompt = [{"type": "text", "text": f"@@ words {words}"}]
+            await stream.send(
+                msgspec.json.encode(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 3,
+                        "method": "session/prompt",
+                        "params": {"sessionId": session, "prompt": prompt},
+                    }
+                )
+            )
+            pieces: list[str] = []
+            messages = 0
+            paused = False
+            while True:
+                message = msgspec.json.decode(await stream.receive())
+                update = message.get("params", {}).get("update", {})
+                if update.get("sessionUpdate") == "agent_message_chunk":
+                    pieces.append(update["content"]["text"])
+                    messages += 1
+                    if not paused:
+                        paused = True
+                        await trio.sleep(pause)  # reads nothing: the pipe fills up
+                        resumed = time.perf_counter()
+                elif message.get("id") == 3:
+                    break
+            caught_up = time.perf_counter() - resumed
+            nursery.cancel_scope.cancel()
+    finally:
+        await process.stdin.aclose()
+        with trio.move_on_after(5):
+            await process.wait()
+        if process.poll() is None:
+            process.kill()
+    text = "".join(pieces)
+    result = message.get("result") or {}
+    return Result(
+        peak_rss=peak,
+        bridge_rss=bridge_peak,
+        caught_up=caught_up,
+        messages=messages,
+        stop_reason=str(result.get("stopReason")),
+        identical=text == words_text(words),
+        error=None if "error" not in message else str(message["error"]),
+    )
+
+
+async def main(words: int, pause: float, via: list[str]) -> None:
+    async with trio.open_nursery() as nursery:
+        model: ScriptedModel = await nursery.start(serve_scripted_model)
+        for mode in via:
+            r = await one_run(model, mode, words, pause)
+            print(
+                f"{mode:>6}: {words:,} deltas, client paused {pause:g} s: "
+                f"peak {r.peak_rss / 1e6:.0f} MB (bridge + Codex; bridge alone "
+                f"{r.bridge_rss / 1e6:.0f} MB), "
+                f"caught up {r.caught_up:.2f} s after resuming, "
+                f"{r.messages:,} chunks, stop {r.stop_reason}, "
+                f"text {'identical' if r.identical else 'DIFFERENT'}"
+                + (f", error {r.error}" if r.error else "")
+            )
+        nursery.cancel_scope.cancel()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--words", type=int, default=200_000)
+    parser.add_argument("--pause", type=float, default=20.0)
+    parser.add_argument(
+        "--via", choices=["stdio", "url", "daemon"], action="append", help="(repeatable; all three)"
+    )
+    args = parser.parse_args()
+    trio.run(main, args.words, args.pause, args.via or ["stdio", "url", "daemon"])

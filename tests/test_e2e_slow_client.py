@@ -1,0 +1,122 @@
+"""A client that stops reading mid-answer, against the real Codex: the bridge keeps reading
+Codex, merges the deltas it cannot send yet, and the client catches up with the whole text in
+a few messages. Over ``--codex-url`` the WebSocket to Codex stays open meanwhile.
+
+The merging rules themselves are unit-tested in tests/test_outbox.py; the numbers (memory,
+time to catch up, 200,000 deltas) are in bench/slow_client.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from bridge.shell.streams import LineStream
+from tests.support.acp_schema import ConversationValidator
+from tests.support.app_server import app_server
+from tests.support.e2e import SCENARIO_SECONDS, words
+
+pytestmark = pytest.mark.e2e
+
+WORDS = 30_000
+PAUSE = 6.0
+
+
+async def paused_answer(
+    argv: list[str], env: dict[str, str], cwd: Path, stderr: Path
+) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
+    """Prompt for ``WORDS`` words, read one chunk, read nothing for ``PAUSE`` s, then the rest.
+
+    Returns the chunks, the prompt's answer, and how long the rest took once reading resumed.
+    """
+    with stderr.open("ab") as log:
+        process = await trio.lowlevel.open_process(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env
+        )
+    assert process.stdin and process.stdout
+    stream = LineStream(process.stdout, process.stdin)
+    validator = ConversationValidator()
+
+    async def send(rid: int, method: str, params: object) -> None:
+        message = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        validator.client_sent(message)
+        await stream.send(msgspec.json.encode(message))
+
+    async def receive() -> dict[str, Any]:
+        message: dict[str, Any] = msgspec.json.decode(await stream.receive())
+        validator.agent_sent(message)  # merged chunks are valid ACP too
+        return message
+
+    async def answer(rid: int) -> dict[str, Any]:
+        while (message := await receive()).get("id") != rid:
+            pass
+        return message
+
+    try:
+        await send(1, "initialize", {"protocolVersion": 1})
+        await answer(1)
+        await send(2, "session/new", {"cwd": str(cwd), "mcpServers": []})
+        session = (await answer(2))["result"]["sessionId"]
+        prompt = [{"type": "text", "text": f"@@ words {WORDS}"}]
+        await send(3, "session/prompt", {"sessionId": session, "prompt": prompt})
+        chunks: list[dict[str, Any]] = []
+        resumed = 0.0
+        while True:
+            message = await receive()
+            if message.get("id") == 3:
+                return chunks, message, time.monotonic() - resumed
+            update = message["params"]["update"]
+            assert message["params"]["sessionId"] == session
+            if update["sessionUpdate"] == "agent_message_chunk":
+                chunks.append(update)
+                if len(chunks) == 1:
+                    await trio.sleep(PAUSE)  # an editor busy elsewhere: the pipe fills up
+                    resumed = time.monotonic()
+    finally:
+        await process.stdin.aclose()
+        with trio.move_on_after(10):
+            await process.wait()
+        if process.poll() is None:
+            process.kill()
+
+
+def assert_caught_up_whole(chunks: list[dict[str, Any]], answer: dict[str, Any]) -> None:
+    assert answer.get("result") == {"stopReason": "end_turn"}, answer
+    assert "".join(c["content"]["text"] for c in chunks) == words(WORDS)
+    assert {c["messageId"] for c in chunks} == {chunks[0]["messageId"]}
+    # Everything streamed during the pause was merged: far fewer messages than deltas.
+    assert len(chunks) < WORDS / 4, f"{len(chunks)} chunks for {WORDS} deltas"
+
+
+async def test_a_paused_client_catches_up_with_the_whole_answer_in_a_few_messages(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        chunks, answer, _ = await paused_answer(
+            [*bridge_argv, "--no-daemon"], bridge_env, workspace, stderr_file
+        )
+    assert_caught_up_whole(chunks, answer)
+
+
+async def test_over_a_websocket_a_paused_client_keeps_its_codex_connection(
+    codex_bin: str,
+    codex_home: Path,
+    tmp_path: Path,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with app_server(codex_bin, codex_home, tmp_path) as (url, token, _process):
+            argv = [*bridge_argv, "--codex-url", url, "--codex-token-file", str(token)]
+            chunks, answer, _ = await paused_answer(argv, bridge_env, workspace, stderr_file)
+    assert_caught_up_whole(chunks, answer)
+    log = stderr_file.read_text()
+    assert "Codex" not in log or "lost" not in log, log
