@@ -15,7 +15,8 @@ def test_client_messages_wait_for_the_codex_handshake_and_keep_their_order() -> 
     assert init["params"]["clientInfo"]["name"] == "codex-acp-bridge"
     first = h.client_request("initialize", {"protocolVersion": 1})
     second = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
-    assert h.to_client == []
+    # initialize needs nothing from Codex: answered at once (see the test below).
+    assert [m.get("id") for m in h.to_client] == [first]
     assert [m.get("method") for m in h.to_codex] == ["initialize"]
 
     h.codex_reply(init["id"], {})
@@ -27,6 +28,62 @@ def test_client_messages_wait_for_the_codex_handshake_and_keep_their_order() -> 
     assert "params" not in h.to_codex[1]  # a notification without params, as Codex expects
     assert h.client_response(first) is not None
     assert h.client_response(second) is None  # waits on thread/start
+
+
+def test_initialize_is_answered_before_codex_handshake_completes_and_session_new_waits() -> None:
+    h = Harness(ready=False)
+    rid = h.client_request(
+        "initialize", {"protocolVersion": 1, "clientCapabilities": {"terminal": True}}
+    )
+    answer = h.client_response(rid)
+    assert answer is not None and answer["result"]["protocolVersion"] == 1
+    assert answer["result"]["agentCapabilities"]["loadSession"] is True
+    assert [m["id"] for m in answer["result"]["authMethods"]] == ["chatgpt", "api-key"]
+    assert h.engine.hub.client_capabilities.terminal is True
+    opened = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
+    assert h.client_response(opened) is None
+    assert [m.get("method") for m in h.to_codex] == ["initialize"]  # nothing before the handshake
+    h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": "codex/0.169.0"})
+    h.codex_reply(h.codex_request("model/list")["id"], {"data": []})
+    start = h.codex_request("thread/start")
+    h.codex_reply(start["id"], {"thread": {"id": "thread-1", "cwd": "/w"}, "model": "mock"})
+    assert h.client_response(opened)["result"]["sessionId"] == "thread-1"  # type: ignore[index]
+    assert h.client_response(rid) == answer  # answered once
+
+
+def test_initialize_is_answered_while_codex_is_brought_back() -> None:
+    h = Harness()
+    sid = h.new_session()
+    h._collect(h.engine.codex_lost("Codex app-server exited with status 137", retrying=True))
+    again = h.client_request("initialize", {"protocolVersion": 1})  # Codex away
+    assert "result" in h.client_response(again)  # type: ignore[operator]
+    h._collect(h.engine.codex_restarted())
+    during = h.client_request("initialize", {"protocolVersion": 1})  # its handshake under way
+    assert "result" in h.client_response(during)  # type: ignore[operator]
+    listed = h.client_request("session/list", {})
+    assert h.client_response(listed) is None  # waits for the new Codex
+    restart_methods = [m.get("method") for m in h.to_codex if "method" in m]
+    assert restart_methods[-1] == "initialize" and "thread/list" not in restart_methods
+    h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": "codex/0.169.0"})
+    assert h.codex_request("thread/resume")["params"]["threadId"] == sid
+    assert h.codex_request("thread/list")  # what waited goes on, once Codex is ready
+
+
+def test_initialize_behind_a_waiting_message_keeps_its_place() -> None:
+    h = Harness(ready=False)
+    [] = h.client_raw(b'{"jsonrpc": "2.0", "id": 1, "method": ')  # waits, as before
+    rid = h.client_request("initialize", {"protocolVersion": 1})
+    assert h.to_client == []
+    h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": "codex/0.169.0"})
+    assert h.to_client[0]["error"]["code"] == -32700
+    assert h.to_client[1]["id"] == rid and "result" in h.to_client[1]
+
+
+def test_initialize_still_fails_with_the_reason_once_codex_is_lost_for_good() -> None:
+    h = Harness(ready=False)
+    h._collect(h.engine.codex_lost("Codex app-server exited with status 1: bad config"))
+    rid = h.client_request("initialize", {"protocolVersion": 1})
+    assert "bad config" in h.client_response(rid)["error"]["message"]  # type: ignore[index]
 
 
 def test_initialize_advertises_protocol_1_and_only_what_works() -> None:
@@ -46,9 +103,11 @@ def test_initialize_advertises_protocol_1_and_only_what_works() -> None:
 def test_codex_refusing_initialize_fails_waiting_requests_with_its_reason() -> None:
     h = Harness(ready=False)
     rid = h.client_request("initialize", {"protocolVersion": 1})
+    assert "result" in h.client_response(rid)  # type: ignore[operator]  # at once, see above
+    waiting = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
     h.codex_error(h.codex_request("initialize")["id"], "bad config")
-    # The client learns at initialize why nothing can work.
-    assert "bad config" in h.client_response(rid)["error"]["message"]  # type: ignore[index]
+    # What waited learns why nothing can work, and so does what comes later.
+    assert "bad config" in h.client_response(waiting)["error"]["message"]  # type: ignore[index]
     rid2 = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
     assert "bad config" in h.client_response(rid2)["error"]["message"]  # type: ignore[index]
 

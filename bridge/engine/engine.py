@@ -11,7 +11,10 @@ Rules this engine keeps (read these before changing it):
 2. Nothing from the client reaches Codex before Codex has finished its
    ``initialize`` handshake: client messages that arrive earlier wait, in
    order, and are handled once Codex is ready (or answered with an error if
-   Codex never becomes ready).
+   Codex never becomes ready). The one exception is the client's
+   ``initialize``, whose answer needs nothing from Codex: it is answered at
+   once while Codex starts or is brought back, unless an earlier client
+   message still waits (then it waits behind it, as before).
 3. Every client request is answered exactly once. A request that waits on
    Codex is answered when Codex answers, or with an error when Codex is lost
    or answers with something that does not fit. Every Codex request is
@@ -300,7 +303,10 @@ class Engine:
 
     def receive_client(self, data: bytes) -> list[Effect]:
         """One message from the ACP client."""
-        if self.starting or (self._recovering and len(self._before_ready) < MAX_WAITING):
+        waiting = self.starting or (self._recovering and len(self._before_ready) < MAX_WAITING)
+        # initialize needs nothing from Codex: answered at once, unless something the
+        # client sent before it still waits (the order of handling is kept).
+        if waiting and (self._before_ready or not _is_initialize(data)):
             self._before_ready.append(data)
             return []
         self._guarded(self._handle_client, data)
@@ -427,7 +433,9 @@ class Engine:
         handler = self._client_requests.get(msg.method)
         if handler is None:
             raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {msg.method}")
-        if self.hub.codex_lost_reason is not None:
+        if self.hub.codex_lost_reason is not None and not (
+            self._recovering and msg.method == "initialize"
+        ):
             raise RpcError.internal(self.hub.codex_lost_reason)
         if msg.params:
             try:
@@ -640,6 +648,22 @@ class _SessionPeek(msgspec.Struct):
 
 # Decoding one field of params and skipping the rest is cheap enough for every request.
 _SESSION_PEEK = msgspec.json.Decoder(_SessionPeek)
+
+
+class _MethodPeek(msgspec.Struct):
+    method: object = None
+
+
+_METHOD_PEEK = msgspec.json.Decoder(_MethodPeek)
+
+
+def _is_initialize(data: bytes) -> bool:
+    """``data`` is the client's ``initialize``: its answer needs nothing from Codex, so
+    it never waits for Codex's handshake (only read while Codex is not ready)."""
+    try:
+        return _METHOD_PEEK.decode(data).method == "initialize"
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return False  # handled, and answered, in its turn
 
 
 def _any_absolute_path(path: str) -> bool:
