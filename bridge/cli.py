@@ -7,10 +7,8 @@ ACP on its stdin/stdout. Everything the bridge logs goes to stderr or
 
 from __future__ import annotations
 
-import difflib
 import logging
 import sys
-import tomllib
 from typing import Any
 
 import click
@@ -103,6 +101,10 @@ def setup_logging(level: str, log_file: str | None) -> None:
 
 def parse_config_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, Any]:
     """``key=value`` pairs, the value read as TOML when it parses (as Codex does)."""
+    if not overrides:
+        return {}
+    import tomllib  # here: most starts have no overrides, and tomllib costs ~10 ms to import
+
     parsed: dict[str, Any] = {}
     for item in overrides:
         key, sep, value = item.partition("=")
@@ -323,6 +325,8 @@ def replay(recording: str, expected: str | None, update: bool, no_checker: bool)
             click.echo(f"codex-acp-bridge replay: cannot read {expected}: {exc.strerror}", err=True)
             sys.exit(1)
         if want != transcript:
+            import difflib
+
             diff = difflib.unified_diff(
                 want.splitlines(keepends=True),
                 transcript.splitlines(keepends=True),

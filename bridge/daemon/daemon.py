@@ -31,7 +31,7 @@ from pathlib import Path
 import trio
 
 from .. import __version__
-from ..shell.codex_transport import CodexUnavailable, strip_ansi
+from ..shell.codex_transport import CodexUnavailable, codex_launch, strip_ansi
 from ..shell.serve import Backoff, Restart
 from .observer import observe
 from .picture import Picture
@@ -133,8 +133,11 @@ class _AppServer:
     def __init__(self, codex_bin: str, config_overrides: Sequence[str], token: Path) -> None:
         self.port = _free_port()
         # Under a guard that stops Codex when the daemon dies, however it dies.
+        # npm's Node launcher, when codex_bin is one, is skipped for the binary it would run.
+        launch = codex_launch(codex_bin, os.environ)
+        self.env = launch.env
         self.argv = [sys.executable, "-m", "bridge.daemon.guard"]
-        self.argv += [codex_bin, "app-server", "--listen", f"ws://127.0.0.1:{self.port}"]
+        self.argv += [launch.program, "app-server", "--listen", f"ws://127.0.0.1:{self.port}"]
         self.argv += ["--ws-auth", "capability-token", "--ws-token-file", str(token)]
         for override in config_overrides:
             self.argv += ["-c", override]
@@ -152,6 +155,7 @@ class _AppServer:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                env=self.env,
             )
         except OSError as exc:
             raise CodexUnavailable(f"cannot start Codex ({self.argv[3]}): {exc}") from exc

@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -69,6 +70,99 @@ def find_codex(explicit: str | None = None, env: Mapping[str, str] | None = None
     )
 
 
+#: Node's (platform, arch) → the Rust target triple and the npm package holding its build,
+#: as ``@openai/codex``'s launcher (``bin/codex.js``) maps them.
+_NPM_TARGETS = {
+    ("linux", "x86_64"): ("x86_64-unknown-linux-musl", "codex-linux-x64"),
+    ("linux", "aarch64"): ("aarch64-unknown-linux-musl", "codex-linux-arm64"),
+    ("darwin", "x86_64"): ("x86_64-apple-darwin", "codex-darwin-x64"),
+    ("darwin", "arm64"): ("aarch64-apple-darwin", "codex-darwin-arm64"),
+}
+#: What the launcher sets for the native binary: the package manager it was installed with.
+_MANAGED_BY = (
+    "CODEX_MANAGED_BY_NPM",
+    "CODEX_MANAGED_BY_BUN",
+    "CODEX_MANAGED_BY_PNPM",
+    "CODEX_MANAGED_BY_VITE_PLUS",
+)
+
+
+@dataclass(frozen=True)
+class CodexLaunch:
+    """What to execute for a Codex binary, and with which environment."""
+
+    program: str
+    env: dict[str, str]
+
+
+def codex_launch(
+    binary: str, env: Mapping[str, str], *, system: tuple[str, str] | None = None
+) -> CodexLaunch:
+    """How to run ``binary``: npm's launcher for Codex, when its layout is recognised, is
+    replaced by the native binary it would run, with the environment it would give it.
+
+    The launcher (``@openai/codex/bin/codex.js``, which ``codex`` on PATH or in
+    ``node_modules/.bin`` links to) starts Node only to find that binary and run it
+    (exec'ing it, or, before Node 22.15, as its child, Node staying for the session):
+    ~100 ms before Codex even starts. Anything else, or a layout this does not know,
+    runs as it is. ``system``: Node's platform and the machine (default: this one).
+    """
+    unchanged = CodexLaunch(binary, dict(env))
+    if system is None:
+        if not hasattr(os, "uname"):
+            return unchanged  # Windows: npm's launcher there is a .cmd shim
+        system = (sys.platform, os.uname().machine)
+    target = _NPM_TARGETS.get(system)
+    script = Path(os.path.realpath(binary))
+    if target is None or script.parts[-4:] != ("@openai", "codex", "bin", "codex.js"):
+        return unchanged
+    root = script.parents[1]  # the launcher's codexPackageRoot
+    triple, package = target
+    # Where Node's require.resolve() finds the platform package from the launcher (nested,
+    # then beside it), else the launcher's own vendor directory.
+    vendors = [
+        root / "node_modules" / "@openai" / package / "vendor",
+        root.parent / package / "vendor",
+        root / "vendor",
+    ]
+    native = next(
+        (
+            str(path)
+            for path in (vendor / triple / "bin" / "codex" for vendor in vendors)
+            if path.is_file() and os.access(path, os.X_OK)
+        ),
+        None,
+    )
+    manager = _package_manager(root, Path(os.path.abspath(binary)).parent, env)
+    if native is None or manager is None:
+        return unchanged
+    launch_env = {k: v for k, v in env.items() if k not in _MANAGED_BY}
+    launch_env["CODEX_MANAGED_PACKAGE_ROOT"] = str(root)
+    launch_env[f"CODEX_MANAGED_BY_{manager}"] = "1"
+    return CodexLaunch(native, launch_env)
+
+
+def _package_manager(root: Path, entrypoint_dir: Path, env: Mapping[str, str]) -> str | None:
+    """The package manager the launcher would name (``NPM`` when it cannot tell), as its
+    ``detectPackageManager`` does; ``None`` for a Vite+ install, not reproduced here."""
+    for start in dict.fromkeys((root, entrypoint_dir)):
+        for directory in (start, *start.parents):
+            if directory.name == "packages" and (directory / "@openai" / "codex.json").exists():
+                return None
+            modules = directory / "node_modules"
+            if (modules / ".modules.yaml").exists():
+                with contextlib.suppress(OSError):
+                    if Path(os.path.realpath(modules / "@openai" / "codex")) == root:
+                        return "PNPM"
+    if (
+        re.search(r"\bbun/", env.get("npm_config_user_agent", ""))
+        or "bun" in env.get("npm_execpath", "")
+        or ".bun/install/global" in str(root / "bin")
+    ):
+        return "BUN"
+    return "NPM"
+
+
 def _checked(path: str, source: str) -> str:
     resolved = shutil.which(path) or path
     if not Path(resolved).exists():
@@ -96,19 +190,23 @@ async def spawn_codex(
     max_message: int = DEFAULT_MAX_MESSAGE,
 ) -> AsyncIterator[CodexConnection]:
     """Run ``codex app-server`` on stdio; its stderr goes to the ``codex`` logger."""
-    argv = [binary, "app-server"]
+    launch = codex_launch(binary, os.environ if env is None else env)
+    if launch.program != binary:
+        log.debug("%s is npm's launcher for Codex; running its native binary", binary)
+    log.debug("Codex binary: %s", launch.program)
+    argv = [launch.program, "app-server"]
     for override in config_overrides:
         argv += ["-c", override]
     log.info("starting %s", " ".join(argv))
     try:
-        # A process group of its own: stopping it reaches what it started too (Codex's
+        # A process group of its own: stopping it reaches what it started too (an older
         # Node launcher runs Codex as its child), so nothing outlives the bridge.
         process = await trio.lowlevel.open_process(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=dict(os.environ if env is None else env),
+            env=launch.env,
             start_new_session=True,
         )
     except OSError as exc:
