@@ -234,3 +234,69 @@ def test_backoff_doubles_to_its_ceiling_starts_over_after_a_ready_codex_and_sees
 def test_strip_ansi_leaves_the_text_and_no_escape(line: str, text: str) -> None:
     assert strip_ansi(line) == text
     assert "\x1b" not in strip_ansi(line)
+
+
+class _FakeEngine:
+    """Just enough of an engine: each Codex message becomes 100 bytes for the client."""
+
+    starting = False
+    codex_ready = True
+
+    def __init__(self) -> None:
+        self.read = 0
+
+    def start(self) -> list[object]:
+        return []
+
+    def receive_codex(self, data: bytes) -> list[object]:
+        self.read += 1
+        return [ToClient(b"x" * 100)]
+
+    def receive_client(self, data: bytes) -> list[object]:
+        return []
+
+    def client_lost(self) -> list[object]:
+        return []
+
+    def codex_lost(self, reason: str, *, retrying: bool = False) -> list[object]:
+        return []
+
+
+class _EndlessCodex:
+    async def receive(self) -> bytes:
+        await trio.lowlevel.checkpoint()
+        return b'{"method":"x"}'
+
+    async def send(self, data: bytes) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def send_batch(self, messages: list[bytes]) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("waits", [True, False])
+async def test_past_the_ceiling_only_a_codex_that_can_wait_is_no_longer_read(waits: bool) -> None:
+    """A client that never reads: Codex on a pipe is left to wait once the client's
+    backlog passes its ceiling; Codex on a WebSocket, which would drop the connection,
+    is read on (the backlog grows instead)."""
+    client_end, _never_read = trio.testing.lockstep_stream_pair()
+    engine = _FakeEngine()
+
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[CodexConnection]:
+        yield CodexConnection(_EndlessCodex(), lambda: _said("gone"), waits=waits)  # type: ignore[arg-type]
+
+    with trio.move_on_after(1):
+        await run_bridge(
+            LineStream(client_end, client_end),
+            connect,
+            engine,  # type: ignore[arg-type]
+            client_ceiling=1000,
+        )
+    if waits:
+        assert engine.read <= 1000 // 100 + 3, engine.read
+    else:
+        assert engine.read > 1000, engine.read

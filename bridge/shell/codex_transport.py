@@ -179,6 +179,10 @@ class CodexConnection:
     stream: MessageStream
     #: Once the stream has ended: a sentence saying why, for the user.
     exit_reason: Callable[[], Awaitable[str]]
+    #: Whether Codex waits while this connection is not read (a pipe does). Over a
+    #: WebSocket Codex 0.169 drops a connection whose outbound queue is full instead
+    #: ("disconnecting slow connection"), so that one must be read on, always.
+    waits: bool = True
 
 
 @asynccontextmanager
@@ -291,6 +295,10 @@ async def connect_codex(
                     url,
                     additional_headers=headers,
                     max_size=max_message,
+                    # Read the socket whatever the bridge's pace: Codex drops a WebSocket
+                    # it cannot write to, so frames the bridge has not handled yet are
+                    # better held here than lost with the connection.
+                    max_queue=None,
                     compression=None,
                     proxy=None,
                     open_timeout=10,
@@ -310,4 +318,4 @@ async def connect_codex(
             reason = ws.close_reason or ""
             return f"WebSocket connection to Codex at {url} closed{': ' + reason if reason else ''}"
 
-        yield CodexConnection(WebSocketStream(ws), describe_exit)
+        yield CodexConnection(WebSocketStream(ws), describe_exit, waits=False)

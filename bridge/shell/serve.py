@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -35,7 +35,7 @@ from typing import Protocol
 import trio
 
 from ..engine import Effect, Engine, ToClient, ToCodex
-from ..engine.outbox import CODEX_CEILING, Outbox
+from ..engine.outbox import CLIENT_CEILING, CODEX_CEILING, Outbox
 from ..jsonrpc import ErrorCode
 from .codex_transport import CodexConnection, CodexUnavailable
 from .streams import MessageStream, MessageTooLarge
@@ -200,6 +200,7 @@ async def run_bridge(
     *,
     restart: Restart | None = None,
     tap: Tap | None = None,
+    client_ceiling: int = CLIENT_CEILING,
 ) -> None:
     """Serve one ACP client against Codex until the client leaves.
 
@@ -208,8 +209,10 @@ async def run_bridge(
     ready (nothing could work), after the client has had its answers. Once it
     has been ready, a lost Codex is brought back as ``restart`` says (never,
     without one). ``tap`` sees every message and event (used for recordings).
+    ``client_ceiling``: bytes waiting for the client above which Codex is no longer
+    read, when it can wait (see :attr:`CodexConnection.waits`).
     """
-    to_client = Writer(client, Outbox())
+    to_client = Writer(client, Outbox(ceiling=client_ceiling))
     to_codex: Writer | None = None  # the current connection's, while there is one
     fatal: str | None = None
     settled = trio.Event()  # Codex is ready, or lost for good
@@ -228,8 +231,9 @@ async def run_bridge(
                     tap.message("to_codex", effect.data)
                 to_codex.put(effect)
 
-    async def read_codex(codex: MessageStream, exit_reason: Callable[[], Awaitable[str]]) -> str:
+    async def read_codex(connection: CodexConnection) -> str:
         """Feed Codex's messages to the engine until the connection ends; why it ended."""
+        codex = connection.stream
         try:
             while True:
                 data = await codex.receive()
@@ -238,11 +242,15 @@ async def run_bridge(
                 dispatch(engine.receive_codex(data))
                 if not engine.starting:
                     settled.set()
-                await to_client.wait_below_ceiling()
+                if connection.waits:
+                    # Past the ceiling, Codex waits for the client. A Codex that would
+                    # drop the connection instead is read on: the client's backlog,
+                    # merged as far as it merges, grows rather than the session dying.
+                    await to_client.wait_below_ceiling()
         except MessageTooLarge as exc:
             return f"Codex sent a message the bridge cannot accept ({exc})"
         except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
-            return await exit_reason()
+            return await connection.exit_reason()
 
     def lost(reason: str, *, retrying: bool) -> None:
         if tap:
@@ -266,7 +274,7 @@ async def run_bridge(
                         if tap:
                             tap.event("codex_restarted")
                         dispatch(engine.codex_restarted())
-                    reason = await read_codex(connection.stream, connection.exit_reason)
+                    reason = await read_codex(connection)
                     ready = engine.codex_ready
                     to_codex = None
                     inner.cancel_scope.cancel()
