@@ -36,7 +36,7 @@ import trio
 from bridge.daemon.runtime import running_daemon
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.scripted_model.directives import words_text
-from bridge.shell.codex_transport import ENV_CODEX_BIN, find_codex
+from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 from bridge.shell.streams import LineStream
 
 
@@ -119,9 +119,11 @@ async def codex_side(
         return
     if via == "url":
         port = free_port()
+        # The native binary itself: killing npm's Node launcher would leave it running.
+        launch = codex_launch(codex_bin, env)
         process = await trio.lowlevel.open_process(
-            [codex_bin, "app-server", "--listen", f"ws://127.0.0.1:{port}"],
-            env=env,
+            [launch.program, "app-server", "--listen", f"ws://127.0.0.1:{port}"],
+            env=launch.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -26,17 +26,18 @@ import msgspec
 import trio
 
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
-from bridge.shell.codex_transport import ENV_CODEX_BIN, find_codex
+from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 from bridge.shell.streams import LineStream
 
 
 async def direct_run(codex_bin: str, env: dict[str, str], cwd: str, words: int) -> float:
+    launch = codex_launch(codex_bin, env)  # the same binary the bridge runs
     process = await trio.lowlevel.open_process(
-        [codex_bin, "app-server"],
+        [launch.program, "app-server"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=env,
+        env=launch.env,
     )
     assert process.stdin and process.stdout
     stream = LineStream(process.stdout, process.stdin)
