@@ -20,12 +20,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import msgspec
 import trio
 
-from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
+from bridge.scripted_model import write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 from bridge.shell.streams import LineStream
 
@@ -140,14 +142,31 @@ async def bridge_run(env: dict[str, str], cwd: str, words: int) -> float:
     return elapsed
 
 
+@asynccontextmanager
+async def model_process() -> AsyncIterator[str]:
+    """The scripted model in a process of its own (its base URL): served from this one, its
+    work would hold up the client's reading, and the client would not be keeping up."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "bridge.scripted_model"],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    try:
+        line = await LineStream(process.stderr, None).receive()
+        yield line.decode().removeprefix("listening on ").strip()
+    finally:
+        process.kill()
+        await process.wait()
+
+
 async def main(words: int, runs: int) -> None:
     codex_bin = find_codex()
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
-        async with trio.open_nursery() as nursery:
-            model: ScriptedModel = await nursery.start(serve_scripted_model)
+        async with model_process() as base_url, trio.open_nursery() as nursery:
             home = Path(tmp) / "home"
             home.mkdir()
-            write_codex_home(home, model.base_url)
+            write_codex_home(home, base_url)
             cwd = Path(tmp) / "work"
             cwd.mkdir()
             env = {**os.environ, "CODEX_HOME": str(home), ENV_CODEX_BIN: codex_bin}

@@ -42,10 +42,11 @@ from .streams import MessageStream, MessageTooLarge
 
 log = logging.getLogger(__name__)
 
-#: Most bytes a writer writes in one call.
-_BATCH_BYTES = 256 * 1024
+#: Most bytes a writer writes in one call: about a pipe's buffer, so a write that waits
+#: long is one the reader has not made room for (not merely a big one).
+_BATCH_BYTES = 64 * 1024
 #: How long one write to a peer may wait before that peer counts as behind.
-BEHIND_AFTER = 0.05
+BEHIND_AFTER = 0.1
 #: How long answers may take to drain once the client has stopped sending.
 _FLUSH_SECONDS = 2.0
 #: How long a client that has left still waits for Codex to finish starting.
@@ -139,6 +140,10 @@ class Writer:
                 continue
             write = self._writes
             await trio.sleep(BEHIND_AFTER)
+            # The bridge itself may have kept the writer from running (a long burst of
+            # Codex messages): let it run once before blaming the peer.
+            for _ in range(2):
+                await trio.lowlevel.cancel_shielded_checkpoint()
             if self._in_write and self._writes == write:
                 self.outbox.behind = True
                 while self._in_write and self._writes == write:
