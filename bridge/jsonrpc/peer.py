@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Final, Generic, TypeAlias, TypeVar
 
@@ -87,35 +86,33 @@ class _OutError(msgspec.Struct, omit_defaults=True, kw_only=True):
     error: ErrorObject
 
 
-@dataclass(frozen=True, slots=True)
-class IncomingRequest:
+# What :meth:`Peer.receive` returns, built for every message: frozen Structs, which are
+# several times cheaper to build than frozen dataclasses (those set each field through
+# ``object.__setattr__``).
+class IncomingRequest(msgspec.Struct, frozen=True):
     id: RequestId
     method: str
     params: Raw
 
 
-@dataclass(frozen=True, slots=True)
-class IncomingNotification:
+class IncomingNotification(msgspec.Struct, frozen=True):
     method: str
     params: Raw
 
 
-@dataclass(frozen=True, slots=True)
-class IncomingResponse(Generic[C]):
+class IncomingResponse(msgspec.Struct, Generic[C], frozen=True):
     id: RequestId
     context: C
     result: Raw
 
 
-@dataclass(frozen=True, slots=True)
-class IncomingError(Generic[C]):
+class IncomingError(msgspec.Struct, Generic[C], frozen=True):
     id: RequestId
     context: C
     error: ErrorObject
 
 
-@dataclass(frozen=True, slots=True)
-class Invalid:
+class Invalid(msgspec.Struct, frozen=True):
     """The other end sent something that is not valid JSON-RPC.
 
     ``reply`` is the error response to send back (``None`` when JSON-RPC says
