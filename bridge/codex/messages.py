@@ -114,6 +114,19 @@ REQUESTS: dict[str, type[Any]] = {
     "applyPatchApproval": LegacyApprovalParams,
 }
 
+
+class _AgentMessageDeltaMessage(msgspec.Struct, forbid_unknown_fields=True):
+    """A whole ``item/agentMessage/delta`` notification: envelope and params in one."""
+
+    method: str
+    params: types.AgentMessageDelta
+
+
+#: How Codex begins every ``item/agentMessage/delta`` it writes (members in this order).
+AGENT_MESSAGE_DELTA_HEAD = b'{"method":"item/agentMessage/delta","params":'
+_AGENT_MESSAGE_DELTA = msgspec.json.Decoder(_AgentMessageDeltaMessage)
+
+
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     method: msgspec.json.Decoder(kind) for method, kind in {**NOTIFICATIONS, **REQUESTS}.items()
 }
@@ -145,6 +158,18 @@ def decode_params(method: str, raw: Raw) -> Any:
             params.threadId, params.turnId, decode_item(params.item), params.item
         )
     return params
+
+
+def agent_message_delta(data: bytes) -> types.AgentMessageDelta | None:
+    """``data`` as an ``item/agentMessage/delta`` notification, decoded in one pass (the
+    streamed answer is most of what Codex sends); ``None`` for anything else: another
+    member (``id``, ``jsonrpc``...), another method, params that do not fit, bad JSON.
+    The caller then reads it the general way, which says what is wrong with it."""
+    try:
+        message = _AGENT_MESSAGE_DELTA.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+    return message.params if message.method == "item/agentMessage/delta" else None
 
 
 def decode_item(raw: Raw) -> ThreadItem:
