@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bridge.acp import tools as acp_tools
 from bridge.acp import types as acp_types
 from bridge.engine import ToClient, ToCodex
-from bridge.engine.outbox import Outbox, update_effect
+from bridge.engine.outbox import Outbox, merge_of, update_effect
 
 Effect = ToClient | ToCodex
 
@@ -216,8 +216,8 @@ def test_updates_that_set_more_than_a_delta_never_merge() -> None:
             content=[acp_tools.Content(content=acp_types.TextContent(text="x"))],
         ),
     )
-    assert status.merge is None
-    assert both.merge is None
+    assert merge_of("s", status.update) is None
+    assert merge_of("s", both.update) is None
     for effect in (call_content("s", "c", "a"), both, call_content("s", "c", "b"), status):
         outbox.put(effect)
     assert len(drain(outbox)) == 4

@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True, slots=True)
-class Merge:
-    """How a ``session/update`` may merge with the one before it while the client is
-    behind (see :mod:`bridge.engine.outbox`)."""
-
-    session_id: str
-    #: The stream it belongs to: its update kind and the message or tool call it is of.
-    stream: tuple[str, str]
-    #: The update itself, to build the merged message from.
-    update: Any
-    #: The text it appends to its stream; ``None``: it replaces the stream's last one.
-    text: str | None
+import msgspec
 
 
-@dataclass(frozen=True, slots=True)
-class ToClient:
+# Frozen Structs, not frozen dataclasses: one is built for every streamed delta, and a
+# frozen dataclass sets each field through ``object.__setattr__`` (several times slower).
+class ToClient(msgspec.Struct, frozen=True):
     """One complete JSON-RPC message for the ACP client (one line on stdout)."""
 
     data: bytes
     #: The session a ``session/update`` is for (``None``: a response, a request...).
     session_id: str | None = None
-    merge: Merge | None = None
+    #: That update, for the outbox to merge it with the one before it if it may and
+    #: the client is behind (see :mod:`bridge.engine.outbox`).
+    update: Any = None
 
 
-@dataclass(frozen=True, slots=True)
-class ToCodex:
+class ToCodex(msgspec.Struct, frozen=True):
     """One complete JSON-RPC message for Codex's app-server."""
 
     data: bytes

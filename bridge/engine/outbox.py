@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -48,7 +49,7 @@ from msgspec import UNSET
 
 from ..acp import tools as acp_tools
 from ..acp import types as acp_types
-from .effects import Effect, Merge, ToClient
+from .effects import Effect, ToClient
 
 #: Bytes waiting for the client above which the shell stops reading Codex.
 CLIENT_CEILING: Final = 8 * 1024 * 1024
@@ -61,6 +62,19 @@ _encode = msgspec.json.Encoder().encode
 
 #: Merged pieces are joined once this many are pending, so a long run holds one string.
 _JOIN_EVERY: Final = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """How a ``session/update`` may merge with the one before it."""
+
+    session_id: str
+    #: The stream it belongs to: its update kind and the message or tool call it is of.
+    stream: tuple[str, str]
+    #: The update itself, to build the merged message from.
+    update: Any
+    #: The text it appends to its stream; ``None``: it replaces the stream's last one.
+    text: str | None
 
 
 def encode_update(session_id: str, update: msgspec.Struct) -> bytes:
@@ -115,11 +129,17 @@ _MERGEABLE: Final[dict[type, Callable[[str, Any], Merge | None]]] = {
 
 
 def update_effect(session_id: str, update: msgspec.Struct) -> ToClient:
-    """The effect that sends ``update``, marked with how it may merge (if it may)."""
-    data = encode_update(session_id, update)
+    """The effect that sends ``update`` (carrying it, should it merge later)."""
+    return ToClient(encode_update(session_id, update), session_id, update)
+
+
+def merge_of(session_id: str, update: Any) -> Merge | None:
+    """How ``update`` merges with the update before it, or ``None`` if it does not.
+
+    Asked only while the client is behind: a client that keeps up never pays for it.
+    """
     mergeable = _MERGEABLE.get(type(update))
-    merge = mergeable(session_id, update) if mergeable is not None else None
-    return ToClient(data, session_id, merge)
+    return mergeable(session_id, update) if mergeable is not None else None
 
 
 def _with_text(update: Any, text: str) -> msgspec.Struct:
@@ -157,14 +177,23 @@ class _Run:
 
 
 class _Entry:
-    """One queued message: its bytes (or the run it became), its size, how it may merge."""
+    """One queued message: its bytes (or the run it became), its size, and for a
+    ``session/update`` its session and update (how it merges is worked out when asked)."""
 
-    __slots__ = ("data", "merge", "size")
+    __slots__ = ("_merge", "data", "session_id", "size", "update")
 
-    def __init__(self, data: bytes | _Run, size: int, merge: Merge | None) -> None:
-        self.data = data
-        self.size = size
-        self.merge = merge
+    def __init__(self, data: bytes, session_id: str | None = None, update: Any = None) -> None:
+        self.data: bytes | _Run = data
+        self.size = len(data)
+        self.session_id = session_id
+        self.update = update
+        self._merge: Merge | None | bool = False  # False: not worked out yet
+
+    def merge(self) -> Merge | None:
+        merge = self._merge
+        if merge is False:
+            merge = self._merge = merge_of(self.session_id, self.update)  # type: ignore[arg-type]
+        return merge  # type: ignore[return-value]
 
 
 class Outbox:
@@ -182,55 +211,56 @@ class Outbox:
         #: Updates that joined one queued before them, since the start.
         self.merged = 0
         self._queue: deque[_Entry] = deque()
-        #: Per session, its last queued message while it is mergeable.
-        self._open: dict[str, _Entry] = {}
+        #: Per session, its last queued message (what a delta may join).
+        self._last: dict[str, _Entry] = {}
 
     def __len__(self) -> int:
         return len(self._queue)
 
     def put(self, effect: Effect) -> None:
         """Queue one message (a :class:`ToClient` may join the one before it; see above)."""
-        if type(effect) is not ToClient or effect.session_id is None:
+        session_id = effect.session_id if type(effect) is ToClient else None
+        if session_id is None:
             # A response, a request, anything for Codex: it keeps its place against all.
-            if self._open:
-                self._open.clear()
-            self._append(effect.data, None)
-            return
-        merge, open_ = effect.merge, self._open
-        if merge is None:
-            if open_:
-                open_.pop(effect.session_id, None)
-            self._append(effect.data, None)
-            return
-        last = open_.get(merge.session_id)
-        if last is not None and self.behind and last.merge.stream == merge.stream:  # type: ignore[union-attr]
-            self._join(last, merge, effect.data)
+            if self._last:
+                self._last.clear()
+            entry = _Entry(effect.data)
         else:
-            open_[merge.session_id] = self._append(effect.data, merge)
-
-    def _append(self, data: bytes, merge: Merge | None) -> _Entry:
-        entry = _Entry(data, len(data), merge)
+            if self.behind and self._joined(session_id, effect):  # type: ignore[arg-type]
+                return
+            entry = self._last[session_id] = _Entry(effect.data, session_id, effect.update)  # type: ignore[union-attr]
         self._queue.append(entry)
         self.size += entry.size
-        return entry
 
-    def _join(self, entry: _Entry, merge: Merge, data: bytes) -> None:
+    def _joined(self, session_id: str, effect: ToClient) -> bool:
+        """Whether ``effect`` joined its session's last queued message."""
+        last = self._last.get(session_id)
+        if last is None:
+            return False
+        merge = merge_of(session_id, effect.update)
+        if merge is None:
+            return False
+        last_merge = last.merge()
+        if last_merge is None or last_merge.stream != merge.stream:
+            return False
         self.merged += 1
         if merge.text is None:  # the newer whole stands for both
-            self.size += len(data) - entry.size
-            entry.data, entry.size, entry.merge = data, len(data), merge
-            return
-        run = entry.data
+            size = len(effect.data)
+            self.size += size - last.size
+            last.data, last.size, last._merge = effect.data, size, merge
+            return True
+        run = last.data
         if type(run) is bytes:
-            run = entry.data = _Run(entry.merge)  # type: ignore[arg-type]
+            run = last.data = _Run(last_merge)
         run.append(merge.text)  # type: ignore[union-attr]
-        entry.size += len(merge.text)
+        last.size += len(merge.text)
         self.size += len(merge.text)
+        return True
 
     def clear(self) -> None:
         """Forget everything waiting (the peer is gone)."""
         self._queue.clear()
-        self._open.clear()
+        self._last.clear()
         self.size = 0
 
     def take(self, limit: int) -> list[bytes]:
@@ -239,12 +269,12 @@ class Outbox:
         Taken messages are out of the queue: nothing joins them any more.
         """
         batch: list[bytes] = []
-        queue, open_, taken = self._queue, self._open, 0
+        queue, last, taken = self._queue, self._last, 0
         while queue and (not batch or taken < limit):
             entry = queue.popleft()
-            merge = entry.merge
-            if merge is not None and open_.get(merge.session_id) is entry:
-                del open_[merge.session_id]
+            session_id = entry.session_id
+            if session_id is not None and last.get(session_id) is entry:
+                del last[session_id]
             data = entry.data
             batch.append(data if type(data) is bytes else data.data())  # type: ignore[union-attr]
             taken += entry.size
