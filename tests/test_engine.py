@@ -681,3 +681,46 @@ def test_a_defect_handling_codexs_answer_still_answers_the_client() -> None:
     assert response is not None, "session/new left unanswered"
     assert response["error"]["code"] == -32603
     assert "internal error" in response["error"]["message"]
+
+
+DELTA_SHAPES = [
+    # As Codex writes them (the one-pass way), then every way that must fall back to
+    # the general one and still give the same chunk.
+    b'{"method":"item/agentMessage/delta","params":{"threadId":"T","turnId":"turn-1","itemId":"m","delta":"a\\u00e9\\"b"}}',
+    b'{"method":"item/agentMessage/delta","params":{"threadId":"T","turnId":"turn-1","itemId":"m","delta":"a\\u00e9\\"b","newField":[1]}}',
+    b'{"method":"item/agentMessage/delta","jsonrpc":"2.0","params":{"threadId":"T","turnId":"turn-1","itemId":"m","delta":"a\\u00e9\\"b"}}',
+    b'{"params":{"threadId":"T","turnId":"turn-1","itemId":"m","delta":"a\\u00e9\\"b"},"method":"item/agentMessage/delta"}',
+    b'{"method":"item/agentMessage/delta","params":{"threadId":"T","turnId":"turn-1","itemId":"m","delta":"a\\u00e9\\"b"},"method":"item/agentMessage/delta"}',
+]
+
+
+@pytest.mark.parametrize("data", DELTA_SHAPES)
+def test_a_delta_gives_the_same_chunk_whichever_way_it_is_decoded(data: bytes) -> None:
+    h = Harness()
+    sid = h.new_session("T")
+    h.start_prompt(sid)
+    out = h._collect(h.engine.receive_codex(data))
+    assert [m["params"]["update"] for m in out] == [
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": 'aé"b'},
+            "messageId": "m",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"method":"item/agentMessage/delta","params":{"threadId":"T","turnId":"turn-1"}}',
+        b'{"method":"item/agentMessage/delta","params":{"threadId":"T","turnId":"turn-1","itemId":"m","delta":7}}',
+        b'{"method":"item/agentMessage/delta","params":',
+        b'{"method":"item/agentMessage/delta","params":{"threadId":"T","turnId":"turn-1","itemId":"m","delta":"x"},"id":5}',
+    ],
+)
+def test_a_malformed_delta_is_reported_as_before(data: bytes) -> None:
+    h = Harness()
+    sid = h.new_session("T")
+    h.start_prompt(sid)
+    out = h._collect(h.engine.receive_codex(data))
+    assert not any(m.get("method") == "session/update" for m in out), out
