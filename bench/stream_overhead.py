@@ -88,6 +88,17 @@ async def direct_run(codex_bin: str, env: dict[str, str], cwd: str, words: int) 
     return elapsed
 
 
+#: The bridge process's own CPU time per delta, one entry per run (its Codex not counted).
+CPU_PER_DELTA: list[float] = []
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (from /proc)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def bridge_run(env: dict[str, str], cwd: str, words: int) -> float:
     """The same bare client, speaking ACP to ``codex-acp-bridge serve``."""
     process = await trio.lowlevel.open_process(
@@ -113,6 +124,7 @@ async def bridge_run(env: dict[str, str], cwd: str, words: int) -> float:
     session = (await call(2, "session/new", {"cwd": cwd, "mcpServers": []}))["result"]["sessionId"]  # type: ignore[index]
     start = time.perf_counter()
     chunks = 0
+    cpu_before = cpu_seconds(process.pid)
     await stream.send(
         msgspec.json.encode(
             {
@@ -133,6 +145,8 @@ async def bridge_run(env: dict[str, str], cwd: str, words: int) -> float:
         elif data.startswith(b'{"jsonrpc":"2.0","id":3,'):
             break
     elapsed = time.perf_counter() - start
+    cpu = cpu_seconds(process.pid) - cpu_before
+    CPU_PER_DELTA.append(cpu / words)
     assert b"end_turn" in data and chunks == words, (data, chunks)
     await process.stdin.aclose()
     with trio.move_on_after(5):
@@ -187,6 +201,10 @@ async def main(words: int, runs: int) -> None:
         f"through the bridge:       median {statistics.median(bridged):.3f} s  ({', '.join(f'{x:.3f}' for x in bridged)})"
     )
     print(f"bridge/direct: median {statistics.median(ratios):.3f} (target <= 1.05)")
+    print(
+        f"bridge CPU per delta: median {statistics.median(CPU_PER_DELTA) * 1e6:.1f} us "
+        "(the bridge process alone, user + system)"
+    )
 
 
 if __name__ == "__main__":

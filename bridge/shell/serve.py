@@ -88,7 +88,8 @@ class Writer:
 
     def put(self, effect: Effect) -> None:
         self.outbox.put(effect)
-        self._has_items.unpark_all()
+        if self._has_items:  # only a writer waiting on an empty outbox is parked there
+            self._has_items.unpark_all()
 
     @property
     def idle(self) -> bool:
