@@ -120,3 +120,17 @@ async def test_over_a_websocket_a_paused_client_keeps_its_codex_connection(
     assert_caught_up_whole(chunks, answer)
     log = stderr_file.read_text()
     assert "Codex" not in log or "lost" not in log, log
+
+
+async def test_through_the_daemon_a_paused_client_keeps_its_session(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path, stderr_file: Path
+) -> None:
+    from tests.test_e2e_daemon import running_daemon, serve_argv
+
+    runtime = tmp_path / "runtime"
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+            chunks, answer, _ = await paused_answer(
+                serve_argv(runtime), bridge_env, workspace, stderr_file
+            )
+    assert_caught_up_whole(chunks, answer)
