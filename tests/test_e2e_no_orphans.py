@@ -56,9 +56,12 @@ async def test_serve_exits_within_a_second_of_its_stdin_closing_and_takes_its_co
         )
         assert process.stdin is not None
         init = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
-        await process.stdin.send_all(init)
+        listed = b'{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}\n'
+        await process.stdin.send_all(init + listed)
         assert process.stdout is not None
-        await process.stdout.receive_some(65536)  # answered: Codex is up
+        out = b""
+        while b'"id":2' not in out:  # session/list is answered once Codex is up
+            out += await process.stdout.receive_some(65536)
         codex = await wait_for_codex(process.pid)
         await process.stdin.aclose()
         took = await gone_within([process.pid, *codex], 5)

@@ -300,3 +300,27 @@ async def test_past_the_ceiling_only_a_codex_that_can_wait_is_no_longer_read(wai
         assert engine.read <= 1000 // 100 + 3, engine.read
     else:
         assert engine.read > 1000, engine.read
+
+
+async def test_a_client_that_leaves_after_initialize_does_not_wait_for_codex_to_start() -> None:
+    """initialize is answered without Codex; with nothing else waiting on it, a Codex that is
+    still starting (here: never answers) holds the bridge up only briefly once the client
+    leaves (long enough to report a start that fails at once)."""
+    client_side, bridge_client_end = trio.testing.memory_stream_pair()
+    _codex_side, bridge_codex_end = trio.testing.memory_stream_pair()
+    client = LineStream(client_side, client_side)
+
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[CodexConnection]:
+        yield CodexConnection(
+            LineStream(bridge_codex_end, bridge_codex_end), lambda: _said("fake Codex closed")
+        )
+
+    with trio.fail_after(5):  # the bridge would otherwise wait 30 s for Codex's handshake
+        await client.send(
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+        )
+        await client_side.send_stream.aclose()
+        await run_bridge(LineStream(bridge_client_end, bridge_client_end), connect, Engine())
+        answer = msgspec.json.decode(await client.receive())
+        assert answer["id"] == 1 and answer["result"]["protocolVersion"] == 1

@@ -290,6 +290,11 @@ class Engine:
         return self.hub.codex_ready
 
     @property
+    def client_waiting(self) -> bool:
+        """Client messages wait for Codex's handshake (or its return) to be handled."""
+        return bool(self._before_ready)
+
+    @property
     def starting(self) -> bool:
         """Codex has neither finished its handshake nor been lost yet."""
         return not self.hub.codex_ready and self.hub.codex_lost_reason is None

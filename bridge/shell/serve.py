@@ -339,8 +339,11 @@ async def run_bridge(
             await read_client()
             # Answers to the client's last messages still go out (a client may
             # close its side of the pipe and keep reading), including those that
-            # waited for Codex to start.
-            with trio.move_on_after(_STARTUP_SECONDS):
+            # wait for Codex to start. If none waits (initialize is answered without
+            # Codex), Codex's start is waited for only briefly: long enough to say
+            # why it failed, if it does, but a Codex that hangs does not hold us up.
+            waiting = engine.client_waiting
+            with trio.move_on_after(_STARTUP_SECONDS if waiting else _FLUSH_SECONDS):
                 await settled.wait()
             with trio.move_on_after(_FLUSH_SECONDS):
                 await to_client.wait_empty()
