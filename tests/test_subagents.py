@@ -1272,6 +1272,19 @@ def test_a_call_naming_a_child_not_yet_placed_is_retitled_once_it_is() -> None:
     t.check()
 
 
+def test_a_call_naming_a_child_codex_has_not_shown_yet_is_retitled_once_it_is_placed() -> None:
+    """A busy Codex can complete the spawn before any of the child's own traffic: the call
+    names a thread the bridge has never seen, and is still retitled once it is placed."""
+    t = Tree(subagents=False)
+    t.spawn_started("spawn-1")
+    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    assert final_calls(t.h.updates(ROOT))["spawn-1"]["title"] == "Spawn sub-agent"
+    t.status(CHILD)
+    t.answer_read(CHILD, ROOT, "Ada")
+    assert final_calls(t.h.updates(ROOT))["spawn-1"]["title"] == "Spawn Ada"
+    t.check()
+
+
 FILE_CHANGE = {
     "type": "fileChange",
     "id": "patch-1",

@@ -480,8 +480,16 @@ class Subagents:
         """A finished tool call that names a sub-agent still being placed (its nickname not
         known yet) is retitled once it is: the same title a replay of the item gives it."""
         threads = self.hub.threads
-        waiting = [threads.get(t) for t in item.receiverThreadIds]
-        placing = [r for r in waiting if r is not None and not r.session and r.unplaced is not None]
+        placing = []
+        for receiver in item.receiverThreadIds:
+            record = threads.get(receiver)
+            if record is None and not threads.forgotten(receiver):
+                # Not seen at all yet: a busy Codex can finish the call before the child's
+                # own first traffic, which will place it (see gate); wait for that too.
+                record = threads.record(receiver)
+                _unplaced(record)
+            if record is not None and not record.session and record.unplaced is not None:
+                placing.append(record)
         if not placing:
             return
         shown = [self._tool_title(item)]
