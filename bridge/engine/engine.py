@@ -97,6 +97,7 @@ CodexRequestHandler: TypeAlias = Callable[[RequestId, Any], None]
 #: A message this short cannot nest deeper than the peer accepts (JSON nests at most
 #: half its length deep), so reading it without the peer skips no check.
 _SHALLOW = 2 * MAX_DEPTH
+_DELTA = "item/agentMessage/delta"
 _DELTA_HEAD = codex_messages.AGENT_MESSAGE_DELTA_HEAD
 _DELTA_HEAD_LEN = len(_DELTA_HEAD)
 
@@ -213,6 +214,7 @@ class Engine:
         self.terminals = Terminals(hub)
         self._session_ids = hub.threads.session_ids  # read for every Codex message
         self._notifications = self._routes()
+        self._on_agent_message_delta = self._notifications[_DELTA]
         #: Codex was lost and the shell is bringing it back: client messages wait.
         self._recovering = False
         #: The handshake under way is on a restarted Codex (recover once it is done).
@@ -519,7 +521,15 @@ class Engine:
         if type(data) is bytes and len(data) <= _SHALLOW and data[:_DELTA_HEAD_LEN] == _DELTA_HEAD:
             delta = codex_messages.agent_message_delta(data)
             if delta is not None:
-                self._route_codex("item/agentMessage/delta", delta, None)
+                # _route_codex for this one notification (no request, not turn/completed),
+                # with its reaction taken from the same table.
+                thread_id = delta.threadId
+                if not (
+                    thread_id
+                    and thread_id not in self._session_ids
+                    and self.subagents.gate(thread_id, Held(_DELTA, delta, None))
+                ):
+                    self._on_agent_message_delta(delta)
                 return
         hub = self.hub
         msg = hub.codex.receive(data)
