@@ -361,3 +361,21 @@ def test_a_client_never_behind_gets_exactly_what_was_put(steps: list[tuple[str, 
     while outbox:
         sent.extend(outbox.take(1 << 20))
     assert sent == put
+
+
+def test_only_each_sessions_last_message_keeps_its_update_for_merging() -> None:
+    """What can no longer be joined holds only its bytes, so a long backlog costs about what
+    the ceiling counts (the update objects of every queued chunk would triple it)."""
+    outbox = Outbox()
+    for n in range(1000):
+        outbox.put(chunk("a", f"a{n}"))
+        outbox.put(chunk("b", f"b{n}"))
+    holding = [e for e in outbox._queue if e.update is not None]
+    assert [e.session_id for e in holding] == ["a", "b"]
+    outbox.put(response(1))
+    assert not [e for e in outbox._queue if e.update is not None]
+    # ... and merging still works on what comes next.
+    outbox.behind = True
+    outbox.put(chunk("a", "x"))
+    outbox.put(chunk("a", "y"))
+    assert texts(drain(outbox)[-1:]) == ["xy"]

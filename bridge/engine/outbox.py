@@ -220,15 +220,21 @@ class Outbox:
     def put(self, effect: Effect) -> None:
         """Queue one message (a :class:`ToClient` may join the one before it; see above)."""
         session_id = effect.session_id if type(effect) is ToClient else None
+        last = self._last
         if session_id is None:
             # A response, a request, anything for Codex: it keeps its place against all.
-            if self._last:
-                self._last.clear()
+            if last:
+                for closed in last.values():
+                    closed.update = None  # nothing joins it now: let its update go
+                last.clear()
             entry = _Entry(effect.data)
         else:
             if self.behind and self._joined(session_id, effect):  # type: ignore[arg-type]
                 return
-            entry = self._last[session_id] = _Entry(effect.data, session_id, effect.update)  # type: ignore[union-attr]
+            previous = last.get(session_id)
+            if previous is not None:
+                previous.update = None
+            entry = last[session_id] = _Entry(effect.data, session_id, effect.update)  # type: ignore[union-attr]
         self._queue.append(entry)
         self.size += entry.size
 
