@@ -90,6 +90,8 @@ async def direct_run(codex_bin: str, env: dict[str, str], cwd: str, words: int) 
 
 #: The bridge process's own CPU time per delta, one entry per run (its Codex not counted).
 CPU_PER_DELTA: list[float] = []
+#: Deltas the bridge merged because the client fell behind, one entry per run.
+MERGED: list[int] = []
 
 
 def cpu_seconds(pid: int) -> float:
@@ -147,7 +149,9 @@ async def bridge_run(env: dict[str, str], cwd: str, words: int) -> float:
     elapsed = time.perf_counter() - start
     cpu = cpu_seconds(process.pid) - cpu_before
     CPU_PER_DELTA.append(cpu / words)
-    assert b"end_turn" in data and chunks == words, (data, chunks)
+    assert b"end_turn" in data and 0 < chunks <= words, (data, chunks)
+    # A client that stalled (this machine busy elsewhere) gets deltas merged: said, not fatal.
+    MERGED.append(words - chunks)
     await process.stdin.aclose()
     with trio.move_on_after(5):
         await process.wait()
@@ -205,6 +209,11 @@ async def main(words: int, runs: int) -> None:
         f"bridge CPU per delta: median {statistics.median(CPU_PER_DELTA) * 1e6:.1f} us "
         "(the bridge process alone, user + system)"
     )
+    if any(MERGED):
+        print(
+            f"note: in {sum(1 for m in MERGED if m)} of {runs} runs the client fell behind and "
+            f"the bridge merged {sum(MERGED):,} deltas (it did not keep up: a busy machine?)"
+        )
 
 
 if __name__ == "__main__":
