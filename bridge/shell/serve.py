@@ -246,12 +246,13 @@ async def run_bridge(
                 if tap:
                     tap.message("from_codex", data)
                 dispatch(engine.receive_codex(data))
-                if not engine.starting:
+                if not settled.is_set() and not engine.starting:
                     settled.set()
-                if connection.waits:
+                if connection.waits and to_client.full:
                     # Past the ceiling, Codex waits for the client. A Codex that would
                     # drop the connection instead is read on: the client's backlog,
                     # merged as far as it merges, grows rather than the session dying.
+                    # (Checked before awaiting: this runs for every message.)
                     await to_client.wait_below_ceiling()
         except MessageTooLarge as exc:
             return f"Codex sent a message the bridge cannot accept ({exc})"
