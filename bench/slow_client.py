@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from pathlib import Path
 import msgspec
 import trio
 
+from bridge.daemon.daemon import app_server_ready, free_port
 from bridge.daemon.runtime import running_daemon
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.scripted_model.directives import words_text
@@ -81,34 +81,6 @@ class Result:
     error: str | None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def wait_http_ready(port: int) -> None:
-    with trio.fail_after(30):
-        while True:
-            try:
-                stream = await trio.open_tcp_stream("127.0.0.1", port)
-            except OSError:
-                await trio.sleep(0.05)
-                continue
-            try:
-                await stream.send_all(
-                    b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                )
-                reply = await stream.receive_some(1024)
-            except (trio.BrokenResourceError, OSError):
-                reply = b""
-            finally:
-                await stream.aclose()
-            if reply.startswith(b"HTTP/1.1 200"):
-                return
-            await trio.sleep(0.05)
-
-
 @contextlib.asynccontextmanager
 async def codex_side(
     via: str, codex_bin: str, env: dict[str, str], tmp: Path
@@ -129,7 +101,9 @@ async def codex_side(
             stderr=subprocess.DEVNULL,
         )
         try:
-            await wait_http_ready(port)
+            with trio.fail_after(30):
+                while not await app_server_ready(port):  # noqa: ASYNC110 (HTTP: poll)
+                    await trio.sleep(0.05)
             yield ["--codex-url", f"ws://127.0.0.1:{port}"], [process.pid]
         finally:
             process.kill()

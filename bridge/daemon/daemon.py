@@ -131,7 +131,7 @@ class _AppServer:
     stopped with everything it started."""
 
     def __init__(self, codex_bin: str, config_overrides: Sequence[str], token: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         # Under a guard that stops Codex when the daemon dies, however it dies.
         # npm's Node launcher, when codex_bin is one, is skipped for the binary it would run.
         launch = codex_launch(codex_bin, os.environ)
@@ -184,7 +184,7 @@ class _AppServer:
         assert self.process is not None
         with trio.move_on_after(READY_SECONDS) as scope:
             while self.process.poll() is None:
-                if await _ready(self.port):
+                if await app_server_ready(self.port):
                     return
                 await trio.sleep(0.05)
         if scope.cancelled_caught:
@@ -210,7 +210,8 @@ def _signal_group(process: trio.Process, signum: int) -> None:
         os.killpg(process.pid, signum)
 
 
-async def _ready(port: int) -> bool:
+async def app_server_ready(port: int) -> bool:
+    """Whether the ``codex app-server --listen`` on 127.0.0.1:``port`` answers ``/readyz``."""
     try:
         stream = await trio.open_tcp_stream("127.0.0.1", port)
     except OSError:
@@ -224,7 +225,8 @@ async def _ready(port: int) -> bool:
         await stream.aclose()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

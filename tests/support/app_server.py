@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import trio
+
+from bridge.daemon.daemon import app_server_ready, free_port
 
 
 @asynccontextmanager
@@ -23,9 +24,7 @@ async def app_server(
     token = tmp_path / "token"
     token.write_text("capability-token-for-subagent-tests-0123456789\n")
     if port is None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
+        port = free_port()
     env = {**os.environ, "CODEX_HOME": str(codex_home)}
     env.pop("OPENAI_API_KEY", None)
     with (tmp_path / "app-server.log").open("ab") as log:
@@ -36,23 +35,7 @@ async def app_server(
         )
         try:
             with trio.fail_after(30):
-                while True:  # ready when /readyz answers
-                    try:
-                        stream = await trio.open_tcp_stream("127.0.0.1", port)
-                    except OSError:
-                        await trio.sleep(0.05)
-                        continue
-                    try:
-                        await stream.send_all(
-                            b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                        )
-                        reply = await stream.receive_some(1024)
-                    except (trio.BrokenResourceError, OSError):
-                        reply = b""  # still starting: it reset the connection
-                    finally:
-                        await stream.aclose()
-                    if reply.startswith(b"HTTP/1.1 200"):
-                        break
+                while not await app_server_ready(port):  # noqa: ASYNC110 (HTTP: poll)
                     await trio.sleep(0.05)
             yield f"ws://127.0.0.1:{port}", token, process
         finally:
