@@ -79,9 +79,8 @@ class Writer:
         self._has_items = trio.lowlevel.ParkingLot()
         self._drained = trio.lowlevel.ParkingLot()
         self._writing = trio.lowlevel.ParkingLot()
-        #: Writes started so far; the one under way, while ``_in_write``.
+        #: Writes started so far (the last one is under way while ``_in_flight``).
         self._writes = 0
-        self._in_write = False
         #: Bytes of the write under way (taken from the outbox, not yet on the wire).
         self._in_flight = 0
         self.broken: BaseException | None = None
@@ -93,7 +92,7 @@ class Writer:
 
     @property
     def idle(self) -> bool:
-        return not self.outbox and not self._in_write
+        return not self.outbox and not self._in_flight
 
     @property
     def full(self) -> bool:
@@ -119,24 +118,22 @@ class Writer:
                 batch = outbox.take(_BATCH_BYTES)
                 self._in_flight = size - outbox.size
                 self._writes += 1
-                self._in_write = True
                 self._writing.unpark_all()
                 await self._stream.send_batch(batch)
-                self._in_write = False
                 self._in_flight = 0
                 outbox.behind = False
                 self._drained.unpark_all()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             # The peer went away; the reader of that side reports it.
             self.broken = exc
-            self._in_write = False
+            self._in_flight = 0
             outbox.clear()
             self._drained.unpark_all()
 
     async def watch(self) -> None:
         """Mark the outbox behind while a write has waited longer than :data:`BEHIND_AFTER`."""
         while True:
-            if not self._in_write:
+            if not self._in_flight:
                 await self._writing.park()
                 continue
             write = self._writes
@@ -145,9 +142,9 @@ class Writer:
             # Codex messages): let it run once before blaming the peer.
             for _ in range(2):
                 await trio.lowlevel.cancel_shielded_checkpoint()
-            if self._in_write and self._writes == write:
+            if self._in_flight and self._writes == write:
                 self.outbox.behind = True
-                while self._in_write and self._writes == write:
+                while self._in_flight and self._writes == write:
                     await self._drained.park()
 
 
