@@ -283,3 +283,26 @@ def test_plan_takes_no_other_argument() -> None:
     h = H()
     open_session(h)
     assert h.error(run(h, "/plan the refactor"))["code"] == -32602
+
+
+def test_a_turn_codex_starts_while_a_command_runs_does_not_answer_the_command() -> None:
+    """Resuming a goal makes Codex start working on it at once, in a turn of its own, often
+    before it answers the command: that turn is shown, but the command keeps its answer."""
+    h = H()
+    open_session(h)
+    rid = run(h, "/goal resume")
+    request = h.codex_request("thread/goal/set")
+    h.codex_notify(
+        "turn/started",
+        {"threadId": THREAD, "turn": {"id": "goal-turn", "items": [], "status": "inProgress"}},
+    )
+    h.codex_notify(
+        "item/agentMessage/delta",
+        {"threadId": THREAD, "turnId": "goal-turn", "itemId": "m1", "delta": "working"},
+    )
+    h.complete_turn(THREAD, "goal-turn")
+    assert h.client_response(rid) is None, "Codex's own turn is not the command's answer"
+    h.codex_reply(request["id"], {"goal": GOAL})
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    assert "Goal resumed." in said(h)
+    h.validate()

@@ -184,7 +184,7 @@ class Prompts:
         """A command answered as agent text, without a turn; the session is busy (prompts
         queue) until it is answered, and a cancel meanwhile answers it ``cancelled``."""
         hub = self.hub
-        turn = record.turn = Turn(request_id=rid)
+        turn = record.turn = Turn(request_id=rid, quick=True)
         self._quick_count += 1
         message_id = f"{command.name}-{self._quick_count}"
 
@@ -381,8 +381,9 @@ def _ignore(_result: Any) -> None:
 
 
 def _root_turn(turn: Turn) -> bool:
-    """A turn this feature runs: a prompt's, or a steer's on an idle session."""
-    return turn.request_id is not None or turn.started_by_steer
+    """A turn of Codex's this feature runs: a prompt's, or a steer's on an idle session
+    (a slash command answered without a turn has none)."""
+    return not turn.quick and (turn.request_id is not None or turn.started_by_steer)
 
 
 _MISSING_ENV_KEY = "Missing environment variable:"

@@ -75,6 +75,9 @@ class Turn:
     #: A root turn a steer started on an idle session (``startedNewTurn``): no prompt
     #: request waits for it, but it is the session's turn all the same.
     started_by_steer: bool = False
+    #: A slash command answered without a turn (``/goal``, ``/rename``...). It never takes
+    #: a turn Codex starts on its own meanwhile (a resumed goal's): that one is not its.
+    quick: bool = False
     #: User messages Codex reported in this turn (the prompt's, then steered input).
     user_messages: int = 0
     #: The last non-retried ``error`` notification: the reason a failed turn gives.
