@@ -26,30 +26,13 @@ from bridge.jsonrpc import RpcError
 from tests.support.app_server import app_server, crash
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
 from tests.support.scenarios import subagents as scenario
+from tests.support.scenarios.recovery import codex_processes
 
 pytestmark = pytest.mark.e2e
 
 
-def codex_processes(bridge: trio.Process) -> list[int]:
-    """The bridge's Codex: every descendant whose command line says ``app-server``,
-    deepest first (Codex itself runs under a Node launcher)."""
-    found: list[tuple[int, int]] = []
-    frontier = [(bridge.pid, 0)]
-    while frontier:
-        pid, depth = frontier.pop()
-        for task in Path(f"/proc/{pid}/task").glob("*"):
-            with contextlib.suppress(OSError):
-                for child in (task / "children").read_text().split():
-                    frontier.append((int(child), depth + 1))
-                    with contextlib.suppress(OSError):
-                        argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-                        if b"app-server" in argv:
-                            found.append((depth + 1, int(child)))
-    return [pid for _depth, pid in sorted(found, reverse=True)]
-
-
 def kill_codex(bridge: trio.Process) -> list[int]:
-    pids = codex_processes(bridge)
+    pids = codex_processes(bridge.pid)
     assert pids, "the bridge runs no Codex"
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
@@ -89,7 +72,7 @@ async def test_codex_killed_mid_answer_comes_back_and_the_same_session_answers(
             assert "Codex app-server" in error.message and "status" in error.message
             # Asked right away: it waits for the new Codex instead of failing.
             assert await client.prompt(session, "@@ words 3") == {"stopReason": "end_turn"}
-            assert set(codex_processes(process)).isdisjoint(old)
+            assert set(codex_processes(process.pid)).isdisjoint(old)
             assert process.poll() is None
     log_text = stderr_file.read_text()
     assert "restarting in" in log_text and "Codex restarted" in log_text

@@ -28,7 +28,11 @@ def codex_processes(root: int) -> list[int]:
     frontier = [(root, 0)]
     while frontier:
         pid, depth = frontier.pop()
-        for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            continue  # gone meanwhile (a Codex that keeps dying)
+        for task in tasks:
             with contextlib.suppress(OSError):
                 for child in map(int, (task / "children").read_text().split()):
                     frontier.append((child, depth + 1))
