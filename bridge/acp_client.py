@@ -165,6 +165,17 @@ class AcpClient:
             },
         )
 
+    async def initialize_v2(self, capabilities: dict[str, Any] | None = None) -> Any:
+        """``initialize`` asking for ACP v2 (the draft)."""
+        return await self.request(
+            "initialize",
+            {
+                "protocolVersion": 2,
+                "info": {"name": "codex-acp-bridge-client", "version": "1"},
+                "capabilities": capabilities or {},
+            },
+        )
+
     async def new_session(self, cwd: str) -> str:
         result = await self.request("session/new", {"cwd": cwd, "mcpServers": []})
         return str(result["sessionId"])
@@ -173,6 +184,39 @@ class AcpClient:
         return await self.request(
             "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
         )
+
+    async def prompt_v2(self, session_id: str, text: str) -> tuple[str, dict[str, Any]]:
+        """ACP v2: send a prompt, then wait for the session's work to end. Returns the
+        inserted user message's id and the ``idle`` state update that ended the work."""
+        # The session's earlier work has ended (or never was): any idle from here on is this one's.
+        start = len(self.received)
+        result = await self.request(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
+        message = await self.wait_for_index(
+            start,
+            lambda m: (
+                m.get("method") == "session/update"
+                and m["params"]["sessionId"] == session_id
+                and m["params"]["update"]["sessionUpdate"] == "state_update"
+                and m["params"]["update"]["state"] == "idle"
+            ),
+        )
+        return str(result["messageId"]), message["params"]["update"]
+
+    async def wait_for_index(
+        self, start: int, predicate: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any]:
+        """Like :meth:`wait_for`, among the messages received from index ``start`` on."""
+        seen = max(0, start)
+        while True:
+            for message in self.received[seen:]:
+                if predicate(message):
+                    return message
+            seen = max(seen, len(self.received))
+            if self.closed:
+                raise trio.EndOfChannel("agent closed the connection")
+            await self._arrived.park()
 
     def text_of(self, session_id: str, kind: str = "agent_message_chunk") -> str:
         """All streamed text of one kind of chunk in a session, concatenated."""

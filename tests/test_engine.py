@@ -88,7 +88,7 @@ def test_initialize_still_fails_with_the_reason_once_codex_is_lost_for_good() ->
 
 def test_initialize_advertises_protocol_1_and_only_what_works() -> None:
     h = Harness()
-    rid = h.client_request("initialize", {"protocolVersion": 7, "clientCapabilities": {}})
+    rid = h.client_request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
     result = h.client_response(rid)["result"]  # type: ignore[index]
     assert result["protocolVersion"] == 1
     caps = result["agentCapabilities"]

@@ -46,7 +46,10 @@ def test_fixture_replays_to_its_transcript_and_every_message_is_valid_acp(record
     transcript = replay(loaded)  # the RFD checker runs inside
     assert transcript.text() == _expected(recording).read_text()
     declared = loaded.header.clientCapabilities or {}
-    validator = ConversationValidator(unstable=declared.get("subagents") is not None)
+    version = loaded.header.acpVersion
+    validator = ConversationValidator(
+        version=version, unstable=version >= 2 or declared.get("subagents") is not None
+    )
     for side, message in transcript.conversation:
         if side == "client":
             validator.client_sent(message)

@@ -67,11 +67,18 @@ def collab(
 class Tree:
     """A root session with a running prompt, and helpers to play a sub-agent's Codex events."""
 
-    def __init__(self, *, subagents: bool = True) -> None:
+    def __init__(self, *, subagents: bool = True, version: int = 1) -> None:
+        """``version`` 2: an ACP v2 client (sub-agents need no capability there)."""
         self.h = Harness()
         self.client_requests: list[tuple[int, dict[str, Any]]] = []
-        capabilities = dict(CAPABILITIES, subagents={}) if subagents else dict(CAPABILITIES)
-        self.request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+        self.version = version
+        if version == 2:
+            self.request(
+                "initialize", {"protocolVersion": 2, "info": {"name": "t", "version": "1"}}
+            )
+        else:
+            capabilities = dict(CAPABILITIES, subagents={}) if subagents else dict(CAPABILITIES)
+            self.request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
         self.subagents = subagents
         rid = self.request("session/new", {"cwd": "/work", "mcpServers": []})
         start = self.h.codex_request("thread/start")
@@ -293,7 +300,7 @@ class Tree:
 
     def check(self) -> None:
         """The whole conversation: valid against the unstable schema, and the RFD checker passes."""
-        validator = ConversationValidator(unstable=True)
+        validator = ConversationValidator(version=self.version, unstable=True)
         checker = TranscriptChecker(subagents=self.subagents)
         # The client's requests and answers, in their places among what the agent sent.
         client = list(self.client_requests)

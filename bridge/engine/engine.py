@@ -54,8 +54,10 @@ import msgspec
 from msgspec import Raw
 
 from .. import __version__
+from ..acp import negotiation
 from ..acp import steering as acp_steering
 from ..acp import types as acp_types
+from ..acp import v2 as acp_v2
 from ..codex import messages as codex_messages
 from ..codex import types as codex_types
 from ..jsonrpc import (
@@ -72,6 +74,7 @@ from . import commands
 from .approvals import Approvals
 from .auth import Authentication
 from .effects import Effect
+from .face_v2 import V2Face
 from .hub import AGENT_NAME, Hub, decode_params
 from .lifecycle import Lifecycle
 from .palette import Palette
@@ -139,6 +142,8 @@ class Engine:
         self._before_ready: list[bytes] = []
         #: Requests that arrived with the message being handled: ("client" | "codex", id).
         self._arrived: list[tuple[str, RequestId]] = []
+        #: The client sent a request other than ``initialize``: v2 allows no more of those.
+        self._past_initialize = False
 
         self.approvals = Approvals(hub)
         self.tools = Tools(hub)
@@ -161,6 +166,7 @@ class Engine:
             turn_starting=self.settings.turn_starting,
             command=commands.command_request,
             settled=self._prompt_settled,
+            inserted=self._prompt_inserted,
             turn_known=lambda record: self.steering.turn_known(record),
             quick=lambda record, command, done, failed: self.palette.run(
                 record, command, done, failed
@@ -443,21 +449,32 @@ class Engine:
                 hub.send_raw_to_client(msg.reply)
 
     def _client_request(self, msg: IncomingRequest) -> None:
-        handler = self._client_requests.get(msg.method)
+        method, params = msg.method, msg.params
+        if method != "initialize":
+            self._past_initialize = True
+        face = self.hub.face
+        if face is not None and method != "initialize":
+            if self.hub.codex_lost_reason is not None:
+                raise RpcError.internal(self.hub.codex_lost_reason)
+            routed = face.route(msg.id, method, params)
+            if routed is None:
+                return
+            method, params = routed
+        handler = self._client_requests.get(method)
         if handler is None:
             raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {msg.method}")
         if self.hub.codex_lost_reason is not None and not (
-            self._recovering and msg.method == "initialize"
+            self._recovering and method == "initialize"
         ):
             raise RpcError.internal(self.hub.codex_lost_reason)
-        if msg.params:
+        if params:
             try:
-                session_id = _SESSION_PEEK.decode(msg.params).sessionId
+                session_id = _SESSION_PEEK.decode(params).sessionId
             except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
                 session_id = ""  # the handler reports the bad params
             if session_id:
-                self.subagents.guard(msg.method, session_id)
-        handler(msg.id, msg.params)
+                self.subagents.guard(method, session_id)
+        handler(msg.id, params)
 
     def _after_catalog(self, handler: RequestHandler) -> RequestHandler:
         """``handler``, run once the model catalog is in (at once if it is): a request
@@ -498,7 +515,18 @@ class Engine:
         self._cancel_work(params.sessionId)
 
     def _initialize(self, rid: RequestId, raw: Raw) -> None:
+        version = negotiation.negotiate(raw)
+        if self._past_initialize and (version == 2 or self.hub.face is not None):
+            # v2: initialize may be repeated only before any other request.
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST,
+                "initialize may only be repeated before any other request",
+            )
+        if version == 2:
+            self._initialize_v2(rid, raw)
+            return
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
+        self.hub.face = None  # the latest successful initialize decides
         self.hub.client_capabilities = params.clientCapabilities
         result = acp_types.InitializeResult(
             protocolVersion=acp_types.PROTOCOL_VERSION,
@@ -511,6 +539,31 @@ class Engine:
         self.lifecycle.advertise(result)
         self.auth.advertise(result)
         self.hub.answer_client(rid, result)
+
+    def _initialize_v2(self, rid: RequestId, raw: Raw) -> None:
+        """ACP v2: the same engine behind the v2 face (:mod:`bridge.engine.face_v2`).
+
+        v2 clients understand sub-agents without declaring it (the RFD), and have no
+        file system or terminal of their own to lend (v2 has no ``fs/*``, ``terminal/*``).
+        """
+        params = decode_params(raw, acp_v2.InitializeParams, "initialize")
+        hub = self.hub
+        hub.client_capabilities = acp_types.ClientCapabilities(
+            subagents={}, elicitation=params.capabilities.elicitation
+        )
+        face = V2Face(hub, fork=self.lifecycle.fork_offered)
+        info = acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__)
+        result = acp_types.InitializeResult(
+            protocolVersion=1, agentCapabilities=acp_types.AgentCapabilities()
+        )
+        self.auth.advertise(result)
+        hub.face = None  # this answer is already in v2's shape
+        hub.answer_client(rid, face.initialize_result(info, result.authMethods))
+        hub.face = face
+
+    def _prompt_inserted(self, rid: RequestId) -> None:
+        if self.hub.face is not None:
+            self.hub.face.inserted(rid)
 
     # -- Codex's messages -----------------------------------------------------------------
 

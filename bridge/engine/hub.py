@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import Raw
@@ -111,6 +111,24 @@ def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
     return decoder
 
 
+class Face(Protocol):
+    """How the client is spoken to when that is not v1 (:class:`bridge.engine.face_v2.V2Face`)."""
+
+    def update(self, session_id: str, update: Any) -> None: ...
+
+    def result(self, rid: RequestId, result: Any) -> Any: ...
+
+    def refused(self, rid: RequestId, error: RpcError) -> bool: ...
+
+    def asking(
+        self, method: str, params: Any, on_result: Callable[[Raw], None], on_error: OnError
+    ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]: ...
+
+    def route(self, rid: RequestId, method: str, raw: Raw) -> tuple[str, Raw] | None: ...
+
+    def inserted(self, rid: RequestId) -> None: ...
+
+
 class Hub:
     """The engine's shared state and output (see the module docstring).
 
@@ -143,6 +161,9 @@ class Hub:
         #: Requests received and not answered yet, per side.
         self.open_client_requests: set[RequestId] = set()
         self.open_codex_requests: set[RequestId] = set()
+        #: The ACP v2 rendering of what the client is sent, once ``initialize`` negotiated
+        #: v2 (:mod:`bridge.engine.face_v2`); ``None`` for a v1 client.
+        self.face: Face | None = None
         self._out: list[Effect] = []
 
     def reset_codex(self) -> None:
@@ -199,8 +220,17 @@ class Hub:
         on_result: Callable[[Raw], None],
         on_error: OnError,
     ) -> RequestId:
+        face = self.face
+        if face is None:
+            rid, data = self.client.request(
+                method, params, Waiting(method, None, on_result, on_error)
+            )
+            self._out.append(ToClient(data))
+            return rid
+        params, on_result, on_error, sent = face.asking(method, params, on_result, on_error)
         rid, data = self.client.request(method, params, Waiting(method, None, on_result, on_error))
         self._out.append(ToClient(data))
+        sent(rid)
         return rid
 
     def client_notification(self, method: str, params: Any) -> None:
@@ -215,14 +245,27 @@ class Hub:
         """
         if session_id not in self._shown_ids:
             return
+        if self.face is not None:
+            self.face.update(session_id, update)
+            return
         self._out.append(update_effect(session_id, update))
+
+    def emit(self, effect: ToClient) -> None:
+        """Send ``effect`` as it is: what the v2 face has already rendered."""
+        self._out.append(effect)
 
     def answer_client(self, rid: RequestId, result: Any) -> None:
         if self._answering(self.open_client_requests, rid, "client"):
+            if self.face is not None:
+                result = self.face.result(rid, result)
+                if result is None:
+                    return
             self._out.append(ToClient(self.client.response(rid, result)))
 
     def refuse_client(self, rid: RequestId, exc: RpcError) -> None:
         if self._answering(self.open_client_requests, rid, "client"):
+            if self.face is not None and not self.face.refused(rid, exc):
+                return
             self._out.append(ToClient(self.client.error(rid, exc.code, exc.message, exc.data)))
 
     def pass_error_to(self, rid: RequestId) -> OnError:

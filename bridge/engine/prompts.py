@@ -62,6 +62,7 @@ class Prompts:
         turn_starting: TurnStarting,
         command: Command,
         settled: Callable[[ThreadRecord], None],
+        inserted: Callable[[RequestId], None],
         turn_known: Callable[[ThreadRecord], None],
         quick: Quick,
     ) -> None:
@@ -74,6 +75,9 @@ class Prompts:
         #: Called once a prompt has been answered because its turn ended or Codex
         #: refused to start it (``session/close`` waits for this).
         self._settled = settled
+        #: Called once a prompt's work begins: Codex accepted its turn, or a command
+        #: answered without one started (ACP v2 answers the prompt then).
+        self._inserted = inserted
         #: Called once Codex has named the session's turn (a steer waits for it).
         self._turn_known_hook = turn_known
         self._quick = quick
@@ -138,6 +142,8 @@ class Prompts:
         def turn_started(result: codex_commands.CommandStartResult) -> None:
             # A command's result may name no turn (``thread/compact/start``): then
             # the ``turn/started`` that follows names it (turn_started).
+            if rid is not None and record.turn is turn:
+                self._inserted(rid)
             if result.turn is not None:
                 self._turn_known(record, turn, result.turn.id)
 
@@ -186,6 +192,7 @@ class Prompts:
         hub = self.hub
         turn = record.turn = Turn(request_id=rid, quick=True)
         self._quick_count += 1
+        self._inserted(rid)
         message_id = f"{command.name}-{self._quick_count}"
 
         def finish() -> bool:

@@ -27,7 +27,13 @@ end-to-end tests run it on live conversations. The rules:
 5. **Tool calls before references.** A ``tool_call_update``, and the ``toolCall``
    of a ``session/request_permission``, name a tool call the session was told
    of by a ``tool_call`` update first: a client never meets a tool call id it
-   cannot place.
+   cannot place. (v1 only: in v2 every ``tool_call_update`` is an upsert.)
+
+ACP v2 (the ``initialize`` answer says ``protocolVersion: 2``) changes three
+things: sub-agents need no capability (rule 2 does not apply); the replay is
+``session/resume`` with ``replayFrom`` (rule 4 applies to it, and to the
+``user_message`` of a replayed message); and a resume sends the session's
+current ``state_update`` before its response (6: checked at the response).
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ class Violation(Exception):
 @dataclass
 class TranscriptChecker:
     subagents: bool
+    #: The protocol version ``initialize`` settled on (1 until one is seen).
+    version: int = 1
     #: session id → parent id (``None`` for a root).
     parents: dict[str, str | None] = field(default_factory=dict)
     _client_requests: dict[Any, tuple[str, Any]] = field(default_factory=dict)
@@ -64,6 +72,8 @@ class TranscriptChecker:
     _provisional: set[str] = field(default_factory=set)
     #: session id → the tool call ids announced on it (``tool_call``).
     _tool_calls: dict[Any, set[Any]] = field(default_factory=dict)
+    #: v2 resumes under way: session id → whether its ``state_update`` was sent yet.
+    _resuming: dict[str, bool] = field(default_factory=dict)
 
     # -- the client's side -----------------------------------------------------------
 
@@ -83,9 +93,15 @@ class TranscriptChecker:
                     # response. Until that response succeeds the session is provisional.
                     self.parents[named] = None
                     self._provisional.add(named)
-                if message["method"] == "session/load" and isinstance(params.get("sessionId"), str):
-                    self._loading[params["sessionId"]] = message["id"]
-                    self._loaded.discard(params["sessionId"])
+                if isinstance(named, str) and self._replays(message["method"], params):
+                    self._loading[named] = message["id"]
+                    self._loaded.discard(named)
+                if (
+                    self.version >= 2
+                    and message["method"] == "session/resume"
+                    and isinstance(named, str)
+                ):
+                    self._resuming[named] = False
             return
         rid = message.get("id")
         if rid not in self._agent_requests:
@@ -118,15 +134,30 @@ class TranscriptChecker:
             return
         method, params = request
         result = message["result"] or {}
+        if method == "initialize" and isinstance(result.get("protocolVersion"), int):
+            self.version = result["protocolVersion"]
+        if self.version >= 2 and method == "session/resume":
+            session = str(params.get("sessionId"))
+            if not self._resuming.pop(session, True):
+                raise Violation(
+                    line,
+                    f"session/resume of {session!r} answered before its current state_update",
+                )
         if method in _ROOT_METHODS:
             session = result.get("sessionId") or params.get("sessionId")
             if isinstance(session, str):
                 self.parents.setdefault(session, None)
                 self._provisional.discard(session)
-        if method == "session/load":
+        if self._replays(method, params):
             session = str(params.get("sessionId"))
             self._loading.pop(session, None)
             self._loaded.add(session)
+
+    def _replays(self, method: str, params: dict[str, Any]) -> bool:
+        """Whether request ``method`` replays history: v1's load, v2's resume with replayFrom."""
+        if self.version >= 2:
+            return method == "session/resume" and params.get("replayFrom") is not None
+        return method == "session/load"
 
     def _agent_call(self, message: dict[str, Any], line: int) -> None:
         params = message.get("params") or {}
@@ -137,18 +168,23 @@ class TranscriptChecker:
                 f"{message['method']} for session {session!r} before any announcement of it "
                 "(not a root, and no subagent_update on its parent's stream)",
             )
-        if message["method"] == "session/request_permission":
+        if message["method"] == "session/request_permission" and self.version < 2:
             tool_call = params.get("toolCall") or {}
             self._tool_call_known(session, tool_call.get("toolCallId"), message["method"], line)
         update = params.get("update") if message["method"] == "session/update" else None
         if not isinstance(update, dict):
             return
         kind = update.get("sessionUpdate")
-        if kind == "tool_call":
+        if kind == "state_update" and session in self._resuming:
+            self._resuming[session] = True
+        if self.version >= 2:
+            if kind in ("tool_call", "tool_call_update"):
+                self._tool_calls.setdefault(session, set()).add(update.get("toolCallId"))
+        elif kind == "tool_call":
             self._tool_calls.setdefault(session, set()).add(update.get("toolCallId"))
         elif kind == "tool_call_update":
             self._tool_call_known(session, update.get("toolCallId"), kind, line)
-        if kind in SUBAGENT_UPDATES and not self.subagents:
+        if kind in SUBAGENT_UPDATES and not self.subagents and self.version < 2:
             raise Violation(line, f"{kind} sent to a client that did not declare subagents")
         if kind == "subagent_update":
             self._announce(session, update, line)
@@ -159,7 +195,7 @@ class TranscriptChecker:
                     raise Violation(
                         line, f"{kind} names {role} {other!r}, a session never announced"
                     )
-        elif kind == "user_message_chunk":
+        elif kind in ("user_message_chunk", "user_message"):
             message_id = update.get("messageId")
             if self._replaying(session):
                 self._replayed_messages.add((session, message_id))
@@ -168,7 +204,8 @@ class TranscriptChecker:
             ):
                 raise Violation(
                     line,
-                    f"history (user_message_chunk) for {session!r} after the session/load response",
+                    f"history ({kind}) for {session!r} after the "
+                    f"{'session/resume' if self.version >= 2 else 'session/load'} response",
                 )
 
     def _tool_call_known(self, session: Any, tool_call_id: Any, what: str, line: int) -> None:

@@ -42,6 +42,8 @@ class Header(msgspec.Struct, kw_only=True, omit_defaults=True, tag="header", tag
     transport: str = ""
     clientInfo: dict[str, Any] | None = None
     clientCapabilities: dict[str, Any] | None = None
+    #: The ACP version ``initialize`` settled on (1 for recordings made before v2).
+    acpVersion: int = 1
     #: What the engine was configured with (e.g. ``threadConfig`` from ``-c``).
     engine: dict[str, Any] = msgspec.field(default_factory=dict)
     redaction: str = ""

@@ -10,6 +10,7 @@ are known, or until too many have piled up, then written after the header.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from typing import Any, BinaryIO
@@ -17,6 +18,8 @@ from typing import Any, BinaryIO
 import msgspec
 
 from .. import __version__
+from ..acp.negotiation import negotiate
+from ..jsonrpc import RpcError
 from .format import FORMAT, VERSION, EndRecord, EventRecord, Header, MessageRecord, encode_record
 from .redact import DESCRIPTION, Redactor
 
@@ -98,8 +101,15 @@ class Recorder:
             return
         if direction == "from_client" and message.get("method") == "initialize":
             params = message.get("params") or {}
-            self.header.clientCapabilities = params.get("clientCapabilities") or {}
-            self.header.clientInfo = params.get("clientInfo")
+            # A refused initialize leaves the version as it was: the recording shows the error.
+            with contextlib.suppress(RpcError):
+                self.header.acpVersion = negotiate(msgspec.json.encode(params))
+            if self.header.acpVersion >= 2:
+                self.header.clientCapabilities = params.get("capabilities") or {}
+                self.header.clientInfo = params.get("info")
+            else:
+                self.header.clientCapabilities = params.get("clientCapabilities") or {}
+                self.header.clientInfo = params.get("clientInfo")
             self._have_client = True
         elif direction == "from_codex" and message.get("id") == 0 and "result" in message:
             # The engine's first Codex request, id 0, is always initialize.

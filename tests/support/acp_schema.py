@@ -1,10 +1,21 @@
-"""Validate what an agent sends against the official ACP v1 JSON Schema.
+"""Validate what an agent sends against the official ACP JSON Schema (v1, or the draft v2).
 
 Each message is checked against the precise definition for its method (a
 ``session/new`` result against ``NewSessionResponse``, a ``session/update``
-against ``SessionNotification``...), not merely against "some ACP message".
-Responses need the method of the request they answer, so
-:class:`ConversationValidator` follows the client's requests.
+against ``SessionNotification`` in v1, ``UpdateSessionNotification`` in v2...),
+not merely against "some ACP message". Definitions are found by their
+``x-method``/``x-side`` annotations, which both versions carry. Responses need
+the method of the request they answer, so :class:`ConversationValidator`
+follows the client's requests.
+
+v2 leaves most of its unions open: next to the known variants each has one
+titled ``other`` that takes any discriminator value (``sessionUpdate``,
+``state``, ``stopReason``, ``kind``...), reserved for extensions (``_``-prefixed)
+and for future ACP variants. Read verbatim, the v2 schema would thus accept a v1
+``tool_call`` update. An agent speaking v2 today may send only the variants v2
+defines, or ``_`` extensions, so for v2 these ``other`` members are closed: their
+discriminator must start with ``_`` (``future_variants=True`` keeps the schema
+as published). The v1 schema is always used verbatim.
 """
 
 from __future__ import annotations
@@ -16,32 +27,96 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas" / "acp" / "v1"
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas" / "acp"
+SCHEMA_DIR = SCHEMAS / "v1"
+VERSIONS = (1, 2)
+
+
+def _close_open_unions(node: Any) -> None:
+    """Restrict, in place, every ``other`` member of a union to ``_``-prefixed discriminators."""
+    if isinstance(node, list):
+        for item in node:
+            _close_open_unions(item)
+        return
+    if not isinstance(node, dict):
+        return
+    for key in ("anyOf", "oneOf"):
+        members = node.get(key)
+        if not isinstance(members, list):
+            continue
+        for member in members:
+            if not (isinstance(member, dict) and member.get("title") == "other"):
+                continue
+            if member.get("type") == "string":
+                member["pattern"] = "^_"
+                continue
+            # The discriminators: the properties its sibling variants pin with ``const``.
+            discriminators = {
+                name
+                for sibling in members
+                if sibling is not member and isinstance(sibling, dict)
+                for name, prop in sibling.get("properties", {}).items()
+                if isinstance(prop, dict) and "const" in prop
+            }
+            assert discriminators, f"an open union without discriminator: {member}"
+            properties = member.setdefault("properties", {})
+            for name in discriminators:
+                properties[name] = {**properties.get(name, {}), "pattern": "^_"}
+    for value in node.values():
+        _close_open_unions(value)
 
 
 @functools.cache
-def _schema(unstable: bool) -> dict[str, Any]:
+def _schema(unstable: bool, version: int = 1, closed: bool = False) -> dict[str, Any]:
+    if version not in VERSIONS:
+        raise ValueError(f"no ACP schema for protocol version {version!r}")
     name = "schema.unstable.json" if unstable else "schema.json"
-    return json.loads((SCHEMA_DIR / name).read_text())  # type: ignore[no-any-return]
+    schema: dict[str, Any] = json.loads((SCHEMAS / f"v{version}" / name).read_text())
+    if closed:  # a fresh parse, so the cached verbatim copy stays untouched
+        _close_open_unions(schema["$defs"])
+    return schema
+
+
+def _closed(version: int, future_variants: bool) -> bool:
+    return version >= 2 and not future_variants
 
 
 @functools.cache
-def _validator(unstable: bool, definition: str) -> Draft202012Validator:
-    defs = _schema(unstable)["$defs"]
+def _validator(
+    unstable: bool, definition: str, version: int = 1, closed: bool = False
+) -> Draft202012Validator:
+    defs = _schema(unstable, version, closed)["$defs"]
     return Draft202012Validator({"$defs": defs, "$ref": f"#/$defs/{definition}"})
 
 
 @functools.cache
-def _definition(unstable: bool, method: str, side: str, suffix: str) -> str:
-    for name, body in _schema(unstable)["$defs"].items():
+def _definition(unstable: bool, method: str, side: str, suffix: str, version: int = 1) -> str:
+    for name, body in _schema(unstable, version)["$defs"].items():
         if body.get("x-method") == method and body.get("x-side") == side and name.endswith(suffix):
             return name
-    raise KeyError(f"no {suffix} definition for {method!r} on the {side} side")
+    raise KeyError(f"no {suffix} definition for {method!r} on the {side} side (ACP v{version})")
 
 
-def validate(definition: str, value: Any, *, unstable: bool = False) -> None:
-    """Raise ``jsonschema.ValidationError`` unless ``value`` is a valid ``definition``."""
-    _validator(unstable, definition).validate(value)
+def definition(
+    method: str, side: str, suffix: str, *, version: int = 1, unstable: bool = False
+) -> str:
+    """The name of the definition of ``method`` (``suffix``: Request, Response, Notification)."""
+    return _definition(unstable, method, side, suffix, version)
+
+
+def validate(
+    definition: str,
+    value: Any,
+    *,
+    unstable: bool = False,
+    version: int = 1,
+    future_variants: bool = False,
+) -> None:
+    """Raise ``jsonschema.ValidationError`` unless ``value`` is a valid ``definition``.
+
+    For v2, ``future_variants=False`` closes the schema's open unions (see the module doc).
+    """
+    _validator(unstable, definition, version, _closed(version, future_variants)).validate(value)
 
 
 def _steering_result(result: Any) -> None:
@@ -56,11 +131,32 @@ EXTENSIONS: dict[str, Any] = {"_session/steering": _steering_result}
 
 
 class ConversationValidator:
-    """Validates every message an agent sends, given the requests it answers."""
+    """Validates every message an agent sends, given the requests it answers.
 
-    def __init__(self, *, unstable: bool = False) -> None:
+    ``version`` is the ACP protocol version the conversation speaks (1, or 2 for the draft).
+    """
+
+    def __init__(
+        self, *, unstable: bool = False, version: int = 1, future_variants: bool = False
+    ) -> None:
+        if version not in VERSIONS:
+            raise ValueError(f"no ACP schema for protocol version {version!r}")
         self.unstable = unstable
+        self.version = version
+        self.future_variants = future_variants
         self.request_methods: dict[Any, str] = {}
+
+    def _definition(self, method: str, side: str, suffix: str) -> str:
+        return _definition(self.unstable, method, side, suffix, self.version)
+
+    def _validate(self, definition: str, value: Any) -> None:
+        validate(
+            definition,
+            value,
+            unstable=self.unstable,
+            version=self.version,
+            future_variants=self.future_variants,
+        )
 
     def client_sent(self, message: dict[str, Any]) -> None:
         if "method" in message and "id" in message:
@@ -72,15 +168,15 @@ class ConversationValidator:
             side_kind = "Request" if "id" in message else "Notification"
             # ``$/…`` methods (``$/cancel_request``) belong to the protocol, not one side.
             side = "protocol" if message["method"].startswith("$/") else "client"
-            name = _definition(self.unstable, message["method"], side, side_kind)
-            validate(name, message.get("params"), unstable=self.unstable)
+            name = self._definition(message["method"], side, side_kind)
+            self._validate(name, message.get("params"))
         elif "error" in message:
-            validate("Error", message["error"], unstable=self.unstable)
+            self._validate("Error", message["error"])
         else:
             method = self.request_methods.get(message.get("id"))
             assert method is not None, f"response to an unknown request: {message}"
             if method in EXTENSIONS:
                 EXTENSIONS[method](message["result"])
                 return
-            name = _definition(self.unstable, method, "agent", "Response")
-            validate(name, message["result"], unstable=self.unstable)
+            name = self._definition(method, "agent", "Response")
+            self._validate(name, message["result"])

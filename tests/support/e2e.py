@@ -28,10 +28,10 @@ async def running_bridge(
             yield client
 
 
-def assert_valid_acp(client: AcpClient, *, unstable: bool = False) -> int:
-    """Every message the bridge sent validates against the ACP v1 schema and keeps the
-    RFD's transcript rules (:mod:`bridge.recording.checker`); returns the count."""
-    validator = ConversationValidator(unstable=unstable)
+def assert_valid_acp(client: AcpClient, *, unstable: bool = False, version: int = 1) -> int:
+    """Every message the bridge sent validates against the ACP schema of ``version`` and
+    keeps the RFD's transcript rules (:mod:`bridge.recording.checker`); returns the count."""
+    validator = ConversationValidator(version=version, unstable=unstable)
     checker = TranscriptChecker(subagents=unstable)
     for rid, method in client.sent_requests.items():
         validator.client_sent({"id": rid, "method": method})

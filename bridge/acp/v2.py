@@ -1,0 +1,243 @@
+"""ACP v2 (draft) wire types: what differs from v1 (``schema.json`` / ``schema.unstable.json``
+of ``acp-schema/v2``).
+
+Only the shapes v2 changed or added are here. Updates whose v1 and v2 shapes
+are the same (message and thought chunks, ``tool_call_update``, session info,
+usage, notices, compaction, ``subagent_update``, ``session_message``) are sent
+with their v1 Structs. Optional fields follow the v2 patch rule: ``UNSET``
+leaves a value unchanged (the encoder leaves it out), ``None`` clears it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from .subagents import WorkState
+from .types import Meta
+
+
+class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
+    pass
+
+
+# -- initialize -------------------------------------------------------------------------------
+
+
+class Implementation(_Base):
+    name: str
+    version: str
+    title: str | None | UnsetType = UNSET
+
+
+class ClientCapabilities(_Base):
+    auth: dict[str, Any] | None = None
+    elicitation: dict[str, Any] | None = None
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class InitializeParams(_Base):
+    protocolVersion: int
+    info: Implementation | None = None
+    capabilities: ClientCapabilities = msgspec.field(default_factory=ClientCapabilities)
+
+
+class PromptCapabilities(_Base):
+    image: dict[str, Any] | UnsetType = UNSET
+    audio: dict[str, Any] | UnsetType = UNSET
+    embeddedContext: dict[str, Any] | UnsetType = UNSET
+
+
+class SessionCapabilities(_Base):
+    """``{}`` for a capability means "supported" (v2 uses presence, not booleans)."""
+
+    prompt: PromptCapabilities | UnsetType = UNSET
+    mcp: dict[str, Any] | UnsetType = UNSET
+    fork: dict[str, Any] | UnsetType = UNSET
+    archive: dict[str, Any] | UnsetType = UNSET
+    delete: dict[str, Any] | UnsetType = UNSET
+    status: dict[str, Any] | UnsetType = UNSET
+    title: dict[str, Any] | UnsetType = UNSET
+
+
+class AgentCapabilities(_Base):
+    session: SessionCapabilities = msgspec.field(default_factory=SessionCapabilities)
+
+
+class AuthMethodAgent(_Base, tag="agent", tag_field="type"):
+    methodId: str
+    name: str
+    description: str | None | UnsetType = UNSET
+
+
+class InitializeResult(_Base):
+    protocolVersion: int
+    info: Implementation
+    capabilities: AgentCapabilities
+    authMethods: list[AuthMethodAgent] | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+# -- prompts and work state ---------------------------------------------------------------------
+
+
+class PromptParams(_Base):
+    sessionId: str
+    prompt: list[Raw]
+
+
+class PromptResult(_Base):
+    """``session/prompt``'s answer: the prompt was inserted as this user message."""
+
+    messageId: str
+
+
+class Error(_Base):
+    code: int
+    message: str
+    data: Any = UNSET
+
+
+class StateUpdate(_Base, tag="state_update", tag_field="sessionUpdate"):
+    """The session's foreground work: ``running``, ``requires_action``, ``idle``, ``unknown``."""
+
+    state: str
+    stopReason: str | None | UnsetType = UNSET
+    error: Error | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class UserMessage(_Base, tag="user_message", tag_field="sessionUpdate"):
+    """A user message upsert: the echo of an inserted prompt."""
+
+    messageId: str
+    content: list[Raw] | None | UnsetType = UNSET
+
+
+# -- tool calls and plans -------------------------------------------------------------------------
+
+
+class DiffChange(_Base):
+    operation: str
+    path: str
+
+
+class DiffPatch(_Base):
+    format: str
+    text: str
+
+
+class Diff(_Base, tag="diff", tag_field="type"):
+    changes: list[DiffChange]
+    patch: DiffPatch | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class PlanItems(_Base, tag="items", tag_field="type"):
+    planId: str
+    entries: list[Any]
+
+
+class PlanUpdate(_Base, tag="plan_update", tag_field="sessionUpdate"):
+    plan: PlanItems
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class ToolCallSubject(_Base, tag="tool_call", tag_field="type"):
+    toolCall: Any
+
+
+class RequestPermissionRequest(_Base):
+    sessionId: str
+    title: str
+    options: list[Any]
+    subject: ToolCallSubject | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+# -- commands and config options --------------------------------------------------------------------
+
+
+class TextCommandInput(_Base, tag="text", tag_field="type"):
+    hint: str
+
+
+class Command(_Base, tag="command", tag_field="type"):
+    name: str
+    description: str
+    input: TextCommandInput | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class AvailableCommandsUpdate(_Base, tag="available_commands_update", tag_field="sessionUpdate"):
+    availableCommands: list[Command]
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class ConfigOptionUpdate(_Base, tag="config_option_update", tag_field="sessionUpdate"):
+    configOptions: list[dict[str, Any]]
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+# -- sessions --------------------------------------------------------------------------------------
+
+
+class ReplayFrom(_Base):
+    type: str
+
+
+class ResumeSessionParams(_Base):
+    sessionId: str
+    cwd: str
+    mcpServers: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    additionalDirectories: list[str] | None = None
+    replayFrom: ReplayFrom | None = None
+
+
+class SessionOpened(_Base):
+    """``session/new`` / ``session/resume`` / ``session/fork``'s result (``sessionId`` only for
+    the two that make one)."""
+
+    sessionId: str | UnsetType = UNSET
+    configOptions: list[dict[str, Any]] | UnsetType = UNSET
+    availableCommands: list[Command] | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class SessionParams(_Base):
+    """Params naming one session: ``session/status``, archive, unarchive, delete."""
+
+    sessionId: str
+
+
+class SetTitleParams(_Base):
+    sessionId: str
+    title: str
+
+
+class SetTitleResult(_Base):
+    """The title stored (Codex stores it as given)."""
+
+    title: str
+
+
+class SessionStatusResult(_Base):
+    status: str
+    #: A ``StateUpdate`` snapshot, as ``subagent_update.state`` carries it (no tag).
+    state: WorkState | None | UnsetType = UNSET
+
+
+class ToolCallCancelParams(_Base):
+    sessionId: str
+    toolCallId: str
+
+
+class TerminalCancelParams(_Base):
+    sessionId: str
+    terminalId: str
+
+
+class Empty(_Base):
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")

@@ -1,0 +1,226 @@
+"""ACP v2 end to end: the project's client speaking v2 to the real bridge, the real Codex
+0.169 and the scripted model. Every message the bridge sends is checked against the v2
+schema and the RFD's transcript rules (``assert_valid_acp(version=2)``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bridge.acp_client import AcpClient
+from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
+from tests.support.scenarios.subagents import CANCEL_CHILD, SPAWN_THREE, children
+
+pytestmark = pytest.mark.e2e
+
+ESCALATED = (
+    '@@ call exec_command {"cmd":"touch approved.txt","sandbox_permissions":"require_escalated",'
+    '"justification":"needs it"}\n@@ then\n@@ say done'
+)
+
+
+def states(client: AcpClient, session: str) -> list[dict[str, Any]]:
+    return [
+        {k: v for k, v in p["update"].items() if k != "sessionUpdate"}
+        for p in client.updates
+        if p["sessionId"] == session and p["update"]["sessionUpdate"] == "state_update"
+    ]
+
+
+def kinds(client: AcpClient, session: str) -> list[str]:
+    return [p["update"]["sessionUpdate"] for p in client.updates if p["sessionId"] == session]
+
+
+async def test_a_v2_prompt_streams_and_ends_with_an_idle_state(
+    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize_v2()
+            assert init["protocolVersion"] == 2
+            session = await client.new_session(str(workspace))
+            message_id, ended = await client.prompt_v2(session, "@@ words 300")
+            assert ended == {
+                "sessionUpdate": "state_update",
+                "state": "idle",
+                "stopReason": "end_turn",
+            }
+            assert client.text_of(session) == words(300)
+            [echo] = [
+                p["update"]
+                for p in client.updates
+                if p["update"]["sessionUpdate"] == "user_message"
+            ]
+            assert echo["messageId"] == message_id
+            assert echo["content"] == [{"type": "text", "text": "@@ words 300"}]
+            second, _ = await client.prompt_v2(session, "@@ say bye")
+            assert second != message_id
+            assert (
+                states(client, session)
+                == [
+                    {"state": "running"},
+                    {"state": "idle", "stopReason": "end_turn"},
+                ]
+                * 2
+            )
+            assert "tool_call" not in kinds(client, session)
+            assert_valid_acp(client, unstable=True, version=2)
+
+
+async def test_a_v2_command_and_its_approval(
+    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+) -> None:
+    asked: list[dict[str, Any]] = []
+
+    async def allow(method: str, params: Any) -> Any:
+        assert method == "session/request_permission"
+        asked.append(params)
+        option = next(o for o in params["options"] if o["kind"] == "allow_once")
+        return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file, on_request=allow) as client:
+            await client.initialize_v2()
+            session = await client.new_session(str(workspace))
+            _, ended = await client.prompt_v2(session, ESCALATED)
+            assert ended["stopReason"] == "end_turn"
+            assert (workspace / "approved.txt").exists()
+            [request] = asked
+            assert request["subject"]["type"] == "tool_call"
+            assert "touch approved.txt" in request["title"]
+            assert states(client, session) == [
+                {"state": "running"},
+                {"state": "requires_action"},
+                {"state": "running"},
+                {"state": "idle", "stopReason": "end_turn"},
+            ]
+            tool_updates = [
+                p["update"]
+                for p in client.updates
+                if p["update"]["sessionUpdate"] == "tool_call_update"
+            ]
+            assert tool_updates and tool_updates[-1]["status"] == "completed"
+            assert_valid_acp(client, unstable=True, version=2)
+
+
+async def test_a_v2_cancel_ends_the_work_cancelled(
+    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize_v2()
+            session = await client.new_session(str(workspace))
+            async with trio.open_nursery() as nursery:
+                ended: list[dict[str, Any]] = []
+
+                async def run() -> None:
+                    ended.append((await client.prompt_v2(session, "@@ words 3000 delay_ms=10"))[1])
+
+                nursery.start_soon(run)
+                await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
+                await client.notify("session/cancel", {"sessionId": session})
+            assert ended == [
+                {"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"}
+            ]
+            assert len(client.text_of(session).split()) < 3000
+            # The session takes new work after a cancel.
+            _, again = await client.prompt_v2(session, "@@ say again")
+            assert again["stopReason"] == "end_turn"
+            assert_valid_acp(client, unstable=True, version=2)
+
+
+async def test_v2_resume_replays_history_only_when_asked(
+    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
+            await first.initialize_v2()
+            session = await first.new_session(str(workspace))
+            await first.prompt_v2(session, "@@ say remembered words")
+        for replay in (True, False):
+            async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+                await client.initialize_v2()
+                params: dict[str, Any] = {"sessionId": session, "cwd": str(workspace)}
+                if replay:
+                    params["replayFrom"] = {"type": "start"}
+                await client.request("session/resume", params)
+                answered = next(
+                    n
+                    for n, m in enumerate(client.received)
+                    if m.get("id") is not None and "result" in m and "configOptions" in m["result"]
+                )
+                before = [
+                    m["params"]["update"]
+                    for m in client.received[:answered]
+                    if m.get("method") == "session/update"
+                ]
+                texts = "".join(
+                    u["content"].get("text", "")
+                    for u in before
+                    if u["sessionUpdate"] == "agent_message_chunk"
+                )
+                assert texts == ("remembered words" if replay else "")
+                assert before[-1] == {"sessionUpdate": "state_update", "state": "idle"}
+                _, ended = await client.prompt_v2(session, "@@ say back again")
+                assert ended["stopReason"] == "end_turn"
+                assert_valid_acp(client, unstable=True, version=2)
+
+
+async def test_v2_sub_agents_are_announced_with_their_state_on_both_streams(
+    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize_v2()  # no capability: v2 clients understand sub-agents
+            session = await client.new_session(str(workspace))
+            _, ended = await client.prompt_v2(session, SPAWN_THREE)
+            assert ended["stopReason"] == "end_turn"
+            kids = children(client)
+            assert len(kids) == 3
+            for child in kids:
+                own = states(client, child)
+                assert own[0] == {"state": "running"}
+                assert own[-1] == {"state": "idle", "stopReason": "end_turn"}
+                mirrored = [
+                    p["update"]["state"]
+                    for p in client.updates
+                    if p["sessionId"] == session
+                    and p["update"]["sessionUpdate"] == "subagent_update"
+                    and p["update"]["sessionId"] == child
+                    and p["update"].get("state")
+                ]
+                assert mirrored == own
+                assert "session_message" in kinds(client, session)
+                assert client.text_of(child).endswith("reporting")
+            assert_valid_acp(client, unstable=True, version=2)
+
+
+async def test_v2_cancelling_a_child_stops_it_alone(
+    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize_v2()
+            session = await client.new_session(str(workspace))
+            async with trio.open_nursery() as nursery:
+                ended: list[dict[str, Any]] = []
+
+                async def run() -> None:
+                    ended.append((await client.prompt_v2(session, CANCEL_CHILD))[1])
+
+                nursery.start_soon(run)
+                await client.wait_for(
+                    lambda _m: (
+                        bool(children(client))
+                        and len(client.text_of(children(client)[0]).split()) >= 10
+                    )
+                )
+                child = children(client)[0]
+                await client.notify("session/cancel", {"sessionId": child})
+            assert states(client, child)[-1] == {"state": "idle", "stopReason": "cancelled"}
+            assert ended[0]["stopReason"] == "end_turn"  # the parent's work was not cancelled
+            assert len(client.text_of(child).split()) < 3000
+            assert_valid_acp(client, unstable=True, version=2)

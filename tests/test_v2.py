@@ -1,0 +1,510 @@
+"""ACP v2 (draft) over the same engine: negotiation, the prompt life cycle, work state,
+resume with replay, sub-agents, and the methods v2 adds (see bridge/engine/face_v2.py).
+
+Every message the engine sends a v2 client is checked against the v2 schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from tests.support.acp_schema import ConversationValidator
+from tests.support.engine_harness import Harness
+from tests.test_lifecycle import CWD, THREAD, resume_result, stored_thread
+from tests.test_subagents import (
+    CHILD,
+    ENDED,
+    READ_ANSWERED,
+    ROOT,
+    RUNNING,
+    Tree,
+    first_assignment,
+)
+
+
+class V2(Harness):
+    """A harness whose client speaks v2 (initialized at once)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        rid = self.client_request(
+            "initialize", {"protocolVersion": 2, "info": {"name": "test", "version": "1"}}
+        )
+        self.init = self.client_response(rid)
+
+    def new_session(self, thread_id: str = "thread-1", cwd: str = "/work") -> str:
+        rid = self.client_request("session/new", {"cwd": cwd})
+        start = self.codex_request("thread/start")
+        self.codex_reply(start["id"], {"thread": {"id": thread_id, "cwd": cwd}, "model": "mock"})
+        response = self.client_response(rid)
+        assert response is not None and response["result"]["sessionId"] == thread_id, response
+        return thread_id
+
+    def prompt(self, session_id: str, text: str = "hi") -> int:
+        return self.client_request(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
+
+    def accept_turn(self, turn_id: str = "turn-1") -> None:
+        start = self.codex_request("turn/start")
+        self.codex_reply(
+            start["id"], {"turn": {"id": turn_id, "status": "inProgress", "items": []}}
+        )
+
+    def codex_ask(self, rid: int, method: str, params: Any) -> None:
+        """Codex sends the engine a request."""
+        message = {"id": rid, "method": method, "params": params}
+        self._collect(self.engine.receive_codex(msgspec.json.encode(message)))
+
+    def states(self, session_id: str) -> list[dict[str, Any]]:
+        return [
+            {k: v for k, v in u.items() if k != "sessionUpdate"}
+            for u in self.updates(session_id)
+            if u["sessionUpdate"] == "state_update"
+        ]
+
+    def validate(self) -> None:
+        """Every message sent to the client is valid ACP v2 for what it answers."""
+        validator = ConversationValidator(version=2, unstable=True)
+        sent = iter(self.to_client)
+        for message in self.sent_by_client:
+            validator.client_sent(message)
+        for message in sent:
+            validator.agent_sent(message)
+
+    @property
+    def sent_by_client(self) -> list[dict[str, Any]]:
+        return self._client_messages
+
+    def client_raw(self, data: bytes) -> list[dict[str, Any]]:
+        if not hasattr(self, "_client_messages"):
+            self._client_messages: list[dict[str, Any]] = []
+        self._client_messages.append(msgspec.json.decode(data))
+        return super().client_raw(data)
+
+
+# -- negotiation -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("asked", "answered"), [(1, 1), (2, 2), (3, 2), (65535, 2)])
+def test_the_highest_version_at_or_below_the_clients_is_answered(asked: int, answered: int) -> None:
+    h = Harness()
+    params: dict[str, Any] = {"protocolVersion": asked}
+    if asked >= 2:
+        params["info"] = {"name": "t", "version": "1"}
+    rid = h.client_request("initialize", params)
+    assert h.client_response(rid)["result"]["protocolVersion"] == answered  # type: ignore[index]
+
+
+def test_a_version_below_every_supported_one_is_minus_32022_naming_both() -> None:
+    h = Harness()
+    rid = h.client_request("initialize", {"protocolVersion": 0})
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32022
+    assert error["data"] == {"requested": 0, "supported": [1, 2]}
+
+
+@pytest.mark.parametrize("version", [-1, 65536, 1.5, "2", None])
+def test_a_version_that_is_no_uint16_is_invalid_params(version: Any) -> None:
+    h = Harness()
+    rid = h.client_request("initialize", {"protocolVersion": version})
+    assert h.client_response(rid)["error"]["code"] == -32602  # type: ignore[index]
+
+
+def test_v2_initialize_answers_in_v2_shape_with_what_the_bridge_offers() -> None:
+    h = V2()
+    result = h.init["result"]  # type: ignore[index]
+    assert result["protocolVersion"] == 2
+    assert result["info"]["name"] == "codex-acp-bridge"
+    session = result["capabilities"]["session"]
+    assert {"status", "title", "archive", "delete", "fork"} <= set(session)
+    assert [m["type"] for m in result["authMethods"]] == ["agent", "agent"]
+    h.validate()
+
+
+def test_initialize_may_be_repeated_only_before_any_other_request() -> None:
+    h = V2()
+    again = h.client_request(
+        "initialize", {"protocolVersion": 2, "info": {"name": "t", "version": "1"}}
+    )
+    assert h.client_response(again)["result"]["protocolVersion"] == 2  # type: ignore[index]
+    h.new_session()
+    late = h.client_request("initialize", {"protocolVersion": 1})
+    assert h.client_response(late)["error"]["code"] == -32600  # type: ignore[index]
+    # The v2 setup stands: a prompt is still answered the v2 way.
+    rid = h.prompt("thread-1")
+    h.accept_turn()
+    assert h.client_response(rid)["result"] == {"messageId": "user-1"}  # type: ignore[index]
+
+
+def test_a_v1_client_sees_no_v2_shapes() -> None:
+    h = Harness()
+    h.client_request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    h.new_session()
+    rid = h.start_prompt("thread-1")
+    h.complete_turn("thread-1")
+    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert not [u for u in h.updates() if u["sessionUpdate"] in ("state_update", "user_message")]
+
+
+@pytest.mark.parametrize("method", ["session/load", "session/set_mode", "authenticate"])
+def test_v1_only_methods_are_not_found_for_a_v2_client(method: str) -> None:
+    h = V2()
+    rid = h.client_request(method, {"sessionId": "thread-1", "cwd": "/w", "mcpServers": []})
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32601 and method in error["message"]
+
+
+# -- the prompt life cycle -------------------------------------------------------------------------
+
+
+def test_a_prompt_is_answered_at_insertion_and_its_end_is_an_idle_state() -> None:
+    h = V2()
+    h.new_session()
+    rid = h.prompt("thread-1", "hello")
+    assert h.client_response(rid) is None  # not inserted until Codex takes the turn
+    h.accept_turn()
+    assert h.client_response(rid)["result"] == {"messageId": "user-1"}  # type: ignore[index]
+    kinds = [u["sessionUpdate"] for u in h.updates("thread-1")]
+    assert kinds[-2:] == ["user_message", "state_update"]
+    echo = h.updates("thread-1")[-2]
+    assert echo == {
+        "sessionUpdate": "user_message",
+        "messageId": "user-1",
+        "content": [{"type": "text", "text": "hello"}],
+    }
+    h.codex_notify(
+        "item/agentMessage/delta",
+        {"threadId": "thread-1", "turnId": "turn-1", "itemId": "m1", "delta": "Hi"},
+    )
+    h.complete_turn("thread-1")
+    assert h.states("thread-1") == [
+        {"state": "running"},
+        {"state": "idle", "stopReason": "end_turn"},
+    ]
+    # One answer only: the turn's end is no second response.
+    assert len([m for m in h.to_client if m.get("id") == rid]) == 1
+    h.validate()
+
+
+def test_a_prompt_codex_refuses_before_insertion_is_answered_with_the_error() -> None:
+    h = V2()
+    h.new_session()
+    rid = h.prompt("thread-1")
+    h.codex_error(h.codex_request("turn/start")["id"], "no model")
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert "no model" in error["message"]
+    assert h.states("thread-1") == []
+    h.validate()
+
+
+def test_a_turn_that_fails_after_insertion_ends_idle_with_the_error() -> None:
+    h = V2()
+    h.new_session()
+    rid = h.prompt("thread-1")
+    h.accept_turn()
+    h.complete_turn("thread-1", status="failed", error={"message": "model overloaded"})
+    assert h.client_response(rid)["result"] == {"messageId": "user-1"}  # type: ignore[index]
+    last = h.states("thread-1")[-1]
+    assert last["state"] == "idle" and last["stopReason"] == "error"
+    assert "model overloaded" in last["error"]["message"]
+    h.validate()
+
+
+def test_a_prompt_sent_while_working_is_inserted_when_its_turn_starts() -> None:
+    h = V2()
+    h.new_session()
+    first = h.prompt("thread-1", "one")
+    h.accept_turn("turn-1")
+    second = h.prompt("thread-1", "two")
+    assert h.client_response(second) is None
+    h.complete_turn("thread-1", "turn-1")
+    h.accept_turn("turn-2")
+    assert h.client_response(second)["result"] == {"messageId": "user-2"}  # type: ignore[index]
+    h.complete_turn("thread-1", "turn-2")
+    assert h.client_response(first)["result"] == {"messageId": "user-1"}  # type: ignore[index]
+    assert h.states("thread-1") == [
+        {"state": "running"},
+        {"state": "idle", "stopReason": "end_turn"},
+        {"state": "running"},
+        {"state": "idle", "stopReason": "end_turn"},
+    ]
+    h.validate()
+
+
+def test_cancel_ends_the_work_cancelled_and_a_waiting_prompt_is_request_cancelled() -> None:
+    h = V2()
+    h.new_session()
+    h.prompt("thread-1", "one")
+    h.accept_turn("turn-1")
+    waiting = h.prompt("thread-1", "two")
+    h.client_notify("session/cancel", {"sessionId": "thread-1"})
+    assert h.client_response(waiting)["error"]["code"] == -32800  # type: ignore[index]
+    h.codex_reply(h.codex_request("turn/interrupt")["id"], {})
+    assert h.states("thread-1")[-1] == {"state": "running"}  # not before Codex says so
+    h.complete_turn("thread-1", "turn-1", status="interrupted")
+    assert h.states("thread-1")[-1] == {"state": "idle", "stopReason": "cancelled"}
+    h.validate()
+
+
+def test_a_permission_request_makes_the_session_require_action_until_answered() -> None:
+    h = V2()
+    h.new_session()
+    h.prompt("thread-1")
+    h.accept_turn()
+    h.codex_notify(
+        "item/started",
+        {
+            "threadId": "thread-1",
+            "turnId": "turn-1",
+            "item": {
+                "type": "commandExecution",
+                "id": "call-1",
+                "command": "rm -rf build",
+                "cwd": "/work",
+                "status": "inProgress",
+                "commandActions": [],
+            },
+        },
+    )
+    h.codex_ask(
+        7,
+        "item/commandExecution/requestApproval",
+        {
+            "threadId": "thread-1",
+            "turnId": "turn-1",
+            "itemId": "call-1",
+            "command": "rm -rf build",
+            "cwd": "/work",
+        },
+    )
+    [ask] = [m for m in h.to_client if m.get("method") == "session/request_permission"]
+    assert ask["params"]["title"] and ask["params"]["subject"]["type"] == "tool_call"
+    assert h.states("thread-1")[-1] == {"state": "requires_action"}
+    allow = next(o for o in ask["params"]["options"] if o["kind"] == "allow_once")
+    h.client_raw(
+        msgspec.json.encode(
+            {
+                "jsonrpc": "2.0",
+                "id": ask["id"],
+                "result": {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}},
+            }
+        )
+    )
+    assert h.states("thread-1")[-1] == {"state": "running"}
+    answer = [m for m in h.to_codex if m.get("id") == 7 and "result" in m]
+    assert answer and answer[0]["result"]["decision"] == "accept"
+    h.validate()
+
+
+def test_a_tool_call_is_an_upsert_and_a_plan_a_plan_update() -> None:
+    h = V2()
+    h.new_session()
+    h.prompt("thread-1")
+    h.accept_turn()
+    h.codex_notify(
+        "item/started",
+        {
+            "threadId": "thread-1",
+            "turnId": "turn-1",
+            "item": {
+                "type": "commandExecution",
+                "id": "call-1",
+                "command": "ls",
+                "cwd": "/work",
+                "status": "inProgress",
+                "commandActions": [],
+            },
+        },
+    )
+    h.codex_notify(
+        "turn/plan/updated",
+        {
+            "threadId": "thread-1",
+            "turnId": "turn-1",
+            "plan": [{"step": "look", "status": "inProgress"}],
+        },
+    )
+    kinds = [u["sessionUpdate"] for u in h.updates("thread-1")]
+    assert "tool_call" not in kinds and "plan" not in kinds
+    assert "tool_call_update" in kinds and "plan_update" in kinds
+    h.validate()
+
+
+# -- resume ------------------------------------------------------------------------------------------
+
+
+def _resume(h: V2, replay: bool) -> int:
+    params: dict[str, Any] = {"sessionId": THREAD, "cwd": CWD}
+    if replay:
+        params["replayFrom"] = {"type": "start"}
+    rid = h.client_request("session/resume", params)
+    turn = [
+        {"type": "userMessage", "id": "u0", "content": [{"type": "text", "text": "old"}]},
+        {"type": "agentMessage", "id": "a0", "text": "old answer"},
+    ]
+    read = h.codex_request("thread/read")
+    h.codex_reply(read["id"], {"thread": stored_thread([turn])})
+    resume = h.codex_request("thread/resume")
+    h.codex_reply(resume["id"], resume_result())
+    return rid
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_resume_replays_only_when_asked_and_sends_the_state_before_its_answer(
+    replay: bool,
+) -> None:
+    h = V2()
+    rid = _resume(h, replay)
+    response = h.client_response(rid)
+    assert response is not None and "result" in response, response
+    answered_at = h.to_client.index(response)
+    before = [
+        m["params"]["update"]
+        for m in h.to_client[:answered_at]
+        if m.get("method") == "session/update"
+    ]
+    texts = [u["content"]["text"] for u in before if u["sessionUpdate"].endswith("_chunk")]
+    assert texts == (["old", "old answer"] if replay else [])
+    assert before[-1] == {"sessionUpdate": "state_update", "state": "idle"}
+    h.validate()
+
+
+def test_an_unknown_replay_cursor_is_invalid_params() -> None:
+    h = V2()
+    rid = h.client_request(
+        "session/resume",
+        {"sessionId": THREAD, "cwd": CWD, "replayFrom": {"type": "message", "id": "x"}},
+    )
+    assert h.client_response(rid)["error"]["code"] == -32602  # type: ignore[index]
+
+
+# -- methods v2 adds ------------------------------------------------------------------------------------
+
+
+def test_status_of_an_open_session_names_its_state_without_asking_codex() -> None:
+    h = V2()
+    h.new_session()
+    sent = len(h.to_codex)
+    rid = h.client_request("session/status", {"sessionId": "thread-1"})
+    assert h.client_response(rid)["result"] == {  # type: ignore[index]
+        "status": "open",
+        "state": {"state": "idle"},
+    }
+    assert len(h.to_codex) == sent
+    h.validate()
+
+
+def test_status_of_a_saved_session_asks_codex_and_an_unknown_one_is_not_found() -> None:
+    h = V2()
+    saved = h.client_request("session/status", {"sessionId": "thread-7"})
+    h.codex_reply(h.codex_request("thread/read")["id"], {"thread": {"id": "thread-7"}})
+    assert h.client_response(saved)["result"] == {"status": "saved"}  # type: ignore[index]
+    unknown = h.client_request("session/status", {"sessionId": "nope"})
+    h.codex_error(h.codex_request("thread/read")["id"], "thread not found: nope")
+    assert h.client_response(unknown)["error"]["code"] == -32002  # type: ignore[index]
+    h.validate()
+
+
+@pytest.mark.parametrize(
+    ("method", "codex_method", "params"),
+    [
+        ("session/set_title", "thread/name/set", {"title": "Renamed"}),
+        ("session/archive", "thread/archive", {}),
+        ("session/unarchive", "thread/unarchive", {}),
+        ("session/delete", "thread/delete", {}),
+    ],
+)
+def test_thread_management_requests_are_codexs_own(
+    method: str, codex_method: str, params: dict[str, Any]
+) -> None:
+    h = V2()
+    h.new_session()
+    rid = h.client_request(method, {"sessionId": "thread-1", **params})
+    request = h.codex_request(codex_method)
+    assert request["params"]["threadId"] == "thread-1"
+    if method == "session/set_title":
+        assert request["params"]["name"] == "Renamed"
+    h.codex_reply(request["id"], {})
+    expected = params if method == "session/set_title" else {}
+    assert h.client_response(rid)["result"] == expected  # type: ignore[index]
+    h.validate()
+
+
+@pytest.mark.parametrize("method", ["tool_call/cancel", "terminal/cancel"])
+def test_cancelling_one_tool_call_is_refused_with_the_reason(method: str) -> None:
+    h = V2()
+    h.new_session()
+    params = {"sessionId": "thread-1", "toolCallId": "c", "terminalId": "t"}
+    rid = h.client_request(method, params)
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32602 and "session/cancel" in error["message"]
+
+
+def test_providers_are_not_offered() -> None:
+    h = V2()
+    rid = h.client_request("providers/list", {})
+    assert h.client_response(rid)["error"]["code"] == -32601  # type: ignore[index]
+
+
+# -- sub-agents ------------------------------------------------------------------------------------
+
+
+def _child_states(t: Tree) -> list[dict[str, Any]]:
+    return [
+        {k: v for k, v in u.items() if k != "sessionUpdate"}
+        for u in t.updates("state_update", CHILD)
+    ]
+
+
+def test_a_v2_client_sees_sub_agents_without_declaring_them_with_state_on_both_streams() -> None:
+    t = Tree(version=2)
+    first_assignment(t, READ_ANSWERED[0])
+    assert t.announcements() == [(ROOT, CHILD)]
+    # The parent's association carries the state, and so does the child's own stream.
+    assert t.states(CHILD) == [RUNNING, ENDED]
+    assert _child_states(t) == [RUNNING, ENDED]
+    # The child is announced before its own first state_update.
+    assert t.first_mention(CHILD) < t.sent().index(
+        next(
+            m
+            for m in t.sent()
+            if m.get("params", {}).get("update", {}).get("sessionUpdate") == "state_update"
+            and m["params"]["sessionId"] == CHILD
+        )
+    )
+    t.check()
+
+
+def test_a_v2_child_is_cancelled_alone_and_confirmed_idle_cancelled_on_its_stream() -> None:
+    t = Tree(version=2)
+    t.spawn()
+    assert t.capabilities(CHILD) == {"cancel": {}}
+    t.cancel(CHILD)
+    assert t.interrupts() == [{"threadId": CHILD, "turnId": "turn-child"}]
+    t.status(CHILD)
+    t.turn_completed(CHILD, "turn-child", "interrupted")
+    assert _child_states(t)[-1] == {"state": "idle", "stopReason": "cancelled"}
+    # The parent's work goes on: no idle for it.
+    assert [u["state"] for u in t.updates("state_update", ROOT)] == ["running"]
+    t.check()
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("session/prompt", {"prompt": [{"type": "text", "text": "hi"}]}),
+        ("session/set_title", {"title": "mine"}),
+        ("session/archive", {}),
+        ("session/resume", {"cwd": "/work"}),
+    ],
+)
+def test_a_v2_client_cannot_change_a_child(method: str, params: dict[str, Any]) -> None:
+    t = Tree(version=2)
+    t.spawn()
+    rid = t.request(method, {"sessionId": CHILD, **params})
+    error = t.h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32602 and "subagent session" in error["message"]
+    t.check()
