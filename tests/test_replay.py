@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -205,3 +206,66 @@ def test_replay_command_refuses_a_broken_recording_without_a_partial_transcript(
     assert result.stdout == ""
     assert "broken.codex.jsonl:" in result.stderr and "truncated" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_v2_fixtures_show_the_v2_life_cycle() -> None:
+    """Guard the v2 recordings: answers at insertion, work states, children, replay order."""
+
+    def messages(name: str) -> list[dict[str, Any]]:
+        text = (FIXTURES / f"{name}.acp.jsonl").read_text()
+        return [msgspec.json.decode(line) for line in text.splitlines()]
+
+    def states(name: str) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (m["params"]["sessionId"], m["params"]["update"])
+            for m in messages(name)
+            if m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "state_update"
+        ]
+
+    def states_of(name: str, session: str) -> list[str]:
+        return [
+            u["state"] + ("/" + u["stopReason"] if u.get("stopReason") else "")
+            for s, u in states(name)
+            if s == session
+        ]
+
+    answer = messages("v2_streamed_answer")
+    assert [m["result"] for m in answer if "messageId" in m.get("result", {})] == [
+        {"messageId": "user-1"},
+        {"messageId": "user-2"},
+    ]
+    root = answer[1]["result"]["sessionId"]
+    assert states_of("v2_streamed_answer", root) == ["running", "idle/end_turn"] * 2
+    approval = messages("v2_approval")
+    root = approval[1]["result"]["sessionId"]
+    assert states_of("v2_approval", root) == [
+        "running",
+        "requires_action",
+        "running",
+        "idle/end_turn",
+    ]
+    cancelled = messages("v2_cancel_mid_stream")
+    root = cancelled[1]["result"]["sessionId"]
+    assert states_of("v2_cancel_mid_stream", root)[:2] == ["running", "idle/cancelled"]
+    children = {s for s, _ in states("v2_subagents")} - {
+        messages("v2_subagents")[1]["result"]["sessionId"]
+    }
+    assert len(children) == 3
+    for child in children:
+        assert states_of("v2_subagents", child) == ["running", "idle/end_turn"]
+    root = messages("v2_cancel_child")[1]["result"]["sessionId"]
+    [child] = {s for s, _ in states("v2_cancel_child")} - {root}
+    assert states_of("v2_cancel_child", child)[-1] == "idle/cancelled"
+    assert states_of("v2_cancel_child", root)[-1] == "idle/end_turn"
+    resumed = messages("v2_resume_replay")
+    answered = next(n for n, m in enumerate(resumed) if m.get("id") == 3)
+    before = resumed[answered - 1]["params"]["update"]
+    assert before == {"sessionUpdate": "state_update", "state": "idle"}
+    assert any(
+        m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "user_message_chunk"
+        for m in resumed[:answered]
+    ), "the resume replayed no history"
+    codes = [m["error"]["code"] for m in messages("v2_negotiation") if "error" in m]
+    assert codes == [-32022, -32602, -32601, -32600, -32602]

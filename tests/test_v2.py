@@ -508,3 +508,21 @@ def test_a_v2_client_cannot_change_a_child(method: str, params: dict[str, Any]) 
     error = t.h.client_response(rid)["error"]  # type: ignore[index]
     assert error["code"] == -32602 and "subagent session" in error["message"]
     t.check()
+
+
+def test_archived_sessions_are_listed_on_request_and_include_is_refused_with_the_reason() -> None:
+    h = V2()
+    rid = h.client_request("session/list", {"archived": "only"})
+    listed = h.codex_request("thread/list")
+    assert listed["params"]["archived"] is True
+    h.codex_reply(listed["id"], {"data": [stored_thread([])], "nextCursor": None})
+    [info] = h.client_response(rid)["result"]["sessions"]  # type: ignore[index]
+    assert info["sessionId"] == THREAD and info["archived"] is True
+    default = h.client_request("session/list", {})
+    assert "archived" not in h.codex_request("thread/list")["params"]
+    h.codex_reply(h.codex_request("thread/list")["id"], {"data": [], "nextCursor": None})
+    assert h.client_response(default)["result"] == {"sessions": []}  # type: ignore[index]
+    both = h.client_request("session/list", {"archived": "include"})
+    error = h.client_response(both)["error"]  # type: ignore[index]
+    assert error["code"] == -32602 and "include" in error["message"]
+    h.validate()

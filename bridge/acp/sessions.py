@@ -117,6 +117,8 @@ class ForkSessionParams(_Base):
 class ListSessionsParams(_Base):
     cwd: str | None = None
     cursor: str | None = None
+    #: Unstable: ``exclude`` (the default), ``include``, ``only``.
+    archived: str | None = None
 
 
 class CloseSessionParams(_Base):
@@ -154,6 +156,8 @@ class SessionInfo(_Base):
     title: str | None | UnsetType = UNSET
     #: ISO 8601, UTC.
     updatedAt: str | None | UnsetType = UNSET
+    #: Unstable: set on sessions listed with ``archived: "only"``.
+    archived: bool | UnsetType = UNSET
 
 
 class ListSessionsResult(_Base):

@@ -74,6 +74,8 @@ class ThreadListParams(_Base):
     #: ``created_at`` (Codex's default), ``updated_at``, ...
     sortKey: str | UnsetType = UNSET
     limit: int | UnsetType = UNSET
+    #: ``True``: archived threads only; left out, the others only.
+    archived: bool | UnsetType = UNSET
 
 
 class ThreadListResult(_Base):

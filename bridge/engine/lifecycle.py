@@ -242,14 +242,26 @@ class Lifecycle:
             raise RpcError.invalid_params(
                 f"session/list: cwd must be an absolute path, got {params.cwd!r}"
             )
+        archived = params.archived or "exclude"
+        if archived not in ("exclude", "only"):
+            # Codex lists archived threads or the others, one at a time: two lists cannot
+            # share one cursor.
+            raise RpcError.invalid_params(
+                f"session/list: archived {archived!r} is not supported (\"exclude\" or \"only\")",
+                {"archived": archived},
+            )
         request = threads.ThreadListParams(
             cursor=params.cursor if params.cursor is not None else UNSET,
             cwd=params.cwd if params.cwd is not None else UNSET,
             sortKey=LIST_SORT_KEY,
+            archived=True if archived == "only" else UNSET,
         )
 
         def listed(page: threads.ThreadListResult) -> None:
             sessions = [session_info(t) for t in page.data if is_root(t)]
+            if archived == "only":
+                for info in sessions:
+                    info.archived = True
             hub.answer_client(
                 rid,
                 acp_sessions.ListSessionsResult(
