@@ -526,3 +526,38 @@ def test_archived_sessions_are_listed_on_request_and_include_is_refused_with_the
     error = h.client_response(both)["error"]  # type: ignore[index]
     assert error["code"] == -32602 and "include" in error["message"]
     h.validate()
+
+
+def test_a_turn_codex_starts_without_a_prompt_is_work_too() -> None:
+    """A goal's turn, or another client's on a shared thread: running, then idle."""
+    h = V2()
+    h.new_session()
+    h.codex_notify(
+        "turn/started",
+        {"threadId": "thread-1", "turn": {"id": "goal-1", "status": "inProgress", "items": []}},
+    )
+    assert h.states("thread-1") == [{"state": "running"}]
+    h.complete_turn("thread-1", "goal-1")
+    assert h.states("thread-1") == [
+        {"state": "running"},
+        {"state": "idle", "stopReason": "end_turn"},
+    ]
+    h.validate()
+
+
+def test_a_prompts_turn_reported_before_codex_answers_turn_start_ends_once() -> None:
+    h = V2()
+    h.new_session()
+    rid = h.prompt("thread-1")
+    h.codex_notify(
+        "turn/started",
+        {"threadId": "thread-1", "turn": {"id": "turn-1", "status": "inProgress", "items": []}},
+    )
+    h.accept_turn("turn-1")
+    h.complete_turn("thread-1", "turn-1")
+    assert h.client_response(rid)["result"] == {"messageId": "user-1"}  # type: ignore[index]
+    assert h.states("thread-1") == [
+        {"state": "running"},
+        {"state": "idle", "stopReason": "end_turn"},
+    ]
+    h.validate()

@@ -250,6 +250,8 @@ class Engine:
         def turn_started(note: codex_types.TurnNotification) -> None:
             prompts.turn_started(note)
             subagents.turn_started(note)
+            if self.hub.face is not None:
+                self.hub.face.turn_started(note.threadId, note.turn.id)
 
         def turn_completed(note: codex_types.TurnNotification) -> None:
             # The prompt settles first (a close waiting on it finishes), then what
@@ -258,6 +260,9 @@ class Engine:
             prompts.turn_completed(note)
             approvals.turn_completed(note)
             subagents.turn_completed(note)
+            if self.hub.face is not None:
+                error = note.turn.error.message if note.turn.error else None
+                self.hub.face.turn_completed(note.threadId, note.turn.id, note.turn.status, error)
 
         return {
             "item/agentMessage/delta": prompts.agent_message_delta,
@@ -558,7 +563,9 @@ class Engine:
         )
         self.auth.advertise(result)
         hub.face = None  # this answer is already in v2's shape
-        hub.answer_client(rid, face.initialize_result(info, result.authMethods))
+        v2_result = face.initialize_result(info, result.authMethods)
+        v2_result.meta = dict(acp_steering.SUPPORTED)
+        hub.answer_client(rid, v2_result)
         hub.face = face
 
     def _prompt_inserted(self, rid: RequestId) -> None:

@@ -61,6 +61,7 @@ from ..acp import v2
 from ..codex import threads as codex_threads
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
+from . import workstate
 from .effects import ToClient
 from .hub import Hub, OnError, decode_params
 from .outbox import update_effect
@@ -72,6 +73,9 @@ V1_ONLY = frozenset({"session/load", "session/set_mode", "authenticate"})
 
 #: Sent by v2 clients and handled here, each with the method of the engine's that does it.
 RENAMED = {"auth/login": "authenticate"}
+
+#: Requests for the client that wait on the user: the session ``requires_action`` meanwhile.
+ASKS_USER = frozenset({"session/request_permission", "elicitation/create"})
 
 #: Requests that would change a sub-agent's session (the RFD: a client may only cancel one).
 RESTRICTED = frozenset(
@@ -105,6 +109,8 @@ class _Session:
     asking: set[RequestId] = field(default_factory=set)
     #: Inserted prompts whose work has not ended.
     working: int = 0
+    #: A turn Codex started with no prompt of this client's (see ``turn_started``).
+    turn: str | None = None
 
 
 class V2Face:
@@ -286,8 +292,42 @@ class V2Face:
         )
         session = self._session(prompt.session_id)
         session.working += 1
+        session.turn = None  # a turn Codex reported first is this prompt's
         self._set_state(
             prompt.session_id, session, "requires_action" if session.asking else "running"
+        )
+
+    def turn_started(self, thread_id: str, turn_id: str) -> None:
+        """Codex started a turn: one no prompt of this client's started (a goal's, or
+        another client's on a shared thread) is work too, and ``running``."""
+        record = self.hub.threads.session(thread_id)
+        if record is None or record.is_child:
+            return  # a child's state is the engine's report (see update)
+        session = self._session(thread_id)
+        if session.working or session.turn is not None:
+            return
+        session.turn = turn_id
+        self._set_state(thread_id, session, "running")
+
+    def turn_completed(self, thread_id: str, turn_id: str, status: str, error: str | None) -> None:
+        """The end of such a turn: ``idle`` with its stop reason."""
+        session = self._sessions.get(thread_id)
+        if session is None or session.turn != turn_id:
+            return
+        session.turn = None
+        if session.working:
+            return
+        session.state = "idle"
+        state = workstate.turn_outcome(status, error)
+        self._emit(
+            thread_id,
+            v2.StateUpdate(
+                state="idle",
+                stopReason=state.stopReason if state.stopReason is not None else "error",
+                error=v2.Error(code=ErrorCode.INTERNAL_ERROR, message=error or f"turn {status}")
+                if state.stopReason is None
+                else UNSET,
+            ),
         )
 
     # -- what goes out -------------------------------------------------------------------------
@@ -369,11 +409,11 @@ class V2Face:
         """A request for the client, in v2 form; while the client holds a permission
         request, its session ``requires_action``. Returns the params, the callbacks to
         wait with, and what to call with the request's id once it is sent."""
-        if method != "session/request_permission" or not isinstance(
-            params, acp_permissions.RequestPermissionRequest
-        ):
+        session_id = getattr(params, "sessionId", None)
+        if method not in ASKS_USER or not isinstance(session_id, str):
             return params, on_result, on_error, _nothing
-        session_id = params.sessionId
+        if isinstance(params, acp_permissions.RequestPermissionRequest):
+            params = _permission(params)
         record = self.hub.threads.session(session_id)
         root = record is not None and record.parent_id is None
         rid_box: list[RequestId] = []
@@ -400,7 +440,7 @@ class V2Face:
             if root and session.state == "running":
                 self._set_state(session_id, session, "requires_action")
 
-        return _permission(params), answered, refused, sent
+        return params, answered, refused, sent
 
     def update(self, session_id: str, update: Any) -> None:
         """Send the v2 form of one engine update (some become two, some none)."""

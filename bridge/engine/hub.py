@@ -128,6 +128,12 @@ class Face(Protocol):
 
     def inserted(self, rid: RequestId) -> None: ...
 
+    def turn_started(self, thread_id: str, turn_id: str) -> None: ...
+
+    def turn_completed(
+        self, thread_id: str, turn_id: str, status: str, error: str | None
+    ) -> None: ...
+
 
 class Hub:
     """The engine's shared state and output (see the module docstring).

@@ -247,7 +247,7 @@ class Lifecycle:
             # Codex lists archived threads or the others, one at a time: two lists cannot
             # share one cursor.
             raise RpcError.invalid_params(
-                f"session/list: archived {archived!r} is not supported (\"exclude\" or \"only\")",
+                f'session/list: archived {archived!r} is not supported ("exclude" or "only")',
                 {"archived": archived},
             )
         request = threads.ThreadListParams(
