@@ -224,3 +224,43 @@ async def test_v2_cancelling_a_child_stops_it_alone(
             assert ended[0]["stopReason"] == "end_turn"  # the parent's work was not cancelled
             assert len(client.text_of(child).split()) < 3000
             assert_valid_acp(client, unstable=True, version=2)
+
+
+async def test_v2_a_running_command_is_cancelled_alone(
+    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+) -> None:
+    script = '@@ call exec_command {"cmd": "sleep 40; touch late.txt"}\n@@ then\n@@ say carried on'
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize_v2()
+            session = await client.new_session(str(workspace))
+            started = trio.current_time()
+            async with trio.open_nursery() as nursery:
+                ended: list[dict[str, Any]] = []
+
+                async def run() -> None:
+                    ended.append((await client.prompt_v2(session, script))[1])
+
+                nursery.start_soon(run)
+                offered = await client.wait_for(
+                    lambda m: (
+                        m.get("method") == "session/update"
+                        and m["params"]["update"].get("capabilities") == {"cancel": {}}
+                    )
+                )
+                call = offered["params"]["update"]["toolCallId"]
+                await client.request("tool_call/cancel", {"sessionId": session, "toolCallId": call})
+            assert ended[0]["stopReason"] == "end_turn"  # the turn went on without it
+            assert trio.current_time() - started < 30, "the command was not stopped"
+            final = [
+                p["update"]
+                for p in client.updates
+                if p["update"]["sessionUpdate"] == "tool_call_update"
+                and p["update"]["toolCallId"] == call
+                and p["update"].get("status") in ("completed", "failed", "cancelled")
+            ]
+            assert final[-1]["status"] == "cancelled"
+            assert final[-1]["capabilities"] is None
+            assert client.text_of(session).endswith("carried on")
+            assert not (workspace / "late.txt").exists()
+            assert_valid_acp(client, unstable=True, version=2)

@@ -267,5 +267,12 @@ def test_v2_fixtures_show_the_v2_life_cycle() -> None:
         and m["params"]["update"]["sessionUpdate"] == "user_message_chunk"
         for m in resumed[:answered]
     ), "the resume replayed no history"
+    statuses = [
+        m["params"]["update"].get("status")
+        for m in messages("v2_cancel_command")
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "tool_call_update"
+    ]
+    assert "cancelled" in statuses, "tool_call/cancel did not end the command cancelled"
     codes = [m["error"]["code"] for m in messages("v2_negotiation") if "error" in m]
     assert codes == [-32022, -32602, -32601, -32600, -32602]

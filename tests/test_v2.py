@@ -399,9 +399,16 @@ def test_status_of_an_open_session_names_its_state_without_asking_codex() -> Non
 
 def test_status_of_a_saved_session_asks_codex_and_an_unknown_one_is_not_found() -> None:
     h = V2()
-    saved = h.client_request("session/status", {"sessionId": "thread-7"})
-    h.codex_reply(h.codex_request("thread/read")["id"], {"thread": {"id": "thread-7"}})
+    saved = h.client_request("session/status", {"sessionId": THREAD})
+    h.codex_reply(h.codex_request("thread/read")["id"], {"thread": stored_thread([])})
     assert h.client_response(saved)["result"] == {"status": "saved"}  # type: ignore[index]
+    # Open on another connection to the same Codex (a daemon's): in memory, so open.
+    elsewhere = h.client_request("session/status", {"sessionId": THREAD})
+    h.codex_reply(
+        h.codex_request("thread/read")["id"],
+        {"thread": stored_thread([], status={"type": "idle"})},
+    )
+    assert h.client_response(elsewhere)["result"] == {"status": "open"}  # type: ignore[index]
     unknown = h.client_request("session/status", {"sessionId": "nope"})
     h.codex_error(h.codex_request("thread/read")["id"], "thread not found: nope")
     assert h.client_response(unknown)["error"]["code"] == -32002  # type: ignore[index]
@@ -560,4 +567,88 @@ def test_a_prompts_turn_reported_before_codex_answers_turn_start_ends_once() -> 
         {"state": "running"},
         {"state": "idle", "stopReason": "end_turn"},
     ]
+    h.validate()
+
+
+def _command_started(h: V2, call: str = "call-1", command: str = "sleep 30") -> None:
+    h.codex_notify(
+        "item/started",
+        {
+            "threadId": "thread-1",
+            "turnId": "turn-1",
+            "item": {
+                "type": "commandExecution",
+                "id": call,
+                "command": command,
+                "cwd": "/work",
+                "status": "inProgress",
+                "commandActions": [{"type": "unknown", "command": command}],
+                "processId": "4242",
+            },
+        },
+    )
+
+
+def _tool_updates(h: V2, call: str = "call-1") -> list[dict[str, Any]]:
+    return [
+        u
+        for u in h.updates("thread-1")
+        if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == call
+    ]
+
+
+def test_a_running_command_can_be_cancelled_alone_and_ends_cancelled() -> None:
+    h = V2()
+    h.new_session()
+    h.prompt("thread-1")
+    h.accept_turn()
+    _command_started(h)
+    assert _tool_updates(h)[0]["capabilities"] == {"cancel": {}}
+    rid = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
+    listed = h.codex_request("thread/backgroundTerminals/list")
+    assert listed["params"] == {"threadId": "thread-1"}
+    h.codex_reply(
+        listed["id"],
+        {"data": [{"itemId": "call-1", "processId": "4242", "command": "sleep 30"}]},
+    )
+    terminate = h.codex_request("thread/backgroundTerminals/terminate")
+    assert terminate["params"] == {"threadId": "thread-1", "processId": "4242"}
+    assert h.client_response(rid) is None  # accepted once Codex took it
+    h.codex_reply(terminate["id"], {"terminated": True})
+    assert h.client_response(rid)["result"] == {}  # type: ignore[index]
+    h.codex_notify(
+        "item/completed",
+        {
+            "threadId": "thread-1",
+            "turnId": "turn-1",
+            "item": {
+                "type": "commandExecution",
+                "id": "call-1",
+                "command": "sleep 30",
+                "cwd": "/work",
+                "status": "failed",
+                "exitCode": -1,
+                "commandActions": [{"type": "unknown", "command": "sleep 30"}],
+            },
+        },
+    )
+    last = _tool_updates(h)[-1]
+    assert last["status"] == "cancelled" and last["capabilities"] is None
+    # The turn goes on: cancelling one tool call changes no work state.
+    assert h.states("thread-1") == [{"state": "running"}]
+    again = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
+    assert h.client_response(again)["error"]["code"] == -32602  # type: ignore[index]
+    h.validate()
+
+
+def test_a_command_that_finished_first_keeps_its_own_status() -> None:
+    h = V2()
+    h.new_session()
+    h.prompt("thread-1")
+    h.accept_turn()
+    _command_started(h, command="true")
+    rid = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
+    h.codex_reply(h.codex_request("thread/backgroundTerminals/list")["id"], {"data": []})
+    assert h.client_response(rid)["result"] == {}  # type: ignore[index]
+    assert "thread/backgroundTerminals/terminate" not in [m.get("method") for m in h.to_codex]
     h.validate()

@@ -135,6 +135,27 @@ class Diff(_Base, tag="diff", tag_field="type"):
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
+class ToolCallCapabilities(_Base):
+    """``cancel: {}`` while ``tool_call/cancel`` can stop the call; ``None`` once it cannot."""
+
+    cancel: dict[str, Any] | None = None
+
+
+class ToolCallUpdate(_Base, tag="tool_call_update", tag_field="sessionUpdate"):
+    """v2's tool call upsert: v1's fields, plus ``capabilities`` and the ``cancelled`` status."""
+
+    toolCallId: str
+    title: str | UnsetType = UNSET
+    kind: str | UnsetType = UNSET
+    status: str | UnsetType = UNSET
+    content: list[Any] | UnsetType = UNSET
+    locations: list[Any] | UnsetType = UNSET
+    rawInput: Any = UNSET
+    rawOutput: Any = UNSET
+    capabilities: ToolCallCapabilities | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
 class PlanItems(_Base, tag="items", tag_field="type"):
     planId: str
     entries: list[Any]

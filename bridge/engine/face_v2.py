@@ -82,6 +82,10 @@ RESTRICTED = frozenset(
     {"session/set_title", "session/archive", "session/unarchive", "session/delete"}
 )
 
+#: Codex's experimental methods for a thread's running commands (``exec_command`` sessions).
+LIST_TERMINALS = "thread/backgroundTerminals/list"
+TERMINATE = "thread/backgroundTerminals/terminate"
+
 #: The Codex method each v2 thread-management request is.
 THREAD_METHODS = {
     "session/archive": "thread/archive",
@@ -126,6 +130,10 @@ class V2Face:
         self._resuming: dict[RequestId, str] = {}
         self._sessions: dict[str, _Session] = {}
         self._messages = 0
+        #: session → its tool calls that advertise ``cancel`` now (running commands).
+        self._cancellable: dict[str, set[str]] = {}
+        #: (session, tool call) the client cancelled: a failure then is ``cancelled``.
+        self._cancelled_calls: set[tuple[str, str]] = set()
 
     # -- initialize -------------------------------------------------------------------------
 
@@ -206,8 +214,11 @@ class V2Face:
             hub.answer_client(rid, v2.SessionStatusResult(status="open", state=state))
             return
 
-        def read(_result: Any) -> None:
-            hub.answer_client(rid, v2.SessionStatusResult(status="saved"))
+        def read(result: codex_threads.ThreadReadResult) -> None:
+            # Codex holds a thread another connection opened (a daemon's shared Codex): it
+            # is in memory, for any connection, though not open on this one.
+            loaded = (result.thread.status or {}).get("type", "notLoaded") != "notLoaded"
+            hub.answer_client(rid, v2.SessionStatusResult(status="open" if loaded else "saved"))
 
         def unknown(error: ErrorObject) -> None:
             hub.refuse_client(
@@ -221,7 +232,7 @@ class V2Face:
         hub.codex_request(
             "thread/read",
             codex_threads.ThreadReadParams(threadId=params.sessionId),
-            None,
+            codex_threads.ThreadReadResult,
             read,
             unknown,
         )
@@ -248,12 +259,38 @@ class V2Face:
             hub.pass_error_to(rid),
         )
 
-    def _cancel_tool_call(self, _rid: RequestId, raw: Raw) -> None:
+    def _cancel_tool_call(self, rid: RequestId, raw: Raw) -> None:
+        """Stop one running command: Codex lists it among the thread's terminals (its
+        ``itemId`` is the tool call's id) and terminates its process. The answer says the
+        cancel was accepted; the call's final status (``cancelled``, or ``completed`` /
+        ``failed`` if it finished first) confirms it."""
         params = decode_params(raw, v2.ToolCallCancelParams, "tool_call/cancel")
-        raise RpcError.invalid_params(
-            f"tool_call/cancel: tool call {params.toolCallId} does not advertise cancel "
-            "(Codex stops a whole turn, not one tool call: use session/cancel)",
-            {"toolCallId": params.toolCallId},
+        session_id, call_id = params.sessionId, params.toolCallId
+        if call_id not in self._cancellable.get(session_id, ()):
+            raise RpcError.invalid_params(
+                f"tool_call/cancel: tool call {call_id} does not advertise cancel (unknown, "
+                "already final, or no command: Codex stops a command, or a whole turn with "
+                "session/cancel)",
+                {"toolCallId": call_id},
+            )
+        hub = self.hub
+        self._cancelled_calls.add((session_id, call_id))
+
+        def listed(result: Any) -> None:
+            found = [t for t in _terminals(result) if t.get("itemId") == call_id]
+            if not found:
+                hub.answer_client(rid, v2.Empty())  # finished first: its status says how
+                return
+            hub.codex_request(
+                TERMINATE,
+                {"threadId": session_id, "processId": found[0].get("processId")},
+                None,
+                lambda _result: hub.answer_client(rid, v2.Empty()),
+                hub.pass_error_to(rid),
+            )
+
+        hub.codex_request(
+            LIST_TERMINALS, {"threadId": session_id}, None, listed, hub.pass_error_to(rid)
         )
 
     def _cancel_terminal(self, _rid: RequestId, raw: Raw) -> None:
@@ -448,6 +485,9 @@ class V2Face:
         if kind in _SAME:
             self.hub.emit(update_effect(session_id, update))
             return
+        if kind is acp_tools.ToolCall or kind is acp_tools.ToolCallUpdate:
+            self.hub.emit(update_effect(session_id, self._tool_update(session_id, update)))
+            return
         render = _RENDER.get(kind)
         if render is not None:
             rendered = render(update)
@@ -464,6 +504,47 @@ class V2Face:
                 self._emit(update.sessionId, _state_update(state))
             return
         self.hub.emit(update_effect(session_id, update))
+
+    def _tool_update(self, session_id: str, update: Any) -> msgspec.Struct:
+        """A tool call's v2 upsert. A command running on a session the client may act on
+        advertises ``cancel`` until its final status."""
+        call_id = update.toolCallId
+        status = update.status
+        cancellable = self._cancellable.get(session_id)
+        capabilities: Any = UNSET
+        if (
+            type(update) is acp_tools.ToolCall
+            and _is_command(update)
+            and status in ("pending", "in_progress")
+            and not self._is_child(session_id)
+        ):
+            self._cancellable.setdefault(session_id, set()).add(call_id)
+            capabilities = v2.ToolCallCapabilities(cancel={})
+        elif status in ("completed", "failed") and cancellable and call_id in cancellable:
+            cancellable.discard(call_id)
+            capabilities = None
+            if status == "failed" and (session_id, call_id) in self._cancelled_calls:
+                status = "cancelled"
+        if status in ("completed", "failed", "cancelled"):
+            self._cancelled_calls.discard((session_id, call_id))
+        if type(update) is acp_tools.ToolCallUpdate and capabilities is UNSET:
+            return _tool_call_update(update)
+        return v2.ToolCallUpdate(
+            toolCallId=call_id,
+            title=update.title,
+            kind=update.kind,
+            status=status,
+            content=_content(update.content),
+            locations=update.locations,
+            rawInput=update.rawInput,
+            rawOutput=update.rawOutput,
+            capabilities=capabilities,
+            meta=update.meta,
+        )
+
+    def _is_child(self, session_id: str) -> bool:
+        record = self.hub.threads.session(session_id)
+        return record is not None and record.is_child
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -580,18 +661,17 @@ def _diff(diff: acp_tools.Diff) -> v2.Diff:
     )
 
 
-def _tool_call(update: acp_tools.ToolCall) -> acp_tools.ToolCallUpdate:
-    return acp_tools.ToolCallUpdate(
-        toolCallId=update.toolCallId,
-        title=update.title,
-        kind=update.kind,
-        status=update.status,
-        content=_content(update.content),
-        locations=update.locations,
-        rawInput=update.rawInput,
-        rawOutput=update.rawOutput,
-        meta=update.meta,
-    )
+def _is_command(update: acp_tools.ToolCall) -> bool:
+    """A tool call of a Codex command (``commandExecution``): its raw input says so."""
+    raw = update.rawInput
+    return isinstance(raw, dict) and "commandActions" in raw
+
+
+def _terminals(result: Any) -> list[dict[str, Any]]:
+    """The entries of ``thread/backgroundTerminals/list``'s answer (raw: it is experimental)."""
+    decoded = msgspec.json.decode(result) if isinstance(result, bytes | Raw) else result
+    data = decoded.get("data") if isinstance(decoded, dict) else None
+    return [t for t in data if isinstance(t, dict)] if isinstance(data, list) else []
 
 
 def _tool_call_update(update: acp_tools.ToolCallUpdate) -> acp_tools.ToolCallUpdate:
@@ -676,8 +756,6 @@ _SAME: frozenset[type] = frozenset(
 
 #: Updates v2 shapes differently; ``None`` from one means v2 has no such update.
 _RENDER: dict[type, Callable[[Any], msgspec.Struct | None]] = {
-    acp_tools.ToolCall: _tool_call,
-    acp_tools.ToolCallUpdate: _tool_call_update,
     acp_tools.Plan: _plan,
     acp_commands.AvailableCommandsUpdate: _commands,
     acp_settings.ConfigOptionUpdate: _config,

@@ -45,6 +45,19 @@ async def v2_cancel_mid_stream(client: AcpClient, workspace: str) -> None:
     await client.prompt_v2(session, "@@ say again")
 
 
+async def v2_cancel_command(client: AcpClient, workspace: str) -> None:
+    session = await open_v2_session(client, workspace)
+    script = '@@ call exec_command {"cmd": "sleep 40; echo late"}\n@@ then\n@@ say carried on'
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client.prompt_v2, session, script)
+        offered = await client.wait_for(
+            lambda m: m.get("method") == "session/update"
+            and m["params"]["update"].get("capabilities") == {"cancel": {}}
+        )
+        call = offered["params"]["update"]["toolCallId"]
+        await client.request("tool_call/cancel", {"sessionId": session, "toolCallId": call})
+
+
 async def v2_subagents(client: AcpClient, workspace: str) -> None:
     session = await open_v2_session(client, workspace)
     await client.prompt_v2(session, SPAWN_THREE)
@@ -107,6 +120,11 @@ SCENARIOS = [
         "v2_cancel_mid_stream",
         "ACP v2: session/cancel mid-stream ends the work idle cancelled; the session goes on",
         v2_cancel_mid_stream,
+    ),
+    Scenario(
+        "v2_cancel_command",
+        "ACP v2: tool_call/cancel stops one running command; the turn carries on to end_turn",
+        v2_cancel_command,
     ),
     Scenario(
         "v2_subagents",
