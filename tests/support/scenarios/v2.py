@@ -51,8 +51,10 @@ async def v2_cancel_command(client: AcpClient, workspace: str) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(client.prompt_v2, session, script)
         offered = await client.wait_for(
-            lambda m: m.get("method") == "session/update"
-            and m["params"]["update"].get("capabilities") == {"cancel": {}}
+            lambda m: (
+                m.get("method") == "session/update"
+                and m["params"]["update"].get("capabilities") == {"cancel": {}}
+            )
         )
         call = offered["params"]["update"]["toolCallId"]
         await client.request("tool_call/cancel", {"sessionId": session, "toolCallId": call})
