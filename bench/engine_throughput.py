@@ -51,13 +51,18 @@ def answer(engine: Engine, effects: Sequence[Effect], method: str, result: Any) 
     return engine.receive_codex(msgspec.json.encode({"id": rid, "result": result}))
 
 
-def ready_engine(thread_id: str) -> Engine:
+def ready_engine(thread_id: str, acp: int = 1) -> Engine:
     """An engine with Codex's handshake done, the catalog in, and a session open on
-    ``thread_id`` (see the module docstring for the steps)."""
+    ``thread_id`` (see the module docstring for the steps), for a client of ACP ``acp``."""
     engine = Engine()
     effects = engine.start()
     effects = answer(engine, effects, "initialize", {"userAgent": "bench/0"})
     effects = answer(engine, effects, "model/list", CATALOG)
+    if acp == 2:
+        init = {"protocolVersion": 2, "info": {"name": "bench", "version": "0"}}
+        engine.receive_client(
+            msgspec.json.encode({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        )
     session_new = {"cwd": CWD, "mcpServers": []}
     effects = engine.receive_client(
         msgspec.json.encode(
@@ -77,6 +82,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--acp", type=int, choices=(1, 2), default=1, help="the client's ACP version (2: v2 face)"
+    )
     args = parser.parse_args()
 
     thread = "019a22ac-5a31-7381-9962-40c0acf3de69"
@@ -95,7 +103,7 @@ def main() -> None:
         for i in range(args.messages)
     ]
     # Every delta must come out as exactly one update, or the rate measures nothing.
-    sample_effects = ready_engine(thread).receive_codex(messages[0])
+    sample_effects = ready_engine(thread, args.acp).receive_codex(messages[0])
     assert len(sample_effects) == 1 and isinstance(sample_effects[0], ToClient), sample_effects
     sample = sample_effects[0].data.decode()
     assert '"agent_message_chunk"' in sample, sample
@@ -103,7 +111,7 @@ def main() -> None:
     rates: list[float] = []
     out_bytes = 0
     for _ in range(args.rounds):
-        engine = ready_engine(thread)
+        engine = ready_engine(thread, args.acp)
         receive = engine.receive_codex
         start = time.perf_counter()
         for data in messages:
@@ -113,7 +121,7 @@ def main() -> None:
         rates.append(len(messages) / elapsed)
     best = max(rates)
     print(
-        f"engine: {best:,.0f} deltas/s (best of {args.rounds} rounds of {args.messages:,}; "
+        f"engine (ACP v{args.acp}): {best:,.0f} deltas/s (best of {args.rounds} rounds of {args.messages:,}; "
         f"rounds {min(rates):,.0f}..{best:,.0f}; {1e6 / best:.2f} µs/delta; "
         f"target >= 400,000/s)"
     )

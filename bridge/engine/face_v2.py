@@ -120,6 +120,9 @@ class _Session:
 class V2Face:
     """The v2 rendering of one client connection (see the module docstring)."""
 
+    #: Sent as they are: the hub does not call :meth:`update` for them.
+    unchanged: frozenset[type] = frozenset()
+
     def __init__(self, hub: Hub, *, fork: bool) -> None:
         self.hub = hub
         self.fork = fork
@@ -753,6 +756,8 @@ _SAME: frozenset[type] = frozenset(
         acp_subagents.SessionMessage,
     }
 )
+
+V2Face.unchanged = _SAME
 
 #: Updates v2 shapes differently; ``None`` from one means v2 has no such update.
 _RENDER: dict[type, Callable[[Any], msgspec.Struct | None]] = {

@@ -114,6 +114,9 @@ def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
 class Face(Protocol):
     """How the client is spoken to when that is not v1 (:class:`bridge.engine.face_v2.V2Face`)."""
 
+    #: Update types sent as they are (the hub skips the face for them: streamed chunks).
+    unchanged: frozenset[type]
+
     def update(self, session_id: str, update: Any) -> None: ...
 
     def result(self, rid: RequestId, result: Any) -> Any: ...
@@ -251,8 +254,9 @@ class Hub:
         """
         if session_id not in self._shown_ids:
             return
-        if self.face is not None:
-            self.face.update(session_id, update)
+        face = self.face
+        if face is not None and type(update) not in face.unchanged:
+            face.update(session_id, update)
             return
         self._out.append(update_effect(session_id, update))
 
