@@ -71,6 +71,17 @@ log = logging.getLogger(__name__)
 #: v1 methods v2 removed: a v2 client calling one gets -32601.
 V1_ONLY = frozenset({"session/load", "session/set_mode", "authenticate"})
 
+#: v2 methods Codex cannot do, and why (-32601 with the reason; none is advertised).
+NOT_OFFERED = {
+    "providers/list": "Codex's model providers live in its config.toml, which the bridge "
+    "never writes",
+    "providers/set": "Codex's model providers live in its config.toml, which the bridge "
+    "never writes",
+    "providers/disable": "Codex's model providers live in its config.toml, which the bridge "
+    "never writes",
+    "auth/status": "not advertised (the auth.status capability is not offered)",
+}
+
 #: Sent by v2 clients and handled here, each with the method of the engine's that does it.
 RENAMED = {"auth/login": "authenticate"}
 
@@ -171,6 +182,10 @@ class V2Face:
         if method in V1_ONLY:
             raise RpcError(
                 ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method} (not in ACP v2)"
+            )
+        if method in NOT_OFFERED:
+            raise RpcError(
+                ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}: {NOT_OFFERED[method]}"
             )
         if method == "session/prompt":
             params = decode_params(raw, v2.PromptParams, method)
