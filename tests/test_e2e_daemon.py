@@ -331,3 +331,55 @@ async def test_status_watch_redraws_when_a_thread_changes(
             finally:
                 watch.kill()
                 await watch.wait()
+
+
+async def test_a_v2_editor_picks_up_work_a_killed_v2_editor_left_waiting(
+    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """ACP v2 through the daemon: the session is open (Codex holds it), a resume with replay
+    says the work is still going, the question is asked again, and answering it ends it."""
+    log = tmp_path / "bridge.log"
+    held = Answers(permission="allow_once", hold=True)
+    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+            async with open_agent(
+                serve_argv(runtime), env=bridge_env, stderr=out.fileno(), on_request=held
+            ) as (first, first_process):
+                await first.initialize_v2()
+                session = await first.new_session(str(workspace))
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(first.prompt_v2, session, ESCALATED)
+                    await held.asked.wait()
+                    first_process.kill()
+                    nursery.cancel_scope.cancel()
+            answers = Answers(permission="allow_once")
+            async with open_agent(
+                serve_argv(runtime), env=bridge_env, stderr=out.fileno(), on_request=answers
+            ) as (second, _):
+                await second.initialize_v2()
+                status = await second.request("session/status", {"sessionId": session})
+                assert status == {"status": "open"}
+                await second.request(
+                    "session/resume",
+                    {"sessionId": session, "cwd": str(workspace), "replayFrom": {"type": "start"}},
+                )
+                resumed = next(
+                    m["params"]["update"]["state"]
+                    for m in second.received
+                    if m.get("method") == "session/update"
+                    and m["params"]["update"]["sessionUpdate"] == "state_update"
+                )
+                assert resumed in ("running", "requires_action")
+                await second.wait_for(lambda _m: bool(answers.requests))
+                [(method, params)] = answers.requests
+                assert method == "session/request_permission" and params["sessionId"] == session
+                assert params["subject"]["type"] == "tool_call"
+                ended = await second.wait_for(
+                    lambda m: (
+                        m.get("method") == "session/update"
+                        and m["params"]["update"].get("state") == "idle"
+                    )
+                )
+                assert ended["params"]["update"]["stopReason"] == "end_turn"
+                assert (workspace / "approved.txt").exists()
+    assert_valid_acp(second, unstable=True, version=2)

@@ -654,3 +654,18 @@ def test_a_command_that_finished_first_keeps_its_own_status() -> None:
     assert h.client_response(rid)["result"] == {}  # type: ignore[index]
     assert "thread/backgroundTerminals/terminate" not in [m.get("method") for m in h.to_codex]
     h.validate()
+
+
+def test_resuming_a_thread_codex_still_works_on_reports_that_work_and_its_end() -> None:
+    """A shared Codex (the daemon's): another client left a turn waiting on the user."""
+    h = V2()
+    rid = h.client_request("session/resume", {"sessionId": THREAD, "cwd": CWD})
+    h.codex_reply(h.codex_request("thread/read")["id"], {"thread": stored_thread([])})
+    waiting = resume_result()
+    waiting["thread"]["status"] = {"type": "active", "activeFlags": ["waitingOnApproval"]}
+    h.codex_reply(h.codex_request("thread/resume")["id"], waiting)
+    assert "result" in h.client_response(rid)  # type: ignore[operator]
+    assert h.states(THREAD) == [{"state": "requires_action"}]
+    h.complete_turn(THREAD, "turn-left-running")
+    assert h.states(THREAD)[-1] == {"state": "idle", "stopReason": "end_turn"}
+    h.validate()

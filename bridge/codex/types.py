@@ -129,6 +129,8 @@ class Thread(_Base):
     agentRole: str | None = None
     name: str | None = None
     preview: str | UnsetType = UNSET
+    #: ``{type: notLoaded | idle | active | systemError, activeFlags?}``.
+    status: dict[str, Any] | None = None
 
 
 class ThreadStartResult(_Base):

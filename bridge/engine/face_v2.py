@@ -93,6 +93,9 @@ RESTRICTED = frozenset(
     {"session/set_title", "session/archive", "session/unarchive", "session/delete"}
 )
 
+#: The turn of a resumed thread Codex reported active: its id is not known here.
+ANY_TURN = "*"
+
 #: Codex's experimental methods for a thread's running commands (``exec_command`` sessions).
 LIST_TERMINALS = "thread/backgroundTerminals/list"
 TERMINATE = "thread/backgroundTerminals/terminate"
@@ -367,7 +370,7 @@ class V2Face:
     def turn_completed(self, thread_id: str, turn_id: str, status: str, error: str | None) -> None:
         """The end of such a turn: ``idle`` with its stop reason."""
         session = self._sessions.get(thread_id)
-        if session is None or session.turn != turn_id:
+        if session is None or session.turn not in (turn_id, ANY_TURN):
             return
         session.turn = None
         if session.working:
@@ -415,14 +418,24 @@ class V2Face:
         session_id = self._resuming.pop(rid, None)
         if session_id is not None:
             # Current state after any replay, before the answer (v2's resume rule).
-            record = self.hub.threads.session(session_id)
-            session = self._session(session_id)
-            working = record is not None and record.turn is not None
-            self._emit(
-                session_id, v2.StateUpdate(state="running" if working else "idle"), force=True
-            )
-            session.state = "running" if working else "idle"
+            self._resumed(session_id)
         return _opened(result)
+
+    def _resumed(self, session_id: str) -> None:
+        """The resumed session's state now. A turn Codex still runs (left by a client of a
+        shared Codex) is work: ``running``, or ``requires_action`` while it waits on the
+        user; its end is reported as a Codex-started turn's is."""
+        record = self.hub.threads.session(session_id)
+        session = self._session(session_id)
+        status = record.status if record is not None else None
+        state = "idle"
+        if record is not None and record.turn is not None:
+            state = "running"
+        elif status is not None and status.type == "active":
+            state = "requires_action" if status.flags & workstate.WAITING_FLAGS else "running"
+            session.turn = ANY_TURN
+        session.state = state
+        self._emit(session_id, v2.StateUpdate(state=state), force=True)
 
     def refused(self, rid: RequestId, error: RpcError) -> bool:
         """Whether the engine's error for ``rid`` is sent as it is (``False``: a prompt

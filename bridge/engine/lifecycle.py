@@ -40,7 +40,7 @@ from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from . import history
 from .hub import Hub, check_directory, decode_params, from_codex, malformed
-from .threads import ThreadRecord
+from .threads import Status, ThreadRecord
 
 #: Sends an open result and what follows it (see :class:`bridge.engine.prompts.Opened`).
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
@@ -151,6 +151,8 @@ class Lifecycle:
             def resumed(opened: codex_types.ThreadStartResult) -> None:
                 opening.opening = False
                 record = self._open_root(opened.thread.id, cwd)
+                # Codex's word on the thread now: a turn may still run (a shared Codex).
+                record.status = Status.of(opened.thread.status)
                 response = (
                     acp_sessions.LoadSessionResult()
                     if replay

@@ -73,15 +73,8 @@ class Recovery:
             if self.hub.threads.session(record.id) is not record:
                 return  # forgotten meanwhile
             stored = result.thread
-            status = stored.status or {}
-            kind = status.get("type") if isinstance(status, dict) else None
-            flags = status.get("activeFlags") if isinstance(status, dict) else None
             record.lost = False
-            record.status = (
-                Status(kind, frozenset(f for f in flags or [] if isinstance(f, str)))
-                if isinstance(kind, str)
-                else None
-            )
+            record.status = Status.of(stored.status)
             record.turn = None
             last = stored.turns[-1] if stored.turns else None
             if last is not None and last.status == "inProgress":

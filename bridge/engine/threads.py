@@ -184,6 +184,15 @@ class Status:
     type: str = ""
     flags: frozenset[str] = frozenset()
 
+    @classmethod
+    def of(cls, raw: object) -> Status | None:
+        """Codex's status object (``{type, activeFlags?}``) as a ``Status``, if it is one."""
+        kind = raw.get("type") if isinstance(raw, dict) else None
+        if not isinstance(kind, str):
+            return None
+        flags = raw.get("activeFlags") if isinstance(raw, dict) else None
+        return cls(kind, frozenset(f for f in flags or [] if isinstance(f, str)))
+
 
 # -- the record -------------------------------------------------------------------------
 
