@@ -139,7 +139,7 @@ async def test_v2_resume_replays_history_only_when_asked(
         async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
             await first.initialize_v2()
             session = await first.new_session(str(workspace))
-            await first.prompt_v2(session, "@@ say remembered words")
+            message_id, _ = await first.prompt_v2(session, "@@ say remembered words")
         for replay in (True, False):
             async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
                 await client.initialize_v2()
@@ -163,6 +163,12 @@ async def test_v2_resume_replays_history_only_when_asked(
                     if u["sessionUpdate"] == "agent_message_chunk"
                 )
                 assert texts == ("remembered words" if replay else "")
+                if replay:
+                    # The prompt's message is replayed under the id its answer gave it.
+                    replayed = [
+                        u["messageId"] for u in before if u["sessionUpdate"] == "user_message_chunk"
+                    ]
+                    assert replayed == [message_id]
                 assert before[-1] == {"sessionUpdate": "state_update", "state": "idle"}
                 _, ended = await client.prompt_v2(session, "@@ say back again")
                 assert ended["stopReason"] == "end_turn"

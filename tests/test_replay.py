@@ -231,10 +231,15 @@ def test_v2_fixtures_show_the_v2_life_cycle() -> None:
         ]
 
     answer = messages("v2_streamed_answer")
-    assert [m["result"] for m in answer if "messageId" in m.get("result", {})] == [
-        {"messageId": "user-1"},
-        {"messageId": "user-2"},
+    inserted = [m["result"]["messageId"] for m in answer if "messageId" in m.get("result", {})]
+    echoed = [
+        m["params"]["update"]["messageId"]
+        for m in answer
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "user_message"
     ]
+    # Codex's user message items name them: the ids history replays them under.
+    assert len(set(inserted)) == 2 and echoed == inserted
     root = answer[1]["result"]["sessionId"]
     assert states_of("v2_streamed_answer", root) == ["running", "idle/end_turn"] * 2
     approval = messages("v2_approval")

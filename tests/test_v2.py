@@ -47,11 +47,15 @@ class V2(Harness):
             "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
         )
 
-    def accept_turn(self, turn_id: str = "turn-1") -> None:
+    def accept_turn(self, turn_id: str = "turn-1", thread_id: str = "thread-1") -> None:
+        """Codex takes the turn, then shows the prompt as its user message item (whose
+        id the prompt's message takes: history replays it under that id)."""
         start = self.codex_request("turn/start")
         self.codex_reply(
             start["id"], {"turn": {"id": turn_id, "status": "inProgress", "items": []}}
         )
+        item = {"type": "userMessage", "id": f"um-{turn_id}", "content": []}
+        self.codex_notify("item/started", {"threadId": thread_id, "turnId": turn_id, "item": item})
 
     def codex_ask(self, rid: int, method: str, params: Any) -> None:
         """Codex sends the engine a request."""
@@ -136,7 +140,7 @@ def test_initialize_may_be_repeated_only_before_any_other_request() -> None:
     # The v2 setup stands: a prompt is still answered the v2 way.
     rid = h.prompt("thread-1")
     h.accept_turn()
-    assert h.client_response(rid)["result"] == {"messageId": "user-1"}  # type: ignore[index]
+    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
 
 
 def test_a_v1_client_sees_no_v2_shapes() -> None:
@@ -166,13 +170,13 @@ def test_a_prompt_is_answered_at_insertion_and_its_end_is_an_idle_state() -> Non
     rid = h.prompt("thread-1", "hello")
     assert h.client_response(rid) is None  # not inserted until Codex takes the turn
     h.accept_turn()
-    assert h.client_response(rid)["result"] == {"messageId": "user-1"}  # type: ignore[index]
+    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
     kinds = [u["sessionUpdate"] for u in h.updates("thread-1")]
     assert kinds[-2:] == ["user_message", "state_update"]
     echo = h.updates("thread-1")[-2]
     assert echo == {
         "sessionUpdate": "user_message",
-        "messageId": "user-1",
+        "messageId": "um-turn-1",
         "content": [{"type": "text", "text": "hello"}],
     }
     h.codex_notify(
@@ -206,7 +210,7 @@ def test_a_turn_that_fails_after_insertion_ends_idle_with_the_error() -> None:
     rid = h.prompt("thread-1")
     h.accept_turn()
     h.complete_turn("thread-1", status="failed", error={"message": "model overloaded"})
-    assert h.client_response(rid)["result"] == {"messageId": "user-1"}  # type: ignore[index]
+    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
     last = h.states("thread-1")[-1]
     assert last["state"] == "idle" and last["stopReason"] == "error"
     assert "model overloaded" in last["error"]["message"]
@@ -222,9 +226,9 @@ def test_a_prompt_sent_while_working_is_inserted_when_its_turn_starts() -> None:
     assert h.client_response(second) is None
     h.complete_turn("thread-1", "turn-1")
     h.accept_turn("turn-2")
-    assert h.client_response(second)["result"] == {"messageId": "user-2"}  # type: ignore[index]
+    assert h.client_response(second)["result"] == {"messageId": "um-turn-2"}  # type: ignore[index]
     h.complete_turn("thread-1", "turn-2")
-    assert h.client_response(first)["result"] == {"messageId": "user-1"}  # type: ignore[index]
+    assert h.client_response(first)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
     assert h.states("thread-1") == [
         {"state": "running"},
         {"state": "idle", "stopReason": "end_turn"},
@@ -564,7 +568,7 @@ def test_a_prompts_turn_reported_before_codex_answers_turn_start_ends_once() -> 
     )
     h.accept_turn("turn-1")
     h.complete_turn("thread-1", "turn-1")
-    assert h.client_response(rid)["result"] == {"messageId": "user-1"}  # type: ignore[index]
+    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
     assert h.states("thread-1") == [
         {"state": "running"},
         {"state": "idle", "stopReason": "end_turn"},
@@ -668,4 +672,34 @@ def test_resuming_a_thread_codex_still_works_on_reports_that_work_and_its_end() 
     assert h.states(THREAD) == [{"state": "requires_action"}]
     h.complete_turn(THREAD, "turn-left-running")
     assert h.states(THREAD)[-1] == {"state": "idle", "stopReason": "end_turn"}
+    h.validate()
+
+
+def test_a_slash_command_is_inserted_with_an_id_of_the_bridges() -> None:
+    h = V2()
+    rid = h.client_request("session/new", {"cwd": "/work"})
+    opened = resume_result("thread-1")  # with the settings a thread reports
+    h.codex_reply(h.codex_request("thread/start")["id"], opened)
+    assert "result" in h.client_response(rid)  # type: ignore[operator]
+    rid = h.prompt("thread-1", "/compact")
+    compact = h.codex_request("thread/compact/start")
+    h.codex_reply(compact["id"], {})
+    message_id = h.client_response(rid)["result"]["messageId"]  # type: ignore[index]
+    assert message_id.startswith("thread-1-prompt-")
+    h.validate()
+
+
+def test_a_turns_traffic_before_its_user_message_item_inserts_the_prompt_first() -> None:
+    h = V2()
+    h.new_session()
+    rid = h.prompt("thread-1")
+    start = h.codex_request("turn/start")
+    h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
+    h.codex_notify(
+        "turn/plan/updated",
+        {"threadId": "thread-1", "turnId": "turn-1", "plan": [{"step": "a", "status": "pending"}]},
+    )
+    answered = h.to_client.index(h.client_response(rid))  # type: ignore[arg-type]
+    plan = next(n for n, m in enumerate(h.to_client) if "plan_update" in str(m))
+    assert answered < plan
     h.validate()

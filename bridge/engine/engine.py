@@ -236,6 +236,8 @@ class Engine:
         )
 
         def item_started(note: codex_messages.ItemNotification) -> None:
+            if self.hub.face is not None:
+                self.hub.face.item_started(note.threadId, note.item)
             tools.item_started(note)
             approvals.item_started(note)
             subagents.item_started(note)
@@ -568,9 +570,9 @@ class Engine:
         hub.answer_client(rid, v2_result)
         hub.face = face
 
-    def _prompt_inserted(self, rid: RequestId) -> None:
+    def _prompt_inserted(self, rid: RequestId, named_by_item: bool) -> None:
         if self.hub.face is not None:
-            self.hub.face.inserted(rid)
+            self.hub.face.inserted(rid, named_by_item)
 
     # -- Codex's messages -----------------------------------------------------------------
 

@@ -11,14 +11,20 @@ sent per session). With a v1 client there is no face and nothing here runs.
 
 What v2 changes, and how it is kept:
 
-1. **A prompt is answered when it is inserted**, with the user message's id:
-   the engine calls :meth:`V2Face.inserted` when Codex accepts the prompt's
-   turn (or a local command begins). The answer goes out then, followed by the
-   ``user_message`` echo and ``state_update: running``. The engine's own
-   answer (its stop reason) becomes ``state_update: idle`` with that reason; an
-   error after insertion becomes ``idle`` with ``stopReason: "error"``. A prompt
-   that waits behind a running one is not inserted yet: a cancel answers it
-   -32800 (request cancelled), and a failure before insertion is its error.
+1. **A prompt is answered when it is inserted**, with the user message's id.
+   An ordinary prompt is inserted when Codex's ``userMessage`` item for it
+   appears (the engine sends its ``turn/start`` and calls :meth:`V2Face.inserted`;
+   the item arrives through :meth:`V2Face.item_started`), and takes that item's
+   id, the one history replays it under. A slash command (no such item) is
+   inserted when Codex accepts its request, or at once when the bridge answers it
+   itself, with an id of the bridge's. Should a turn's tool call or plan come
+   before its user message item, the prompt is inserted first. The answer is
+   followed by the ``user_message`` echo and ``state_update: running``. The
+   engine's own answer (its stop reason) becomes ``state_update: idle`` with that
+   reason; an error after insertion becomes ``idle`` with ``stopReason:
+   "error"``. A prompt that waits behind a running one is not inserted yet: a
+   cancel answers it -32800 (request cancelled), and a failure before insertion
+   is its error.
 2. **Work state on every session.** ``running`` from insertion, then
    ``requires_action`` while the client holds a permission request of the
    session, ``running`` again once it is answered, ``idle`` at the end. A
@@ -59,6 +65,7 @@ from ..acp import tools as acp_tools
 from ..acp import types as acp_types
 from ..acp import v2
 from ..codex import threads as codex_threads
+from ..codex import types as codex_types
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from . import workstate
@@ -147,6 +154,9 @@ class V2Face:
         self._resuming: dict[RequestId, str] = {}
         self._sessions: dict[str, _Session] = {}
         self._messages = 0
+        #: session → the prompt whose turn/start went to Codex, until its user message
+        #: item names it (see :meth:`inserted`).
+        self._starting: dict[str, RequestId] = {}
         #: session → its tool calls that advertise ``cancel`` now (running commands).
         self._cancellable: dict[str, set[str]] = {}
         #: (session, tool call) the client cancelled: a failure then is ``cancelled``.
@@ -335,25 +345,52 @@ class V2Face:
 
     # -- the engine's prompt life cycle ---------------------------------------------------------
 
-    def inserted(self, rid: RequestId) -> None:
-        """The engine began prompt ``rid``'s work: it is inserted now (see rule 1)."""
+    def inserted(self, rid: RequestId, named_by_item: bool) -> None:
+        """The engine began prompt ``rid``'s work (see rule 1). ``named_by_item``: its
+        turn/start is on its way to Codex, whose user message item gives the message its
+        id (the one history replays); else it is inserted now."""
         prompt = self._prompts.get(rid)
         if prompt is None or prompt.message_id is not None:
             return
-        self._messages += 1
-        prompt.message_id = f"user-{self._messages}"
+        if named_by_item:
+            self._starting[prompt.session_id] = rid
+            return
+        self._insert(rid, prompt, None)
+
+    def item_started(self, thread_id: str, item: Any) -> None:
+        """Codex's user message item of a prompt whose turn/start it was sent: inserted."""
+        if type(item) is not codex_types.UserMessageItem or thread_id not in self._starting:
+            return
+        rid = self._starting[thread_id]
+        prompt = self._prompts.get(rid)
+        if prompt is not None:
+            self._insert(rid, prompt, item.id)
+
+    def _insert(self, rid: RequestId, prompt: _Prompt, message_id: str | None) -> None:
+        if self._starting.get(prompt.session_id) == rid:
+            del self._starting[prompt.session_id]
+        if message_id is None:
+            # No Codex item names it (a slash command, or none came): an id of this bridge's.
+            self._messages += 1
+            message_id = f"{prompt.session_id}-prompt-{self._messages}"
+        prompt.message_id = message_id
         hub = self.hub
-        hub.emit(ToClient(hub.client.response(rid, v2.PromptResult(messageId=prompt.message_id))))
-        self._emit(
-            prompt.session_id,
-            v2.UserMessage(messageId=prompt.message_id, content=prompt.content),
-        )
+        hub.emit(ToClient(hub.client.response(rid, v2.PromptResult(messageId=message_id))))
+        self._emit(prompt.session_id, v2.UserMessage(messageId=message_id, content=prompt.content))
         session = self._session(prompt.session_id)
         session.working += 1
         session.turn = None  # a turn Codex reported first is this prompt's
         self._set_state(
             prompt.session_id, session, "requires_action" if session.asking else "running"
         )
+
+    def _insert_waiting(self, session_id: str) -> None:
+        """Something of the session's turn goes out before its user message item: the
+        prompt is inserted first (the client learns of its work in order)."""
+        rid = self._starting.get(session_id)
+        prompt = self._prompts.get(rid) if rid is not None else None
+        if rid is not None and prompt is not None:
+            self._insert(rid, prompt, None)
 
     def turn_started(self, thread_id: str, turn_id: str) -> None:
         """Codex started a turn: one no prompt of this client's started (a goal's, or
@@ -393,6 +430,13 @@ class V2Face:
     def result(self, rid: RequestId, result: Any) -> Any:
         """The v2 form of the engine's answer to ``rid``, or ``None`` when it is not sent
         (a prompt's end: its work state says it)."""
+        prompt = self._prompts.get(rid)
+        if (
+            prompt is not None
+            and prompt.message_id is None
+            and self._starting.get(prompt.session_id) == rid
+        ):
+            self._insert(rid, prompt, None)  # its turn ran, though no item named it
         prompt = self._prompts.pop(rid, None)
         if prompt is not None:
             if prompt.message_id is None:
@@ -443,6 +487,8 @@ class V2Face:
         self._asked.pop(rid, None)
         self._resuming.pop(rid, None)
         prompt = self._prompts.pop(rid, None)
+        if prompt is not None and self._starting.get(prompt.session_id) == rid:
+            del self._starting[prompt.session_id]  # refused before Codex named it: not inserted
         if prompt is None or prompt.message_id is None:
             return True
         self._ended(
@@ -513,6 +559,8 @@ class V2Face:
     def update(self, session_id: str, update: Any) -> None:
         """Send the v2 form of one engine update (some become two, some none)."""
         kind = type(update)
+        if self._starting and session_id in self._starting and kind in _TURN_TRAFFIC:
+            self._insert_waiting(session_id)
         if kind in _SAME:
             self.hub.emit(update_effect(session_id, update))
             return
@@ -786,6 +834,11 @@ _SAME: frozenset[type] = frozenset(
 )
 
 V2Face.unchanged = _SAME
+
+#: Updates only a turn sends (a session's commands, usage or title may come any time).
+_TURN_TRAFFIC: frozenset[type] = frozenset(
+    {acp_tools.ToolCall, acp_tools.ToolCallUpdate, acp_tools.Plan}
+)
 
 #: Updates v2 shapes differently; ``None`` from one means v2 has no such update.
 _RENDER: dict[type, Callable[[Any], msgspec.Struct | None]] = {

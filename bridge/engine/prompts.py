@@ -62,7 +62,7 @@ class Prompts:
         turn_starting: TurnStarting,
         command: Command,
         settled: Callable[[ThreadRecord], None],
-        inserted: Callable[[RequestId], None],
+        inserted: Callable[[RequestId, bool], None],
         turn_known: Callable[[ThreadRecord], None],
         quick: Quick,
     ) -> None:
@@ -75,8 +75,10 @@ class Prompts:
         #: Called once a prompt has been answered because its turn ended or Codex
         #: refused to start it (``session/close`` waits for this).
         self._settled = settled
-        #: Called once a prompt's work begins: Codex accepted its turn, or a command
-        #: answered without one started (ACP v2 answers the prompt then).
+        #: Called once a prompt's work begins (ACP v2 answers the prompt then): with
+        #: ``True`` as its turn/start goes to Codex (the turn's user message item will
+        #: name it), with ``False`` once Codex accepted a slash command's request or a
+        #: command answered without a turn started.
         self._inserted = inserted
         #: Called once Codex has named the session's turn (a steer waits for it).
         self._turn_known_hook = turn_known
@@ -142,8 +144,8 @@ class Prompts:
         def turn_started(result: codex_commands.CommandStartResult) -> None:
             # A command's result may name no turn (``thread/compact/start``): then
             # the ``turn/started`` that follows names it (turn_started).
-            if rid is not None and record.turn is turn:
-                self._inserted(rid)
+            if rid is not None and record.turn is turn and command is not None:
+                self._inserted(rid, False)
             if result.turn is not None:
                 self._turn_known(record, turn, result.turn.id)
 
@@ -163,6 +165,8 @@ class Prompts:
             method = "turn/start"
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
             self._turn_starting(record, request)
+            if rid is not None:
+                self._inserted(rid, True)
         hub.codex_request(
             method, request, codex_commands.CommandStartResult, turn_started, turn_refused
         )
@@ -192,7 +196,7 @@ class Prompts:
         hub = self.hub
         turn = record.turn = Turn(request_id=rid, quick=True)
         self._quick_count += 1
-        self._inserted(rid)
+        self._inserted(rid, False)
         message_id = f"{command.name}-{self._quick_count}"
 
         def finish() -> bool:
