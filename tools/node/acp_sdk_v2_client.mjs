@@ -39,11 +39,15 @@
 //       child's sessionId once the child is reported `running` (by a
 //       `state_update` on the child session or by the `state` of a
 //       `subagent_update` for it); once per child.
-//   --resume-replay  after the prompts (connection 1 stays open), starts a
-//       SECOND agent process from the same AGENT_CMD (connection 2), sends it
-//       `initialize` and `session/resume {sessionId, cwd, mcpServers: [],
-//       replayFrom: {type: "start"}}` for the session created above, prints
-//       everything it receives with "connection": 2, then closes it.
+//   --resume-replay  after the prompts, closes connection 1 (its agent's stdin;
+//       its exit is awaited, as at the end: Codex lets one app-server at a time
+//       write a thread, so an agent running a Codex of its own must let go of the
+//       session first, or the resume fails with "thread ... already has an
+//       active writer"), then starts a SECOND agent process from the same
+//       AGENT_CMD (connection 2), sends it `initialize` and `session/resume
+//       {sessionId, cwd, mcpServers: [], replayFrom: {type: "start"}}` for the
+//       session created above, prints everything it receives with
+//       "connection": 2, then closes it.
 //   --permission KIND  how `session/request_permission` is answered: the first
 //       option whose `kind` is KIND is selected (`{outcome: {outcome:
 //       "selected", optionId}}`); `cancelled`, or no option of that kind (logged
@@ -51,7 +55,8 @@
 //       allow_once.
 //   --verbose  log every raw JSON-RPC message in and out on stderr.
 // Finally each agent's stdin is closed and its exit awaited (bounded; it is sent
-// SIGTERM, then SIGKILL, if it lingers): connection 2 first, then connection 1.
+// SIGTERM, then SIGKILL, if it lingers): connection 2 first, then connection 1
+// (already closed with --resume-replay; its exit line is still the last line).
 //
 // Output lines (payloads are the agent's raw JSON, verbatim, never the SDK's
 // parsed copies, which drop unknown fields). Lines about connection 2 carry
@@ -757,11 +762,15 @@ async function scenario(link) {
     const status = await promptTurn(link, text, index === 0);
     if (status !== undefined) return status;
   }
-  if (options.resumeReplay) return resumeReplay();
+  if (options.resumeReplay) {
+    mainExitCode = await link.finish();
+    return resumeReplay();
+  }
   return EXIT_OK;
 }
 
 const main = openLink();
+let mainExitCode; // set once connection 1 is closed before the end (--resume-replay)
 let exitStatus;
 try {
   exitStatus = await scenario(main);
@@ -770,7 +779,7 @@ try {
   exitStatus = EXIT_USAGE;
 }
 
-const exitCode = await main.finish();
+const exitCode = mainExitCode !== undefined ? mainExitCode : await main.finish();
 out.drain();
 clearTimeout(timeout);
 out.line({ event: "exit", code: exitCode });
