@@ -281,3 +281,18 @@ def test_v2_fixtures_show_the_v2_life_cycle() -> None:
     assert "cancelled" in statuses, "tool_call/cancel did not end the command cancelled"
     codes = [m["error"]["code"] for m in messages("v2_negotiation") if "error" in m]
     assert codes == [-32022, -32602, -32601, -32600, -32602]
+
+
+def test_a_recording_keeps_the_version_a_late_initialize_could_not_change(tmp_path: Path) -> None:
+    from bridge.recording.recorder import Recorder
+
+    out = tmp_path / "r.codex.jsonl"
+    with out.open("wb") as sink:
+        recorder = Recorder(sink, clock=lambda: 0.0, transport="stdio")
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+            {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/w"}},
+            {"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"protocolVersion": 2}},
+        ):
+            recorder.message("from_client", msgspec.json.encode(message))
+    assert recorder.header.acpVersion == 1

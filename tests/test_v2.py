@@ -703,3 +703,56 @@ def test_a_turns_traffic_before_its_user_message_item_inserts_the_prompt_first()
     plan = next(n for n, m in enumerate(h.to_client) if "plan_update" in str(m))
     assert answered < plan
     h.validate()
+
+
+def test_a_file_change_is_structured_changes_and_a_git_patch_with_absolute_paths() -> None:
+    h = V2()
+    h.new_session()
+    h.prompt("thread-1")
+    h.accept_turn()
+    changes = [
+        {
+            "path": "/work/notes.md",
+            "kind": {"type": "update", "move_path": None},
+            "diff": "@@ -7,2 +7,2 @@\n keep\n-old line\n+new line\n",
+        },
+        {"path": "/work/new.txt", "kind": {"type": "add"}, "diff": "hello\n"},
+    ]
+    item = {"type": "fileChange", "id": "call_p", "changes": changes, "status": "inProgress"}
+    h.codex_notify("item/started", {"threadId": "thread-1", "turnId": "turn-1", "item": item})
+    [call] = [u for u in h.updates("thread-1") if u.get("toolCallId") == "call_p"]
+    update, added = call["content"]
+    assert update["changes"] == [{"operation": "modify", "path": "/work/notes.md"}]
+    assert update["patch"]["format"] == "git_patch"
+    assert update["patch"]["text"] == (
+        "diff --git /work/notes.md /work/notes.md\n"
+        "--- /work/notes.md\n"
+        "+++ /work/notes.md\n"
+        "@@ -7,2 +7,2 @@\n"
+        " keep\n"
+        "-old line\n"
+        "+new line\n"
+    )
+    assert added["changes"] == [{"operation": "add", "path": "/work/new.txt"}]
+    assert added["patch"]["text"] == (
+        "diff --git /work/new.txt /work/new.txt\n"
+        "new file mode 100644\n"
+        "--- /dev/null\n"
+        "+++ /work/new.txt\n"
+        "@@ -0,0 +1 @@\n"
+        "+hello\n"
+    )
+    h.validate()
+
+
+def test_compaction_is_a_compaction_update_for_every_v2_client() -> None:
+    """v2 has no session.compaction capability: compaction_update is baseline there."""
+    h = V2()
+    h.new_session()
+    h.prompt("thread-1")
+    h.accept_turn()
+    item = {"type": "contextCompaction", "id": "compact-1"}
+    h.codex_notify("item/started", {"threadId": "thread-1", "turnId": "turn-1", "item": item})
+    kinds = [u["sessionUpdate"] for u in h.updates("thread-1")]
+    assert "compaction_update" in kinds and "tool_call_update" not in kinds
+    h.validate()

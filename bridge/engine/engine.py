@@ -556,7 +556,10 @@ class Engine:
         params = decode_params(raw, acp_v2.InitializeParams, "initialize")
         hub = self.hub
         hub.client_capabilities = acp_types.ClientCapabilities(
-            subagents={}, elicitation=params.capabilities.elicitation
+            subagents={},
+            elicitation=params.capabilities.elicitation,
+            # Compaction updates and notices are baseline updates in v2.
+            session={"compaction": {}, "notices": {}},
         )
         face = V2Face(hub, fork=self.lifecycle.fork_offered)
         info = acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__)

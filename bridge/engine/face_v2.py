@@ -42,9 +42,12 @@ What v2 changes, and how it is kept:
 5. **Methods v2 adds** that Codex can do are done here: ``session/status``,
    ``session/set_title`` (``thread/name/set``), ``session/archive`` /
    ``unarchive`` / ``delete`` (``thread/archive`` / ``unarchive`` /
-   ``delete``), ``auth/login`` / ``auth/logout``. ``tool_call/cancel`` and
-   ``terminal/cancel`` are refused with the reason: no tool call or terminal
-   advertises ``cancel`` (Codex interrupts a turn, not one tool call).
+   ``delete``), ``auth/login`` / ``auth/logout``, and ``tool_call/cancel`` for a
+   running command (its process, found among the thread's terminals, is
+   terminated; the call ends ``cancelled`` and the turn goes on). Commands are
+   tool calls with their output as content, not agent-owned terminals, so
+   ``terminal/cancel`` is refused with the reason, as is every other method
+   Codex cannot do (``providers/*``, ``auth/status``).
 """
 
 from __future__ import annotations
@@ -720,24 +723,42 @@ def _content(items: Any) -> Any:
 
 
 def _diff(diff: acp_tools.Diff) -> v2.Diff:
-    import difflib  # imported only when a diff is shown
-
+    """A v1 diff (old and new text of a file, or of one hunk with ``_meta.hunk`` giving
+    its place) as v2's structured change plus a ``git_patch`` (absolute paths, no
+    ``a/`` / ``b/`` prefixes, as the draft asks)."""
     old = diff.oldText
-    operation = "add" if old is None else "modify"
-    path = diff.path.lstrip("/")
-    lines = difflib.unified_diff(
-        (old or "").splitlines(keepends=True),
-        diff.newText.splitlines(keepends=True),
-        fromfile="/dev/null" if old is None else f"a/{path}",
-        tofile=f"b/{path}",
-    )
-    header = f"diff --git a/{path} b/{path}\n" + ("new file mode 100644\n" if old is None else "")
-    text = header + "".join(line if line.endswith("\n") else line + "\n" for line in lines)
     return v2.Diff(
-        changes=[v2.DiffChange(operation=operation, path=diff.path)],
-        patch=v2.DiffPatch(format="git_patch", text=text),
+        changes=[v2.DiffChange(operation="add" if old is None else "modify", path=diff.path)],
+        patch=_git_patch(diff.path, old, diff.newText, diff.meta),
         meta=diff.meta,
     )
+
+
+def _git_patch(path: str, old: str | None, new: str, meta: Any) -> v2.DiffPatch | None:
+    import difflib  # imported only when a diff is shown
+
+    before = (old or "").splitlines(keepends=True)
+    after = new.splitlines(keepends=True)
+    # One hunk holding every line given (a v1 diff is a file, or one hunk already).
+    lines = list(difflib.unified_diff(before, after, n=max(len(before), len(after))))
+    if not lines:
+        return None
+    hunk = meta.get("hunk") if isinstance(meta, dict) else None
+    header = [f"diff --git {path} {path}\n"]
+    if old is None:
+        header += ["new file mode 100644\n", "--- /dev/null\n"]
+    else:
+        header.append(f"--- {path}\n")
+    header.append(f"+++ {path}\n")
+    body = []
+    for line in lines[2:]:  # difflib's own ---/+++ lines are replaced by the header
+        if line.startswith("@@") and isinstance(hunk, dict):
+            line = (
+                f"@@ -{hunk.get('oldStart', 1)},{len(before)} "
+                f"+{hunk.get('newStart', 1)},{len(after)} @@\n"
+            )
+        body.append(line if line.endswith("\n") else line + "\n")
+    return v2.DiffPatch(format="git_patch", text="".join(header + body))
 
 
 def _is_command(update: acp_tools.ToolCall) -> bool:
@@ -760,7 +781,10 @@ def _tool_call_update(update: acp_tools.ToolCallUpdate) -> acp_tools.ToolCallUpd
 
 
 def _plan(update: acp_tools.Plan) -> v2.PlanUpdate:
-    return v2.PlanUpdate(plan=v2.PlanItems(planId="plan", entries=list(update.entries)))
+    # One plan per session (Codex's turn plan): every update replaces it.
+    return v2.PlanUpdate(
+        plan=v2.PlanItems(planId="plan", entries=list(update.entries)), meta=update.meta
+    )
 
 
 def _commands(update: acp_commands.AvailableCommandsUpdate) -> v2.AvailableCommandsUpdate:

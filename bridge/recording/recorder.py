@@ -51,6 +51,8 @@ class Recorder:
             redaction=DESCRIPTION,
         )
         self._have_client = False
+        #: The client sent a request other than initialize (a later initialize is refused).
+        self._past_initialize = False
         self._have_codex = False
 
     def _t(self) -> float:
@@ -99,7 +101,21 @@ class Recorder:
             return
         if not isinstance(message, dict):
             return
-        if direction == "from_client" and message.get("method") == "initialize":
+        if (
+            direction == "from_client"
+            and "id" in message
+            and message.get("method")
+            not in (
+                "initialize",
+                None,
+            )
+        ):
+            self._past_initialize = True
+        if (
+            direction == "from_client"
+            and message.get("method") == "initialize"
+            and not self._past_initialize  # a late one is refused: the version stands
+        ):
             params = message.get("params") or {}
             # A refused initialize leaves the version as it was: the recording shows the error.
             with contextlib.suppress(RpcError):
