@@ -614,3 +614,62 @@ def test_every_table_message_is_schema_valid_acp(case: Case) -> None:
             validator.client_sent(message)
         else:  # the table's only agent requests are permission requests
             validate("RequestPermissionResponse", message["result"], unstable=True)
+
+
+# -- ACP v2 ------------------------------------------------------------------------------------
+
+
+def v2_initialize() -> Conversation:
+    params = {"protocolVersion": 2, "info": {"name": "t", "version": "1"}}
+    result = {"protocolVersion": 2, "info": {"name": "a", "version": "1"}}
+    return [
+        client_request(0, "initialize", params),
+        ("agent", {"jsonrpc": "2.0", "id": 0, "result": result}),
+    ]
+
+
+def resume(rid: int, session: str, replay: bool) -> tuple[str, Message]:
+    params: Message = {"sessionId": session, "cwd": "/work/project"}
+    if replay:
+        params["replayFrom"] = {"type": "start"}
+    return client_request(rid, "session/resume", params)
+
+
+def state(session: str, value: str = "idle") -> tuple[str, Message]:
+    return session_update(session, {"sessionUpdate": "state_update", "state": value})
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_a_v2_resume_answered_before_the_sessions_state_is_a_violation(replay: bool) -> None:
+    kept = [*v2_initialize(), resume(1, ROOT, replay), state(ROOT), load_result(1)]
+    assert run(kept, subagents=False) == 3
+    broken = [*v2_initialize(), resume(1, ROOT, replay), load_result(1)]
+    with pytest.raises(Violation) as caught:
+        run(broken, subagents=False)
+    assert "before its current state_update" in caught.value.why
+
+
+def test_a_v2_childs_state_during_the_replay_is_a_violation_and_after_it_is_not() -> None:
+    replayed = [
+        *v2_initialize(),
+        resume(1, ROOT, True),
+        subagent_update(ROOT, CHILD, title="Test investigator"),
+        agent_chunk(CHILD),
+    ]
+    after = [*replayed, state(ROOT), load_result(1), state(CHILD, "running")]
+    assert run(after, subagents=False) == 6
+    during = [*replayed, state(CHILD, "running"), state(ROOT), load_result(1)]
+    with pytest.raises(Violation) as caught:
+        run(during, subagents=False)
+    assert "while history is replayed" in caught.value.why
+
+
+def test_v2_needs_no_subagents_capability_and_v2_tool_calls_are_upserts() -> None:
+    update = {"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "pending"}
+    conversation = [
+        *v2_initialize(),
+        *root(1),
+        session_update(ROOT, update),
+        subagent_update(ROOT, CHILD, title="Test investigator"),
+    ]
+    assert run(conversation, subagents=False) == 4

@@ -270,3 +270,49 @@ async def test_v2_a_running_command_is_cancelled_alone(
             assert client.text_of(session).endswith("carried on")
             assert not (workspace / "late.txt").exists()
             assert_valid_acp(client, unstable=True, version=2)
+
+
+async def test_v2_resume_replays_sub_agents_before_the_answer_and_their_state_after(
+    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
+            await first.initialize_v2()
+            session = await first.new_session(str(workspace))
+            await first.prompt_v2(session, SPAWN_THREE)
+            kids = set(children(first))
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize_v2()
+            await client.request(
+                "session/resume",
+                {"sessionId": session, "cwd": str(workspace), "replayFrom": {"type": "start"}},
+            )
+            answered = next(
+                n
+                for n, m in enumerate(client.received)
+                if "result" in m and "configOptions" in (m["result"] or {})
+            )
+            before = client.received[:answered]
+            announced = {
+                m["params"]["update"]["sessionId"]
+                for m in before
+                if m.get("method") == "session/update"
+                and m["params"]["update"]["sessionUpdate"] == "subagent_update"
+            }
+            assert announced == kids, "every child is announced within the replay"
+            replayed = {
+                m["params"]["sessionId"]
+                for m in before
+                if m.get("method") == "session/update"
+                and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+            }
+            assert kids <= replayed, "each child's own history is replayed"
+            # No child's state before the answer: the replay is history, not current work.
+            assert not [
+                m
+                for m in before
+                if m.get("method") == "session/update"
+                and m["params"]["sessionId"] in kids
+                and m["params"]["update"]["sessionUpdate"] == "state_update"
+            ]
+            assert_valid_acp(client, unstable=True, version=2)

@@ -33,7 +33,8 @@ ACP v2 (the ``initialize`` answer says ``protocolVersion: 2``) changes three
 things: sub-agents need no capability (rule 2 does not apply); the replay is
 ``session/resume`` with ``replayFrom`` (rule 4 applies to it, and to the
 ``user_message`` of a replayed message); and a resume sends the session's
-current ``state_update`` before its response (6: checked at the response).
+current ``state_update`` before its response (6: checked at the response),
+while a sub-agent's ``state_update`` waits for that response (rule 4).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class TranscriptChecker:
                     self._loading[named] = message["id"]
                     self._loaded.discard(named)
                 if (
-                    self.version >= 2
+                    (self.version >= 2 or "replayFrom" in params)
                     and message["method"] == "session/resume"
                     and isinstance(named, str)
                 ):
@@ -136,7 +137,7 @@ class TranscriptChecker:
         result = message["result"] or {}
         if method == "initialize" and isinstance(result.get("protocolVersion"), int):
             self.version = result["protocolVersion"]
-        if self.version >= 2 and method == "session/resume":
+        if method == "session/resume" and str(params.get("sessionId")) in self._resuming:
             session = str(params.get("sessionId"))
             if not self._resuming.pop(session, True):
                 raise Violation(
@@ -155,9 +156,11 @@ class TranscriptChecker:
 
     def _replays(self, method: str, params: dict[str, Any]) -> bool:
         """Whether request ``method`` replays history: v1's load, v2's resume with replayFrom."""
-        if self.version >= 2:
-            return method == "session/resume" and params.get("replayFrom") is not None
-        return method == "session/load"
+        # v1's resume has no replayFrom: a resume with one is v2's, whatever was seen of
+        # initialize yet (a caller may feed the client's requests ahead of the answers).
+        if method == "session/resume":
+            return params.get("replayFrom") is not None
+        return method == "session/load" and self.version < 2
 
     def _agent_call(self, message: dict[str, Any], line: int) -> None:
         params = message.get("params") or {}
@@ -177,6 +180,12 @@ class TranscriptChecker:
         kind = update.get("sessionUpdate")
         if kind == "state_update" and session in self._resuming:
             self._resuming[session] = True
+        if (
+            kind == "state_update"
+            and self.parents.get(session) is not None
+            and self._replaying(session)
+        ):
+            raise Violation(line, f"a current work state for {session!r} while history is replayed")
         if self.version >= 2:
             if kind in ("tool_call", "tool_call_update"):
                 self._tool_calls.setdefault(session, set()).add(update.get("toolCallId"))
