@@ -182,6 +182,7 @@ class TranscriptChecker:
             self._resuming[session] = True
         if (
             kind == "state_update"
+            and isinstance(session, str)
             and self.parents.get(session) is not None
             and self._replaying(session)
         ):
