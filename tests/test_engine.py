@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import msgspec
 import pytest
 
@@ -724,3 +726,28 @@ def test_a_malformed_delta_is_reported_as_before(data: bytes) -> None:
     h.start_prompt(sid)
     out = h._collect(h.engine.receive_codex(data))
     assert not any(m.get("method") == "session/update" for m in out), out
+
+
+@pytest.mark.parametrize(
+    ("agent", "warned"),
+    [
+        ("codex-acp-bridge/0.169.0 (Debian 12.0.0; x86_64) xterm", False),
+        ("codex-acp-bridge/0.171.2 (Debian 12.0.0; x86_64) xterm", True),
+        ("codex-acp-bridge/0.150.0 (Mac OS 15.1.0; arm64)", True),
+        ("something without a version", False),
+    ],
+)
+def test_a_codex_outside_the_tested_versions_is_one_warning_naming_both(
+    agent: str, warned: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = Harness(ready=False)
+    with caplog.at_level(logging.WARNING, logger="bridge.engine.engine"):
+        h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": agent})
+    warnings = [r.getMessage() for r in caplog.records if "outside the versions" in r.getMessage()]
+    if warned:
+        [warning] = warnings
+        assert agent.split("/")[1].split()[0] in warning and "0.169.0" in warning
+    else:
+        assert warnings == []
+    # Codex is used either way.
+    assert h.engine.codex_ready

@@ -756,3 +756,19 @@ def test_compaction_is_a_compaction_update_for_every_v2_client() -> None:
     kinds = [u["sessionUpdate"] for u in h.updates("thread-1")]
     assert "compaction_update" in kinds and "tool_call_update" not in kinds
     h.validate()
+
+
+def test_a_codex_without_the_terminal_methods_stops_offering_cancel_and_says_why() -> None:
+    h = V2()
+    h.new_session()
+    h.prompt("thread-1")
+    h.accept_turn()
+    _command_started(h)
+    rid = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
+    listed = h.codex_request("thread/backgroundTerminals/list")
+    h.codex_error(listed["id"], "Invalid request: unknown variant `thread/backgroundTerminals/list`")
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32602 and "session/cancel" in error["message"]
+    _command_started(h, call="call-2")
+    assert "capabilities" not in _tool_updates(h, "call-2")[0]
+    h.validate()

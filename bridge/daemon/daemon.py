@@ -31,6 +31,7 @@ from pathlib import Path
 import trio
 
 from .. import __version__
+from ..codex.versions import drift_warning
 from ..shell.codex_transport import CodexUnavailable, codex_launch, strip_ansi
 from ..shell.serve import Backoff, Restart
 from .observer import observe
@@ -58,12 +59,16 @@ async def run_daemon(
     """Run until SIGTERM / SIGINT (returns) or a crash loop (raises :class:`CrashLoop`)."""
     restart = restart or Restart()
     token = new_token(directory)
+    version = await _codex_version(codex_bin)
+    warning = drift_warning(version)
+    if warning is not None:
+        log.warning("%s", warning)
     info = DaemonInfo(
         pid=os.getpid(),
         bridgeVersion=__version__,
         state="starting",
         tokenFile=str(token),
-        codexVersion=await _codex_version(codex_bin),
+        codexVersion=version,
         startedAt=time.time(),
     )
     write_info(directory, info)

@@ -60,6 +60,7 @@ from ..acp import types as acp_types
 from ..acp import v2 as acp_v2
 from ..codex import messages as codex_messages
 from ..codex import types as codex_types
+from ..codex import versions as codex_versions
 from ..jsonrpc import (
     ErrorCode,
     IncomingError,
@@ -144,6 +145,8 @@ class Engine:
         self._arrived: list[tuple[str, RequestId]] = []
         #: The client sent a request other than ``initialize``: v2 allows no more of those.
         self._past_initialize = False
+        #: What Codex said it is at the handshake (its version is in it).
+        self.codex_user_agent = ""
 
         self.approvals = Approvals(hub)
         self.tools = Tools(hub)
@@ -673,7 +676,8 @@ class Engine:
 
     # -- the Codex handshake ----------------------------------------------------------------
 
-    def _codex_initialized(self, _result: object) -> None:
+    def _codex_initialized(self, result: object) -> None:
+        self._check_version(result)
         self.hub.codex_ready = True
         self.hub.codex_notification("initialized")
         # While the client does its own handshake: the first session's answer lists the models.
@@ -683,6 +687,18 @@ class Engine:
             self._recovering = False
             self.recovery.recover()
         self._drain_before_ready()
+
+    def _check_version(self, result: object) -> None:
+        """One warning when Codex is outside the tested versions (its ``userAgent`` names
+        it: ``codex-acp-bridge/0.169.0 (...)``), once per Codex connection."""
+        try:
+            agent = _USER_AGENT.decode(result if isinstance(result, bytes | Raw) else b"{}")
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return
+        self.codex_user_agent = agent.userAgent
+        warning = codex_versions.drift_warning(agent.userAgent)
+        if warning is not None:
+            log.warning("%s", warning)
 
     def _codex_init_failed(self, error: ErrorObject) -> None:
         if self.hub.codex_lost_reason is not None and self._recovering:
@@ -750,6 +766,13 @@ class _SessionPeek(msgspec.Struct):
 
 # Decoding one field of params and skipping the rest is cheap enough for every request.
 _SESSION_PEEK = msgspec.json.Decoder(_SessionPeek)
+
+
+class _UserAgent(msgspec.Struct):
+    userAgent: str = ""
+
+
+_USER_AGENT = msgspec.json.Decoder(_UserAgent)
 
 
 class _MethodPeek(msgspec.Struct):

@@ -73,7 +73,7 @@ from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from . import workstate
 from .effects import ToClient
-from .hub import Hub, OnError, decode_params
+from .hub import Hub, OnError, decode_params, from_codex, unknown_method
 from .outbox import update_effect
 
 log = logging.getLogger(__name__)
@@ -164,6 +164,8 @@ class V2Face:
         self._cancellable: dict[str, set[str]] = {}
         #: (session, tool call) the client cancelled: a failure then is ``cancelled``.
         self._cancelled_calls: set[tuple[str, str]] = set()
+        #: False once Codex said it has no ``thread/backgroundTerminals/list``.
+        self._terminals_supported = True
 
     # -- initialize -------------------------------------------------------------------------
 
@@ -323,9 +325,29 @@ class V2Face:
                 hub.pass_error_to(rid),
             )
 
-        hub.codex_request(
-            LIST_TERMINALS, {"threadId": session_id}, None, listed, hub.pass_error_to(rid)
-        )
+        def refused(error: ErrorObject) -> None:
+            if not unknown_method(error):
+                hub.refuse_client(rid, from_codex(error))
+                return
+            # An older or newer Codex without the experimental method: commands are no
+            # longer offered as cancellable; session/cancel still stops them with the turn.
+            if self._terminals_supported:
+                log.warning(
+                    "Codex has no %s (%s): tool_call/cancel is no longer offered",
+                    LIST_TERMINALS,
+                    error.message,
+                )
+            self._terminals_supported = False
+            hub.refuse_client(
+                rid,
+                RpcError.invalid_params(
+                    f"tool_call/cancel: this Codex cannot stop one command ({LIST_TERMINALS} "
+                    "is unknown to it); session/cancel stops the turn and its commands",
+                    {"toolCallId": call_id},
+                ),
+            )
+
+        hub.codex_request(LIST_TERMINALS, {"threadId": session_id}, None, listed, refused)
 
     def _cancel_terminal(self, _rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.TerminalCancelParams, "terminal/cancel")
@@ -598,6 +620,7 @@ class V2Face:
             type(update) is acp_tools.ToolCall
             and _is_command(update)
             and status in ("pending", "in_progress")
+            and self._terminals_supported
             and not self._is_child(session_id)
         ):
             self._cancellable.setdefault(session_id, set()).add(call_id)
