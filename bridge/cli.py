@@ -89,6 +89,15 @@ def _codex_options(f: Any) -> Any:
     return f
 
 
+def _device_auth_option(f: Any) -> Any:
+    return click.option(
+        "--device-auth/--browser",
+        default=None,
+        help="Sign in with a device code, or in a browser (default: a device code over SSH "
+        "or without a display).",
+    )(f)
+
+
 def setup_logging(level: str, log_file: str | None) -> None:
     handler: logging.Handler = (
         logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
@@ -121,6 +130,12 @@ def parse_config_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, 
 @_codex_options
 @_runtime_dir_option
 @click.option("--no-daemon", is_flag=True, help="Spawn a Codex of its own even when a daemon runs.")
+@click.option(
+    "--login",
+    is_flag=True,
+    help="Sign in to Codex in this terminal instead of serving (ACP's terminal sign-in).",
+)
+@_device_auth_option
 @_logging_options
 def serve(
     codex_bin: str | None,
@@ -129,14 +144,22 @@ def serve(
     config_overrides: tuple[str, ...],
     runtime_dir: str | None,
     no_daemon: bool,
+    login: bool,
+    device_auth: bool | None,
     log_level: str,
     log_file: str | None,
 ) -> None:
     """Serve ACP on stdin/stdout (what an editor launches).
 
     Attaches to the daemon of the runtime directory when one runs, else spawns
-    a Codex of its own; --codex-url attaches where it says.
+    a Codex of its own; --codex-url attaches where it says. With --login, signs
+    in instead (the command an editor runs in a terminal for ACP's terminal
+    sign-in: its usual command plus --login).
     """
+    if login:
+        from .shell.login import run_login
+
+        sys.exit(run_login(codex_bin, device_auth))
     from .shell.run import ServeOptions, serve_stdio
 
     setup_logging(log_level, log_file)
@@ -151,6 +174,20 @@ def serve(
         use_daemon=not no_daemon,
     )
     sys.exit(serve_stdio(options))
+
+
+@main.command()
+@click.option("--codex-bin", metavar="PATH", help="Codex binary to run (as for serve).")
+@_device_auth_option
+def login(codex_bin: str | None, device_auth: bool | None) -> None:
+    """Sign in to Codex with ChatGPT, in this terminal (Codex's own `codex login`).
+
+    On a machine reached over SSH, or without a display, Codex shows a device code
+    to enter at chatgpt.com instead of opening a browser.
+    """
+    from .shell.login import run_login
+
+    sys.exit(run_login(codex_bin, device_auth))
 
 
 @main.command()

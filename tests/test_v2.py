@@ -124,7 +124,7 @@ def test_v2_initialize_answers_in_v2_shape_with_what_the_bridge_offers() -> None
     assert result["info"]["name"] == "codex-acp-bridge"
     session = result["capabilities"]["session"]
     assert {"status", "title", "archive", "delete", "fork"} <= set(session)
-    assert [m["type"] for m in result["authMethods"]] == ["agent", "agent"]
+    assert [m["type"] for m in result["authMethods"]] == ["agent", "env_var"]
     h.validate()
 
 
@@ -766,7 +766,9 @@ def test_a_codex_without_the_terminal_methods_stops_offering_cancel_and_says_why
     _command_started(h)
     rid = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
     listed = h.codex_request("thread/backgroundTerminals/list")
-    h.codex_error(listed["id"], "Invalid request: unknown variant `thread/backgroundTerminals/list`")
+    h.codex_error(
+        listed["id"], "Invalid request: unknown variant `thread/backgroundTerminals/list`"
+    )
     error = h.client_response(rid)["error"]  # type: ignore[index]
     assert error["code"] == -32602 and "session/cancel" in error["message"]
     _command_started(h, call="call-2")

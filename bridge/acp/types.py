@@ -144,6 +144,8 @@ class ClientCapabilities(_Base):
     subagents: dict[str, Any] | None = None
     elicitation: dict[str, Any] | None = None
     session: dict[str, Any] | None = None
+    #: ``{"terminal": true}``: the client can run the agent in a terminal to sign in.
+    auth: dict[str, Any] | None = None
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -171,10 +173,24 @@ class AgentCapabilities(_Base):
     sessionCapabilities: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class AuthEnvVar(_Base):
+    name: str
+    label: str | UnsetType = UNSET
+    secret: bool | UnsetType = UNSET
+    optional: bool | UnsetType = UNSET
+
+
 class AuthMethod(_Base):
+    """One way to sign in. ``type`` left out is ``agent`` (the agent does it, through
+    ``authenticate``); ``terminal`` names ``args`` for the client to run the agent with in a
+    terminal; ``env_var`` (draft) names the variables the client may set for it."""
+
     id: str
     name: str
     description: str | None | UnsetType = UNSET
+    type: str | UnsetType = UNSET
+    args: list[str] | UnsetType = UNSET
+    vars: list[AuthEnvVar] | UnsetType = UNSET
 
 
 class InitializeResult(_Base):

@@ -33,6 +33,7 @@ class Implementation(_Base):
 
 
 class ClientCapabilities(_Base):
+    #: ``{"terminal": {}}``: the client can run the agent in a terminal to sign in.
     auth: dict[str, Any] | None = None
     elicitation: dict[str, Any] | None = None
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
@@ -66,17 +67,30 @@ class AgentCapabilities(_Base):
     session: SessionCapabilities = msgspec.field(default_factory=SessionCapabilities)
 
 
-class AuthMethodAgent(_Base, tag="agent", tag_field="type"):
+class AuthEnvVar(_Base):
+    name: str
+    label: str | UnsetType = UNSET
+    secret: bool | UnsetType = UNSET
+    optional: bool | UnsetType = UNSET
+
+
+class AuthMethod(_Base):
+    """``agent`` (the agent signs in, through ``auth/login``), ``terminal`` (the client runs
+    the agent with ``args`` in a terminal), or the draft's ``env_var`` (``vars`` to set)."""
+
+    type: str
     methodId: str
     name: str
     description: str | None | UnsetType = UNSET
+    args: list[str] | UnsetType = UNSET
+    vars: list[AuthEnvVar] | UnsetType = UNSET
 
 
 class InitializeResult(_Base):
     protocolVersion: int
     info: Implementation
     capabilities: AgentCapabilities
-    authMethods: list[AuthMethodAgent] | UnsetType = UNSET
+    authMethods: list[AuthMethod] | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 

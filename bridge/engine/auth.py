@@ -31,6 +31,15 @@ log = logging.getLogger(__name__)
 CHATGPT_METHOD = "chatgpt"
 API_KEY_METHOD = "api-key"
 
+TERMINAL_METHOD = "codex-login"
+
+#: The variables ``authenticate`` with the API key method reads, in order.
+API_KEY_VARIABLES = ("CODEX_API_KEY", "OPENAI_API_KEY")
+
+#: What the client runs the bridge with, appended to its usual command, to sign in
+#: in a terminal: ``serve --login`` runs Codex's own ``codex login`` and exits.
+TERMINAL_ARGS = ("--login",)
+
 AUTH_METHODS: tuple[acp_types.AuthMethod, ...] = (
     acp_types.AuthMethod(
         id=CHATGPT_METHOD,
@@ -42,7 +51,19 @@ AUTH_METHODS: tuple[acp_types.AuthMethod, ...] = (
         name="API key from the environment",
         description="Use the OpenAI API key in CODEX_API_KEY or OPENAI_API_KEY "
         "where the bridge runs.",
+        type="env_var",
+        vars=[acp_types.AuthEnvVar(name="OPENAI_API_KEY", label="OpenAI API key", secret=True)],
     ),
+)
+
+#: Offered only to a client that can run the agent in a terminal (``auth.terminal``).
+TERMINAL_AUTH = acp_types.AuthMethod(
+    id=TERMINAL_METHOD,
+    name="Sign in with ChatGPT in a terminal",
+    description="Runs Codex's own sign-in (codex login) in a terminal; on a remote machine "
+    "(SSH, no display) it shows a device code to enter at chatgpt.com instead of a browser.",
+    type="terminal",
+    args=list(TERMINAL_ARGS),
 )
 
 
@@ -63,7 +84,14 @@ class Authentication:
         self.logins: dict[str, Login] = {}
 
     def advertise(self, result: acp_types.InitializeResult) -> None:
-        result.authMethods = list(AUTH_METHODS)
+        result.authMethods = self.methods()
+
+    def methods(self) -> list[acp_types.AuthMethod]:
+        """The sign-in methods this client is offered: the terminal one only when it can
+        run the agent in a terminal (ACP's rule for ``terminal`` methods)."""
+        auth = self.hub.client_capabilities.auth
+        terminal = isinstance(auth, dict) and auth.get("terminal") not in (None, False)
+        return [*AUTH_METHODS, TERMINAL_AUTH] if terminal else list(AUTH_METHODS)
 
     def authenticate(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_auth.AuthenticateParams, "authenticate")
@@ -79,6 +107,13 @@ class Authentication:
                 None,
                 lambda _result: self.hub.answer_client(rid, acp_auth.AuthenticateResult()),
                 self.hub.pass_error_to(rid),
+            )
+        elif params.methodId == TERMINAL_METHOD:
+            # ACP: a terminal method is run by the client, never passed to authenticate.
+            raise RpcError.invalid_params(
+                f"{TERMINAL_METHOD} is a terminal sign-in: run the agent's command with "
+                f"{' '.join(TERMINAL_ARGS)} in a terminal (codex-acp-bridge --login)",
+                {"methodId": params.methodId},
             )
         elif params.methodId == CHATGPT_METHOD:
             self.hub.codex_request(

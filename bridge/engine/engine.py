@@ -561,6 +561,7 @@ class Engine:
         hub.client_capabilities = acp_types.ClientCapabilities(
             subagents={},
             elicitation=params.capabilities.elicitation,
+            auth=params.capabilities.auth,
             # Compaction updates and notices are baseline updates in v2.
             session={"compaction": {}, "notices": {}},
         )

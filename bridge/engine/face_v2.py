@@ -187,7 +187,18 @@ class V2Face:
             info=v2.Implementation(name=info.name, title=info.title, version=info.version),
             capabilities=v2.AgentCapabilities(session=session),
             authMethods=[
-                v2.AuthMethodAgent(methodId=m.id, name=m.name, description=m.description)
+                v2.AuthMethod(
+                    type=m.type if isinstance(m.type, str) else "agent",
+                    methodId=m.id,
+                    name=m.name,
+                    description=m.description,
+                    args=m.args,
+                    vars=UNSET
+                    if m.vars is UNSET
+                    else [
+                        v2.AuthEnvVar(name=v.name, label=v.label, secret=v.secret) for v in m.vars
+                    ],
+                )
                 for m in auth_methods
             ],
         )

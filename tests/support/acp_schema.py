@@ -74,7 +74,22 @@ def _schema(unstable: bool, version: int = 1, closed: bool = False) -> dict[str,
     schema: dict[str, Any] = json.loads((SCHEMAS / f"v{version}" / name).read_text())
     if closed:  # a fresh parse, so the cached verbatim copy stays untouched
         _close_open_unions(schema["$defs"])
+        _allow_draft_variants(schema["$defs"])
     return schema
+
+
+#: Variants the v2 draft documents that SDK 2.4.0's schema does not define yet: still
+#: accepted once the unions are closed. ``env_var`` sign-in ("Authentication method
+#: types", https://agentclientprotocol.com/protocol/v2/draft/authentication).
+DRAFT_VARIANTS = {"AuthMethod": ("type", ("env_var",))}
+
+
+def _allow_draft_variants(defs: dict[str, Any]) -> None:
+    for definition, (field, values) in DRAFT_VARIANTS.items():
+        for member in defs[definition].get("anyOf", []):
+            if member.get("title") == "other":
+                allowed = "|".join(values)
+                member["properties"][field]["pattern"] = f"^(_.*|(?:{allowed})$)"
 
 
 def _closed(version: int, future_variants: bool) -> bool:
