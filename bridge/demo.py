@@ -85,7 +85,8 @@ async def demo(prompt: str, codex_bin: str, out: TextIO, *, color: bool) -> int:
             env = {**os.environ, "CODEX_HOME": str(home), ENV_CODEX_BIN: codex_bin}
             env.pop("OPENAI_API_KEY", None)
             printer = ConversationPrinter(out, color=color)
-            argv = [sys.executable, "-m", "bridge", "serve", "--log-level", "info"]
+            # --no-daemon: a daemon the user runs would bring their own Codex and model.
+            argv = [sys.executable, "-m", "bridge", "serve", "--no-daemon", "--log-level", "info"]
             status = 1
             with log_path.open("wb") as log:
                 try:

@@ -63,10 +63,15 @@ def find_codex(explicit: str | None = None, env: Mapping[str, str] | None = None
         return on_path
     if PINNED_CODEX.exists():
         return str(PINNED_CODEX)
+    # A clone has the project's setup to run; an installed package has only npm's Codex.
+    setup = (
+        "or run the project's setup (which installs @openai/codex into tools/node)"
+        if PINNED_CODEX.parents[4].joinpath("scripts", "setup").exists()
+        else "or install Codex: npm install -g @openai/codex"
+    )
     raise CodexUnavailable(
-        "no Codex binary found: pass --codex-bin PATH, set "
-        f"{ENV_CODEX_BIN}, put `codex` on PATH, or run the project's setup "
-        "(which installs @openai/codex into tools/node)"
+        f"no Codex binary found: pass --codex-bin PATH, set {ENV_CODEX_BIN}, put `codex` on "
+        f"PATH, {setup}"
     )
 
 
