@@ -835,6 +835,7 @@ def _start_chatgpt(h: H) -> int:
         "initialize", {"protocolVersion": 1, "clientCapabilities": {"elicitation": {"url": {}}}}
     )
     rid = h.client_request("authenticate", {"methodId": "chatgpt"})
+    h.codex_reply(h.codex_request("account/read")["id"], {"account": None})
     login = h.codex_request("account/login/start")
     assert login["params"] == {"type": "chatgpt"}
     h.codex_reply(
@@ -898,6 +899,7 @@ def test_chatgpt_sign_in_without_url_elicitation_gives_the_page_in_the_error() -
     h = H()
     h.client_request("initialize", {"protocolVersion": 1})
     rid = h.client_request("authenticate", {"methodId": "chatgpt"})
+    h.codex_reply(h.codex_request("account/read")["id"], {"account": None})
     login = h.codex_request("account/login/start")
     h.codex_reply(
         login["id"], {"type": "chatgpt", "loginId": "l", "authUrl": "https://auth.example/a"}
@@ -976,6 +978,7 @@ def test_a_catalog_answer_not_understood_changes_nothing() -> None:
 def test_a_chatgpt_sign_in_codex_did_not_start_is_an_error() -> None:
     h = H()
     rid = h.client_request("authenticate", {"methodId": "chatgpt"})
+    h.codex_error(h.codex_request("account/read")["id"], "cannot read the account")
     h.codex_reply(h.codex_request("account/login/start")["id"], {"type": "chatgpt"})
     assert h.error(rid)["code"] == -32603
 
@@ -1028,3 +1031,21 @@ def test_each_enabled_skill_is_a_command_of_its_own() -> None:
         {"type": "text", "text": "to staging"},
     ]
     h.validate()
+
+
+def test_chatgpt_sign_in_when_codex_is_signed_in_already_is_answered_at_once() -> None:
+    """Some clients authenticate with the first method on every connection: no new
+    browser sign-in when Codex has a ChatGPT account."""
+    h = H()
+    rid = h.client_request("authenticate", {"methodId": "chatgpt"})
+    account = {"type": "chatgpt", "email": "a@example.com", "planType": "plus"}
+    h.codex_reply(h.codex_request("account/read")["id"], {"account": account})
+    assert h.client_response(rid)["result"] == {}  # type: ignore[index]
+    assert "account/login/start" not in [m.get("method") for m in h.to_codex]
+
+
+def test_an_api_key_account_still_signs_in_with_chatgpt_when_asked() -> None:
+    h = H()
+    h.client_request("authenticate", {"methodId": "chatgpt"})
+    h.codex_reply(h.codex_request("account/read")["id"], {"account": {"type": "apiKey"}})
+    assert h.codex_request("account/login/start")["params"] == {"type": "chatgpt"}

@@ -145,3 +145,10 @@ def test_the_terminal_method_is_never_authenticated_by_the_agent() -> None:
     rid = h.client_request("authenticate", {"methodId": "codex-login"})
     error = h.client_response(rid)["error"]  # type: ignore[index]
     assert error["code"] == -32602 and "--login" in error["message"]
+
+
+def test_the_earlier_terminal_auth_meta_is_understood_too() -> None:
+    """Zed and the ACP registry's checks declare it as ``_meta["terminal-auth"]``."""
+    params = {"protocolVersion": 1, "clientCapabilities": {"_meta": {"terminal-auth": True}}}
+    methods = _methods(Harness(), params, version=1)
+    assert "codex-login" in {m["id"] for m in methods}

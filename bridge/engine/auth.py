@@ -23,6 +23,7 @@ from msgspec import Raw
 from ..acp import auth as acp_auth
 from ..acp import types as acp_types
 from ..codex import account as codex_account
+from ..codex import palette as codex_palette
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from .hub import Hub, decode_params
 
@@ -89,8 +90,13 @@ class Authentication:
     def methods(self) -> list[acp_types.AuthMethod]:
         """The sign-in methods this client is offered: the terminal one only when it can
         run the agent in a terminal (ACP's rule for ``terminal`` methods)."""
-        auth = self.hub.client_capabilities.auth
-        terminal = isinstance(auth, dict) and auth.get("terminal") not in (None, False)
+        capabilities = self.hub.client_capabilities
+        auth, meta = capabilities.auth, capabilities.meta
+        # ACP's auth.terminal, or the earlier _meta["terminal-auth"] that Zed and the
+        # registry's checks send.
+        terminal = (isinstance(auth, dict) and auth.get("terminal") not in (None, False)) or (
+            isinstance(meta, dict) and meta.get("terminal-auth") is True
+        )
         return [*AUTH_METHODS, TERMINAL_AUTH] if terminal else list(AUTH_METHODS)
 
     def authenticate(self, rid: RequestId, raw: Raw) -> None:
@@ -116,19 +122,43 @@ class Authentication:
                 {"methodId": params.methodId},
             )
         elif params.methodId == CHATGPT_METHOD:
-            self.hub.codex_request(
-                "account/login/start",
-                codex_account.ChatgptLogin(),
-                codex_account.LoginAccountResult,
-                lambda result: self._chatgpt_started(rid, result),
-                self.hub.pass_error_to(rid),
-            )
+            self._chatgpt(rid)
         else:
             raise RpcError.invalid_params(
                 f"unknown auth method {params.methodId!r}; this agent offers "
                 f"{', '.join(m.id for m in AUTH_METHODS)}",
                 {"methodId": params.methodId},
             )
+
+    def _chatgpt(self, rid: RequestId) -> None:
+        """Sign in with ChatGPT, unless Codex already is: some clients authenticate with the
+        first method on every connection, and a browser sign-in each time helps nobody."""
+        hub = self.hub
+
+        def start() -> None:
+            hub.codex_request(
+                "account/login/start",
+                codex_account.ChatgptLogin(),
+                codex_account.LoginAccountResult,
+                lambda result: self._chatgpt_started(rid, result),
+                hub.pass_error_to(rid),
+            )
+
+        def read(result: codex_palette.AccountReadResult) -> None:
+            account = result.account
+            if isinstance(account, dict) and account.get("type") == "chatgpt":
+                log.info("authenticate chatgpt: Codex is signed in already")
+                hub.answer_client(rid, acp_auth.AuthenticateResult())
+            else:
+                start()
+
+        hub.codex_request(
+            "account/read",
+            codex_palette.NoParams(),
+            codex_palette.AccountReadResult,
+            read,
+            lambda _error: start(),
+        )
 
     def _chatgpt_started(self, rid: RequestId, started: codex_account.LoginAccountResult) -> None:
         url, login_id = started.authUrl, started.loginId
