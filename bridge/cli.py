@@ -391,5 +391,20 @@ def demo(prompt: str | None, codex_bin: str | None, log_level: str, log_file: st
     sys.exit(run_demo(prompt=prompt, codex_bin=codex_bin))
 
 
+@main.command()
+@click.option("--codex-bin", metavar="PATH", help="Codex binary to check (as for serve).")
+@_runtime_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: every check and the verdict.")
+def doctor(codex_bin: str | None, runtime_dir: str | None, as_json: bool) -> None:
+    """Check what the bridge needs: Codex, its sign-in, its config, the daemon, a handshake.
+
+    A checklist on stdout (✓ fine, ! a warning, ✗ blocks use, with what to do);
+    exit status 1 when anything blocks use, else 0.
+    """
+    from .doctor import run_doctor
+
+    sys.exit(run_doctor(codex_bin, runtime_dir, json_output=as_json))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
