@@ -649,6 +649,18 @@ class _Conversation:
     async def notify(self, method: str) -> None:
         await self.stream.send(self.peer.notification(method))
 
+    async def drain(self) -> None:
+        """Read what Codex wrote before it ended: a process that exits at once closes its
+        stdin before our request is written, and what it printed is the clue."""
+        with trio.move_on_after(1):
+            while True:
+                try:
+                    data = await self.stream.receive()
+                except _ENDED:
+                    return
+                if isinstance(self.peer.receive(data), Invalid) and self.stray is None:
+                    self.stray = data.decode(errors="replace")[:200]
+
     def _warned(self, params: Raw) -> None:
         try:
             said = msgspec.json.decode(params, type=_Warning)
@@ -678,6 +690,7 @@ async def shake_hands(binary: str, *, seconds: float = HANDSHAKE_SECONDS) -> Han
                 why = f"no answer to initialize within {seconds:g} s"
                 return Handshake(time.monotonic() - started, failure=why)
             except _ENDED:
+                await talk.drain()
                 why = await connection.exit_reason()
                 if talk.stray is not None:
                     why += f" (it printed {talk.stray!r}, not JSON-RPC)"
