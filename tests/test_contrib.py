@@ -241,8 +241,10 @@ async def test_bridge_passes_the_registry_authentication_check(
             terminal = await client.initialize(
                 {**REGISTRY_CHECK_CAPABILITIES, "auth": {"terminal": True}}
             )
-    # The registry lists an agent when one method is of type agent or terminal.
-    assert _registry_types(registry["authMethods"])["chatgpt"] == "agent"
+    # The registry lists an agent when one method is of type agent or terminal; its handshake
+    # declares _meta["terminal-auth"], so it is shown both.
+    types = _registry_types(registry["authMethods"])
+    assert types["chatgpt"] == "agent" and types["codex-login"] == "terminal"
     # A client that can run a terminal (ACP's auth.terminal) is offered the bridge's login too.
     [login] = [m for m in terminal["authMethods"] if m.get("type") == "terminal"]
     assert login["args"] == ["--login"]
