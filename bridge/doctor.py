@@ -48,6 +48,7 @@ import trio
 from msgspec import Raw
 
 from . import __version__
+from .acp.auth import API_KEY_VARIABLES
 from .codex import palette as codex_palette
 from .codex import types as codex_types
 from .codex.versions import PINNED, drift_warning, parse
@@ -79,9 +80,6 @@ MARKS: dict[Status, str] = {"ok": "✓", "warning": "!", "error": "✗"}
 HANDSHAKE_SECONDS = 10.0
 #: How long ``codex --version`` may take.
 VERSION_SECONDS = 10.0
-
-#: The variables ``serve`` reads an API key from, in order (``bridge/shell/run.py``).
-API_KEY_VARIABLES = ("CODEX_API_KEY", "OPENAI_API_KEY")
 
 #: How Codex 0.169 begins the ``configWarning`` of a config it ignores whole (it then runs on
 #: its defaults instead of refusing to start, so this is the only sign of it).

@@ -34,9 +34,6 @@ API_KEY_METHOD = "api-key"
 
 TERMINAL_METHOD = "codex-login"
 
-#: The variables ``authenticate`` with the API key method reads, in order.
-API_KEY_VARIABLES = ("CODEX_API_KEY", "OPENAI_API_KEY")
-
 #: What the client runs the bridge with, appended to its usual command, to sign in
 #: in a terminal: ``serve --login`` runs Codex's own ``codex login`` and exits.
 TERMINAL_ARGS = ("--login",)

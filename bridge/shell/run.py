@@ -14,6 +14,7 @@ from typing import Any
 
 import trio
 
+from ..acp.auth import API_KEY_VARIABLES
 from ..daemon.runtime import running_daemon, runtime_dir
 from ..engine import Engine
 from .codex_transport import (
@@ -92,7 +93,7 @@ def make_engine(
 ) -> Engine:
     # Codex's app-server reads no API key from its environment: the bridge hands it
     # over when the client picks that auth method (see bridge/engine/auth.py).
-    api_key = os.environ.get("CODEX_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    api_key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
 
     def is_directory(path: str) -> bool:
         # The engine asks; the file system answers here. A recording keeps each
