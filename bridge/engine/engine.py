@@ -57,7 +57,6 @@ from .. import __version__
 from ..acp import negotiation
 from ..acp import steering as acp_steering
 from ..acp import types as acp_types
-from ..acp import v2 as acp_v2
 from ..codex import messages as codex_messages
 from ..codex import types as codex_types
 from ..codex import versions as codex_versions
@@ -75,7 +74,6 @@ from . import commands
 from .approvals import Approvals
 from .auth import Authentication
 from .effects import Effect
-from .face_v2 import V2Face
 from .hub import AGENT_NAME, Hub, decode_params
 from .lifecycle import Lifecycle
 from .palette import Palette
@@ -556,6 +554,10 @@ class Engine:
         v2 clients understand sub-agents without declaring it (the RFD), and have no
         file system or terminal of their own to lend (v2 has no ``fs/*``, ``terminal/*``).
         """
+        # Here, not at the top: a v1 client's start never pays for importing v2.
+        from ..acp import v2 as acp_v2
+        from .face_v2 import V2Face
+
         params = decode_params(raw, acp_v2.InitializeParams, "initialize")
         hub = self.hub
         hub.client_capabilities = acp_types.ClientCapabilities(
