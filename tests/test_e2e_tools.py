@@ -226,9 +226,10 @@ async def test_a_client_that_reads_files_sees_whole_files_even_once_patched(
 
     def whole_diff(message: dict[str, Any]) -> bool:
         update = message.get("params", {}).get("update", {})
-        return any(
-            c.get("type") == "diff" and c["path"] == str(big) and "_meta" not in c
-            for c in update.get("content", [])
+        content = update.get("content")
+        # Tool call content is a list; an answer's chunk (a single block) can come first.
+        return isinstance(content, list) and any(
+            c.get("type") == "diff" and c["path"] == str(big) and "_meta" not in c for c in content
         )
 
     with trio.fail_after(SCENARIO_SECONDS):
