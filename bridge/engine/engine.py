@@ -464,6 +464,7 @@ class Engine:
         if face is not None and method != "initialize":
             if self.hub.codex_lost_reason is not None:
                 raise RpcError.internal(self.hub.codex_lost_reason)
+            self._guard(method, params)
             routed = face.route(msg.id, method, params)
             if routed is None:
                 return
@@ -475,14 +476,19 @@ class Engine:
             self._recovering and method == "initialize"
         ):
             raise RpcError.internal(self.hub.codex_lost_reason)
-        if params:
-            try:
-                session_id = _SESSION_PEEK.decode(params).sessionId
-            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-                session_id = ""  # the handler reports the bad params
-            if session_id:
-                self.subagents.guard(method, session_id)
+        self._guard(method, params)
         handler(msg.id, params)
+
+    def _guard(self, method: str, params: Raw) -> None:
+        """Refuse a request that would change a sub-agent's session (the RFD)."""
+        if not params:
+            return
+        try:
+            session_id = _SESSION_PEEK.decode(params).sessionId
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            return  # the handler reports the bad params
+        if session_id:
+            self.subagents.guard(method, session_id)
 
     def _after_catalog(self, handler: RequestHandler) -> RequestHandler:
         """``handler``, run once the model catalog is in (at once if it is): a request

@@ -98,11 +98,6 @@ RENAMED = {"auth/login": "authenticate"}
 #: Requests for the client that wait on the user: the session ``requires_action`` meanwhile.
 ASKS_USER = frozenset({"session/request_permission", "elicitation/create"})
 
-#: Requests that would change a sub-agent's session (the RFD: a client may only cancel one).
-RESTRICTED = frozenset(
-    {"session/set_title", "session/archive", "session/unarchive", "session/delete"}
-)
-
 #: The turn of a resumed thread Codex reported active: its id is not known here.
 ANY_TURN = "*"
 
@@ -286,7 +281,6 @@ class V2Face:
 
     def _set_title(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.SetTitleParams, "session/set_title")
-        self._refuse_child("session/set_title", params.sessionId)
         hub = self.hub
         hub.codex_request(
             "thread/name/set",
@@ -367,15 +361,6 @@ class V2Face:
             "(use session/cancel)",
             {"terminalId": params.terminalId},
         )
-
-    def _refuse_child(self, method: str, session_id: str) -> None:
-        record = self.hub.threads.session(session_id)
-        if record is not None and record.is_child:
-            raise RpcError.invalid_params(
-                f"{method}: session {session_id} is a subagent session of {record.parent_id}; "
-                "clients can only cancel it (session/cancel)",
-                {"sessionId": session_id, "parentSessionId": record.parent_id},
-            )
 
     _handlers: ClassVar[dict[str, Callable[[V2Face, RequestId, Raw], None]]] = {}
 
@@ -593,13 +578,11 @@ class V2Face:
         return params, answered, refused, sent
 
     def update(self, session_id: str, update: Any) -> None:
-        """Send the v2 form of one engine update (some become two, some none)."""
+        """Send the v2 form of one engine update (some become two, some none). The hub
+        sends the ``unchanged`` ones itself, without calling this."""
         kind = type(update)
         if self._starting and session_id in self._starting and kind in _TURN_TRAFFIC:
             self._insert_waiting(session_id)
-        if kind in _SAME:
-            self.hub.emit(update_effect(session_id, update))
-            return
         if kind is acp_tools.ToolCall or kind is acp_tools.ToolCallUpdate:
             self.hub.emit(update_effect(session_id, self._tool_update(session_id, update)))
             return
@@ -680,9 +663,6 @@ class V2Face:
         if force or session_id in self.hub.threads.shown_ids:
             self.hub.emit(update_effect(session_id, update))
 
-    def forget(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
-
 
 def _thread_request(method: str) -> Callable[[V2Face, RequestId, Raw], None]:
     """Handle v2 ``method`` as the Codex thread request of the same name (answered ``{}``)."""
@@ -690,7 +670,6 @@ def _thread_request(method: str) -> Callable[[V2Face, RequestId, Raw], None]:
 
     def handle(face: V2Face, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.SessionParams, method)
-        face._refuse_child(method, params.sessionId)
         hub = face.hub
         hub.codex_request(
             codex_method,

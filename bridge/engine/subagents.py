@@ -76,6 +76,11 @@ RESTRICTED = frozenset(
         "session/close",
         "session/fork",
         "_session/steering",
+        # ACP v2's
+        "session/set_title",
+        "session/archive",
+        "session/unarchive",
+        "session/delete",
     }
 )
 #: Messages held for one thread before the oldest notifications are dropped.
