@@ -258,21 +258,7 @@ def test_a_permission_request_makes_the_session_require_action_until_answered() 
     h.new_session()
     h.prompt("thread-1")
     h.accept_turn()
-    h.codex_notify(
-        "item/started",
-        {
-            "threadId": "thread-1",
-            "turnId": "turn-1",
-            "item": {
-                "type": "commandExecution",
-                "id": "call-1",
-                "command": "rm -rf build",
-                "cwd": "/work",
-                "status": "inProgress",
-                "commandActions": [],
-            },
-        },
-    )
+    _command_started(h, command="rm -rf build")
     h.codex_ask(
         7,
         "item/commandExecution/requestApproval",
@@ -308,21 +294,7 @@ def test_a_tool_call_is_an_upsert_and_a_plan_a_plan_update() -> None:
     h.new_session()
     h.prompt("thread-1")
     h.accept_turn()
-    h.codex_notify(
-        "item/started",
-        {
-            "threadId": "thread-1",
-            "turnId": "turn-1",
-            "item": {
-                "type": "commandExecution",
-                "id": "call-1",
-                "command": "ls",
-                "cwd": "/work",
-                "status": "inProgress",
-                "commandActions": [],
-            },
-        },
-    )
+    _command_started(h, command="ls")
     h.codex_notify(
         "turn/plan/updated",
         {
