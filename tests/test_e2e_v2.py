@@ -4,6 +4,8 @@ schema and the RFD's transcript rules (``assert_valid_acp(version=2)``)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,22 @@ ESCALATED = (
     '@@ call exec_command {"cmd":"touch approved.txt","sandbox_permissions":"require_escalated",'
     '"justification":"needs it"}\n@@ then\n@@ say done'
 )
+
+
+@asynccontextmanager
+async def prompt_running(
+    client: AcpClient, session: str, text: str
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """A v2 prompt running while the body acts on it; on leaving, its work has ended and
+    the list holds the ``idle`` update that ended it."""
+    ended: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        ended.append((await client.prompt_v2(session, text))[1])
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        yield ended
 
 
 def states(client: AcpClient, session: str) -> list[dict[str, Any]]:
@@ -113,13 +131,7 @@ async def test_a_v2_cancel_ends_the_work_cancelled(
         async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
             await client.initialize_v2()
             session = await client.new_session(str(workspace))
-            async with trio.open_nursery() as nursery:
-                ended: list[dict[str, Any]] = []
-
-                async def run() -> None:
-                    ended.append((await client.prompt_v2(session, "@@ words 3000 delay_ms=10"))[1])
-
-                nursery.start_soon(run)
+            async with prompt_running(client, session, "@@ words 3000 delay_ms=10") as ended:
                 await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
                 await client.notify("session/cancel", {"sessionId": session})
             assert ended == [
@@ -211,13 +223,7 @@ async def test_v2_cancelling_a_child_stops_it_alone(
         async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
             await client.initialize_v2()
             session = await client.new_session(str(workspace))
-            async with trio.open_nursery() as nursery:
-                ended: list[dict[str, Any]] = []
-
-                async def run() -> None:
-                    ended.append((await client.prompt_v2(session, CANCEL_CHILD))[1])
-
-                nursery.start_soon(run)
+            async with prompt_running(client, session, CANCEL_CHILD) as ended:
                 await client.wait_for(
                     lambda _m: (
                         bool(children(client))
@@ -241,13 +247,7 @@ async def test_v2_a_running_command_is_cancelled_alone(
             await client.initialize_v2()
             session = await client.new_session(str(workspace))
             started = trio.current_time()
-            async with trio.open_nursery() as nursery:
-                ended: list[dict[str, Any]] = []
-
-                async def run() -> None:
-                    ended.append((await client.prompt_v2(session, script))[1])
-
-                nursery.start_soon(run)
+            async with prompt_running(client, session, script) as ended:
                 offered = await client.wait_for(
                     lambda m: (
                         m.get("method") == "session/update"
