@@ -141,15 +141,7 @@ class AcpClient:
 
     async def wait_for(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         """Wait until a received message satisfies ``predicate``; return it."""
-        seen = 0
-        while True:
-            for message in self.received[seen:]:
-                if predicate(message):
-                    return message
-            seen = len(self.received)
-            if self.closed:
-                raise trio.EndOfChannel("agent closed the connection")
-            await self._arrived.park()
+        return await self.wait_for_index(0, predicate)
 
     # -- conveniences for the common calls ---------------------------------------------
 
