@@ -492,13 +492,10 @@ class V2Face:
         user; its end is reported as a Codex-started turn's is."""
         record = self.hub.threads.session(session_id)
         session = self._session(session_id)
-        status = record.status if record is not None else None
-        state = "idle"
-        if record is not None and record.turn is not None:
-            state = "running"
-        elif status is not None and status.type == "active":
-            state = "requires_action" if status.flags & workstate.WAITING_FLAGS else "running"
-            session.turn = ANY_TURN
+        # The same rules as a sub-agent's state (Codex's status, the turn, what waits).
+        state = workstate.snapshot(record).state if record is not None else "idle"
+        if record is not None and record.turn is None and state != "idle":
+            session.turn = ANY_TURN  # Codex's turn, not one this bridge started
         session.state = state
         self._emit(session_id, v2.StateUpdate(state=state), force=True)
 
