@@ -11,10 +11,16 @@ notice, where the client takes notices, says its history is missing. No state
 and no capability is sent during the replay: current snapshots follow the
 response (:meth:`SubagentHistory.after_response`), the RFD's freshness boundary.
 
-Without the ``subagents`` capability no sub-agent is replayed, but the threads
+Without the ``subagents`` capability no sub-agent is a session, but the threads
 the root's collab items name are still read, for the same reason: there the
 spawns and messages are tool calls too, titled with the sub-agent's nickname
-when it ran.
+when it ran. And what the live root showed of its hidden sub-agents is replayed
+on it: a hidden sub-agent's command, file change or MCP call that asked for
+permission was introduced on the root as a tool call (the item's id, titled
+``NICKNAME: TITLE``, closed with the item's outcome). A stored thread does not
+say which items asked, so each such item of every hidden sub-agent (and of
+theirs) is replayed on the root in that form, right after the spawn that made
+the sub-agent: its id, title and final status are the live ones.
 """
 
 from __future__ import annotations
@@ -26,12 +32,13 @@ from dataclasses import dataclass, field
 import msgspec
 
 from ..acp import subagents as acp_subagents
+from ..acp import tools as acp_tools
 from ..acp import types as acp_types
 from ..codex import items as codex_items
 from ..codex import threads as codex_threads
 from ..codex.messages import ThreadItem
 from ..jsonrpc.peer import ErrorObject
-from . import history
+from . import history, tool_views
 from .hub import Hub
 from .threads import ThreadRecord, Turn
 
@@ -44,9 +51,9 @@ class _Tree:
 
     #: Each sub-agent read, by id: its stored thread (``None``: it could not be read).
     stored: dict[str, codex_threads.StoredThread | None] = field(default_factory=dict)
-    #: Each sub-agent's stored items (with the capability: they are replayed).
+    #: Each sub-agent's stored items.
     items: dict[str, list[ThreadItem]] = field(default_factory=dict)
-    #: The sub-agents each thread's history spawned, in order (with the capability).
+    #: The sub-agents each thread's history spawned, in order.
     spawned: dict[str, list[str]] = field(default_factory=dict)
 
     def nicknames(self) -> history.Nicknames:
@@ -83,12 +90,14 @@ class SubagentHistory:
 
         def replay_all(tree: _Tree) -> None:
             nicknames = tree.nicknames()
-            updates = history.replay_updates(
-                root.id, root_items, first=self._history_item(root.id, nicknames), cwd=root.cwd
-            )
+            first = self._history_item(root.id, nicknames)
+            if not self.hub.subagents_exposed:
+                first = self._with_hidden(first, tree)
+            updates = history.replay_updates(root.id, root_items, first=first, cwd=root.cwd)
             for update in updates:
                 self.hub.update(root.id, update)
-            self._restore_tree(root, tree)
+            if self.hub.subagents_exposed:
+                self._restore_tree(root, tree)
             then()
 
         self._read_tree(root, root_items, replay_all)
@@ -108,21 +117,21 @@ class SubagentHistory:
         def visit(parent_id: str, items: list[ThreadItem]) -> None:
             nonlocal outstanding
             outstanding += 1  # this visit: a read that fails at once must not end the tree
-            if exposing:
-                targets = tree.spawned[parent_id] = _spawned(items)
-            else:
-                targets = _named(items) if parent_id == root.id else []
+            targets = tree.spawned[parent_id] = _spawned(items)
+            if not exposing and parent_id == root.id:
+                # Every sub-agent a collab tool call of the root names titles it.
+                targets = _named(items)
             for child_id in targets:
                 if child_id in asked or self.hub.threads.session(child_id) is not None:
                     continue
                 asked.add(child_id)
                 outstanding += 1
-                self._read_thread(child_id, exposing, read)
+                self._read_thread(child_id, True, read)
             finish()
 
         def read(child_id: str, stored: codex_threads.StoredThread | None) -> None:
             tree.stored[child_id] = stored
-            if exposing and stored is not None:
+            if stored is not None:
                 items = tree.items[child_id] = history.stored_items(stored)
                 visit(child_id, items)
             finish()
@@ -157,6 +166,43 @@ class SubagentHistory:
         )
 
     # -- replaying them ---------------------------------------------------------------------------
+
+    def _with_hidden(self, first: history.ItemReplay, tree: _Tree) -> history.ItemReplay:
+        """``first``, followed at each spawn by what the live root showed of the hidden
+        sub-agents it made (:meth:`_hidden_updates`)."""
+
+        def replay(item: ThreadItem) -> list[msgspec.Struct] | None:
+            out = first(item)
+            if isinstance(item, codex_items.CollabAgentToolCallItem) and item.tool == "spawnAgent":
+                out = list(out or [])
+                for child_id in item.receiverThreadIds:
+                    out += self._hidden_updates(child_id, tree, set())
+            return out
+
+        return replay
+
+    def _hidden_updates(self, thread_id: str, tree: _Tree, seen: set[str]) -> list[msgspec.Struct]:
+        """A hidden sub-agent's tool calls as its root showed them live: those a permission
+        request can introduce there (:meth:`Approvals._introduce`), with the name the request
+        said (``ask_target``); its own sub-agents' after the spawn that made each."""
+        stored = tree.stored.get(thread_id)
+        if stored is None or thread_id in seen:
+            return []
+        seen.add(thread_id)
+        agent = stored.agentNickname or "a sub-agent"
+        out: list[msgspec.Struct] = []
+        for item in tree.items.get(thread_id, []):
+            if isinstance(item, _ASKING_ITEMS):
+                for update in tool_views.history_updates(item, cwd=stored.cwd):
+                    if isinstance(update, acp_tools.ToolCall):
+                        update = msgspec.structs.replace(update, title=f"{agent}: {update.title}")
+                    out.append(update)
+            elif (
+                isinstance(item, codex_items.CollabAgentToolCallItem) and item.tool == "spawnAgent"
+            ):
+                for child_id in item.receiverThreadIds:
+                    out += self._hidden_updates(child_id, tree, seen)
+        return out
 
     def _restore_tree(self, root: ThreadRecord, tree: _Tree) -> None:
         """Each sub-agent read: its association, then its history, then its own sub-agents'."""
@@ -222,6 +268,14 @@ class SubagentHistory:
         replayed, root.replayed = root.replayed, []
         for child in replayed:
             self._report(child)
+
+
+#: The items whose tool call a permission request introduces on the session it is asked on.
+_ASKING_ITEMS = (
+    codex_items.CommandExecutionItem,
+    codex_items.FileChangeItem,
+    codex_items.McpToolCallItem,
+)
 
 
 def _spawned(items: list[ThreadItem]) -> list[str]:
