@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from bridge.acp_client import AcpClient
+from bridge.acp_client import AcpClient, open_agent
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
 from tests.support.scenarios import open_session
@@ -28,6 +28,7 @@ from tests.support.scenarios.subagents import (
     spawn,
     wait,
 )
+from tests.test_e2e_daemon import running_daemon, serve_argv
 
 pytestmark = pytest.mark.e2e
 
@@ -99,6 +100,39 @@ async def test_a_cancelled_command_is_replayed_as_it_ended(
             await load(client, root, workspace)
     live, replayed = final_calls(first, root), final_calls(client, root)
     assert live and replayed == live
+    assert_valid_acp(client)
+
+
+async def test_a_load_through_the_daemon_shows_a_command_still_running_then_its_end(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    """The daemon's Codex still runs a command of a finished turn when a second editor loads
+    the session: Codex has not stored it yet (it stores a command once it ends), so the
+    replay shows it running, as the first editor saw it, and Codex's end of it finishes it."""
+    runtime = tmp_path / "runtime"
+    slow = script(
+        call("exec_command", {"cmd": "sleep 4; echo late-done", "yield_time_ms": 300}),
+        "@@ say yielded",
+    )
+    with (
+        trio.fail_after(SCENARIO_SECONDS),
+        (tmp_path / "bridge.log").open("ab") as out,
+    ):
+        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+            argv = serve_argv(runtime)
+            async with open_agent(argv, env=bridge_env, stderr=out.fileno()) as (first, _):
+                root = await open_session(first, str(workspace))
+                assert await first.prompt(root, slow) == {"stopReason": "end_turn"}
+            live = final_calls(first, root)
+            [call_id] = live
+            assert live[call_id] == {"title": "sleep 4; echo late-done", "status": "in_progress"}
+            async with open_agent(argv, env=bridge_env, stderr=out.fileno()) as (client, _):
+                await client.initialize()
+                await load(client, root, workspace)
+                assert final_calls(client, root) == live
+                await client.wait_for(
+                    lambda _m: final_calls(client, root)[call_id].get("status") == "completed"
+                )
     assert_valid_acp(client)
 
 

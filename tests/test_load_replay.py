@@ -3,13 +3,20 @@
 Without the ``subagents`` capability a hidden sub-agent's command that asked for permission is
 introduced on its root, titled with the agent's name: a load of that root replays it there,
 with the same tool call id, title and final status.
+
+Codex stores a command once it ends (in its turn, even after the turn ended): a thread loaded
+from a Codex that still runs one of its commands (a shared Codex, the daemon) lacks it in
+``thread/read``. The load replays it in progress, from ``thread/backgroundTerminals/list``, and
+its ``item/completed`` finishes it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tests.support.engine_harness import Harness
 from tests.test_subagents import (
+    CAPABILITIES,
     CHILD,
     GRANDCHILD,
     ROOT,
@@ -137,3 +144,87 @@ def test_with_the_capability_a_childs_commands_stay_in_its_own_session() -> None
     check_loaded(h, requests, subagents=True)
     assert "call_cmd" not in final_calls(h.updates(ROOT))
     assert final_calls(h.updates(CHILD))["call_cmd"]["title"] == "touch x"
+
+
+#: What a load asks Codex, and these tests answer.
+LOAD_ASKS = ("thread/read", "thread/resume", "thread/backgroundTerminals/list")
+
+
+def load_running(
+    status: str, terminals: list[dict[str, Any]]
+) -> tuple[Harness, list[tuple[int, dict[str, Any]]], list[str], int]:
+    """``session/load`` of ``ROOT`` whose ``thread/read`` says ``status``, Codex listing
+    ``terminals`` as still running; every Codex request the load made, by method, and where
+    the load's response is in what the client received."""
+    h = Harness()
+    requests: list[tuple[int, dict[str, Any]]] = []
+
+    def request(method: str, params: Any) -> int:
+        at = len(h.to_client)
+        rid = h.client_request(method, params)
+        requests.append((at, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
+        return rid
+
+    request("initialize", {"protocolVersion": 1, "clientCapabilities": CAPABILITIES})
+    rid = request("session/load", {"sessionId": ROOT, "cwd": WORKDIR, "mcpServers": []})
+    items = [
+        user_message("u-1", "start it"),
+        {"type": "agentMessage", "id": "msg-1", "text": "started"},
+    ]
+    thread = {**stored(ROOT, items), "status": {"type": status}}
+    asked: list[str] = []
+    while h.client_response(rid) is None:
+        pending = [m for m in h.to_codex if m.get("method") in LOAD_ASKS and m["id"] not in asked]
+        assert pending, f"the load waits on nothing (sent Codex: {h.to_codex})"
+        for m in pending:
+            asked.append(m["id"])
+            if m["method"] == "thread/read":
+                h.codex_reply(m["id"], {"thread": thread})
+            elif m["method"] == "thread/resume":
+                resumed = {**thread, "turns": [], "status": {"type": "idle"}}
+                h.codex_reply(m["id"], {"thread": resumed, "model": "mock"})
+            else:
+                assert m["method"] == "thread/backgroundTerminals/list", m
+                h.codex_reply(m["id"], {"data": terminals, "nextCursor": None})
+    methods = [m["method"] for m in h.to_codex if "method" in m and "id" in m]
+    answered = next(
+        i for i, m in enumerate(h.to_client) if m.get("id") == rid and "method" not in m
+    )
+    return h, requests, methods, answered
+
+
+def test_a_command_a_loaded_thread_still_runs_is_replayed_running_and_finishes_later() -> None:
+    terminal = {
+        "itemId": "call_bg",
+        "processId": "7",
+        "command": "sleep 3; echo done",
+        "cwd": WORKDIR,
+        "osPid": None,
+    }
+    h, requests, methods, response = load_running("idle", [terminal])
+    assert "thread/backgroundTerminals/list" in methods
+    [running] = [
+        m["params"]["update"]
+        for m in h.to_client[:response]
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("toolCallId") == "call_bg"
+    ]
+    assert running["sessionUpdate"] == "tool_call"
+    assert (running["title"], running["status"]) == ("sleep 3; echo done", "in_progress")
+    # After the history: the command outlived the turn it came from.
+    replayed = [
+        m["params"]["update"]["sessionUpdate"] for m in h.to_client[:response] if "params" in m
+    ]
+    assert replayed.index("agent_message_chunk") < replayed.index("tool_call")
+    finished = command("call_bg", "completed", 0, "sleep 3; echo done")
+    finished["aggregatedOutput"] = "done\n"
+    h.codex_notify("item/completed", {"threadId": ROOT, "turnId": "turn-of-x", "item": finished})
+    [update] = [u for u in h.updates(ROOT) if u["sessionUpdate"] == "tool_call_update"]
+    assert (update["toolCallId"], update["status"]) == ("call_bg", "completed")
+    check_loaded(h, requests, subagents=False)
+
+
+def test_a_thread_codex_had_not_loaded_runs_no_command_so_none_is_listed() -> None:
+    h, requests, methods, _response = load_running("notLoaded", [])
+    assert "thread/backgroundTerminals/list" not in methods
+    check_loaded(h, requests, subagents=False)

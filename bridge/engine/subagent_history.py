@@ -82,25 +82,74 @@ class SubagentHistory:
         self._report = report
 
     def replay(
-        self, root: ThreadRecord, root_items: list[ThreadItem], then: Callable[[], None]
+        self, root: ThreadRecord, stored: codex_threads.StoredThread, then: Callable[[], None]
     ) -> None:
-        """The whole replay of a ``session/load``: the sub-agents are read, then the root's
-        stored items are replayed, then the sub-agents' associations and histories; then
+        """The whole replay of a ``session/load`` of ``stored`` (read before it was
+        resumed): the sub-agents are read, then the root's stored items are replayed, then
+        the commands it still runs, then the sub-agents' associations and histories; then
         ``then`` (the response)."""
+        root_items = history.stored_items(stored)
 
-        def replay_all(tree: _Tree) -> None:
+        def replay_all(tree: _Tree, running: list[msgspec.Struct]) -> None:
             nicknames = tree.nicknames()
             first = self._history_item(root.id, nicknames)
             if not self.hub.subagents_exposed:
                 first = self._with_hidden(first, tree)
             updates = history.replay_updates(root.id, root_items, first=first, cwd=root.cwd)
-            for update in updates:
+            for update in updates + running:
                 self.hub.update(root.id, update)
             if self.hub.subagents_exposed:
                 self._restore_tree(root, tree)
             then()
 
-        self._read_tree(root, root_items, replay_all)
+        def read(tree: _Tree) -> None:
+            if (stored.status or {}).get("type", "notLoaded") == "notLoaded":
+                # Not loaded in this Codex before the load: no command of it runs here.
+                replay_all(tree, [])
+                return
+            self._running_commands(root, root_items, lambda running: replay_all(tree, running))
+
+        self._read_tree(root, root_items, read)
+
+    def _running_commands(
+        self,
+        root: ThreadRecord,
+        root_items: list[ThreadItem],
+        done: Callable[[list[msgspec.Struct]], None],
+    ) -> None:
+        """The commands a thread this Codex already held still runs (a shared Codex: another
+        client left them running, or they outlived their turn): Codex stores a command only
+        once it ends, so the history lacks them. Each is replayed in progress (the live
+        session showed it so) and its later ``item/completed`` updates it."""
+        stored_ids = {item.id for item in root_items if isinstance(item, codex_items.ToolItem)}
+
+        def listed(result: codex_threads.BackgroundTerminalsListResult) -> None:
+            running: list[msgspec.Struct] = []
+            for terminal in result.data:
+                if terminal.itemId in stored_ids or terminal.itemId in root.announced_tools:
+                    continue
+                item = codex_items.CommandExecutionItem(
+                    id=terminal.itemId,
+                    command=terminal.command,
+                    cwd=terminal.cwd,
+                    processId=terminal.processId,
+                )
+                root.announced_tools.add(item.id)
+                running.append(tool_views.describe(item, cwd=root.cwd).tool_call(item.id))
+            done(running)
+
+        def failed(error: ErrorObject) -> None:
+            # An older or newer Codex without the experimental method: they show once done.
+            log.info("running commands of %s not listed: %s", root.id, error.message)
+            done([])
+
+        self.hub.codex_request(
+            "thread/backgroundTerminals/list",
+            codex_threads.BackgroundTerminalsListParams(threadId=root.id),
+            codex_threads.BackgroundTerminalsListResult,
+            listed,
+            failed,
+        )
 
     # -- reading the sub-agents -------------------------------------------------------------------
 
