@@ -175,7 +175,7 @@ class SubagentHistory:
                     continue
                 asked.add(child_id)
                 outstanding += 1
-                self._read_thread(child_id, True, read)
+                self._read_thread(child_id, read)
             finish()
 
         def read(child_id: str, stored: codex_threads.StoredThread | None) -> None:
@@ -194,11 +194,11 @@ class SubagentHistory:
         visit(root.id, root_items)
 
     def _read_thread(
-        self,
-        thread_id: str,
-        with_turns: bool,
-        done: Callable[[str, codex_threads.StoredThread | None], None],
+        self, thread_id: str, done: Callable[[str, codex_threads.StoredThread | None], None]
     ) -> None:
+        """Read a sub-agent with its turns: its history is replayed (with the capability, in
+        its session; without it, what its root showed of it)."""
+
         def read(result: codex_threads.ThreadReadResult) -> None:
             done(thread_id, result.thread)
 
@@ -208,7 +208,7 @@ class SubagentHistory:
 
         self.hub.codex_request(
             "thread/read",
-            codex_threads.ThreadReadParams(threadId=thread_id, includeTurns=with_turns),
+            codex_threads.ThreadReadParams(threadId=thread_id, includeTurns=True),
             codex_threads.ThreadReadResult,
             read,
             failed,
