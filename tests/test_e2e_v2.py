@@ -198,6 +198,16 @@ async def test_v2_sub_agents_are_announced_with_their_state_on_both_streams(
             assert ended["stopReason"] == "end_turn"
             kids = children(client)
             assert len(kids) == 3
+            # Every child is titled with Codex's nickname: in its announcement, or in a later
+            # patch of it when Codex could not be read in time (never left untitled).
+            titled = {
+                p["update"]["sessionId"]
+                for p in client.updates
+                if p["sessionId"] == session
+                and p["update"]["sessionUpdate"] == "subagent_update"
+                and p["update"].get("title")
+            }
+            assert titled == set(kids)
             for child in kids:
                 own = states(client, child)
                 assert own[0] == {"state": "running"}

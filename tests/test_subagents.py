@@ -865,8 +865,8 @@ def test_a_spawn_naming_a_child_whose_read_failed_sends_its_message_once_after_a
     assert spawn["content"] == [{"type": "text", "text": "@@ words 2"}]
     announced = t.first_mention(CHILD)
     assert t.sent()[announced]["params"]["update"]["sessionUpdate"] == "subagent_update"
-    assert len([r for r in t.reads() if r["params"]["threadId"] == CHILD]) == 1, (
-        "placed: nothing more to read"
+    assert len([r for r in t.reads() if r["params"]["threadId"] == CHILD]) == 2, (
+        "placed: read once more, for its nickname only"
     )
     t.status(CHILD, "active")
     t.turn_started(CHILD, "turn-child")

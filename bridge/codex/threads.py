@@ -90,6 +90,26 @@ class ThreadUnsubscribeParams(_Base):
 # -- background terminals (experimental API) ------------------------------------------------
 
 
+class BackgroundTerminalsListParams(_Base):
+    """``thread/backgroundTerminals/list``: the commands the thread still runs (experimental)."""
+
+    threadId: str
+
+
+class BackgroundTerminal(_Base):
+    #: The ``commandExecution`` item the command is.
+    itemId: str
+    processId: str
+    #: The command as the model gave it (no shell wrapper).
+    command: str
+    cwd: str = ""
+
+
+class BackgroundTerminalsListResult(_Base):
+    data: list[BackgroundTerminal] = msgspec.field(default_factory=list)
+    nextCursor: str | None = None
+
+
 class BackgroundTerminalsCleanParams(_Base):
     """``thread/backgroundTerminals/clean``: stop every command the thread left running
     (experimental; the answer is ``{}``)."""

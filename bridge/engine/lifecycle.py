@@ -35,17 +35,15 @@ from ..acp import sessions as acp_sessions
 from ..acp import types as acp_types
 from ..codex import threads
 from ..codex import types as codex_types
-from ..codex.messages import ThreadItem
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
-from . import history
 from .hub import Hub, check_directory, decode_params, from_codex, malformed
 from .threads import Status, ThreadRecord
 
 #: Sends an open result and what follows it (see :class:`bridge.engine.prompts.Opened`).
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
 #: Replays a loaded root's stored items and its sub-agents, then calls the last argument.
-Replay = Callable[[ThreadRecord, list[ThreadItem], Callable[[], None]], None]
+Replay = Callable[[ThreadRecord, threads.StoredThread, Callable[[], None]], None]
 
 log = logging.getLogger(__name__)
 
@@ -163,11 +161,7 @@ class Lifecycle:
                     return
                 # The history, then its sub-agents' associations and histories, all
                 # before the response.
-                self._replay(
-                    record,
-                    history.stored_items(stored),
-                    lambda: self._opened(record, rid, response, opened),
-                )
+                self._replay(record, stored, lambda: self._opened(record, rid, response, opened))
 
             hub.codex_request(
                 "thread/resume", resume, codex_types.ThreadStartResult, resumed, failed

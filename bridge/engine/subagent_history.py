@@ -11,10 +11,16 @@ notice, where the client takes notices, says its history is missing. No state
 and no capability is sent during the replay: current snapshots follow the
 response (:meth:`SubagentHistory.after_response`), the RFD's freshness boundary.
 
-Without the ``subagents`` capability no sub-agent is replayed, but the threads
+Without the ``subagents`` capability no sub-agent is a session, but the threads
 the root's collab items name are still read, for the same reason: there the
 spawns and messages are tool calls too, titled with the sub-agent's nickname
-when it ran.
+when it ran. And what the live root showed of its hidden sub-agents is replayed
+on it: a hidden sub-agent's command, file change or MCP call that asked for
+permission was introduced on the root as a tool call (the item's id, titled
+``NICKNAME: TITLE``, closed with the item's outcome). A stored thread does not
+say which items asked, so each such item of every hidden sub-agent (and of
+theirs) is replayed on the root in that form, right after the spawn that made
+the sub-agent: its id, title and final status are the live ones.
 """
 
 from __future__ import annotations
@@ -26,12 +32,13 @@ from dataclasses import dataclass, field
 import msgspec
 
 from ..acp import subagents as acp_subagents
+from ..acp import tools as acp_tools
 from ..acp import types as acp_types
 from ..codex import items as codex_items
 from ..codex import threads as codex_threads
 from ..codex.messages import ThreadItem
 from ..jsonrpc.peer import ErrorObject
-from . import history
+from . import history, tool_views
 from .hub import Hub
 from .threads import ThreadRecord, Turn
 
@@ -44,9 +51,9 @@ class _Tree:
 
     #: Each sub-agent read, by id: its stored thread (``None``: it could not be read).
     stored: dict[str, codex_threads.StoredThread | None] = field(default_factory=dict)
-    #: Each sub-agent's stored items (with the capability: they are replayed).
+    #: Each sub-agent's stored items.
     items: dict[str, list[ThreadItem]] = field(default_factory=dict)
-    #: The sub-agents each thread's history spawned, in order (with the capability).
+    #: The sub-agents each thread's history spawned, in order.
     spawned: dict[str, list[str]] = field(default_factory=dict)
 
     def nicknames(self) -> history.Nicknames:
@@ -75,23 +82,74 @@ class SubagentHistory:
         self._report = report
 
     def replay(
-        self, root: ThreadRecord, root_items: list[ThreadItem], then: Callable[[], None]
+        self, root: ThreadRecord, stored: codex_threads.StoredThread, then: Callable[[], None]
     ) -> None:
-        """The whole replay of a ``session/load``: the sub-agents are read, then the root's
-        stored items are replayed, then the sub-agents' associations and histories; then
+        """The whole replay of a ``session/load`` of ``stored`` (read before it was
+        resumed): the sub-agents are read, then the root's stored items are replayed, then
+        the commands it still runs, then the sub-agents' associations and histories; then
         ``then`` (the response)."""
+        root_items = history.stored_items(stored)
 
-        def replay_all(tree: _Tree) -> None:
+        def replay_all(tree: _Tree, running: list[msgspec.Struct]) -> None:
             nicknames = tree.nicknames()
-            updates = history.replay_updates(
-                root.id, root_items, first=self._history_item(root.id, nicknames), cwd=root.cwd
-            )
-            for update in updates:
+            first = self._history_item(root.id, nicknames)
+            if not self.hub.subagents_exposed:
+                first = self._with_hidden(first, tree)
+            updates = history.replay_updates(root.id, root_items, first=first, cwd=root.cwd)
+            for update in updates + running:
                 self.hub.update(root.id, update)
-            self._restore_tree(root, tree)
+            if self.hub.subagents_exposed:
+                self._restore_tree(root, tree)
             then()
 
-        self._read_tree(root, root_items, replay_all)
+        def read(tree: _Tree) -> None:
+            if (stored.status or {}).get("type", "notLoaded") == "notLoaded":
+                # Not loaded in this Codex before the load: no command of it runs here.
+                replay_all(tree, [])
+                return
+            self._running_commands(root, root_items, lambda running: replay_all(tree, running))
+
+        self._read_tree(root, root_items, read)
+
+    def _running_commands(
+        self,
+        root: ThreadRecord,
+        root_items: list[ThreadItem],
+        done: Callable[[list[msgspec.Struct]], None],
+    ) -> None:
+        """The commands a thread this Codex already held still runs (a shared Codex: another
+        client left them running, or they outlived their turn): Codex stores a command only
+        once it ends, so the history lacks them. Each is replayed in progress (the live
+        session showed it so) and its later ``item/completed`` updates it."""
+        stored_ids = {item.id for item in root_items if isinstance(item, codex_items.ToolItem)}
+
+        def listed(result: codex_threads.BackgroundTerminalsListResult) -> None:
+            running: list[msgspec.Struct] = []
+            for terminal in result.data:
+                if terminal.itemId in stored_ids or terminal.itemId in root.announced_tools:
+                    continue
+                item = codex_items.CommandExecutionItem(
+                    id=terminal.itemId,
+                    command=terminal.command,
+                    cwd=terminal.cwd,
+                    processId=terminal.processId,
+                )
+                root.announced_tools.add(item.id)
+                running.append(tool_views.describe(item, cwd=root.cwd).tool_call(item.id))
+            done(running)
+
+        def failed(error: ErrorObject) -> None:
+            # An older or newer Codex without the experimental method: they show once done.
+            log.info("running commands of %s not listed: %s", root.id, error.message)
+            done([])
+
+        self.hub.codex_request(
+            "thread/backgroundTerminals/list",
+            codex_threads.BackgroundTerminalsListParams(threadId=root.id),
+            codex_threads.BackgroundTerminalsListResult,
+            listed,
+            failed,
+        )
 
     # -- reading the sub-agents -------------------------------------------------------------------
 
@@ -108,21 +166,21 @@ class SubagentHistory:
         def visit(parent_id: str, items: list[ThreadItem]) -> None:
             nonlocal outstanding
             outstanding += 1  # this visit: a read that fails at once must not end the tree
-            if exposing:
-                targets = tree.spawned[parent_id] = _spawned(items)
-            else:
-                targets = _named(items) if parent_id == root.id else []
+            targets = tree.spawned[parent_id] = _spawned(items)
+            if not exposing and parent_id == root.id:
+                # Every sub-agent a collab tool call of the root names titles it.
+                targets = _named(items)
             for child_id in targets:
                 if child_id in asked or self.hub.threads.session(child_id) is not None:
                     continue
                 asked.add(child_id)
                 outstanding += 1
-                self._read_thread(child_id, exposing, read)
+                self._read_thread(child_id, read)
             finish()
 
         def read(child_id: str, stored: codex_threads.StoredThread | None) -> None:
             tree.stored[child_id] = stored
-            if exposing and stored is not None:
+            if stored is not None:
                 items = tree.items[child_id] = history.stored_items(stored)
                 visit(child_id, items)
             finish()
@@ -136,11 +194,11 @@ class SubagentHistory:
         visit(root.id, root_items)
 
     def _read_thread(
-        self,
-        thread_id: str,
-        with_turns: bool,
-        done: Callable[[str, codex_threads.StoredThread | None], None],
+        self, thread_id: str, done: Callable[[str, codex_threads.StoredThread | None], None]
     ) -> None:
+        """Read a sub-agent with its turns: its history is replayed (with the capability, in
+        its session; without it, what its root showed of it)."""
+
         def read(result: codex_threads.ThreadReadResult) -> None:
             done(thread_id, result.thread)
 
@@ -150,13 +208,50 @@ class SubagentHistory:
 
         self.hub.codex_request(
             "thread/read",
-            codex_threads.ThreadReadParams(threadId=thread_id, includeTurns=with_turns),
+            codex_threads.ThreadReadParams(threadId=thread_id, includeTurns=True),
             codex_threads.ThreadReadResult,
             read,
             failed,
         )
 
     # -- replaying them ---------------------------------------------------------------------------
+
+    def _with_hidden(self, first: history.ItemReplay, tree: _Tree) -> history.ItemReplay:
+        """``first``, followed at each spawn by what the live root showed of the hidden
+        sub-agents it made (:meth:`_hidden_updates`)."""
+
+        def replay(item: ThreadItem) -> list[msgspec.Struct] | None:
+            out = first(item)
+            if isinstance(item, codex_items.CollabAgentToolCallItem) and item.tool == "spawnAgent":
+                out = list(out or [])
+                for child_id in item.receiverThreadIds:
+                    out += self._hidden_updates(child_id, tree, set())
+            return out
+
+        return replay
+
+    def _hidden_updates(self, thread_id: str, tree: _Tree, seen: set[str]) -> list[msgspec.Struct]:
+        """A hidden sub-agent's tool calls as its root showed them live: those a permission
+        request can introduce there (:meth:`Approvals._introduce`), with the name the request
+        said (``ask_target``); its own sub-agents' after the spawn that made each."""
+        stored = tree.stored.get(thread_id)
+        if stored is None or thread_id in seen:
+            return []
+        seen.add(thread_id)
+        agent = stored.agentNickname or "a sub-agent"
+        out: list[msgspec.Struct] = []
+        for item in tree.items.get(thread_id, []):
+            if isinstance(item, _ASKING_ITEMS):
+                for update in tool_views.history_updates(item, cwd=stored.cwd):
+                    if isinstance(update, acp_tools.ToolCall):
+                        update = msgspec.structs.replace(update, title=f"{agent}: {update.title}")
+                    out.append(update)
+            elif (
+                isinstance(item, codex_items.CollabAgentToolCallItem) and item.tool == "spawnAgent"
+            ):
+                for child_id in item.receiverThreadIds:
+                    out += self._hidden_updates(child_id, tree, seen)
+        return out
 
     def _restore_tree(self, root: ThreadRecord, tree: _Tree) -> None:
         """Each sub-agent read: its association, then its history, then its own sub-agents'."""
@@ -222,6 +317,14 @@ class SubagentHistory:
         replayed, root.replayed = root.replayed, []
         for child in replayed:
             self._report(child)
+
+
+#: The items whose tool call a permission request introduces on the session it is asked on.
+_ASKING_ITEMS = (
+    codex_items.CommandExecutionItem,
+    codex_items.FileChangeItem,
+    codex_items.McpToolCallItem,
+)
 
 
 def _spawned(items: list[ThreadItem]) -> list[str]:

@@ -104,6 +104,10 @@ class Subagents:
         self.hub = hub
         self._refeed = refeed
         self._cancel_questions = cancel_questions
+        #: Children placed without Codex's nickname whose thread is being read again for it.
+        self._naming: set[str] = set()
+        #: Retitles of tool calls naming a child not yet named (:meth:`_retitle_when_placed`).
+        self._retitles: dict[str, list[Callable[[], None]]] = {}
 
     # -- where a thread's traffic goes -----------------------------------------------
 
@@ -249,6 +253,7 @@ class Subagents:
         record = self.hub.threads.record(thread_id)
         unplaced, record.unplaced = record.unplaced, None
         record.other = True
+        self._retitles.pop(thread_id, None)
         waiting, record.waiting_children = record.waiting_children, []
         for child_id in waiting:
             self._ignore(child_id)
@@ -306,10 +311,53 @@ class Subagents:
         deferred, record.after_announce = record.after_announce, []
         for send in deferred:
             send()
+        if nickname is None and announce:
+            # Placed on the spawn item's word alone (its first read failed): Codex's
+            # nickname for it comes with a later read, and titles it then.
+            self._read_name(thread_id)
+        else:
+            self._retitles.pop(thread_id, None)
         waiting, record.waiting_children = record.waiting_children, []
         for child_id in waiting:
             child = threads.record(child_id)
             self._adopt(child_id, thread_id, child.nickname, child.role, child.cwd)
+
+    def _read_name(self, thread_id: str) -> None:
+        """Read a child placed without its nickname again; a nickname (or role) found is
+        sent as a patch of its association (the RFD's ``subagent_update`` without state: the
+        title v2 clients show), and retitles the tool calls naming it."""
+        if thread_id in self._naming:
+            return
+        self._naming.add(thread_id)
+
+        def read(result: codex_threads.ThreadReadResult) -> None:
+            self._naming.discard(thread_id)
+            stored = result.thread
+            record = self.hub.threads.session(thread_id)
+            if record is None or not record.is_child or record.nickname is not None:
+                return
+            if not stored.agentNickname and not stored.agentRole:
+                return  # still nameless: a later collab item naming it reads it again
+            record.nickname = stored.agentNickname or None
+            record.role = record.role or stored.agentRole
+            record.cwd = record.cwd or stored.cwd
+            if record.visible and record.parent_id is not None:
+                update = acp_subagents.announcement(thread_id, record.nickname, stored.agentRole)
+                self.hub.update(record.parent_id, update)
+            for retitle in self._retitles.pop(thread_id, []):
+                retitle()
+
+        def failed(error: ErrorObject) -> None:
+            self._naming.discard(thread_id)
+            log.info("thread/read %s for its nickname failed: %s", thread_id, error.message)
+
+        self.hub.codex_request(
+            "thread/read",
+            codex_threads.ThreadReadParams(threadId=thread_id),
+            codex_threads.ThreadReadResult,
+            read,
+            failed,
+        )
 
     def open_failed(self, thread_id: str) -> None:
         """A load, resume or fork of ``thread_id`` failed: what waited for it is no
@@ -379,6 +427,10 @@ class Subagents:
         if self._as_tool_call(item):
             self.hub.update(thread_id, self._finished(item))
             self._retitle_when_placed(thread_id, item)
+        for receiver in item.receiverThreadIds:
+            child = self.hub.threads.session(receiver)
+            if child is not None and child.is_child and child.nickname is None:
+                self._read_name(receiver)  # Codex names its sub-agents by now
         if item.tool == "wait" and exposing:
             for receiver, state in item.agentsStates.items():
                 message = state.get("message") if isinstance(state, dict) else None
@@ -510,6 +562,8 @@ class Subagents:
 
         for record in placing:
             record.after_announce.append(retitle)
+            # Placed without a name (its read failed), it is retitled once named.
+            self._retitles.setdefault(record.id, []).append(retitle)
 
     def _as_tool_call(self, item: codex_items.CollabAgentToolCallItem) -> bool:
         """wait / close / resume are tool calls; spawn and send_input only without the capability."""

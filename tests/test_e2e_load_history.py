@@ -1,0 +1,208 @@
+"""``session/load`` replays what the live session showed, against the real Codex.
+
+A hidden sub-agent's command that asked for permission was shown on its root (a client
+without ``subagents``): the load of that root shows it there too. A command that finished
+after its turn (it yielded, or the turn was cancelled while it ran) is stored by Codex in
+its turn once it ends, with its final state: the load shows that state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bridge.acp_client import AcpClient, open_agent
+from bridge.scripted_model import ScriptedModel, write_codex_home
+from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from tests.support.scenarios import open_session
+from tests.support.scenarios.approvals import Answers
+from tests.support.scenarios.subagents import (
+    NESTED_TOML,
+    NO_SUBAGENTS,
+    call,
+    deferred,
+    script,
+    spawn,
+    wait,
+)
+from tests.test_e2e_daemon import running_daemon, serve_argv
+
+pytestmark = pytest.mark.e2e
+
+
+def final_calls(client: AcpClient, session_id: str) -> dict[str, dict[str, Any]]:
+    """The session's tool calls as the client ends up seeing them (later updates applied)."""
+    calls: dict[str, dict[str, Any]] = {}
+    for params in client.updates:
+        update = params["update"]
+        if params["sessionId"] == session_id and update["sessionUpdate"] in (
+            "tool_call",
+            "tool_call_update",
+        ):
+            calls.setdefault(update["toolCallId"], {}).update(
+                {k: update[k] for k in ("title", "status") if k in update}
+            )
+    return calls
+
+
+async def load(client: AcpClient, session_id: str, workspace: Path) -> None:
+    await client.request(
+        "session/load", {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+    )
+
+
+YIELDED = script(
+    call("exec_command", {"cmd": "sleep 2; echo late-done", "yield_time_ms": 300}),
+    "@@ say yielded",
+)
+
+
+async def test_a_command_that_outlived_its_turn_is_replayed_finished(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
+            root = await open_session(first, str(workspace))
+            assert await first.prompt(root, YIELDED) == {"stopReason": "end_turn"}
+            await first.wait_for(
+                lambda _m: any(
+                    c.get("status") == "completed" for c in final_calls(first, root).values()
+                )
+            )
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            await load(client, root, workspace)
+    live, replayed = final_calls(first, root), final_calls(client, root)
+    assert live and replayed == live
+    assert_valid_acp(client)
+
+
+async def test_a_cancelled_command_is_replayed_as_it_ended(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    running = script(
+        call("exec_command", {"cmd": "sleep 7.5; echo x", "yield_time_ms": 10000}), "@@ say never"
+    )
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
+            root = await open_session(first, str(workspace))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(first.prompt, root, running)
+                await first.wait_for(lambda _m: bool(final_calls(first, root)))
+                await trio.sleep(0.5)
+                await first.notify("session/cancel", {"sessionId": root})
+            await trio.sleep(3)
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            await load(client, root, workspace)
+    live, replayed = final_calls(first, root), final_calls(client, root)
+    assert live and replayed == live
+    assert_valid_acp(client)
+
+
+async def test_a_load_through_the_daemon_shows_a_command_still_running_then_its_end(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    """The daemon's Codex still runs a command of a finished turn when a second editor loads
+    the session: Codex has not stored it yet (it stores a command once it ends), so the
+    replay shows it running, as the first editor saw it, and Codex's end of it finishes it."""
+    runtime = tmp_path / "runtime"
+    slow = script(
+        call("exec_command", {"cmd": "sleep 4; echo late-done", "yield_time_ms": 300}),
+        "@@ say yielded",
+    )
+    with (
+        trio.fail_after(SCENARIO_SECONDS),
+        (tmp_path / "bridge.log").open("ab") as out,
+    ):
+        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+            argv = serve_argv(runtime)
+            async with open_agent(argv, env=bridge_env, stderr=out.fileno()) as (first, _):
+                root = await open_session(first, str(workspace))
+                assert await first.prompt(root, slow) == {"stopReason": "end_turn"}
+            live = final_calls(first, root)
+            [call_id] = live
+            assert live[call_id] == {"title": "sleep 4; echo late-done", "status": "in_progress"}
+            async with open_agent(argv, env=bridge_env, stderr=out.fileno()) as (client, _):
+                await client.initialize()
+                await load(client, root, workspace)
+                assert final_calls(client, root) == live
+                await client.wait_for(
+                    lambda _m: final_calls(client, root)[call_id].get("status") == "completed"
+                )
+    assert_valid_acp(client)
+
+
+#: A hidden child runs a command that needs no approval, then one that asks (a file is where
+#: it wants a folder, so it fails although allowed), then spawns a grandchild whose command
+#: asks too.
+GRANDCHILD_ASKS = script(
+    call(
+        "exec_command",
+        {
+            "cmd": "touch grandchild.txt",
+            "sandbox_permissions": "require_escalated",
+            "justification": "the grandchild needs it",
+        },
+    ),
+    "@@ say grandchild done",
+)
+CHILD_ASKS = script(
+    call("exec_command", {"cmd": "echo quiet"}),
+    call(
+        "exec_command",
+        {
+            "cmd": "touch blocked/child.txt",
+            "sandbox_permissions": "require_escalated",
+            "justification": "the child needs it",
+        },
+    ),
+    spawn(GRANDCHILD_ASKS),
+    wait(timeout_ms=20_000),
+    "@@ say child done",
+)
+ROOT_SPAWNS = script(deferred(spawn(CHILD_ASKS)), wait(timeout_ms=30_000), "@@ say parent done")
+
+
+async def test_a_hidden_sub_agents_commands_shown_on_the_root_are_replayed_there(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    tmp_path: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    home = tmp_path / "nested-home"
+    home.mkdir()
+    write_codex_home(home, scripted_model.base_url, extra_toml=NESTED_TOML)
+    env = {**bridge_env, "CODEX_HOME": str(home)}
+    (workspace / "blocked").write_text("a file, not a folder")
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, env, stderr_file) as first:
+            first.on_request = Answers(permission="allow_once")
+            root = await open_session(first, str(workspace), NO_SUBAGENTS)
+            assert await first.prompt(root, ROOT_SPAWNS) == {"stopReason": "end_turn"}
+        async with running_bridge(bridge_argv, env, stderr_file) as client:
+            await client.initialize(NO_SUBAGENTS)
+            await load(client, root, workspace)
+    live, replayed = final_calls(first, root), final_calls(client, root)
+    asked = {
+        params["toolCall"]["toolCallId"]: params["toolCall"]["title"]
+        for method, params in first.on_request.requests  # type: ignore[attr-defined]
+        if method == "session/request_permission"
+    }
+    assert len(asked) == 2, asked
+    for tool_call_id, title in asked.items():
+        assert replayed[tool_call_id]["title"] == live[tool_call_id]["title"] == title
+    # Each asked command's final status is its own (the live root follows the command's item;
+    # the replay shows the stored item).
+    statuses = {replayed[i]["status"] for i in asked}
+    assert statuses == {"completed", "failed"}, replayed
+    # Every tool call the live root showed is replayed with its title.
+    assert {i: c["title"] for i, c in replayed.items() if i in live} == {
+        i: c["title"] for i, c in live.items()
+    }
+    assert_valid_acp(client)
