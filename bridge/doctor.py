@@ -299,7 +299,12 @@ def credentials_check(
             return Check(CREDENTIALS, "ok", _account(account.account))
         if not account.requiresOpenaiAuth:
             return _provider_credentials(name, provider, environment)
-        return _api_key_or_nothing(api_key, "not signed in (Codex's account/read)")
+        trial = handshake.config if handshake is not None else None
+        # A config Codex cannot load leaves it on its defaults: OpenAI's provider, whatever
+        # config.toml selects.
+        unloaded = trial is not None and trial.session_error is not None
+        said = "Codex's account/read" + (", on its defaults" if unloaded else "")
+        return _api_key_or_nothing(api_key, f"not signed in ({said})")
     why = handshake.account_failure or handshake.failure if handshake is not None else None
     unasked = f"Codex could not be asked: {why}" if why else "Codex could not be asked"
     if environment.auth_file:

@@ -174,6 +174,16 @@ def test_signed_out_is_a_warning_with_the_way_to_sign_in_unless_an_api_key_is_se
     assert check.status == "ok" and "$OPENAI_API_KEY" in check.detail
 
 
+def test_signed_out_on_codex_s_defaults_says_so() -> None:
+    """A config Codex cannot load puts it on OpenAI's provider, whatever config.toml says."""
+    handshake = Handshake(
+        0.4, account=AccountReadResult(account=None, requiresOpenaiAuth=True), config=UNLOADABLE
+    )
+    check = credentials_check(handshake, CONFIG, NOTHING)
+    assert check.status == "warning"
+    assert check.detail == "not signed in (Codex's account/read, on its defaults)"
+
+
 def test_without_codex_s_answer_the_files_say_it() -> None:
     unanswered = Handshake(10.0, failure="no answer to initialize within 10 s")
     check = credentials_check(unanswered, CONFIG, Environment(HOME, auth_file=True))
