@@ -275,19 +275,30 @@ def record(
 @_runtime_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: the daemon and every thread.")
 @click.option("--watch", is_flag=True, help="Redraw whenever something changes (Ctrl-C ends).")
-def status(runtime_dir: str | None, as_json: bool, watch: bool) -> None:
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Every thread, however many (on a terminal, and with --watch, the tree fits the "
+    "screen: what waits on you, what runs, then the most recent idle threads).",
+)
+def status(runtime_dir: str | None, as_json: bool, watch: bool, show_all: bool) -> None:
     """Show what every agent of the daemon's Codex is doing: a tree of threads.
 
     Exits 1, with one line on stderr, when no daemon runs.
     """
     import json
+    import shutil
     import time
 
     from .daemon.runtime import read_status, running_daemon
     from .daemon.runtime import runtime_dir as resolve_runtime_dir
-    from .daemon.status import render, snapshot
+    from .daemon.status import Size, render, snapshot
 
     directory = resolve_runtime_dir(runtime_dir)
+    # Piped, plain `status` prints everything (a script reads it all); --watch redraws a
+    # screen, so it fits one (the terminal's, else $COLUMNS/$LINES, else 80x24).
+    fit = not show_all and (watch or sys.stdout.isatty())
     shown = ""
     try:
         while True:
@@ -299,7 +310,8 @@ def status(runtime_dir: str | None, as_json: bool, watch: bool) -> None:
             if as_json:
                 text = json.dumps(snapshot(info, threads), indent=2) + "\n"
             else:
-                text = render(info, threads)
+                size = Size(*shutil.get_terminal_size()) if fit else None
+                text = render(info, threads, now=time.time(), size=size)
             if not watch:
                 sys.stdout.write(text)
                 return

@@ -10,9 +10,14 @@ One checklist, in this order:
   bridge's environment (``serve`` hands it to Codex when the editor picks that method), the
   ``env_key`` a custom provider reads. When Codex cannot be asked, the files say it instead
   (``CODEX_HOME/auth.json``, ``config.toml``'s provider);
-- **config.toml**: it parses (``tomllib``), and Codex accepts it. Codex 0.169 does not refuse a
-  bad config: it starts on its defaults and says so in a ``configWarning`` ("Invalid
-  configuration; using defaults."), whose words are shown;
+- **config.toml**: what ``serve`` will do with it. Codex 0.169 starts on a config it cannot
+  load (a TOML syntax error, a value of the wrong type, an unknown provider): ``initialize`` and
+  ``account/read`` answer, a ``configWarning`` says "Invalid configuration; using defaults.",
+  but every ``thread/start``, so every ``session/new``, fails with "failed to load configuration:
+  <where: what>". Doctor asks Codex's ``config/read`` (cheap, starts nothing); when that fails it
+  tries the ``thread/start`` ``serve`` would send (ephemeral, in an empty temporary folder) and
+  quotes Codex's answer, the one position Codex gives. Only when Codex cannot be asked does
+  ``tomllib`` speak (its own position);
 - **Daemon**: whether one runs on the runtime directory (the lock held, :mod:`bridge.daemon.runtime`),
   its state, and whether the directory is the user's own and private;
 - **initialize round trip**: ``codex app-server`` started as ``serve`` starts it, ``initialize``
@@ -36,6 +41,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import time
 import tomllib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -81,8 +87,8 @@ HANDSHAKE_SECONDS = 10.0
 #: How long ``codex --version`` may take.
 VERSION_SECONDS = 10.0
 
-#: How Codex 0.169 begins the ``configWarning`` of a config it ignores whole (it then runs on
-#: its defaults instead of refusing to start, so this is the only sign of it).
+#: How Codex 0.169 begins the ``configWarning`` of a config it cannot load (the server runs on
+#: its defaults, but every ``thread/start`` fails with the same error).
 _CONFIG_IGNORED = "Invalid configuration"
 
 LOGIN_HINT = (
@@ -159,6 +165,20 @@ class Handshake:
     #: Why ``account/read`` got no answer (``None``: it did, or it was not asked).
     account_failure: str | None = None
     warnings: tuple[CodexWarning, ...] = ()
+    #: What Codex made of ``config.toml`` (``None``: it was not asked).
+    config: ConfigTrial | None = None
+
+
+@dataclass(frozen=True)
+class ConfigTrial:
+    """What Codex said of its config: ``config/read``, then, when that failed, the
+    ``thread/start`` that ``serve``'s ``session/new`` sends."""
+
+    #: ``config/read``'s error (``None``: Codex read its config).
+    read_error: str | None = None
+    #: ``thread/start``'s error, what every ``session/new`` will answer (``None``: the thread
+    #: started, or it was not tried because ``config/read`` succeeded).
+    session_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -279,7 +299,12 @@ def credentials_check(
             return Check(CREDENTIALS, "ok", _account(account.account))
         if not account.requiresOpenaiAuth:
             return _provider_credentials(name, provider, environment)
-        return _api_key_or_nothing(api_key, "not signed in (Codex's account/read)")
+        trial = handshake.config if handshake is not None else None
+        # A config Codex cannot load leaves it on its defaults: OpenAI's provider, whatever
+        # config.toml selects.
+        unloaded = trial is not None and trial.session_error is not None
+        said = "Codex's account/read" + (", on its defaults" if unloaded else "")
+        return _api_key_or_nothing(api_key, f"not signed in ({said})")
     why = handshake.account_failure or handshake.failure if handshake is not None else None
     unasked = f"Codex could not be asked: {why}" if why else "Codex could not be asked"
     if environment.auth_file:
@@ -339,26 +364,50 @@ def _api_key_or_nothing(api_key: str | None, missing: str) -> Check:
 
 
 def config_check(config: ConfigFile, handshake: Handshake | None) -> Check:
-    codex_said = handshake is not None and handshake.failure is None
+    """What ``serve`` will do with ``config.toml``, in Codex's words when Codex could be asked
+    (each error with the one position Codex gives), else in ``tomllib``'s."""
+    trial = handshake.config if handshake is not None else None
     warnings = handshake.warnings if handshake is not None else ()
     ignored = [w for w in warnings if w.config_ignored]
     about_file = [w for w in warnings if not w.config_ignored and w.path is not None]
-    codex_words = "; ".join(f"Codex: {w.text()}" for w in ignored)
-    fix = (
-        f"fix {config.path}: while it is invalid, Codex ignores all of it and runs on its defaults"
-    )
-    if config.error is not None:
-        detail = f"{config.path}: {config.error}" + (f"; {codex_words}" if codex_words else "")
-        return Check(CONFIG, "error", detail, fix)
+    where = f"{config.path}: "
+    refused = f"fix {config.path}: until it loads, Codex refuses every new session"
+    if trial is not None and trial.session_error is not None:
+        said = trial.session_error
+        detail = f"every new session will fail: {said}"
+        return Check(
+            CONFIG, "error", detail if str(config.path) in said else where + detail, refused
+        )
+    if trial is not None and trial.read_error is not None:
+        return Check(
+            CONFIG,
+            "warning",
+            f"{where}a session starts, but Codex's config/read fails: {trial.read_error}",
+        )
+    if trial is None and ignored:
+        # Codex was not asked further; its warning says the same (with its position).
+        said = "; ".join(w.text() for w in ignored)
+        return Check(CONFIG, "error", f"{where}every new session will fail: Codex: {said}", refused)
+    if trial is None and config.error is not None:
+        return Check(CONFIG, "error", f"{where}{config.error} (Codex could not be asked)", refused)
     if ignored:
-        return Check(CONFIG, "error", f"{config.path}: {codex_words}", fix)
+        said = "; ".join(w.text() for w in ignored)
+        return Check(CONFIG, "warning", f"{where}Codex accepts it, yet warns: {said}")
     if about_file:
         said = "; ".join(w.text() for w in about_file)
-        return Check(CONFIG, "warning", f"{config.path}: Codex warns: {said}")
+        return Check(CONFIG, "warning", f"{where}Codex warns: {said}")
+    if config.error is not None:
+        # tomllib and Codex's parser differ here; Codex decides.
+        return Check(
+            CONFIG,
+            "warning",
+            f"{where}Codex accepts it; Python's tomllib does not ({config.error}), so doctor "
+            "read nothing from it",
+        )
     if not config.exists:
         return Check(CONFIG, "ok", f"none; Codex defaults ({config.path} does not exist)")
-    accepted = "Codex accepts it" if codex_said else "parses (Codex could not be asked)"
-    return Check(CONFIG, "ok", f"{config.path}: {accepted}")
+    accepted = "Codex accepts it" if trial is not None else "parses (Codex could not be asked)"
+    return Check(CONFIG, "ok", f"{where}{accepted}")
 
 
 def daemon_check(runtime: RuntimeDir) -> Check:
@@ -701,15 +750,52 @@ async def shake_hands(binary: str, *, seconds: float = HANDSHAKE_SECONDS) -> Han
             except (msgspec.DecodeError, msgspec.ValidationError):
                 agent = ""
             account, account_failure = await _read_account(talk, seconds, connection.exit_reason)
+            config = await _try_config(talk, seconds)
             return Handshake(
                 took,
                 user_agent=agent,
                 account=account,
                 account_failure=account_failure,
                 warnings=tuple(talk.warnings),
+                config=config,
             )
     except CodexUnavailable as exc:
         return Handshake(time.monotonic() - started, failure=str(exc))
+
+
+class _ConfigReadParams(msgspec.Struct, omit_defaults=True):
+    includeLayers: bool = False
+
+
+class _TrialStartParams(msgspec.Struct):
+    """``thread/start`` as ``serve`` sends it, but ephemeral: Codex keeps nothing of it."""
+
+    cwd: str
+    ephemeral: bool = True
+
+
+async def _try_config(talk: _Conversation, seconds: float) -> ConfigTrial | None:
+    """What Codex makes of its config: ``config/read`` (it starts nothing), and when that
+    fails, what ``serve``'s first ``session/new`` would meet: ``thread/start``, in an empty
+    temporary folder. ``None``: Codex could not be asked (gone, silent, or too old for
+    ``config/read``)."""
+    try:
+        with trio.fail_after(seconds):
+            read = await talk.call("config/read", _ConfigReadParams())
+            if not isinstance(read, ErrorObject):
+                return ConfigTrial()
+            if read.code == -32601:  # a Codex without config/read: not asked
+                return None
+            with tempfile.TemporaryDirectory(prefix="codex-acp-bridge-doctor-") as cwd:
+                started = await talk.call("thread/start", _TrialStartParams(cwd=cwd))
+    except (trio.TooSlowError, *_ENDED):
+        return None
+    failure = _one_line(started.message) if isinstance(started, ErrorObject) else None
+    return ConfigTrial(read_error=_one_line(read.message), session_error=failure)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 async def _read_account(

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+from collections.abc import Iterator
+from pathlib import Path
+
 import msgspec
+import pytest
+import trio
 
 from bridge.codex.threads import StoredThread
 from bridge.daemon.picture import Picture
-from bridge.daemon.runtime import DaemonInfo
-from bridge.daemon.status import render, snapshot
+from bridge.daemon.runtime import DaemonInfo, hold_lock, prepare, write_info, write_status
+from bridge.daemon.status import Size, render, snapshot
 
 ROOT = StoredThread(id="root", cwd="/w/app", preview="Fix the flaky test", updatedAt=1_000)
 CHILD = StoredThread(
@@ -73,3 +86,216 @@ def test_the_tree_puts_children_under_their_parent_and_reads_at_a_glance() -> No
     ]
     assert snapshot(info, threads)["daemon"]["pid"] == 42
     assert render(info, [], now=0).splitlines()[1] == "  no threads"
+
+
+# -- fitting the terminal ----------------------------------------------------------------------
+
+INFO = DaemonInfo(pid=42, bridgeVersion="0.1.0", state="running", url="ws://127.0.0.1:4")
+NOW = 100_000
+HEADER = "daemon 42 · Codex on ws://127.0.0.1:4 · running"
+
+
+def busy_day() -> list[dict[str, object]]:
+    """60 threads as a long day leaves them: 54 idle roots, one a minute, the newest first
+    (idle-0 is the newest); a running root whose sub-agent waits for an approval and another
+    has finished; an idle root of an hour ago whose sub-agent waits for input; an old
+    running root."""
+    picture = Picture()
+    for i in range(54):
+        picture.seen(
+            StoredThread(
+                id=f"idle-{i}", cwd="/w/app", preview=f"idle {i}", updatedAt=NOW - 60 * (i + 1)
+            )
+        )
+        picture.status(f"idle-{i}", {"type": "idle"})
+    threads = [
+        ("busy", None, "Busy root", 50, "active", []),
+        ("busy-asks", "busy", "", 40, "active", ["waitingOnApproval"]),
+        ("busy-done", "busy", "", 45, "idle", []),
+        ("old", None, "Old root", 3_600, "idle", []),
+        ("old-asks", "old", "", 3_500, "active", ["waitingOnUserInput"]),
+        ("slow", None, "Slow root", 7_200, "active", []),
+    ]
+    for thread_id, parent, title, ago, kind, flags in threads:
+        nickname = None if parent is None else thread_id.title()
+        picture.seen(
+            StoredThread(
+                id=thread_id,
+                cwd="/w/app",
+                preview=title,
+                parentThreadId=parent,
+                agentNickname=nickname,
+                updatedAt=NOW - ago,
+            )
+        )
+        picture.status(thread_id, {"type": kind, "activeFlags": flags})
+    return [msgspec.to_builtins(line) for line in picture.lines()]
+
+
+def test_a_busy_day_fits_forty_rows_waiting_then_running_then_the_newest_idle() -> None:
+    threads = busy_day()
+    assert len(threads) == 60
+    lines = render(INFO, threads, now=NOW, size=Size(120, 40)).splitlines()
+    # 39 lines: the 40th is the prompt's (or the watching cursor's); the header stays on top.
+    assert len(lines) == 39
+    assert lines[:8] == [
+        HEADER,
+        "● running           Busy root  /w/app  50s",
+        "  ◆ needs approval  Busy-Asks  /w/app  40s",
+        "  ○ idle            Busy-Done  /w/app  45s",  # the newest idle thread
+        "○ idle              Old root   /w/app  1h",  # brought along by its waiting sub-agent
+        "  ◆ needs input     Old-Asks   /w/app  58m",
+        "● running           Slow root  /w/app  2h",
+        "○ idle              idle 0     /w/app  1m",
+    ]
+    # Then the newest idle roots, as many as the height leaves room for, and the count.
+    assert [line.split()[2:4] for line in lines[7:-1]] == [["idle", str(i)] for i in range(31)]
+    assert lines[-1] == "… and 23 idle threads; status --all lists them"
+
+
+def test_all_shows_every_thread_in_the_same_order() -> None:
+    threads = busy_day()
+    everything = render(INFO, threads, now=NOW)
+    fitted = render(INFO, threads, now=NOW, size=Size(120, 40))
+    lines = everything.splitlines()
+    assert len(lines) == 61 and lines[0] == HEADER
+    assert not any(line.startswith("…") for line in lines)
+    assert lines[1:38] == fitted.splitlines()[1:38]
+    # A terminal tall enough for everything needs no count line.
+    assert render(INFO, threads, now=NOW, size=Size(120, 62)) == everything
+
+
+def test_waiting_and_running_threads_are_shown_even_past_the_screen() -> None:
+    picture = Picture()
+    for i in range(30):
+        picture.seen(StoredThread(id=f"t{i}", cwd="/w", preview=f"t{i}", updatedAt=NOW - i))
+        flags = ["waitingOnApproval"] if i % 2 else []
+        picture.status(f"t{i}", {"type": "active", "activeFlags": flags})
+    picture.seen(StoredThread(id="calm", cwd="/w", preview="calm", updatedAt=NOW))
+    picture.status("calm", {"type": "idle"})
+    threads = [msgspec.to_builtins(line) for line in picture.lines()]
+    lines = render(INFO, threads, now=NOW, size=Size(80, 10)).splitlines()
+    assert lines[0] == HEADER
+    states = [line.split("  ")[0] for line in lines[1:31]]
+    assert states == ["◆ needs approval"] * 15 + ["● running"] * 15
+    assert lines[31:] == ["… and 1 idle thread; status --all lists them"]
+
+
+def test_a_narrow_terminal_squeezes_titles_and_no_line_wraps() -> None:
+    threads = busy_day()
+    for columns in (60, 40, 20):
+        lines = render(INFO, threads, now=NOW, size=Size(columns, 40)).splitlines()
+        assert max(len(line) for line in lines) <= columns
+        assert len(lines) == 39
+    lines = render(INFO, threads, now=NOW, size=Size(60, 40)).splitlines()
+    assert lines[1].endswith("/w/app  50s")  # the folder and the age stay
+
+
+def test_a_thread_not_yet_titled_reads_by_its_folder_and_age_not_its_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HOME", "/home/ada")
+    picture = Picture()
+    picture.seen(
+        StoredThread(
+            id="019a8f2e-7c41-7d10-b3a5-5f0c2e9d1a77", cwd="/home/ada/src/app", updatedAt=NOW - 180
+        )
+    )
+    picture.status("019a8f2e-7c41-7d10-b3a5-5f0c2e9d1a77", {"type": "idle"})
+    threads = [msgspec.to_builtins(line) for line in picture.lines()]
+    text = render(INFO, threads, now=NOW)
+    assert text.splitlines()[1] == "○ idle  untitled  ~/src/app  3m"
+    assert "019a8f2e" not in text
+
+
+# -- the command, on a terminal and piped ------------------------------------------------------
+
+#: One `status` run: a Python start and a read of the runtime directory.
+STATUS_SECONDS = 30
+
+
+@pytest.fixture
+def busy_daemon(tmp_path: Path) -> Iterator[Path]:
+    """A runtime directory whose daemon (this process, holding the lock) publishes a busy day."""
+    runtime = prepare(tmp_path / "runtime")
+    write_info(runtime, INFO)
+    write_status(runtime, busy_day())
+    with hold_lock(runtime):
+        yield runtime
+
+
+def status_argv(runtime: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "bridge", "status", "--runtime-dir", str(runtime), *args]
+
+
+def plain_env() -> dict[str, str]:
+    """No $COLUMNS / $LINES: the size comes from the terminal."""
+    return {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+
+async def on_terminal(argv: list[str], *, rows: int, columns: int, until: bytes = b"") -> str:
+    """What ``argv`` shows on a terminal of that size; with ``until``, it is stopped once
+    that has been shown (``--watch`` does not end by itself)."""
+    parent, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    shown = b""
+    with trio.fail_after(STATUS_SECONDS):
+        process = await trio.lowlevel.open_process(
+            argv, stdin=subprocess.DEVNULL, stdout=child, env=plain_env()
+        )
+        os.close(child)
+        screen = trio.lowlevel.FdStream(parent)
+        try:
+            while not (until and until in shown):
+                try:
+                    data = await screen.receive_some(65536)
+                except (trio.BrokenResourceError, OSError):
+                    break  # EIO: the program ended and closed the terminal
+                if not data:
+                    break
+                shown += data
+        finally:
+            if process.returncode is None and until:
+                process.kill()
+            await process.wait()
+            await screen.aclose()
+    return shown.decode().replace("\r\n", "\n")
+
+
+async def test_status_on_a_terminal_fits_it_and_all_or_a_pipe_prints_everything(
+    busy_daemon: Path,
+) -> None:
+    fitted = await on_terminal(status_argv(busy_daemon), rows=40, columns=120)
+    lines = fitted.splitlines()
+    assert len(lines) == 39 and lines[0] == HEADER
+    assert lines[-1] == "… and 23 idle threads; status --all lists them"
+    everything = await on_terminal(status_argv(busy_daemon, "--all"), rows=40, columns=120)
+    assert len(everything.splitlines()) == 61
+    with trio.fail_after(STATUS_SECONDS):
+        piped = await trio.run_process(
+            status_argv(busy_daemon), env=plain_env(), capture_stdout=True
+        )
+    assert piped.stdout.decode().splitlines() == everything.splitlines()
+    as_json = await trio.run_process(
+        status_argv(busy_daemon, "--json"), env=plain_env(), capture_stdout=True
+    )
+    assert len(json.loads(as_json.stdout)["threads"]) == 60
+
+
+async def test_status_watch_fits_the_terminal(busy_daemon: Path) -> None:
+    count = b"status --all lists them"
+    shown = await on_terminal(
+        status_argv(busy_daemon, "--watch"), rows=20, columns=100, until=count
+    )
+    screen = shown.split("\x1b[H\x1b[2J")[-1]
+    lines = screen.splitlines()
+    assert len(lines) == 19 and lines[0] == HEADER
+    assert lines[-1] == "… and 43 idle threads; status --all lists them"
+
+
+def test_a_long_folder_is_cut_before_the_title() -> None:
+    deep = "/tmp/pytest-of-ada/pytest-12/test_a_very_long_name_of_a_test0/workspace"
+    thread = {"threadId": "t", "state": "idle", "title": "@@ say watched", "cwd": deep}
+    lines = render(INFO, [thread | {"updatedAt": NOW - 5}], now=NOW, size=Size(60, 24))
+    assert lines.splitlines()[1] == "○ idle  @@ say watched  …_long_name_of_a_test0/workspace  5s"
+    assert len(lines.splitlines()[1]) <= 60

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from bridge.doctor import (
     CodexBinary,
     CodexWarning,
     ConfigFile,
+    ConfigTrial,
     Environment,
     Findings,
     Handshake,
@@ -38,25 +40,38 @@ from bridge.doctor import (
     round_trip_check,
     selected_provider,
 )
+from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, write_codex_home
+from tests.support.e2e import SCENARIO_SECONDS, running_bridge
 
 HOME = Path("/home/ada/.codex")
 CONFIG = ConfigFile(HOME / "config.toml", exists=True, parsed={})
 NOTHING = Environment(HOME, auth_file=False)
 BINARY = CodexBinary("/usr/bin/codex", source="PATH", version=f"codex-cli {PINNED}")
-ANSWERED = Handshake(0.4, user_agent=f"codex-acp-bridge/{PINNED} (Linux)")
+ANSWERED = Handshake(0.4, user_agent=f"codex-acp-bridge/{PINNED} (Linux)", config=ConfigTrial())
 BUBBLEWRAP = CodexWarning("Codex could not find bubblewrap on PATH. Install bubblewrap.")
 IGNORED = CodexWarning(
     "Invalid configuration; using defaults.",
     "/home/ada/.codex/config.toml:2:17: unclosed table, expected `]`",
     "/home/ada/.codex/config.toml",
 )
+#: What Codex 0.169 answers config/read, then thread/start, for that config.
+UNLOADABLE = ConfigTrial(
+    read_error="failed to read configuration layers: /home/ada/.codex/config.toml:2:17: "
+    "unclosed table, expected `]`",
+    session_error="failed to load configuration: /home/ada/.codex/config.toml:2:17: "
+    "unclosed table, expected `]`",
+)
+#: What tomllib says of the same file.
+TOMLLIB_SAYS = "Unclosed array (at line 2, column 17)"
 MOCK = {"model_provider": "mock", "model_providers": {"mock": {"base_url": "http://x/v1"}}}
 
 
 def signed(account: dict[str, Any] | None, *, requires_openai_auth: bool = True) -> Handshake:
     result = AccountReadResult(account=account, requiresOpenaiAuth=requires_openai_auth)
-    return Handshake(0.4, user_agent="codex-acp-bridge/0.169.0", account=result)
+    return Handshake(
+        0.4, user_agent="codex-acp-bridge/0.169.0", account=result, config=ConfigTrial()
+    )
 
 
 def private_dir(**kw: Any) -> RuntimeDir:
@@ -159,6 +174,16 @@ def test_signed_out_is_a_warning_with_the_way_to_sign_in_unless_an_api_key_is_se
     assert check.status == "ok" and "$OPENAI_API_KEY" in check.detail
 
 
+def test_signed_out_on_codex_s_defaults_says_so() -> None:
+    """A config Codex cannot load puts it on OpenAI's provider, whatever config.toml says."""
+    handshake = Handshake(
+        0.4, account=AccountReadResult(account=None, requiresOpenaiAuth=True), config=UNLOADABLE
+    )
+    check = credentials_check(handshake, CONFIG, NOTHING)
+    assert check.status == "warning"
+    assert check.detail == "not signed in (Codex's account/read, on its defaults)"
+
+
 def test_without_codex_s_answer_the_files_say_it() -> None:
     unanswered = Handshake(10.0, failure="no answer to initialize within 10 s")
     check = credentials_check(unanswered, CONFIG, Environment(HOME, auth_file=True))
@@ -182,23 +207,64 @@ def test_a_config_codex_accepts_is_fine() -> None:
     assert check == Check("config.toml", "ok", f"{HOME / 'config.toml'}: Codex accepts it")
 
 
-def test_a_config_that_does_not_parse_blocks_use_with_tomllib_s_and_codex_s_words() -> None:
-    broken = ConfigFile(HOME / "config.toml", exists=True, error="Expected ']' (at line 2)")
-    check = config_check(broken, Handshake(0.4, warnings=(IGNORED,)))
+def positions(text: str) -> list[str]:
+    """Every position quoted: Codex's ``file:line:column`` and tomllib's ``(at line L, column C)``."""
+    return re.findall(r":\d+:\d+:|at line \d+", text)
+
+
+def test_a_config_codex_cannot_load_fails_every_session_in_codex_s_words_alone() -> None:
+    broken = ConfigFile(HOME / "config.toml", exists=True, error=TOMLLIB_SAYS)
+    handshake = Handshake(0.4, warnings=(IGNORED,), config=UNLOADABLE)
+    check = config_check(broken, handshake)
     assert check.status == "error"
-    assert "Expected ']' (at line 2)" in check.detail
-    assert "Codex: Invalid configuration; using defaults." in check.detail
-    assert "unclosed table" in check.detail
-    assert check.hint is not None and "defaults" in check.hint
+    assert check.detail == f"every new session will fail: {UNLOADABLE.session_error}"
+    assert positions(check.detail) == [":2:17:"]  # one position, Codex's
+    assert check.hint is not None and "refuses every new session" in check.hint
+    assert "defaults" not in check.detail + check.hint
 
 
-def test_a_config_codex_ignores_blocks_use_though_it_parses() -> None:
-    ignored = CodexWarning(
-        "Invalid configuration; using defaults.", "Model provider `nope` not found"
+def test_a_config_codex_cannot_load_though_it_parses_fails_every_session() -> None:
+    trial = ConfigTrial(
+        read_error="failed to resolve feature override precedence: Model provider `nope` not found",
+        session_error="failed to load configuration: Model provider `nope` not found",
     )
-    check = config_check(CONFIG, Handshake(0.4, warnings=(ignored,)))
-    assert check.status == "error" and "Model provider `nope` not found" in check.detail
+    check = config_check(CONFIG, Handshake(0.4, config=trial))
+    assert check.status == "error"
+    assert check.detail == (
+        f"{HOME / 'config.toml'}: every new session will fail: "
+        "failed to load configuration: Model provider `nope` not found"
+    )
     assert check.hint
+
+
+def test_without_codex_tomllib_s_words_say_it_with_their_position() -> None:
+    broken = ConfigFile(HOME / "config.toml", exists=True, error=TOMLLIB_SAYS)
+    for unasked in (None, Handshake(10.0, failure="no answer to initialize within 10 s")):
+        check = config_check(broken, unasked)
+        assert check.status == "error" and TOMLLIB_SAYS in check.detail
+        assert "Codex could not be asked" in check.detail
+        assert positions(check.detail) == ["at line 2"]
+        assert check.hint is not None and "refuses every new session" in check.hint
+
+
+def test_codex_s_warning_speaks_when_config_read_was_not_answered() -> None:
+    broken = ConfigFile(HOME / "config.toml", exists=True, error=TOMLLIB_SAYS)
+    check = config_check(broken, Handshake(0.4, warnings=(IGNORED,)))
+    assert check.status == "error" and "every new session will fail" in check.detail
+    assert positions(check.detail) == [":2:17:"]  # Codex's, not tomllib's too
+
+
+def test_a_session_that_starts_though_config_read_fails_is_a_warning() -> None:
+    trial = ConfigTrial(read_error="config/read broke")
+    check = config_check(CONFIG, Handshake(0.4, config=trial))
+    assert check.status == "warning" and "a session starts" in check.detail
+    assert "config/read broke" in check.detail
+
+
+def test_codex_decides_where_tomllib_and_codex_disagree() -> None:
+    odd = ConfigFile(HOME / "config.toml", exists=True, error=TOMLLIB_SAYS)
+    check = config_check(odd, ANSWERED)
+    assert check.status == "warning" and "Codex accepts it" in check.detail
 
 
 def test_codex_s_other_warnings_about_the_file_warn() -> None:
@@ -438,30 +504,61 @@ async def test_json_says_the_same_as_the_checklist(bridge_env: dict[str, str]) -
     ]
 
 
+#: Configs Codex cannot load, and where its error is: a TOML syntax error, a value of the wrong
+#: type, an unknown approval policy (lines of the file ``write_codex_home`` writes).
+BROKEN_CONFIGS = {
+    "syntax": ("", "\n[model_providers\n", "22:17"),
+    "wrong type": ("model = 3", "", "2:9"),
+    "unknown policy": ('approval_policy = "sometimes"', "", "4:19"),
+}
+
+
 @pytest.mark.e2e
-async def test_a_broken_config_blocks_use_with_tomllib_s_and_codex_s_words(
-    bridge_env: dict[str, str], codex_home: Path
+@pytest.mark.parametrize("broken", list(BROKEN_CONFIGS))
+async def test_a_config_codex_cannot_load_makes_doctor_say_what_serve_will_answer(
+    bridge_env: dict[str, str],
+    bridge_argv: list[str],
+    codex_home: Path,
+    scripted_model: ScriptedModel,
+    workspace: Path,
+    stderr_file: Path,
+    broken: str,
 ) -> None:
-    config = codex_home / "config.toml"
-    config.write_text(config.read_text() + "\n[model_providers\n")
-    code, out = await run_doctor(clean(bridge_env))
+    """Codex starts on such a config but refuses every thread/start: doctor says so, in the
+    words serve's session/new answers, with Codex's one position; never "runs on defaults"."""
+    extra, appended, where = BROKEN_CONFIGS[broken]
+    config = write_codex_home(codex_home, scripted_model.base_url, extra_toml=extra)
+    config.write_text(config.read_text() + appended)
+    env = clean(bridge_env)
+    code, out = await run_doctor(env)
     assert code == 1, out
     shown = line(out, "config.toml")
-    assert shown.startswith("✗") and str(config) in shown
-    assert "(at line" in shown  # tomllib
-    assert "Codex: Invalid configuration; using defaults." in shown  # Codex's own words
-    assert "→ fix" in shown
+    assert shown.startswith("✗ config.toml") and "every new session will fail:" in shown
+    assert re.findall(r":\d+:\d+:|at line \d+", shown) == [f":{where}:"], shown
+    assert "defaults" not in shown
+    assert f"→ fix {config}" in shown
+    # What serve answers the editor's session/new: the same words.
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, env, stderr_file) as client:
+            await client.initialize()
+            with pytest.raises(RpcError) as refused:
+                await client.new_session(str(workspace))
+    quoted = shown.split("every new session will fail: ")[1].splitlines()[0]
+    assert quoted.startswith(f"failed to load configuration: {config}:{where}:")
+    assert refused.value.message.endswith(quoted)  # serve's "Codex: " + Codex's words
+    assert list(workspace.iterdir()) == []
 
 
 @pytest.mark.e2e
-async def test_a_config_codex_ignores_blocks_use(
+async def test_a_config_naming_an_unknown_provider_fails_every_session(
     bridge_env: dict[str, str], codex_home: Path, scripted_model: ScriptedModel
 ) -> None:
     write_codex_home(codex_home, scripted_model.base_url, extra_toml='model_provider = "nope"')
     code, out = await run_doctor(clean(bridge_env))
     assert code == 1, out
-    assert line(out, "config.toml").startswith("✗")
-    assert "Model provider `nope` not found" in line(out, "config.toml")
+    shown = line(out, "config.toml")
+    assert shown.startswith("✗") and "every new session will fail:" in shown
+    assert "Model provider `nope` not found" in shown
 
 
 @pytest.mark.e2e

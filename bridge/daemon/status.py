@@ -5,23 +5,46 @@ threads, sub-agents under their parents, each with its state, title, cwd and
 age::
 
     daemon 4242 · Codex codex-cli 0.169.0 on ws://127.0.0.1:41003 · running
-    ● running          Fix the flaky test          ~/src/app   2m
-      ◆ needs approval  Ada (explorer)              ~/src/app   1m
-    ○ idle · end_turn  Write the README            ~/src/doc   3h
+    ● running           Fix the flaky test  ~/src/app  2m
+      ◆ needs approval  Ada (explorer)      ~/src/app  1m
+    ○ idle              untitled            ~/src/doc  3h
 
-``--json`` prints ``{"daemon": {...}, "threads": [...]}`` instead.
+What waits on a person comes first, then what runs, then idle threads, most recent
+first; a tree goes where its most urgent thread puts it, so a waiting sub-agent brings
+its parent along. Given a terminal's size, the tree fits it: the header, every waiting
+and running thread (with the parents that place them), then as many recent idle threads
+as the height leaves room for, and one line counting the rest (``status --all`` shows
+them). ``--json`` prints ``{"daemon": {...}, "threads": [...]}`` instead, every thread.
+
+Pure: the threads, the size and the time come in, the text goes out.
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 import msgspec
 
 _MARKS = {"running": "●", "requires_action": "◆", "idle": "○", "unknown": "?"}
+
+#: What waits on a person, then what runs, then the rest (idle, or unknown while Codex is lost).
+_URGENCY = {"requires_action": 0, "running": 1}
+_CALM = 2
+
+#: A title longer than this is cut (the cwd and age stay in view).
+TITLE_WIDTH = 48
+#: The narrowest a title, and a folder, are squeezed to on a narrow terminal.
+MIN_TITLE_WIDTH = 12
+MIN_CWD_WIDTH = 16
+
+
+class Size(NamedTuple):
+    """A terminal's size, as :func:`shutil.get_terminal_size` gives it."""
+
+    columns: int
+    lines: int
 
 
 def snapshot(info: Any, threads: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -29,52 +52,148 @@ def snapshot(info: Any, threads: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"daemon": msgspec.to_builtins(info), "threads": list(threads)}
 
 
-def render(info: Any, threads: Sequence[dict[str, Any]], *, now: float | None = None) -> str:
-    """The tree, readable at a glance."""
-    now = time.time() if now is None else now
+def render(
+    info: Any, threads: Sequence[dict[str, Any]], *, now: float, size: Size | None = None
+) -> str:
+    """The tree, readable at a glance: every thread, or with ``size`` what fits it.
+
+    The text fits in ``size.lines - 1`` lines, so that the shell's prompt (or the
+    cursor of ``--watch``) does not push the header off the top, except when the
+    waiting and running threads alone need more: those are always shown.
+    """
+    head = _header(info)
+    if not threads:
+        return f"{head}\n  no threads\n"
+    placed = _order(threads)
+    shown = {id(thread) for thread, _depth in placed}
+    if size is not None:
+        shown = _fitting(placed, max(size.lines - 2, 1))
+    rows = [
+        ("  " * depth + _state(thread), _title(thread), _short_path(_cwd(thread)))
+        for thread, depth in placed
+        if id(thread) in shown
+    ]
+    ages = [_age(thread.get("updatedAt"), now) for thread, _ in placed if id(thread) in shown]
+    widths = [max((len(row[i]) for row in rows), default=0) for i in range(3)]
+    if size is not None:
+        # A line longer than the terminal wraps and takes two: squeeze the folders (their
+        # ends tell them apart), then the titles.
+        overflow = sum(widths) + 6 + max(map(len, ages), default=0) - size.columns
+        for column, least in ((2, MIN_CWD_WIDTH), (1, MIN_TITLE_WIDTH)):
+            squeezed = max(min(widths[column], least), widths[column] - max(overflow, 0))
+            overflow -= widths[column] - squeezed
+            widths[column] = squeezed
+    lines = [head]
+    for (state, title, cwd), age in zip(rows, ages, strict=True):
+        cells = (
+            state.ljust(widths[0]),
+            _cut(title, widths[1]).ljust(widths[1]),
+            _cut_left(cwd, widths[2]).ljust(widths[2]),
+        )
+        lines.append("  ".join(cells) + "  " + age)
+    hidden = [thread for thread, _ in placed if id(thread) not in shown]
+    if hidden:
+        lines.append(_rest(hidden))
+    if size is not None:
+        lines = [_cut(line.rstrip(), max(size.columns, 1)) for line in lines]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _header(info: Any) -> str:
     codex = f"Codex {info.codexVersion}" if info.codexVersion else "Codex"
     where = f" on {info.url}" if info.url else ""
     head = f"daemon {info.pid} · {codex}{where} · {info.state}"
-    if info.reason:
-        head += f" ({info.reason})"
-    lines = [head]
-    if not threads:
-        lines.append("  no threads")
-        return "\n".join(lines) + "\n"
-    by_parent: dict[str | None, list[dict[str, Any]]] = {}
+    return head + (f" ({info.reason})" if info.reason else "")
+
+
+def _order(threads: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
+    """Every thread with its depth, parents before their children; siblings by the most
+    urgent state of their subtree, then its most recent activity."""
     known = {t.get("threadId") for t in threads}
+    children: dict[str | None, list[dict[str, Any]]] = {}
     for thread in threads:
         parent = thread.get("parentThreadId")
-        by_parent.setdefault(parent if parent in known else None, []).append(thread)
-    for siblings in by_parent.values():
-        siblings.sort(key=lambda t: -(t.get("updatedAt") or 0))
-    rows: list[tuple[str, str, str, str]] = []
+        children.setdefault(parent if parent in known else None, []).append(thread)
 
-    def walk(parent: str | None, depth: int, seen: set[str]) -> None:
-        for thread in by_parent.get(parent, []):
+    keys: dict[int, tuple[int, float]] = {}
+
+    def key(thread: dict[str, Any], path: frozenset[str]) -> tuple[int, float]:
+        """(urgency, -latest activity) of the subtree; ``path`` stops a cycle of parents."""
+        found = keys.get(id(thread))
+        if found is None:
+            thread_id = str(thread.get("threadId"))
+            urgency = _URGENCY.get(str(thread.get("state")), _CALM)
+            latest = _time(thread.get("updatedAt"))
+            if thread_id not in path:
+                for child in children.get(thread_id, []):
+                    child_urgency, child_latest = key(child, path | {thread_id})
+                    urgency, latest = min(urgency, child_urgency), max(latest, -child_latest)
+            found = keys[id(thread)] = (urgency, -latest)
+        return found
+
+    out: list[tuple[dict[str, Any], int]] = []
+    seen: set[str] = set()
+
+    def walk(parent: str | None, depth: int) -> None:
+        for thread in sorted(children.get(parent, []), key=lambda t: key(t, frozenset())):
             thread_id = str(thread.get("threadId"))
             if thread_id in seen:
                 continue
             seen.add(thread_id)
-            rows.append(
-                (
-                    "  " * depth + _state(thread),
-                    _title(thread),
-                    _short_path(str(thread.get("cwd") or "")),
-                    _age(thread.get("updatedAt"), now),
-                )
-            )
-            walk(thread_id, depth + 1, seen)
+            out.append((thread, depth))
+            walk(thread_id, depth + 1)
 
-    walk(None, 0, set())
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        lines.append(
-            "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
-            + "  "
-            + row[3]
-        )
-    return "\n".join(line.rstrip() for line in lines) + "\n"
+    walk(None, 0)
+    # Parents naming each other in a loop reach no root: each such thread leads its own tree.
+    for thread in threads:
+        if str(thread.get("threadId")) not in seen:
+            seen.add(str(thread.get("threadId")))
+            out.append((thread, 0))
+            walk(str(thread.get("threadId")), 1)
+    return out
+
+
+def _fitting(placed: list[tuple[dict[str, Any], int]], room: int) -> set[int]:
+    """Which threads to show in ``room`` lines (the header apart): every waiting and running
+    one, then the most recent others, each with the parents that place it in the tree; a
+    line counting the rest when some are left out."""
+    parents: dict[int, int | None] = {}
+    chain: list[int] = []
+    for thread, depth in placed:
+        del chain[depth:]
+        parents[id(thread)] = chain[-1] if chain else None
+        chain.append(id(thread))
+    if len(placed) <= room:
+        return set(parents)
+
+    shown: set[int] = set()
+
+    def with_parents(key: int | None) -> list[int]:
+        added: list[int] = []
+        while key is not None and key not in shown:
+            added.append(key)
+            key = parents[key]
+        return added
+
+    for thread, _depth in placed:
+        if str(thread.get("state")) in _URGENCY:
+            shown.update(with_parents(id(thread)))
+    calm = [thread for thread, _ in placed if id(thread) not in shown]
+    calm.sort(key=lambda t: -_time(t.get("updatedAt")))  # stable: ties keep the tree's order
+    for thread in calm:
+        added = with_parents(id(thread))
+        # One line stays for the count of the rest.
+        if len(shown) + len(added) > room - 1:
+            break
+        shown.update(added)
+    return shown
+
+
+def _rest(hidden: Iterable[dict[str, Any]]) -> str:
+    states = [str(thread.get("state")) for thread in hidden]
+    what = "idle thread" if set(states) == {"idle"} else "more thread"
+    plural = "s" if len(states) != 1 else ""
+    return f"… and {len(states)} {what}{plural}; status --all lists them"
 
 
 def _state(thread: dict[str, Any]) -> str:
@@ -89,12 +208,25 @@ def _state(thread: dict[str, Any]) -> str:
 
 
 def _title(thread: dict[str, Any]) -> str:
+    """The thread's title, a sub-agent's nickname before it; ``untitled`` for a thread not
+    yet prompted (its row's folder and age tell it from the others, not its raw id)."""
     title = str(thread.get("title") or "")
     nickname = thread.get("nickname")
     if nickname:
         title = f"{nickname}: {title}" if title else str(nickname)
-    title = title or str(thread.get("threadId"))
-    return title if len(title) <= 48 else title[:47] + "…"
+    return _cut(title or "untitled", TITLE_WIDTH)
+
+
+def _cwd(thread: dict[str, Any]) -> str:
+    return str(thread.get("cwd") or "")
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _cut_left(text: str, width: int) -> str:
+    return text if len(text) <= width else "…" + text[len(text) - max(width - 1, 0) :]
 
 
 def _short_path(path: str) -> str:
@@ -102,6 +234,10 @@ def _short_path(path: str) -> str:
     if home and home != "/" and (path == home or path.startswith(home + "/")):
         return "~" + path[len(home) :]
     return path
+
+
+def _time(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 def _age(updated: Any, now: float) -> str:
