@@ -257,9 +257,11 @@ class Engine:
                 self.hub.face.turn_started(note.threadId, note.turn.id)
 
         def turn_completed(note: codex_types.TurnNotification) -> None:
-            # The prompt settles first (a close waiting on it finishes), then what
-            # the turn still asked is withdrawn, then a sub-agent's state follows.
+            # The turn's tool calls still open end first (no update may follow the
+            # prompt's answer), then the prompt settles (a close waiting on it finishes),
+            # then what the turn still asked is withdrawn, then a sub-agent's state follows.
             # (Terminals sees every turn/completed before the gate: see _handle_codex.)
+            tools.turn_completed(note)
             prompts.turn_completed(note)
             approvals.turn_completed(note)
             subagents.turn_completed(note)

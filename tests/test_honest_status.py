@@ -1,0 +1,207 @@
+"""A tool call's status says what really happened, and no update of a turn follows its answer
+(the engine alone).
+
+- A command waiting for approval is ``pending`` (ACP: awaiting approval), ``in_progress`` once
+  allowed; its own item ends it.
+- A hidden sub-agent's command asked on the root is followed there by its item: output, final
+  status and exit code. Declined, it ends ``failed`` at once; a request with no item (a
+  permissions grant) ends ``completed`` when granted.
+- A turn that ends interrupted ends its tool calls still open before the prompt's answer;
+  Codex's late completion of them is dropped.
+- The prefix option shows Codex's proposed rule without the shell wrapper.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.engine_harness import Harness
+from tests.test_approvals import COMMAND_APPROVAL, asked, codex_asks, harness, pick
+from tests.test_subagents import CHILD, ROOT, Tree
+
+THREAD = "thread-1"
+
+
+def command(item_id: str, status: str, exit_code: int | None = None) -> dict[str, Any]:
+    return {
+        "type": "commandExecution",
+        "id": item_id,
+        "command": "/bin/bash -lc 'touch x'",
+        "cwd": "/work",
+        "status": status,
+        "commandActions": [],
+        "exitCode": exit_code,
+        "aggregatedOutput": None if status == "inProgress" else "out\n",
+    }
+
+
+def item(h: Harness, event: str, thread: str, body: dict[str, Any], turn: str = "turn-1") -> None:
+    h.codex_notify(f"item/{event}", {"threadId": thread, "turnId": turn, "item": body})
+
+
+def statuses(h: Harness, session: str, call_id: str) -> list[str]:
+    return [
+        u["status"] for u in h.updates(session) if u.get("toolCallId") == call_id and "status" in u
+    ]
+
+
+# -- a command that waits for approval ------------------------------------------------------------
+
+
+def test_a_command_waiting_for_approval_is_pending_then_in_progress_once_allowed() -> None:
+    h, _ = harness()
+    item(h, "started", THREAD, command("call_1", "inProgress"))
+    codex_asks(h, 0, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
+    assert statuses(h, THREAD, "call_1") == ["in_progress", "pending"]
+    # The pending update comes before the question.
+    kinds = [m.get("method") for m in h.to_client]
+    assert kinds[-2:] == ["session/update", "session/request_permission"]
+    pick(h, "allow_once")
+    assert statuses(h, THREAD, "call_1") == ["in_progress", "pending", "in_progress"]
+    item(h, "completed", THREAD, command("call_1", "completed", 0))
+    assert statuses(h, THREAD, "call_1")[-1] == "completed"
+
+
+def test_a_declined_command_is_ended_by_its_item_not_by_the_answer() -> None:
+    h, _ = harness()
+    item(h, "started", THREAD, command("call_1", "inProgress"))
+    codex_asks(h, 0, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
+    pick(h, "reject_once")
+    assert statuses(h, THREAD, "call_1") == ["in_progress", "pending"]
+    item(h, "completed", THREAD, command("call_1", "declined"))
+    assert statuses(h, THREAD, "call_1")[-1] == "failed"
+
+
+# -- a hidden sub-agent's command, shown on the root ----------------------------------------------------
+
+
+def hidden_child_asks() -> tuple[Tree, dict[str, Any]]:
+    t = Tree(subagents=False)
+    t.spawn()
+    item(t.h, "started", CHILD, command("call_cmd", "inProgress"), "turn-child")
+    t.approval(CHILD, rid=2)
+    [request] = t.permission_requests()
+    assert request["params"]["sessionId"] == ROOT
+    return t, request
+
+
+def test_a_hidden_childs_allowed_command_follows_its_item_on_the_root_and_fails_with_it() -> None:
+    t, request = hidden_child_asks()
+    assert statuses(t.h, ROOT, "call_cmd") == ["pending"]
+    t.answer(request, "allow_once")
+    assert statuses(t.h, ROOT, "call_cmd") == ["pending", "in_progress"]
+    t.notify(
+        "item/commandExecution/outputDelta",
+        {"threadId": CHILD, "turnId": "turn-child", "itemId": "call_cmd", "delta": "Is a dir"},
+    )
+    [output] = [u for u in t.h.updates(ROOT) if u.get("content") and u["toolCallId"] == "call_cmd"]
+    assert "Is a dir" in output["content"][0]["content"]["text"]
+    item(t.h, "completed", CHILD, command("call_cmd", "failed", 1), "turn-child")
+    final = [u for u in t.h.updates(ROOT) if u.get("toolCallId") == "call_cmd"][-1]
+    assert final["status"] == "failed"
+    assert final["rawOutput"]["exitCode"] == 1
+    assert final["title"] == "Ada: touch x"
+    assert "completed" not in statuses(t.h, ROOT, "call_cmd")
+    # Followed no more once complete: nothing of the child reaches the client after.
+    count = len(t.h.to_client)
+    item(t.h, "completed", CHILD, command("call_cmd", "completed", 0), "turn-child")
+    assert CHILD not in str(t.h.to_client[count:])
+    t.check()
+
+
+def test_a_hidden_childs_declined_command_ends_failed_at_once_and_is_followed_no_more() -> None:
+    t, request = hidden_child_asks()
+    t.answer(request, "reject_once")
+    assert statuses(t.h, ROOT, "call_cmd") == ["pending", "failed"]
+    item(t.h, "completed", CHILD, command("call_cmd", "declined"), "turn-child")
+    assert statuses(t.h, ROOT, "call_cmd") == ["pending", "failed"]
+    t.check()
+
+
+def test_a_hidden_childs_command_cut_short_by_its_turn_ends_failed_on_the_root() -> None:
+    t, request = hidden_child_asks()
+    t.answer(request, "allow_once")
+    t.turn_completed(CHILD, "turn-child", "interrupted")
+    assert statuses(t.h, ROOT, "call_cmd") == ["pending", "in_progress", "failed"]
+    t.check()
+
+
+def test_a_permissions_request_has_no_item_granted_it_ends_completed_denied_failed() -> None:
+    for option, status in (("allow_once", "completed"), ("reject_once", "failed")):
+        h, _ = harness()
+        params = {
+            "threadId": THREAD,
+            "turnId": "turn-1",
+            "itemId": "perm_1",
+            "reason": "r",
+            "permissions": {"network": {"enabled": True}},
+        }
+        codex_asks(h, 0, "item/permissions/requestApproval", params)
+        assert statuses(h, THREAD, "perm_1") == ["pending"]
+        pick(h, option)
+        assert statuses(h, THREAD, "perm_1") == ["pending", status]
+        assert asked(h)["params"]["toolCall"]["toolCallId"] == "perm_1"
+
+
+# -- the end of an interrupted turn ----------------------------------------------------------------
+
+
+def test_an_interrupted_turn_ends_its_open_tool_calls_before_the_cancelled_answer() -> None:
+    h, rid = harness()
+    item(h, "started", THREAD, command("call_1", "inProgress"))
+    h.codex_notify(
+        "item/commandExecution/outputDelta",
+        {"threadId": THREAD, "turnId": "turn-1", "itemId": "call_1", "delta": "half"},
+    )
+    h.client_notify("session/cancel", {"sessionId": THREAD})
+    h.complete_turn(THREAD, status="interrupted")
+    [answer_at] = [n for n, m in enumerate(h.to_client) if m.get("id") == rid]
+    assert h.to_client[answer_at]["result"] == {"stopReason": "cancelled"}
+    [closed_at] = [
+        n
+        for n, m in enumerate(h.to_client)
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("toolCallId") == "call_1"
+        and m["params"]["update"].get("status") == "failed"
+    ]
+    assert closed_at < answer_at
+    closed = h.to_client[closed_at]["params"]["update"]
+    texts = [c["content"]["text"] for c in closed["content"]]
+    assert "half" in texts[0] and texts[-1] == "The turn was cancelled before this finished."
+    # Codex's word on the killed command comes after the answer: dropped.
+    count = len(h.to_client)
+    item(h, "completed", THREAD, command("call_1", "failed", -1))
+    assert h.to_client[count:] == []
+
+
+def test_a_completed_turn_leaves_a_command_still_running_to_its_item() -> None:
+    h, rid = harness()
+    item(h, "started", THREAD, command("call_1", "inProgress"))
+    h.complete_turn(THREAD)
+    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert statuses(h, THREAD, "call_1") == ["in_progress"]
+    item(h, "completed", THREAD, command("call_1", "completed", 0))
+    assert statuses(h, THREAD, "call_1") == ["in_progress", "completed"]
+
+
+# -- the prefix option -------------------------------------------------------------------------------
+
+
+def prefix_option(amendment: list[str]) -> str:
+    h, _ = harness()
+    params = {**COMMAND_APPROVAL, "proposedExecpolicyAmendment": amendment}
+    params["availableDecisions"] = None
+    codex_asks(h, 0, "item/commandExecution/requestApproval", params)
+    [name] = [o["name"] for o in asked(h)["params"]["options"] if o["optionId"] == "allow_prefix"]
+    return name  # type: ignore[no-any-return]
+
+
+def test_the_prefix_option_shows_codexs_rule_without_the_shell_wrapper() -> None:
+    assert prefix_option(["touch", "approved.txt"]) == (
+        "Always allow commands starting with `touch approved.txt`"
+    )
+    # A script Codex cannot read as simple commands: the rule matches that script only.
+    assert prefix_option(["/bin/bash", "-lc", "echo hi > a.txt"]) == (
+        "Always allow `echo hi > a.txt`"
+    )
+    assert prefix_option(["zsh", "-c", "make test"]) == "Always allow `make test`"
