@@ -174,6 +174,26 @@ def test_an_interrupted_turn_ends_its_open_tool_calls_before_the_cancelled_answe
     assert h.to_client[count:] == []
 
 
+def test_a_cancelled_turn_ends_a_sub_agent_wait_codex_never_completes() -> None:
+    t = Tree()
+    t.spawn()
+    t.collab_started("wait-1", "wait", CHILD)
+    t.cancel(ROOT)
+    t.turn_completed(CHILD, "turn-child", "interrupted")
+    t.turn_completed(ROOT, "turn-root", "interrupted")
+    [answer_at] = [n for n, m in enumerate(t.sent()) if m.get("id") == t.prompt]
+    assert t.sent()[answer_at]["result"] == {"stopReason": "cancelled"}
+    [closed_at] = [
+        n
+        for n, m in enumerate(t.sent())
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("toolCallId") == "wait-1"
+        and m["params"]["update"].get("status") == "failed"
+    ]
+    assert closed_at < answer_at
+    t.check()
+
+
 def test_a_completed_turn_leaves_a_command_still_running_to_its_item() -> None:
     h, rid = harness()
     item(h, "started", THREAD, command("call_1", "inProgress"))

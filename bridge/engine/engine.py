@@ -262,6 +262,7 @@ class Engine:
             # then what the turn still asked is withdrawn, then a sub-agent's state follows.
             # (Terminals sees every turn/completed before the gate: see _handle_codex.)
             tools.turn_completed(note)
+            subagents.turn_ending(note)
             prompts.turn_completed(note)
             approvals.turn_completed(note)
             subagents.turn_completed(note)

@@ -360,7 +360,9 @@ class Subagents:
         item = note.item
         if not isinstance(item, codex_items.CollabAgentToolCallItem):
             return
-        if self.hub.threads.session(note.threadId) is not None and self._as_tool_call(item):
+        record = self.hub.threads.session(note.threadId)
+        if record is not None and self._as_tool_call(item):
+            record.open_collab[item.id] = item
             self.hub.update(note.threadId, self._tool_call(item, "in_progress"))
 
     def item_completed(self, note: ItemNotification) -> None:
@@ -370,13 +372,15 @@ class Subagents:
                 self._incoming_user_message(note.threadId, item)
             return
         thread_id = note.threadId
-        if self.hub.threads.session(thread_id) is None:
+        record = self.hub.threads.session(thread_id)
+        if record is None:
             return
+        record.open_collab.pop(item.id, None)
         exposing = self.hub.subagents_exposed
         if item.tool in ("spawnAgent", "sendInput") and exposing:
             for receiver in item.receiverThreadIds:
                 self._message_to(thread_id, receiver, item)
-        if self._as_tool_call(item):
+        if self._as_tool_call(item) and item.id not in record.ended_tools:
             self.hub.update(thread_id, self._finished(item))
             self._retitle_when_placed(thread_id, item)
         if item.tool == "wait" and exposing:
@@ -642,6 +646,26 @@ class Subagents:
             # A turn of work the client cancelled (Codex does not cascade): stop it now.
             turn.cancel_requested = True
             self._interrupt(record)
+
+    def turn_ending(self, note: codex_types.TurnNotification) -> None:
+        """A turn that ended interrupted or failed ends its collab tool calls still open
+        (a ``wait`` Codex never completes), before the prompt's answer, as
+        :meth:`bridge.engine.tools.Tools.turn_completed` does for tool items."""
+        record = self.hub.threads.session(note.threadId)
+        status = note.turn.status
+        if record is None or status not in ("interrupted", "failed") or not record.open_collab:
+            return
+        for item in record.open_collab.values():
+            cause = "was cancelled" if status == "interrupted" else "failed"
+            note_text = acp_tools.Content(
+                content=acp_types.TextContent(text=f"The turn {cause} before this finished.")
+            )
+            self.hub.update(
+                record.id,
+                acp_tools.ToolCallUpdate(toolCallId=item.id, status="failed", content=[note_text]),
+            )
+        record.ended_tools |= set(record.open_collab)
+        record.open_collab.clear()
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
         record = self.hub.threads.session(note.threadId)

@@ -254,6 +254,8 @@ class ThreadRecord:
     #: it asked on: item id → (that session, the agent's name that prefixes the title).
     #: The item's own notifications update the tool call there until it completes.
     shown_on: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Collab tool calls (``wait``, ``close_agent`` ...) shown and not completed yet.
+    open_collab: dict[str, Any] = field(default_factory=dict)
     #: Tool calls the bridge ended when their turn ended unfinished (interrupted, failed):
     #: Codex's own ``item/completed`` for them comes later, after the prompt's answer, and
     #: is dropped. Replaced at each such turn end, so it never grows past one turn's calls.
