@@ -157,3 +157,49 @@ async def test_a_cancelled_commands_last_update_comes_before_the_cancelled_answe
     assert [n for n, _ in updates if n > answer_at] == []
     assert updates[-1][1]["status"] == "failed"
     assert assert_valid_acp(client) > 0
+
+
+async def test_v2_a_cancelled_commands_last_update_comes_before_the_idle_state(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    ended: list[Any] = []
+
+    async def prompt(client: AcpClient, session: str) -> None:
+        command = call("exec_command", {"cmd": "sleep 59", "yield_time_ms": 60_000})
+        ended.append((await client.prompt_v2(session, script(command, "@@ say done")))[1])
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize_v2()
+            session = await client.new_session(str(workspace))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(prompt, client, session)
+                started = await client.wait_for(
+                    lambda m: (
+                        m.get("method") == "session/update"
+                        and m["params"]["update"].get("sessionUpdate") == "tool_call_update"
+                        and "sleep 59" in json.dumps(m["params"]["update"])
+                    )
+                )
+                tool_call_id = started["params"]["update"]["toolCallId"]
+                await trio.sleep(0.5)  # the command runs
+                await client.notify("session/cancel", {"sessionId": session})
+            # What arrives after the idle state (Codex's late word on the command) would show here.
+            _, again = await client.prompt_v2(session, "@@ say still here")
+    assert [state["stopReason"] for state in ended] == ["cancelled"]
+    assert again["stopReason"] == "end_turn"
+    [idle_at] = [
+        n
+        for n, m in enumerate(client.received)
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("stopReason") == "cancelled"
+    ]
+    updates = [
+        (n, m["params"]["update"])
+        for n, m in enumerate(client.received)
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("toolCallId") == tool_call_id
+    ]
+    assert [n for n, _ in updates if n > idle_at] == []
+    assert updates[-1][1]["status"] == "failed"
+    assert assert_valid_acp(client, unstable=True, version=2) > 0
