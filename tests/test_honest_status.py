@@ -16,7 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.engine_harness import Harness
-from tests.test_approvals import COMMAND_APPROVAL, asked, codex_asks, harness, pick
+from tests.test_approvals import (
+    COMMAND_APPROVAL,
+    asked,
+    assert_valid_acp,
+    codex_asks,
+    harness,
+    pick,
+)
 from tests.test_subagents import CHILD, ROOT, Tree
 
 THREAD = "thread-1"
@@ -124,6 +131,35 @@ def test_a_hidden_childs_command_cut_short_by_its_turn_ends_failed_on_the_root()
     t.turn_completed(CHILD, "turn-child", "interrupted")
     assert statuses(t.h, ROOT, "call_cmd") == ["pending", "in_progress", "failed"]
     t.check()
+
+
+def test_a_hidden_childs_allowed_command_that_never_starts_ends_failed_with_its_turn() -> None:
+    t = Tree(subagents=False)
+    t.spawn()
+    t.approval(CHILD, rid=2)  # no item/started of it
+    [request] = t.permission_requests()
+    t.answer(request, "allow_once")
+    assert statuses(t.h, ROOT, "call_cmd") == ["pending"]
+    t.turn_completed(CHILD, "turn-child")
+    assert statuses(t.h, ROOT, "call_cmd") == ["pending", "failed"]
+    t.check()
+
+
+def test_a_terminal_clients_command_cut_short_ends_its_terminal_too() -> None:
+    h, rid = harness({"_meta": {"terminal_output": True}})
+    item(h, "started", THREAD, command("call_1", "inProgress"))
+    h.client_notify("session/cancel", {"sessionId": THREAD})
+    h.complete_turn(THREAD, status="interrupted")
+    final = [u for u in h.updates(THREAD) if u.get("toolCallId") == "call_1"][-1]
+    assert final["status"] == "failed"
+    assert final["content"][0] == {"type": "terminal", "terminalId": "call_1"}
+    assert final["_meta"]["terminal_exit"] == {
+        "terminal_id": "call_1",
+        "exit_code": None,
+        "signal": None,
+    }
+    assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert_valid_acp(h)
 
 
 def test_a_permissions_request_has_no_item_granted_it_ends_completed_denied_failed() -> None:

@@ -613,8 +613,9 @@ class Approvals:
                 return
             if not pending.introduced:
                 return
-            if record is not None:
-                record.shown_on.pop(call_id, None)
+            followed = record is not None and record.shown_on.pop(call_id, None) is not None
+            if not followed and record is not None and record.id != session_id:
+                return  # no longer followed: its item or its turn's end has ended it
             status = "failed"
         else:
             status = "completed" if allowed else "failed"

@@ -257,7 +257,15 @@ class Tools:
         """A turn that ended unfinished ends its tool calls still open (module docstring)."""
         status = note.turn.status
         record = self.hub.threads.session(note.threadId)
-        if record is None or status not in ("interrupted", "failed"):
+        if record is None:
+            return
+        for item_id in [i for i in record.shown_on if i not in record.tool_calls]:
+            # Introduced by its permission request and never started: it did not run.
+            why = text_content("It did not run: its turn ended first.")
+            update = acp_tools.ToolCallUpdate(toolCallId=item_id, status="failed", content=[why])
+            self._send(record, item_id, update)
+            del record.shown_on[item_id]
+        if status not in ("interrupted", "failed"):
             return
         ended: set[str] = set()
         for item_id, call in list(record.tool_calls.items()):
