@@ -24,7 +24,7 @@ from tests.test_approvals import (
     harness,
     pick,
 )
-from tests.test_subagents import CHILD, ROOT, Tree
+from tests.test_subagents import CHILD, ROOT, ROOT_TURN, Tree
 
 THREAD = "thread-1"
 
@@ -261,3 +261,83 @@ def test_the_prefix_option_shows_codexs_rule_without_the_shell_wrapper() -> None
         "Always allow `echo hi > a.txt`"
     )
     assert prefix_option(["zsh", "-c", "make test"]) == "Always allow `make test`"
+
+
+# -- a cancelled turn ends after the sub-agent turns its cancel stopped ----------------------------
+
+
+def index_of(t: Tree, predicate: Any) -> int:
+    [n] = [n for n, m in enumerate(t.sent()) if predicate(m)]
+    return n
+
+
+def child_idle(m: dict[str, Any]) -> bool:
+    update = m.get("params", {}).get("update", {})
+    return update.get("sessionId") == CHILD and update.get("state", {}).get("state") == "idle"
+
+
+def test_a_cancelled_roots_answer_waits_for_its_childs_turn_to_end_when_codex_ends_it_first() -> (
+    None
+):
+    t = Tree()
+    t.spawn()
+    t.cancel(ROOT)
+    t.turn_completed(ROOT, ROOT_TURN, "interrupted")  # Codex ends the root's turn first
+    assert t.h.client_response(t.prompt) is None
+    t.turn_completed(CHILD, "turn-child", "interrupted")
+    answer_at = index_of(t, lambda m: m.get("id") == t.prompt and "result" in m)
+    assert t.sent()[answer_at]["result"] == {"stopReason": "cancelled"}
+    assert index_of(t, child_idle) < answer_at
+    t.check()
+
+
+def test_a_cancelled_roots_answer_does_not_wait_for_a_child_whose_interrupt_was_refused() -> None:
+    t = Tree()
+    t.spawn()
+    t.cancel(ROOT)
+    t.turn_completed(ROOT, ROOT_TURN, "interrupted")
+    assert t.h.client_response(t.prompt) is None
+    [child_interrupt] = [
+        m
+        for m in t.h.to_codex
+        if m.get("method") == "turn/interrupt" and m["params"]["threadId"] == CHILD
+    ]
+    t.h.codex_error(child_interrupt["id"], "no active turn")
+    assert t.h.client_response(t.prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    t.check()
+
+
+def test_v2_a_cancelled_roots_idle_state_follows_its_childs() -> None:
+    t = Tree(version=2)
+    t.spawn()
+    t.cancel(ROOT)
+    t.turn_completed(ROOT, ROOT_TURN, "interrupted")
+    t.turn_completed(CHILD, "turn-child", "interrupted")
+
+    def idle_of(session: str) -> Any:
+        def match(m: dict[str, Any]) -> bool:
+            params = m.get("params", {})
+            update = params.get("update", {})
+            return (
+                params.get("sessionId") == session
+                and update.get("sessionUpdate") == "state_update"
+                and update.get("state") == "idle"
+            )
+
+        return match
+
+    assert index_of(t, idle_of(CHILD)) < index_of(t, idle_of(ROOT))
+    t.check()
+
+
+def test_a_close_does_not_wait_for_the_cancelled_children_a_held_answer_waits_for() -> None:
+    t = Tree()
+    t.spawn()
+    t.cancel(ROOT)
+    t.turn_completed(ROOT, ROOT_TURN, "interrupted")
+    assert t.h.client_response(t.prompt) is None
+    rid = t.request("session/close", {"sessionId": ROOT})
+    assert t.h.client_response(t.prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    unsubscribe = t.h.codex_request("thread/unsubscribe")
+    t.h.codex_reply(unsubscribe["id"], {"status": "unsubscribed"})
+    assert t.h.client_response(rid)["result"] == {}  # type: ignore[index]

@@ -100,10 +100,12 @@ class Subagents:
         *,
         refeed: Callable[[Held], None],
         cancel_questions: Callable[[str], None],
+        interrupt_refused: Callable[[], None] = lambda: None,
     ) -> None:
         self.hub = hub
         self._refeed = refeed
         self._cancel_questions = cancel_questions
+        self._interrupt_refused = interrupt_refused
 
     # -- where a thread's traffic goes -----------------------------------------------
 
@@ -739,6 +741,8 @@ class Subagents:
         def refused(error: ErrorObject) -> None:
             # The turn may have just ended; its turn/completed reports what happened.
             log.info("turn/interrupt of %s refused: %s", record.id, error.message)
+            turn.interrupt_refused = True
+            self._interrupt_refused()
 
         self.hub.codex_request(
             "turn/interrupt",

@@ -72,6 +72,9 @@ class Turn:
     #: The user cancelled this work (its own cancel, or an ancestor's).
     cancel_requested: bool = False
     interrupt_sent: bool = False
+    #: Codex refused the ``turn/interrupt`` (the turn had just ended, most often): no
+    #: ``turn/completed`` of it is to be awaited.
+    interrupt_refused: bool = False
     #: A root turn a steer started on an idle session (``startedNewTurn``): no prompt
     #: request waits for it, but it is the session's turn all the same.
     started_by_steer: bool = False
