@@ -25,7 +25,9 @@ Rules this engine keeps (read these before changing it):
    ``turn/interrupt``, and the prompt becomes ``cancelled`` only once Codex
    reports the turn ``interrupted``. A cancel stops the work, not only the
    turn: the sub-agents under the session and the commands the cancelled
-   threads left running stop too (:mod:`bridge.engine.terminals`).
+   threads left running stop too (:mod:`bridge.engine.terminals`). No update
+   of a turn follows its answer: its tool calls still open end first, and a
+   cancelled turn ends after the sub-agent turns its cancel stopped.
 5. Bad input is answered with a typed JSON-RPC error (-32700, -32600, -32601,
    -32602, or not-found) and changes nothing else; the connection goes on. No
    input, from either side, makes :meth:`Engine.receive_client` or
