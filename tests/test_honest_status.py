@@ -341,3 +341,15 @@ def test_a_close_does_not_wait_for_the_cancelled_children_a_held_answer_waits_fo
     unsubscribe = t.h.codex_request("thread/unsubscribe")
     t.h.codex_reply(unsubscribe["id"], {"status": "unsubscribed"})
     assert t.h.client_response(rid)["result"] == {}  # type: ignore[index]
+
+
+def test_a_command_started_while_its_approval_waits_is_pending_until_allowed() -> None:
+    t = Tree(subagents=False)
+    t.spawn()
+    t.approval(CHILD, rid=2)  # asked before its item started
+    item(t.h, "started", CHILD, command("call_cmd", "inProgress"), "turn-child")
+    assert statuses(t.h, ROOT, "call_cmd") == ["pending", "pending"]
+    [request] = t.permission_requests()
+    t.answer(request, "allow_once")
+    assert statuses(t.h, ROOT, "call_cmd") == ["pending", "pending", "in_progress"]
+    t.check()

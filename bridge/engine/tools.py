@@ -127,6 +127,10 @@ class Tools:
             log.info("item/started again for %s; ignored", item.id)
             return
         view = describe(item, cwd=record.cwd)
+        if any(
+            p.tool_call is not None and p.tool_call[1] == item.id for p in record.pending.values()
+        ):
+            view.status = "pending"  # started while its permission request waits on the user
         if item.id in record.shown_on:
             # Introduced by its permission request before it started: an update, in text.
             record.tool_calls[item.id] = call = ToolCall(item)
