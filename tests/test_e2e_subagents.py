@@ -730,12 +730,14 @@ async def test_a_client_without_the_subagents_capability_never_sees_a_child_and_
     assert request["params"]["sessionId"] == root
     assert request["params"]["toolCall"]["title"].startswith(f"{nickname}: ")
     assert child not in json.dumps(request)
-    # The root is told of the child's command before the request names it, and it is closed.
+    # The root is told of the child's command before the request names it; the command's own
+    # item then ends it there.
     asked = request["params"]["toolCall"]["toolCallId"]
     [introduced] = [u for u in updates(client, "tool_call", root) if u["toolCallId"] == asked]
     assert introduced["title"] == request["params"]["toolCall"]["title"]
     closed = [u for u in updates(client, "tool_call_update", root) if u["toolCallId"] == asked]
-    assert [u["status"] for u in closed] == ["completed"]
+    assert [u["status"] for u in closed] == ["in_progress", "completed"]
+    assert closed[-1]["rawOutput"]["exitCode"] == 0
     assert (workspace / "child-approved.txt").exists(), "allowed on the root, the child ran it"
     assert client.text_of(root) == "parent done"
     finish(client, stdout)

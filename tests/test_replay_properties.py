@@ -79,6 +79,11 @@ and Codex's answers are renumbered to the ids the engine allocated.
 Everything else (the turn's item stream, ``error``, ``turn/started``,
 ``thread/tokenUsage/updated``, ``turn/completed``, and all ``from_client`` and
 ``to_codex`` records) keeps its recorded order.
+
+One more property holds of every fixture as recorded, and of every reordering:
+**a turn's updates all precede its end** (ACP's prompt turn ends with the
+prompt's answer; v2's with the session's ``idle`` ``state_update``). See
+``assert_turns_end_last`` for the precise rule.
 """
 
 from __future__ import annotations
@@ -651,7 +656,136 @@ def assert_same_user_visible_outcome(
     assert actual.answer_counts == expected.answer_counts
     assert actual.answers == expected.answers
     assert prompt_outcomes(transcript) == prompt_outcomes(original(name, subagents))
+    assert_turns_end_last(transcript)
     return transcript
+
+
+# -- a turn's updates precede its end --------------------------------------------------------------
+
+FINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+@dataclass
+class TurnWindow:
+    session: str
+    #: Conversation indices of the turn's start and of its end (the answer, or v2's idle).
+    start: int
+    end: int
+    stop_reason: Any
+
+
+def turn_windows(transcript: Transcript) -> list[TurnWindow]:
+    """Each prompt turn of the conversation. v1: from the ``session/prompt`` request to its
+    answer (result or error). v2 (whose prompt is answered as soon as it is inserted): from
+    the session's ``running`` ``state_update`` to its next ``idle`` one."""
+    conversation = transcript.conversation
+    v2 = any(
+        side == "agent" and message.get("result", {}).get("protocolVersion") == 2
+        for side, message in conversation[:2]
+        if isinstance(message.get("result"), dict)
+    )
+    windows: list[TurnWindow] = []
+    prompts: dict[Any, tuple[str, int]] = {}
+    running: dict[str, int] = {}
+    for n, (side, message) in enumerate(conversation):
+        if side == "client" and message.get("method") == "session/prompt" and "id" in message:
+            prompts[message["id"]] = (message["params"]["sessionId"], n)
+        elif side != "agent":
+            continue
+        elif not v2 and "method" not in message and message.get("id") in prompts:
+            session, start = prompts.pop(message["id"])
+            result = message.get("result")
+            stop = result.get("stopReason") if isinstance(result, dict) else "error"
+            windows.append(TurnWindow(session, start, n, stop))
+        elif v2 and message.get("method") == "session/update":
+            session = message["params"]["sessionId"]
+            update = message["params"]["update"]
+            if update["sessionUpdate"] != "state_update":
+                continue
+            if update["state"] == "running":
+                running.setdefault(session, n)
+            elif update["state"] == "idle" and session in running:
+                windows.append(TurnWindow(session, running.pop(session), n, update["stopReason"]))
+    return windows
+
+
+def assert_turns_end_last(transcript: Transcript) -> None:
+    """No update of a turn comes after the turn's end. Precisely, for each turn window
+    (:func:`turn_windows`) on session S, the turn's tool calls being those S was first told
+    of inside the window (``tool_call``, or v2's first ``tool_call_update`` upsert):
+
+    - no ``session/update`` on S names one of the turn's tool calls after its end;
+    - a cancelled turn leaves none of its tool calls open: each has a final status
+      (``completed``, ``failed``, v2's ``cancelled``) by the end;
+    - after a cancelled turn's end, no sub-agent state reaches S (``subagent_update`` with a
+      ``state``) before S's next turn starts: the cancel stopped their work, and their
+      ``idle`` precedes the answer.
+    """
+    conversation = transcript.conversation
+    updates = [
+        (n, message["params"]["sessionId"], message["params"]["update"])
+        for n, (side, message) in enumerate(conversation)
+        if side == "agent" and message.get("method") == "session/update"
+    ]
+    windows = turn_windows(transcript)
+    announced: set[tuple[str, str]] = set()
+    for window in sorted(windows, key=lambda w: w.start):
+        ours: dict[str, str | None] = {}
+        for n, session, update in updates:
+            call_id = update.get("toolCallId")
+            if session != window.session or call_id is None or n > window.end:
+                continue
+            key = (session, call_id)
+            if key not in announced and n > window.start:
+                announced.add(key)
+                ours[call_id] = None
+            if call_id in ours and "status" in update:
+                ours[call_id] = update["status"]
+        late = [
+            (n, update["sessionUpdate"], update.get("toolCallId"))
+            for n, session, update in updates
+            if session == window.session and n > window.end and update.get("toolCallId") in ours
+        ]
+        assert not late, f"turn ended at message {window.end}; its tool calls after: {late}"
+        if window.stop_reason != "cancelled":
+            continue
+        still_open = {call_id: status for call_id, status in ours.items() if status not in FINAL}
+        assert not still_open, f"cancelled turn ended at {window.end} leaving open: {still_open}"
+        next_start = min(
+            (w.start for w in windows if w.session == window.session and w.start > window.end),
+            default=len(conversation),
+        )
+        states = [
+            (n, update["sessionId"], update["state"])
+            for n, session, update in updates
+            if session == window.session
+            and window.end < n < next_start
+            and update["sessionUpdate"] == "subagent_update"
+            and update.get("state") is not None
+        ]
+        assert not states, f"cancelled turn ended at {window.end}; sub-agent states after: {states}"
+
+
+ALL_FIXTURES = sorted(p.name.removesuffix(".codex.jsonl") for p in FIXTURES.glob("*.codex.jsonl"))
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_no_update_of_a_turn_comes_after_its_end(name: str) -> None:
+    transcript = original(name)
+    assert_turns_end_last(transcript)
+
+
+def test_the_turn_end_property_sees_turns_and_their_tool_calls() -> None:
+    """Not vacuous: the fixtures hold cancelled turns with tool calls, v1 and v2."""
+    cancelled = [
+        name
+        for name in ALL_FIXTURES
+        for window in turn_windows(original(name))
+        if window.stop_reason == "cancelled"
+    ]
+    assert {"cancel_stops_command", "cancel_parent_cascades", "v2_cancel_mid_stream"} <= set(
+        cancelled
+    )
 
 
 # -- the properties -----------------------------------------------------------------------------

@@ -803,15 +803,27 @@ def test_without_the_capability_children_stay_hidden_and_ask_on_the_root_naming_
     assert request["params"]["sessionId"] == ROOT
     assert request["params"]["toolCall"]["title"].startswith("Ada")
     # The root was never shown the child's command: it is told of it first (rule 5 of the
-    # transcript checker), and the tool call is closed once answered.
+    # transcript checker); the command's own item says how it ended, not the answer.
     tool_call_id = request["params"]["toolCall"]["toolCallId"]
     [introduced] = [u for u in t.updates("tool_call", ROOT) if u["toolCallId"] == tool_call_id]
     assert introduced["title"] == request["params"]["toolCall"]["title"]
     assert introduced["status"] == "pending"
     t.answer(request, "allow_once")
     assert t.answers_to_codex(2)[0]["result"] == {"decision": "accept"}
+    assert not [u for u in t.updates("tool_call_update", ROOT) if u["toolCallId"] == tool_call_id]
+    command = {
+        "type": "commandExecution",
+        "id": tool_call_id,
+        "command": "/bin/bash -lc 'touch x'",
+        "cwd": "/work",
+        "status": "completed",
+        "commandActions": [],
+        "exitCode": 0,
+        "aggregatedOutput": "",
+    }
+    t.notify("item/completed", {"threadId": CHILD, "turnId": "turn-child", "item": command})
     closing = [u for u in t.updates("tool_call_update", ROOT) if u["toolCallId"] == tool_call_id]
-    assert [u["status"] for u in closing] == ["completed"]
+    assert [(u["status"], u["title"]) for u in closing] == [("completed", "Ada: touch x")]
     t.check()
 
 

@@ -83,12 +83,9 @@ def command_choices(params: codex_approvals.CommandExecutionRequestApprovalParam
         and not checkpoint
         and (offered is None or _offers(offered, "acceptWithExecpolicyAmendment"))
     ):
-        shown = shlex.join(prefix)
         choices.append(
             Choice(
-                option(
-                    ALLOW_PREFIX, f"Always allow commands starting with `{shown}`", "allow_always"
-                ),
+                option(ALLOW_PREFIX, amendment_label(prefix), "allow_always"),
                 decision(codex_approvals.accept_with_execpolicy_amendment(prefix)),
             )
         )
@@ -110,6 +107,21 @@ def command_choices(params: codex_approvals.CommandExecutionRequestApprovalParam
         Choice(option(REJECT_ONCE, "Reject", "reject_once"), decision(codex_approvals.DECLINE))
     )
     return choices
+
+
+def amendment_label(prefix: list[str]) -> str:
+    """The option for Codex's proposed exec-policy rule (a token list the command must start
+    with), shown as the user reads commands: without the shell wrapper.
+
+    Codex proposes the program and its first words (``["touch", "a.txt"]``) when it can read
+    the script as simple commands; otherwise the whole wrapped line (``["/bin/bash", "-lc",
+    "echo hi > a.txt"]``). That rule matches only the same script again, so it is shown as
+    the command it allows, not as a prefix it is not."""
+    line = shlex.join(prefix)
+    script = unwrap_shell(line)
+    if script != line:
+        return f"Always allow `{script}`"
+    return f"Always allow commands starting with `{line}`"
 
 
 def _offers(decisions: list[Any], key: str) -> bool:

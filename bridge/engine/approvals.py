@@ -135,7 +135,7 @@ class Approvals:
             status="pending",
             rawInput=raw_input,
         )
-        self._ask_permission(pending, tool_call, command_choices(params))
+        self._ask_permission(pending, tool_call, command_choices(params), item_follows=True)
 
     def file_change_approval(
         self, rid: RequestId, params: codex_approvals.FileChangeRequestApprovalParams
@@ -179,7 +179,7 @@ class Approvals:
             ),
             Choice(option(REJECT_ONCE, "Reject", "reject_once"), decision(codex_approvals.DECLINE)),
         ]
-        self._ask_permission(pending, tool_call, choices)
+        self._ask_permission(pending, tool_call, choices, item_follows=True)
 
     def permissions_approval(
         self, rid: RequestId, params: codex_approvals.PermissionsRequestApprovalParams
@@ -222,7 +222,7 @@ class Approvals:
             ),
             Choice(option(REJECT_ONCE, "Deny", "reject_once"), nothing),
         ]
-        self._ask_permission(pending, tool_call, choices)
+        self._ask_permission(pending, tool_call, choices, item_follows=False)
 
     def user_input(
         self, rid: RequestId, params: codex_approvals.ToolRequestUserInputParams
@@ -309,7 +309,7 @@ class Approvals:
         # The tool call was announced at item/started; the elicitation does not name it.
         record = self.hub.threads.session(params.threadId)
         started = record.started_items.values() if record is not None else []
-        item_id = next(
+        found = next(
             (
                 item.id
                 for item in map(_started_item, reversed(list(started)))
@@ -318,8 +318,9 @@ class Approvals:
                 and item.server == params.serverName
                 and (tool_name is None or item.tool == tool_name)
             ),
-            f"mcp-approval-{pending.codex_id}",
+            None,
         )
+        item_id = found if found is not None else f"mcp-approval-{pending.codex_id}"
         tool_call = acp_permissions.ToolCallUpdate(
             toolCallId=item_id,
             title=f"{params.serverName}: {tool}",
@@ -340,7 +341,7 @@ class Approvals:
                 )
                 choices.append(Choice(option(option_id, name, "allow_always"), remembered))
         choices.append(Choice(option(REJECT_ONCE, "Reject", "reject_once"), pending.decline))
-        self._ask_permission(pending, tool_call, choices)
+        self._ask_permission(pending, tool_call, choices, item_follows=found is not None)
 
     def legacy_approval(self, rid: RequestId, _params: object) -> None:
         log.warning(
@@ -396,7 +397,12 @@ class Approvals:
         return pending
 
     def _ask_permission(
-        self, pending: Pending, tool_call: acp_permissions.ToolCallUpdate, choices: list[Choice]
+        self,
+        pending: Pending,
+        tool_call: acp_permissions.ToolCallUpdate,
+        choices: list[Choice],
+        *,
+        item_follows: bool,
     ) -> None:
         by_id = {choice.option.optionId: choice.answer for choice in choices}
 
@@ -429,21 +435,37 @@ class Approvals:
             toolCall=tool_call,
             options=[choice.option for choice in choices],
         )
-        self._introduce(pending, request)
+        pending.item_follows = item_follows
+        self._hold_pending(pending, request)
         self._ask(pending, "session/request_permission", request)
 
-    def _introduce(
+    def _hold_pending(
         self, pending: Pending, request: acp_permissions.RequestPermissionRequest
     ) -> None:
-        """Tell the client of the tool call a permission request names, if it was never
-        shown on the session asked (a hidden sub-agent's command asked on its root; a
-        request Codex made no item for): a client sees no tool call id it was not told of."""
+        """Show the tool call the request names as ``pending`` (ACP: awaiting approval) on the
+        session asked while the user decides: Codex announced a command as running
+        (``item/started``) before asking whether it may run. A tool call never shown there
+        (a hidden sub-agent's command asked on its root; a request Codex made no item for)
+        is introduced first: a client sees no tool call id it was not told of."""
         addressed = self._addressed(pending.thread_id, request)
         assert isinstance(addressed, acp_permissions.RequestPermissionRequest)
         target = self.hub.threads.session(addressed.sessionId)
         tool_call = addressed.toolCall
-        if target is None or tool_call.toolCallId in target.announced_tools:
+        if target is None:
             return
+        pending.tool_call = (target.id, tool_call.toolCallId)
+        if tool_call.toolCallId in target.announced_tools:
+            if self._running(pending):
+                self.hub.update(
+                    target.id,
+                    acp_tools.ToolCallUpdate(toolCallId=tool_call.toolCallId, status="pending"),
+                )
+            return
+        self._introduce(pending, target, tool_call)
+
+    def _introduce(
+        self, pending: Pending, target: ThreadRecord, tool_call: acp_permissions.ToolCallUpdate
+    ) -> None:
         target.announced_tools.add(tool_call.toolCallId)
         self.hub.update(
             target.id,
@@ -460,7 +482,19 @@ class Approvals:
                 rawInput=tool_call.rawInput,
             ),
         )
-        pending.introduced = (target.id, tool_call.toolCallId)
+        pending.introduced = True
+        asking = self.hub.threads.session(pending.thread_id)
+        if pending.item_follows and asking is not None and asking is not target:
+            # The hidden agent's item drives the tool call where it was introduced.
+            _target, agent = self.hub.threads.ask_target(pending.thread_id)
+            asking.shown_on[tool_call.toolCallId] = (target.id, agent or "a sub-agent")
+
+    def _running(self, pending: Pending) -> bool:
+        """The item the request names has started and not finished (nor been ended)."""
+        assert pending.tool_call is not None
+        record = self.hub.threads.get(pending.thread_id)
+        call = record.tool_calls.get(pending.tool_call[1]) if record is not None else None
+        return call is not None and not call.completed
 
     def _ask(self, pending: Pending, method: str, params: msgspec.Struct) -> None:
         params = self._addressed(pending.thread_id, params)
@@ -542,22 +576,50 @@ class Approvals:
             del record.pending[pending.codex_id]
         if answer is not _NO_ANSWER:
             self.hub.answer_codex(pending.codex_id, answer)
-        if pending.introduced is not None:
-            # Nothing else will update the tool call the request introduced: close it.
-            session_id, tool_call_id = pending.introduced
-            allowed = answer is not _NO_ANSWER and answer not in (pending.decline, pending.cancel)
-            if self.hub.threads.is_shown(session_id):
-                self.hub.update(
-                    session_id,
-                    acp_permissions.ToolCallStatusUpdate(
-                        toolCallId=tool_call_id, status="completed" if allowed else "failed"
-                    ),
-                )
+        if pending.tool_call is not None:
+            self._tool_call_settled(pending, answer)
         if withdraw and pending.client_id is not None and not pending.client_answered:
             self.hub.client_notification(
                 "$/cancel_request",
                 acp_permissions.CancelRequestNotification(requestId=pending.client_id),
             )
+
+    def _tool_call_settled(self, pending: Pending, answer: CodexAnswer) -> None:
+        """What the tool call the request held ``pending`` shows once it is settled.
+
+        Never a success Codex did not report. Where an item follows, it tells what happened:
+        allowed, the call is ``in_progress`` (the command runs) until the item completes;
+        declined or cancelled, the item (``declined``) or the turn's end closes a call of the
+        asking thread, and one introduced elsewhere ends ``failed`` now (its hidden agent's
+        item is no longer followed). Where no item follows, the tool call stands for the
+        question: ``completed`` when allowed (the permissions were granted: that was all
+        there was to do), else ``failed``.
+        """
+        assert pending.tool_call is not None
+        session_id, call_id = pending.tool_call
+        record = self.hub.threads.get(pending.thread_id)
+        if record is not None and call_id in record.ended_tools:
+            return  # its turn ended first, and ended it
+        allowed = answer is not _NO_ANSWER and answer not in (pending.decline, pending.cancel)
+        status: acp_tools.ToolCallStatus
+        if pending.item_follows:
+            if allowed or (answer is _NO_ANSWER and self.hub.codex_lost_reason is None):
+                # Allowed (or answered elsewhere: Codex resolved it): the item tells.
+                if allowed and self._running(pending):
+                    self.hub.update(
+                        session_id,
+                        acp_tools.ToolCallUpdate(toolCallId=call_id, status="in_progress"),
+                    )
+                return
+            if not pending.introduced:
+                return
+            followed = record is not None and record.shown_on.pop(call_id, None) is not None
+            if not followed and record is not None and record.id != session_id:
+                return  # no longer followed: its item or its turn's end has ended it
+            status = "failed"
+        else:
+            status = "completed" if allowed else "failed"
+        self.hub.update(session_id, acp_tools.ToolCallUpdate(toolCallId=call_id, status=status))
 
     def _client_can_elicit(self, mode: str) -> bool:
         # ACP: the capability for a mode is declared by a non-null member ({}).

@@ -25,7 +25,9 @@ Rules this engine keeps (read these before changing it):
    ``turn/interrupt``, and the prompt becomes ``cancelled`` only once Codex
    reports the turn ``interrupted``. A cancel stops the work, not only the
    turn: the sub-agents under the session and the commands the cancelled
-   threads left running stop too (:mod:`bridge.engine.terminals`).
+   threads left running stop too (:mod:`bridge.engine.terminals`). No update
+   of a turn follows its answer: its tool calls still open end first, and a
+   cancelled turn ends after the sub-agent turns its cancel stopped.
 5. Bad input is answered with a typed JSON-RPC error (-32700, -32600, -32601,
    -32602, or not-found) and changes nothing else; the connection goes on. No
    input, from either side, makes :meth:`Engine.receive_client` or
@@ -151,7 +153,10 @@ class Engine:
         self.settings = Configuration(hub)
         self.auth = Authentication(hub)
         self.subagents = Subagents(
-            hub, refeed=self._refeed, cancel_questions=self.approvals.cancel_thread
+            hub,
+            refeed=self._refeed,
+            cancel_questions=self.approvals.cancel_thread,
+            interrupt_refused=self._release_turn_ends,
         )
         self.subagent_history = SubagentHistory(
             hub,
@@ -226,6 +231,9 @@ class Engine:
         self._recovering = False
         #: The handshake under way is on a restarted Codex (recover once it is done).
         self._restarted = False
+        #: ``turn/completed`` of cancelled turns whose cancelled sub-agents still work,
+        #: by thread: handled once their turns have ended (see ``_routes``).
+        self._held_turn_ends: dict[str, codex_types.TurnNotification] = {}
 
     def _routes(self) -> dict[str, Callable[[Any], None]]:
         """Each Codex notification → what reacts to it, in this order."""
@@ -257,15 +265,25 @@ class Engine:
                 self.hub.face.turn_started(note.threadId, note.turn.id)
 
         def turn_completed(note: codex_types.TurnNotification) -> None:
-            # The prompt settles first (a close waiting on it finishes), then what
-            # the turn still asked is withdrawn, then a sub-agent's state follows.
+            # A cancelled turn ends after the sub-agent turns its cancel stopped: their
+            # last updates and idle states belong to it, before its answer (Codex may
+            # end the parent's turn first; each interrupted turn surely ends).
+            if self._cancelled_work_running(note):
+                self._held_turn_ends[note.threadId] = note
+                return
+            # The turn's tool calls still open end first (no update may follow the
+            # prompt's answer), then the prompt settles (a close waiting on it finishes),
+            # then what the turn still asked is withdrawn, then a sub-agent's state follows.
             # (Terminals sees every turn/completed before the gate: see _handle_codex.)
+            tools.turn_completed(note)
+            subagents.turn_ending(note)
             prompts.turn_completed(note)
             approvals.turn_completed(note)
             subagents.turn_completed(note)
             if self.hub.face is not None:
                 error = note.turn.error.message if note.turn.error else None
                 self.hub.face.turn_completed(note.threadId, note.turn.id, note.turn.status, error)
+            self._release_turn_ends()
 
         return {
             "item/agentMessage/delta": prompts.agent_message_delta,
@@ -381,6 +399,7 @@ class Engine:
             self.auth.codex_lost(reason)
             self.subagents.codex_lost(reason)
             self.terminals.codex_lost()
+            self._held_turn_ends.clear()  # their prompts were answered just above
             if not retrying:
                 self._drain_before_ready()
 
@@ -442,6 +461,8 @@ class Engine:
                 self._client_request(msg)
             except RpcError as exc:
                 hub.refuse_client(msg.id, exc)
+            if self._held_turn_ends:
+                self._release_turn_ends()  # a close waits for no sub-agent
         elif isinstance(msg, IncomingNotification):
             if msg.method == "session/cancel":
                 self._session_cancel(msg.params)
@@ -759,6 +780,35 @@ class Engine:
             [r.id for r in tree], running=[r.id for r in tree if r.turn is not None]
         )
 
+    def _cancelled_work_running(self, note: codex_types.TurnNotification) -> bool:
+        """``note`` ends a turn the user cancelled while sub-agent turns its cancel stopped
+        still run (interrupted, not refused: Codex will end them). A session being closed
+        waits for nothing: nothing of it reaches the client after the close."""
+        record = self.hub.threads.session(note.threadId)
+        turn = record.turn if record is not None else None
+        if record is None or turn is None or not turn.cancel_requested:
+            return False
+        if record.closing is not None:
+            return False
+        if turn.id is not None and turn.id != note.turn.id:
+            return False
+        return any(
+            child.turn is not None
+            and child.turn.cancel_requested
+            and child.turn.interrupt_sent
+            and not child.turn.interrupt_refused
+            for child in self.hub.threads.descendants(record.id)
+        )
+
+    def _release_turn_ends(self) -> None:
+        """Handle each held ``turn/completed`` whose cancelled sub-agents have stopped."""
+        for thread_id, note in list(self._held_turn_ends.items()):
+            if self._held_turn_ends.get(thread_id) is note and not self._cancelled_work_running(
+                note
+            ):
+                del self._held_turn_ends[thread_id]
+                self._notifications["turn/completed"](note)
+
     def _prompt_settled(self, record: ThreadRecord) -> None:
         self.lifecycle.prompt_settled(record)
         self.steering.turn_ended(record)
@@ -767,6 +817,7 @@ class Engine:
         """Forget a thread and every sub-agent under it, answering what they held."""
         for record in self.hub.threads.forget(thread_id):
             self.approvals.thread_forgotten(record)
+        self._release_turn_ends()  # no turn of a forgotten sub-agent is awaited
 
 
 class _SessionPeek(msgspec.Struct):

@@ -100,10 +100,12 @@ class Subagents:
         *,
         refeed: Callable[[Held], None],
         cancel_questions: Callable[[str], None],
+        interrupt_refused: Callable[[], None] = lambda: None,
     ) -> None:
         self.hub = hub
         self._refeed = refeed
         self._cancel_questions = cancel_questions
+        self._interrupt_refused = interrupt_refused
         #: Children placed without Codex's nickname whose thread is being read again for it.
         self._naming: set[str] = set()
         #: Retitles of tool calls naming a child not yet named (:meth:`_retitle_when_placed`).
@@ -408,7 +410,9 @@ class Subagents:
         item = note.item
         if not isinstance(item, codex_items.CollabAgentToolCallItem):
             return
-        if self.hub.threads.session(note.threadId) is not None and self._as_tool_call(item):
+        record = self.hub.threads.session(note.threadId)
+        if record is not None and self._as_tool_call(item):
+            record.open_collab[item.id] = item
             self.hub.update(note.threadId, self._tool_call(item, "in_progress"))
 
     def item_completed(self, note: ItemNotification) -> None:
@@ -418,13 +422,15 @@ class Subagents:
                 self._incoming_user_message(note.threadId, item)
             return
         thread_id = note.threadId
-        if self.hub.threads.session(thread_id) is None:
+        record = self.hub.threads.session(thread_id)
+        if record is None:
             return
+        record.open_collab.pop(item.id, None)
         exposing = self.hub.subagents_exposed
         if item.tool in ("spawnAgent", "sendInput") and exposing:
             for receiver in item.receiverThreadIds:
                 self._message_to(thread_id, receiver, item)
-        if self._as_tool_call(item):
+        if self._as_tool_call(item) and item.id not in record.ended_tools:
             self.hub.update(thread_id, self._finished(item))
             self._retitle_when_placed(thread_id, item)
         for receiver in item.receiverThreadIds:
@@ -697,6 +703,26 @@ class Subagents:
             turn.cancel_requested = True
             self._interrupt(record)
 
+    def turn_ending(self, note: codex_types.TurnNotification) -> None:
+        """A turn that ended interrupted or failed ends its collab tool calls still open
+        (a ``wait`` Codex never completes), before the prompt's answer, as
+        :meth:`bridge.engine.tools.Tools.turn_completed` does for tool items."""
+        record = self.hub.threads.session(note.threadId)
+        status = note.turn.status
+        if record is None or status not in ("interrupted", "failed") or not record.open_collab:
+            return
+        for item in record.open_collab.values():
+            cause = "was cancelled" if status == "interrupted" else "failed"
+            note_text = acp_tools.Content(
+                content=acp_types.TextContent(text=f"The turn {cause} before this finished.")
+            )
+            self.hub.update(
+                record.id,
+                acp_tools.ToolCallUpdate(toolCallId=item.id, status="failed", content=[note_text]),
+            )
+        record.ended_tools |= set(record.open_collab)
+        record.open_collab.clear()
+
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
         record = self.hub.threads.session(note.threadId)
         if record is None or not record.is_child:
@@ -769,6 +795,8 @@ class Subagents:
         def refused(error: ErrorObject) -> None:
             # The turn may have just ended; its turn/completed reports what happened.
             log.info("turn/interrupt of %s refused: %s", record.id, error.message)
+            turn.interrupt_refused = True
+            self._interrupt_refused()
 
         self.hub.codex_request(
             "turn/interrupt",

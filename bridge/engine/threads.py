@@ -72,6 +72,9 @@ class Turn:
     #: The user cancelled this work (its own cancel, or an ancestor's).
     cancel_requested: bool = False
     interrupt_sent: bool = False
+    #: Codex refused the ``turn/interrupt`` (the turn had just ended, most often): no
+    #: ``turn/completed`` of it is to be awaited.
+    interrupt_refused: bool = False
     #: A root turn a steer started on an idle session (``startedNewTurn``): no prompt
     #: request waits for it, but it is the session's turn all the same.
     started_by_steer: bool = False
@@ -111,9 +114,16 @@ class Pending:
     client_id: RequestId | None = None
     client_answered: bool = False
     settled: bool = False
-    #: (session, tool call id) of a tool call the permission request introduced (no item
-    #: of it was shown there): closed when the request settles.
-    introduced: tuple[str, str] | None = None
+    #: (session, tool call id) of the tool call the permission request holds ``pending``:
+    #: the asking thread's own, or one it introduced where it asks (see ``introduced``).
+    tool_call: tuple[str, str] | None = None
+    #: The request told the session of its tool call (no item of it was shown there).
+    introduced: bool = False
+    #: A Codex item of the same id reports what really happened (a command, a patch, an
+    #: MCP call): it drives the tool call once the request settles. Else (a permissions
+    #: request, an MCP approval whose item is unknown) the tool call stands for the
+    #: question alone and ends when it settles.
+    item_follows: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -243,6 +253,16 @@ class ThreadRecord:
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)
     #: Every tool call announced: a late ``item/completed`` updates it, never announces twice.
     announced_tools: set[str] = field(default_factory=set)
+    #: A hidden sub-agent's tool calls that a permission request introduced on the session
+    #: it asked on: item id → (that session, the agent's name that prefixes the title).
+    #: The item's own notifications update the tool call there until it completes.
+    shown_on: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Collab tool calls (``wait``, ``close_agent`` ...) shown and not completed yet.
+    open_collab: dict[str, Any] = field(default_factory=dict)
+    #: Tool calls the bridge ended when their turn ended unfinished (interrupted, failed):
+    #: Codex's own ``item/completed`` for them comes later, after the prompt's answer, and
+    #: is dropped. Replaced at each such turn end, so it never grows past one turn's calls.
+    ended_tools: set[str] = field(default_factory=set)
     #: File-change and MCP items started, kept raw until they complete (an approval names them).
     started_items: dict[str, Raw] = field(default_factory=dict)
     #: Items whose text arrived as deltas; their ``item/completed`` repeats it.

@@ -184,6 +184,17 @@ def finished(item: codex_items.ToolItem, view: ToolView) -> ToolView:
     return view
 
 
+def cut_short(view: ToolView, turn_status: str) -> ToolView:
+    """``view`` of an item still running when its turn ended ``interrupted`` or ``failed``:
+    ``failed``, saying why. The turn is over, the model never sees the result; Codex's own
+    ``item/completed``, when it comes, comes after the prompt's answer (a command the
+    cancel stops ends later), too late for the client."""
+    cause = "was cancelled" if turn_status == "interrupted" else "failed"
+    view.status = "failed"
+    view.content = [*view.content, text_content(f"The turn {cause} before this finished.")]
+    return view
+
+
 def history_updates(item: ThreadItem, *, cwd: str = "") -> list[msgspec.Struct]:
     """The updates that show a finished tool item in a replayed history (``session/load``).
 

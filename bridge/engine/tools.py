@@ -1,6 +1,20 @@
 """Following tool items as they run: ``item/started`` announces a tool call, the
 item's own notifications update it, ``item/completed`` finishes it; plans and
 thread names too. What each looks like is :mod:`bridge.engine.tool_views`.
+
+Two rules keep what the client sees honest and in order:
+
+- A hidden sub-agent's tool call that a permission request introduced on the
+  session it asked on (``ThreadRecord.shown_on``) is updated there by the item's
+  own notifications (its output, its final status and exit code), with the
+  agent's name before its title, as the command would be on its own session.
+- ACP's prompt turn ends with its answer: no update of the turn may follow it.
+  Codex reports a command cut short by an interrupt (its ``item/completed``,
+  ``failed``) only after the turn's ``turn/completed``, when the command has
+  died; and some items (a sub-agent ``wait``) it never completes at all. So when
+  a turn ends ``interrupted`` or ``failed``, every tool call still open on the
+  thread ends here, ``failed`` with the reason, before the prompt is answered;
+  Codex's late completion of it is dropped (``ThreadRecord.ended_tools``).
 """
 
 from __future__ import annotations
@@ -13,12 +27,14 @@ from msgspec import UNSET, Raw
 from ..acp import tools as acp_tools
 from ..acp import types as acp_types
 from ..codex import items as codex_items
+from ..codex import types as codex_types
 from ..codex.messages import ItemNotification, MalformedItem
 from ..jsonrpc.peer import ErrorObject
 from .hub import Hub
 from .threads import ThreadRecord, ToolCall
 from .tool_views import (
     command_notes,
+    cut_short,
     describe,
     finished,
     plan_update,
@@ -65,16 +81,37 @@ class Tools:
 
     def _malformed(self, record: ThreadRecord, item: MalformedItem) -> None:
         # Never leave an announced call spinning: it ends, saying why it shows nothing.
-        if item.id not in record.announced_tools:
+        if item.id not in record.announced_tools and item.id not in record.shown_on:
             return
         record.tool_calls.pop(item.id, None)
         note = "Codex reported this tool's result in a form the bridge does not understand."
-        self.hub.update(
-            record.id,
+        self._send(
+            record,
+            item.id,
             acp_tools.ToolCallUpdate(
                 toolCallId=item.id, status="failed", content=[text_content(note)]
             ),
         )
+        record.shown_on.pop(item.id, None)
+
+    def _send(self, record: ThreadRecord, item_id: str, update: msgspec.Struct) -> None:
+        """Send an update of ``item_id``'s tool call where the client is shown it: on the
+        thread's session, or (a hidden sub-agent's) where a permission request introduced
+        it, titled with the agent's name as the request was."""
+        shown = record.shown_on.get(item_id)
+        if shown is None:
+            self.hub.update(record.id, update)
+            return
+        session_id, agent = shown
+        title = getattr(update, "title", UNSET)
+        if isinstance(title, str):
+            update = msgspec.structs.replace(update, title=f"{agent}: {title}")
+        self.hub.update(session_id, update)
+
+    @staticmethod
+    def _as_terminal(record: ThreadRecord, call: ToolCall) -> bool:
+        # A call shown on another session was introduced without Zed's terminal: text there.
+        return call.terminal and call.item.id not in record.shown_on
 
     def item_started(self, note: ItemNotification) -> None:
         found = self._item(note)
@@ -90,6 +127,17 @@ class Tools:
             log.info("item/started again for %s; ignored", item.id)
             return
         view = describe(item, cwd=record.cwd)
+        if any(
+            p.tool_call is not None and p.tool_call[1] == item.id for p in record.pending.values()
+        ):
+            view.status = "pending"  # started while its permission request waits on the user
+        if item.id in record.shown_on:
+            # Introduced by its permission request before it started: an update, in text.
+            record.tool_calls[item.id] = call = ToolCall(item)
+            record.announced_tools.add(item.id)
+            call.sent_content = msgspec.json.encode(view.content)
+            self._send(record, item.id, view.update(item.id))
+            return
         terminal = self._terminal_output() and view.kind == "execute"
         call = ToolCall(item, terminal=terminal)
         record.tool_calls[item.id] = call
@@ -113,6 +161,14 @@ class Tools:
                 record.id, acp_tools.CompactionUpdate(compactionId=item.id, status="completed")
             )
             return
+        if item.id in record.ended_tools:
+            record.ended_tools.discard(item.id)
+            log.info(
+                "item/completed of %s (%s) after its turn ended; the client was told then",
+                item.id,
+                getattr(item, "status", "?"),
+            )
+            return
         call = record.tool_calls.get(item.id)
         if call is None:
             # Never seen starting (or already finished): announce or update it, whole.
@@ -123,18 +179,19 @@ class Tools:
             log.info("item/completed of %s says it is still in progress; shown completed", item.id)
             view.status = "completed"
         meta: acp_types.Meta = UNSET
-        if call.terminal and isinstance(item, codex_items.CommandExecutionItem):
+        if self._as_terminal(record, call) and isinstance(item, codex_items.CommandExecutionItem):
             if not call.output and item.aggregatedOutput:
                 # Nothing was streamed: the terminal gets the whole output now.
                 self._terminal_data(record, item.id, item.aggregatedOutput)
             view.content = [acp_tools.Terminal(terminalId=item.id), *command_notes(item)]
             meta = {"terminal_exit": terminal_exit(item)}
         call.sent_content = msgspec.json.encode(view.content)
-        if item.id in record.announced_tools:
-            self.hub.update(record.id, view.update(item.id, meta))
+        if item.id in record.announced_tools or item.id in record.shown_on:
+            self._send(record, item.id, view.update(item.id, meta))
         else:
             record.announced_tools.add(item.id)
             self.hub.update(record.id, view.tool_call(item.id))
+        record.shown_on.pop(item.id, None)
         record.tool_calls[item.id] = call
         self._read_files(record, call)
         self._forget_if_done(record, call)
@@ -155,13 +212,13 @@ class Tools:
         if not isinstance(call.item, codex_items.CommandExecutionItem):
             return
         call.output += text
-        if call.terminal:
+        if self._as_terminal(record, call):
             self._terminal_data(record, item_id, text)
             return
         view = describe(call.item, cwd=record.cwd, output=call.output)
         call.sent_content = msgspec.json.encode(view.content)
-        self.hub.update(
-            record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, content=view.content)
+        self._send(
+            record, item_id, acp_tools.ToolCallUpdate(toolCallId=item_id, content=view.content)
         )
 
     def _terminal_data(self, record: ThreadRecord, item_id: str, data: str) -> None:
@@ -176,8 +233,9 @@ class Tools:
         call.item = msgspec.structs.replace(call.item, changes=note.changes)
         view = describe(call.item, cwd=record.cwd, files=call.files)
         call.sent_content = msgspec.json.encode(view.content)
-        self.hub.update(
-            record.id,
+        self._send(
+            record,
+            note.itemId,
             acp_tools.ToolCallUpdate(
                 toolCallId=note.itemId,
                 title=view.title,
@@ -195,9 +253,44 @@ class Tools:
             return
         content: list[acp_tools.ToolCallContent] = [text_content(note.message)]
         call.sent_content = msgspec.json.encode(content)
-        self.hub.update(
-            record.id, acp_tools.ToolCallUpdate(toolCallId=note.itemId, content=content)
+        self._send(
+            record, note.itemId, acp_tools.ToolCallUpdate(toolCallId=note.itemId, content=content)
         )
+
+    def turn_completed(self, note: codex_types.TurnNotification) -> None:
+        """A turn that ended unfinished ends its tool calls still open (module docstring)."""
+        status = note.turn.status
+        record = self.hub.threads.session(note.threadId)
+        if record is None:
+            return
+        for item_id in [i for i in record.shown_on if i not in record.tool_calls]:
+            # Introduced by its permission request and never started: it did not run.
+            why = text_content("It did not run: its turn ended first.")
+            update = acp_tools.ToolCallUpdate(toolCallId=item_id, status="failed", content=[why])
+            self._send(record, item_id, update)
+            del record.shown_on[item_id]
+        if status not in ("interrupted", "failed"):
+            return
+        ended: set[str] = set()
+        for item_id, call in list(record.tool_calls.items()):
+            if call.completed:
+                continue
+            del record.tool_calls[item_id]
+            ended.add(item_id)
+            item = call.item
+            view = cut_short(
+                describe(item, cwd=record.cwd, output=call.output, files=call.files), status
+            )
+            meta: acp_types.Meta = UNSET
+            if self._as_terminal(record, call):
+                view.content = [acp_tools.Terminal(terminalId=item_id), *view.content[-1:]]
+                meta = {
+                    "terminal_exit": {"terminal_id": item_id, "exit_code": None, "signal": None}
+                }
+            self._send(record, item_id, view.update(item_id, meta))
+            record.shown_on.pop(item_id, None)
+        if ended:
+            record.ended_tools = ended
 
     def _forget_if_done(self, record: ThreadRecord, call: ToolCall) -> None:
         item_id = call.item.id
@@ -260,8 +353,8 @@ class Tools:
         if encoded == call.sent_content:
             return
         call.sent_content = encoded
-        self.hub.update(
-            record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, content=view.content)
+        self._send(
+            record, item_id, acp_tools.ToolCallUpdate(toolCallId=item_id, content=view.content)
         )
 
     # -- plans and names -------------------------------------------------------------------------------
