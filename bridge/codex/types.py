@@ -151,9 +151,25 @@ class UserMessageItem(_Base, tag="userMessage", tag_field="type"):
     content: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
+_NULL = Raw(b"null")
+
+
+class AgentMessageModeration(_Base):
+    """``moderation`` of an answer: whether it was moderated, and how to present it.
+
+    ``display`` is kept raw and read by :func:`decode_display`: its shape changed
+    between 0.169 and 0.171 and will again, and a shape the bridge does not know
+    must not make the answer undecodable (it is then withheld, never shown)."""
+
+    moderated: bool = False
+    #: ``null`` when Codex gives no instruction.
+    display: Raw = _NULL
+
+
 class AgentMessageItem(_Base, tag="agentMessage", tag_field="type"):
     id: str
     text: str = ""
+    moderation: AgentMessageModeration | None = None
 
 
 class ReasoningItem(_Base, tag="reasoning", tag_field="type"):
@@ -163,6 +179,108 @@ class ReasoningItem(_Base, tag="reasoning", tag_field="type"):
 
 
 KnownItem: TypeAlias = UserMessageItem | AgentMessageItem | ReasoningItem
+
+
+# -- how an answer is presented (``AgentMessageDisplay``) -------------------------------
+# 0.171: a union tagged by ``mode``, versioned; its members (annotation, replacement,
+# reason) are unions tagged by ``kind``, read here as loose structs so that a new kind
+# still decodes. 0.169: one object with an open ``action``.
+
+
+class AnswerAnnotation(_Base):
+    """What to show after the answer: ``wellbeingHelpline`` (``subject``: ``answer`` |
+    ``prompt``, what the helpline is about)."""
+
+    kind: str = ""
+    subject: str | None = None
+
+
+class AnswerReplacement(_Base):
+    """What to show instead of the answer: ``wellbeingPromptHelpline``."""
+
+    kind: str = ""
+
+
+class BlockReason(_Base):
+    """Why an answer is blocked: ``protection`` (``protectionType``: Codex's id of the
+    moderation record, nothing to show a user) or ``cyber`` (``trustedAccess``)."""
+
+    kind: str = ""
+    protectionType: str | None = None
+    trustedAccess: bool | None = None
+
+
+class ShowDisplay(_Base, tag="show", tag_field="mode"):
+    version: int = 1
+    #: ``check`` | ``skip``.
+    trustedContacts: str = ""
+    annotation: AnswerAnnotation | None = None
+
+
+class HideDisplay(_Base, tag="hide", tag_field="mode"):
+    version: int = 1
+    replacement: AnswerReplacement | None = None
+
+
+class BlockDisplay(_Base, tag="block", tag_field="mode"):
+    version: int = 1
+    reason: BlockReason | None = None
+
+
+class LegacyDisplay(_Base):
+    """Codex 0.169's shape: ``action`` is open ("unknown actions must be left for the
+    producing client to handle")."""
+
+    action: str
+    blockType: str | None = None
+    checkTrustedContacts: bool | None = None
+    cyberTrustedAccess: bool | None = None
+
+
+class UnknownDisplay(msgspec.Struct):
+    """A display the bridge cannot read: a new ``mode``, or a known one whose members do
+    not fit. ``mode`` is ``""`` when it has none (or not a string)."""
+
+    mode: str
+    raw: Raw
+
+
+AnswerDisplay: TypeAlias = ShowDisplay | HideDisplay | BlockDisplay | LegacyDisplay | UnknownDisplay
+
+_DISPLAY = msgspec.json.Decoder(ShowDisplay | HideDisplay | BlockDisplay)
+_LEGACY_DISPLAY = msgspec.json.Decoder(LegacyDisplay)
+
+
+class _DisplayTag(msgspec.Struct):
+    mode: Any = None
+    action: Any = None
+
+
+_DISPLAY_TAG = msgspec.json.Decoder(_DisplayTag)
+
+
+def decode_display(raw: Raw) -> AnswerDisplay:
+    """An answer's ``moderation.display``, whatever its shape; never raises."""
+    try:
+        tag = _DISPLAY_TAG.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return UnknownDisplay("", raw)
+    decoder: msgspec.json.Decoder[Any] = (
+        _DISPLAY if tag.mode is not None or tag.action is None else _LEGACY_DISPLAY
+    )
+    try:
+        display: AnswerDisplay = decoder.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return UnknownDisplay(tag.mode if isinstance(tag.mode, str) else "", raw)
+    return display
+
+
+def answer_display(item: AgentMessageItem) -> AnswerDisplay | None:
+    """How Codex says ``item`` is to be presented (``None``: as it is)."""
+    moderation = item.moderation
+    if moderation is None or bytes(moderation.display) == b"null":
+        return None
+    return decode_display(moderation.display)
 
 
 class UnknownItem(msgspec.Struct):

@@ -247,6 +247,7 @@ class Engine:
         def item_started(note: codex_messages.ItemNotification) -> None:
             if self.hub.face is not None:
                 self.hub.face.item_started(note.threadId, note.item)
+            prompts.item_started(note)
             tools.item_started(note)
             approvals.item_started(note)
             subagents.item_started(note)

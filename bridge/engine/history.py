@@ -76,14 +76,9 @@ def item_updates(item: ThreadItem, cwd: str = "") -> list[msgspec.Struct]:
                 for block in map(user_content, content)
                 if block is not None
             ]
-        case codex_types.AgentMessageItem(id=item_id, text=text):
-            if not text:
-                return []
-            return [
-                acp_types.AgentMessageChunk(
-                    content=acp_types.TextContent(text=text), messageId=item_id
-                )
-            ]
+        case codex_types.AgentMessageItem():
+            # As live: what Codex's display says, the answer never when it is withheld.
+            return list(translate.answer_updates(item, streamed=False))
         case codex_types.ReasoningItem(id=item_id, summary=summary):
             # Parts are paragraphs, as the live stream separates them.
             text = "\n\n".join(part for part in summary if part)

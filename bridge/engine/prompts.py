@@ -271,6 +271,7 @@ class Prompts:
         if record is None:
             return
         record.streamed_items.clear()
+        record.withheld_items.clear()
         turn = record.turn
         if (
             turn is None
@@ -329,9 +330,11 @@ class Prompts:
             if turn is not None and turn.started_by_steer:
                 record.turn = None
                 record.streamed_items.clear()
+                record.withheld_items.clear()
             elif turn is not None and turn.request_id is not None:
                 record.turn = None
                 record.streamed_items.clear()
+                record.withheld_items.clear()
                 if turn.cancel_requested:
                     self.hub.answer_client(
                         turn.request_id, acp_types.PromptResult(stopReason="cancelled")
@@ -348,9 +351,19 @@ class Prompts:
 
     # -- streamed content -----------------------------------------------------------------
 
+    def item_started(self, note: ItemNotification) -> None:
+        """An answer Codex already says not to show streams nothing (its completion
+        shows what stands in its place)."""
+        item = note.item
+        if type(item) is not codex_types.AgentMessageItem:
+            return
+        record = self.hub.threads.session(note.threadId)
+        if record is not None and not translate.presentation(item).answer:
+            record.withheld_items.add(item.id)
+
     def agent_message_delta(self, delta: codex_types.AgentMessageDelta) -> None:
         record = self.hub.threads.session(delta.threadId)
-        if record is None:
+        if record is None or (record.withheld_items and delta.itemId in record.withheld_items):
             return
         record.streamed_items.add(delta.itemId)
         self.hub.update(record.id, translate.message_chunk(delta))
@@ -375,6 +388,7 @@ class Prompts:
         item = note.item
         streamed = item.id in record.streamed_items
         record.streamed_items.discard(item.id)
+        record.withheld_items.discard(item.id)
         for update in translate.completed_item_updates(item, streamed):
             self.hub.update(record.id, update)
 

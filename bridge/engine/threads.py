@@ -267,6 +267,8 @@ class ThreadRecord:
     started_items: dict[str, Raw] = field(default_factory=dict)
     #: Items whose text arrived as deltas; their ``item/completed`` repeats it.
     streamed_items: set[str] = field(default_factory=set)
+    #: Answers Codex said at ``item/started`` not to show: their deltas are dropped.
+    withheld_items: set[str] = field(default_factory=set)
     settings: Settings | None = None
     #: The enabled skills Codex has for the session's folder, offered as commands: name → path.
     skills: dict[str, str] = field(default_factory=dict)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+from typing import NamedTuple
+
 from ..acp import types as acp_types
 from ..codex import types as codex_types
 from ..codex.messages import ThreadItem
+
+log = logging.getLogger(__name__)
 
 
 def message_chunk(delta: codex_types.AgentMessageDelta) -> acp_types.AgentMessageChunk:
@@ -21,17 +26,15 @@ def completed_item_updates(item: ThreadItem, streamed: bool) -> list[acp_types.S
     """Updates for an item's completion.
 
     Text that was streamed as deltas is not sent again; an item that arrives
-    whole (no deltas, e.g. a short answer) is sent as one chunk.
+    whole (no deltas, e.g. a short answer) is sent as one chunk. An answer is
+    presented as Codex's ``display`` says (:func:`answer_updates`).
     """
+    match item:
+        case codex_types.AgentMessageItem():
+            return list(answer_updates(item, streamed=streamed))
     if streamed:
         return []
     match item:
-        case codex_types.AgentMessageItem(id=item_id, text=text) if text:
-            return [
-                acp_types.AgentMessageChunk(
-                    content=acp_types.TextContent(text=text), messageId=item_id
-                )
-            ]
         case codex_types.ReasoningItem(id=item_id, summary=summary) if summary:
             return [thought_chunk(item_id, "\n\n".join(summary))]
     return []
@@ -47,3 +50,95 @@ def usage_update(usage: codex_types.ThreadTokenUsage) -> acp_types.UsageUpdate |
     if usage.modelContextWindow is None:
         return None
     return acp_types.UsageUpdate(used=usage.last.totalTokens, size=usage.modelContextWindow)
+
+
+# -- how an answer is presented ----------------------------------------------------------------
+# Codex's ``moderation.display`` of an answer (docs/mapping.md, "Answers Codex withholds"):
+# ``show`` it (with an annotation after it), ``hide`` it behind a replacement, or ``block``
+# it with a reason. Codex names kinds, not texts: these are the bridge's words for them.
+
+HELPLINE_NOTE = (
+    "If you are going through a difficult time, you do not have to face it alone: "
+    "a local crisis line or mental-health helpline can help, any time."
+)
+REPLACEMENT_NOTES = {
+    "wellbeingPromptHelpline": "This answer is not shown. " + HELPLINE_NOTE,
+}
+HIDDEN_NOTE = "This answer is not shown."
+BLOCK_NOTES = {
+    "protection": "This answer can't be shown: OpenAI's safety protections withheld it.",
+    "cyber": "This answer can't be shown: it was flagged for possible cybersecurity risk.",
+}
+#: A block whose reason, or a display whose mode, the bridge does not know.
+WITHHELD_NOTE = "This answer can't be shown: Codex withheld it."
+
+
+class Presentation(NamedTuple):
+    """How to present one answer: whether its text may be shown, and a note that
+    follows it (or stands in its place); ``""`` for none."""
+
+    answer: bool
+    note: str = ""
+
+
+AS_IS = Presentation(answer=True)
+
+
+def presentation(item: codex_types.AgentMessageItem) -> Presentation:
+    """What Codex's ``display`` of ``item`` asks for. An instruction the bridge cannot
+    read never shows the answer, unless it says ``show``."""
+    display = codex_types.answer_display(item)
+    match display:
+        case None:
+            return AS_IS
+        case codex_types.ShowDisplay(annotation=annotation):
+            if annotation is not None and annotation.kind == "wellbeingHelpline":
+                return Presentation(answer=True, note=HELPLINE_NOTE)
+            if annotation is not None:
+                log.info("answer %s: annotation %r not known, not shown", item.id, annotation.kind)
+            return AS_IS
+        case codex_types.HideDisplay(replacement=replacement):
+            kind = replacement.kind if replacement is not None else ""
+            return Presentation(answer=False, note=REPLACEMENT_NOTES.get(kind, HIDDEN_NOTE))
+        case codex_types.BlockDisplay(reason=reason):
+            kind = reason.kind if reason is not None else ""
+            return Presentation(answer=False, note=BLOCK_NOTES.get(kind, WITHHELD_NOTE))
+        case codex_types.LegacyDisplay(action=action, blockType=block_type):
+            return _legacy(action, block_type)
+        case codex_types.UnknownDisplay(mode=mode):
+            if mode == "show":
+                return AS_IS
+            log.warning("answer %s: display mode %r not known: withheld", item.id, mode)
+            return Presentation(answer=False, note=WITHHELD_NOTE)
+    return Presentation(answer=False, note=WITHHELD_NOTE)  # pragma: no cover
+
+
+def _legacy(action: str, block_type: str | None) -> Presentation:
+    """Codex 0.169's ``{action, blockType?}``, read as its successor's modes."""
+    if action == "show":
+        return AS_IS
+    if action == "hide":
+        return Presentation(answer=False, note=HIDDEN_NOTE)
+    note = BLOCK_NOTES.get(block_type or "", WITHHELD_NOTE) if action == "block" else WITHHELD_NOTE
+    return Presentation(answer=False, note=note)
+
+
+def answer_updates(
+    item: codex_types.AgentMessageItem, *, streamed: bool
+) -> list[acp_types.AgentMessageChunk]:
+    """An answer at its completion, live and replayed alike (``streamed``: its text
+    already went out as deltas; a replay has none). The text, if it may be shown and
+    was not streamed, then the note, a paragraph of its own after anything shown."""
+    shown = presentation(item)
+    out = []
+    text_sent = streamed
+    if shown.answer and not streamed and item.text:
+        out.append(_answer_chunk(item.id, item.text))
+        text_sent = True
+    if shown.note:
+        out.append(_answer_chunk(item.id, ("\n\n" if text_sent else "") + shown.note))
+    return out
+
+
+def _answer_chunk(item_id: str, text: str) -> acp_types.AgentMessageChunk:
+    return acp_types.AgentMessageChunk(content=acp_types.TextContent(text=text), messageId=item_id)
