@@ -751,3 +751,29 @@ def test_a_codex_outside_the_tested_versions_is_one_warning_naming_both(
         assert warnings == []
     # Codex is used either way.
     assert h.engine.codex_ready
+
+
+@pytest.mark.parametrize("where", ["turn", "error notification"])
+def test_a_turn_stopped_for_biological_risk_fails_the_prompt_saying_why(where: str) -> None:
+    h = Harness()
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    codex_error = {
+        "message": "This request has been flagged for possible biological risk.",
+        "codexErrorInfo": "bioPolicy",
+        "additionalDetails": None,
+    }
+    if where == "turn":
+        h.complete_turn(sid, status="failed", error=codex_error)
+    else:
+        h.codex_notify(
+            "error", {"threadId": sid, "turnId": "turn-1", "willRetry": False, "error": codex_error}
+        )
+        h.complete_turn(sid, status="failed")
+    error = h.client_response(rid)["error"]  # type: ignore[index]
+    assert error["code"] == -32603
+    assert error["message"].startswith("Codex stopped: this request was flagged for possible")
+    assert "biological risk, which OpenAI's usage policies do not allow" in error["message"]
+    assert error["message"].endswith(f"(Codex: {codex_error['message']})")
+    assert error["data"]["codexErrorInfo"] == "bioPolicy"
+    h.start_prompt(sid, turn_id="turn-2")  # the session goes on

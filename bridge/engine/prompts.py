@@ -294,16 +294,18 @@ class Prompts:
         else:
             error = note.turn.error
             message = (error.message if error else None) or turn.error_message
+            info = error.codexErrorInfo if error is not None else None
+            if info is None:
+                info = turn.error_info
             data: dict[str, Any] = {"turnId": note.turn.id, "status": status}
-            if error is not None and error.codexErrorInfo is not None:
-                data["codexErrorInfo"] = error.codexErrorInfo
+            if info is not None:
+                data["codexErrorInfo"] = info
             if error is not None and error.additionalDetails:
                 data["additionalDetails"] = error.additionalDetails
             # No credentials for the model: ACP's auth_required, so the client offers sign-in.
             code = ErrorCode.AUTH_REQUIRED if lacks_credentials(error) else ErrorCode.INTERNAL_ERROR
-            hub.refuse_client(
-                rid, RpcError(code, message or f"Codex turn ended with status {status}", data)
-            )
+            message = policy_message(info, message) or f"Codex turn ended with status {status}"
+            hub.refuse_client(rid, RpcError(code, message, data))
         self._settled(record)
         self._start_next(record)
 
@@ -348,6 +350,7 @@ class Prompts:
             return
         if not note.willRetry:
             record.turn.error_message = note.error.message
+            record.turn.error_info = note.error.codexErrorInfo
 
     # -- streamed content -----------------------------------------------------------------
 
@@ -409,6 +412,28 @@ def _root_turn(turn: Turn) -> bool:
     """A turn of Codex's this feature runs: a prompt's, or a steer's on an idle session
     (a slash command answered without a turn has none)."""
     return not turn.quick and (turn.request_id is not None or turn.started_by_steer)
+
+
+#: ``codexErrorInfo`` of a turn the model's usage policies stopped → what the user is told
+#: (Codex's own message follows, in parentheses).
+POLICY_STOPS = {
+    "bioPolicy": (
+        "Codex stopped: this request was flagged for possible biological risk, which "
+        "OpenAI's usage policies do not allow. Rephrase it, or ask about something else."
+    ),
+    "cyberPolicy": (
+        "Codex stopped: this request was flagged for possible cybersecurity risk, which "
+        "OpenAI's usage policies do not allow. Rephrase it, or ask about something else."
+    ),
+}
+
+
+def policy_message(info: Any, message: str | None) -> str | None:
+    """A failed turn's error message: Codex's, led by what a policy stop means."""
+    stop = POLICY_STOPS.get(info) if isinstance(info, str) else None
+    if stop is None:
+        return message
+    return f"{stop} (Codex: {message})" if message else stop
 
 
 _MISSING_ENV_KEY = "Missing environment variable:"

@@ -85,6 +85,8 @@ class Turn:
     user_messages: int = 0
     #: The last non-retried ``error`` notification: the reason a failed turn gives.
     error_message: str | None = None
+    #: That notification's ``codexErrorInfo``.
+    error_info: Any = None
 
 
 @dataclass(slots=True, eq=False)
