@@ -766,3 +766,23 @@ def test_an_mcp_elicitation_without_a_turn_waits_past_turn_end_until_resolved() 
     h.codex_notify("serverRequest/resolved", {"threadId": THREAD, "requestId": 0})
     assert withdrawn(h) == [request["id"]]
     assert_valid_acp(h, unstable=True)
+
+
+@pytest.mark.parametrize("mode", ["form", "url"])
+def test_an_mcp_elicitation_from_an_environment_names_it_and_is_answered_as_before(
+    mode: str,
+) -> None:
+    h, _ = harness({"elicitation": {"form": {}, "url": {}}})
+    params = {**MCP_FORM, "environmentId": "env-remote-1"}
+    if mode == "url":
+        params.update(mode="url", url="https://example.com/login", elicitationId="e1")
+    codex_asks(h, 0, "mcpServer/elicitation/request", params)
+    request = asked(h, "elicitation/create")
+    assert request["params"]["_meta"] == {
+        "mcpServer": MCP_FORM["serverName"],
+        "environmentId": "env-remote-1",
+    }
+    assert_valid_acp(h, unstable=True)
+    client_answers(h, request["id"], {"action": "decline"})
+    # Codex's answer has no environmentId: the request id says which question it answers.
+    assert codex_answer(h, 0) == {"action": "decline"}

@@ -178,6 +178,9 @@ class McpServerElicitationRequestParams(_Base):
     requestedSchema: Any = None
     url: str | None = None
     elicitationId: str | None = None
+    #: The environment whose MCP server asks (0.171). Codex's answer has no such member:
+    #: the request's id says which question it answers.
+    environmentId: str | None = None
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
 
     def approval_meta(self) -> dict[str, Any] | None:

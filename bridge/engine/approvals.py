@@ -45,7 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-from msgspec import UNSET, Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from ..acp import permissions as acp_permissions
 from ..acp import tools as acp_tools
@@ -273,7 +273,10 @@ class Approvals:
             schema = params.requestedSchema if isinstance(params.requestedSchema, dict) else {}
             pending.read_answer = lambda raw: mcp_answer(decode_elicitation(raw, pending.method))
             request: msgspec.Struct = acp_permissions.FormElicitationRequest(
-                sessionId=params.threadId, message=params.message, requestedSchema=schema
+                sessionId=params.threadId,
+                message=params.message,
+                requestedSchema=schema,
+                meta=_elicitation_meta(params),
             )
         elif (
             params.mode == "url"
@@ -287,11 +290,14 @@ class Approvals:
                 message=params.message,
                 elicitationId=params.elicitationId,
                 url=params.url,
+                meta=_elicitation_meta(params),
             )
         else:
             log.info(
-                "MCP server %s asks for input (%s mode), which the client cannot show: declining",
+                "MCP server %s (environment %s) asks for input (%s mode), which the client "
+                "cannot show: declining",
                 params.serverName,
+                params.environmentId,
                 params.mode,
             )
             self._settle(pending, pending.decline)
@@ -704,3 +710,13 @@ def _started_item(raw: Raw | None) -> codex_approvals.StartedItem | None:
         return msgspec.json.decode(raw, type=codex_approvals.StartedItem)
     except msgspec.ValidationError:
         return None
+
+
+def _elicitation_meta(
+    params: codex_approvals.McpServerElicitationRequestParams,
+) -> dict[str, Any] | UnsetType:
+    """What the client learns of where an MCP elicitation comes from beyond its session:
+    the MCP server, and the environment it runs in when Codex names one."""
+    if params.environmentId is None:
+        return UNSET
+    return {"mcpServer": params.serverName, "environmentId": params.environmentId}
