@@ -777,3 +777,30 @@ def test_a_turn_stopped_for_biological_risk_fails_the_prompt_saying_why(where: s
     assert error["message"].endswith(f"(Codex: {codex_error['message']})")
     assert error["data"]["codexErrorInfo"] == "bioPolicy"
     h.start_prompt(sid, turn_id="turn-2")  # the session goes on
+
+
+@pytest.mark.parametrize("thread", ["thread-1", "thread-of-a-sub-agent-not-shown", ""])
+def test_codexs_clock_read_is_answered_with_the_time_the_shell_reads(thread: str) -> None:
+    h = Harness()
+    h.new_session()
+    h.to_codex.clear()
+    data = msgspec.json.encode(
+        {"id": 9, "method": "currentTime/read", "params": {"threadId": thread}}
+    )
+    h._collect(h.engine.receive_codex(data))
+    # The engine keeps no clock: it asks the shell, whatever thread is named.
+    assert h.clock_reads == [9] and h.to_codex == []
+    h._collect(h.engine.clock_read(9, 1796053601))
+    assert h.to_codex == [{"id": 9, "result": {"currentTimeAt": 1796053601}}]
+    h._collect(h.engine.clock_read(9, 1796053602))  # answered once
+    assert len(h.to_codex) == 1
+
+
+def test_a_clock_read_after_codex_was_lost_answers_nothing() -> None:
+    h = Harness()
+    h._collect(h.engine.receive_codex(b'{"id": 3, "method": "currentTime/read", "params": {}}'))
+    assert h.clock_reads == [3]
+    h._collect(h.engine.codex_lost("gone", retrying=True))
+    h.to_codex.clear()
+    h._collect(h.engine.clock_read(3, 1796053601))
+    assert h.to_codex == []

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import io
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import msgspec
 import pytest
@@ -13,6 +17,9 @@ import trio.testing
 from bridge.acp import types as acp_types
 from bridge.engine import Engine, ToClient, ToCodex
 from bridge.engine.outbox import Outbox, update_effect
+from bridge.recording import parse_recording, replay
+from bridge.recording.format import EventRecord
+from bridge.recording.recorder import Recorder
 from bridge.shell.codex_transport import CodexConnection, strip_ansi
 from bridge.shell.serve import BEHIND_AFTER, Backoff, Restart, Writer, run_bridge
 from bridge.shell.streams import LineStream, MessageTooLarge
@@ -324,3 +331,62 @@ async def test_a_client_that_leaves_after_initialize_does_not_wait_for_codex_to_
         await run_bridge(LineStream(bridge_client_end, bridge_client_end), connect, Engine())
         answer = msgspec.json.decode(await client.receive())
         assert answer["id"] == 1 and answer["result"]["protocolVersion"] == 1
+
+
+async def test_the_shell_answers_codexs_clock_read_with_the_time_and_records_it() -> None:
+    """Codex 0.169's experimental ``currentTime/read``: the engine keeps no clock, so the
+    shell reads it; the recording holds what it read, and replays to the same answer."""
+    client_side, bridge_client_end = trio.testing.memory_stream_pair()
+    codex_side, bridge_codex_end = trio.testing.memory_stream_pair()
+    client = LineStream(client_side, client_side)
+    codex = LineStream(codex_side, codex_side)
+    written = io.BytesIO()
+    tap = Recorder(written, clock=time.monotonic, transport="stdio")
+    answered: list[dict[str, Any]] = []
+    before = int(time.time())
+
+    async def fake_codex() -> None:
+        init = msgspec.json.decode(await codex.receive())
+        await codex.send(
+            msgspec.json.encode({"id": init["id"], "result": {"userAgent": "codex/0.169.0"}})
+        )
+        await codex.send(b'{"id":41,"method":"currentTime/read","params":{"threadId":"thread-x"}}')
+        while not answered:
+            message = msgspec.json.decode(await codex.receive())
+            if message.get("id") == 41 and "method" not in message:
+                answered.append(message)
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            codex_stream = LineStream(bridge_codex_end, bridge_codex_end)
+
+            @asynccontextmanager
+            async def connect() -> AsyncIterator[CodexConnection]:
+                yield CodexConnection(codex_stream, lambda: _said("fake Codex closed"))
+
+            nursery.start_soon(
+                functools.partial(
+                    run_bridge,
+                    LineStream(bridge_client_end, bridge_client_end),
+                    connect,
+                    Engine(),
+                    tap=tap,
+                )
+            )
+            await client.send(
+                b'{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1}}'
+            )
+            await fake_codex()
+            await client_side.send_stream.aclose()
+    [answer] = answered
+    assert before <= answer["result"]["currentTimeAt"] <= int(time.time())
+    assert set(answer["result"]) == {"currentTimeAt"}
+    tap.close()
+    recording = parse_recording(written.getvalue(), "clock.jsonl")
+    [read] = [
+        e.record
+        for e in recording.entries
+        if isinstance(e.record, EventRecord) and e.record.event == "clock_read"
+    ]
+    assert read.seconds == answer["result"]["currentTimeAt"]
+    replay(recording)  # the engine sends Codex what was recorded, the time included

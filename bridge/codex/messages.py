@@ -103,6 +103,10 @@ class LegacyApprovalParams(msgspec.Struct):
     conversationId: str = ""
 
 
+#: Experimental requests an older Codex makes that the bridge answers: not in the
+#: generated list of what the pinned Codex sends, yet no sign of a corrupt recording.
+RETIRED_REQUESTS = frozenset({"currentTime/read"})
+
 #: The params type of every request Codex makes that the bridge answers.
 REQUESTS: dict[str, type[Any]] = {
     "item/commandExecution/requestApproval": approvals.CommandExecutionRequestApprovalParams,
@@ -112,6 +116,7 @@ REQUESTS: dict[str, type[Any]] = {
     "mcpServer/elicitation/request": approvals.McpServerElicitationRequestParams,
     "execCommandApproval": LegacyApprovalParams,
     "applyPatchApproval": LegacyApprovalParams,
+    "currentTime/read": types.CurrentTimeReadParams,
 }
 
 

@@ -100,6 +100,18 @@ class TurnInterruptParams(_Base):
     turnId: str
 
 
+class CurrentTimeReadParams(_Base):
+    """``currentTime/read`` (experimental, 0.169; gone in 0.171): Codex asks its client
+    for the time."""
+
+    threadId: str = ""
+
+
+class CurrentTimeReadResult(_Base):
+    #: Whole Unix seconds.
+    currentTimeAt: int
+
+
 # -- shared shapes -----------------------------------------------------------------
 
 

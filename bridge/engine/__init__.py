@@ -1,6 +1,6 @@
 """The pure core: no I/O, no trio, no clock. See :mod:`bridge.engine.engine`."""
 
-from .effects import Effect, ToClient, ToCodex
+from .effects import Effect, ReadClock, ToClient, ToCodex
 from .engine import AGENT_NAME, Engine
 
-__all__ = ["AGENT_NAME", "Effect", "Engine", "ToClient", "ToCodex"]
+__all__ = ["AGENT_NAME", "Effect", "Engine", "ReadClock", "ToClient", "ToCodex"]

@@ -1,10 +1,12 @@
-"""What the engine asks the shell to do: send these bytes to that side."""
+"""What the engine asks the shell to do: send these bytes to that side, or read the clock."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import msgspec
+
+from ..jsonrpc import RequestId
 
 
 # Frozen Structs, not frozen dataclasses: one is built for every streamed delta, and a
@@ -26,4 +28,11 @@ class ToCodex(msgspec.Struct, frozen=True):
     data: bytes
 
 
-Effect = ToClient | ToCodex
+class ReadClock(msgspec.Struct, frozen=True):
+    """Codex asks for the time (``currentTime/read``), which the engine does not keep:
+    the shell reads the wall clock and hands it back with ``Engine.clock_read``."""
+
+    request_id: RequestId
+
+
+Effect = ToClient | ToCodex | ReadClock

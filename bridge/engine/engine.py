@@ -102,6 +102,8 @@ CodexRequestHandler: TypeAlias = Callable[[RequestId, Any], None]
 #: half its length deep), so reading it without the peer skips no check.
 _SHALLOW = 2 * MAX_DEPTH
 _DELTA = "item/agentMessage/delta"
+#: Answered with the time whatever thread it names, never held for one.
+_CLOCK = "currentTime/read"
 _DELTA_HEAD = codex_messages.AGENT_MESSAGE_DELTA_HEAD
 _DELTA_HEAD_LEN = len(_DELTA_HEAD)
 
@@ -221,6 +223,8 @@ class Engine:
             # (sendUserTurn); this bridge starts turns with turn/start only.
             "execCommandApproval": self.approvals.legacy_approval,
             "applyPatchApproval": self.approvals.legacy_approval,
+            # Codex 0.169 (experimental); any thread's, as the time is nobody's.
+            "currentTime/read": lambda rid, _params: self.hub.read_clock(rid),
         }
         self.recovery = Recovery(hub, report=self.subagents.report)
         self.terminals = Terminals(hub)
@@ -366,6 +370,14 @@ class Engine:
             self._handle_codex(data)
         except Exception:
             self._internal_error(data)
+        return self.hub.take()
+
+    def clock_read(self, request_id: RequestId, unix_seconds: int) -> list[Effect]:
+        """The shell read the clock for :class:`~bridge.engine.effects.ReadClock`: the
+        answer to Codex's ``currentTime/read``, in whole Unix seconds."""
+        self.hub.answer_codex(
+            request_id, codex_types.CurrentTimeReadResult(currentTimeAt=unix_seconds)
+        )
         return self.hub.take()
 
     def client_lost(self) -> list[Effect]:
@@ -670,7 +682,7 @@ class Engine:
         if method == "turn/completed":
             # Before the gate: a closed session's interrupted turn still has commands to stop.
             self.terminals.turn_completed(params)
-        unshown = thread_id and thread_id not in self._session_ids
+        unshown = thread_id and thread_id not in self._session_ids and method != _CLOCK
         if unshown and self.subagents.gate(thread_id, Held(method, params, request_id)):
             return
         if request_id is None:

@@ -28,7 +28,7 @@ from msgspec import Raw
 from ..acp import types as acp_types
 from ..jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
-from .effects import Effect, ToClient, ToCodex
+from .effects import Effect, ReadClock, ToClient, ToCodex
 from .outbox import update_effect
 from .threads import Threads
 
@@ -216,6 +216,11 @@ class Hub:
         """Answer a request Codex made."""
         if self._answering(self.open_codex_requests, rid, "Codex"):
             self._out.append(ToCodex(self.codex.response(rid, result)))
+
+    def read_clock(self, rid: RequestId) -> None:
+        """Codex's request ``rid`` is answered with the time, which the shell reads."""
+        if rid in self.open_codex_requests:
+            self._out.append(ReadClock(rid))
 
     def refuse_codex(self, rid: RequestId, code: int, message: str) -> None:
         """Answer a request Codex made with an error."""

@@ -49,7 +49,7 @@ from msgspec import UNSET
 
 from ..acp import tools as acp_tools
 from ..acp import types as acp_types
-from .effects import Effect, ToClient
+from .effects import ToClient, ToCodex
 
 #: Bytes waiting for the client above which the shell stops reading Codex.
 CLIENT_CEILING: Final = 8 * 1024 * 1024
@@ -217,7 +217,7 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._queue)
 
-    def put(self, effect: Effect) -> None:
+    def put(self, effect: ToClient | ToCodex) -> None:
         """Queue one message (a :class:`ToClient` may join the one before it; see above)."""
         session_id = effect.session_id if type(effect) is ToClient else None
         last = self._last

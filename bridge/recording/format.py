@@ -75,6 +75,8 @@ class EventRecord(msgspec.Struct, kw_only=True, omit_defaults=True, tag="event",
     reason: str = ""
     #: ``codex_lost``: the shell is bringing Codex back (client messages wait).
     retrying: bool = False
+    #: ``clock_read``: the wall clock the shell read, in whole Unix seconds.
+    seconds: int = 0
 
 
 class EndRecord(msgspec.Struct, kw_only=True, tag="end", tag_field="kind"):

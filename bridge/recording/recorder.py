@@ -68,8 +68,12 @@ class Recorder:
             self._learn(direction, data)
         self._write(encode_record(record))
 
-    def event(self, name: str, reason: str = "", *, retrying: bool = False) -> None:
-        record = EventRecord(t=self._t(), event=name, reason=reason, retrying=retrying)
+    def event(
+        self, name: str, reason: str = "", *, retrying: bool = False, seconds: int = 0
+    ) -> None:
+        record = EventRecord(
+            t=self._t(), event=name, reason=reason, retrying=retrying, seconds=seconds
+        )
         self._write(encode_record(record))
 
     def close(self) -> None:

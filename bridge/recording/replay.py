@@ -21,8 +21,9 @@ from typing import Any
 
 import msgspec
 
+from ..codex.messages import RETIRED_REQUESTS
 from ..codex.methods import SERVER_NOTIFICATIONS, SERVER_REQUESTS
-from ..engine import Engine, ToClient, ToCodex
+from ..engine import Effect, Engine, ReadClock, ToClient
 from .checker import TranscriptChecker, Violation
 from .format import EventRecord, MessageRecord, Recording, RecordingError
 from .redact import Redactor
@@ -83,9 +84,14 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
     sent_codex: deque[tuple[bytes, Any]] = deque()
     redactor = Redactor()
 
-    def apply(effects: list[ToClient | ToCodex], line: int) -> None:
+    #: The engine's clock reads the shell has not answered yet, oldest first.
+    clock_reads: deque[Any] = deque()
+
+    def apply(effects: list[Effect], line: int) -> None:
         for effect in effects:
-            if isinstance(effect, ToClient):
+            if isinstance(effect, ReadClock):
+                clock_reads.append(effect.request_id)
+            elif isinstance(effect, ToClient):
                 message = msgspec.json.decode(effect.data)
                 transcript.lines.append(normalize(message))
                 transcript.conversation.append(("agent", message))
@@ -113,6 +119,12 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
                 apply(engine.codex_gave_up(record.reason or "Codex is gone"), entry.line)
             elif record.event == "client_lost":
                 apply(engine.client_lost(), entry.line)
+            elif record.event == "clock_read":
+                if not clock_reads:
+                    raise RecordingError(
+                        recording.path, entry.line, "a clock read the engine did not ask for"
+                    )
+                apply(engine.clock_read(clock_reads.popleft(), record.seconds), entry.line)
             elif record.event == "missing_directory":
                 pass  # answered when the engine asks (see above)
             else:
@@ -176,7 +188,7 @@ def _check_codex_message(path: str, line: int, data: bytes) -> None:
                 path, line, "a Codex message that is neither a response nor a call"
             )
         return
-    known = SERVER_REQUESTS if "id" in message else SERVER_NOTIFICATIONS
+    known = SERVER_REQUESTS | RETIRED_REQUESTS if "id" in message else SERVER_NOTIFICATIONS
     if method not in known:
         kind = "request" if "id" in message else "notification"
         raise RecordingError(

@@ -26,6 +26,7 @@ pipe or socket) instead of growing memory without bound.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
@@ -34,7 +35,7 @@ from typing import Protocol
 
 import trio
 
-from ..engine import Effect, Engine, ToClient, ToCodex
+from ..engine import Effect, Engine, ReadClock, ToClient, ToCodex
 from ..engine.outbox import CLIENT_CEILING, CODEX_CEILING, Outbox
 from ..jsonrpc import ErrorCode
 from .codex_transport import CodexConnection, CodexUnavailable
@@ -59,8 +60,11 @@ class Tap(Protocol):
     def message(self, direction: str, data: bytes) -> None:
         """``direction``: ``from_client``, ``to_client``, ``from_codex`` or ``to_codex``."""
 
-    def event(self, name: str, reason: str = "", *, retrying: bool = False) -> None:
-        """Something the shell observed and told the engine (``codex_lost``, ...)."""
+    def event(
+        self, name: str, reason: str = "", *, retrying: bool = False, seconds: int = 0
+    ) -> None:
+        """Something the shell observed and told the engine (``codex_lost``, ...;
+        ``clock_read`` with the ``seconds`` it read)."""
 
 
 class Writer:
@@ -85,7 +89,7 @@ class Writer:
         self._in_flight = 0
         self.broken: BaseException | None = None
 
-    def put(self, effect: Effect) -> None:
+    def put(self, effect: ToClient | ToCodex) -> None:
         self.outbox.put(effect)
         if self._has_items:  # only a writer waiting on an empty outbox is parked there
             self._has_items.unpark_all()
@@ -233,6 +237,11 @@ async def run_bridge(
                 if tap:
                     tap.message("to_codex", effect.data)
                 to_codex.put(effect)
+            elif isinstance(effect, ReadClock):
+                seconds = int(time.time())
+                if tap:
+                    tap.event("clock_read", seconds=seconds)
+                dispatch(engine.clock_read(effect.request_id, seconds))
 
     async def read_codex(connection: CodexConnection) -> str:
         """Feed Codex's messages to the engine until the connection ends; why it ended."""

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from bridge.engine import Engine, ToClient, ToCodex
+from bridge.engine import Engine, ReadClock, ToClient, ToCodex
 
 
 class Harness:
@@ -18,6 +18,8 @@ class Harness:
         self.engine = Engine(**engine_options)
         self.to_client: list[dict[str, Any]] = []
         self.to_codex: list[dict[str, Any]] = []
+        #: The Codex requests the engine asked the shell to read the clock for.
+        self.clock_reads: list[Any] = []
         self._next_client_id = 100
         self._collect(self.engine.start())
         if ready:
@@ -30,6 +32,9 @@ class Harness:
     def _collect(self, effects: list[Any]) -> list[dict[str, Any]]:
         out = []
         for effect in effects:
+            if isinstance(effect, ReadClock):
+                self.clock_reads.append(effect.request_id)
+                continue
             message = msgspec.json.decode(effect.data)
             if isinstance(effect, ToClient):
                 self.to_client.append(message)
