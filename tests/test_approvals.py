@@ -786,3 +786,23 @@ def test_an_mcp_elicitation_from_an_environment_names_it_and_is_answered_as_befo
     client_answers(h, request["id"], {"action": "decline"})
     # Codex's answer has no environmentId: the request id says which question it answers.
     assert codex_answer(h, 0) == {"action": "decline"}
+
+
+def test_an_mcp_tool_approval_from_an_environment_names_it_on_the_permission_request() -> None:
+    h, _ = harness(FORM)
+    codex_asks(
+        h, 0, "mcpServer/elicitation/request", {**MCP_TOOL_APPROVAL, "environmentId": "env-2"}
+    )
+    request = asked(h)
+    assert request["method"] == "session/request_permission"
+    assert request["params"]["_meta"] == {"mcpServer": "testmcp", "environmentId": "env-2"}
+    assert_valid_acp(h)
+    client_answers(h, request["id"], {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+    assert codex_answer(h, 0) == {"action": "accept", "content": None}
+
+
+def test_an_mcp_elicitation_naming_no_environment_asks_as_before() -> None:
+    h, _ = harness(FORM)
+    codex_asks(h, 0, "mcpServer/elicitation/request", {**MCP_TOOL_APPROVAL, "environmentId": None})
+    codex_asks(h, 1, "mcpServer/elicitation/request", {**MCP_FORM, "environmentId": None})
+    assert [m for m in h.to_client if "_meta" in m.get("params", {})] == []

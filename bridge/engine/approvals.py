@@ -347,7 +347,13 @@ class Approvals:
                 )
                 choices.append(Choice(option(option_id, name, "allow_always"), remembered))
         choices.append(Choice(option(REJECT_ONCE, "Reject", "reject_once"), pending.decline))
-        self._ask_permission(pending, tool_call, choices, item_follows=found is not None)
+        self._ask_permission(
+            pending,
+            tool_call,
+            choices,
+            item_follows=found is not None,
+            meta=_elicitation_meta(params),
+        )
 
     def legacy_approval(self, rid: RequestId, _params: object) -> None:
         log.warning(
@@ -409,6 +415,7 @@ class Approvals:
         choices: list[Choice],
         *,
         item_follows: bool,
+        meta: dict[str, Any] | UnsetType = UNSET,
     ) -> None:
         by_id = {choice.option.optionId: choice.answer for choice in choices}
 
@@ -440,6 +447,7 @@ class Approvals:
             sessionId=pending.thread_id,
             toolCall=tool_call,
             options=[choice.option for choice in choices],
+            meta=meta,
         )
         pending.item_follows = item_follows
         self._hold_pending(pending, request)
