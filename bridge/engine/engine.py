@@ -4,8 +4,9 @@ Rules this engine keeps (read these before changing it):
 
 1. It does no I/O and keeps no clock. Every input is a complete JSON-RPC
    message (bytes) from one side, or an event the shell observed (Codex is
-   gone, the client is gone); every output is an
-   :class:`~bridge.engine.effects.Effect` naming the side to send bytes to.
+   gone, the client is gone, the time it read); every output is an
+   :class:`~bridge.engine.effects.Effect` naming the side to send bytes to,
+   or asking the shell to read the clock (Codex's ``currentTime/read``).
    The live daemon and the replay tests run this same code, so what a
    recording shows is what a user saw.
 2. Nothing from the client reaches Codex before Codex has finished its
