@@ -42,6 +42,9 @@ class StoredThread(_Base):
     turns: list[Turn] = msgspec.field(default_factory=list)
     #: ``{"type": "idle" | "active" | "notLoaded" | "systemError", ...}``.
     status: dict[str, Any] | None = None
+    #: The model and reasoning effort the thread runs with.
+    model: str | None = None
+    reasoningEffort: str | None = None
 
 
 class ThreadReadParams(_Base):
