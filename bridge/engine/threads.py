@@ -82,6 +82,13 @@ class Turn:
     user_messages: int = 0
     #: The last non-retried ``error`` notification: the reason a failed turn gives.
     error_message: str | None = None
+    #: ``error`` notifications with ``willRetry`` (Codex cannot reach its model), and how
+    #: many of them had no retry budget left ("waiting for network").
+    retries: int = 0
+    waits: int = 0
+    #: Why the bridge stopped this turn itself (no sign-in, the model out of reach): the
+    #: prompt's error once Codex reports the turn ended.
+    failure: RpcError | None = None
 
 
 @dataclass(slots=True, eq=False)
