@@ -953,3 +953,26 @@ def test_load_resume_and_fork_pass_mcp_servers_and_overrides_to_codex(method: st
             "env": {"TOKEN_PATH": "/tmp/t"},
         },
     }
+
+
+def test_a_session_never_prompted_says_it_did_not_survive_a_restart_of_codex() -> None:
+    """The shell brought Codex back; the new Codex never knew the thread (it was never
+    prompted, so never stored): its waiting prompt, and the next, say exactly that."""
+    h = Recorder()
+    sid = h.new_session()
+    h._collect(h.engine.codex_lost("Codex app-server exited with status 137", retrying=True))
+    waiting = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
+    h._collect(h.engine.codex_restarted())
+    h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": "codex/0.169.0"})
+    h.codex_error(h.codex_request("thread/resume")["id"], f"no rollout found for thread id {sid}")
+    h.codex_error(h.codex_request("turn/start")["id"], f"thread not found: {sid}")
+    later = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "y"}]}
+    )
+    for rid in (waiting, later):
+        error = error_of(h, rid)
+        assert error["code"] == -32002 and sid in error["message"]
+        assert "does not survive a restart of Codex" in error["message"]
+    validate_all(h)

@@ -121,6 +121,8 @@ class Prompts:
         record = hub.threads.require(params.sessionId)
         if record.closing is not None:
             raise RpcError(ErrorCode.INVALID_REQUEST, f"session {record.id} is being closed")
+        if record.gone is not None:
+            raise RpcError.not_found(record.gone, {"sessionId": record.id})
         inputs = prompt_to_input(params.prompt)
         if record.turn is not None or record.queued:
             # Typed while the agent works: it runs when the turn ends, in arrival order.
@@ -158,7 +160,11 @@ class Prompts:
         def turn_refused(error: ErrorObject) -> None:
             if record.turn is turn:
                 record.turn = None
-                if rid is not None:
+                if rid is not None and record.gone is not None:
+                    hub.refuse_client(
+                        rid, RpcError.not_found(record.gone, {"sessionId": record.id})
+                    )
+                elif rid is not None:
                     hub.refuse_client(rid, from_codex(error))
                 else:
                     log.warning("turn/start for a steer refused: %s", error.message)

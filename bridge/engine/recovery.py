@@ -32,6 +32,9 @@ from .threads import Status, ThreadRecord, Turn
 
 log = logging.getLogger(__name__)
 
+#: How Codex 0.169 refuses ``thread/resume`` of a thread it neither holds nor stored.
+_NOT_THERE = ("no rollout found", "thread not loaded", "thread not found")
+
 
 class Recovery:
     """Resumes every session on a new Codex connection (see the module docstring).
@@ -60,8 +63,16 @@ class Recovery:
                 self._read(record)
 
         def refused(error: ErrorObject) -> None:
-            # Its next request will carry Codex's own words; nothing is invented here.
             log.warning("thread/resume %s after Codex came back: %s", record.id, error.message)
+            if not record.is_child and error.message.startswith(_NOT_THERE):
+                # A session never prompted: Codex never stored it, and the new Codex
+                # does not know it. Its prompts say so rather than Codex's bare words.
+                record.gone = (
+                    f"Session {record.id} is gone: Codex restarted, and a session never "
+                    "prompted is not stored, so it does not survive a restart of Codex "
+                    f"(Codex: {error.message})"
+                )
+            # Otherwise its next request carries Codex's own words; nothing is invented.
 
         params = codex_threads.ThreadResumeParams(
             threadId=record.id, cwd=record.cwd or UNSET, excludeTurns=True

@@ -235,6 +235,9 @@ class ThreadRecord:
     outcome: Any = None
     #: Codex was lost while it worked: its state is unknown.
     lost: bool = False
+    #: Codex came back without this session's thread (one never prompted is not stored,
+    #: so it does not survive a restart of Codex): what its requests are answered.
+    gone: str | None = None
     #: A sub-agent placed from its live traffic that Codex has not yet shown at work
     #: (no ``active`` status, no turn): Codex's ``idle`` for it is a new thread about
     #: to start its first turn, not work that ended (see :func:`workstate.reportable`).
