@@ -976,3 +976,14 @@ def test_a_session_never_prompted_says_it_did_not_survive_a_restart_of_codex() -
         assert error["code"] == -32002 and sid in error["message"]
         assert "does not survive a restart of Codex" in error["message"]
     validate_all(h)
+
+
+def test_a_load_whose_plain_read_fails_too_is_not_found_without_a_loop() -> None:
+    h = Recorder()
+    rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
+    h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
+    assert error_of(h, rid)["code"] == -32002
+    assert codex_methods(h) == ["thread/read", "thread/read"]
+    assert THREAD not in h.engine.threads
+    validate_all(h)

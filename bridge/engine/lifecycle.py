@@ -208,8 +208,11 @@ class Lifecycle:
             if replay and is_unstored(error):
                 # Codex holds the thread but has stored no turn of it (never prompted):
                 # it is there, with an empty history.
-                self._read(session_id, False, found, missing)
+                self._read(session_id, False, found, not_there)
                 return
+            not_there(error)
+
+        def not_there(error: ErrorObject) -> None:
             opening.opening = False
             self._open_failed(session_id)
             hub.refuse_client(rid, self._not_found(session_id, error))
