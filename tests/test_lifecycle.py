@@ -984,6 +984,6 @@ def test_a_load_whose_plain_read_fails_too_is_not_found_without_a_loop() -> None
     h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
     h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
     assert error_of(h, rid)["code"] == -32002
-    assert codex_methods(h) == ["thread/read", "thread/read"]
+    assert codex_methods(h).count("thread/read") == 2 and "thread/resume" not in codex_methods(h)
     assert THREAD not in h.engine.threads
     validate_all(h)
