@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.engine_harness import Harness
+from tests.test_v2 import V2
 
 THREAD = "thread-1"
 
@@ -124,3 +125,22 @@ def test_a_client_that_takes_notices_gets_one_per_retry() -> None:
     retrying(h, "Reconnecting... 2/5")
     [notice] = [u for u in h.updates(THREAD) if u["sessionUpdate"] == "notice"]
     assert notice["severity"] == "warning" and "Reconnecting... 2/5" in notice["description"]
+
+
+def test_v2_the_stopped_turn_ends_idle_with_auth_required_once() -> None:
+    h = V2()
+    h.new_session()
+    rid = h.prompt(THREAD)
+    h.accept_turn()
+    retrying(h, "Reconnecting... 2/5")
+    h.codex_reply(
+        h.codex_request("account/read")["id"], {"account": None, "requiresOpenaiAuth": True}
+    )
+    h.complete_turn(THREAD, status="interrupted")
+    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
+    idle = [s for s in h.states(THREAD) if s["state"] == "idle"]
+    assert len(idle) == 1 and idle[0]["stopReason"] == "error", idle
+    assert idle[0]["error"]["code"] == -32000
+    # The retry was told: a notice (v2 clients take them).
+    assert any(u["sessionUpdate"] == "notice" for u in h.updates(THREAD))
+    h.validate()
