@@ -987,3 +987,27 @@ def test_a_load_whose_plain_read_fails_too_is_not_found_without_a_loop() -> None
     assert codex_methods(h).count("thread/read") == 2 and "thread/resume" not in codex_methods(h)
     assert THREAD not in h.engine.threads
     validate_all(h)
+
+
+def test_a_session_never_prompted_is_resumed_on_the_same_codex_reconnected() -> None:
+    """The connection to a shared Codex (the daemon's) dropped and came back: Codex still
+    holds the thread, unwritten; recovery writes it and subscribes as a resume does."""
+    h = Recorder()
+    sid = h.new_session()
+    h._collect(h.engine.codex_lost("connection to Codex lost", retrying=True))
+    h._collect(h.engine.codex_restarted())
+    h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": "codex/0.169.0"})
+    h.codex_error(h.codex_request("thread/resume")["id"], f"no rollout found for thread id {sid}")
+    read = h.codex_request("thread/read")
+    assert read["params"] == {"threadId": sid, "includeTurns": True}
+    h.codex_error(read["id"], NO_TURNS, code=-32601)
+    h.codex_error(h.codex_request("thread/resume")["id"], NO_TURNS, code=-32601)
+    assert codex_methods(h).count("thread/resume") == 2
+    rid = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
+    start = h.codex_request("turn/start")
+    h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
+    h.complete_turn(sid)
+    assert result_of(h, rid) == {"stopReason": "end_turn"}
+    validate_all(h)

@@ -442,18 +442,12 @@ class Lifecycle:
 
 #: How Codex 0.169 starts its ``thread/read`` refusal of an id that is not a UUID.
 INVALID_THREAD_ID = "invalid thread id"
-#: How Codex 0.169 refuses ``thread/resume`` of a thread it holds but never wrote to
-#: ``CODEX_HOME`` (a session never prompted) while nobody is subscribed to it.
-NO_ROLLOUT = "no rollout found"
-#: How Codex 0.169 fails ``thread/read {includeTurns}`` and ``thread/resume`` of a thread it
-#: holds and has no turn of (never prompted): -32601, though the method exists. The read
-#: writes the thread's rollout first, and the resume subscribes first: both did their work.
-NO_TURNS = "list_turns is not supported yet"
+NO_ROLLOUT = threads.NO_ROLLOUT
 
 
 def is_unstored(error: ErrorObject) -> bool:
-    """Codex holds the thread but has no turn of it to list (see :data:`NO_TURNS`)."""
-    return error.code == ErrorCode.METHOD_NOT_FOUND and error.message.startswith(NO_TURNS)
+    """Codex holds the thread but has no turn of it to list (``threads.NO_TURNS``)."""
+    return threads.no_turns(error.code, error.message)
 
 
 def not_found_message(session_id: str, codex_message: str) -> str:
