@@ -5,18 +5,23 @@ connection that did not create it fails ("no rollout found"), yet Codex holds th
 bridge opens such a session all the same (see ``bridge/engine/lifecycle.py``): through the daemon
 from a second ``serve`` after the first one left (acpx's ``sessions new`` then a prompt), and within
 one bridge after ``session/close``. Each opened session then takes a prompt that streams and ends.
+Once that Codex is gone (the daemon restarted it), the session's prompts say exactly that.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
 import trio
 
 from bridge.acp_client import AcpClient, open_agent
+from bridge.jsonrpc import RpcError
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
-from tests.test_e2e_daemon import running_daemon, serve_argv
+from tests.support.scenarios.recovery import codex_processes
+from tests.test_e2e_daemon import daemon_info, running_daemon, serve_argv
 
 pytestmark = pytest.mark.e2e
 
@@ -80,3 +85,30 @@ async def test_one_bridge_opens_again_a_session_it_closed_before_prompting_it(
             await client.request("session/close", {"sessionId": session})
             await _open_and_prompt(client, method, session, workspace)
         assert_valid_acp(client)
+
+
+async def test_after_the_daemons_codex_restarted_a_session_never_prompted_says_it_is_gone(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    runtime = tmp_path / "runtime"
+    log = tmp_path / "bridge.log"
+    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, info),
+            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (client, _),
+        ):
+            await client.initialize()
+            session = await client.new_session(str(workspace))
+            for pid in codex_processes(daemon.pid):
+                os.kill(pid, signal.SIGKILL)
+            await daemon_info(runtime, old=info.codexPid)
+            for _ in range(2):  # the prompt that may wait for the new Codex, and the next
+                with pytest.raises(RpcError) as failure:
+                    await client.prompt(session, "@@ say one")
+                assert failure.value.code == -32002
+                assert session in failure.value.message
+                assert "does not survive a restart of Codex" in failure.value.message
+            # A new session works on the new Codex.
+            other = await client.new_session(str(workspace))
+            assert await client.prompt(other, "@@ say two") == {"stopReason": "end_turn"}
+    assert_valid_acp(client)
