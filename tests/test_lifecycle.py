@@ -7,10 +7,11 @@ from typing import Any
 
 import msgspec
 import pytest
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from bridge.codex.messages import decode_item
 from bridge.codex.types import UnknownItem
+from bridge.engine import lifecycle
 from bridge.engine import tool_views as tools
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness
@@ -475,19 +476,138 @@ def test_resume_subscribes_without_replaying_history() -> None:
     validate_all(h)
 
 
-def test_resume_of_a_thread_codex_holds_but_never_stored_is_not_found() -> None:
-    """A session never prompted and closed on this Codex: the read succeeds, the resume
-    finds no rollout. That is the same not-found, with the same words, not an error."""
+#: Codex 0.169's -32601 for the turns of a thread it holds and never stored (never prompted).
+NO_TURNS = "list_turns is not supported yet"
+#: What ``config/read`` says of the policies (as config.toml writes them).
+CONFIG = {
+    "model": "mock-model",
+    "approval_policy": "on-request",
+    "sandbox_mode": "workspace-write",
+    "sandbox_workspace_write": None,
+}
+
+
+def unstored_thread() -> dict[str, Any]:
+    """A thread never prompted, as ``thread/read`` (without turns) shows it."""
+    return stored_thread(
+        [], preview="", status={"type": "idle"}, model="m-1", reasoningEffort="high"
+    )
+
+
+def open_unstored(h: Recorder, method: str) -> int:
+    """``method`` of a thread this Codex holds but never stored, nobody subscribed to it:
+    Codex's answers as 0.169 gives them (see tests/test_e2e_unprompted_sessions.py)."""
+    rid = h.client_request(method, {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    if method == "session/load":
+        # The read with turns writes the rollout, then fails: there are none.
+        h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
+    answer(h, "thread/read", {"thread": unstored_thread()})
+    assert h.codex_request("thread/read")["params"] == {"threadId": THREAD}
+    if method == "session/resume":
+        # Not yet written: the resume finds nothing; the read with turns writes it.
+        h.codex_error(
+            h.codex_request("thread/resume")["id"], f"no rollout found for thread id {THREAD}"
+        )
+        read = h.codex_request("thread/read")
+        assert read["params"] == {"threadId": THREAD, "includeTurns": True}
+        h.codex_error(read["id"], NO_TURNS, code=-32601)
+    # The resume subscribes this connection, then fails: no turns to list.
+    h.codex_error(h.codex_request("thread/resume")["id"], NO_TURNS, code=-32601)
+    config = h.codex_request("config/read")
+    assert config["params"] == {"cwd": CWD}
+    h.codex_reply(config["id"], {"config": CONFIG, "origins": {}})
+    return rid
+
+
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+def test_a_thread_codex_holds_but_never_stored_opens_with_its_settings_and_no_history(
+    method: str,
+) -> None:
+    h = Recorder()
+    rid = open_unstored(h, method)
+    result = result_of(h, rid)
+    assert replayed(h, rid) == []
+    assert result["modes"]["currentModeId"] == "auto"  # on-request + workspace-write
+    options = {o["id"]: o["currentValue"] for o in result["configOptions"]}
+    assert options["model"] == "m-1" and options["reasoning_effort"] == "high"
+    assert h.engine.threads.session(THREAD) is not None
+    # It takes prompts as any session does.
+    h.client_request(
+        "session/prompt", {"sessionId": THREAD, "prompt": [{"type": "text", "text": "x"}]}
+    )
+    assert h.codex_request("turn/start")["params"]["threadId"] == THREAD
+    validate_all(h)
+
+
+def test_a_thread_codex_cannot_resume_even_once_written_is_not_found() -> None:
     h = Recorder()
     rid = h.client_request("session/resume", {"sessionId": THREAD, "cwd": CWD})
-    h.codex_reply(h.codex_request("thread/read")["id"], {"thread": stored_thread([])})
-    h.codex_error(
-        h.codex_request("thread/resume")["id"], f"no rollout found for thread id {THREAD}"
-    )
+    answer(h, "thread/read", {"thread": unstored_thread()})
+    no_rollout = f"no rollout found for thread id {THREAD}"
+    h.codex_error(h.codex_request("thread/resume")["id"], no_rollout)
+    h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
+    h.codex_error(h.codex_request("thread/resume")["id"], no_rollout)
     error = error_of(h, rid)
-    assert error["code"] == -32002 and "never prompted" in error["message"]
+    assert error["code"] == -32002 and THREAD in error["message"]
+    assert codex_methods(h).count("thread/resume") == 2  # no loop
     assert THREAD not in h.engine.threads
     validate_all(h)
+
+
+def test_config_without_policies_opens_the_session_with_no_modes() -> None:
+    h = Recorder()
+    rid = h.client_request("session/resume", {"sessionId": THREAD, "cwd": CWD})
+    answer(h, "thread/read", {"thread": unstored_thread()})
+    h.codex_error(h.codex_request("thread/resume")["id"], NO_TURNS, code=-32601)
+    h.codex_error(h.codex_request("config/read")["id"], "config/read refused")
+    assert "modes" not in result_of(h, rid)
+    assert h.engine.threads.session(THREAD) is not None
+    validate_all(h)
+
+
+@pytest.mark.parametrize(
+    ("config", "approval", "sandbox"),
+    [
+        (
+            CONFIG,
+            "on-request",
+            {
+                "type": "workspaceWrite",
+                "writableRoots": [],
+                "networkAccess": False,
+                "excludeTmpdirEnvVar": False,
+                "excludeSlashTmp": False,
+            },
+        ),
+        (
+            {
+                **CONFIG,
+                "sandbox_workspace_write": {"network_access": True},
+                "sandbox_workspace_write.writable_roots": ["/x"],
+                "approval_policy": "never",
+            },
+            "never",
+            {
+                "type": "workspaceWrite",
+                "writableRoots": ["/x"],
+                "networkAccess": True,
+                "excludeTmpdirEnvVar": False,
+                "excludeSlashTmp": False,
+            },
+        ),
+        (
+            {"approval_policy": "untrusted", "sandbox_mode": "read-only"},
+            "untrusted",
+            {"type": "readOnly"},
+        ),
+        ({"approval_policy": None, "sandbox_mode": "read-only"}, UNSET, UNSET),
+        ({"approval_policy": "never", "sandbox_mode": "elsewhere"}, UNSET, UNSET),
+    ],
+)
+def test_thread_policies_are_what_thread_start_reports_for_a_configuration(
+    config: dict[str, Any], approval: Any, sandbox: Any
+) -> None:
+    assert lifecycle.thread_policies(config) == (approval, sandbox)
 
 
 def test_resume_of_a_thread_that_does_not_exist_is_not_found() -> None:
@@ -514,7 +634,7 @@ INVALID = (
         (
             "01a22cb6-4f88-72f0-adc3-28f14e718255",
             NOT_LOADED,
-            "is stored only once it has been prompted, so one never prompted does not outlive",
+            "is stored only once it has been prompted, so one never prompted does not survive a restart",
             "is not a Codex thread id",
         ),
         ("not-a-thread-id", INVALID, "not-a-thread-id is not a Codex thread id", "prompted"),
@@ -833,3 +953,61 @@ def test_load_resume_and_fork_pass_mcp_servers_and_overrides_to_codex(method: st
             "env": {"TOKEN_PATH": "/tmp/t"},
         },
     }
+
+
+def test_a_session_never_prompted_says_it_did_not_survive_a_restart_of_codex() -> None:
+    """The shell brought Codex back; the new Codex never knew the thread (it was never
+    prompted, so never stored): its waiting prompt, and the next, say exactly that."""
+    h = Recorder()
+    sid = h.new_session()
+    h._collect(h.engine.codex_lost("Codex app-server exited with status 137", retrying=True))
+    waiting = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
+    h._collect(h.engine.codex_restarted())
+    h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": "codex/0.169.0"})
+    h.codex_error(h.codex_request("thread/resume")["id"], f"no rollout found for thread id {sid}")
+    h.codex_error(h.codex_request("turn/start")["id"], f"thread not found: {sid}")
+    later = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "y"}]}
+    )
+    for rid in (waiting, later):
+        error = error_of(h, rid)
+        assert error["code"] == -32002 and sid in error["message"]
+        assert "does not survive a restart of Codex" in error["message"]
+    validate_all(h)
+
+
+def test_a_load_whose_plain_read_fails_too_is_not_found_without_a_loop() -> None:
+    h = Recorder()
+    rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
+    h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
+    assert error_of(h, rid)["code"] == -32002
+    assert codex_methods(h).count("thread/read") == 2 and "thread/resume" not in codex_methods(h)
+    assert THREAD not in h.engine.threads
+    validate_all(h)
+
+
+def test_a_session_never_prompted_is_resumed_on_the_same_codex_reconnected() -> None:
+    """The connection to a shared Codex (the daemon's) dropped and came back: Codex still
+    holds the thread, unwritten; recovery writes it and subscribes as a resume does."""
+    h = Recorder()
+    sid = h.new_session()
+    h._collect(h.engine.codex_lost("connection to Codex lost", retrying=True))
+    h._collect(h.engine.codex_restarted())
+    h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": "codex/0.169.0"})
+    h.codex_error(h.codex_request("thread/resume")["id"], f"no rollout found for thread id {sid}")
+    read = h.codex_request("thread/read")
+    assert read["params"] == {"threadId": sid, "includeTurns": True}
+    h.codex_error(read["id"], NO_TURNS, code=-32601)
+    h.codex_error(h.codex_request("thread/resume")["id"], NO_TURNS, code=-32601)
+    assert codex_methods(h).count("thread/resume") == 2
+    rid = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
+    start = h.codex_request("turn/start")
+    h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
+    h.complete_turn(sid)
+    assert result_of(h, rid) == {"stopReason": "end_turn"}
+    validate_all(h)

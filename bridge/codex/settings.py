@@ -1,5 +1,5 @@
 """Codex app-server messages for a thread's settings: ``model/list`` (the model
-catalog), ``thread/settings/update`` and ``thread/settings/updated``. Approval and sandbox policies stay plain
+catalog), ``thread/settings/update`` and ``thread/settings/updated``, ``config/read``. Approval and sandbox policies stay plain
 JSON values (``Any``): Codex has string and object variants and adds new ones;
 :mod:`bridge.engine.settings` reads the few it matches on. Same conventions as
 :mod:`bridge.codex.types`.
@@ -78,3 +78,19 @@ class ThreadSettingsUpdated(_Base):
 
     threadId: str
     threadSettings: ThreadSettings
+
+
+# -- the configuration Codex resolves ---------------------------------------------------------
+
+
+class ConfigReadParams(_Base):
+    """``config/read``: the configuration Codex resolves for ``cwd`` (``config.toml``, the
+    project's, the profile), as ``thread/start`` resolves it."""
+
+    cwd: str | UnsetType = UNSET
+
+
+class ConfigReadResult(_Base):
+    #: ``config.toml``'s keys as Codex resolved them (``approval_policy``, ``sandbox_mode``,
+    #: ``sandbox_workspace_write``, ``model``, ...).
+    config: dict[str, Any] = msgspec.field(default_factory=dict)

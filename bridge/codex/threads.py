@@ -42,6 +42,9 @@ class StoredThread(_Base):
     turns: list[Turn] = msgspec.field(default_factory=list)
     #: ``{"type": "idle" | "active" | "notLoaded" | "systemError", ...}``.
     status: dict[str, Any] | None = None
+    #: The model and reasoning effort the thread runs with.
+    model: str | None = None
+    reasoningEffort: str | None = None
 
 
 class ThreadReadParams(_Base):
@@ -115,3 +118,21 @@ class BackgroundTerminalsCleanParams(_Base):
     (experimental; the answer is ``{}``)."""
 
     threadId: str
+
+
+# -- Codex 0.169's words for a thread it holds but never stored (never prompted) ---------------
+
+#: ``thread/resume`` of a thread Codex holds but never wrote to ``CODEX_HOME``, while no
+#: connection is subscribed to it; also of a thread it neither holds nor stored.
+NO_ROLLOUT = "no rollout found"
+#: ``thread/read {includeTurns}`` and ``thread/resume`` of a thread Codex holds and has no
+#: turn of: -32601, though the methods exist. The read writes the thread's rollout first,
+#: and the resume subscribes the connection first: both did their work.
+NO_TURNS = "list_turns is not supported yet"
+#: -32601, the code Codex gives :data:`NO_TURNS`.
+NO_TURNS_CODE = -32601
+
+
+def no_turns(code: int, message: str) -> bool:
+    """Codex holds the thread but has no turn of it to list (see :data:`NO_TURNS`)."""
+    return code == NO_TURNS_CODE and message.startswith(NO_TURNS)

@@ -33,6 +33,7 @@ from msgspec import UNSET, Raw
 
 from ..acp import sessions as acp_sessions
 from ..acp import types as acp_types
+from ..codex import settings as codex_settings
 from ..codex import threads
 from ..codex import types as codex_types
 from ..jsonrpc import ErrorCode, RequestId, RpcError
@@ -136,43 +137,120 @@ class Lifecycle:
             opening.opening = False
             self._open_failed(session_id)
             if error.message.startswith(NO_ROLLOUT):
-                # Read but not resumable: a session never prompted, closed on this Codex.
+                # Read, yet not resumable even once its rollout was written: not a thread
+                # this Codex can give back (it never answers so for one it holds).
                 hub.refuse_client(rid, self._not_found(session_id, error))
                 return
             hub.refuse_client(rid, from_codex(error))
+
+        def open_root(stored: threads.StoredThread, opened: codex_types.ThreadStartResult) -> None:
+            opening.opening = False
+            record = self._open_root(session_id, cwd)
+            # Codex's word on the thread now: a turn may still run (a shared Codex).
+            record.status = Status.of(opened.thread.status or stored.status)
+            response = (
+                acp_sessions.LoadSessionResult() if replay else acp_sessions.ResumeSessionResult()
+            )
+            if not replay:
+                self._opened(record, rid, response, opened)
+                return
+            # The history, then its sub-agents' associations and histories, all
+            # before the response.
+            self._replay(record, stored, lambda: self._opened(record, rid, response, opened))
 
         def found(stored: threads.StoredThread) -> None:
             resume = threads.ThreadResumeParams(
                 threadId=session_id, cwd=cwd, config=config or UNSET, excludeTurns=True
             )
+            written = False
 
-            def resumed(opened: codex_types.ThreadStartResult) -> None:
-                opening.opening = False
-                record = self._open_root(opened.thread.id, cwd)
-                # Codex's word on the thread now: a turn may still run (a shared Codex).
-                record.status = Status.of(opened.thread.status)
-                response = (
-                    acp_sessions.LoadSessionResult()
-                    if replay
-                    else acp_sessions.ResumeSessionResult()
+            def refused(error: ErrorObject) -> None:
+                nonlocal written
+                if is_unstored(error):
+                    # Subscribed, but a thread never prompted has no turns to list, and
+                    # Codex fails the whole answer for it: its settings are read instead.
+                    self._open_unstored(
+                        stored, cwd, config, lambda opened: open_root(stored, opened)
+                    )
+                elif error.message.startswith(NO_ROLLOUT) and not written:
+                    # Held by this Codex (the read found it) but never written, and nobody
+                    # subscribed to it: reading its turns writes its rollout (and fails, it
+                    # has none), after which a resume finds it.
+                    written = True
+                    hub.codex_request(
+                        "thread/read",
+                        threads.ThreadReadParams(threadId=session_id, includeTurns=True),
+                        None,
+                        lambda _result: resume_again(),
+                        lambda _error: resume_again(),
+                    )
+                else:
+                    failed(error)
+
+            def resume_again() -> None:
+                hub.codex_request(
+                    "thread/resume",
+                    resume,
+                    codex_types.ThreadStartResult,
+                    lambda opened: open_root(stored, opened),
+                    refused,
                 )
-                if not replay:
-                    self._opened(record, rid, response, opened)
-                    return
-                # The history, then its sub-agents' associations and histories, all
-                # before the response.
-                self._replay(record, stored, lambda: self._opened(record, rid, response, opened))
 
-            hub.codex_request(
-                "thread/resume", resume, codex_types.ThreadStartResult, resumed, failed
-            )
+            resume_again()
 
         def missing(error: ErrorObject) -> None:
+            if replay and is_unstored(error):
+                # Codex holds the thread but has stored no turn of it (never prompted):
+                # it is there, with an empty history.
+                self._read(session_id, False, found, not_there)
+                return
+            not_there(error)
+
+        def not_there(error: ErrorObject) -> None:
             opening.opening = False
             self._open_failed(session_id)
             hub.refuse_client(rid, self._not_found(session_id, error))
 
         self._read(session_id, replay, found, missing)
+
+    def _open_unstored(
+        self,
+        stored: threads.StoredThread,
+        cwd: str,
+        config: dict[str, Any],
+        opened: Callable[[codex_types.ThreadStartResult], None],
+    ) -> None:
+        """The settings of a thread Codex holds but never stored, as ``thread/resume``
+        would report them: its model and effort from ``thread/read``; its approval and
+        sandbox policies from ``config/read`` and this bridge's overrides. That is what
+        ``thread/start`` resolved them from, and nothing changed them since: a client's
+        picks reach Codex with a turn (``turn/start``), and this thread had none."""
+        thread = codex_types.Thread(id=stored.id, cwd=stored.cwd or cwd, status=stored.status)
+
+        def read(result: codex_settings.ConfigReadResult) -> None:
+            approval, sandbox = thread_policies({**result.config, **config})
+            opened(
+                codex_types.ThreadStartResult(
+                    thread=thread,
+                    model=stored.model if stored.model is not None else UNSET,
+                    approvalPolicy=approval,
+                    sandbox=sandbox,
+                    reasoningEffort=stored.reasoningEffort,
+                )
+            )
+
+        def unread(error: ErrorObject) -> None:
+            # Without its policies, the session opens with no modes rather than guessed ones.
+            log.warning("config/read for session %s refused: %s", stored.id, error.message)
+            opened(codex_types.ThreadStartResult(thread=thread))
+
+        self.hub.codex_request(
+            "config/read",
+            codex_settings.ConfigReadParams(cwd=stored.cwd or cwd),
+            codex_settings.ConfigReadResult,
+            read,
+            unread,
+        )
 
     def session_fork(self, rid: RequestId, raw: Raw) -> None:
         hub = self.hub
@@ -358,16 +436,19 @@ class Lifecycle:
 
 #: How Codex 0.169 starts its ``thread/read`` refusal of an id that is not a UUID.
 INVALID_THREAD_ID = "invalid thread id"
-#: How Codex 0.169 refuses ``thread/resume`` of a thread it holds but never stored (a
-#: session never prompted, then closed): the same not-found as a failed read.
-NO_ROLLOUT = "no rollout found"
+NO_ROLLOUT = threads.NO_ROLLOUT
+
+
+def is_unstored(error: ErrorObject) -> bool:
+    """Codex holds the thread but has no turn of it to list (``threads.NO_TURNS``)."""
+    return threads.no_turns(error.code, error.message)
 
 
 def not_found_message(session_id: str, codex_message: str) -> str:
     """The -32002 message for a thread ``thread/read`` refused.
 
-    Codex 0.169 stores a thread only at its first turn, and a new Codex answers a
-    well-formed id it has no stored thread for with ``thread not loaded: ID``, whether
+    Codex 0.169 stores a thread only at its first turn, and a Codex answers a
+    well-formed id it neither holds nor stored with ``thread not loaded: ID``, whether
     the id was never made or was made by an earlier Codex and never prompted: it cannot
     tell them apart, so neither can the bridge. The message says why such a session is
     gone, since that is the surprise; an id that is not a thread id at all is named as one.
@@ -375,10 +456,43 @@ def not_found_message(session_id: str, codex_message: str) -> str:
     if codex_message.startswith(INVALID_THREAD_ID):
         return f"Session not found: {session_id} is not a Codex thread id"
     return (
-        f"Session not found: {session_id}. Codex has no stored thread of that id: a session "
-        "is stored only once it has been prompted, so one never prompted does not outlive "
-        "the Codex that created it"
+        f"Session not found: {session_id}. This Codex holds no thread of that id and has "
+        "none stored: a session is stored only once it has been prompted, so one never "
+        "prompted does not survive a restart of Codex (it lives as long as the Codex that "
+        "created it)"
     )
+
+
+#: ``config.toml``'s ``sandbox_mode`` → the ``type`` of the sandbox policy Codex reports.
+_SANDBOX_TYPES = {
+    "read-only": "readOnly",
+    "workspace-write": "workspaceWrite",
+    "danger-full-access": "dangerFullAccess",
+}
+
+
+def thread_policies(config: dict[str, Any]) -> tuple[Any, Any]:
+    """The approval and sandbox policies, as ``thread/start`` reports them, that a
+    configuration (``config/read``'s keys, overrides as dotted keys) gives a new thread;
+    ``UNSET`` for both when it does not say."""
+    approval = config.get("approval_policy")
+    mode = config.get("sandbox_mode")
+    kind = _SANDBOX_TYPES.get(mode) if isinstance(mode, str) else None
+    if approval is None or kind is None:
+        return UNSET, UNSET
+    sandbox: dict[str, Any] = {"type": kind}
+    if kind == "workspaceWrite":
+        table = config.get("sandbox_workspace_write")
+        table = dict(table) if isinstance(table, dict) else {}
+        prefix = "sandbox_workspace_write."
+        table.update({k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)})
+        sandbox.update(
+            writableRoots=list(table.get("writable_roots") or []),
+            networkAccess=bool(table.get("network_access")),
+            excludeTmpdirEnvVar=bool(table.get("exclude_tmpdir_env_var")),
+            excludeSlashTmp=bool(table.get("exclude_slash_tmp")),
+        )
+    return approval, sandbox
 
 
 def is_root(thread: threads.StoredThread) -> bool:

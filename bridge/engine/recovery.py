@@ -13,8 +13,11 @@ connection's handshake is done, the engine calls :meth:`Recovery.recover`:
   will be read again when it arrives).
 
 A session Codex no longer knows stays open here; its next request gets
-Codex's own error. Nothing is guessed: a sub-agent that cannot be read stays
-``unknown``.
+Codex's own error, or, for a session never prompted (Codex never stored it), a
+-32002 saying it does not survive a restart of Codex. A session never prompted
+on the same Codex reconnected is resumed as ``session/resume`` does it (its
+turns read to write it, then resumed). Nothing is guessed: a sub-agent that
+cannot be read stays ``unknown``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ from .hub import Hub
 from .threads import Status, ThreadRecord, Turn
 
 log = logging.getLogger(__name__)
+
+#: How Codex 0.169 refuses ``thread/resume`` of a thread it neither holds nor stored.
+_NOT_THERE = (codex_threads.NO_ROLLOUT, "thread not loaded", "thread not found")
 
 
 class Recovery:
@@ -55,18 +61,50 @@ class Recovery:
     def _resume(self, record: ThreadRecord) -> None:
         hub = self.hub
 
+        written = False
+
         def resumed(_result: object) -> None:
+            record.gone = None
             if record.is_child:
                 self._read(record)
 
         def refused(error: ErrorObject) -> None:
-            # Its next request will carry Codex's own words; nothing is invented here.
+            nonlocal written
+            if codex_threads.no_turns(error.code, error.message):
+                # Subscribed: a thread never prompted has no turns to list.
+                record.gone = None
+                return
             log.warning("thread/resume %s after Codex came back: %s", record.id, error.message)
+            if record.is_child or not error.message.startswith(_NOT_THERE):
+                return  # its next request carries Codex's own words; nothing is invented
+            # A session never prompted: a new Codex does not know it (Codex never stored
+            # it), and its prompts say so rather than Codex's bare words...
+            record.gone = (
+                f"Session {record.id} is gone: Codex restarted, and a session never "
+                "prompted is not stored, so it does not survive a restart of Codex "
+                f"(Codex: {error.message})"
+            )
+            if error.message.startswith(codex_threads.NO_ROLLOUT) and not written:
+                # ... unless this is the same Codex, reconnected, which holds it but never
+                # wrote it: reading its turns writes it, after which a resume subscribes
+                # (as a load does), and the session is not gone after all.
+                written = True
+                hub.codex_request(
+                    "thread/read",
+                    codex_threads.ThreadReadParams(threadId=record.id, includeTurns=True),
+                    None,
+                    lambda _result: resume(),
+                    lambda _error: resume(),
+                )
 
         params = codex_threads.ThreadResumeParams(
             threadId=record.id, cwd=record.cwd or UNSET, excludeTurns=True
         )
-        hub.codex_request("thread/resume", params, None, resumed, refused)
+
+        def resume() -> None:
+            hub.codex_request("thread/resume", params, None, resumed, refused)
+
+        resume()
 
     def _read(self, record: ThreadRecord) -> None:
         def read(result: codex_threads.ThreadReadResult) -> None:

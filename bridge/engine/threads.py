@@ -87,6 +87,13 @@ class Turn:
     error_message: str | None = None
     #: That notification's ``codexErrorInfo``.
     error_info: Any = None
+    #: ``error`` notifications with ``willRetry`` (Codex cannot reach its model), and how
+    #: many of them had no retry budget left ("waiting for network").
+    retries: int = 0
+    waits: int = 0
+    #: Why the bridge stopped this turn itself (no sign-in, the model out of reach): the
+    #: prompt's error once Codex reports the turn ended.
+    failure: RpcError | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -240,6 +247,9 @@ class ThreadRecord:
     outcome: Any = None
     #: Codex was lost while it worked: its state is unknown.
     lost: bool = False
+    #: Codex came back without this session's thread (one never prompted is not stored,
+    #: so it does not survive a restart of Codex): what its requests are answered.
+    gone: str | None = None
     #: A sub-agent placed from its live traffic that Codex has not yet shown at work
     #: (no ``active`` status, no turn): Codex's ``idle`` for it is a new thread about
     #: to start its first turn, not work that ended (see :func:`workstate.reportable`).

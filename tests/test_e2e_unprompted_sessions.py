@@ -1,0 +1,114 @@
+"""A session never prompted, opened again while the Codex that made it runs, against the real Codex.
+
+Codex 0.169 writes a thread to ``CODEX_HOME`` at its first turn: until then ``thread/resume`` on a
+connection that did not create it fails ("no rollout found"), yet Codex holds the thread. The
+bridge opens such a session all the same (see ``bridge/engine/lifecycle.py``): through the daemon
+from a second ``serve`` after the first one left (acpx's ``sessions new`` then a prompt), and within
+one bridge after ``session/close``. Each opened session then takes a prompt that streams and ends.
+Once that Codex is gone (the daemon restarted it), the session's prompts say exactly that.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import trio
+
+from bridge.acp_client import AcpClient, open_agent
+from bridge.jsonrpc import RpcError
+from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from tests.support.scenarios.recovery import codex_processes
+from tests.test_e2e_daemon import daemon_info, running_daemon, serve_argv
+
+pytestmark = pytest.mark.e2e
+
+METHODS = ["session/resume", "session/load"]
+
+
+async def _open_and_prompt(client: AcpClient, method: str, session: str, workspace: Path) -> None:
+    """``method`` of ``session`` succeeds with its modes and no history; a prompt on it streams
+    its answer and ends ``end_turn``."""
+    start = len(client.updates)
+    result = await client.request(
+        method, {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+    )
+    # The policies of the thread (config.toml: on-request, workspace-write) and its model.
+    assert result["modes"]["currentModeId"] == "auto"
+    options = {option["id"]: option["currentValue"] for option in result["configOptions"]}
+    assert options["model"] == "mock-model"
+    replayed = [u for u in client.updates[start:] if u["sessionId"] == session]
+    assert not [u for u in replayed if "chunk" in u["update"]["sessionUpdate"]]  # no history
+    assert await client.prompt(session, "@@ words 3") == {"stopReason": "end_turn"}
+    assert client.text_of(session).split() == ["word1", "word2", "word3"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+async def test_a_second_serve_on_the_daemon_opens_a_session_the_first_never_prompted(
+    method: str, bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    runtime = tmp_path / "runtime"
+    log = tmp_path / "bridge.log"
+    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+            async with open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (
+                first,
+                _,
+            ):
+                await first.initialize()
+                session = await first.new_session(str(workspace))
+            # The first editor is gone; the daemon's Codex still holds the thread.
+            async with open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (
+                second,
+                _,
+            ):
+                await second.initialize()
+                await _open_and_prompt(second, method, session, workspace)
+    assert "attaching to the daemon" in log.read_text()
+    assert_valid_acp(second)
+
+
+@pytest.mark.parametrize("method", METHODS)
+async def test_one_bridge_opens_again_a_session_it_closed_before_prompting_it(
+    method: str,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            session = await client.new_session(str(workspace))
+            await client.request("session/close", {"sessionId": session})
+            await _open_and_prompt(client, method, session, workspace)
+        assert_valid_acp(client)
+
+
+async def test_after_the_daemons_codex_restarted_a_session_never_prompted_says_it_is_gone(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    runtime = tmp_path / "runtime"
+    log = tmp_path / "bridge.log"
+    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, info),
+            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (client, _),
+        ):
+            await client.initialize()
+            session = await client.new_session(str(workspace))
+            for pid in codex_processes(daemon.pid):
+                os.kill(pid, signal.SIGKILL)
+            await daemon_info(runtime, old=info.codexPid)
+            for _ in range(2):  # the prompt that may wait for the new Codex, and the next
+                with pytest.raises(RpcError) as failure:
+                    await client.prompt(session, "@@ say one")
+                assert failure.value.code == -32002
+                assert session in failure.value.message
+                assert "does not survive a restart of Codex" in failure.value.message
+            # A new session works on the new Codex.
+            other = await client.new_session(str(workspace))
+            assert await client.prompt(other, "@@ say two") == {"stopReason": "end_turn"}
+    assert_valid_acp(client)
