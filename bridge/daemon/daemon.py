@@ -36,7 +36,7 @@ from ..shell.codex_transport import CodexUnavailable, codex_launch, strip_ansi
 from ..shell.serve import Backoff, Restart
 from .observer import observe
 from .picture import Picture
-from .runtime import DaemonInfo, new_token, remove_info, write_info, write_status
+from .runtime import DaemonInfo, codex_home, new_token, remove_info, write_info, write_status
 
 log = logging.getLogger(__name__)
 codex_log = logging.getLogger("codex")
@@ -69,6 +69,8 @@ async def run_daemon(
         state="starting",
         tokenFile=str(token),
         codexVersion=version,
+        codexBin=real_path(codex_bin),
+        codexHome=codex_home(),
         startedAt=time.time(),
     )
     write_info(directory, info)
@@ -208,6 +210,10 @@ class _AppServer:
 
 def _app_server(codex_bin: str, config_overrides: Sequence[str], token: Path) -> _AppServer:
     return _AppServer(codex_bin, config_overrides, token)
+
+
+def real_path(path: str) -> str:
+    return os.path.realpath(path)
 
 
 def _signal_group(process: trio.Process, signum: int) -> None:
