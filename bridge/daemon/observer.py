@@ -97,10 +97,10 @@ async def observe(url: str, token_file: str, picture: Picture, publish: Callable
                     elif isinstance(message, IncomingError):
                         await pending.pop(message.id).send(message.error)
                     elif isinstance(message, IncomingRequest):
-                        # Nothing is asked of a watcher: decline, never leave Codex waiting.
-                        await stream.send(
-                            peer.error(message.id, -32601, "the daemon's watcher answers nothing")
-                        )
+                        # Never answered: Codex sends a request (a sub-agent's approval) to every
+                        # connection and takes the first answer, which must be the editor's (or,
+                        # after it reattaches, a later editor's). Unanswered here, it harms nothing.
+                        log.debug("the watcher leaves Codex's %s to the editors", message.method)
                     elif isinstance(message, IncomingNotification):
                         _notified(message, picture, publish, nursery, read_thread)
 
