@@ -6,6 +6,9 @@ status, including threads other clients run. At connect it lists every thread
 (every source kind, sub-agents included); a thread first seen through its status
 (Codex sends no ``thread/started`` for a sub-agent) is read. After each change the
 picture is handed to ``publish`` (the daemon writes it to ``status.json``).
+
+It answers nothing Codex asks: Codex sends some requests (a sub-agent's approval)
+to every connection and takes the first answer, which must be an editor's.
 """
 
 from __future__ import annotations
