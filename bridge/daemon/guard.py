@@ -39,9 +39,12 @@ def main(argv: list[str]) -> int:
         except ProcessLookupError:
             pass
 
+    daemon_gone = threading.Event()
+
     def watch_daemon() -> None:
         while sys.stdin.buffer.read(4096):  # the daemon never writes: this waits for EOF
             pass
+        daemon_gone.set()
         stop_group()
 
     def on_sigterm(signum: int, _frame: object) -> None:
@@ -54,8 +57,12 @@ def main(argv: list[str]) -> int:
 
     # SIGTERM from the daemon (or anyone) reaches the whole group; the guard goes last.
     signal.signal(signal.SIGTERM, on_sigterm)
-    threading.Thread(target=watch_daemon, daemon=True).start()
-    return codex.wait()
+    watcher = threading.Thread(target=watch_daemon, daemon=True)
+    watcher.start()
+    code = codex.wait()
+    if daemon_gone.is_set():
+        watcher.join()  # the group's SIGKILL ends what Codex left behind (and the guard)
+    return code
 
 
 if __name__ == "__main__":
