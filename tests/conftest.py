@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import trio
 from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, PINNED_CODEX
+from tests.support.daemon import ATTACHED, running_daemon
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -73,3 +75,20 @@ def stderr_file(tmp_path: Path) -> Path:
     path = tmp_path / "bridge-stderr.log"
     path.touch()
     return path
+
+
+@pytest.fixture(params=["plain", "daemon"])
+async def route(
+    request: pytest.FixtureRequest, bridge_env: dict[str, str], tmp_path: Path, stderr_file: Path
+) -> AsyncIterator[str]:
+    """How ``serve`` (``bridge_argv`` with ``bridge_env``) reaches Codex, the test run both
+    ways: ``plain``, a Codex of its own; ``daemon``, the Codex of a ``codex-acp-bridge daemon``
+    running on the test's runtime directory with the same environment, which ``serve``
+    attaches to (checked from its log, ``stderr_file``, at the end)."""
+    if request.param == "plain":
+        yield "plain"
+        return
+    runtime = Path(bridge_env[ENV_RUNTIME_DIR])
+    async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+        yield "daemon"
+    assert ATTACHED in stderr_file.read_text(), "serve ran through the daemon"

@@ -1,4 +1,5 @@
-"""The daemon's live picture and the status tree (pure: no daemon, no Codex)."""
+"""The daemon's live picture, the status tree, and whether serve attaches (no daemon process,
+no Codex)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,17 @@ import trio
 
 from bridge.codex.threads import StoredThread
 from bridge.daemon.picture import Picture
-from bridge.daemon.runtime import DaemonInfo, hold_lock, prepare, write_info, write_status
+from bridge.daemon.runtime import (
+    DaemonInfo,
+    codex_home,
+    hold_lock,
+    prepare,
+    write_info,
+    write_status,
+)
 from bridge.daemon.status import Size, render, snapshot
+from bridge.shell.codex_transport import ENV_CODEX_BIN
+from bridge.shell.run import ServeOptions, choose_codex
 
 ROOT = StoredThread(id="root", cwd="/w/app", preview="Fix the flaky test", updatedAt=1_000)
 CHILD = StoredThread(
@@ -299,3 +309,39 @@ def test_a_long_folder_is_cut_before_the_title() -> None:
     lines = render(INFO, [thread | {"updatedAt": NOW - 5}], now=NOW, size=Size(60, 24))
     assert lines.splitlines()[1] == "○ idle  @@ say watched  …_long_name_of_a_test0/workspace  5s"
     assert len(lines.splitlines()[1]) <= 60
+
+
+def test_serve_attaches_only_where_every_override_can_go_with_a_thread(tmp_path: Path) -> None:
+    """``-c`` overrides an attached Codex takes per thread (with thread/start) leave the
+    daemon's Codex fit; one Codex reads only when it starts (sign-in, its stores) does not."""
+    codex = tmp_path / "codex"
+    codex.write_text("#!/bin/sh\n")
+    codex.chmod(0o755)
+    env = {"CODEX_HOME": str(tmp_path / "home"), ENV_CODEX_BIN: str(codex)}
+    directory = prepare(tmp_path / "runtime")
+    info = DaemonInfo(
+        pid=1,
+        bridgeVersion="0",
+        state="running",
+        url="ws://127.0.0.1:1",
+        codexPid=2,
+        codexBin=os.path.realpath(codex),
+        codexHome=codex_home(env),
+    )
+    with hold_lock(directory):
+        write_info(directory, info)
+        per_thread = ServeOptions(runtime_dir=str(directory), parsed_overrides={"model": "o3"})
+        chosen = choose_codex(per_thread, env)
+        assert chosen.daemon == directory and chosen.says.startswith("Codex: the daemon's")
+        whole = {"model": "o3", "forced_login_method": "api"}
+        options = ServeOptions(runtime_dir=str(directory), parsed_overrides=whole)
+        chosen = choose_codex(options, env)
+        assert chosen.daemon is None and chosen.daemon_runs
+        assert chosen.says == (
+            f"Codex: its own, {codex}, not the daemon's (pid 1): "
+            "-c forced_login_method applies to a whole Codex, not to one thread"
+        )
+        off = choose_codex(ServeOptions(runtime_dir=str(directory), use_daemon=False), env)
+        assert off.daemon is None and off.says.endswith("(--no-daemon)")
+    gone = choose_codex(ServeOptions(runtime_dir=str(directory)), env)
+    assert gone.daemon is None and not gone.daemon_runs

@@ -35,7 +35,7 @@ from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
 from tests.support.e2e import SCENARIO_SECONDS
 from tests.support.scenarios.approvals import ESCALATED
-from tests.support.scenarios.subagents import CHILD_WORDS, SPAWN_THREE
+from tests.support.scenarios.subagents import CHILD_APPROVAL, CHILD_WORDS, SPAWN_THREE
 
 pytestmark = pytest.mark.e2e
 
@@ -57,8 +57,11 @@ def acpx() -> str:
 
 
 @pytest.fixture
-def agent(bridge_env: dict[str, str], tmp_path: Path) -> tuple[str, dict[str, str], Path]:
-    """The agent name from contrib/acpx/config.json, acpx's environment, and the bridge log.
+def agent(
+    bridge_env: dict[str, str], tmp_path: Path, stderr_file: Path
+) -> tuple[str, dict[str, str], Path]:
+    """The agent name from contrib/acpx/config.json, acpx's environment, and the bridge log
+    (``stderr_file``, where the ``route`` fixture looks for the bridge's choice of Codex).
 
     The config goes to ``$HOME/.acpx/config.json`` of a home of the test's own; its command
     ``codex-acp-bridge serve`` becomes this Python's ``-m bridge serve`` (plus a log file).
@@ -66,7 +69,7 @@ def agent(bridge_env: dict[str, str], tmp_path: Path) -> tuple[str, dict[str, st
     config = json.loads(CONFIG.read_text(encoding="utf-8"))
     [(name, entry)] = config["agents"].items()
     assert entry["argv"][:2] == ["codex-acp-bridge", "serve"]
-    log = tmp_path / "bridge.log"
+    log = stderr_file
     entry["argv"] = [
         sys.executable,
         "-m",
@@ -190,7 +193,7 @@ def _chosen_kind(params: dict[str, Any], outcome: dict[str, Any]) -> str:
 
 
 async def test_acpx_approve_all_runs_the_escalated_command(
-    acpx: str, agent: Any, workspace: Path
+    route: str, acpx: str, agent: Any, workspace: Path
 ) -> None:
     status, messages = await _exec(acpx, agent, workspace, ESCALATED, "--approve-all")
     assert status == 0
@@ -216,7 +219,24 @@ async def test_acpx_deny_all_refuses_the_escalated_command(
     assert _text(messages) == "done"
 
 
-async def test_acpx_sees_subagents_as_tool_calls(acpx: str, agent: Any, workspace: Path) -> None:
+async def test_acpx_approve_all_runs_a_childs_escalated_command(
+    route: str, acpx: str, agent: Any, workspace: Path
+) -> None:
+    """A sub-agent's command: acpx is asked on the parent's session, and its answer is the one
+    Codex takes (through a daemon too, whose own connection is sent the request as well)."""
+    status, messages = await _exec(acpx, agent, workspace, CHILD_APPROVAL, "--approve-all")
+    params, outcome = _permission(messages)
+    assert "child-approved.txt" in params["toolCall"]["title"]
+    assert _chosen_kind(params, outcome) == "allow_once"
+    assert (workspace / "child-approved.txt").exists()
+    assert status == 0
+    assert _session_and_stop(messages)[1] == "end_turn"
+    assert _text(messages) == "parent done"
+
+
+async def test_acpx_sees_subagents_as_tool_calls(
+    route: str, acpx: str, agent: Any, workspace: Path
+) -> None:
     status, messages = await _exec(acpx, agent, workspace, SPAWN_THREE, "--approve-all")
     assert status == 0
     session, stop = _session_and_stop(messages)

@@ -41,12 +41,12 @@ FORMS = {
 
 
 def with_config(
-    bridge_env: dict[str, str], tmp_path: Path, model: ScriptedModel, extra_toml: str
+    bridge_env: dict[str, str], model: ScriptedModel, extra_toml: str
 ) -> dict[str, str]:
-    """``bridge_env`` with a Codex home of its own holding ``extra_toml``."""
-    home = tmp_path / "codex-home-extra"
-    write_codex_home(home, model.base_url, extra_toml=extra_toml)
-    return {**bridge_env, "CODEX_HOME": str(home)}
+    """``bridge_env``, its Codex home now holding ``extra_toml`` too. Codex reads its config
+    for each thread it starts, so a daemon already running on that home takes it as well."""
+    write_codex_home(Path(bridge_env["CODEX_HOME"]), model.base_url, extra_toml=extra_toml)
+    return bridge_env
 
 
 def tool_outputs(model: ScriptedModel) -> list[Any]:
@@ -79,6 +79,7 @@ def recorded(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 async def test_an_escalated_command_allowed_once_runs_and_the_turn_ends(
+    route: str,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
@@ -121,6 +122,7 @@ async def test_an_escalated_command_allowed_once_runs_and_the_turn_ends(
 
 
 async def test_a_rejected_command_ends_declined_and_the_turn_goes_on(
+    route: str,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
@@ -143,6 +145,7 @@ async def test_a_rejected_command_ends_declined_and_the_turn_goes_on(
 
 
 async def test_a_cancelled_outcome_cancels_the_turn(
+    route: str,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
@@ -313,6 +316,7 @@ async def test_a_client_that_disconnects_while_asked_leaves_codex_a_cancel(
 
 
 async def test_a_patch_inside_git_asks_with_its_path_and_applies_once_allowed(
+    route: str,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
@@ -343,6 +347,7 @@ async def test_a_patch_inside_git_asks_with_its_path_and_applies_once_allowed(
 
 
 async def test_a_permissions_request_grants_what_the_model_asked_for(
+    route: str,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
@@ -350,9 +355,7 @@ async def test_a_permissions_request_grants_what_the_model_asked_for(
     scripted_model: ScriptedModel,
     tmp_path: Path,
 ) -> None:
-    env = with_config(
-        bridge_env, tmp_path, scripted_model, "[features]\nrequest_permissions_tool = true\n"
-    )
+    env = with_config(bridge_env, scripted_model, "[features]\nrequest_permissions_tool = true\n")
     wanted = str(tmp_path / "elsewhere")
     script = (
         '@@ call request_permissions {"permissions":{"file_system":{"write":["'
@@ -385,6 +388,7 @@ async def test_a_permissions_request_grants_what_the_model_asked_for(
     [("allow_once", 2, True), ("allow_session", 1, True), ("reject_once", 2, False)],
 )
 async def test_an_mcp_tool_call_asks_permission_first(
+    route: str,
     option: str,
     asked: int,
     ran: bool,
@@ -395,7 +399,7 @@ async def test_an_mcp_tool_call_asks_permission_first(
     scripted_model: ScriptedModel,
     tmp_path: Path,
 ) -> None:
-    env = with_config(bridge_env, tmp_path, scripted_model, MCP_SERVER_TOML)
+    env = with_config(bridge_env, scripted_model, MCP_SERVER_TOML)
     answers = Answers(permission=option)
     twice = MCP_ECHO.replace("@@ then\n@@ say done", "@@ then\n" + MCP_ECHO)
     with trio.fail_after(SCENARIO_SECONDS):
@@ -426,6 +430,7 @@ async def test_an_mcp_tool_call_asks_permission_first(
 
 
 async def test_a_question_reaches_a_client_with_forms_and_its_answer_the_model(
+    route: str,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
@@ -433,7 +438,7 @@ async def test_a_question_reaches_a_client_with_forms_and_its_answer_the_model(
     scripted_model: ScriptedModel,
     tmp_path: Path,
 ) -> None:
-    env = with_config(bridge_env, tmp_path, scripted_model, QUESTIONS_TOML)
+    env = with_config(bridge_env, scripted_model, QUESTIONS_TOML)
     answers = Answers(elicitation={"action": "accept", "content": {"color": "Blue"}})
     with trio.fail_after(SCENARIO_SECONDS):
         async with running_bridge(bridge_argv, env, stderr_file, on_request=answers) as client:
@@ -451,6 +456,7 @@ async def test_a_question_reaches_a_client_with_forms_and_its_answer_the_model(
 
 
 async def test_a_question_for_a_client_without_forms_gets_no_answers_and_the_turn_goes_on(
+    route: str,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
@@ -458,7 +464,7 @@ async def test_a_question_for_a_client_without_forms_gets_no_answers_and_the_tur
     scripted_model: ScriptedModel,
     tmp_path: Path,
 ) -> None:
-    env = with_config(bridge_env, tmp_path, scripted_model, QUESTIONS_TOML)
+    env = with_config(bridge_env, scripted_model, QUESTIONS_TOML)
     answers = Answers()
     with trio.fail_after(SCENARIO_SECONDS):
         async with running_bridge(bridge_argv, env, stderr_file, on_request=answers) as client:

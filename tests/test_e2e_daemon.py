@@ -16,8 +16,6 @@ import signal
 import stat
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,60 +24,14 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient, open_agent
-from bridge.daemon.runtime import DaemonInfo, read_info
+from bridge.daemon.runtime import read_status
+from bridge.scripted_model import ScriptedModel, write_codex_home
+from tests.support.daemon import ATTACHED, daemon_info, running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
 from tests.support.scenarios.approvals import ESCALATED, Answers
 from tests.support.scenarios.recovery import codex_processes
 
 pytestmark = pytest.mark.e2e
-
-
-async def daemon_info(
-    directory: Path, *, state: str = "running", old: int | None = None
-) -> DaemonInfo:
-    """What the daemon publishes, once it is in ``state`` (with a Codex other than ``old``)."""
-    while True:
-        info = read_info(directory)
-        if info is not None and info.state == state and (old is None or info.codexPid != old):
-            return info
-        await trio.sleep(0.05)
-
-
-@asynccontextmanager
-async def running_daemon(
-    env: dict[str, str], directory: Path, log: Path
-) -> AsyncIterator[tuple[trio.Process, DaemonInfo]]:
-    argv = [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(directory)]
-    argv += ["--log-level", "info"]
-    with log.open("ab") as out:
-        process = await trio.lowlevel.open_process(
-            argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
-        )
-    try:
-        with trio.fail_after(30):
-            info = await daemon_info(directory)
-        yield process, info
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            with trio.move_on_after(10):
-                await process.wait()
-        if process.poll() is None:
-            process.kill()
-            await process.wait()
-
-
-def serve_argv(directory: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "bridge",
-        "serve",
-        "--runtime-dir",
-        str(directory),
-        "--log-level",
-        "info",
-    ]
 
 
 @pytest.fixture
@@ -99,7 +51,9 @@ async def test_the_daemon_is_private_single_and_stops_with_its_codex_on_sigterm(
             assert info.pid == daemon.pid and info.url.startswith("ws://127.0.0.1:")
             assert "0.169.0" in info.codexVersion
             codex = codex_processes(daemon.pid)
-            assert codex and info.codexPid in codex
+            # Codex itself (the deepest app-server), not the guard the daemon runs it under.
+            assert codex and info.codexPid == codex[0]
+            assert b"bridge.daemon.guard" not in Path(f"/proc/{codex[0]}/cmdline").read_bytes()
             # A second daemon on the same directory: one clear line, exit 1.
             second = await trio.run_process(
                 [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)],
@@ -152,7 +106,7 @@ async def test_an_editor_killed_while_codex_waits_leaves_the_work_for_the_next_o
                     # The editor dies; Codex's turn goes on, waiting on the question.
                     first_process.kill()
                     nursery.cancel_scope.cancel()  # its prompt will never be answered
-            assert "attaching to the daemon" in log.read_text()
+            assert ATTACHED in log.read_text()
             assert not (workspace / "approved.txt").exists()
             answers = Answers(permission="allow_once")
             async with open_agent(
@@ -383,3 +337,65 @@ async def test_a_v2_editor_picks_up_work_a_killed_v2_editor_left_waiting(
                 assert ended["params"]["update"]["stopReason"] == "end_turn"
                 assert (workspace / "approved.txt").exists()
     assert_valid_acp(second, unstable=True, version=2)
+
+
+async def _first_answer(argv: list[str], env: dict[str, str], workspace: Path, log: Path) -> str:
+    """Run ``serve`` for one session and one prompt; what it said on stderr about its Codex."""
+    with log.open("wb") as out:
+        async with open_agent(argv, env=env, stderr=out.fileno()) as (client, _process):
+            await client.initialize()
+            session = await client.new_session(str(workspace))
+            assert await client.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
+    said = [line for line in log.read_text().splitlines() if "Codex: " in line]
+    assert len(said) == 1, said
+    return said[0]
+
+
+async def test_serve_attaches_only_to_a_daemon_running_the_codex_its_editor_asked_for(
+    bridge_env: dict[str, str],
+    codex_bin: str,
+    runtime: Path,
+    workspace: Path,
+    tmp_path: Path,
+    scripted_model: ScriptedModel,
+) -> None:
+    """Another CODEX_HOME, or another --codex-bin, and serve runs a Codex of its own; the
+    same ones, and it attaches. Either way one line on stderr, at the default log level,
+    says which Codex and why."""
+    argv = [sys.executable, "-m", "bridge", "serve", "--runtime-dir", str(runtime)]
+    other_home = tmp_path / "other-home"
+    write_codex_home(other_home, scripted_model.base_url)
+    # Another path to the same Codex would be the same binary: a copy is another one.
+    other_bin = tmp_path / "bin" / "codex"
+    other_bin.parent.mkdir()
+    other_bin.write_text(f'#!/bin/sh\nexec {codex_bin} "$@"\n')
+    other_bin.chmod(0o755)
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, info):
+            home = str(Path(bridge_env["CODEX_HOME"]).resolve())
+            assert info.codexHome == home
+            assert info.codexBin == os.path.realpath(codex_bin)
+
+            def threads_of_daemon() -> set[str]:
+                return {t["threadId"] for t in read_status(runtime)}
+
+            attached = await _first_answer(argv, bridge_env, workspace, tmp_path / "same.log")
+            assert attached.startswith("codex-acp-bridge: Codex: the daemon's at ")
+            assert info.url in attached and f"daemon pid {daemon.pid}" in attached
+            assert f"Codex pid {info.codexPid}" in attached
+            seen = threads_of_daemon()
+            assert seen, "the session was the daemon's Codex's"
+
+            env = {**bridge_env, "CODEX_HOME": str(other_home)}
+            own = await _first_answer(argv, env, workspace, tmp_path / "home.log")
+            assert own.startswith(f"codex-acp-bridge: Codex: its own, {codex_bin}")
+            assert f"not the daemon's (pid {daemon.pid})" in own
+            assert f"the daemon serves CODEX_HOME {home}, not {other_home.resolve()}" in own
+
+            argv_bin = [*argv, "--codex-bin", str(other_bin)]
+            own = await _first_answer(argv_bin, bridge_env, workspace, tmp_path / "bin.log")
+            assert f"--codex-bin names {other_bin}, the daemon runs {info.codexBin}" in own
+            # Neither session reached the daemon's Codex.
+            await trio.sleep(0.5)
+            assert threads_of_daemon() == seen
+            assert (await daemon_info(runtime)).codexPid == info.codexPid

@@ -125,7 +125,7 @@ async def test_over_a_websocket_a_paused_client_keeps_its_codex_connection(
 async def test_through_the_daemon_a_paused_client_keeps_its_session(
     bridge_env: dict[str, str], workspace: Path, tmp_path: Path, stderr_file: Path
 ) -> None:
-    from tests.test_e2e_daemon import running_daemon, serve_argv
+    from tests.support.daemon import running_daemon, serve_argv
 
     runtime = tmp_path / "runtime"
     with trio.fail_after(SCENARIO_SECONDS):

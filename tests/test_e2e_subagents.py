@@ -343,6 +343,7 @@ def is_state(child: str, state: str, stop_reason: Any = ...) -> Callable[[dict[s
 
 
 async def test_children_spawned_in_one_step_are_announced_before_their_traffic_with_codex_nicknames(
+    route: str,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
@@ -401,7 +402,11 @@ async def test_children_spawned_in_one_step_are_announced_before_their_traffic_w
 
 
 async def test_send_two_assignments_to_the_same_child_conversation(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    route: str,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
 ) -> None:
     """RFD validation scenario: keep its ACP session id, use distinct message ids, and allow
     running → idle → running."""
@@ -431,6 +436,7 @@ async def test_send_two_assignments_to_the_same_child_conversation(
 
 
 async def test_a_nested_child_is_announced_on_its_parents_stream_after_its_parent(
+    route: str,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     codex_home: Path,
@@ -473,7 +479,11 @@ async def test_a_nested_child_is_announced_on_its_parents_stream_after_its_paren
 
 
 async def test_a_childs_permission_request_is_its_own_after_its_announcement_and_shows_requires_action(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    route: str,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
 ) -> None:
     """Issue rules "Announcement ... including its permission requests" and "Work state:
     requires_action while one of its approval requests is open, back to running"."""
@@ -625,7 +635,11 @@ async def test_cancelling_the_parent_cascades_to_its_running_child(
 
 
 async def test_a_child_that_fails_is_idle_with_the_error_and_the_parent_goes_on(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    route: str,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
 ) -> None:
     """Issue rule "a failed turn: idle with the error reported as the schema allows"."""
     with trio.fail_after(SCENARIO_SECONDS):
@@ -645,7 +659,11 @@ async def test_a_child_that_fails_is_idle_with_the_error_and_the_parent_goes_on(
 
 
 async def test_finish_a_message_before_the_child_finishes_and_keep_receiving_child_events_after_the_prompt(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    route: str,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
 ) -> None:
     """RFD validation scenario "Finish reporting a message before the child finishes
     processing it, and keep receiving child events after the parent's prompt response"."""
@@ -676,7 +694,11 @@ async def test_finish_a_message_before_the_child_finishes_and_keep_receiving_chi
 
 
 async def test_restricted_methods_on_a_child_are_refused_and_children_are_not_listed(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    route: str,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
 ) -> None:
     """Issue rule "Restricted sessions"."""
     with trio.fail_after(SCENARIO_SECONDS):
@@ -702,6 +724,7 @@ async def test_restricted_methods_on_a_child_are_refused_and_children_are_not_li
 
 
 async def test_a_client_without_the_subagents_capability_never_sees_a_child_and_nothing_blocks(
+    route: str,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
@@ -872,7 +895,11 @@ async def test_lose_a_childs_activity_feed_while_acp_stays_connected(
 
 
 async def test_a_child_closed_and_resumed_keeps_its_session_and_close_and_resume_stay_tool_calls(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    route: str,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
 ) -> None:
     """Issue rules "Identity: the same for every later send_input, wait or resume_agent" and
     "wait and close_agent stay ordinary tool calls of the session that made them"."""

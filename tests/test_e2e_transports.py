@@ -8,9 +8,11 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 
+from bridge.shell.streams import LineStream
 from tests.support.app_server import app_server
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
 
@@ -104,3 +106,56 @@ async def test_a_missing_or_broken_codex_binary_is_one_clear_error(
     # Whatever reached stdout is protocol, and nothing else.
     for line in result.stdout.splitlines():
         assert line.startswith(b'{"jsonrpc":"2.0"')
+
+
+@pytest.mark.parametrize("case", ["missing", "exits-at-once"])
+async def test_a_codex_that_cannot_start_fails_each_request_with_the_reason_then_the_bridge_exits(
+    case: str, tmp_path: Path, workspace: Path
+) -> None:
+    """Not a dropped connection: ``initialize`` is answered, then each request that needs
+    Codex gets an error saying why Codex is not there; the bridge exits 2 once the client
+    leaves, with nothing but JSON-RPC on stdout."""
+    binary = tmp_path / "codex"
+    if case == "exits-at-once":
+        gone = tmp_path / "codex-gone"
+        binary.write_text(
+            f"#!/bin/sh\necho 'codex: config is unreadable' >&2\ntouch {gone}\nexit 2\n"
+        )
+        binary.chmod(0o755)
+    reason = {
+        "missing": "does not exist",
+        "exits-at-once": "exited with status 2: codex: config is unreadable",
+    }[case]
+    argv = [sys.executable, "-m", "bridge", "serve", "--no-daemon", "--codex-bin", str(binary)]
+    stderr = tmp_path / "stderr.log"
+    with trio.fail_after(30), stderr.open("wb") as err:
+        process = await trio.lowlevel.open_process(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err
+        )
+        assert process.stdin is not None and process.stdout is not None
+        stdout = LineStream(process.stdout, process.stdin)
+
+        async def ask(rid: int, method: str, params: dict[str, object]) -> dict[str, object]:
+            request = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+            await stdout.send(msgspec.json.encode(request))
+            answer: dict[str, object] = msgspec.json.decode(await stdout.receive())
+            assert answer["id"] == rid
+            return answer
+
+        assert "result" in await ask(1, "initialize", {"protocolVersion": 1})
+        if case == "exits-at-once":
+            while not gone.exists():  # noqa: ASYNC110 (a file: poll)
+                await trio.sleep(0.05)
+            await trio.sleep(0.5)  # the bridge has seen Codex go before session/new comes
+        new = await ask(2, "session/new", {"cwd": str(workspace), "mcpServers": []})
+        assert reason in msgspec.json.encode(new["error"]).decode()
+        listed = await ask(3, "session/list", {})
+        assert reason in msgspec.json.encode(listed["error"]).decode()
+        await process.stdin.aclose()
+        rest = b""
+        async for chunk in process.stdout:
+            rest += chunk
+        assert await process.wait() == 2
+    assert rest == b"", "nothing but the answers on stdout"
+    [line] = [x for x in stderr.read_text().splitlines() if x.startswith("codex-acp-bridge: ")]
+    assert reason in line

@@ -89,7 +89,11 @@ async def test_a_v2_prompt_streams_and_ends_with_an_idle_state(
 
 
 async def test_a_v2_command_and_its_approval(
-    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+    route: str,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    stderr_file: Path,
+    workspace: Path,
 ) -> None:
     asked: list[dict[str, Any]] = []
 
@@ -188,7 +192,11 @@ async def test_v2_resume_replays_history_only_when_asked(
 
 
 async def test_v2_sub_agents_are_announced_with_their_state_on_both_streams(
-    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+    route: str,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    stderr_file: Path,
+    workspace: Path,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
@@ -227,7 +235,11 @@ async def test_v2_sub_agents_are_announced_with_their_state_on_both_streams(
 
 
 async def test_v2_cancelling_a_child_stops_it_alone(
-    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+    route: str,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    stderr_file: Path,
+    workspace: Path,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:

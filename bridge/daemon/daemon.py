@@ -36,7 +36,7 @@ from ..shell.codex_transport import CodexUnavailable, codex_launch, strip_ansi
 from ..shell.serve import Backoff, Restart
 from .observer import observe
 from .picture import Picture
-from .runtime import DaemonInfo, new_token, remove_info, write_info, write_status
+from .runtime import DaemonInfo, codex_home, new_token, remove_info, write_info, write_status
 
 log = logging.getLogger(__name__)
 codex_log = logging.getLogger("codex")
@@ -69,6 +69,8 @@ async def run_daemon(
         state="starting",
         tokenFile=str(token),
         codexVersion=version,
+        codexBin=real_path(codex_bin),
+        codexHome=codex_home(),
         startedAt=time.time(),
     )
     write_info(directory, info)
@@ -106,11 +108,11 @@ async def _supervise(
     while True:
         ready = False
         try:
-            async with _app_server(codex_bin, config_overrides, token) as (url, process):
+            async with _app_server(codex_bin, config_overrides, token) as (url, process, pid):
                 ready = True
-                info.state, info.url, info.codexPid, info.reason = "running", url, process.pid, ""
+                info.state, info.url, info.codexPid, info.reason = "running", url, pid, ""
                 write_info(directory, info)
-                log.info("Codex app-server %d listens on %s", process.pid, url)
+                log.info("Codex app-server %d listens on %s", pid, url)
                 async with trio.open_nursery() as watching:
                     watching.start_soon(observe, url, str(token), picture, publish)
                     code = await process.wait()
@@ -149,7 +151,8 @@ class _AppServer:
         self.process: trio.Process | None = None
         self._nursery_manager = trio.open_nursery()
 
-    async def __aenter__(self) -> tuple[str, trio.Process]:
+    async def __aenter__(self) -> tuple[str, trio.Process, int]:
+        """Its URL, the guard's process, and Codex's own pid (the guard's child)."""
         log.info("starting %s", " ".join(self.argv))
         try:
             # A session of its own: stopping the daemon's Codex stops what Codex started too
@@ -157,7 +160,7 @@ class _AppServer:
             self.process = await trio.lowlevel.open_process(
                 self.argv,
                 stdin=subprocess.PIPE,  # never written: its end closing tells the guard
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,  # Codex's pid, one line
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 env=self.env,
@@ -167,11 +170,29 @@ class _AppServer:
         nursery = await self._nursery_manager.__aenter__()
         nursery.start_soon(self._pump_stderr)
         try:
+            pid = await self._codex_pid()
             await self._wait_ready()
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
-        return f"ws://127.0.0.1:{self.port}", self.process
+        return f"ws://127.0.0.1:{self.port}", self.process, pid
+
+    async def _codex_pid(self) -> int:
+        """The pid the guard writes first: Codex's own, which the daemon publishes."""
+        assert self.process is not None and self.process.stdout is not None
+        data = b""
+        with trio.move_on_after(READY_SECONDS):
+            async for chunk in self.process.stdout:
+                data += chunk
+                if b"\n" in data:
+                    break
+        try:
+            return int(data.split(b"\n")[0])
+        except ValueError:
+            await self.process.wait()
+            raise CodexUnavailable(
+                f"Codex app-server exited with status {self.process.returncode}"
+            ) from None
 
     async def __aexit__(self, *exc: object) -> None:
         process = self.process
@@ -208,6 +229,10 @@ class _AppServer:
 
 def _app_server(codex_bin: str, config_overrides: Sequence[str], token: Path) -> _AppServer:
     return _AppServer(codex_bin, config_overrides, token)
+
+
+def real_path(path: str) -> str:
+    return os.path.realpath(path)
 
 
 def _signal_group(process: trio.Process, signum: int) -> None:

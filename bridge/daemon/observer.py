@@ -6,6 +6,9 @@ status, including threads other clients run. At connect it lists every thread
 (every source kind, sub-agents included); a thread first seen through its status
 (Codex sends no ``thread/started`` for a sub-agent) is read. After each change the
 picture is handed to ``publish`` (the daemon writes it to ``status.json``).
+
+It answers nothing Codex asks: Codex sends some requests (a sub-agent's approval)
+to every connection and takes the first answer, which must be an editor's.
 """
 
 from __future__ import annotations
@@ -97,10 +100,10 @@ async def observe(url: str, token_file: str, picture: Picture, publish: Callable
                     elif isinstance(message, IncomingError):
                         await pending.pop(message.id).send(message.error)
                     elif isinstance(message, IncomingRequest):
-                        # Nothing is asked of a watcher: decline, never leave Codex waiting.
-                        await stream.send(
-                            peer.error(message.id, -32601, "the daemon's watcher answers nothing")
-                        )
+                        # Never answered: Codex sends a request (a sub-agent's approval) to every
+                        # connection and takes the first answer, which must be the editor's (or,
+                        # after it reattaches, a later editor's). Unanswered here, it harms nothing.
+                        log.debug("the watcher leaves Codex's %s to the editors", message.method)
                     elif isinstance(message, IncomingNotification):
                         _notified(message, picture, publish, nursery, read_thread)
 

@@ -51,6 +51,10 @@ class DaemonInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     tokenFile: str = ""
     codexPid: int | None = None
     codexVersion: str = ""
+    #: The Codex binary it runs (its real path) and the ``CODEX_HOME`` it serves (resolved):
+    #: ``serve`` attaches only when they are what its editor asked for.
+    codexBin: str = ""
+    codexHome: str = ""
     startedAt: float = 0.0
     reason: str = ""
 
@@ -69,6 +73,13 @@ def runtime_dir(explicit: str | None = None, env: Mapping[str, str] | None = Non
     if env.get("XDG_RUNTIME_DIR"):
         return Path(env["XDG_RUNTIME_DIR"]) / "codex-acp-bridge"
     return Path(tempfile.gettempdir()) / f"codex-acp-bridge-{os.getuid()}"
+
+
+def codex_home(env: Mapping[str, str] | None = None) -> str:
+    """The ``CODEX_HOME`` a Codex started with ``env`` uses (``~/.codex`` when unset), resolved."""
+    env = os.environ if env is None else env
+    home = env.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+    return os.path.realpath(home)
 
 
 def prepare(directory: Path) -> Path:

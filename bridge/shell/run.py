@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +16,10 @@ from typing import Any
 import trio
 
 from ..acp.auth import API_KEY_VARIABLES
-from ..daemon.runtime import running_daemon, runtime_dir
+from ..daemon.runtime import DaemonInfo, codex_home, running_daemon, runtime_dir
 from ..engine import Engine
 from .codex_transport import (
+    ENV_CODEX_BIN,
     CodexConnection,
     CodexUnavailable,
     connect_codex,
@@ -50,10 +52,88 @@ class ServeOptions:
 
     def daemon_dir(self) -> Path | None:
         """The runtime directory of the daemon to attach to, if one runs and should be used."""
-        if self.codex_url or not self.use_daemon:
-            return None
-        directory = runtime_dir(self.runtime_dir)
-        return directory if running_daemon(directory) is not None else None
+        return choose_codex(self).daemon
+
+
+#: Config keys (their first part) a Codex reads once, when it starts: sign-in, its own
+#: stores, telemetry. Sent with a thread/start they would change nothing, so an editor
+#: that overrides one needs a Codex of its own.
+PROCESS_WIDE_KEYS = frozenset(
+    {
+        "cli_auth_credentials_store",
+        "forced_login_method",
+        "forced_chatgpt_workspace_id",
+        "chatgpt_base_url",
+        "mcp_oauth_credentials_store",
+        "sqlite_home",
+        "log_dir",
+        "otel",
+        "analytics",
+        "feedback",
+    }
+)
+
+
+@dataclass(frozen=True)
+class CodexChoice:
+    """Which Codex ``serve`` uses, and the one line that says which and why."""
+
+    #: The runtime directory of the daemon to attach to (``None``: not a daemon's Codex).
+    daemon: Path | None
+    says: str
+    #: A daemon runs: whether it is used or not, the user is told (it is not obvious).
+    daemon_runs: bool = False
+
+
+def choose_codex(options: ServeOptions, env: Mapping[str, str] | None = None) -> CodexChoice:
+    """The daemon's Codex when one runs and is the one the editor asked for (the same
+    ``CODEX_HOME``, no other binary, no override a thread cannot take); else a Codex of
+    its own. ``env``: the editor's environment (default: this process's)."""
+    env = os.environ if env is None else env
+    if options.codex_url:
+        return CodexChoice(None, f"Codex: the app-server at {options.codex_url} (--codex-url)")
+    try:
+        own = f"its own, {find_codex(options.codex_bin, env)}"
+    except CodexUnavailable as exc:
+        own = f"its own, which cannot start ({exc})"
+    if not options.use_daemon:
+        return CodexChoice(None, f"Codex: {own} (--no-daemon)")
+    directory = runtime_dir(options.runtime_dir, env)
+    info = running_daemon(directory)
+    if info is None:
+        return CodexChoice(None, f"Codex: {own}; no daemon runs on {directory}")
+    why = _not_the_daemons(options, info, env)
+    if why:
+        says = f"Codex: {own}, not the daemon's (pid {info.pid}): {why}"
+        return CodexChoice(None, says, daemon_runs=True)
+    where = info.url or f"(now {info.state})"
+    return CodexChoice(
+        directory,
+        f"Codex: the daemon's at {where} (daemon pid {info.pid}, Codex pid {info.codexPid}, "
+        f"{info.codexVersion or 'version unknown'}; CODEX_HOME {info.codexHome}); commands "
+        "run in the daemon's environment",
+        daemon_runs=True,
+    )
+
+
+def _not_the_daemons(options: ServeOptions, info: DaemonInfo, env: Mapping[str, str]) -> str:
+    """Why the daemon's Codex is not the one asked for ("" when it is)."""
+    home = codex_home(env)
+    if info.codexHome != home:
+        return f"the daemon serves CODEX_HOME {info.codexHome or '(unknown)'}, not {home}"
+    asked = options.codex_bin or env.get(ENV_CODEX_BIN)
+    if asked:
+        source = "--codex-bin" if options.codex_bin else ENV_CODEX_BIN
+        try:
+            binary = os.path.realpath(find_codex(options.codex_bin, env))
+        except CodexUnavailable as exc:
+            return str(exc)
+        if binary != info.codexBin:
+            return f"{source} names {asked}, the daemon runs {info.codexBin or '(unknown)'}"
+    whole = sorted(k for k in options.parsed_overrides if k.split(".")[0] in PROCESS_WIDE_KEYS)
+    if whole:
+        return f"-c {whole[0]} applies to a whole Codex, not to one thread"
+    return ""
 
 
 def open_codex(
@@ -114,9 +194,12 @@ def make_engine(
 
 
 async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = None) -> None:
-    daemon = options.daemon_dir()
-    if daemon is not None:
-        log.info("attaching to the daemon of %s", daemon)
+    choice = choose_codex(options)
+    daemon = choice.daemon
+    if choice.daemon_runs:
+        report(choice.says)
+    else:
+        log.info("%s", choice.says)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_watch_parent, os.getppid(), nursery.cancel_scope)
         await run_bridge(
@@ -189,9 +272,14 @@ def _serve_stdio(options: ServeOptions, tap: Tap | None) -> int:
 
 def report_fatal(message: str) -> None:
     """One line a person can act on, on stderr even when logs go to a file."""
-    print(f"codex-acp-bridge: {message}", file=sys.stderr)
+    report(message, logging.ERROR)
+
+
+def report(message: str, level: int = logging.INFO) -> None:
+    """One line on stderr whatever the log level, also logged when logs go to a file."""
+    print(f"codex-acp-bridge: {message}", file=sys.stderr, flush=True)
     if any(isinstance(h, logging.FileHandler) for h in logging.getLogger().handlers):
-        log.error("%s", message)
+        log.log(level, "%s", message)
 
 
 def _first_leaf(error: BaseException) -> BaseException:

@@ -212,8 +212,9 @@ async def run_bridge(
     """Serve one ACP client against Codex until the client leaves.
 
     ``connect`` opens a connection to Codex (spawning it, or attaching to it).
-    Raises :class:`CodexUnavailable` when Codex is lost before it ever became
-    ready (nothing could work), after the client has had its answers. Once it
+    When Codex is lost before it ever became ready (nothing can work), every
+    request that needs Codex is answered with an error saying why, and
+    :class:`CodexUnavailable` is raised once the client has left. Once it
     has been ready, a lost Codex is brought back as ``restart`` says (never,
     without one). ``tap`` sees every message and event (used for recordings).
     ``client_ceiling``: bytes waiting for the client above which Codex is no longer
@@ -297,15 +298,17 @@ async def run_bridge(
             ever_ready = ever_ready or ready
             if not ever_ready or backoff is None:
                 # Nothing ever worked (the first start failed), or nobody brings it back.
+                # The engine answers what waited, and from now on every request that needs
+                # Codex, with the reason; the bridge stays for the client until it leaves, so
+                # an editor shows why instead of a connection that dropped.
                 lost(reason, retrying=False)
                 settled.set()
                 if ever_ready:
                     log.error("%s", reason)
-                    return
-                fatal = reason
-                with trio.move_on_after(_FLUSH_SECONDS):
-                    await to_client.wait_empty()
-                raise _Fatal
+                else:
+                    log.warning("Codex could not start: %s", reason)
+                    fatal = reason
+                return
             delay, why = backoff.lost(trio.current_time(), reason, was_ready=ready)
             if why is not None:
                 log.error("%s", why)
@@ -338,32 +341,23 @@ async def run_bridge(
             if to_codex is not None:
                 await to_codex.wait_below_ceiling()
 
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(to_client.run)
-            nursery.start_soon(to_client.watch)
-            nursery.start_soon(codex_side)
-            await read_client()
-            # Answers to the client's last messages still go out (a client may
-            # close its side of the pipe and keep reading), including those that
-            # wait for Codex to start. If none waits (initialize is answered without
-            # Codex), Codex's start is waited for only briefly: long enough to say
-            # why it failed, if it does, but a Codex that hangs does not hold us up.
-            waiting = engine.client_waiting
-            with trio.move_on_after(_STARTUP_SECONDS if waiting else _FLUSH_SECONDS):
-                await settled.wait()
-            with trio.move_on_after(_FLUSH_SECONDS):
-                await to_client.wait_empty()
-                if to_codex is not None:
-                    await (
-                        to_codex.wait_empty()
-                    )  # e.g. the answers to approvals nobody will give now
-            nursery.cancel_scope.cancel()
-    except* _Fatal:
-        pass
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(to_client.run)
+        nursery.start_soon(to_client.watch)
+        nursery.start_soon(codex_side)
+        await read_client()
+        # Answers to the client's last messages still go out (a client may
+        # close its side of the pipe and keep reading), including those that
+        # wait for Codex to start. If none waits (initialize is answered without
+        # Codex), Codex's start is waited for only briefly: long enough to say
+        # why it failed, if it does, but a Codex that hangs does not hold us up.
+        waiting = engine.client_waiting
+        with trio.move_on_after(_STARTUP_SECONDS if waiting else _FLUSH_SECONDS):
+            await settled.wait()
+        with trio.move_on_after(_FLUSH_SECONDS):
+            await to_client.wait_empty()
+            if to_codex is not None:
+                await to_codex.wait_empty()  # e.g. the answers to approvals nobody will give now
+        nursery.cancel_scope.cancel()
     if fatal is not None:
         raise CodexUnavailable(fatal)
-
-
-class _Fatal(Exception):
-    """Codex never became ready: the whole bridge stops (after the client's answers)."""

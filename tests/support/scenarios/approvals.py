@@ -51,13 +51,17 @@ class Answers:
 
     Pass it as ``on_request``. A permission request is answered with the option ``permission``
     (``None``: the ``cancelled`` outcome); an elicitation with ``elicitation``. With ``hold``,
-    every answer waits until :meth:`release` (to cancel the turn meanwhile). Every request is
+    every answer waits until :meth:`release` (to cancel the turn meanwhile); with ``think``,
+    that many seconds more. Every request is
     kept in ``requests``; ``asked`` is set by the first.
     """
 
     permission: str | None = "allow_once"
     elicitation: dict[str, Any] = field(default_factory=lambda: {"action": "decline"})
     hold: bool = False
+    #: Seconds before answering, as a person reading the request takes: any other answer
+    #: Codex would take first (another connection's) has come by then.
+    think: float = 0.0
     requests: list[tuple[str, Any]] = field(default_factory=list)
     asked: trio.Event = field(default_factory=trio.Event)
     _released: trio.Event = field(default_factory=trio.Event)
@@ -70,6 +74,7 @@ class Answers:
         self.asked.set()
         if self.hold:
             await self._released.wait()
+        await trio.sleep(self.think)
         if method == "session/request_permission":
             if self.permission is None:
                 return {"outcome": {"outcome": "cancelled"}}

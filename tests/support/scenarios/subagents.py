@@ -39,6 +39,8 @@ NO_SUBAGENTS: dict[str, Any] = {
 }
 #: Codex refuses a spawn by a spawned agent unless the depth limit is raised.
 NESTED_TOML = "[agents]\nmax_depth = 3\n"
+#: How long the client takes to answer a child's permission request, as a person would.
+THINK = 0.5
 #: What each of the three children says (``@@ say``): every child's transcript has its own text.
 CHILD_WORDS = ("alpha", "beta", "gamma")
 
@@ -179,7 +181,7 @@ async def nested_spawn(client: AcpClient, workspace: str) -> None:
 
 async def child_approval(client: AcpClient, workspace: str) -> None:
     """The child asks; the answer waits until the parent's stream shows ``requires_action``."""
-    answers = Answers(permission="allow_once", hold=True)
+    answers = Answers(permission="allow_once", hold=True, think=THINK)
     client.on_request = answers
     session = await open_session(client, workspace, SUBAGENTS)
     async with trio.open_nursery() as nursery:
@@ -217,7 +219,7 @@ async def child_fails(client: AcpClient, workspace: str) -> None:
 
 
 async def subagents_without_capability(client: AcpClient, workspace: str) -> None:
-    client.on_request = Answers(permission="allow_once")
+    client.on_request = Answers(permission="allow_once", think=THINK)
     session = await open_session(client, workspace, NO_SUBAGENTS)
     await client.prompt(session, CHILD_APPROVAL)
 
