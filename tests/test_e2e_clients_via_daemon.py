@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import trio
 
-from bridge.daemon.runtime import ENV_RUNTIME_DIR
+from bridge.daemon.runtime import ENV_RUNTIME_DIR, read_status
+from tests.support.daemon import ATTACHED, running_daemon
 from tests.support.e2e import SCENARIO_SECONDS, decode_lines
 from tests.support.scenarios.subagents import call, script, spawn, wait
 from tests.test_e2e_acpx import _exec, _session_and_stop, _text, acpx, agent  # noqa: F401
-from tests.test_e2e_daemon import running_daemon
 from tests.test_e2e_sdk_client_v2 import _run_sdk_v2_client, node  # noqa: F401
 
 pytestmark = pytest.mark.e2e
@@ -74,7 +74,7 @@ async def test_acpx_through_the_daemon_lets_every_child_write(
 ) -> None:
     status, messages = await _exec(acpx, agent, workspace, THREE_CHILDREN_WRITE, "--approve-all")
     _name, _env, log = agent
-    assert "attach" in log.read_text(errors="replace"), "serve did not attach to the daemon"
+    assert ATTACHED in log.read_text(errors="replace"), "serve did not attach to the daemon"
     assert _written(workspace) == list(CHILDREN)
     asked = [m for m in messages if m.get("method") == "session/request_permission"]
     assert len(asked) == len(CHILDREN)
@@ -113,7 +113,7 @@ async def test_the_python_sdk_through_the_daemon_lets_every_child_write(
     events = decode_lines(result.stdout)
     why = f"stderr:\n{result.stderr.decode(errors='replace')[-3000:]}\nlog:\n{log.read_text()[-3000:]}"
     assert result.returncode == 0, why
-    assert "attach" in log.read_text(errors="replace"), "serve did not attach to the daemon"
+    assert ATTACHED in log.read_text(errors="replace"), "serve did not attach to the daemon"
     assert _written(workspace) == list(CHILDREN), why
     asked = [e for e in events if e["event"] == "permission"]
     assert len(asked) == len(CHILDREN) and all(e["chosen"] for e in asked), asked
@@ -138,6 +138,12 @@ async def test_the_typescript_v2_client_through_the_daemon_lets_every_child_writ
         node, bridge_env, workspace, "--prompt", THREE_CHILDREN_WRITE, "--permission", "allow_once"
     )
     assert _written(workspace) == list(CHILDREN)
+    # Its session is a thread of the daemon's Codex: serve attached (its log is the driver's).
+    [session] = {e["result"]["sessionId"] for e in events if "sessionId" in (e.get("result") or {})}
+    runtime = Path(bridge_env[ENV_RUNTIME_DIR])
+    with trio.fail_after(10):
+        while session not in {t.get("threadId") for t in read_status(runtime)}:  # noqa: ASYNC110
+            await trio.sleep(0.05)
     asked = [
         e for e in events if e["event"] == "request" and e["method"] == "session/request_permission"
     ]
