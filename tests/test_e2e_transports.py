@@ -132,30 +132,36 @@ async def test_a_codex_that_cannot_start_fails_each_request_with_the_reason_then
         process = await trio.lowlevel.open_process(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err
         )
-        assert process.stdin is not None and process.stdout is not None
-        stdout = LineStream(process.stdout, process.stdin)
+        try:
+            assert process.stdin is not None and process.stdout is not None
+            stdout = LineStream(process.stdout, process.stdin)
 
-        async def ask(rid: int, method: str, params: dict[str, object]) -> dict[str, object]:
-            request = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-            await stdout.send(msgspec.json.encode(request))
-            answer: dict[str, object] = msgspec.json.decode(await stdout.receive())
-            assert answer["id"] == rid
-            return answer
+            async def ask(rid: int, method: str, params: dict[str, object]) -> dict[str, object]:
+                request = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+                await stdout.send(msgspec.json.encode(request))
+                answer: dict[str, object] = msgspec.json.decode(await stdout.receive())
+                assert answer["id"] == rid
+                return answer
 
-        assert "result" in await ask(1, "initialize", {"protocolVersion": 1})
-        if case == "exits-at-once":
-            while not gone.exists():  # noqa: ASYNC110 (a file: poll)
-                await trio.sleep(0.05)
-            await trio.sleep(0.5)  # the bridge has seen Codex go before session/new comes
-        new = await ask(2, "session/new", {"cwd": str(workspace), "mcpServers": []})
-        assert reason in msgspec.json.encode(new["error"]).decode()
-        listed = await ask(3, "session/list", {})
-        assert reason in msgspec.json.encode(listed["error"]).decode()
-        await process.stdin.aclose()
-        rest = b""
-        async for chunk in process.stdout:
-            rest += chunk
-        assert await process.wait() == 2
+            # Answered whether Codex failed before it or not: it needs nothing from Codex.
+            assert "result" in await ask(1, "initialize", {"protocolVersion": 1})
+            if case == "exits-at-once":
+                while not gone.exists():  # noqa: ASYNC110 (a file: poll)
+                    await trio.sleep(0.05)
+                await trio.sleep(0.5)  # the bridge has seen Codex go before session/new comes
+            new = await ask(2, "session/new", {"cwd": str(workspace), "mcpServers": []})
+            assert reason in msgspec.json.encode(new["error"]).decode()
+            listed = await ask(3, "session/list", {})
+            assert reason in msgspec.json.encode(listed["error"]).decode()
+            await process.stdin.aclose()
+            rest = b""
+            async for chunk in process.stdout:
+                rest += chunk
+            assert await process.wait() == 2
+        finally:  # a failing assertion still ends the bridge, and closes its pipes
+            if process.poll() is None:
+                process.kill()
+            await process.aclose()
     assert rest == b"", "nothing but the answers on stdout"
     [line] = [x for x in stderr.read_text().splitlines() if x.startswith("codex-acp-bridge: ")]
     assert reason in line

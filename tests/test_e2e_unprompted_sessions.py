@@ -19,9 +19,9 @@ import trio
 
 from bridge.acp_client import AcpClient, open_agent
 from bridge.jsonrpc import RpcError
+from tests.support.daemon import ATTACHED, daemon_info, running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
 from tests.support.scenarios.recovery import codex_processes
-from tests.test_e2e_daemon import daemon_info, running_daemon, serve_argv
 
 pytestmark = pytest.mark.e2e
 
@@ -66,7 +66,7 @@ async def test_a_second_serve_on_the_daemon_opens_a_session_the_first_never_prom
             ):
                 await second.initialize()
                 await _open_and_prompt(second, method, session, workspace)
-    assert "attaching to the daemon" in log.read_text()
+    assert ATTACHED in log.read_text()
     assert_valid_acp(second)
 
 

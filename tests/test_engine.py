@@ -81,11 +81,17 @@ def test_initialize_behind_a_waiting_message_keeps_its_place() -> None:
     assert h.to_client[1]["id"] == rid and "result" in h.to_client[1]
 
 
-def test_initialize_still_fails_with_the_reason_once_codex_is_lost_for_good() -> None:
+def test_once_codex_is_lost_for_good_initialize_is_answered_and_each_request_gets_the_reason() -> (
+    None
+):
+    # Whether the client's initialize comes before or after Codex fails to start, it is
+    # answered the same way, and the reason comes with the first request that needs Codex.
     h = Harness(ready=False)
     h._collect(h.engine.codex_lost("Codex app-server exited with status 1: bad config"))
     rid = h.client_request("initialize", {"protocolVersion": 1})
-    assert "bad config" in h.client_response(rid)["error"]["message"]  # type: ignore[index]
+    assert "result" in h.client_response(rid)  # type: ignore[operator]
+    new = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
+    assert "bad config" in h.client_response(new)["error"]["message"]  # type: ignore[index]
 
 
 def test_initialize_advertises_protocol_1_and_only_what_works() -> None:

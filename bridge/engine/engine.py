@@ -507,9 +507,9 @@ class Engine:
         handler = self._client_requests.get(method)
         if handler is None:
             raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {msg.method}")
-        if self.hub.codex_lost_reason is not None and not (
-            self._recovering and method == "initialize"
-        ):
+        # initialize needs nothing from Codex: a client whose Codex could not start still
+        # gets its answer, then the reason on each request that needs Codex.
+        if self.hub.codex_lost_reason is not None and method != "initialize":
             raise RpcError.internal(self.hub.codex_lost_reason)
         self._guard(method, params)
         handler(msg.id, params)
