@@ -161,7 +161,9 @@ async def test_a_codex_that_cannot_start_fails_each_request_with_the_reason_then
         finally:  # a failing assertion still ends the bridge, and closes its pipes
             if process.poll() is None:
                 process.kill()
-            await process.aclose()
+            await process.wait()
+            await process.stdin.aclose()
+            await process.stdout.aclose()
     assert rest == b"", "nothing but the answers on stdout"
     [line] = [x for x in stderr.read_text().splitlines() if x.startswith("codex-acp-bridge: ")]
     assert reason in line
