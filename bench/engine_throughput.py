@@ -98,6 +98,8 @@ def main() -> None:
                     "itemId": "msg_0001",
                     "delta": f"word{i} ",
                 },
+                # As Codex (0.169, 0.171) stamps every notification it writes.
+                "emittedAtMs": 1796143727379 + i // 1000,
             }
         )
         for i in range(args.messages)

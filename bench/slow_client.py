@@ -6,7 +6,9 @@ that reads the first chunk, then stops reading for ``--pause`` seconds, then rea
 everything. While it is paused, the resident memory of every process involved (the
 bridge and what it started, and the Codex it attached to) is summed every 50 ms.
 Printed: peak memory, the time from resuming to the prompt's answer, how many messages
-carried the answer, and whether the text is byte-identical to the model's.
+carried the answer, the CPU time the bridge spent from the prompt to its answer (for
+``daemon``: the daemon's and the serving process's; never Codex's), and whether the text is
+byte-identical to the model's.
 
 ``--via`` picks how the bridge reaches Codex: ``stdio`` (it spawns its own), ``url``
 (``--codex-url`` to an ``app-server --listen ws://``), ``daemon`` (through
@@ -69,6 +71,15 @@ def rss(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time ``pid`` itself has used (its children not counted)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
 @dataclass
 class Result:
     peak_rss: int
@@ -76,6 +87,8 @@ class Result:
     bridge_rss: int
     caught_up: float
     messages: int
+    #: CPU seconds of the bridge's processes from the prompt to its answer.
+    bridge_cpu: float
     stop_reason: str
     identical: bool
     error: str | None
@@ -140,11 +153,19 @@ async def one_run(model: ScriptedModel, via: str, words: int, pause: float) -> R
         env = {**os.environ, "CODEX_HOME": str(home), ENV_CODEX_BIN: codex_bin}
         env.pop("OPENAI_API_KEY", None)
         async with codex_side(via, codex_bin, env, tmp) as (argv, codex_pids):
-            return await _client(argv, codex_pids, env, str(cwd), words, pause)
+            # Through the daemon, the engine runs there; attached (url), that pid is Codex.
+            bridge_pids = codex_pids if via == "daemon" else []
+            return await _client(argv, codex_pids, bridge_pids, env, str(cwd), words, pause)
 
 
 async def _client(
-    argv: list[str], codex_pids: list[int], env: dict[str, str], cwd: str, words: int, pause: float
+    argv: list[str],
+    codex_pids: list[int],
+    bridge_pids: list[int],
+    env: dict[str, str],
+    cwd: str,
+    words: int,
+    pause: float,
 ) -> Result:
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "bridge", "serve", "--log-level", "error", *argv],
@@ -156,6 +177,7 @@ async def _client(
     assert process.stdin and process.stdout
     stream = LineStream(process.stdout, process.stdin)
     pids = [process.pid, *codex_pids]
+    bridge_pids = [process.pid, *bridge_pids]
     peak = bridge_peak = 0
 
     async def sample(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -182,6 +204,7 @@ async def _client(
             new = await call(2, "session/new", {"cwd": cwd, "mcpServers": []})
             session = new["result"]["sessionId"]  # type: ignore[index]
             prompt = [{"type": "text", "text": f"@@ words {words}"}]
+            cpu_before = sum(map(cpu_seconds, bridge_pids))
             await stream.send(
                 msgspec.json.encode(
                     {
@@ -208,6 +231,7 @@ async def _client(
                 elif message.get("id") == 3:
                     break
             caught_up = time.perf_counter() - resumed
+            bridge_cpu = sum(map(cpu_seconds, bridge_pids)) - cpu_before
             nursery.cancel_scope.cancel()
     finally:
         await process.stdin.aclose()
@@ -222,6 +246,7 @@ async def _client(
         bridge_rss=bridge_peak,
         caught_up=caught_up,
         messages=messages,
+        bridge_cpu=bridge_cpu,
         stop_reason=str(result.get("stopReason")),
         identical=text == words_text(words),
         error=None if "error" not in message else str(message["error"]),
@@ -238,7 +263,7 @@ async def main(words: int, pause: float, via: list[str]) -> None:
                 f"peak {r.peak_rss / 1e6:.0f} MB (bridge + Codex; bridge alone "
                 f"{r.bridge_rss / 1e6:.0f} MB), "
                 f"caught up {r.caught_up:.2f} s after resuming, "
-                f"{r.messages:,} chunks, stop {r.stop_reason}, "
+                f"{r.messages:,} chunks, bridge CPU {r.bridge_cpu:.1f} s, stop {r.stop_reason}, "
                 f"text {'identical' if r.identical else 'DIFFERENT'}"
                 + (f", error {r.error}" if r.error else "")
             )

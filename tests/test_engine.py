@@ -717,6 +717,38 @@ def test_a_delta_gives_the_same_chunk_whichever_way_it_is_decoded(data: bytes) -
     ]
 
 
+#: Deltas byte for byte as Codex 0.169.0 and 0.171.0 write them (app-server over stdio):
+#: both stamp every notification with ``emittedAtMs`` after its params.
+REAL_DELTAS = {
+    "0.169.0": b'{"method":"item/agentMessage/delta","params":{"threadId":"01a23282-42cd-7030-a2ba-d8af011f6cf9","turnId":"01a23282-42db-7fe2-a7a4-be48ebe36c0d","itemId":"msg_resp_1_0","delta":"word1 "},"emittedAtMs":1796143727379}',
+    "0.171.0": b'{"method":"item/agentMessage/delta","params":{"threadId":"01a23282-4423-7402-a965-f83448cd6b83","turnId":"01a23282-4434-7dc2-84b2-575b10ec0975","itemId":"msg_resp_1_0","delta":"word1 "},"emittedAtMs":1796143727730}',
+}
+
+
+@pytest.mark.parametrize("version", sorted(REAL_DELTAS))
+def test_a_delta_as_the_real_codex_writes_it_takes_the_one_pass_way(
+    version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = REAL_DELTAS[version]
+    params = msgspec.json.decode(data)["params"]
+    h = Harness()
+    sid = h.new_session(params["threadId"])
+    h.start_prompt(sid, turn_id=params["turnId"])
+
+    def general_way(data: bytes) -> None:
+        raise AssertionError(f"took the general way: {data!r}")
+
+    monkeypatch.setattr(h.engine.hub.codex, "receive", general_way)
+    out = h._collect(h.engine.receive_codex(data))
+    assert [m["params"]["update"] for m in out] == [
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "word1 "},
+            "messageId": "msg_resp_1_0",
+        }
+    ]
+
+
 @pytest.mark.parametrize(
     "data",
     [

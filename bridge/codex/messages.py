@@ -125,6 +125,9 @@ class _AgentMessageDeltaMessage(msgspec.Struct, forbid_unknown_fields=True):
 
     method: str
     params: types.AgentMessageDelta
+    #: When app-server emitted it: Codex (0.169 on) stamps every notification so, after
+    #: ``params``; unread, but without it no real delta would take this way.
+    emittedAtMs: int | None = None
 
 
 #: How Codex begins every ``item/agentMessage/delta`` it writes (members in this order).
