@@ -1,6 +1,6 @@
 """A client that stops reading mid-answer, against the real Codex: the bridge keeps reading
-Codex, merges the deltas it cannot send yet, and the client catches up with the whole text in
-a few messages. Over ``--codex-url`` the WebSocket to Codex stays open meanwhile.
+Codex, merges the deltas it cannot send yet, and the client catches up with the whole text,
+what streamed during the pause in a few merged messages. Over ``--codex-url`` the WebSocket to Codex stays open meanwhile.
 
 The merging rules themselves are unit-tested in tests/test_outbox.py; the numbers (memory,
 time to catch up, 200,000 deltas) are in bench/slow_client.py.
@@ -26,6 +26,8 @@ pytestmark = pytest.mark.e2e
 
 WORDS = 30_000
 PAUSE = 6.0
+#: Deltas one merged chunk holds at least after the pause (Codex streams some 5,000 a second).
+MERGED_AT_LEAST = 1_000
 
 
 async def paused_answer(
@@ -90,8 +92,13 @@ def assert_caught_up_whole(chunks: list[dict[str, Any]], answer: dict[str, Any])
     assert answer.get("result") == {"stopReason": "end_turn"}, answer
     assert "".join(c["content"]["text"] for c in chunks) == words(WORDS)
     assert {c["messageId"] for c in chunks} == {chunks[0]["messageId"]}
-    # Everything streamed during the pause was merged: far fewer messages than deltas.
-    assert len(chunks) < WORDS / 4, f"{len(chunks)} chunks for {WORDS} deltas"
+    # What Codex streamed during the pause came merged: one chunk carries what was many
+    # deltas (a word each). How much streamed in the pause is up to Codex and the machine's
+    # load (bench/slow_client.py has the numbers), so the bound is what any pause of
+    # PAUSE seconds holds; a bridge that does not merge sends a word a chunk.
+    largest = max(len(c["content"]["text"].split()) for c in chunks)
+    assert largest >= MERGED_AT_LEAST, f"{len(chunks)} chunks for {WORDS} deltas, largest {largest}"
+    assert len(chunks) <= WORDS - largest + 1
 
 
 async def test_a_paused_client_catches_up_with_the_whole_answer_in_a_few_messages(
