@@ -494,7 +494,7 @@ class V2Face:
         session = self._session(session_id)
         # The same rules as a sub-agent's state (Codex's status, the turn, what waits).
         state = workstate.snapshot(record).state if record is not None else "idle"
-        if record is not None and record.turn is None and state != "idle":
+        if record is not None and (record.turn is None or record.turn.foreign) and state != "idle":
             session.turn = ANY_TURN  # Codex's turn, not one this bridge started
         session.state = state
         self._emit(session_id, v2.StateUpdate(state=state), force=True)

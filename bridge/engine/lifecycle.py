@@ -39,7 +39,7 @@ from ..codex import types as codex_types
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from .hub import Hub, check_directory, decode_params, from_codex, malformed
-from .threads import Status, ThreadRecord
+from .threads import Status, ThreadRecord, Turn
 
 #: Sends an open result and what follows it (see :class:`bridge.engine.prompts.Opened`).
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
@@ -148,6 +148,12 @@ class Lifecycle:
             record = self._open_root(session_id, cwd)
             # Codex's word on the thread now: a turn may still run (a shared Codex).
             record.status = Status.of(opened.thread.status or stored.status)
+            if record.status is not None and record.status.type == "active":
+                # Another client's turn runs (another window, Codex's TUI): this session's
+                # turn too, named by the thread's turns when they were read (a load).
+                last = stored.turns[-1] if stored.turns else None
+                running = last is not None and last.status == "inProgress"
+                record.turn = Turn(id=last.id if running and last else None, foreign=True)
             response = (
                 acp_sessions.LoadSessionResult() if replay else acp_sessions.ResumeSessionResult()
             )
@@ -367,6 +373,11 @@ class Lifecycle:
             record.closing.append(rid)
             return
         record.closing = [rid]
+        if record.turn is not None and record.turn.foreign:
+            # Another client's turn (another window, Codex's TUI): closing this window
+            # leaves it to them, sub-agents and all.
+            self._finish_close(record)
+            return
         # RFD: closing a parent cancels its active descendant work (Codex does not).
         self._cancel_work(record.id)
         if record.turn is not None:

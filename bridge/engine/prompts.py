@@ -24,6 +24,7 @@ from ..acp import types as acp_types
 from ..codex import commands as codex_commands
 from ..codex import palette as codex_palette
 from ..codex import settings as codex_settings
+from ..codex import threads as codex_threads
 from ..codex import types as codex_types
 from ..codex.messages import ItemNotification
 from ..jsonrpc import ErrorCode, RequestId, RpcError
@@ -195,7 +196,7 @@ class Prompts:
         turn = record.turn
         if turn is None or turn.cancel_requested:
             return
-        if turn.request_id is None and not turn.started_by_steer:
+        if not _root_turn(turn):
             return  # a sub-agent's: its cancel is the sub-agents feature's
         turn.cancel_requested = True
         self._send_interrupt(record, turn)
@@ -255,6 +256,12 @@ class Prompts:
     def _send_interrupt(self, record: ThreadRecord, turn: Turn) -> None:
         # Without a turn id there is nothing to interrupt yet; _turn_known sends
         # it as soon as Codex names the turn.
+        if turn.id is None and turn.foreign and not turn.interrupt_sent:
+            # Another client's turn already running when this session opened: Codex
+            # names it in the thread's turns.
+            turn.interrupt_sent = True
+            self._find_running_turn(record, turn)
+            return
         if turn.id is None or turn.interrupt_sent:
             return
         turn.interrupt_sent = True
@@ -272,9 +279,38 @@ class Prompts:
             refused,
         )
 
+    def _find_running_turn(self, record: ThreadRecord, turn: Turn) -> None:
+        """Interrupt ``turn`` once ``thread/read`` names it (the session's last turn, in
+        progress); nothing to do when it has ended meanwhile."""
+
+        def read(result: codex_threads.ThreadReadResult) -> None:
+            last = result.thread.turns[-1] if result.thread.turns else None
+            if record.turn is not turn or last is None or last.status != "inProgress":
+                return
+            turn.id = last.id
+            turn.interrupt_sent = False
+            self._send_interrupt(record, turn)
+
+        self.hub.codex_request(
+            "thread/read",
+            codex_threads.ThreadReadParams(threadId=record.id, includeTurns=True),
+            codex_threads.ThreadReadResult,
+            read,
+            lambda error: log.info("thread/read to cancel refused: %s", error.message),
+        )
+
     def turn_started(self, note: codex_types.TurnNotification) -> None:
         record = self.hub.threads.session(note.threadId)
-        if record is not None and record.turn is not None and _root_turn(record.turn):
+        if record is None or record.parent_id is not None:
+            return
+        if record.turn is None:
+            # Started by another client of the same Codex (another window on this
+            # session, Codex's TUI): the session's turn all the same (see Turn.foreign).
+            record.turn = Turn(id=note.turn.id, foreign=True)
+            log.info("session %s: turn %s started by another client", record.id, note.turn.id)
+            self._turn_known_hook(record)
+            return
+        if _root_turn(record.turn):
             self._turn_known(record, record.turn, note.turn.id)
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
@@ -293,7 +329,7 @@ class Prompts:
             return
         record.turn = None
         rid = turn.request_id
-        if rid is None:  # a steer's turn: nobody waits for its answer
+        if rid is None:  # a steer's turn or another client's: nobody here waits for it
             self._settled(record)
             self._start_next(record)
             return
@@ -344,7 +380,7 @@ class Prompts:
             for waiting in queued:
                 self.hub.refuse_client(waiting.request_id, RpcError.internal(reason))
             turn = record.turn
-            if turn is not None and turn.started_by_steer:
+            if turn is not None and (turn.started_by_steer or turn.foreign):
                 record.turn = None
                 record.streamed_items.clear()
                 record.withheld_items.clear()
@@ -537,9 +573,9 @@ def _ignore(_result: Any) -> None:
 
 
 def _root_turn(turn: Turn) -> bool:
-    """A turn of Codex's this feature runs: a prompt's, or a steer's on an idle session
-    (a slash command answered without a turn has none)."""
-    return not turn.quick and (turn.request_id is not None or turn.started_by_steer)
+    """A turn of Codex's this feature runs: a prompt's, a steer's on an idle session, or
+    another client's on the session (a slash command answered without a turn has none)."""
+    return not turn.quick and (turn.request_id is not None or turn.started_by_steer or turn.foreign)
 
 
 #: ``codexErrorInfo`` of a turn the model's usage policies stopped → what the user is told

@@ -105,7 +105,8 @@ class Steering:
         if record is None or record.parent_id is not None or turn is None:
             return
         turn.user_messages += 1
-        if turn.started_by_steer or turn.user_messages > 1:
+        # Another client's turn (another window, Codex's TUI): its prompt is news here.
+        if turn.started_by_steer or turn.foreign or turn.user_messages > 1:
             for update in history.item_updates(item):
                 self.hub.update(record.id, update)
 

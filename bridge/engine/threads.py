@@ -81,6 +81,10 @@ class Turn:
     #: A slash command answered without a turn (``/goal``, ``/rename``...). It never takes
     #: a turn Codex starts on its own meanwhile (a resumed goal's): that one is not its.
     quick: bool = False
+    #: A turn another client of the same Codex started (another window on this session,
+    #: Codex's TUI): no prompt here waits for it, yet it is the session's turn: it streams,
+    #: a cancel here stops it, and prompts sent here queue behind it.
+    foreign: bool = False
     #: User messages Codex reported in this turn (the prompt's, then steered input).
     user_messages: int = 0
     #: The last non-retried ``error`` notification: the reason a failed turn gives.

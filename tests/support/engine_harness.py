@@ -125,3 +125,67 @@ class Harness:
         if error is not None:
             turn["error"] = error
         self.codex_notify("turn/completed", {"threadId": thread_id, "turn": turn})
+
+
+class Windows:
+    """Two client connections on one shared Codex (two windows, two ``serve``): two engines
+    fed the same Codex events, each answering its own Codex requests. ``a`` opens the session
+    (``session/new``); ``b`` opens it again (``session/load`` or ``session/resume``)."""
+
+    def __init__(self, thread_id: str = "thread-1", cwd: str = "/work", **options: Any) -> None:
+        self.thread_id = thread_id
+        self.cwd = cwd
+        self.a = Harness(**options.get("a", {}))
+        self.b = Harness(**options.get("b", {}))
+
+    def both(self) -> tuple[Harness, Harness]:
+        return self.a, self.b
+
+    def notify(self, method: str, params: Any) -> None:
+        """A Codex notification of the thread: every subscribed connection gets it."""
+        for window in self.both():
+            window.codex_notify(method, params)
+
+    def open(
+        self,
+        method: str = "session/load",
+        *,
+        status: str = "idle",
+        turns: list[dict[str, Any]] | None = None,
+        window: Harness | None = None,
+    ) -> int:
+        """``window`` (``b``) opens the session with ``method``; Codex says the thread is
+        ``status`` with ``turns`` stored. Every Codex request of the open is answered."""
+        h = window or self.b
+        before = len(h.to_codex)
+        rid = h.client_request(
+            method, {"sessionId": self.thread_id, "cwd": self.cwd, "mcpServers": []}
+        )
+        thread = {
+            "id": self.thread_id,
+            "cwd": self.cwd,
+            "preview": "",
+            "status": {"type": status},
+            "turns": turns or [],
+        }
+        answered: set[Any] = set()
+        for _ in range(20):
+            if h.client_response(rid) is not None:
+                return rid
+            waiting = [
+                m
+                for m in h.to_codex[before:]
+                if "id" in m and "method" in m and m["id"] not in answered
+            ]
+            assert waiting, f"{method} waits on nothing (sent Codex: {h.to_codex})"
+            for m in waiting:
+                answered.add(m["id"])
+                if m["method"] == "thread/read":
+                    h.codex_reply(m["id"], {"thread": thread})
+                elif m["method"] == "thread/resume":
+                    h.codex_reply(m["id"], {"thread": {**thread, "turns": []}, "model": "mock"})
+                elif m["method"] == "thread/backgroundTerminals/list":
+                    h.codex_reply(m["id"], {"data": [], "nextCursor": None})
+                else:
+                    h.codex_reply(m["id"], {})
+        raise AssertionError(f"{method} never answered")
