@@ -1,0 +1,194 @@
+"""One session in two windows (two ``serve`` on the bridge's daemon), against the real Codex.
+
+Window ``a`` creates the session and prompts it once; window ``b`` loads it. Codex sends every
+event of the thread to both connections, whoever started the turn: each window shows a turn the
+other started (its prompt first, as the user's message), an approval is asked in both and the
+first answer settles it, a cancel from either window stops the turn, and a prompt from one window
+while the other's turn runs waits for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bridge.acp_client import AcpClient, open_agent
+from tests.support.daemon import ATTACHED, running_daemon, serve_argv
+from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from tests.support.scenarios.approvals import ESCALATED, Answers
+
+pytestmark = pytest.mark.e2e
+
+#: A turn long enough to be cancelled while it streams.
+LONG = "@@ words 400 delay_ms=40"
+
+
+@asynccontextmanager
+async def two_windows(
+    env: dict[str, str],
+    tmp_path: Path,
+    workspace: Path,
+    answers: tuple[Answers, Answers] | None = None,
+) -> AsyncIterator[tuple[AcpClient, AcpClient, str]]:
+    """Two windows on one session of the daemon's Codex: ``a`` created it and prompted it once,
+    ``b`` loaded it."""
+    runtime = tmp_path / "runtime"
+    log = tmp_path / "bridge.log"
+    first, second = answers or (Answers(), Answers())
+    with log.open("ab") as out:
+        async with (
+            running_daemon(env, runtime, tmp_path / "daemon.log"),
+            open_agent(serve_argv(runtime), env=env, stderr=out.fileno(), on_request=first) as (
+                a,
+                _,
+            ),
+            open_agent(serve_argv(runtime), env=env, stderr=out.fileno(), on_request=second) as (
+                b,
+                _,
+            ),
+        ):
+            await a.initialize()
+            await b.initialize()
+            session = await a.new_session(str(workspace))
+            assert await a.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
+            await b.request(
+                "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+            )
+            yield a, b, session
+    assert log.read_text().count(ATTACHED) == 2, "both windows ran through the daemon"
+    assert_valid_acp(a)
+    assert_valid_acp(b)
+
+
+def _since(client: AcpClient, start: int, session: str) -> list[dict[str, Any]]:
+    return [u["update"] for u in client.updates[start:] if u["sessionId"] == session]
+
+
+def _text(updates: list[dict[str, Any]], kind: str) -> str:
+    return "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == kind)
+
+
+async def _until(client: AcpClient, done: Any) -> None:
+    await client.wait_for(lambda _m: bool(done()))
+
+
+async def test_a_turn_either_window_starts_streams_to_both_its_prompt_first_elsewhere(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with two_windows(bridge_env, tmp_path, workspace) as (a, b, session):
+            for sender, watcher, text in ((a, b, "@@ words 5"), (b, a, "@@ say from b")):
+                at_sender, at_watcher = len(sender.updates), len(watcher.updates)
+                assert await sender.prompt(session, text) == {"stopReason": "end_turn"}
+                sent = _since(sender, at_sender, session)
+                answer = _text(sent, "agent_message_chunk")
+                assert answer in ("word1 word2 word3 word4 word5", "from b")
+                # The other window: the prompt as the user's message, then the same answer.
+                await _until(
+                    watcher,
+                    lambda w=watcher, n=at_watcher, t=answer: (
+                        _text(_since(w, n, session), "agent_message_chunk") == t
+                    ),
+                )
+                seen = _since(watcher, at_watcher, session)
+                chunks = [
+                    u
+                    for u in seen
+                    if u["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")
+                ]
+                assert chunks[0]["sessionUpdate"] == "user_message_chunk"
+                assert _text(seen, "user_message_chunk") == text
+                # The sender is not shown its own prompt back.
+                assert _text(sent, "user_message_chunk") == ""
+
+
+async def test_an_approval_is_asked_in_both_windows_and_the_first_answer_settles_it(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    slow = Answers(permission="reject_once", hold=True)
+    quick = Answers(permission="allow_once")
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with two_windows(bridge_env, tmp_path, workspace, (slow, quick)) as (a, b, session):
+            # a asks, but its user has not answered when b's does: b's answer settles it.
+            assert await a.prompt(session, ESCALATED) == {"stopReason": "end_turn"}
+            assert (workspace / "approved.txt").exists()
+            assert a.text_of(session).endswith("done")
+            assert len(slow.asked_for("session/request_permission")) == 1
+            assert len(quick.asked_for("session/request_permission")) == 1
+            # a's question is withdrawn.
+            [asked] = [
+                m["id"] for m in a.received if m.get("method") == "session/request_permission"
+            ]
+            await a.wait_for(
+                lambda m: (
+                    m.get("method") == "$/cancel_request" and m["params"]["requestId"] == asked
+                )
+            )
+            slow.release()
+            await _until(b, lambda: b.text_of(session).endswith("done"))
+
+
+@pytest.mark.parametrize("starter", ["a", "b"])
+async def test_a_cancel_from_the_window_that_did_not_start_the_turn_stops_it(
+    starter: str, bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with two_windows(bridge_env, tmp_path, workspace) as (a, b, session):
+            sender, other = (a, b) if starter == "a" else (b, a)
+            results: dict[str, Any] = {}
+
+            async def prompt(name: str, client: AcpClient, text: str) -> None:
+                results[name] = await client.prompt(session, text)
+
+            at = len(other.updates)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(prompt, "started", sender, LONG)
+                # The other window sees the turn stream...
+                await _until(
+                    other,
+                    lambda: "word3" in _text(_since(other, at, session), "agent_message_chunk"),
+                )
+                # ... sends a prompt of its own, which waits for that turn ...
+                nursery.start_soon(prompt, "queued", other, "@@ say never")
+                await trio.sleep(0.5)
+                assert "queued" not in results
+                # ... and cancels: the turn stops, and both prompts end cancelled.
+                await other.notify("session/cancel", {"sessionId": session})
+            assert results == {
+                "started": {"stopReason": "cancelled"},
+                "queued": {"stopReason": "cancelled"},
+            }
+            assert "word400" not in sender.text_of(session)
+            # The session takes the next prompt, from either window.
+            assert await other.prompt(session, "@@ say again") == {"stopReason": "end_turn"}
+            assert await sender.prompt(session, "@@ say and again") == {"stopReason": "end_turn"}
+
+
+async def test_a_prompt_from_one_window_waits_for_the_others_turn_then_runs(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with two_windows(bridge_env, tmp_path, workspace) as (a, b, session):
+            ended: list[str] = []
+
+            async def prompt(name: str, client: AcpClient, text: str) -> None:
+                assert await client.prompt(session, text) == {"stopReason": "end_turn"}
+                ended.append(name)
+
+            at = len(b.updates)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(prompt, "a", a, "@@ words 30 delay_ms=30")
+                await _until(
+                    b, lambda: "word2" in _text(_since(b, at, session), "agent_message_chunk")
+                )
+                nursery.start_soon(prompt, "b", b, "@@ say after")
+            assert ended == ["a", "b"]
+            # Both windows saw both turns, whole, in order.
+            for client in (a, b):
+                text = _text(_since(client, at, session), "agent_message_chunk")
+                assert text.startswith("word1 word2") and text.endswith("word30after"), text
