@@ -192,3 +192,42 @@ async def test_a_prompt_from_one_window_waits_for_the_others_turn_then_runs(
             for client in (a, b):
                 text = _text(_since(client, at, session), "agent_message_chunk")
                 assert text.startswith("word1 word2") and text.endswith("word30after"), text
+
+
+async def test_a_window_that_loads_the_session_mid_turn_shows_the_history_then_the_live_turn(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    runtime = tmp_path / "runtime"
+    with trio.fail_after(SCENARIO_SECONDS), (tmp_path / "bridge.log").open("ab") as out:
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
+            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (a, _),
+            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (b, _),
+        ):
+            await a.initialize()
+            await b.initialize()
+            session = await a.new_session(str(workspace))
+            assert await a.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
+            results: dict[str, Any] = {}
+
+            async def prompt() -> None:
+                results["a"] = await a.prompt(session, "@@ words 60 delay_ms=40")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(prompt)
+                await _until(a, lambda: "word10" in a.text_of(session))
+                await b.request(
+                    "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+                )
+                # Loaded mid-turn: a prompt from b waits for the turn, and b can cancel it.
+            assert results == {"a": {"stopReason": "end_turn"}}
+            await _until(b, lambda: b.text_of(session).endswith("word60"))
+            await trio.sleep(0.5)  # nothing more (a duplicate) follows
+            # b: the history, then the running turn, each once.
+            assert b.text_of(session, "user_message_chunk") == "@@ say hello@@ words 60 delay_ms=40"
+            assert b.text_of(session) == a.text_of(session), (
+                b.text_of(session),
+                a.text_of(session),
+            )
+    assert_valid_acp(a)
+    assert_valid_acp(b)

@@ -19,18 +19,22 @@ THREAD = "thread-1"
 TEXT = [{"type": "text", "text": "write a poem", "text_elements": []}]
 
 
-def _stream_a_turn(w: Windows, turn: str = "turn-1", start: bool = True) -> int | None:
-    """``a`` prompts (if ``start``); Codex runs the turn: its user message, then some text."""
+def _stream_a_turn(
+    w: Windows, turn: str = "turn-1", start: bool = True, only_a: bool = False
+) -> int | None:
+    """``a`` prompts (if ``start``); Codex runs the turn: its user message, then some text
+    (``only_a``: to ``a`` alone, ``b`` not yet subscribed)."""
     rid = w.a.start_prompt(THREAD, "write a poem", turn) if start else None
+    notify = w.a.codex_notify if only_a else w.notify
     note = {"threadId": THREAD, "turn": {"id": turn, "status": "inProgress", "items": []}}
-    w.notify("turn/started", note)
+    notify("turn/started", note)
     user = {"type": "userMessage", "id": f"um-{turn}", "content": TEXT}
-    w.notify("item/started", {"threadId": THREAD, "turnId": turn, "item": user})
-    w.notify("item/completed", {"threadId": THREAD, "turnId": turn, "item": user})
+    notify("item/started", {"threadId": THREAD, "turnId": turn, "item": user})
+    notify("item/completed", {"threadId": THREAD, "turnId": turn, "item": user})
     answer = {"type": "agentMessage", "id": f"msg-{turn}", "text": ""}
-    w.notify("item/started", {"threadId": THREAD, "turnId": turn, "item": answer})
+    notify("item/started", {"threadId": THREAD, "turnId": turn, "item": answer})
     delta = {"threadId": THREAD, "turnId": turn, "itemId": f"msg-{turn}", "delta": "roses"}
-    w.notify("item/agentMessage/delta", delta)
+    notify("item/agentMessage/delta", delta)
     return rid
 
 
@@ -129,7 +133,7 @@ def _running_turn(turn_id: str) -> list[dict[str, Any]]:
 def test_a_window_that_loads_the_session_while_a_turn_runs_can_cancel_it() -> None:
     w = Windows(THREAD)
     w.a.new_session(THREAD)
-    _stream_a_turn(w)
+    _stream_a_turn(w, only_a=True)
     w.open("session/load", status="active", turns=_running_turn("turn-1"))
     w.b.client_notify("session/cancel", {"sessionId": THREAD})
     [interrupt] = [m for m in w.b.to_codex if m.get("method") == "turn/interrupt"]
@@ -139,7 +143,7 @@ def test_a_window_that_loads_the_session_while_a_turn_runs_can_cancel_it() -> No
 def test_a_window_that_resumes_the_session_while_a_turn_runs_reads_which_turn_to_cancel() -> None:
     w = Windows(THREAD)
     w.a.new_session(THREAD)
-    _stream_a_turn(w)
+    _stream_a_turn(w, only_a=True)
     w.open("session/resume", status="active")
     before = len(w.b.to_codex)
     w.b.client_notify("session/cancel", {"sessionId": THREAD})
@@ -191,3 +195,37 @@ def test_v2_windows_follow_a_turn_either_started_and_a_cancel_from_the_other_end
     assert w.a.client_response(rid) is not None
     w.a.validate()
     w.b.validate()
+
+
+def test_a_window_that_loads_the_session_mid_answer_shows_that_answer_once_whole() -> None:
+    w = Windows(THREAD)
+    w.a.new_session(THREAD)
+    _stream_a_turn(w, only_a=True)  # "roses" streamed to a before b opened the session
+    w.open("session/load", status="active", turns=_running_turn("turn-1"))
+    start = len(w.b.updates(THREAD))
+    delta = {"threadId": THREAD, "turnId": "turn-1", "itemId": "msg-turn-1", "delta": " are red"}
+    w.notify("item/agentMessage/delta", delta)
+    # An item started after the load streams as usual.
+    later = {"type": "agentMessage", "id": "msg-2", "text": ""}
+    w.notify("item/started", {"threadId": THREAD, "turnId": "turn-1", "item": later})
+    w.notify(
+        "item/agentMessage/delta",
+        {"threadId": THREAD, "turnId": "turn-1", "itemId": "msg-2", "delta": "violets"},
+    )
+    whole = {"type": "agentMessage", "id": "msg-turn-1", "text": "roses are red"}
+    w.notify("item/completed", {"threadId": THREAD, "turnId": "turn-1", "item": whole})
+    done = {"type": "agentMessage", "id": "msg-2", "text": "violets"}
+    w.notify("item/completed", {"threadId": THREAD, "turnId": "turn-1", "item": done})
+    shown = [
+        (u["messageId"], u["content"]["text"])
+        for u in w.b.updates(THREAD)[start:]
+        if u["sessionUpdate"] == "agent_message_chunk"
+    ]
+    assert shown == [("msg-2", "violets"), ("msg-turn-1", "roses are red")]
+    # a, which saw it begin, streamed it and shows nothing more at its completion.
+    streamed = [
+        u["content"]["text"]
+        for u in w.a.updates(THREAD)
+        if u["sessionUpdate"] == "agent_message_chunk"
+    ]
+    assert streamed == ["roses", " are red", "violets"]

@@ -153,7 +153,9 @@ class Lifecycle:
                 # turn too, named by the thread's turns when they were read (a load).
                 last = stored.turns[-1] if stored.turns else None
                 running = last is not None and last.status == "inProgress"
-                record.turn = Turn(id=last.id if running and last else None, foreign=True)
+                record.turn = Turn(
+                    id=last.id if running and last else None, foreign=True, joined=set()
+                )
             response = (
                 acp_sessions.LoadSessionResult() if replay else acp_sessions.ResumeSessionResult()
             )

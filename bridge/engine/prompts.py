@@ -522,9 +522,12 @@ class Prompts:
         """An answer Codex already says not to show streams nothing (its completion
         shows what stands in its place)."""
         item = note.item
+        record = self.hub.threads.session(note.threadId)
+        turn = record.turn if record is not None else None
+        if turn is not None and turn.joined is not None:
+            turn.joined.add(item.id)
         if type(item) is not codex_types.AgentMessageItem:
             return
-        record = self.hub.threads.session(note.threadId)
         if record is not None and not translate.presentation(item).answer:
             record.withheld_items.add(item.id)
 
@@ -532,12 +535,14 @@ class Prompts:
         record = self.hub.threads.session(delta.threadId)
         if record is None or (record.withheld_items and delta.itemId in record.withheld_items):
             return
+        if _begun_elsewhere(record, delta.itemId):
+            return
         record.streamed_items.add(delta.itemId)
         self.hub.update(record.id, translate.message_chunk(delta))
 
     def reasoning_delta(self, delta: codex_types.ReasoningSummaryTextDelta) -> None:
         record = self.hub.threads.session(delta.threadId)
-        if record is None:
+        if record is None or _begun_elsewhere(record, delta.itemId):
             return
         record.streamed_items.add(delta.itemId)
         self.hub.update(record.id, translate.thought_chunk(delta.itemId, delta.delta))
@@ -545,7 +550,11 @@ class Prompts:
     def reasoning_part_added(self, note: codex_types.ReasoningSummaryPartAdded) -> None:
         record = self.hub.threads.session(note.threadId)
         # Summary parts are paragraphs: separate them as Codex's own UI does.
-        if record is not None and note.summaryIndex > 0:
+        if (
+            record is not None
+            and note.summaryIndex > 0
+            and not _begun_elsewhere(record, note.itemId)
+        ):
             self.hub.update(record.id, translate.thought_chunk(note.itemId, "\n\n"))
 
     def item_completed(self, note: ItemNotification) -> None:
@@ -570,6 +579,13 @@ class Prompts:
 
 def _ignore(_result: Any) -> None:
     pass
+
+
+def _begun_elsewhere(record: ThreadRecord, item_id: str) -> bool:
+    """An item of a turn that ran before the session opened here, started before then:
+    its deltas are not shown (its beginning was never seen), its completion shows it whole."""
+    turn = record.turn
+    return turn is not None and turn.joined is not None and item_id not in turn.joined
 
 
 def _root_turn(turn: Turn) -> bool:

@@ -85,6 +85,10 @@ class Turn:
     #: Codex's TUI): no prompt here waits for it, yet it is the session's turn: it streams,
     #: a cancel here stops it, and prompts sent here queue behind it.
     foreign: bool = False
+    #: Such a turn already running when the session opened here: the items it started
+    #: since (the others began before, and stream nothing here: their text, partly
+    #: streamed elsewhere, is shown whole when they complete).
+    joined: set[str] | None = None
     #: User messages Codex reported in this turn (the prompt's, then steered input).
     user_messages: int = 0
     #: The last non-retried ``error`` notification: the reason a failed turn gives.
