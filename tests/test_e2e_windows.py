@@ -21,6 +21,7 @@ from bridge.acp_client import AcpClient, open_agent
 from tests.support.daemon import ATTACHED, running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
 from tests.support.scenarios.approvals import ESCALATED, Answers
+from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
 
 pytestmark = pytest.mark.e2e
 
@@ -34,6 +35,7 @@ async def two_windows(
     tmp_path: Path,
     workspace: Path,
     answers: tuple[Answers, Answers] | None = None,
+    capabilities: dict[str, Any] | None = None,
 ) -> AsyncIterator[tuple[AcpClient, AcpClient, str]]:
     """Two windows on one session of the daemon's Codex: ``a`` created it and prompted it once,
     ``b`` loaded it."""
@@ -52,8 +54,8 @@ async def two_windows(
                 _,
             ),
         ):
-            await a.initialize()
-            await b.initialize()
+            await a.initialize(capabilities)
+            await b.initialize(capabilities)
             session = await a.new_session(str(workspace))
             assert await a.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
             await b.request(
@@ -61,8 +63,8 @@ async def two_windows(
             )
             yield a, b, session
     assert log.read_text().count(ATTACHED) == 2, "both windows ran through the daemon"
-    assert_valid_acp(a)
-    assert_valid_acp(b)
+    assert_valid_acp(a, unstable=capabilities is not None)
+    assert_valid_acp(b, unstable=capabilities is not None)
 
 
 def _since(client: AcpClient, start: int, session: str) -> list[dict[str, Any]]:
@@ -231,3 +233,87 @@ async def test_a_window_that_loads_the_session_mid_turn_shows_the_history_then_t
             )
     assert_valid_acp(a)
     assert_valid_acp(b)
+
+
+def _announced(client: AcpClient, parent: str) -> list[str]:
+    return [
+        u["update"]["sessionId"]
+        for u in client.updates
+        if u["sessionId"] == parent and u["update"]["sessionUpdate"] == "subagent_update"
+    ]
+
+
+async def test_a_sub_agent_the_other_windows_turn_spawns_is_announced_in_both(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with two_windows(bridge_env, tmp_path, workspace, capabilities=SUBAGENTS) as (
+            a,
+            b,
+            session,
+        ):
+            spawning = script(spawn("@@ say alpha reporting"), wait(), "@@ say all reported")
+            assert await b.prompt(session, spawning) == {"stopReason": "end_turn"}
+            await _until(a, lambda: a.text_of(session).endswith("all reported"))
+            [child] = set(_announced(b, session))
+            assert set(_announced(a, session)) == {child}
+            await _until(a, lambda: a.text_of(child) == "alpha reporting")
+            assert b.text_of(child) == "alpha reporting"
+
+
+def _states(client: AcpClient, session: str, start: int = 0) -> list[dict[str, Any]]:
+    return [
+        {k: v for k, v in u.items() if k != "sessionUpdate"}
+        for u in _since(client, start, session)
+        if u["sessionUpdate"] == "state_update"
+    ]
+
+
+async def test_a_v2_window_follows_the_other_windows_turns_and_cancels_one(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    runtime = tmp_path / "runtime"
+    with trio.fail_after(SCENARIO_SECONDS), (tmp_path / "bridge.log").open("ab") as out:
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
+            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (a, _),
+            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (b, _),
+        ):
+            await a.initialize()
+            await b.initialize_v2()
+            session = await a.new_session(str(workspace))
+            assert await a.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
+            await b.request("session/resume", {"sessionId": session, "cwd": str(workspace)})
+            # a's turn: b shows it running, then idle with its stop reason.
+            at = len(b.updates)
+            assert await a.prompt(session, "@@ say two") == {"stopReason": "end_turn"}
+            await _until(
+                b, lambda: {"state": "idle", "stopReason": "end_turn"} in _states(b, session, at)
+            )
+            assert _states(b, session, at) == [
+                {"state": "running"},
+                {"state": "idle", "stopReason": "end_turn"},
+            ]
+            assert _text(_since(b, at, session), "user_message_chunk") == "@@ say two"
+            # b cancels a's next turn: a's prompt ends cancelled, b's state idle cancelled.
+            at = len(b.updates)
+            results: dict[str, Any] = {}
+
+            async def prompt() -> None:
+                results["a"] = await a.prompt(session, LONG)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(prompt)
+                await _until(
+                    b, lambda: "word3" in _text(_since(b, at, session), "agent_message_chunk")
+                )
+                await b.notify("session/cancel", {"sessionId": session})
+            assert results == {"a": {"stopReason": "cancelled"}}
+            await _until(
+                b,
+                lambda: (
+                    _states(b, session, at)[-1:] == [{"state": "idle", "stopReason": "cancelled"}]
+                ),
+            )
+    assert_valid_acp(a)
+    assert_valid_acp(b, unstable=True, version=2)
