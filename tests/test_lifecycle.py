@@ -971,7 +971,11 @@ def test_a_session_never_prompted_says_it_did_not_survive_a_restart_of_codex() -
     h._collect(h.engine.codex_restarted())
     h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": "codex/0.169.0"})
     h.codex_error(h.codex_request("thread/resume")["id"], f"no rollout found for thread id {sid}")
-    h.codex_error(h.codex_request("turn/start")["id"], f"thread not found: {sid}")
+    # Perhaps the same Codex, holding it unwritten: read (which writes it), then resumed again.
+    h.codex_error(h.codex_request("thread/read")["id"], f"thread not loaded: {sid}")
+    h.codex_error(h.codex_request("thread/resume")["id"], f"no rollout found for thread id {sid}")
+    # The waiting prompt never went to Codex: it waited for the resume, and hears why.
+    assert "turn/start" not in codex_methods(h)
     later = h.client_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "y"}]}
     )
@@ -1010,8 +1014,33 @@ def test_a_session_never_prompted_is_resumed_on_the_same_codex_reconnected() -> 
     rid = h.client_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
     )
+    _answered_after_the_resume(h, sid, rid)
+    validate_all(h)
+
+
+def test_a_prompt_sent_as_codex_comes_back_waits_for_its_sessions_resume() -> None:
+    """A turn started before this connection subscribes to the thread would stream nowhere
+    (Codex sends a thread's events only to its subscribers): the prompt waits for the resume,
+    even when the resume takes a second try (a session never prompted)."""
+    h = Recorder()
+    sid = h.new_session()
+    h._collect(h.engine.codex_lost("connection to Codex lost", retrying=True))
+    h._collect(h.engine.codex_restarted())
+    h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": "codex/0.169.0"})
+    rid = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+    )
+    h.codex_error(h.codex_request("thread/resume")["id"], f"no rollout found for thread id {sid}")
+    h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
+    assert "turn/start" not in codex_methods(h)
+    assert h.client_response(rid) is None
+    h.codex_error(h.codex_request("thread/resume")["id"], NO_TURNS, code=-32601)
+    _answered_after_the_resume(h, sid, rid)
+    validate_all(h)
+
+
+def _answered_after_the_resume(h: Recorder, sid: str, rid: int) -> None:
     start = h.codex_request("turn/start")
     h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
     h.complete_turn(sid)
     assert result_of(h, rid) == {"stopReason": "end_turn"}
-    validate_all(h)

@@ -227,7 +227,9 @@ class Engine:
             # Codex 0.169 (experimental); any thread's, as the time is nobody's.
             "currentTime/read": lambda rid, _params: self.hub.read_clock(rid),
         }
-        self.recovery = Recovery(hub, report=self.subagents.report)
+        self.recovery = Recovery(
+            hub, report=self.subagents.report, resumed=self.prompts.resume_settled
+        )
         self.terminals = Terminals(hub)
         self._session_ids = hub.threads.session_ids  # read for every Codex message
         self._notifications = self._routes()

@@ -143,9 +143,14 @@ class Lifecycle:
                 return
             hub.refuse_client(rid, from_codex(error))
 
-        def open_root(stored: threads.StoredThread, opened: codex_types.ThreadStartResult) -> None:
+        def open_root(
+            stored: threads.StoredThread,
+            opened: codex_types.ThreadStartResult,
+            unstored: bool = False,
+        ) -> None:
             opening.opening = False
             record = self._open_root(session_id, cwd)
+            record.unstored = unstored
             # Codex's word on the thread now: a turn may still run (a shared Codex).
             record.status = Status.of(opened.thread.status or stored.status)
             if record.status is not None and record.status.type == "active":
@@ -178,7 +183,7 @@ class Lifecycle:
                     # Subscribed, but a thread never prompted has no turns to list, and
                     # Codex fails the whole answer for it: its settings are read instead.
                     self._open_unstored(
-                        stored, cwd, config, lambda opened: open_root(stored, opened)
+                        stored, cwd, config, lambda opened: open_root(stored, opened, True)
                     )
                 elif error.message.startswith(NO_ROLLOUT) and not written:
                     # Held by this Codex (the read found it) but never written, and nobody
@@ -200,7 +205,7 @@ class Lifecycle:
                     "thread/resume",
                     resume,
                     codex_types.ThreadStartResult,
-                    lambda opened: open_root(stored, opened),
+                    lambda opened: open_root(stored, opened, written),
                     refused,
                 )
 

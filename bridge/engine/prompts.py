@@ -106,6 +106,7 @@ class Prompts:
 
         def started(opened: codex_types.ThreadStartResult) -> None:
             record = self._open_root(opened.thread.id, params.cwd)
+            record.unstored = True  # Codex writes a thread at its first turn
             self._opened(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
 
         hub.codex_request(
@@ -125,7 +126,7 @@ class Prompts:
         if record.gone is not None:
             raise RpcError.not_found(record.gone, {"sessionId": record.id})
         inputs = prompt_to_input(params.prompt)
-        if record.turn is not None or record.queued:
+        if record.turn is not None or record.queued or record.resuming:
             # Typed while the agent works: it runs when the turn ends, in arrival order.
             record.queued.append(QueuedPrompt(rid, inputs))
             log.info(
@@ -151,6 +152,8 @@ class Prompts:
         turn = record.turn = Turn(request_id=rid, started_by_steer=rid is None)
 
         def turn_started(result: codex_commands.CommandStartResult) -> None:
+            if result.turn is not None:
+                record.unstored = False  # Codex writes the thread as it starts a turn
             # A command's result may name no turn (``thread/compact/start``): then
             # the ``turn/started`` that follows names it (turn_started).
             if rid is not None and record.turn is turn and command is not None:
@@ -303,6 +306,7 @@ class Prompts:
         record = self.hub.threads.session(note.threadId)
         if record is None or record.parent_id is not None:
             return
+        record.unstored = False
         if record.turn is None:
             # Started by another client of the same Codex (another window on this
             # session, Codex's TUI): the session's turn all the same (see Turn.foreign).
@@ -360,6 +364,18 @@ class Prompts:
         self._settled(record)
         self._start_next(record)
 
+    def resume_settled(self, record: ThreadRecord) -> None:
+        """Codex answered the session's resume after it came back: prompts that waited for
+        it start, or hear why the session is gone."""
+        if record.gone is None:
+            self._start_next(record)
+            return
+        queued, record.queued = record.queued, []
+        for waiting in queued:
+            self.hub.refuse_client(
+                waiting.request_id, RpcError.not_found(record.gone, {"sessionId": record.id})
+            )
+
     def _start_next(self, record: ThreadRecord) -> None:
         """The session's turn ended: the first queued prompt starts, if the session is
         still open."""
@@ -376,6 +392,7 @@ class Prompts:
         """Codex is gone: every prompt in flight is answered now (its turn will never
         be heard of again): ``cancelled`` if the user had cancelled it, else the reason."""
         for record in self.hub.threads.sessions():
+            record.resuming = False
             queued, record.queued = record.queued, []
             for waiting in queued:
                 self.hub.refuse_client(waiting.request_id, RpcError.internal(reason))

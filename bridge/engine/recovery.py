@@ -45,9 +45,17 @@ class Recovery:
     ``report`` sends a sub-agent's work state when it changed.
     """
 
-    def __init__(self, hub: Hub, *, report: Callable[[ThreadRecord], None]) -> None:
+    def __init__(
+        self,
+        hub: Hub,
+        *,
+        report: Callable[[ThreadRecord], None],
+        resumed: Callable[[ThreadRecord], None],
+    ) -> None:
         self.hub = hub
         self._report = report
+        #: Called once a session's resume is settled, whichever way (its prompts wait).
+        self._resumed = resumed
 
     def recover(self) -> None:
         for record in self.hub.threads:
@@ -62,32 +70,36 @@ class Recovery:
         hub = self.hub
 
         written = False
+        # A session Codex may not have written: its prompts wait for the resume, which may
+        # take a second try (below). Others' go along with it, as Codex takes them in order.
+        record.resuming = record.unstored
+
+        def settled() -> None:
+            if record.resuming:
+                record.resuming = False
+                self._resumed(record)
 
         def resumed(_result: object) -> None:
             record.gone = None
             if record.is_child:
                 self._read(record)
+            settled()
 
         def refused(error: ErrorObject) -> None:
             nonlocal written
             if codex_threads.no_turns(error.code, error.message):
                 # Subscribed: a thread never prompted has no turns to list.
                 record.gone = None
+                settled()
                 return
             log.warning("thread/resume %s after Codex came back: %s", record.id, error.message)
             if record.is_child or not error.message.startswith(_NOT_THERE):
+                settled()
                 return  # its next request carries Codex's own words; nothing is invented
-            # A session never prompted: a new Codex does not know it (Codex never stored
-            # it), and its prompts say so rather than Codex's bare words...
-            record.gone = (
-                f"Session {record.id} is gone: Codex restarted, and a session never "
-                "prompted is not stored, so it does not survive a restart of Codex "
-                f"(Codex: {error.message})"
-            )
             if error.message.startswith(codex_threads.NO_ROLLOUT) and not written:
-                # ... unless this is the same Codex, reconnected, which holds it but never
+                # Perhaps the same Codex, reconnected, which holds the session but never
                 # wrote it: reading its turns writes it, after which a resume subscribes
-                # (as a load does), and the session is not gone after all.
+                # (as a load does). Its prompts wait for that.
                 written = True
                 hub.codex_request(
                     "thread/read",
@@ -96,6 +108,15 @@ class Recovery:
                     lambda _result: resume(),
                     lambda _error: resume(),
                 )
+                return
+            # A session never prompted: a new Codex does not know it (Codex never stored
+            # it), and its requests say so rather than Codex's bare words.
+            record.gone = (
+                f"Session {record.id} is gone: Codex restarted, and a session never "
+                "prompted is not stored, so it does not survive a restart of Codex "
+                f"(Codex: {error.message})"
+            )
+            settled()
 
         params = codex_threads.ThreadResumeParams(
             threadId=record.id, cwd=record.cwd or UNSET, excludeTurns=True

@@ -258,6 +258,12 @@ class ThreadRecord:
     #: Codex came back without this session's thread (one never prompted is not stored,
     #: so it does not survive a restart of Codex): what its requests are answered.
     gone: str | None = None
+    #: Codex has not written the thread (never prompted): after a reconnection its resume
+    #: may take a second try, and prompts wait for it (see ``resuming``).
+    unstored: bool = False
+    #: Codex came back and such a session's ``thread/resume`` is under way: a turn started
+    #: before this connection subscribes to the thread would stream nowhere.
+    resuming: bool = False
     #: A sub-agent placed from its live traffic that Codex has not yet shown at work
     #: (no ``active`` status, no turn): Codex's ``idle`` for it is a new thread about
     #: to start its first turn, not work that ended (see :func:`workstate.reportable`).
