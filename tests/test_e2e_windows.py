@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
@@ -314,6 +315,38 @@ async def test_a_v2_window_follows_the_other_windows_turns_and_cancels_one(
                 lambda: (
                     _states(b, session, at)[-1:] == [{"state": "idle", "stopReason": "cancelled"}]
                 ),
+            )
+    assert_valid_acp(a)
+    assert_valid_acp(b, unstable=True, version=2)
+
+
+async def test_a_v2_window_is_shown_the_sub_agents_of_the_other_windows_turn(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    runtime = tmp_path / "runtime"
+    with trio.fail_after(SCENARIO_SECONDS), (tmp_path / "bridge.log").open("ab") as out:
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
+            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (a, _),
+            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (b, _),
+        ):
+            await a.initialize()  # no subagents declared: a is shown none
+            await b.initialize_v2()
+            session = await a.new_session(str(workspace))
+            assert await a.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
+            await b.request("session/resume", {"sessionId": session, "cwd": str(workspace)})
+            spawning = script(spawn("@@ say alpha reporting"), wait(), "@@ say all reported")
+            assert await a.prompt(session, spawning) == {"stopReason": "end_turn"}
+            await _until(
+                b,
+                lambda: _text(_since(b, 0, session), "agent_message_chunk").endswith(
+                    "all reported"
+                ),
+            )
+            assert not _announced(a, session)
+            [child] = set(_announced(b, session))
+            await _until(
+                b, lambda: "alpha reporting" in msgspec.json.encode(_since(b, 0, child)).decode()
             )
     assert_valid_acp(a)
     assert_valid_acp(b, unstable=True, version=2)
