@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from tests.support.engine_harness import Harness, Windows
@@ -229,3 +230,34 @@ def test_a_window_that_loads_the_session_mid_answer_shows_that_answer_once_whole
         if u["sessionUpdate"] == "agent_message_chunk"
     ]
     assert streamed == ["roses", " are red", "violets"]
+
+
+def _ask(h: Harness, rid: int, params: dict[str, Any]) -> None:
+    message = {"id": rid, "method": "item/commandExecution/requestApproval", "params": params}
+    h._collect(h.engine.receive_codex(msgspec.json.encode(message)))
+
+
+def test_closing_a_window_leaves_the_other_windows_approval_to_it() -> None:
+    w = _windows()
+    _stream_a_turn(w)
+    params = {
+        "threadId": THREAD,
+        "turnId": "turn-1",
+        "itemId": "call-1",
+        "reason": "write outside the workspace",
+        "command": "touch /x",
+        "cwd": "/work",
+        "commandActions": [],
+    }
+    for window in w.both():  # Codex asks every subscribed connection
+        _ask(window, 7, params)
+    asked = [m for m in w.b.to_client if m.get("method") == "session/request_permission"]
+    assert len(asked) == 1
+    rid = w.b.client_request("session/close", {"sessionId": THREAD})
+    w.b.codex_reply(w.b.codex_request("thread/unsubscribe")["id"], {})
+    assert w.b.client_response(rid)["result"] == {}  # type: ignore[index]
+    # b's question is withdrawn there, and b gave Codex no answer: a's user answers it.
+    assert [m for m in w.b.to_client if m.get("method") == "$/cancel_request"] == [
+        {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": asked[0]["id"]}}
+    ]
+    assert not [m for m in w.b.to_codex if m.get("id") == 7 and "method" not in m]

@@ -663,10 +663,12 @@ class Approvals:
             # The client answers its own open requests `cancelled` (ACP's rule).
             self._settle(pending, pending.cancel)
 
-    def thread_forgotten(self, record: ThreadRecord) -> None:
-        """The thread closed (or its root did): nothing it asked is wanted any more."""
+    def thread_forgotten(self, record: ThreadRecord, *, answer: bool = True) -> None:
+        """The thread closed (or its root did): nothing it asked is wanted any more here.
+        Without ``answer`` (another client's turn goes on) Codex's requests are left to the
+        other clients, as Codex takes the first answer of any."""
         for pending in list(record.pending.values()):
-            self._settle(pending, pending.cancel, withdraw=True)
+            self._settle(pending, pending.cancel if answer else _NO_ANSWER, withdraw=True)
         record.started_items.clear()
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
