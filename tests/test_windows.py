@@ -261,3 +261,28 @@ def test_closing_a_window_leaves_the_other_windows_approval_to_it() -> None:
         {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": asked[0]["id"]}}
     ]
     assert not [m for m in w.b.to_codex if m.get("id") == 7 and "method" not in m]
+
+
+def test_a_window_whose_client_goes_away_leaves_the_other_windows_approval_to_it() -> None:
+    w = _windows()
+    _stream_a_turn(w)
+    params = {
+        "threadId": THREAD,
+        "turnId": "turn-1",
+        "itemId": "call-1",
+        "reason": "write outside the workspace",
+        "command": "touch /x",
+        "cwd": "/work",
+        "commandActions": [],
+    }
+    for window in w.both():
+        _ask(window, 7, params)
+    w.b._collect(w.b.engine.client_lost())
+    assert not [m for m in w.b.to_codex if m.get("id") == 7 and "method" not in m]
+    # Its own turn's questions are still answered when its client goes: nobody else asked.
+    _ask(w.a, 8, params)
+    w.a._collect(w.a.engine.client_lost())
+    assert [m["result"] for m in w.a.to_codex if m.get("id") in (7, 8) and "method" not in m] == [
+        {"decision": "cancel"},
+        {"decision": "cancel"},
+    ]

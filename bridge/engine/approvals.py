@@ -75,7 +75,7 @@ from .approval_views import (
     permissions_title,
 )
 from .hub import AGENT_NAME, Hub
-from .threads import Pending, ThreadRecord
+from .threads import MAX_DEPTH, Pending, ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -398,7 +398,7 @@ class Approvals:
             self._settle(pending, decline)
             return None
         if self._client_gone:
-            self._settle(pending, cancel)
+            self._settle(pending, _NO_ANSWER if self.others_turn(record) else cancel)
             return None
         record.pending[rid] = pending
         if self._turn_cancelled(record, turn_id):
@@ -697,8 +697,20 @@ class Approvals:
     def client_lost(self) -> None:
         self._client_gone = True
         for record in self.hub.threads:
+            # Another client's turn: its requests are left to that client.
+            others = self.others_turn(record)
             for pending in list(record.pending.values()):
-                self._settle(pending, pending.cancel)
+                self._settle(pending, _NO_ANSWER if others else pending.cancel)
+
+    def others_turn(self, record: ThreadRecord) -> bool:
+        """Whether ``record`` works for a turn another client of a shared Codex started (on
+        its root session): Codex asks every client and takes the first answer."""
+        root: ThreadRecord | None = record
+        for _ in range(MAX_DEPTH):
+            if root is None or root.parent_id is None:
+                break
+            root = self.hub.threads.get(root.parent_id)
+        return root is not None and root.turn is not None and root.turn.foreign
 
     def item_started(self, note: ItemNotification) -> None:
         if isinstance(

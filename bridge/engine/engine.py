@@ -833,7 +833,7 @@ class Engine:
         """Forget a thread and every sub-agent under it, answering what they held (or,
         when another client's turn runs on it, leaving Codex's requests to that client)."""
         root = self.hub.threads.get(thread_id)
-        others = root is not None and root.turn is not None and root.turn.foreign
+        others = root is not None and self.approvals.others_turn(root)
         for record in self.hub.threads.forget(thread_id):
             self.approvals.thread_forgotten(record, answer=not others)
         self._release_turn_ends()  # no turn of a forgotten sub-agent is awaited
