@@ -252,6 +252,7 @@ class Prompts:
         if record.turn is not turn or turn.id is not None:
             return
         turn.id = turn_id
+        record.own_turns.add(turn_id)
         if turn.cancel_requested or turn.failure is not None:
             self._send_interrupt(record, turn)
         self._turn_known_hook(record)

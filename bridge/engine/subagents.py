@@ -268,10 +268,22 @@ class Subagents:
                 len(unplaced.held),
             )
 
+    def _closed_sessions_work(self, root_turn: str | None) -> bool:
+        """Whether a sub-agent's turn working for ``root_turn`` is work of a session this
+        connection closed: a turn it started there (or one it cannot tell). Another
+        client's turn on a shared thread (another window) goes on without this one."""
+        return root_turn is None or root_turn in self.hub.threads.forgotten_turns
+
     def _forget_late(self, thread_id: str) -> None:
         """A sub-agent of a thread already forgotten (closed): forgotten too. What it
-        asked meanwhile is declined, never asked on a session that is gone."""
+        asked meanwhile is declined, never asked on a session that is gone; unless it
+        works for another client's turn (another window): then it is that client's."""
         threads = self.hub.threads
+        record = threads.get(thread_id)
+        held = record.unplaced.held if record is not None and record.unplaced else []
+        if not self._closed_sessions_work(_root_turn_of(held)):
+            self._ignore(thread_id)
+            return
         gone = threads.forget(thread_id, subagent=True)
         waiting: list[str] = []
         for record in gone:
@@ -679,7 +691,11 @@ class Subagents:
 
     def turn_started(self, note: codex_types.TurnNotification) -> None:
         record = self.hub.threads.session(note.threadId)
-        if record is None and self.hub.threads.forgotten_subagent(note.threadId):
+        if (
+            record is None
+            and self.hub.threads.forgotten_subagent(note.threadId)
+            and self._closed_sessions_work(note.turn.rootTurnId)
+        ):
             # Work a sub-agent of a closed session starts: no one wants it (RFD: closing
             # a parent cancels its descendants' work, and Codex does not cascade).
             self._interrupt(ThreadRecord(note.threadId, turn=Turn(id=note.turn.id)))
@@ -833,6 +849,16 @@ def _running_turn(held: list[Held]) -> str | None:
             elif message.method == "turn/completed" and running == message.params.turn.id:
                 running = None
     return running
+
+
+def _root_turn_of(held: list[Held]) -> str | None:
+    """The root turn held traffic says the thread works for (its ``turn/started``)."""
+    for message in held:
+        if message.method == "turn/started" and isinstance(
+            message.params, codex_types.TurnNotification
+        ):
+            return message.params.turn.rootTurnId
+    return None
 
 
 def _unplaced(record: ThreadRecord) -> Unplaced:

@@ -274,6 +274,10 @@ class ThreadRecord:
     #: Root turns of this (root) thread the client cancelled: sub-agent turns doing
     #: their work are stopped when they start.
     cancelled_turns: set[str] = field(default_factory=set)
+    #: Root turns of this (root) thread this connection started (its prompts'): once the
+    #: session is closed, a sub-agent working for one is stopped; one working for another
+    #: client's turn is left to that client.
+    own_turns: set[str] = field(default_factory=set)
     # -- what it has in flight
     pending: dict[RequestId, Pending] = field(default_factory=dict)
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)
@@ -334,6 +338,8 @@ class Threads:
         #: Threads forgotten (closed, or under a closed one): their late traffic is no
         #: one's. The value says whether it was a sub-agent (its later work is stopped).
         self._forgotten: dict[str, bool] = {}
+        #: The own turns (``ThreadRecord.own_turns``) of the sessions forgotten.
+        self.forgotten_turns: set[str] = set()
 
     # -- finding ------------------------------------------------------------------------
 
@@ -497,6 +503,7 @@ class Threads:
         gone = [r for r in [self._records.get(thread_id)] if r is not None]
         gone += self.descendants(thread_id)
         for record in gone:
+            self.forgotten_turns |= record.own_turns
             self._records.pop(record.id, None)
             self.session_ids.discard(record.id)
             self.shown_ids.discard(record.id)
