@@ -342,8 +342,15 @@ def findings(**kw: Any) -> Findings:
         "config": ConfigFile(HOME / "config.toml", exists=True, parsed=MOCK),
         "environment": NOTHING,
         "runtime": RuntimeDir(Path("/run/x"), exists=False),
+        "choice": "Codex: its own, /bin/codex; no daemon runs on /run/x, no Codex daemon on /h",
     }
     return Findings(**(base | kw))
+
+
+def test_which_codex_serve_would_use_is_said() -> None:
+    says = "Codex: Codex's daemon on /h/app-server-control/app-server-control.sock (...)"
+    [check] = [c for c in checklist(findings(choice=says)) if c.name == "Codex used"]
+    assert (check.status, check.detail) == ("ok", says.removeprefix("Codex: "))
 
 
 def test_a_warning_does_not_block_use_an_error_does() -> None:
@@ -361,6 +368,7 @@ def test_the_checklist_has_every_check_in_order() -> None:
         "Credentials",
         "config.toml",
         "Daemon",
+        "Codex used",
         "initialize round trip",
     ]
     assert {c.status for c in checks} == {"ok"}
@@ -372,6 +380,8 @@ def test_every_error_says_what_to_do() -> None:
         handshake=None,
         config=ConfigFile(HOME / "config.toml", exists=True, error="bad"),
         runtime=private_dir(mode=0o777),
+        choice="Codex: its own, which cannot start (no Codex binary found); ...",
+        choice_fails=True,
     )
     checks = checklist(broken)
     # Every line fails; signed-out credentials only warn (the editor can sign in).
@@ -500,6 +510,7 @@ async def test_json_says_the_same_as_the_checklist(bridge_env: dict[str, str]) -
         "Credentials",
         "config.toml",
         "Daemon",
+        "Codex used",
         "initialize round trip",
     ]
 
