@@ -20,8 +20,7 @@ from pathlib import Path
 import msgspec
 import trio
 
-from pathlib import Path as _P
-def codex_daemon_socket(h): return _P(h) / "app-server-control" / "app-server-control.sock"
+from bridge.shell.codex_transport import codex_daemon_socket
 
 #: How long ``start``, ``restart`` or ``stop`` may take.
 COMMAND_SECONDS = 30
