@@ -437,7 +437,7 @@ def daemon_check(runtime: RuntimeDir) -> Check:
             "pass --runtime-dir DIR (or set CODEX_ACP_BRIDGE_RUNTIME_DIR) to a directory of your own",
         )
     if not runtime.exists:
-        return Check(DAEMON, "ok", f"none on {where} (serve spawns its own Codex)")
+        return Check(DAEMON, "ok", f"none on {where} (see 'Codex used')")
     if runtime.owner is not None and runtime.owner != runtime.user:
         return Check(
             DAEMON,
@@ -464,7 +464,7 @@ def daemon_check(runtime: RuntimeDir) -> Check:
             chmod,
         )
     if not runtime.daemon_running:
-        return Check(DAEMON, "ok", f"none on {where} (serve spawns its own Codex)")
+        return Check(DAEMON, "ok", f"none on {where} (see 'Codex used')")
     info = runtime.daemon
     if info is None:
         return Check(
