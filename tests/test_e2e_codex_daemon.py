@@ -178,3 +178,29 @@ async def test_a_prompt_larger_than_codex_accepts_is_refused_and_the_connection_
     # Nothing about a lost Codex: the connection never broke.
     assert "restarting in" not in stderr_file.read_text()
     assert_valid_acp(client)
+
+
+async def test_codex_s_daemon_stopped_under_a_session_is_an_error_not_a_hang(
+    bridge_env: dict[str, str],
+    bridge_argv: list[str],
+    codex_home: Path,
+    codex_bin: str,
+    workspace: Path,
+    stderr_file: Path,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
+        async with (
+            codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
+            open_agent(bridge_argv, env=bridge_env, stderr=err.fileno()) as (client, process),
+        ):
+            await client.initialize()
+            session = await client.new_session(str(workspace))
+            assert await client.prompt(session, "@@ say one") == {"stopReason": "end_turn"}
+            assert (await daemon.command("stop"))["status"] == "stopped"
+            # The bridge tries to reconnect, then says why it stopped trying.
+            with pytest.raises(RpcError) as refused:
+                await client.prompt(session, "@@ say two")
+            assert "not restarting it" in refused.value.message
+            assert process.poll() is None  # the bridge stays for its editor
+        assert not codex_home_processes(codex_home)
+    assert_valid_acp(client)

@@ -178,6 +178,9 @@ async def _join(directory: Path, socket: Path, info: DaemonInfo) -> None:
         info.state, info.url, info.reason = "restarting", "", "Codex's daemon is restarting"
         write_info(directory, info)
         with trio.move_on_after(JOIN_GRACE_SECONDS):
+            # A draining daemon may still accept a connection it closes at once: a pause
+            # between attempts keeps this from spinning.
+            await trio.sleep(0.25)
             while not codex_daemon_answers(socket):  # noqa: ASYNC110 (no event says it is back)
                 await trio.sleep(0.1)
             continue
