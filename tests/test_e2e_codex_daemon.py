@@ -137,6 +137,15 @@ async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
                 assert await client.prompt(session, "@@ say hi") == {"stopReason": "end_turn"}
                 [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
                 assert session in loaded["data"]  # type: ignore[operator]
+                # Codex's daemon restarts: the editor goes on, the watcher follows it.
+                assert (await daemon.command("restart"))["status"] == "restarted"
+                assert await client.prompt(session, "@@ say again") == {"stopReason": "end_turn"}
+                while not any(  # noqa: ASYNC110 (polls status)
+                    t["threadId"] == session and t["state"] == "idle"
+                    for t in (await status_json(bridge_env, runtime))["threads"]
+                ):
+                    await trio.sleep(0.1)
+            assert ours.poll() is None
     assert f"Codex: the daemon's at {daemon.url}" in stderr_file.read_text()
     assert_valid_acp(client)
 

@@ -175,8 +175,8 @@ async def _join(directory: Path, socket: Path, info: DaemonInfo) -> None:
         await observe(url, "", picture, publish)
         picture.lost()
         publish()
-        info.state, info.url, info.reason = "restarting", "", "Codex's daemon is restarting"
-        write_info(directory, info)
+        # daemon.json keeps naming the socket: it stays where it is across Codex's restarts,
+        # and editors reconnect to it as they would without this daemon.
         with trio.move_on_after(JOIN_GRACE_SECONDS):
             # A draining daemon may still accept a connection it closes at once: a pause
             # between attempts keeps this from spinning.
