@@ -389,5 +389,17 @@ def test_serve_attaches_to_codex_s_own_daemon_when_it_answers_and_runs_the_codex
             )
             off = choose_codex(ServeOptions(runtime_dir=str(tmp_path), use_daemon=False), env)
             assert off.url is None and off.says.endswith("(--no-daemon)")
+            # The bridge's daemon serves another CODEX_HOME: Codex's daemon of this one.
+            directory = prepare(tmp_path / "runtime")
+            elsewhere = DaemonInfo(
+                pid=1, bridgeVersion="0", state="running", url="ws://x", codexHome="/else"
+            )
+            with hold_lock(directory):
+                write_info(directory, elsewhere)
+                chosen = choose_codex(options, env)
+                assert chosen.url is not None and chosen.daemon_runs
+                assert "not the daemon's (pid 1): the daemon serves CODEX_HOME /else" in (
+                    chosen.says
+                )
     finally:
         shutil.rmtree(short)

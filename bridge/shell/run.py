@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,10 @@ def choose_codex(options: ServeOptions, env: Mapping[str, str] | None = None) ->
     if info is None:
         return _codex_daemon_or_own(options, own, f"no daemon runs on {directory}", env)
     why = _not_the_daemons(options, info, env)
+    if why and codex_daemon_answers(codex_daemon_socket(codex_home(env))):
+        # Not the bridge's daemon, but Codex's own of the editor's CODEX_HOME may fit.
+        not_ours = f"not the daemon's (pid {info.pid}): {why}"
+        return replace(_codex_daemon_or_own(options, own, not_ours, env), daemon_runs=True)
     if why:
         says = f"Codex: {own}, not the daemon's (pid {info.pid}): {why}"
         return CodexChoice(None, says, daemon_runs=True)
