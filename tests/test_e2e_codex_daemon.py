@@ -16,7 +16,12 @@ import trio
 from bridge.acp_client import open_agent
 from bridge.engine.prompt_input import MAX_INPUT_BYTES, MAX_INPUT_CHARS
 from bridge.jsonrpc import RpcError
-from tests.support.codex_daemon import codex_daemon, codex_home_processes, codex_requests
+from tests.support.codex_daemon import (
+    codex_client,
+    codex_daemon,
+    codex_home_processes,
+    codex_requests,
+)
 from tests.support.daemon import running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
 from tests.test_e2e_daemon import status_json
@@ -47,7 +52,7 @@ async def test_serve_finds_codex_s_daemon_and_its_sessions_live_there(
                     assert result == {"stopReason": "end_turn"}
                     assert len(client.text_of(session).split()) == 30
                     [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
-                    assert session in loaded["data"]  # type: ignore[operator]
+                    assert session in loaded["data"]
             said = [line for line in stderr_file.read_text().splitlines() if "Codex:" in line]
             assert said and said[0].startswith(f"codex-acp-bridge: {JOINED}{daemon.socket}")
         assert not codex_home_processes(codex_home)
@@ -73,7 +78,7 @@ async def test_codex_url_names_codex_s_daemon_socket(
                 session = await client.new_session(str(workspace))
                 assert await client.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
                 [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
-                assert session in loaded["data"]  # type: ignore[operator]
+                assert session in loaded["data"]
     assert_valid_acp(client)
 
 
@@ -100,7 +105,7 @@ async def test_a_session_outlives_a_restart_of_codex_s_daemon(
             assert client.text_of(session).endswith("two")
             assert process.poll() is None
             [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
-            assert session in loaded["data"]  # type: ignore[operator]
+            assert session in loaded["data"]
     assert_valid_acp(client)
 
 
@@ -116,36 +121,44 @@ async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
     with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
         async with (
             codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (ours, info),
+            # Another client of Codex's daemon (as Codex's TUI is), with a thread it started
+            # before the bridge's daemon came, and never prompted: loaded, not stored.
+            codex_client(daemon.url) as tui,
         ):
-            assert info.url == daemon.url  # no second app-server on this CODEX_HOME
-            assert codex_processes_of(ours.pid) == []
-            # A thread another client of Codex's daemon starts (as Codex's TUI would).
-            [started] = await codex_requests(daemon.url, ("thread/start", {"cwd": str(workspace)}))
-            other = started["thread"]["id"]  # type: ignore[index]
-            while not any(  # noqa: ASYNC110 (polls status)
-                t["threadId"] == other for t in (await status_json(bridge_env, runtime))["threads"]
+            started = await tui("thread/start", {"cwd": str(workspace)})
+            other = started["thread"]["id"]
+            async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (
+                ours,
+                info,
             ):
-                await trio.sleep(0.1)
-            # An editor through the bridge's daemon works on Codex's daemon too.
-            async with open_agent(serve_argv(runtime), env=bridge_env, stderr=err.fileno()) as (
-                client,
-                _process,
-            ):
-                await client.initialize()
-                session = await client.new_session(str(workspace))
-                assert await client.prompt(session, "@@ say hi") == {"stopReason": "end_turn"}
-                [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
-                assert session in loaded["data"]  # type: ignore[operator]
-                # Codex's daemon restarts: the editor goes on, the watcher follows it.
-                assert (await daemon.command("restart"))["status"] == "restarted"
-                assert await client.prompt(session, "@@ say again") == {"stopReason": "end_turn"}
+                assert info.url == daemon.url  # no second app-server on this CODEX_HOME
+                assert codex_processes_of(ours.pid) == []
                 while not any(  # noqa: ASYNC110 (polls status)
-                    t["threadId"] == session and t["state"] == "idle"
+                    t["threadId"] == other
                     for t in (await status_json(bridge_env, runtime))["threads"]
                 ):
                     await trio.sleep(0.1)
-            assert ours.poll() is None
+                # An editor through the bridge's daemon works on Codex's daemon too.
+                async with open_agent(serve_argv(runtime), env=bridge_env, stderr=err.fileno()) as (
+                    client,
+                    _process,
+                ):
+                    await client.initialize()
+                    session = await client.new_session(str(workspace))
+                    assert await client.prompt(session, "@@ say hi") == {"stopReason": "end_turn"}
+                    [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
+                    assert session in loaded["data"]
+                    # Codex's daemon restarts: the editor goes on, the watcher follows it.
+                    assert (await daemon.command("restart"))["status"] == "restarted"
+                    assert await client.prompt(session, "@@ say again") == {
+                        "stopReason": "end_turn"
+                    }
+                    while not any(  # noqa: ASYNC110 (polls status)
+                        t["threadId"] == session and t["state"] == "idle"
+                        for t in (await status_json(bridge_env, runtime))["threads"]
+                    ):
+                        await trio.sleep(0.1)
+                assert ours.poll() is None
     assert f"Codex: the daemon's at {daemon.url}" in stderr_file.read_text()
     assert_valid_acp(client)
 

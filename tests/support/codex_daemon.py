@@ -12,10 +12,11 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import trio
@@ -109,23 +110,31 @@ async def end_processes(home: Path) -> None:
         assert not codex_home_processes(home), "a process of Codex's daemon survived"
 
 
-async def codex_requests(url: str, *calls: tuple[str, object]) -> list[dict[str, object]]:
-    """One connection of its own to the Codex at ``url``: initialized, then each
-    ``(method, params)`` asked in turn; their results (an error fails the test)."""
+@asynccontextmanager
+async def codex_client(url: str) -> AsyncIterator[Callable[[str, object], Awaitable[Any]]]:
+    """A connection of its own to the Codex at ``url`` (as Codex's TUI has one), initialized;
+    yields ``call(method, params)``, which returns the result (an error fails the test)."""
     from bridge.shell.codex_transport import connect_codex
 
-    results = []
     async with connect_codex(url) as connection:
         stream = connection.stream
-        calls = (("initialize", {"clientInfo": {"name": "test", "version": "1"}}), *calls)
-        for rid, (method, params) in enumerate(calls):
+        ids = iter(range(1_000_000))
+
+        async def call(method: str, params: object) -> Any:
+            rid = next(ids)
             await stream.send(msgspec.json.encode({"id": rid, "method": method, "params": params}))
             while True:
                 message = msgspec.json.decode(await stream.receive())
                 if message.get("id") == rid and "method" not in message:
-                    break
-            assert "result" in message, message
-            results.append(message["result"])
-            if method == "initialize":
-                await stream.send(b'{"method": "initialized"}')
-    return results[1:]
+                    assert "result" in message, message
+                    return message["result"]
+
+        await call("initialize", {"clientInfo": {"name": "test", "version": "1"}})
+        await stream.send(b'{"method": "initialized"}')
+        yield call
+
+
+async def codex_requests(url: str, *calls: tuple[str, object]) -> list[Any]:
+    """Each ``(method, params)`` asked in turn on a connection of its own; their results."""
+    async with codex_client(url) as call:
+        return [await call(method, params) for method, params in calls]
