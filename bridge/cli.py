@@ -77,8 +77,10 @@ def _codex_options(f: Any) -> Any:
     )(f)
     f = click.option(
         "--codex-url",
-        metavar="ws://HOST:PORT",
-        help="Attach to a running `codex app-server --listen ws://...` instead of spawning one.",
+        metavar="ws://HOST:PORT|unix:///PATH",
+        help="Attach to a running `codex app-server --listen ws://...`, or to Codex's daemon "
+        "socket (unix://$CODEX_HOME/app-server-control/app-server-control.sock), instead of "
+        "spawning one.",
     )(f)
     f = click.option(
         "--codex-bin",

@@ -20,6 +20,9 @@ One checklist, in this order:
   ``tomllib`` speak (its own position);
 - **Daemon**: whether one runs on the runtime directory (the lock held, :mod:`bridge.daemon.runtime`),
   its state, and whether the directory is the user's own and private;
+- **Codex used**: which Codex ``serve`` would use and why, as ``serve`` decides it
+  (:func:`bridge.shell.run.choose_codex`): the bridge's daemon, Codex's own daemon, or one of
+  its own;
 - **initialize round trip**: ``codex app-server`` started as ``serve`` starts it, ``initialize``
   (with ``experimentalApi``, as the engine sends it) answered within a time limit, then
   ``account/read``; the time it took and Codex's ``userAgent``, and what Codex warned about
@@ -104,6 +107,7 @@ BINARY = "Codex binary"
 CREDENTIALS = "Credentials"
 CONFIG = "config.toml"
 DAEMON = "Daemon"
+CHOICE = "Codex used"
 ROUND_TRIP = "initialize round trip"
 
 
@@ -229,6 +233,10 @@ class Findings:
     config: ConfigFile
     environment: Environment
     runtime: RuntimeDir
+    #: The sentence ``serve`` would print about the Codex it uses ("Codex: ...").
+    choice: str = ""
+    #: That Codex is one of its own, which cannot start (no binary).
+    choice_fails: bool = False
 
 
 # -- the checks (pure) ------------------------------------------------------------------------
@@ -242,8 +250,17 @@ def checklist(findings: Findings) -> list[Check]:
         credentials_check(handshake, findings.config, findings.environment),
         config_check(findings.config, handshake),
         daemon_check(findings.runtime),
+        choice_check(findings.choice, fails=findings.choice_fails),
         round_trip_check(handshake, findings.binary),
     ]
+
+
+def choice_check(says: str, *, fails: bool = False) -> Check:
+    """Which Codex ``serve`` would use, and why (each choice works, if it can start)."""
+    detail = says.removeprefix("Codex: ") or "(not decided)"
+    if fails:
+        return Check(CHOICE, "error", detail, INSTALL_HINT)
+    return Check(CHOICE, "ok", detail)
 
 
 def binary_check(binary: CodexBinary) -> Check:
@@ -420,7 +437,7 @@ def daemon_check(runtime: RuntimeDir) -> Check:
             "pass --runtime-dir DIR (or set CODEX_ACP_BRIDGE_RUNTIME_DIR) to a directory of your own",
         )
     if not runtime.exists:
-        return Check(DAEMON, "ok", f"none on {where} (serve spawns its own Codex)")
+        return Check(DAEMON, "ok", f"none on {where} (see 'Codex used')")
     if runtime.owner is not None and runtime.owner != runtime.user:
         return Check(
             DAEMON,
@@ -447,7 +464,7 @@ def daemon_check(runtime: RuntimeDir) -> Check:
             chmod,
         )
     if not runtime.daemon_running:
-        return Check(DAEMON, "ok", f"none on {where} (serve spawns its own Codex)")
+        return Check(DAEMON, "ok", f"none on {where} (see 'Codex used')")
     info = runtime.daemon
     if info is None:
         return Check(
@@ -569,7 +586,18 @@ async def gather(codex_bin: str | None, runtime: str | None, env: Mapping[str, s
             variables=frozenset(name for name, value in env.items() if value),
         ),
         runtime=inspect_runtime_dir(runtime_dir(runtime, env)),
+        **_choice(codex_bin, runtime, env, own=binary.path),
     )
+
+
+def _choice(
+    codex_bin: str | None, runtime: str | None, env: Mapping[str, str], *, own: str | None
+) -> dict[str, Any]:
+    from .shell.run import ServeOptions, choose_codex
+
+    choice = choose_codex(ServeOptions(codex_bin=codex_bin, runtime_dir=runtime), env)
+    shared = choice.daemon is not None or choice.url is not None
+    return {"choice": choice.says, "choice_fails": not shared and own is None}
 
 
 async def find_binary(codex_bin: str | None, env: Mapping[str, str]) -> CodexBinary:

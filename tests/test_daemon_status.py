@@ -7,9 +7,12 @@ import fcntl
 import json
 import os
 import pty
+import shutil
+import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 from collections.abc import Iterator
 from pathlib import Path
@@ -345,3 +348,58 @@ def test_serve_attaches_only_where_every_override_can_go_with_a_thread(tmp_path:
         assert off.daemon is None and off.says.endswith("(--no-daemon)")
     gone = choose_codex(ServeOptions(runtime_dir=str(directory)), env)
     assert gone.daemon is None and not gone.daemon_runs
+
+
+def test_serve_attaches_to_codex_s_own_daemon_when_it_answers_and_runs_the_codex_asked_for(
+    tmp_path: Path,
+) -> None:
+    """No bridge daemon: Codex's daemon of the editor's ``CODEX_HOME``, if something listens
+    on its socket and it runs the version a named binary has; else a Codex of its own."""
+    home = tmp_path / "home"
+    control = home / "app-server-control"
+    control.mkdir(parents=True)
+    release = home / "packages" / "app-server-daemon" / "releases" / "0.169.0-x86_64"
+    release.mkdir(parents=True)
+    (home / "packages" / "app-server-daemon" / "current").symlink_to(release)
+    # As Codex does: the socket in a short folder, a link to it in CODEX_HOME.
+    short = Path(tempfile.mkdtemp(prefix="cd-", dir="/tmp"))
+    (control / "app-server-control.sock").symlink_to(short / "s.sock")
+
+    def binary(name: str, version: str) -> str:
+        path = tmp_path / name
+        path.write_text(f"#!/bin/sh\necho codex-cli {version}\n")
+        path.chmod(0o755)
+        return str(path)
+
+    env = {"CODEX_HOME": str(home), ENV_CODEX_BIN: binary("same", "0.169.0")}
+    options = ServeOptions(runtime_dir=str(tmp_path / "runtime"))
+    try:
+        assert choose_codex(options, env).url is None  # nothing listens yet
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(short / "s.sock"))
+            listener.listen()
+            chosen = choose_codex(options, env)
+            assert chosen.url == f"unix://{control / 'app-server-control.sock'}"
+            assert chosen.daemon is None and chosen.daemon_runs
+            assert chosen.says.startswith(f"Codex: Codex's daemon on {control}")
+            other = {**env, ENV_CODEX_BIN: binary("newer", "0.171.0")}
+            refused = choose_codex(options, other)
+            assert refused.url is None and refused.says.endswith("Codex's daemon runs 0.169.0"), (
+                refused.says
+            )
+            off = choose_codex(ServeOptions(runtime_dir=str(tmp_path), use_daemon=False), env)
+            assert off.url is None and off.says.endswith("(--no-daemon)")
+            # The bridge's daemon serves another CODEX_HOME: Codex's daemon of this one.
+            directory = prepare(tmp_path / "runtime")
+            elsewhere = DaemonInfo(
+                pid=1, bridgeVersion="0", state="running", url="ws://x", codexHome="/else"
+            )
+            with hold_lock(directory):
+                write_info(directory, elsewhere)
+                chosen = choose_codex(options, env)
+                assert chosen.url is not None and chosen.daemon_runs
+                assert "not the daemon's (pid 1): the daemon serves CODEX_HOME /else" in (
+                    chosen.says
+                )
+    finally:
+        shutil.rmtree(short)

@@ -279,7 +279,7 @@ def test_codex_s_other_warnings_about_the_file_warn() -> None:
 def test_no_daemon_is_fine() -> None:
     assert daemon_check(RuntimeDir(Path("/run/x"), exists=False)).status == "ok"
     check = daemon_check(private_dir())
-    assert check.status == "ok" and "serve spawns its own Codex" in check.detail
+    assert check.status == "ok" and "see 'Codex used'" in check.detail
 
 
 def test_a_running_daemon_in_a_private_directory_is_fine() -> None:
@@ -342,8 +342,15 @@ def findings(**kw: Any) -> Findings:
         "config": ConfigFile(HOME / "config.toml", exists=True, parsed=MOCK),
         "environment": NOTHING,
         "runtime": RuntimeDir(Path("/run/x"), exists=False),
+        "choice": "Codex: its own, /bin/codex; no daemon runs on /run/x, no Codex daemon on /h",
     }
     return Findings(**(base | kw))
+
+
+def test_which_codex_serve_would_use_is_said() -> None:
+    says = "Codex: Codex's daemon on /h/app-server-control/app-server-control.sock (...)"
+    [check] = [c for c in checklist(findings(choice=says)) if c.name == "Codex used"]
+    assert (check.status, check.detail) == ("ok", says.removeprefix("Codex: "))
 
 
 def test_a_warning_does_not_block_use_an_error_does() -> None:
@@ -361,6 +368,7 @@ def test_the_checklist_has_every_check_in_order() -> None:
         "Credentials",
         "config.toml",
         "Daemon",
+        "Codex used",
         "initialize round trip",
     ]
     assert {c.status for c in checks} == {"ok"}
@@ -372,6 +380,8 @@ def test_every_error_says_what_to_do() -> None:
         handshake=None,
         config=ConfigFile(HOME / "config.toml", exists=True, error="bad"),
         runtime=private_dir(mode=0o777),
+        choice="Codex: its own, which cannot start (no Codex binary found); ...",
+        choice_fails=True,
     )
     checks = checklist(broken)
     # Every line fails; signed-out credentials only warn (the editor can sign in).
@@ -472,7 +482,11 @@ async def test_the_test_setup_passes_and_leaves_no_codex_behind(
         == "✓ Credentials            custom provider mock (no login needed)"
     )
     assert line(out, "config.toml").startswith("✓") and "Codex accepts it" in out
-    assert line(out, "Daemon").startswith("✓") and "serve spawns its own Codex" in out
+    assert (
+        line(out, "Daemon").startswith("✓")
+        and "Codex: its own" not in out
+        and "its own," in line(out, "Codex used")
+    )
     round_trip = line(out, "initialize round trip")
     assert round_trip[0] in "✓!" and f"codex-acp-bridge/{PINNED}" in round_trip
     assert "answered in" in round_trip
@@ -500,6 +514,7 @@ async def test_json_says_the_same_as_the_checklist(bridge_env: dict[str, str]) -
         "Credentials",
         "config.toml",
         "Daemon",
+        "Codex used",
         "initialize round trip",
     ]
 
@@ -665,7 +680,7 @@ async def test_a_daemon_s_runtime_directory_open_to_others_blocks_use(
         assert f"pid {os.getpid()}" in line(out, "Daemon") and "serve attaches to it" in out
     # The lock released: no daemon runs, whatever daemon.json says.
     code, out = await run_doctor(env, "--runtime-dir", str(runtime))
-    assert "serve spawns its own Codex" in line(out, "Daemon")
+    assert "none on" in line(out, "Daemon") and "its own," in line(out, "Codex used")
 
 
 @pytest.mark.e2e

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import time
@@ -390,3 +391,83 @@ async def test_the_shell_answers_codexs_clock_read_with_the_time_and_records_it(
     ]
     assert read.seconds == answer["result"]["currentTimeAt"]
     replay(recording)  # the engine sends Codex what was recorded, the time included
+
+
+async def test_codex_draining_for_a_restart_is_a_lost_connection_and_the_bridge_reconnects() -> (
+    None
+):
+    """Codex's daemon, before it restarts or updates itself, refuses requests with -32600
+    ``{"reason": "serverShuttingDown"}`` ("retry after reconnecting"): the shell treats
+    that as a lost Codex and reconnects, instead of handing the refusal on."""
+    client_side, bridge_client_end = trio.testing.memory_stream_pair()
+    client = LineStream(client_side, client_side)
+    connections: list[LineStream] = []
+    second = trio.Event()
+
+    async def fake_codex(codex: LineStream, first: bool) -> None:
+        with contextlib.suppress(
+            trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError
+        ):
+            while True:
+                message = msgspec.json.decode(await codex.receive())
+                if message.get("method") == "initialize":
+                    await codex.send(msgspec.json.encode({"id": message["id"], "result": {}}))
+                    if not first:
+                        second.set()
+                elif message.get("method") == "model/list":
+                    await codex.send(
+                        msgspec.json.encode({"id": message["id"], "result": {"data": []}})
+                    )
+                elif message.get("method") == "thread/start" and first:
+                    refusal = {
+                        "id": message["id"],
+                        "error": {
+                            "code": -32600,
+                            "message": "Server is draining; retry after reconnecting",
+                            "data": {"reason": "serverShuttingDown"},
+                        },
+                    }
+                    await codex.send(msgspec.json.encode(refusal))
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+
+            @asynccontextmanager
+            async def connect() -> AsyncIterator[CodexConnection]:
+                codex_side, bridge_codex_end = trio.testing.memory_stream_pair()
+                codex = LineStream(codex_side, codex_side)
+                nursery.start_soon(fake_codex, codex, not connections)
+                connections.append(codex)
+                try:
+                    yield CodexConnection(
+                        LineStream(bridge_codex_end, bridge_codex_end),
+                        lambda: _said("fake Codex closed"),
+                    )
+                finally:
+                    await codex_side.aclose()
+
+            nursery.start_soon(
+                functools.partial(
+                    run_bridge,
+                    LineStream(bridge_client_end, bridge_client_end),
+                    connect,
+                    Engine(),
+                    restart=Restart(first=0.01),
+                )
+            )
+            await client.send(
+                b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+            )
+            await client.send(
+                b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/",'
+                b'"mcpServers":[]}}'
+            )
+            answers = {}
+            while 2 not in answers:
+                message = msgspec.json.decode(await client.receive())
+                answers[message.get("id")] = message
+            await second.wait()
+            await client_side.send_stream.aclose()
+    assert len(connections) == 2
+    error = answers[2]["error"]
+    assert error["code"] == -32603 and "serverShuttingDown" in error["message"]

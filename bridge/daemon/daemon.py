@@ -32,7 +32,15 @@ import trio
 
 from .. import __version__
 from ..codex.versions import drift_warning
-from ..shell.codex_transport import CodexUnavailable, codex_launch, strip_ansi
+from ..shell.codex_transport import (
+    CodexUnavailable,
+    codex_daemon_answers,
+    codex_daemon_pid,
+    codex_daemon_socket,
+    codex_daemon_version,
+    codex_launch,
+    strip_ansi,
+)
 from ..shell.serve import Backoff, Restart
 from .observer import observe
 from .picture import Picture
@@ -85,6 +93,12 @@ async def run_daemon(
                         return
 
                 nursery.start_soon(on_signal)
+                socket = codex_daemon_socket(info.codexHome)
+                if codex_daemon_answers(socket):
+                    await _join(directory, socket, info)
+                    info.tokenFile, info.codexBin = str(token), real_path(codex_bin)
+                    info.codexVersion = version
+                    log.warning("Codex's daemon on %s is gone; running a Codex of its own", socket)
                 await _supervise(directory, codex_bin, config_overrides, token, info, restart)
                 nursery.cancel_scope.cancel()
     finally:
@@ -131,6 +145,46 @@ async def _supervise(
         info.state, info.url, info.codexPid, info.reason = "restarting", "", None, reason
         write_info(directory, info)
         await trio.sleep(delay)
+
+
+#: How long Codex's daemon may stay away (it restarts, updates itself) before the
+#: bridge's daemon runs a Codex of its own instead.
+JOIN_GRACE_SECONDS = 30.0
+
+
+async def _join(directory: Path, socket: Path, info: DaemonInfo) -> None:
+    """Use Codex's own daemon (``codex app-server daemon``) instead of a second app-server
+    on the same ``CODEX_HOME``: publish its socket for ``serve``, and watch it (so
+    ``status`` shows every thread of the user, the TUI's too) across its restarts.
+    Returns once it has stayed away for :data:`JOIN_GRACE_SECONDS`."""
+    picture = Picture()
+    url = f"unix://{socket}"
+    managed = socket.parents[1] / "packages" / "app-server-daemon" / "current" / "bin" / "codex"
+    info.codexBin = real_path(str(managed)) if managed.exists() else ""
+    info.codexVersion = codex_daemon_version(info.codexHome) or "version unknown"
+    info.tokenFile = ""
+
+    def publish() -> None:
+        write_status(directory, picture.lines())
+
+    while True:
+        pid = codex_daemon_pid(info.codexHome)
+        info.state, info.url, info.codexPid, info.reason = "running", url, pid, ""
+        write_info(directory, info)
+        log.info("using Codex's daemon on %s (pid %s)", socket, pid)
+        await observe(url, "", picture, publish)
+        picture.lost()
+        publish()
+        # daemon.json keeps naming the socket: it stays where it is across Codex's restarts,
+        # and editors reconnect to it as they would without this daemon.
+        with trio.move_on_after(JOIN_GRACE_SECONDS):
+            # A draining daemon may still accept a connection it closes at once: a pause
+            # between attempts keeps this from spinning.
+            await trio.sleep(0.25)
+            while not codex_daemon_answers(socket):  # noqa: ASYNC110 (no event says it is back)
+                await trio.sleep(0.1)
+            continue
+        return
 
 
 class _AppServer:

@@ -3,7 +3,8 @@
 Codex sends ``thread/status/changed`` and ``thread/started`` to every initialized
 connection, so one connection that subscribes to nothing sees every thread's
 status, including threads other clients run. At connect it lists every thread
-(every source kind, sub-agents included); a thread first seen through its status
+(every source kind, sub-agents included) and reads each loaded one not listed (a
+thread not prompted yet is loaded but not stored); a thread first seen through its status
 (Codex sends no ``thread/started`` for a sub-agent) is read. After each change the
 picture is handed to ``publish`` (the daemon writes it to ``status.json``).
 
@@ -54,6 +55,11 @@ class _StatusChanged(msgspec.Struct):
 class _NameUpdated(msgspec.Struct):
     threadId: str
     threadName: str | None = None
+
+
+class _LoadedPage(msgspec.Struct):
+    data: list[str]
+    nextCursor: str | None = None
 
 
 class _Started(msgspec.Struct):
@@ -131,6 +137,23 @@ async def observe(url: str, token_file: str, picture: Picture, publish: Callable
                     cursor = page.nextCursor
                     if not cursor:
                         break
+                # A thread never prompted is not stored, so not listed; one another client
+                # works on (Codex's TUI, on Codex's daemon) is loaded all the same.
+                loaded: list[str] = []
+                cursor = None
+                for _ in range(MAX_PAGES):
+                    request = {"cursor": cursor} if cursor else {}
+                    answer = await call("thread/loaded/list", request)
+                    if not isinstance(answer, bytes):
+                        break
+                    loaded_page = msgspec.json.decode(answer, type=_LoadedPage)
+                    loaded += loaded_page.data
+                    cursor = loaded_page.nextCursor
+                    if not cursor:
+                        break
+                for thread_id in loaded:
+                    if thread_id not in picture:
+                        await read_thread(thread_id)
                 picture.back()
                 publish()
                 # The connection ends when Codex does.

@@ -29,7 +29,33 @@ def prompt_to_input(blocks: Sequence[Raw]) -> list[codex_types.UserInput]:
         out.append(_block_to_input(block, where))
     if not out:
         raise RpcError.invalid_params("prompt: must contain at least one content block")
+    check_size(out)
     return out
+
+
+#: Most characters of text Codex takes in one input (its -32602 ``input_too_large``
+#: names it as ``max_chars``; measured with Codex 0.169). Images do not count.
+MAX_INPUT_CHARS = 1_048_576
+#: Largest message Codex's WebSocket (``--listen``, its daemon's socket) takes: a bigger
+#: one makes it drop the whole connection, every session on it (measured with 0.169:
+#: 16 MiB). Less a margin for the rest of the ``turn/start`` around the input.
+MAX_INPUT_BYTES = 16 * 1024 * 1024 - 64 * 1024
+
+
+def check_size(inputs: list[codex_types.UserInput]) -> None:
+    """Refuse (-32602, naming the limit) an input Codex would not accept, before it is
+    sent: too much text, or a message its WebSocket would drop the connection over."""
+    chars = sum(len(item.text) for item in inputs if isinstance(item, codex_types.TextInput))
+    if chars > MAX_INPUT_CHARS:
+        raise RpcError.invalid_params(
+            f"prompt: {chars} characters of text; Codex accepts at most {MAX_INPUT_CHARS}"
+        )
+    size = len(msgspec.json.encode(inputs))
+    if size > MAX_INPUT_BYTES:
+        raise RpcError.invalid_params(
+            f"prompt: {size} bytes as Codex's input; Codex accepts at most {MAX_INPUT_BYTES} "
+            "bytes in one message (16 MiB, less the rest of the request)"
+        )
 
 
 def _block_to_input(

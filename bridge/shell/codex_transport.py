@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -280,9 +282,11 @@ def _signal_group(group: int, signum: int) -> None:
 async def connect_codex(
     url: str, *, token_file: str | None = None, max_message: int = DEFAULT_MAX_MESSAGE
 ) -> AsyncIterator[CodexConnection]:
-    """Attach to ``codex app-server --listen ws://...`` over WebSocket."""
+    """Attach to ``codex app-server --listen ws://...`` over WebSocket, or, for
+    ``unix:///path``, over a Unix socket (Codex's own daemon: ``codex app-server
+    daemon``, whose socket takes no token)."""
     from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
-    from websockets.trio.client import connect
+    from websockets.trio.client import connect, unix_connect
 
     headers = {}
     if token_file:
@@ -293,11 +297,20 @@ async def connect_codex(
                 f"cannot read --codex-token-file {token_file}: {exc.strerror}"
             ) from exc
         headers["Authorization"] = f"Bearer {token}"
+    socket_path = unix_socket_path(url)
+    opener: Callable[..., Any]
+    if socket_path is not None:
+        # The HTTP request of the handshake still needs a URI; the socket decides where.
+        # Codex's daemon socket is a link to a short path: a socket's path has at most
+        # ~107 bytes, which a deep CODEX_HOME exceeds.
+        resolved = str(await trio.Path(socket_path).resolve())
+        opener = functools.partial(unix_connect, resolved, "ws://localhost/")
+    else:
+        opener = functools.partial(connect, url)
     async with AsyncExitStack() as stack:
         try:
             ws = await stack.enter_async_context(
-                connect(
-                    url,
+                opener(
                     additional_headers=headers,
                     max_size=max_message,
                     # Read the socket whatever the bridge's pace: Codex drops a WebSocket
@@ -305,7 +318,7 @@ async def connect_codex(
                     # better held here than lost with the connection.
                     max_queue=None,
                     compression=None,
-                    proxy=None,
+                    **({} if socket_path is not None else {"proxy": None}),
                     open_timeout=10,
                     close_timeout=3,
                 )
@@ -324,3 +337,72 @@ async def connect_codex(
             return f"WebSocket connection to Codex at {url} closed{': ' + reason if reason else ''}"
 
         yield CodexConnection(WebSocketStream(ws), describe_exit, waits=False)
+
+
+def unix_socket_path(url: str) -> str | None:
+    """The socket of a ``unix:///path`` URL (``None`` for any other URL)."""
+    if not url.startswith("unix://"):
+        return None
+    path = url.removeprefix("unix://")
+    return path or None
+
+
+#: Where Codex's own daemon (``codex app-server daemon start``) listens, in ``CODEX_HOME``.
+CODEX_DAEMON_SOCKET = Path("app-server-control") / "app-server-control.sock"
+
+
+def codex_daemon_socket(codex_home: str) -> Path:
+    return Path(codex_home) / CODEX_DAEMON_SOCKET
+
+
+def codex_daemon_version(codex_home: str) -> str | None:
+    """The version of the copy Codex's daemon runs (``packages/app-server-daemon/current``
+    links to ``releases/VERSION-TARGET``), if it can be told."""
+    current = Path(codex_home) / "packages" / "app-server-daemon" / "current"
+    try:
+        release = Path(os.readlink(current)).name
+    except OSError:
+        return None
+    return release.split("-", 1)[0] or None
+
+
+def codex_daemon_pid(codex_home: str) -> int | None:
+    """The pid Codex's daemon publishes (``app-server-daemon/daemon.pid``), if readable."""
+    import json
+
+    try:
+        pid = json.loads((Path(codex_home) / "app-server-daemon" / "daemon.pid").read_text())["pid"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid if isinstance(pid, int) else None
+
+
+def codex_version_of(binary: str, timeout: float = 5.0) -> str | None:
+    """``binary --version``'s version number (``codex-cli 0.169.0`` → ``0.169.0``)."""
+    launch = codex_launch(binary, os.environ)
+    try:
+        done = subprocess.run(
+            [launch.program, "--version"],
+            env=launch.env,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = done.stdout.decode(errors="replace").split()
+    return words[-1] if words else None
+
+
+def codex_daemon_answers(socket_path: Path, timeout: float = 1.0) -> bool:
+    """Whether something accepts connections on Codex's daemon socket (a socket file
+    left by a daemon that died refuses them)."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(timeout)
+            probe.connect(os.path.realpath(socket_path))
+    except OSError:
+        return False
+    return True

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,11 @@ from .codex_transport import (
     ENV_CODEX_BIN,
     CodexConnection,
     CodexUnavailable,
+    codex_daemon_answers,
+    codex_daemon_pid,
+    codex_daemon_socket,
+    codex_daemon_version,
+    codex_version_of,
     connect_codex,
     find_codex,
     spawn_codex,
@@ -54,6 +59,10 @@ class ServeOptions:
         """The runtime directory of the daemon to attach to, if one runs and should be used."""
         return choose_codex(self).daemon
 
+    def attached(self, choice: CodexChoice) -> bool:
+        """Whether the chosen Codex is one the bridge attaches to (not one it spawns)."""
+        return bool(self.codex_url) or choice.daemon is not None or choice.url is not None
+
 
 #: Config keys (their first part) a Codex reads once, when it starts: sign-in, its own
 #: stores, telemetry. Sent with a thread/start they would change nothing, so an editor
@@ -83,12 +92,15 @@ class CodexChoice:
     says: str
     #: A daemon runs: whether it is used or not, the user is told (it is not obvious).
     daemon_runs: bool = False
+    #: Codex's own daemon (``codex app-server daemon``) to attach to: its ``unix://`` URL.
+    url: str | None = None
 
 
 def choose_codex(options: ServeOptions, env: Mapping[str, str] | None = None) -> CodexChoice:
-    """The daemon's Codex when one runs and is the one the editor asked for (the same
-    ``CODEX_HOME``, no other binary, no override a thread cannot take); else a Codex of
-    its own. ``env``: the editor's environment (default: this process's)."""
+    """The bridge's daemon's Codex when one runs and is the one the editor asked for (the
+    same ``CODEX_HOME``, no other binary, no override a thread cannot take); else Codex's
+    own daemon of that ``CODEX_HOME`` when it answers on its socket (on the same terms);
+    else a Codex of its own. ``env``: the editor's environment (default: this process's)."""
     env = os.environ if env is None else env
     if options.codex_url:
         return CodexChoice(None, f"Codex: the app-server at {options.codex_url} (--codex-url)")
@@ -101,8 +113,12 @@ def choose_codex(options: ServeOptions, env: Mapping[str, str] | None = None) ->
     directory = runtime_dir(options.runtime_dir, env)
     info = running_daemon(directory)
     if info is None:
-        return CodexChoice(None, f"Codex: {own}; no daemon runs on {directory}")
+        return _codex_daemon_or_own(options, own, f"no daemon runs on {directory}", env)
     why = _not_the_daemons(options, info, env)
+    if why and codex_daemon_answers(codex_daemon_socket(codex_home(env))):
+        # Not the bridge's daemon, but Codex's own of the editor's CODEX_HOME may fit.
+        not_ours = f"not the daemon's (pid {info.pid}): {why}"
+        return replace(_codex_daemon_or_own(options, own, not_ours, env), daemon_runs=True)
     if why:
         says = f"Codex: {own}, not the daemon's (pid {info.pid}): {why}"
         return CodexChoice(None, says, daemon_runs=True)
@@ -116,11 +132,43 @@ def choose_codex(options: ServeOptions, env: Mapping[str, str] | None = None) ->
     )
 
 
-def _not_the_daemons(options: ServeOptions, info: DaemonInfo, env: Mapping[str, str]) -> str:
-    """Why the daemon's Codex is not the one asked for ("" when it is)."""
+def _codex_daemon_or_own(
+    options: ServeOptions, own: str, no_bridge_daemon: str, env: Mapping[str, str]
+) -> CodexChoice:
+    """Codex's own daemon of the editor's ``CODEX_HOME`` when it answers and may be
+    used; else a Codex of the bridge's own. The bridge does not start Codex's daemon:
+    it would outlive the editor, unasked (see docs/operations.md)."""
     home = codex_home(env)
-    if info.codexHome != home:
-        return f"the daemon serves CODEX_HOME {info.codexHome or '(unknown)'}, not {home}"
+    socket = codex_daemon_socket(home)
+    if not codex_daemon_answers(socket):
+        return CodexChoice(None, f"Codex: {own}; {no_bridge_daemon}, no Codex daemon on {socket}")
+    version = codex_daemon_version(home)
+    why = _not_for_a_shared_codex(options, None, env, version=version)
+    if why:
+        says = f"Codex: {own}, not Codex's daemon on {socket}: {why}"
+        return CodexChoice(None, says, daemon_runs=True)
+    pid = codex_daemon_pid(home)
+    return CodexChoice(
+        None,
+        f"Codex: Codex's daemon on {socket} (pid {pid or 'unknown'}, "
+        f"{version or 'version unknown'}; CODEX_HOME {home}; {no_bridge_daemon}); "
+        "commands run in that daemon's environment",
+        daemon_runs=True,
+        url=f"unix://{socket}",
+    )
+
+
+def _not_for_a_shared_codex(
+    options: ServeOptions,
+    daemon_binary: str | None,
+    env: Mapping[str, str],
+    *,
+    version: str | None = None,
+) -> str:
+    """Why a Codex already running is not the one asked for ("" when it is): another
+    binary (the bridge's daemon: ``daemon_binary``, its real path), another version
+    (Codex's daemon runs a managed copy of its own: ``version``), or a process-wide
+    override."""
     asked = options.codex_bin or env.get(ENV_CODEX_BIN)
     if asked:
         source = "--codex-bin" if options.codex_bin else ENV_CODEX_BIN
@@ -128,24 +176,45 @@ def _not_the_daemons(options: ServeOptions, info: DaemonInfo, env: Mapping[str, 
             binary = os.path.realpath(find_codex(options.codex_bin, env))
         except CodexUnavailable as exc:
             return str(exc)
-        if binary != info.codexBin:
-            return f"{source} names {asked}, the daemon runs {info.codexBin or '(unknown)'}"
+        if daemon_binary is not None and binary != daemon_binary:
+            return f"{source} names {asked}, the daemon runs {daemon_binary}"
+        if daemon_binary is None:
+            named = codex_version_of(binary)
+            if named is None or named != version:
+                return (
+                    f"{source} names {asked} ({named or 'version unknown'}), Codex's daemon "
+                    f"runs {version or 'another version'}"
+                )
     whole = sorted(k for k in options.parsed_overrides if k.split(".")[0] in PROCESS_WIDE_KEYS)
     if whole:
         return f"-c {whole[0]} applies to a whole Codex, not to one thread"
     return ""
 
 
+def _not_the_daemons(options: ServeOptions, info: DaemonInfo, env: Mapping[str, str]) -> str:
+    """Why the daemon's Codex is not the one asked for ("" when it is)."""
+    home = codex_home(env)
+    if info.codexHome != home:
+        return f"the daemon serves CODEX_HOME {info.codexHome or '(unknown)'}, not {home}"
+    if info.url.startswith("unix://"):
+        # The daemon uses Codex's own daemon, which runs a managed copy of its own.
+        return _not_for_a_shared_codex(options, None, env, version=codex_daemon_version(home))
+    return _not_for_a_shared_codex(options, info.codexBin or "(unknown)", env)
+
+
 def open_codex(
-    options: ServeOptions, daemon: Path | None = None
+    options: ServeOptions, daemon: Path | None = None, url: str | None = None
 ) -> AbstractAsyncContextManager[CodexConnection]:
     """The Codex connection the options ask for (raises ``CodexUnavailable``).
 
     With ``daemon``, the Codex its ``daemon.json`` names, read anew each time: a
-    reconnection follows the daemon's Codex wherever it restarted.
+    reconnection follows the daemon's Codex wherever it restarted. With ``url``,
+    Codex's own daemon (its socket stays where it is when it restarts).
     """
     if options.codex_url:
         return connect_codex(options.codex_url, token_file=options.codex_token_file)
+    if url is not None:
+        return connect_codex(url)
     if daemon is not None:
         info = running_daemon(daemon)
         if info is None or info.state != "running" or not info.url:
@@ -169,7 +238,11 @@ def thread_config(options: ServeOptions, *, attached: bool | None = None) -> dic
 
 
 def make_engine(
-    options: ServeOptions, tap: Tap | None = None, *, daemon: Path | None = None
+    options: ServeOptions,
+    tap: Tap | None = None,
+    *,
+    daemon: Path | None = None,
+    shared: bool = False,
 ) -> Engine:
     # Codex's app-server reads no API key from its environment: the bridge hands it
     # over when the client picks that auth method (see bridge/engine/auth.py).
@@ -183,13 +256,15 @@ def make_engine(
             tap.event("missing_directory", path)
         return found
 
-    attached = bool(options.codex_url) or daemon is not None
+    # ``shared``: Codex's own daemon, which, like the bridge's, outlives this editor.
+    shared = shared or daemon is not None
+    attached = bool(options.codex_url) or shared
     return Engine(
         thread_config=thread_config(options, attached=attached),
         api_key=api_key,
         is_directory=is_directory,
-        # Beside the daemon's Codex, what waits on the user outlives this editor.
-        detachable=daemon is not None,
+        # Beside a daemon's Codex, what waits on the user outlives this editor.
+        detachable=shared,
     )
 
 
@@ -204,8 +279,8 @@ async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = 
         nursery.start_soon(_watch_parent, os.getppid(), nursery.cancel_scope)
         await run_bridge(
             client,
-            lambda: open_codex(options, daemon),
-            make_engine(options, tap, daemon=daemon),
+            lambda: open_codex(options, daemon, choice.url),
+            make_engine(options, tap, daemon=daemon, shared=choice.url is not None),
             restart=options.restart,
             tap=tap,
         )
@@ -241,11 +316,11 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
             out = stack.enter_context(open(record_to, "wb"))
             # Read from the options, not from an engine's attributes: the replay
             # builds its engine from this header, so both follow the same options.
-            daemon = options.daemon_dir()
-            attached = bool(options.codex_url) or daemon is not None
+            choice = choose_codex(options)
+            shared = choice.daemon is not None or choice.url is not None
             engine_config = {
-                "threadConfig": thread_config(options, attached=attached),
-                "detachable": daemon is not None,
+                "threadConfig": thread_config(options, attached=options.attached(choice)),
+                "detachable": shared,
             }
             recorder = Recorder(
                 out,

@@ -31,8 +31,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+import msgspec
 import trio
 
 from ..engine import Effect, Engine, ReadClock, ToClient, ToCodex
@@ -199,6 +200,28 @@ class Backoff:
 
 Connect = Callable[[], AbstractAsyncContextManager[CodexConnection]]
 
+_SHUTTING_DOWN = b"serverShuttingDown"
+
+
+class _Refusal(msgspec.Struct):
+    data: Any = None
+
+
+class _RefusedResponse(msgspec.Struct):
+    error: _Refusal
+
+
+def _shutting_down(data: bytes) -> bool:
+    """Whether Codex answered -32600 ``{"reason": "serverShuttingDown"}``: its daemon
+    drains its connections ("retry after reconnecting")."""
+    try:
+        refused = msgspec.json.decode(data, type=_RefusedResponse)
+    except msgspec.DecodeError:  # ValidationError too: not an error response
+        return False
+    return isinstance(refused.error.data, dict) and (
+        refused.error.data.get("reason") == "serverShuttingDown"
+    )
+
 
 async def run_bridge(
     client: MessageStream,
@@ -250,6 +273,10 @@ async def run_bridge(
         try:
             while True:
                 data = await codex.receive()
+                if _SHUTTING_DOWN in data and _shutting_down(data):
+                    # Codex's daemon drains before it restarts or updates itself: what it
+                    # refuses now is retried on the next connection, as after any loss.
+                    return "Codex's daemon is restarting (serverShuttingDown)"
                 if tap:
                     tap.message("from_codex", data)
                 dispatch(engine.receive_codex(data))
