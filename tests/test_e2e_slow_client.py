@@ -22,7 +22,8 @@ from tests.support.acp_schema import ConversationValidator
 from tests.support.app_server import app_server
 from tests.support.e2e import SCENARIO_SECONDS, words
 
-pytestmark = pytest.mark.e2e
+# Version-sensitive: run against both ends of the tested Codex range.
+pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
 
 WORDS = 30_000
 PAUSE = 6.0
