@@ -12,7 +12,6 @@ import pytest
 
 from bridge.recording import RecordingError, parse_recording, read_recording, replay
 from bridge.recording.format import EndRecord, MessageRecord, encode_record
-from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
 from tests.support.fixture_sets import FIXTURES, SETS, all_names, set_of
 
