@@ -60,7 +60,7 @@ from . import __version__
 from .acp.auth import API_KEY_VARIABLES
 from .codex import palette as codex_palette
 from .codex import types as codex_types
-from .codex.versions import PINNED, drift_warning, parse
+from .codex.versions import PINNED, drift_warning, parse, tested_range
 from .daemon.runtime import DaemonInfo, daemon_running, read_info, runtime_dir
 from .engine.hub import AGENT_NAME
 from .jsonrpc import (
@@ -285,7 +285,7 @@ def binary_check(binary: CodexBinary) -> Check:
             f"{where}: {drift}",
             f"for the tested Codex: npm install -g @openai/codex@{PINNED}, or --codex-bin PATH",
         )
-    return Check(BINARY, "ok", f"{where}: {binary.version} (tested)")
+    return Check(BINARY, "ok", f"{where}: {binary.version} (tested: {tested_range()})")
 
 
 def selected_provider(config: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:

@@ -5,7 +5,9 @@
     .venv/bin/python scripts/generate_codex_methods.py --check  # exit 1 if it is out of date
 
 The methods are the union over both bundles Codex generates (the v2 protocol and
-the full one with legacy methods): anything either says Codex may send.
+the full one with legacy methods), of the pinned Codex (``tests/schemas/codex/``) and of
+the oldest tested one (``tests/schemas/codex/0.169/``): anything either version may send,
+since users run both.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMAS = sorted((ROOT / "tests" / "schemas" / "codex").glob("*.json"))
+STORED = ROOT / "tests" / "schemas" / "codex"
+SCHEMAS = sorted(STORED.glob("*.json")) + sorted((STORED / "0.169").glob("*.json"))
 TARGET = ROOT / "bridge" / "codex" / "methods.py"
 
 
@@ -40,14 +43,15 @@ def render() -> str:
         ]
 
     lines = [
-        '"""The methods Codex app-server 0.169 can send. Generated: do not edit.',
+        '"""The methods Codex app-server 0.169 to 0.171 can send. Generated: do not edit.',
         "",
         "Written by ``scripts/generate_codex_methods.py`` from the schemas Codex generates",
-        "(``tests/schemas/codex/``); ``tests/test_codex_methods.py`` fails when they drift",
+        "(``tests/schemas/codex/``, the pinned version's, and ``tests/schemas/codex/0.169/``):",
+        "the union, since users run both. ``tests/test_codex_methods.py`` fails when they drift",
         "apart. The replay refuses a recording holding a message Codex never sends.",
         '"""',
         "",
-        'CODEX_VERSION = "0.169.0"',
+        'CODEX_VERSION = "0.171.0"',
         "",
         *block("SERVER_NOTIFICATIONS", methods("ServerNotification")),
         "",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from bridge.codex.versions import PINNED
 from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, PINNED_CODEX
@@ -17,17 +20,68 @@ from tests.support.daemon import ATTACHED, running_daemon
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: The oldest Codex in the tested range, installed by scripts/setup in a folder of its own.
+OLDEST = "0.169.0"
+OLDEST_CODEX = REPO / "tools" / "codex-0.169" / "node_modules" / ".bin" / "codex"
+#: Version → binary, for the tests marked ``codex_versions``.
+CODEX_INSTALLS = {PINNED: PINNED_CODEX, OLDEST: OLDEST_CODEX}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``codex_versions`` runs against each end of the tested range (the test
+    id names the version); every other test against the pinned Codex alone."""
+    if "codex_bin" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "codex_versions"
+    ):
+        metafunc.parametrize(
+            "codex_bin", list(CODEX_INSTALLS), indirect=True, ids=lambda v: f"codex-{v}"
+        )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The oldest Codex runs a test's plain route only: what the daemon adds does not depend
+    on the Codex version, and the whole suite has to stay fast."""
+    keep, drop = [], []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        params = params.params if params is not None else {}
+        if params.get("codex_bin") == OLDEST and params.get("route") == "daemon":
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
 
 @pytest.fixture(scope="session")
-def codex_bin() -> str:
-    """The pinned real Codex binary; its absence fails (never skips) the test."""
-    path = os.environ.get(ENV_CODEX_BIN) or str(PINNED_CODEX)
+def codex_bin(request: pytest.FixtureRequest) -> str:
+    """The real Codex binary: the pinned one, or for a test marked ``codex_versions`` each
+    end of the tested range in turn. Its absence fails (never skips) the test."""
+    version = getattr(request, "param", PINNED)
+    if version == PINNED:
+        path = os.environ.get(ENV_CODEX_BIN) or str(PINNED_CODEX)
+    else:
+        path = str(CODEX_INSTALLS[version])
     if not Path(path).exists():
         pytest.fail(
-            f"Codex binary not found at {path}: run the project's setup "
-            "(scripts/setup, which installs @openai/codex@0.169.0 into tools/node)"
+            f"Codex {version} not found at {path}: run the project's setup (scripts/setup, "
+            f"which installs @openai/codex@{PINNED} into tools/node and @openai/codex@{OLDEST} "
+            "into tools/codex-0.169)"
         )
     return path
+
+
+@pytest.fixture(scope="session")
+def codex_version(codex_bin: str) -> str:
+    """What ``codex_bin`` says its version is (``0.171.0``), for a test that runs against
+    each end of the tested range and expects what that version does."""
+    out = subprocess.run(
+        [codex_bin, "--version"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    found = re.search(r"\d+\.\d+\.\d+", out)
+    assert found, out
+    return found.group()
 
 
 @pytest.fixture

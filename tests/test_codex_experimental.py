@@ -1,9 +1,11 @@
-"""The experimental Codex requests the bridge sends fit Codex 0.169's experimental schema.
+"""The experimental Codex requests the bridge sends fit the experimental schema of both ends
+of the tested range (Codex 0.171, pinned, and 0.169).
 
 Experimental methods change between Codex versions: the end-to-end tests prove each one
 against the pinned binary (``tests/test_e2e_cancel_commands.py``,
 ``tests/test_e2e_config.py``); these check every shape the engine builds, params by params,
-against the schema that binary generated (``tests/schemas/codex/experimental/``).
+against the schema each binary generated (``tests/schemas/codex/experimental/``,
+``tests/schemas/codex/0.169/experimental/``).
 """
 
 from __future__ import annotations
@@ -19,18 +21,20 @@ from tests.conftest import REPO
 from tests.support.engine_harness import Harness
 from tests.test_config import CATALOG, H, open_session
 
-SCHEMA = REPO / "tests/schemas/codex/experimental/codex_app_server_protocol.v2.schemas.json"
+BUNDLE = "experimental/codex_app_server_protocol.v2.schemas.json"
+SCHEMAS = (REPO / "tests/schemas/codex" / BUNDLE, REPO / "tests/schemas/codex/0.169" / BUNDLE)
 
 
 @cache
-def _definitions() -> dict[str, Any]:
-    return json.loads(SCHEMA.read_text())["definitions"]  # type: ignore[no-any-return]
+def _definitions(index: int = 0) -> dict[str, Any]:
+    return json.loads(SCHEMAS[index].read_text())["definitions"]  # type: ignore[no-any-return]
 
 
 def assert_valid(definition: str, value: Any) -> None:
-    schema = {"$ref": f"#/definitions/{definition}", "definitions": _definitions()}
-    errors = [e.message for e in Draft7Validator(schema).iter_errors(value)]
-    assert not errors, f"{definition}: {errors} in {value}"
+    for index in range(len(SCHEMAS)):
+        schema = {"$ref": f"#/definitions/{definition}", "definitions": _definitions(index)}
+        errors = [e.message for e in Draft7Validator(schema).iter_errors(value)]
+        assert not errors, f"{SCHEMAS[index]}: {definition}: {errors} in {value}"
 
 
 def sent(h: Harness, method: str) -> list[dict[str, Any]]:
@@ -43,7 +47,7 @@ def test_the_schema_has_the_methods_the_bridge_uses() -> None:
         "ThreadSettingsUpdateParams",
         "ThreadSettingsUpdatedNotification",
     ):
-        assert name in _definitions()
+        assert all(name in _definitions(index) for index in range(len(SCHEMAS))), name
 
 
 def test_background_terminals_clean_params() -> None:

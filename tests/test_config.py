@@ -594,6 +594,42 @@ def test_codex_confirming_a_pick_sends_no_update() -> None:
     assert len(h.updates(THREAD)) == before
 
 
+READ_ONLY = {"type": "readOnly", "networkAccess": False}
+
+
+def _reported(approval: Any, sandbox: Any, model: str, effort: str | None) -> dict[str, Any]:
+    settings = {"approvalPolicy": approval, "sandboxPolicy": sandbox, "model": model}
+    return {"threadId": THREAD, "threadSettings": {**settings, "effort": effort}}
+
+
+def test_codex_s_late_report_of_an_earlier_pick_does_not_undo_a_later_one() -> None:
+    """Codex reports each stored change after answering it (0.169: a few ms later; 0.171
+    coalesces them): a client that picks again at once must not see its pick undone by
+    the report of the one before, nor lose the options of the model it picked."""
+    h = H(catalog=CATALOG)
+    open_session(h)
+    h.set_mode("read-only")
+    h.pick("model", "gpt-a")
+    before = len(h.updates(THREAD))
+    # The report of the mode change, after the model change was stored: stale.
+    h.codex_notify(
+        "thread/settings/updated", _reported("on-request", READ_ONLY, "mock-model", None)
+    )
+    assert len(h.updates(THREAD)) == before, "nothing changed for the client"
+    options = h.pick("reasoning_effort", "low")
+    assert option(options, "model")["currentValue"] == "gpt-a"
+    assert option(options, "reasoning_effort")["currentValue"] == "low"
+    # The reports of the later changes: what the client already has.
+    h.codex_notify("thread/settings/updated", _reported("on-request", READ_ONLY, "gpt-a", "medium"))
+    h.codex_notify("thread/settings/updated", _reported("on-request", READ_ONLY, "gpt-a", "low"))
+    assert len(h.updates(THREAD)) == before
+    # A change made elsewhere afterwards still reaches the client.
+    h.codex_notify("thread/settings/updated", _reported("on-request", READ_ONLY, "gpt-b", "high"))
+    [update] = h.updates(THREAD)[before:]
+    assert option(update["configOptions"], "model")["currentValue"] == "gpt-b"
+    h.validate()
+
+
 # -- bad input -------------------------------------------------------------------------------------------
 
 

@@ -97,13 +97,27 @@ def running(state: str = "running", **kw: Any) -> DaemonInfo:
 def test_a_tested_codex_is_fine_and_says_where_it_came_from() -> None:
     check = binary_check(BINARY)
     assert check.status == "ok" and check.hint is None
-    assert check.detail == f"/usr/bin/codex (from PATH): codex-cli {PINNED} (tested)"
+    assert check.detail == (
+        f"/usr/bin/codex (from PATH): codex-cli {PINNED} (tested: 0.169.0 to 0.171.0)"
+    )
 
 
-def test_a_codex_outside_the_tested_range_is_a_warning_naming_both_versions() -> None:
-    check = binary_check(CodexBinary("/usr/bin/codex", source="PATH", version="codex-cli 0.171.2"))
+@pytest.mark.parametrize("version", ["0.169.0", "0.170.3", "0.171.0"])
+def test_any_codex_in_the_tested_range_is_fine_and_the_range_is_named(version: str) -> None:
+    check = binary_check(
+        CodexBinary("/usr/bin/codex", source="PATH", version=f"codex-cli {version}")
+    )
+    assert check.status == "ok" and check.hint is None
+    assert check.detail.endswith(f"codex-cli {version} (tested: 0.169.0 to 0.171.0)")
+
+
+@pytest.mark.parametrize("version", ["0.168.9", "0.171.2", "0.172.0"])
+def test_a_codex_outside_the_tested_range_is_a_warning_naming_both_versions(version: str) -> None:
+    check = binary_check(
+        CodexBinary("/usr/bin/codex", source="PATH", version=f"codex-cli {version}")
+    )
     assert check.status == "warning"
-    assert "0.171.2" in check.detail and PINNED in check.detail
+    assert version in check.detail and "(0.169.0 to 0.171.0)" in check.detail
     assert check.hint is not None and f"@openai/codex@{PINNED}" in check.hint
 
 
@@ -470,13 +484,16 @@ def clean(env: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.mark.e2e
+@pytest.mark.codex_versions
 async def test_the_test_setup_passes_and_leaves_no_codex_behind(
-    bridge_env: dict[str, str], codex_home: Path
+    bridge_env: dict[str, str], codex_home: Path, codex_version: str
 ) -> None:
+    """With either end of the tested range: no warning, and the range named."""
     code, out = await run_doctor(clean(bridge_env))
     assert code == 0, out
     assert line(out, "Codex binary").startswith("✓")
-    assert f"codex-cli {PINNED} (tested)" in line(out, "Codex binary")
+    assert f"codex-cli {codex_version} (tested: 0.169.0 to 0.171.0)" in line(out, "Codex binary")
+    assert "outside the versions" not in out
     assert (
         line(out, "Credentials")
         == "✓ Credentials            custom provider mock (no login needed)"
@@ -488,7 +505,7 @@ async def test_the_test_setup_passes_and_leaves_no_codex_behind(
         and "its own," in line(out, "Codex used")
     )
     round_trip = line(out, "initialize round trip")
-    assert round_trip[0] in "✓!" and f"codex-acp-bridge/{PINNED}" in round_trip
+    assert round_trip[0] in "✓!" and f"codex-acp-bridge/{codex_version}" in round_trip
     assert "answered in" in round_trip
     assert "✗" not in out and "Nothing blocks use" in out
     assert processes_of(codex_home) == []

@@ -1,4 +1,4 @@
-"""Approvals and questions end to end: the real Codex 0.169 asks, a scripted ACP client answers.
+"""Approvals and questions end to end: the real Codex (0.171 and 0.169) asks, a scripted ACP client answers.
 
 The model is scripted (``@@ call exec_command {... "sandbox_permissions": "require_escalated"}``
 makes Codex ask before running a command); what Codex did with the answer is read from the
@@ -31,7 +31,8 @@ from tests.support.scenarios.approvals import (
     Answers,
 )
 
-pytestmark = pytest.mark.e2e
+# Version-sensitive: run against both ends of the tested Codex range.
+pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
 
 FORMS = {
     "fs": {"readTextFile": False, "writeTextFile": False},

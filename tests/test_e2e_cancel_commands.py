@@ -1,6 +1,6 @@
 """Cancel stops the work, not only the turn: the commands a cancelled turn started die too.
 
-Against the real Codex 0.169 (its experimental ``thread/backgroundTerminals/clean``): a command
+Against the real Codex 0.171 and 0.169 (their experimental ``thread/backgroundTerminals/clean``): a command
 started with ``exec_command`` outlives ``turn/interrupt``; after ``session/cancel`` the bridge
 stops the commands of the cancelled thread and of every sub-agent under it, and only those.
 Each command is a ``sleep`` with a duration no other process on the machine uses, found by
@@ -22,7 +22,8 @@ from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
 from tests.support.scenarios import open_session
 from tests.support.scenarios.subagents import SUBAGENTS, call, children, has_state, script, spawn
 
-pytestmark = pytest.mark.e2e
+# Version-sensitive: run against both ends of the tested Codex range.
+pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
 
 #: How long a stopped command may take to disappear here (the issue's bound is one second;
 #: a loaded CI machine gets some slack, and the time measured is printed).

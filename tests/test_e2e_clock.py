@@ -18,7 +18,8 @@ from bridge.scripted_model import ScriptedModel
 from bridge.scripted_model.codex_home import write_codex_home
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
 
-pytestmark = pytest.mark.e2e
+# Version-sensitive: run against both ends of the tested Codex range.
+pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
 
 #: Codex asks its client for the time before each turn (``clock_source = "external"``).
 EXTERNAL_CLOCK = """

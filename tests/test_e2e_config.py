@@ -14,7 +14,8 @@ from bridge.scripted_model import ScriptedModel, write_codex_home
 from bridge.scripted_model.directives import codex_internal_purpose, turn_metadata
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
 
-pytestmark = pytest.mark.e2e
+# Version-sensitive: run against both ends of the tested Codex range.
+pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
 
 
 def _user_turns(model: ScriptedModel) -> list[tuple[dict[str, Any], dict[str, str]]]:

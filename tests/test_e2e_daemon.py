@@ -24,6 +24,7 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient, open_agent
+from bridge.codex.versions import PINNED
 from bridge.daemon.runtime import read_status
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.daemon import ATTACHED, daemon_info, running_daemon, serve_argv
@@ -49,7 +50,7 @@ async def test_the_daemon_is_private_single_and_stops_with_its_codex_on_sigterm(
             for name in ("daemon.json", "token", "daemon.lock"):
                 assert stat.S_IMODE((runtime / name).stat().st_mode) == 0o600, name
             assert info.pid == daemon.pid and info.url.startswith("ws://127.0.0.1:")
-            assert "0.169.0" in info.codexVersion
+            assert PINNED in info.codexVersion
             codex = codex_processes(daemon.pid)
             # Codex itself (the deepest app-server), not the guard the daemon runs it under.
             assert codex and info.codexPid == codex[0]

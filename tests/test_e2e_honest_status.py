@@ -1,5 +1,5 @@
-"""What a tool call says happened is what happened, in the order it happened, against the real
-Codex 0.169.
+"""What a tool call says happened is what happened, in the order it happened, against the real,
+pinned Codex.
 
 - A hidden sub-agent's command (a client without ``subagents``) is asked on the root and shown
   there; once allowed, the command's own item says how it ended: ``failed`` when it exits 1,

@@ -1,4 +1,4 @@
-"""The kind of a permission request, end to end: the real Codex 0.169 asks for an escalated
+"""The kind of a permission request, end to end: the real, pinned Codex asks for an escalated
 pipeline that it parses as a mere search; the bridge asks the client with kind ``execute``.
 
 A client that auto-approves reads and searches would otherwise have let ``rg -l hello . | xargs

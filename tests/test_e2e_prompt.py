@@ -1,4 +1,4 @@
-"""End to end over stdio: a real ACP client, the bridge, the real Codex 0.169, the scripted model."""
+"""End to end over stdio: a real ACP client, the bridge, the real, pinned Codex, the scripted model."""
 
 from __future__ import annotations
 

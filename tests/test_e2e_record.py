@@ -9,6 +9,7 @@ import msgspec
 import pytest
 import trio
 
+from bridge.codex.versions import PINNED
 from bridge.recording import read_recording, replay
 from bridge.recording.redact import REDACTED
 from tests.support.e2e import SCENARIO_SECONDS, running_bridge
@@ -36,7 +37,7 @@ async def test_a_recording_replays_to_exactly_what_the_client_received_with_secr
     assert REDACTED.encode() in data
 
     recording = read_recording(out)
-    assert recording.header.codex == "0.169.0"
+    assert recording.header.codex == PINNED
     assert recording.header.clientCapabilities == {
         "fs": {"readTextFile": False, "writeTextFile": False},
         "terminal": False,

@@ -28,7 +28,8 @@ from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
 from tests.support.scenarios import subagents as scenario
 from tests.support.scenarios.recovery import codex_processes
 
-pytestmark = pytest.mark.e2e
+# Version-sensitive: run against both ends of the tested Codex range.
+pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
 
 
 def kill_codex(bridge: trio.Process) -> list[int]:

@@ -101,6 +101,9 @@ def assert_caught_up_whole(chunks: list[dict[str, Any]], answer: dict[str, Any])
     assert len(chunks) <= WORDS - largest + 1
 
 
+# Version-sensitive (Codex's delta shape, its WebSocket's patience): both ends of the
+# tested range. Through the daemon: the pinned Codex only, as for the other daemon routes.
+@pytest.mark.codex_versions
 async def test_a_paused_client_catches_up_with_the_whole_answer_in_a_few_messages(
     bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
 ) -> None:
@@ -111,6 +114,7 @@ async def test_a_paused_client_catches_up_with_the_whole_answer_in_a_few_message
     assert_caught_up_whole(chunks, answer)
 
 
+@pytest.mark.codex_versions
 async def test_over_a_websocket_a_paused_client_keeps_its_codex_connection(
     codex_bin: str,
     codex_home: Path,

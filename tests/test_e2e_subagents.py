@@ -56,7 +56,8 @@ from tests.test_subagent_properties import (
     replay_checked,
 )
 
-pytestmark = pytest.mark.e2e
+# Version-sensitive: run against both ends of the tested Codex range.
+pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
 
 #: Client methods that would change a session, with the rest of their params (cwd filled in).
 RESTRICTED_CALLS: list[tuple[str, dict[str, Any]]] = [

@@ -770,6 +770,7 @@ def test_a_malformed_delta_is_reported_as_before(data: bytes) -> None:
     ("agent", "warned"),
     [
         ("codex-acp-bridge/0.169.0 (Debian 12.0.0; x86_64) xterm", False),
+        ("codex-acp-bridge/0.171.0 (Debian 12.0.0; x86_64) xterm", False),
         ("codex-acp-bridge/0.171.2 (Debian 12.0.0; x86_64) xterm", True),
         ("codex-acp-bridge/0.150.0 (Mac OS 15.1.0; arm64)", True),
         ("something without a version", False),
@@ -784,7 +785,7 @@ def test_a_codex_outside_the_tested_versions_is_one_warning_naming_both(
     warnings = [r.getMessage() for r in caplog.records if "outside the versions" in r.getMessage()]
     if warned:
         [warning] = warnings
-        assert agent.split("/")[1].split()[0] in warning and "0.169.0" in warning
+        assert agent.split("/")[1].split()[0] in warning and "(0.169.0 to 0.171.0)" in warning
     else:
         assert warnings == []
     # Codex is used either way.

@@ -12,19 +12,21 @@ import pytest
 
 from bridge.recording import RecordingError, parse_recording, read_recording, replay
 from bridge.recording.format import EndRecord, MessageRecord, encode_record
-from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
+from tests.support.fixture_sets import FIXTURES, SETS, all_names, set_of
 
-FIXTURES = REPO / "fixtures"
-RECORDINGS = sorted(FIXTURES.glob("*.codex.jsonl"))
+#: Both sets: the pinned Codex's recordings and the oldest tested one's (``codex-0.169/``).
+RECORDINGS = [FIXTURES / f"{name}.codex.jsonl" for name in all_names()]
 
 
 def _expected(recording: Path) -> Path:
     return recording.with_name(recording.name.removesuffix(".codex.jsonl") + ".acp.jsonl")
 
 
-def test_there_are_fixtures_and_each_has_its_transcript() -> None:
-    names = {p.name.removesuffix(".codex.jsonl") for p in RECORDINGS}
+@pytest.mark.parametrize("folder", list(SETS), ids=lambda f: f or "pinned")
+def test_there_are_fixtures_and_each_has_its_transcript(folder: str) -> None:
+    recordings = sorted((FIXTURES / folder).glob("*.codex.jsonl"))
+    names = {p.name.removesuffix(".codex.jsonl") for p in recordings}
     assert {
         "streamed_answer",
         "reasoning",
@@ -32,16 +34,26 @@ def test_there_are_fixtures_and_each_has_its_transcript() -> None:
         "failed_turn",
         "bad_input",
     } <= names
-    for recording in RECORDINGS:
+    for recording in recordings:
         assert _expected(recording).exists(), f"{recording.name} has no .acp.jsonl twin"
-    orphans = {p.name.removesuffix(".acp.jsonl") for p in FIXTURES.glob("*.acp.jsonl")} - names
+    transcripts = (FIXTURES / folder).glob("*.acp.jsonl")
+    orphans = {p.name.removesuffix(".acp.jsonl") for p in transcripts} - names
     assert not orphans, f"transcripts without a recording: {orphans}"
 
 
-@pytest.mark.parametrize("recording", RECORDINGS, ids=lambda p: p.name.removesuffix(".codex.jsonl"))
+def test_both_fixture_sets_record_the_same_scenarios() -> None:
+    pinned, *others = ({p.name for p in (FIXTURES / folder).glob("*.jsonl")} for folder in SETS)
+    for other in others:
+        assert other == pinned
+
+
+@pytest.mark.parametrize(
+    "recording", RECORDINGS, ids=lambda p: str(p.relative_to(FIXTURES)).removesuffix(".codex.jsonl")
+)
 def test_fixture_replays_to_its_transcript_and_every_message_is_valid_acp(recording: Path) -> None:
     loaded = read_recording(recording)
-    assert loaded.header.codex == "0.169.0", "fixtures come from the pinned Codex"
+    folder = set_of(str(recording.relative_to(FIXTURES)))
+    assert loaded.header.codex == SETS[folder], f"fixtures/{folder} come from Codex {SETS[folder]}"
     if not loaded.header.synthetic:
         assert loaded.header.codexUserAgent, "a real recording names the Codex that made it"
     transcript = replay(loaded)  # the RFD checker runs inside
@@ -58,13 +70,14 @@ def test_fixture_replays_to_its_transcript_and_every_message_is_valid_acp(record
             validator.agent_sent(message)
 
 
-def test_fixtures_show_the_behaviours_they_are_named_after() -> None:
+@pytest.mark.parametrize("folder", list(SETS), ids=lambda f: f or "pinned")
+def test_fixtures_show_the_behaviours_they_are_named_after(folder: str) -> None:
     """Guard against a re-recording that silently stops covering its scenario."""
 
     def messages(name: str) -> list[dict[str, object]]:
         return [
             msgspec.json.decode(line)
-            for line in (FIXTURES / f"{name}.acp.jsonl").read_text().splitlines()
+            for line in (FIXTURES / folder / f"{name}.acp.jsonl").read_text().splitlines()
         ]
 
     def kinds(name: str) -> list[object]:

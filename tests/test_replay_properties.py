@@ -1,7 +1,7 @@
 """Property tests: orderings of the real recordings that Codex could also have produced.
 
-Each fixture in ``fixtures/`` is one interleaving that the real Codex 0.169
-happened to produce. Codex writes its messages from concurrent tasks (request
+Each fixture in ``fixtures/`` (and ``fixtures/codex-0.169/``) is one interleaving
+that the real Codex 0.171 (0.169) happened to produce. Codex writes its messages from concurrent tasks (request
 handlers, each thread's event listener, connection-wide broadcasts), so other
 interleavings of the same messages are equally possible. Here hypothesis draws
 such interleavings of each fixture's ``from_codex`` records, writes them back as
@@ -104,11 +104,11 @@ from bridge.engine import Engine, ToCodex
 from bridge.recording import Recording, Transcript, parse_recording, read_recording, replay
 from bridge.recording.format import EndRecord, Entry, EventRecord, MessageRecord, encode_record
 from bridge.recording.redact import Redactor
-from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
+from tests.support.fixture_sets import FIXTURES, all_names, prefixed
 
-FIXTURES = REPO / "fixtures"
-NAMES = ["streamed_answer", "reasoning", "cancel_mid_stream", "failed_turn", "bad_input"]
+#: In both fixture sets: the engine must understand both versions' traffic.
+NAMES = prefixed(["streamed_answer", "reasoning", "cancel_mid_stream", "failed_turn", "bad_input"])
 
 #: Rule 1: not items of the turn, sent by other tasks than the turn's item stream.
 ANYWHERE_IN_TURN = frozenset(
@@ -766,7 +766,7 @@ def assert_turns_end_last(transcript: Transcript) -> None:
         assert not states, f"cancelled turn ended at {window.end}; sub-agent states after: {states}"
 
 
-ALL_FIXTURES = sorted(p.name.removesuffix(".codex.jsonl") for p in FIXTURES.glob("*.codex.jsonl"))
+ALL_FIXTURES = all_names()
 
 
 @pytest.mark.parametrize("name", ALL_FIXTURES)
@@ -783,9 +783,8 @@ def test_the_turn_end_property_sees_turns_and_their_tool_calls() -> None:
         for window in turn_windows(original(name))
         if window.stop_reason == "cancelled"
     ]
-    assert {"cancel_stops_command", "cancel_parent_cascades", "v2_cancel_mid_stream"} <= set(
-        cancelled
-    )
+    expected = prefixed(["cancel_stops_command", "cancel_parent_cascades", "v2_cancel_mid_stream"])
+    assert set(expected) <= set(cancelled)
 
 
 # -- the properties -----------------------------------------------------------------------------
@@ -804,8 +803,9 @@ def test_every_fixture_has_records_the_properties_move() -> None:
         with_subagents = original(name, subagents=True)
         assert outcome(with_subagents).text == outcome(original(name)).text, name
         assert prompt_outcomes(with_subagents) == prompt_outcomes(original(name)), name
-    cancel = legal_moves("cancel_mid_stream")
-    assert len(cancel.late_answers) == 3, "two turn/start answers and a turn/interrupt answer"
+    for cancel_mid_stream in prefixed(["cancel_mid_stream"]):
+        cancel = legal_moves(cancel_mid_stream)
+        assert len(cancel.late_answers) == 3, "two turn/start answers and a turn/interrupt answer"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -56,20 +56,22 @@ from hypothesis import strategies as st
 
 from bridge.recording import Recording, Transcript, parse_recording, read_recording, replay
 from bridge.recording.format import EndRecord, Entry, MessageRecord, encode_record
-from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
+from tests.support.fixture_sets import FIXTURES, prefixed
 
-FIXTURES = REPO / "fixtures"
-NAMES = [
-    "spawn_and_wait",
-    "send_input_reuse",
-    "nested_spawn",
-    "child_approval",
-    "cancel_child",
-    "cancel_parent_cascades",
-    "child_fails",
-    "subagents_without_capability",
-]
+#: In both fixture sets (``fixtures/`` and ``fixtures/codex-0.169/``).
+NAMES = prefixed(
+    [
+        "spawn_and_wait",
+        "send_input_reuse",
+        "nested_spawn",
+        "child_approval",
+        "cancel_child",
+        "cancel_parent_cascades",
+        "child_fails",
+        "subagents_without_capability",
+    ]
+)
 #: Collab tools that make a child start work (its later events follow the item's start).
 STARTS_CHILD_WORK = frozenset({"spawnAgent", "sendInput", "resumeAgent"})
 
@@ -460,15 +462,22 @@ def test_children_as_late_as_codex_may_send_them(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "asks_on_child"),
-    [("child_approval", True), ("subagents_without_capability", False)],
+    [
+        (name, asks_on_child)
+        for scenario, asks_on_child in (
+            ("child_approval", True),
+            ("subagents_without_capability", False),
+        )
+        for name in prefixed([scenario])
+    ],
 )
 def test_a_child_permission_callback_before_spawn_metadata_is_held_until_announced(
     name: str, asks_on_child: bool
 ) -> None:
     """RFD validation scenario "Deliver a child permission callback before spawn metadata".
 
-    Codex 0.169 sent the child's approval request after the spawn item completed in every
-    recording made here, but nothing orders them: the ordering where the request comes
+    Codex 0.169 and 0.171 sent the child's approval request after the spawn item completed
+    in every recording made here, but nothing orders them: the ordering where the request comes
     first, and the bridge's read of the child thread is answered last, is built here. The
     bridge must hold the request until it knows the parent, then ask it on the announced
     child's session (or, for a client without the capability, on the root, naming the agent).

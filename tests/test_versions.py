@@ -33,7 +33,21 @@ def test_the_pinned_codex_is_tested_and_the_same_everywhere() -> None:
     assert package["dependencies"]["@openai/codex"] == versions.PINNED
 
 
-@pytest.mark.parametrize("found", ["0.168.9", "0.170.0", "1.0.0"])
+def test_both_ends_of_the_tested_range_are_installed_and_neither_warns() -> None:
+    from tests.conftest import CODEX_INSTALLS, OLDEST
+
+    assert versions.tested_range() == "0.169.0 to 0.171.0"
+    assert versions.PINNED == "0.171.0" and OLDEST == "0.169.0"
+    assert versions.parse(OLDEST) == versions.TESTED_MIN
+    assert versions.parse(versions.PINNED) == versions.TESTED_MAX
+    for version in (OLDEST, "0.170.0", versions.PINNED):
+        assert versions.drift_warning(f"codex-cli {version}") is None, version
+    oldest = json.loads((REPO / "tools" / "codex-0.169" / "package.json").read_text())
+    assert oldest["dependencies"]["@openai/codex"] == OLDEST
+    assert CODEX_INSTALLS[OLDEST].is_relative_to(REPO / "tools" / "codex-0.169")
+
+
+@pytest.mark.parametrize("found", ["0.168.9", "0.171.1", "1.0.0"])
 def test_outside_the_range_one_line_names_both_versions(found: str) -> None:
     warning = versions.drift_warning(f"codex-cli {found}")
     assert warning is not None and "\n" not in warning

@@ -1,11 +1,12 @@
-"""The methods Codex app-server 0.169 can send. Generated: do not edit.
+"""The methods Codex app-server 0.169 to 0.171 can send. Generated: do not edit.
 
 Written by ``scripts/generate_codex_methods.py`` from the schemas Codex generates
-(``tests/schemas/codex/``); ``tests/test_codex_methods.py`` fails when they drift
+(``tests/schemas/codex/``, the pinned version's, and ``tests/schemas/codex/0.169/``):
+the union, since users run both. ``tests/test_codex_methods.py`` fails when they drift
 apart. The replay refuses a recording holding a message Codex never sends.
 """
 
-CODEX_VERSION = "0.169.0"
+CODEX_VERSION = "0.171.0"
 
 SERVER_NOTIFICATIONS: frozenset[str] = frozenset(
     {
@@ -81,6 +82,7 @@ SERVER_NOTIFICATIONS: frozenset[str] = frozenset(
         "thread/realtime/transcript/delta",
         "thread/realtime/transcript/done",
         "thread/reverted",
+        "thread/search/partial",
         "thread/section/changed",
         "thread/settings/updated",
         "thread/started",

@@ -13,9 +13,9 @@ import re
 
 #: The oldest and newest Codex versions the test suite has run against.
 TESTED_MIN = (0, 169, 0)
-TESTED_MAX = (0, 169, 0)
+TESTED_MAX = (0, 171, 0)
 #: The pinned Codex (``tools/node/package.json``), the one the fixtures come from.
-PINNED = "0.169.0"
+PINNED = "0.171.0"
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 

@@ -296,6 +296,8 @@ class Configuration:
         if settings is None:
             return
         reported = note.threadSettings
+        if self._stale(settings, reported):
+            return
         if reported.approvalPolicy is not UNSET and reported.sandboxPolicy is not UNSET:
             settings.approval, settings.sandbox = reported.approvalPolicy, reported.sandboxPolicy
         if isinstance(reported.model, str):
@@ -303,6 +305,31 @@ class Configuration:
         if reported.effort is not UNSET:
             settings.effort = reported.effort
         self._sync(note.threadId, settings)
+
+    @staticmethod
+    def _stale(settings: Settings, reported: codex_settings.ThreadSettings) -> bool:
+        """Whether ``reported`` is Codex's report of an update of the bridge's that a later
+        one already replaced: Codex reports each update after answering it, so a pick the
+        client made meanwhile would otherwise be undone until the next report."""
+        for index, (approval, sandbox, model, effort) in enumerate(settings.echoes):
+            # A member Codex leaves out is not a difference, nor an effort the bridge left
+            # to the model's default (``None``: Codex reports that default).
+            if (
+                reported.model in (UNSET, model)
+                and (reported.effort is UNSET or effort is None or reported.effort == effort)
+                and (
+                    reported.approvalPolicy is UNSET
+                    or same_policy(
+                        reported.approvalPolicy, reported.sandboxPolicy, approval, sandbox
+                    )
+                )
+            ):
+                later = len(settings.echoes) - index - 1
+                del settings.echoes[: index + 1]
+                return later > 0
+        # Not one of the bridge's own (another client's change, or Codex's own): it stands.
+        settings.echoes.clear()
+        return False
 
     # -- modes and options, as the client sees them --------------------------------------------
 
@@ -589,6 +616,9 @@ class Configuration:
                 settings.effort = change.effort
                 if settings.picked_effort == change.effort:
                     settings.picked_effort = None
+            settings.echoes.append(
+                (settings.approval, settings.sandbox, settings.model, settings.effort)
+            )
             answer()
 
         def refused(error: ErrorObject) -> None:

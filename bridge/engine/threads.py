@@ -180,6 +180,10 @@ class Settings:
     #: What the client was last told, to send an update only when something changed.
     shown_mode: str = ""
     shown_options: bytes = b""
+    #: The settings Codex will report (``thread/settings/updated``, which follows its answer)
+    #: for each update of the bridge's it has answered, oldest first (approval, sandbox,
+    #: model, effort): a report of one followed by another is stale.
+    echoes: list[tuple[Any, Any, str, str | None]] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)

@@ -10,7 +10,7 @@ the line and both messages. What the engine sends the client is the
 transcript.
 
 Known Codex methods are checked too: a message Codex never sends (per the
-0.169 schema) is an error naming the line, never silently skipped.
+0.169 and 0.171 schemas) is an error naming the line, never silently skipped.
 """
 
 from __future__ import annotations
@@ -194,5 +194,5 @@ def _check_codex_message(path: str, line: int, data: bytes) -> None:
         raise RecordingError(
             path,
             line,
-            f"Codex 0.169 never sends the {kind} {method!r}: hand-edited or corrupt recording?",
+            f"Codex 0.169 to 0.171 never sends the {kind} {method!r}: hand-edited or corrupt recording?",
         )

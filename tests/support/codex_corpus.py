@@ -1,6 +1,7 @@
 """Realistic Codex traffic taken from the fixtures, for tests that play Codex themselves.
 
-A :class:`Corpus` holds, from every ``fixtures/*.codex.jsonl``:
+A :class:`Corpus` holds, from every recording of both fixture sets (``fixtures/`` and
+``fixtures/codex-0.169/``, see ``tests/support/fixture_sets.py``):
 
 - each fixture's Codex notifications and server requests in recorded order, with the
   fixture's thread and turn ids and who is whose child, so a test can replay them about
@@ -27,9 +28,8 @@ from typing import Any, TypeGuard
 import msgspec
 
 from bridge.recording.format import MessageRecord, read_recording
-from tests.conftest import REPO
+from tests.support.fixture_sets import FIXTURES, all_names
 
-FIXTURES = REPO / "fixtures"
 UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _THREAD_KEYS = frozenset({"threadId", "senderThreadId", "parentThreadId", "reviewThreadId"})
 _TURN_KEYS = frozenset({"turnId", "rootTurnId"})
@@ -125,9 +125,8 @@ def corpus() -> Corpus:
     stored_thread: dict[str, Json] | None = None
     child_thread: dict[str, Json] | None = None
     spawn_item: dict[str, Json] | None = None
-    for path in sorted(FIXTURES.glob("*.codex.jsonl")):
-        name = path.name.removesuffix(".codex.jsonl")
-        recording = read_recording(path)
+    for name in all_names():
+        recording = read_recording(FIXTURES / f"{name}.codex.jsonl")
         fixture = traffic[name] = FixtureTraffic(name)
         asked: dict[RequestId, dict[str, Json]] = {}
         for entry in recording.entries:

@@ -1,7 +1,7 @@
 """Record every fixture in ``fixtures/`` from the real Codex: ``scripts/record-fixtures``.
 
 Each scenario (``tests/support/scenarios/``) drives ``codex-acp-bridge record``
-(the real bridge, the real ``codex app-server`` 0.169, the scripted model on
+(the real bridge, the real, pinned ``codex app-server``, the scripted model on
 127.0.0.1) with the project's ACP client, which writes
 ``fixtures/NAME.codex.jsonl``; the replay of that recording is then written as
 ``fixtures/NAME.acp.jsonl``, the transcript the replay tests hold the engine to.

@@ -1,0 +1,38 @@
+"""The two sets of fixture recordings, and the Codex version each was recorded from.
+
+``fixtures/`` holds what the pinned Codex sends (re-recorded with ``scripts/record-fixtures``);
+``fixtures/codex-0.169/`` what the oldest tested Codex sent, kept unchanged, since users run
+both and the engine must understand both. A fixture is named by its path relative to
+``fixtures/`` without the suffix (``streamed_answer``, ``codex-0.169/streamed_answer``), so
+``FIXTURES / f"{name}.codex.jsonl"`` finds it whichever set it is in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.codex.versions import PINNED
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+#: Folder (relative to ``fixtures/``) → the Codex version its recordings come from.
+SETS: dict[str, str] = {"": PINNED, "codex-0.169": "0.169.0"}
+
+
+def prefixed(names: list[str]) -> list[str]:
+    """``names`` (fixtures present in every set) in each set."""
+    return [f"{folder}/{name}" if folder else name for folder in SETS for name in names]
+
+
+def all_names() -> list[str]:
+    """Every recording of every set."""
+    return [
+        (f"{folder}/" if folder else "") + path.name.removesuffix(".codex.jsonl")
+        for folder in SETS
+        for path in sorted((FIXTURES / folder).glob("*.codex.jsonl"))
+    ]
+
+
+def set_of(name: str) -> str:
+    """The set (folder) fixture ``name`` is in."""
+    return name.rpartition("/")[0]
