@@ -21,8 +21,10 @@ from bridge.acp_client import AcpClient, open_agent
 from bridge.shell.codex_transport import codex_daemon_socket
 from tests.support.codex_daemon import codex_home_processes, codex_requests
 from tests.support.codex_tui import AGENT_MARK, USER_MARK, Tui, codex_tui
+from tests.support.daemon import running_daemon
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, words
 from tests.support.scenarios.approvals import ESCALATED, Answers
+from tests.test_e2e_daemon import status_json, thread_state
 
 pytestmark = pytest.mark.e2e
 
@@ -231,3 +233,31 @@ async def test_a_cancel_in_the_window_stops_the_tui_s_turn(
             await window.wait_for(lambda _m: window.text_of(thread).endswith("after"))
             await tui.wait_for(AGENT_MARK + "after")
     assert_valid_acp(window)
+
+
+async def test_the_bridge_s_daemon_on_the_tui_s_daemon_shows_the_tui_s_thread(
+    tmp_path: Path,
+    codex_home: Path,
+    codex_bin: str,
+    bridge_env: dict[str, str],
+    workspace: Path,
+) -> None:
+    runtime = tmp_path / "runtime"
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with codex_tui(
+            tmp_path / "tmux.sock", codex_home, codex_bin, bridge_env, workspace
+        ) as tui:
+            await tui.submit("@@ say first")
+            await tui.wait_for(AGENT_MARK + "first")
+            url = f"unix://{codex_daemon_socket(str(codex_home))}"
+            [stored] = await codex_requests(url, ("thread/list", {}))
+            [thread] = [t["id"] for t in stored["data"]]
+            async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (_, info):
+                assert info.url == url  # no second app-server on this CODEX_HOME
+                await thread_state(bridge_env, runtime, thread, "idle")
+                await tui.submit("@@ words 200 delay_ms=20")
+                await thread_state(bridge_env, runtime, thread, "running")
+                await thread_state(bridge_env, runtime, thread, "idle")
+                # Only the user's thread: not the ephemeral one the TUI makes for its title.
+                status = await status_json(bridge_env, runtime)
+                assert [t["threadId"] for t in status["threads"]] == [thread], status
