@@ -44,10 +44,11 @@ async def tui_and_window(
     stderr_file: Path,
     *,
     load: bool = True,
+    version: int = 1,
 ) -> AsyncIterator[tuple[Tui, AcpClient, str]]:
     """The TUI with a thread it started and prompted once (``@@ say first``), and a window
-    (``serve`` on Codex's daemon) that lists it and, with ``load``, has loaded it; yields
-    both and the thread's id."""
+    (``serve`` on Codex's daemon) that lists it and, with ``load``, has loaded it (an ACP v2
+    window: resumed it); yields both and the thread's id."""
     async with codex_tui(tmp_path / "tmux.sock", codex_home, codex_bin, env, workspace) as tui:
         await tui.submit("@@ say first")
         await tui.wait_for(AGENT_MARK + "first")
@@ -59,22 +60,27 @@ async def tui_and_window(
         assert thread in loaded["data"]
         with stderr_file.open("ab") as err:
             async with open_agent(argv, env=env, stderr=err.fileno()) as (window, _process):
-                await window.initialize()
+                await (window.initialize() if version == 1 else window.initialize_v2())
                 listed = await window.request("session/list", {})
                 assert thread in [s["sessionId"] for s in listed["sessions"]]
-                if load:
+                if load and version == 2:
+                    await window.request(
+                        "session/resume", {"sessionId": thread, "cwd": str(workspace)}
+                    )
+                elif load:
                     await window.request(
                         "session/load",
                         {"sessionId": thread, "cwd": str(workspace), "mcpServers": []},
                     )
-                    assert window.text_of(thread) == "first"
+                    if version == 1:
+                        assert window.text_of(thread) == "first"
                 yield tui, window, thread
                 history = await tui.history()
         assert ACTIVE_WRITER not in history, history
     assert "Codex: Codex's daemon on " in stderr_file.read_text()
     assert ACTIVE_WRITER not in stderr_file.read_text()
     assert not codex_home_processes(codex_home)
-    assert_valid_acp(window)
+    assert_valid_acp(window, unstable=version == 2, version=version)
 
 
 def agent_kinds(updates: list[dict[str, Any]]) -> list[str]:
@@ -233,6 +239,50 @@ async def test_a_cancel_in_the_window_stops_the_tui_s_turn(
             await window.wait_for(lambda _m: window.text_of(thread).endswith("after"))
             await tui.wait_for(AGENT_MARK + "after")
     assert_valid_acp(window)
+
+
+def states(window: AcpClient, thread: str, start: int) -> list[dict[str, Any]]:
+    return [
+        {k: v for k, v in u["update"].items() if k != "sessionUpdate"}
+        for u in window.updates[start:]
+        if u["sessionId"] == thread and u["update"]["sessionUpdate"] == "state_update"
+    ]
+
+
+async def test_a_v2_window_follows_the_tui_s_turns_and_the_tui_s_cancel(
+    tmp_path: Path,
+    codex_home: Path,
+    codex_bin: str,
+    bridge_env: dict[str, str],
+    bridge_argv: list[str],
+    workspace: Path,
+    stderr_file: Path,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with tui_and_window(
+            tmp_path,
+            codex_home,
+            codex_bin,
+            bridge_env,
+            bridge_argv,
+            workspace,
+            stderr_file,
+            version=2,
+        ) as (tui, window, thread):
+            ended = {"state": "idle", "stopReason": "end_turn"}
+            at = len(window.updates)
+            await tui.submit("@@ say second")
+            await window.wait_for(lambda _m: ended in states(window, thread, at))
+            assert states(window, thread, at) == [{"state": "running"}, ended]
+            # The TUI's own cancel (Esc): the window shows the turn ended cancelled.
+            cancelled = {"state": "idle", "stopReason": "cancelled"}
+            at = len(window.updates)
+            await tui.submit("@@ words 3000 delay_ms=10")
+            await window.wait_for(lambda _m: "word20 " in window.text_of(thread))
+            await tui.tmux("send-keys", "-t", tui.session, "Escape")
+            await tui.wait_for("Conversation interrupted")
+            await window.wait_for(lambda _m: cancelled in states(window, thread, at))
+            assert states(window, thread, at) == [{"state": "running"}, cancelled]
 
 
 async def test_the_bridge_s_daemon_on_the_tui_s_daemon_shows_the_tui_s_thread(
