@@ -3,8 +3,10 @@ tmux, the daemon it starts itself (``daemon_auto_start``), the scripted model, a
 no flags, which joins that daemon.
 
 A thread the TUI started is listed and loaded live in the window; a prompt typed in the TUI
-streams into the window; an approval is shown in both and the window's answer takes it off the
-TUI's screen; the window's cancel stops the TUI's turn. Nowhere an "active writer" error.
+streams into the window, and the window's shows in the TUI; an approval is shown in both and
+either's answer takes it off the other; the window's cancel stops the TUI's turn, the TUI's
+shows in a v2 window; the bridge's daemon on the TUI's daemon shows the TUI's thread. Nowhere
+an "active writer" error.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ async def tui_and_window(
             async with open_agent(argv, env=env, stderr=err.fileno()) as (window, _process):
                 await (window.initialize() if version == 1 else window.initialize_v2())
                 listed = await window.request("session/list", {})
-                assert thread in [s["sessionId"] for s in listed["sessions"]]
+                # The TUI's thread, not the ephemeral one it titles it in.
+                assert [s["sessionId"] for s in listed["sessions"]] == [thread]
                 if load and version == 2:
                     await window.request(
                         "session/resume", {"sessionId": thread, "cwd": str(workspace)}
