@@ -76,6 +76,17 @@ def test_a_read_does_not_undo_a_newer_status() -> None:
     assert line["title"] == "Fix it"
 
 
+def test_an_ephemeral_thread_is_no_thread_of_the_user() -> None:
+    # Codex's TUI titles a new thread in an ephemeral thread of its own (loaded, never stored).
+    picture = Picture()
+    picture.seen(ROOT)
+    picture.seen(StoredThread(id="title", cwd="/w/app", updatedAt=1_100, ephemeral=True))
+    assert list(lines(picture)) == ["root"]
+    assert "title" in picture  # not read again at each of its status changes
+    assert picture.status("title", {"type": "active", "activeFlags": []})
+    assert list(lines(picture)) == ["root"]
+
+
 def test_the_tree_puts_children_under_their_parent_and_reads_at_a_glance() -> None:
     picture = Picture()
     for stored in (ROOT, CHILD, OTHER):

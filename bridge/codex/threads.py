@@ -45,6 +45,8 @@ class StoredThread(_Base):
     #: The model and reasoning effort the thread runs with.
     model: str | None = None
     reasoningEffort: str | None = None
+    #: Kept in memory only, never stored (Codex's TUI titles a new thread in one).
+    ephemeral: bool = False
 
 
 class ThreadReadParams(_Base):

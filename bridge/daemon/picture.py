@@ -42,13 +42,19 @@ class Picture:
 
     def __init__(self) -> None:
         self._threads: dict[str, tuple[ThreadLine, ThreadRecord]] = {}
+        #: Ephemeral threads: Codex's own helpers (the TUI titles a thread in one), not the
+        #: user's; known, so their status changes do not send the watcher to read them.
+        self._ephemeral: set[str] = set()
         self.codex_lost = False
 
     def __contains__(self, thread_id: object) -> bool:
-        return thread_id in self._threads
+        return thread_id in self._threads or thread_id in self._ephemeral
 
     def seen(self, stored: StoredThread) -> None:
         """A thread as ``thread/list``, ``thread/read`` or ``thread/started`` describe it."""
+        if stored.ephemeral:
+            self._ephemeral.add(stored.id)
+            return
         known = self._threads.get(stored.id)
         line, record = known or (ThreadLine(threadId=stored.id, state=""), ThreadRecord(stored.id))
         line.parentThreadId = stored.parentThreadId
@@ -65,7 +71,7 @@ class Picture:
         """``thread/status/changed``; ``False`` when the thread is not known yet."""
         found = self._threads.get(thread_id)
         if found is None:
-            return False
+            return thread_id in self._ephemeral
         found[1].status = _status(status)
         return True
 
