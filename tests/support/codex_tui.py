@@ -13,16 +13,20 @@ captures in a row, so a redraw halfway through is never taken for the answer.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import trio
 
 from tests.support.codex_daemon import COMMAND_SECONDS, end_processes
 
+#: tmux, which the project's setup installs where it is missing (scripts/setup).
+TMUX = shutil.which("tmux") or "tmux"
 #: The TUI's size: wide enough that a prompt of a test fits on one line.
 COLUMNS, ROWS = 160, 50
 #: What the TUI shows in its composer when it is ready for a prompt.
@@ -49,7 +53,7 @@ class Tui:
     async def tmux(self, *args: str, stdin: bytes | None = None) -> str:
         with trio.fail_after(10):
             done = await trio.run_process(
-                ["/usr/bin/tmux", "-S", str(self.socket), *args],
+                [TMUX, "-S", str(self.socket), *args],
                 stdin=stdin,
                 capture_stdout=True,
                 capture_stderr=True,
@@ -109,6 +113,8 @@ async def codex_tui(
     ``env`` is the environment Codex gets (its ``CODEX_HOME`` is ``home``), with ``TERM`` set
     and no ``OPENAI_API_KEY``. At the end nothing of it is left running.
     """
+    if shutil.which(TMUX) is None:
+        pytest.fail("tmux is needed: run the project's setup (scripts/setup), which installs it")
     tui = Tui(socket, "codex")
     tui_env = {key: value for key, value in env.items() if key not in ("TMUX", "OPENAI_API_KEY")}
     tui_env.update(CODEX_HOME=str(home), TERM="xterm-256color", COLORTERM="", NO_COLOR="1")
@@ -119,7 +125,7 @@ async def codex_tui(
         with trio.fail_after(10):
             await trio.run_process(
                 [
-                    "/usr/bin/tmux", "-S", str(socket), "-f", "/dev/null",
+                    TMUX, "-S", str(socket), "-f", "/dev/null",
                     "new-session", "-d", "-s", tui.session,
                     "-x", str(COLUMNS), "-y", str(ROWS), "-c", str(cwd),
                     *command,
