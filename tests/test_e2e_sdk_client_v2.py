@@ -20,7 +20,7 @@ from bridge.recording import TranscriptChecker
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
 from tests.support.e2e import SCENARIO_SECONDS, decode_lines, words
-from tests.support.scenarios.subagents import CANCEL_CHILD, CHILD_WORDS, SPAWN_THREE
+from tests.support.scenarios.subagents import CHILD_WORDS, LONG_CHILD, SPAWN_THREE, script, spawn
 
 pytestmark = pytest.mark.e2e
 
@@ -30,6 +30,10 @@ ESCALATED = (
     '@@ call exec_command {"cmd":"touch approved.txt","sandbox_permissions":"require_escalated",'
     '"justification":"needs it"}\n@@ then\n@@ say done'
 )
+#: A child streaming for half a minute, which the client cancels; the parent's own work goes on
+#: for ten seconds, long enough for Codex to stop the child on a loaded machine (the driver
+#: stops listening when the parent's work ends, so the child's end must come before).
+CANCEL_CHILD = script(spawn(LONG_CHILD), "@@ sleep 10000\n@@ say parent done")
 RUNNING = {"state": "running"}
 DONE = {"state": "idle", "stopReason": "end_turn"}
 CANCELLED = {"state": "idle", "stopReason": "cancelled"}
