@@ -371,6 +371,10 @@ async def test_each_command_answered_without_a_turn_once(
             assert "No MCP servers" in await said(client, sid, "/mcp")
             skills = await said(client, sid, "/skills")
             assert "**Skills**" in skills or "no skills" in skills, skills
+            # The reviews come before the goal: an active goal lets Codex start a turn of its
+            # own at any time, and one starting just as a review is sent races it in Codex.
+            for review in ("/review-branch main", f"/review-commit {sha}"):
+                assert await client.prompt(sid, review) == {"stopReason": "end_turn"}
             assert "Goal set." in await said(client, sid, "/goal ship the notes")
             assert "(active): ship the notes" in await said(client, sid, "/goal")
             assert "Goal paused." in await said(client, sid, "/goal pause")
@@ -379,8 +383,6 @@ async def test_each_command_answered_without_a_turn_once(
             assert "has no goal" in await said(client, sid, "/goal")
             assert "“Notes work”" in await said(client, sid, "/rename Notes work")
             await client.wait_for(_is_update("session_info_update"))
-            for review in ("/review-branch main", f"/review-commit {sha}"):
-                assert await client.prompt(sid, review) == {"stopReason": "end_turn"}
             assert "Signed out" in await said(client, sid, "/logout")
     titles = [
         u["update"].get("title")
