@@ -135,6 +135,21 @@ class Subagents:
         self._read(thread_id)
         return True
 
+    def _read_thread(
+        self,
+        thread_id: str,
+        read: Callable[[codex_threads.ThreadReadResult], None],
+        failed: Callable[[ErrorObject], None],
+    ) -> None:
+        """Ask Codex for the thread (its parentage, nickname and role; no turns)."""
+        self.hub.codex_request(
+            "thread/read",
+            codex_threads.ThreadReadParams(threadId=thread_id),
+            codex_threads.ThreadReadResult,
+            read,
+            failed,
+        )
+
     def _read(self, thread_id: str) -> None:
         record = self.hub.threads.record(thread_id)
         if record.session:
@@ -156,13 +171,7 @@ class Subagents:
             unplaced.read_failed = True
             self._parent_unreadable(thread_id)
 
-        self.hub.codex_request(
-            "thread/read",
-            codex_threads.ThreadReadParams(threadId=thread_id),
-            codex_threads.ThreadReadResult,
-            read,
-            failed,
-        )
+        self._read_thread(thread_id, read, failed)
 
     def _learned(
         self, thread_id: str, parent: str | None, nickname: str | None, role: str | None, cwd: str
@@ -365,13 +374,7 @@ class Subagents:
             self._naming.discard(thread_id)
             log.info("thread/read %s for its nickname failed: %s", thread_id, error.message)
 
-        self.hub.codex_request(
-            "thread/read",
-            codex_threads.ThreadReadParams(threadId=thread_id),
-            codex_threads.ThreadReadResult,
-            read,
-            failed,
-        )
+        self._read_thread(thread_id, read, failed)
 
     def open_failed(self, thread_id: str) -> None:
         """A load, resume or fork of ``thread_id`` failed: what waited for it is no
