@@ -396,7 +396,7 @@ def _check_live(client: AcpClient, sent_at: dict[Any, int], subagents: bool) -> 
 
 def _merge_key(message: dict[str, Any]) -> tuple[str, str, bool] | None:
     """How the outbox may merge this message into the one before it on its session:
-    ``(kind, stream, appends)``, or ``None`` when it never merges (``bridge.engine.outbox``)."""
+    ``(kind, stream, appends)``, or ``None`` when it never merges (``bridge.engine.core.outbox``)."""
     update = message["params"]["update"]
     kind = update.get("sessionUpdate")
     if kind in ("agent_message_chunk", "agent_thought_chunk"):

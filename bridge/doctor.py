@@ -62,7 +62,7 @@ from .codex import palette as codex_palette
 from .codex import types as codex_types
 from .codex.versions import PINNED, drift_warning, parse, tested_range
 from .daemon.runtime import DaemonInfo, daemon_running, read_info, runtime_dir
-from .engine.hub import AGENT_NAME
+from .engine.core.hub import AGENT_NAME
 from .jsonrpc import (
     IncomingError,
     IncomingNotification,

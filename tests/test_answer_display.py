@@ -10,7 +10,7 @@ import pytest
 
 from bridge.codex import types as codex_types
 from bridge.codex.messages import decode_item
-from bridge.engine import translate
+from bridge.engine.views import translate
 from tests.support.engine_harness import Harness
 from tests.test_lifecycle import Recorder, load, replayed
 

@@ -22,18 +22,18 @@ PACKAGE_DIR = Path(bridge.__file__).resolve().parent
 # The engine modules that define feature classes: each reacts to messages and is
 # built, and handed its collaborators, by the wiring module alone.
 FEATURE_MODULES = [
-    "bridge.engine.prompts",
-    "bridge.engine.lifecycle",
-    "bridge.engine.tools",
-    "bridge.engine.approvals",
-    "bridge.engine.settings",
-    "bridge.engine.auth",
-    "bridge.engine.subagents",
-    "bridge.engine.subagent_history",
-    "bridge.engine.recovery",
+    "bridge.engine.features.prompts",
+    "bridge.engine.features.lifecycle",
+    "bridge.engine.features.tools",
+    "bridge.engine.features.approvals",
+    "bridge.engine.features.settings",
+    "bridge.engine.features.auth",
+    "bridge.engine.features.subagents",
+    "bridge.engine.features.subagent_history",
+    "bridge.engine.features.recovery",
 ]
 # The one engine module allowed to import the feature modules.
-WIRING_MODULE = "bridge.engine.engine"
+WIRING_MODULE = "bridge.engine.core.engine"
 
 ENGINE = "bridge.engine"
 # I/O, processes, clocks and concurrency belong to the shell; the engine only

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from bridge.acp_client import open_agent
-from bridge.engine.prompt_input import MAX_INPUT_BYTES, MAX_INPUT_CHARS
+from bridge.engine.features.prompt_input import MAX_INPUT_BYTES, MAX_INPUT_CHARS
 from bridge.jsonrpc import RpcError
 from tests.support.codex_daemon import (
     codex_client,

@@ -11,8 +11,8 @@ from msgspec import UNSET, Raw
 
 from bridge.codex.messages import decode_item
 from bridge.codex.types import UnknownItem
-from bridge.engine import lifecycle
-from bridge.engine import tool_views as tools
+from bridge.engine.features import lifecycle
+from bridge.engine.views import tool_views as tools
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bridge.acp import tools as acp_tools
 from bridge.acp import types as acp_types
 from bridge.engine import ToClient, ToCodex
-from bridge.engine.outbox import Outbox, merge_of, update_effect
+from bridge.engine.core.outbox import Outbox, merge_of, update_effect
 
 Effect = ToClient | ToCodex
 

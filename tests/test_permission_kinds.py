@@ -3,7 +3,7 @@
 Clients auto-approve what claims to be a ``read`` or a ``search``; Codex's ``commandActions``
 drop pipeline stages (``rg -l x . | xargs rm`` is a "search"). So a permission request claims
 ``read`` / ``search`` only for one simple command, run inside the sandbox, that Codex parsed into
-reads, listings and searches alone (:func:`bridge.engine.approval_views.permission_kind`). The
+reads, listings and searches alone (:func:`bridge.engine.views.approval_views.permission_kind`). The
 tool call's own kind (``item/started``) stays descriptive.
 """
 
@@ -15,8 +15,8 @@ import msgspec
 import pytest
 
 from bridge.codex.items import CommandAction
-from bridge.engine.approval_views import escalated_command, permission_kind
-from bridge.engine.threads import Settings
+from bridge.engine.core.threads import Settings
+from bridge.engine.views.approval_views import escalated_command, permission_kind
 from tests.support.engine_harness import Harness
 
 READ = ["read"]

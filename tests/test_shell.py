@@ -17,7 +17,7 @@ import trio.testing
 
 from bridge.acp import types as acp_types
 from bridge.engine import Engine, ToClient, ToCodex
-from bridge.engine.outbox import Outbox, update_effect
+from bridge.engine.core.outbox import Outbox, update_effect
 from bridge.recording import parse_recording, replay
 from bridge.recording.format import EventRecord
 from bridge.recording.recorder import Recorder

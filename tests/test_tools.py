@@ -9,8 +9,8 @@ import pytest
 
 from bridge.codex.items import CommandAction
 from bridge.codex.messages import decode_item
-from bridge.engine import diffs
-from bridge.engine.tool_views import (
+from bridge.engine.views import diffs
+from bridge.engine.views.tool_views import (
     LIVE_OUTPUT_CHARS,
     command_kind,
     command_locations,

@@ -7,8 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from bridge.engine import workstate
-from bridge.engine.threads import Pending, Status, ThreadRecord, Turn
+from bridge.engine.core import workstate
+from bridge.engine.core.threads import Pending, Status, ThreadRecord, Turn
 
 IDLE: dict[str, Any] = {"state": "idle"}
 RUNNING: dict[str, Any] = {"state": "running"}

@@ -4,7 +4,7 @@ Fed what the daemon's observer connection learns (``thread/list``, ``thread/read
 ``thread/started``, ``thread/status/changed``, ``thread/name/updated``, Codex lost),
 it keeps one line per thread: its parent, title, cwd, age, and its work state
 (``running`` / ``requires_action`` / ``idle`` / ``unknown``), computed by the
-same function the bridge uses for sub-agents (:func:`bridge.engine.workstate.snapshot`).
+same function the bridge uses for sub-agents (:func:`bridge.engine.core.workstate.snapshot`).
 ``codex-acp-bridge status`` shows it.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 import msgspec
 
 from ..codex.threads import StoredThread
-from ..engine import workstate
-from ..engine.threads import Status, ThreadRecord
+from ..engine.core import workstate
+from ..engine.core.threads import Status, ThreadRecord
 
 #: Active flags, as what the thread waits on.
 WAITS_ON = {"waitingOnApproval": "approval", "waitingOnUserInput": "input"}

@@ -1,6 +1,6 @@
-"""The pure core: no I/O, no trio, no clock. See :mod:`bridge.engine.engine`."""
+"""The pure core: no I/O, no trio, no clock. See :mod:`bridge.engine.core.engine`."""
 
-from .effects import Effect, ReadClock, ToClient, ToCodex
-from .engine import AGENT_NAME, Engine
+from .core.effects import Effect, ReadClock, ToClient, ToCodex
+from .core.engine import AGENT_NAME, Engine
 
 __all__ = ["AGENT_NAME", "Effect", "Engine", "ReadClock", "ToClient", "ToCodex"]

@@ -4,7 +4,7 @@ Tasks live in one nursery owned by :func:`run_bridge`:
 
 - a reader per side, which feeds each complete message to the engine;
 - a writer per side (:class:`Writer`), which drains that side's
-  :class:`~bridge.engine.outbox.Outbox` in order;
+  :class:`~bridge.engine.core.outbox.Outbox` in order;
 - the Codex side's supervisor, which opens the connection to Codex, runs its
   reader and writer, and when Codex is lost brings it back (:class:`Restart`),
   telling the engine (``codex_lost``, ``codex_restarted``, ``codex_gave_up``).
@@ -37,7 +37,7 @@ import msgspec
 import trio
 
 from ..engine import Effect, Engine, ReadClock, ToClient, ToCodex
-from ..engine.outbox import CLIENT_CEILING, CODEX_CEILING, Outbox
+from ..engine.core.outbox import CLIENT_CEILING, CODEX_CEILING, Outbox
 from ..jsonrpc import ErrorCode
 from .codex_transport import CodexConnection, CodexUnavailable
 from .streams import MessageStream, MessageTooLarge

@@ -1,6 +1,6 @@
 """The slash commands answered without a turn: what they ask Codex, and what they say.
 
-Each command (a :class:`~bridge.engine.commands.QuickCommand`) asks Codex what it
+Each command (a :class:`~bridge.engine.features.commands.QuickCommand`) asks Codex what it
 needs, then answers the prompt with one agent message in Markdown and ``end_turn``;
 a command that changes state says what changed. Codex refusing is the prompt's
 error, with Codex's words.
@@ -33,13 +33,13 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from ..codex import palette as codex_palette
-from ..codex import settings as codex_settings
-from ..jsonrpc import RpcError
-from ..jsonrpc.peer import ErrorObject
+from ...codex import palette as codex_palette
+from ...codex import settings as codex_settings
+from ...jsonrpc import RpcError
+from ...jsonrpc.peer import ErrorObject
+from ..core.hub import Hub, from_codex
+from ..core.threads import ThreadRecord
 from .commands import QuickCommand
-from .hub import Hub, from_codex
-from .threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ _GOAL_WORDS = {"pause": "paused", "resume": "active"}
 
 
 class Palette:
-    """Runs :data:`~bridge.engine.commands.QUICK` commands (see the module docstring)."""
+    """Runs :data:`~bridge.engine.features.commands.QUICK` commands (see the module docstring)."""
 
     def __init__(self, hub: Hub, *, describe: Described) -> None:
         self.hub = hub

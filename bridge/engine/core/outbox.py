@@ -47,8 +47,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET
 
-from ..acp import tools as acp_tools
-from ..acp import types as acp_types
+from ...acp import tools as acp_tools
+from ...acp import types as acp_types
 from .effects import ToClient, ToCodex
 
 #: Bytes waiting for the client above which the shell stops reading Codex.

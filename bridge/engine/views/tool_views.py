@@ -6,7 +6,7 @@ item id (approvals name the same id). ``item/started`` announces it
 ``item/completed`` gives its final status and content (``tool_call_update``).
 What each item looks like is decided by :func:`describe`, a pure function of
 the item, which the replay of a thread's history (:func:`history_updates`)
-shares with the live path (:mod:`bridge.engine.tools`, which follows items as
+shares with the live path (:mod:`bridge.engine.features.tools`, which follows items as
 they run). Everything here is a pure function.
 
 ==========================  ========  =============================================
@@ -33,7 +33,7 @@ File changes. ACP wants each file's whole old and new text; Codex gives the
 whole text for an added file (old ``null``) and a deleted one (new ``""``),
 but only diff hunks for an update. When the client can read files
 (``fs.readTextFile``), the bridge asks it for the file and rebuilds both sides
-from it and the hunks (:mod:`bridge.engine.diffs`); the file may be read
+from it and the hunks (:mod:`bridge.engine.views.diffs`); the file may be read
 before or after Codex wrote the patch, and the rebuild tells which (or gives
 up). Until then, or without that capability, each hunk is one ``diff`` whose
 old and new text are the hunk's two sides (a few lines around each change),
@@ -68,10 +68,10 @@ from urllib.parse import quote
 import msgspec
 from msgspec import UNSET
 
-from ..acp import tools as acp_tools
-from ..acp import types as acp_types
-from ..codex import items as codex_items
-from ..codex.messages import ThreadItem
+from ...acp import tools as acp_tools
+from ...acp import types as acp_types
+from ...codex import items as codex_items
+from ...codex.messages import ThreadItem
 from . import diffs
 
 log = logging.getLogger(__name__)

@@ -47,15 +47,17 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ..acp import permissions as acp_permissions
-from ..acp import tools as acp_tools
-from ..codex import approvals as codex_approvals
-from ..codex import items as codex_items
-from ..codex import types as codex_types
-from ..codex.messages import ItemNotification
-from ..jsonrpc import ErrorCode, RequestId
-from ..jsonrpc.peer import ErrorObject
-from .approval_views import (
+from ...acp import permissions as acp_permissions
+from ...acp import tools as acp_tools
+from ...codex import approvals as codex_approvals
+from ...codex import items as codex_items
+from ...codex import types as codex_types
+from ...codex.messages import ItemNotification
+from ...jsonrpc import ErrorCode, RequestId
+from ...jsonrpc.peer import ErrorObject
+from ..core.hub import AGENT_NAME, Hub
+from ..core.threads import MAX_DEPTH, Pending, ThreadRecord
+from ..views.approval_views import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
     ALLOW_SESSION,
@@ -74,8 +76,6 @@ from .approval_views import (
     permission_kind,
     permissions_title,
 )
-from .hub import AGENT_NAME, Hub
-from .threads import MAX_DEPTH, Pending, ThreadRecord
 
 log = logging.getLogger(__name__)
 

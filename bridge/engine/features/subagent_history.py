@@ -31,16 +31,16 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ..acp import subagents as acp_subagents
-from ..acp import tools as acp_tools
-from ..acp import types as acp_types
-from ..codex import items as codex_items
-from ..codex import threads as codex_threads
-from ..codex.messages import ThreadItem
-from ..jsonrpc.peer import ErrorObject
-from . import history, tool_views
-from .hub import Hub
-from .threads import ThreadRecord, Turn
+from ...acp import subagents as acp_subagents
+from ...acp import tools as acp_tools
+from ...acp import types as acp_types
+from ...codex import items as codex_items
+from ...codex import threads as codex_threads
+from ...codex.messages import ThreadItem
+from ...jsonrpc.peer import ErrorObject
+from ..core.hub import Hub
+from ..core.threads import ThreadRecord, Turn
+from ..views import history, tool_views
 
 log = logging.getLogger(__name__)
 

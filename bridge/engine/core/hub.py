@@ -1,7 +1,7 @@
 """What every feature shares: the two JSON-RPC peers, the threads, and the output.
 
 The :class:`Hub` is handed to each feature when the engine is wired
-(:mod:`bridge.engine.engine`); features use it to find threads
+(:mod:`bridge.engine.core.engine`); features use it to find threads
 (:attr:`Hub.threads`) and to send (:meth:`Hub.update`, :meth:`Hub.codex_request`,
 :meth:`Hub.answer_client`, ...). It knows no feature.
 
@@ -25,9 +25,9 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 import msgspec
 from msgspec import Raw
 
-from ..acp import types as acp_types
-from ..jsonrpc import ErrorCode, Peer, RequestId, RpcError
-from ..jsonrpc.peer import ErrorObject
+from ...acp import types as acp_types
+from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
+from ...jsonrpc.peer import ErrorObject
 from .effects import Effect, ReadClock, ToClient, ToCodex
 from .outbox import update_effect
 from .threads import Threads
@@ -112,7 +112,7 @@ def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
 
 
 class Face(Protocol):
-    """How the client is spoken to when that is not v1 (:class:`bridge.engine.face_v2.V2Face`)."""
+    """How the client is spoken to when that is not v1 (:class:`bridge.engine.faces.v2.V2Face`)."""
 
     #: Update types sent as they are (the hub skips the face for them: streamed chunks).
     unchanged: frozenset[type]
@@ -173,7 +173,7 @@ class Hub:
         self.open_client_requests: set[RequestId] = set()
         self.open_codex_requests: set[RequestId] = set()
         #: The ACP v2 rendering of what the client is sent, once ``initialize`` negotiated
-        #: v2 (:mod:`bridge.engine.face_v2`); ``None`` for a v1 client.
+        #: v2 (:mod:`bridge.engine.faces.v2`); ``None`` for a v1 client.
         self.face: Face | None = None
         self._out: list[Effect] = []
 

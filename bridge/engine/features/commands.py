@@ -8,7 +8,7 @@ settings is announced. Two kinds:
   ``/review-commit SHA`` (``review/start``), ``/compact``
   (``thread/compact/start``), ``/shell COMMAND`` (``thread/shellCommand``);
 - commands answered at once as agent text (:class:`QuickCommand`, run by
-  :mod:`bridge.engine.palette`): ``/status``, ``/mcp``, ``/skills``, ``/goal``,
+  :mod:`bridge.engine.features.palette`): ``/status``, ``/mcp``, ``/skills``, ``/goal``,
   ``/plan [off]``, ``/rename NAME``, ``/logout``.
 
 Each enabled skill Codex has for the session's folder (``skills/list``, asked once the
@@ -24,11 +24,11 @@ from typing import Any
 
 from msgspec import UNSET
 
-from ..acp import commands as acp_commands
-from ..codex import commands as codex_commands
-from ..codex import types as codex_types
-from ..jsonrpc import RpcError
-from .threads import ThreadRecord
+from ...acp import commands as acp_commands
+from ...codex import commands as codex_commands
+from ...codex import types as codex_types
+from ...jsonrpc import RpcError
+from ..core.threads import ThreadRecord
 
 
 def _command(name: str, description: str, hint: str | None = None) -> acp_commands.AvailableCommand:
@@ -73,7 +73,7 @@ COMMANDS: tuple[acp_commands.AvailableCommand, ...] = (
         "the command to run",
     ),
 )
-#: Commands answered without a turn of their own (see :mod:`bridge.engine.palette`).
+#: Commands answered without a turn of their own (see :mod:`bridge.engine.features.palette`).
 QUICK = frozenset({"status", "mcp", "skills", "goal", "plan", "rename", "logout"})
 _NAMES = frozenset(c.name for c in COMMANDS)
 

@@ -1,6 +1,6 @@
 """What the user is shown for each of Codex's questions, and what Codex gets back.
 
-Pure functions and small value types for :mod:`bridge.engine.approvals`: the
+Pure functions and small value types for :mod:`bridge.engine.features.approvals`: the
 options of a permission request (:func:`command_choices`, each a :class:`Choice`
 of an ACP option and the Codex answer it stands for), the titles of what is asked
 about, the kind a command's permission request claims (:func:`permission_kind`),
@@ -21,10 +21,10 @@ from typing import Any
 import msgspec
 from msgspec import Raw
 
-from ..acp import permissions as acp_permissions
-from ..codex import approvals as codex_approvals
-from ..codex import items as codex_items
-from .threads import Settings
+from ...acp import permissions as acp_permissions
+from ...codex import approvals as codex_approvals
+from ...codex import items as codex_items
+from ..core.threads import Settings
 from .tool_views import command_kind, unwrap_shell
 
 log = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ _OPERATOR_CHARS = "();<>|&\n"
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 #: The approval policy under which Codex asks before running a command *inside* the sandbox.
 _UNTRUSTED = "untrusted"
-#: ``bridge.engine.settings.CONFIG_MODE`` (features do not import each other): the mode that
+#: ``bridge.engine.features.settings.CONFIG_MODE`` (features do not import each other): the mode that
 #: stands for the thread's own policies. Were it renamed, a pick of it would count as escalated.
 _CONFIG_MODE = "config"
 
@@ -181,7 +181,7 @@ def permission_kind(
     only when the whole line surely is one; everything else is ``execute``. Codex's
     ``commandActions`` cannot decide it alone: they are a best-effort display parse that drops
     pipeline stages (``rg -l x . | xargs rm`` is a ``search``, ``cat f | tee ../x`` a ``read``).
-    So the kind is ``read`` / ``search`` (as :func:`~bridge.engine.tool_views.command_kind` says)
+    So the kind is ``read`` / ``search`` (as :func:`~bridge.engine.views.tool_views.command_kind` says)
     only when all of these hold, and ``execute`` otherwise:
 
     - the command is not ``escalated`` (it runs inside the sandbox), and there is a command;

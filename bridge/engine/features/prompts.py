@@ -20,20 +20,20 @@ from typing import Any
 
 from msgspec import Raw
 
-from ..acp import types as acp_types
-from ..codex import commands as codex_commands
-from ..codex import palette as codex_palette
-from ..codex import settings as codex_settings
-from ..codex import threads as codex_threads
-from ..codex import types as codex_types
-from ..codex.messages import ItemNotification
-from ..jsonrpc import ErrorCode, RequestId, RpcError
-from ..jsonrpc.peer import ErrorObject
-from . import translate
+from ...acp import types as acp_types
+from ...codex import commands as codex_commands
+from ...codex import palette as codex_palette
+from ...codex import settings as codex_settings
+from ...codex import threads as codex_threads
+from ...codex import types as codex_types
+from ...codex.messages import ItemNotification
+from ...jsonrpc import ErrorCode, RequestId, RpcError
+from ...jsonrpc.peer import ErrorObject
+from ..core.hub import Hub, check_directory, decode_params, from_codex
+from ..core.threads import QueuedPrompt, ThreadRecord, Turn
+from ..views import translate
 from .commands import QuickCommand
-from .hub import Hub, check_directory, decode_params, from_codex
 from .prompt_input import prompt_to_input
-from .threads import QueuedPrompt, ThreadRecord, Turn
 
 log = logging.getLogger(__name__)
 

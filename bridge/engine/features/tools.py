@@ -1,6 +1,6 @@
 """Following tool items as they run: ``item/started`` announces a tool call, the
 item's own notifications update it, ``item/completed`` finishes it; plans and
-thread names too. What each looks like is :mod:`bridge.engine.tool_views`.
+thread names too. What each looks like is :mod:`bridge.engine.views.tool_views`.
 
 Two rules keep what the client sees honest and in order:
 
@@ -24,15 +24,15 @@ import logging
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..acp import tools as acp_tools
-from ..acp import types as acp_types
-from ..codex import items as codex_items
-from ..codex import types as codex_types
-from ..codex.messages import ItemNotification, MalformedItem
-from ..jsonrpc.peer import ErrorObject
-from .hub import Hub
-from .threads import ThreadRecord, ToolCall
-from .tool_views import (
+from ...acp import tools as acp_tools
+from ...acp import types as acp_types
+from ...codex import items as codex_items
+from ...codex import types as codex_types
+from ...codex.messages import ItemNotification, MalformedItem
+from ...jsonrpc.peer import ErrorObject
+from ..core.hub import Hub
+from ..core.threads import ThreadRecord, ToolCall
+from ..views.tool_views import (
     command_notes,
     cut_short,
     describe,

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 import msgspec
 from msgspec import Raw
 
-from ..acp import types as acp_types
-from ..codex import types as codex_types
-from ..jsonrpc import RpcError
+from ...acp import types as acp_types
+from ...codex import types as codex_types
+from ...jsonrpc import RpcError
 
 
 def prompt_to_input(blocks: Sequence[Raw]) -> list[codex_types.UserInput]:

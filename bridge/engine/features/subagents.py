@@ -49,19 +49,19 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from ..acp import subagents as acp_subagents
-from ..acp import tools as acp_tools
-from ..acp import types as acp_types
-from ..codex import items as codex_items
-from ..codex import threads as codex_threads
-from ..codex import types as codex_types
-from ..codex.messages import ItemNotification
-from ..jsonrpc import ErrorCode, RpcError
-from ..jsonrpc.peer import ErrorObject
-from . import workstate
-from .history import Nicknames
-from .hub import Hub
-from .threads import Held, Status, ThreadRecord, Turn, Unplaced
+from ...acp import subagents as acp_subagents
+from ...acp import tools as acp_tools
+from ...acp import types as acp_types
+from ...codex import items as codex_items
+from ...codex import threads as codex_threads
+from ...codex import types as codex_types
+from ...codex.messages import ItemNotification
+from ...jsonrpc import ErrorCode, RpcError
+from ...jsonrpc.peer import ErrorObject
+from ..core import workstate
+from ..core.hub import Hub
+from ..core.threads import Held, Status, ThreadRecord, Turn, Unplaced
+from ..views.history import Nicknames
 
 log = logging.getLogger(__name__)
 
@@ -725,7 +725,7 @@ class Subagents:
     def turn_ending(self, note: codex_types.TurnNotification) -> None:
         """A turn that ended interrupted or failed ends its collab tool calls still open
         (a ``wait`` Codex never completes), before the prompt's answer, as
-        :meth:`bridge.engine.tools.Tools.turn_completed` does for tool items."""
+        :meth:`bridge.engine.features.tools.Tools.turn_completed` does for tool items."""
         record = self.hub.threads.session(note.threadId)
         status = note.turn.status
         if record is None or status not in ("interrupted", "failed") or not record.open_collab:

@@ -5,7 +5,7 @@ Rules this engine keeps (read these before changing it):
 1. It does no I/O and keeps no clock. Every input is a complete JSON-RPC
    message (bytes) from one side, or an event the shell observed (Codex is
    gone, the client is gone, the time it read); every output is an
-   :class:`~bridge.engine.effects.Effect` naming the side to send bytes to,
+   :class:`~bridge.engine.core.effects.Effect` naming the side to send bytes to,
    or asking the shell to read the clock (Codex's ``currentTime/read``).
    The live daemon and the replay tests run this same code, so what a
    recording shows is what a user saw.
@@ -26,7 +26,7 @@ Rules this engine keeps (read these before changing it):
    ``turn/interrupt``, and the prompt becomes ``cancelled`` only once Codex
    reports the turn ``interrupted``. A cancel stops the work, not only the
    turn: the sub-agents under the session and the commands the cancelled
-   threads left running stop too (:mod:`bridge.engine.terminals`). No update
+   threads left running stop too (:mod:`bridge.engine.features.terminals`). No update
    of a turn follows its answer: its tool calls still open end first, and a
    cancelled turn ends after the sub-agent turns its cancel stopped.
 5. Bad input is answered with a typed JSON-RPC error (-32700, -32600, -32601,
@@ -42,7 +42,7 @@ Structure. This module is the wiring: the only one that builds the features
 react to one message. Each Codex message is decoded once
 (:mod:`bridge.codex.messages`), then handed, typed, to one routing entry of
 :meth:`Engine._routes`; a client request goes to one handler. The features
-share the :class:`~bridge.engine.hub.Hub` (the peers, the thread registry, the
+share the :class:`~bridge.engine.core.hub.Hub` (the peers, the thread registry, the
 output) and know nothing of each other: what one needs of another is passed
 to it here, as a function.
 """
@@ -56,14 +56,14 @@ from typing import Any, TypeAlias
 import msgspec
 from msgspec import Raw
 
-from .. import __version__
-from ..acp import negotiation
-from ..acp import steering as acp_steering
-from ..acp import types as acp_types
-from ..codex import messages as codex_messages
-from ..codex import types as codex_types
-from ..codex import versions as codex_versions
-from ..jsonrpc import (
+from ... import __version__
+from ...acp import negotiation
+from ...acp import steering as acp_steering
+from ...acp import types as acp_types
+from ...codex import messages as codex_messages
+from ...codex import types as codex_types
+from ...codex import versions as codex_versions
+from ...jsonrpc import (
     ErrorCode,
     IncomingError,
     IncomingNotification,
@@ -72,23 +72,23 @@ from ..jsonrpc import (
     RequestId,
     RpcError,
 )
-from ..jsonrpc.peer import MAX_DEPTH, ErrorObject
-from . import commands
-from .approvals import Approvals
-from .auth import Authentication
+from ...jsonrpc.peer import MAX_DEPTH, ErrorObject
+from ..features import commands
+from ..features.approvals import Approvals
+from ..features.auth import Authentication
+from ..features.lifecycle import Lifecycle
+from ..features.palette import Palette
+from ..features.prompts import Prompts
+from ..features.recovery import Recovery
+from ..features.settings import Configuration
+from ..features.steering import Steering
+from ..features.subagent_history import SubagentHistory
+from ..features.subagents import Subagents
+from ..features.terminals import Terminals
+from ..features.tools import Tools
 from .effects import Effect
 from .hub import AGENT_NAME, Hub, decode_params
-from .lifecycle import Lifecycle
-from .palette import Palette
-from .prompts import Prompts
-from .recovery import Recovery
-from .settings import Configuration
-from .steering import Steering
-from .subagent_history import SubagentHistory
-from .subagents import Subagents
-from .terminals import Terminals
 from .threads import Held, ThreadRecord, Threads
-from .tools import Tools
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ class Engine:
             open_failed=self.subagents.open_failed,
         )
         # A session's first answer lists every model: opening one waits for the catalog
-        # asked at the handshake (see bridge.engine.settings).
+        # asked at the handshake (see bridge.engine.features.settings).
         after_catalog = self._after_catalog
         self._client_requests: dict[str, RequestHandler] = {
             "initialize": self._initialize,
@@ -376,7 +376,7 @@ class Engine:
         return self.hub.take()
 
     def clock_read(self, request_id: RequestId, unix_seconds: int) -> list[Effect]:
-        """The shell read the clock for :class:`~bridge.engine.effects.ReadClock`: the
+        """The shell read the clock for :class:`~bridge.engine.core.effects.ReadClock`: the
         answer to Codex's ``currentTime/read``, in whole Unix seconds."""
         self.hub.answer_codex(
             request_id, codex_types.CurrentTimeReadResult(currentTimeAt=unix_seconds)
@@ -592,14 +592,14 @@ class Engine:
         self.hub.answer_client(rid, result)
 
     def _initialize_v2(self, rid: RequestId, raw: Raw) -> None:
-        """ACP v2: the same engine behind the v2 face (:mod:`bridge.engine.face_v2`).
+        """ACP v2: the same engine behind the v2 face (:mod:`bridge.engine.faces.v2`).
 
         v2 clients understand sub-agents without declaring it (the RFD), and have no
         file system or terminal of their own to lend (v2 has no ``fs/*``, ``terminal/*``).
         """
         # Here, not at the top: a v1 client's start never pays for importing v2.
-        from ..acp import v2 as acp_v2
-        from .face_v2 import V2Face
+        from ...acp import v2 as acp_v2
+        from ..faces.v2 import V2Face
 
         params = decode_params(raw, acp_v2.InitializeParams, "initialize")
         hub = self.hub

@@ -27,11 +27,11 @@ from collections.abc import Callable
 
 from msgspec import UNSET
 
-from ..codex import threads as codex_threads
-from ..jsonrpc.peer import ErrorObject
-from . import workstate
-from .hub import Hub
-from .threads import Status, ThreadRecord, Turn
+from ...codex import threads as codex_threads
+from ...jsonrpc.peer import ErrorObject
+from ..core import workstate
+from ..core.hub import Hub
+from ..core.threads import Status, ThreadRecord, Turn
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
-from ..acp import types as acp_types
-from ..codex import types as codex_types
-from ..codex.messages import ThreadItem
+from ...acp import types as acp_types
+from ...codex import types as codex_types
+from ...codex.messages import ThreadItem
 
 log = logging.getLogger(__name__)
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from ..codex import threads as codex_threads
-from ..codex import types as codex_types
-from ..jsonrpc.peer import ErrorObject
-from .hub import Hub, unknown_method
+from ...codex import threads as codex_threads
+from ...codex import types as codex_types
+from ...jsonrpc.peer import ErrorObject
+from ..core.hub import Hub, unknown_method
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ Codex that lacks the method, picks go with every ``turn/start`` instead
 applies to that turn and keeps for the thread. ``/review``, ``/compact`` and
 ``/shell`` run with the thread's settings.
 
-Slash commands are :mod:`bridge.engine.commands`; authentication is
-:mod:`bridge.engine.auth`.
+Slash commands are :mod:`bridge.engine.features.commands`; authentication is
+:mod:`bridge.engine.features.auth`.
 """
 
 from __future__ import annotations
@@ -44,16 +44,16 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..acp import commands as acp_commands
-from ..acp import settings as acp_settings
-from ..codex import palette as codex_palette
-from ..codex import settings as codex_settings
-from ..codex import types as codex_types
-from ..jsonrpc import RequestId, RpcError
-from ..jsonrpc.peer import ErrorObject
+from ...acp import commands as acp_commands
+from ...acp import settings as acp_settings
+from ...codex import palette as codex_palette
+from ...codex import settings as codex_settings
+from ...codex import types as codex_types
+from ...jsonrpc import RequestId, RpcError
+from ...jsonrpc.peer import ErrorObject
+from ..core.hub import Hub, decode_params, unknown_method
+from ..core.threads import Settings, ThreadRecord
 from .commands import COMMANDS
-from .hub import Hub, decode_params, unknown_method
-from .threads import Settings, ThreadRecord
 
 log = logging.getLogger(__name__)
 

@@ -31,17 +31,17 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..acp import sessions as acp_sessions
-from ..acp import types as acp_types
-from ..codex import settings as codex_settings
-from ..codex import threads
-from ..codex import types as codex_types
-from ..jsonrpc import ErrorCode, RequestId, RpcError
-from ..jsonrpc.peer import ErrorObject
-from .hub import Hub, check_directory, decode_params, from_codex, malformed
-from .threads import Status, ThreadRecord, Turn
+from ...acp import sessions as acp_sessions
+from ...acp import types as acp_types
+from ...codex import settings as codex_settings
+from ...codex import threads
+from ...codex import types as codex_types
+from ...jsonrpc import ErrorCode, RequestId, RpcError
+from ...jsonrpc.peer import ErrorObject
+from ..core.hub import Hub, check_directory, decode_params, from_codex, malformed
+from ..core.threads import Status, ThreadRecord, Turn
 
-#: Sends an open result and what follows it (see :class:`bridge.engine.prompts.Opened`).
+#: Sends an open result and what follows it (see :class:`bridge.engine.features.prompts.Opened`).
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
 #: Replays a loaded root's stored items and its sub-agents, then calls the last argument.
 Replay = Callable[[ThreadRecord, threads.StoredThread, Callable[[], None]], None]

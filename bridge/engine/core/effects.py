@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from ..jsonrpc import RequestId
+from ...jsonrpc import RequestId
 
 
 # Frozen Structs, not frozen dataclasses: one is built for every streamed delta, and a
@@ -18,7 +18,7 @@ class ToClient(msgspec.Struct, frozen=True):
     #: The session a ``session/update`` is for (``None``: a response, a request...).
     session_id: str | None = None
     #: That update, for the outbox to merge it with the one before it if it may and
-    #: the client is behind (see :mod:`bridge.engine.outbox`).
+    #: the client is behind (see :mod:`bridge.engine.core.outbox`).
     update: Any = None
 
 

@@ -4,7 +4,7 @@ Pure functions. The replay shows each finished item once, whole, in the order
 Codex stored it: the user's messages as ``user_message_chunk``, answers as
 ``agent_message_chunk``, reasoning summaries as ``agent_thought_chunk`` (each
 with the item id as ``messageId``), and tool items as the tools feature shows
-them finished (:func:`bridge.engine.tool_views.history_updates`). What a stored
+them finished (:func:`bridge.engine.views.tool_views.history_updates`). What a stored
 thread does not hold, and so a replay cannot show, is listed in
 ``docs/history.md``.
 """
@@ -20,10 +20,10 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
-from ..acp import types as acp_types
-from ..codex import types as codex_types
-from ..codex.messages import ThreadItem, decode_item
-from ..codex.threads import StoredThread
+from ...acp import types as acp_types
+from ...codex import types as codex_types
+from ...codex.messages import ThreadItem, decode_item
+from ...codex.threads import StoredThread
 from . import tool_views, translate
 
 log = logging.getLogger(__name__)

@@ -37,8 +37,8 @@ from typing import Any
 
 from msgspec import Raw
 
-from ..codex import items
-from ..jsonrpc import RequestId, RpcError
+from ...codex import items
+from ...jsonrpc import RequestId, RpcError
 
 #: How deep a chain of sub-agents the bridge follows before it stops looking up.
 MAX_DEPTH = 1000
@@ -148,7 +148,7 @@ class ToolCall:
     """A tool item the client has been told about and that has not finished."""
 
     item: items.ToolItem
-    #: Shown as Zed's terminal (see :mod:`bridge.engine.tools`).
+    #: Shown as Zed's terminal (see :mod:`bridge.engine.features.tools`).
     terminal: bool = False
     #: What a running command printed so far (``outputDelta``, stdin echoes).
     output: str = ""

@@ -9,7 +9,7 @@ error's message) and an API key from the bridge's environment
 ``account/login/start`` type ``apiKey``; the engine never reads the
 environment itself: the shell passes the key in). A turn that fails for lack of
 credentials fails its prompt with ACP's ``auth_required`` (-32000): see
-:func:`bridge.engine.prompts.lacks_credentials`.
+:func:`bridge.engine.features.prompts.lacks_credentials`.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import msgspec
 from msgspec import Raw
 
-from ..acp import auth as acp_auth
-from ..acp import types as acp_types
-from ..codex import account as codex_account
-from ..codex import palette as codex_palette
-from ..jsonrpc import ErrorCode, RequestId, RpcError
-from .hub import Hub, decode_params
+from ...acp import auth as acp_auth
+from ...acp import types as acp_types
+from ...codex import account as codex_account
+from ...codex import palette as codex_palette
+from ...jsonrpc import ErrorCode, RequestId, RpcError
+from ..core.hub import Hub, decode_params
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Steering: input added to the turn that is running (``_session/steering``).
 
 A person who types while the agent works either waits (a queued ``session/prompt``,
-:mod:`bridge.engine.prompts`) or steers: the words go into the running turn, and
+:mod:`bridge.engine.features.prompts`) or steers: the words go into the running turn, and
 the model reads them at its next step. Codex does exactly this with ``turn/steer
 {threadId, input, expectedTurnId}``.
 
@@ -20,7 +20,7 @@ the model reads them at its next step. Codex does exactly this with ``turn/steer
 Content the model cannot take (an image for a model whose catalog entry lists
 text only) is refused on arrival with -32602 naming why. Sub-agent sessions refuse
 steering (the RFD restricts them to ``session/cancel``): see
-:data:`bridge.engine.subagents.RESTRICTED`.
+:data:`bridge.engine.features.subagents.RESTRICTED`.
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ from typing import Any
 
 from msgspec import UNSET, Raw
 
-from ..acp import steering as acp_steering
-from ..codex import types as codex_types
-from ..codex.messages import ItemNotification
-from ..jsonrpc import RequestId, RpcError
-from ..jsonrpc.peer import ErrorObject
-from . import history
-from .hub import Hub, decode_params
+from ...acp import steering as acp_steering
+from ...codex import types as codex_types
+from ...codex.messages import ItemNotification
+from ...jsonrpc import RequestId, RpcError
+from ...jsonrpc.peer import ErrorObject
+from ..core.hub import Hub, decode_params
+from ..core.threads import ThreadRecord
+from ..views import history
 from .prompt_input import prompt_to_input
-from .threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ client has no confirmed current work state, and announcing implies none.
 
 from __future__ import annotations
 
-from ..acp.subagents import WorkState
+from ...acp.subagents import WorkState
 from .threads import Status, ThreadRecord
 
 #: Active flags that mean the thread waits on the user.

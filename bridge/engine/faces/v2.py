@@ -60,21 +60,21 @@ from typing import Any, ClassVar
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..acp import commands as acp_commands
-from ..acp import permissions as acp_permissions
-from ..acp import settings as acp_settings
-from ..acp import subagents as acp_subagents
-from ..acp import tools as acp_tools
-from ..acp import types as acp_types
-from ..acp import v2
-from ..codex import threads as codex_threads
-from ..codex import types as codex_types
-from ..jsonrpc import ErrorCode, RequestId, RpcError
-from ..jsonrpc.peer import ErrorObject
-from . import workstate
-from .effects import ToClient
-from .hub import Hub, OnError, decode_params, from_codex, unknown_method
-from .outbox import update_effect
+from ...acp import commands as acp_commands
+from ...acp import permissions as acp_permissions
+from ...acp import settings as acp_settings
+from ...acp import subagents as acp_subagents
+from ...acp import tools as acp_tools
+from ...acp import types as acp_types
+from ...acp import v2
+from ...codex import threads as codex_threads
+from ...codex import types as codex_types
+from ...jsonrpc import ErrorCode, RequestId, RpcError
+from ...jsonrpc.peer import ErrorObject
+from ..core import workstate
+from ..core.effects import ToClient
+from ..core.hub import Hub, OnError, decode_params, from_codex, unknown_method
+from ..core.outbox import update_effect
 
 log = logging.getLogger(__name__)
 
