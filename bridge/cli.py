@@ -162,7 +162,7 @@ def serve(
         from .shell.login import run_login
 
         sys.exit(run_login(codex_bin, device_auth))
-    from .shell.run import ServeOptions, serve_stdio
+    from .serve import ServeOptions, serve_stdio
 
     setup_logging(log_level, log_file)
     options = ServeOptions(
@@ -259,7 +259,7 @@ def record(
 
     Secrets (tokens, API keys, auth headers) are redacted before they are written.
     """
-    from .shell.run import ServeOptions, serve_stdio
+    from .serve import ServeOptions, serve_stdio
 
     setup_logging(log_level, log_file)
     options = ServeOptions(

@@ -21,7 +21,7 @@ One checklist, in this order:
 - **Daemon**: whether one runs on the runtime directory (the lock held, :mod:`bridge.daemon.runtime`),
   its state, and whether the directory is the user's own and private;
 - **Codex used**: which Codex ``serve`` would use and why, as ``serve`` decides it
-  (:func:`bridge.shell.run.choose_codex`): the bridge's daemon, Codex's own daemon, or one of
+  (:func:`bridge.serve.choose_codex`): the bridge's daemon, Codex's own daemon, or one of
   its own;
 - **initialize round trip**: ``codex app-server`` started as ``serve`` starts it, ``initialize``
   (with ``experimentalApi``, as the engine sends it) answered within a time limit, then
@@ -593,7 +593,7 @@ async def gather(codex_bin: str | None, runtime: str | None, env: Mapping[str, s
 def _choice(
     codex_bin: str | None, runtime: str | None, env: Mapping[str, str], *, own: str | None
 ) -> dict[str, Any]:
-    from .shell.run import ServeOptions, choose_codex
+    from .serve import ServeOptions, choose_codex
 
     choice = choose_codex(ServeOptions(codex_bin=codex_bin, runtime_dir=runtime), env)
     shared = choice.daemon is not None or choice.url is not None

@@ -9,7 +9,7 @@ in Codex, which keeps running them when an editor goes away, and re-sends what
 still waits on the user when another attaches and resumes them.
 
 When Codex exits, the daemon starts it again with backoff (as ``serve`` does,
-:class:`bridge.shell.serve.Restart`), perhaps on another port, and rewrites
+:class:`bridge.shell.restart.Restart`), perhaps on another port, and rewrites
 ``daemon.json``; attached ``serve`` processes re-read it when they reconnect. A
 crash loop ends the daemon with exit status 1 and one line saying why. SIGTERM
 and SIGINT stop the daemon and its Codex, and remove ``daemon.json``.
@@ -41,7 +41,7 @@ from ..shell.codex_transport import (
     codex_launch,
     strip_ansi,
 )
-from ..shell.serve import Backoff, Restart
+from ..shell.restart import Backoff, Restart
 from .observer import observe
 from .picture import Picture
 from .runtime import DaemonInfo, codex_home, new_token, remove_info, write_info, write_status
