@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import click
 
@@ -36,68 +37,76 @@ def main() -> None:
     """
 
 
-def _logging_options(f: Any) -> Any:
-    f = click.option(
-        "--log-file",
-        type=click.Path(dir_okay=False, writable=True),
-        help="Write logs to this file instead of stderr.",
-    )(f)
-    f = click.option(
+def _stacked(*options: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Several click options as one decorator, in the order written (as stacked decorators)."""
+
+    def apply(f: Any) -> Any:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
+
+
+_logging_options = _stacked(
+    click.option(
         "--log-level",
         type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
         default="warning",
         show_default=True,
         help="How much to log.",
-    )(f)
-    return f
+    ),
+    click.option(
+        "--log-file",
+        type=click.Path(dir_okay=False, writable=True),
+        help="Write logs to this file instead of stderr.",
+    ),
+)
 
+_runtime_dir_option = click.option(
+    "--runtime-dir",
+    type=click.Path(file_okay=False),
+    help="The daemon's runtime directory (default: $CODEX_ACP_BRIDGE_RUNTIME_DIR, "
+    "else $XDG_RUNTIME_DIR/codex-acp-bridge, else a per-user temporary directory).",
+)
 
-def _runtime_dir_option(f: Any) -> Any:
-    return click.option(
-        "--runtime-dir",
-        type=click.Path(file_okay=False),
-        help="The daemon's runtime directory (default: $CODEX_ACP_BRIDGE_RUNTIME_DIR, "
-        "else $XDG_RUNTIME_DIR/codex-acp-bridge, else a per-user temporary directory).",
-    )(f)
+_config_option = click.option(
+    "-c",
+    "--config",
+    "config_overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Codex config override, as `codex -c` takes it (repeatable).",
+)
 
-
-def _codex_options(f: Any) -> Any:
-    f = click.option(
-        "-c",
-        "--config",
-        "config_overrides",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="Codex config override, as `codex -c` takes it (repeatable).",
-    )(f)
-    f = click.option(
-        "--codex-token-file",
-        type=click.Path(dir_okay=False, exists=True),
-        help="Capability token for --codex-url (app-server --ws-auth capability-token).",
-    )(f)
-    f = click.option(
+_codex_options = _stacked(
+    click.option(
+        "--codex-bin",
+        metavar="PATH",
+        help="Codex binary to spawn (default: $CODEX_ACP_BRIDGE_CODEX_BIN, `codex` on PATH, "
+        "then the project's pinned copy).",
+    ),
+    click.option(
         "--codex-url",
         metavar="ws://HOST:PORT|unix:///PATH",
         help="Attach to a running `codex app-server --listen ws://...`, or to Codex's daemon "
         "socket (unix://$CODEX_HOME/app-server-control/app-server-control.sock), instead of "
         "spawning one.",
-    )(f)
-    f = click.option(
-        "--codex-bin",
-        metavar="PATH",
-        help="Codex binary to spawn (default: $CODEX_ACP_BRIDGE_CODEX_BIN, `codex` on PATH, "
-        "then the project's pinned copy).",
-    )(f)
-    return f
+    ),
+    click.option(
+        "--codex-token-file",
+        type=click.Path(dir_okay=False, exists=True),
+        help="Capability token for --codex-url (app-server --ws-auth capability-token).",
+    ),
+    _config_option,
+)
 
-
-def _device_auth_option(f: Any) -> Any:
-    return click.option(
-        "--device-auth/--browser",
-        default=None,
-        help="Sign in with a device code, or in a browser (default: a device code over SSH "
-        "or without a display).",
-    )(f)
+_device_auth_option = click.option(
+    "--device-auth/--browser",
+    default=None,
+    help="Sign in with a device code, or in a browser (default: a device code over SSH "
+    "or without a display).",
+)
 
 
 def setup_logging(level: str, log_file: str | None) -> None:
@@ -126,6 +135,32 @@ def parse_config_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, 
         except tomllib.TOMLDecodeError:
             parsed[key.strip()] = value
     return parsed
+
+
+def _serve_stdio(
+    codex_bin: str | None,
+    codex_url: str | None,
+    codex_token_file: str | None,
+    config_overrides: tuple[str, ...],
+    *,
+    runtime_dir: str | None = None,
+    use_daemon: bool = True,
+    record_to: str | None = None,
+) -> NoReturn:
+    """``serve`` (and ``record``, which serves too) on stdio; exits with its status."""
+    from .serve import ServeOptions, serve_stdio
+
+    options = ServeOptions(
+        codex_bin=codex_bin,
+        codex_url=codex_url,
+        codex_token_file=codex_token_file,
+        config_overrides=list(config_overrides),
+        # parsed here, before starting, so malformed ones are rejected first
+        parsed_overrides=parse_config_overrides(config_overrides),
+        runtime_dir=runtime_dir,
+        use_daemon=use_daemon,
+    )
+    sys.exit(serve_stdio(options, record_to=record_to))
 
 
 @main.command()
@@ -162,20 +197,15 @@ def serve(
         from .shell.login import run_login
 
         sys.exit(run_login(codex_bin, device_auth))
-    from .serve import ServeOptions, serve_stdio
-
     setup_logging(log_level, log_file)
-    options = ServeOptions(
-        codex_bin=codex_bin,
-        codex_url=codex_url,
-        codex_token_file=codex_token_file,
-        config_overrides=list(config_overrides),
-        # parsed here, before starting, so malformed ones are rejected first
-        parsed_overrides=parse_config_overrides(config_overrides),
+    _serve_stdio(
+        codex_bin,
+        codex_url,
+        codex_token_file,
+        config_overrides,
         runtime_dir=runtime_dir,
         use_daemon=not no_daemon,
     )
-    sys.exit(serve_stdio(options))
 
 
 @main.command()
@@ -194,14 +224,7 @@ def login(codex_bin: str | None, device_auth: bool | None) -> None:
 
 @main.command()
 @click.option("--codex-bin", metavar="PATH", help="Codex binary to run (as for serve).")
-@click.option(
-    "-c",
-    "--config",
-    "config_overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Codex config override, as `codex -c` takes it (repeatable).",
-)
+@_config_option
 @_runtime_dir_option
 @_logging_options
 def daemon(
@@ -259,18 +282,8 @@ def record(
 
     Secrets (tokens, API keys, auth headers) are redacted before they are written.
     """
-    from .serve import ServeOptions, serve_stdio
-
     setup_logging(log_level, log_file)
-    options = ServeOptions(
-        codex_bin=codex_bin,
-        codex_url=codex_url,
-        codex_token_file=codex_token_file,
-        config_overrides=list(config_overrides),
-        # parsed here, before starting, so malformed ones are rejected first
-        parsed_overrides=parse_config_overrides(config_overrides),
-    )
-    sys.exit(serve_stdio(options, record_to=out))
+    _serve_stdio(codex_bin, codex_url, codex_token_file, config_overrides, record_to=out)
 
 
 @main.command()
