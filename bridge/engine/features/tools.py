@@ -63,9 +63,17 @@ class Tools:
         meta = self.hub.client_capabilities.meta
         return isinstance(meta, dict) and meta.get("terminal_output") is True
 
-    def _compaction_updates(self) -> bool:
+    def _compaction_shown(
+        self, record: ThreadRecord, item: codex_items.ToolItem, status: acp_tools.CompactionStatus
+    ) -> bool:
+        """A context compaction, to a client that declared ``session.compaction``, is a
+        ``compaction_update`` of its own (sent here), not a tool call."""
         session = self.hub.client_capabilities.session
-        return isinstance(session, dict) and isinstance(session.get("compaction"), dict)
+        declared = isinstance(session, dict) and isinstance(session.get("compaction"), dict)
+        if not declared or not isinstance(item, codex_items.ContextCompactionItem):
+            return False
+        self.hub.update(record.id, acp_tools.CompactionUpdate(compactionId=item.id, status=status))
+        return True
 
     # -- items ------------------------------------------------------------------------------------
 
@@ -118,10 +126,7 @@ class Tools:
         if found is None:
             return
         record, item = found
-        if isinstance(item, codex_items.ContextCompactionItem) and self._compaction_updates():
-            self.hub.update(
-                record.id, acp_tools.CompactionUpdate(compactionId=item.id, status="in_progress")
-            )
+        if self._compaction_shown(record, item, "in_progress"):
             return
         if item.id in record.announced_tools:
             log.info("item/started again for %s; ignored", item.id)
@@ -136,7 +141,7 @@ class Tools:
             record.tool_calls[item.id] = call = ToolCall(item)
             record.announced_tools.add(item.id)
             call.sent_content = msgspec.json.encode(view.content)
-            self._send(record, item.id, view.update(item.id))
+            self._send(record, item.id, view.tool_call_update(item.id))
             return
         terminal = self._terminal_output() and view.kind == "execute"
         call = ToolCall(item, terminal=terminal)
@@ -156,10 +161,7 @@ class Tools:
         if found is None:
             return
         record, item = found
-        if isinstance(item, codex_items.ContextCompactionItem) and self._compaction_updates():
-            self.hub.update(
-                record.id, acp_tools.CompactionUpdate(compactionId=item.id, status="completed")
-            )
+        if self._compaction_shown(record, item, "completed"):
             return
         if item.id in record.ended_tools:
             record.ended_tools.discard(item.id)
@@ -187,7 +189,7 @@ class Tools:
             meta = {"terminal_exit": terminal_exit(item)}
         call.sent_content = msgspec.json.encode(view.content)
         if item.id in record.announced_tools or item.id in record.shown_on:
-            self._send(record, item.id, view.update(item.id, meta))
+            self._send(record, item.id, view.tool_call_update(item.id, meta))
         else:
             record.announced_tools.add(item.id)
             self.hub.update(record.id, view.tool_call(item.id))
@@ -287,7 +289,7 @@ class Tools:
                 meta = {
                     "terminal_exit": {"terminal_id": item_id, "exit_code": None, "signal": None}
                 }
-            self._send(record, item_id, view.update(item_id, meta))
+            self._send(record, item_id, view.tool_call_update(item_id, meta))
             record.shown_on.pop(item_id, None)
         if ended:
             record.ended_tools = ended
