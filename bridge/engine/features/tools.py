@@ -77,7 +77,12 @@ class Tools:
 
     # -- items ------------------------------------------------------------------------------------
 
-    def _item(self, note: ItemNotification) -> tuple[ThreadRecord, codex_items.ToolItem] | None:
+    def _item(
+        self, note: ItemNotification, compaction: acp_tools.CompactionStatus
+    ) -> tuple[ThreadRecord, codex_items.ToolItem] | None:
+        """The session and the tool item ``note`` tells of, to show as a tool call; ``None``
+        when it is none (a malformed one is ended here), or a context compaction shown
+        in its own update (``compaction``: its status)."""
         record = self.hub.threads.session(note.threadId)
         if record is None:
             return None
@@ -85,7 +90,11 @@ class Tools:
         if isinstance(item, MalformedItem) and item.type in codex_items.TOOL_ITEM_TYPES:
             self._malformed(record, item)
             return None
-        return (record, item) if isinstance(item, codex_items.ToolItem) else None
+        if not isinstance(item, codex_items.ToolItem):
+            return None
+        if self._compaction_shown(record, item, compaction):
+            return None
+        return record, item
 
     def _malformed(self, record: ThreadRecord, item: MalformedItem) -> None:
         # Never leave an announced call spinning: it ends, saying why it shows nothing.
@@ -122,12 +131,10 @@ class Tools:
         return call.terminal and call.item.id not in record.shown_on
 
     def item_started(self, note: ItemNotification) -> None:
-        found = self._item(note)
+        found = self._item(note, compaction="in_progress")
         if found is None:
             return
         record, item = found
-        if self._compaction_shown(record, item, "in_progress"):
-            return
         if item.id in record.announced_tools:
             log.info("item/started again for %s; ignored", item.id)
             return
@@ -157,12 +164,10 @@ class Tools:
         self._read_files(record, call)
 
     def item_completed(self, note: ItemNotification) -> None:
-        found = self._item(note)
+        found = self._item(note, compaction="completed")
         if found is None:
             return
         record, item = found
-        if self._compaction_shown(record, item, "completed"):
-            return
         if item.id in record.ended_tools:
             record.ended_tools.discard(item.id)
             log.info(
