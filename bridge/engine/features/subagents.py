@@ -174,7 +174,7 @@ class Subagents:
             for receiver in item.receiverThreadIds:
                 self._message_to(thread_id, receiver, item)
         if self._as_tool_call(item) and item.id not in record.ended_tools:
-            self.hub.update(thread_id, collab_views.finished(item, self._nickname()))
+            self.hub.update(thread_id, collab_views.final_update(item, self._nickname()))
             self._retitle_when_placed(thread_id, item)
         for receiver in item.receiverThreadIds:
             child = self.hub.threads.session(receiver)
@@ -297,7 +297,7 @@ class Subagents:
         def replay(item: Any) -> list[msgspec.Struct] | None:
             if not isinstance(item, codex_items.CollabAgentToolCallItem):
                 return None
-            return collab_views.replay(
+            return collab_views.history_updates(
                 item,
                 session_id,
                 self._nickname(nicknames),

@@ -1,7 +1,7 @@
 """What a Codex collab item looks like to an ACP client: session messages and tool calls.
 
 Pure functions for :mod:`bridge.engine.features.subagents`, shared by the live path and
-the replay of a loaded history (:func:`replay`), so a replayed call looks exactly as the
+the replay of a loaded history (:func:`history_updates`), so a replayed call looks exactly as the
 live one ended. A collab item (``collabAgentToolCall``) is one of the model's dealings
 with its sub-agents:
 
@@ -118,7 +118,7 @@ def tool_call(
     )
 
 
-def finished(
+def final_update(
     item: codex_items.CollabAgentToolCallItem, nickname: Nickname
 ) -> acp_tools.ToolCallUpdate:
     """The update that ends a live collab tool call: what a replay of the item shows."""
@@ -141,7 +141,7 @@ def results(item: codex_items.CollabAgentToolCallItem) -> list[tuple[str, str]]:
     return found
 
 
-def replay(
+def history_updates(
     item: codex_items.CollabAgentToolCallItem,
     session_id: str,
     nickname: Nickname,
