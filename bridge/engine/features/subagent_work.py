@@ -163,6 +163,7 @@ class SubagentWork:
                 self._cancel_questions(child.id)
 
     def interrupt(self, record: ThreadRecord) -> None:
+        """Ask Codex to interrupt ``record``'s turn, once; its ``turn/completed`` tells the end."""
         turn = record.turn
         if turn is None or turn.id is None or turn.interrupt_sent:
             return
