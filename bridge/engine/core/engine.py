@@ -605,14 +605,22 @@ class Engine:
             # Compaction updates and notices are baseline updates in v2.
             session={"compaction": {}, "notices": {}},
         )
+        admin = self.admin
         requests = v2_requests.requests(
             initialize=self._initialize,
-            prompts=self.prompts,
-            lifecycle=self.lifecycle,
-            settings=self.settings,
-            auth=self.auth,
-            steering=self.steering,
-            admin=self.admin,
+            new_session=self.prompts.new_session,
+            prompt=self.prompts.prompt,
+            open_existing=self.lifecycle.open_existing,
+            fork=self.lifecycle.fork,
+            set_config=self.settings.set_config,
+            status=admin.status,
+            set_title=admin.set_title,
+            archive=admin.archive,
+            unarchive=admin.unarchive,
+            delete=admin.delete,
+            logout=admin.logout,
+            cancel_tool_call=admin.cancel_tool_call,
+            same_as_v1=self._client_requests,
             after_catalog=self._after_catalog,
         )
         face = V2Face(hub, requests, fork=self.lifecycle.fork_offered)

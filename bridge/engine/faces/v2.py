@@ -62,13 +62,13 @@ from ...acp import subagents as acp_subagents
 from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...acp import v2
+from ...codex.threads import LIST_BACKGROUND_TERMINALS
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core import facts, workstate
 from ..core.hub import Hub, OnError, RequestHandler
 from ..core.outbox import update_effect
 from ..core.threads import Prompt, ThreadRecord
-from ..features.session_admin import LIST_TERMINALS
 
 log = logging.getLogger(__name__)
 
@@ -394,7 +394,7 @@ class V2Face:
             kind is acp_tools.ToolCall
             and _is_command(update)
             and status in ("pending", "in_progress")
-            and LIST_TERMINALS not in self.hub.unknown_to_codex
+            and LIST_BACKGROUND_TERMINALS not in self.hub.unknown_to_codex
             and not record.is_child
         ):
             record.cancellable.add(call_id)

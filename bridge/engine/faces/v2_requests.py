@@ -9,8 +9,8 @@ reason; none of them is advertised.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, Protocol
 
 from msgspec import Raw
 
@@ -18,12 +18,6 @@ from ...acp import steering as acp_steering
 from ...acp import v2
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ..core.hub import RequestHandler, decode_params
-from ..features.auth import Authentication
-from ..features.lifecycle import Lifecycle
-from ..features.prompts import Prompts
-from ..features.session_admin import THREAD_METHODS, SessionAdmin
-from ..features.settings import Configuration
-from ..features.steering import Steering
 
 #: v1 methods v2 removed.
 V1_ONLY = ("session/load", "session/set_mode", "authenticate")
@@ -39,31 +33,57 @@ NOT_OFFERED = {
     "auth/status": "not advertised (the auth.status capability is not offered)",
 }
 
+#: Does something to one session: (request, session id).
+SessionHandler = Callable[[RequestId, str], None]
+
+
+class OpenExisting(Protocol):
+    """Opens a stored session (``Lifecycle.open_existing``)."""
+
+    def __call__(
+        self,
+        rid: RequestId,
+        method: str,
+        session_id: str,
+        cwd: str,
+        mcp_servers: Sequence[dict[str, Any]] | None,
+        *,
+        replay: bool,
+    ) -> None: ...
+
 
 def requests(
     *,
     initialize: RequestHandler,
-    prompts: Prompts,
-    lifecycle: Lifecycle,
-    settings: Configuration,
-    auth: Authentication,
-    steering: Steering,
-    admin: SessionAdmin,
+    new_session: Callable[[RequestId, str, list[dict[str, Any]] | None], None],
+    prompt: Callable[[RequestId, str, list[Raw]], None],
+    open_existing: OpenExisting,
+    fork: Callable[[RequestId, str, str, list[dict[str, Any]] | None], None],
+    set_config: Callable[[RequestId, str, str, Any, Any], None],
+    status: SessionHandler,
+    set_title: Callable[[RequestId, str, str], None],
+    archive: SessionHandler,
+    unarchive: SessionHandler,
+    delete: SessionHandler,
+    logout: Callable[[RequestId], None],
+    cancel_tool_call: Callable[[RequestId, str, str], None],
+    same_as_v1: dict[str, RequestHandler],
     after_catalog: Callable[[RequestHandler], RequestHandler],
 ) -> dict[str, RequestHandler]:
-    """The v2 method → handler table (the features are the engine's)."""
+    """The v2 method → handler table, over the features' methods that do the work (the
+    engine's). ``same_as_v1``: the v1 handlers of the methods whose params v2 shares."""
 
-    def prompt(rid: RequestId, raw: Raw) -> None:
+    def session_prompt(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.PromptParams, "session/prompt")
-        prompts.prompt(rid, params.sessionId, params.prompt)
+        prompt(rid, params.sessionId, params.prompt)
 
-    def new(rid: RequestId, raw: Raw) -> None:
+    def session_new(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.NewSessionParams, "session/new")
-        prompts.new_session(rid, params.cwd, params.mcpServers)
+        new_session(rid, params.cwd, params.mcpServers)
 
-    def fork(rid: RequestId, raw: Raw) -> None:
+    def session_fork(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ForkSessionParams, "session/fork")
-        lifecycle.fork(rid, params.sessionId, params.cwd, params.mcpServers)
+        fork(rid, params.sessionId, params.cwd, params.mcpServers)
 
     def resume(rid: RequestId, raw: Raw) -> None:
         """With ``replayFrom: {type: "start"}``, the history first (v1's load); without
@@ -81,7 +101,7 @@ def requests(
         method = "session/load" if replay is not None else "session/resume"
 
         def open_session(rid: RequestId, _raw: Raw) -> None:
-            lifecycle.open_existing(
+            open_existing(
                 rid,
                 method,
                 params.sessionId,
@@ -94,29 +114,26 @@ def requests(
 
     def set_config_option(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.SetConfigOptionParams, "session/set_config_option")
-        settings.set_config(rid, params.sessionId, params.configId, params.value, params.type)
+        set_config(rid, params.sessionId, params.configId, params.value, params.type)
 
-    def status(rid: RequestId, raw: Raw) -> None:
-        admin.status(rid, decode_params(raw, v2.SessionParams, "session/status").sessionId)
+    def of_session(method: str, handler: SessionHandler) -> RequestHandler:
+        """A request whose params name one session, and nothing else."""
 
-    def set_title(rid: RequestId, raw: Raw) -> None:
-        params = decode_params(raw, v2.SetTitleParams, "session/set_title")
-        admin.set_title(rid, params.sessionId, params.title)
-
-    def thread_request(method: str) -> RequestHandler:
         def handle(rid: RequestId, raw: Raw) -> None:
-            admin.thread_request(
-                rid, method, decode_params(raw, v2.SessionParams, method).sessionId
-            )
+            handler(rid, decode_params(raw, v2.SessionParams, method).sessionId)
 
         return handle
 
-    def logout(rid: RequestId, _raw: Raw) -> None:
-        admin.logout(rid)
+    def session_set_title(rid: RequestId, raw: Raw) -> None:
+        params = decode_params(raw, v2.SetTitleParams, "session/set_title")
+        set_title(rid, params.sessionId, params.title)
 
-    def cancel_tool_call(rid: RequestId, raw: Raw) -> None:
+    def auth_logout(rid: RequestId, _raw: Raw) -> None:
+        logout(rid)
+
+    def tool_call_cancel(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ToolCallCancelParams, "tool_call/cancel")
-        admin.cancel_tool_call(rid, params.sessionId, params.toolCallId)
+        cancel_tool_call(rid, params.sessionId, params.toolCallId)
 
     def cancel_terminal(_rid: RequestId, raw: Raw) -> None:
         # Commands are tool calls with their output as content, not terminals of the
@@ -130,21 +147,23 @@ def requests(
 
     table: dict[str, RequestHandler] = {
         "initialize": initialize,
-        "session/new": after_catalog(new),
-        "session/prompt": prompt,
+        "session/new": after_catalog(session_new),
+        "session/prompt": session_prompt,
         "session/resume": resume,
-        "session/fork": after_catalog(fork),
-        "session/list": lifecycle.session_list,
-        "session/close": lifecycle.session_close,
+        "session/fork": after_catalog(session_fork),
+        "session/list": same_as_v1["session/list"],
+        "session/close": same_as_v1["session/close"],
         "session/set_config_option": set_config_option,
-        "session/status": status,
-        "session/set_title": set_title,
-        **{method: thread_request(method) for method in THREAD_METHODS},
-        "auth/login": auth.authenticate,
-        "auth/logout": logout,
-        "tool_call/cancel": cancel_tool_call,
+        "session/status": of_session("session/status", status),
+        "session/set_title": session_set_title,
+        "session/archive": of_session("session/archive", archive),
+        "session/unarchive": of_session("session/unarchive", unarchive),
+        "session/delete": of_session("session/delete", delete),
+        "auth/login": same_as_v1["authenticate"],
+        "auth/logout": auth_logout,
+        "tool_call/cancel": tool_call_cancel,
         "terminal/cancel": cancel_terminal,
-        acp_steering.METHOD: steering.steer,
+        acp_steering.METHOD: same_as_v1[acp_steering.METHOD],
     }
     for method in V1_ONLY:
         table[method] = _refuse(f"Method not found: {method} (not in ACP v2)")

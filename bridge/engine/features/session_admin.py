@@ -34,15 +34,8 @@ from ..core.hub import Hub, from_codex, unknown_method
 log = logging.getLogger(__name__)
 
 #: Codex's experimental methods for a thread's running commands (``exec_command`` sessions).
-LIST_TERMINALS = "thread/backgroundTerminals/list"
-TERMINATE = "thread/backgroundTerminals/terminate"
-
-#: The Codex method each thread-management request is.
-THREAD_METHODS = {
-    "session/archive": "thread/archive",
-    "session/unarchive": "thread/unarchive",
-    "session/delete": "thread/delete",
-}
+LIST_TERMINALS = codex_threads.LIST_BACKGROUND_TERMINALS
+TERMINATE = codex_threads.TERMINATE_BACKGROUND_TERMINAL
 
 
 class SessionAdmin:
@@ -99,11 +92,20 @@ class SessionAdmin:
             hub.pass_error_to(rid),
         )
 
-    def thread_request(self, rid: RequestId, method: str, session_id: str) -> None:
-        """``method`` (archive, unarchive, delete) as the Codex thread request it is."""
+    def archive(self, rid: RequestId, session_id: str) -> None:
+        self._thread_request(rid, "thread/archive", session_id)
+
+    def unarchive(self, rid: RequestId, session_id: str) -> None:
+        self._thread_request(rid, "thread/unarchive", session_id)
+
+    def delete(self, rid: RequestId, session_id: str) -> None:
+        self._thread_request(rid, "thread/delete", session_id)
+
+    def _thread_request(self, rid: RequestId, codex_method: str, session_id: str) -> None:
+        """Answered ``{}`` once Codex has done ``codex_method`` to the thread."""
         hub = self.hub
         hub.codex_request(
-            THREAD_METHODS[method],
+            codex_method,
             {"threadId": session_id},
             None,
             lambda _result: hub.answer_client(rid, v2.Empty()),
