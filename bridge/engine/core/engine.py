@@ -38,8 +38,11 @@ Rules this engine keeps (read these before changing it):
 Structure. This module is the wiring: the only one that builds the features
 (``prompts``, ``lifecycle``, ``tools``, ``approvals``, ``settings``, ``auth``,
 ``subagents``, ``subagent_history``, ``recovery``, ``terminals``, ``steering``,
-``palette``) and the only one that knows the order in which several of them
-react to one message. Each Codex message is decoded once
+``palette``, ``session_admin``) and the only one that knows the order in which
+several of them react to one message. The client is spoken to through the
+hub's face (:mod:`bridge.engine.faces`), v1's until ``initialize`` picks v2;
+each face's request table decodes its version's params once, for the feature
+method both versions reach. Each Codex message is decoded once
 (:mod:`bridge.codex.messages`), then handed, typed, to one routing entry of
 :meth:`Engine._routes`; a client request goes to one handler. The features
 share the :class:`~bridge.engine.core.hub.Hub` (the peers, the thread registry, the
