@@ -506,7 +506,11 @@ class Engine:
         # initialize needs nothing from Codex: a client whose Codex could not start still
         # gets its answer, then the reason on each request that needs Codex (v2: on any
         # request, known or not).
-        if lost is not None and method != "initialize" and (handler or face.version == 2):
+        if (
+            lost is not None
+            and method != "initialize"
+            and (handler is not None or face.version == 2)
+        ):
             raise RpcError.internal(lost)
         if handler is None:
             raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
