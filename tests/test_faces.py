@@ -244,3 +244,18 @@ def test_a_sessions_own_work_state_follows_one_rule(
     record = ThreadRecord(THREAD, cwd=CWD, session=True, visible=True)
     record.working, record.turn_elsewhere, record.asking = working, elsewhere, set(asking)
     assert workstate.foreground(record) == state
+
+
+@pytest.mark.parametrize(("version", "code"), [(1, -32601), (2, -32603)])
+def test_an_unknown_method_after_codex_was_lost_is_answered_as_each_version_did(
+    version: int, code: int
+) -> None:
+    """v1 names an unknown method first; v2 says Codex is lost before it reads the method."""
+    h = Harness()
+    init: dict[str, Any] = {"protocolVersion": version}
+    if version == 2:
+        init["info"] = {"name": "t", "version": "1"}
+    h.client_request("initialize", init)
+    h._collect(h.engine.codex_lost("Codex exited"))
+    rid = h.client_request("no/such", {})
+    assert h.client_response(rid)["error"]["code"] == code  # type: ignore[index]

@@ -142,6 +142,10 @@ class Face(Protocol):
     ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]: ...
 
 
+def keep_nothing(_rid: RequestId) -> None:
+    """What :meth:`Face.asking` returns for a request it keeps nothing of once sent."""
+
+
 class Hub:
     """The engine's shared state and output (see the module docstring).
 

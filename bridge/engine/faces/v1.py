@@ -24,7 +24,7 @@ from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...jsonrpc import RequestId, RpcError
 from ..core import facts
-from ..core.hub import Hub, OnError, RequestHandler
+from ..core.hub import Hub, OnError, RequestHandler, keep_nothing
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class V1Face:
     def asking(
         self, method: str, params: Any, on_result: Callable[[Raw], None], on_error: OnError
     ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]:
-        return params, on_result, on_error, _nothing
+        return params, on_result, on_error, keep_nothing
 
 
 #: How each fact is rendered for v1 (a fact of no type here is a defect, raised).
@@ -104,7 +104,3 @@ V1Face.on_fact = {
     facts.PromptEnded: V1Face._prompt_ended,
     facts.SessionOpened: V1Face._session_opened,
 }
-
-
-def _nothing(_rid: RequestId) -> None:
-    pass

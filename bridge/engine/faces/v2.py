@@ -66,7 +66,7 @@ from ...codex.threads import LIST_BACKGROUND_TERMINALS
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core import facts, workstate
-from ..core.hub import Hub, OnError, RequestHandler
+from ..core.hub import Hub, OnError, RequestHandler, keep_nothing
 from ..core.outbox import update_effect
 from ..core.threads import Prompt, ThreadRecord
 
@@ -298,12 +298,12 @@ class V2Face:
         wait with, and what to call with the request's id once it is sent."""
         session_id = getattr(params, "sessionId", None)
         if method not in ASKS_USER or not isinstance(session_id, str):
-            return params, on_result, on_error, _nothing
+            return params, on_result, on_error, keep_nothing
         if isinstance(params, acp_permissions.RequestPermissionRequest):
             params = _permission(params)
         record = self.hub.threads.session(session_id)
         if record is None:
-            return params, on_result, on_error, _nothing
+            return params, on_result, on_error, keep_nothing
         root = record.parent_id is None
         rid_box: list[RequestId] = []
 
@@ -436,10 +436,6 @@ class V2Face:
     def _emit(self, session_id: str, update: msgspec.Struct, *, force: bool = False) -> None:
         if force or session_id in self.hub.threads.shown_ids:
             self.hub.emit(update_effect(session_id, update))
-
-
-def _nothing(_rid: RequestId) -> None:
-    pass
 
 
 # -- shapes ---------------------------------------------------------------------------------------
