@@ -91,6 +91,10 @@ class ThreadUnsubscribeParams(_Base):
 
 # -- background terminals (experimental API) ------------------------------------------------
 
+#: The commands a thread still runs, and stopping one (not every Codex has them).
+LIST_BACKGROUND_TERMINALS = "thread/backgroundTerminals/list"
+TERMINATE_BACKGROUND_TERMINAL = "thread/backgroundTerminals/terminate"
+
 
 class BackgroundTerminalsListParams(_Base):
     """``thread/backgroundTerminals/list``: the commands the thread still runs (experimental)."""

@@ -38,8 +38,11 @@ Rules this engine keeps (read these before changing it):
 Structure. This module is the wiring: the only one that builds the features
 (``prompts``, ``lifecycle``, ``tools``, ``approvals``, ``settings``, ``auth``,
 ``subagents``, ``subagent_history``, ``recovery``, ``terminals``, ``steering``,
-``palette``) and the only one that knows the order in which several of them
-react to one message. Each Codex message is decoded once
+``palette``, ``session_admin``) and the only one that knows the order in which
+several of them react to one message. The client is spoken to through the
+hub's face (:mod:`bridge.engine.faces`), v1's until ``initialize`` picks v2;
+each face's request table decodes its version's params once, for the feature
+method both versions reach. Each Codex message is decoded once
 (:mod:`bridge.codex.messages`), then handed, typed, to one routing entry of
 :meth:`Engine._routes`; a client request goes to one handler. The features
 share the :class:`~bridge.engine.core.hub.Hub` (the peers, the thread registry, the
@@ -73,6 +76,7 @@ from ...jsonrpc import (
     RpcError,
 )
 from ...jsonrpc.peer import MAX_DEPTH, ErrorObject
+from ..faces.v1 import V1Face
 from ..features import commands
 from ..features.approvals import Approvals
 from ..features.auth import Authentication
@@ -80,19 +84,19 @@ from ..features.lifecycle import Lifecycle
 from ..features.palette import Palette
 from ..features.prompts import Prompts
 from ..features.recovery import Recovery
+from ..features.session_admin import SessionAdmin
 from ..features.settings import Configuration
 from ..features.steering import Steering
 from ..features.subagent_history import SubagentHistory
 from ..features.subagents import Subagents
 from ..features.terminals import Terminals
 from ..features.tools import Tools
+from . import facts
 from .effects import Effect
-from .hub import AGENT_NAME, Hub, decode_params
+from .hub import AGENT_NAME, Hub, RequestHandler, decode_params
 from .threads import Held, ThreadRecord, Threads
 
 log = logging.getLogger(__name__)
-
-RequestHandler: TypeAlias = Callable[[RequestId, Raw], None]
 
 #: Client messages kept while Codex is brought back; past this many, they are
 #: answered at once with the reason Codex is away.
@@ -175,7 +179,6 @@ class Engine:
             turn_starting=self.settings.turn_starting,
             command=commands.command_request,
             settled=self._prompt_settled,
-            inserted=self._prompt_inserted,
             turn_known=lambda record: self.steering.turn_known(record),
             quick=lambda record, command, done, failed: self.palette.run(
                 record, command, done, failed
@@ -214,6 +217,10 @@ class Engine:
             "session/set_config_option": self.settings.set_config_option,
             acp_steering.METHOD: self.steering.steer,
         }
+        #: A v1 client is spoken to until ``initialize`` says otherwise.
+        self._v1 = V1Face(hub, self._client_requests)
+        hub.speak(self._v1)
+        self.admin = SessionAdmin(hub)
         self._codex_requests: dict[str, CodexRequestHandler] = {
             "item/commandExecution/requestApproval": self.approvals.command_approval,
             "item/fileChange/requestApproval": self.approvals.file_change_approval,
@@ -252,8 +259,6 @@ class Engine:
         )
 
         def item_started(note: codex_messages.ItemNotification) -> None:
-            if self.hub.face is not None:
-                self.hub.face.item_started(note.threadId, note.item)
             prompts.item_started(note)
             tools.item_started(note)
             approvals.item_started(note)
@@ -269,8 +274,7 @@ class Engine:
         def turn_started(note: codex_types.TurnNotification) -> None:
             prompts.turn_started(note)
             subagents.turn_started(note)
-            if self.hub.face is not None:
-                self.hub.face.turn_started(note.threadId, note.turn.id)
+            self.hub.state(facts.TurnStarted(note.threadId, note.turn.id))
 
         def turn_completed(note: codex_types.TurnNotification) -> None:
             # A cancelled turn ends after the sub-agent turns its cancel stopped: their
@@ -288,9 +292,8 @@ class Engine:
             prompts.turn_completed(note)
             approvals.turn_completed(note)
             subagents.turn_completed(note)
-            if self.hub.face is not None:
-                error = note.turn.error.message if note.turn.error else None
-                self.hub.face.turn_completed(note.threadId, note.turn.id, note.turn.status, error)
+            error = note.turn.error.message if note.turn.error else None
+            self.hub.state(facts.TurnEnded(note.threadId, note.turn.id, note.turn.status, error))
             self._release_turn_ends()
 
         return {
@@ -498,21 +501,19 @@ class Engine:
         if method != "initialize":
             self._past_initialize = True
         face = self.hub.face
-        if face is not None and method != "initialize":
-            if self.hub.codex_lost_reason is not None:
-                raise RpcError.internal(self.hub.codex_lost_reason)
-            self._guard(method, params)
-            routed = face.route(msg.id, method, params)
-            if routed is None:
-                return
-            method, params = routed
-        handler = self._client_requests.get(method)
-        if handler is None:
-            raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {msg.method}")
+        handler = face.requests.get(method)
+        lost = self.hub.codex_lost_reason
         # initialize needs nothing from Codex: a client whose Codex could not start still
-        # gets its answer, then the reason on each request that needs Codex.
-        if self.hub.codex_lost_reason is not None and method != "initialize":
-            raise RpcError.internal(self.hub.codex_lost_reason)
+        # gets its answer, then the reason on each request that needs Codex (v2: on any
+        # request, known or not).
+        if (
+            lost is not None
+            and method != "initialize"
+            and (handler is not None or face.version == 2)
+        ):
+            raise RpcError.internal(lost)
+        if handler is None:
+            raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
         self._guard(method, params)
         handler(msg.id, params)
 
@@ -567,7 +568,7 @@ class Engine:
 
     def _initialize(self, rid: RequestId, raw: Raw) -> None:
         version = negotiation.negotiate(raw)
-        if self._past_initialize and (version == 2 or self.hub.face is not None):
+        if self._past_initialize and (version == 2 or self.hub.face.version == 2):
             # v2: initialize may be repeated only before any other request.
             raise RpcError(
                 ErrorCode.INVALID_REQUEST,
@@ -577,7 +578,7 @@ class Engine:
             self._initialize_v2(rid, raw)
             return
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
-        self.hub.face = None  # the latest successful initialize decides
+        self.hub.speak(self._v1)  # the latest successful initialize decides
         self.hub.client_capabilities = params.clientCapabilities
         result = acp_types.InitializeResult(
             protocolVersion=acp_types.PROTOCOL_VERSION,
@@ -599,6 +600,7 @@ class Engine:
         """
         # Here, not at the top: a v1 client's start never pays for importing v2.
         from ...acp import v2 as acp_v2
+        from ..faces import v2_requests
         from ..faces.v2 import V2Face
 
         params = decode_params(raw, acp_v2.InitializeParams, "initialize")
@@ -610,21 +612,34 @@ class Engine:
             # Compaction updates and notices are baseline updates in v2.
             session={"compaction": {}, "notices": {}},
         )
-        face = V2Face(hub, fork=self.lifecycle.fork_offered)
+        admin = self.admin
+        requests = v2_requests.requests(
+            initialize=self._initialize,
+            new_session=self.prompts.new_session,
+            prompt=self.prompts.prompt,
+            open_existing=self.lifecycle.open_existing,
+            fork=self.lifecycle.fork,
+            set_config=self.settings.set_config,
+            status=admin.status,
+            set_title=admin.set_title,
+            archive=admin.archive,
+            unarchive=admin.unarchive,
+            delete=admin.delete,
+            logout=admin.logout,
+            cancel_tool_call=admin.cancel_tool_call,
+            same_as_v1=self._client_requests,
+            after_catalog=self._after_catalog,
+        )
+        face = V2Face(hub, requests, fork=self.lifecycle.fork_offered)
         info = acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__)
         result = acp_types.InitializeResult(
             protocolVersion=1, agentCapabilities=acp_types.AgentCapabilities()
         )
         self.auth.advertise(result)
-        hub.face = None  # this answer is already in v2's shape
         v2_result = face.initialize_result(info, result.authMethods)
         v2_result.meta = dict(acp_steering.SUPPORTED)
+        hub.speak(face)
         hub.answer_client(rid, v2_result)
-        hub.face = face
-
-    def _prompt_inserted(self, rid: RequestId, named_by_item: bool) -> None:
-        if self.hub.face is not None:
-            self.hub.face.inserted(rid, named_by_item)
 
     # -- Codex's messages -----------------------------------------------------------------
 
@@ -762,9 +777,9 @@ class Engine:
     # -- what one feature asks of the others ------------------------------------------------
 
     def _thread_starting(
-        self, params: acp_types.NewSessionParams, start: codex_types.ThreadStartParams
+        self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
     ) -> None:
-        self.lifecycle.thread_starting(params, start)
+        self.lifecycle.thread_starting(mcp_servers, start)
 
     def _session_opened(
         self, record: ThreadRecord, rid: RequestId, result: Any, opened: Any
@@ -773,7 +788,7 @@ class Engine:
         result goes out, then what may only follow it (the commands, the current state
         of sub-agents a load replayed)."""
         self.settings.session_opened(record, result, opened)
-        self.hub.answer_client(rid, result)
+        self.hub.state(facts.SessionOpened(record, rid, result))
         self.settings.session_announced(record)
         self.subagent_history.after_response(record)
 

@@ -29,8 +29,9 @@ from ...codex import types as codex_types
 from ...codex.messages import ItemNotification
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
+from ..core import facts
 from ..core.hub import Hub, check_directory, decode_params, from_codex
-from ..core.threads import QueuedPrompt, ThreadRecord, Turn
+from ..core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn
 from ..views import translate
 from .commands import QuickCommand
 from .prompt_input import prompt_to_input
@@ -40,8 +41,9 @@ log = logging.getLogger(__name__)
 #: Called with the new thread's record, the ``session/new`` request, the result
 #: about to be sent and Codex's answer: sends the result and what follows it.
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
-#: Adds to ``thread/start`` what the session asks for (MCP servers).
-ThreadStarting = Callable[[acp_types.NewSessionParams, codex_types.ThreadStartParams], None]
+#: Adds to ``thread/start`` what the session asks for (its MCP servers, as the client
+#: gave them).
+ThreadStarting = Callable[[list[dict[str, Any]] | None, codex_types.ThreadStartParams], None]
 #: Adds the user's picks (mode, model, effort) to a ``turn/start``.
 TurnStarting = Callable[[ThreadRecord, codex_types.TurnStartParams], None]
 #: A slash command's Codex request (or one answered without a turn), or ``None`` for an
@@ -69,7 +71,6 @@ class Prompts:
         turn_starting: TurnStarting,
         command: Command,
         settled: Callable[[ThreadRecord], None],
-        inserted: Callable[[RequestId, bool], None],
         turn_known: Callable[[ThreadRecord], None],
         quick: Quick,
     ) -> None:
@@ -82,11 +83,6 @@ class Prompts:
         #: Called once a prompt has been answered because its turn ended or Codex
         #: refused to start it (``session/close`` waits for this).
         self._settled = settled
-        #: Called once a prompt's work begins (ACP v2 answers the prompt then): with
-        #: ``True`` as its turn/start goes to Codex (the turn's user message item will
-        #: name it), with ``False`` once Codex accepted a slash command's request or a
-        #: command answered without a turn started.
-        self._inserted = inserted
         #: Called once Codex has named the session's turn (a steer waits for it).
         self._turn_known_hook = turn_known
         self._quick = quick
@@ -96,16 +92,22 @@ class Prompts:
     # -- client requests ---------------------------------------------------------------
 
     def session_new(self, rid: RequestId, raw: Raw) -> None:
-        hub = self.hub
         params = decode_params(raw, acp_types.NewSessionParams, "session/new")
-        check_directory(hub, params.cwd, "session/new")
-        start = codex_types.ThreadStartParams(cwd=params.cwd)
+        self.new_session(rid, params.cwd, params.mcpServers)
+
+    def new_session(
+        self, rid: RequestId, cwd: str, mcp_servers: list[dict[str, Any]] | None
+    ) -> None:
+        """``session/new`` (v1 and v2): a thread started in ``cwd``."""
+        hub = self.hub
+        check_directory(hub, cwd, "session/new")
+        start = codex_types.ThreadStartParams(cwd=cwd)
         if hub.thread_config:
             start.config = dict(hub.thread_config)
-        self._thread_starting(params, start)
+        self._thread_starting(mcp_servers, start)
 
         def started(opened: codex_types.ThreadStartResult) -> None:
-            record = self._open_root(opened.thread.id, params.cwd)
+            record = self._open_root(opened.thread.id, cwd)
             record.unstored = True  # Codex writes a thread at its first turn
             self._opened(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
 
@@ -118,14 +120,18 @@ class Prompts:
         )
 
     def session_prompt(self, rid: RequestId, raw: Raw) -> None:
-        hub = self.hub
         params = decode_params(raw, acp_types.PromptParams, "session/prompt")
-        record = hub.threads.require(params.sessionId)
+        self.prompt(rid, params.sessionId, params.prompt)
+
+    def prompt(self, rid: RequestId, session_id: str, content: list[Raw]) -> None:
+        """``session/prompt`` (v1 and v2): ``content`` as the client sent it."""
+        record = self.hub.threads.require(session_id)
         if record.closing is not None:
             raise RpcError(ErrorCode.INVALID_REQUEST, f"session {record.id} is being closed")
         if record.gone is not None:
             raise RpcError.not_found(record.gone, {"sessionId": record.id})
-        inputs = prompt_to_input(params.prompt)
+        inputs = prompt_to_input(content)
+        record.prompts[rid] = Prompt(rid, content)
         if record.turn is not None or record.queued or record.resuming:
             # Typed while the agent works: it runs when the turn ends, in arrival order.
             record.queued.append(QueuedPrompt(rid, inputs))
@@ -157,7 +163,7 @@ class Prompts:
             # A command's result may name no turn (``thread/compact/start``): then
             # the ``turn/started`` that follows names it (turn_started).
             if rid is not None and record.turn is turn and command is not None:
-                self._inserted(rid, False)
+                self.hub.state(facts.PromptInserted(record, rid, named_by_item=False))
             if result.turn is not None:
                 self._turn_known(record, turn, result.turn.id)
 
@@ -165,11 +171,11 @@ class Prompts:
             if record.turn is turn:
                 record.turn = None
                 if rid is not None and record.gone is not None:
-                    hub.refuse_client(
-                        rid, RpcError.not_found(record.gone, {"sessionId": record.id})
+                    self._end(
+                        record, rid, RpcError.not_found(record.gone, {"sessionId": record.id})
                     )
                 elif rid is not None:
-                    hub.refuse_client(rid, from_codex(error))
+                    self._end(record, rid, from_codex(error))
                 else:
                     log.warning("turn/start for a steer refused: %s", error.message)
                 self._settled(record)
@@ -182,7 +188,7 @@ class Prompts:
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
             self._turn_starting(record, request)
             if rid is not None:
-                self._inserted(rid, True)
+                self.hub.state(facts.PromptInserted(record, rid, named_by_item=True))
         hub.codex_request(
             method, request, codex_commands.CommandStartResult, turn_started, turn_refused
         )
@@ -193,9 +199,7 @@ class Prompts:
         queued behind it are answered ``cancelled`` at once: they never start."""
         queued, record.queued = record.queued, []
         for waiting in queued:
-            self.hub.answer_client(
-                waiting.request_id, acp_types.PromptResult(stopReason="cancelled")
-            )
+            self._end(record, waiting.request_id, acp_types.PromptResult(stopReason="cancelled"))
         turn = record.turn
         if turn is None or turn.cancel_requested:
             return
@@ -212,7 +216,7 @@ class Prompts:
         hub = self.hub
         turn = record.turn = Turn(request_id=rid, quick=True)
         self._quick_count += 1
-        self._inserted(rid, False)
+        hub.state(facts.PromptInserted(record, rid, named_by_item=False))
         message_id = f"{command.name}-{self._quick_count}"
 
         def finish() -> bool:
@@ -220,7 +224,7 @@ class Prompts:
                 return False
             record.turn = None
             if turn.cancel_requested:
-                hub.answer_client(rid, acp_types.PromptResult(stopReason="cancelled"))
+                self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
                 self._settled(record)
                 self._start_next(record)
                 return False
@@ -235,14 +239,14 @@ class Prompts:
                     content=acp_types.TextContent(text=text), messageId=message_id
                 ),
             )
-            hub.answer_client(rid, acp_types.PromptResult(stopReason="end_turn"))
+            self._end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
             self._settled(record)
             self._start_next(record)
 
         def failed(error: RpcError) -> None:
             if not finish():
                 return
-            hub.refuse_client(rid, error)
+            self._end(record, rid, error)
             self._settled(record)
             self._start_next(record)
 
@@ -341,12 +345,12 @@ class Prompts:
         status = note.turn.status
         if turn.failure is not None and not turn.cancel_requested and status != "completed":
             # Stopped by the bridge (no sign-in, the model out of reach): that is the answer.
-            hub.refuse_client(rid, turn.failure)
+            self._end(record, rid, turn.failure)
         elif status == "completed":
-            hub.answer_client(rid, acp_types.PromptResult(stopReason="end_turn"))
+            self._end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
         elif status == "interrupted" or (status == "failed" and turn.cancel_requested):
             # A failure caused by the user's cancel is still a cancel (ACP).
-            hub.answer_client(rid, acp_types.PromptResult(stopReason="cancelled"))
+            self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
         else:
             error = note.turn.error
             message = (error.message if error else None) or turn.error_message
@@ -361,9 +365,16 @@ class Prompts:
             # No credentials for the model: ACP's auth_required, so the client offers sign-in.
             code = ErrorCode.AUTH_REQUIRED if lacks_credentials(error) else ErrorCode.INTERNAL_ERROR
             message = policy_message(info, message) or f"Codex turn ended with status {status}"
-            hub.refuse_client(rid, RpcError(code, message, data))
+            self._end(record, rid, RpcError(code, message, data))
         self._settled(record)
         self._start_next(record)
+
+    def _end(
+        self, record: ThreadRecord, rid: RequestId, outcome: acp_types.PromptResult | RpcError
+    ) -> None:
+        """Prompt ``rid``'s work ended: its answer (or, in v2, its work state) says how."""
+        prompt = record.prompts.pop(rid, None)
+        self.hub.end_prompt(facts.PromptEnded(record, rid, prompt, outcome))
 
     def resume_settled(self, record: ThreadRecord) -> None:
         """Codex answered the session's resume after it came back: prompts that waited for
@@ -373,8 +384,10 @@ class Prompts:
             return
         queued, record.queued = record.queued, []
         for waiting in queued:
-            self.hub.refuse_client(
-                waiting.request_id, RpcError.not_found(record.gone, {"sessionId": record.id})
+            self._end(
+                record,
+                waiting.request_id,
+                RpcError.not_found(record.gone, {"sessionId": record.id}),
             )
 
     def _start_next(self, record: ThreadRecord) -> None:
@@ -396,7 +409,7 @@ class Prompts:
             record.resuming = False
             queued, record.queued = record.queued, []
             for waiting in queued:
-                self.hub.refuse_client(waiting.request_id, RpcError.internal(reason))
+                self._end(record, waiting.request_id, RpcError.internal(reason))
             turn = record.turn
             if turn is not None and (turn.started_by_steer or turn.foreign):
                 record.turn = None
@@ -407,11 +420,11 @@ class Prompts:
                 record.streamed_items.clear()
                 record.withheld_items.clear()
                 if turn.cancel_requested:
-                    self.hub.answer_client(
-                        turn.request_id, acp_types.PromptResult(stopReason="cancelled")
+                    self._end(
+                        record, turn.request_id, acp_types.PromptResult(stopReason="cancelled")
                     )
                 else:
-                    self.hub.refuse_client(turn.request_id, RpcError.internal(reason))
+                    self._end(record, turn.request_id, RpcError.internal(reason))
 
     def error(self, note: codex_types.ErrorNotification) -> None:
         record = self.hub.threads.session(note.threadId)
@@ -541,6 +554,8 @@ class Prompts:
         shows what stands in its place)."""
         item = note.item
         record = self.hub.threads.session(note.threadId)
+        if record is not None and type(item) is codex_types.UserMessageItem:
+            self.hub.state(facts.UserMessageStarted(record, item.id))
         turn = record.turn if record is not None else None
         if turn is not None and turn.joined is not None:
             turn.joined.add(item.id)

@@ -542,17 +542,22 @@ class Configuration:
         params = decode_params(
             raw, acp_settings.SetSessionConfigOptionParams, "session/set_config_option"
         )
-        settings = self._session_settings(params.sessionId)
-        option = next((o for o in self._options(settings) if o.id == params.configId), None)
+        self.set_config(rid, params.sessionId, params.configId, params.value, params.type)
+
+    def set_config(
+        self, rid: RequestId, session_id: str, config_id: str, value: Any, kind: Any
+    ) -> None:
+        """``session/set_config_option`` (v1 and v2): ``kind`` is the value's ``type``."""
+        settings = self._session_settings(session_id)
+        option = next((o for o in self._options(settings) if o.id == config_id), None)
         if option is None:
             raise RpcError.invalid_params(
-                f"unknown config option {params.configId!r}; this session has "
+                f"unknown config option {config_id!r}; this session has "
                 f"{', '.join(o.id for o in self._options(settings))}",
-                {"configId": params.configId},
+                {"configId": config_id},
             )
-        value = params.value
         # Selects only: a value id (string); unknown ``type``s with a string are value ids too.
-        if params.type == "boolean" or not isinstance(value, str):
+        if kind == "boolean" or not isinstance(value, str):
             raise RpcError.invalid_params(
                 f"config option {option.id!r} takes a value id (a string)"
             )
@@ -562,7 +567,7 @@ class Configuration:
                 f"{', '.join(choice.value for choice in option.options)}",
                 {"configId": option.id, "value": value},
             )
-        change = codex_settings.ThreadSettingsUpdateParams(threadId=params.sessionId)
+        change = codex_settings.ThreadSettingsUpdateParams(threadId=session_id)
         if option.id == MODE_OPTION:
             settings.picked_mode = value
             change.approvalPolicy, change.sandboxPolicy = self._policy(settings, value)
@@ -580,7 +585,7 @@ class Configuration:
             self.hub.answer_client(
                 rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
             )
-            self._sync(params.sessionId, settings, told_options=True)
+            self._sync(session_id, settings, told_options=True)
 
         self._change(rid, settings, change, answer)
 
