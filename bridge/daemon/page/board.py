@@ -1,0 +1,606 @@
+"""What the daemon's page shows, and which of its actions go to Codex (pure: no I/O, no clock).
+
+The daemon's watcher connection (:mod:`bridge.daemon.observer`) hands the board what
+Codex says: every notification, every request Codex asks the watcher (an approval, a
+question), the answers to the watcher's own ``thread/resume``. The board keeps, beside
+the daemon's :class:`~bridge.daemon.picture.Picture` of every thread:
+
+- per thread: since when it is in its state, the model, the last line it said, its
+  tokens, its running turn (for cancel), how its last turn ended, and the tail of its
+  transcript (the last :data:`TAIL_ENTRIES` items, each cut to :data:`TAIL_CHARS`);
+- the inbox: every request waiting on a person, oldest first, with what it asks;
+- Codex's rate-limit windows.
+
+A page is sent :meth:`Board.hello` when it connects, then :meth:`Board.update` (only what
+changed since what that page was last sent; ``None`` when nothing did). What a page asks
+(:meth:`Board.action`) is checked here: an answer must name a request still waiting with a
+decision that request takes, a cancel a thread whose turn runs.
+
+With no page open the board ignores the stream (items, deltas, usage): the daemon does no
+work for a page nobody looks at. :meth:`Board.subscriptions` says which threads the watcher
+must ``thread/resume`` (every loaded thread while a page is open: Codex sends a thread's
+items and approvals only to connections subscribed to it) and which it may leave.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ..picture import Picture
+
+#: Items of a thread's transcript tail kept, and the characters kept of each (its end).
+TAIL_ENTRIES = 30
+TAIL_CHARS = 2000
+#: The last line a thread said, as shown in the tree.
+LAST_LINE_CHARS = 160
+#: A file change's diff shown in the inbox.
+DIFF_CHARS = 20_000
+
+#: What a page may answer to an approval, in Codex's words (``cancel`` too: it stops the turn).
+DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
+APPROVALS = {
+    "item/commandExecution/requestApproval": "command",
+    "item/fileChange/requestApproval": "patch",
+}
+QUESTION = "item/tool/requestUserInput"
+
+
+@dataclass
+class Entry:
+    """One item of a transcript tail."""
+
+    id: str
+    kind: str
+    text: str = ""
+    status: str = ""
+
+    def wire(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "text": self.text, "status": self.status}
+
+
+@dataclass
+class _Thread:
+    since: float = 0.0
+    model: str = ""
+    last_line: str = ""
+    tokens: int | None = None
+    context_window: int | None = None
+    turn_id: str | None = None
+    ended: str = ""
+    tail: deque[Entry] = field(default_factory=lambda: deque(maxlen=TAIL_ENTRIES))
+    #: The board's version when its row, and its tail, last changed.
+    version: int = 0
+    tail_version: int = 0
+
+
+@dataclass
+class Asked:
+    """A request waiting on a person."""
+
+    request_id: int | str
+    method: str
+    kind: str
+    thread_id: str
+    asked_at: float
+    params: dict[str, Any]
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    answered: bool = False
+
+    def wire(self) -> dict[str, Any]:
+        p = self.params
+        out: dict[str, Any] = {
+            "requestId": self.request_id,
+            "kind": self.kind,
+            "threadId": self.thread_id,
+            "askedAt": self.asked_at,
+            "answered": self.answered,
+            "reason": p.get("reason") or "",
+        }
+        if self.kind == "command":
+            out["command"] = p.get("command") or ""
+            out["cwd"] = p.get("cwd") or ""
+        elif self.kind == "patch":
+            out["changes"] = self.changes
+            out["grantRoot"] = p.get("grantRoot") or ""
+        elif self.kind == "question":
+            out["questions"] = p.get("questions") or []
+        return out
+
+
+@dataclass
+class View:
+    """What one open page was sent last (the board's versions, its rows)."""
+
+    version: int = -1
+    picture: int = -1
+    inbox: int = -1
+    limits: int = -1
+    watched: str | None = None
+    tail: int = -1
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+# -- what a page may ask --------------------------------------------------------------
+
+
+class Answer(msgspec.Struct, frozen=True):
+    """Answer Codex's request ``request_id`` with ``result``."""
+
+    request_id: int | str
+    result: dict[str, Any]
+
+
+class Interrupt(msgspec.Struct, frozen=True):
+    """``turn/interrupt`` of ``thread_id``'s running turn."""
+
+    thread_id: str
+    turn_id: str
+
+
+class Watch(msgspec.Struct, frozen=True):
+    """The page shows this thread's transcript tail (``None``: none)."""
+
+    thread_id: str | None
+
+
+class Refused(msgspec.Struct, frozen=True):
+    reason: str
+
+
+Outcome = Answer | Interrupt | Watch | Refused
+
+
+class Board:
+    def __init__(self, picture: Picture) -> None:
+        self.picture = picture
+        self.pages = 0
+        self._version = 0
+        self._picture_version = 0
+        self._inbox_version = 0
+        self._limits_version = 0
+        self._threads: dict[str, _Thread] = {}
+        self._inbox: dict[int | str, Asked] = {}
+        #: A file change's paths and diffs (``item/started``), until its approval is asked.
+        self._changes: dict[str, list[dict[str, Any]]] = {}
+        self._limits: dict[str, Any] = {}
+        #: Threads the watcher is subscribed to (``thread/resume`` answered).
+        self.subscribed: set[str] = set()
+        self._resuming: set[str] = set()
+        #: Threads whose resume failed (never prompted: no rollout), until their status changes.
+        self._failed: set[str] = set()
+
+    @property
+    def version(self) -> int:
+        """Grows with every change a page may be sent."""
+        return self._version
+
+    # -- Codex --------------------------------------------------------------------------
+
+    def _thread(self, thread_id: str) -> _Thread:
+        found = self._threads.get(thread_id)
+        if found is None:
+            found = self._threads[thread_id] = _Thread()
+        return found
+
+    def _touch(self, thread: _Thread, *, tail: bool = False) -> None:
+        self._version += 1
+        thread.version = self._version
+        if tail:
+            thread.tail_version = self._version
+
+    def picture_changed(self) -> None:
+        """The picture changed (a thread seen, named, its status): every row is checked."""
+        self._version += 1
+        self._picture_version = self._version
+
+    def notification(self, method: str, params: Any, now: float) -> None:
+        """A notification from Codex (``params`` decoded)."""
+        if not isinstance(params, dict):
+            return
+        thread_id = params.get("threadId")
+        if method == "thread/status/changed" and isinstance(thread_id, str):
+            thread = self._thread(thread_id)
+            thread.since = now
+            self._failed.discard(thread_id)
+            self._touch(thread)
+            return
+        if method == "serverRequest/resolved":
+            if self._inbox.pop(params.get("requestId"), None) is not None:  # type: ignore[arg-type]
+                self._inbox_changed()
+            return
+        if method == "account/rateLimits/updated":
+            limits = params.get("rateLimits")
+            if isinstance(limits, dict):
+                # A sparse update: what it leaves out stays as it was.
+                self._limits.update({k: v for k, v in limits.items() if v is not None})
+                self._version += 1
+                self._limits_version = self._version
+            return
+        if not self.pages or not isinstance(thread_id, str):
+            return
+        if method == "item/agentMessage/delta":
+            self._delta(thread_id, params, "agentMessage")
+        elif method == "item/commandExecution/outputDelta":
+            self._delta(thread_id, params, "commandExecution")
+        elif method in ("item/started", "item/completed"):
+            item = params.get("item")
+            if isinstance(item, dict):
+                self._item(thread_id, item, done=method == "item/completed")
+        elif method == "turn/started":
+            thread = self._thread(thread_id)
+            thread.turn_id = _turn_id(params)
+            thread.ended = ""
+            self._touch(thread)
+        elif method == "turn/completed":
+            thread = self._thread(thread_id)
+            turn = params.get("turn")
+            thread.turn_id = None
+            thread.ended = str(turn.get("status") or "") if isinstance(turn, dict) else ""
+            self._touch(thread)
+        elif method == "thread/tokenUsage/updated":
+            usage = params.get("tokenUsage")
+            if isinstance(usage, dict):
+                thread = self._thread(thread_id)
+                total = usage.get("total")
+                if isinstance(total, dict) and isinstance(total.get("totalTokens"), int):
+                    thread.tokens = total["totalTokens"]
+                window = usage.get("modelContextWindow")
+                thread.context_window = window if isinstance(window, int) else None
+                self._touch(thread)
+
+    def _delta(self, thread_id: str, params: dict[str, Any], kind: str) -> None:
+        item_id, delta = params.get("itemId"), params.get("delta")
+        if not isinstance(item_id, str) or not isinstance(delta, str):
+            return
+        thread = self._thread(thread_id)
+        entry = _find(thread.tail, item_id) or _append(thread.tail, Entry(item_id, kind))
+        entry.text = (entry.text + delta)[-TAIL_CHARS:]
+        if kind == "agentMessage":
+            thread.last_line = _last_line(entry.text)
+        self._touch(thread, tail=True)
+
+    def _item(self, thread_id: str, item: dict[str, Any], *, done: bool) -> None:
+        kind, item_id = item.get("type"), item.get("id")
+        if not isinstance(kind, str) or not isinstance(item_id, str):
+            return
+        if kind == "fileChange":
+            changes = _changes(item.get("changes"))
+            if done:
+                self._changes.pop(item_id, None)
+            else:
+                self._changes[item_id] = changes
+        text = _item_text(kind, item)
+        if text is None:
+            return
+        thread = self._thread(thread_id)
+        entry = _find(thread.tail, item_id) or _append(thread.tail, Entry(item_id, kind))
+        if done or not entry.text:
+            # Deltas grew it until now; the completed item says it whole.
+            entry.text = text[-TAIL_CHARS:]
+        entry.status = str(item.get("status") or "")
+        if kind == "agentMessage" and entry.text:
+            thread.last_line = _last_line(entry.text)
+        self._touch(thread, tail=True)
+
+    def request(self, request_id: int | str, method: str, params: Any, now: float) -> bool:
+        """Codex asks the watcher something; ``False`` when it is nothing the page answers."""
+        kind = APPROVALS.get(method) or ("question" if method == QUESTION else None)
+        if kind is None or not isinstance(params, dict):
+            return False
+        thread_id = params.get("threadId")
+        if not isinstance(thread_id, str):
+            return False
+        known = self._inbox.get(request_id)
+        asked = Asked(
+            request_id,
+            method,
+            kind,
+            thread_id,
+            # Asked again (a resume re-sends it): it keeps its place.
+            known.asked_at if known is not None else now,
+            params,
+            self._changes.get(str(params.get("itemId")), []),
+        )
+        self._inbox[request_id] = asked
+        self._inbox_changed()
+        return True
+
+    def _inbox_changed(self) -> None:
+        self._version += 1
+        self._inbox_version = self._version
+
+    def resumed(self, thread_id: str, result: Any, now: float) -> None:
+        """The watcher's ``thread/resume`` of ``thread_id`` answered ``result``."""
+        self._resuming.discard(thread_id)
+        self.subscribed.add(thread_id)
+        if not isinstance(result, dict):
+            return
+        thread = self._thread(thread_id)
+        if isinstance(result.get("model"), str):
+            thread.model = result["model"]
+        stored = result.get("thread")
+        turns = stored.get("turns") if isinstance(stored, dict) else None
+        if isinstance(turns, list) and turns and isinstance(turns[-1], dict):
+            last = turns[-1]
+            running = last.get("status") == "inProgress"
+            thread.turn_id = str(last.get("id")) if running else None
+            thread.ended = "" if running else str(last.get("status") or "")
+            for item in last.get("items") or []:
+                if isinstance(item, dict):
+                    self._item(thread_id, item, done=item.get("type") != "commandExecution")
+        if not thread.since:
+            thread.since = now
+        self._touch(thread, tail=True)
+
+    def resume_failed(self, thread_id: str) -> None:
+        self._resuming.discard(thread_id)
+        # Not tried again until its status changes (a thread never prompted has no rollout).
+        self._failed.add(thread_id)
+
+    def unsubscribed(self, thread_id: str) -> None:
+        self.subscribed.discard(thread_id)
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            thread.tail.clear()
+            thread.turn_id = None
+        for request_id in [r for r, a in self._inbox.items() if a.thread_id == thread_id]:
+            # No longer told when it is answered: a resume asks it again.
+            del self._inbox[request_id]
+            self._inbox_changed()
+
+    def lost(self) -> None:
+        """The watcher's connection ended: nothing it was asked can be answered on it."""
+        self.subscribed.clear()
+        self._resuming.clear()
+        self._changes.clear()
+        if self._inbox:
+            self._inbox.clear()
+            self._inbox_changed()
+        for thread in self._threads.values():
+            thread.turn_id = None
+
+    def subscriptions(self) -> tuple[list[str], list[str]]:
+        """Threads to ``thread/resume`` now, and threads to ``thread/unsubscribe``.
+
+        With a page open: every loaded thread (a thread Codex has not loaded stays so).
+        With none: the subscribed ones, except a thread whose turn runs (left when it ends:
+        a thread whose last subscriber leaves may be unloaded by Codex).
+        """
+        statuses = {line.threadId: line for line in self.picture.lines()}
+        if self.pages:
+            resume = [
+                thread_id
+                for thread_id, line in statuses.items()
+                if thread_id not in self.subscribed
+                and thread_id not in self._resuming
+                and thread_id not in self._failed
+                and self.picture.loaded(thread_id)
+                and line.state != "unknown"
+            ]
+            self._resuming.update(resume)
+            return resume, []
+        busy = ("running", "requires_action")
+        leave = [
+            thread_id
+            for thread_id in self.subscribed
+            if thread_id not in statuses or statuses[thread_id].state not in busy
+        ]
+        return [], sorted(leave)
+
+    # -- the page -----------------------------------------------------------------------
+
+    def opened(self) -> View:
+        self.pages += 1
+        return View()
+
+    def closed(self) -> None:
+        self.pages = max(self.pages - 1, 0)
+
+    def hello(self, view: View, daemon: dict[str, Any]) -> dict[str, Any]:
+        """Everything, for a page that just connected."""
+        message = self.update(view) or {}
+        message.update(type="hello", daemon=daemon)
+        message.setdefault("threads", [])
+        message.setdefault("inbox", [])
+        return message
+
+    def update(self, view: View) -> dict[str, Any] | None:
+        """What changed for this page since ``view``; ``None`` when nothing did."""
+        if view.version == self._version:
+            return None
+        message: dict[str, Any] = {"type": "update"}
+        lines: dict[str, Any] = {}
+        if view.picture < self._picture_version:
+            lines = {line.threadId: line for line in self.picture.lines()}
+            changed: Iterable[str] = lines
+            gone = [thread_id for thread_id in view.rows if thread_id not in lines]
+            for thread_id in gone:
+                del view.rows[thread_id]
+            if gone:
+                message["gone"] = gone
+        else:
+            changed = [
+                thread_id
+                for thread_id, thread in self._threads.items()
+                if thread.version > view.version and thread_id in self.picture
+            ]
+            for thread_id in changed:
+                one = self.picture.line(thread_id)
+                if one is not None:
+                    lines[thread_id] = one
+        rows = []
+        for thread_id in changed:
+            line = lines.get(thread_id)
+            if line is None:
+                continue
+            row = self._row(line)
+            if view.rows.get(thread_id) != row:
+                view.rows[thread_id] = row
+                rows.append(row)
+        if rows:
+            message["threads"] = rows
+        if view.inbox < self._inbox_version:
+            message["inbox"] = self.inbox()
+        if view.limits < self._limits_version:
+            message["limits"] = self._limits
+        watched = self._threads.get(view.watched) if view.watched else None
+        if watched is not None and view.tail < watched.tail_version:
+            message["tail"] = {
+                "threadId": view.watched,
+                "entries": [entry.wire() for entry in watched.tail],
+            }
+            view.tail = watched.tail_version
+        view.version = self._version
+        view.picture = self._picture_version
+        view.inbox = self._inbox_version
+        view.limits = self._limits_version
+        return message if len(message) > 1 else None
+
+    def _row(self, line: Any) -> dict[str, Any]:
+        row = msgspec.to_builtins(line)
+        thread = self._threads.get(line.threadId)
+        if thread is not None:
+            row.update(
+                since=thread.since or None,
+                model=thread.model,
+                lastLine=thread.last_line,
+                tokens=thread.tokens,
+                contextWindow=thread.context_window,
+                ended=thread.ended,
+                cancellable=thread.turn_id is not None,
+            )
+        return {k: v for k, v in row.items() if v not in (None, "", [])}
+
+    def inbox(self) -> list[dict[str, Any]]:
+        """Every request waiting on a person, oldest first."""
+        asked = sorted(self._inbox.values(), key=lambda a: a.asked_at)
+        return [a.wire() for a in asked]
+
+    def action(self, view: View, message: Any) -> Outcome:
+        """What a page asks (decoded JSON), checked."""
+        if not isinstance(message, dict):
+            return Refused("not an action")
+        kind = message.get("type")
+        if kind == "watch":
+            thread_id = message.get("threadId")
+            if thread_id is not None and (
+                not isinstance(thread_id, str) or thread_id not in self.picture
+            ):
+                return Refused("no such thread")
+            view.watched, view.tail = thread_id, -1
+            # The next update carries its tail.
+            self._version += 1
+            return Watch(thread_id)
+        if kind == "cancel":
+            thread = self._threads.get(message.get("threadId"))  # type: ignore[arg-type]
+            if thread is None or thread.turn_id is None:
+                return Refused("that thread runs no turn")
+            return Interrupt(str(message["threadId"]), thread.turn_id)
+        if kind == "answer":
+            return self._answer(message)
+        return Refused("not an action")
+
+    def _answer(self, message: dict[str, Any]) -> Outcome:
+        asked = self._inbox.get(message.get("requestId"))  # type: ignore[arg-type]
+        if asked is None:
+            return Refused("no such request waits (answered already?)")
+        if asked.answered:
+            return Refused("that request was answered already")
+        if asked.kind == "question":
+            answers = message.get("answers")
+            ids = {q.get("id") for q in asked.params.get("questions") or [] if isinstance(q, dict)}
+            if (
+                not isinstance(answers, dict)
+                or set(answers) != ids
+                or not all(_strings(v) for v in answers.values())
+            ):
+                return Refused("an answer for each question, as a list of strings")
+            result: dict[str, Any] = {"answers": {k: {"answers": v} for k, v in answers.items()}}
+        else:
+            decision = message.get("decision")
+            if decision not in DECISIONS:
+                return Refused(f"decision must be one of {', '.join(DECISIONS)}")
+            result = {"decision": decision}
+        asked.answered = True
+        self._inbox_changed()
+        return Answer(asked.request_id, result)
+
+    def answer_failed(self, request_id: int | str) -> None:
+        """Codex refused the answer (another was first): it may be answered no more."""
+        self._inbox.pop(request_id, None)
+        self._inbox_changed()
+
+    def waiting(self) -> int:
+        return len(self._inbox)
+
+    def forget(self, thread_ids: Iterable[str]) -> None:
+        for thread_id in thread_ids:
+            self._threads.pop(thread_id, None)
+
+
+def _find(tail: deque[Entry], item_id: str) -> Entry | None:
+    for entry in reversed(tail):
+        if entry.id == item_id:
+            return entry
+    return None
+
+
+def _append(tail: deque[Entry], entry: Entry) -> Entry:
+    tail.append(entry)
+    return entry
+
+
+def _turn_id(params: dict[str, Any]) -> str | None:
+    turn = params.get("turn")
+    turn_id = turn.get("id") if isinstance(turn, dict) else None
+    return turn_id if isinstance(turn_id, str) else None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][-LAST_LINE_CHARS:] if lines else ""
+
+
+def _changes(value: Any) -> list[dict[str, Any]]:
+    out = []
+    for change in value if isinstance(value, list) else []:
+        if isinstance(change, dict):
+            kind = change.get("kind")
+            out.append(
+                {
+                    "path": str(change.get("path") or ""),
+                    "kind": kind.get("type") if isinstance(kind, dict) else str(kind or ""),
+                    "diff": str(change.get("diff") or "")[:DIFF_CHARS],
+                }
+            )
+    return out
+
+
+def _item_text(kind: str, item: dict[str, Any]) -> str | None:
+    """An item's text in the tail; ``None`` for an item the tail does not show."""
+    if kind == "agentMessage":
+        return str(item.get("text") or "")
+    if kind == "userMessage":
+        parts = item.get("content") or []
+        return " ".join(
+            str(p.get("text") or "")
+            for p in parts
+            if isinstance(p, dict) and p.get("type") == "text"
+        )
+    if kind == "commandExecution":
+        output = item.get("aggregatedOutput")
+        return f"$ {item.get('command') or ''}\n" + (output if isinstance(output, str) else "")
+    if kind == "fileChange":
+        return "\n".join(f"{c['kind']} {c['path']}" for c in _changes(item.get("changes")))
+    if kind == "collabAgentToolCall":
+        return f"{item.get('tool') or 'agent'}: {item.get('prompt') or ''}".strip()
+    return None
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)

@@ -1,0 +1,151 @@
+"""The daemon's live page in a real browser (headless Chromium), against the real daemon and Codex.
+
+One daemon, one browser tab, an editor attached to the daemon; in turn: a running thread
+appears; a sub-agent appears under its parent; an approval the editor leaves unanswered is
+in the page's inbox within a second of Codex asking, and a click on "Allow once" completes the
+turn (the file is written) while the editor's own request is withdrawn; the page's cancel
+stops a turn. Screenshots of those states are kept in ``docs/images/`` when
+``CODEX_ACP_BRIDGE_SCREENSHOTS`` names a folder (docs/operations.md shows them).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bridge.acp_client import AcpClient, open_agent
+from bridge.daemon.runtime import read_info
+from tests.support.browser import chromium_or_skip, headless_chromium
+from tests.support.daemon import running_daemon, serve_argv
+from tests.support.e2e import SCENARIO_SECONDS
+from tests.support.scenarios.approvals import ESCALATED, Answers
+from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
+
+pytestmark = pytest.mark.e2e
+
+SHOTS = os.environ.get("CODEX_ACP_BRIDGE_SCREENSHOTS")
+
+
+def row(thread_id: str) -> str:
+    return f"document.querySelector('[data-thread-id=\"{thread_id}\"]')"
+
+
+async def shot(page: Any, name: str) -> None:
+    if SHOTS:
+        await page.screenshot(Path(SHOTS) / name)
+
+
+async def test_the_page_shows_threads_and_answers_and_cancels_them(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    chromium = await chromium_or_skip()
+    runtime = tmp_path / "runtime"
+    held = Answers(permission="allow_once", hold=True)  # the editor's user never answers
+    with trio.fail_after(SCENARIO_SECONDS * 2):
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
+            headless_chromium(chromium, tmp_path / "profile", tmp_path / "chromium.log") as page,
+        ):
+            url = await trio.run_process(
+                [sys.executable, "-m", "bridge", "status", "--url", "--runtime-dir", str(runtime)],
+                env=bridge_env,
+                capture_stdout=True,
+            )
+            address = url.stdout.decode().strip()
+            info = read_info(runtime)
+            assert info is not None and address.startswith(f"{info.pageUrl}?token=")
+            await page.goto(address)
+            await page.wait_for("document.querySelector('#link.on')")
+            # The token left the address bar for a cookie.
+            assert await page.evaluate("location.href") == info.pageUrl
+
+            with (tmp_path / "editor.log").open("ab") as log:
+                async with open_agent(
+                    serve_argv(runtime), env=bridge_env, stderr=log.fileno(), on_request=held
+                ) as (editor, _process):
+                    await editor.initialize(SUBAGENTS)
+                    await _running_then_child(page, editor, str(workspace))
+                    await _approval_answered_on_the_page(page, editor, str(workspace), held)
+                    await _cancelled_on_the_page(page, editor, str(workspace))
+
+
+async def _running_then_child(page: Any, editor: AcpClient, cwd: str) -> None:
+    session = await editor.new_session(cwd)
+    prompt = script(
+        spawn("@@ words 400 delay_ms=10"), wait(timeout_ms=30_000), "@@ say parent done"
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(editor.prompt, session, prompt)
+        await page.wait_for(f"{row(session)}?.dataset.state === 'running'")
+        child = await page.wait_for(
+            f"{row(session)}?.querySelector('.children [data-thread-id]')?.dataset.threadId"
+        )
+        assert child != session
+        # The child's transcript tail streams while it runs.
+        await page.evaluate(f"{row(child)}.querySelector('.row').click()")
+        await page.wait_for(
+            f"{row(child)}.querySelector('.tail .agentMessage pre')?.textContent.length > 20"
+        )
+        await shot(page, "page-subagent.png")
+        await page.evaluate(f"{row(child)}.querySelector('.row').click()")  # closed again
+    await page.wait_for(f"{row(session)}?.dataset.state === 'idle'")
+
+
+async def _approval_answered_on_the_page(
+    page: Any, editor: AcpClient, cwd: str, held: Answers
+) -> None:
+    session = await editor.new_session(cwd)
+    result: list[Any] = []
+
+    async def prompt() -> None:
+        result.append(await editor.prompt(session, ESCALATED))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prompt)
+        await held.asked.wait()
+        asked_at = trio.current_time()
+        card = ".ask[data-kind=command]"
+        await page.wait_for(f"document.querySelector('{card}')")
+        shown_in = trio.current_time() - asked_at
+        assert shown_in < 1.0, f"the approval reached the page {shown_in:.2f} s after the editor"
+        assert "touch approved.txt" in await page.evaluate(
+            f"document.querySelector('{card} pre').textContent"
+        )
+        assert await page.evaluate("document.title") == "(1) Codex agents"
+        await shot(page, "page-approval.png")
+        await page.evaluate(
+            f"document.querySelector('{card} button[data-decision=accept]').click()"
+        )
+    assert result == [{"stopReason": "end_turn"}]
+    assert (Path(cwd) / "approved.txt").exists()
+    [asked] = [m["id"] for m in editor.received if m.get("method") == "session/request_permission"]
+    await editor.wait_for(
+        lambda m: m.get("method") == "$/cancel_request" and m["params"]["requestId"] == asked
+    )
+    await page.wait_for("!document.querySelector('.ask') && document.title === 'Codex agents'")
+
+
+async def _cancelled_on_the_page(page: Any, editor: AcpClient, cwd: str) -> None:
+    session = await editor.new_session(cwd)
+    result: list[Any] = []
+
+    async def prompt() -> None:
+        result.append(await editor.prompt(session, "@@ words 5000 delay_ms=10"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prompt)
+        await page.wait_for(f"{row(session)}?.dataset.state === 'running'")
+        await page.evaluate(f"{row(session)}.querySelector('.row').click()")
+        await page.wait_for(
+            f"{row(session)}.querySelector('.tail .agentMessage pre')?.textContent.length > 40"
+        )
+        await page.wait_for(f"{row(session)}.querySelector('button.cancel')")
+        await shot(page, "page-transcript.png")
+        await page.evaluate(f"{row(session)}.querySelector('button.cancel').click()")
+    assert result == [{"stopReason": "cancelled"}]
+    await page.wait_for(f"{row(session)}?.dataset.state === 'idle'")
