@@ -32,7 +32,7 @@ from .board import Answer, Board, Interrupt, Refused, View
 log = logging.getLogger(__name__)
 
 #: The least time between two messages to one page: deltas arriving meanwhile go in one.
-MIN_INTERVAL = 0.05
+MIN_INTERVAL = 0.1
 #: Notifications the board takes with no page open (the rest is work for a page only).
 ALWAYS = frozenset(
     {"thread/status/changed", "serverRequest/resolved", "account/rateLimits/updated"}

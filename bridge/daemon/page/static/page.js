@@ -49,23 +49,33 @@ function send(message) {
 
 function receive(message) {
   if (message.type === "refused") { flash(message.reason); return; }
+  let structural = message.type === "hello" || (message.gone || []).length > 0;
   if (message.type === "hello") { state.threads.clear(); state.daemon = message.daemon; }
-  for (const row of message.threads || []) state.threads.set(row.threadId, row);
+  const changed = [];
+  for (const row of message.threads || []) {
+    const before = state.threads.get(row.threadId);
+    if (!before || before.state !== row.state || before.since !== row.since || before.parentThreadId !== row.parentThreadId) structural = true;
+    state.threads.set(row.threadId, row);
+    changed.push(row.threadId);
+  }
   for (const id of message.gone || []) state.threads.delete(id);
   if (message.inbox) { notifyNew(message.inbox, message.type === "hello" && firstHello); state.inbox = message.inbox; }
   if (message.limits) state.limits = message.limits;
-  if (message.tail && message.tail.threadId === state.open) state.tail = message.tail.entries;
+  if (message.tail && message.tail.threadId === state.open) {
+    state.tail = message.tail.entries;
+    if (nodes.has(state.open)) drawTail(nodes.get(state.open), state.threads.get(state.open));
+  }
   if (message.type === "hello") {
     firstHello = false;
     if (state.open) send({ type: "watch", threadId: state.open });
   }
-  draw();
+  draw(structural, changed, Boolean(message.inbox), Boolean(message.limits));
 }
 
 function flash(text) {
   const node = $("counts");
   node.textContent = text;
-  setTimeout(draw, 4000);
+  setTimeout(() => draw(false, []), 4000);
 }
 
 // -- the inbox ------------------------------------------------------------------------
@@ -150,8 +160,16 @@ function stateText(row) {
   return "? unknown";
 }
 
-function drawThreads() {
+// One node per thread, kept: a row that changes is updated in place; the tree is put in
+// order again only when a thread comes, goes, changes state or parent.
+const nodes = new Map();
+
+function drawThreads(structural, changed) {
   const rows = [...state.threads.values()];
+  for (const [id, node] of nodes) if (!state.threads.has(id)) { node.li.remove(); nodes.delete(id); }
+  for (const id of changed) if (state.threads.has(id)) fill(nodeOf(id), state.threads.get(id));
+  $("empty").hidden = rows.length > 0;
+  if (!structural) return;
   const ids = new Set(rows.map((r) => r.threadId));
   const children = new Map();
   for (const row of rows) {
@@ -178,51 +196,71 @@ function drawThreads() {
     return ua - ub || lb - la;
   });
   const placed = new Set();
-  const tree = (parent) => order(children.get(parent) || []).filter((r) => !placed.has(r.threadId)).map((row) => {
-    placed.add(row.threadId);
-    const kids = tree(row.threadId);
-    return threadNode(row, kids);
-  });
-  const roots = tree(null);
-  $("threads").replaceChildren(...roots);
-  $("empty").hidden = rows.length > 0;
+  const place = (parent, into) => {
+    const kids = order(children.get(parent) || []).filter((r) => !placed.has(r.threadId));
+    const lis = kids.map((row) => {
+      placed.add(row.threadId);
+      const node = nodeOf(row.threadId);
+      place(row.threadId, node.children);
+      node.children.hidden = !node.children.firstChild;
+      return node.li;
+    });
+    if (lis.length !== into.children.length || lis.some((li, i) => into.children[i] !== li)) into.replaceChildren(...lis);
+  };
+  place(null, $("threads"));
 }
 
-function threadNode(row, kids) {
-  const detail = [row.cwd, row.model, row.tokens ? `${row.tokens.toLocaleString()} tokens` : null]
-    .filter(Boolean).join(" · ");
-  const node = el("li", { class: "thread", "data-thread-id": row.threadId, "data-state": row.state },
-    el("div", { class: "row", onclick: () => toggle(row.threadId) },
-      el("span", { class: `state ${row.state}` }, stateText(row)),
-      el("span", { class: "title" }, row.nickname ? el("span", { class: "nick" }, row.nickname) : null, row.title || (row.nickname ? "" : "untitled")),
-      el("span", { class: "age" }, row.since || row.updatedAt ? age(row.since || row.updatedAt) : ""),
-      el("span", { class: "detail" }, detail),
-      row.lastLine ? el("span", { class: "said" }, row.lastLine) : null));
-  if (state.open === row.threadId) node.append(tailNode(row));
-  if (kids.length) node.append(el("ul", { class: "children" }, ...kids));
+function nodeOf(threadId) {
+  let node = nodes.get(threadId);
+  if (node) return node;
+  const cell = (cls) => el("span", { class: cls });
+  node = { state: cell("state"), title: cell("title"), age: cell("age"), detail: cell("detail"), said: cell("said"),
+    tail: el("div", { class: "tail", hidden: "" }), children: el("ul", { class: "children", hidden: "" }) };
+  node.li = el("li", { class: "thread", "data-thread-id": threadId },
+    el("div", { class: "row", onclick: () => toggle(threadId) }, node.state, node.title, node.age, node.detail, node.said),
+    node.tail, node.children);
+  nodes.set(threadId, node);
+  fill(node, state.threads.get(threadId));
   return node;
 }
 
-function tailNode(row) {
-  const box = el("div", { class: "tail" });
+function fill(node, row) {
+  node.li.dataset.state = row.state;
+  node.state.className = `state ${row.state}`;
+  node.state.textContent = stateText(row);
+  node.title.replaceChildren(row.nickname ? el("span", { class: "nick" }, row.nickname) : "", row.title || (row.nickname ? "" : "untitled"));
+  node.age.textContent = row.since || row.updatedAt ? age(row.since || row.updatedAt) : "";
+  node.detail.textContent = [row.cwd, row.model, row.tokens ? `${row.tokens.toLocaleString()} tokens` : null].filter(Boolean).join(" · ");
+  node.said.textContent = row.lastLine || "";
+  // The open tail redraws with its own messages; here only when its cancel comes or goes.
+  if (state.open === row.threadId && node.cancellable !== Boolean(row.cancellable)) drawTail(node, row);
+  node.cancellable = Boolean(row.cancellable);
+}
+
+function drawTail(node, row) {
+  const box = node.tail;
+  box.hidden = false;
+  const parts = [];
   if (row.cancellable) {
-    box.append(el("div", { class: "buttons" }, el("button", { class: "cancel", onclick: (e) => {
+    parts.push(el("div", { class: "buttons" }, el("button", { class: "cancel", onclick: (e) => {
       e.stopPropagation(); send({ type: "cancel", threadId: row.threadId }); } }, "Cancel its turn")));
   }
   for (const entry of state.tail || []) {
-    box.append(el("div", { class: `entry ${entry.kind}` },
+    parts.push(el("div", { class: `entry ${entry.kind}` },
       el("div", { class: "kind" }, entry.kind + (entry.status ? ` · ${entry.status}` : "")),
       el("pre", {}, entry.text)));
   }
-  if (!(state.tail || []).length) box.append(el("div", { class: "muted" }, "Nothing said yet while this page was open."));
-  return box;
+  if (!(state.tail || []).length) parts.push(el("div", { class: "muted" }, "Nothing said yet while this page was open."));
+  box.replaceChildren(...parts);
 }
 
 function toggle(threadId) {
+  const before = state.open && nodes.get(state.open);
+  if (before) { before.tail.hidden = true; before.tail.replaceChildren(); }
   state.open = state.open === threadId ? null : threadId;
   state.tail = null;
   send({ type: "watch", threadId: state.open });
-  draw();
+  if (state.open && nodes.has(state.open)) drawTail(nodes.get(state.open), state.threads.get(state.open));
 }
 
 // -- everything else ------------------------------------------------------------------
@@ -245,10 +283,10 @@ function drawLimits() {
   box.querySelectorAll(".meter > span").forEach((bar, i) => { bar.style.width = `${windows[i][1].usedPercent}%`; });
 }
 
-function draw() {
-  drawInbox();
-  drawThreads();
-  drawLimits();
+function draw(structural = true, changed = [...state.threads.keys()], inbox = true, limits = true) {
+  if (inbox) drawInbox();
+  drawThreads(structural, changed);
+  if (limits) drawLimits();
   const rows = [...state.threads.values()];
   const running = rows.filter((r) => r.state === "running").length;
   $("counts").textContent = `${rows.length} threads · ${running} running · ${state.inbox.length} waiting on you`;
@@ -282,4 +320,4 @@ function setUpNotify() {
 setUpNotify();
 connect();
 // How long each state lasted, redrawn twice a minute (nothing else runs while nothing changes).
-setInterval(() => { if (!document.hidden) draw(); }, 30000);
+setInterval(() => { if (!document.hidden) draw(false); }, 30000);
