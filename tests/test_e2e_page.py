@@ -10,13 +10,16 @@ stops a turn. Screenshots of those states are kept in ``docs/images/`` when
 
 from __future__ import annotations
 
+import json
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from websockets.trio.client import connect
 
 from bridge.acp_client import AcpClient, open_agent
 from bridge.daemon.runtime import read_info
@@ -40,6 +43,41 @@ async def shot(page: Any, name: str) -> None:
         await page.screenshot(Path(SHOTS) / name)
 
 
+async def name_for_shots(page: Any, runtime: Path, thread_id: str, name: str) -> None:
+    """Only for screenshots: a title a person would give (Codex's is the scripted prompt),
+    set as another Codex client would (``thread/name/set`` on the daemon's Codex)."""
+    info = read_info(runtime)
+    if not SHOTS or info is None:
+        return
+    token = (runtime / "token").read_text().strip()
+    headers = [("Authorization", f"Bearer {token}")]
+    async with connect(info.url, additional_headers=headers) as codex:
+        await codex.send(
+            json.dumps(
+                {
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"clientInfo": {"name": "shots", "version": "1"}},
+                }
+            )
+        )
+        await codex.recv()
+        await codex.send(json.dumps({"method": "initialized"}))
+        await codex.send(
+            json.dumps(
+                {
+                    "id": 2,
+                    "method": "thread/name/set",
+                    "params": {"threadId": thread_id, "name": name},
+                }
+            )
+        )
+        while (answer := json.loads(await codex.recv())).get("id") != 2:
+            pass
+        assert "result" in answer, answer
+    await page.wait_for(f"document.body.innerText.includes({json.dumps(name)})")
+
+
 async def test_the_page_shows_threads_and_answers_and_cancels_them(
     bridge_env: dict[str, str], workspace: Path, tmp_path: Path
 ) -> None:
@@ -59,6 +97,8 @@ async def test_the_page_shows_threads_and_answers_and_cancels_them(
             address = url.stdout.decode().strip()
             info = read_info(runtime)
             assert info is not None and address.startswith(f"{info.pageUrl}?token=")
+            assert info.pageUrl.startswith("http://127.0.0.1:")  # loopback by default
+            assert stat.S_IMODE((runtime / "page-token").stat().st_mode) == 0o600
             await page.goto(address)
             await page.wait_for("document.querySelector('#link.on')")
             # The token left the address bar for a cookie.
@@ -69,12 +109,14 @@ async def test_the_page_shows_threads_and_answers_and_cancels_them(
                     serve_argv(runtime), env=bridge_env, stderr=log.fileno(), on_request=held
                 ) as (editor, _process):
                     await editor.initialize(SUBAGENTS)
-                    await _running_then_child(page, editor, str(workspace))
-                    await _approval_answered_on_the_page(page, editor, str(workspace), held)
-                    await _cancelled_on_the_page(page, editor, str(workspace))
+                    await _running_then_child(page, editor, str(workspace), runtime)
+                    await _approval_answered_on_the_page(
+                        page, editor, str(workspace), held, runtime
+                    )
+                    await _cancelled_on_the_page(page, editor, str(workspace), runtime)
 
 
-async def _running_then_child(page: Any, editor: AcpClient, cwd: str) -> None:
+async def _running_then_child(page: Any, editor: AcpClient, cwd: str, runtime: Path) -> None:
     session = await editor.new_session(cwd)
     prompt = script(
         spawn("@@ words 400 delay_ms=10"), wait(timeout_ms=30_000), "@@ say parent done"
@@ -86,6 +128,8 @@ async def _running_then_child(page: Any, editor: AcpClient, cwd: str) -> None:
             f"{row(session)}?.querySelector('.children [data-thread-id]')?.dataset.threadId"
         )
         assert child != session
+        await name_for_shots(page, runtime, session, "Split the parser into modules")
+        await name_for_shots(page, runtime, child, "Survey the parser's callers")
         # The child's transcript tail streams while it runs.
         await page.evaluate(f"{row(child)}.querySelector('.row').click()")
         await page.wait_for(
@@ -97,7 +141,7 @@ async def _running_then_child(page: Any, editor: AcpClient, cwd: str) -> None:
 
 
 async def _approval_answered_on_the_page(
-    page: Any, editor: AcpClient, cwd: str, held: Answers
+    page: Any, editor: AcpClient, cwd: str, held: Answers, runtime: Path
 ) -> None:
     session = await editor.new_session(cwd)
     result: list[Any] = []
@@ -117,7 +161,13 @@ async def _approval_answered_on_the_page(
             f"document.querySelector('{card} pre').textContent"
         )
         assert await page.evaluate("document.title") == "(1) Codex agents"
+        await name_for_shots(page, runtime, session, "Mark the build approved")
         await shot(page, "page-approval.png")
+        if SHOTS:  # as a phone shows it
+            metrics = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+            await page.send("Emulation.setDeviceMetricsOverride", metrics)
+            await shot(page, "page-phone.png")
+            await page.send("Emulation.clearDeviceMetricsOverride")
         await page.evaluate(
             f"document.querySelector('{card} button[data-decision=accept]').click()"
         )
@@ -130,7 +180,7 @@ async def _approval_answered_on_the_page(
     await page.wait_for("!document.querySelector('.ask') && document.title === 'Codex agents'")
 
 
-async def _cancelled_on_the_page(page: Any, editor: AcpClient, cwd: str) -> None:
+async def _cancelled_on_the_page(page: Any, editor: AcpClient, cwd: str, runtime: Path) -> None:
     session = await editor.new_session(cwd)
     result: list[Any] = []
 
@@ -140,6 +190,7 @@ async def _cancelled_on_the_page(page: Any, editor: AcpClient, cwd: str) -> None
     async with trio.open_nursery() as nursery:
         nursery.start_soon(prompt)
         await page.wait_for(f"{row(session)}?.dataset.state === 'running'")
+        await name_for_shots(page, runtime, session, "Write the release notes")
         await page.evaluate(f"{row(session)}.querySelector('.row').click()")
         await page.wait_for(
             f"{row(session)}.querySelector('.tail .agentMessage pre')?.textContent.length > 40"

@@ -42,6 +42,9 @@ def test_the_token_in_the_url_becomes_a_cookie_and_leaves_the_address() -> None:
     assert verdict.set_cookie.startswith(f"{COOKIE}; ")
     assert "HttpOnly" in verdict.set_cookie and "SameSite=Strict" in verdict.set_cookie
     assert "Secure" not in verdict.set_cookie
+    # Back to one of the page's own paths, never elsewhere.
+    for target in (f"/\\evil.example?token={TOKEN}", f"//evil.example/?token={TOKEN}"):
+        assert check(ACCESS, target, {"host": HOST}) == Login(verdict.set_cookie, "/")
     tls = Access.for_address(TOKEN, PORT, tls=True)
     secure = check(tls, f"/?token={TOKEN}", {"host": HOST})
     assert isinstance(secure, Login) and secure.set_cookie.endswith("; Secure")

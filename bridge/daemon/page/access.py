@@ -104,7 +104,8 @@ def check(access: Access, target: str, headers: Mapping[str, str]) -> Verdict:
         secure = "; Secure" if access.secure else ""
         return Login(
             f"{access.cookie}={access.token}; Path=/; HttpOnly; SameSite=Strict{secure}",
-            parts.path or "/",
+            # Only one of the page's own paths: never a redirect elsewhere (``/\\host``).
+            parts.path if parts.path in FILES else "/",
         )
     kept = _cookies(headers.get("cookie", "")).get(access.cookie)
     if kept is None:

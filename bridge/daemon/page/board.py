@@ -331,8 +331,8 @@ class Board:
             thread.turn_id = str(last.get("id")) if running else None
             thread.ended = "" if running else str(last.get("status") or "")
             for item in last.get("items") or []:
-                if isinstance(item, dict):
-                    self._item(thread_id, item, done=item.get("type") != "commandExecution")
+                if isinstance(item, dict):  # Codex stores an item once it is done
+                    self._item(thread_id, item, done=True)
         if not thread.since:
             thread.since = now
         self._touch(thread, tail=True)

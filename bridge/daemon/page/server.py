@@ -98,7 +98,8 @@ class Hub:
 
     def picture_changed(self) -> None:
         self.board.picture_changed()
-        if self.board.pages:
+        if self.board.pages or self.board.subscribed:
+            # A thread to subscribe to for a page, or one a closed page left to leave.
             self._follow.set()
         self.poke()
 

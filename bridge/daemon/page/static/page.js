@@ -284,7 +284,8 @@ function drawLimits() {
 }
 
 function draw(structural = true, changed = [...state.threads.keys()], inbox = true, limits = true) {
-  if (inbox) drawInbox();
+  // A card names its thread: redrawn when the thread's row changes too.
+  if (inbox || changed.some((id) => state.inbox.some((a) => a.threadId === id))) drawInbox();
   drawThreads(structural, changed);
   if (limits) drawLimits();
   const rows = [...state.threads.values()];
