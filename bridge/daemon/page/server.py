@@ -107,8 +107,17 @@ class Hub:
         """While the watcher's connection lasts: answer through it, and keep it subscribed
         to the threads the board says (every loaded one while a page is open)."""
         self._call, self._respond = call, respond
+        limits_read = False
         try:
             while True:
+                if self.board.pages and not limits_read:
+                    # Codex tells its rate limits as they change; what they are now, once asked.
+                    limits_read = True
+                    answer = await call("account/rateLimits/read", {})
+                    if isinstance(answer, bytes):
+                        now = msgspec.json.decode(answer)
+                        self.board.notification("account/rateLimits/updated", now, time.time())
+                        self.poke()
                 resume, leave = self.board.subscriptions()
                 for thread_id in resume:
                     answer = await call("thread/resume", {"threadId": thread_id})
