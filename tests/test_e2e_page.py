@@ -3,8 +3,9 @@
 One daemon, one browser tab, an editor attached to the daemon; in turn: a running thread
 appears; a sub-agent appears under its parent; an approval the editor leaves unanswered is
 in the page's inbox within a second of Codex asking, and a click on "Allow once" completes the
-turn (the file is written) while the editor's own request is withdrawn; the page's cancel
-stops a turn. Screenshots of those states are kept in ``docs/images/`` when
+turn (the file is written) while the editor's own request is withdrawn; a question is answered
+from the page (the thread "needs input"; the editor's form is withdrawn, Codex gets the answer);
+the page's cancel stops a turn. Screenshots of those states are kept in ``docs/images/`` when
 ``CODEX_ACP_BRIDGE_SCREENSHOTS`` names a folder (docs/operations.md shows them).
 """
 
@@ -23,10 +24,11 @@ from websockets.trio.client import connect
 
 from bridge.acp_client import AcpClient, open_agent
 from bridge.daemon.runtime import read_info
+from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.browser import chromium_or_skip, headless_chromium
 from tests.support.daemon import running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS
-from tests.support.scenarios.approvals import ESCALATED, Answers
+from tests.support.scenarios.approvals import ESCALATED, QUESTION, QUESTIONS_TOML, Answers
 from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
 
 pytestmark = pytest.mark.e2e
@@ -79,10 +81,14 @@ async def name_for_shots(page: Any, runtime: Path, thread_id: str, name: str) ->
 
 
 async def test_the_page_shows_threads_and_answers_and_cancels_them(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path, scripted_model: ScriptedModel
 ) -> None:
     chromium = await chromium_or_skip()
     runtime = tmp_path / "runtime"
+    # Codex offers its question tool outside Plan mode only with this.
+    write_codex_home(
+        Path(bridge_env["CODEX_HOME"]), scripted_model.base_url, extra_toml=QUESTIONS_TOML
+    )
     held = Answers(permission="allow_once", hold=True)  # the editor's user never answers
     with trio.fail_after(SCENARIO_SECONDS * 2):
         async with (
@@ -108,10 +114,15 @@ async def test_the_page_shows_threads_and_answers_and_cancels_them(
                 async with open_agent(
                     serve_argv(runtime), env=bridge_env, stderr=log.fileno(), on_request=held
                 ) as (editor, _process):
-                    await editor.initialize(SUBAGENTS)
+                    # An editor that shows forms: it is asked the question too, and never answers.
+                    await editor.initialize({**SUBAGENTS, "elicitation": {"form": {}}})
                     await _running_then_child(page, editor, str(workspace), runtime)
                     await _approval_answered_on_the_page(
                         page, editor, str(workspace), held, runtime
+                    )
+                    await _question_answered_on_the_page(page, editor, str(workspace), held)
+                    assert {"answers": {"color": {"answers": ["Blue"]}}} in tool_outputs(
+                        scripted_model
                     )
                     await _cancelled_on_the_page(page, editor, str(workspace), runtime)
 
@@ -178,6 +189,52 @@ async def _approval_answered_on_the_page(
         lambda m: m.get("method") == "$/cancel_request" and m["params"]["requestId"] == asked
     )
     await page.wait_for("!document.querySelector('.ask') && document.title === 'Codex agents'")
+
+
+async def _question_answered_on_the_page(
+    page: Any, editor: AcpClient, cwd: str, held: Answers
+) -> None:
+    session = await editor.new_session(cwd)
+    result: list[Any] = []
+
+    async def prompt() -> None:
+        result.append(await editor.prompt(session, QUESTION))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prompt)
+        card = ".ask[data-kind=question]"
+        await page.wait_for(f"document.querySelector('{card}')")
+        await page.wait_for(f"{row(session)}?.textContent.includes('needs input')")
+        # The option fills the answer, as a person's click on it would.
+        await page.evaluate(
+            f"[...document.querySelectorAll('{card} button')].find(b => b.textContent === 'Blue').click()"
+        )
+        await page.evaluate(
+            f"[...document.querySelectorAll('{card} button')].find(b => b.textContent === 'Answer').click()"
+        )
+    assert result == [{"stopReason": "end_turn"}]
+    assert len(held.asked_for("elicitation/create")) == 1
+    [asked] = [m["id"] for m in editor.received if m.get("method") == "elicitation/create"]
+    await editor.wait_for(
+        lambda m: m.get("method") == "$/cancel_request" and m["params"]["requestId"] == asked
+    )
+
+
+def tool_outputs(model: ScriptedModel) -> list[Any]:
+    """Each tool result Codex sent the model (what the model learned), decoded."""
+    outputs: dict[str, Any] = {}
+    for body in model.requests:
+        for item in body.get("input", []):
+            if item.get("type") == "function_call_output":
+                outputs.setdefault(item["call_id"], item["output"])
+    return [_decoded(output) for output in outputs.values()]
+
+
+def _decoded(output: str) -> Any:
+    try:
+        return json.loads(output)
+    except ValueError:
+        return output  # a command's output
 
 
 async def _cancelled_on_the_page(page: Any, editor: AcpClient, cwd: str, runtime: Path) -> None:

@@ -14,7 +14,6 @@ from websockets.trio.client import connect
 from bridge.codex.threads import StoredThread
 from bridge.daemon.page.access import Access, Login, Refuse, Serve, Upgrade, check
 from bridge.daemon.page.board import (
-    TAIL_CHARS,
     Answer,
     Board,
     Interrupt,
@@ -22,6 +21,7 @@ from bridge.daemon.page.board import (
     Watch,
 )
 from bridge.daemon.page.server import Hub, serve_page
+from bridge.daemon.page.transcript import TAIL_CHARS
 from bridge.daemon.picture import Picture
 
 TOKEN = "s3cret-token"
@@ -149,6 +149,17 @@ def test_an_approval_goes_to_the_inbox_and_one_answer_goes_to_codex() -> None:
     assert board.update(view)["inbox"][0]["answered"] is True  # type: ignore[index]
     board.notification("serverRequest/resolved", {"threadId": "t1", "requestId": 7}, now=101.0)
     assert board.update(view)["inbox"] == []  # type: ignore[index]
+
+
+def test_a_request_sent_again_when_the_watcher_subscribes_keeps_when_it_was_asked() -> None:
+    board = board_with(thread("t1", "active"))
+    waiting = {"type": "active", "activeFlags": ["waitingOnApproval"]}
+    board.picture.status("t1", waiting)
+    board.notification("thread/status/changed", {"threadId": "t1", "status": waiting}, now=50.0)
+    view = board.opened()
+    board.request(7, "item/commandExecution/requestApproval", APPROVAL, now=90.0)
+    board.request(7, "item/commandExecution/requestApproval", APPROVAL, now=95.0)
+    assert [a["askedAt"] for a in board.hello(view, {})["inbox"]] == [50.0]
 
 
 @pytest.mark.parametrize(

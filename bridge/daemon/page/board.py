@@ -32,14 +32,7 @@ from typing import Any
 import msgspec
 
 from ..picture import Picture
-
-#: Items of a thread's transcript tail kept, and the characters kept of each (its end).
-TAIL_ENTRIES = 30
-TAIL_CHARS = 2000
-#: The last line a thread said, as shown in the tree.
-LAST_LINE_CHARS = 160
-#: A file change's diff shown in the inbox.
-DIFF_CHARS = 20_000
+from .transcript import TAIL_CHARS, TAIL_ENTRIES, Entry, append, changes, find, item_text, last_line
 
 #: What a page may answer to an approval, in Codex's words (``cancel`` too: it stops the turn).
 DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
@@ -48,19 +41,6 @@ APPROVALS = {
     "item/fileChange/requestApproval": "patch",
 }
 QUESTION = "item/tool/requestUserInput"
-
-
-@dataclass
-class Entry:
-    """One item of a transcript tail."""
-
-    id: str
-    kind: str
-    text: str = ""
-    status: str = ""
-
-    def wire(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "text": self.text, "status": self.status}
 
 
 @dataclass
@@ -258,10 +238,10 @@ class Board:
         if not isinstance(item_id, str) or not isinstance(delta, str):
             return
         thread = self._thread(thread_id)
-        entry = _find(thread.tail, item_id) or _append(thread.tail, Entry(item_id, kind))
+        entry = find(thread.tail, item_id) or append(thread.tail, Entry(item_id, kind))
         entry.text = (entry.text + delta)[-TAIL_CHARS:]
         if kind == "agentMessage":
-            thread.last_line = _last_line(entry.text)
+            thread.last_line = last_line(entry.text)
         self._touch(thread, tail=True)
 
     def _item(self, thread_id: str, item: dict[str, Any], *, done: bool) -> None:
@@ -269,22 +249,21 @@ class Board:
         if not isinstance(kind, str) or not isinstance(item_id, str):
             return
         if kind == "fileChange":
-            changes = _changes(item.get("changes"))
             if done:
                 self._changes.pop(item_id, None)
             else:
-                self._changes[item_id] = changes
-        text = _item_text(kind, item)
+                self._changes[item_id] = changes(item.get("changes"))
+        text = item_text(kind, item)
         if text is None:
             return
         thread = self._thread(thread_id)
-        entry = _find(thread.tail, item_id) or _append(thread.tail, Entry(item_id, kind))
+        entry = find(thread.tail, item_id) or append(thread.tail, Entry(item_id, kind))
         if done or not entry.text:
             # Deltas grew it until now; the completed item says it whole.
             entry.text = text[-TAIL_CHARS:]
         entry.status = str(item.get("status") or "")
         if kind == "agentMessage" and entry.text:
-            thread.last_line = _last_line(entry.text)
+            thread.last_line = last_line(entry.text)
         self._touch(thread, tail=True)
 
     def request(self, request_id: int | str, method: str, params: Any, now: float) -> bool:
@@ -296,13 +275,19 @@ class Board:
         if not isinstance(thread_id, str):
             return False
         known = self._inbox.get(request_id)
+        if known is not None:
+            asked_at = known.asked_at  # asked again (a resume re-sends it): it keeps its place
+        else:
+            # Sent when the page's watcher subscribed: asked when the thread began to wait.
+            line = self.picture.line(thread_id)
+            since = self._threads[thread_id].since if thread_id in self._threads else 0.0
+            asked_at = since if line is not None and line.waitingOn and since else now
         asked = Asked(
             request_id,
             method,
             kind,
             thread_id,
-            # Asked again (a resume re-sends it): it keeps its place.
-            known.asked_at if known is not None else now,
+            asked_at,
             params,
             self._changes.get(str(params.get("itemId")), []),
         )
@@ -535,71 +520,11 @@ class Board:
         self._inbox.pop(request_id, None)
         self._inbox_changed()
 
-    def waiting(self) -> int:
-        return len(self._inbox)
-
-    def forget(self, thread_ids: Iterable[str]) -> None:
-        for thread_id in thread_ids:
-            self._threads.pop(thread_id, None)
-
-
-def _find(tail: deque[Entry], item_id: str) -> Entry | None:
-    for entry in reversed(tail):
-        if entry.id == item_id:
-            return entry
-    return None
-
-
-def _append(tail: deque[Entry], entry: Entry) -> Entry:
-    tail.append(entry)
-    return entry
-
 
 def _turn_id(params: dict[str, Any]) -> str | None:
     turn = params.get("turn")
     turn_id = turn.get("id") if isinstance(turn, dict) else None
     return turn_id if isinstance(turn_id, str) else None
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][-LAST_LINE_CHARS:] if lines else ""
-
-
-def _changes(value: Any) -> list[dict[str, Any]]:
-    out = []
-    for change in value if isinstance(value, list) else []:
-        if isinstance(change, dict):
-            kind = change.get("kind")
-            out.append(
-                {
-                    "path": str(change.get("path") or ""),
-                    "kind": kind.get("type") if isinstance(kind, dict) else str(kind or ""),
-                    "diff": str(change.get("diff") or "")[:DIFF_CHARS],
-                }
-            )
-    return out
-
-
-def _item_text(kind: str, item: dict[str, Any]) -> str | None:
-    """An item's text in the tail; ``None`` for an item the tail does not show."""
-    if kind == "agentMessage":
-        return str(item.get("text") or "")
-    if kind == "userMessage":
-        parts = item.get("content") or []
-        return " ".join(
-            str(p.get("text") or "")
-            for p in parts
-            if isinstance(p, dict) and p.get("type") == "text"
-        )
-    if kind == "commandExecution":
-        output = item.get("aggregatedOutput")
-        return f"$ {item.get('command') or ''}\n" + (output if isinstance(output, str) else "")
-    if kind == "fileChange":
-        return "\n".join(f"{c['kind']} {c['path']}" for c in _changes(item.get("changes")))
-    if kind == "collabAgentToolCall":
-        return f"{item.get('tool') or 'agent'}: {item.get('prompt') or ''}".strip()
-    return None
 
 
 def _strings(value: Any) -> bool:

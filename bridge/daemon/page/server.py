@@ -30,6 +30,9 @@ from .access import SECURITY_HEADERS, Access, Login, Refuse, Serve, Upgrade, che
 from .board import Answer, Board, Interrupt, Refused, View
 
 log = logging.getLogger(__name__)
+#: websockets' own log of every connection: only its warnings (each page load is several).
+quiet = logging.getLogger(f"{__name__}.websockets")
+quiet.setLevel(logging.WARNING)
 
 #: The least time between two messages to one page: deltas arriving meanwhile go in one.
 MIN_INTERVAL = 0.1
@@ -284,6 +287,7 @@ async def serve_page(
                 # A page left open costs nothing between changes but this ping.
                 ping_interval=60,
                 ping_timeout=30,
+                logger=quiet,
                 task_status=task_status,
             )
         )
