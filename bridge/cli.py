@@ -334,7 +334,8 @@ def record(
 @click.option(
     "--notify",
     is_flag=True,
-    help="With --open: the page raises a desktop notification when a thread starts waiting on you.",
+    help="Open the page with its desktop notifications on: one when a thread starts waiting on "
+    "you (with --url: that page's address).",
 )
 def status(
     runtime_dir: str | None,
@@ -360,6 +361,7 @@ def status(
     from .daemon.status import Size, render, snapshot
 
     directory = resolve_runtime_dir(runtime_dir)
+    open_page = open_page or (notify and not show_url)
     if show_url or open_page:
         info = running_daemon(directory)
         if info is None:

@@ -92,6 +92,13 @@ def test_each_refusal(target: str, headers: dict[str, str], refusal: Refuse) -> 
     assert check(ACCESS, target, headers) == refusal
 
 
+def test_only_get_is_answered() -> None:
+    for method in ("POST", "PUT", "DELETE", "OPTIONS"):
+        assert check(ACCESS, "/", {"host": HOST, "cookie": COOKIE}, method) == Refuse(
+            405, "only GET"
+        )
+
+
 def test_a_proxys_origin_is_accepted_when_named() -> None:
     behind = Access.for_address(TOKEN, PORT, extra_origins=["https://box.example"])
     headers = {"host": "box.example", "cookie": COOKIE, "origin": "https://box.example"}

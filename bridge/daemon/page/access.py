@@ -85,8 +85,11 @@ class Refuse:
 Verdict = Serve | Upgrade | Login | Refuse
 
 
-def check(access: Access, target: str, headers: Mapping[str, str]) -> Verdict:
-    """The verdict on a ``GET target`` with ``headers`` (names lower-case)."""
+def check(access: Access, target: str, headers: Mapping[str, str], method: str = "GET") -> Verdict:
+    """The verdict on a request for ``target`` with ``headers`` (names lower-case)."""
+    if method != "GET":
+        # The page only reads; what it does goes over the WebSocket.
+        return Refuse(405, "only GET")
     host = headers.get("host", "")
     if host not in access.hosts:
         return Refuse(403, "foreign Host")

@@ -232,7 +232,7 @@ def answer_http(access: Access, files: Files, request: Request) -> Response | No
             return _response(400, "Bad Request", f"more than one {name}".encode(), "text/plain")
         if values:
             seen[name] = values[0]
-    verdict = check(access, request.path, seen)
+    verdict = check(access, request.path, seen, request.method)
     if isinstance(verdict, Upgrade):
         return None
     if isinstance(verdict, Serve):
