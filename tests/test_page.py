@@ -4,6 +4,8 @@ actions go to Codex; and the server itself on loopback, refusing and serving."""
 from __future__ import annotations
 
 import json
+import stat
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.trio.client import connect
 
 from bridge.codex.threads import StoredThread
+from bridge.daemon.page import PageOptions, PageRefused, loopback, open_page
 from bridge.daemon.page.access import Access, Login, Refuse, Serve, Upgrade, check
 from bridge.daemon.page.board import (
     Answer,
@@ -357,3 +360,19 @@ async def _get(port: int, target: str, host: str, cookie: str) -> tuple[int, str
     await stream.aclose()
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), head.decode(), body
+
+
+async def test_the_page_leaves_loopback_only_with_tls(tmp_path: Path) -> None:
+    with pytest.raises(PageRefused, match="only with TLS"):
+        await open_page(tmp_path, PageOptions(host="0.0.0.0"))
+    assert not (tmp_path / "page-token").exists()
+    opened = await open_page(tmp_path, PageOptions())
+    try:
+        assert opened.url.startswith("http://127.0.0.1:") and opened.ssl is None
+        assert (tmp_path / "page-token").read_text().strip() == opened.access.token
+        assert stat.S_IMODE((tmp_path / "page-token").stat().st_mode) == 0o600
+    finally:
+        for listener in opened.listeners:
+            await listener.aclose()
+    assert loopback("localhost") and loopback("::1") and loopback("127.0.0.2")
+    assert not loopback("0.0.0.0") and not loopback("box.example")
