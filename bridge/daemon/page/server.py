@@ -40,6 +40,8 @@ MIN_INTERVAL = 0.1
 ALWAYS = frozenset(
     {"thread/status/changed", "serverRequest/resolved", "account/rateLimits/updated"}
 )
+#: How long a page's cancel waits for Codex's answer.
+CODEX_SECONDS = 10.0
 #: The largest action a page sends.
 MAX_ACTION = 64 * 1024
 
@@ -137,6 +139,8 @@ class Hub:
                 if not resume and not leave:
                     await self._follow.wait()
                     self._follow = trio.Event()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the connection ends: the watcher sees it too
         finally:
             self._call = self._respond = None
             self.board.lost()
@@ -158,8 +162,8 @@ class Hub:
                     self.poke()
                     wake.set()
                 nursery.cancel_scope.cancel()
-        except ConnectionClosed:
-            pass
+        except* ConnectionClosed:
+            pass  # the page went away
         finally:
             self._wakes.discard(wake)
             self.board.closed()
@@ -175,31 +179,38 @@ class Hub:
 
     async def _act(self, websocket: ServerConnection, view: View, text: str | bytes) -> None:
         try:
+            reason = await self._to_codex(view, text)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            reason = "Codex is away"
+        if reason is not None:
+            await websocket.send(_encode({"type": "refused", "reason": reason}))
+
+    async def _to_codex(self, view: View, text: str | bytes) -> str | None:
+        """Carry out a page's action; why not, when it is refused."""
+        try:
             message = msgspec.json.decode(text)
         except msgspec.DecodeError:
             message = None
         outcome = self.board.action(view, message)
         if isinstance(outcome, Refused):
-            await websocket.send(_encode({"type": "refused", "reason": outcome.reason}))
-            return
+            return outcome.reason
         if isinstance(outcome, Answer):
             if self._respond is None:
                 self.board.answer_failed(outcome.request_id)
-                await websocket.send(_encode({"type": "refused", "reason": "Codex is away"}))
-                return
+                return "Codex is away"
             log.info("the page answers Codex's request %s: %s", outcome.request_id, outcome.result)
             await self._respond(outcome.request_id, outcome.result)
         elif isinstance(outcome, Interrupt):
             if self._call is None:
-                await websocket.send(_encode({"type": "refused", "reason": "Codex is away"}))
-                return
+                return "Codex is away"
             log.info("the page cancels the turn of %s", outcome.thread_id)
-            answer = await self._call(
-                "turn/interrupt", {"threadId": outcome.thread_id, "turnId": outcome.turn_id}
-            )
+            params = {"threadId": outcome.thread_id, "turnId": outcome.turn_id}
+            answer: Any = None
+            with trio.move_on_after(CODEX_SECONDS):
+                answer = await self._call("turn/interrupt", params)
             if not isinstance(answer, bytes):
-                reason = getattr(answer, "message", "Codex refused")
-                await websocket.send(_encode({"type": "refused", "reason": reason}))
+                return str(getattr(answer, "message", None) or "Codex did not answer")
+        return None
 
 
 def _encode(message: Any) -> str:
