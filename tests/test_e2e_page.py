@@ -2,7 +2,8 @@
 
 One daemon, one browser tab, an editor attached to the daemon; in turn: a running thread
 appears; a sub-agent appears under its parent; an approval the editor leaves unanswered is
-in the page's inbox within a second of Codex asking, and a click on "Allow once" completes the
+in the page's inbox within a second of Codex asking (counted in the tab's title, a desktop
+notification raised), and a click on "Allow once" completes the
 turn (the file is written) while the editor's own request is withdrawn; a question is answered
 from the page (the thread "needs input"; the editor's form is withdrawn, Codex gets the answer);
 the page's cancel stops a turn. Screenshots of those states are kept in ``docs/images/`` when
@@ -34,6 +35,15 @@ from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
 pytestmark = pytest.mark.e2e
 
 SHOTS = os.environ.get("CODEX_ACP_BRIDGE_SCREENSHOTS")
+
+
+NOTIFICATIONS_TO_THE_TEST = """
+window.notified = [];
+window.Notification = class { constructor(title) { window.notified.push(title); } };
+window.Notification.permission = "granted";
+document.getElementById("notify").checked = true;
+true
+"""
 
 
 def row(thread_id: str) -> str:
@@ -160,6 +170,8 @@ async def _approval_answered_on_the_page(
     async def prompt() -> None:
         result.append(await editor.prompt(session, ESCALATED))
 
+    # Desktop notifications on, shown to the test instead of the desktop.
+    await page.evaluate(NOTIFICATIONS_TO_THE_TEST)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(prompt)
         await held.asked.wait()
@@ -172,6 +184,8 @@ async def _approval_answered_on_the_page(
             f"document.querySelector('{card} pre').textContent"
         )
         assert await page.evaluate("document.title") == "(1) Codex agents"
+        [title] = await page.wait_for("window.notified.length && window.notified")
+        assert title.startswith("Codex waits on you: @@ call exec_command")
         await name_for_shots(page, runtime, session, "Mark the build approved")
         await shot(page, "page-approval.png")
         if SHOTS:  # as a phone shows it

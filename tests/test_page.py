@@ -284,9 +284,8 @@ def test_the_watcher_subscribes_to_loaded_threads_while_a_page_is_open() -> None
     board.resumed(
         "t1",
         {"model": "m", "thread": {"turns": [{"id": "u1", "status": "inProgress", "items": []}]}},
-        now=1.0,
     )
-    board.resumed("t2", {"thread": {"turns": []}}, now=1.0)
+    board.resumed("t2", {"thread": {"turns": []}})
     board.closed()
     # The last page gone: the idle thread is left, the running one once its turn ends.
     assert board.subscriptions() == ([], ["t2"])

@@ -33,6 +33,7 @@ class ThreadLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     title: str = ""
     cwd: str = ""
     nickname: str | None = None
+    model: str | None = None
     createdAt: int | None = None
     updatedAt: int | None = None
 
@@ -61,6 +62,7 @@ class Picture:
         line.title = " ".join((stored.name or stored.preview or "").split())
         line.cwd = stored.cwd
         line.nickname = stored.agentNickname
+        line.model = stored.model or line.model
         line.updatedAt = stored.updatedAt
         # A known thread's status comes from thread/status/changed, newer than any read.
         if isinstance(stored.status, dict) and (known is None or record.status is None):

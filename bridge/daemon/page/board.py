@@ -299,7 +299,7 @@ class Board:
         self._version += 1
         self._inbox_version = self._version
 
-    def resumed(self, thread_id: str, result: Any, now: float) -> None:
+    def resumed(self, thread_id: str, result: Any) -> None:
         """The watcher's ``thread/resume`` of ``thread_id`` answered ``result``."""
         self._resuming.discard(thread_id)
         self.subscribed.add(thread_id)
@@ -318,8 +318,6 @@ class Board:
             for item in last.get("items") or []:
                 if isinstance(item, dict):  # Codex stores an item once it is done
                     self._item(thread_id, item, done=True)
-        if not thread.since:
-            thread.since = now
         self._touch(thread, tail=True)
 
     def resume_failed(self, thread_id: str) -> None:
@@ -452,7 +450,7 @@ class Board:
         if thread is not None:
             row.update(
                 since=thread.since or None,
-                model=thread.model,
+                model=thread.model or line.model,
                 lastLine=thread.last_line,
                 tokens=thread.tokens,
                 contextWindow=thread.context_window,

@@ -127,7 +127,7 @@ class Hub:
                 for thread_id in resume:
                     answer = await call("thread/resume", {"threadId": thread_id})
                     if isinstance(answer, bytes):
-                        self.board.resumed(thread_id, msgspec.json.decode(answer), time.time())
+                        self.board.resumed(thread_id, msgspec.json.decode(answer))
                     else:
                         log.debug("the page's watcher could not resume %s: %s", thread_id, answer)
                         self.board.resume_failed(thread_id)

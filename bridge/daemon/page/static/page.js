@@ -265,10 +265,19 @@ function toggle(threadId) {
 
 // -- everything else ------------------------------------------------------------------
 
-function age(seconds) {
-  const s = Math.max(0, Math.floor(Date.now() / 1000 - seconds));
+function duration(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
   for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60]]) if (s >= size) return `${Math.floor(s / size)}${unit}`;
   return `${s}s`;
+}
+
+// How long ago a moment (Unix seconds) was.
+const age = (moment) => duration(Date.now() / 1000 - moment);
+
+function span(minutes) {
+  if (minutes >= 1440) return `${Math.round(minutes / 1440)}d`;
+  if (minutes >= 60) return `${Math.round(minutes / 60)}h`;
+  return `${minutes}m`;
 }
 
 function drawLimits() {
@@ -276,11 +285,14 @@ function drawLimits() {
   const limits = state.limits || {};
   const windows = [["primary", limits.primary], ["secondary", limits.secondary]].filter(([, w]) => w);
   box.hidden = windows.length === 0;
-  box.replaceChildren(...windows.map(([name, w]) => el("span", {},
-    `${w.windowDurationMins ? `${w.windowDurationMins / 60}h` : name} window `,
-    el("span", { class: "meter" }, el("span", { style: null })), ` ${w.usedPercent}% used`)));
-  // Widths through the DOM, not a style attribute (the page's policy allows no inline style).
-  box.querySelectorAll(".meter > span").forEach((bar, i) => { bar.style.width = `${windows[i][1].usedPercent}%`; });
+  box.replaceChildren(...windows.map(([name, w]) => {
+    const bar = el("span");
+    // A width through the DOM, not a style attribute (the page's policy allows none).
+    bar.style.width = `${Math.min(100, Math.max(0, w.usedPercent))}%`;
+    const resets = w.resetsAt ? ` · resets in ${duration(w.resetsAt - Date.now() / 1000)}` : "";
+    return el("span", { class: "limit" }, `${w.windowDurationMins ? span(w.windowDurationMins) : name} limit `,
+      el("span", { class: "meter" }, bar), ` ${w.usedPercent}% used${resets}`);
+  }));
 }
 
 function draw(structural = true, changed = [...state.threads.keys()], inbox = true, limits = true) {
