@@ -41,6 +41,8 @@ APPROVALS = {
     "item/fileChange/requestApproval": "patch",
 }
 QUESTION = "item/tool/requestUserInput"
+#: File changes in progress remembered (for their approval's diff).
+MAX_CHANGES = 256
 
 
 @dataclass
@@ -253,6 +255,8 @@ class Board:
                 self._changes.pop(item_id, None)
             else:
                 self._changes[item_id] = changes(item.get("changes"))
+                while len(self._changes) > MAX_CHANGES:  # a change that never completed
+                    del self._changes[next(iter(self._changes))]
         text = item_text(kind, item)
         if text is None:
             return

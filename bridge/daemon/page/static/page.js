@@ -309,6 +309,8 @@ function draw(structural = true, changed = [...state.threads.keys()], inbox = tr
 }
 
 function notifyNew(inbox, quiet) {
+  const current = new Set(inbox.map((ask) => String(ask.requestId)));
+  for (const id of seenAsks) if (!current.has(id)) seenAsks.delete(id);
   for (const ask of inbox) {
     const id = String(ask.requestId);
     if (seenAsks.has(id)) continue;
