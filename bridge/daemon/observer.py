@@ -81,7 +81,7 @@ async def observe(
 ) -> None:
     """Watch the Codex at ``url`` until the connection ends (returns) or cannot open."""
     if hub is not None:
-        hub.board.picture = picture
+        hub.watching(picture)
         status_changed = publish
 
         def publish() -> None:

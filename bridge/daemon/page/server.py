@@ -26,6 +26,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.trio.server import ServerConnection, serve
 
+from ..picture import Picture
 from .access import SECURITY_HEADERS, Access, Login, Refuse, Serve, Upgrade, check
 from .board import Answer, Board, Interrupt, Refused, View
 
@@ -100,6 +101,11 @@ class Hub:
             return
         if self.board.request(request_id, method, decoded, time.time()):
             self.poke()
+
+    def watching(self, picture: Picture) -> None:
+        """The watcher's picture of every thread (a new one at each connection)."""
+        self.board.picture = picture
+        self.picture_changed()
 
     def picture_changed(self) -> None:
         self.board.picture_changed()
