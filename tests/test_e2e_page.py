@@ -270,4 +270,6 @@ async def _cancelled_on_the_page(page: Any, editor: AcpClient, cwd: str, runtime
         await shot(page, "page-transcript.png")
         await page.evaluate(f"{row(session)}.querySelector('button.cancel').click()")
     assert result == [{"stopReason": "cancelled"}]
-    await page.wait_for(f"{row(session)}?.dataset.state === 'idle'")
+    # Idle, saying how its turn ended; its cancel gone with the turn.
+    await page.wait_for(f"{row(session)}?.textContent.includes('idle · interrupted')")
+    await page.wait_for(f"!{row(session)}.querySelector('button.cancel')")
