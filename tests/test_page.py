@@ -4,6 +4,7 @@ actions go to Codex; and the server itself on loopback, refusing and serving."""
 from __future__ import annotations
 
 import json
+import ssl
 import stat
 from pathlib import Path
 from typing import Any
@@ -375,3 +376,37 @@ async def test_the_page_leaves_loopback_only_with_tls(tmp_path: Path) -> None:
             await listener.aclose()
     assert loopback("localhost") and loopback("::1") and loopback("127.0.0.2")
     assert not loopback("0.0.0.0") and not loopback("box.example")
+
+
+async def test_the_page_over_tls_sends_a_secure_cookie(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    argv = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    argv += ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    await trio.run_process(
+        [*argv, "-keyout", str(key), "-out", str(cert)],
+        capture_stdout=True,
+        capture_stderr=True,
+    )
+    opened = await open_page(tmp_path, PageOptions(tls_cert=str(cert), tls_key=str(key)))
+    assert opened.url.startswith("https://127.0.0.1:")
+    port = opened.listeners[0].socket.getsockname()[1]
+    hub = Hub(board_with(), dict)
+    await nursery.start(
+        lambda task_status: serve_page(
+            hub, opened.access, opened.listeners, ssl=opened.ssl, task_status=task_status
+        )
+    )
+    trusted = ssl.create_default_context(cafile=str(cert))
+    with trio.fail_after(10):
+        stream = await trio.open_ssl_over_tcp_stream("127.0.0.1", port, ssl_context=trusted)
+        request = f"GET /?token={opened.access.token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+        await stream.send_all(request.encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += await stream.receive_some(65536)
+        await stream.aclose()
+    assert head.startswith(b"HTTP/1.1 303")
+    assert b"; Secure" in head and b"SameSite=Strict" in head
+    nursery.cancel_scope.cancel()
