@@ -4,8 +4,10 @@ actions go to Codex; and the server itself on loopback, refusing and serving."""
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from bridge.daemon.page.board import (
 from bridge.daemon.page.server import Hub, serve_page
 from bridge.daemon.page.transcript import TAIL_CHARS
 from bridge.daemon.picture import Picture
+from bridge.daemon.runtime import DaemonInfo, hold_lock, new_page_token, prepare, write_info
 
 TOKEN = "s3cret-token"
 PORT = 4242
@@ -410,3 +413,30 @@ async def test_the_page_over_tls_sends_a_secure_cookie(
     assert head.startswith(b"HTTP/1.1 303")
     assert b"; Secure" in head and b"SameSite=Strict" in head
     nursery.cancel_scope.cancel()
+
+
+async def test_status_url_and_open_give_the_pages_address_with_its_secret(tmp_path: Path) -> None:
+    runtime = prepare(tmp_path / "runtime")
+    argv = [sys.executable, "-m", "bridge", "status", "--runtime-dir", str(runtime)]
+    with trio.fail_after(30):
+        none = await trio.run_process([*argv, "--url"], capture_stderr=True, check=False)
+        assert none.returncode == 1
+        assert none.stderr.decode() == f"codex-acp-bridge status: no daemon runs on {runtime}\n"
+        info = DaemonInfo(pid=os.getpid(), bridgeVersion="x", state="running")
+        write_info(runtime, info)
+        with hold_lock(runtime):
+            no_page = await trio.run_process([*argv, "--url"], capture_stderr=True, check=False)
+            assert no_page.returncode == 1
+            assert "serves no page" in no_page.stderr.decode()
+            info.pageUrl = "http://127.0.0.1:4242/"
+            write_info(runtime, info)
+            token = new_page_token(runtime)
+            url = await trio.run_process([*argv, "--url"], capture_stdout=True)
+            assert url.stdout.decode() == f"http://127.0.0.1:4242/?token={token}\n"
+            # --notify opens it (the browser $BROWSER names) with notifications on.
+            opened = tmp_path / "opened"
+            browser = (
+                f"{sys.executable} -c \"import sys; open('{opened}', 'w').write(sys.argv[1])\" %s"
+            )
+            await trio.run_process([*argv, "--notify"], env={**os.environ, "BROWSER": browser})
+            assert opened.read_text() == f"http://127.0.0.1:4242/?token={token}#notify"
