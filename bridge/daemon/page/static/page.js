@@ -73,9 +73,10 @@ function receive(message) {
 }
 
 function flash(text) {
-  const node = $("counts");
+  const node = $("notice");
   node.textContent = text;
-  setTimeout(() => draw(false, []), 4000);
+  clearTimeout(flash.timer);
+  flash.timer = setTimeout(() => { node.textContent = ""; }, 5000);
 }
 
 // -- the inbox ------------------------------------------------------------------------
