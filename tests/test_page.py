@@ -19,13 +19,8 @@ from websockets.trio.client import connect
 from bridge.codex.threads import StoredThread
 from bridge.daemon.page import PageOptions, PageRefused, loopback, open_page
 from bridge.daemon.page.access import Access, Login, Refuse, Serve, Upgrade, check
-from bridge.daemon.page.board import (
-    Answer,
-    Board,
-    Interrupt,
-    Refused,
-    Watch,
-)
+from bridge.daemon.page.board import Board, Interrupt, Watch
+from bridge.daemon.page.inbox import Answer, Refused
 from bridge.daemon.page.server import Hub, serve_page
 from bridge.daemon.page.transcript import TAIL_CHARS
 from bridge.daemon.picture import Picture

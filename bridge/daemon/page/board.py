@@ -8,13 +8,13 @@ the daemon's :class:`~bridge.daemon.picture.Picture` of every thread:
 - per thread: since when it is in its state, the model, the last line it said, its
   tokens, its running turn (for cancel), how its last turn ended, and the tail of its
   transcript (the last :data:`TAIL_ENTRIES` items, each cut to :data:`TAIL_CHARS`);
-- the inbox: every request waiting on a person, oldest first, with what it asks;
+- the inbox (:mod:`.inbox`): every request waiting on a person, oldest first;
 - Codex's rate-limit windows.
 
 A page is sent :meth:`Board.hello` when it connects, then :meth:`Board.update` (only what
 changed since what that page was last sent; ``None`` when nothing did). What a page asks
-(:meth:`Board.action`) is checked here: an answer must name a request still waiting with a
-decision that request takes, a cancel a thread whose turn runs.
+(:meth:`Board.action`) is checked: an answer by the inbox, a cancel must name a thread whose
+turn runs, a thread to watch must be known.
 
 With no page open the board ignores the stream (items, deltas, usage): the daemon does no
 work for a page nobody looks at. :meth:`Board.subscriptions` says which threads the watcher
@@ -32,15 +32,9 @@ from typing import Any
 import msgspec
 
 from ..picture import Picture
+from .inbox import KINDS, Answer, Asked, Inbox, Refused
 from .transcript import TAIL_CHARS, TAIL_ENTRIES, Entry, append, changes, find, item_text, last_line
 
-#: What a page may answer to an approval, in Codex's words (``cancel`` too: it stops the turn).
-DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
-APPROVALS = {
-    "item/commandExecution/requestApproval": "command",
-    "item/fileChange/requestApproval": "patch",
-}
-QUESTION = "item/tool/requestUserInput"
 #: File changes in progress remembered (for their approval's diff).
 MAX_CHANGES = 256
 
@@ -61,40 +55,6 @@ class _Thread:
 
 
 @dataclass
-class Asked:
-    """A request waiting on a person."""
-
-    request_id: int | str
-    method: str
-    kind: str
-    thread_id: str
-    asked_at: float
-    params: dict[str, Any]
-    changes: list[dict[str, Any]] = field(default_factory=list)
-    answered: bool = False
-
-    def wire(self) -> dict[str, Any]:
-        p = self.params
-        out: dict[str, Any] = {
-            "requestId": self.request_id,
-            "kind": self.kind,
-            "threadId": self.thread_id,
-            "askedAt": self.asked_at,
-            "answered": self.answered,
-            "reason": p.get("reason") or "",
-        }
-        if self.kind == "command":
-            out["command"] = p.get("command") or ""
-            out["cwd"] = p.get("cwd") or ""
-        elif self.kind == "patch":
-            out["changes"] = self.changes
-            out["grantRoot"] = p.get("grantRoot") or ""
-        elif self.kind == "question":
-            out["questions"] = p.get("questions") or []
-        return out
-
-
-@dataclass
 class View:
     """What one open page was sent last (the board's versions, its rows)."""
 
@@ -110,13 +70,6 @@ class View:
 # -- what a page may ask --------------------------------------------------------------
 
 
-class Answer(msgspec.Struct, frozen=True):
-    """Answer Codex's request ``request_id`` with ``result``."""
-
-    request_id: int | str
-    result: dict[str, Any]
-
-
 class Interrupt(msgspec.Struct, frozen=True):
     """``turn/interrupt`` of ``thread_id``'s running turn."""
 
@@ -128,10 +81,6 @@ class Watch(msgspec.Struct, frozen=True):
     """The page shows this thread's transcript tail (``None``: none)."""
 
     thread_id: str | None
-
-
-class Refused(msgspec.Struct, frozen=True):
-    reason: str
 
 
 Outcome = Answer | Interrupt | Watch | Refused
@@ -146,7 +95,7 @@ class Board:
         self._inbox_version = 0
         self._limits_version = 0
         self._threads: dict[str, _Thread] = {}
-        self._inbox: dict[int | str, Asked] = {}
+        self._inbox = Inbox(self._inbox_changed)
         #: A file change's paths and diffs (``item/started``), until its approval is asked.
         self._changes: dict[str, list[dict[str, Any]]] = {}
         self._limits: dict[str, Any] = {}
@@ -192,8 +141,7 @@ class Board:
             self._touch(thread)
             return
         if method == "serverRequest/resolved":
-            if self._inbox.pop(params.get("requestId"), None) is not None:  # type: ignore[arg-type]
-                self._inbox_changed()
+            self._inbox.resolved(params.get("requestId"))
             return
         if method == "account/rateLimits/updated":
             limits = params.get("rateLimits")
@@ -272,31 +220,20 @@ class Board:
 
     def request(self, request_id: int | str, method: str, params: Any, now: float) -> bool:
         """Codex asks the watcher something; ``False`` when it is nothing the page answers."""
-        kind = APPROVALS.get(method) or ("question" if method == QUESTION else None)
+        kind = KINDS.get(method)
         if kind is None or not isinstance(params, dict):
             return False
         thread_id = params.get("threadId")
         if not isinstance(thread_id, str):
             return False
-        known = self._inbox.get(request_id)
-        if known is not None:
-            asked_at = known.asked_at  # asked again (a resume re-sends it): it keeps its place
-        else:
+        asked_at = self._inbox.asked_at(request_id)  # asked again (re-sent): it keeps its place
+        if asked_at is None:
             # Sent when the page's watcher subscribed: asked when the thread began to wait.
             line = self.picture.line(thread_id)
             since = self._threads[thread_id].since if thread_id in self._threads else 0.0
             asked_at = since if line is not None and line.waitingOn and since else now
-        asked = Asked(
-            request_id,
-            method,
-            kind,
-            thread_id,
-            asked_at,
-            params,
-            self._changes.get(str(params.get("itemId")), []),
-        )
-        self._inbox[request_id] = asked
-        self._inbox_changed()
+        changes = self._changes.get(str(params.get("itemId")), [])
+        self._inbox.ask(Asked(request_id, kind, thread_id, asked_at, params, changes))
         return True
 
     def _inbox_changed(self) -> None:
@@ -335,19 +272,15 @@ class Board:
         if thread is not None:
             thread.tail.clear()
             thread.turn_id = None
-        for request_id in [r for r, a in self._inbox.items() if a.thread_id == thread_id]:
-            # No longer told when it is answered: a resume asks it again.
-            del self._inbox[request_id]
-            self._inbox_changed()
+        # No longer told when its requests are answered: a resume asks them again.
+        self._inbox.drop_thread(thread_id)
 
     def lost(self) -> None:
         """The watcher's connection ended: nothing it was asked can be answered on it."""
         self.subscribed.clear()
         self._resuming.clear()
         self._changes.clear()
-        if self._inbox:
-            self._inbox.clear()
-            self._inbox_changed()
+        self._inbox.clear()
         for thread in self._threads.values():
             thread.turn_id = None
 
@@ -432,7 +365,7 @@ class Board:
         if rows:
             message["threads"] = rows
         if view.inbox < self._inbox_version:
-            message["inbox"] = self.inbox()
+            message["inbox"] = self._inbox.wire()
         if view.limits < self._limits_version:
             message["limits"] = self._limits
         watched = self._threads.get(view.watched) if view.watched else None
@@ -463,11 +396,6 @@ class Board:
             )
         return {k: v for k, v in row.items() if v not in (None, "", [])}
 
-    def inbox(self) -> list[dict[str, Any]]:
-        """Every request waiting on a person, oldest first."""
-        asked = sorted(self._inbox.values(), key=lambda a: a.asked_at)
-        return [a.wire() for a in asked]
-
     def action(self, view: View, message: Any) -> Outcome:
         """What a page asks (decoded JSON), checked."""
         if not isinstance(message, dict):
@@ -489,45 +417,15 @@ class Board:
                 return Refused("that thread runs no turn")
             return Interrupt(str(message["threadId"]), thread.turn_id)
         if kind == "answer":
-            return self._answer(message)
+            return self._inbox.answer(message)
         return Refused("not an action")
 
-    def _answer(self, message: dict[str, Any]) -> Outcome:
-        asked = self._inbox.get(message.get("requestId"))  # type: ignore[arg-type]
-        if asked is None:
-            return Refused("no such request waits (answered already?)")
-        if asked.answered:
-            return Refused("that request was answered already")
-        if asked.kind == "question":
-            answers = message.get("answers")
-            ids = {q.get("id") for q in asked.params.get("questions") or [] if isinstance(q, dict)}
-            if (
-                not isinstance(answers, dict)
-                or set(answers) != ids
-                or not all(_strings(v) for v in answers.values())
-            ):
-                return Refused("an answer for each question, as a list of strings")
-            result: dict[str, Any] = {"answers": {k: {"answers": v} for k, v in answers.items()}}
-        else:
-            decision = message.get("decision")
-            if decision not in DECISIONS:
-                return Refused(f"decision must be one of {', '.join(DECISIONS)}")
-            result = {"decision": decision}
-        asked.answered = True
-        self._inbox_changed()
-        return Answer(asked.request_id, result)
-
     def answer_failed(self, request_id: int | str) -> None:
-        """Codex refused the answer (another was first): it may be answered no more."""
-        self._inbox.pop(request_id, None)
-        self._inbox_changed()
+        """The answer could not go to Codex (it is away): the request is gone with it."""
+        self._inbox.resolved(request_id)
 
 
 def _turn_id(params: dict[str, Any]) -> str | None:
     turn = params.get("turn")
     turn_id = turn.get("id") if isinstance(turn, dict) else None
     return turn_id if isinstance(turn_id, str) else None
-
-
-def _strings(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)

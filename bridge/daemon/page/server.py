@@ -28,7 +28,8 @@ from websockets.trio.server import ServerConnection, serve
 
 from ..picture import Picture
 from .access import SECURITY_HEADERS, Access, Login, Refuse, Serve, Upgrade, check
-from .board import Answer, Board, Interrupt, Refused, View
+from .board import Board, Interrupt, View
+from .inbox import Answer, Refused
 
 log = logging.getLogger(__name__)
 #: websockets' own log of every connection: only its warnings (each page load is several).
