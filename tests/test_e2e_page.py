@@ -130,7 +130,9 @@ async def test_the_page_shows_threads_and_answers_and_cancels_them(
                     await _approval_answered_on_the_page(
                         page, editor, str(workspace), held, runtime
                     )
-                    await _question_answered_on_the_page(page, editor, str(workspace), held)
+                    await _question_answered_on_the_page(
+                        page, editor, str(workspace), held, runtime
+                    )
                     assert {"answers": {"color": {"answers": ["Blue"]}}} in tool_outputs(
                         scripted_model
                     )
@@ -206,7 +208,7 @@ async def _approval_answered_on_the_page(
 
 
 async def _question_answered_on_the_page(
-    page: Any, editor: AcpClient, cwd: str, held: Answers
+    page: Any, editor: AcpClient, cwd: str, held: Answers, runtime: Path
 ) -> None:
     session = await editor.new_session(cwd)
     result: list[Any] = []
@@ -219,6 +221,8 @@ async def _question_answered_on_the_page(
         card = ".ask[data-kind=question]"
         await page.wait_for(f"document.querySelector('{card}')")
         await page.wait_for(f"{row(session)}?.textContent.includes('needs input')")
+        await name_for_shots(page, runtime, session, "Pick the theme's colour")
+        await shot(page, "page-question.png")
         # The option fills the answer, as a person's click on it would.
         await page.evaluate(
             f"[...document.querySelectorAll('{card} button')].find(b => b.textContent === 'Blue').click()"
