@@ -82,7 +82,7 @@ from ..features.approvals import Approvals
 from ..features.auth import Authentication
 from ..features.lifecycle import Lifecycle
 from ..features.palette import Palette
-from ..features.prompts import Prompts
+from ..features.prompts import TURN_TRAFFIC, Prompts
 from ..features.recovery import Recovery
 from ..features.session_admin import SessionAdmin
 from ..features.settings import Configuration
@@ -184,6 +184,7 @@ class Engine:
                 record, command, done, failed
             ),
         )
+        hub.before_updates(TURN_TRAFFIC, self.prompts.turn_traffic)
         self.palette = Palette(hub, describe=self.settings.describe)
         self.steering = Steering(
             hub,

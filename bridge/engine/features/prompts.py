@@ -20,6 +20,8 @@ from typing import Any
 
 from msgspec import Raw
 
+from ...acp import permissions as acp_permissions
+from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import commands as codex_commands
 from ...codex import palette as codex_palette
@@ -88,6 +90,8 @@ class Prompts:
         self._quick = quick
         #: Quick commands answered so far (their messages' ids).
         self._quick_count = 0
+        #: Prompts inserted under a message id of this bridge's, numbered.
+        self._messages = 0
 
     # -- client requests ---------------------------------------------------------------
 
@@ -163,7 +167,7 @@ class Prompts:
             # A command's result may name no turn (``thread/compact/start``): then
             # the ``turn/started`` that follows names it (turn_started).
             if rid is not None and record.turn is turn and command is not None:
-                self.hub.state(facts.PromptInserted(record, rid, named_by_item=False))
+                self._insert_now(record, rid)  # no user message item will name it
             if result.turn is not None:
                 self._turn_known(record, turn, result.turn.id)
 
@@ -188,7 +192,7 @@ class Prompts:
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
             self._turn_starting(record, request)
             if rid is not None:
-                self.hub.state(facts.PromptInserted(record, rid, named_by_item=True))
+                self._await_item(record, rid)
         hub.codex_request(
             method, request, codex_commands.CommandStartResult, turn_started, turn_refused
         )
@@ -208,6 +212,48 @@ class Prompts:
         turn.cancel_requested = True
         self._send_interrupt(record, turn)
 
+    # -- insertion ----------------------------------------------------------------------------
+
+    def _await_item(self, record: ThreadRecord, rid: RequestId) -> None:
+        """Prompt ``rid``'s ``turn/start`` goes to Codex: it is inserted once Codex's user
+        message item for it starts (:meth:`item_started`), under that item's id (the one
+        history replays it under)."""
+        prompt = record.prompts.get(rid)
+        if prompt is not None and prompt.message_id is None:
+            record.awaiting_message = rid
+
+    def _insert_now(self, record: ThreadRecord, rid: RequestId) -> None:
+        """Prompt ``rid`` is inserted now, under an id of this bridge's (a slash command
+        Codex accepted, or one answered without a turn: no user message item names it)."""
+        prompt = record.prompts.get(rid)
+        if prompt is not None and prompt.message_id is None:
+            self._insert(record, prompt, None)
+
+    def turn_traffic(self, session_id: str) -> None:
+        """A tool call or a plan (:data:`TURN_TRAFFIC`) is about to go to the session: a
+        prompt still awaiting its user message item is inserted first, under an id of this
+        bridge's (the client learns of its work in order)."""
+        record = self.hub.threads.session(session_id)
+        if record is not None and record.awaiting_message is not None:
+            self._insert_awaited(record, None)
+
+    def _insert_awaited(self, record: ThreadRecord, message_id: str | None) -> None:
+        rid = record.awaiting_message
+        prompt = record.prompts.get(rid) if rid is not None else None
+        if prompt is not None:
+            self._insert(record, prompt, message_id)
+
+    def _insert(self, record: ThreadRecord, prompt: Prompt, message_id: str | None) -> None:
+        """State the prompt's insertion, as ``message_id`` or, when none is given, an id
+        of this bridge's."""
+        if record.awaiting_message == prompt.request_id:
+            record.awaiting_message = None
+        if message_id is None:
+            self._messages += 1
+            message_id = f"{record.id}-prompt-{self._messages}"
+        prompt.message_id = message_id
+        self.hub.state(facts.PromptInserted(record, prompt.request_id, message_id, prompt.content))
+
     # -- turns --------------------------------------------------------------------------------
 
     def _run_quick(self, record: ThreadRecord, rid: RequestId, command: QuickCommand) -> None:
@@ -216,7 +262,7 @@ class Prompts:
         hub = self.hub
         turn = record.turn = Turn(request_id=rid, quick=True)
         self._quick_count += 1
-        hub.state(facts.PromptInserted(record, rid, named_by_item=False))
+        self._insert_now(record, rid)
         message_id = f"{command.name}-{self._quick_count}"
 
         def finish() -> bool:
@@ -374,6 +420,11 @@ class Prompts:
     ) -> None:
         """Prompt ``rid``'s work ended: its answer (or, in v2, its work state) says how."""
         prompt = record.prompts.pop(rid, None)
+        if record.awaiting_message == rid and rid in self.hub.open_client_requests:
+            if isinstance(outcome, RpcError):
+                record.awaiting_message = None  # refused before Codex named it: never inserted
+            elif prompt is not None and prompt.message_id is None:
+                self._insert(record, prompt, None)  # its turn ran, though no item named it
         self.hub.end_prompt(facts.PromptEnded(record, rid, prompt, outcome))
 
     def resume_settled(self, record: ThreadRecord) -> None:
@@ -554,8 +605,12 @@ class Prompts:
         shows what stands in its place)."""
         item = note.item
         record = self.hub.threads.session(note.threadId)
-        if record is not None and type(item) is codex_types.UserMessageItem:
-            self.hub.state(facts.UserMessageStarted(record, item.id))
+        if (
+            record is not None
+            and record.awaiting_message is not None
+            and type(item) is codex_types.UserMessageItem
+        ):
+            self._insert_awaited(record, item.id)
         turn = record.turn if record is not None else None
         if turn is not None and turn.joined is not None:
             turn.joined.add(item.id)
@@ -608,6 +663,18 @@ class Prompts:
         update = translate.usage_update(note.tokenUsage)
         if record is not None and update is not None:
             self.hub.update(record.id, update)
+
+
+#: The session updates only a turn sends, which a prompt's insertion precedes
+#: (:meth:`Prompts.turn_traffic`).
+TURN_TRAFFIC: frozenset[type] = frozenset(
+    {
+        acp_tools.ToolCall,
+        acp_tools.ToolCallUpdate,
+        acp_permissions.ToolCallStatusUpdate,
+        acp_tools.Plan,
+    }
+)
 
 
 def _ignore(_result: Any) -> None:
