@@ -23,6 +23,8 @@ PACKAGE_DIR = Path(bridge.__file__).resolve().parent
 # built, and handed its collaborators, by the wiring module alone.
 FEATURE_MODULES = [
     "bridge.engine.features.prompts",
+    "bridge.engine.features.streaming",
+    "bridge.engine.features.retries",
     "bridge.engine.features.lifecycle",
     "bridge.engine.features.tools",
     "bridge.engine.features.approvals",
