@@ -86,7 +86,7 @@ from ..features.prompts import TURN_TRAFFIC, Prompts
 from ..features.recovery import Recovery
 from ..features.retries import Retries
 from ..features.session_admin import SessionAdmin
-from ..features.settings import Configuration
+from ..features.settings import SettingsSelectors
 from ..features.steering import Steering
 from ..features.streaming import Streaming
 from ..features.subagent_history import SubagentHistory
@@ -159,7 +159,7 @@ class Engine:
 
         self.approvals = Approvals(hub)
         self.tools = Tools(hub)
-        self.settings = Configuration(hub)
+        self.settings = SettingsSelectors(hub)
         self.auth = Authentication(hub)
         self.subagents = Subagents(
             hub,
