@@ -513,9 +513,10 @@ class Threads:
                 break
         return target.id, label
 
-    def work_cancelled(self, record: ThreadRecord) -> bool:
-        """Was the work ``record``'s current (sub-agent) turn does cancelled: its root
-        turn, or an ancestor's running turn that spawned or messaged it?"""
+    def in_cancelled_work(self, record: ThreadRecord) -> bool:
+        """Whether ``record``'s current (sub-agent) turn does work that was cancelled: its
+        own, its root turn's, or that of an ancestor's running turn that spawned or
+        messaged it. (A question; ``Terminals.work_cancelled`` is the event.)"""
         turn = record.turn
         if turn is None:
             return False

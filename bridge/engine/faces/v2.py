@@ -361,7 +361,7 @@ class V2Face:
         if status in FINAL:
             record.cancelled_calls.discard(call_id)
         if kind is acp_tools.ToolCallUpdate and capabilities is UNSET:
-            return _tool_call_update(update)
+            return _with_v2_diffs(update)
         if kind is acp_permissions.ToolCallStatusUpdate:
             return v2.ToolCallUpdate(toolCallId=call_id, status=status, capabilities=capabilities)
         return v2.ToolCallUpdate(
@@ -455,7 +455,7 @@ def _is_command(update: acp_tools.ToolCall) -> bool:
     return isinstance(raw, dict) and "commandActions" in raw
 
 
-def _tool_call_update(update: acp_tools.ToolCallUpdate) -> acp_tools.ToolCallUpdate:
+def _with_v2_diffs(update: acp_tools.ToolCallUpdate) -> acp_tools.ToolCallUpdate:
     if update.content is UNSET or not any(isinstance(c, acp_tools.Diff) for c in update.content):
         return update
     return msgspec.structs.replace(update, content=_content(update.content))

@@ -177,17 +177,17 @@ class Prompts:
             command = None
         turn = record.turn = Turn(request_id=rid, started_by_steer=rid is None)
 
-        def turn_started(result: codex_commands.CommandStartResult) -> None:
+        def accepted(result: codex_commands.CommandStartResult) -> None:
             if result.turn is not None:
                 record.unstored = False  # Codex writes the thread as it starts a turn
             # A command's result may name no turn (``thread/compact/start``): then
-            # the ``turn/started`` that follows names it (turn_started).
+            # the ``turn/started`` that follows names it (:meth:`turn_started`).
             if rid is not None and record.turn is turn and command is not None:
                 self._insert_now(record, rid)  # no user message item will name it
             if result.turn is not None:
-                self._turn_known(record, turn, result.turn.id)
+                self._name_turn(record, turn, result.turn.id)
 
-        def turn_refused(error: ErrorObject) -> None:
+        def refused(error: ErrorObject) -> None:
             if record.turn is turn:
                 record.turn = None
                 if rid is not None and record.gone is not None:
@@ -209,9 +209,7 @@ class Prompts:
             self._turn_starting(record, request)
             if rid is not None:
                 self._await_item(record, rid)
-        hub.codex_request(
-            method, request, codex_commands.CommandStartResult, turn_started, turn_refused
-        )
+        hub.codex_request(method, request, codex_commands.CommandStartResult, accepted, refused)
 
     def cancel(self, record: ThreadRecord) -> None:
         """Stop the session's prompt, if any: it resolves ``cancelled`` once Codex
@@ -323,7 +321,9 @@ class Prompts:
 
         self._quick(record, command, done, failed)
 
-    def _turn_known(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
+    def _name_turn(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
+        """Codex named the session's turn (its answer to ``turn/start``, or ``turn/started``,
+        whichever came first): a cancel or a stop waiting for the id is sent now."""
         if record.turn is not turn or turn.id is not None:
             return
         turn.id = turn_id
@@ -335,7 +335,7 @@ class Prompts:
     def interrupt(self, record: ThreadRecord, turn: Turn) -> None:
         """Send ``turn/interrupt`` for ``turn``, once (a cancel, or the bridge stopping it:
         :mod:`bridge.engine.features.retries`); its prompt settles at ``turn/completed``."""
-        # Without a turn id there is nothing to interrupt yet; _turn_known sends
+        # Without a turn id there is nothing to interrupt yet; _name_turn sends
         # it as soon as Codex names the turn.
         if turn.id is None and turn.foreign and not turn.interrupt_sent:
             # Another client's turn already running when this session opened: Codex
@@ -393,7 +393,7 @@ class Prompts:
             self._turn_known_hook(record)
             return
         if _root_turn(record.turn):
-            self._turn_known(record, record.turn, note.turn.id)
+            self._name_turn(record, record.turn, note.turn.id)
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
         hub = self.hub
