@@ -31,9 +31,9 @@ class Streaming:
         self.hub = hub
 
     def item_started(self, note: ItemNotification) -> None:
-        """An item of a turn that ran before the session opened here is one whose
-        beginning was seen; an answer Codex already says not to show streams nothing
-        (its completion shows what stands in its place)."""
+        """Note the item's beginning on a turn joined while it ran (an item begun since
+        streams; one begun before does not); an answer Codex already says not to show
+        streams nothing (its completion shows what stands in its place)."""
         item = note.item
         record = self.hub.threads.session(note.threadId)
         turn = record.turn if record is not None else None
