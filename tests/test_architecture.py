@@ -23,8 +23,6 @@ PACKAGE_DIR = Path(bridge.__file__).resolve().parent
 # built, and handed its collaborators, by the wiring module alone.
 FEATURE_MODULES = [
     "bridge.engine.features.prompts",
-    "bridge.engine.features.streaming",
-    "bridge.engine.features.retries",
     "bridge.engine.features.lifecycle",
     "bridge.engine.features.tools",
     "bridge.engine.features.approvals",
@@ -33,6 +31,8 @@ FEATURE_MODULES = [
     "bridge.engine.features.subagents",
     "bridge.engine.features.subagent_history",
     "bridge.engine.features.recovery",
+    "bridge.engine.features.streaming",
+    "bridge.engine.features.retries",
 ]
 # The one engine module allowed to import the feature modules.
 WIRING_MODULE = "bridge.engine.core.engine"

@@ -188,7 +188,7 @@ class Engine:
         )
         hub.before_updates(TURN_TRAFFIC, self.prompts.turn_traffic)
         self.streaming = Streaming(hub)
-        self.retries = Retries(hub, interrupt=self.prompts.interrupt)
+        self.retries = Retries(hub, prompts=self.prompts)
         self.palette = Palette(hub, describe=self.settings.describe)
         self.steering = Steering(
             hub,

@@ -1,33 +1,31 @@
-"""A turn whose model Codex cannot reach: each retry told, and the prompt bounded.
+"""A turn whose model Codex cannot reach is never left to Codex's endless retries.
 
-Codex reports trouble on a turn with ``error {willRetry}``. An error it will not
-retry is kept on the turn (``Turn.error_message``, ``error_info``): the prompts
-feature answers with it when the turn fails without an error of its own. An
-error it retries means Codex cannot reach its model, and it retries for as long
-as it takes: within a budget first ("Reconnecting... 2/5"), then, the network
-down, without end ("Reconnecting... waiting for network"), sending nothing else.
-So that a prompt is never left silent, or waiting for ever:
+Codex reports a turn's trouble with its model as ``error`` notifications.
+``willRetry: false`` is the turn's failure: its message and ``codexErrorInfo`` are
+kept on the turn, for the prompt's answer when the turn ends
+(:mod:`bridge.engine.features.prompts`). ``willRetry: true`` is a retry:
 
-- the client hears of each retry: a ``notice`` where it takes notices, else a
-  thought (the answer's text stays the model's);
-- at the first retry, ``account/read``: when nobody is signed in and the model
-  provider wants an OpenAI sign-in, waiting helps nobody: the turn is stopped,
-  ``auth_required``;
-- after :data:`GIVE_UP_AFTER_WAITS` retries past Codex's budget, the turn is
-  stopped with an error naming the model provider (and its URL, from
-  ``config/read``).
+- the client hears of each: a notice where it takes notices
+  (``clientCapabilities.session.notices``), else a thought (the answer's text stays
+  the model's);
+- at the first, the bridge asks whether anybody is signed in (``account/read``):
+  nobody, with a provider that wants an OpenAI sign-in, stops the turn at once with
+  ``auth_required`` (not asked when the bridge picks the provider itself,
+  ``-c model_provider``);
+- Codex's retries within its budget say how far they are ("2/5"); past it, Codex
+  waits for the network without end. After :data:`GIVE_UP_AFTER_WAITS` such waits
+  the turn is stopped with an error naming the model provider (and its URL, from
+  ``config/read``) Codex could not reach.
 
-A turn is stopped by recording why (``Turn.failure``) and interrupting it (the
-``interrupt`` the prompts feature is given); its prompt is answered with that
-failure once Codex reports the turn ended, every update of the turn before it.
+Stopping a turn interrupts it; its prompt is answered with the failure once Codex
+reports the turn ended (every update of the turn before the answer).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ...acp import types as acp_types
 from ...codex import palette as codex_palette
@@ -41,13 +39,18 @@ from ..views import translate
 log = logging.getLogger(__name__)
 
 
-class Retries:
-    """Codex's errors on a prompt's turn (see the module docstring). ``interrupt`` stops
-    a turn (the prompts feature's)."""
+class Interrupts(Protocol):
+    """Interrupts a session's turn (:class:`bridge.engine.features.prompts.Prompts`)."""
 
-    def __init__(self, hub: Hub, *, interrupt: Callable[[ThreadRecord, Turn], None]) -> None:
+    def interrupt(self, record: ThreadRecord, turn: Turn) -> None: ...
+
+
+class Retries:
+    """Codex's ``error`` notifications for a session's turn (see the module docstring)."""
+
+    def __init__(self, hub: Hub, *, prompts: Interrupts) -> None:
         self.hub = hub
-        self._interrupt = interrupt
+        self._prompts = prompts
 
     def error(self, note: codex_types.ErrorNotification) -> None:
         record = self.hub.threads.session(note.threadId)
@@ -168,7 +171,7 @@ class Retries:
         Codex reports the turn ended (every update of the turn before the answer)."""
         turn.failure = failure
         log.warning("session %s: stopping its turn: %s", record.id, failure.message)
-        self._interrupt(record, turn)
+        self._prompts.interrupt(record, turn)
 
 
 #: Codex's retries within its budget say how far they are ("Reconnecting... 2/5"); past

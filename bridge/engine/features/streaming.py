@@ -1,18 +1,20 @@
-"""A turn's streamed content: the answer's text, the reasoning, the token usage.
+"""A turn's streamed answer, reasoning and token usage, as the client sees them.
 
-Codex streams an agent message as deltas (``item/agentMessage/delta``) and its
-reasoning summary likewise (``item/reasoning/summaryTextDelta``, one part per
-paragraph); ``item/completed`` then carries the whole item. Each delta goes out
-at once as a chunk of its message (``agent_message_chunk`` /
-``agent_thought_chunk``, the item's id as ``messageId``), and the completion
-sends only what was not streamed (:func:`~bridge.engine.views.translate.completed_item_updates`).
-Two kinds of item stream nothing, their completion showing them whole: an answer
-Codex says at ``item/started`` not to show (``withheld_items``), and one of a turn
-that already ran when the session opened here, begun before then (its beginning
-was never seen: ``Turn.joined``). Codex's token usage becomes ``usage_update``.
+Codex streams a turn's answer (``item/agentMessage/delta``) and its reasoning
+summary (``item/reasoning/summaryTextDelta``, paragraphs by
+``item/reasoning/summaryPartAdded``) as it writes them; each delta goes to the
+session as an ``agent_message_chunk`` or ``agent_thought_chunk`` at once (the
+streamed answer is most of what Codex sends: this is the engine's hot path).
+When the item completes, what was not streamed is shown whole
+(:func:`bridge.engine.views.translate.completed_item_updates`).
 
-This is the hot path: ``item/agentMessage/delta`` is most of what Codex sends,
-and each costs one record lookup and one update here.
+- An answer Codex already says not to show streams nothing; its completion shows
+  what stands in its place.
+- A turn that ran before the session opened here (another window's, Codex's TUI)
+  shows only the items it started after: an item begun before has no beginning to
+  show, so its deltas are dropped and its completion shows it whole.
+- ``thread/tokenUsage/updated`` is kept on the session (``/status`` reads it) and
+  sent as ``usage_update``.
 """
 
 from __future__ import annotations
@@ -25,15 +27,14 @@ from ..views import translate
 
 
 class Streaming:
-    """A turn's answer, reasoning and usage, as they stream (see the module docstring)."""
+    """What a session shows of its turn's stream (see the module docstring)."""
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
 
     def item_started(self, note: ItemNotification) -> None:
-        """Note the item's beginning on a turn joined while it ran (an item begun since
-        streams; one begun before does not); an answer Codex already says not to show
-        streams nothing (its completion shows what stands in its place)."""
+        """An answer Codex already says not to show streams nothing (its completion
+        shows what stands in its place)."""
         item = note.item
         record = self.hub.threads.session(note.threadId)
         turn = record.turn if record is not None else None
