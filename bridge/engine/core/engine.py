@@ -37,8 +37,8 @@ Rules this engine keeps (read these before changing it):
 
 Structure. This module is the wiring: the only one that builds the features
 (``prompts``, ``streaming``, ``retries``, ``lifecycle``, ``tools``, ``approvals``,
-``settings``, ``auth``, ``subagents``, ``subagent_history``, ``recovery``, ``terminals``, ``steering``,
-``palette``, ``session_admin``) and the only one that knows the order in which
+``settings``, ``auth``, ``subagents``, ``subagent_history``, ``recovery``,
+``terminals``, ``steering``, ``palette``, ``session_admin``) and the only one that knows the order in which
 several of them react to one message. The client is spoken to through the
 hub's face (:mod:`bridge.engine.faces`), v1's until ``initialize`` picks v2;
 each face's request table decodes its version's params once, for the feature

@@ -70,7 +70,8 @@ class V1Face:
         self.on_fact[type(fact)](self, fact)
 
     def _silent(self, fact: Any) -> None:
-        """A prompt's insertion, a turn's start or end: v1 has no message for them (its prompt is answered at the end of its work)."""
+        """A prompt's insertion, a turn's start or end: v1 has no message for them
+        (its prompt is answered at the end of its work)."""
 
     def _session_opened(self, fact: facts.SessionOpened) -> None:
         self.hub.answer_client(fact.request_id, fact.result)

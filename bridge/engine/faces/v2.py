@@ -19,8 +19,8 @@ What v2 changes, and how it is kept:
    or at once when the bridge answers it itself, with an id of the bridge's; a
    prompt whose turn sends a tool call or a plan before its user message item,
    just before it. The answer is followed by the ``user_message`` echo and
-   ``state_update: running``. The end of its work (:class:`~facts.PromptEnded`) becomes
-   ``state_update: idle`` with its stop reason, or with ``stopReason: "error"``
+   ``state_update: running``. The end of its work (:class:`~facts.PromptEnded`)
+   becomes ``state_update: idle`` with its stop reason, or with ``stopReason: "error"``
    and the error. A prompt that waits behind a running one is not inserted yet:
    a cancel answers it -32800 (request cancelled), and a failure before
    insertion is its error.
