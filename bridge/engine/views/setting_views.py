@@ -118,22 +118,33 @@ def current_effort(settings: Settings, catalog: Catalog) -> str | None:
 
 def options(settings: Settings, catalog: Catalog) -> list[acp_settings.SessionConfigSelect]:
     """The session's config options: mode, model and, when known, reasoning effort."""
+    selects = [_mode_select(settings), _model_select(settings, catalog)]
+    effort = _effort_select(settings, catalog)
+    if effort is not None:
+        selects.append(effort)
+    return selects
+
+
+def _mode_select(settings: Settings) -> acp_settings.SessionConfigSelect:
     shown = modes(settings)
-    selects = [
-        acp_settings.SessionConfigSelect(
-            id=MODE_OPTION,
-            name="Mode",
-            description="What Codex may do without asking: its approval and sandbox policies.",
-            category="mode",
-            currentValue=shown.currentModeId,
-            options=[
-                acp_settings.SessionConfigSelectOption(
-                    value=m.id, name=m.name, description=m.description
-                )
-                for m in shown.availableModes
-            ],
-        )
-    ]
+    return acp_settings.SessionConfigSelect(
+        id=MODE_OPTION,
+        name="Mode",
+        description="What Codex may do without asking: its approval and sandbox policies.",
+        category="mode",
+        currentValue=shown.currentModeId,
+        options=[
+            acp_settings.SessionConfigSelectOption(
+                value=m.id, name=m.name, description=m.description
+            )
+            for m in shown.availableModes
+        ],
+    )
+
+
+def _model_select(settings: Settings, catalog: Catalog) -> acp_settings.SessionConfigSelect:
+    """The catalog's models; the model the session opened with stays offered after another
+    is picked (it may be one of a custom provider, which the catalog does not list)."""
     current = current_model(settings)
     models = [
         acp_settings.SessionConfigSelectOption(
@@ -141,8 +152,6 @@ def options(settings: Settings, catalog: Catalog) -> list[acp_settings.SessionCo
         )
         for m in catalog or []
     ]
-    # The model the session opened with stays offered after another is picked (it
-    # may be one of a custom provider, which the catalog does not list).
     for model in dict.fromkeys([settings.opened_model, current]):
         if model and all(m.value != model for m in models):
             models.insert(
@@ -153,40 +162,37 @@ def options(settings: Settings, catalog: Catalog) -> list[acp_settings.SessionCo
                     description="The model the session opened with, as Codex reported it.",
                 ),
             )
-    selects.append(
-        acp_settings.SessionConfigSelect(
-            id=MODEL_OPTION,
-            name="Model",
-            category="model",
-            currentValue=current,
-            options=models,
-        )
+    return acp_settings.SessionConfigSelect(
+        id=MODEL_OPTION, name="Model", category="model", currentValue=current, options=models
     )
+
+
+def _effort_select(settings: Settings, catalog: Catalog) -> acp_settings.SessionConfigSelect | None:
+    """The efforts the current model supports (the catalog's, its default marked), and the
+    current one; ``None`` when no effort is known."""
     effort = current_effort(settings, catalog)
-    if effort is not None:
-        entry = catalog_entry(catalog, current)
-        supported = entry.supportedReasoningEfforts if entry is not None else []
-        default = entry.defaultReasoningEffort if entry is not None else None
-        efforts = [
-            acp_settings.SessionConfigSelectOption(
-                value=e.reasoningEffort,
-                name=_effort_name(e.reasoningEffort),
-                description=(e.description + (" (default)" if e.reasoningEffort == default else ""))
-                or UNSET,
-            )
-            for e in supported
-        ]
-        if all(e.value != effort for e in efforts):
-            efforts.append(
-                acp_settings.SessionConfigSelectOption(value=effort, name=_effort_name(effort))
-            )
-        selects.append(
-            acp_settings.SessionConfigSelect(
-                id=EFFORT_OPTION,
-                name="Reasoning effort",
-                category="thought_level",
-                currentValue=effort,
-                options=efforts,
-            )
+    if effort is None:
+        return None
+    entry = catalog_entry(catalog, current_model(settings))
+    supported = entry.supportedReasoningEfforts if entry is not None else []
+    default = entry.defaultReasoningEffort if entry is not None else None
+    efforts = [
+        acp_settings.SessionConfigSelectOption(
+            value=e.reasoningEffort,
+            name=_effort_name(e.reasoningEffort),
+            description=(e.description + (" (default)" if e.reasoningEffort == default else ""))
+            or UNSET,
         )
-    return selects
+        for e in supported
+    ]
+    if all(e.value != effort for e in efforts):
+        efforts.append(
+            acp_settings.SessionConfigSelectOption(value=effort, name=_effort_name(effort))
+        )
+    return acp_settings.SessionConfigSelect(
+        id=EFFORT_OPTION,
+        name="Reasoning effort",
+        category="thought_level",
+        currentValue=effort,
+        options=efforts,
+    )
