@@ -159,6 +159,78 @@ def test_a_tool_call_status_update_of_a_cancelled_command_is_cancelled() -> None
     h.validate()
 
 
+# -- a prompt's insertion, stated once ----------------------------------------------------------
+
+
+def _insertions(h: Harness) -> list[tuple[Any, str]]:
+    """Every insertion the features state from now on: (prompt id, message id)."""
+    seen: list[tuple[Any, str]] = []
+    face = h.engine.hub.face
+    render = face.state
+
+    def state(fact: facts.Fact) -> None:
+        if isinstance(fact, facts.PromptInserted):
+            seen.append((fact.request_id, fact.message_id))
+        render(fact)
+
+    face.state = state  # type: ignore[method-assign]
+    return seen
+
+
+def _harness(version: int) -> Harness:
+    if version == 2:
+        return V2()
+    h = Harness()
+    h.client_request("initialize", {"protocolVersion": 1})
+    return h
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize(
+    ("first", "message_id"),
+    [
+        ("item/started", "um-turn-1"),  # Codex's user message item names the prompt
+        ("turn/plan/updated", "thread-1-prompt-1"),  # the turn's traffic came first
+        ("turn/completed", "thread-1-prompt-1"),  # the turn ended with no item naming it
+    ],
+)
+def test_the_prompts_feature_states_when_a_prompt_is_inserted_and_under_which_id(
+    version: int, first: str, message_id: str
+) -> None:
+    """The same insertion, at the same moment, whatever the client speaks: v2 answers the
+    prompt with it, v1 says nothing of it (its prompt is answered at the end of its work)."""
+    h = _harness(version)
+    h.new_session()
+    inserted = _insertions(h)
+    rid = h.client_request(
+        "session/prompt", {"sessionId": "thread-1", "prompt": [{"type": "text", "text": "hi"}]}
+    )
+    start = h.codex_request("turn/start")
+    h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
+    assert inserted == []  # not before Codex shows the prompt, or the turn its work
+    sent = len(h.to_client)
+    if first == "item/started":
+        item = {"type": "userMessage", "id": "um-turn-1", "content": []}
+        h.codex_notify("item/started", {"threadId": "thread-1", "turnId": "turn-1", "item": item})
+    elif first == "turn/plan/updated":
+        plan = [{"step": "a", "status": "pending"}]
+        h.codex_notify(
+            "turn/plan/updated", {"threadId": "thread-1", "turnId": "turn-1", "plan": plan}
+        )
+    else:
+        h.complete_turn("thread-1")
+    assert inserted == [(rid, message_id)]
+    answered = [m for m in h.to_client[sent:] if m.get("id") == rid]
+    if version == 2:
+        assert answered[0]["result"] == {"messageId": message_id}
+    elif first == "turn/completed":
+        assert answered == [{"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}}]
+    else:
+        assert answered == []
+    record = h.engine.threads.session("thread-1")
+    assert record is not None and record.awaiting_message is None
+
+
 # -- requests decoded once ------------------------------------------------------------------------
 
 
@@ -208,7 +280,7 @@ def test_the_v2_face_keeps_nothing_per_session() -> None:
     _command_started(h)
     face = h.engine.hub.face
     assert isinstance(face, V2Face)
-    assert set(vars(face)) == {"hub", "requests", "fork", "_messages"}
+    assert set(vars(face)) == {"hub", "requests", "fork"}
     record = h.engine.threads.session("thread-1")
     assert record is not None and record.cancellable == {"call-1"} and record.working == 1
     h.engine.forget("thread-1")

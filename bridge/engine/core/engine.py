@@ -36,9 +36,9 @@ Rules this engine keeps (read these before changing it):
    traceback and the request that met it answered with -32603.
 
 Structure. This module is the wiring: the only one that builds the features
-(``prompts``, ``lifecycle``, ``tools``, ``approvals``, ``settings``, ``auth``,
-``subagents``, ``subagent_history``, ``recovery``, ``terminals``, ``steering``,
-``palette``, ``session_admin``) and the only one that knows the order in which
+(``prompts``, ``streaming``, ``retries``, ``lifecycle``, ``tools``, ``approvals``,
+``settings``, ``auth``, ``subagents``, ``subagent_history``, ``recovery``,
+``terminals``, ``steering``, ``palette``, ``session_admin``) and the only one that knows the order in which
 several of them react to one message. The client is spoken to through the
 hub's face (:mod:`bridge.engine.faces`), v1's until ``initialize`` picks v2;
 each face's request table decodes its version's params once, for the feature
@@ -82,11 +82,13 @@ from ..features.approvals import Approvals
 from ..features.auth import Authentication
 from ..features.lifecycle import Lifecycle
 from ..features.palette import Palette
-from ..features.prompts import Prompts
+from ..features.prompts import TURN_TRAFFIC, Prompts
 from ..features.recovery import Recovery
+from ..features.retries import Retries
 from ..features.session_admin import SessionAdmin
-from ..features.settings import Configuration
+from ..features.settings import SettingsSelectors
 from ..features.steering import Steering
+from ..features.streaming import Streaming
 from ..features.subagent_history import SubagentHistory
 from ..features.subagents import Subagents
 from ..features.terminals import Terminals
@@ -157,7 +159,7 @@ class Engine:
 
         self.approvals = Approvals(hub)
         self.tools = Tools(hub)
-        self.settings = Configuration(hub)
+        self.settings = SettingsSelectors(hub)
         self.auth = Authentication(hub)
         self.subagents = Subagents(
             hub,
@@ -184,6 +186,9 @@ class Engine:
                 record, command, done, failed
             ),
         )
+        hub.before_updates(TURN_TRAFFIC, self.prompts.turn_traffic)
+        self.streaming = Streaming(hub)
+        self.retries = Retries(hub, prompts=self.prompts)
         self.palette = Palette(hub, describe=self.settings.describe)
         self.steering = Steering(
             hub,
@@ -251,8 +256,9 @@ class Engine:
 
     def _routes(self) -> dict[str, Callable[[Any], None]]:
         """Each Codex notification → what reacts to it, in this order."""
-        prompts, tools, approvals, subagents = (
+        prompts, streaming, tools, approvals, subagents = (
             self.prompts,
+            self.streaming,
             self.tools,
             self.approvals,
             self.subagents,
@@ -260,13 +266,14 @@ class Engine:
 
         def item_started(note: codex_messages.ItemNotification) -> None:
             prompts.item_started(note)
+            streaming.item_started(note)
             tools.item_started(note)
             approvals.item_started(note)
             subagents.item_started(note)
 
         def item_completed(note: codex_messages.ItemNotification) -> None:
             self.steering.item_completed(note)
-            prompts.item_completed(note)
+            streaming.item_completed(note)
             tools.item_completed(note)
             approvals.item_completed(note)
             subagents.item_completed(note)
@@ -297,15 +304,15 @@ class Engine:
             self._release_turn_ends()
 
         return {
-            "item/agentMessage/delta": prompts.agent_message_delta,
-            "item/reasoning/summaryTextDelta": prompts.reasoning_delta,
-            "item/reasoning/summaryPartAdded": prompts.reasoning_part_added,
+            "item/agentMessage/delta": streaming.agent_message_delta,
+            "item/reasoning/summaryTextDelta": streaming.reasoning_delta,
+            "item/reasoning/summaryPartAdded": streaming.reasoning_part_added,
             "item/started": item_started,
             "item/completed": item_completed,
             "turn/started": turn_started,
             "turn/completed": turn_completed,
-            "thread/tokenUsage/updated": prompts.token_usage,
-            "error": prompts.error,
+            "thread/tokenUsage/updated": streaming.token_usage,
+            "error": self.retries.error,
             "item/commandExecution/outputDelta": tools.output_delta,
             "item/commandExecution/terminalInteraction": tools.terminal_interaction,
             "item/fileChange/patchUpdated": tools.patch_updated,

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
+from msgspec import Raw
+
 from ...acp.types import PromptResult
 from ...jsonrpc import RequestId, RpcError
 from .threads import Prompt, ThreadRecord
@@ -25,21 +27,16 @@ from .threads import Prompt, ThreadRecord
 
 @dataclass(frozen=True, slots=True)
 class PromptInserted:
-    """A prompt's work began. ``named_by_item``: its ``turn/start`` is on its way to
-    Codex, whose user message item will give the message its id; else (a slash
-    command Codex accepted, or one answered without a turn) it began now."""
+    """A prompt was inserted into the session: its work began, as the user message
+    ``message_id``. The prompts feature decides when, and under which id
+    (:mod:`bridge.engine.features.prompts`, "Insertion"): Codex's user message item's
+    id, or one of the bridge's."""
 
     record: ThreadRecord
     request_id: RequestId
-    named_by_item: bool
-
-
-@dataclass(frozen=True, slots=True)
-class UserMessageStarted:
-    """Codex showed a user message item on the session (a prompt's, as history replays it)."""
-
-    record: ThreadRecord
-    item_id: str
+    message_id: str
+    #: The prompt as the client sent it.
+    content: list[Raw]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +78,7 @@ class SessionOpened:
     result: Any
 
 
-Fact: TypeAlias = (
-    PromptInserted | UserMessageStarted | PromptEnded | TurnStarted | TurnEnded | SessionOpened
-)
+Fact: TypeAlias = PromptInserted | PromptEnded | TurnStarted | TurnEnded | SessionOpened
 
 #: Every fact type (each face renders each; the test of the faces reads this).
 FACTS: tuple[type, ...] = get_args(Fact)
@@ -96,5 +91,4 @@ __all__ = [
     "SessionOpened",
     "TurnEnded",
     "TurnStarted",
-    "UserMessageStarted",
 ]

@@ -142,6 +142,10 @@ class Face(Protocol):
     ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]: ...
 
 
+def _see_nothing(_session_id: str) -> None:
+    """What :meth:`Hub.before_updates` calls until someone asks to see updates."""
+
+
 def keep_nothing(_rid: RequestId) -> None:
     """What :meth:`Face.asking` returns for a request it keeps nothing of once sent."""
 
@@ -183,6 +187,11 @@ class Hub:
         self.face: Face
         #: The face's :attr:`Face.same` (read for every streamed delta).
         self._same: frozenset[type] = frozenset()
+        #: Update types someone must see before they go out (:meth:`before_updates`), what
+        #: sees them, and :attr:`_same` without them (the hot path's one set lookup).
+        self._watched: frozenset[type] = frozenset()
+        self._watcher: Callable[[str], None] = _see_nothing
+        self._plain: frozenset[type] = frozenset()
         #: Codex methods Codex answered it does not know (experimental ones come and go).
         self.unknown_to_codex: set[str] = set()
         self._out: list[Effect] = []
@@ -191,6 +200,14 @@ class Hub:
         """Speak to the client through ``face`` from now on."""
         self.face = face
         self._same = face.same
+        self._plain = face.same - self._watched
+
+    def before_updates(self, kinds: frozenset[type], then: Callable[[str], None]) -> None:
+        """Call ``then(session_id)`` before each update of one of ``kinds`` goes to a session
+        the client is shown. One caller: the prompts feature sees the turn's traffic (a tool
+        call, a plan) to insert a prompt ahead of it."""
+        self._watched, self._watcher = kinds, then
+        self._plain = self._same - kinds
 
     def reset_codex(self) -> None:
         """A new connection to Codex (it was restarted, or reconnected): a fresh peer,
@@ -270,7 +287,13 @@ class Hub:
         """
         if session_id not in self._shown_ids:
             return
-        if type(update) in self._same:
+        kind = type(update)
+        if kind in self._plain:
+            self._out.append(update_effect(session_id, update))
+            return
+        if kind in self._watched:
+            self._watcher(session_id)
+        if kind in self._same:
             self._out.append(update_effect(session_id, update))
             return
         self.face.update(session_id, update)

@@ -326,12 +326,13 @@ class ThreadRecord:
     after_announce: list[Callable[[], None]] = field(default_factory=list)
     #: Children whose history a load replayed (their current state follows the response).
     replayed: list[ThreadRecord] = field(default_factory=list)
-    # -- what the client is told of the session's own work (ACP v2 says it; see faces/v2.py)
+    # -- the session's prompts (the prompts feature's)
     #: Prompts received and not answered yet.
     prompts: dict[RequestId, Prompt] = field(default_factory=dict)
-    #: The prompt whose ``turn/start`` went to Codex, until Codex's user message item for
-    #: it gives its message an id.
+    #: The prompt whose ``turn/start`` went to Codex, until it is inserted (Codex's user
+    #: message item for it gives its message an id).
     awaiting_message: RequestId | None = None
+    # -- what the client is told of the session's own work (ACP v2 says it; see faces/v2.py)
     #: Inserted prompts whose work has not ended.
     working: int = 0
     #: A turn Codex started with no prompt of this client's (a goal's, another client's);
@@ -424,6 +425,8 @@ class Threads:
         for record in self.sessions():
             prompt = record.prompts.pop(request_id, None)
             if prompt is not None:
+                if record.awaiting_message == request_id:
+                    record.awaiting_message = None  # answered before Codex named it
                 return record, prompt
         return None
 
@@ -510,9 +513,10 @@ class Threads:
                 break
         return target.id, label
 
-    def work_cancelled(self, record: ThreadRecord) -> bool:
-        """Was the work ``record``'s current (sub-agent) turn does cancelled: its root
-        turn, or an ancestor's running turn that spawned or messaged it?"""
+    def in_cancelled_work(self, record: ThreadRecord) -> bool:
+        """Whether ``record``'s current (sub-agent) turn does work that was cancelled: its
+        own, its root turn's, or that of an ancestor's running turn that spawned or
+        messaged it. (A question; ``Terminals.work_cancelled`` is the event.)"""
         turn = record.turn
         if turn is None:
             return False

@@ -70,8 +70,8 @@ class V1Face:
         self.on_fact[type(fact)](self, fact)
 
     def _silent(self, fact: Any) -> None:
-        """A prompt's insertion, a user message item, a turn's start or end: v1 has no
-        message for them (its prompt is answered at the end of its work)."""
+        """A prompt's insertion, a turn's start or end: v1 has no message for them
+        (its prompt is answered at the end of its work)."""
 
     def _session_opened(self, fact: facts.SessionOpened) -> None:
         self.hub.answer_client(fact.request_id, fact.result)
@@ -98,7 +98,6 @@ class V1Face:
 #: How each fact is rendered for v1 (a fact of no type here is a defect, raised).
 V1Face.on_fact = {
     facts.PromptInserted: V1Face._silent,
-    facts.UserMessageStarted: V1Face._silent,
     facts.TurnStarted: V1Face._silent,
     facts.TurnEnded: V1Face._silent,
     facts.PromptEnded: V1Face._prompt_ended,

@@ -11,17 +11,16 @@ that can be cancelled) lives in the session's record and is forgotten with it.
 
 What v2 changes, and how it is kept:
 
-1. **A prompt is answered when it is inserted**, with the user message's id.
-   An ordinary prompt is inserted when Codex's ``userMessage`` item for it
-   appears (its ``turn/start`` went to Codex: :class:`~facts.PromptInserted`
-   with ``named_by_item``; then :class:`~facts.UserMessageStarted`), and takes
-   that item's id, the one history replays it under. A slash command (no such
-   item) is inserted when Codex accepts its request, or at once when the bridge
-   answers it itself, with an id of the bridge's. Should a turn's tool call or
-   plan come before its user message item, the prompt is inserted first. The
-   answer is followed by the ``user_message`` echo and ``state_update:
-   running``. The end of its work (:class:`~facts.PromptEnded`) becomes
-   ``state_update: idle`` with its stop reason, or with ``stopReason: "error"``
+1. **A prompt is answered when it is inserted** (:class:`~facts.PromptInserted`),
+   with the user message's id. When, and under which id, is the prompts
+   feature's to say (:mod:`bridge.engine.features.prompts`): Codex's
+   ``userMessage`` item for an ordinary prompt, with that item's id (the one
+   history replays it under); a slash command when Codex accepts its request,
+   or at once when the bridge answers it itself, with an id of the bridge's; a
+   prompt whose turn sends a tool call or a plan before its user message item,
+   just before it. The answer is followed by the ``user_message`` echo and
+   ``state_update: running``. The end of its work (:class:`~facts.PromptEnded`)
+   becomes ``state_update: idle`` with its stop reason, or with ``stopReason: "error"``
    and the error. A prompt that waits behind a running one is not inserted yet:
    a cancel answers it -32800 (request cancelled), and a failure before
    insertion is its error.
@@ -68,7 +67,7 @@ from ...jsonrpc.peer import ErrorObject
 from ..core import facts, workstate
 from ..core.hub import Hub, OnError, RequestHandler, keep_nothing
 from ..core.outbox import update_effect
-from ..core.threads import Prompt, ThreadRecord
+from ..core.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +91,6 @@ class V2Face:
         self.hub = hub
         self.requests = requests
         self.fork = fork
-        #: Prompts given a message id of this bridge's (slash commands), numbered.
-        self._messages = 0
 
     # -- initialize -------------------------------------------------------------------------
 
@@ -137,52 +134,19 @@ class V2Face:
         self.on_fact[type(fact)](self, fact)
 
     def _inserted(self, fact: facts.PromptInserted) -> None:
-        """The prompt's work began (see rule 1): inserted now, or once Codex's user
-        message item names it."""
+        """The prompt's work began (see rule 1): its answer, the user message echo, and
+        the session's work state."""
         record = fact.record
-        prompt = record.prompts.get(fact.request_id)
-        if prompt is None or prompt.message_id is not None:
-            return
-        if fact.named_by_item:
-            record.awaiting_message = fact.request_id
-            return
-        self._insert(record, prompt, None)
-
-    def _user_message(self, fact: facts.UserMessageStarted) -> None:
-        record = fact.record
-        rid = record.awaiting_message
-        prompt = record.prompts.get(rid) if rid is not None else None
-        if prompt is not None:
-            self._insert(record, prompt, fact.item_id)
-
-    def _insert(self, record: ThreadRecord, prompt: Prompt, message_id: str | None) -> None:
-        if record.awaiting_message == prompt.request_id:
-            record.awaiting_message = None
-        if message_id is None:
-            # No Codex item names it (a slash command, or none came): an id of this bridge's.
-            self._messages += 1
-            message_id = f"{record.id}-prompt-{self._messages}"
-        prompt.message_id = message_id
-        self.hub.respond(prompt.request_id, v2.PromptResult(messageId=message_id))
-        self._emit(record.id, v2.UserMessage(messageId=message_id, content=prompt.content))
+        self.hub.respond(fact.request_id, v2.PromptResult(messageId=fact.message_id))
+        self._emit(record.id, v2.UserMessage(messageId=fact.message_id, content=fact.content))
         record.working += 1
         record.turn_elsewhere = None  # a turn Codex reported first is this prompt's
         self._show_state(record)
-
-    def _insert_waiting(self, record: ThreadRecord) -> None:
-        """Something of the session's turn goes out before its user message item: the
-        prompt is inserted first (the client learns of its work in order)."""
-        rid = record.awaiting_message
-        prompt = record.prompts.get(rid) if rid is not None else None
-        if prompt is not None:
-            self._insert(record, prompt, None)
 
     def _prompt_ended(self, fact: facts.PromptEnded) -> None:
         record, rid, prompt, outcome = fact.record, fact.request_id, fact.prompt, fact.outcome
         hub = self.hub
         if isinstance(outcome, RpcError):
-            if record.awaiting_message == rid:
-                record.awaiting_message = None  # refused before Codex named it: not inserted
             if prompt is None or prompt.message_id is None:
                 hub.respond_error(rid, outcome)
                 return
@@ -193,8 +157,6 @@ class V2Face:
             )
             self._ended(record, v2.StateUpdate(state="idle", stopReason="error", error=error))
             return
-        if prompt is not None and prompt.message_id is None and record.awaiting_message == rid:
-            self._insert(record, prompt, None)  # its turn ran, though no item named it
         if prompt is None or prompt.message_id is None:
             # Answered before insertion: a queued prompt cancelled, never inserted.
             stop = outcome.stopReason
@@ -346,21 +308,13 @@ class V2Face:
     def _dropped(self, session_id: str, update: Any) -> None:
         """An update v2 has no counterpart of (modes: the mode is a config option)."""
 
-    def _turn_traffic(self, session_id: str) -> ThreadRecord | None:
-        """The session of an update only a turn sends: its prompt is inserted first."""
-        record = self.hub.threads.session(session_id)
-        if record is not None and record.awaiting_message is not None:
-            self._insert_waiting(record)
-        return record
-
     def _tool_call(self, session_id: str, update: Any) -> None:
-        record = self._turn_traffic(session_id)
+        record = self.hub.threads.session(session_id)
         if record is not None:
             update = self._tool_update(record, update)
         self.hub.emit(update_effect(session_id, update))
 
     def _plan(self, session_id: str, update: acp_tools.Plan) -> None:
-        self._turn_traffic(session_id)
         # One plan per session (Codex's turn plan): every update replaces it.
         plan = v2.PlanItems(planId="plan", entries=list(update.entries))
         self.hub.emit(update_effect(session_id, v2.PlanUpdate(plan=plan, meta=update.meta)))
@@ -407,7 +361,7 @@ class V2Face:
         if status in FINAL:
             record.cancelled_calls.discard(call_id)
         if kind is acp_tools.ToolCallUpdate and capabilities is UNSET:
-            return _tool_call_update(update)
+            return _with_v2_diffs(update)
         if kind is acp_permissions.ToolCallStatusUpdate:
             return v2.ToolCallUpdate(toolCallId=call_id, status=status, capabilities=capabilities)
         return v2.ToolCallUpdate(
@@ -501,7 +455,7 @@ def _is_command(update: acp_tools.ToolCall) -> bool:
     return isinstance(raw, dict) and "commandActions" in raw
 
 
-def _tool_call_update(update: acp_tools.ToolCallUpdate) -> acp_tools.ToolCallUpdate:
+def _with_v2_diffs(update: acp_tools.ToolCallUpdate) -> acp_tools.ToolCallUpdate:
     if update.content is UNSET or not any(isinstance(c, acp_tools.Diff) for c in update.content):
         return update
     return msgspec.structs.replace(update, content=_content(update.content))
@@ -588,7 +542,6 @@ V2Face.render = {
 #: How each fact is rendered for v2 (a fact of no type here is a defect, raised).
 V2Face.on_fact = {
     facts.PromptInserted: V2Face._inserted,
-    facts.UserMessageStarted: V2Face._user_message,
     facts.PromptEnded: V2Face._prompt_ended,
     facts.TurnStarted: V2Face._turn_started,
     facts.TurnEnded: V2Face._turn_ended,

@@ -346,7 +346,7 @@ class PendingRequests:
             return turn.cancel_requested and (
                 turn.id is None or turn_id is None or turn.id == turn_id
             )
-        return turn.id == turn_id and self.hub.threads.work_cancelled(record)
+        return turn.id == turn_id and self.hub.threads.in_cancelled_work(record)
 
     # -- what ends a question besides the answer -------------------------------------------------
 

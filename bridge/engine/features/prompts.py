@@ -1,29 +1,47 @@
-"""Sessions and prompts: ``session/new``, ``session/prompt``, ``session/cancel``,
-and a turn's streamed answer, reasoning and token usage.
+"""Sessions and prompts: ``session/new``, ``session/prompt``, ``session/cancel``.
 
 A session is a Codex thread (``thread/start``); a prompt is a turn
 (``turn/start``, or the request a slash command starts), answered when Codex
 says the turn ended: ``completed`` → ``end_turn``, ``interrupted`` →
 ``cancelled``, ``failed`` → an error with Codex's message (``auth_required``
-when Codex lacks credentials). A turn whose model Codex cannot reach is never
-left to Codex's endless retries: the client hears of each, and the bridge stops
-the turn (``auth_required`` when nobody is signed in, else an error naming the
-model provider) once Codex is past its own retry budget.
+when Codex lacks credentials). What streams meanwhile is
+:mod:`bridge.engine.features.streaming`'s; a turn whose model Codex cannot
+reach, :mod:`bridge.engine.features.retries`'s (which stops it through
+:meth:`Prompts.interrupt`).
+
+**One turn at a time.** A prompt sent while the session works (a turn, a
+command answered without one, a resume after Codex came back) is queued, and
+starts when the work ends, in arrival order; ``session/cancel`` answers the
+queued ones ``cancelled`` at once and interrupts the turn (once Codex has
+named it: a turn Codex has not named yet is interrupted as soon as it is). A
+turn another client of the same Codex started on the session is the session's
+turn too (``Turn.foreign``).
+
+**Insertion.** A prompt is *inserted* when its work begins, as a user
+message with an id: the prompts feature states it
+(:class:`~bridge.engine.core.facts.PromptInserted`) and each face renders it
+(v2 answers the prompt then; v1 says nothing). An ordinary prompt awaits
+Codex's ``userMessage`` item for it (``ThreadRecord.awaiting_message``) and
+takes that item's id, the one history replays it under. It is inserted under
+an id of this bridge's (``SESSION-prompt-N``) when no such item will come or
+comes too late: a slash command, when Codex accepts its request (or at once
+when the bridge answers it itself); a turn whose tool call or plan
+(:data:`TURN_TRAFFIC`) is about to go out first; a turn that ends without one.
+A prompt refused before insertion is never inserted.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
 from msgspec import Raw
 
+from ...acp import permissions as acp_permissions
+from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import commands as codex_commands
-from ...codex import palette as codex_palette
-from ...codex import settings as codex_settings
 from ...codex import threads as codex_threads
 from ...codex import types as codex_types
 from ...codex.messages import ItemNotification
@@ -32,9 +50,9 @@ from ...jsonrpc.peer import ErrorObject
 from ..core import facts
 from ..core.hub import Hub, check_directory, decode_params, from_codex
 from ..core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn
-from ..views import translate
 from .commands import QuickCommand
 from .prompt_input import prompt_to_input
+from .turn_errors import lacks_credentials, policy_message
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +106,8 @@ class Prompts:
         self._quick = quick
         #: Quick commands answered so far (their messages' ids).
         self._quick_count = 0
+        #: Prompts inserted under a message id of this bridge's, numbered.
+        self._messages = 0
 
     # -- client requests ---------------------------------------------------------------
 
@@ -157,17 +177,17 @@ class Prompts:
             command = None
         turn = record.turn = Turn(request_id=rid, started_by_steer=rid is None)
 
-        def turn_started(result: codex_commands.CommandStartResult) -> None:
+        def accepted(result: codex_commands.CommandStartResult) -> None:
             if result.turn is not None:
                 record.unstored = False  # Codex writes the thread as it starts a turn
             # A command's result may name no turn (``thread/compact/start``): then
-            # the ``turn/started`` that follows names it (turn_started).
+            # the ``turn/started`` that follows names it (:meth:`turn_started`).
             if rid is not None and record.turn is turn and command is not None:
-                self.hub.state(facts.PromptInserted(record, rid, named_by_item=False))
+                self._insert_now(record, rid)  # no user message item will name it
             if result.turn is not None:
-                self._turn_known(record, turn, result.turn.id)
+                self._name_turn(record, turn, result.turn.id)
 
-        def turn_refused(error: ErrorObject) -> None:
+        def refused(error: ErrorObject) -> None:
             if record.turn is turn:
                 record.turn = None
                 if rid is not None and record.gone is not None:
@@ -188,10 +208,8 @@ class Prompts:
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
             self._turn_starting(record, request)
             if rid is not None:
-                self.hub.state(facts.PromptInserted(record, rid, named_by_item=True))
-        hub.codex_request(
-            method, request, codex_commands.CommandStartResult, turn_started, turn_refused
-        )
+                self._await_item(record, rid)
+        hub.codex_request(method, request, codex_commands.CommandStartResult, accepted, refused)
 
     def cancel(self, record: ThreadRecord) -> None:
         """Stop the session's prompt, if any: it resolves ``cancelled`` once Codex
@@ -206,7 +224,58 @@ class Prompts:
         if not _root_turn(turn):
             return  # a sub-agent's: its cancel is the sub-agents feature's
         turn.cancel_requested = True
-        self._send_interrupt(record, turn)
+        self.interrupt(record, turn)
+
+    # -- insertion ----------------------------------------------------------------------------
+
+    def _await_item(self, record: ThreadRecord, rid: RequestId) -> None:
+        """Prompt ``rid``'s ``turn/start`` goes to Codex: it is inserted once Codex's user
+        message item for it starts (:meth:`item_started`), under that item's id (the one
+        history replays it under)."""
+        prompt = record.prompts.get(rid)
+        if prompt is not None and prompt.message_id is None:
+            record.awaiting_message = rid
+
+    def item_started(self, note: ItemNotification) -> None:
+        """Codex's user message item names the prompt awaiting it: inserted now."""
+        item = note.item
+        if type(item) is not codex_types.UserMessageItem:
+            return
+        record = self.hub.threads.session(note.threadId)
+        if record is not None and record.awaiting_message is not None:
+            self._insert_awaited(record, item.id)
+
+    def _insert_now(self, record: ThreadRecord, rid: RequestId) -> None:
+        """Prompt ``rid`` is inserted now, under an id of this bridge's (a slash command
+        Codex accepted, or one answered without a turn: no user message item names it)."""
+        prompt = record.prompts.get(rid)
+        if prompt is not None and prompt.message_id is None:
+            self._insert(record, prompt, None)
+
+    def turn_traffic(self, session_id: str) -> None:
+        """A tool call or a plan (:data:`TURN_TRAFFIC`) is about to go to the session: a
+        prompt still awaiting its user message item is inserted first, under an id of this
+        bridge's (the client learns of its work in order)."""
+        record = self.hub.threads.session(session_id)
+        if record is not None and record.awaiting_message is not None:
+            self._insert_awaited(record, None)
+
+    def _insert_awaited(self, record: ThreadRecord, message_id: str | None) -> None:
+        rid = record.awaiting_message
+        prompt = record.prompts.get(rid) if rid is not None else None
+        if prompt is not None:
+            self._insert(record, prompt, message_id)
+
+    def _insert(self, record: ThreadRecord, prompt: Prompt, message_id: str | None) -> None:
+        """State the prompt's insertion, as ``message_id`` or, when none is given, an id
+        of this bridge's."""
+        if record.awaiting_message == prompt.request_id:
+            record.awaiting_message = None
+        if message_id is None:
+            self._messages += 1
+            message_id = f"{record.id}-prompt-{self._messages}"
+        prompt.message_id = message_id
+        self.hub.state(facts.PromptInserted(record, prompt.request_id, message_id, prompt.content))
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -216,7 +285,7 @@ class Prompts:
         hub = self.hub
         turn = record.turn = Turn(request_id=rid, quick=True)
         self._quick_count += 1
-        hub.state(facts.PromptInserted(record, rid, named_by_item=False))
+        self._insert_now(record, rid)
         message_id = f"{command.name}-{self._quick_count}"
 
         def finish() -> bool:
@@ -252,17 +321,21 @@ class Prompts:
 
         self._quick(record, command, done, failed)
 
-    def _turn_known(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
+    def _name_turn(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
+        """Codex named the session's turn (its answer to ``turn/start``, or ``turn/started``,
+        whichever came first): a cancel or a stop waiting for the id is sent now."""
         if record.turn is not turn or turn.id is not None:
             return
         turn.id = turn_id
         record.own_turns.add(turn_id)
         if turn.cancel_requested or turn.failure is not None:
-            self._send_interrupt(record, turn)
+            self.interrupt(record, turn)
         self._turn_known_hook(record)
 
-    def _send_interrupt(self, record: ThreadRecord, turn: Turn) -> None:
-        # Without a turn id there is nothing to interrupt yet; _turn_known sends
+    def interrupt(self, record: ThreadRecord, turn: Turn) -> None:
+        """Send ``turn/interrupt`` for ``turn``, once (a cancel, or the bridge stopping it:
+        :mod:`bridge.engine.features.retries`); its prompt settles at ``turn/completed``."""
+        # Without a turn id there is nothing to interrupt yet; _name_turn sends
         # it as soon as Codex names the turn.
         if turn.id is None and turn.foreign and not turn.interrupt_sent:
             # Another client's turn already running when this session opened: Codex
@@ -297,7 +370,7 @@ class Prompts:
                 return
             turn.id = last.id
             turn.interrupt_sent = False
-            self._send_interrupt(record, turn)
+            self.interrupt(record, turn)
 
         self.hub.codex_request(
             "thread/read",
@@ -320,7 +393,7 @@ class Prompts:
             self._turn_known_hook(record)
             return
         if _root_turn(record.turn):
-            self._turn_known(record, record.turn, note.turn.id)
+            self._name_turn(record, record.turn, note.turn.id)
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
         hub = self.hub
@@ -374,6 +447,11 @@ class Prompts:
     ) -> None:
         """Prompt ``rid``'s work ended: its answer (or, in v2, its work state) says how."""
         prompt = record.prompts.pop(rid, None)
+        if record.awaiting_message == rid and rid in self.hub.open_client_requests:
+            if isinstance(outcome, RpcError):
+                record.awaiting_message = None  # refused before Codex named it: never inserted
+            elif prompt is not None and prompt.message_id is None:
+                self._insert(record, prompt, None)  # its turn ran, though no item named it
         self.hub.end_prompt(facts.PromptEnded(record, rid, prompt, outcome))
 
     def resume_settled(self, record: ThreadRecord) -> None:
@@ -426,263 +504,24 @@ class Prompts:
                 else:
                     self._end(record, turn.request_id, RpcError.internal(reason))
 
-    def error(self, note: codex_types.ErrorNotification) -> None:
-        record = self.hub.threads.session(note.threadId)
-        turn = record.turn if record is not None else None
-        if record is None or turn is None or turn.request_id is None:
-            return
-        if turn.id is not None and turn.id != note.turnId:
-            return
-        if not note.willRetry:
-            turn.error_message = note.error.message
-            turn.error_info = note.error.codexErrorInfo
-            return
-        # Codex cannot reach its model and retries, for as long as it takes when the
-        # network is down: the client hears of it, and the prompt is bounded (never silent).
-        turn.retries += 1
-        if not _BUDGETED_RETRY.search(note.error.message):
-            turn.waits += 1
-        if turn.failure is not None:
-            return
-        self._retrying(record, note)
-        if turn.retries == 1:
-            self._check_sign_in(record, turn)
-        if turn.waits >= GIVE_UP_AFTER_WAITS:
-            self._unreachable(record, turn, note)
 
-    def _retrying(self, record: ThreadRecord, note: codex_types.ErrorNotification) -> None:
-        """Tell the client Codex is retrying, and why: a notice where it takes notices,
-        else a thought (the answer's text stays the model's)."""
-        why = _retry_reason(note.error)
-        sessions = self.hub.client_capabilities.session or {}
-        if sessions.get("notices") is not None:
-            self.hub.update(
-                record.id,
-                acp_types.Notice(
-                    severity="warning",
-                    title="Codex cannot reach the model; retrying",
-                    description=why,
-                ),
-            )
-        else:
-            text = f"Codex cannot reach the model ({why}); retrying.\n"
-            self.hub.update(record.id, translate.thought_chunk(f"retry-{note.turnId}", text))
-
-    def _check_sign_in(self, record: ThreadRecord, turn: Turn) -> None:
-        """A model Codex cannot reach may be one it may not use: nobody is signed in and the
-        model provider wants an OpenAI sign-in. Then waiting helps nobody (``auth_required``).
-        Not asked when this bridge picks the provider itself (``-c model_provider``):
-        ``account/read`` speaks of the configured one."""
-        hub = self.hub
-        if "model_provider" in (hub.thread_config or {}):
-            return
-
-        def read(result: codex_palette.AccountReadResult) -> None:
-            if record.turn is not turn or turn.failure is not None:
-                return
-            if result.requiresOpenaiAuth and result.account is None:
-                self._stop(
-                    record,
-                    turn,
-                    RpcError(
-                        ErrorCode.AUTH_REQUIRED,
-                        "Codex is not signed in, and its model provider needs an OpenAI "
-                        "sign-in: authenticate (ChatGPT or an API key), then try again",
-                        {"turnId": turn.id, "requiresOpenaiAuth": True},
-                    ),
-                )
-
-        hub.codex_request(
-            "account/read",
-            codex_palette.NoParams(),
-            codex_palette.AccountReadResult,
-            read,
-            lambda error: log.info("account/read refused: %s", error.message),
-        )
-
-    def _unreachable(
-        self, record: ThreadRecord, turn: Turn, note: codex_types.ErrorNotification
-    ) -> None:
-        """Codex has used its retries and waits for the network: the prompt fails, naming
-        the model provider (and its URL, from ``config/read``) Codex could not reach."""
-        hub = self.hub
-        data: dict[str, Any] = {"turnId": note.turnId, "willRetry": True}
-        if note.error.codexErrorInfo is not None:
-            data["codexErrorInfo"] = note.error.codexErrorInfo
-        if note.error.additionalDetails:
-            data["additionalDetails"] = note.error.additionalDetails
-        why = _retry_reason(note.error)
-
-        def fail(where: str) -> None:
-            if record.turn is turn and turn.failure is None:
-                message = f"Codex could not reach {where} after {turn.retries} attempts: {why}"
-                self._stop(record, turn, RpcError(ErrorCode.INTERNAL_ERROR, message, data))
-
-        def read(result: codex_settings.ConfigReadResult) -> None:
-            config = {**result.config, **(hub.thread_config or {})}
-            provider = config.get("model_provider")
-            providers = config.get("model_providers")
-            table = providers.get(provider) if isinstance(providers, dict) else None
-            url = table.get("base_url") if isinstance(table, dict) else None
-            if isinstance(provider, str):
-                data["modelProvider"] = provider
-                fail(f"its model provider {provider!r}" + (f" at {url}" if url else ""))
-            else:
-                fail("its model provider")
-
-        hub.codex_request(
-            "config/read",
-            codex_settings.ConfigReadParams(cwd=record.cwd)
-            if record.cwd
-            else codex_settings.ConfigReadParams(),
-            codex_settings.ConfigReadResult,
-            read,
-            lambda _error: fail("its model provider"),
-        )
-
-    def _stop(self, record: ThreadRecord, turn: Turn, failure: RpcError) -> None:
-        """End the turn for ``failure``: interrupted now, the prompt answered with it once
-        Codex reports the turn ended (every update of the turn before the answer)."""
-        turn.failure = failure
-        log.warning("session %s: stopping its turn: %s", record.id, failure.message)
-        self._send_interrupt(record, turn)
-
-    # -- streamed content -----------------------------------------------------------------
-
-    def item_started(self, note: ItemNotification) -> None:
-        """An answer Codex already says not to show streams nothing (its completion
-        shows what stands in its place)."""
-        item = note.item
-        record = self.hub.threads.session(note.threadId)
-        if record is not None and type(item) is codex_types.UserMessageItem:
-            self.hub.state(facts.UserMessageStarted(record, item.id))
-        turn = record.turn if record is not None else None
-        if turn is not None and turn.joined is not None:
-            turn.joined.add(item.id)
-        if type(item) is not codex_types.AgentMessageItem:
-            return
-        if record is not None and not translate.presentation(item).answer:
-            record.withheld_items.add(item.id)
-
-    def agent_message_delta(self, delta: codex_types.AgentMessageDelta) -> None:
-        record = self.hub.threads.session(delta.threadId)
-        if record is None or (record.withheld_items and delta.itemId in record.withheld_items):
-            return
-        if _begun_elsewhere(record, delta.itemId):
-            return
-        record.streamed_items.add(delta.itemId)
-        self.hub.update(record.id, translate.message_chunk(delta))
-
-    def reasoning_delta(self, delta: codex_types.ReasoningSummaryTextDelta) -> None:
-        record = self.hub.threads.session(delta.threadId)
-        if record is None or _begun_elsewhere(record, delta.itemId):
-            return
-        record.streamed_items.add(delta.itemId)
-        self.hub.update(record.id, translate.thought_chunk(delta.itemId, delta.delta))
-
-    def reasoning_part_added(self, note: codex_types.ReasoningSummaryPartAdded) -> None:
-        record = self.hub.threads.session(note.threadId)
-        # Summary parts are paragraphs: separate them as Codex's own UI does.
-        if (
-            record is not None
-            and note.summaryIndex > 0
-            and not _begun_elsewhere(record, note.itemId)
-        ):
-            self.hub.update(record.id, translate.thought_chunk(note.itemId, "\n\n"))
-
-    def item_completed(self, note: ItemNotification) -> None:
-        record = self.hub.threads.session(note.threadId)
-        if record is None:
-            return
-        item = note.item
-        streamed = item.id in record.streamed_items
-        record.streamed_items.discard(item.id)
-        record.withheld_items.discard(item.id)
-        for update in translate.completed_item_updates(item, streamed):
-            self.hub.update(record.id, update)
-
-    def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
-        record = self.hub.threads.session(note.threadId)
-        if record is not None:
-            record.usage = note.tokenUsage
-        update = translate.usage_update(note.tokenUsage)
-        if record is not None and update is not None:
-            self.hub.update(record.id, update)
+#: The session updates only a turn sends, which a prompt's insertion precedes
+#: (:meth:`Prompts.turn_traffic`).
+TURN_TRAFFIC: frozenset[type] = frozenset(
+    {
+        acp_tools.ToolCall,
+        acp_tools.ToolCallUpdate,
+        acp_permissions.ToolCallStatusUpdate,
+        acp_tools.Plan,
+    }
+)
 
 
 def _ignore(_result: Any) -> None:
     pass
 
 
-def _begun_elsewhere(record: ThreadRecord, item_id: str) -> bool:
-    """An item of a turn that ran before the session opened here, started before then:
-    its deltas are not shown (its beginning was never seen), its completion shows it whole."""
-    turn = record.turn
-    return turn is not None and turn.joined is not None and item_id not in turn.joined
-
-
 def _root_turn(turn: Turn) -> bool:
     """A turn of Codex's this feature runs: a prompt's, a steer's on an idle session, or
     another client's on the session (a slash command answered without a turn has none)."""
     return not turn.quick and (turn.request_id is not None or turn.started_by_steer or turn.foreign)
-
-
-#: ``codexErrorInfo`` of a turn the model's usage policies stopped → what the user is told
-#: (Codex's own message follows, in parentheses).
-POLICY_STOPS = {
-    "bioPolicy": (
-        "Codex stopped: this request was flagged for possible biological risk, which "
-        "OpenAI's usage policies do not allow. Rephrase it, or ask about something else."
-    ),
-    "cyberPolicy": (
-        "Codex stopped: this request was flagged for possible cybersecurity risk, which "
-        "OpenAI's usage policies do not allow. Rephrase it, or ask about something else."
-    ),
-}
-
-
-def policy_message(info: Any, message: str | None) -> str | None:
-    """A failed turn's error message: Codex's, led by what a policy stop means."""
-    stop = POLICY_STOPS.get(info) if isinstance(info, str) else None
-    if stop is None:
-        return message
-    return f"{stop} (Codex: {message})" if message else stop
-
-
-#: Codex's retries within its budget say how far they are ("Reconnecting... 2/5"); past
-#: it, Codex waits for the network without end ("Reconnecting... waiting for network").
-_BUDGETED_RETRY = re.compile(r"\b\d+/\d+\b")
-#: Retries past the budget a prompt waits for before it fails: Codex 0.169 sends them
-#: some 5 to 10 seconds apart, so a prompt that cannot reach its model fails within
-#: about 20 seconds of Codex giving up its own budget.
-GIVE_UP_AFTER_WAITS = 2
-
-
-def _retry_reason(error: codex_types.TurnError) -> str:
-    """Codex's words for a retry: its message, and the cause it gives."""
-    details = error.additionalDetails
-    return f"{error.message}: {details}" if details else error.message
-
-
-_MISSING_ENV_KEY = "Missing environment variable:"
-
-
-def lacks_credentials(error: codex_types.TurnError | None) -> bool:
-    """Whether a failed turn failed because Codex could not authenticate to the model.
-
-    Codex 0.169 says so in three ways: ``codexErrorInfo: "unauthorized"``; an
-    HTTP 401 from the provider (``{"httpConnectionFailed": {"httpStatusCode":
-    401}}`` and the other stream variants); and, for a provider whose
-    ``env_key`` names an unset variable, ``codexErrorInfo: "other"`` with the
-    message ``Missing environment variable: `NAME`.`` (its only sign).
-    """
-    if error is None:
-        return False
-    info = error.codexErrorInfo
-    if info == "unauthorized":
-        return True
-    if isinstance(info, dict) and any(
-        isinstance(detail, dict) and detail.get("httpStatusCode") == 401 for detail in info.values()
-    ):
-        return True
-    return error.message.startswith(_MISSING_ENV_KEY)

@@ -94,7 +94,7 @@ class SubagentWork:
         record.turn = turn
         record.unstarted = False
         self.report(record)
-        if self.hub.threads.work_cancelled(record):
+        if self.hub.threads.in_cancelled_work(record):
             # A turn of work the client cancelled (Codex does not cascade): stop it now.
             turn.cancel_requested = True
             self.interrupt(record)
