@@ -148,6 +148,7 @@ class SessionInfo(_Base):
     updatedAt: str | None | UnsetType = UNSET
     #: Unstable: set on sessions listed with ``archived: "only"``.
     archived: bool | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListSessionsResult(_Base):

@@ -89,6 +89,7 @@ NOTIFICATIONS: dict[str, type[Any]] = {
     "serverRequest/resolved": approvals.ServerRequestResolved,
     "thread/name/updated": items.ThreadNameUpdated,
     "thread/settings/updated": settings.ThreadSettingsUpdated,
+    "thread/started": types.ThreadStarted,
     "thread/status/changed": types.ThreadStatusChanged,
     "thread/tokenUsage/updated": types.ThreadTokenUsageUpdated,
     "turn/completed": types.TurnNotification,

@@ -128,6 +128,8 @@ class Turn(_Base):
     items: list[Raw] = msgspec.field(default_factory=list)
     #: A sub-agent's turn: the turn of the root thread whose work it does.
     rootTurnId: str | None = None
+    #: Unix seconds, once the turn ended (``turn/completed``).
+    completedAt: int | None = None
 
 
 class Thread(_Base):
@@ -348,6 +350,12 @@ class ThreadStatus(_Base):
 class ThreadStatusChanged(_Base):
     threadId: str
     status: ThreadStatus
+
+
+class ThreadStarted(_Base):
+    """``thread/started``: sent to every connection, whoever started the thread."""
+
+    thread: Thread
 
 
 class TokenUsageBreakdown(_Base):

@@ -145,6 +145,16 @@ def _steering_result(result: Any) -> None:
 EXTENSIONS: dict[str, Any] = {"_session/steering": _steering_result}
 
 
+def _list_changed(params: Any) -> None:
+    """AIR's ``_session/list_changed`` (no ACP schema): ``{cwd}``, an absolute path."""
+    assert isinstance(params, dict) and set(params) == {"cwd"}, params
+    assert isinstance(params["cwd"], str) and params["cwd"].startswith("/"), params
+
+
+#: Extension notifications the agent sends, and the check of their params.
+EXTENSION_NOTIFICATIONS: dict[str, Any] = {"_session/list_changed": _list_changed}
+
+
 class ConversationValidator:
     """Validates every message an agent sends, given the requests it answers.
 
@@ -180,6 +190,9 @@ class ConversationValidator:
     def agent_sent(self, message: dict[str, Any]) -> None:
         assert message.get("jsonrpc") == "2.0", f"missing jsonrpc member: {message}"
         if "method" in message:
+            if "id" not in message and message["method"] in EXTENSION_NOTIFICATIONS:
+                EXTENSION_NOTIFICATIONS[message["method"]](message.get("params"))
+                return
             side_kind = "Request" if "id" in message else "Notification"
             # ``$/…`` methods (``$/cancel_request``) belong to the protocol, not one side.
             side = "protocol" if message["method"].startswith("$/") else "client"

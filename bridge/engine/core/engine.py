@@ -60,7 +60,7 @@ import msgspec
 from msgspec import Raw
 
 from ... import __version__
-from ...acp import negotiation
+from ...acp import air, negotiation
 from ...acp import steering as acp_steering
 from ...acp import types as acp_types
 from ...codex import messages as codex_messages
@@ -85,6 +85,7 @@ from ..features.palette import Palette
 from ..features.prompts import Prompts
 from ..features.recovery import Recovery
 from ..features.session_admin import SessionAdmin
+from ..features.session_index import SessionIndex
 from ..features.settings import Configuration
 from ..features.steering import Steering
 from ..features.subagent_history import SubagentHistory
@@ -190,8 +191,10 @@ class Engine:
             start_turn=self.prompts.start_turn,
             input_modalities=self.settings.input_modalities,
         )
+        self.session_index = SessionIndex(hub)
         self.lifecycle = Lifecycle(
             hub,
+            rows_listed=self.session_index.rows,
             open_root=self._open_root,
             opened=self._session_opened,
             replay=self.subagent_history.replay,
@@ -238,6 +241,14 @@ class Engine:
             hub, report=self.subagents.report, resumed=self.prompts.resume_settled
         )
         self.terminals = Terminals(hub)
+        #: What every connection hears of any thread, seen before the session gate.
+        index = self.session_index
+        self._observers: dict[str, Callable[[Any], None]] = {
+            "thread/status/changed": index.status_changed,
+            "turn/completed": index.turn_completed,
+            "thread/started": index.thread_started,
+            "thread/name/updated": lambda note: index.thread_renamed(note.threadId),
+        }
         self._session_ids = hub.threads.session_ids  # read for every Codex message
         self._notifications = self._routes()
         self._on_agent_message_delta = self._notifications[_DELTA]
@@ -580,6 +591,7 @@ class Engine:
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
         self.hub.speak(self._v1)  # the latest successful initialize decides
         self.hub.client_capabilities = params.clientCapabilities
+        self.hub.air = air.declared(params.clientCapabilities.meta)
         result = acp_types.InitializeResult(
             protocolVersion=acp_types.PROTOCOL_VERSION,
             agentCapabilities=acp_types.AgentCapabilities(
@@ -590,6 +602,8 @@ class Engine:
         )
         self.lifecycle.advertise(result)
         self.auth.advertise(result)
+        if self.hub.air is not None:
+            result.meta = air.advertised(result.meta, self.hub.air)
         self.hub.answer_client(rid, result)
 
     def _initialize_v2(self, rid: RequestId, raw: Raw) -> None:
@@ -638,6 +652,9 @@ class Engine:
         self.auth.advertise(result)
         v2_result = face.initialize_result(info, result.authMethods)
         v2_result.meta = dict(acp_steering.SUPPORTED)
+        hub.air = air.declared(params.capabilities.meta)
+        if hub.air is not None:
+            v2_result.meta = air.advertised(v2_result.meta, hub.air)
         hub.speak(face)
         hub.answer_client(rid, v2_result)
 
@@ -700,6 +717,9 @@ class Engine:
         if method == "turn/completed":
             # Before the gate: a closed session's interrupted turn still has commands to stop.
             self.terminals.turn_completed(params)
+        observe = self._observers.get(method)
+        if observe is not None:
+            observe(params)
         unshown = thread_id and thread_id not in self._session_ids and method != _CLOCK
         if unshown and self.subagents.gate(thread_id, Held(method, params, request_id)):
             return

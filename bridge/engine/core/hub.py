@@ -170,6 +170,8 @@ class Hub:
         self.threads = Threads()
         self._shown_ids = self.threads.shown_ids  # the hot path's one lookup
         self.client_capabilities = acp_types.ClientCapabilities()
+        #: JetBrains AIR's capabilities the client declared (``None``: not AIR).
+        self.air: frozenset[str] | None = None
         self.codex_ready = False
         self.codex_lost_reason: str | None = None
         self.thread_config = thread_config or None

@@ -46,6 +46,17 @@ Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult],
 #: Replays a loaded root's stored items and its sub-agents, then calls the last argument.
 Replay = Callable[[ThreadRecord, threads.StoredThread, Callable[[], None]], None]
 
+#: Decorates one ``session/list`` page's rows (the listed threads, their rows, archived).
+RowsListed = Callable[
+    [
+        acp_sessions.ListSessionsParams,
+        list[threads.StoredThread],
+        list[acp_sessions.SessionInfo],
+        bool,
+    ],
+    None,
+]
+
 log = logging.getLogger(__name__)
 
 #: The order of ``session/list``: most recently active first.
@@ -66,8 +77,10 @@ class Lifecycle:
         cancel_work: Callable[[str], None],
         forget: Callable[[str], None],
         open_failed: Callable[[str], None],
+        rows_listed: RowsListed | None = None,
     ) -> None:
         self.hub = hub
+        self._rows_listed = rows_listed
         self._open_root = open_root
         self._opened = opened
         self._replay = replay
@@ -358,10 +371,13 @@ class Lifecycle:
         )
 
         def listed(page: threads.ThreadListResult) -> None:
-            sessions = [session_info(t) for t in page.data if is_root(t)]
+            roots = [t for t in page.data if is_root(t)]
+            sessions = [session_info(t) for t in roots]
             if archived == "only":
                 for info in sessions:
                     info.archived = True
+            if self._rows_listed is not None:
+                self._rows_listed(params, roots, sessions, archived == "only")
             hub.answer_client(
                 rid,
                 acp_sessions.ListSessionsResult(

@@ -1,0 +1,74 @@
+"""JetBrains AIR's ACP extensions: payloads under ``_meta.jetbrains.air``.
+
+AIR (JetBrains' ACP client) declares what it reads in ``initialize``:
+``clientCapabilities._meta.jetbrains.air = {version: 1, capabilities: [NAME, ...]}``.
+A declaration counts only when ``version`` is an integer of at least 1 and
+``capabilities`` an array; an extension is on only for a name the array holds.
+The agent answers with its own list in the ``initialize`` result's
+``_meta.jetbrains.air``; a client that declares nothing gets no AIR key anywhere.
+
+Implemented here (the rest of AIR's list is what Codex or this bridge cannot back,
+see docs/mapping.md):
+
+- ``sessionIndex``: ``session/list`` rows carry ``_meta.jetbrains.air`` with
+  ``archived`` always, and ``lastPromptAt``, ``lastTurnEndedAt``, ``state``
+  (``running`` / ``requires_action`` / ``idle``), ``model``, ``forkedFrom`` when
+  known; ``_session/list_changed {cwd}`` is pushed when a row of a listed ``cwd``
+  changes. Listed in the agent's answer only when the client declared it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..wire import WireStruct as _Base
+
+VERSION = 1
+
+SESSION_INDEX = "sessionIndex"
+
+#: The capabilities this bridge implements, listed to AIR in ``initialize``.
+#: ``sessionIndex`` is listed only to a client that declared it (AIR builds without
+#: it use ``session/list`` the old way and must not be told otherwise).
+IMPLEMENTED: tuple[str, ...] = (SESSION_INDEX,)
+_ONLY_WHEN_DECLARED = frozenset({SESSION_INDEX})
+
+LIST_CHANGED = "_session/list_changed"
+
+
+class ListChangedParams(_Base):
+    """``_session/list_changed``: page 1 of the list of ``cwd`` changed; read it again."""
+
+    cwd: str
+
+
+def declared(client_meta: Any) -> frozenset[str] | None:
+    """The AIR capabilities a client's ``clientCapabilities._meta`` declares.
+
+    ``None``: the client is not AIR (no declaration, or a malformed one: it enables
+    nothing). An empty set: AIR declaring no capability.
+    """
+    if not isinstance(client_meta, dict):
+        return None
+    jetbrains = client_meta.get("jetbrains")
+    air = jetbrains.get("air") if isinstance(jetbrains, dict) else None
+    if not isinstance(air, dict):
+        return None
+    version = air.get("version")
+    names = air.get("capabilities")
+    # bool is an int to Python, not to JSON.
+    if type(version) is not int or version < VERSION or not isinstance(names, list):
+        return None
+    return frozenset(name for name in names if isinstance(name, str))
+
+
+def meta(payload: dict[str, Any]) -> dict[str, Any]:
+    """``{"jetbrains": {"air": {"version": 1, ...payload}}}``: a ``_meta`` value."""
+    return {"jetbrains": {"air": {"version": VERSION, **payload}}}
+
+
+def advertised(result_meta: Any, client: frozenset[str]) -> dict[str, Any]:
+    """An ``initialize`` result's ``_meta`` with the agent's AIR declaration added."""
+    offered = [name for name in IMPLEMENTED if name not in _ONLY_WHEN_DECLARED or name in client]
+    existing = result_meta if isinstance(result_meta, dict) else {}
+    return {**existing, **meta({"capabilities": offered})}

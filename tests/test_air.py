@@ -1,0 +1,63 @@
+"""AIR's declaration and the session index's row state, as pure functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bridge.acp import air
+from bridge.engine.features.session_index import row_state
+
+
+def meta(air_value: Any) -> dict[str, Any]:
+    return {"jetbrains": {"air": air_value}}
+
+
+def test_a_well_formed_declaration_names_its_capabilities() -> None:
+    declared = air.declared(meta({"version": 1, "capabilities": ["sessionIndex", "diffPatch"]}))
+    assert declared == frozenset({"sessionIndex", "diffPatch"})
+    assert air.declared(meta({"version": 2, "capabilities": []})) == frozenset()
+
+
+@pytest.mark.parametrize(
+    "client_meta",
+    [
+        None,
+        {},
+        {"jetbrains": {}},
+        meta({"capabilities": ["sessionIndex"]}),
+        meta({"version": 0, "capabilities": ["sessionIndex"]}),
+        meta({"version": True, "capabilities": ["sessionIndex"]}),
+        meta({"version": "1", "capabilities": ["sessionIndex"]}),
+        meta({"version": 1, "capabilities": "sessionIndex"}),
+    ],
+)
+def test_a_malformed_declaration_enables_nothing(client_meta: Any) -> None:
+    assert air.declared(client_meta) is None
+
+
+def test_session_index_is_offered_only_to_a_client_that_declared_it() -> None:
+    kept = {"steering": {"supported": True}}
+    offered = air.advertised(kept, frozenset({"sessionIndex"}))
+    assert offered == {
+        "steering": {"supported": True},
+        "jetbrains": {"air": {"version": 1, "capabilities": ["sessionIndex"]}},
+    }
+    assert air.advertised(kept, frozenset())["jetbrains"]["air"]["capabilities"] == []
+
+
+@pytest.mark.parametrize(
+    ("status", "state"),
+    [
+        ({"type": "idle"}, "idle"),
+        ({"type": "active", "activeFlags": []}, "running"),
+        ({"type": "active", "activeFlags": ["waitingOnApproval"]}, "requires_action"),
+        ({"type": "active", "activeFlags": ["waitingOnUserInput"]}, "requires_action"),
+        ({"type": "notLoaded"}, None),
+        ({"type": "systemError"}, None),
+        (None, None),
+    ],
+)
+def test_a_rows_state_is_codexs_thread_status(status: Any, state: str | None) -> None:
+    assert row_state(status) == state
