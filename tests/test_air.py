@@ -42,9 +42,10 @@ def test_session_index_is_offered_only_to_a_client_that_declared_it() -> None:
     offered = air.advertised(kept, frozenset({"sessionIndex"}))
     assert offered == {
         "steering": {"supported": True},
-        "jetbrains": {"air": {"version": 1, "capabilities": ["sessionIndex"]}},
+        "jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "sessionIndex"]}},
     }
-    assert air.advertised(kept, frozenset())["jetbrains"]["air"]["capabilities"] == []
+    offered = air.advertised(kept, frozenset())
+    assert offered["jetbrains"]["air"]["capabilities"] == ["sessionFailure"]
 
 
 @pytest.mark.parametrize(
@@ -61,3 +62,31 @@ def test_session_index_is_offered_only_to_a_client_that_declared_it() -> None:
 )
 def test_a_rows_state_is_codexs_thread_status(status: Any, state: str | None) -> None:
     assert row_state(status) == state
+
+
+@pytest.mark.parametrize(
+    ("info", "category", "actions"),
+    [
+        ("usageLimitExceeded", "limit", []),
+        ("rateLimitExceeded", "limit", ["retry"]),
+        ("contextWindowExceeded", "limit", ["new_session"]),
+        ({"httpConnectionFailed": {"httpStatusCode": 502}}, "connection", ["retry", "new_session"]),
+        ("cyberPolicy", "request", []),
+        ("serverOverloaded", "service", ["retry"]),
+        ("internalServerError", "service", ["retry", "new_session"]),
+        ("other", "service", ["retry"]),
+        (None, "service", ["retry"]),
+    ],
+)
+def test_a_failure_records_category_and_actions_follow_codexs_error(
+    info: Any, category: str, actions: list[str]
+) -> None:
+    record = air.failure_record("turn-7:error", info, "It failed.")
+    assert record == {
+        "id": "turn-7:error",
+        "revision": 1,
+        "category": category,
+        "severity": "error",
+        "title": "It failed.",
+        "actions": actions,
+    }

@@ -8,12 +8,15 @@ rows and ``_session/list_changed``. A client that declares nothing gets none of 
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from bridge.acp_client import AcpClient
+from bridge.jsonrpc import RpcError
 
 from .support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
 
@@ -70,7 +73,7 @@ async def test_session_index_rows_carry_state_and_times_and_changes_are_pushed(
             init = await client.initialize(AIR_INDEX)
             assert init["_meta"]["jetbrains"]["air"] == {
                 "version": 1,
-                "capabilities": ["sessionIndex"],
+                "capabilities": ["sessionFailure", "sessionIndex"],
             }
             sid = await client.new_session(str(workspace))
             assert await client.prompt(sid, "@@ say first") == {"stopReason": "end_turn"}
@@ -119,9 +122,90 @@ async def test_a_client_that_declares_nothing_gets_no_index_fields_and_no_pushes
             init = await client.initialize(
                 {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": []}}}}
             )
-            assert init["_meta"]["jetbrains"]["air"] == {"version": 1, "capabilities": []}
+            assert init["_meta"]["jetbrains"]["air"] == {
+                "version": 1,
+                "capabilities": ["sessionFailure"],
+            }
             listed = await client.request("session/list", {"cwd": str(workspace)})
             assert "_meta" not in listed["sessions"][0]
             assert await client.prompt(sid, "@@ say again") == {"stopReason": "end_turn"}
         assert not [m for m in client.received if m.get("method") == "_session/list_changed"]
         assert_valid_acp(client)
+
+
+def rate_limit_updates(client: AcpClient) -> list[dict[str, Any]]:
+    return [
+        m["params"]["rateLimits"]
+        for m in client.received
+        if m.get("method") == "_account/rate_limits_update"
+    ]
+
+
+async def test_usage_windows_are_pushed_and_a_spent_one_is_a_limit_failure_with_its_reset(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    """The scripted model answers with OpenAI's rate-limit headers, then refuses for usage
+    (HTTP 429 ``usage_limit_reached``): Codex reports both windows, then fails the turn."""
+    air_failures = {
+        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure"]}}}
+    }
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize(air_failures)
+            assert init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
+            assert init["_meta"]["jetbrains"]["air"] == {
+                "version": 1,
+                "capabilities": ["sessionFailure"],
+            }
+            sid = await client.new_session(str(workspace))
+            before = int(time.time())
+            answer = await client.prompt(
+                sid, "@@ limits 42 window_minutes=300 resets_in=3600\n@@ say hi"
+            )
+            assert answer == {"stopReason": "end_turn"}
+            await client.wait_for(lambda m: m.get("method") == "_account/rate_limits_update")
+            (first,) = rate_limit_updates(client)
+            assert first["limitId"] == "codex"
+            window = first["primary"]
+            assert window["usedPercent"] == 42 and window["windowDurationMins"] == 300
+            assert before + 3600 <= window["resetsAt"] <= int(time.time()) + 3600
+
+            refused = await client.prompt(sid, "@@ usage_limit resets_in=7200")
+            assert refused["stopReason"] == "end_turn"
+            failure = refused["_meta"]["jetbrains"]["air"]["sessionFailure"]
+            assert failure["id"].endswith(":error") and failure["revision"] == 1
+            assert failure["category"] == "limit" and failure["severity"] == "error"
+            assert failure["actions"] == []
+            assert "usage limit" in failure["title"]
+            spent = rate_limit_updates(client)[-1]["primary"]
+            assert spent["usedPercent"] == 100
+            reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(spent["resetsAt"]))
+            assert failure["details"] == f"The usage limit resets at {reset}."
+            assert spent["resetsAt"] >= before + 7200
+        assert_valid_acp(client)
+
+
+async def test_a_client_asking_only_for_the_windows_keeps_the_error_of_a_refused_turn(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize({"_meta": {"rateLimits": {}}})
+            assert init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
+            assert "jetbrains" not in init.get("_meta", {})
+            sid = await client.new_session(str(workspace))
+            with pytest.raises(RpcError) as refused:
+                await client.prompt(sid, "@@ usage_limit")
+            assert refused.value.code == -32603
+            assert refused.value.data["codexErrorInfo"] == "usageLimitExceeded"
+            assert rate_limit_updates(client)[-1]["primary"]["usedPercent"] == 100
+        assert_valid_acp(client)
+        # A client that asked for nothing is told nothing (the replayed recordings say
+        # the same of every earlier conversation).
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as plain:
+            init = await plain.initialize()
+            assert "_meta" not in init["agentCapabilities"]
+            sid = await plain.new_session(str(workspace))
+            await plain.prompt(sid, "@@ limits 10\n@@ say hi")
+        assert rate_limit_updates(plain) == []
+        assert_valid_acp(plain)

@@ -10,6 +10,9 @@ The agent answers with its own list in the ``initialize`` result's
 Implemented here (the rest of AIR's list is what Codex or this bridge cannot back,
 see docs/mapping.md):
 
+- ``sessionFailure``: a turn Codex failed answers the prompt ``end_turn`` with a typed
+  failure record in ``_meta.jetbrains.air.sessionFailure`` (:func:`failure_record`)
+  instead of a JSON-RPC error; a missing sign-in stays ACP's ``auth_required``.
 - ``sessionIndex``: ``session/list`` rows carry ``_meta.jetbrains.air`` with
   ``archived`` always, and ``lastPromptAt``, ``lastTurnEndedAt``, ``state``
   (``running`` / ``requires_action`` / ``idle``), ``model``, ``forkedFrom`` when
@@ -26,11 +29,12 @@ from ..wire import WireStruct as _Base
 VERSION = 1
 
 SESSION_INDEX = "sessionIndex"
+SESSION_FAILURE = "sessionFailure"
 
 #: The capabilities this bridge implements, listed to AIR in ``initialize``.
 #: ``sessionIndex`` is listed only to a client that declared it (AIR builds without
 #: it use ``session/list`` the old way and must not be told otherwise).
-IMPLEMENTED: tuple[str, ...] = (SESSION_INDEX,)
+IMPLEMENTED: tuple[str, ...] = (SESSION_FAILURE, SESSION_INDEX)
 _ONLY_WHEN_DECLARED = frozenset({SESSION_INDEX})
 
 LIST_CHANGED = "_session/list_changed"
@@ -72,3 +76,51 @@ def advertised(result_meta: Any, client: frozenset[str]) -> dict[str, Any]:
     offered = [name for name in IMPLEMENTED if name not in _ONLY_WHEN_DECLARED or name in client]
     existing = result_meta if isinstance(result_meta, dict) else {}
     return {**existing, **meta({"capabilities": offered})}
+
+
+#: Codex's ``codexErrorInfo`` → (category, actions), as AIR's document tables them;
+#: anything else is ``service`` with ``retry``.
+_FAILURES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "httpConnectionFailed": ("connection", ("retry", "new_session")),
+    "responseStreamConnectionFailed": ("connection", ("retry", "new_session")),
+    "responseStreamDisconnected": ("connection", ("retry", "new_session")),
+    "responseTooManyFailedAttempts": ("connection", ("retry", "new_session")),
+    "rateLimitExceeded": ("limit", ("retry",)),
+    "usageLimitExceeded": ("limit", ()),
+    "contextWindowExceeded": ("limit", ("new_session",)),
+    "sessionBudgetExceeded": ("limit", ("new_session",)),
+    "cyberPolicy": ("request", ()),
+    "bioPolicy": ("request", ()),
+    "misalignmentPolicyViolation": ("request", ()),
+    "badRequest": ("request", ()),
+    "serverOverloaded": ("service", ("retry",)),
+    "internalServerError": ("service", ("retry", "new_session")),
+}
+
+
+def error_kind(info: Any) -> str | None:
+    """The name of Codex's ``codexErrorInfo`` (a string, or a one-member object)."""
+    if isinstance(info, str):
+        return info
+    if isinstance(info, dict) and len(info) == 1:
+        (name,) = info
+        return str(name)
+    return None
+
+
+def failure_record(
+    incident: str, info: Any, title: str, details: str | None = None
+) -> dict[str, Any]:
+    """AIR's ``sessionFailure`` record of a failed turn (``incident``: ``<turnId>:error``)."""
+    category, actions = _FAILURES.get(error_kind(info) or "", ("service", ("retry",)))
+    record: dict[str, Any] = {
+        "id": incident,
+        "revision": 1,
+        "category": category,
+        "severity": "error",
+        "title": title,
+        "actions": list(actions),
+    }
+    if details:
+        record["details"] = details
+    return record

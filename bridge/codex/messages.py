@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 import msgspec
 from msgspec import Raw
 
-from . import account, approvals, items, settings, types
+from . import account, approvals, items, palette, settings, types
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ class _ItemTag(msgspec.Struct):
 #: The params type of every notification the bridge reads.
 NOTIFICATIONS: dict[str, type[Any]] = {
     "account/login/completed": account.AccountLoginCompleted,
+    "account/rateLimits/updated": palette.RateLimitsUpdated,
     "error": types.ErrorNotification,
     "item/agentMessage/delta": types.AgentMessageDelta,
     "item/commandExecution/outputDelta": items.CommandExecutionOutputDelta,

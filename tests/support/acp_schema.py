@@ -151,8 +151,32 @@ def _list_changed(params: Any) -> None:
     assert isinstance(params["cwd"], str) and params["cwd"].startswith("/"), params
 
 
+def _rate_limits_update(params: Any) -> None:
+    """``_account/rate_limits_update {rateLimits}`` (no ACP schema): Codex's snapshot, whole."""
+    assert isinstance(params, dict) and set(params) == {"rateLimits"}, params
+    limits = params["rateLimits"]
+    assert set(limits) == {
+        "limitId",
+        "limitName",
+        "normalModelSlug",
+        "primary",
+        "secondary",
+        "rateLimitReachedType",
+        "planType",
+    }, limits
+    assert isinstance(limits["limitId"], str) and limits["limitId"], limits
+    for name in ("primary", "secondary"):
+        window = limits[name]
+        if window is not None:
+            assert set(window) == {"usedPercent", "windowDurationMins", "resetsAt"}, window
+            assert 0 <= window["usedPercent"] <= 100, window
+
+
 #: Extension notifications the agent sends, and the check of their params.
-EXTENSION_NOTIFICATIONS: dict[str, Any] = {"_session/list_changed": _list_changed}
+EXTENSION_NOTIFICATIONS: dict[str, Any] = {
+    "_session/list_changed": _list_changed,
+    "_account/rate_limits_update": _rate_limits_update,
+}
 
 
 class ConversationValidator:

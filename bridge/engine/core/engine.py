@@ -92,6 +92,7 @@ from ..features.subagent_history import SubagentHistory
 from ..features.subagents import Subagents
 from ..features.terminals import Terminals
 from ..features.tools import Tools
+from ..features.usage_limits import UsageLimits
 from . import facts
 from .effects import Effect
 from .hub import AGENT_NAME, Hub, RequestHandler, decode_params
@@ -192,6 +193,8 @@ class Engine:
             input_modalities=self.settings.input_modalities,
         )
         self.session_index = SessionIndex(hub)
+        self.usage_limits = UsageLimits(hub)
+        hub.prompt_ending = self.usage_limits.prompt_ending
         self.lifecycle = Lifecycle(
             hub,
             rows_listed=self.session_index.rows,
@@ -327,6 +330,7 @@ class Engine:
             "thread/status/changed": subagents.status_changed,
             "thread/settings/updated": self.settings.settings_updated,
             "account/login/completed": self.auth.login_completed,
+            "account/rateLimits/updated": self.usage_limits.updated,
         }
 
     # -- state the shell and tests read ---------------------------------------------------
@@ -602,6 +606,7 @@ class Engine:
         )
         self.lifecycle.advertise(result)
         self.auth.advertise(result)
+        self.usage_limits.advertise(result.agentCapabilities, params.clientCapabilities.meta)
         if self.hub.air is not None:
             result.meta = air.advertised(result.meta, self.hub.air)
         self.hub.answer_client(rid, result)
@@ -653,6 +658,7 @@ class Engine:
         v2_result = face.initialize_result(info, result.authMethods)
         v2_result.meta = dict(acp_steering.SUPPORTED)
         hub.air = air.declared(params.capabilities.meta)
+        self.usage_limits.advertise(v2_result.capabilities, params.capabilities.meta)
         if hub.air is not None:
             v2_result.meta = air.advertised(v2_result.meta, hub.air)
         hub.speak(face)
