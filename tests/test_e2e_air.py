@@ -7,8 +7,10 @@ rows and ``_session/list_changed``. A client that declares nothing gets none of 
 
 from __future__ import annotations
 
+import json
 import re
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import trio
 
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
+from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 
 from .support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
 
@@ -209,3 +212,89 @@ async def test_a_client_asking_only_for_the_windows_keeps_the_error_of_a_refused
             await plain.prompt(sid, "@@ limits 10\n@@ say hi")
         assert rate_limit_updates(plain) == []
         assert_valid_acp(plain)
+
+
+def asked(model: ScriptedModel, text: str) -> bool:
+    """Whether a request the model got carries ``text`` (in its user's prompt)."""
+    return any(text in json.dumps(body) for body in model.requests)
+
+
+async def test_providers_switch_new_sessions_to_a_second_provider_without_writing_config(
+    nursery: trio.Nursery,
+    scripted_model: ScriptedModel,
+    codex_home: Path,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+) -> None:
+    second: ScriptedModel = await nursery.start(serve_scripted_model)
+    provider = (
+        f'[model_providers.second]\nname = "second"\nbase_url = "{second.base_url}"\n'
+        'wire_api = "responses"\nrequest_max_retries = 0\nstream_max_retries = 0\n'
+        "supports_websockets = false\n"
+    )
+    config = write_codex_home(codex_home, scripted_model.base_url, extra_toml=provider)
+    before = tomllib.loads(config.read_text())
+
+    def in_use(listed: dict[str, Any]) -> list[str]:
+        return [p["providerId"] for p in listed["providers"] if p["_meta"]["codex"]["inUse"]]
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize({"_meta": {"providers": {}}})
+            assert init["agentCapabilities"]["providers"] == {}
+            listed = await client.request("providers/list", {})
+            by_id = {p["providerId"]: p for p in listed["providers"]}
+            assert by_id["mock"]["current"] == {
+                "apiType": "openai",
+                "baseUrl": scripted_model.base_url,
+            }
+            assert by_id["second"]["current"] == {"apiType": "openai", "baseUrl": second.base_url}
+            assert all(p["supported"] == ["openai"] and p["required"] for p in by_id.values())
+            assert in_use(listed) == ["mock"]
+
+            first = await client.new_session(str(workspace))
+            await client.prompt(first, "@@ say from the first provider")
+            assert asked(scripted_model, "from the first provider")
+
+            switch = {"providerId": "second", "apiType": "openai", "baseUrl": second.base_url}
+            assert await client.request("providers/set", switch) == {}
+            assert in_use(await client.request("providers/list", {})) == ["second"]
+            other = await client.new_session(str(workspace))
+            await client.prompt(other, "@@ say from the second provider")
+            assert client.text_of(other) == "from the second provider"
+            assert asked(second, "from the second provider")
+            assert not asked(scripted_model, "from the second provider")
+
+            # What Codex cannot do is refused with the reason; config.toml is never written.
+            for bad in (
+                {**switch, "providerId": "elsewhere"},
+                {**switch, "baseUrl": "http://127.0.0.1:9/v1"},
+                {**switch, "apiType": "anthropic"},
+            ):
+                with pytest.raises(RpcError) as refused:
+                    await client.request("providers/set", bad)
+                assert refused.value.code == -32602
+            with pytest.raises(RpcError) as required:
+                await client.request("providers/disable", {"providerId": "mock"})
+            assert required.value.code == -32602 and "required" in required.value.message
+            assert await client.request("providers/disable", {"providerId": "second"}) == {}
+            assert in_use(await client.request("providers/list", {})) == ["mock"]
+        assert_valid_acp(client, unstable=True)
+    after = tomllib.loads(config.read_text())
+    # Codex itself notes the workspace as trusted when a thread starts in it: nothing else.
+    after.pop("projects", None)
+    assert after == before
+
+
+async def test_providers_are_unknown_to_a_client_that_does_not_ask(
+    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize()
+            assert "providers" not in init["agentCapabilities"]
+            with pytest.raises(RpcError) as unknown:
+                await client.request("providers/list", {})
+            assert unknown.value.code == -32601

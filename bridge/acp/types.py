@@ -169,6 +169,8 @@ class AgentCapabilities(_Base):
     promptCapabilities: PromptCapabilities = msgspec.field(default_factory=PromptCapabilities)
     mcpCapabilities: McpCapabilities = msgspec.field(default_factory=McpCapabilities)
     sessionCapabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Unstable: ``providers/list|set|disable`` (see bridge.acp.providers).
+    providers: dict[str, Any] | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 

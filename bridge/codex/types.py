@@ -42,6 +42,8 @@ class ThreadStartParams(_Base):
     cwd: str | UnsetType = UNSET
     config: dict[str, Any] | UnsetType = UNSET
     model: str | UnsetType = UNSET
+    #: A configured provider for this thread (else Codex's default, from config.toml).
+    modelProvider: str | UnsetType = UNSET
     approvalPolicy: Any = UNSET
     sandbox: Any = UNSET
 

@@ -83,6 +83,7 @@ from ..features.auth import Authentication
 from ..features.lifecycle import Lifecycle
 from ..features.palette import Palette
 from ..features.prompts import Prompts
+from ..features.providers import Providers
 from ..features.recovery import Recovery
 from ..features.session_admin import SessionAdmin
 from ..features.session_index import SessionIndex
@@ -194,6 +195,7 @@ class Engine:
         )
         self.session_index = SessionIndex(hub)
         self.usage_limits = UsageLimits(hub)
+        self.providers = Providers(hub)
         hub.prompt_ending = self.usage_limits.prompt_ending
         self.lifecycle = Lifecycle(
             hub,
@@ -607,6 +609,10 @@ class Engine:
         self.lifecycle.advertise(result)
         self.auth.advertise(result)
         self.usage_limits.advertise(result.agentCapabilities, params.clientCapabilities.meta)
+        self.providers.advertise(result.agentCapabilities, params.clientCapabilities.meta)
+        for method in PROVIDER_METHODS:  # the latest initialize decides
+            self._client_requests.pop(method, None)
+        self.providers.offer(self._client_requests)
         if self.hub.air is not None:
             result.meta = air.advertised(result.meta, self.hub.air)
         self.hub.answer_client(rid, result)
@@ -659,6 +665,8 @@ class Engine:
         v2_result.meta = dict(acp_steering.SUPPORTED)
         hub.air = air.declared(params.capabilities.meta)
         self.usage_limits.advertise(v2_result.capabilities, params.capabilities.meta)
+        self.providers.advertise(v2_result.capabilities, params.capabilities.meta)
+        self.providers.offer(requests)
         if hub.air is not None:
             v2_result.meta = air.advertised(v2_result.meta, hub.air)
         hub.speak(face)
@@ -806,6 +814,7 @@ class Engine:
         self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
     ) -> None:
         self.lifecycle.thread_starting(mcp_servers, start)
+        self.providers.thread_starting(start)
 
     def _session_opened(
         self, record: ThreadRecord, rid: RequestId, result: Any, opened: Any
@@ -900,6 +909,10 @@ class _MethodPeek(msgspec.Struct):
 
 
 _METHOD_PEEK = msgspec.json.Decoder(_MethodPeek)
+
+
+#: Offered by the providers feature to a client that asks (see its module).
+PROVIDER_METHODS = ("providers/list", "providers/set", "providers/disable")
 
 
 def _is_initialize(data: bytes) -> bool:
