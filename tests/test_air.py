@@ -8,6 +8,7 @@ import pytest
 
 from bridge.acp import air
 from bridge.engine.features.session_index import row_state
+from bridge.jsonrpc import RpcError
 
 
 def meta(air_value: Any) -> dict[str, Any]:
@@ -90,3 +91,35 @@ def test_a_failure_records_category_and_actions_follow_codexs_error(
         "title": "It failed.",
         "actions": actions,
     }
+
+
+def fork(**fields: Any) -> dict[str, Any]:
+    return {"jetbrains": {"air": {"fork": {"version": 1, **fields}}}}
+
+
+def test_a_fork_point_is_read_only_in_version_1() -> None:
+    assert air.fork_point(None) is None
+    assert (
+        air.fork_point({"jetbrains": {"air": {"fork": {"version": 2, "messageId": "m"}}}}) is None
+    )
+    digest = "sha256:" + "0" * 64
+    point = air.fork_point(fork(messageId="m", messageFingerprint=digest, messageOccurrence=2))
+    assert point == air.ForkPoint("m", digest, 2)
+    assert air.fork_point(fork(messageId="m")) == air.ForkPoint("m")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"messageId": ""},
+        {"messageId": 3},
+        {"messageId": "m", "messageFingerprint": "md5:00"},
+        {"messageId": "m", "messageOccurrence": 0},
+        {"messageId": "m", "messageOccurrence": True},
+    ],
+)
+def test_a_fork_point_that_does_not_fit_is_invalid_params(fields: dict[str, Any]) -> None:
+    with pytest.raises(RpcError) as invalid:
+        air.fork_point(fork(**fields))
+    assert invalid.value.code == -32602

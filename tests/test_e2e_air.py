@@ -7,6 +7,7 @@ rows and ``_session/list_changed``. A client that declares nothing gets none of 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -298,3 +299,101 @@ async def test_providers_are_unknown_to_a_client_that_does_not_ask(
             with pytest.raises(RpcError) as unknown:
                 await client.request("providers/list", {})
             assert unknown.value.code == -32601
+
+
+UNSTABLE = {
+    "fs": {"readTextFile": False, "writeTextFile": False},
+    "terminal": False,
+    "subagents": {},
+}
+
+
+def fork_at(message_id: str, **more: Any) -> dict[str, Any]:
+    return {"jetbrains": {"air": {"fork": {"version": 1, "messageId": message_id, **more}}}}
+
+
+async def user_messages(client: AcpClient, sid: str, cwd: Path) -> list[tuple[str, str]]:
+    """``session/load`` of ``sid``: its replayed user messages, (id, text) in order."""
+    start = len(client.received)
+    await client.request("session/load", {"sessionId": sid, "cwd": str(cwd), "mcpServers": []})
+    return [
+        (u["update"]["messageId"], u["update"]["content"]["text"])
+        for m in client.received[start:]
+        if m.get("method") == "session/update"
+        and (u := m["params"])["sessionId"] == sid
+        and u["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+
+
+async def test_fork_at_a_message_keeps_the_history_through_its_turn_only(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(UNSTABLE)
+            sid = await client.new_session(str(workspace))
+            for word in ("one", "two", "three"):
+                await client.prompt(sid, f"@@ say answer {word}")
+            texts: dict[str, str] = {}
+            for u in client.updates:
+                if u["sessionId"] == sid and u["update"]["sessionUpdate"] == "agent_message_chunk":
+                    message = u["update"]["messageId"]
+                    texts[message] = texts.get(message, "") + u["update"]["content"]["text"]
+            answers = {text: message for message, text in texts.items()}
+            base = {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
+            # At an agent message (AIR's way), by its id with a segment suffix.
+            by_id = await client.request(
+                "session/fork", {**base, "_meta": fork_at(answers["answer two"] + ":segment:0")}
+            )
+            # By the fingerprint of its text, when no item has the id.
+            digest = "sha256:" + hashlib.sha256(b"answer one").hexdigest()
+            by_text = await client.request(
+                "session/fork", {**base, "_meta": fork_at("gone", messageFingerprint=digest)}
+            )
+            with pytest.raises(RpcError) as missing:
+                await client.request("session/fork", {**base, "_meta": fork_at("no-such-item")})
+            assert missing.value.code == -32602 and "no-such-item" in missing.value.message
+            with pytest.raises(RpcError) as invalid:
+                await client.request("session/fork", {**base, "_meta": fork_at("")})
+            assert invalid.value.code == -32602
+            # A fork is a session of its own: it goes on from where it was cut.
+            await client.prompt(by_id["sessionId"], "@@ say after the fork")
+        assert_valid_acp(client, unstable=True)
+
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as reader:
+            await reader.initialize(UNSTABLE)
+            assert [
+                text for _, text in await user_messages(reader, by_id["sessionId"], workspace)
+            ] == [
+                "@@ say answer one",
+                "@@ say answer two",
+                "@@ say after the fork",
+            ]
+            assert [
+                text for _, text in await user_messages(reader, by_text["sessionId"], workspace)
+            ] == ["@@ say answer one"]
+            original = await user_messages(reader, sid, workspace)
+            assert [text for _, text in original] == [
+                "@@ say answer one",
+                "@@ say answer two",
+                "@@ say answer three",
+            ]
+            # At a user message, by the id a load showed.
+            at_user = await reader.request(
+                "session/fork",
+                {
+                    "sessionId": sid,
+                    "cwd": str(workspace),
+                    "mcpServers": [],
+                    "_meta": fork_at(original[1][0]),
+                },
+            )
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as last:
+            await last.initialize(UNSTABLE)
+            assert [
+                text for _, text in await user_messages(last, at_user["sessionId"], workspace)
+            ] == [
+                "@@ say answer one",
+                "@@ say answer two",
+            ]
+        assert_valid_acp(reader, unstable=True)

@@ -22,8 +22,11 @@ see docs/mapping.md):
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
+from ..jsonrpc import RpcError
 from ..wire import WireStruct as _Base
 
 VERSION = 1
@@ -124,3 +127,47 @@ def failure_record(
     if details:
         record["details"] = details
     return record
+
+
+# -- fork at a message ---------------------------------------------------------------
+
+_FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+@dataclass(frozen=True, slots=True)
+class ForkPoint:
+    """Where AIR forks a session: the message ``message_id`` (or, when no item has that
+    id, the ``occurrence``-th agent message whose text has ``fingerprint``)."""
+
+    message_id: str
+    fingerprint: str | None = None
+    occurrence: int = 1
+
+
+def fork_point(request_meta: Any) -> ForkPoint | None:
+    """``session/fork``'s ``_meta.jetbrains.air.fork``, read when its ``version`` is 1.
+
+    Raises ``RpcError`` (invalid params) for a field that does not fit."""
+    if not isinstance(request_meta, dict):
+        return None
+    jetbrains = request_meta.get("jetbrains")
+    air = jetbrains.get("air") if isinstance(jetbrains, dict) else None
+    fork = air.get("fork") if isinstance(air, dict) else None
+    if not isinstance(fork, dict) or fork.get("version") != VERSION:
+        return None
+    message_id = fork.get("messageId")
+    fingerprint = fork.get("messageFingerprint")
+    occurrence = fork.get("messageOccurrence", 1)
+    if not isinstance(message_id, str) or not message_id:
+        raise RpcError.invalid_params("session/fork: fork.messageId must be a non-empty string")
+    if fingerprint is not None and (
+        not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint)
+    ):
+        raise RpcError.invalid_params(
+            'session/fork: fork.messageFingerprint must be "sha256:" and 64 hex digits'
+        )
+    if type(occurrence) is not int or occurrence < 1:
+        raise RpcError.invalid_params(
+            "session/fork: fork.messageOccurrence must be a positive integer"
+        )
+    return ForkPoint(message_id, fingerprint, occurrence)

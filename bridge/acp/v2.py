@@ -233,6 +233,7 @@ class ForkSessionParams(_Base):
     cwd: str
     mcpServers: list[dict[str, Any]] | None = msgspec.field(default_factory=list)
     additionalDirectories: list[str] | None = None
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class SetConfigOptionParams(_Base):

@@ -72,6 +72,8 @@ class ThreadForkParams(_Base):
     cwd: str | UnsetType = UNSET
     config: dict[str, Any] | UnsetType = UNSET
     excludeTurns: bool = False
+    #: Fork through this turn (inclusive): the later ones are left out.
+    lastTurnId: str | UnsetType = UNSET
 
 
 class ThreadListParams(_Base):
