@@ -10,6 +10,9 @@ from bridge.acp import air
 from bridge.engine.features.session_index import row_state
 from bridge.jsonrpc import RpcError
 
+#: What the bridge offers every AIR client.
+ALWAYS = ["sessionFailure", "diffPatch", "nativeSubagentSessions"]
+
 
 def meta(air_value: Any) -> dict[str, Any]:
     return {"jetbrains": {"air": air_value}}
@@ -43,10 +46,10 @@ def test_session_index_is_offered_only_to_a_client_that_declared_it() -> None:
     offered = air.advertised(kept, frozenset({"sessionIndex"}))
     assert offered == {
         "steering": {"supported": True},
-        "jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "sessionIndex"]}},
+        "jetbrains": {"air": {"version": 1, "capabilities": [*ALWAYS, "sessionIndex"]}},
     }
     offered = air.advertised(kept, frozenset())
-    assert offered["jetbrains"]["air"]["capabilities"] == ["sessionFailure"]
+    assert offered["jetbrains"]["air"]["capabilities"] == ALWAYS
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,10 @@ from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 
 from .support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from .support.scenarios.tools import BIG, PATCH_PROMPT
+
+#: What the bridge offers every AIR client.
+ALWAYS = ["sessionFailure", "diffPatch", "nativeSubagentSessions"]
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
@@ -77,7 +81,7 @@ async def test_session_index_rows_carry_state_and_times_and_changes_are_pushed(
             init = await client.initialize(AIR_INDEX)
             assert init["_meta"]["jetbrains"]["air"] == {
                 "version": 1,
-                "capabilities": ["sessionFailure", "sessionIndex"],
+                "capabilities": [*ALWAYS, "sessionIndex"],
             }
             sid = await client.new_session(str(workspace))
             assert await client.prompt(sid, "@@ say first") == {"stopReason": "end_turn"}
@@ -128,7 +132,7 @@ async def test_a_client_that_declares_nothing_gets_no_index_fields_and_no_pushes
             )
             assert init["_meta"]["jetbrains"]["air"] == {
                 "version": 1,
-                "capabilities": ["sessionFailure"],
+                "capabilities": ALWAYS,
             }
             listed = await client.request("session/list", {"cwd": str(workspace)})
             assert "_meta" not in listed["sessions"][0]
@@ -159,7 +163,7 @@ async def test_usage_windows_are_pushed_and_a_spent_one_is_a_limit_failure_with_
             assert init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
             assert init["_meta"]["jetbrains"]["air"] == {
                 "version": 1,
-                "capabilities": ["sessionFailure"],
+                "capabilities": ALWAYS,
             }
             sid = await client.new_session(str(workspace))
             before = int(time.time())
@@ -397,3 +401,79 @@ async def test_fork_at_a_message_keeps_the_history_through_its_turn_only(
                 "@@ say answer two",
             ]
         assert_valid_acp(reader, unstable=True)
+
+
+async def test_a_file_change_is_one_git_patch_per_file_that_git_applies(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    tmp_path: Path,
+    stderr_file: Path,
+) -> None:
+    (workspace / "big.txt").write_text(BIG)
+    patched = {
+        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["diffPatch"]}}},
+    }
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(patched)
+            sid = await client.new_session(str(workspace))
+            assert await client.prompt(sid, PATCH_PROMPT) == {"stopReason": "end_turn"}
+        assert_valid_acp(client)
+    updates = [u["update"] for u in client.updates if u["sessionId"] == sid]
+    (edit,) = [
+        u["toolCallId"]
+        for u in updates
+        if u["sessionUpdate"] == "tool_call" and u["kind"] == "edit"
+    ]
+    final = [u for u in updates if u.get("toolCallId") == edit and "content" in u][-1]
+    blocks = {c["path"]: c for c in final["content"] if c["type"] == "diff"}
+    assert set(blocks) == {str(workspace / "new.txt"), str(workspace / "big.txt")}
+    root = tmp_path / "root"
+    before = root / str(workspace / "big.txt").lstrip("/")
+    before.parent.mkdir(parents=True)
+    before.write_text(BIG)
+    for path, block in blocks.items():
+        assert block.get("oldText") is None and block["newText"] == ""
+        payload = block["_meta"]["jetbrains"]["air"]
+        assert payload["version"] == 1
+        assert (
+            payload["diffPatch"]["version"] == 1 and payload["diffPatch"]["format"] == "git_patch"
+        )
+        text = payload["diffPatch"]["text"]
+        header = path.lstrip("/")
+        assert text.startswith(f"diff --git a/{header} b/{header}\n"), text
+        with trio.fail_after(SCENARIO_SECONDS):
+            applied = await trio.run_process(
+                ["git", "apply", "-"],
+                cwd=root,
+                stdin=text.encode(),
+                capture_stderr=True,
+                check=False,
+            )
+        assert applied.returncode == 0, applied.stderr
+        assert (root / header).read_text() == Path(path).read_text()
+    assert blocks[str(workspace / "new.txt")]["_meta"]["kind"] == "add"
+    assert blocks[str(workspace / "big.txt")]["_meta"]["kind"] == "update"
+
+
+async def test_native_subagent_sessions_is_airs_name_for_the_subagents_capability(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    native = {
+        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["nativeSubagentSessions"]}}}
+    }
+    spawn = '@@ call multi_agent_v1/spawn_agent {"message": "@@ words 2"}\n@@ then\n@@ say ok'
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize(native)
+            assert "fork" in init["agentCapabilities"]["sessionCapabilities"]
+            sid = await client.new_session(str(workspace))
+            assert await client.prompt(sid, spawn) == {"stopReason": "end_turn"}
+            announced = [
+                u
+                for u in client.updates
+                if u["sessionId"] == sid and u["update"]["sessionUpdate"] == "subagent_update"
+            ]
+            assert announced, "the sub-agent is a session of its own"
+        assert_valid_acp(client, unstable=True)

@@ -13,6 +13,11 @@ see docs/mapping.md):
 - ``sessionFailure``: a turn Codex failed answers the prompt ``end_turn`` with a typed
   failure record in ``_meta.jetbrains.air.sessionFailure`` (:func:`failure_record`)
   instead of a JSON-RPC error; a missing sign-in stays ACP's ``auth_required``.
+- ``diffPatch``: a changed file is one ``diff`` block carrying its Git patch in
+  ``_meta.jetbrains.air.diffPatch {version: 1, format: "git_patch", text}``
+  (bridge.engine.views.git_patch; the plain diff where no patch fits).
+- ``nativeSubagentSessions``: the same as declaring ``clientCapabilities.subagents``
+  (which released ACP SDKs can strip): Codex's sub-agents as sessions of their own.
 - ``sessionIndex``: ``session/list`` rows carry ``_meta.jetbrains.air`` with
   ``archived`` always, and ``lastPromptAt``, ``lastTurnEndedAt``, ``state``
   (``running`` / ``requires_action`` / ``idle``), ``model``, ``forkedFrom`` when
@@ -33,11 +38,13 @@ VERSION = 1
 
 SESSION_INDEX = "sessionIndex"
 SESSION_FAILURE = "sessionFailure"
+DIFF_PATCH = "diffPatch"
+NATIVE_SUBAGENTS = "nativeSubagentSessions"
 
 #: The capabilities this bridge implements, listed to AIR in ``initialize``.
 #: ``sessionIndex`` is listed only to a client that declared it (AIR builds without
 #: it use ``session/list`` the old way and must not be told otherwise).
-IMPLEMENTED: tuple[str, ...] = (SESSION_FAILURE, SESSION_INDEX)
+IMPLEMENTED: tuple[str, ...] = (SESSION_FAILURE, DIFF_PATCH, NATIVE_SUBAGENTS, SESSION_INDEX)
 _ONLY_WHEN_DECLARED = frozenset({SESSION_INDEX})
 
 LIST_CHANGED = "_session/list_changed"

@@ -596,8 +596,11 @@ class Engine:
             return
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
         self.hub.speak(self._v1)  # the latest successful initialize decides
-        self.hub.client_capabilities = params.clientCapabilities
         self.hub.air = air.declared(params.clientCapabilities.meta)
+        if self.hub.air is not None and air.NATIVE_SUBAGENTS in self.hub.air:
+            # AIR's name for the subagents capability, which released SDKs can strip.
+            params.clientCapabilities.subagents = params.clientCapabilities.subagents or {}
+        self.hub.client_capabilities = params.clientCapabilities
         result = acp_types.InitializeResult(
             protocolVersion=acp_types.PROTOCOL_VERSION,
             agentCapabilities=acp_types.AgentCapabilities(
