@@ -26,7 +26,7 @@ from .support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
 from .support.scenarios.tools import BIG, PATCH_PROMPT
 
 #: What the bridge offers every AIR client.
-ALWAYS = ["sessionFailure", "diffPatch", "nativeSubagentSessions"]
+ALWAYS = ["sessionFailure", "diffPatch", "nativeSubagentSessions", "recommendedValue"]
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
@@ -477,3 +477,44 @@ async def test_native_subagent_sessions_is_airs_name_for_the_subagents_capabilit
             ]
             assert announced, "the sub-agent is a session of its own"
         assert_valid_acp(client, unstable=True)
+
+
+async def test_modes_say_their_kind_and_the_model_selector_codexs_recommendation(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    declared = {
+        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["recommendedValue"]}}}
+    }
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(declared)
+            opened = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            kinds = {
+                m["id"]: m["_meta"]["jetbrains"]["air"]["kind"]
+                for m in opened["modes"]["availableModes"]
+            }
+            assert kinds == {
+                "read-only": "standard",
+                "auto": "auto_review",
+                "full-access": "full_access",
+            }
+            options = {o["id"]: o for o in opened["configOptions"]}
+            assert {
+                v["value"]: v["_meta"]["jetbrains"]["air"]["kind"]
+                for v in options["mode"]["options"]
+            } == kinds
+            model = options["model"]
+            recommended = model["_meta"]["jetbrains"]["air"]["recommendedValue"]
+            # Codex's catalog default (not the mock model the session runs): offered, not current.
+            assert recommended in {v["value"] for v in model["options"]}
+            assert recommended != model["currentValue"] == "mock-model"
+
+            # Without the capability: the kinds (every AIR client), no recommendation.
+            await client.initialize(
+                {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": []}}}}
+            )
+            opened = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            options = {o["id"]: o for o in opened["configOptions"]}
+            assert "_meta" not in options["model"]
+            assert all("_meta" in m for m in opened["modes"]["availableModes"])
+        assert_valid_acp(client)

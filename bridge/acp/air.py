@@ -18,6 +18,9 @@ see docs/mapping.md):
   (bridge.engine.views.git_patch; the plain diff where no patch fits).
 - ``nativeSubagentSessions``: the same as declaring ``clientCapabilities.subagents``
   (which released ACP SDKs can strip): Codex's sub-agents as sessions of their own.
+- ``recommendedValue``: the model and effort Codex recommends, on their selectors
+  (bridge.engine.views.air_settings, which also gives every AIR client each mode's
+  ``kind``).
 - ``sessionIndex``: ``session/list`` rows carry ``_meta.jetbrains.air`` with
   ``archived`` always, and ``lastPromptAt``, ``lastTurnEndedAt``, ``state``
   (``running`` / ``requires_action`` / ``idle``), ``model``, ``forkedFrom`` when
@@ -36,15 +39,25 @@ from ..wire import WireStruct as _Base
 
 VERSION = 1
 
+#: A ``_meta`` value.
+Meta = dict[str, Any]
+
 SESSION_INDEX = "sessionIndex"
 SESSION_FAILURE = "sessionFailure"
 DIFF_PATCH = "diffPatch"
 NATIVE_SUBAGENTS = "nativeSubagentSessions"
+RECOMMENDED_VALUE = "recommendedValue"
 
 #: The capabilities this bridge implements, listed to AIR in ``initialize``.
 #: ``sessionIndex`` is listed only to a client that declared it (AIR builds without
 #: it use ``session/list`` the old way and must not be told otherwise).
-IMPLEMENTED: tuple[str, ...] = (SESSION_FAILURE, DIFF_PATCH, NATIVE_SUBAGENTS, SESSION_INDEX)
+IMPLEMENTED: tuple[str, ...] = (
+    SESSION_FAILURE,
+    DIFF_PATCH,
+    NATIVE_SUBAGENTS,
+    RECOMMENDED_VALUE,
+    SESSION_INDEX,
+)
 _ONLY_WHEN_DECLARED = frozenset({SESSION_INDEX})
 
 LIST_CHANGED = "_session/list_changed"

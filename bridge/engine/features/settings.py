@@ -53,6 +53,7 @@ from ...jsonrpc import RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params, unknown_method
 from ..core.threads import Settings, ThreadRecord
+from ..views import air_settings
 from .commands import COMMANDS
 
 log = logging.getLogger(__name__)
@@ -373,9 +374,12 @@ class Configuration:
                     description=describe_policy(*settings.config_policy),
                 )
             )
-        return acp_settings.SessionModeState(
+        state = acp_settings.SessionModeState(
             currentModeId=self._current_mode(settings), availableModes=modes
         )
+        if self.hub.air is not None:
+            air_settings.decorate_modes(state)
+        return state
 
     def _current_model(self, settings: Settings) -> str:
         return settings.picked_model if settings.picked_model is not None else settings.model
@@ -487,6 +491,8 @@ class Configuration:
                     options=efforts,
                 )
             )
+        if self.hub.air is not None:
+            air_settings.decorate_options(options, self.catalog or [], current, self.hub.air)
         return options
 
     def _sync(
