@@ -11,7 +11,13 @@ from bridge.engine.features.session_index import row_state
 from bridge.jsonrpc import RpcError
 
 #: What the bridge offers every AIR client.
-ALWAYS = ["sessionFailure", "diffPatch", "nativeSubagentSessions", "recommendedValue"]
+ALWAYS = [
+    "asyncTasks",
+    "sessionFailure",
+    "diffPatch",
+    "nativeSubagentSessions",
+    "recommendedValue",
+]
 
 
 def meta(air_value: Any) -> dict[str, Any]:

@@ -26,7 +26,13 @@ from .support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
 from .support.scenarios.tools import BIG, PATCH_PROMPT
 
 #: What the bridge offers every AIR client.
-ALWAYS = ["sessionFailure", "diffPatch", "nativeSubagentSessions", "recommendedValue"]
+ALWAYS = [
+    "asyncTasks",
+    "sessionFailure",
+    "diffPatch",
+    "nativeSubagentSessions",
+    "recommendedValue",
+]
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
@@ -518,3 +524,117 @@ async def test_modes_say_their_kind_and_the_model_selector_codexs_recommendation
             assert "_meta" not in options["model"]
             assert all("_meta" in m for m in opened["modes"]["availableModes"])
         assert_valid_acp(client)
+
+
+def background(command: str) -> str:
+    """A command that outlives its turn: Codex answers the model after half a second."""
+    call = json.dumps({"cmd": command, "yield_time_ms": 500})
+    return f"@@ call exec_command {call}\n@@ then\n@@ say started"
+
+
+async def test_a_command_that_outlives_its_turn_is_an_async_task_the_user_can_stop(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    tasks = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["asyncTasks"]}}}}
+
+    def task_updates(sid: str, kind: str) -> list[dict[str, Any]]:
+        return [
+            u["update"]
+            for u in client.updates
+            if u["sessionId"] == sid and u["update"]["sessionUpdate"] == kind
+        ]
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(tasks)
+            sid = await client.new_session(str(workspace))
+
+            # Start: announced before the prompt's answer, on the command's own tool call.
+            start = len(client.received)
+            assert await client.prompt(sid, background("sleep 60")) == {"stopReason": "end_turn"}
+            answered = next(
+                i for i, m in enumerate(client.received) if i >= start and "result" in m
+            )
+            (spawned,) = task_updates(sid, "async_task_spawned")
+            task = spawned["asyncTaskId"]
+            assert spawned == {
+                "sessionUpdate": "async_task_spawned",
+                "asyncTaskId": task,
+                "name": "sleep 60",
+                "taskType": "shell",
+                "showInTranscript": False,
+                "canStop": True,
+                "toolCallId": task,
+            }
+            marks = [
+                i
+                for i, m in enumerate(client.received)
+                if m.get("method") == "session/update"
+                and m["params"]["update"].get("toolCallId") == task
+                and m["params"]["update"]
+                .get("_meta", {})
+                .get("jetbrains", {})
+                .get("air", {})
+                .get("asyncTasks")
+                == {"backgrounded": True}
+            ]
+            spawn_at = next(
+                i
+                for i, m in enumerate(client.received)
+                if m.get("method") == "session/update"
+                and m["params"]["update"]["sessionUpdate"] == "async_task_spawned"
+            )
+            assert marks and marks[0] < spawn_at < answered
+
+            # Stop: Codex ends the process; the task says so.
+            stop = {"sessionId": sid, "asyncTaskId": task}
+            assert await client.request("_session/async_task/stop", stop) == {"stopped": True}
+            await client.wait_for(
+                lambda m: (
+                    m.get("method") == "session/update"
+                    and m["params"]["update"]["sessionUpdate"] == "async_task_state_update"
+                )
+            )
+            (stopped,) = task_updates(sid, "async_task_state_update")
+            assert (stopped["asyncTaskId"], stopped["state"]) == (task, "stopped")
+            with pytest.raises(RpcError) as gone:
+                await client.request("_session/async_task/stop", stop)
+            assert gone.value.code == -32602
+
+            # A task that ends by itself completes, with its exit code.
+            await client.prompt(sid, background("sleep 2; echo done"))
+            await client.wait_for(
+                lambda m: (
+                    m.get("method") == "session/update"
+                    and m["params"]["update"].get("state") == "completed"
+                )
+            )
+            completed = task_updates(sid, "async_task_state_update")[-1]
+            assert completed["summary"] == "exit code 0"
+        assert_valid_acp(client)
+
+
+async def test_acp_v2_gets_the_task_updates_under_extension_names(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    tasks = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["asyncTasks"]}}}}
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize_v2(tasks)
+            assert "asyncTasks" in init["_meta"]["jetbrains"]["air"]["capabilities"]
+            opened = await client.request("session/new", {"cwd": str(workspace)})
+            sid = opened["sessionId"]
+            await client.prompt_v2(sid, background("sleep 1; echo done"))
+            await client.wait_for(
+                lambda m: (
+                    m.get("method") == "session/update"
+                    and m["params"]["update"]["sessionUpdate"] == "_async_task_state_update"
+                )
+            )
+            kinds = [
+                u["update"]["sessionUpdate"]
+                for u in client.updates
+                if u["update"]["sessionUpdate"].startswith("_async_task")
+            ]
+            assert kinds == ["_async_task_spawned", "_async_task_state_update"]
+        assert_valid_acp(client, version=2)

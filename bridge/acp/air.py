@@ -21,6 +21,8 @@ see docs/mapping.md):
 - ``recommendedValue``: the model and effort Codex recommends, on their selectors
   (bridge.engine.views.air_settings, which also gives every AIR client each mode's
   ``kind``).
+- ``asyncTasks``: a command that outlives its turn is a task the user sees and stops
+  (bridge.engine.features.async_tasks).
 - ``sessionIndex``: ``session/list`` rows carry ``_meta.jetbrains.air`` with
   ``archived`` always, and ``lastPromptAt``, ``lastTurnEndedAt``, ``state``
   (``running`` / ``requires_action`` / ``idle``), ``model``, ``forkedFrom`` when
@@ -33,6 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from msgspec import UNSET, UnsetType
 
 from ..jsonrpc import RpcError
 from ..wire import WireStruct as _Base
@@ -47,11 +51,14 @@ SESSION_FAILURE = "sessionFailure"
 DIFF_PATCH = "diffPatch"
 NATIVE_SUBAGENTS = "nativeSubagentSessions"
 RECOMMENDED_VALUE = "recommendedValue"
+ASYNC_TASKS = "asyncTasks"
+ASYNC_TASK_STOP = "_session/async_task/stop"
 
 #: The capabilities this bridge implements, listed to AIR in ``initialize``.
 #: ``sessionIndex`` is listed only to a client that declared it (AIR builds without
 #: it use ``session/list`` the old way and must not be told otherwise).
 IMPLEMENTED: tuple[str, ...] = (
+    ASYNC_TASKS,
     SESSION_FAILURE,
     DIFF_PATCH,
     NATIVE_SUBAGENTS,
@@ -191,3 +198,34 @@ def fork_point(request_meta: Any) -> ForkPoint | None:
             "session/fork: fork.messageOccurrence must be a positive integer"
         )
     return ForkPoint(message_id, fingerprint, occurrence)
+
+
+# -- async tasks ---------------------------------------------------------------------
+
+
+class AsyncTaskSpawned(_Base, tag="async_task_spawned", tag_field="sessionUpdate"):
+    """A command that keeps running after its turn, as a task the user sees and stops.
+    Every field is sent (none is left out for being a default)."""
+
+    asyncTaskId: str
+    name: str
+    taskType: str
+    showInTranscript: bool
+    canStop: bool
+    toolCallId: str
+
+
+class AsyncTaskStateUpdate(_Base, tag="async_task_state_update", tag_field="sessionUpdate"):
+    asyncTaskId: str
+    #: ``completed`` | ``failed`` | ``stopped``.
+    state: str
+    summary: str | UnsetType = UNSET
+
+
+class AsyncTaskStopParams(_Base):
+    sessionId: str
+    asyncTaskId: str
+
+
+class AsyncTaskStopResult(_Base, omit_defaults=False):
+    stopped: bool

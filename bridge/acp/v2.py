@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from . import air
 from .subagents import WorkState
 from .types import Meta
 
@@ -301,3 +302,14 @@ class TerminalCancelParams(_Base):
 
 class Empty(_Base):
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+# -- AIR's task updates ----------------------------------------------------------------------------
+
+
+class AsyncTaskSpawned(air.AsyncTaskSpawned, tag="_async_task_spawned"):
+    """v2 takes an extension update only with a ``_`` name."""
+
+
+class AsyncTaskStateUpdate(air.AsyncTaskStateUpdate, tag="_async_task_state_update"):
+    pass

@@ -79,6 +79,7 @@ from ...jsonrpc.peer import MAX_DEPTH, ErrorObject
 from ..faces.v1 import V1Face
 from ..features import commands
 from ..features.approvals import Approvals
+from ..features.async_tasks import AsyncTasks
 from ..features.auth import Authentication
 from ..features.lifecycle import Lifecycle
 from ..features.palette import Palette
@@ -196,6 +197,7 @@ class Engine:
         self.session_index = SessionIndex(hub)
         self.usage_limits = UsageLimits(hub)
         self.providers = Providers(hub)
+        self.async_tasks = AsyncTasks(hub)
         hub.prompt_ending = self.usage_limits.prompt_ending
         self.lifecycle = Lifecycle(
             hub,
@@ -284,6 +286,7 @@ class Engine:
             self.steering.item_completed(note)
             prompts.item_completed(note)
             tools.item_completed(note)
+            self.async_tasks.item_completed(note)
             approvals.item_completed(note)
             subagents.item_completed(note)
 
@@ -305,6 +308,7 @@ class Engine:
             # (Terminals sees every turn/completed before the gate: see _handle_codex.)
             tools.turn_completed(note)
             subagents.turn_ending(note)
+            self.async_tasks.turn_completed(note)
             prompts.turn_completed(note)
             approvals.turn_completed(note)
             subagents.turn_completed(note)
@@ -613,9 +617,11 @@ class Engine:
         self.auth.advertise(result)
         self.usage_limits.advertise(result.agentCapabilities, params.clientCapabilities.meta)
         self.providers.advertise(result.agentCapabilities, params.clientCapabilities.meta)
-        for method in PROVIDER_METHODS:  # the latest initialize decides
+        for method in (*PROVIDER_METHODS, air.ASYNC_TASK_STOP):  # the latest initialize decides
             self._client_requests.pop(method, None)
         self.providers.offer(self._client_requests)
+        if self.async_tasks.on:
+            self._client_requests[air.ASYNC_TASK_STOP] = self.async_tasks.stop
         if self.hub.air is not None:
             result.meta = air.advertised(result.meta, self.hub.air)
         self.hub.answer_client(rid, result)
@@ -670,6 +676,8 @@ class Engine:
         self.usage_limits.advertise(v2_result.capabilities, params.capabilities.meta)
         self.providers.advertise(v2_result.capabilities, params.capabilities.meta)
         self.providers.offer(requests)
+        if self.async_tasks.on:
+            requests[air.ASYNC_TASK_STOP] = self.async_tasks.stop
         if hub.air is not None:
             v2_result.meta = air.advertised(v2_result.meta, hub.air)
         hub.speak(face)
