@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 
 from bridge.acp import air
+from bridge.engine.features.file_reports import changed_paths
 from bridge.engine.features.session_index import row_state
 from bridge.jsonrpc import RpcError
 
 #: What the bridge offers every AIR client.
 ALWAYS = [
+    "agentFileChangeReport",
     "asyncTasks",
     "sessionFailure",
     "diffPatch",
@@ -132,3 +134,38 @@ def test_a_fork_point_that_does_not_fit_is_invalid_params(fields: dict[str, Any]
     with pytest.raises(RpcError) as invalid:
         air.fork_point(fork(**fields))
     assert invalid.value.code == -32602
+
+
+def report(**fields: Any) -> dict[str, Any]:
+    return {"jetbrains": {"air": {"agentFileChangeReportRequest": fields}}}
+
+
+def test_a_report_request_is_read_only_when_well_formed() -> None:
+    assert air.report_request(report(version=1, requestId="a-1.b_c:d")) == "a-1.b_c:d"
+    for bad in (
+        report(version=1),
+        report(version=2, requestId="x"),
+        report(version=True, requestId="x"),
+        report(version=1, requestId="has space"),
+        report(version=1, requestId="x" * 129),
+        report(version=1, requestId="x", more=1),
+        None,
+    ):
+        assert air.report_request(bad) is None
+
+
+def test_turn_diff_paths_resolve_against_the_repository_or_the_cwd() -> None:
+    diff = (
+        "diff --git a/ws/new.txt b/ws/new.txt\nnew file mode 100644\n"
+        "diff --git a/ws/sub/x.py b/ws/sub/x.py\n"
+        "diff --git a/elsewhere/y b/elsewhere/y\n"
+    )
+    # A repository at /repo: its paths, those in the cwd.
+    in_repo = changed_paths(diff, "/repo/ws", lambda path: path == "/repo/.git")
+    assert in_repo == ["/repo/ws/new.txt", "/repo/ws/sub/x.py"]
+    # No repository: the deepest ancestor that puts the paths in the cwd.
+    assert changed_paths("diff --git a/a.txt b/a.txt\n", "/w", lambda _: False) == ["/w/a.txt"]
+    assert changed_paths(diff.split("diff --git a/elsewhere")[0], "/top/ws", lambda _: False) == [
+        "/top/ws/new.txt",
+        "/top/ws/sub/x.py",
+    ]

@@ -27,6 +27,7 @@ from .support.scenarios.tools import BIG, PATCH_PROMPT
 
 #: What the bridge offers every AIR client.
 ALWAYS = [
+    "agentFileChangeReport",
     "asyncTasks",
     "sessionFailure",
     "diffPatch",
@@ -638,3 +639,68 @@ async def test_acp_v2_gets_the_task_updates_under_extension_names(
             ]
             assert kinds == ["_async_task_spawned", "_async_task_state_update"]
         assert_valid_acp(client, version=2)
+
+
+async def test_a_prompt_that_asks_gets_the_files_its_turn_changed_before_its_answer(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    (workspace / "big.txt").write_text(BIG)
+    reports = {
+        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["agentFileChangeReport"]}}}
+    }
+
+    async def prompt(
+        client: AcpClient, sid: str, text: str, request_id: str | None
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        params: dict[str, Any] = {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
+        if request_id is not None:
+            asked = {"version": 1, "requestId": request_id}
+            params["_meta"] = {"jetbrains": {"air": {"agentFileChangeReportRequest": asked}}}
+        start = len(client.received)
+        try:
+            answer: Any = await client.request("session/prompt", params)
+        except RpcError as error:
+            answer = error
+        found = [
+            m["params"]["update"]["_meta"]["jetbrains"]["air"]["agentFileChangeReport"]
+            for m in client.received[start:]
+            if m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "session_info_update"
+            and "agentFileChangeReport"
+            in m["params"]["update"].get("_meta", {}).get("jetbrains", {}).get("air", {})
+        ]
+        if found:
+            # Sent before the answer.
+            last = max(
+                i for i, m in enumerate(client.received) if "agentFileChangeReport" in json.dumps(m)
+            )
+            assert any("result" in m or "error" in m for m in client.received[last:])
+        return answer, found
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(reports)
+            sid = await client.new_session(str(workspace))
+            answer, (report,) = await prompt(client, sid, PATCH_PROMPT, "r-1")
+            assert answer == {"stopReason": "end_turn"}
+            assert report["requestId"] == "r-1" and report["status"] == "reported"
+            assert sorted(report["paths"]) == [
+                str(workspace / "big.txt"),
+                str(workspace / "new.txt"),
+            ]
+            assert report["declaredComplete"] is False and report["truncated"] is False
+            assert report["uncertainty"]
+
+            _, (quiet,) = await prompt(client, sid, "@@ say nothing changed", "r-2")
+            assert (quiet["status"], quiet["paths"]) == ("reported", [])
+
+            failed, (broken,) = await prompt(client, sid, "@@ fail", "r-3")
+            assert isinstance(failed, RpcError)
+            assert (broken["status"], broken["reason"]) == ("unavailable", "providerError")
+
+            # A malformed request is ignored; a prompt that asks nothing gets nothing.
+            _, none = await prompt(client, sid, "@@ say hi", "bad id with spaces")
+            assert none == []
+            _, none = await prompt(client, sid, "@@ say hi", None)
+            assert none == []
+        assert_valid_acp(client)

@@ -23,6 +23,8 @@ see docs/mapping.md):
   ``kind``).
 - ``asyncTasks``: a command that outlives its turn is a task the user sees and stops
   (bridge.engine.features.async_tasks).
+- ``agentFileChangeReport``: the files a prompt's turn changed, when the prompt asks
+  (bridge.engine.features.file_reports; ACP v1).
 - ``sessionIndex``: ``session/list`` rows carry ``_meta.jetbrains.air`` with
   ``archived`` always, and ``lastPromptAt``, ``lastTurnEndedAt``, ``state``
   (``running`` / ``requires_action`` / ``idle``), ``model``, ``forkedFrom`` when
@@ -36,6 +38,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..jsonrpc import RpcError
@@ -52,12 +55,14 @@ DIFF_PATCH = "diffPatch"
 NATIVE_SUBAGENTS = "nativeSubagentSessions"
 RECOMMENDED_VALUE = "recommendedValue"
 ASYNC_TASKS = "asyncTasks"
+FILE_CHANGE_REPORT = "agentFileChangeReport"
 ASYNC_TASK_STOP = "_session/async_task/stop"
 
 #: The capabilities this bridge implements, listed to AIR in ``initialize``.
 #: ``sessionIndex`` is listed only to a client that declared it (AIR builds without
 #: it use ``session/list`` the old way and must not be told otherwise).
 IMPLEMENTED: tuple[str, ...] = (
+    FILE_CHANGE_REPORT,
     ASYNC_TASKS,
     SESSION_FAILURE,
     DIFF_PATCH,
@@ -99,6 +104,13 @@ def declared(client_meta: Any) -> frozenset[str] | None:
 def meta(payload: dict[str, Any]) -> dict[str, Any]:
     """``{"jetbrains": {"air": {"version": 1, ...payload}}}``: a ``_meta`` value."""
     return {"jetbrains": {"air": {"version": VERSION, **payload}}}
+
+
+def fields_of(value_meta: Any) -> dict[str, Any]:
+    """The ``_meta.jetbrains.air`` object of a ``_meta`` value (empty when there is none)."""
+    jetbrains = value_meta.get("jetbrains") if isinstance(value_meta, dict) else None
+    fields = jetbrains.get("air") if isinstance(jetbrains, dict) else None
+    return fields if isinstance(fields, dict) else {}
 
 
 def advertised(result_meta: Any, client: frozenset[str]) -> dict[str, Any]:
@@ -229,3 +241,32 @@ class AsyncTaskStopParams(_Base):
 
 class AsyncTaskStopResult(_Base, omit_defaults=False):
     stopped: bool
+
+
+# -- agent file-change report --------------------------------------------------------
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+class PromptMeta(_Base):
+    """What a ``session/prompt`` says besides its content: read for the report request."""
+
+    sessionId: str = ""
+    meta: dict[str, Any] | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+def report_request(request_meta: Any) -> str | None:
+    """The ``requestId`` of ``session/prompt``'s ``_meta.jetbrains.air.agentFileChangeReportRequest``,
+    or ``None`` (none, or a malformed one: ignored, as AIR's contract says)."""
+    if not isinstance(request_meta, dict):
+        return None
+    jetbrains = request_meta.get("jetbrains")
+    air = jetbrains.get("air") if isinstance(jetbrains, dict) else None
+    asked = air.get("agentFileChangeReportRequest") if isinstance(air, dict) else None
+    if not isinstance(asked, dict) or set(asked) != {"version", "requestId"}:
+        return None
+    request_id = asked["requestId"]
+    if asked["version"] != VERSION or type(asked["version"]) is not int:
+        return None
+    if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
+        return None
+    return request_id

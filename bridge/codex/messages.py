@@ -94,6 +94,7 @@ NOTIFICATIONS: dict[str, type[Any]] = {
     "thread/status/changed": types.ThreadStatusChanged,
     "thread/tokenUsage/updated": types.ThreadTokenUsageUpdated,
     "turn/completed": types.TurnNotification,
+    "turn/diff/updated": types.TurnDiffUpdated,
     "turn/plan/updated": items.TurnPlanUpdated,
     "turn/started": types.TurnNotification,
 }

@@ -354,6 +354,15 @@ class ThreadStatusChanged(_Base):
     status: ThreadStatus
 
 
+class TurnDiffUpdated(_Base):
+    """``turn/diff/updated``: the turn's changes so far, one Git diff (paths relative to
+    the repository Codex found above the thread's ``cwd``)."""
+
+    threadId: str
+    turnId: str
+    diff: str = ""
+
+
 class ThreadStarted(_Base):
     """``thread/started``: sent to every connection, whoever started the thread."""
 

@@ -81,6 +81,7 @@ from ..features import commands
 from ..features.approvals import Approvals
 from ..features.async_tasks import AsyncTasks
 from ..features.auth import Authentication
+from ..features.file_reports import FileReports
 from ..features.lifecycle import Lifecycle
 from ..features.palette import Palette
 from ..features.prompts import Prompts
@@ -198,7 +199,9 @@ class Engine:
         self.usage_limits = UsageLimits(hub)
         self.providers = Providers(hub)
         self.async_tasks = AsyncTasks(hub)
-        hub.prompt_ending = self.usage_limits.prompt_ending
+        self.file_reports = FileReports(hub, self.prompts.session_prompt)
+        limits, reports = self.usage_limits, self.file_reports
+        hub.prompt_ending = lambda fact: reports.prompt_ending(limits.prompt_ending(fact))
         self.lifecycle = Lifecycle(
             hub,
             rows_listed=self.session_index.rows,
@@ -217,7 +220,7 @@ class Engine:
             "initialize": self._initialize,
             "authenticate": self.auth.authenticate,
             "session/new": after_catalog(self.prompts.session_new),
-            "session/prompt": self.prompts.session_prompt,
+            "session/prompt": self.file_reports.session_prompt,
             "session/load": after_catalog(self.lifecycle.session_load),
             "session/resume": after_catalog(self.lifecycle.session_resume),
             "session/fork": after_catalog(self.lifecycle.session_fork),
@@ -292,6 +295,7 @@ class Engine:
 
         def turn_started(note: codex_types.TurnNotification) -> None:
             prompts.turn_started(note)
+            self.file_reports.turn_started(note)
             subagents.turn_started(note)
             self.hub.state(facts.TurnStarted(note.threadId, note.turn.id))
 
@@ -331,6 +335,7 @@ class Engine:
             "item/fileChange/patchUpdated": tools.patch_updated,
             "item/mcpToolCall/progress": tools.mcp_progress,
             "turn/plan/updated": tools.plan_updated,
+            "turn/diff/updated": self.file_reports.diff_updated,
             "thread/name/updated": tools.thread_name_updated,
             "serverRequest/resolved": approvals.resolved,
             "thread/status/changed": subagents.status_changed,
