@@ -23,6 +23,7 @@ from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 
 from .support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from .support.scenarios.approvals import ESCALATED, GIT_FOLDER, PATCH_IN_GIT, Answers
 from .support.scenarios.tools import BIG, PATCH_PROMPT
 
 #: What the bridge offers every AIR client.
@@ -704,3 +705,29 @@ async def test_a_prompt_that_asks_gets_the_files_its_turn_changed_before_its_ans
             _, none = await prompt(client, sid, "@@ say hi", None)
             assert none == []
         assert_valid_acp(client)
+
+
+async def test_a_permission_request_carries_airs_title_and_codexs_reason(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    for path, text in GIT_FOLDER:
+        (workspace / path).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / path).write_text(text)
+    answers = Answers(permission="allow_once")
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            client.on_request = answers
+            await client.initialize(
+                {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": []}}}}
+            )
+            sid = await client.new_session(str(workspace))
+            await client.prompt(sid, ESCALATED)
+            await client.prompt(sid, PATCH_IN_GIT)
+        assert_valid_acp(client)
+    records = [
+        params["_meta"]["jetbrains"]["air"]["permission"]
+        for params in answers.asked_for("session/request_permission")
+    ]
+    assert [r["title"] for r in records] == ["Run command?", "Make edits?"]
+    assert all(r["version"] == 1 for r in records)
+    assert records[0]["description"] == "test"  # the model's justification, as Codex's reason

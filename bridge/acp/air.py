@@ -270,3 +270,14 @@ def report_request(request_meta: Any) -> str | None:
     if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
         return None
     return request_id
+
+
+# -- permission presentation ---------------------------------------------------------
+
+
+def permission(title: str, reason: str | None) -> dict[str, Any]:
+    """A permission request's presentation record: its heading, and Codex's reason."""
+    record: dict[str, Any] = {"version": VERSION, "title": title}
+    if reason and reason.strip():
+        record["description"] = reason
+    return record
