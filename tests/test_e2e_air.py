@@ -731,3 +731,24 @@ async def test_a_permission_request_carries_airs_title_and_codexs_reason(
     assert [r["title"] for r in records] == ["Run command?", "Make edits?"]
     assert all(r["version"] == 1 for r in records)
     assert records[0]["description"] == "test"  # the model's justification, as Codex's reason
+
+
+async def test_acp_v2_gets_a_failure_record_on_the_sessions_stream(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    failures = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure"]}}}}
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize_v2(failures)
+            sid = (await client.request("session/new", {"cwd": str(workspace)}))["sessionId"]
+            _, ended = await client.prompt_v2(sid, "@@ usage_limit")
+            records = [
+                u["update"]["_meta"]["jetbrains"]["air"]["sessionFailure"]
+                for u in client.updates
+                if u["update"]["sessionUpdate"] == "session_info_update"
+                and "sessionFailure"
+                in u["update"].get("_meta", {}).get("jetbrains", {}).get("air", {})
+            ]
+            assert [(r["category"], r["actions"]) for r in records] == [("limit", [])]
+            assert ended["state"] == "idle"
+        assert_valid_acp(client, version=2)

@@ -12,7 +12,8 @@ whose message says when to try again but carries no time).
   the windows as reported, the account's names carried forward), and an update that
   changes nothing is not sent.
 - A client that declared AIR's ``sessionFailure`` gets a failed turn as AIR's typed
-  record: the prompt answers ``end_turn`` with ``_meta.jetbrains.air.sessionFailure``
+  record (ACP v2: in a ``session_info_update`` before the work's end, which stays as v2
+  says it): the prompt answers ``end_turn`` with ``_meta.jetbrains.air.sessionFailure``
   (category and actions by Codex's error, :func:`bridge.acp.air.failure_record`); a
   limit's record names when the spent window resets (``details``), from the windows
   Codex reported. A missing sign-in stays ACP's ``auth_required`` error.
@@ -28,6 +29,7 @@ from typing import Any
 
 from ...acp import air
 from ...acp import rate_limits as acp_rate_limits
+from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import palette as codex_palette
 from ...jsonrpc import ErrorCode, RpcError
@@ -109,6 +111,12 @@ class UsageLimits:
         if air.error_kind(info) in ("usageLimitExceeded", "rateLimitExceeded"):
             details = self._resets()
         record = air.failure_record(f"{error.data['turnId']}:error", info, error.message, details)
+        if self.hub.face.version == 2:
+            # v2 answered the prompt when it was inserted: the record goes on the session's
+            # stream, before the state that ends the work says how.
+            update = acp_tools.SessionInfoUpdate(meta=air.meta({air.SESSION_FAILURE: record}))
+            self.hub.update(fact.record.id, update)
+            return fact
         result = acp_types.PromptResult(
             stopReason="end_turn", meta=air.meta({air.SESSION_FAILURE: record})
         )
