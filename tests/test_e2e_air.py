@@ -19,9 +19,11 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient
+from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 
+from .support.daemon import ATTACHED, running_daemon
 from .support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
 from .support.scenarios.approvals import ESCALATED, GIT_FOLDER, PATCH_IN_GIT, Answers
 from .support.scenarios.tools import BIG, PATCH_PROMPT
@@ -752,3 +754,48 @@ async def test_acp_v2_gets_a_failure_record_on_the_sessions_stream(
             assert [(r["category"], r["actions"]) for r in records] == [("limit", [])]
             assert ended["state"] == "idle"
         assert_valid_acp(client, version=2)
+
+
+async def test_the_index_shows_another_windows_session_running_then_idle(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    tmp_path: Path,
+    stderr_file: Path,
+) -> None:
+    """Two windows on the daemon's Codex: the one that keeps the index is pushed the
+    other's new session and its turn, and its rows say so (Codex tells every connection
+    each thread's status)."""
+    runtime = Path(bridge_env[ENV_RUNTIME_DIR])
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
+            running_bridge(bridge_argv, bridge_env, stderr_file) as index,
+            running_bridge(bridge_argv, bridge_env, stderr_file) as other,
+        ):
+            await index.initialize(AIR_INDEX)
+            await other.initialize()
+            assert (await index.request("session/list", {"cwd": str(workspace)}))["sessions"] == []
+
+            sid = await other.new_session(str(workspace))
+            start = len(index.received)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(other.prompt, sid, "@@ sleep 3000\n@@ say done")
+                seen = await list_changed(index, start, workspace)
+                while (running := await row_of(index, workspace, sid)) is None or running.get(
+                    "state"
+                ) != "running":
+                    seen = await list_changed(index, seen + 1, workspace)
+                assert running["state"] == "running"
+            while (await row_of(index, workspace, sid) or {}).get("state") != "idle":
+                seen = await list_changed(index, seen + 1, workspace)
+            ended = await row_of(index, workspace, sid)
+            assert ended is not None and "lastPromptAt" in ended
+        assert_valid_acp(index)
+    assert ATTACHED in stderr_file.read_text(), "both windows ran on the daemon's Codex"
+
+
+async def row_of(client: AcpClient, cwd: Path, session_id: str) -> dict[str, Any] | None:
+    listed = await client.request("session/list", {"cwd": str(cwd)})
+    rows = [air_of(s) for s in listed["sessions"] if s["sessionId"] == session_id]
+    return rows[0] if rows else None
