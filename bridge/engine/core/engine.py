@@ -60,7 +60,7 @@ import msgspec
 from msgspec import Raw
 
 from ... import __version__
-from ...acp import negotiation
+from ...acp import air, negotiation
 from ...acp import steering as acp_steering
 from ...acp import types as acp_types
 from ...codex import messages as codex_messages
@@ -79,13 +79,17 @@ from ...jsonrpc.peer import MAX_DEPTH, ErrorObject
 from ..faces.v1 import V1Face
 from ..features import commands
 from ..features.approvals import Approvals
+from ..features.async_tasks import AsyncTasks
 from ..features.auth import Authentication
+from ..features.file_reports import FileReports
 from ..features.lifecycle import Lifecycle
 from ..features.palette import Palette
 from ..features.prompts import TURN_TRAFFIC, Prompts
+from ..features.providers import Providers
 from ..features.recovery import Recovery
 from ..features.retries import Retries
 from ..features.session_admin import SessionAdmin
+from ..features.session_index import SessionIndex
 from ..features.settings import SettingsSelectors
 from ..features.steering import Steering
 from ..features.streaming import Streaming
@@ -93,6 +97,7 @@ from ..features.subagent_history import SubagentHistory
 from ..features.subagents import Subagents
 from ..features.terminals import Terminals
 from ..features.tools import Tools
+from ..features.usage_limits import UsageLimits
 from . import facts
 from .effects import Effect
 from .hub import AGENT_NAME, Hub, RequestHandler, decode_params
@@ -195,8 +200,16 @@ class Engine:
             start_turn=self.prompts.start_turn,
             input_modalities=self.settings.input_modalities,
         )
+        self.session_index = SessionIndex(hub)
+        self.usage_limits = UsageLimits(hub)
+        self.providers = Providers(hub)
+        self.async_tasks = AsyncTasks(hub)
+        self.file_reports = FileReports(hub, self.prompts.session_prompt)
+        limits, reports = self.usage_limits, self.file_reports
+        hub.prompt_ending = lambda fact: reports.prompt_ending(limits.prompt_ending(fact))
         self.lifecycle = Lifecycle(
             hub,
+            rows_listed=self.session_index.rows,
             open_root=self._open_root,
             opened=self._session_opened,
             replay=self.subagent_history.replay,
@@ -212,7 +225,7 @@ class Engine:
             "initialize": self._initialize,
             "authenticate": self.auth.authenticate,
             "session/new": after_catalog(self.prompts.session_new),
-            "session/prompt": self.prompts.session_prompt,
+            "session/prompt": self.file_reports.session_prompt,
             "session/load": after_catalog(self.lifecycle.session_load),
             "session/resume": after_catalog(self.lifecycle.session_resume),
             "session/fork": after_catalog(self.lifecycle.session_fork),
@@ -243,6 +256,14 @@ class Engine:
             hub, report=self.subagents.report, resumed=self.prompts.resume_settled
         )
         self.terminals = Terminals(hub)
+        #: What every connection hears of any thread, seen before the session gate.
+        index = self.session_index
+        self._observers: dict[str, Callable[[Any], None]] = {
+            "thread/status/changed": index.status_changed,
+            "turn/completed": index.turn_completed,
+            "thread/started": index.thread_started,
+            "thread/name/updated": lambda note: index.thread_renamed(note.threadId),
+        }
         self._session_ids = hub.threads.session_ids  # read for every Codex message
         self._notifications = self._routes()
         self._on_agent_message_delta = self._notifications[_DELTA]
@@ -275,11 +296,13 @@ class Engine:
             self.steering.item_completed(note)
             streaming.item_completed(note)
             tools.item_completed(note)
+            self.async_tasks.item_completed(note)
             approvals.item_completed(note)
             subagents.item_completed(note)
 
         def turn_started(note: codex_types.TurnNotification) -> None:
             prompts.turn_started(note)
+            self.file_reports.turn_started(note)
             subagents.turn_started(note)
             self.hub.state(facts.TurnStarted(note.threadId, note.turn.id))
 
@@ -296,6 +319,7 @@ class Engine:
             # (Terminals sees every turn/completed before the gate: see _handle_codex.)
             tools.turn_completed(note)
             subagents.turn_ending(note)
+            self.async_tasks.turn_completed(note)
             prompts.turn_completed(note)
             approvals.turn_completed(note)
             subagents.turn_completed(note)
@@ -318,11 +342,13 @@ class Engine:
             "item/fileChange/patchUpdated": tools.patch_updated,
             "item/mcpToolCall/progress": tools.mcp_progress,
             "turn/plan/updated": tools.plan_updated,
+            "turn/diff/updated": self.file_reports.diff_updated,
             "thread/name/updated": tools.thread_name_updated,
             "serverRequest/resolved": approvals.resolved,
             "thread/status/changed": subagents.status_changed,
             "thread/settings/updated": self.settings.settings_updated,
             "account/login/completed": self.auth.login_completed,
+            "account/rateLimits/updated": self.usage_limits.updated,
         }
 
     # -- state the shell and tests read ---------------------------------------------------
@@ -586,6 +612,10 @@ class Engine:
             return
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
         self.hub.speak(self._v1)  # the latest successful initialize decides
+        self.hub.air = air.declared(params.clientCapabilities.meta)
+        if self.hub.air is not None and air.NATIVE_SUBAGENTS in self.hub.air:
+            # AIR's name for the subagents capability, which released SDKs can strip.
+            params.clientCapabilities.subagents = params.clientCapabilities.subagents or {}
         self.hub.client_capabilities = params.clientCapabilities
         result = acp_types.InitializeResult(
             protocolVersion=acp_types.PROTOCOL_VERSION,
@@ -597,6 +627,15 @@ class Engine:
         )
         self.lifecycle.advertise(result)
         self.auth.advertise(result)
+        self.usage_limits.advertise(result.agentCapabilities, params.clientCapabilities.meta)
+        self.providers.advertise(result.agentCapabilities, params.clientCapabilities.meta)
+        for method in (*PROVIDER_METHODS, air.ASYNC_TASK_STOP):  # the latest initialize decides
+            self._client_requests.pop(method, None)
+        self.providers.offer(self._client_requests)
+        if self.async_tasks.on:
+            self._client_requests[air.ASYNC_TASK_STOP] = self.async_tasks.stop
+        if self.hub.air is not None:
+            result.meta = air.advertised(result.meta, self.hub.air)
         self.hub.answer_client(rid, result)
 
     def _initialize_v2(self, rid: RequestId, raw: Raw) -> None:
@@ -645,6 +684,14 @@ class Engine:
         self.auth.advertise(result)
         v2_result = face.initialize_result(info, result.authMethods)
         v2_result.meta = dict(acp_steering.SUPPORTED)
+        hub.air = air.declared(params.capabilities.meta)
+        self.usage_limits.advertise(v2_result.capabilities, params.capabilities.meta)
+        self.providers.advertise(v2_result.capabilities, params.capabilities.meta)
+        self.providers.offer(requests)
+        if self.async_tasks.on:
+            requests[air.ASYNC_TASK_STOP] = self.async_tasks.stop
+        if hub.air is not None:
+            v2_result.meta = air.advertised(v2_result.meta, hub.air)
         hub.speak(face)
         hub.answer_client(rid, v2_result)
 
@@ -707,6 +754,9 @@ class Engine:
         if method == "turn/completed":
             # Before the gate: a closed session's interrupted turn still has commands to stop.
             self.terminals.turn_completed(params)
+        observe = self._observers.get(method)
+        if observe is not None:
+            observe(params)
         unshown = thread_id and thread_id not in self._session_ids and method != _CLOCK
         if unshown and self.subagents.gate(thread_id, Held(method, params, request_id)):
             return
@@ -787,6 +837,7 @@ class Engine:
         self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
     ) -> None:
         self.lifecycle.thread_starting(mcp_servers, start)
+        self.providers.thread_starting(start)
 
     def _session_opened(
         self, record: ThreadRecord, rid: RequestId, result: Any, opened: Any
@@ -881,6 +932,10 @@ class _MethodPeek(msgspec.Struct):
 
 
 _METHOD_PEEK = msgspec.json.Decoder(_MethodPeek)
+
+
+#: Offered by the providers feature to a client that asks (see its module).
+PROVIDER_METHODS = ("providers/list", "providers/set", "providers/disable")
 
 
 def _is_initialize(data: bytes) -> bool:

@@ -14,8 +14,8 @@ from typing import Any, NoReturn, Protocol
 
 from msgspec import Raw
 
+from ...acp import air, v2
 from ...acp import steering as acp_steering
-from ...acp import v2
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ..core.hub import RequestHandler, decode_params
 
@@ -24,6 +24,7 @@ V1_ONLY = ("session/load", "session/set_mode", "authenticate")
 
 #: v2 methods Codex cannot do, and why.
 NOT_OFFERED = {
+    # Offered (replacing these) to a client that declares _meta.providers.
     "providers/list": "Codex's model providers live in its config.toml, which the bridge "
     "never writes",
     "providers/set": "Codex's model providers live in its config.toml, which the bridge "
@@ -58,7 +59,7 @@ def requests(
     new_session: Callable[[RequestId, str, list[dict[str, Any]] | None], None],
     prompt: Callable[[RequestId, str, list[Raw]], None],
     open_existing: OpenExisting,
-    fork: Callable[[RequestId, str, str, list[dict[str, Any]] | None], None],
+    fork: Callable[[RequestId, str, str, list[dict[str, Any]] | None, air.ForkPoint | None], None],
     set_config: Callable[[RequestId, str, str, Any, Any], None],
     status: SessionHandler,
     set_title: Callable[[RequestId, str, str], None],
@@ -83,7 +84,7 @@ def requests(
 
     def session_fork(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ForkSessionParams, "session/fork")
-        fork(rid, params.sessionId, params.cwd, params.mcpServers)
+        fork(rid, params.sessionId, params.cwd, params.mcpServers, air.fork_point(params.meta))
 
     def resume(rid: RequestId, raw: Raw) -> None:
         """With ``replayFrom: {type: "start"}``, the history first (v1's load); without
