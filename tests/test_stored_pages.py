@@ -32,6 +32,11 @@ from tests.test_lifecycle import (
     stored_thread,
     validate_all,
 )
+from tests.test_load_replay import command, spawn_item, user_message
+from tests.test_subagents import CAPABILITIES, CHILD, GRANDCHILD, ROOT, collab, stored
+
+#: A second sub-agent of the root, spawned on a later page.
+OTHER = "thread-other"
 
 # -- session/list ------------------------------------------------------------------------
 
@@ -275,3 +280,46 @@ def test_a_recorded_history_replays_the_same_in_pages_of_one_turn(folder: str, n
     for threads, thread_id, resumed, capabilities in loads:
         whole, paged = load_both_ways(threads, thread_id, resumed, capabilities, 1)
         assert paged == whole
+
+
+@pytest.mark.parametrize("subagents", [False, True])
+def test_sub_agents_named_on_later_pages_replay_the_same_in_pages(subagents: bool) -> None:
+    """Each page's sub-agents are read before the page is replayed (their nicknames title its
+    collab calls), and what the whole history shows of them follows as before."""
+    threads = {
+        ROOT: stored(ROOT, []),
+        CHILD: stored(
+            CHILD,
+            [
+                user_message("u-child", "@@ go"),
+                command("call_child", "completed", 0, "echo one"),
+                spawn_item("spawn-3", CHILD, GRANDCHILD),
+            ],
+            parentThreadId=ROOT,
+            agentNickname="Ada",
+        ),
+        GRANDCHILD: stored(
+            GRANDCHILD,
+            [command("call_grandchild", "declined", None, "echo two")],
+            parentThreadId=CHILD,
+            agentNickname="Bo",
+        ),
+        OTHER: stored(OTHER, [user_message("u-other", "@@ hi")], parentThreadId=ROOT),
+    }
+    threads[ROOT]["turns"] = [
+        {"id": f"turn-{n}", "status": "completed", "items": items}
+        for n, items in enumerate(
+            [
+                [user_message("u-1", "go"), spawn_item("spawn-1", ROOT, CHILD)],
+                [collab("wait-1", "wait", ROOT, [CHILD])],
+                [user_message("u-2", "more"), spawn_item("spawn-2", ROOT, OTHER)],
+                [collab("wait-2", "wait", ROOT, [CHILD, OTHER])],
+            ]
+        )
+    ]
+    capabilities = dict(CAPABILITIES, subagents={}) if subagents else dict(CAPABILITIES)
+    for page in (1, 3):
+        whole, paged = load_both_ways(threads, ROOT, {"thread": threads[ROOT]}, capabilities, page)
+        assert paged == whole
+        shown = {m["params"]["sessionId"] for m in paged if m.get("method") == "session/update"}
+        assert shown == ({ROOT, CHILD, GRANDCHILD, OTHER} if subagents else {ROOT})
