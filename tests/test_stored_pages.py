@@ -133,6 +133,46 @@ def test_a_paged_load_replays_each_page_as_it_arrives_then_answers() -> None:
     validate_all(h)
 
 
+USAGE = {
+    "threadId": THREAD,
+    "turnId": "turn-0",
+    "tokenUsage": {
+        "last": {"totalTokens": 120},
+        "total": {"totalTokens": 500},
+        "modelContextWindow": 1000,
+    },
+}
+
+
+def test_what_codex_says_of_the_thread_during_the_pages_follows_the_response() -> None:
+    """Codex speaks of the thread as soon as the resume subscribed it: that is now, the
+    history is then, so it waits for the history and its answer (a whole read, made before
+    the resume, had the same order)."""
+    h = Recorder(paged_store=True)
+    rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    answer(h, "thread/read", {"thread": stored_thread([])})
+    answer(h, "thread/resume", resume_result())
+    h.codex_notify("thread/tokenUsage/updated", USAGE)
+    answer(h, "thread/turns/list", {"data": page_of([[USER_ITEM]], 0), "nextCursor": "p2"})
+    h.codex_notify("thread/tokenUsage/updated", {**USAGE, "turnId": "turn-1"})
+    answer(h, "thread/turns/list", {"data": page_of([[ANSWER_ITEM]], 1), "nextCursor": None})
+    response_at = h.to_client.index(h.client_response(rid))  # type: ignore[arg-type]
+    assert [u["sessionUpdate"] for u in replayed(h, rid)] == ["user_message_chunk"] * 5 + [
+        "agent_message_chunk"
+    ]
+    after = [
+        m["params"]["update"]
+        for m in h.to_client[response_at:]
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "usage_update"
+    ]
+    assert after == [{"sessionUpdate": "usage_update", "used": 120, "size": 1000}] * 2
+    # Then as it comes again.
+    h.codex_notify("thread/tokenUsage/updated", USAGE)
+    assert h.to_client[-1]["params"]["update"]["sessionUpdate"] == "usage_update"
+    validate_all(h)
+
+
 def test_a_paged_load_of_a_thread_codex_never_stored_replays_nothing() -> None:
     h = Recorder(paged_store=True)
     rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})

@@ -106,6 +106,15 @@ class SubagentHistory:
         first updates after one page's worth of Codex's work, not the whole thread's."""
         tree = _Tree()
         tools: set[str] = set()
+        threads = self.hub.threads
+        # Codex subscribed this connection at the resume: what it says now of the thread
+        # (token usage, another client's running turn) follows the history and the answer.
+        threads.hold_traffic(root)
+
+        def answer() -> None:
+            then()
+            threads.release_traffic(root)
+            self.session_added(root)  # what Codex said meanwhile, in order
 
         def ask(cursor: str | None) -> None:
             self.hub.codex_request(
@@ -133,7 +142,7 @@ class SubagentHistory:
                 if page.nextCursor:
                     ask(page.nextCursor)
                 else:
-                    self._finish(root, stored, tree, tools, then)
+                    self._finish(root, stored, tree, tools, answer)
 
             self._read_tree(root, items, tree, read)
 
@@ -142,7 +151,7 @@ class SubagentHistory:
                 # The session is open (resumed): what was replayed stays, the rest is lost.
                 log.warning("history of %s not fully read: %s", root.id, error.message)
             # else: a thread Codex holds and never stored has no turns to list.
-            self._finish(root, stored, tree, tools, then)
+            self._finish(root, stored, tree, tools, answer)
 
         ask(None)
 
