@@ -117,12 +117,11 @@ def test_a_paged_load_replays_each_page_as_it_arrives_then_answers() -> None:
     h.codex_reply(
         listing["id"], {"data": page_of([[USER_ITEM, ANSWER_ITEM]], 0), "nextCursor": "p2"}
     )
-    # The first page is on its way before the second is asked for; no answer yet.
+    # The first page is on its way, and Codex reads the second meanwhile; no answer yet.
     shown = [u["sessionUpdate"] for u in h.updates(THREAD)]
     assert shown == ["user_message_chunk"] * 5 + ["agent_message_chunk"]
     assert h.client_response(rid) is None
-
-    second = h.codex_request("thread/turns/list")
+    [_, second] = [m for m in h.to_codex if m.get("method") == "thread/turns/list"]
     assert second["params"]["cursor"] == "p2"
     h.codex_reply(second["id"], {"data": page_of([[REASONING_ITEM]], 1), "nextCursor": None})
     assert own(result_of(h, rid)) == {}

@@ -26,6 +26,7 @@ the sub-agent: its id, title and final status are the live ones.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 
@@ -102,8 +103,9 @@ class SubagentHistory:
     ) -> None:
         """The root's history by ``thread/turns/list``, oldest page first, each page
         replayed as it arrives (after reading the sub-agents it names, whose nicknames
-        title it): only a page of the history is held at a time, and the client sees the
-        first updates after one page's worth of Codex's work, not the whole thread's."""
+        title it) while Codex reads the next: only two pages of the history are held at
+        a time, and the client sees the first updates after one page's worth of Codex's
+        work, not the whole thread's."""
         tree = _Tree()
         tools: set[str] = set()
         threads = self.hub.threads
@@ -131,27 +133,50 @@ class SubagentHistory:
                 failed,
             )
 
+        #: Pages arrived and not replayed yet, in order; ``None``: no more (the last page
+        #: was replayed, or Codex refused one). At most one waits: the next page is asked
+        #: for as the one before it starts to be replayed, so Codex reads it meanwhile.
+        arrived: deque[codex_threads.ThreadTurnsListResult | None] = deque()
+        replaying = False
+
         def listed(page: codex_threads.ThreadTurnsListResult) -> None:
-            items = [decode_item(raw) for turn in page.data for raw in turn.items]
-            tools.update(_tool_ids(items))
-            if page.data:
-                _last_turn(root, page.data[-1])
-
-            def read() -> None:
-                self._replay_root(root, items, tree)
-                if page.nextCursor:
-                    ask(page.nextCursor)
-                else:
-                    self._finish(root, stored, tree, tools, answer)
-
-            self._read_tree(root, items, tree, read)
+            arrived.append(page)
+            replay_next()
 
         def failed(error: ErrorObject) -> None:
             if not codex_threads.no_turns(error.code, error.message):
                 # The session is open (resumed): what was replayed stays, the rest is lost.
                 log.warning("history of %s not fully read: %s", root.id, error.message)
             # else: a thread Codex holds and never stored has no turns to list.
-            self._finish(root, stored, tree, tools, answer)
+            arrived.append(None)
+            replay_next()
+
+        def replay_next() -> None:
+            nonlocal replaying
+            if replaying or not arrived:
+                return
+            page = arrived.popleft()
+            if page is None:
+                self._finish(root, stored, tree, tools, answer)
+                return
+            replaying = True
+            if page.nextCursor:
+                ask(page.nextCursor)
+            items = [decode_item(raw) for turn in page.data for raw in turn.items]
+            tools.update(_tool_ids(items))
+            if page.data:
+                _last_turn(root, page.data[-1])
+
+            def read() -> None:
+                nonlocal replaying
+                self._replay_root(root, items, tree)
+                replaying = False
+                if not page.nextCursor:
+                    arrived.append(None)
+                replay_next()
+
+            # The sub-agents this page names title its collab calls: read first.
+            self._read_tree(root, items, tree, read)
 
         ask(None)
 
