@@ -404,11 +404,12 @@ class Lifecycle:
 
     def _repair_index(self) -> None:
         """Once a connection has listed: one page read from the thread files, the newest
-        first, its answer unused. Codex's index lacks a thread file it did not write itself
-        (one copied into the store, or written by a Codex killed before indexing it), and an
-        index-only page leaves such a thread out; a page read from the files indexes the
-        ones it reads, so the next listing has them. It costs Codex a read of every file's
-        head, once, after the client has its page instead of before."""
+        first, its answer unused. Codex's index lacks a thread file no Codex indexed (one
+        copied into the store from elsewhere, say: Codex indexes what it writes, 0.169 and
+        0.171 alike), and an index-only page leaves such a thread out; a page read from the
+        files indexes the ones it reads, so the next listing has them. It costs Codex what
+        every page cost before (it looks at every file), once, after the client has its page
+        instead of before."""
         self._index_repaired = True
 
         def ignored(_result: object) -> None:
