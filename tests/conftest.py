@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -16,7 +17,16 @@ from bridge.codex.versions import PINNED
 from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, PINNED_CODEX
-from tests.support.daemon import ATTACHED, running_daemon
+from tests.support.e2e import (
+    SCENARIO_SECONDS,
+    TRANSPORTS,
+    Conversation,
+    OpenConversation,
+    Transport,
+    bridge_conversation,
+    bridge_transport,
+    watchdog,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,15 +37,39 @@ OLDEST_CODEX = REPO / "tools" / "codex-0.169" / "node_modules" / ".bin" / "codex
 CODEX_INSTALLS = {PINNED: PINNED_CODEX, OLDEST: OLDEST_CODEX}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"transports(*names): the test's bridge reached Codex each of these ways {TRANSPORTS} "
+        "(the ``transport`` fixture; stdio alone when unmarked)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "acp_versions(*versions): the test's client speaks each of these ACP versions "
+        "(the ``acp_version`` fixture; 1 alone when unmarked)",
+    )
+    config.addinivalue_line(
+        "markers", "conversation(**options): how the ``conversation`` fixture opens its bridge"
+    )
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test marked ``codex_versions`` runs against each end of the tested range (the test
-    id names the version); every other test against the pinned Codex alone."""
+    id names the version); every other test against the pinned Codex alone. A test marked
+    ``transports`` or ``acp_versions`` with more than one value runs once for each."""
     if "codex_bin" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
         "codex_versions"
     ):
         metafunc.parametrize(
             "codex_bin", list(CODEX_INSTALLS), indirect=True, ids=lambda v: f"codex-{v}"
         )
+    for fixture, marker, ids in (
+        ("transport", "transports", str),
+        ("acp_version", "acp_versions", lambda v: f"v{v}"),
+    ):
+        mark = metafunc.definition.get_closest_marker(marker)
+        if fixture in metafunc.fixturenames and mark is not None and len(mark.args) > 1:
+            metafunc.parametrize(fixture, mark.args, indirect=True, ids=ids)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -45,7 +79,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         params = getattr(item, "callspec", None)
         params = params.params if params is not None else {}
-        if params.get("codex_bin") == OLDEST and params.get("route") == "daemon":
+        daemon = params.get("route") == "daemon" or params.get("transport") == "daemon"
+        if params.get("codex_bin") == OLDEST and daemon:
             drop.append(item)
         else:
             keep.append(item)
@@ -133,7 +168,12 @@ def stderr_file(tmp_path: Path) -> Path:
 
 @pytest.fixture(params=["plain", "daemon"])
 async def route(
-    request: pytest.FixtureRequest, bridge_env: dict[str, str], tmp_path: Path, stderr_file: Path
+    request: pytest.FixtureRequest,
+    bridge_env: dict[str, str],
+    codex_bin: str,
+    codex_home: Path,
+    tmp_path: Path,
+    stderr_file: Path,
 ) -> AsyncIterator[str]:
     """How ``serve`` (``bridge_argv`` with ``bridge_env``) reaches Codex, the test run both
     ways: ``plain``, a Codex of its own; ``daemon``, the Codex of a ``codex-acp-bridge daemon``
@@ -142,7 +182,82 @@ async def route(
     if request.param == "plain":
         yield "plain"
         return
-    runtime = Path(bridge_env[ENV_RUNTIME_DIR])
-    async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+    async with bridge_transport(
+        "daemon",
+        [],
+        bridge_env,
+        codex_bin=codex_bin,
+        codex_home=codex_home,
+        tmp_path=tmp_path,
+        stderr_file=stderr_file,
+    ):
         yield "daemon"
-    assert ATTACHED in stderr_file.read_text(), "serve ran through the daemon"
+
+
+def _marked(request: pytest.FixtureRequest, marker: str, default: Any) -> Any:
+    """The fixture's parameter: the one this run of the test has, else the one value of the
+    test's ``marker``, else ``default``."""
+    if hasattr(request, "param"):
+        return request.param
+    mark = request.node.get_closest_marker(marker)
+    return mark.args[0] if mark is not None else default
+
+
+@pytest.fixture
+async def transport(
+    request: pytest.FixtureRequest,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    codex_bin: str,
+    codex_home: Path,
+    tmp_path: Path,
+    stderr_file: Path,
+) -> AsyncIterator[Transport]:
+    """How the bridge reaches Codex (see :func:`tests.support.e2e.bridge_transport`): stdio,
+    or the ways the test's ``transports`` marker names, one run each."""
+    async with bridge_transport(
+        _marked(request, "transports", "stdio"),
+        bridge_argv,
+        bridge_env,
+        codex_bin=codex_bin,
+        codex_home=codex_home,
+        tmp_path=tmp_path,
+        stderr_file=stderr_file,
+    ) as chosen:
+        yield chosen
+
+
+@pytest.fixture
+def acp_version(request: pytest.FixtureRequest) -> int:
+    """The ACP version the test's client speaks: 1, or those its ``acp_versions`` marker names."""
+    version: int = _marked(request, "acp_versions", 1)
+    return version
+
+
+@pytest.fixture
+def open_conversation(
+    transport: Transport, acp_version: int, stderr_file: Path, workspace: Path
+) -> OpenConversation:
+    """``async with open_conversation(**options) as talk``: the bridge of ``transport``, its
+    client initialized in ``acp_version``, a session open in ``workspace``; every message
+    validated on the way out (options: :func:`tests.support.e2e.bridge_conversation`)."""
+
+    def start(**options: Any) -> Any:
+        return bridge_conversation(transport, acp_version, stderr_file, workspace, **options)
+
+    return start
+
+
+@pytest.fixture
+async def conversation(
+    request: pytest.FixtureRequest, open_conversation: OpenConversation
+) -> AsyncIterator[Conversation]:
+    """A ready conversation for the whole test, which fails after ``SCENARIO_SECONDS``; options
+    from the test's ``conversation`` marker (as :func:`tests.support.e2e.bridge_conversation`'s)."""
+    mark = request.node.get_closest_marker("conversation")
+    options = mark.kwargs if mark is not None else {}
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watchdog, SCENARIO_SECONDS)
+        async with open_conversation(**options) as talk:
+            yield talk
+        nursery.cancel_scope.cancel()
