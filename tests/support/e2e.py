@@ -118,6 +118,8 @@ class Conversation:
     sid: str
     #: ``initialize``'s result.
     init: dict[str, Any]
+    #: ``session/new``'s result (empty when none was asked for).
+    opened: dict[str, Any]
     version: int
     transport: str
     #: What validated on the way out: the number of messages the bridge sent.
@@ -128,6 +130,12 @@ class Conversation:
 
     def text(self, kind: str = "agent_message_chunk") -> str:
         return self.client.text_of(self.sid, kind)
+
+    async def said(self, text: str) -> str:
+        """Prompt ``text`` (a turn that ends ``end_turn``); what the agent said in answer."""
+        before = len(self.text())
+        assert await self.prompt(text) == {"stopReason": "end_turn"}, text
+        return self.text()[before:]
 
 
 class OpenConversation(Protocol):
@@ -178,8 +186,12 @@ async def bridge_conversation(
             init = await client.initialize(capabilities)
         else:
             init = await client.initialize_v2(capabilities)
-        sid = await client.new_session(str(cwd)) if session else ""
-        talk = Conversation(client, sid, init, version, transport.name)
+        opened: dict[str, Any] = {}
+        if session:
+            opened = await client.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+        talk = Conversation(
+            client, opened.get("sessionId", ""), init, opened, version, transport.name
+        )
         yield talk
     talk.validated.append(
         assert_valid_acp(
