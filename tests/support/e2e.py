@@ -132,9 +132,14 @@ class Conversation:
         return self.client.text_of(self.sid, kind)
 
     async def said(self, text: str) -> str:
-        """Prompt ``text`` (a turn that ends ``end_turn``); what the agent said in answer."""
+        """Prompt ``text``, the work ending ``end_turn`` (in v2, once the session is idle
+        again); what the agent said in answer."""
         before = len(self.text())
-        assert await self.prompt(text) == {"stopReason": "end_turn"}, text
+        if self.version == 1:
+            assert await self.prompt(text) == {"stopReason": "end_turn"}, text
+        else:
+            _, ended = await self.client.prompt_v2(self.sid, text)
+            assert ended["stopReason"] == "end_turn", (text, ended)
         return self.text()[before:]
 
 
@@ -198,6 +203,19 @@ async def bridge_conversation(
             client, unstable=version == 2 if unstable is None else unstable, version=version
         )
     )
+
+
+async def earlier_session(
+    open_conversation: OpenConversation, *prompts: str, **options: Any
+) -> Conversation:
+    """A conversation over before the test's own begins: a session opened and given each of
+    ``prompts`` (each ending ``end_turn``), its bridge (and Codex) gone since; what a client
+    restarted later finds is the test's."""
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation(**options) as talk:
+            for text in prompts:
+                await talk.said(text)
+    return talk
 
 
 async def watchdog(seconds: float) -> None:
