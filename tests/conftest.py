@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -166,32 +168,39 @@ def stderr_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture(params=["plain", "daemon"])
-async def route(
-    request: pytest.FixtureRequest,
+@pytest.fixture
+def transport_of(
+    bridge_argv: list[str],
     bridge_env: dict[str, str],
     codex_bin: str,
     codex_home: Path,
     tmp_path: Path,
     stderr_file: Path,
+) -> Callable[[str], AbstractAsyncContextManager[Transport]]:
+    """``async with transport_of(name) as transport``: what the transport ``name`` needs
+    running, for ``serve`` (``bridge_argv`` with ``bridge_env``) to reach Codex that way."""
+    return functools.partial(
+        bridge_transport,
+        argv=bridge_argv,
+        env=bridge_env,
+        codex_bin=codex_bin,
+        codex_home=codex_home,
+        tmp_path=tmp_path,
+        stderr_file=stderr_file,
+    )
+
+
+@pytest.fixture(params=["plain", "daemon"])
+async def route(
+    request: pytest.FixtureRequest,
+    transport_of: Callable[[str], AbstractAsyncContextManager[Transport]],
 ) -> AsyncIterator[str]:
     """How ``serve`` (``bridge_argv`` with ``bridge_env``) reaches Codex, the test run both
     ways: ``plain``, a Codex of its own; ``daemon``, the Codex of a ``codex-acp-bridge daemon``
     running on the test's runtime directory with the same environment, which ``serve``
     attaches to (checked from its log, ``stderr_file``, at the end)."""
-    if request.param == "plain":
-        yield "plain"
-        return
-    async with bridge_transport(
-        "daemon",
-        [],
-        bridge_env,
-        codex_bin=codex_bin,
-        codex_home=codex_home,
-        tmp_path=tmp_path,
-        stderr_file=stderr_file,
-    ):
-        yield "daemon"
+    async with transport_of("stdio" if request.param == "plain" else "daemon"):
+        yield request.param
 
 
 def _marked(request: pytest.FixtureRequest, marker: str, default: Any) -> Any:
@@ -206,24 +215,11 @@ def _marked(request: pytest.FixtureRequest, marker: str, default: Any) -> Any:
 @pytest.fixture
 async def transport(
     request: pytest.FixtureRequest,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    codex_bin: str,
-    codex_home: Path,
-    tmp_path: Path,
-    stderr_file: Path,
+    transport_of: Callable[[str], AbstractAsyncContextManager[Transport]],
 ) -> AsyncIterator[Transport]:
     """How the bridge reaches Codex (see :func:`tests.support.e2e.bridge_transport`): stdio,
     or the ways the test's ``transports`` marker names, one run each."""
-    async with bridge_transport(
-        _marked(request, "transports", "stdio"),
-        bridge_argv,
-        bridge_env,
-        codex_bin=codex_bin,
-        codex_home=codex_home,
-        tmp_path=tmp_path,
-        stderr_file=stderr_file,
-    ) as chosen:
+    async with transport_of(_marked(request, "transports", "stdio")) as chosen:
         yield chosen
 
 

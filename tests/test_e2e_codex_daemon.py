@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import trio
 
-from bridge.acp_client import open_agent
 from bridge.engine.features.prompt_input import MAX_INPUT_BYTES, MAX_INPUT_CHARS
 from bridge.jsonrpc import RpcError
 from tests.support.codex_daemon import (
@@ -23,7 +22,7 @@ from tests.support.codex_daemon import (
     codex_requests,
 )
 from tests.support.daemon import running_daemon, serve_argv
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
 from tests.test_e2e_daemon import status_json
 
 pytestmark = pytest.mark.e2e
@@ -32,71 +31,52 @@ JOINED = "Codex: Codex's daemon on "
 
 
 async def test_serve_finds_codex_s_daemon_and_its_sessions_live_there(
+    open_conversation: OpenConversation,
     bridge_env: dict[str, str],
-    bridge_argv: list[str],
     codex_home: Path,
     codex_bin: str,
-    workspace: Path,
     stderr_file: Path,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with codex_daemon(codex_home, codex_bin, bridge_env) as daemon:
-            with stderr_file.open("ab") as err:
-                async with open_agent(bridge_argv, env=bridge_env, stderr=err.fileno()) as (
-                    client,
-                    _process,
-                ):
-                    await client.initialize()
-                    session = await client.new_session(str(workspace))
-                    result = await client.prompt(session, "@@ words 30")
-                    assert result == {"stopReason": "end_turn"}
-                    assert len(client.text_of(session).split()) == 30
-                    [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
-                    assert session in loaded["data"]
+            async with open_conversation() as talk:
+                assert len((await talk.said("@@ words 30")).split()) == 30
+                [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
+                assert talk.sid in loaded["data"]
             said = [line for line in stderr_file.read_text().splitlines() if "Codex:" in line]
             assert said and said[0].startswith(f"codex-acp-bridge: {JOINED}{daemon.socket}")
         assert not codex_home_processes(codex_home)
-    assert_valid_acp(client)
 
 
 async def test_codex_url_names_codex_s_daemon_socket(
+    open_conversation: OpenConversation,
     bridge_env: dict[str, str],
     bridge_argv: list[str],
     codex_home: Path,
     codex_bin: str,
-    workspace: Path,
-    stderr_file: Path,
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
-        async with codex_daemon(codex_home, codex_bin, bridge_env) as daemon:
-            argv = [*bridge_argv, "--codex-url", daemon.url]
-            async with open_agent(argv, env=bridge_env, stderr=err.fileno()) as (
-                client,
-                _process,
-            ):
-                await client.initialize()
-                session = await client.new_session(str(workspace))
-                assert await client.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
-                [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
-                assert session in loaded["data"]
-    assert_valid_acp(client)
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with (
+            codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
+            open_conversation(argv=[*bridge_argv, "--codex-url", daemon.url]) as talk,
+        ):
+            assert await talk.prompt("@@ say hello") == {"stopReason": "end_turn"}
+            [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
+            assert talk.sid in loaded["data"]
 
 
 async def test_a_session_outlives_a_restart_of_codex_s_daemon(
+    open_conversation: OpenConversation,
     bridge_env: dict[str, str],
-    bridge_argv: list[str],
     codex_home: Path,
     codex_bin: str,
-    workspace: Path,
-    stderr_file: Path,
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
+    with trio.fail_after(SCENARIO_SECONDS):
         async with (
             codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
-            open_agent(bridge_argv, env=bridge_env, stderr=err.fileno()) as (client, process),
+            open_conversation() as talk,
         ):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
+            client, session, process = talk.client, talk.sid, talk.process
             assert await client.prompt(session, "@@ say one") == {"stopReason": "end_turn"}
             before = daemon.started["pid"]
             restarted = await daemon.command("restart")
@@ -106,10 +86,10 @@ async def test_a_session_outlives_a_restart_of_codex_s_daemon(
             assert process.poll() is None
             [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
             assert session in loaded["data"]
-    assert_valid_acp(client)
 
 
 async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
+    open_conversation: OpenConversation,
     bridge_env: dict[str, str],
     codex_home: Path,
     codex_bin: str,
@@ -118,7 +98,7 @@ async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
     stderr_file: Path,
 ) -> None:
     runtime = tmp_path / "runtime"
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
+    with trio.fail_after(SCENARIO_SECONDS):
         async with (
             codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
             # Another client of Codex's daemon (as Codex's TUI is), with a thread it started
@@ -139,12 +119,8 @@ async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
                 ):
                     await trio.sleep(0.1)
                 # An editor through the bridge's daemon works on Codex's daemon too.
-                async with open_agent(serve_argv(runtime), env=bridge_env, stderr=err.fileno()) as (
-                    client,
-                    _process,
-                ):
-                    await client.initialize()
-                    session = await client.new_session(str(workspace))
+                async with open_conversation(argv=serve_argv(runtime)) as talk:
+                    client, session = talk.client, talk.sid
                     assert await client.prompt(session, "@@ say hi") == {"stopReason": "end_turn"}
                     [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
                     assert session in loaded["data"]
@@ -160,7 +136,6 @@ async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
                         await trio.sleep(0.1)
                 assert ours.poll() is None
     assert f"Codex: the daemon's at {daemon.url}" in stderr_file.read_text()
-    assert_valid_acp(client)
 
 
 def codex_processes_of(pid: int) -> list[int]:
@@ -170,20 +145,19 @@ def codex_processes_of(pid: int) -> list[int]:
 
 
 async def test_a_prompt_larger_than_codex_accepts_is_refused_and_the_connection_lives(
+    open_conversation: OpenConversation,
     bridge_env: dict[str, str],
-    bridge_argv: list[str],
     codex_home: Path,
     codex_bin: str,
     workspace: Path,
     stderr_file: Path,
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
+    with trio.fail_after(SCENARIO_SECONDS):
         async with (
             codex_daemon(codex_home, codex_bin, bridge_env),
-            open_agent(bridge_argv, env=bridge_env, stderr=err.fileno()) as (client, process),
+            open_conversation() as talk,
         ):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
+            client, session, process = talk.client, talk.sid, talk.process
             other = await client.new_session(str(workspace))  # never prompted
             image = base64.b64encode(b"\0" * (MAX_INPUT_BYTES * 3 // 4 + 1024)).decode()
             big = [
@@ -199,30 +173,24 @@ async def test_a_prompt_larger_than_codex_accepts_is_refused_and_the_connection_
             assert process.poll() is None
     # Nothing about a lost Codex: the connection never broke.
     assert "restarting in" not in stderr_file.read_text()
-    assert_valid_acp(client)
 
 
 async def test_codex_s_daemon_stopped_under_a_session_is_an_error_not_a_hang(
+    open_conversation: OpenConversation,
     bridge_env: dict[str, str],
-    bridge_argv: list[str],
     codex_home: Path,
     codex_bin: str,
-    workspace: Path,
-    stderr_file: Path,
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
+    with trio.fail_after(SCENARIO_SECONDS):
         async with (
             codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
-            open_agent(bridge_argv, env=bridge_env, stderr=err.fileno()) as (client, process),
+            open_conversation() as talk,
         ):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
-            assert await client.prompt(session, "@@ say one") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say one") == {"stopReason": "end_turn"}
             assert (await daemon.command("stop"))["status"] == "stopped"
             # The bridge tries to reconnect, then says why it stopped trying.
             with pytest.raises(RpcError) as refused:
-                await client.prompt(session, "@@ say two")
+                await talk.prompt("@@ say two")
             assert "not restarting it" in refused.value.message
-            assert process.poll() is None  # the bridge stays for its editor
+            assert talk.process.poll() is None  # the bridge stays for its editor
         assert not codex_home_processes(codex_home)
-    assert_valid_acp(client)

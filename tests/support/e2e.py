@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 import trio
@@ -122,6 +122,8 @@ class Conversation:
     opened: dict[str, Any]
     version: int
     transport: str
+    #: The bridge's process.
+    process: trio.Process
     #: What validated on the way out: the number of messages the bridge sent.
     validated: list[int] = field(default_factory=list)
 
@@ -143,21 +145,10 @@ class Conversation:
         return self.text()[before:]
 
 
-class OpenConversation(Protocol):
-    """The ``open_conversation`` fixture: a bridge, initialized, with a session, for the span
-    of an ``async with``; every message it sent is validated on the way out."""
-
-    def __call__(
-        self,
-        *,
-        argv: Sequence[str] | None = None,
-        env: dict[str, str] | None = None,
-        capabilities: dict[str, Any] | None = None,
-        on_request: RequestHandler = default_request_handler,
-        on_notification: Callable[[str, Any], None] | None = None,
-        session: bool = True,
-        unstable: bool | None = None,
-    ) -> AbstractAsyncContextManager[Conversation]: ...
+#: The ``open_conversation`` fixture: ``open_conversation(**options)`` is a bridge,
+#: initialized, with a session, for the span of an ``async with``; every message it sent is
+#: validated on the way out (the options: :func:`bridge_conversation`'s).
+OpenConversation = Callable[..., AbstractAsyncContextManager[Conversation]]
 
 
 @asynccontextmanager
@@ -181,23 +172,20 @@ async def bridge_conversation(
     :func:`assert_valid_acp` (``unstable``: as for a client of the draft extensions, the
     default for v2)."""
     options: dict[str, Any] = {"on_request": on_request, "on_notification": on_notification}
-    async with running_bridge(
-        transport.argv if argv is None else argv,
-        transport.env if env is None else env,
-        log_path,
-        **options,
-    ) as client:
-        if version == 1:
-            init = await client.initialize(capabilities)
-        else:
-            init = await client.initialize_v2(capabilities)
-        opened: dict[str, Any] = {}
-        if session:
-            opened = await client.request("session/new", {"cwd": str(cwd), "mcpServers": []})
-        talk = Conversation(
-            client, opened.get("sessionId", ""), init, opened, version, transport.name
-        )
-        yield talk
+    argv = transport.argv if argv is None else argv
+    env = transport.env if env is None else env
+    with log_path.open("ab") as log:
+        async with open_agent(argv, env=env, stderr=log.fileno(), **options) as (client, process):
+            if version == 1:
+                init = await client.initialize(capabilities)
+            else:
+                init = await client.initialize_v2(capabilities)
+            opened: dict[str, Any] = {}
+            if session:
+                opened = await client.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+            sid = opened.get("sessionId", "")
+            talk = Conversation(client, sid, init, opened, version, transport.name, process)
+            yield talk
     talk.validated.append(
         assert_valid_acp(
             client, unstable=version == 2 if unstable is None else unstable, version=version
