@@ -8,6 +8,8 @@ answers matter, from a recording of the bridge's traffic with Codex (``codex-acp
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
+from bridge.acp_client import AcpClient
 from bridge.recording import read_recording
 from bridge.recording.format import MessageRecord
 from bridge.scripted_model import ScriptedModel, write_codex_home
@@ -154,51 +157,72 @@ async def test_a_cancelled_outcome_cancels_the_turn(
     assert "aborted by user" in output
 
 
-async def test_cancel_while_asking_answers_codex_cancel_once_and_the_late_allow_counts_for_nothing(
+@asynccontextmanager
+async def interrupted_while_asked(
     open_conversation: OpenConversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
-    tmp_path: Path,
-) -> None:
-    out = tmp_path / "cancel.codex.jsonl"
+    out: Path,
+    interrupt: Callable[[Conversation], Awaitable[None]],
+) -> AsyncIterator[Conversation]:
+    """A conversation recorded to ``out`` whose prompt (the escalated command) is cancelled
+    by ``interrupt``, run while the client is asked; the client's "allow" arrives after it."""
     answers = Answers(permission="allow_once", hold=True)
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(argv=record_argv(out), on_request=answers) as talk:
-            client, sid = talk.client, talk.sid
-            outcome: dict[str, Any] = {}
+    async with open_conversation(argv=record_argv(out), on_request=answers) as talk:
+        outcome: dict[str, Any] = {}
 
-            async def prompt() -> None:
-                outcome["result"] = await client.prompt(sid, ESCALATED)
+        async def prompt() -> None:
+            outcome["result"] = await talk.prompt(ESCALATED)
 
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(prompt)
-                await answers.asked.wait()
-                await client.notify("session/cancel", {"sessionId": sid})
-                await client.wait_for(lambda m: m.get("result") == {"stopReason": "cancelled"})
-                answers.release()  # the client answers "allow", after the cancel
-                await wait_all_tasks_blocked()
-            assert outcome["result"] == {"stopReason": "cancelled"}
-            assert await client.prompt(sid, "@@ say still here") == {"stopReason": "end_turn"}
-    assert not (workspace / "approved.txt").exists()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(prompt)
+            await answers.asked.wait()
+            await interrupt(talk)
+            answers.release()  # the client answers "allow", after the interruption
+            await wait_all_tasks_blocked()
+        assert outcome["result"] == {"stopReason": "cancelled"}
+        yield talk
 
-    traffic = recorded(out)
+
+def codex_approval(traffic: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[Any]]:
+    """Codex's command approval in a recording, and the bridge's answers to it."""
     [approval] = [
-        m for d, m in traffic if m.get("method") == "item/commandExecution/requestApproval"
+        m for _d, m in traffic if m.get("method") == "item/commandExecution/requestApproval"
     ]
-    answers_to_codex = [
+    answers = [
         m
         for d, m in traffic
         if d == "to_codex" and m.get("id") == approval["id"] and "method" not in m
     ]
+    return approval, answers
+
+
+def permission_request_id(client: AcpClient) -> Any:
+    [rid] = [m["id"] for m in client.received if m.get("method") == "session/request_permission"]
+    return rid
+
+
+async def test_cancel_while_asking_answers_codex_cancel_once_and_the_late_allow_counts_for_nothing(
+    open_conversation: OpenConversation, workspace: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "cancel.codex.jsonl"
+
+    async def cancel(talk: Conversation) -> None:
+        await talk.client.notify("session/cancel", {"sessionId": talk.sid})
+        await talk.client.wait_for(lambda m: m.get("result") == {"stopReason": "cancelled"})
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with interrupted_while_asked(open_conversation, out, cancel) as talk:
+            assert await talk.prompt("@@ say still here") == {"stopReason": "end_turn"}
+    assert not (workspace / "approved.txt").exists()
+
+    traffic = recorded(out)
+    approval, answers_to_codex = codex_approval(traffic)
     assert answers_to_codex == [{"id": approval["id"], "result": {"decision": "cancel"}}]
     # ... at once: before Codex reported the turn over.
     order = [m for _d, m in traffic]
     ended = next(i for i, m in enumerate(order) if m.get("method") == "turn/completed")
     assert order.index(answers_to_codex[0]) < ended
     # The client's allow did arrive, after the cancel, and was not passed on.
-    [permission_id] = [
-        m["id"] for m in client.received if m.get("method") == "session/request_permission"
-    ]
+    permission_id = permission_request_id(talk.client)
     late = [
         m
         for d, m in traffic
@@ -208,47 +232,24 @@ async def test_cancel_while_asking_answers_codex_cancel_once_and_the_late_allow_
 
 
 async def test_closing_the_session_while_asking_cancels_and_withdraws_the_question(
-    open_conversation: OpenConversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
-    tmp_path: Path,
+    open_conversation: OpenConversation, workspace: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "close.codex.jsonl"
-    answers = Answers(permission="allow_once", hold=True)
+
+    async def close(talk: Conversation) -> None:
+        assert await talk.client.request("session/close", {"sessionId": talk.sid}) == {}
+
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(argv=record_argv(out), on_request=answers) as talk:
-            client, sid = talk.client, talk.sid
-            outcome: dict[str, Any] = {}
-
-            async def prompt() -> None:
-                outcome["result"] = await client.prompt(sid, ESCALATED)
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(prompt)
-                await answers.asked.wait()
-                assert await client.request("session/close", {"sessionId": sid}) == {}
-                answers.release()
-                await wait_all_tasks_blocked()
-            assert outcome["result"] == {"stopReason": "cancelled"}
+        async with interrupted_while_asked(open_conversation, out, close) as talk:
+            pass
     assert not (workspace / "approved.txt").exists()
-    [permission_id] = [
-        m["id"] for m in client.received if m.get("method") == "session/request_permission"
-    ]
     # The client's dialog is withdrawn: the turn it was about has ended.
     assert {
         "jsonrpc": "2.0",
         "method": "$/cancel_request",
-        "params": {"requestId": permission_id},
-    } in (client.received)
-    traffic = recorded(out)
-    [approval] = [
-        m for _d, m in traffic if m.get("method") == "item/commandExecution/requestApproval"
-    ]
-    to_codex = [
-        m
-        for d, m in traffic
-        if d == "to_codex" and m.get("id") == approval["id"] and "method" not in m
-    ]
+        "params": {"requestId": permission_request_id(talk.client)},
+    } in (talk.client.received)
+    approval, to_codex = codex_approval(recorded(out))
     assert to_codex == [{"id": approval["id"], "result": {"decision": "cancel"}}]
 
 
@@ -279,9 +280,7 @@ async def test_a_client_that_disconnects_while_asked_leaves_codex_a_cancel(
         for e in entries[lost:]
         if isinstance(e.record, MessageRecord) and e.record.dir == "to_codex"
     ]
-    [approval] = [
-        m for _d, m in recorded(out) if m.get("method") == "item/commandExecution/requestApproval"
-    ]
+    approval, _ = codex_approval(recorded(out))
     assert {"id": approval["id"], "result": {"decision": "cancel"}} in after
     assert not (workspace / "approved.txt").exists()
 
