@@ -91,9 +91,7 @@ def recorded(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 @pytest.mark.transports("stdio", "daemon")
 async def test_an_escalated_command_allowed_once_runs_and_the_turn_ends(
-    open_conversation: OpenConversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     answers = Answers(permission="allow_once")
     talk = await answered(open_conversation, answers, ESCALATED)
@@ -126,9 +124,7 @@ async def test_an_escalated_command_allowed_once_runs_and_the_turn_ends(
 
 @pytest.mark.transports("stdio", "daemon")
 async def test_a_rejected_command_ends_declined_and_the_turn_goes_on(
-    open_conversation: OpenConversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     answers = Answers(permission="reject_once")
     talk = await answered(open_conversation, answers, ESCALATED)
@@ -141,9 +137,7 @@ async def test_a_rejected_command_ends_declined_and_the_turn_goes_on(
 
 @pytest.mark.transports("stdio", "daemon")
 async def test_a_cancelled_outcome_cancels_the_turn(
-    open_conversation: OpenConversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     answers = Answers(permission=None)
     with trio.fail_after(SCENARIO_SECONDS):
@@ -254,10 +248,7 @@ async def test_closing_the_session_while_asking_cancels_and_withdraws_the_questi
 
 
 async def test_a_client_that_disconnects_while_asked_leaves_codex_a_cancel(
-    open_conversation: OpenConversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
-    tmp_path: Path,
+    open_conversation: OpenConversation, workspace: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "gone.codex.jsonl"
     answers = Answers(permission="allow_once", hold=True)
@@ -287,9 +278,7 @@ async def test_a_client_that_disconnects_while_asked_leaves_codex_a_cancel(
 
 @pytest.mark.transports("stdio", "daemon")
 async def test_a_patch_inside_git_asks_with_its_path_and_applies_once_allowed(
-    open_conversation: OpenConversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     (workspace / ".git").mkdir()
     answers = Answers(permission="allow_once")
@@ -349,7 +338,6 @@ async def test_an_mcp_tool_call_asks_permission_first(
     ran: bool,
     bridge_env: dict[str, str],
     scripted_model: ScriptedModel,
-    tmp_path: Path,
 ) -> None:
     with_config(bridge_env, scripted_model, MCP_SERVER_TOML)
     answers = Answers(permission=option)
@@ -379,10 +367,7 @@ async def test_an_mcp_tool_call_asks_permission_first(
 
 @pytest.mark.transports("stdio", "daemon")
 async def test_a_question_reaches_a_client_with_forms_and_its_answer_the_model(
-    open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    scripted_model: ScriptedModel,
-    tmp_path: Path,
+    open_conversation: OpenConversation, bridge_env: dict[str, str], scripted_model: ScriptedModel
 ) -> None:
     with_config(bridge_env, scripted_model, QUESTIONS_TOML)
     answers = Answers(elicitation={"action": "accept", "content": {"color": "Blue"}})
@@ -399,10 +384,7 @@ async def test_a_question_reaches_a_client_with_forms_and_its_answer_the_model(
 
 @pytest.mark.transports("stdio", "daemon")
 async def test_a_question_for_a_client_without_forms_gets_no_answers_and_the_turn_goes_on(
-    open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    scripted_model: ScriptedModel,
-    tmp_path: Path,
+    open_conversation: OpenConversation, bridge_env: dict[str, str], scripted_model: ScriptedModel
 ) -> None:
     with_config(bridge_env, scripted_model, QUESTIONS_TOML)
     answers = Answers()
