@@ -81,9 +81,7 @@ async def test_a_new_session_reports_the_configured_mode_and_overrides_nothing(
 
 
 async def test_the_first_answer_lists_the_whole_catalog_and_the_configured_effort(
-    open_conversation: OpenConversation,
-    scripted_model: ScriptedModel,
-    codex_home: Path,
+    open_conversation: OpenConversation, scripted_model: ScriptedModel, codex_home: Path
 ) -> None:
     write_codex_home(
         codex_home,
@@ -109,9 +107,7 @@ async def test_the_first_answer_lists_the_whole_catalog_and_the_configured_effor
 
 
 async def test_set_mode_then_a_prompt_runs_with_the_new_policy(
-    conversation: Conversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     client, sid = conversation.client, conversation.sid
     assert await client.prompt(sid, "@@ say before") == {"stopReason": "end_turn"}
@@ -215,9 +211,7 @@ async def test_picks_are_stored_in_the_thread_and_come_back_after_a_restart(
 
 
 async def test_bad_settings_requests_are_errors_and_the_session_goes_on(
-    conversation: Conversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     client, sid = conversation.client, conversation.sid
     for method, params, code in [
@@ -246,9 +240,7 @@ async def test_bad_settings_requests_are_errors_and_the_session_goes_on(
 
 
 async def test_slash_commands_are_advertised_and_run_as_turns(
-    conversation: Conversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     client, sid = conversation.client, conversation.sid
     announced = await client.wait_for(_is_update("available_commands_update"))
@@ -280,9 +272,7 @@ async def test_slash_commands_are_advertised_and_run_as_turns(
 
 
 async def test_each_command_answered_without_a_turn_once(
-    open_conversation: OpenConversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     """/status, /mcp, /skills, /goal (set, show, pause, resume, clear), /rename, /review-branch,
     /review-commit and /logout against the real Codex: each answers as agent text and
@@ -444,9 +434,7 @@ async def test_chatgpt_sign_in_shows_codex_sign_in_page_and_a_decline_cancels_it
 
 
 async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
-    open_conversation: OpenConversation,
-    scripted_model: ScriptedModel,
-    codex_home: Path,
+    open_conversation: OpenConversation, scripted_model: ScriptedModel, codex_home: Path
 ) -> None:
     """A skill in ``CODEX_HOME/skills`` is a slash command of the session: ``/greet the team``
     runs a turn whose input names the skill, and Codex hands the skill to the model."""
@@ -479,8 +467,7 @@ async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
 
 
 async def test_plan_turns_codexs_plan_mode_on_and_off(
-    conversation: Conversation,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, scripted_model: ScriptedModel
 ) -> None:
     """``/plan`` stores Codex's plan collaboration mode in the thread: the next turn's model
     request carries Codex's plan-mode instructions; after ``/plan off`` Codex tells the model

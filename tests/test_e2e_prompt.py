@@ -50,7 +50,6 @@ async def test_reasoning_streams_as_thoughts_before_the_answer(conversation: Con
 
 async def test_cancel_mid_stream_resolves_cancelled_after_codex_confirms(
     conversation: Conversation,
-    scripted_model: ScriptedModel,
 ) -> None:
     client, sid = conversation.client, conversation.sid
     outcome: dict[str, object] = {}
@@ -82,9 +81,7 @@ async def test_a_failed_turn_is_an_error_carrying_codex_message(conversation: Co
 
 
 async def test_prompt_with_resources_and_images_reaches_the_model(
-    conversation: Conversation,
-    workspace: Path,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
     prompt = [
@@ -107,8 +104,7 @@ async def test_prompt_with_resources_and_images_reaches_the_model(
 
 
 async def test_prompts_sent_mid_turn_are_queued_and_answered_in_order(
-    conversation: Conversation,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, scripted_model: ScriptedModel
 ) -> None:
     """A prompt typed while the agent works is not refused: it runs when the turn ends, each
     prompt with its own answer; a cancel then answers what is still queued ``cancelled``."""
@@ -150,8 +146,7 @@ async def test_prompts_sent_mid_turn_are_queued_and_answered_in_order(
 
 
 async def test_a_steer_enters_the_running_turn_and_the_model_answers_it_in_that_turn(
-    conversation: Conversation,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, scripted_model: ScriptedModel
 ) -> None:
     """``_session/steering`` into a long streamed answer is ``injected``: Codex hands it to the
     model in the same turn (the scripted model answers it), and the one prompt response covers
