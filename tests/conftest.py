@@ -235,11 +235,12 @@ def open_conversation(
     transport: Transport, acp_version: int, stderr_file: Path, workspace: Path
 ) -> OpenConversation:
     """``async with open_conversation(**options) as talk``: the bridge of ``transport``, its
-    client initialized in ``acp_version``, a session open in ``workspace``; every message
+    client initialized in ``acp_version`` (or ``version``), a session open in ``workspace``; every message
     validated on the way out (options: :func:`tests.support.e2e.bridge_conversation`)."""
 
-    def start(**options: Any) -> Any:
-        return bridge_conversation(transport, acp_version, stderr_file, workspace, **options)
+    def start(*, version: int | None = None, **options: Any) -> Any:
+        version = acp_version if version is None else version
+        return bridge_conversation(transport, version, stderr_file, workspace, **options)
 
     return start
 
