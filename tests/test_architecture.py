@@ -321,10 +321,13 @@ def test_a_feature_is_imported_only_by_the_wiring_module(feature: str) -> None:
 
 
 def _make_package(root: Path, files: Mapping[str, str]) -> Path:
+    """The package ``fake`` under ``root``, of ``files`` (an ``__init__`` not given empty)."""
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    for folder in [root / "fake", *(root / "fake").rglob("*/")]:
+        (folder / "__init__.py").touch()
     return root / "fake"
 
 
@@ -332,7 +335,6 @@ def test_the_checker_finds_cycles_through_type_checking_and_subpackages(tmp_path
     package = _make_package(
         tmp_path,
         {
-            "fake/__init__.py": "",
             "fake/core/__init__.py": "from .engine import Engine\n",
             "fake/core/engine.py": "class Engine:\n    pass\n",
             "fake/core/feature.py": (
@@ -401,7 +403,7 @@ def test_the_checker_passes_a_package_without_cycles(tmp_path: Path) -> None:
     ],
 )
 def test_the_checker_finds_cycles(tmp_path: Path, files: dict[str, str], report: str) -> None:
-    package = _make_package(tmp_path, {"fake/__init__.py": "", **files})
+    package = _make_package(tmp_path, files)
     assert cycle_report(find_cycles(import_graph(find_modules(package)))) == report
 
 
@@ -409,8 +411,6 @@ def test_the_purity_check_sees_every_kind_of_import(tmp_path: Path) -> None:
     package = _make_package(
         tmp_path,
         {
-            "fake/__init__.py": "",
-            "fake/engine/__init__.py": "",
             "fake/engine/a.py": (
                 "import os.path\n"
                 "from typing import TYPE_CHECKING\n"
@@ -420,7 +420,6 @@ def test_the_purity_check_sees_every_kind_of_import(tmp_path: Path) -> None:
                 "    from time import monotonic\n"
                 "    from ..shell import run\n"
             ),
-            "fake/shell/__init__.py": "",
             "fake/shell/run.py": "import trio\n",  # the shell may
         },
     )
@@ -441,7 +440,6 @@ def test_the_checks_pass_an_engine_shaped_as_intended(tmp_path: Path) -> None:
     package = _make_package(
         tmp_path,
         {
-            "fake/__init__.py": "",
             "fake/engine/__init__.py": "from .wiring import Engine\n",
             "fake/engine/sessions.py": (
                 "import logging\nfrom dataclasses import dataclass\n"
@@ -460,7 +458,6 @@ def test_the_checks_pass_an_engine_shaped_as_intended(tmp_path: Path) -> None:
             "fake/engine/wiring.py": (
                 "from .prompts import Prompts\nfrom .tools import Tools\nclass Engine: ...\n"
             ),
-            "fake/shell/__init__.py": "",
             "fake/shell/run.py": "import trio\nfrom ..engine import Engine\n",
         },
     )
