@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -119,6 +120,18 @@ def codex_version(codex_bin: str) -> str:
     found = re.search(r"\d+\.\d+\.\d+", out)
     assert found, out
     return found.group()
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """Node, with the pinned ACP SDK installed beside it (the SDK-driven tests' client)."""
+    path = shutil.which("node")
+    sdk = REPO / "tools" / "node" / "node_modules" / "@agentclientprotocol" / "sdk"
+    if path is None or not sdk.exists():
+        pytest.fail(
+            "node and the pinned ACP SDK are needed: run the project's setup (scripts/setup)"
+        )
+    return path
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ import trio
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
 from tests.support.e2e import SCENARIO_SECONDS
+from tests.support.reading import session_updates, text_of
 from tests.support.scenarios.approvals import ESCALATED
 from tests.support.scenarios.subagents import CHILD_APPROVAL, CHILD_WORDS, SPAWN_THREE
 
@@ -119,7 +120,7 @@ async def _exec(
     except json.JSONDecodeError as exc:
         raise AssertionError(f"acpx printed something other than JSON: {exc}\n{why}") from exc
     assert messages, why
-    _validate(messages)
+    _validate_traffic(messages)
     return result.returncode, messages
 
 
@@ -131,7 +132,7 @@ def _from_agent(message: dict[str, Any], client_requests: dict[Any, str]) -> boo
     return message.get("id") in client_requests and "outcome" not in (message.get("result") or {})
 
 
-def _validate(messages: list[dict[str, Any]]) -> None:
+def _validate_traffic(messages: list[dict[str, Any]]) -> None:
     """What the bridge sent acpx validates against the ACP v1 schema, answer by answer."""
     validator = ConversationValidator()
     client_requests: dict[Any, str] = {}
@@ -143,18 +144,6 @@ def _validate(messages: list[dict[str, Any]]) -> None:
         elif "method" in message and "id" in message:
             client_requests[message["id"]] = message["method"]
             validator.client_sent(message)
-
-
-def _updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [m["params"] for m in messages if m.get("method") == "session/update"]
-
-
-def _text(messages: list[dict[str, Any]]) -> str:
-    return "".join(
-        u["update"]["content"]["text"]
-        for u in _updates(messages)
-        if u["update"]["sessionUpdate"] == "agent_message_chunk"
-    )
 
 
 def _session_and_stop(messages: list[dict[str, Any]]) -> tuple[str, str]:
@@ -174,8 +163,8 @@ async def test_acpx_prompt(acpx: str, agent: Any, workspace: Path) -> None:
     assert init["params"]["clientInfo"]["name"] == "acpx"
     session, stop = _session_and_stop(messages)
     assert stop == "end_turn"
-    assert _text(messages) == "hello from acpx"
-    assert {u["sessionId"] for u in _updates(messages)} == {session}
+    assert text_of(u["update"] for u in session_updates(messages)) == "hello from acpx"
+    assert {u["sessionId"] for u in session_updates(messages)} == {session}
 
 
 def _permission(messages: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -203,7 +192,7 @@ async def test_acpx_approve_all_runs_the_escalated_command(
     assert _chosen_kind(params, outcome) == "allow_once"
     assert (workspace / "approved.txt").exists()
     assert _session_and_stop(messages)[1] == "end_turn"
-    assert _text(messages) == "done"
+    assert text_of(u["update"] for u in session_updates(messages)) == "done"
 
 
 async def test_acpx_deny_all_refuses_the_escalated_command(
@@ -216,7 +205,7 @@ async def test_acpx_deny_all_refuses_the_escalated_command(
     assert not (workspace / "approved.txt").exists()
     # The turn itself goes on to its end: Codex is told no, the model says its last words.
     assert _session_and_stop(messages)[1] == "end_turn"
-    assert _text(messages) == "done"
+    assert text_of(u["update"] for u in session_updates(messages)) == "done"
 
 
 async def test_acpx_approve_all_runs_a_childs_escalated_command(
@@ -231,7 +220,7 @@ async def test_acpx_approve_all_runs_a_childs_escalated_command(
     assert (workspace / "child-approved.txt").exists()
     assert status == 0
     assert _session_and_stop(messages)[1] == "end_turn"
-    assert _text(messages) == "parent done"
+    assert text_of(u["update"] for u in session_updates(messages)) == "parent done"
 
 
 async def test_acpx_sees_subagents_as_tool_calls(
@@ -241,8 +230,8 @@ async def test_acpx_sees_subagents_as_tool_calls(
     assert status == 0
     session, stop = _session_and_stop(messages)
     assert stop == "end_turn"
-    assert _text(messages) == "all three reported"
-    updates = _updates(messages)
+    assert text_of(u["update"] for u in session_updates(messages)) == "all three reported"
+    updates = session_updates(messages)
     # No child session reaches a client without the subagents capability.
     assert {u["sessionId"] for u in updates} == {session}
     calls: dict[str, dict[str, Any]] = {}

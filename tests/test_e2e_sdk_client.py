@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -16,19 +15,6 @@ from tests.support.e2e import SCENARIO_SECONDS, decode_lines, words
 pytestmark = pytest.mark.e2e
 
 SDK_CLIENT = REPO / "tools" / "node" / "acp_sdk_client.mjs"
-
-
-@pytest.fixture(scope="module")
-def node() -> str:
-    path = shutil.which("node")
-    if (
-        path is None
-        or not (REPO / "tools" / "node" / "node_modules" / "@agentclientprotocol" / "sdk").exists()
-    ):
-        pytest.fail(
-            "node and the pinned ACP SDK are needed: run the project's setup (scripts/setup)"
-        )
-    return path
 
 
 async def _run_sdk_client(node: str, env: dict[str, str], *args: str) -> list[dict[str, object]]:
@@ -56,7 +42,7 @@ async def _run_sdk_client(node: str, env: dict[str, str], *args: str) -> list[di
     return events
 
 
-def _validate(events: list[dict[str, object]]) -> None:
+def _validate_events(events: list[dict[str, object]]) -> None:
     """Re-check the raw payloads against the ACP schema, method by method."""
     v = ConversationValidator()
     for n, e in enumerate(events):
@@ -93,7 +79,7 @@ async def test_sdk_client_streams_a_whole_answer(
     )
     assert text == words(500)
     assert events[-1] == {"event": "exit", "code": 0}
-    _validate(events)
+    _validate_events(events)
 
 
 async def test_sdk_client_cancels_mid_stream(
@@ -119,4 +105,4 @@ async def test_sdk_client_cancels_mid_stream(
         and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
     ]  # type: ignore[index]
     assert 10 <= len(chunks) < 3000
-    _validate(events)
+    _validate_events(events)

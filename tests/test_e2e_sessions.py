@@ -30,6 +30,7 @@ from tests.support.e2e import (
     earlier_session,
     words,
 )
+from tests.support.reading import text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -65,14 +66,6 @@ def _updates_between(
         for m in client.received[start:end]
         if m.get("method") == "session/update" and m["params"]["sessionId"] == session_id
     ]
-
-
-def _text(updates: list[dict[str, Any]], kind: str, message_id: str | None = None) -> str:
-    return "".join(
-        u["content"].get("text", "")
-        for u in updates
-        if u["sessionUpdate"] == kind and (message_id is None or u.get("messageId") == message_id)
-    )
 
 
 def _tools_replay_commands() -> bool:
@@ -123,8 +116,8 @@ async def test_load_in_a_new_bridge_replays_the_history_before_its_response(
             ]
             assert users[0]["messageId"] != users[1]["messageId"]
             assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk")
-            assert _text(replay, "agent_thought_chunk") == "thought1 thought2 thought3 thought4"
-            assert _text(replay, "agent_message_chunk") == words(5) + "ran it"
+            assert text_of(replay, "agent_thought_chunk") == "thought1 thought2 thought3 thought4"
+            assert text_of(replay, "agent_message_chunk") == words(5) + "ran it"
             # The same message ids the live session used.
             live_ids = {u.get("messageId") for u in live if u["sessionUpdate"] in HISTORY_KINDS}
             replay_ids = {
@@ -329,7 +322,7 @@ async def test_close_while_a_prompt_runs_cancels_it_then_forgets_the_session(
     )
     answered_at = _answer_of(client, _rid_of(client, "session/load"))
     replay = _updates_between(client, sent_at, answered_at, sid)
-    assert _text(replay, "user_message_chunk") == "@@ words 3000 delay_ms=10"
+    assert text_of(replay, "user_message_chunk") == "@@ words 3000 delay_ms=10"
     assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
 
 

@@ -21,6 +21,7 @@ import trio
 from bridge.acp_client import AcpClient
 from tests.support.daemon import ATTACHED, running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.reading import states_of, text_of
 from tests.support.scenarios.approvals import ESCALATED, Answers
 from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
 
@@ -84,10 +85,6 @@ def _since(client: AcpClient, start: int, session: str) -> list[dict[str, Any]]:
     return [u["update"] for u in client.updates[start:] if u["sessionId"] == session]
 
 
-def _text(updates: list[dict[str, Any]], kind: str) -> str:
-    return "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == kind)
-
-
 async def _until(client: AcpClient, done: Any) -> None:
     await client.wait_for(lambda _m: bool(done()))
 
@@ -101,13 +98,13 @@ async def test_a_turn_either_window_starts_streams_to_both_its_prompt_first_else
                 at_sender, at_watcher = len(sender.updates), len(watcher.updates)
                 assert await sender.prompt(session, text) == {"stopReason": "end_turn"}
                 sent = _since(sender, at_sender, session)
-                answer = _text(sent, "agent_message_chunk")
+                answer = text_of(sent, "agent_message_chunk")
                 assert answer in ("word1 word2 word3 word4 word5", "from b")
                 # The other window: the prompt as the user's message, then the same answer.
                 await _until(
                     watcher,
                     lambda w=watcher, n=at_watcher, t=answer: (
-                        _text(_since(w, n, session), "agent_message_chunk") == t
+                        text_of(_since(w, n, session), "agent_message_chunk") == t
                     ),
                 )
                 seen = _since(watcher, at_watcher, session)
@@ -117,9 +114,9 @@ async def test_a_turn_either_window_starts_streams_to_both_its_prompt_first_else
                     if u["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")
                 ]
                 assert chunks[0]["sessionUpdate"] == "user_message_chunk"
-                assert _text(seen, "user_message_chunk") == text
+                assert text_of(seen, "user_message_chunk") == text
                 # The sender is not shown its own prompt back.
-                assert _text(sent, "user_message_chunk") == ""
+                assert text_of(sent, "user_message_chunk") == ""
 
 
 async def test_an_approval_is_asked_in_both_windows_and_the_first_answer_settles_it(
@@ -166,7 +163,7 @@ async def test_a_cancel_from_the_window_that_did_not_start_the_turn_stops_it(
                 # The other window sees the turn stream...
                 await _until(
                     other,
-                    lambda: "word3" in _text(_since(other, at, session), "agent_message_chunk"),
+                    lambda: "word3" in text_of(_since(other, at, session), "agent_message_chunk"),
                 )
                 # ... sends a prompt of its own, which waits for that turn ...
                 nursery.start_soon(prompt, "queued", other, "@@ say never")
@@ -199,13 +196,13 @@ async def test_a_prompt_from_one_window_waits_for_the_others_turn_then_runs(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(prompt, "a", a, "@@ words 30 delay_ms=30")
                 await _until(
-                    b, lambda: "word2" in _text(_since(b, at, session), "agent_message_chunk")
+                    b, lambda: "word2" in text_of(_since(b, at, session), "agent_message_chunk")
                 )
                 nursery.start_soon(prompt, "b", b, "@@ say after")
             assert ended == ["a", "b"]
             # Both windows saw both turns, whole, in order.
             for client in (a, b):
-                text = _text(_since(client, at, session), "agent_message_chunk")
+                text = text_of(_since(client, at, session), "agent_message_chunk")
                 assert text.startswith("word1 word2") and text.endswith("word30after"), text
 
 
@@ -259,14 +256,6 @@ async def test_a_sub_agent_the_other_windows_turn_spawns_is_announced_in_both(
             assert b.text_of(child) == "alpha reporting"
 
 
-def _states(client: AcpClient, session: str, start: int = 0) -> list[dict[str, Any]]:
-    return [
-        {k: v for k, v in u.items() if k != "sessionUpdate"}
-        for u in _since(client, start, session)
-        if u["sessionUpdate"] == "state_update"
-    ]
-
-
 async def test_a_v2_window_follows_the_other_windows_turns_and_cancels_one(
     two_windows: TwoWindows,
 ) -> None:
@@ -276,13 +265,16 @@ async def test_a_v2_window_follows_the_other_windows_turns_and_cancels_one(
             at = len(b.updates)
             assert await a.prompt(session, "@@ say two") == {"stopReason": "end_turn"}
             await _until(
-                b, lambda: {"state": "idle", "stopReason": "end_turn"} in _states(b, session, at)
+                b,
+                lambda: (
+                    {"state": "idle", "stopReason": "end_turn"} in states_of(_since(b, at, session))
+                ),
             )
-            assert _states(b, session, at) == [
+            assert states_of(_since(b, at, session)) == [
                 {"state": "running"},
                 {"state": "idle", "stopReason": "end_turn"},
             ]
-            assert _text(_since(b, at, session), "user_message_chunk") == "@@ say two"
+            assert text_of(_since(b, at, session), "user_message_chunk") == "@@ say two"
             # b cancels a's next turn: a's prompt ends cancelled, b's state idle cancelled.
             at = len(b.updates)
             results: dict[str, Any] = {}
@@ -293,14 +285,15 @@ async def test_a_v2_window_follows_the_other_windows_turns_and_cancels_one(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(prompt)
                 await _until(
-                    b, lambda: "word3" in _text(_since(b, at, session), "agent_message_chunk")
+                    b, lambda: "word3" in text_of(_since(b, at, session), "agent_message_chunk")
                 )
                 await b.notify("session/cancel", {"sessionId": session})
             assert results == {"a": {"stopReason": "cancelled"}}
             await _until(
                 b,
                 lambda: (
-                    _states(b, session, at)[-1:] == [{"state": "idle", "stopReason": "cancelled"}]
+                    states_of(_since(b, at, session))[-1:]
+                    == [{"state": "idle", "stopReason": "cancelled"}]
                 ),
             )
 
@@ -315,7 +308,7 @@ async def test_a_v2_window_is_shown_the_sub_agents_of_the_other_windows_turn(
             assert await a.prompt(session, spawning) == {"stopReason": "end_turn"}
             await _until(
                 b,
-                lambda: _text(_since(b, 0, session), "agent_message_chunk").endswith(
+                lambda: text_of(_since(b, 0, session), "agent_message_chunk").endswith(
                     "all reported"
                 ),
             )

@@ -106,6 +106,7 @@ from bridge.recording.format import EndRecord, Entry, EventRecord, MessageRecord
 from bridge.recording.redact import Redactor
 from tests.support.acp_schema import ConversationValidator
 from tests.support.fixture_sets import FIXTURES, all_names, prefixed
+from tests.support.reading import direction
 
 #: In both fixture sets: the engine must understand both versions' traffic.
 NAMES = prefixed(["streamed_answer", "reasoning", "cancel_mid_stream", "failed_turn", "bad_input"])
@@ -165,10 +166,6 @@ class Moves:
     turn_ids: set[str] = field(default_factory=set)
 
 
-def _dir(entry: Entry) -> str | None:
-    return entry.record.dir if isinstance(entry.record, MessageRecord) else None
-
-
 def declaring_subagents(recording: Recording) -> Recording:
     """``recording`` as if its client had declared ``clientCapabilities.subagents``."""
     entries = []
@@ -206,7 +203,7 @@ def legal_moves(name: str, subagents: bool = False) -> Moves:
     for i, (entry, message) in enumerate(zip(entries, messages, strict=True)):
         if message is None:
             continue
-        where = _dir(entry)
+        where = direction(entry)
         if where == "to_codex":
             if message.get("method") == "initialized":
                 moves.initialized = i
@@ -239,7 +236,7 @@ def legal_moves(name: str, subagents: bool = False) -> Moves:
         return [
             j
             for j in range(start + 1, end)
-            if _dir(entries[j]) == "from_codex"
+            if direction(entries[j]) == "from_codex"
             and (m := messages[j]) is not None
             and str(m.get("method", "")).startswith("item/")
             and m["params"].get("threadId") == thread
@@ -260,7 +257,7 @@ def legal_moves(name: str, subagents: bool = False) -> Moves:
         return None
 
     for i, (entry, message) in enumerate(zip(entries, messages, strict=True)):
-        if message is None or _dir(entry) != "from_codex":
+        if message is None or direction(entry) != "from_codex":
             continue
         method = message.get("method")
         params = message.get("params") or {}
@@ -273,7 +270,9 @@ def legal_moves(name: str, subagents: bool = False) -> Moves:
                 moves.floating[i] = bounds
         elif method is None and i in turn_of_answer:
             _start, end, _thread = turns[turn_of_answer[i]]
-            following = [j for j in range(i + 1, len(entries)) if _dir(entries[j]) != "from_codex"]
+            following = [
+                j for j in range(i + 1, len(entries)) if direction(entries[j]) != "from_codex"
+            ]
             moves.late_answers[i] = (i, min([end, *following[:1]]))
         if method == "thread/started" or (method is not None and "threadId" in params):
             moves.thread_notifications.append(i)
@@ -317,7 +316,7 @@ class Reordered:
         return f"Reordered({', '.join(self.order)})"
 
 
-def _label(record: MessageRecord | EventRecord, line: int | None) -> str:
+def _record_label(record: MessageRecord | EventRecord, line: int | None) -> str:
     if not isinstance(record, MessageRecord):
         return f"{line}:{record.event}"
     message = msgspec.json.decode(record.data()) if record.message is not msgspec.UNSET else {}
@@ -349,7 +348,7 @@ def thread_read_answer(moves: Moves, thread: str, parent: str | None) -> dict[st
     started = next(
         m
         for m, e in zip(moves.messages, moves.entries, strict=True)
-        if m is not None and _dir(e) == "from_codex" and "thread" in (m.get("result") or {})
+        if m is not None and direction(e) == "from_codex" and "thread" in (m.get("result") or {})
     )
     stored = dict(started["result"]["thread"])
     stored.update(id=thread, sessionId=thread, parentThreadId=parent, turns=[])
@@ -470,7 +469,7 @@ def rebuild(
 
     sent(engine.start())
     for record, line in inputs:
-        label = _label(record, line)
+        label = _record_label(record, line)
         if isinstance(record, EventRecord):
             answer_due(flush=True)  # Codex answered before the end
             feed(record, label)
@@ -871,7 +870,7 @@ def test_every_record_moved_as_far_as_it_legally_goes(
     assert SIBLING not in transcript.text()
     # The reordering did reorder: the fixture's own inputs (what the client and
     # Codex sent, and events), all there, in another order.
-    inputs = [e.line for e in moves.entries if _dir(e) != "to_codex"]
+    inputs = [e.line for e in moves.entries if direction(e) != "to_codex"]
     moved = [int(label.split(":")[0]) for label in reordering.order if label[0].isdigit()]
     assert sorted(moved) == inputs
     assert moved != inputs

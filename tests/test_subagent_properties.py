@@ -58,6 +58,7 @@ from bridge.recording import Recording, Transcript, parse_recording, read_record
 from bridge.recording.format import EndRecord, Entry, MessageRecord, encode_record
 from tests.support.acp_schema import ConversationValidator
 from tests.support.fixture_sets import FIXTURES, prefixed
+from tests.support.reading import direction
 
 #: In both fixture sets (``fixtures/`` and ``fixtures/codex-0.169/``).
 NAMES = prefixed(
@@ -115,10 +116,6 @@ def _message(entry: Entry) -> dict[str, Any] | None:
     return None
 
 
-def _dir(entry: Entry) -> str | None:
-    return entry.record.dir if isinstance(entry.record, MessageRecord) else None
-
-
 def plan_of(recording: Recording) -> Plan:
     entries = list(recording.entries)
     messages = [_message(e) for e in entries]
@@ -128,7 +125,7 @@ def plan_of(recording: Recording) -> Plan:
     for i, (entry, message) in enumerate(zip(entries, messages, strict=True)):
         if message is None:
             continue
-        where = _dir(entry)
+        where = direction(entry)
         if where == "to_codex" and message.get("method") == "thread/read":
             read_requests.add(message["id"])
         elif where == "from_codex":
@@ -203,7 +200,7 @@ class Reordered:
         return f"Reordered({', '.join(self.labels)})"
 
 
-def _label(plan: Plan, i: int) -> str:
+def _plan_label(plan: Plan, i: int) -> str:
     message = plan.messages[i]
     entry = plan.entries[i]
     if message is None:
@@ -249,7 +246,7 @@ def reordered(
         )
     count = sum(1 for i in order if isinstance(plan.entries[i].record, MessageRecord))
     out.append(encode_record(EndRecord(t=len(order) / 1000, messages=count)))
-    return Reordered(b"".join(out), tuple(_label(plan, i) for i in order))
+    return Reordered(b"".join(out), tuple(_plan_label(plan, i) for i in order))
 
 
 @st.composite
