@@ -8,6 +8,8 @@ which ``codex app-server daemon stop`` leaves running, included).
 from __future__ import annotations
 
 import base64
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -16,35 +18,54 @@ import trio
 from bridge.engine.features.prompt_input import MAX_INPUT_BYTES, MAX_INPUT_CHARS
 from bridge.jsonrpc import RpcError
 from tests.support.codex_daemon import (
+    CodexDaemon,
     codex_client,
     codex_daemon,
     codex_home_processes,
     codex_requests,
 )
 from tests.support.daemon import running_daemon, serve_argv
-from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.test_e2e_daemon import status_json
 
 pytestmark = pytest.mark.e2e
 
 JOINED = "Codex: Codex's daemon on "
 
+OnCodexDaemon = Callable[..., AbstractAsyncContextManager[tuple[CodexDaemon, Conversation]]]
 
-async def test_serve_finds_codex_s_daemon_and_its_sessions_live_there(
+
+@pytest.fixture
+def on_codex_daemon(
     open_conversation: OpenConversation,
     bridge_env: dict[str, str],
     codex_home: Path,
     codex_bin: str,
-    stderr_file: Path,
+) -> OnCodexDaemon:
+    """``async with on_codex_daemon() as (daemon, talk)``: Codex's daemon on the test's
+    ``CODEX_HOME``, and a conversation with ``serve``, which finds it."""
+
+    @asynccontextmanager
+    async def start() -> AsyncIterator[tuple[CodexDaemon, Conversation]]:
+        async with (
+            codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
+            open_conversation() as talk,
+        ):
+            yield daemon, talk
+
+    return start
+
+
+async def test_serve_finds_codex_s_daemon_and_its_sessions_live_there(
+    on_codex_daemon: OnCodexDaemon, codex_home: Path, stderr_file: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with codex_daemon(codex_home, codex_bin, bridge_env) as daemon:
-            async with open_conversation() as talk:
-                assert len((await talk.said("@@ words 30")).split()) == 30
-                [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
-                assert talk.sid in loaded["data"]
-            said = [line for line in stderr_file.read_text().splitlines() if "Codex:" in line]
-            assert said and said[0].startswith(f"codex-acp-bridge: {JOINED}{daemon.socket}")
+        async with on_codex_daemon() as (daemon, talk):
+            assert len((await talk.said("@@ words 30")).split()) == 30
+            [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
+            assert talk.sid in loaded["data"]
+        said = [line for line in stderr_file.read_text().splitlines() if "Codex:" in line]
+        assert said and said[0].startswith(f"codex-acp-bridge: {JOINED}{daemon.socket}")
         assert not codex_home_processes(codex_home)
 
 
@@ -66,16 +87,10 @@ async def test_codex_url_names_codex_s_daemon_socket(
 
 
 async def test_a_session_outlives_a_restart_of_codex_s_daemon(
-    open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    codex_home: Path,
-    codex_bin: str,
+    on_codex_daemon: OnCodexDaemon,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with (
-            codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
-            open_conversation() as talk,
-        ):
+        async with on_codex_daemon() as (daemon, talk):
             client, session, process = talk.client, talk.sid, talk.process
             assert await client.prompt(session, "@@ say one") == {"stopReason": "end_turn"}
             before = daemon.started["pid"]
@@ -145,18 +160,12 @@ def codex_processes_of(pid: int) -> list[int]:
 
 
 async def test_a_prompt_larger_than_codex_accepts_is_refused_and_the_connection_lives(
-    open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    codex_home: Path,
-    codex_bin: str,
+    on_codex_daemon: OnCodexDaemon,
     workspace: Path,
     stderr_file: Path,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with (
-            codex_daemon(codex_home, codex_bin, bridge_env),
-            open_conversation() as talk,
-        ):
+        async with on_codex_daemon() as (_, talk):
             client, session, process = talk.client, talk.sid, talk.process
             other = await client.new_session(str(workspace))  # never prompted
             image = base64.b64encode(b"\0" * (MAX_INPUT_BYTES * 3 // 4 + 1024)).decode()
@@ -176,16 +185,10 @@ async def test_a_prompt_larger_than_codex_accepts_is_refused_and_the_connection_
 
 
 async def test_codex_s_daemon_stopped_under_a_session_is_an_error_not_a_hang(
-    open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    codex_home: Path,
-    codex_bin: str,
+    on_codex_daemon: OnCodexDaemon, codex_home: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with (
-            codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
-            open_conversation() as talk,
-        ):
+        async with on_codex_daemon() as (daemon, talk):
             assert await talk.prompt("@@ say one") == {"stopReason": "end_turn"}
             assert (await daemon.command("stop"))["status"] == "stopped"
             # The bridge tries to reconnect, then says why it stopped trying.

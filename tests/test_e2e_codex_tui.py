@@ -93,6 +93,17 @@ def tui_and_window(
     return start
 
 
+async def asked_in_both(tui: Tui, window: AcpClient, permission: str) -> Answers:
+    """The TUI's turn runs the escalated command: the window is asked (its answer, ``permission``,
+    held until released) and so is the TUI (its dialog shown)."""
+    answers = Answers(permission=permission, hold=True)
+    window.on_request = answers
+    await tui.submit(ESCALATED)
+    await answers.asked.wait()
+    await tui.wait_for(APPROVAL)
+    return answers
+
+
 def agent_kinds(updates: list[dict[str, Any]]) -> list[str]:
     """The message chunks' kinds, each run of one kind once."""
     kinds: list[str] = []
@@ -147,14 +158,10 @@ async def test_an_approval_of_a_tui_turn_answered_in_the_window_leaves_the_tui(
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with tui_and_window() as (tui, window, thread):
-            answers = Answers(permission="allow_once", hold=True)
-            window.on_request = answers
-            await tui.submit(ESCALATED)
             # Asked in both: the window's request, the TUI's dialog.
-            await answers.asked.wait()
+            answers = await asked_in_both(tui, window, "allow_once")
             [(method, asked)] = answers.requests
             assert method == "session/request_permission" and asked["sessionId"] == thread
-            await tui.wait_for(APPROVAL)
             answers.release()
             await tui.wait_gone(APPROVAL)
             await window.wait_for(lambda _m: window.text_of(thread).endswith("done"))
@@ -167,11 +174,7 @@ async def test_an_approval_answered_in_the_tui_is_withdrawn_from_the_window(
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with tui_and_window() as (tui, window, thread):
-            answers = Answers(permission="reject_once", hold=True)
-            window.on_request = answers
-            await tui.submit(ESCALATED)
-            await answers.asked.wait()
-            await tui.wait_for(APPROVAL)
+            answers = await asked_in_both(tui, window, "reject_once")
             await tui.tmux("send-keys", "-t", tui.session, "y")  # "Yes, proceed"
             [asked] = [
                 m["id"] for m in window.received if m.get("method") == "session/request_permission"
