@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import trio
 
-from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
 from tests.support.app_server import app_server, crash
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.scenarios import prompt_outcome
 from tests.support.scenarios import subagents as scenario
 from tests.support.scenarios.recovery import codex_processes
 
@@ -47,13 +47,6 @@ async def logged(path: Path, text: str) -> None:
         await trio.sleep(0.05)
 
 
-async def streaming_prompt(client: AcpClient, session: str, outcome: dict[str, Any]) -> None:
-    try:
-        outcome["result"] = await client.prompt(session, "@@ words 3000 delay_ms=10")
-    except RpcError as exc:
-        outcome["error"] = exc
-
-
 async def test_codex_killed_mid_answer_comes_back_and_the_same_session_answers(
     open_conversation: OpenConversation, stderr_file: Path
 ) -> None:
@@ -62,7 +55,9 @@ async def test_codex_killed_mid_answer_comes_back_and_the_same_session_answers(
             client, session, process = talk.client, talk.sid, talk.process
             outcome: dict[str, Any] = {}
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(streaming_prompt, client, session, outcome)
+                nursery.start_soon(
+                    prompt_outcome, client, session, "@@ words 3000 delay_ms=10", outcome
+                )
                 await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
                 old = kill_codex(process)
             error = outcome["error"]
@@ -83,15 +78,8 @@ async def test_codex_killed_during_a_childs_work_the_child_gets_a_fresh_state(
         async with open_conversation(capabilities=scenario.SUBAGENTS, unstable=True) as talk:
             client, root, process = talk.client, talk.sid, talk.process
             outcome: dict[str, Any] = {}
-
-            async def prompt() -> None:
-                try:
-                    outcome["result"] = await client.prompt(root, scenario.CANCEL_PARENT)
-                except RpcError as exc:
-                    outcome["error"] = exc
-
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(prompt)
+                nursery.start_soon(prompt_outcome, client, root, scenario.CANCEL_PARENT, outcome)
                 kid = await scenario.words_from_first_child(client, 20)
                 kill_codex(process)
             assert "error" in outcome

@@ -68,6 +68,13 @@ def _updates_between(
     ]
 
 
+async def refused(client: AcpClient, method: str, params: dict[str, Any]) -> RpcError:
+    """The error ``method`` is answered with (it must be one)."""
+    with pytest.raises(RpcError) as refusal:
+        await client.request(method, params)
+    return refusal.value
+
+
 def _tools_replay_commands() -> bool:
     """Whether the tools feature shows a finished command in a replay (its work may land later)."""
     sample = {
@@ -154,11 +161,9 @@ async def test_load_of_a_thread_that_does_not_exist_is_not_found(
         async with open_conversation(session=False) as talk:
             client = talk.client
             for method in ("session/load", "session/resume"):
-                with pytest.raises(RpcError) as failure:
-                    await client.request(
-                        method, {"sessionId": missing, "cwd": str(workspace), "mcpServers": []}
-                    )
-                assert failure.value.code == -32002 and missing in failure.value.message
+                params = {"sessionId": missing, "cwd": str(workspace), "mcpServers": []}
+                failure = await refused(client, method, params)
+                assert failure.code == -32002 and missing in failure.message
             with pytest.raises(RpcError) as prompt:
                 await client.prompt(missing, "@@ words 1")
             assert prompt.value.code == -32002
@@ -184,14 +189,12 @@ async def test_a_session_never_prompted_cannot_be_loaded_by_a_new_bridge_and_say
         async with open_conversation(session=False) as talk:
             client = talk.client
             for method in ("session/load", "session/resume"):
-                with pytest.raises(RpcError) as failure:
-                    await client.request(
-                        method, {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
-                    )
-                assert failure.value.code == -32002
-                assert sid in failure.value.message
-                assert "never prompted" in failure.value.message
-                assert failure.value.data == {
+                params = {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
+                failure = await refused(client, method, params)
+                assert failure.code == -32002
+                assert sid in failure.message
+                assert "never prompted" in failure.message
+                assert failure.data == {
                     "sessionId": sid,
                     "codex": f"thread not loaded: {sid}",  # Codex 0.169's words
                 }

@@ -36,6 +36,7 @@ from bridge.shell.streams import LineStream
 from tests.support.acp_schema import ConversationValidator
 from tests.support.app_server import app_server, crash
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, record_argv
+from tests.support.scenarios import prompt_outcome
 from tests.support.scenarios import subagents as scenario
 from tests.support.scenarios.approvals import Answers
 from tests.support.scenarios.subagents import (
@@ -852,15 +853,10 @@ async def test_lose_a_childs_activity_feed_while_acp_stays_connected(
             async with tapped(argv=argv, env=dict(os.environ)) as (client, stdout):
                 root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
                 outcome: dict[str, Any] = {}
-
-                async def prompt() -> None:
-                    try:
-                        outcome["result"] = await client.prompt(root, scenario.CANCEL_PARENT)
-                    except RpcError as exc:
-                        outcome["error"] = exc
-
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(prompt)
+                    nursery.start_soon(
+                        prompt_outcome, client, root, scenario.CANCEL_PARENT, outcome
+                    )
                     kid = await scenario.words_from_first_child(client, 20)
                     crash(process)
                     await client.wait_for(lambda _m: scenario.has_state(client, kid, "unknown"))

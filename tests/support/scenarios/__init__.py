@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bridge.acp_client import AcpClient
+from bridge.jsonrpc import RpcError
 
 #: ``drive(client, workspace)``: everything the client does, from ``initialize`` on.
 Drive = Callable[[AcpClient, str], Awaitable[None]]
@@ -38,6 +39,17 @@ class Scenario:
 #: For an ``attach`` scenario: JSON ``{codexBin, codexHome, dir, port}`` of its app-server, so
 #: the scenario can crash it and start another on the same port.
 APP_SERVER_ENV = "FIXTURE_APP_SERVER"
+
+
+async def prompt_outcome(
+    client: AcpClient, session: str, text: str, outcome: dict[str, Any]
+) -> None:
+    """Prompt ``text``; its result goes in ``outcome["result"]``, or the error that answered
+    it in ``outcome["error"]`` (a prompt Codex's loss may fail)."""
+    try:
+        outcome["result"] = await client.prompt(session, text)
+    except RpcError as exc:
+        outcome["error"] = exc
 
 
 async def open_session(
