@@ -20,6 +20,7 @@ from bridge.codex.versions import PINNED
 from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, PINNED_CODEX
+from tests.support.daemon import StartDaemon, running_daemon
 from tests.support.e2e import (
     SCENARIO_SECONDS,
     TRANSPORTS,
@@ -181,6 +182,32 @@ def stderr_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(params=["plain", "daemon"])
+async def route(
+    request: pytest.FixtureRequest,
+    transport_of: Callable[[str], AbstractAsyncContextManager[Transport]],
+) -> AsyncIterator[str]:
+    """How ``serve`` (``bridge_argv`` with ``bridge_env``) reaches Codex, the test run both
+    ways: ``plain``, a Codex of its own; ``daemon``, the Codex of a ``codex-acp-bridge daemon``
+    running on the test's runtime directory with the same environment, which ``serve``
+    attaches to (checked from its log, ``stderr_file``, at the end)."""
+    async with transport_of("stdio" if request.param == "plain" else "daemon"):
+        yield request.param
+
+
+@pytest.fixture
+def runtime(bridge_env: dict[str, str]) -> Path:
+    """The test's own runtime directory (``bridge_env``'s), where its daemon runs."""
+    return Path(bridge_env[ENV_RUNTIME_DIR])
+
+
+@pytest.fixture
+def start_daemon(bridge_env: dict[str, str], runtime: Path, tmp_path: Path) -> StartDaemon:
+    """``async with start_daemon(*options) as (process, info)``: ``codex-acp-bridge daemon``
+    on ``runtime`` with ``bridge_env`` (its log: ``daemon.log`` in ``tmp_path``)."""
+    return functools.partial(running_daemon, bridge_env, runtime, tmp_path / "daemon.log")
+
+
 @pytest.fixture
 def transport_of(
     bridge_argv: list[str],
@@ -201,19 +228,6 @@ def transport_of(
         tmp_path=tmp_path,
         stderr_file=stderr_file,
     )
-
-
-@pytest.fixture(params=["plain", "daemon"])
-async def route(
-    request: pytest.FixtureRequest,
-    transport_of: Callable[[str], AbstractAsyncContextManager[Transport]],
-) -> AsyncIterator[str]:
-    """How ``serve`` (``bridge_argv`` with ``bridge_env``) reaches Codex, the test run both
-    ways: ``plain``, a Codex of its own; ``daemon``, the Codex of a ``codex-acp-bridge daemon``
-    running on the test's runtime directory with the same environment, which ``serve``
-    attaches to (checked from its log, ``stderr_file``, at the end)."""
-    async with transport_of("stdio" if request.param == "plain" else "daemon"):
-        yield request.param
 
 
 def _marked(request: pytest.FixtureRequest, marker: str, default: Any) -> Any:

@@ -24,7 +24,7 @@ from tests.support.codex_daemon import (
     codex_home_processes,
     codex_requests,
 )
-from tests.support.daemon import running_daemon, serve_argv
+from tests.support.daemon import StartDaemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.test_e2e_daemon import status_json
 
@@ -104,15 +104,15 @@ async def test_a_session_outlives_a_restart_of_codex_s_daemon(
 
 
 async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
+    start_daemon: StartDaemon,
+    runtime: Path,
     open_conversation: OpenConversation,
     bridge_env: dict[str, str],
     codex_home: Path,
     codex_bin: str,
     workspace: Path,
-    tmp_path: Path,
     stderr_file: Path,
 ) -> None:
-    runtime = tmp_path / "runtime"
     with trio.fail_after(SCENARIO_SECONDS):
         async with (
             codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
@@ -122,7 +122,7 @@ async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
         ):
             started = await tui("thread/start", {"cwd": str(workspace)})
             other = started["thread"]["id"]
-            async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (
+            async with start_daemon() as (
                 ours,
                 info,
             ):
@@ -160,9 +160,7 @@ def codex_processes_of(pid: int) -> list[int]:
 
 
 async def test_a_prompt_larger_than_codex_accepts_is_refused_and_the_connection_lives(
-    on_codex_daemon: OnCodexDaemon,
-    workspace: Path,
-    stderr_file: Path,
+    on_codex_daemon: OnCodexDaemon, workspace: Path, stderr_file: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with on_codex_daemon() as (_, talk):

@@ -23,7 +23,7 @@ from bridge.acp_client import AcpClient
 from bridge.shell.codex_transport import codex_daemon_socket
 from tests.support.codex_daemon import codex_home_processes, codex_requests
 from tests.support.codex_tui import AGENT_MARK, USER_MARK, Tui, codex_tui
-from tests.support.daemon import running_daemon
+from tests.support.daemon import StartDaemon
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, words
 from tests.support.scenarios.approvals import ESCALATED, Answers
 from tests.test_e2e_daemon import status_json, thread_state
@@ -242,13 +242,14 @@ async def test_a_v2_window_follows_the_tui_s_turns_and_the_tui_s_cancel(
 
 
 async def test_the_bridge_s_daemon_on_the_tui_s_daemon_shows_the_tui_s_thread(
+    start_daemon: StartDaemon,
+    runtime: Path,
     tmp_path: Path,
     codex_home: Path,
     codex_bin: str,
     bridge_env: dict[str, str],
     workspace: Path,
 ) -> None:
-    runtime = tmp_path / "runtime"
     with trio.fail_after(SCENARIO_SECONDS):
         async with codex_tui(
             tmp_path / "tmux.sock", codex_home, codex_bin, bridge_env, workspace
@@ -258,7 +259,7 @@ async def test_the_bridge_s_daemon_on_the_tui_s_daemon_shows_the_tui_s_thread(
             url = f"unix://{codex_daemon_socket(str(codex_home))}"
             [stored] = await codex_requests(url, ("thread/list", {}))
             [thread] = [t["id"] for t in stored["data"]]
-            async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (_, info):
+            async with start_daemon() as (_, info):
                 assert info.url == url  # no second app-server on this CODEX_HOME
                 await thread_state(bridge_env, runtime, thread, "idle")
                 await tui.submit("@@ words 200 delay_ms=20")

@@ -27,17 +27,12 @@ from bridge.acp_client import AcpClient, open_agent
 from bridge.codex.versions import PINNED
 from bridge.daemon.runtime import read_status
 from bridge.scripted_model import ScriptedModel, write_codex_home
-from tests.support.daemon import ATTACHED, daemon_info, running_daemon, serve_argv
+from tests.support.daemon import ATTACHED, StartDaemon, daemon_info, running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.support.scenarios.approvals import ESCALATED, Answers
 from tests.support.scenarios.recovery import codex_processes
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def runtime(tmp_path: Path) -> Path:
-    return tmp_path / "runtime"
 
 
 async def test_the_daemon_is_private_single_and_stops_with_its_codex_on_sigterm(
@@ -107,15 +102,14 @@ async def left_waiting(open_conversation: OpenConversation, runtime: Path, versi
 
 
 async def test_an_editor_killed_while_codex_waits_leaves_the_work_for_the_next_one(
+    start_daemon: StartDaemon,
     open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
     runtime: Path,
     workspace: Path,
-    tmp_path: Path,
     stderr_file: Path,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+        async with start_daemon():
             session = await left_waiting(open_conversation, runtime, 1)
             assert ATTACHED in stderr_file.read_text()
             assert not (workspace / "approved.txt").exists()
@@ -142,13 +136,10 @@ async def _prompt_ignoring_loss(talk: Conversation, text: str) -> None:
 
 
 async def test_two_editors_work_side_by_side_on_one_daemon(
-    open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    runtime: Path,
-    tmp_path: Path,
+    start_daemon: StartDaemon, open_conversation: OpenConversation, runtime: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, _):
+        async with start_daemon() as (daemon, _):
             async with (
                 open_conversation(argv=serve_argv(runtime)) as first,
                 open_conversation(argv=serve_argv(runtime)) as second,
@@ -172,11 +163,11 @@ async def test_two_editors_work_side_by_side_on_one_daemon(
 
 
 async def test_an_attached_editor_follows_the_daemons_restarted_codex(
-    open_conversation: OpenConversation, bridge_env: dict[str, str], runtime: Path, tmp_path: Path
+    start_daemon: StartDaemon, open_conversation: OpenConversation, runtime: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, info),
+            start_daemon() as (daemon, info),
             open_conversation(argv=serve_argv(runtime)) as talk,
         ):
             client, session, process = talk.client, talk.sid, talk.process
@@ -208,16 +199,16 @@ async def thread_state(
 
 
 async def test_status_shows_what_every_thread_is_doing_and_says_when_no_daemon_runs(
+    start_daemon: StartDaemon,
     open_conversation: OpenConversation,
     bridge_env: dict[str, str],
     runtime: Path,
     workspace: Path,
-    tmp_path: Path,
 ) -> None:
     held = Answers(permission="allow_once", hold=True)
     with trio.fail_after(SCENARIO_SECONDS):
         async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, _info),
+            start_daemon() as (daemon, _info),
             open_conversation(argv=serve_argv(runtime), on_request=held) as talk,
         ):
             client, session = talk.client, talk.sid
@@ -257,13 +248,17 @@ async def test_status_shows_what_every_thread_is_doing_and_says_when_no_daemon_r
 
 
 async def test_status_watch_redraws_when_a_thread_changes(
-    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+    start_daemon: StartDaemon,
+    bridge_env: dict[str, str],
+    runtime: Path,
+    workspace: Path,
+    tmp_path: Path,
 ) -> None:
     log = tmp_path / "bridge.log"
     argv = [sys.executable, "-m", "bridge", "status", "--runtime-dir", str(runtime), "--watch"]
     with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
         async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, _info),
+            start_daemon() as (daemon, _info),
             open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (client, _p),
         ):
             watch = await trio.lowlevel.open_process(
@@ -288,16 +283,12 @@ async def test_status_watch_redraws_when_a_thread_changes(
 
 
 async def test_a_v2_editor_picks_up_work_a_killed_v2_editor_left_waiting(
-    open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    runtime: Path,
-    workspace: Path,
-    tmp_path: Path,
+    start_daemon: StartDaemon, open_conversation: OpenConversation, runtime: Path, workspace: Path
 ) -> None:
     """ACP v2 through the daemon: the session is open (Codex holds it), a resume with replay
     says the work is still going, the question is asked again, and answering it ends it."""
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+        async with start_daemon():
             session = await left_waiting(open_conversation, runtime, 2)
             answers = Answers(permission="allow_once")
             argv = serve_argv(runtime)
@@ -345,6 +336,7 @@ async def _first_answer(argv: list[str], env: dict[str, str], workspace: Path, l
 
 
 async def test_serve_attaches_only_to_a_daemon_running_the_codex_its_editor_asked_for(
+    start_daemon: StartDaemon,
     bridge_env: dict[str, str],
     codex_bin: str,
     runtime: Path,
@@ -364,7 +356,7 @@ async def test_serve_attaches_only_to_a_daemon_running_the_codex_its_editor_aske
     other_bin.write_text(f'#!/bin/sh\nexec {codex_bin} "$@"\n')
     other_bin.chmod(0o755)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, info):
+        async with start_daemon() as (daemon, info):
             home = str(Path(bridge_env["CODEX_HOME"]).resolve())
             assert info.codexHome == home
             assert info.codexBin == os.path.realpath(codex_bin)

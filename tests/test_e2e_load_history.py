@@ -16,6 +16,7 @@ import trio
 
 from bridge.acp_client import AcpClient
 from bridge.scripted_model import ScriptedModel, write_codex_home
+from tests.support.daemon import StartDaemon
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
 from tests.support.scenarios.approvals import Answers
 from tests.support.scenarios.subagents import (
@@ -27,7 +28,7 @@ from tests.support.scenarios.subagents import (
     spawn,
     wait,
 )
-from tests.test_e2e_daemon import running_daemon, serve_argv
+from tests.test_e2e_daemon import serve_argv
 
 pytestmark = pytest.mark.e2e
 
@@ -106,21 +107,17 @@ async def test_a_cancelled_command_is_replayed_as_it_ended(
 
 
 async def test_a_load_through_the_daemon_shows_a_command_still_running_then_its_end(
-    open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    workspace: Path,
-    tmp_path: Path,
+    start_daemon: StartDaemon, runtime: Path, open_conversation: OpenConversation, workspace: Path
 ) -> None:
     """The daemon's Codex still runs a command of a finished turn when a second editor loads
     the session: Codex has not stored it yet (it stores a command once it ends), so the
     replay shows it running, as the first editor saw it, and Codex's end of it finishes it."""
-    runtime = tmp_path / "runtime"
     slow = script(
         call("exec_command", {"cmd": "sleep 4; echo late-done", "yield_time_ms": 300}),
         "@@ say yielded",
     )
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+        async with start_daemon():
             argv = serve_argv(runtime)
             async with open_conversation(argv=argv) as talk:
                 first, root = talk.client, talk.sid

@@ -19,7 +19,7 @@ import trio
 
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
-from tests.support.daemon import ATTACHED, daemon_info, running_daemon, serve_argv
+from tests.support.daemon import ATTACHED, StartDaemon, daemon_info, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.support.scenarios.recovery import codex_processes
 
@@ -47,16 +47,15 @@ async def _open_and_prompt(client: AcpClient, method: str, session: str, workspa
 
 @pytest.mark.parametrize("method", METHODS)
 async def test_a_second_serve_on_the_daemon_opens_a_session_the_first_never_prompted(
+    start_daemon: StartDaemon,
+    runtime: Path,
     method: str,
     open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
     workspace: Path,
-    tmp_path: Path,
     stderr_file: Path,
 ) -> None:
-    runtime = tmp_path / "runtime"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+        async with start_daemon():
             async with open_conversation(argv=serve_argv(runtime)) as first:
                 pass
             # The first editor is gone; the daemon's Codex still holds the thread.
@@ -75,15 +74,11 @@ async def test_one_bridge_opens_again_a_session_it_closed_before_prompting_it(
 
 
 async def test_after_the_daemons_codex_restarted_a_session_never_prompted_says_it_is_gone(
-    open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    workspace: Path,
-    tmp_path: Path,
+    start_daemon: StartDaemon, runtime: Path, open_conversation: OpenConversation, workspace: Path
 ) -> None:
-    runtime = tmp_path / "runtime"
     with trio.fail_after(SCENARIO_SECONDS):
         async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, info),
+            start_daemon() as (daemon, info),
             open_conversation(argv=serve_argv(runtime)) as talk,
         ):
             client, session = talk.client, talk.sid

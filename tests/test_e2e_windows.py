@@ -19,7 +19,7 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient
-from tests.support.daemon import ATTACHED, running_daemon, serve_argv
+from tests.support.daemon import ATTACHED, StartDaemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
 from tests.support.reading import states_of, text_of
 from tests.support.scenarios.approvals import ESCALATED, Answers
@@ -36,6 +36,8 @@ TwoWindows = Callable[..., AbstractAsyncContextManager[tuple[AcpClient, AcpClien
 
 @pytest.fixture
 def two_windows(
+    start_daemon: StartDaemon,
+    runtime: Path,
     open_conversation: OpenConversation,
     bridge_env: dict[str, str],
     tmp_path: Path,
@@ -55,13 +57,12 @@ def two_windows(
         b_version: int = 1,
         load: bool = True,
     ) -> AsyncIterator[tuple[AcpClient, AcpClient, str]]:
-        runtime = tmp_path / "runtime"
         first, second = answers or (Answers(), Answers())
         options: dict[str, Any] = {"argv": serve_argv(runtime), "capabilities": capabilities}
         if capabilities is not None:
             options["unstable"] = True
         async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
+            start_daemon(),
             open_conversation(on_request=first, **options) as a,
             open_conversation(on_request=second, session=False, version=b_version, **options) as b,
         ):
