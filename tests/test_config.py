@@ -20,45 +20,49 @@ WORKSPACE_WRITE = {
     "excludeTmpdirEnvVar": False,
     "excludeSlashTmp": False,
 }
+
+
+def _model(
+    name: str,
+    display: str,
+    description: str,
+    efforts: list[tuple[str, str]],
+    default: str,
+    **flags: bool,
+) -> dict[str, Any]:
+    """One model of Codex's ``model/list`` answer (``flags``: ``hidden``, ``isDefault``)."""
+    return {
+        "id": name,
+        "model": name,
+        "displayName": display,
+        "description": description,
+        "hidden": flags.get("hidden", False),
+        "isDefault": flags.get("isDefault", False),
+        "supportedReasoningEfforts": [
+            {"reasoningEffort": effort, "description": said} for effort, said in efforts
+        ],
+        "defaultReasoningEffort": default,
+    }
+
+
 CATALOG: dict[str, Any] = {
     "data": [
-        {
-            "id": "gpt-a",
-            "model": "gpt-a",
-            "displayName": "GPT-A",
-            "description": "Fast.",
-            "hidden": False,
-            "isDefault": True,
-            "supportedReasoningEfforts": [
-                {"reasoningEffort": "low", "description": "Quick"},
-                {"reasoningEffort": "medium", "description": "Balanced"},
-            ],
-            "defaultReasoningEffort": "medium",
-        },
-        {
-            "id": "gpt-b",
-            "model": "gpt-b",
-            "displayName": "GPT-B",
-            "description": "Deep.",
-            "hidden": False,
-            "isDefault": False,
-            "supportedReasoningEfforts": [
-                {"reasoningEffort": "low", "description": "Quick"},
-                {"reasoningEffort": "high", "description": "Deep"},
-                {"reasoningEffort": "xhigh", "description": "Deeper"},
-            ],
-            "defaultReasoningEffort": "high",
-        },
-        {
-            "id": "internal",
-            "model": "internal",
-            "displayName": "Internal",
-            "description": "",
-            "hidden": True,
-            "isDefault": False,
-            "supportedReasoningEfforts": [],
-            "defaultReasoningEffort": "low",
-        },
+        _model(
+            "gpt-a",
+            "GPT-A",
+            "Fast.",
+            [("low", "Quick"), ("medium", "Balanced")],
+            "medium",
+            isDefault=True,
+        ),
+        _model(
+            "gpt-b",
+            "GPT-B",
+            "Deep.",
+            [("low", "Quick"), ("high", "Deep"), ("xhigh", "Deeper")],
+            "high",
+        ),
+        _model("internal", "Internal", "", [], "low", hidden=True),
     ],
     "nextCursor": None,
 }

@@ -237,20 +237,29 @@ def _ask(h: Harness, rid: int, params: dict[str, Any]) -> None:
     h._collect(h.engine.receive_codex(msgspec.json.encode(message)))
 
 
-def test_closing_a_window_leaves_the_other_windows_approval_to_it() -> None:
+#: A command approval Codex asks of every connection on the thread.
+APPROVAL = {
+    "threadId": THREAD,
+    "turnId": "turn-1",
+    "itemId": "call-1",
+    "reason": "write outside the workspace",
+    "command": "touch /x",
+    "cwd": "/work",
+    "commandActions": [],
+}
+
+
+def _asked_in_both() -> Windows:
+    """Two windows on a thread whose turn (a's) is asked an approval, request 7, in both."""
     w = _windows()
     _stream_a_turn(w)
-    params = {
-        "threadId": THREAD,
-        "turnId": "turn-1",
-        "itemId": "call-1",
-        "reason": "write outside the workspace",
-        "command": "touch /x",
-        "cwd": "/work",
-        "commandActions": [],
-    }
     for window in w.both():  # Codex asks every subscribed connection
-        _ask(window, 7, params)
+        _ask(window, 7, APPROVAL)
+    return w
+
+
+def test_closing_a_window_leaves_the_other_windows_approval_to_it() -> None:
+    w = _asked_in_both()
     asked = [m for m in w.b.to_client if m.get("method") == "session/request_permission"]
     assert len(asked) == 1
     rid = w.b.client_request("session/close", {"sessionId": THREAD})
@@ -264,23 +273,11 @@ def test_closing_a_window_leaves_the_other_windows_approval_to_it() -> None:
 
 
 def test_a_window_whose_client_goes_away_leaves_the_other_windows_approval_to_it() -> None:
-    w = _windows()
-    _stream_a_turn(w)
-    params = {
-        "threadId": THREAD,
-        "turnId": "turn-1",
-        "itemId": "call-1",
-        "reason": "write outside the workspace",
-        "command": "touch /x",
-        "cwd": "/work",
-        "commandActions": [],
-    }
-    for window in w.both():
-        _ask(window, 7, params)
+    w = _asked_in_both()
     w.b._collect(w.b.engine.client_lost())
     assert not [m for m in w.b.to_codex if m.get("id") == 7 and "method" not in m]
     # Its own turn's questions are still answered when its client goes: nobody else asked.
-    _ask(w.a, 8, params)
+    _ask(w.a, 8, APPROVAL)
     w.a._collect(w.a.engine.client_lost())
     assert [m["result"] for m in w.a.to_codex if m.get("id") in (7, 8) and "method" not in m] == [
         {"decision": "cancel"},
