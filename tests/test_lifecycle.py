@@ -211,56 +211,38 @@ def test_load_reads_the_thread_then_resumes_it_then_replays_before_the_response(
 def test_replay_shows_each_item_kind_with_its_item_id_as_message_id() -> None:
     h = Recorder()
     rid = load(h, [[USER_ITEM, REASONING_ITEM, ANSWER_ITEM], [{**ANSWER_ITEM, "id": "msg_2"}]])
+
+    def chunk(kind: str, message_id: str, content: dict[str, Any]) -> dict[str, Any]:
+        return {"sessionUpdate": kind, "messageId": message_id, "content": content}
+
+    said = {"type": "text", "text": "the answer"}
     assert replayed(h, rid) == [
-        {
-            "sessionUpdate": "user_message_chunk",
-            "messageId": "user-1",
-            "content": {"type": "text", "text": "look at these"},
-        },
-        {
-            # The link the user attached, not the bridge's text rendering of it.
-            "sessionUpdate": "user_message_chunk",
-            "messageId": "user-1",
-            "content": {"type": "resource_link", "uri": "file:///repo/a.py", "name": "a.py"},
-        },
-        {
-            "sessionUpdate": "user_message_chunk",
-            "messageId": "user-1",
-            "content": {
-                "type": "resource",
-                "resource": {"uri": "file:///repo/b.txt", "text": "B\nC"},
-            },
-        },
-        {
-            "sessionUpdate": "user_message_chunk",
-            "messageId": "user-1",
-            "content": {"type": "image", "data": "AAAA", "mimeType": "image/png"},
-        },
-        {
-            "sessionUpdate": "user_message_chunk",
-            "messageId": "user-1",
-            "content": {
-                "type": "resource_link",
-                "uri": "file:///repo/shot%20one.png",
-                "name": "shot one.png",
-            },
-        },
-        {
-            # Summary parts are paragraphs; raw reasoning is never shown (as live).
-            "sessionUpdate": "agent_thought_chunk",
-            "messageId": "rs_1",
-            "content": {"type": "text", "text": "first part\n\nsecond part"},
-        },
-        {
-            "sessionUpdate": "agent_message_chunk",
-            "messageId": "msg_1",
-            "content": {"type": "text", "text": "the answer"},
-        },
-        {
-            "sessionUpdate": "agent_message_chunk",
-            "messageId": "msg_2",
-            "content": {"type": "text", "text": "the answer"},
-        },
+        chunk("user_message_chunk", "user-1", {"type": "text", "text": "look at these"}),
+        # The link the user attached, not the bridge's text rendering of it.
+        chunk(
+            "user_message_chunk",
+            "user-1",
+            {"type": "resource_link", "uri": "file:///repo/a.py", "name": "a.py"},
+        ),
+        chunk(
+            "user_message_chunk",
+            "user-1",
+            {"type": "resource", "resource": {"uri": "file:///repo/b.txt", "text": "B\nC"}},
+        ),
+        chunk(
+            "user_message_chunk",
+            "user-1",
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        ),
+        chunk(
+            "user_message_chunk",
+            "user-1",
+            {"type": "resource_link", "uri": "file:///repo/shot%20one.png", "name": "shot one.png"},
+        ),
+        # Summary parts are paragraphs; raw reasoning is never shown (as live).
+        chunk("agent_thought_chunk", "rs_1", {"type": "text", "text": "first part\n\nsecond part"}),
+        chunk("agent_message_chunk", "msg_1", said),
+        chunk("agent_message_chunk", "msg_2", said),
     ]
     validate_all(h)
 
