@@ -2,40 +2,24 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-import trio
 
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
-from tests.support.e2e import SCENARIO_SECONDS, decode_lines, words
+from tests.support.e2e import run_sdk_driver, words
 
 pytestmark = pytest.mark.e2e
 
 SDK_CLIENT = REPO / "tools" / "node" / "acp_sdk_client.mjs"
 
 
-async def _run_sdk_client(node: str, env: dict[str, str], *args: str) -> list[dict[str, object]]:
-    argv = [
-        node,
-        str(SDK_CLIENT),
-        *args,
-        "--timeout-ms",
-        str(SCENARIO_SECONDS * 1000 - 5000),
-        "--",
-        sys.executable,
-        "-m",
-        "bridge",
-        "serve",
-    ]
-    with trio.fail_after(SCENARIO_SECONDS):
-        result = await trio.run_process(
-            argv, env=env, capture_stdout=True, capture_stderr=True, check=False
-        )
+async def _run_sdk_client(
+    node: str, env: dict[str, str], workspace: Path, *args: str
+) -> list[dict[str, object]]:
+    result, events = await run_sdk_driver(node, SDK_CLIENT, env, "--cwd", str(workspace), *args)
     assert result.returncode == 0, result.stderr.decode()[-3000:]
-    events = decode_lines(result.stdout)
     assert not [
         e for e in events if e["event"] in ("sdk_rejected", "timeout", "connection_closed")
     ], events
@@ -59,8 +43,7 @@ async def test_sdk_client_streams_a_whole_answer(
     events = await _run_sdk_client(
         node,
         bridge_env,
-        "--cwd",
-        str(workspace),
+        workspace,
         "--prompt",
         "@@ words 500",
         "--prompt",
@@ -88,8 +71,7 @@ async def test_sdk_client_cancels_mid_stream(
     events = await _run_sdk_client(
         node,
         bridge_env,
-        "--cwd",
-        str(workspace),
+        workspace,
         "--prompt",
         "@@ words 3000 delay_ms=10",
         "--cancel-after-chunks",

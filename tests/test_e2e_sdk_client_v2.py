@@ -8,17 +8,15 @@ then re-checks every payload against the v2 schema and the RFD's transcript rule
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from bridge.recording import TranscriptChecker
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
-from tests.support.e2e import SCENARIO_SECONDS, decode_lines, words
+from tests.support.e2e import run_sdk_driver, words
 from tests.support.reading import states_of, text_of
 from tests.support.scenarios.subagents import CHILD_WORDS, LONG_CHILD, SPAWN_THREE, script, spawn
 
@@ -49,25 +47,7 @@ Event = dict[str, Any]
 async def _run_sdk_v2_client(
     node: str, env: dict[str, str], workspace: Path, *args: str
 ) -> list[Event]:
-    argv = [
-        node,
-        str(SDK_V2_CLIENT),
-        "--cwd",
-        str(workspace),
-        *args,
-        "--timeout-ms",
-        str(SCENARIO_SECONDS * 1000 - 5000),
-        "--",
-        sys.executable,
-        "-m",
-        "bridge",
-        "serve",
-    ]
-    with trio.fail_after(SCENARIO_SECONDS):
-        result = await trio.run_process(
-            argv, env=env, capture_stdout=True, capture_stderr=True, check=False
-        )
-    events = decode_lines(result.stdout)
+    result, events = await run_sdk_driver(node, SDK_V2_CLIENT, env, "--cwd", str(workspace), *args)
     tail = "\n".join(str(e)[:300] for e in events[-15:])
     assert result.returncode == 0, (
         f"driver exited {result.returncode}; last events:\n{tail}\n"

@@ -285,6 +285,17 @@ def test_a_window_whose_client_goes_away_leaves_the_other_windows_approval_to_it
     ]
 
 
+def _child_of_turn_2_starts(window: Harness, before: int) -> None:
+    """A sub-agent of turn 2 starts its turn; the window's reads of it (asked since Codex
+    message ``before``) are answered."""
+    child_turn = {"id": "child-turn", "status": "inProgress", "items": [], "rootTurnId": "turn-2"}
+    window.codex_notify("turn/started", {"threadId": "child-1", "turn": child_turn})
+    for m in window.to_codex[before:]:
+        if m.get("method") == "thread/read":
+            thread = {"id": "child-1", "cwd": "/work", "preview": "", "parentThreadId": THREAD}
+            window.codex_reply(m["id"], {"thread": thread})
+
+
 def test_a_sub_agent_of_the_other_windows_turn_goes_on_after_this_window_closed() -> None:
     """Codex sends a sub-agent's events to every connection: a window that closed the session
     stops the late work of its own turns' sub-agents, never of another window's."""
@@ -294,12 +305,7 @@ def test_a_sub_agent_of_the_other_windows_turn_goes_on_after_this_window_closed(
     assert w.b.client_response(rid) is not None
     before = len(w.b.to_codex)
     # a's next turn spawns a child; its first events reach b too.
-    child_turn = {"id": "child-turn", "status": "inProgress", "items": [], "rootTurnId": "turn-2"}
-    w.b.codex_notify("turn/started", {"threadId": "child-1", "turn": child_turn})
-    for m in w.b.to_codex[before:]:
-        if m.get("method") == "thread/read":
-            thread = {"id": "child-1", "cwd": "/work", "preview": "", "parentThreadId": THREAD}
-            w.b.codex_reply(m["id"], {"thread": thread})
+    _child_of_turn_2_starts(w.b, before)
     assert not [m for m in w.b.to_codex[before:] if m.get("method") == "turn/interrupt"]
 
 
@@ -312,12 +318,7 @@ def test_a_sub_agent_of_a_closed_windows_own_turn_is_still_stopped() -> None:
     w.b.codex_reply(w.b.codex_request("thread/unsubscribe")["id"], {})
     assert w.b.client_response(rid) is not None
     before = len(w.b.to_codex)
-    child_turn = {"id": "child-turn", "status": "inProgress", "items": [], "rootTurnId": "turn-2"}
-    w.b.codex_notify("turn/started", {"threadId": "child-1", "turn": child_turn})
-    for m in w.b.to_codex[before:]:
-        if m.get("method") == "thread/read":
-            thread = {"id": "child-1", "cwd": "/work", "preview": "", "parentThreadId": THREAD}
-            w.b.codex_reply(m["id"], {"thread": thread})
+    _child_of_turn_2_starts(w.b, before)
     interrupts = [m["params"] for m in w.b.to_codex[before:] if m.get("method") == "turn/interrupt"]
     assert interrupts and all(
         params == {"threadId": "child-1", "turnId": "child-turn"} for params in interrupts

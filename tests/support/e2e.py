@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -59,6 +60,20 @@ def words(n: int) -> str:
     from bridge.scripted_model.directives import words_text
 
     return words_text(n)
+
+
+async def run_sdk_driver(
+    node: str, driver: Path, env: dict[str, str], *args: str
+) -> tuple[subprocess.CompletedProcess[bytes], list[dict[str, Any]]]:
+    """One of the official SDK's drivers (``tools/node/*.mjs``) with ``args``, its agent
+    ``codex-acp-bridge serve``: how it ended, and the events it printed (one a line)."""
+    argv = [node, str(driver), *args, "--timeout-ms", str(SCENARIO_SECONDS * 1000 - 5000)]
+    argv += ["--", sys.executable, "-m", "bridge", "serve"]
+    with trio.fail_after(SCENARIO_SECONDS):
+        result = await trio.run_process(
+            argv, env=env, capture_stdout=True, capture_stderr=True, check=False
+        )
+    return result, decode_lines(result.stdout)
 
 
 def decode_lines(data: bytes) -> list[dict[str, Any]]:
