@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +15,15 @@ from tests.support.e2e import run_sdk_driver, words
 
 pytestmark = pytest.mark.e2e
 
+SdkDriver = Callable[..., Awaitable[list[Any]]]
+
 SDK_CLIENT = REPO / "tools" / "node" / "acp_sdk_client.mjs"
+
+
+@pytest.fixture
+def sdk_client(node: str, bridge_env: dict[str, str], workspace: Path) -> SdkDriver:
+    """``events = await sdk_client(*args)``: the driver run in the workspace with ``args``."""
+    return functools.partial(_run_sdk_client, node, bridge_env, workspace)
 
 
 async def _run_sdk_client(
@@ -37,13 +48,8 @@ def _validate_events(events: list[dict[str, object]]) -> None:
             v.agent_sent({"jsonrpc": "2.0", "method": e["method"], "params": e["params"]})
 
 
-async def test_sdk_client_streams_a_whole_answer(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    events = await _run_sdk_client(
-        node,
-        bridge_env,
-        workspace,
+async def test_sdk_client_streams_a_whole_answer(sdk_client: SdkDriver) -> None:
+    events = await sdk_client(
         "--prompt",
         "@@ words 500",
         "--prompt",
@@ -65,13 +71,8 @@ async def test_sdk_client_streams_a_whole_answer(
     _validate_events(events)
 
 
-async def test_sdk_client_cancels_mid_stream(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    events = await _run_sdk_client(
-        node,
-        bridge_env,
-        workspace,
+async def test_sdk_client_cancels_mid_stream(sdk_client: SdkDriver) -> None:
+    events = await sdk_client(
         "--prompt",
         "@@ words 3000 delay_ms=10",
         "--cancel-after-chunks",

@@ -8,6 +8,8 @@ then re-checks every payload against the v2 schema and the RFD's transcript rule
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,8 @@ from tests.support.reading import states_of, text_of
 from tests.support.scenarios.subagents import CHILD_WORDS, LONG_CHILD, SPAWN_THREE, script, spawn
 
 pytestmark = pytest.mark.e2e
+
+SdkDriver = Callable[..., Awaitable[list[Any]]]
 
 SDK_V2_CLIENT = REPO / "tools" / "node" / "acp_sdk_v2_client.mjs"
 
@@ -42,6 +46,12 @@ Event = dict[str, Any]
 
 
 # -- running the driver --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sdk_v2_client(node: str, bridge_env: dict[str, str], workspace: Path) -> SdkDriver:
+    """``events = await sdk_v2_client(*args)``: the driver run in the workspace with ``args``."""
+    return functools.partial(_run_sdk_v2_client, node, bridge_env, workspace)
 
 
 async def _run_sdk_v2_client(
@@ -249,13 +259,9 @@ def _messages(events: list[Event], on: str, sender: str, recipient: str) -> list
 # -- the tests -----------------------------------------------------------------------------------
 
 
-async def test_sdk_v2_client_prompts_stream_and_end_idle(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
+async def test_sdk_v2_client_prompts_stream_and_end_idle(sdk_v2_client: SdkDriver) -> None:
     prompts = ["@@ words 500", "@@ say bye"]
-    events = await _run_sdk_v2_client(
-        node, bridge_env, workspace, "--prompt", prompts[0], "--prompt", prompts[1]
-    )
+    events = await sdk_v2_client("--prompt", prompts[0], "--prompt", prompts[1])
     [init] = _responses(events, "initialize")
     assert init["result"]["protocolVersion"] == 2, init
     assert events.index(init) == 0 and events[1]["method"] == "session/new"
@@ -288,11 +294,9 @@ async def test_sdk_v2_client_prompts_stream_and_end_idle(
 
 @pytest.mark.parametrize("permission", ["allow_once", "reject_once"])
 async def test_sdk_v2_client_answers_a_command_approval(
-    node: str, bridge_env: dict[str, str], workspace: Path, permission: str
+    sdk_v2_client: SdkDriver, workspace: Path, permission: str
 ) -> None:
-    events = await _run_sdk_v2_client(
-        node, bridge_env, workspace, "--prompt", ESCALATED, "--permission", permission
-    )
+    events = await sdk_v2_client("--prompt", ESCALATED, "--permission", permission)
     session = _session_of(events)
     [asked] = [e for e in events if e["event"] == "request"]
     assert asked["method"] == "session/request_permission", asked
@@ -324,13 +328,8 @@ async def test_sdk_v2_client_answers_a_command_approval(
     assert _text_in(events, session) == "done"
 
 
-async def test_sdk_v2_client_cancels_mid_stream(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    events = await _run_sdk_v2_client(
-        node,
-        bridge_env,
-        workspace,
+async def test_sdk_v2_client_cancels_mid_stream(sdk_v2_client: SdkDriver) -> None:
+    events = await sdk_v2_client(
         "--prompt",
         "@@ words 3000 delay_ms=10",
         "--cancel-after-chunks",
@@ -352,14 +351,9 @@ async def test_sdk_v2_client_cancels_mid_stream(
     )
 
 
-async def test_sdk_v2_client_resumes_with_replay(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
+async def test_sdk_v2_client_resumes_with_replay(sdk_v2_client: SdkDriver) -> None:
     prompts = ["@@ say remembered words", "@@ say second answer"]
-    events = await _run_sdk_v2_client(
-        node,
-        bridge_env,
-        workspace,
+    events = await sdk_v2_client(
         "--prompt",
         prompts[0],
         "--prompt",
@@ -403,10 +397,8 @@ async def test_sdk_v2_client_resumes_with_replay(
     ]
 
 
-async def test_sdk_v2_client_sees_sub_agents_on_both_streams(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    events = await _run_sdk_v2_client(node, bridge_env, workspace, "--prompt", SPAWN_THREE)
+async def test_sdk_v2_client_sees_sub_agents_on_both_streams(sdk_v2_client: SdkDriver) -> None:
+    events = await sdk_v2_client("--prompt", SPAWN_THREE)
     parent = _session_of(events)
     kids = _children(events, parent)
     assert len(kids) == 3, kids
@@ -429,12 +421,8 @@ async def test_sdk_v2_client_sees_sub_agents_on_both_streams(
     assert _text_in(events, parent) == "all three reported"
 
 
-async def test_sdk_v2_client_cancels_one_child(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    events = await _run_sdk_v2_client(
-        node, bridge_env, workspace, "--prompt", CANCEL_CHILD, "--cancel-child-after-announce"
-    )
+async def test_sdk_v2_client_cancels_one_child(sdk_v2_client: SdkDriver) -> None:
+    events = await sdk_v2_client("--prompt", CANCEL_CHILD, "--cancel-child-after-announce")
     parent = _session_of(events)
     [(announced, child)] = _children(events, parent)
     [cancel] = [e for e in events if e["event"] == "child_cancel_sent"]
