@@ -49,12 +49,7 @@ def _validate_events(events: list[dict[str, object]]) -> None:
 
 
 async def test_sdk_client_streams_a_whole_answer(sdk_client: SdkDriver) -> None:
-    events = await sdk_client(
-        "--prompt",
-        "@@ words 500",
-        "--prompt",
-        "@@ say bye",
-    )
+    events = await sdk_client("--prompt", "@@ words 500", "--prompt", "@@ say bye")
     kinds = [(e["event"], e.get("method")) for e in events]
     assert kinds[0] == ("response", "initialize") and kinds[1] == ("response", "session/new")
     prompts = [e for e in events if e.get("method") == "session/prompt"]
@@ -73,10 +68,7 @@ async def test_sdk_client_streams_a_whole_answer(sdk_client: SdkDriver) -> None:
 
 async def test_sdk_client_cancels_mid_stream(sdk_client: SdkDriver) -> None:
     events = await sdk_client(
-        "--prompt",
-        "@@ words 3000 delay_ms=10",
-        "--cancel-after-chunks",
-        "10",
+        "--prompt", "@@ words 3000 delay_ms=10", "--cancel-after-chunks", "10"
     )
     assert any(e["event"] == "cancel_sent" for e in events)
     [prompt] = [e for e in events if e.get("method") == "session/prompt"]

@@ -313,12 +313,7 @@ async def test_sdk_v2_client_answers_a_command_approval(
         "outcome": {"outcome": "selected", "optionId": chosen["optionId"]}
     }
     assert events[events.index(answered) - 1] is asked
-    assert _states_in(events, session) == [
-        RUNNING,
-        {"state": "requires_action"},
-        RUNNING,
-        DONE,
-    ]
+    assert _states_in(events, session) == [RUNNING, {"state": "requires_action"}, RUNNING, DONE]
     tool_updates = [u for _, u in _indexed_updates(events, session, "tool_call_update")]
     command = [u for u in tool_updates if u["toolCallId"] == tool_call_id]
     assert command, f"no tool_call_update for {tool_call_id}: {tool_updates}"
@@ -330,10 +325,7 @@ async def test_sdk_v2_client_answers_a_command_approval(
 
 async def test_sdk_v2_client_cancels_mid_stream(sdk_v2_client: SdkDriver) -> None:
     events = await sdk_v2_client(
-        "--prompt",
-        "@@ words 3000 delay_ms=10",
-        "--cancel-after-chunks",
-        "10",
+        "--prompt", "@@ words 3000 delay_ms=10", "--cancel-after-chunks", "10"
     )
     session = _session_of(events)
     [cancel] = [e for e in events if e["event"] == "cancel_sent"]
@@ -353,13 +345,7 @@ async def test_sdk_v2_client_cancels_mid_stream(sdk_v2_client: SdkDriver) -> Non
 
 async def test_sdk_v2_client_resumes_with_replay(sdk_v2_client: SdkDriver) -> None:
     prompts = ["@@ say remembered words", "@@ say second answer"]
-    events = await sdk_v2_client(
-        "--prompt",
-        prompts[0],
-        "--prompt",
-        prompts[1],
-        "--resume-replay",
-    )
+    events = await sdk_v2_client("--prompt", prompts[0], "--prompt", prompts[1], "--resume-replay")
     session = _session_of(events)
     [resumed] = _responses(events, "session/resume", connection=2)
     answered = events.index(resumed)
