@@ -38,20 +38,22 @@ OnCodexDaemon = Callable[..., AbstractAsyncContextManager[tuple[CodexDaemon, Con
 @pytest.fixture
 def on_codex_daemon(
     open_conversation: OpenConversation,
+    bridge_argv: list[str],
     bridge_env: dict[str, str],
     codex_home: Path,
     codex_bin: str,
 ) -> OnCodexDaemon:
     """``async with on_codex_daemon() as (daemon, talk)``: Codex's daemon on the test's
-    ``CODEX_HOME``, and a conversation with ``serve``, which finds it."""
+    ``CODEX_HOME``, and a conversation with ``serve``, which finds it (or, with
+    ``codex_url``, is told where it is)."""
 
     @asynccontextmanager
-    async def start() -> AsyncIterator[tuple[CodexDaemon, Conversation]]:
-        async with (
-            codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
-            open_conversation() as talk,
-        ):
-            yield daemon, talk
+    async def start(*, codex_url: bool = False) -> AsyncIterator[tuple[CodexDaemon, Conversation]]:
+        async with codex_daemon(codex_home, codex_bin, bridge_env) as daemon:
+            # ``--codex-url`` naming the daemon's socket, or nothing: serve finds it.
+            argv = [*bridge_argv, "--codex-url", daemon.url] if codex_url else bridge_argv
+            async with open_conversation(argv=argv) as talk:
+                yield daemon, talk
 
     return start
 
@@ -69,18 +71,9 @@ async def test_serve_finds_codex_s_daemon_and_its_sessions_live_there(
         assert not codex_home_processes(codex_home)
 
 
-async def test_codex_url_names_codex_s_daemon_socket(
-    open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    codex_home: Path,
-    codex_bin: str,
-) -> None:
+async def test_codex_url_names_codex_s_daemon_socket(on_codex_daemon: OnCodexDaemon) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with (
-            codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
-            open_conversation(argv=[*bridge_argv, "--codex-url", daemon.url]) as talk,
-        ):
+        async with on_codex_daemon(codex_url=True) as (daemon, talk):
             assert await talk.prompt("@@ say hello") == {"stopReason": "end_turn"}
             [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
             assert talk.sid in loaded["data"]

@@ -30,12 +30,12 @@ from tests.test_e2e_daemon import status_json, thread_state
 
 pytestmark = pytest.mark.e2e
 
+#: The ``tui_and_window`` fixture.
+TuiAndWindow = Callable[..., AbstractAsyncContextManager[tuple[Tui, AcpClient, str]]]
+
 ACTIVE_WRITER = "active writer"
 #: The TUI's dialog for a command's approval.
 APPROVAL = "Would you like to run the following command?"
-
-
-TuiAndWindow = Callable[..., AbstractAsyncContextManager[tuple[Tui, AcpClient, str]]]
 
 
 @pytest.fixture
