@@ -187,10 +187,9 @@ async def test_a_session_never_prompted_cannot_be_loaded_by_a_new_bridge_and_say
     sid = (await earlier_session(open_conversation)).sid
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation(session=False) as talk:
-            client = talk.client
+            params = {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
             for method in ("session/load", "session/resume"):
-                params = {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
-                failure = await refused(client, method, params)
+                failure = await refused(talk.client, method, params)
                 assert failure.code == -32002
                 assert sid in failure.message
                 assert "never prompted" in failure.message
@@ -199,6 +198,7 @@ async def test_a_session_never_prompted_cannot_be_loaded_by_a_new_bridge_and_say
                     "codex": f"thread not loaded: {sid}",  # Codex 0.169's words
                 }
             # Nor is it listed; new sessions work.
+            client = talk.client
             listed = await client.request("session/list", {})
             assert sid not in {s["sessionId"] for s in listed["sessions"]}
             other = await client.new_session(str(workspace))

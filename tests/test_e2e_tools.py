@@ -75,11 +75,18 @@ Run = Callable[..., Awaitable[tuple[AcpClient, str, Any]]]
 
 
 @pytest.fixture
-def run(open_conversation: OpenConversation) -> Run:
+def run(
+    open_conversation: OpenConversation, codex_home: Path, scripted_model: ScriptedModel
+) -> Run:
     """``client, sid, result = await run(prompt, **options)``: one prompt in a conversation
-    of its own (options: ``open_conversation``'s), returned once the bridge has gone."""
+    of its own (options: ``open_conversation``'s, and ``extra_toml`` for Codex's config),
+    returned once the bridge has gone."""
 
-    async def prompted(prompt: str, **options: Any) -> tuple[AcpClient, str, Any]:
+    async def prompted(
+        prompt: str, *, extra_toml: str = "", **options: Any
+    ) -> tuple[AcpClient, str, Any]:
+        if extra_toml:
+            write_codex_home(codex_home, scripted_model.base_url, extra_toml=extra_toml)
         with trio.fail_after(SCENARIO_SECONDS):
             async with open_conversation(**options) as talk:
                 result = await talk.prompt(prompt)
@@ -230,11 +237,8 @@ async def test_a_client_that_reads_files_sees_whole_files_even_once_patched(
     assert added["newText"] == "hello\nworld\n"
 
 
-async def test_a_plan_is_sent_as_an_acp_plan(
-    run: Run, codex_home: Path, scripted_model: ScriptedModel
-) -> None:
-    write_codex_home(codex_home, scripted_model.base_url, extra_toml=PLAN_TOML)
-    client, sid, result = await run(PLAN_PROMPT)
+async def test_a_plan_is_sent_as_an_acp_plan(run: Run) -> None:
+    client, sid, result = await run(PLAN_PROMPT, extra_toml=PLAN_TOML)
     assert result == {"stopReason": "end_turn"}
     [plan] = [u["update"] for u in client.updates if u["update"]["sessionUpdate"] == "plan"]
     assert plan["entries"] == [
@@ -270,11 +274,8 @@ async def test_an_image_view_is_a_read_of_the_image(run: Run, workspace: Path) -
     assert link["type"] == "resource_link" and link["mimeType"] == "image/png"
 
 
-async def test_mcp_tool_calls_show_their_result_and_their_failure(
-    run: Run, codex_home: Path, scripted_model: ScriptedModel
-) -> None:
-    write_codex_home(codex_home, scripted_model.base_url, extra_toml=MCP_TOML)
-    client, sid, result = await run(MCP_PROMPT)
+async def test_mcp_tool_calls_show_their_result_and_their_failure(run: Run) -> None:
+    client, sid, result = await run(MCP_PROMPT, extra_toml=MCP_TOML)
     assert result == {"stopReason": "end_turn"}
     echo, fail = (merged(u) for u in calls(client, sid).values())
     assert (echo["title"], echo["kind"], echo["status"]) == ("testmcp: echo", "other", "completed")
