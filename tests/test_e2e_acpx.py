@@ -23,8 +23,10 @@ acpx declares Node.js 22.13 or newer; 0.15.1 runs these tests under Node.js 20 a
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,16 @@ def agent(
     (home / ".acpx").mkdir(parents=True)
     (home / ".acpx" / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return name, {**bridge_env, "HOME": str(home)}, log
+
+
+AcpxExec = Callable[..., Awaitable[tuple[int, list[dict[str, Any]]]]]
+
+
+@pytest.fixture
+def acpx_exec(acpx: str, agent: Any, workspace: Path) -> AcpxExec:
+    """``status, messages = await acpx_exec(prompt, *options)``: ``acpx exec`` in the
+    workspace against the test's agent (``_exec``)."""
+    return functools.partial(_exec, acpx, agent, workspace)
 
 
 async def _exec(
@@ -156,8 +168,8 @@ def _session_and_stop(messages: list[dict[str, Any]]) -> tuple[str, str]:
     return created["result"]["sessionId"], stop
 
 
-async def test_acpx_prompt(acpx: str, agent: Any, workspace: Path) -> None:
-    status, messages = await _exec(acpx, agent, workspace, "@@ say hello from acpx")
+async def test_acpx_prompt(acpx_exec: AcpxExec) -> None:
+    status, messages = await acpx_exec("@@ say hello from acpx")
     assert status == 0
     [init] = [m for m in messages if m.get("method") == "initialize"]
     assert init["params"]["clientInfo"]["name"] == "acpx"
@@ -182,9 +194,9 @@ def _chosen_kind(params: dict[str, Any], outcome: dict[str, Any]) -> str:
 
 
 async def test_acpx_approve_all_runs_the_escalated_command(
-    route: str, acpx: str, agent: Any, workspace: Path
+    route: str, workspace: Path, acpx_exec: AcpxExec
 ) -> None:
-    status, messages = await _exec(acpx, agent, workspace, ESCALATED, "--approve-all")
+    status, messages = await acpx_exec(ESCALATED, "--approve-all")
     assert status == 0
     params, outcome = _permission(messages)
     assert params["toolCall"]["kind"] == "execute"
@@ -196,9 +208,9 @@ async def test_acpx_approve_all_runs_the_escalated_command(
 
 
 async def test_acpx_deny_all_refuses_the_escalated_command(
-    acpx: str, agent: Any, workspace: Path
+    workspace: Path, acpx_exec: AcpxExec
 ) -> None:
-    status, messages = await _exec(acpx, agent, workspace, ESCALATED, "--deny-all")
+    status, messages = await acpx_exec(ESCALATED, "--deny-all")
     assert status == PERMISSION_DENIED
     params, outcome = _permission(messages)
     assert _chosen_kind(params, outcome) == "reject_once"
@@ -209,11 +221,11 @@ async def test_acpx_deny_all_refuses_the_escalated_command(
 
 
 async def test_acpx_approve_all_runs_a_childs_escalated_command(
-    route: str, acpx: str, agent: Any, workspace: Path
+    route: str, workspace: Path, acpx_exec: AcpxExec
 ) -> None:
     """A sub-agent's command: acpx is asked on the parent's session, and its answer is the one
     Codex takes (through a daemon too, whose own connection is sent the request as well)."""
-    status, messages = await _exec(acpx, agent, workspace, CHILD_APPROVAL, "--approve-all")
+    status, messages = await acpx_exec(CHILD_APPROVAL, "--approve-all")
     params, outcome = _permission(messages)
     assert "child-approved.txt" in params["toolCall"]["title"]
     assert _chosen_kind(params, outcome) == "allow_once"
@@ -223,10 +235,8 @@ async def test_acpx_approve_all_runs_a_childs_escalated_command(
     assert text_of(u["update"] for u in session_updates(messages)) == "parent done"
 
 
-async def test_acpx_sees_subagents_as_tool_calls(
-    route: str, acpx: str, agent: Any, workspace: Path
-) -> None:
-    status, messages = await _exec(acpx, agent, workspace, SPAWN_THREE, "--approve-all")
+async def test_acpx_sees_subagents_as_tool_calls(route: str, acpx_exec: AcpxExec) -> None:
+    status, messages = await acpx_exec(SPAWN_THREE, "--approve-all")
     assert status == 0
     session, stop = _session_and_stop(messages)
     assert stop == "end_turn"

@@ -93,6 +93,14 @@ def assert_still_serving(run: Corrupted) -> None:
         )
 
 
+async def serves_the_next_prompt(run: Corrupted, sid: str) -> None:
+    """After it all, the bridge streams a next prompt's answer whole and still serves."""
+    before = run.client.text_of(sid)
+    assert await run.client.prompt(sid, "@@ words 3") == END_TURN
+    assert run.client.text_of(sid) == before + words(3)
+    assert_still_serving(run)
+
+
 def assert_no_traceback(stderr_file: Path) -> None:
     log = stderr_file.read_text(errors="replace")
     assert "Traceback" not in log, f"a Python traceback in the bridge's stderr:\n{log[-6000:]}"
@@ -274,9 +282,7 @@ async def test_a_malformed_thread_start_answer_fails_only_that_session_new(
             )
 
             sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, "@@ words 3") == END_TURN
-            assert client.text_of(sid) == words(3)
-            assert_still_serving(run)
+            await serves_the_next_prompt(run, sid)
 
 
 async def test_garbage_lines_from_codex_mid_turn_are_skipped(
@@ -315,9 +321,7 @@ async def test_garbage_lines_from_codex_mid_turn_are_skipped(
             assert await client.prompt(sid, "@@ words 30 delay_ms=5") == END_TURN
             assert [len(run.fired(i)) for i in range(3)] == [1, 3, 1]
             assert client.text_of(sid) == words(30)
-            assert await client.prompt(sid, "@@ words 3") == END_TURN
-            assert client.text_of(sid) == words(30) + words(3)
-            assert_still_serving(run)
+            await serves_the_next_prompt(run, sid)
 
 
 async def test_deltas_missing_fields_are_skipped_and_the_rest_arrive(
@@ -374,9 +378,7 @@ async def test_deltas_missing_fields_are_skipped_and_the_rest_arrive(
                 f"thought{i}" for i in range(1, 5) if f"thought{i}" not in dropped
             ]
 
-            assert await client.prompt(sid, "@@ words 3") == END_TURN
-            assert client.text_of(sid).endswith(words(3))
-            assert_still_serving(run)
+            await serves_the_next_prompt(run, sid)
 
 
 async def test_a_bogus_turn_completed_does_not_end_the_real_turn(
@@ -436,9 +438,7 @@ async def test_a_bogus_turn_completed_does_not_end_the_real_turn(
             assert len(run.fired(0)) == 1
             # The prompt ended with the real turn: after all of its text, none of it twice.
             assert client.text_of(sid) == words(20)
-            assert await client.prompt(sid, "@@ words 3") == END_TURN
-            assert client.text_of(sid) == words(20) + words(3)
-            assert_still_serving(run)
+            await serves_the_next_prompt(run, sid)
 
 
 async def test_unknown_and_malformed_codex_requests_are_each_answered_once(
@@ -492,9 +492,7 @@ async def test_unknown_and_malformed_codex_requests_are_each_answered_once(
             answered = {str(a["id"]) for a in run.events("answer")}
             unanswered = [i for i in injected if str(i["id"]) not in answered]
             assert not unanswered, f"never answered: {unanswered}"
-            assert await client.prompt(sid, "@@ words 3") == END_TURN
-            assert client.text_of(sid).endswith(words(3))
-            assert_still_serving(run)
+            await serves_the_next_prompt(run, sid)
 
         answers = run.events("answer")
         by_id: dict[str, list[dict[str, Any]]] = {}
