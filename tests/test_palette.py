@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.engine_harness import skills_list
 from tests.test_config import THREAD, H, open_session, prompt
 
 
@@ -117,23 +118,7 @@ def test_skills_lists_the_workspaces_skills() -> None:
     params = answer(
         h,
         "skills/list",
-        {
-            "data": [
-                {
-                    "cwd": "/work",
-                    "errors": [],
-                    "skills": [
-                        {
-                            "name": "deploy",
-                            "description": "Ship it",
-                            "enabled": True,
-                            "path": "/s/deploy",
-                        },
-                        {"name": "lint", "description": "", "enabled": False, "path": "/s/lint"},
-                    ],
-                }
-            ]
-        },
+        skills_list(("deploy", "Ship it", True, "/s/deploy"), ("lint", "", False, "/s/lint")),
     )
     assert params == {"cwds": ["/work"]}
     assert h.result(rid) == {"stopReason": "end_turn"}

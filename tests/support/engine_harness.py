@@ -189,3 +189,20 @@ class Windows:
                 else:
                     h.codex_reply(m["id"], {})
         raise AssertionError(f"{method} never answered")
+
+
+def skills_list(*skills: tuple[str, str, bool, str]) -> dict[str, Any]:
+    """Codex's answer to ``skills/list`` for ``/work``: each skill as (name, description,
+    enabled, path)."""
+    return {
+        "data": [
+            {
+                "cwd": "/work",
+                "errors": [],
+                "skills": [
+                    {"name": name, "description": about, "enabled": enabled, "path": path}
+                    for name, about, enabled, path in skills
+                ],
+            }
+        ]
+    }
