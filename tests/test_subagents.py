@@ -20,7 +20,7 @@ import pytest
 
 from bridge.recording import TranscriptChecker
 from tests.support.acp_schema import ConversationValidator
-from tests.support.engine_harness import Harness
+from tests.support.engine_harness import Harness, request_log
 
 ROOT = "thread-root"
 ROOT_TURN = "turn-root"
@@ -192,6 +192,12 @@ class Tree:
             "item/agentMessage/delta",
             {"threadId": thread, "turnId": self.turns[thread], "itemId": item_id, "delta": text},
         )
+
+    def child_waits_on_approval(self, rid: int) -> None:
+        """The child, spawned, waits on a command approval Codex asks (request ``rid``)."""
+        self.spawn()
+        self.status(CHILD, "active", ["waitingOnApproval"])
+        self.approval(CHILD, rid=rid)
 
     def approval(self, thread: str, rid: int = 0, item_id: str = "call_cmd") -> None:
         """Codex asks the client to approve a command of ``thread``'s current turn."""
@@ -391,9 +397,7 @@ def test_a_child_permission_request_before_its_announcement_is_held_then_asked_o
 
 def test_requires_action_while_the_childs_request_is_open_and_running_once_answered() -> None:
     t = Tree()
-    t.spawn()
-    t.status(CHILD, "active", ["waitingOnApproval"])
-    t.approval(CHILD, rid=3)
+    t.child_waits_on_approval(3)
     [request] = t.permission_requests()
     assert request["params"]["sessionId"] == CHILD
     assert t.states(CHILD)[-1] == {"state": "requires_action"}
@@ -670,9 +674,7 @@ def test_cancelling_the_parent_interrupts_every_active_descendant() -> None:
 
 def test_cancelling_the_parent_answers_a_childs_pending_request_cancel_exactly_once() -> None:
     t = Tree()
-    t.spawn()
-    t.status(CHILD, "active", ["waitingOnApproval"])
-    t.approval(CHILD, rid=4)
+    t.child_waits_on_approval(4)
     [request] = t.permission_requests()
     t.cancel(ROOT)
     assert [a["result"] for a in t.answers_to_codex(4)] == [{"decision": "cancel"}]
@@ -685,9 +687,7 @@ def test_cancelling_a_child_with_an_open_request_answers_it_cancel_and_ignores_a
     None
 ):
     t = Tree()
-    t.spawn()
-    t.status(CHILD, "active", ["waitingOnApproval"])
-    t.approval(CHILD, rid=4)
+    t.child_waits_on_approval(4)
     [request] = t.permission_requests()
     t.cancel(CHILD)
     assert [a["result"] for a in t.answers_to_codex(4)] == [{"decision": "cancel"}]
@@ -732,9 +732,7 @@ def test_cancelling_the_parent_reaches_a_child_still_being_identified() -> None:
 
 def test_closing_the_parent_cancels_its_childrens_work() -> None:
     t = Tree()
-    t.spawn()
-    t.status(CHILD, "active", ["waitingOnApproval"])
-    t.approval(CHILD, rid=8)
+    t.child_waits_on_approval(8)
     t.request("session/close", {"sessionId": ROOT})
     assert {"threadId": CHILD, "turnId": "turn-child"} in t.interrupts()
     assert [a["result"] for a in t.answers_to_codex(8)] == [{"decision": "cancel"}]
@@ -1118,13 +1116,7 @@ def load_tree(
     stored thread), until the load's response."""
     h = Harness()
     capabilities = dict(CAPABILITIES, subagents={}) if subagents else dict(CAPABILITIES)
-    requests: list[tuple[int, dict[str, Any]]] = []
-
-    def request(method: str, params: Any) -> int:
-        at = len(h.to_client)
-        rid = h.client_request(method, params)
-        requests.append((at, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
-        return rid
+    requests, request = request_log(h)
 
     request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
     rid = request("session/load", {"sessionId": ROOT, "cwd": WORKDIR, "mcpServers": []})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -206,3 +207,17 @@ def skills_list(*skills: tuple[str, str, bool, str]) -> dict[str, Any]:
             }
         ]
     }
+
+
+def request_log(h: Harness) -> tuple[list[tuple[int, dict[str, Any]]], Callable[[str, Any], int]]:
+    """A log of client requests, and a function that sends one to ``h`` and logs it with how
+    many messages the client had received before it (where it stands in the conversation)."""
+    requests: list[tuple[int, dict[str, Any]]] = []
+
+    def request(method: str, params: Any) -> int:
+        at = len(h.to_client)
+        rid = h.client_request(method, params)
+        requests.append((at, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
+        return rid
+
+    return requests, request
