@@ -193,6 +193,20 @@ class Tree:
             {"threadId": thread, "turnId": self.turns[thread], "itemId": item_id, "delta": text},
         )
 
+    def second_assignment(self) -> None:
+        """The parent waits for the child's first result, then sends it a second assignment,
+        which the child runs to its end."""
+        done = {"status": "completed", "message": "first result"}
+        self.collab_started("wait-1", "wait", CHILD)
+        self.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
+        self.collab_started("send-1", "sendInput", CHILD)
+        self.collab_completed("send-1", "sendInput", CHILD, prompt="again", state=done)
+        self.status(CHILD, "active")
+        self.turn_started(CHILD, "turn-child-2")
+        self.user_message(CHILD, "again", "user-2")
+        self.status(CHILD)
+        self.turn_completed(CHILD, "turn-child-2")
+
     def child_waits_on_approval(self, rid: int) -> None:
         """The child, spawned, waits on a command approval Codex asks (request ``rid``)."""
         self.spawn()
@@ -486,16 +500,7 @@ def test_two_assignments_to_the_same_child_keep_its_session_with_distinct_messag
     t.user_message(CHILD, "@@ words 2", "user-1")
     t.status(CHILD)
     t.turn_completed(CHILD, "turn-child")
-    t.collab_started("wait-1", "wait", CHILD)
-    done = {"status": "completed", "message": "first result"}
-    t.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
-    t.collab_started("send-1", "sendInput", CHILD)
-    t.collab_completed("send-1", "sendInput", CHILD, prompt="again", state=done)
-    t.status(CHILD, "active")
-    t.turn_started(CHILD, "turn-child-2")
-    t.user_message(CHILD, "again", "user-2")
-    t.status(CHILD)
-    t.turn_completed(CHILD, "turn-child-2")
+    t.second_assignment()
 
     assert t.announcements() == [(ROOT, CHILD)], "one association, reused"
     outgoing = [m for m in session_messages(t, ROOT) if m["senderSessionId"] == ROOT]
@@ -596,16 +601,7 @@ def test_a_reused_child_reads_running_idle_running_idle(read_answered: str) -> N
     running then one idle, with no idle before the first running."""
     t = Tree()
     first_assignment(t, read_answered)
-    done = {"status": "completed", "message": "first result"}
-    t.collab_started("wait-1", "wait", CHILD)
-    t.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
-    t.collab_started("send-1", "sendInput", CHILD)
-    t.collab_completed("send-1", "sendInput", CHILD, prompt="again", state=done)
-    t.status(CHILD, "active")
-    t.turn_started(CHILD, "turn-child-2")
-    t.user_message(CHILD, "again", "user-2")
-    t.status(CHILD)
-    t.turn_completed(CHILD, "turn-child-2")
+    t.second_assignment()
     assert t.states(CHILD) == [RUNNING, ENDED, RUNNING, ENDED]
     t.check()
 
