@@ -97,7 +97,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from bridge.engine import Engine, ToCodex
@@ -105,7 +105,7 @@ from bridge.recording import Recording, Transcript, parse_recording, read_record
 from bridge.recording.format import EndRecord, Entry, EventRecord, MessageRecord, encode_record
 from bridge.recording.redact import Redactor
 from tests.support.acp_schema import ConversationValidator
-from tests.support.fixture_sets import FIXTURES, all_names, prefixed
+from tests.support.fixture_sets import FIXTURES, all_names, prefixed, reordering_settings
 from tests.support.reading import direction
 
 #: In both fixture sets: the engine must understand both versions' traffic.
@@ -133,12 +133,7 @@ LATE_ANSWERS = frozenset({"turn/start", "turn/interrupt"})
 #: Ids of the other threads and turns (rule 4): no fixture id starts like this.
 SIBLING = "01a22acf-000"
 
-SETTINGS = settings(
-    max_examples=20,
-    deadline=5000,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = reordering_settings(5000)
 
 
 # -- what may move where ------------------------------------------------------------------
@@ -828,10 +823,13 @@ CLIENTS = pytest.mark.parametrize(
 )
 
 
-@pytest.mark.parametrize("name", NAMES)
-@CLIENTS
-@SETTINGS
-@given(data=st.data())
+def over_fixtures_and_clients(test: Callable[..., None]) -> Callable[..., None]:
+    """A property test run on every fixture, for each kind of client, on drawn data."""
+    drawn = SETTINGS(given(data=st.data())(test))
+    return pytest.mark.parametrize("name", NAMES)(CLIENTS(drawn))  # type: ignore[no-any-return]
+
+
+@over_fixtures_and_clients
 def test_another_threads_events_never_reach_the_client(
     name: str, subagents: bool, data: st.DataObject
 ) -> None:
@@ -841,10 +839,7 @@ def test_another_threads_events_never_reach_the_client(
     assert transcript.lines == original(name, subagents).lines
 
 
-@pytest.mark.parametrize("name", NAMES)
-@CLIENTS
-@SETTINGS
-@given(data=st.data())
+@over_fixtures_and_clients
 def test_all_legal_reorderings_at_once_change_nothing_the_user_sees(
     name: str, subagents: bool, data: st.DataObject
 ) -> None:

@@ -51,13 +51,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from bridge.recording import Recording, Transcript, parse_recording, read_recording, replay
 from bridge.recording.format import EndRecord, Entry, MessageRecord, encode_record
 from tests.support.acp_schema import ConversationValidator
-from tests.support.fixture_sets import FIXTURES, prefixed
+from tests.support.fixture_sets import FIXTURES, prefixed, reordering_settings
 from tests.support.reading import direction
 
 #: In both fixture sets (``fixtures/`` and ``fixtures/codex-0.169/``).
@@ -76,12 +76,7 @@ NAMES = prefixed(
 #: Collab tools that make a child start work (its later events follow the item's start).
 STARTS_CHILD_WORK = frozenset({"spawnAgent", "sendInput", "resumeAgent"})
 
-SETTINGS = settings(
-    max_examples=20,
-    deadline=10_000,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = reordering_settings(10_000)
 
 
 # -- what may move where ---------------------------------------------------------------------------

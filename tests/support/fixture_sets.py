@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import HealthCheck, settings
+
 from bridge.codex.versions import PINNED
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -36,3 +38,14 @@ def all_names() -> list[str]:
 def set_of(name: str) -> str:
     """The set (folder) fixture ``name`` is in."""
     return name.rpartition("/")[0]
+
+
+def reordering_settings(deadline_ms: int) -> settings:
+    """Hypothesis settings of the reordering property tests: few, reproducible examples
+    (a replay is slow), each within ``deadline_ms``."""
+    return settings(
+        max_examples=20,
+        deadline=deadline_ms,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
