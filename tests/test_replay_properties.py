@@ -105,7 +105,13 @@ from bridge.recording import Recording, Transcript, parse_recording, read_record
 from bridge.recording.format import EndRecord, Entry, EventRecord, MessageRecord, encode_record
 from bridge.recording.redact import Redactor
 from tests.support.acp_schema import ConversationValidator
-from tests.support.fixture_sets import FIXTURES, all_names, prefixed, reordering_settings
+from tests.support.fixture_sets import (
+    FIXTURES,
+    all_names,
+    prefixed,
+    property_over,
+    reordering_settings,
+)
 from tests.support.reading import direction
 
 #: In both fixture sets: the engine must understand both versions' traffic.
@@ -802,18 +808,18 @@ def test_every_fixture_has_records_the_properties_move() -> None:
         assert len(cancel.late_answers) == 3, "two turn/start answers and a turn/interrupt answer"
 
 
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(data=st.data())
+#: A property over every fixture, on drawn data.
+OVER_FIXTURES = property_over(NAMES, SETTINGS)
+
+
+@OVER_FIXTURES
 def test_notifications_floating_within_their_turn_change_nothing_the_user_sees(
     name: str, data: st.DataObject
 ) -> None:
     assert_same_user_visible_outcome(name, data.draw(reorderings(name, floating=True)))
 
 
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(data=st.data())
+@OVER_FIXTURES
 def test_late_turn_answers_change_nothing_the_user_sees(name: str, data: st.DataObject) -> None:
     assert_same_user_visible_outcome(name, data.draw(reorderings(name, late_answers=True)))
 

@@ -51,13 +51,12 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from bridge.recording import Recording, Transcript, parse_recording, read_recording, replay
 from bridge.recording.format import EndRecord, Entry, MessageRecord, encode_record
 from tests.support.acp_schema import ConversationValidator
-from tests.support.fixture_sets import FIXTURES, prefixed, reordering_settings
+from tests.support.fixture_sets import FIXTURES, prefixed, property_over, reordering_settings
 from tests.support.reading import direction
 
 #: In both fixture sets (``fixtures/`` and ``fixtures/codex-0.169/``).
@@ -412,18 +411,18 @@ def test_each_fixture_has_children_whose_events_can_move(name: str) -> None:
     assert first.labels != last.labels
 
 
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(data=st.data())
+#: A property over every fixture, on drawn data.
+OVER_FIXTURES = property_over(NAMES, SETTINGS)
+
+
+@OVER_FIXTURES
 def test_interleaved_parent_and_child_events_change_nothing_the_user_sees(
     name: str, data: st.DataObject
 ) -> None:
     assert_user_sees_the_same(name, data.draw(interleavings(name, late_reads=False)))
 
 
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(data=st.data())
+@OVER_FIXTURES
 def test_late_answers_to_the_bridges_thread_reads_change_nothing_the_user_sees(
     name: str, data: st.DataObject
 ) -> None:

@@ -9,9 +9,12 @@ both and the engine must understand both. A fixture is named by its path relativ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bridge.codex.versions import PINNED
 
@@ -49,3 +52,14 @@ def reordering_settings(deadline_ms: int) -> settings:
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
+
+
+def property_over(
+    names: list[str], drawn: settings
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A property test run on each fixture of ``names``, on data drawn under ``drawn``."""
+
+    def decorate(test: Callable[..., None]) -> Callable[..., None]:
+        return pytest.mark.parametrize("name", names)(drawn(given(data=st.data())(test)))  # type: ignore[no-any-return]
+
+    return decorate
