@@ -543,37 +543,25 @@ def test_codex_reporting_settings_changed_elsewhere_updates_the_client() -> None
     h = H()
     open_session(h)
     before = len(h.updates(THREAD))
-    h.codex_notify(
-        "thread/settings/updated",
-        {
-            "threadId": THREAD,
-            "threadSettings": {
-                "approvalPolicy": "never",
-                "sandboxPolicy": {"type": "dangerFullAccess"},
-                "model": "mock-model",
-                "effort": None,
-                "approvalsReviewer": "user",
-                "cwd": "/work",
-                "modelProvider": "mock",
-                "collaborationMode": {"mode": "default"},
-            },
-        },
-    )
+    full_access = {
+        "approvalPolicy": "never",
+        "sandboxPolicy": {"type": "dangerFullAccess"},
+        "model": "mock-model",
+    }
+    everything = {
+        "effort": None,
+        "approvalsReviewer": "user",
+        "cwd": "/work",
+        "modelProvider": "mock",
+        "collaborationMode": {"mode": "default"},
+    }
+    settings = {"threadId": THREAD, "threadSettings": {**full_access, **everything}}
+    h.codex_notify("thread/settings/updated", settings)
     kinds = [u["sessionUpdate"] for u in h.updates(THREAD)[before:]]
     assert kinds == ["current_mode_update", "config_option_update"]
     assert h.updates(THREAD)[before]["currentModeId"] == "full-access"
     # The same report again changes nothing, so says nothing.
-    h.codex_notify(
-        "thread/settings/updated",
-        {
-            "threadId": THREAD,
-            "threadSettings": {
-                "approvalPolicy": "never",
-                "sandboxPolicy": {"type": "dangerFullAccess"},
-                "model": "mock-model",
-            },
-        },
-    )
+    h.codex_notify("thread/settings/updated", {"threadId": THREAD, "threadSettings": full_access})
     assert len(h.updates(THREAD)) == before + 2
     h.validate()
 
