@@ -228,6 +228,13 @@ class Tree:
         message = {"id": rid, "method": "item/commandExecution/requestApproval", "params": params}
         self.h._collect(self.h.engine.receive_codex(msgspec.json.encode(message)))
 
+    def spawned_unread(self) -> None:
+        """The spawn item ``spawn-1`` starts, the child is idle, the item completes: the
+        bridge's read of the child is not answered yet."""
+        self.spawn_started("spawn-1")
+        self.status(CHILD)
+        self.collab_completed("spawn-1", "spawnAgent", CHILD)
+
     def spawn(
         self,
         child: str = CHILD,
@@ -523,9 +530,7 @@ def test_two_assignments_to_the_same_child_keep_its_session_with_distinct_messag
 
 def test_a_wait_result_that_arrives_before_the_childs_announcement_is_not_lost() -> None:
     t = Tree()
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     t.collab_started("wait-1", "wait", CHILD)
     done = {"status": "completed", "message": "result"}
     t.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
@@ -548,9 +553,7 @@ READ_ANSWERED = ["before it is active", "after its turn started", "after its tur
 def first_assignment(t: Tree, read_answered: str) -> None:
     """A spawn in Codex's order (the child is created idle, then its turn starts), the bridge's
     read of the child answered at ``read_answered``; the child's first turn ends."""
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     events = [
         lambda: t.status(CHILD, "active"),
         lambda: t.turn_started(CHILD, "turn-child"),
@@ -581,9 +584,7 @@ def test_a_spawned_child_is_running_first_and_idle_only_once_its_turn_ended(
 
 def test_a_new_child_has_no_state_until_codex_shows_it_at_work() -> None:
     t = Tree()
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     t.answer_read(CHILD, ROOT, "Ada")
     assert t.announcements() == [(ROOT, CHILD)]
     assert t.states(CHILD) == [], "announced, with no confirmed work state yet (RFD)"
@@ -704,9 +705,7 @@ def test_a_request_of_a_child_turn_being_cancelled_authorizes_nothing() -> None:
 
 def test_cancelling_the_parent_reaches_a_child_whose_turn_starts_after_the_cancel() -> None:
     t = Tree()
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     t.answer_read(CHILD, ROOT, "Ada")
     t.cancel(ROOT)
     t.status(CHILD, "active")
@@ -776,9 +775,7 @@ def test_session_list_shows_no_child() -> None:
 
 def test_without_the_capability_children_stay_hidden_and_ask_on_the_root_naming_the_agent() -> None:
     t = Tree(subagents=False)
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     t.answer_read(CHILD, ROOT, "Ada")
     t.status(CHILD, "active")
     t.turn_started(CHILD, "turn-child")
@@ -1268,9 +1265,7 @@ def test_a_call_naming_a_child_not_yet_placed_is_retitled_once_it_is() -> None:
     """Live, a call can name a child whose thread is still being read (no nickname yet): it is
     retitled when the child is placed, so it ends as a replay shows it."""
     t = Tree(subagents=False)
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     assert final_calls(t.h.updates(ROOT))["spawn-1"]["title"] == "Spawn sub-agent"
     t.answer_read(CHILD, ROOT, "Ada")
     call = final_calls(t.h.updates(ROOT))["spawn-1"]
