@@ -10,9 +10,7 @@ Codex that keeps dying is given up on while the bridge stays up.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import stat
 import sys
 from pathlib import Path
@@ -26,19 +24,10 @@ from tests.support.app_server import app_server, crash
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
 from tests.support.scenarios import prompt_outcome
 from tests.support.scenarios import subagents as scenario
-from tests.support.scenarios.recovery import codex_processes
+from tests.support.scenarios.recovery import codex_processes, kill_codex
 
 # Version-sensitive: run against both ends of the tested Codex range.
 pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
-
-
-def kill_codex(bridge: trio.Process) -> list[int]:
-    pids = codex_processes(bridge.pid)
-    assert pids, "the bridge runs no Codex"
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    return pids
 
 
 async def logged(path: Path, text: str) -> None:
@@ -59,7 +48,7 @@ async def test_codex_killed_mid_answer_comes_back_and_the_same_session_answers(
                     prompt_outcome, client, session, "@@ words 3000 delay_ms=10", outcome
                 )
                 await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
-                old = kill_codex(process)
+                old = kill_codex(process.pid)
             error = outcome["error"]
             assert "Codex app-server" in error.message and "status" in error.message
             # Asked right away: it waits for the new Codex instead of failing.
@@ -81,7 +70,7 @@ async def test_codex_killed_during_a_childs_work_the_child_gets_a_fresh_state(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(prompt_outcome, client, root, scenario.CANCEL_PARENT, outcome)
                 kid = await scenario.words_from_first_child(client, 20)
-                kill_codex(process)
+                kill_codex(process.pid)
             assert "error" in outcome
             await client.wait_for(lambda _m: scenario.has_state(client, kid, "unknown"))
             # Once Codex is back, the child's unknown is replaced by what Codex says now.
@@ -113,7 +102,7 @@ async def test_a_codex_that_keeps_dying_is_given_up_on_and_the_bridge_stays_up(
         async with open_conversation(argv=argv) as talk:
             client, session, process = talk.client, talk.sid, talk.process
             assert await client.prompt(session, "@@ words 3") == {"stopReason": "end_turn"}
-            kill_codex(process)
+            kill_codex(process.pid)
             await logged(stderr_file, "restarting in")
             # Waits through the restarts, then fails with why the bridge stopped trying.
             with pytest.raises(RpcError) as gave_up:
