@@ -93,15 +93,21 @@ def tui_and_window(
     return start
 
 
-async def asked_in_both(tui: Tui, window: AcpClient, permission: str) -> Answers:
-    """The TUI's turn runs the escalated command: the window is asked (its answer, ``permission``,
-    held until released) and so is the TUI (its dialog shown)."""
-    answers = Answers(permission=permission, hold=True)
-    window.on_request = answers
-    await tui.submit(ESCALATED)
-    await answers.asked.wait()
-    await tui.wait_for(APPROVAL)
-    return answers
+@asynccontextmanager
+async def asked_in_both(
+    tui_and_window: TuiAndWindow, permission: str
+) -> AsyncIterator[tuple[Tui, AcpClient, str, Answers]]:
+    """The TUI and its window, the TUI's turn running the escalated command: the window is
+    asked (its answer, ``permission``, held until released) and so is the TUI (its dialog
+    shown). Bounded by ``SCENARIO_SECONDS``."""
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with tui_and_window() as (tui, window, thread):
+            answers = Answers(permission=permission, hold=True)
+            window.on_request = answers
+            await tui.submit(ESCALATED)
+            await answers.asked.wait()
+            await tui.wait_for(APPROVAL)
+            yield tui, window, thread, answers
 
 
 def agent_kinds(updates: list[dict[str, Any]]) -> list[str]:
@@ -156,38 +162,32 @@ async def test_a_tui_thread_is_loaded_live_and_the_tui_s_prompts_stream_into_the
 async def test_an_approval_of_a_tui_turn_answered_in_the_window_leaves_the_tui(
     tui_and_window: TuiAndWindow, workspace: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with tui_and_window() as (tui, window, thread):
-            # Asked in both: the window's request, the TUI's dialog.
-            answers = await asked_in_both(tui, window, "allow_once")
-            [(method, asked)] = answers.requests
-            assert method == "session/request_permission" and asked["sessionId"] == thread
-            answers.release()
-            await tui.wait_gone(APPROVAL)
-            await window.wait_for(lambda _m: window.text_of(thread).endswith("done"))
-            await tui.wait_for(AGENT_MARK + "done")
-            assert (workspace / "approved.txt").exists()
+    # Asked in both: the window's request, the TUI's dialog.
+    async with asked_in_both(tui_and_window, "allow_once") as (tui, window, thread, answers):
+        [(method, asked)] = answers.requests
+        assert method == "session/request_permission" and asked["sessionId"] == thread
+        answers.release()
+        await tui.wait_gone(APPROVAL)
+        await window.wait_for(lambda _m: window.text_of(thread).endswith("done"))
+        await tui.wait_for(AGENT_MARK + "done")
+        assert (workspace / "approved.txt").exists()
 
 
 async def test_an_approval_answered_in_the_tui_is_withdrawn_from_the_window(
     tui_and_window: TuiAndWindow, workspace: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with tui_and_window() as (tui, window, thread):
-            answers = await asked_in_both(tui, window, "reject_once")
-            await tui.tmux("send-keys", "-t", tui.session, "y")  # "Yes, proceed"
-            [asked] = [
-                m["id"] for m in window.received if m.get("method") == "session/request_permission"
-            ]
-            await window.wait_for(
-                lambda m: (
-                    m.get("method") == "$/cancel_request" and m["params"]["requestId"] == asked
-                )
-            )
-            await tui.wait_for(AGENT_MARK + "done")
-            await window.wait_for(lambda _m: window.text_of(thread).endswith("done"))
-            assert (workspace / "approved.txt").exists()
-            answers.release()  # too late: the TUI's answer settled it
+    async with asked_in_both(tui_and_window, "reject_once") as (tui, window, thread, answers):
+        await tui.tmux("send-keys", "-t", tui.session, "y")  # "Yes, proceed"
+        [asked] = [
+            m["id"] for m in window.received if m.get("method") == "session/request_permission"
+        ]
+        await window.wait_for(
+            lambda m: m.get("method") == "$/cancel_request" and m["params"]["requestId"] == asked
+        )
+        await tui.wait_for(AGENT_MARK + "done")
+        await window.wait_for(lambda _m: window.text_of(thread).endswith("done"))
+        assert (workspace / "approved.txt").exists()
+        answers.release()  # too late: the TUI's answer settled it
 
 
 async def test_a_cancel_in_the_window_stops_the_tui_s_turn(
