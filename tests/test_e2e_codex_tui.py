@@ -39,12 +39,29 @@ APPROVAL = "Would you like to run the following command?"
 
 
 @pytest.fixture
+def prompted_tui(
+    tmp_path: Path, codex_home: Path, codex_bin: str, bridge_env: dict[str, str], workspace: Path
+) -> Callable[[], AbstractAsyncContextManager[tuple[Tui, str]]]:
+    """``async with prompted_tui() as (tui, url)``: Codex's TUI in tmux, its first prompt
+    (``@@ say first``) answered; ``url``: the daemon it started at that prompt."""
+
+    @asynccontextmanager
+    async def start() -> AsyncIterator[tuple[Tui, str]]:
+        async with codex_tui(
+            tmp_path / "tmux.sock", codex_home, codex_bin, bridge_env, workspace
+        ) as tui:
+            await tui.submit("@@ say first")
+            await tui.wait_for(AGENT_MARK + "first")
+            yield tui, f"unix://{codex_daemon_socket(str(codex_home))}"
+
+    return start
+
+
+@pytest.fixture
 def tui_and_window(
     open_conversation: OpenConversation,
-    tmp_path: Path,
+    prompted_tui: Callable[[], AbstractAsyncContextManager[tuple[Tui, str]]],
     codex_home: Path,
-    codex_bin: str,
-    bridge_env: dict[str, str],
     workspace: Path,
     stderr_file: Path,
 ) -> TuiAndWindow:
@@ -55,12 +72,7 @@ def tui_and_window(
 
     @asynccontextmanager
     async def start(*, load: bool = True) -> AsyncIterator[tuple[Tui, AcpClient, str]]:
-        async with codex_tui(
-            tmp_path / "tmux.sock", codex_home, codex_bin, bridge_env, workspace
-        ) as tui:
-            await tui.submit("@@ say first")
-            await tui.wait_for(AGENT_MARK + "first")
-            url = f"unix://{codex_daemon_socket(str(codex_home))}"
+        async with prompted_tui() as (tui, url):
             # The TUI started Codex's daemon at its first prompt and works there: its thread is
             # loaded in the daemon (with an ephemeral one the TUI made for the thread's title).
             stored, loaded = await codex_requests(
@@ -243,20 +255,12 @@ async def test_a_v2_window_follows_the_tui_s_turns_and_the_tui_s_cancel(
 
 async def test_the_bridge_s_daemon_on_the_tui_s_daemon_shows_the_tui_s_thread(
     start_daemon: StartDaemon,
+    prompted_tui: Callable[[], AbstractAsyncContextManager[tuple[Tui, str]]],
     runtime: Path,
-    tmp_path: Path,
-    codex_home: Path,
-    codex_bin: str,
     bridge_env: dict[str, str],
-    workspace: Path,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with codex_tui(
-            tmp_path / "tmux.sock", codex_home, codex_bin, bridge_env, workspace
-        ) as tui:
-            await tui.submit("@@ say first")
-            await tui.wait_for(AGENT_MARK + "first")
-            url = f"unix://{codex_daemon_socket(str(codex_home))}"
+        async with prompted_tui() as (tui, url):
             [stored] = await codex_requests(url, ("thread/list", {}))
             [thread] = [t["id"] for t in stored["data"]]
             async with start_daemon() as (_, info):
