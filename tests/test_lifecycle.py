@@ -773,13 +773,19 @@ def test_close_while_a_prompt_runs_cancels_it_and_closes_once_codex_confirms() -
     validate_all(h)
 
 
-def test_close_before_codex_named_the_turn_interrupts_it_as_soon_as_it_does() -> None:
+def closed_while_prompting() -> tuple[Recorder, str, int, int]:
+    """A session whose prompt is sent and, before Codex answered ``turn/start``, closed; the
+    ids of the prompt and of the close."""
     h = Recorder()
     sid = h.new_session()
     prompt = h.client_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
     )
-    rid = h.client_request("session/close", {"sessionId": sid})
+    return h, sid, prompt, h.client_request("session/close", {"sessionId": sid})
+
+
+def test_close_before_codex_named_the_turn_interrupts_it_as_soon_as_it_does() -> None:
+    h, sid, prompt, rid = closed_while_prompting()
     assert "turn/interrupt" not in codex_methods(h)
     h.codex_reply(h.codex_request("turn/start")["id"], {"turn": {"id": "t9", "status": "x"}})
     assert h.codex_request("turn/interrupt")["params"]["turnId"] == "t9"
@@ -790,12 +796,7 @@ def test_close_before_codex_named_the_turn_interrupts_it_as_soon_as_it_does() ->
 
 
 def test_close_while_codex_refuses_the_turn_still_closes() -> None:
-    h = Recorder()
-    sid = h.new_session()
-    prompt = h.client_request(
-        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
-    )
-    rid = h.client_request("session/close", {"sessionId": sid})
+    h, _, prompt, rid = closed_while_prompting()
     h.codex_error(h.codex_request("turn/start")["id"], "no")
     assert error_of(h, prompt)["code"] == -32603
     h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
