@@ -18,9 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from bridge.recording import TranscriptChecker
-from tests.support.acp_schema import ConversationValidator
-from tests.support.engine_harness import Harness, request_log
+from tests.support.engine_harness import Harness, check_interleaved, request_log
 
 ROOT = "thread-root"
 ROOT_TURN = "turn-root"
@@ -327,18 +325,14 @@ class Tree:
 
     def check(self) -> None:
         """The whole conversation: valid against the unstable schema, and the RFD checker passes."""
-        validator = ConversationValidator(version=self.version, unstable=True)
-        checker = TranscriptChecker(subagents=self.subagents)
         # The client's requests and answers, in their places among what the agent sent.
-        client = list(self.client_requests)
-        for line, message in enumerate([*self.sent(), None], start=1):
-            while client and client[0][0] < line:
-                _at, sent = client.pop(0)
-                validator.client_sent(sent)
-                checker.client(sent, line - 1)
-            if message is not None:
-                validator.agent_sent(message)
-                checker.agent(message, line)
+        check_interleaved(
+            self.sent(),
+            list(self.client_requests),
+            version=self.version,
+            unstable=True,
+            subagents=self.subagents,
+        )
 
 
 def session_messages(t: Tree, session: str) -> list[dict[str, Any]]:
@@ -1133,16 +1127,7 @@ def load_tree(
 
 
 def check_loaded(h: Harness, requests: list[tuple[int, dict[str, Any]]], subagents: bool) -> None:
-    validator = ConversationValidator(unstable=subagents)
-    checker = TranscriptChecker(subagents=subagents)
-    for line, message in enumerate([*h.to_client, None], start=1):
-        while requests and requests[0][0] < line:
-            _at, sent = requests.pop(0)
-            validator.client_sent(sent)
-            checker.client(sent, line - 1)
-        if message is not None:
-            validator.agent_sent(message)
-            checker.agent(message, line)
+    check_interleaved(h.to_client, requests, unstable=subagents, subagents=subagents)
 
 
 def live_collab_call(tool: str, *, subagents: bool) -> tuple[dict[str, Any], list[Any]]:

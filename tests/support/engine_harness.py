@@ -8,6 +8,9 @@ from typing import Any
 import msgspec
 
 from bridge.engine import Engine, ReadClock, ToClient, ToCodex
+from bridge.recording import TranscriptChecker
+
+from .acp_schema import ConversationValidator
 
 
 class Harness:
@@ -221,3 +224,26 @@ def request_log(h: Harness) -> tuple[list[tuple[int, dict[str, Any]]], Callable[
         return rid
 
     return requests, request
+
+
+def check_interleaved(
+    agent_sent: list[dict[str, Any]],
+    client_sent: list[tuple[int, dict[str, Any]]],
+    *,
+    version: int = 1,
+    unstable: bool,
+    subagents: bool,
+) -> None:
+    """A whole conversation against the ACP schema (``version``, ``unstable``) and the
+    transcript rules: what the agent sent, with the client's messages in their places (each
+    after the number of agent messages it came after). ``client_sent`` is consumed."""
+    validator = ConversationValidator(version=version, unstable=unstable)
+    checker = TranscriptChecker(subagents=subagents)
+    for line, message in enumerate([*agent_sent, None], start=1):
+        while client_sent and client_sent[0][0] < line:
+            _at, sent = client_sent.pop(0)
+            validator.client_sent(sent)
+            checker.client(sent, line - 1)
+        if message is not None:
+            validator.agent_sent(message)
+            checker.agent(message, line)
