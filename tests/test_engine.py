@@ -399,12 +399,18 @@ def test_cancel_interrupts_and_resolves_cancelled_only_when_codex_confirms() -> 
     assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
 
 
-def test_cancel_before_codex_names_the_turn_interrupts_as_soon_as_it_does() -> None:
+def prompt_sent() -> tuple[Harness, str, int]:
+    """A new session's prompt, sent; Codex has not answered its ``turn/start`` yet."""
     h = Harness()
     sid = h.new_session()
     rid = h.client_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
     )
+    return h, sid, rid
+
+
+def test_cancel_before_codex_names_the_turn_interrupts_as_soon_as_it_does() -> None:
+    h, sid, rid = prompt_sent()
     h.client_notify("session/cancel", {"sessionId": sid})
     assert not [m for m in h.to_codex if m.get("method") == "turn/interrupt"]
     h.codex_notify(
@@ -432,11 +438,7 @@ def test_a_turn_that_completes_despite_a_cancel_keeps_its_outcome() -> None:
 
 
 def test_turn_start_refused_by_codex_fails_the_prompt_and_frees_the_session() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.client_request(
-        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
-    )
+    h, sid, rid = prompt_sent()
     h.codex_error(h.codex_request("turn/start")["id"], "thread not loaded")
     assert "thread not loaded" in h.client_response(rid)["error"]["message"]  # type: ignore[index]
     h.start_prompt(sid)
