@@ -239,9 +239,7 @@ def test_unsupported_prompt_content_is_invalid_params_and_starts_no_turn(
 
 
 def test_streamed_answer_arrives_in_order_with_the_item_as_message_id() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     for word in ["Hello ", "there ", "friend"]:
         h.codex_notify(
             "item/agentMessage/delta",
@@ -268,9 +266,7 @@ def test_streamed_answer_arrives_in_order_with_the_item_as_message_id() -> None:
 
 
 def test_an_answer_that_arrives_whole_is_sent_once() -> None:
-    h = Harness()
-    sid = h.new_session()
-    h.start_prompt(sid)
+    h, sid, _ = prompting()
     h.codex_notify(
         "item/completed",
         {
@@ -289,9 +285,7 @@ def test_an_answer_that_arrives_whole_is_sent_once() -> None:
 
 
 def test_reasoning_summary_streams_as_thought_chunks_with_paragraph_breaks() -> None:
-    h = Harness()
-    sid = h.new_session()
-    h.start_prompt(sid)
+    h, sid, _ = prompting()
     base = {"threadId": sid, "turnId": "turn-1", "itemId": "rs_1"}
     h.codex_notify("item/reasoning/summaryPartAdded", {**base, "summaryIndex": 0})
     h.codex_notify("item/reasoning/summaryTextDelta", {**base, "summaryIndex": 0, "delta": "Think"})
@@ -314,9 +308,7 @@ def test_reasoning_summary_streams_as_thought_chunks_with_paragraph_breaks() -> 
 
 
 def test_token_usage_becomes_usage_update_only_when_the_window_is_known() -> None:
-    h = Harness()
-    sid = h.new_session()
-    h.start_prompt(sid)
+    h, sid, _ = prompting()
     usage = {
         "last": {
             "totalTokens": 1200,
@@ -345,9 +337,7 @@ def test_token_usage_becomes_usage_update_only_when_the_window_is_known() -> Non
 
 
 def test_failed_turn_is_a_json_rpc_error_carrying_codex_message() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.codex_notify(
         "error",
         {
@@ -367,9 +357,7 @@ def test_failed_turn_is_a_json_rpc_error_carrying_codex_message() -> None:
 
 
 def test_turn_error_message_wins_over_an_earlier_error_notification() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.codex_notify(
         "error",
         {"threadId": sid, "turnId": "turn-1", "willRetry": True, "error": {"message": "retrying"}},
@@ -385,9 +373,7 @@ def test_turn_error_message_wins_over_an_earlier_error_notification() -> None:
 
 
 def test_cancel_interrupts_and_resolves_cancelled_only_when_codex_confirms() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.client_notify("session/cancel", {"sessionId": sid})
     interrupt = h.codex_request("turn/interrupt")
     assert interrupt["params"] == {"threadId": sid, "turnId": "turn-1"}
@@ -397,6 +383,13 @@ def test_cancel_interrupts_and_resolves_cancelled_only_when_codex_confirms() -> 
     assert len([m for m in h.to_codex if m.get("method") == "turn/interrupt"]) == 1
     h.complete_turn(sid, status="interrupted")
     assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+
+
+def prompting() -> tuple[Harness, str, int]:
+    """A new session whose prompt's turn (``turn-1``) Codex has started."""
+    h = Harness()
+    sid = h.new_session()
+    return h, sid, h.start_prompt(sid)
 
 
 def prompt_sent() -> tuple[Harness, str, int]:
@@ -429,9 +422,7 @@ def test_cancel_before_codex_names_the_turn_interrupts_as_soon_as_it_does() -> N
 
 
 def test_a_turn_that_completes_despite_a_cancel_keeps_its_outcome() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.client_notify("session/cancel", {"sessionId": sid})
     h.complete_turn(sid, status="completed")
     assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
@@ -445,9 +436,7 @@ def test_turn_start_refused_by_codex_fails_the_prompt_and_frees_the_session() ->
 
 
 def test_losing_codex_fails_pending_work_and_later_requests_explain_why() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, _, rid = prompting()
     pending_new = h.client_request("session/new", {"cwd": "/x", "mcpServers": []})
     h._collect(h.engine.codex_lost("Codex app-server exited with status 1"))
     for r in (rid, pending_new):
@@ -458,9 +447,7 @@ def test_losing_codex_fails_pending_work_and_later_requests_explain_why() -> Non
 
 
 def test_codex_server_requests_are_answered_at_once_never_left_waiting() -> None:
-    h = Harness()
-    sid = h.new_session()
-    h.start_prompt(sid)
+    h, _, _ = prompting()
     h.engine.receive_codex(b"")  # an empty frame is invalid, and ignored
     effects = h.engine.receive_codex(
         b'{"id": 0, "method": "item/tool/requestUserInput", "params": {"threadId": "thread-1"}}'
@@ -470,9 +457,7 @@ def test_codex_server_requests_are_answered_at_once_never_left_waiting() -> None
 
 
 def test_unknown_codex_notifications_and_items_do_not_disturb_the_session() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.codex_notify("thread/realtime/sdp", {"whatever": True})
     h.codex_notify(
         "item/completed",
@@ -639,9 +624,7 @@ def test_a_session_outlives_its_codex_when_the_shell_brings_codex_back() -> None
 
 
 def test_a_prompt_the_user_cancelled_is_cancelled_when_codex_is_lost() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.client_notify("session/cancel", {"sessionId": sid})
     h._collect(h.engine.codex_lost("gone", retrying=True))
     assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
@@ -796,9 +779,7 @@ def test_a_codex_outside_the_tested_versions_is_one_warning_naming_both(
 
 @pytest.mark.parametrize("where", ["turn", "error notification"])
 def test_a_turn_stopped_for_biological_risk_fails_the_prompt_saying_why(where: str) -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     codex_error = {
         "message": "This request has been flagged for possible biological risk.",
         "codexErrorInfo": "bioPolicy",
