@@ -245,13 +245,10 @@ def test_streamed_answer_arrives_in_order_with_the_item_as_message_id() -> None:
             "item/agentMessage/delta",
             {"threadId": sid, "turnId": "turn-1", "itemId": "msg_1", "delta": word},
         )
-    h.codex_notify(
+    h.turn_notify(
         "item/completed",
-        {
-            "threadId": sid,
-            "turnId": "turn-1",
-            "item": {"type": "agentMessage", "id": "msg_1", "text": "Hello there friend"},
-        },
+        sid,
+        item={"type": "agentMessage", "id": "msg_1", "text": "Hello there friend"},
     )
     h.complete_turn(sid)
     assert h.updates(sid) == [
@@ -267,14 +264,7 @@ def test_streamed_answer_arrives_in_order_with_the_item_as_message_id() -> None:
 
 def test_an_answer_that_arrives_whole_is_sent_once() -> None:
     h, sid, _ = prompting()
-    h.codex_notify(
-        "item/completed",
-        {
-            "threadId": sid,
-            "turnId": "turn-1",
-            "item": {"type": "agentMessage", "id": "m2", "text": "whole"},
-        },
-    )
+    h.turn_notify("item/completed", sid, item={"type": "agentMessage", "id": "m2", "text": "whole"})
     assert h.updates(sid) == [
         {
             "sessionUpdate": "agent_message_chunk",
@@ -291,13 +281,10 @@ def test_reasoning_summary_streams_as_thought_chunks_with_paragraph_breaks() -> 
     h.codex_notify("item/reasoning/summaryTextDelta", {**base, "summaryIndex": 0, "delta": "Think"})
     h.codex_notify("item/reasoning/summaryPartAdded", {**base, "summaryIndex": 1})
     h.codex_notify("item/reasoning/summaryTextDelta", {**base, "summaryIndex": 1, "delta": "More"})
-    h.codex_notify(
+    h.turn_notify(
         "item/completed",
-        {
-            "threadId": sid,
-            "turnId": "turn-1",
-            "item": {"type": "reasoning", "id": "rs_1", "summary": ["Think", "More"]},
-        },
+        sid,
+        item={"type": "reasoning", "id": "rs_1", "summary": ["Think", "More"]},
     )
     texts = [(u["sessionUpdate"], u["content"]["text"]) for u in h.updates(sid)]
     assert texts == [
@@ -338,15 +325,7 @@ def test_token_usage_becomes_usage_update_only_when_the_window_is_known() -> Non
 
 def test_failed_turn_is_a_json_rpc_error_carrying_codex_message() -> None:
     h, sid, rid = prompting()
-    h.codex_notify(
-        "error",
-        {
-            "threadId": sid,
-            "turnId": "turn-1",
-            "willRetry": False,
-            "error": {"message": "stream disconnected"},
-        },
-    )
+    h.turn_notify("error", sid, willRetry=False, error={"message": "stream disconnected"})
     h.complete_turn(sid, status="failed")
     error = h.client_response(rid)["error"]  # type: ignore[index]
     assert error["code"] == -32603
@@ -459,14 +438,7 @@ def test_codex_server_requests_are_answered_at_once_never_left_waiting() -> None
 def test_unknown_codex_notifications_and_items_do_not_disturb_the_session() -> None:
     h, sid, rid = prompting()
     h.codex_notify("thread/realtime/sdp", {"whatever": True})
-    h.codex_notify(
-        "item/completed",
-        {
-            "threadId": sid,
-            "turnId": "turn-1",
-            "item": {"type": "brandNewThing", "id": "x1", "payload": [1]},
-        },
-    )
+    h.turn_notify("item/completed", sid, item={"type": "brandNewThing", "id": "x1", "payload": [1]})
     h.codex_notify("item/agentMessage/delta", {"threadId": sid})  # malformed: logged, skipped
     h.codex_notify(
         "item/agentMessage/delta",

@@ -97,6 +97,10 @@ class Harness:
         payload = {"id": rid, "error": {"code": code, "message": message}}
         return self._collect(self.engine.receive_codex(msgspec.json.encode(payload)))
 
+    def turn_notify(self, method: str, thread: str, turn: str = "turn-1", **params: Any) -> None:
+        """Codex's notification ``method`` about turn ``turn`` of ``thread``."""
+        self.codex_notify(method, {"threadId": thread, "turnId": turn, **params})
+
     def codex_notify(self, method: str, params: Any) -> list[dict[str, Any]]:
         return self._collect(
             self.engine.receive_codex(msgspec.json.encode({"method": method, "params": params}))
