@@ -167,19 +167,15 @@ ROOT_SPAWNS = script(deferred(spawn(CHILD_ASKS)), wait(timeout_ms=30_000), "@@ s
 
 async def test_a_hidden_sub_agents_commands_shown_on_the_root_are_replayed_there(
     open_conversation: OpenConversation,
-    bridge_env: dict[str, str],
-    workspace: Path,
-    tmp_path: Path,
+    codex_home: Path,
     scripted_model: ScriptedModel,
+    workspace: Path,
 ) -> None:
-    home = tmp_path / "nested-home"
-    home.mkdir()
-    write_codex_home(home, scripted_model.base_url, extra_toml=NESTED_TOML)
-    env = {**bridge_env, "CODEX_HOME": str(home)}
+    write_codex_home(codex_home, scripted_model.base_url, extra_toml=NESTED_TOML)
     (workspace / "blocked").write_text("a file, not a folder")
     with trio.fail_after(SCENARIO_SECONDS):
         answers = Answers(permission="allow_once")
-        options: dict[str, Any] = {"env": env, "capabilities": NO_SUBAGENTS}
+        options: dict[str, Any] = {"capabilities": NO_SUBAGENTS}
         async with open_conversation(on_request=answers, **options) as talk:
             first, root = talk.client, talk.sid
             assert await talk.prompt(ROOT_SPAWNS) == {"stopReason": "end_turn"}

@@ -124,7 +124,7 @@ async def bridge_transport(
         raise ValueError(f"no transport {name!r}: one of {TRANSPORTS}")
 
 
-@dataclass
+@dataclass(eq=False)
 class Conversation:
     """A bridge with a client that has said ``initialize`` and opened one session."""
 
