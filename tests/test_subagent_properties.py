@@ -415,18 +415,18 @@ def test_each_fixture_has_children_whose_events_can_move(name: str) -> None:
 OVER_FIXTURES = property_over(NAMES, SETTINGS)
 
 
+@pytest.mark.parametrize(
+    "late_reads",
+    [
+        pytest.param(False, id="parent and child events interleaved"),
+        pytest.param(True, id="late answers to the bridge's thread reads as well"),
+    ],
+)
 @OVER_FIXTURES
-def test_interleaved_parent_and_child_events_change_nothing_the_user_sees(
-    name: str, data: st.DataObject
+def test_interleavings_change_nothing_the_user_sees(
+    late_reads: bool, name: str, data: st.DataObject
 ) -> None:
-    assert_user_sees_the_same(name, data.draw(interleavings(name, late_reads=False)))
-
-
-@OVER_FIXTURES
-def test_late_answers_to_the_bridges_thread_reads_change_nothing_the_user_sees(
-    name: str, data: st.DataObject
-) -> None:
-    assert_user_sees_the_same(name, data.draw(interleavings(name, late_reads=True)))
+    assert_user_sees_the_same(name, data.draw(interleavings(name, late_reads=late_reads)))
 
 
 @pytest.mark.parametrize("name", NAMES)
