@@ -632,16 +632,7 @@ def test_a_defect_handling_codexs_answer_still_answers_the_client() -> None:
     no string made the settings code raise while opening the session, and session/new was
     never answered. A defect in handling an answer now fails what waits on it, with -32603."""
     h = Harness()
-    rid = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
-    h.codex_reply(
-        h.codex_request("thread/start")["id"],
-        {
-            "thread": {"id": "thread-1", "cwd": "/w"},
-            "model": "m",
-            "approvalPolicy": "on-request",
-            "sandbox": {"type": ["not", "a", "string"]},
-        },
-    )
+    rid = h.thread_started("/w", "m", {"type": ["not", "a", "string"]})
     response = h.client_response(rid)
     assert response is not None, "session/new left unanswered"
     assert response["error"]["code"] == -32603

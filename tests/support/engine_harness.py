@@ -97,6 +97,17 @@ class Harness:
         payload = {"id": rid, "error": {"code": code, "message": message}}
         return self._collect(self.engine.receive_codex(msgspec.json.encode(payload)))
 
+    def thread_started(self, cwd: str, model: str, sandbox: Any) -> int:
+        """``session/new`` in ``cwd``, Codex's ``thread/start`` answered: thread ``thread-1``,
+        on ``model``, in ``sandbox``; the request's id."""
+        rid = self.client_request("session/new", {"cwd": cwd, "mcpServers": []})
+        started = {"id": "thread-1", "cwd": cwd}
+        self.codex_reply(
+            self.codex_request("thread/start")["id"],
+            {"thread": started, "model": model, "approvalPolicy": "on-request", "sandbox": sandbox},
+        )
+        return rid
+
     def turn_notify(self, method: str, thread: str, turn: str = "turn-1", **params: Any) -> None:
         """Codex's notification ``method`` about turn ``turn`` of ``thread``."""
         self.codex_notify(method, {"threadId": thread, "turnId": turn, **params})
