@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -16,7 +20,17 @@ from bridge.codex.versions import PINNED
 from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, PINNED_CODEX
-from tests.support.daemon import ATTACHED, running_daemon
+from tests.support.daemon import StartDaemon, running_daemon
+from tests.support.e2e import (
+    SCENARIO_SECONDS,
+    TRANSPORTS,
+    Conversation,
+    OpenConversation,
+    Transport,
+    bridge_conversation,
+    bridge_transport,
+    watchdog,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,15 +41,39 @@ OLDEST_CODEX = REPO / "tools" / "codex-0.169" / "node_modules" / ".bin" / "codex
 CODEX_INSTALLS = {PINNED: PINNED_CODEX, OLDEST: OLDEST_CODEX}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"transports(*names): the test's bridge reached Codex each of these ways {TRANSPORTS} "
+        "(the ``transport`` fixture; stdio alone when unmarked)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "acp_versions(*versions): the test's client speaks each of these ACP versions "
+        "(the ``acp_version`` fixture; 1 alone when unmarked)",
+    )
+    config.addinivalue_line(
+        "markers", "conversation(**options): how the ``conversation`` fixture opens its bridge"
+    )
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test marked ``codex_versions`` runs against each end of the tested range (the test
-    id names the version); every other test against the pinned Codex alone."""
+    id names the version); every other test against the pinned Codex alone. A test marked
+    ``transports`` or ``acp_versions`` with more than one value runs once for each."""
     if "codex_bin" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
         "codex_versions"
     ):
         metafunc.parametrize(
             "codex_bin", list(CODEX_INSTALLS), indirect=True, ids=lambda v: f"codex-{v}"
         )
+    for fixture, marker, ids in (
+        ("transport", "transports", str),
+        ("acp_version", "acp_versions", lambda v: f"v{v}"),
+    ):
+        mark = metafunc.definition.get_closest_marker(marker)
+        if fixture in metafunc.fixturenames and mark is not None and len(mark.args) > 1:
+            metafunc.parametrize(fixture, mark.args, indirect=True, ids=ids)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -45,7 +83,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         params = getattr(item, "callspec", None)
         params = params.params if params is not None else {}
-        if params.get("codex_bin") == OLDEST and params.get("route") == "daemon":
+        daemon = params.get("route") == "daemon" or params.get("transport") == "daemon"
+        if params.get("codex_bin") == OLDEST and daemon:
             drop.append(item)
         else:
             keep.append(item)
@@ -82,6 +121,18 @@ def codex_version(codex_bin: str) -> str:
     found = re.search(r"\d+\.\d+\.\d+", out)
     assert found, out
     return found.group()
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """Node, with the pinned ACP SDK installed beside it (the SDK-driven tests' client)."""
+    path = shutil.which("node")
+    sdk = REPO / "tools" / "node" / "node_modules" / "@agentclientprotocol" / "sdk"
+    if path is None or not sdk.exists():
+        pytest.fail(
+            "node and the pinned ACP SDK are needed: run the project's setup (scripts/setup)"
+        )
+    return path
 
 
 @pytest.fixture
@@ -133,16 +184,104 @@ def stderr_file(tmp_path: Path) -> Path:
 
 @pytest.fixture(params=["plain", "daemon"])
 async def route(
-    request: pytest.FixtureRequest, bridge_env: dict[str, str], tmp_path: Path, stderr_file: Path
+    request: pytest.FixtureRequest,
+    transport_of: Callable[[str], AbstractAsyncContextManager[Transport]],
 ) -> AsyncIterator[str]:
     """How ``serve`` (``bridge_argv`` with ``bridge_env``) reaches Codex, the test run both
     ways: ``plain``, a Codex of its own; ``daemon``, the Codex of a ``codex-acp-bridge daemon``
     running on the test's runtime directory with the same environment, which ``serve``
     attaches to (checked from its log, ``stderr_file``, at the end)."""
-    if request.param == "plain":
-        yield "plain"
-        return
-    runtime = Path(bridge_env[ENV_RUNTIME_DIR])
-    async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
-        yield "daemon"
-    assert ATTACHED in stderr_file.read_text(), "serve ran through the daemon"
+    async with transport_of("stdio" if request.param == "plain" else "daemon"):
+        yield request.param
+
+
+@pytest.fixture
+def runtime(bridge_env: dict[str, str]) -> Path:
+    """The test's own runtime directory (``bridge_env``'s), where its daemon runs."""
+    return Path(bridge_env[ENV_RUNTIME_DIR])
+
+
+@pytest.fixture
+def start_daemon(bridge_env: dict[str, str], runtime: Path, tmp_path: Path) -> StartDaemon:
+    """``async with start_daemon(*options) as (process, info)``: ``codex-acp-bridge daemon``
+    on ``runtime`` with ``bridge_env`` (its log: ``daemon.log`` in ``tmp_path``)."""
+    return functools.partial(running_daemon, bridge_env, runtime, tmp_path / "daemon.log")
+
+
+@pytest.fixture
+def transport_of(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    codex_bin: str,
+    codex_home: Path,
+    tmp_path: Path,
+    stderr_file: Path,
+) -> Callable[[str], AbstractAsyncContextManager[Transport]]:
+    """``async with transport_of(name) as transport``: what the transport ``name`` needs
+    running, for ``serve`` (``bridge_argv`` with ``bridge_env``) to reach Codex that way."""
+    return functools.partial(
+        bridge_transport,
+        argv=bridge_argv,
+        env=bridge_env,
+        codex_bin=codex_bin,
+        codex_home=codex_home,
+        tmp_path=tmp_path,
+        stderr_file=stderr_file,
+    )
+
+
+def _marked(request: pytest.FixtureRequest, marker: str, default: Any) -> Any:
+    """The fixture's parameter: the one this run of the test has, else the one value of the
+    test's ``marker``, else ``default``."""
+    if hasattr(request, "param"):
+        return request.param
+    mark = request.node.get_closest_marker(marker)
+    return mark.args[0] if mark is not None else default
+
+
+@pytest.fixture
+async def transport(
+    request: pytest.FixtureRequest,
+    transport_of: Callable[[str], AbstractAsyncContextManager[Transport]],
+) -> AsyncIterator[Transport]:
+    """How the bridge reaches Codex (see :func:`tests.support.e2e.bridge_transport`): stdio,
+    or the ways the test's ``transports`` marker names, one run each."""
+    async with transport_of(_marked(request, "transports", "stdio")) as chosen:
+        yield chosen
+
+
+@pytest.fixture
+def acp_version(request: pytest.FixtureRequest) -> int:
+    """The ACP version the test's client speaks: 1, or those its ``acp_versions`` marker names."""
+    version: int = _marked(request, "acp_versions", 1)
+    return version
+
+
+@pytest.fixture
+def open_conversation(
+    transport: Transport, acp_version: int, stderr_file: Path, workspace: Path
+) -> OpenConversation:
+    """``async with open_conversation(**options) as talk``: the bridge of ``transport``, its
+    client initialized in ``acp_version`` (or ``version``), a session open in ``workspace``; every message
+    validated on the way out (options: :func:`tests.support.e2e.bridge_conversation`)."""
+
+    def start(*, version: int | None = None, **options: Any) -> Any:
+        version = acp_version if version is None else version
+        return bridge_conversation(transport, version, stderr_file, workspace, **options)
+
+    return start
+
+
+@pytest.fixture
+async def conversation(
+    request: pytest.FixtureRequest, open_conversation: OpenConversation
+) -> AsyncIterator[Conversation]:
+    """A ready conversation for the whole test, which fails after ``SCENARIO_SECONDS``; options
+    from the test's ``conversation`` marker (as :func:`tests.support.e2e.bridge_conversation`'s)."""
+    mark = request.node.get_closest_marker("conversation")
+    options = mark.kwargs if mark is not None else {}
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watchdog, SCENARIO_SECONDS)
+        async with open_conversation(**options) as talk:
+            yield talk
+        nursery.cancel_scope.cancel()

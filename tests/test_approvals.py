@@ -102,6 +102,14 @@ def assert_valid_acp(h: Harness, *, unstable: bool = False) -> None:
 # -- command approvals ------------------------------------------------------------------------
 
 
+def command_asked(rid: int) -> tuple[Harness, int, Any]:
+    """A prompt whose command Codex asks to approve (its request ``rid``): the harness, the
+    prompt's id, and the permission request the client was sent."""
+    h, prompt = harness()
+    codex_asks(h, rid, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
+    return h, prompt, asked(h)["id"]
+
+
 def test_a_command_approval_asks_permission_naming_the_tool_call_with_every_option() -> None:
     h, _ = harness()
     assert codex_asks(h, 0, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
@@ -350,9 +358,7 @@ def test_a_late_answer_to_a_permissions_request_changes_nothing() -> None:
 
 
 def test_session_cancel_answers_codex_cancel_at_once_and_the_late_answer_changes_nothing() -> None:
-    h, prompt = harness()
-    codex_asks(h, 0, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
-    permission = asked(h)["id"]
+    h, prompt, permission = command_asked(0)
     h.client_notify("session/cancel", {"sessionId": THREAD})
     assert h.codex_request("turn/interrupt")["params"]["turnId"] == TURN
     assert codex_answer(h, 0) == {"decision": "cancel"}
@@ -386,9 +392,7 @@ def test_an_answer_given_while_the_turn_is_being_cancelled_authorizes_nothing() 
 
 
 def test_a_turn_that_ends_withdraws_the_question_and_answers_codex_once() -> None:
-    h, prompt = harness()
-    codex_asks(h, 2, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
-    permission = asked(h)["id"]
+    h, prompt, permission = command_asked(2)
     h.complete_turn(THREAD, status="interrupted")
     assert codex_answer(h, 2) == {"decision": "cancel"}
     assert withdrawn(h) == [permission]
@@ -400,9 +404,7 @@ def test_a_turn_that_ends_withdraws_the_question_and_answers_codex_once() -> Non
 
 
 def test_codex_resolving_a_request_itself_withdraws_it_without_an_answer() -> None:
-    h, _ = harness()
-    codex_asks(h, 3, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
-    permission = asked(h)["id"]
+    h, _, permission = command_asked(3)
     h.codex_notify("serverRequest/resolved", {"threadId": THREAD, "requestId": 3})
     assert codex_answers(h, 3) == []  # Codex no longer waits: nothing to answer
     assert withdrawn(h) == [permission]
@@ -411,9 +413,7 @@ def test_codex_resolving_a_request_itself_withdraws_it_without_an_answer() -> No
 
 
 def test_a_closed_session_answers_its_questions_cancel() -> None:
-    h, _ = harness()
-    codex_asks(h, 5, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
-    permission = asked(h)["id"]
+    h, _, permission = command_asked(5)
     h.engine.forget(THREAD)  # what session/close does once the prompt has settled
     h._collect(h.engine.hub.take())
     assert codex_answer(h, 5) == {"decision": "cancel"}
@@ -423,9 +423,7 @@ def test_a_closed_session_answers_its_questions_cancel() -> None:
 
 
 def test_losing_codex_withdraws_open_questions() -> None:
-    h, _ = harness()
-    codex_asks(h, 6, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
-    permission = asked(h)["id"]
+    h, _, permission = command_asked(6)
     h._collect(h.engine.codex_lost("Codex app-server exited with status 1"))
     assert withdrawn(h) == [permission]
     pick(h, "allow_once")  # dropped: no Codex to tell, and no error

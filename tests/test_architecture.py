@@ -19,21 +19,9 @@ import bridge
 
 PACKAGE_DIR = Path(bridge.__file__).resolve().parent
 
-# The engine modules that define feature classes: each reacts to messages and is
-# built, and handed its collaborators, by the wiring module alone.
-FEATURE_MODULES = [
-    "bridge.engine.features.prompts",
-    "bridge.engine.features.lifecycle",
-    "bridge.engine.features.tools",
-    "bridge.engine.features.approvals",
-    "bridge.engine.features.settings",
-    "bridge.engine.features.auth",
-    "bridge.engine.features.subagents",
-    "bridge.engine.features.subagent_history",
-    "bridge.engine.features.recovery",
-    "bridge.engine.features.streaming",
-    "bridge.engine.features.retries",
-]
+# Where the features live: each reacts to messages and is built, and handed its
+# collaborators, by the wiring module alone.
+FEATURES = "bridge.engine.features"
 # The one engine module allowed to import the feature modules.
 WIRING_MODULE = "bridge.engine.core.engine"
 
@@ -78,6 +66,25 @@ def find_modules(package_dir: Path) -> dict[str, Path]:
             parts.pop()
         modules[".".join(parts)] = path
     return modules
+
+
+def feature_modules(modules: Mapping[str, Path], features: str = FEATURES) -> list[str]:
+    """The modules of the ``features`` package that define a feature class: a public class
+    built with its collaborators (an ``__init__`` of its own), not a record (a dataclass)."""
+    found = []
+    for name, path in modules.items():
+        if not name.startswith(f"{features}."):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        if any(
+            isinstance(node, ast.ClassDef)
+            and not node.name.startswith("_")
+            and not node.decorator_list
+            and any(isinstance(f, ast.FunctionDef) and f.name == "__init__" for f in node.body)
+            for node in tree.body
+        ):
+            found.append(name)
+    return sorted(found)
 
 
 def _is_package(path: Path) -> bool:
@@ -285,6 +292,7 @@ def engine_violations(
 
 MODULES = find_modules(PACKAGE_DIR)
 GRAPH = import_graph(MODULES)
+FEATURE_MODULES = feature_modules(MODULES)
 
 
 def test_no_import_cycles() -> None:
@@ -320,10 +328,35 @@ def test_the_engine_does_no_io() -> None:
         )
 
 
+def test_the_features_are_found() -> None:
+    # The features the engine is built of (not a list kept by hand): found in their package.
+    assert len(FEATURE_MODULES) >= 12, FEATURE_MODULES
+    assert {"bridge.engine.features.prompts", "bridge.engine.features.tools"} <= set(
+        FEATURE_MODULES
+    )
+
+
+def owners_of(part: str, graph: Mapping[str, Iterable[str]], wired: set[str]) -> set[str]:
+    """The wired features a feature's part serves: followed up through its importers."""
+    owners: set[str] = set()
+    seen: set[str] = set()
+    todo = [part]
+    while todo:
+        for importer in importers_of(todo.pop(), graph):
+            if importer in seen:
+                continue
+            seen.add(importer)
+            if importer in wired:
+                owners.add(importer)
+            elif importer.startswith(f"{FEATURES}."):
+                todo.append(importer)
+            else:
+                owners.add(importer)  # anything else importing a part is a defect: named
+    return owners
+
+
 @pytest.mark.parametrize("feature", FEATURE_MODULES)
 def test_a_feature_is_imported_only_by_the_wiring_module(feature: str) -> None:
-    if feature not in MODULES:
-        pytest.fail(f"FEATURE_MODULES names {feature}, which is not a module", pytrace=False)
     importers = importers_of(feature, GRAPH)
     by = ", ".join(importers) or "nothing"
     if WIRING_MODULE not in MODULES:
@@ -331,10 +364,22 @@ def test_a_feature_is_imported_only_by_the_wiring_module(feature: str) -> None:
             f"the wiring module {WIRING_MODULE} does not exist ({feature} is imported by: {by})",
             pytrace=False,
         )
-    # Features know nothing of each other; only the wiring module puts them together.
-    if importers != [WIRING_MODULE]:
+    wired = {m for m in FEATURE_MODULES if WIRING_MODULE in importers_of(m, GRAPH)}
+    if feature in wired:
+        # Features know nothing of each other; only the wiring module puts them together.
+        if importers != [WIRING_MODULE]:
+            pytest.fail(
+                f"{feature} must be imported by {WIRING_MODULE} alone; imported by: {by}",
+                pytrace=False,
+            )
+        return
+    # A part of one feature (approvals' pending requests, a sub-agent's placement): it
+    # serves that feature alone, never two, and the wiring builds the feature, not it.
+    owners = owners_of(feature, GRAPH, wired)
+    if len(owners) != 1 or not owners <= wired:
         pytest.fail(
-            f"{feature} must be imported by {WIRING_MODULE} alone; imported by: {by}",
+            f"{feature} is neither wired by {WIRING_MODULE} nor a part of one feature; "
+            f"it serves: {', '.join(sorted(owners)) or 'nothing'}",
             pytrace=False,
         )
 
@@ -343,32 +388,20 @@ def test_a_feature_is_imported_only_by_the_wiring_module(feature: str) -> None:
 
 
 def _make_package(root: Path, files: Mapping[str, str]) -> Path:
+    """The package ``fake`` under ``root``, of ``files`` (an ``__init__`` not given empty)."""
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    for folder in [root / "fake", *(root / "fake").rglob("*/")]:
+        (folder / "__init__.py").touch()
     return root / "fake"
-
-
-def test_the_checker_finds_a_cycle_through_a_function_level_import(tmp_path: Path) -> None:
-    package = _make_package(
-        tmp_path,
-        {
-            "fake/__init__.py": "",
-            "fake/a.py": "from .b import thing\n",
-            "fake/b.py": "def thing():\n    from . import a\n    return a\n",
-            "fake/c.py": "from . import a\n",  # reaches the cycle but is not on it
-        },
-    )
-    cycles = find_cycles(import_graph(find_modules(package)))
-    assert cycle_report(cycles) == "fake.a -> fake.b -> fake.a"
 
 
 def test_the_checker_finds_cycles_through_type_checking_and_subpackages(tmp_path: Path) -> None:
     package = _make_package(
         tmp_path,
         {
-            "fake/__init__.py": "",
             "fake/core/__init__.py": "from .engine import Engine\n",
             "fake/core/engine.py": "class Engine:\n    pass\n",
             "fake/core/feature.py": (
@@ -412,21 +445,33 @@ def test_the_checker_passes_a_package_without_cycles(tmp_path: Path) -> None:
     assert find_cycles(graph) == []
 
 
-def test_the_checker_lists_a_long_cycle_and_its_branches(tmp_path: Path) -> None:
-    package = _make_package(
-        tmp_path,
-        {
-            "fake/__init__.py": "",
-            "fake/a.py": "from . import b\n",
-            "fake/b.py": "from . import c\n",
-            "fake/c.py": "from . import a\nfrom . import d\n",
-            "fake/d.py": "def f():\n    from . import b\n",
-        },
-    )
-    cycles = find_cycles(import_graph(find_modules(package)))
-    assert cycle_report(cycles) == (
-        "fake.a -> fake.b -> fake.c -> fake.a\nfake.b -> fake.c -> fake.d -> fake.b"
-    )
+@pytest.mark.parametrize(
+    ("files", "report"),
+    [
+        pytest.param(
+            {
+                "fake/a.py": "from .b import thing\n",
+                "fake/b.py": "def thing():\n    from . import a\n    return a\n",
+                "fake/c.py": "from . import a\n",  # reaches the cycle but is not on it
+            },
+            "fake.a -> fake.b -> fake.a",
+            id="through-a-function-level-import",
+        ),
+        pytest.param(
+            {
+                "fake/a.py": "from . import b\n",
+                "fake/b.py": "from . import c\n",
+                "fake/c.py": "from . import a\nfrom . import d\n",
+                "fake/d.py": "def f():\n    from . import b\n",
+            },
+            "fake.a -> fake.b -> fake.c -> fake.a\nfake.b -> fake.c -> fake.d -> fake.b",
+            id="a-long-cycle-and-its-branches",
+        ),
+    ],
+)
+def test_the_checker_finds_cycles(tmp_path: Path, files: dict[str, str], report: str) -> None:
+    package = _make_package(tmp_path, files)
+    assert cycle_report(find_cycles(import_graph(find_modules(package)))) == report
 
 
 def test_the_checker_finds_a_loop_between_folders(tmp_path: Path) -> None:
@@ -463,8 +508,6 @@ def test_the_purity_check_sees_every_kind_of_import(tmp_path: Path) -> None:
     package = _make_package(
         tmp_path,
         {
-            "fake/__init__.py": "",
-            "fake/engine/__init__.py": "",
             "fake/engine/a.py": (
                 "import os.path\n"
                 "from typing import TYPE_CHECKING\n"
@@ -474,7 +517,6 @@ def test_the_purity_check_sees_every_kind_of_import(tmp_path: Path) -> None:
                 "    from time import monotonic\n"
                 "    from ..shell import run\n"
             ),
-            "fake/shell/__init__.py": "",
             "fake/shell/run.py": "import trio\n",  # the shell may
         },
     )
@@ -495,20 +537,24 @@ def test_the_checks_pass_an_engine_shaped_as_intended(tmp_path: Path) -> None:
     package = _make_package(
         tmp_path,
         {
-            "fake/__init__.py": "",
             "fake/engine/__init__.py": "from .wiring import Engine\n",
-            "fake/engine/sessions.py": "import logging\nclass Session: ...\n",
-            "fake/engine/prompts.py": "from .sessions import Session\nclass Prompts: ...\n",
+            "fake/engine/sessions.py": (
+                "import logging\nfrom dataclasses import dataclass\n"
+                "@dataclass\nclass Session:\n    def __init__(self): ...\n"
+            ),
+            "fake/engine/prompts.py": (
+                "from .sessions import Session\n"
+                "class Prompts:\n    def __init__(self, session: Session): ...\n"
+            ),
             "fake/engine/tools.py": (
                 "from typing import TYPE_CHECKING\n"
                 "if TYPE_CHECKING:\n"
                 "    from .sessions import Session\n"
-                "class Tools: ...\n"
+                "class Tools:\n    def __init__(self): ...\n"
             ),
             "fake/engine/wiring.py": (
                 "from .prompts import Prompts\nfrom .tools import Tools\nclass Engine: ...\n"
             ),
-            "fake/shell/__init__.py": "",
             "fake/shell/run.py": "import trio\nfrom ..engine import Engine\n",
         },
     )
@@ -516,7 +562,9 @@ def test_the_checks_pass_an_engine_shaped_as_intended(tmp_path: Path) -> None:
     graph = import_graph(modules)
     assert find_cycles(graph) == []
     assert engine_violations(modules, engine="fake.engine", root=tmp_path) == []
-    for feature in ("fake.engine.prompts", "fake.engine.tools"):
+    features = feature_modules(modules, "fake.engine")
+    assert features == ["fake.engine.prompts", "fake.engine.tools"]
+    for feature in features:
         assert importers_of(feature, graph) == ["fake.engine.wiring"]
     # A feature reaching into another, even lazily, is caught.
     (package / "engine" / "prompts.py").write_text("def f():\n    from . import tools\n")

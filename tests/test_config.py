@@ -10,7 +10,7 @@ import pytest
 from bridge.codex.types import TurnError
 from bridge.engine.features.prompts import lacks_credentials
 from tests.support.acp_schema import ConversationValidator
-from tests.support.engine_harness import Harness
+from tests.support.engine_harness import Harness, skills_list
 
 THREAD = "019a-thread"
 WORKSPACE_WRITE = {
@@ -20,45 +20,49 @@ WORKSPACE_WRITE = {
     "excludeTmpdirEnvVar": False,
     "excludeSlashTmp": False,
 }
+
+
+def _model(
+    name: str,
+    display: str,
+    description: str,
+    efforts: list[tuple[str, str]],
+    default: str,
+    **flags: bool,
+) -> dict[str, Any]:
+    """One model of Codex's ``model/list`` answer (``flags``: ``hidden``, ``isDefault``)."""
+    return {
+        "id": name,
+        "model": name,
+        "displayName": display,
+        "description": description,
+        "hidden": flags.get("hidden", False),
+        "isDefault": flags.get("isDefault", False),
+        "supportedReasoningEfforts": [
+            {"reasoningEffort": effort, "description": said} for effort, said in efforts
+        ],
+        "defaultReasoningEffort": default,
+    }
+
+
 CATALOG: dict[str, Any] = {
     "data": [
-        {
-            "id": "gpt-a",
-            "model": "gpt-a",
-            "displayName": "GPT-A",
-            "description": "Fast.",
-            "hidden": False,
-            "isDefault": True,
-            "supportedReasoningEfforts": [
-                {"reasoningEffort": "low", "description": "Quick"},
-                {"reasoningEffort": "medium", "description": "Balanced"},
-            ],
-            "defaultReasoningEffort": "medium",
-        },
-        {
-            "id": "gpt-b",
-            "model": "gpt-b",
-            "displayName": "GPT-B",
-            "description": "Deep.",
-            "hidden": False,
-            "isDefault": False,
-            "supportedReasoningEfforts": [
-                {"reasoningEffort": "low", "description": "Quick"},
-                {"reasoningEffort": "high", "description": "Deep"},
-                {"reasoningEffort": "xhigh", "description": "Deeper"},
-            ],
-            "defaultReasoningEffort": "high",
-        },
-        {
-            "id": "internal",
-            "model": "internal",
-            "displayName": "Internal",
-            "description": "",
-            "hidden": True,
-            "isDefault": False,
-            "supportedReasoningEfforts": [],
-            "defaultReasoningEffort": "low",
-        },
+        _model(
+            "gpt-a",
+            "GPT-A",
+            "Fast.",
+            [("low", "Quick"), ("medium", "Balanced")],
+            "medium",
+            isDefault=True,
+        ),
+        _model(
+            "gpt-b",
+            "GPT-B",
+            "Deep.",
+            [("low", "Quick"), ("high", "Deep"), ("xhigh", "Deeper")],
+            "high",
+        ),
+        _model("internal", "Internal", "", [], "low", hidden=True),
     ],
     "nextCursor": None,
 }
@@ -158,6 +162,13 @@ def open_session(
         },
     )
     return h.result(rid)  # type: ignore[no-any-return]
+
+
+def mode_asked(mode: str) -> tuple[H, int]:
+    """A session open, and ``session/set_mode`` to ``mode`` asked (not yet answered)."""
+    h = H()
+    open_session(h)
+    return h, h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": mode})
 
 
 def answer_catalog(h: H, catalog: dict[str, Any] = CATALOG) -> None:
@@ -415,9 +426,7 @@ def test_a_failed_catalog_leaves_the_current_model_offered() -> None:
 
 
 def test_set_mode_is_stored_in_the_thread_at_once() -> None:
-    h = H()
-    open_session(h)
-    rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "full-access"})
+    h, rid = mode_asked("full-access")
     assert h.client_response(rid) is None  # answered once Codex has it
     params = h.store()
     assert params == {
@@ -443,9 +452,7 @@ def test_set_mode_is_stored_in_the_thread_at_once() -> None:
 
 def test_a_pick_a_prompt_overtakes_goes_with_that_turn() -> None:
     """The prompt is sent before Codex confirms the pick: the turn carries it."""
-    h = H()
-    open_session(h)
-    rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "read-only"})
+    h, rid = mode_asked("read-only")
     prompt(h, "hi")
     params = h.codex_request("turn/start")["params"]
     assert (params["approvalPolicy"], params["sandboxPolicy"]) == (
@@ -458,9 +465,7 @@ def test_a_pick_a_prompt_overtakes_goes_with_that_turn() -> None:
 
 
 def test_a_codex_without_thread_settings_gets_the_picks_with_every_turn() -> None:
-    h = H()
-    open_session(h)
-    rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "full-access"})
+    h, rid = mode_asked("full-access")
     request = h.codex_request("thread/settings/update")
     h.codex_error(request["id"], "Invalid request: unknown variant `thread/settings/update`")
     assert h.result(rid) == {}
@@ -477,9 +482,7 @@ def test_a_codex_without_thread_settings_gets_the_picks_with_every_turn() -> Non
 
 
 def test_codex_refusing_a_settings_change_is_the_clients_error() -> None:
-    h = H()
-    open_session(h)
-    rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "read-only"})
+    h, rid = mode_asked("read-only")
     h.codex_error(h.codex_request("thread/settings/update")["id"], "sandbox not allowed here")
     error = h.error(rid)
     assert "sandbox not allowed here" in error["message"]
@@ -540,37 +543,25 @@ def test_codex_reporting_settings_changed_elsewhere_updates_the_client() -> None
     h = H()
     open_session(h)
     before = len(h.updates(THREAD))
-    h.codex_notify(
-        "thread/settings/updated",
-        {
-            "threadId": THREAD,
-            "threadSettings": {
-                "approvalPolicy": "never",
-                "sandboxPolicy": {"type": "dangerFullAccess"},
-                "model": "mock-model",
-                "effort": None,
-                "approvalsReviewer": "user",
-                "cwd": "/work",
-                "modelProvider": "mock",
-                "collaborationMode": {"mode": "default"},
-            },
-        },
-    )
+    full_access = {
+        "approvalPolicy": "never",
+        "sandboxPolicy": {"type": "dangerFullAccess"},
+        "model": "mock-model",
+    }
+    everything = {
+        "effort": None,
+        "approvalsReviewer": "user",
+        "cwd": "/work",
+        "modelProvider": "mock",
+        "collaborationMode": {"mode": "default"},
+    }
+    settings = {"threadId": THREAD, "threadSettings": {**full_access, **everything}}
+    h.codex_notify("thread/settings/updated", settings)
     kinds = [u["sessionUpdate"] for u in h.updates(THREAD)[before:]]
     assert kinds == ["current_mode_update", "config_option_update"]
     assert h.updates(THREAD)[before]["currentModeId"] == "full-access"
     # The same report again changes nothing, so says nothing.
-    h.codex_notify(
-        "thread/settings/updated",
-        {
-            "threadId": THREAD,
-            "threadSettings": {
-                "approvalPolicy": "never",
-                "sandboxPolicy": {"type": "dangerFullAccess"},
-                "model": "mock-model",
-            },
-        },
-    )
+    h.codex_notify("thread/settings/updated", {"threadId": THREAD, "threadSettings": full_access})
     assert len(h.updates(THREAD)) == before + 2
     h.validate()
 
@@ -1026,35 +1017,12 @@ def test_each_enabled_skill_is_a_command_of_its_own() -> None:
     assert request["params"] == {"cwds": ["/work"]}
     h.codex_reply(
         request["id"],
-        {
-            "data": [
-                {
-                    "cwd": "/work",
-                    "errors": [],
-                    "skills": [
-                        {
-                            "name": "deploy",
-                            "description": "Ship it",
-                            "enabled": True,
-                            "path": "/s/deploy/SKILL.md",
-                        },
-                        {"name": "off", "description": "", "enabled": False, "path": "/s/off"},
-                        {
-                            "name": "status",
-                            "description": "clash",
-                            "enabled": True,
-                            "path": "/s/status",
-                        },
-                        {
-                            "name": "no spaces please",
-                            "description": "",
-                            "enabled": True,
-                            "path": "/s/x",
-                        },
-                    ],
-                }
-            ]
-        },
+        skills_list(
+            ("deploy", "Ship it", True, "/s/deploy/SKILL.md"),
+            ("off", "", False, "/s/off"),
+            ("status", "clash", True, "/s/status"),
+            ("no spaces please", "", True, "/s/x"),
+        ),
     )
     update = h.updates(THREAD)[-1]
     assert update["sessionUpdate"] == "available_commands_update"

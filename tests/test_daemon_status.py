@@ -46,12 +46,18 @@ def lines(picture: Picture) -> dict[str, dict[str, object]]:
     return {line.threadId: msgspec.to_builtins(line) for line in picture.lines()}
 
 
-def test_status_flags_and_a_lost_codex_become_the_four_states() -> None:
+def three_threads() -> Picture:
+    """``root`` running, its ``child`` waiting on an approval, ``other`` seen, no status."""
     picture = Picture()
     for stored in (ROOT, CHILD, OTHER):
         picture.seen(stored)
     picture.status("root", {"type": "active", "activeFlags": []})
     picture.status("child", {"type": "active", "activeFlags": ["waitingOnApproval"]})
+    return picture
+
+
+def test_status_flags_and_a_lost_codex_become_the_four_states() -> None:
+    picture = three_threads()
     picture.status("other", {"type": "idle"})
     shown = lines(picture)
     assert shown["root"]["state"] == "running"
@@ -88,11 +94,7 @@ def test_an_ephemeral_thread_is_no_thread_of_the_user() -> None:
 
 
 def test_the_tree_puts_children_under_their_parent_and_reads_at_a_glance() -> None:
-    picture = Picture()
-    for stored in (ROOT, CHILD, OTHER):
-        picture.seen(stored)
-    picture.status("root", {"type": "active", "activeFlags": []})
-    picture.status("child", {"type": "active", "activeFlags": ["waitingOnApproval"]})
+    picture = three_threads()
     info = DaemonInfo(
         pid=42,
         bridgeVersion="0.1.0",

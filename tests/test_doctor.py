@@ -67,6 +67,17 @@ TOMLLIB_SAYS = "Unclosed array (at line 2, column 17)"
 MOCK = {"model_provider": "mock", "model_providers": {"mock": {"base_url": "http://x/v1"}}}
 
 
+#: doctor's checks, in the order it runs and shows them.
+CHECKS = [
+    "Codex binary",
+    "Credentials",
+    "config.toml",
+    "Daemon",
+    "Codex used",
+    "initialize round trip",
+]
+
+
 def signed(account: dict[str, Any] | None, *, requires_openai_auth: bool = True) -> Handshake:
     result = AccountReadResult(account=account, requiresOpenaiAuth=requires_openai_auth)
     return Handshake(
@@ -377,14 +388,7 @@ def test_a_warning_does_not_block_use_an_error_does() -> None:
 
 def test_the_checklist_has_every_check_in_order() -> None:
     checks = checklist(findings())
-    assert [c.name for c in checks] == [
-        "Codex binary",
-        "Credentials",
-        "config.toml",
-        "Daemon",
-        "Codex used",
-        "initialize round trip",
-    ]
+    assert [c.name for c in checks] == CHECKS
     assert {c.status for c in checks} == {"ok"}
 
 
@@ -526,14 +530,7 @@ async def test_json_says_the_same_as_the_checklist(bridge_env: dict[str, str]) -
         if check["name"] != "initialize round trip":  # its time differs between runs
             assert shown.splitlines()[0].endswith(check["detail"])
     names = [c["name"] for c in report["checks"]]
-    assert names == [
-        "Codex binary",
-        "Credentials",
-        "config.toml",
-        "Daemon",
-        "Codex used",
-        "initialize round trip",
-    ]
+    assert names == CHECKS
 
 
 #: Configs Codex cannot load, and where its error is: a TOML syntax error, a value of the wrong

@@ -23,8 +23,10 @@ acpx declares Node.js 22.13 or newer; 0.15.1 runs these tests under Node.js 20 a
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ import trio
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
 from tests.support.e2e import SCENARIO_SECONDS
+from tests.support.reading import session_updates, text_of
 from tests.support.scenarios.approvals import ESCALATED
 from tests.support.scenarios.subagents import CHILD_APPROVAL, CHILD_WORDS, SPAWN_THREE
 
@@ -86,6 +89,16 @@ def agent(
     return name, {**bridge_env, "HOME": str(home)}, log
 
 
+AcpxExec = Callable[..., Awaitable[tuple[int, list[dict[str, Any]]]]]
+
+
+@pytest.fixture
+def acpx_exec(acpx: str, agent: Any, workspace: Path) -> AcpxExec:
+    """``status, messages = await acpx_exec(prompt, *options)``: ``acpx exec`` in the
+    workspace against the test's agent (``_exec``)."""
+    return functools.partial(_exec, acpx, agent, workspace)
+
+
 async def _exec(
     acpx: str,
     agent: tuple[str, dict[str, str], Path],
@@ -119,7 +132,7 @@ async def _exec(
     except json.JSONDecodeError as exc:
         raise AssertionError(f"acpx printed something other than JSON: {exc}\n{why}") from exc
     assert messages, why
-    _validate(messages)
+    _validate_traffic(messages)
     return result.returncode, messages
 
 
@@ -131,7 +144,7 @@ def _from_agent(message: dict[str, Any], client_requests: dict[Any, str]) -> boo
     return message.get("id") in client_requests and "outcome" not in (message.get("result") or {})
 
 
-def _validate(messages: list[dict[str, Any]]) -> None:
+def _validate_traffic(messages: list[dict[str, Any]]) -> None:
     """What the bridge sent acpx validates against the ACP v1 schema, answer by answer."""
     validator = ConversationValidator()
     client_requests: dict[Any, str] = {}
@@ -145,18 +158,6 @@ def _validate(messages: list[dict[str, Any]]) -> None:
             validator.client_sent(message)
 
 
-def _updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [m["params"] for m in messages if m.get("method") == "session/update"]
-
-
-def _text(messages: list[dict[str, Any]]) -> str:
-    return "".join(
-        u["update"]["content"]["text"]
-        for u in _updates(messages)
-        if u["update"]["sessionUpdate"] == "agent_message_chunk"
-    )
-
-
 def _session_and_stop(messages: list[dict[str, Any]]) -> tuple[str, str]:
     """The session acpx created and how its one prompt ended."""
     [new] = [m for m in messages if m.get("method") == "session/new"]
@@ -167,15 +168,15 @@ def _session_and_stop(messages: list[dict[str, Any]]) -> tuple[str, str]:
     return created["result"]["sessionId"], stop
 
 
-async def test_acpx_prompt(acpx: str, agent: Any, workspace: Path) -> None:
-    status, messages = await _exec(acpx, agent, workspace, "@@ say hello from acpx")
+async def test_acpx_prompt(acpx_exec: AcpxExec) -> None:
+    status, messages = await acpx_exec("@@ say hello from acpx")
     assert status == 0
     [init] = [m for m in messages if m.get("method") == "initialize"]
     assert init["params"]["clientInfo"]["name"] == "acpx"
     session, stop = _session_and_stop(messages)
     assert stop == "end_turn"
-    assert _text(messages) == "hello from acpx"
-    assert {u["sessionId"] for u in _updates(messages)} == {session}
+    assert text_of(u["update"] for u in session_updates(messages)) == "hello from acpx"
+    assert {u["sessionId"] for u in session_updates(messages)} == {session}
 
 
 def _permission(messages: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -193,9 +194,9 @@ def _chosen_kind(params: dict[str, Any], outcome: dict[str, Any]) -> str:
 
 
 async def test_acpx_approve_all_runs_the_escalated_command(
-    route: str, acpx: str, agent: Any, workspace: Path
+    route: str, workspace: Path, acpx_exec: AcpxExec
 ) -> None:
-    status, messages = await _exec(acpx, agent, workspace, ESCALATED, "--approve-all")
+    status, messages = await acpx_exec(ESCALATED, "--approve-all")
     assert status == 0
     params, outcome = _permission(messages)
     assert params["toolCall"]["kind"] == "execute"
@@ -203,46 +204,44 @@ async def test_acpx_approve_all_runs_the_escalated_command(
     assert _chosen_kind(params, outcome) == "allow_once"
     assert (workspace / "approved.txt").exists()
     assert _session_and_stop(messages)[1] == "end_turn"
-    assert _text(messages) == "done"
+    assert text_of(u["update"] for u in session_updates(messages)) == "done"
 
 
 async def test_acpx_deny_all_refuses_the_escalated_command(
-    acpx: str, agent: Any, workspace: Path
+    workspace: Path, acpx_exec: AcpxExec
 ) -> None:
-    status, messages = await _exec(acpx, agent, workspace, ESCALATED, "--deny-all")
+    status, messages = await acpx_exec(ESCALATED, "--deny-all")
     assert status == PERMISSION_DENIED
     params, outcome = _permission(messages)
     assert _chosen_kind(params, outcome) == "reject_once"
     assert not (workspace / "approved.txt").exists()
     # The turn itself goes on to its end: Codex is told no, the model says its last words.
     assert _session_and_stop(messages)[1] == "end_turn"
-    assert _text(messages) == "done"
+    assert text_of(u["update"] for u in session_updates(messages)) == "done"
 
 
 async def test_acpx_approve_all_runs_a_childs_escalated_command(
-    route: str, acpx: str, agent: Any, workspace: Path
+    route: str, workspace: Path, acpx_exec: AcpxExec
 ) -> None:
     """A sub-agent's command: acpx is asked on the parent's session, and its answer is the one
     Codex takes (through a daemon too, whose own connection is sent the request as well)."""
-    status, messages = await _exec(acpx, agent, workspace, CHILD_APPROVAL, "--approve-all")
+    status, messages = await acpx_exec(CHILD_APPROVAL, "--approve-all")
     params, outcome = _permission(messages)
     assert "child-approved.txt" in params["toolCall"]["title"]
     assert _chosen_kind(params, outcome) == "allow_once"
     assert (workspace / "child-approved.txt").exists()
     assert status == 0
     assert _session_and_stop(messages)[1] == "end_turn"
-    assert _text(messages) == "parent done"
+    assert text_of(u["update"] for u in session_updates(messages)) == "parent done"
 
 
-async def test_acpx_sees_subagents_as_tool_calls(
-    route: str, acpx: str, agent: Any, workspace: Path
-) -> None:
-    status, messages = await _exec(acpx, agent, workspace, SPAWN_THREE, "--approve-all")
+async def test_acpx_sees_subagents_as_tool_calls(route: str, acpx_exec: AcpxExec) -> None:
+    status, messages = await acpx_exec(SPAWN_THREE, "--approve-all")
     assert status == 0
     session, stop = _session_and_stop(messages)
     assert stop == "end_turn"
-    assert _text(messages) == "all three reported"
-    updates = _updates(messages)
+    assert text_of(u["update"] for u in session_updates(messages)) == "all three reported"
+    updates = session_updates(messages)
     # No child session reaches a client without the subagents capability.
     assert {u["sessionId"] for u in updates} == {session}
     calls: dict[str, dict[str, Any]] = {}

@@ -8,7 +8,8 @@ answers matter, from a recording of the bridge's traffic with Codex (``codex-acp
 
 from __future__ import annotations
 
-import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,11 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
+from bridge.acp_client import AcpClient
 from bridge.recording import read_recording
 from bridge.recording.format import MessageRecord
 from bridge.scripted_model import ScriptedModel, write_codex_home
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation, record_argv
 from tests.support.scenarios.approvals import (
     ESCALATED,
     MCP_ECHO,
@@ -41,13 +43,10 @@ FORMS = {
 }
 
 
-def with_config(
-    bridge_env: dict[str, str], model: ScriptedModel, extra_toml: str
-) -> dict[str, str]:
-    """``bridge_env``, its Codex home now holding ``extra_toml`` too. Codex reads its config
-    for each thread it starts, so a daemon already running on that home takes it as well."""
+def with_config(bridge_env: dict[str, str], model: ScriptedModel, extra_toml: str) -> None:
+    """``bridge_env``'s Codex home now holds ``extra_toml`` too. Codex reads its config for
+    each thread it starts, so a daemon already running on that home takes it as well."""
     write_codex_home(Path(bridge_env["CODEX_HOME"]), model.base_url, extra_toml=extra_toml)
-    return bridge_env
 
 
 def tool_outputs(model: ScriptedModel) -> list[Any]:
@@ -63,8 +62,19 @@ def tool_outputs(model: ScriptedModel) -> list[Any]:
     return list(outputs.values())
 
 
-def record_argv(out: Path) -> list[str]:
-    return [sys.executable, "-m", "bridge", "record", "--out", str(out), "--log-level", "info"]
+async def answered(
+    open_conversation: OpenConversation,
+    answers: Answers,
+    prompt: str,
+    stop: str = "end_turn",
+    **options: Any,
+) -> Conversation:
+    """A conversation of one prompt that ends ``stop``, the client answering what the agent
+    asks with ``answers``; returned once the bridge has gone."""
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation(on_request=answers, **options) as talk:
+            assert await talk.prompt(prompt) == {"stopReason": stop}
+    return talk
 
 
 def recorded(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -79,22 +89,13 @@ def recorded(path: Path) -> list[tuple[str, dict[str, Any]]]:
 # -- permission requests ------------------------------------------------------------------------
 
 
+@pytest.mark.transports("stdio", "daemon")
 async def test_an_escalated_command_allowed_once_runs_and_the_turn_ends(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     answers = Answers(permission="allow_once")
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(
-            bridge_argv, bridge_env, stderr_file, on_request=answers
-        ) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, ESCALATED) == {"stopReason": "end_turn"}
+    talk = await answered(open_conversation, answers, ESCALATED)
+    client, sid = talk.client, talk.sid
     [request] = answers.asked_for("session/request_permission")
     assert request["sessionId"] == sid
     tool_call = request["toolCall"]
@@ -119,180 +120,141 @@ async def test_an_escalated_command_allowed_once_runs_and_the_turn_ends(
     assert announced < asked_at
     assert (workspace / "approved.txt").exists()
     assert client.text_of(sid).endswith("done")
-    assert_valid_acp(client)
 
 
+@pytest.mark.transports("stdio", "daemon")
 async def test_a_rejected_command_ends_declined_and_the_turn_goes_on(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     answers = Answers(permission="reject_once")
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(
-            bridge_argv, bridge_env, stderr_file, on_request=answers
-        ) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, ESCALATED) == {"stopReason": "end_turn"}
+    talk = await answered(open_conversation, answers, ESCALATED)
+    client, sid = talk.client, talk.sid
     assert not (workspace / "approved.txt").exists()
     [output] = tool_outputs(scripted_model)
     assert "rejected by user" in output  # Codex declined the item and told the model so
     assert client.text_of(sid).endswith("done")
-    assert_valid_acp(client)
 
 
+@pytest.mark.transports("stdio", "daemon")
 async def test_a_cancelled_outcome_cancels_the_turn(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     answers = Answers(permission=None)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(
-            bridge_argv, bridge_env, stderr_file, on_request=answers
-        ) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, ESCALATED) == {"stopReason": "cancelled"}
+        async with open_conversation(on_request=answers) as talk:
+            assert await talk.prompt(ESCALATED) == {"stopReason": "cancelled"}
             # The session keeps working.
-            assert await client.prompt(sid, "@@ say again") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say again") == {"stopReason": "end_turn"}
     assert not (workspace / "approved.txt").exists()
     # The turn stopped there: the model hears of the call only with the next prompt.
     [output] = tool_outputs(scripted_model)
     assert "aborted by user" in output
-    assert_valid_acp(client)
 
 
-async def test_cancel_while_asking_answers_codex_cancel_once_and_the_late_allow_counts_for_nothing(
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
-    tmp_path: Path,
-) -> None:
-    out = tmp_path / "cancel.codex.jsonl"
+@asynccontextmanager
+async def interrupted_while_asked(
+    open_conversation: OpenConversation,
+    out: Path,
+    interrupt: Callable[[Conversation], Awaitable[None]],
+) -> AsyncIterator[Conversation]:
+    """A conversation recorded to ``out`` whose prompt (the escalated command) is cancelled
+    by ``interrupt``, run while the client is asked; the client's "allow" arrives after it."""
     answers = Answers(permission="allow_once", hold=True)
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(
-            record_argv(out), bridge_env, stderr_file, on_request=answers
-        ) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            outcome: dict[str, Any] = {}
+    async with open_conversation(argv=record_argv(out), on_request=answers) as talk:
+        outcome: dict[str, Any] = {}
 
-            async def prompt() -> None:
-                outcome["result"] = await client.prompt(sid, ESCALATED)
+        async def prompt() -> None:
+            outcome["result"] = await talk.prompt(ESCALATED)
 
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(prompt)
-                await answers.asked.wait()
-                await client.notify("session/cancel", {"sessionId": sid})
-                await client.wait_for(lambda m: m.get("result") == {"stopReason": "cancelled"})
-                answers.release()  # the client answers "allow", after the cancel
-                await wait_all_tasks_blocked()
-            assert outcome["result"] == {"stopReason": "cancelled"}
-            assert await client.prompt(sid, "@@ say still here") == {"stopReason": "end_turn"}
-    assert not (workspace / "approved.txt").exists()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(prompt)
+            await answers.asked.wait()
+            await interrupt(talk)
+            answers.release()  # the client answers "allow", after the interruption
+            await wait_all_tasks_blocked()
+        assert outcome["result"] == {"stopReason": "cancelled"}
+        yield talk
 
-    traffic = recorded(out)
+
+def codex_approval(traffic: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[Any]]:
+    """Codex's command approval in a recording, and the bridge's answers to it."""
     [approval] = [
-        m for d, m in traffic if m.get("method") == "item/commandExecution/requestApproval"
+        m for _d, m in traffic if m.get("method") == "item/commandExecution/requestApproval"
     ]
-    answers_to_codex = [
+    answers = [
         m
         for d, m in traffic
         if d == "to_codex" and m.get("id") == approval["id"] and "method" not in m
     ]
+    return approval, answers
+
+
+def permission_request_id(client: AcpClient) -> Any:
+    [rid] = [m["id"] for m in client.received if m.get("method") == "session/request_permission"]
+    return rid
+
+
+async def test_cancel_while_asking_answers_codex_cancel_once_and_the_late_allow_counts_for_nothing(
+    open_conversation: OpenConversation, workspace: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "cancel.codex.jsonl"
+
+    async def cancel(talk: Conversation) -> None:
+        await talk.client.notify("session/cancel", {"sessionId": talk.sid})
+        await talk.client.wait_for(lambda m: m.get("result") == {"stopReason": "cancelled"})
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with interrupted_while_asked(open_conversation, out, cancel) as talk:
+            assert await talk.prompt("@@ say still here") == {"stopReason": "end_turn"}
+    assert not (workspace / "approved.txt").exists()
+
+    traffic = recorded(out)
+    approval, answers_to_codex = codex_approval(traffic)
     assert answers_to_codex == [{"id": approval["id"], "result": {"decision": "cancel"}}]
     # ... at once: before Codex reported the turn over.
     order = [m for _d, m in traffic]
     ended = next(i for i, m in enumerate(order) if m.get("method") == "turn/completed")
     assert order.index(answers_to_codex[0]) < ended
     # The client's allow did arrive, after the cancel, and was not passed on.
-    [permission_id] = [
-        m["id"] for m in client.received if m.get("method") == "session/request_permission"
-    ]
+    permission_id = permission_request_id(talk.client)
     late = [
         m
         for d, m in traffic
         if d == "from_client" and m.get("id") == permission_id and "method" not in m
     ]
     assert late and late[0]["result"]["outcome"]["optionId"] == "allow_once"
-    assert_valid_acp(client)
 
 
 async def test_closing_the_session_while_asking_cancels_and_withdraws_the_question(
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
-    tmp_path: Path,
+    open_conversation: OpenConversation, workspace: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "close.codex.jsonl"
-    answers = Answers(permission="allow_once", hold=True)
+
+    async def close(talk: Conversation) -> None:
+        assert await talk.client.request("session/close", {"sessionId": talk.sid}) == {}
+
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(
-            record_argv(out), bridge_env, stderr_file, on_request=answers
-        ) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            outcome: dict[str, Any] = {}
-
-            async def prompt() -> None:
-                outcome["result"] = await client.prompt(sid, ESCALATED)
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(prompt)
-                await answers.asked.wait()
-                assert await client.request("session/close", {"sessionId": sid}) == {}
-                answers.release()
-                await wait_all_tasks_blocked()
-            assert outcome["result"] == {"stopReason": "cancelled"}
+        async with interrupted_while_asked(open_conversation, out, close) as talk:
+            pass
     assert not (workspace / "approved.txt").exists()
-    [permission_id] = [
-        m["id"] for m in client.received if m.get("method") == "session/request_permission"
-    ]
     # The client's dialog is withdrawn: the turn it was about has ended.
     assert {
         "jsonrpc": "2.0",
         "method": "$/cancel_request",
-        "params": {"requestId": permission_id},
-    } in (client.received)
-    traffic = recorded(out)
-    [approval] = [
-        m for _d, m in traffic if m.get("method") == "item/commandExecution/requestApproval"
-    ]
-    to_codex = [
-        m
-        for d, m in traffic
-        if d == "to_codex" and m.get("id") == approval["id"] and "method" not in m
-    ]
+        "params": {"requestId": permission_request_id(talk.client)},
+    } in (talk.client.received)
+    approval, to_codex = codex_approval(recorded(out))
     assert to_codex == [{"id": approval["id"], "result": {"decision": "cancel"}}]
-    assert_valid_acp(client)
 
 
 async def test_a_client_that_disconnects_while_asked_leaves_codex_a_cancel(
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
-    tmp_path: Path,
+    open_conversation: OpenConversation, workspace: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "gone.codex.jsonl"
     answers = Answers(permission="allow_once", hold=True)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(
-            record_argv(out), bridge_env, stderr_file, on_request=answers
-        ) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
+        async with open_conversation(argv=record_argv(out), on_request=answers) as talk:
+            client, sid = talk.client, talk.sid
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.prompt, sid, ESCALATED)
                 await answers.asked.wait()
@@ -309,30 +271,18 @@ async def test_a_client_that_disconnects_while_asked_leaves_codex_a_cancel(
         for e in entries[lost:]
         if isinstance(e.record, MessageRecord) and e.record.dir == "to_codex"
     ]
-    [approval] = [
-        m for _d, m in recorded(out) if m.get("method") == "item/commandExecution/requestApproval"
-    ]
+    approval, _ = codex_approval(recorded(out))
     assert {"id": approval["id"], "result": {"decision": "cancel"}} in after
     assert not (workspace / "approved.txt").exists()
 
 
+@pytest.mark.transports("stdio", "daemon")
 async def test_a_patch_inside_git_asks_with_its_path_and_applies_once_allowed(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     (workspace / ".git").mkdir()
     answers = Answers(permission="allow_once")
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(
-            bridge_argv, bridge_env, stderr_file, on_request=answers
-        ) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, PATCH_IN_GIT) == {"stopReason": "end_turn"}
+    await answered(open_conversation, answers, PATCH_IN_GIT)
     [request] = answers.asked_for("session/request_permission")
     tool_call = request["toolCall"]
     assert tool_call["title"] == "Create .git/approved-note.txt"
@@ -344,19 +294,16 @@ async def test_a_patch_inside_git_asks_with_its_path_and_applies_once_allowed(
         "reject_once",
     ]
     assert (workspace / ".git" / "approved-note.txt").read_text() == "hi\n"
-    assert_valid_acp(client)
 
 
+@pytest.mark.transports("stdio", "daemon")
 async def test_a_permissions_request_grants_what_the_model_asked_for(
-    route: str,
-    bridge_argv: list[str],
+    open_conversation: OpenConversation,
     bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
     scripted_model: ScriptedModel,
     tmp_path: Path,
 ) -> None:
-    env = with_config(bridge_env, scripted_model, "[features]\nrequest_permissions_tool = true\n")
+    with_config(bridge_env, scripted_model, "[features]\nrequest_permissions_tool = true\n")
     wanted = str(tmp_path / "elsewhere")
     script = (
         '@@ call request_permissions {"permissions":{"file_system":{"write":["'
@@ -364,11 +311,7 @@ async def test_a_permissions_request_grants_what_the_model_asked_for(
         + '"]}},"reason":"need it"}\n@@ then\n@@ say done'
     )
     answers = Answers(permission="allow_session")
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, env, stderr_file, on_request=answers) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, script) == {"stopReason": "end_turn"}
+    client = (await answered(open_conversation, answers, script)).client
     [request] = answers.asked_for("session/request_permission")
     assert request["toolCall"]["title"] == f"Grant write access to {wanted}"
     [output] = tool_outputs(scripted_model)
@@ -381,33 +324,26 @@ async def test_a_permissions_request_grants_what_the_model_asked_for(
         if u["update"].get("toolCallId") == request["toolCall"]["toolCallId"]
     ]
     assert closed[-1]["status"] == "completed"
-    assert_valid_acp(client)
 
 
 @pytest.mark.parametrize(
     ("option", "asked", "ran"),
     [("allow_once", 2, True), ("allow_session", 1, True), ("reject_once", 2, False)],
 )
+@pytest.mark.transports("stdio", "daemon")
 async def test_an_mcp_tool_call_asks_permission_first(
-    route: str,
+    open_conversation: OpenConversation,
     option: str,
     asked: int,
     ran: bool,
-    bridge_argv: list[str],
     bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
     scripted_model: ScriptedModel,
-    tmp_path: Path,
 ) -> None:
-    env = with_config(bridge_env, scripted_model, MCP_SERVER_TOML)
+    with_config(bridge_env, scripted_model, MCP_SERVER_TOML)
     answers = Answers(permission=option)
     twice = MCP_ECHO.replace("@@ then\n@@ say done", "@@ then\n" + MCP_ECHO)
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, env, stderr_file, on_request=answers) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, twice) == {"stopReason": "end_turn"}
+    talk = await answered(open_conversation, answers, twice)
+    client, sid = talk.client, talk.sid
     requests = answers.asked_for("session/request_permission")
     assert len(requests) == asked  # "for this session": Codex does not ask again
     assert requests[0]["toolCall"]["toolCallId"] == "call_resp_1_0"
@@ -424,28 +360,19 @@ async def test_an_mcp_tool_call_asks_permission_first(
     else:
         assert outputs.count("user rejected MCP tool call") == 2
     assert client.text_of(sid).endswith("done")
-    assert_valid_acp(client)
 
 
 # -- questions ---------------------------------------------------------------------------------
 
 
+@pytest.mark.transports("stdio", "daemon")
 async def test_a_question_reaches_a_client_with_forms_and_its_answer_the_model(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
-    tmp_path: Path,
+    open_conversation: OpenConversation, bridge_env: dict[str, str], scripted_model: ScriptedModel
 ) -> None:
-    env = with_config(bridge_env, scripted_model, QUESTIONS_TOML)
+    with_config(bridge_env, scripted_model, QUESTIONS_TOML)
     answers = Answers(elicitation={"action": "accept", "content": {"color": "Blue"}})
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, env, stderr_file, on_request=answers) as client:
-            await client.initialize(FORMS)
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, QUESTION) == {"stopReason": "end_turn"}
+    talk = await answered(open_conversation, answers, QUESTION, capabilities=FORMS, unstable=True)
+    sid = talk.sid
     [form] = answers.asked_for("elicitation/create")
     assert form["sessionId"] == sid and form["mode"] == "form"
     assert form["message"] == "Which color?"
@@ -453,27 +380,17 @@ async def test_a_question_reaches_a_client_with_forms_and_its_answer_the_model(
     assert [c["const"] for c in choices] == ["Red", "Blue"]
     [output] = tool_outputs(scripted_model)
     assert msgspec.json.decode(output) == {"answers": {"color": {"answers": ["Blue"]}}}
-    assert_valid_acp(client, unstable=True)
 
 
+@pytest.mark.transports("stdio", "daemon")
 async def test_a_question_for_a_client_without_forms_gets_no_answers_and_the_turn_goes_on(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
-    tmp_path: Path,
+    open_conversation: OpenConversation, bridge_env: dict[str, str], scripted_model: ScriptedModel
 ) -> None:
-    env = with_config(bridge_env, scripted_model, QUESTIONS_TOML)
+    with_config(bridge_env, scripted_model, QUESTIONS_TOML)
     answers = Answers()
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, env, stderr_file, on_request=answers) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, QUESTION) == {"stopReason": "end_turn"}
+    talk = await answered(open_conversation, answers, QUESTION)
+    client, sid = talk.client, talk.sid
     assert answers.requests == []  # never asked: the client cannot show a form
     [output] = tool_outputs(scripted_model)
     assert msgspec.json.decode(output) == {"answers": {}}
     assert client.text_of(sid).endswith("done")
-    assert_valid_acp(client)

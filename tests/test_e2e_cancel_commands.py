@@ -18,8 +18,7 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
-from tests.support.scenarios import open_session
+from tests.support.e2e import Conversation
 from tests.support.scenarios.subagents import SUBAGENTS, call, children, has_state, script, spawn
 
 # Version-sensitive: run against both ends of the tested Codex range.
@@ -96,67 +95,47 @@ def unique() -> float:
 
 
 async def test_cancelling_a_root_stops_the_command_its_turn_waits_on(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    unique: float,
+    conversation: Conversation, unique: float
 ) -> None:
     result: list[Any] = []
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            session = await open_session(client, str(workspace))
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    cancelled_prompt,
-                    client,
-                    session,
-                    script(foreground(unique), "@@ say done"),
-                    result,
-                )
-                await until(lambda: command_runs(unique), "the command started")
-                await client.notify("session/cancel", {"sessionId": session})
-                gone = await until(
-                    lambda: not command_runs(unique), "the command stopped", GONE_WITHIN
-                )
-            print(f"root command gone {gone:.3f} s after the cancel")
+    client, session = conversation.client, conversation.sid
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            cancelled_prompt,
+            client,
+            session,
+            script(foreground(unique), "@@ say done"),
+            result,
+        )
+        await until(lambda: command_runs(unique), "the command started")
+        await client.notify("session/cancel", {"sessionId": session})
+        gone = await until(lambda: not command_runs(unique), "the command stopped", GONE_WITHIN)
+    print(f"root command gone {gone:.3f} s after the cancel")
     assert result == [{"stopReason": "cancelled"}]
-    assert_valid_acp(client)
 
 
 async def test_cancelling_a_root_stops_what_it_left_running_in_the_background(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    unique: float,
+    conversation: Conversation, unique: float
 ) -> None:
     result: list[Any] = []
     # The command returns to the model after 0.5 s and runs on; the turn then sleeps.
     prompt = script(background(unique), "@@ sleep 60000\n@@ say done")
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            session = await open_session(client, str(workspace))
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(cancelled_prompt, client, session, prompt, result)
-                await until(lambda: command_runs(unique), "the command started")
-                # By now the command returned to the model (after 0.5 s) and runs on.
-                await trio.sleep(2.0)
-                assert command_runs(unique), "still running in the background before the cancel"
-                await client.notify("session/cancel", {"sessionId": session})
-                gone = await until(
-                    lambda: not command_runs(unique), "the command stopped", GONE_WITHIN
-                )
-            print(f"background command gone {gone:.3f} s after the cancel")
+    client, session = conversation.client, conversation.sid
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancelled_prompt, client, session, prompt, result)
+        await until(lambda: command_runs(unique), "the command started")
+        # By now the command returned to the model (after 0.5 s) and runs on.
+        await trio.sleep(2.0)
+        assert command_runs(unique), "still running in the background before the cancel"
+        await client.notify("session/cancel", {"sessionId": session})
+        gone = await until(lambda: not command_runs(unique), "the command stopped", GONE_WITHIN)
+    print(f"background command gone {gone:.3f} s after the cancel")
     assert result == [{"stopReason": "cancelled"}]
 
 
+@pytest.mark.conversation(capabilities=SUBAGENTS, unstable=True)
 async def test_cancelling_a_child_stops_its_command_only_and_a_parent_cancel_stops_the_rest(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    unique: float,
+    conversation: Conversation, unique: float
 ) -> None:
     """The root leaves a command running in the background, then spawns two children, each
     running a command of its own, and waits. Cancelling one child stops that child's command
@@ -178,34 +157,27 @@ async def test_cancelling_a_child_stops_its_command_only_and_a_parent_cancel_sto
         "@@ say parent done",
     )
     result: list[Any] = []
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            session = await open_session(client, str(workspace), SUBAGENTS)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(cancelled_prompt, client, session, prompt, result)
-                for seconds in (root_cmd, first_cmd, second_cmd):
-                    await until(lambda s=seconds: command_runs(s), f"sleep {seconds} started")
-                await client.wait_for(lambda _m: len(children(client)) == 2)
-                # Which child runs which command: the child's own tool call says.
-                await client.wait_for(lambda _m: owner(client, first_cmd) is not None)
-                first = owner(client, first_cmd)
-                assert first in children(client)
-                await client.notify("session/cancel", {"sessionId": first})
-                await until(
-                    lambda: not command_runs(first_cmd), "the child's command stopped", GONE_WITHIN
-                )
-                await client.wait_for(lambda _m: has_state(client, first, "idle", "cancelled"))
-                await trio.sleep(1.0)
-                assert command_runs(root_cmd), "the root's command is not the child's to stop"
-                assert command_runs(second_cmd), "the other child's command is its own"
-                await client.notify("session/cancel", {"sessionId": session})
-                await until(
-                    lambda: not command_runs(root_cmd), "the root's command stopped", GONE_WITHIN
-                )
-                await until(
-                    lambda: not command_runs(second_cmd),
-                    "the cascade stopped the child's",
-                    GONE_WITHIN,
-                )
+    client, session = conversation.client, conversation.sid
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancelled_prompt, client, session, prompt, result)
+        for seconds in (root_cmd, first_cmd, second_cmd):
+            await until(lambda s=seconds: command_runs(s), f"sleep {seconds} started")
+        await client.wait_for(lambda _m: len(children(client)) == 2)
+        # Which child runs which command: the child's own tool call says.
+        await client.wait_for(lambda _m: owner(client, first_cmd) is not None)
+        first = owner(client, first_cmd)
+        assert first in children(client)
+        await client.notify("session/cancel", {"sessionId": first})
+        await until(lambda: not command_runs(first_cmd), "the child's command stopped", GONE_WITHIN)
+        await client.wait_for(lambda _m: has_state(client, first, "idle", "cancelled"))
+        await trio.sleep(1.0)
+        assert command_runs(root_cmd), "the root's command is not the child's to stop"
+        assert command_runs(second_cmd), "the other child's command is its own"
+        await client.notify("session/cancel", {"sessionId": session})
+        await until(lambda: not command_runs(root_cmd), "the root's command stopped", GONE_WITHIN)
+        await until(
+            lambda: not command_runs(second_cmd),
+            "the cascade stopped the child's",
+            GONE_WITHIN,
+        )
     assert result == [{"stopReason": "cancelled"}]
-    assert_valid_acp(client, unstable=True)

@@ -22,9 +22,10 @@ import trio
 from bridge.daemon.runtime import ENV_RUNTIME_DIR, read_status
 from tests.support.daemon import ATTACHED, running_daemon
 from tests.support.e2e import SCENARIO_SECONDS, decode_lines
+from tests.support.reading import session_updates, text_of
 from tests.support.scenarios.subagents import call, script, spawn, wait
-from tests.test_e2e_acpx import _exec, _session_and_stop, _text, acpx, agent  # noqa: F401
-from tests.test_e2e_sdk_client_v2 import _run_sdk_v2_client, node  # noqa: F401
+from tests.test_e2e_acpx import _exec, _session_and_stop, acpx, agent  # noqa: F401
+from tests.test_e2e_sdk_client_v2 import _run_sdk_v2_client
 
 pytestmark = pytest.mark.e2e
 
@@ -80,7 +81,7 @@ async def test_acpx_through_the_daemon_lets_every_child_write(
     assert len(asked) == len(CHILDREN)
     assert status == 0
     assert _session_and_stop(messages)[1] == "end_turn"
-    assert _text(messages).endswith("all three wrote")
+    assert text_of(u["update"] for u in session_updates(messages)).endswith("all three wrote")
 
 
 async def test_the_python_sdk_through_the_daemon_lets_every_child_write(
@@ -129,7 +130,7 @@ async def test_the_python_sdk_through_the_daemon_lets_every_child_write(
 
 
 async def test_the_typescript_v2_client_through_the_daemon_lets_every_child_write(
-    node: str,  # noqa: F811
+    node: str,
     bridge_env: dict[str, str],
     daemon: Any,
     workspace: Path,

@@ -8,95 +8,83 @@ which ``codex app-server daemon stop`` leaves running, included).
 from __future__ import annotations
 
 import base64
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import pytest
 import trio
 
-from bridge.acp_client import open_agent
 from bridge.engine.features.prompt_input import MAX_INPUT_BYTES, MAX_INPUT_CHARS
 from bridge.jsonrpc import RpcError
 from tests.support.codex_daemon import (
+    CodexDaemon,
     codex_client,
     codex_daemon,
     codex_home_processes,
     codex_requests,
 )
-from tests.support.daemon import running_daemon, serve_argv
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from tests.support.daemon import StartDaemon, serve_argv
+from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.test_e2e_daemon import status_json
 
 pytestmark = pytest.mark.e2e
 
 JOINED = "Codex: Codex's daemon on "
 
+OnCodexDaemon = Callable[..., AbstractAsyncContextManager[tuple[CodexDaemon, Conversation]]]
+
+
+@pytest.fixture
+def on_codex_daemon(
+    open_conversation: OpenConversation,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    codex_home: Path,
+    codex_bin: str,
+) -> OnCodexDaemon:
+    """``async with on_codex_daemon() as (daemon, talk)``: Codex's daemon on the test's
+    ``CODEX_HOME``, and a conversation with ``serve``, which finds it (or, with
+    ``codex_url``, is told where it is)."""
+
+    @asynccontextmanager
+    async def start(*, codex_url: bool = False) -> AsyncIterator[tuple[CodexDaemon, Conversation]]:
+        async with codex_daemon(codex_home, codex_bin, bridge_env) as daemon:
+            # ``--codex-url`` naming the daemon's socket, or nothing: serve finds it.
+            argv = [*bridge_argv, "--codex-url", daemon.url] if codex_url else bridge_argv
+            async with open_conversation(argv=argv) as talk:
+                yield daemon, talk
+
+    return start
+
 
 async def test_serve_finds_codex_s_daemon_and_its_sessions_live_there(
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    codex_home: Path,
-    codex_bin: str,
-    workspace: Path,
-    stderr_file: Path,
+    on_codex_daemon: OnCodexDaemon, codex_home: Path, stderr_file: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with codex_daemon(codex_home, codex_bin, bridge_env) as daemon:
-            with stderr_file.open("ab") as err:
-                async with open_agent(bridge_argv, env=bridge_env, stderr=err.fileno()) as (
-                    client,
-                    _process,
-                ):
-                    await client.initialize()
-                    session = await client.new_session(str(workspace))
-                    result = await client.prompt(session, "@@ words 30")
-                    assert result == {"stopReason": "end_turn"}
-                    assert len(client.text_of(session).split()) == 30
-                    [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
-                    assert session in loaded["data"]
-            said = [line for line in stderr_file.read_text().splitlines() if "Codex:" in line]
-            assert said and said[0].startswith(f"codex-acp-bridge: {JOINED}{daemon.socket}")
+        async with on_codex_daemon() as (daemon, talk):
+            assert len((await talk.said("@@ words 30")).split()) == 30
+            [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
+            assert talk.sid in loaded["data"]
+        said = [line for line in stderr_file.read_text().splitlines() if "Codex:" in line]
+        assert said and said[0].startswith(f"codex-acp-bridge: {JOINED}{daemon.socket}")
         assert not codex_home_processes(codex_home)
-    assert_valid_acp(client)
 
 
-async def test_codex_url_names_codex_s_daemon_socket(
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    codex_home: Path,
-    codex_bin: str,
-    workspace: Path,
-    stderr_file: Path,
-) -> None:
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
-        async with codex_daemon(codex_home, codex_bin, bridge_env) as daemon:
-            argv = [*bridge_argv, "--codex-url", daemon.url]
-            async with open_agent(argv, env=bridge_env, stderr=err.fileno()) as (
-                client,
-                _process,
-            ):
-                await client.initialize()
-                session = await client.new_session(str(workspace))
-                assert await client.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
-                [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
-                assert session in loaded["data"]
-    assert_valid_acp(client)
+async def test_codex_url_names_codex_s_daemon_socket(on_codex_daemon: OnCodexDaemon) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with on_codex_daemon(codex_url=True) as (daemon, talk):
+            assert await talk.prompt("@@ say hello") == {"stopReason": "end_turn"}
+            [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
+            assert talk.sid in loaded["data"]
 
 
 async def test_a_session_outlives_a_restart_of_codex_s_daemon(
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    codex_home: Path,
-    codex_bin: str,
-    workspace: Path,
-    stderr_file: Path,
+    on_codex_daemon: OnCodexDaemon,
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
-        async with (
-            codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
-            open_agent(bridge_argv, env=bridge_env, stderr=err.fileno()) as (client, process),
-        ):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with on_codex_daemon() as (daemon, talk):
+            client, session, process = talk.client, talk.sid, talk.process
             assert await client.prompt(session, "@@ say one") == {"stopReason": "end_turn"}
             before = daemon.started["pid"]
             restarted = await daemon.command("restart")
@@ -106,19 +94,19 @@ async def test_a_session_outlives_a_restart_of_codex_s_daemon(
             assert process.poll() is None
             [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
             assert session in loaded["data"]
-    assert_valid_acp(client)
 
 
 async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
+    start_daemon: StartDaemon,
+    runtime: Path,
+    open_conversation: OpenConversation,
     bridge_env: dict[str, str],
     codex_home: Path,
     codex_bin: str,
     workspace: Path,
-    tmp_path: Path,
     stderr_file: Path,
 ) -> None:
-    runtime = tmp_path / "runtime"
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
+    with trio.fail_after(SCENARIO_SECONDS):
         async with (
             codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
             # Another client of Codex's daemon (as Codex's TUI is), with a thread it started
@@ -127,7 +115,7 @@ async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
         ):
             started = await tui("thread/start", {"cwd": str(workspace)})
             other = started["thread"]["id"]
-            async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (
+            async with start_daemon() as (
                 ours,
                 info,
             ):
@@ -139,12 +127,8 @@ async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
                 ):
                     await trio.sleep(0.1)
                 # An editor through the bridge's daemon works on Codex's daemon too.
-                async with open_agent(serve_argv(runtime), env=bridge_env, stderr=err.fileno()) as (
-                    client,
-                    _process,
-                ):
-                    await client.initialize()
-                    session = await client.new_session(str(workspace))
+                async with open_conversation(argv=serve_argv(runtime)) as talk:
+                    client, session = talk.client, talk.sid
                     assert await client.prompt(session, "@@ say hi") == {"stopReason": "end_turn"}
                     [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
                     assert session in loaded["data"]
@@ -160,7 +144,6 @@ async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
                         await trio.sleep(0.1)
                 assert ours.poll() is None
     assert f"Codex: the daemon's at {daemon.url}" in stderr_file.read_text()
-    assert_valid_acp(client)
 
 
 def codex_processes_of(pid: int) -> list[int]:
@@ -170,20 +153,11 @@ def codex_processes_of(pid: int) -> list[int]:
 
 
 async def test_a_prompt_larger_than_codex_accepts_is_refused_and_the_connection_lives(
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    codex_home: Path,
-    codex_bin: str,
-    workspace: Path,
-    stderr_file: Path,
+    on_codex_daemon: OnCodexDaemon, workspace: Path, stderr_file: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
-        async with (
-            codex_daemon(codex_home, codex_bin, bridge_env),
-            open_agent(bridge_argv, env=bridge_env, stderr=err.fileno()) as (client, process),
-        ):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with on_codex_daemon() as (_, talk):
+            client, session, process = talk.client, talk.sid, talk.process
             other = await client.new_session(str(workspace))  # never prompted
             image = base64.b64encode(b"\0" * (MAX_INPUT_BYTES * 3 // 4 + 1024)).decode()
             big = [
@@ -199,30 +173,18 @@ async def test_a_prompt_larger_than_codex_accepts_is_refused_and_the_connection_
             assert process.poll() is None
     # Nothing about a lost Codex: the connection never broke.
     assert "restarting in" not in stderr_file.read_text()
-    assert_valid_acp(client)
 
 
 async def test_codex_s_daemon_stopped_under_a_session_is_an_error_not_a_hang(
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    codex_home: Path,
-    codex_bin: str,
-    workspace: Path,
-    stderr_file: Path,
+    on_codex_daemon: OnCodexDaemon, codex_home: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as err:
-        async with (
-            codex_daemon(codex_home, codex_bin, bridge_env) as daemon,
-            open_agent(bridge_argv, env=bridge_env, stderr=err.fileno()) as (client, process),
-        ):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
-            assert await client.prompt(session, "@@ say one") == {"stopReason": "end_turn"}
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with on_codex_daemon() as (daemon, talk):
+            assert await talk.prompt("@@ say one") == {"stopReason": "end_turn"}
             assert (await daemon.command("stop"))["status"] == "stopped"
             # The bridge tries to reconnect, then says why it stopped trying.
             with pytest.raises(RpcError) as refused:
-                await client.prompt(session, "@@ say two")
+                await talk.prompt("@@ say two")
             assert "not restarting it" in refused.value.message
-            assert process.poll() is None  # the bridge stays for its editor
+            assert talk.process.poll() is None  # the bridge stays for its editor
         assert not codex_home_processes(codex_home)
-    assert_valid_acp(client)

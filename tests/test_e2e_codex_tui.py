@@ -11,62 +11,81 @@ an "active writer" error.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from bridge.acp_client import AcpClient, open_agent
+from bridge.acp_client import AcpClient
 from bridge.shell.codex_transport import codex_daemon_socket
 from tests.support.codex_daemon import codex_home_processes, codex_requests
 from tests.support.codex_tui import AGENT_MARK, USER_MARK, Tui, codex_tui
-from tests.support.daemon import running_daemon
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, words
+from tests.support.daemon import StartDaemon
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, words
 from tests.support.scenarios.approvals import ESCALATED, Answers
 from tests.test_e2e_daemon import status_json, thread_state
 
 pytestmark = pytest.mark.e2e
+
+#: The ``tui_and_window`` fixture.
+TuiAndWindow = Callable[..., AbstractAsyncContextManager[tuple[Tui, AcpClient, str]]]
 
 ACTIVE_WRITER = "active writer"
 #: The TUI's dialog for a command's approval.
 APPROVAL = "Would you like to run the following command?"
 
 
-@asynccontextmanager
-async def tui_and_window(
-    tmp_path: Path,
+@pytest.fixture
+def prompted_tui(
+    tmp_path: Path, codex_home: Path, codex_bin: str, bridge_env: dict[str, str], workspace: Path
+) -> Callable[[], AbstractAsyncContextManager[tuple[Tui, str]]]:
+    """``async with prompted_tui() as (tui, url)``: Codex's TUI in tmux, its first prompt
+    (``@@ say first``) answered; ``url``: the daemon it started at that prompt."""
+
+    @asynccontextmanager
+    async def start() -> AsyncIterator[tuple[Tui, str]]:
+        async with codex_tui(
+            tmp_path / "tmux.sock", codex_home, codex_bin, bridge_env, workspace
+        ) as tui:
+            await tui.submit("@@ say first")
+            await tui.wait_for(AGENT_MARK + "first")
+            yield tui, f"unix://{codex_daemon_socket(str(codex_home))}"
+
+    return start
+
+
+@pytest.fixture
+def tui_and_window(
+    open_conversation: OpenConversation,
+    prompted_tui: Callable[[], AbstractAsyncContextManager[tuple[Tui, str]]],
     codex_home: Path,
-    codex_bin: str,
-    env: dict[str, str],
-    argv: list[str],
     workspace: Path,
     stderr_file: Path,
-    *,
-    load: bool = True,
-    version: int = 1,
-) -> AsyncIterator[tuple[Tui, AcpClient, str]]:
-    """The TUI with a thread it started and prompted once (``@@ say first``), and a window
-    (``serve`` on Codex's daemon) that lists it and, with ``load``, has loaded it (an ACP v2
-    window: resumed it); yields both and the thread's id."""
-    async with codex_tui(tmp_path / "tmux.sock", codex_home, codex_bin, env, workspace) as tui:
-        await tui.submit("@@ say first")
-        await tui.wait_for(AGENT_MARK + "first")
-        url = f"unix://{codex_daemon_socket(str(codex_home))}"
-        # The TUI started Codex's daemon at its first prompt and works there: its thread is
-        # loaded in the daemon (with an ephemeral one the TUI made for the thread's title).
-        stored, loaded = await codex_requests(url, ("thread/list", {}), ("thread/loaded/list", {}))
-        [thread] = [t["id"] for t in stored["data"]]
-        assert thread in loaded["data"]
-        with stderr_file.open("ab") as err:
-            async with open_agent(argv, env=env, stderr=err.fileno()) as (window, _process):
-                await (window.initialize() if version == 1 else window.initialize_v2())
+) -> TuiAndWindow:
+    """``async with tui_and_window(load=...) as (tui, window, thread)``: the TUI with a thread
+    it started and prompted once (``@@ say first``), and a window (``serve`` on Codex's
+    daemon, speaking the test's ACP version) that lists it and, with ``load``, has loaded it
+    (an ACP v2 window: resumed it)."""
+
+    @asynccontextmanager
+    async def start(*, load: bool = True) -> AsyncIterator[tuple[Tui, AcpClient, str]]:
+        async with prompted_tui() as (tui, url):
+            # The TUI started Codex's daemon at its first prompt and works there: its thread is
+            # loaded in the daemon (with an ephemeral one the TUI made for the thread's title).
+            stored, loaded = await codex_requests(
+                url, ("thread/list", {}), ("thread/loaded/list", {})
+            )
+            [thread] = [t["id"] for t in stored["data"]]
+            assert thread in loaded["data"]
+            async with open_conversation(session=False) as talk:
+                window = talk.client
                 listed = await window.request("session/list", {})
                 # The TUI's thread, not the ephemeral one it titles it in.
                 assert [s["sessionId"] for s in listed["sessions"]] == [thread]
-                if load and version == 2:
+                if load and talk.version == 2:
                     await window.request(
                         "session/resume", {"sessionId": thread, "cwd": str(workspace)}
                     )
@@ -75,15 +94,32 @@ async def tui_and_window(
                         "session/load",
                         {"sessionId": thread, "cwd": str(workspace), "mcpServers": []},
                     )
-                    if version == 1:
-                        assert window.text_of(thread) == "first"
+                    assert window.text_of(thread) == "first"
                 yield tui, window, thread
                 history = await tui.history()
-        assert ACTIVE_WRITER not in history, history
-    assert "Codex: Codex's daemon on " in stderr_file.read_text()
-    assert ACTIVE_WRITER not in stderr_file.read_text()
-    assert not codex_home_processes(codex_home)
-    assert_valid_acp(window, unstable=version == 2, version=version)
+            assert ACTIVE_WRITER not in history, history
+        assert "Codex: Codex's daemon on " in stderr_file.read_text()
+        assert ACTIVE_WRITER not in stderr_file.read_text()
+        assert not codex_home_processes(codex_home)
+
+    return start
+
+
+@asynccontextmanager
+async def asked_in_both(
+    tui_and_window: TuiAndWindow, permission: str
+) -> AsyncIterator[tuple[Tui, AcpClient, str, Answers]]:
+    """The TUI and its window, the TUI's turn running the escalated command: the window is
+    asked (its answer, ``permission``, held until released) and so is the TUI (its dialog
+    shown). Bounded by ``SCENARIO_SECONDS``."""
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with tui_and_window() as (tui, window, thread):
+            answers = Answers(permission=permission, hold=True)
+            window.on_request = answers
+            await tui.submit(ESCALATED)
+            await answers.asked.wait()
+            await tui.wait_for(APPROVAL)
+            yield tui, window, thread, answers
 
 
 def agent_kinds(updates: list[dict[str, Any]]) -> list[str]:
@@ -97,25 +133,10 @@ def agent_kinds(updates: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_a_tui_thread_is_loaded_live_and_the_tui_s_prompts_stream_into_the_window(
-    tmp_path: Path,
-    codex_home: Path,
-    codex_bin: str,
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    workspace: Path,
-    stderr_file: Path,
+    tui_and_window: TuiAndWindow, workspace: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with tui_and_window(
-            tmp_path,
-            codex_home,
-            codex_bin,
-            bridge_env,
-            bridge_argv,
-            workspace,
-            stderr_file,
-            load=False,
-        ) as (tui, window, thread):
+        async with tui_and_window(load=False) as (tui, window, thread):
             # The window opens the thread while a turn typed in the TUI runs: the history,
             # then the rest of the turn live, each once.
             await tui.submit("@@ words 60 delay_ms=50")
@@ -148,85 +169,44 @@ async def test_a_tui_thread_is_loaded_live_and_the_tui_s_prompts_stream_into_the
                 "the window's turn",
             )
             assert ACTIVE_WRITER not in str(window.received)
-    assert_valid_acp(window)
 
 
 async def test_an_approval_of_a_tui_turn_answered_in_the_window_leaves_the_tui(
-    tmp_path: Path,
-    codex_home: Path,
-    codex_bin: str,
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    workspace: Path,
-    stderr_file: Path,
+    tui_and_window: TuiAndWindow, workspace: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with tui_and_window(
-            tmp_path, codex_home, codex_bin, bridge_env, bridge_argv, workspace, stderr_file
-        ) as (tui, window, thread):
-            answers = Answers(permission="allow_once", hold=True)
-            window.on_request = answers
-            await tui.submit(ESCALATED)
-            # Asked in both: the window's request, the TUI's dialog.
-            await answers.asked.wait()
-            [(method, asked)] = answers.requests
-            assert method == "session/request_permission" and asked["sessionId"] == thread
-            await tui.wait_for(APPROVAL)
-            answers.release()
-            await tui.wait_gone(APPROVAL)
-            await window.wait_for(lambda _m: window.text_of(thread).endswith("done"))
-            await tui.wait_for(AGENT_MARK + "done")
-            assert (workspace / "approved.txt").exists()
-    assert_valid_acp(window)
+    # Asked in both: the window's request, the TUI's dialog.
+    async with asked_in_both(tui_and_window, "allow_once") as (tui, window, thread, answers):
+        [(method, asked)] = answers.requests
+        assert method == "session/request_permission" and asked["sessionId"] == thread
+        answers.release()
+        await tui.wait_gone(APPROVAL)
+        await window.wait_for(lambda _m: window.text_of(thread).endswith("done"))
+        await tui.wait_for(AGENT_MARK + "done")
+        assert (workspace / "approved.txt").exists()
 
 
 async def test_an_approval_answered_in_the_tui_is_withdrawn_from_the_window(
-    tmp_path: Path,
-    codex_home: Path,
-    codex_bin: str,
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    workspace: Path,
-    stderr_file: Path,
+    tui_and_window: TuiAndWindow, workspace: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with tui_and_window(
-            tmp_path, codex_home, codex_bin, bridge_env, bridge_argv, workspace, stderr_file
-        ) as (tui, window, thread):
-            answers = Answers(permission="reject_once", hold=True)
-            window.on_request = answers
-            await tui.submit(ESCALATED)
-            await answers.asked.wait()
-            await tui.wait_for(APPROVAL)
-            await tui.tmux("send-keys", "-t", tui.session, "y")  # "Yes, proceed"
-            [asked] = [
-                m["id"] for m in window.received if m.get("method") == "session/request_permission"
-            ]
-            await window.wait_for(
-                lambda m: (
-                    m.get("method") == "$/cancel_request" and m["params"]["requestId"] == asked
-                )
-            )
-            await tui.wait_for(AGENT_MARK + "done")
-            await window.wait_for(lambda _m: window.text_of(thread).endswith("done"))
-            assert (workspace / "approved.txt").exists()
-            answers.release()  # too late: the TUI's answer settled it
-    assert_valid_acp(window)
+    async with asked_in_both(tui_and_window, "reject_once") as (tui, window, thread, answers):
+        await tui.tmux("send-keys", "-t", tui.session, "y")  # "Yes, proceed"
+        [asked] = [
+            m["id"] for m in window.received if m.get("method") == "session/request_permission"
+        ]
+        await window.wait_for(
+            lambda m: m.get("method") == "$/cancel_request" and m["params"]["requestId"] == asked
+        )
+        await tui.wait_for(AGENT_MARK + "done")
+        await window.wait_for(lambda _m: window.text_of(thread).endswith("done"))
+        assert (workspace / "approved.txt").exists()
+        answers.release()  # too late: the TUI's answer settled it
 
 
 async def test_a_cancel_in_the_window_stops_the_tui_s_turn(
-    tmp_path: Path,
-    codex_home: Path,
-    codex_bin: str,
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    workspace: Path,
-    stderr_file: Path,
+    tui_and_window: TuiAndWindow, codex_home: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with tui_and_window(
-            tmp_path, codex_home, codex_bin, bridge_env, bridge_argv, workspace, stderr_file
-        ) as (tui, window, thread):
+        async with tui_and_window() as (tui, window, thread):
             await tui.submit("@@ words 3000 delay_ms=10")
             await window.wait_for(lambda _m: "word20 " in window.text_of(thread))
             await window.notify("session/cancel", {"sessionId": thread})
@@ -241,7 +221,6 @@ async def test_a_cancel_in_the_window_stops_the_tui_s_turn(
             await tui.submit("@@ say after")
             await window.wait_for(lambda _m: window.text_of(thread).endswith("after"))
             await tui.wait_for(AGENT_MARK + "after")
-    assert_valid_acp(window)
 
 
 def states(window: AcpClient, thread: str, start: int) -> list[dict[str, Any]]:
@@ -252,26 +231,12 @@ def states(window: AcpClient, thread: str, start: int) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.acp_versions(2)
 async def test_a_v2_window_follows_the_tui_s_turns_and_the_tui_s_cancel(
-    tmp_path: Path,
-    codex_home: Path,
-    codex_bin: str,
-    bridge_env: dict[str, str],
-    bridge_argv: list[str],
-    workspace: Path,
-    stderr_file: Path,
+    tui_and_window: TuiAndWindow,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with tui_and_window(
-            tmp_path,
-            codex_home,
-            codex_bin,
-            bridge_env,
-            bridge_argv,
-            workspace,
-            stderr_file,
-            version=2,
-        ) as (tui, window, thread):
+        async with tui_and_window() as (tui, window, thread):
             ended = {"state": "idle", "stopReason": "end_turn"}
             at = len(window.updates)
             await tui.submit("@@ say second")
@@ -289,23 +254,16 @@ async def test_a_v2_window_follows_the_tui_s_turns_and_the_tui_s_cancel(
 
 
 async def test_the_bridge_s_daemon_on_the_tui_s_daemon_shows_the_tui_s_thread(
-    tmp_path: Path,
-    codex_home: Path,
-    codex_bin: str,
+    start_daemon: StartDaemon,
+    prompted_tui: Callable[[], AbstractAsyncContextManager[tuple[Tui, str]]],
+    runtime: Path,
     bridge_env: dict[str, str],
-    workspace: Path,
 ) -> None:
-    runtime = tmp_path / "runtime"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with codex_tui(
-            tmp_path / "tmux.sock", codex_home, codex_bin, bridge_env, workspace
-        ) as tui:
-            await tui.submit("@@ say first")
-            await tui.wait_for(AGENT_MARK + "first")
-            url = f"unix://{codex_daemon_socket(str(codex_home))}"
+        async with prompted_tui() as (tui, url):
             [stored] = await codex_requests(url, ("thread/list", {}))
             [thread] = [t["id"] for t in stored["data"]]
-            async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (_, info):
+            async with start_daemon() as (_, info):
                 assert info.url == url  # no second app-server on this CODEX_HOME
                 await thread_state(bridge_env, runtime, thread, "idle")
                 await tui.submit("@@ words 200 delay_ms=20")

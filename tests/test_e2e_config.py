@@ -12,7 +12,7 @@ import trio
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from bridge.scripted_model.directives import codex_internal_purpose, turn_metadata
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 
 # Version-sensitive: run against both ends of the tested Codex range.
 pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
@@ -58,10 +58,7 @@ def _is_update(kind: str) -> Any:
     ],
 )
 async def test_a_new_session_reports_the_configured_mode_and_overrides_nothing(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
+    open_conversation: OpenConversation,
     scripted_model: ScriptedModel,
     codex_home: Path,
     extra_toml: str,
@@ -70,29 +67,21 @@ async def test_a_new_session_reports_the_configured_mode_and_overrides_nothing(
 ) -> None:
     write_codex_home(codex_home, scripted_model.base_url, extra_toml=extra_toml)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            result = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
-            sid = result["sessionId"]
+        async with open_conversation() as talk:
+            result = talk.opened
             assert result["modes"]["currentModeId"] == mode
             assert _option(result["configOptions"], "mode")["currentValue"] == mode
             model = _option(result["configOptions"], "model")
             assert model["currentValue"] == "mock-model"
-            assert await client.prompt(sid, "@@ say fine") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say fine") == {"stopReason": "end_turn"}
     [(body, headers)] = _user_turns(scripted_model)
     # The turn ran as configured: the bridge sent no setting of its own.
     assert turn_metadata(body, headers)["sandbox_mode"] == sandbox_mode
     assert body["model"] == "mock-model"
-    assert_valid_acp(client)
 
 
 async def test_the_first_answer_lists_the_whole_catalog_and_the_configured_effort(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
-    codex_home: Path,
+    open_conversation: OpenConversation, scripted_model: ScriptedModel, codex_home: Path
 ) -> None:
     write_codex_home(
         codex_home,
@@ -100,11 +89,8 @@ async def test_the_first_answer_lists_the_whole_catalog_and_the_configured_effor
         extra_toml='model = "gpt-6-luna"\nmodel_reasoning_effort = "high"',
     )
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            result = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
-            sid = result["sessionId"]
-            options = result["configOptions"]
+        async with open_conversation() as talk:
+            options = talk.opened["configOptions"]
             assert _option(options, "model")["currentValue"] == "gpt-6-luna"
             # The whole catalog is in the answer: no update needed to pick another model.
             models = [o["value"] for o in _option(options, "model")["options"]]
@@ -112,80 +98,60 @@ async def test_the_first_answer_lists_the_whole_catalog_and_the_configured_effor
             effort = _option(options, "reasoning_effort")
             assert effort["currentValue"] == "high"
             assert "high" in [o["value"] for o in effort["options"]]
-            assert await client.prompt(sid, "@@ say fine") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say fine") == {"stopReason": "end_turn"}
     [(body, _headers)] = _user_turns(scripted_model)
     assert (body["model"], body["reasoning"]["effort"]) == ("gpt-6-luna", "high")
-    assert_valid_acp(client)
 
 
 # -- picks reach Codex's turns ------------------------------------------------------------------------
 
 
 async def test_set_mode_then_a_prompt_runs_with_the_new_policy(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, "@@ say before") == {"stopReason": "end_turn"}
-            await client.request("session/set_mode", {"sessionId": sid, "modeId": "full-access"})
-            assert await client.prompt(sid, "@@ say after") == {"stopReason": "end_turn"}
-            answer = await client.request(
-                "session/set_config_option",
-                {"sessionId": sid, "configId": "mode", "value": "read-only"},
-            )
-            assert _option(answer["configOptions"], "mode")["currentValue"] == "read-only"
-            assert await client.prompt(sid, "@@ say last") == {"stopReason": "end_turn"}
+    client, sid = conversation.client, conversation.sid
+    assert await client.prompt(sid, "@@ say before") == {"stopReason": "end_turn"}
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "full-access"})
+    assert await client.prompt(sid, "@@ say after") == {"stopReason": "end_turn"}
+    answer = await client.request(
+        "session/set_config_option",
+        {"sessionId": sid, "configId": "mode", "value": "read-only"},
+    )
+    assert _option(answer["configOptions"], "mode")["currentValue"] == "read-only"
+    assert await client.prompt(sid, "@@ say last") == {"stopReason": "end_turn"}
     modes = [turn_metadata(b, h)["sandbox_mode"] for b, h in _user_turns(scripted_model)]
     assert modes == ["workspace-write", "danger-full-access", "read-only"]
     kinds = [u["update"]["sessionUpdate"] for u in client.updates]
     assert "current_mode_update" in kinds and "config_option_update" in kinds
-    assert_valid_acp(client)
 
 
 async def test_picking_a_model_and_an_effort_reaches_the_model_request(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, scripted_model: ScriptedModel
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            result = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
-            sid = result["sessionId"]
-            choices = _option(result["configOptions"], "model")["options"]
-            picked = next(o["value"] for o in choices if o["value"] != "mock-model")
-            answer = await client.request(
-                "session/set_config_option",
-                {"sessionId": sid, "configId": "model", "value": picked},
-            )
-            effort = _option(answer["configOptions"], "reasoning_effort")
-            default = effort["currentValue"]
-            other = next(o["value"] for o in effort["options"] if o["value"] != default)
-            assert await client.prompt(sid, "@@ say one") == {"stopReason": "end_turn"}
-            await client.request(
-                "session/set_config_option",
-                {"sessionId": sid, "configId": "reasoning_effort", "value": other},
-            )
-            assert await client.prompt(sid, "@@ say two") == {"stopReason": "end_turn"}
+    client, sid = conversation.client, conversation.sid
+    choices = _option(conversation.opened["configOptions"], "model")["options"]
+    picked = next(o["value"] for o in choices if o["value"] != "mock-model")
+    answer = await client.request(
+        "session/set_config_option",
+        {"sessionId": sid, "configId": "model", "value": picked},
+    )
+    effort = _option(answer["configOptions"], "reasoning_effort")
+    default = effort["currentValue"]
+    other = next(o["value"] for o in effort["options"] if o["value"] != default)
+    assert await client.prompt(sid, "@@ say one") == {"stopReason": "end_turn"}
+    await client.request(
+        "session/set_config_option",
+        {"sessionId": sid, "configId": "reasoning_effort", "value": other},
+    )
+    assert await client.prompt(sid, "@@ say two") == {"stopReason": "end_turn"}
     first, second = (body for body, _ in _user_turns(scripted_model))
     assert (first["model"], first["reasoning"]["effort"]) == (picked, default)
     assert (second["model"], second["reasoning"]["effort"]) == (picked, other)
-    assert_valid_acp(client)
 
 
 async def test_picks_are_stored_in_the_thread_and_come_back_after_a_restart(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
+    open_conversation: OpenConversation,
     workspace: Path,
-    stderr_file: Path,
     scripted_model: ScriptedModel,
     codex_home: Path,
 ) -> None:
@@ -196,13 +162,11 @@ async def test_picks_are_stored_in_the_thread_and_come_back_after_a_restart(
     config = (codex_home / "config.toml").read_bytes()
     cwd = str(workspace)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            result = await client.request("session/new", {"cwd": cwd, "mcpServers": []})
-            sid = result["sessionId"]
-            assert await client.prompt(sid, "@@ say stored") == {"stopReason": "end_turn"}
+        async with open_conversation() as talk:
+            client, sid = talk.client, talk.sid
+            assert await talk.prompt("@@ say stored") == {"stopReason": "end_turn"}
             await client.request("session/set_mode", {"sessionId": sid, "modeId": "read-only"})
-            choices = _option(result["configOptions"], "model")["options"]
+            choices = _option(talk.opened["configOptions"], "model")["options"]
             picked = next(o["value"] for o in choices if o["value"] != "mock-model")
             options = (
                 await client.request(
@@ -219,8 +183,8 @@ async def test_picks_are_stored_in_the_thread_and_come_back_after_a_restart(
                 {"sessionId": sid, "configId": "reasoning_effort", "value": other},
             )
         for method in ("session/load", "session/resume"):
-            async with running_bridge(bridge_argv, bridge_env, stderr_file) as again:
-                await again.initialize()
+            async with open_conversation(session=False) as reopened:
+                again = reopened.client
                 opened = await again.request(
                     method, {"sessionId": sid, "cwd": cwd, "mcpServers": []}
                 )
@@ -234,7 +198,6 @@ async def test_picks_are_stored_in_the_thread_and_come_back_after_a_restart(
                 assert await again.prompt(sid, f"@@ say after {method}") == {
                     "stopReason": "end_turn"
                 }
-                assert_valid_acp(again)
     first, *later = _user_turns(scripted_model)
     assert (first[0]["model"], turn_metadata(*first)["sandbox_mode"]) == (
         "mock-model",
@@ -248,71 +211,52 @@ async def test_picks_are_stored_in_the_thread_and_come_back_after_a_restart(
 
 
 async def test_bad_settings_requests_are_errors_and_the_session_goes_on(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            for method, params, code in [
-                ("session/set_mode", {"sessionId": sid, "modeId": "yolo"}, -32602),
-                ("session/set_mode", {"sessionId": "nope", "modeId": "auto"}, -32002),
-                (
-                    "session/set_config_option",
-                    {"sessionId": sid, "configId": "model", "value": "no-such-model"},
-                    -32602,
-                ),
-                (
-                    "session/set_config_option",
-                    {"sessionId": sid, "configId": "temperature", "value": "hot"},
-                    -32602,
-                ),
-            ]:
-                with pytest.raises(RpcError) as refused:
-                    await client.request(method, params)
-                assert refused.value.code == code
-            assert await client.prompt(sid, "@@ say still here") == {"stopReason": "end_turn"}
+    client, sid = conversation.client, conversation.sid
+    for method, params, code in [
+        ("session/set_mode", {"sessionId": sid, "modeId": "yolo"}, -32602),
+        ("session/set_mode", {"sessionId": "nope", "modeId": "auto"}, -32002),
+        (
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "model", "value": "no-such-model"},
+            -32602,
+        ),
+        (
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "temperature", "value": "hot"},
+            -32602,
+        ),
+    ]:
+        with pytest.raises(RpcError) as refused:
+            await client.request(method, params)
+        assert refused.value.code == code
+    assert await client.prompt(sid, "@@ say still here") == {"stopReason": "end_turn"}
     [(body, headers)] = _user_turns(scripted_model)
     assert turn_metadata(body, headers)["sandbox_mode"] == "workspace-write"
-    assert_valid_acp(client)
 
 
 # -- slash commands ----------------------------------------------------------------------------------
 
 
 async def test_slash_commands_are_advertised_and_run_as_turns(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            announced = await client.wait_for(_is_update("available_commands_update"))
-            names = [c["name"] for c in announced["params"]["update"]["availableCommands"]]
-            assert {"review", "review-branch", "review-commit", "compact", "shell"} <= set(names)
-            assert await client.prompt(sid, "@@ say hello") == {"stopReason": "end_turn"}
-            # /review runs Codex's reviewer (a sub-agent of its own) and answers with its review.
-            assert await client.prompt(sid, "/review check the greeting") == {
-                "stopReason": "end_turn"
-            }
-            assert client.text_of(sid).endswith("Scripted reply")
-            # /compact: a compaction turn; the prompt waits for it.
-            assert await client.prompt(sid, "/compact") == {"stopReason": "end_turn"}
-            # /shell: the user's own command, in the workspace.
-            assert await client.prompt(sid, "/shell echo marked > marker.txt") == {
-                "stopReason": "end_turn"
-            }
-            assert (workspace / "marker.txt").read_text() == "marked\n"
-            # The session goes on as before.
-            assert await client.prompt(sid, "@@ say after") == {"stopReason": "end_turn"}
+    client, sid = conversation.client, conversation.sid
+    announced = await client.wait_for(_is_update("available_commands_update"))
+    names = [c["name"] for c in announced["params"]["update"]["availableCommands"]]
+    assert {"review", "review-branch", "review-commit", "compact", "shell"} <= set(names)
+    assert await client.prompt(sid, "@@ say hello") == {"stopReason": "end_turn"}
+    # /review runs Codex's reviewer (a sub-agent of its own) and answers with its review.
+    assert await client.prompt(sid, "/review check the greeting") == {"stopReason": "end_turn"}
+    assert client.text_of(sid).endswith("Scripted reply")
+    # /compact: a compaction turn; the prompt waits for it.
+    assert await client.prompt(sid, "/compact") == {"stopReason": "end_turn"}
+    # /shell: the user's own command, in the workspace.
+    assert await client.prompt(sid, "/shell echo marked > marker.txt") == {"stopReason": "end_turn"}
+    assert (workspace / "marker.txt").read_text() == "marked\n"
+    # The session goes on as before.
+    assert await client.prompt(sid, "@@ say after") == {"stopReason": "end_turn"}
     purposes = [
         codex_internal_purpose(b, h)
         for b, h in zip(scripted_model.requests, scripted_model.request_headers, strict=True)
@@ -325,15 +269,10 @@ async def test_slash_commands_are_advertised_and_run_as_turns(
         if codex_internal_purpose(b, h) == "review"
     ]
     assert "check the greeting" in json.dumps(reviewed[0]["input"])
-    assert_valid_acp(client)
 
 
 async def test_each_command_answered_without_a_turn_once(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     """/status, /mcp, /skills, /goal (set, show, pause, resume, clear), /rename, /review-branch,
     /review-commit and /logout against the real Codex: each answers as agent text and
@@ -354,36 +293,30 @@ async def test_each_command_answered_without_a_turn_once(
         .strip()
     )
 
-    async def said(client: Any, sid: str, text: str) -> str:
-        before = len(client.text_of(sid))
-        assert await client.prompt(sid, text) == {"stopReason": "end_turn"}, text
-        return str(client.text_of(sid)[before:])
-
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
+        async with open_conversation() as talk:
+            client, sid, said = talk.client, talk.sid, talk.said
             assert await client.prompt(sid, "@@ say hello") == {"stopReason": "end_turn"}
-            status = await said(client, sid, "/status")
+            status = await said("/status")
             assert "Model: mock-model" in status and "Mode: Default" in status, status
             assert "tokens" in status  # the turn above used some context
             # No MCP server is configured here: Codex says so, through the bridge.
-            assert "No MCP servers" in await said(client, sid, "/mcp")
-            skills = await said(client, sid, "/skills")
+            assert "No MCP servers" in await said("/mcp")
+            skills = await said("/skills")
             assert "**Skills**" in skills or "no skills" in skills, skills
             # The reviews come before the goal: an active goal lets Codex start a turn of its
             # own at any time, and one starting just as a review is sent races it in Codex.
             for review in ("/review-branch main", f"/review-commit {sha}"):
                 assert await client.prompt(sid, review) == {"stopReason": "end_turn"}
-            assert "Goal set." in await said(client, sid, "/goal ship the notes")
-            assert "(active): ship the notes" in await said(client, sid, "/goal")
-            assert "Goal paused." in await said(client, sid, "/goal pause")
-            assert "Goal resumed." in await said(client, sid, "/goal resume")
-            assert "cleared" in await said(client, sid, "/goal clear")
-            assert "has no goal" in await said(client, sid, "/goal")
-            assert "“Notes work”" in await said(client, sid, "/rename Notes work")
+            assert "Goal set." in await said("/goal ship the notes")
+            assert "(active): ship the notes" in await said("/goal")
+            assert "Goal paused." in await said("/goal pause")
+            assert "Goal resumed." in await said("/goal resume")
+            assert "cleared" in await said("/goal clear")
+            assert "has no goal" in await said("/goal")
+            assert "“Notes work”" in await said("/rename Notes work")
             await client.wait_for(_is_update("session_info_update"))
-            assert "Signed out" in await said(client, sid, "/logout")
+            assert "Signed out" in await said("/logout")
     titles = [
         u["update"].get("title")
         for u in client.updates
@@ -396,7 +329,6 @@ async def test_each_command_answered_without_a_turn_once(
         if codex_internal_purpose(b, h) == "review"
     ]
     assert len(reviews) == 2 and "main" in reviews[0] and sha[:7] in reviews[1]
-    assert_valid_acp(client)
 
 
 # -- authentication -------------------------------------------------------------------------------------
@@ -421,10 +353,8 @@ async def _refuse_unauthenticated(stream: trio.SocketStream) -> None:
 
 @pytest.mark.parametrize("provider", ["refuses with 401", "names an unset env_key"])
 async def test_a_turn_without_credentials_fails_with_auth_required(
-    bridge_argv: list[str],
+    open_conversation: OpenConversation,
     bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
     scripted_model: ScriptedModel,
     codex_home: Path,
     nursery: trio.Nursery,
@@ -441,24 +371,19 @@ async def test_a_turn_without_credentials_fails_with_auth_required(
         bridge_env.pop("CODEX_ACP_BRIDGE_TEST_UNSET_KEY", None)
     write_codex_home(codex_home, scripted_model.base_url, extra_toml=extra)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize()
-            assert [m["id"] for m in init["authMethods"]] == ["chatgpt", "api-key"]
-            sid = await client.new_session(str(workspace))
+        async with open_conversation() as talk:
+            assert [m["id"] for m in talk.init["authMethods"]] == ["chatgpt", "api-key"]
             for _ in range(2):  # and it stays a clear answer, never a hang
                 with pytest.raises(RpcError) as refused:
-                    await client.prompt(sid, "@@ say hi")
+                    await talk.prompt("@@ say hi")
                 assert refused.value.code == -32000
                 assert refused.value.message
     assert not scripted_model.requests
-    assert_valid_acp(client)
 
 
 async def test_authenticate_hands_the_environment_api_key_to_codex(
-    bridge_argv: list[str],
+    open_conversation: OpenConversation,
     bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
     scripted_model: ScriptedModel,
     codex_home: Path,
 ) -> None:
@@ -470,21 +395,18 @@ async def test_authenticate_hands_the_environment_api_key_to_codex(
     bridge_env.pop("CODEX_API_KEY", None)
     bridge_env["OPENAI_API_KEY"] = "sk-bridge-test-key"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, "@@ say before") == {"stopReason": "end_turn"}
-            assert await client.request("authenticate", {"methodId": "api-key"}) == {}
-            assert await client.prompt(sid, "@@ say after") == {"stopReason": "end_turn"}
+        async with open_conversation() as talk:
+            assert await talk.prompt("@@ say before") == {"stopReason": "end_turn"}
+            assert await talk.client.request("authenticate", {"methodId": "api-key"}) == {}
+            assert await talk.prompt("@@ say after") == {"stopReason": "end_turn"}
     (_, before), (_, after) = _user_turns(scripted_model)
     # Codex reads no key from its environment: only authenticate gave it one.
     assert "authorization" not in before
     assert after["authorization"] == "Bearer sk-bridge-test-key"
-    assert_valid_acp(client)
 
 
 async def test_chatgpt_sign_in_shows_codex_sign_in_page_and_a_decline_cancels_it(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     asked: list[dict[str, Any]] = []
 
@@ -494,10 +416,10 @@ async def test_chatgpt_sign_in_shows_codex_sign_in_page_and_a_decline_cancels_it
         return {"action": "decline"}
 
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(
-            bridge_argv, bridge_env, stderr_file, on_request=on_request
-        ) as client:
-            await client.initialize({"elicitation": {"url": {}}})
+        async with open_conversation(
+            capabilities={"elicitation": {"url": {}}}, on_request=on_request, session=False
+        ) as talk:
+            client = talk.client
             with pytest.raises(RpcError) as refused:
                 await client.request("authenticate", {"methodId": "chatgpt"})
             assert refused.value.code == -32000
@@ -509,16 +431,10 @@ async def test_chatgpt_sign_in_shows_codex_sign_in_page_and_a_decline_cancels_it
     assert elicitation["requestId"] == next(
         rid for rid, method in client.sent_requests.items() if method == "authenticate"
     )
-    assert_valid_acp(client)
 
 
 async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
-    codex_home: Path,
+    open_conversation: OpenConversation, scripted_model: ScriptedModel, codex_home: Path
 ) -> None:
     """A skill in ``CODEX_HOME/skills`` is a slash command of the session: ``/greet the team``
     runs a turn whose input names the skill, and Codex hands the skill to the model."""
@@ -529,9 +445,8 @@ async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
         "Greet everyone by name; the marker is purple-otter.\n"
     )
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
+        async with open_conversation() as talk:
+            client = talk.client
             offered = await client.wait_for(
                 lambda m: (
                     _is_update("available_commands_update")(m)
@@ -544,39 +459,25 @@ async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
                 c for c in offered["params"]["update"]["availableCommands"] if c["name"] == "greet"
             ]
             assert "Greet people warmly" in greet["description"] and greet["input"]["hint"]
-            assert "Greet people warmly" in await _said(client, sid, "/skills")
-            assert await client.prompt(sid, "/greet the team") == {"stopReason": "end_turn"}
+            assert "Greet people warmly" in await talk.said("/skills")
+            assert await talk.prompt("/greet the team") == {"stopReason": "end_turn"}
     [(body, _headers)] = _user_turns(scripted_model)
     assert "purple-otter" in json.dumps(body["input"]), "the skill reached the model"
     assert "the team" in json.dumps(body["input"])
-    assert_valid_acp(client)
-
-
-async def _said(client: Any, sid: str, text: str) -> str:
-    before = len(client.text_of(sid))
-    assert await client.prompt(sid, text) == {"stopReason": "end_turn"}, text
-    return str(client.text_of(sid)[before:])
 
 
 async def test_plan_turns_codexs_plan_mode_on_and_off(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    conversation: Conversation, scripted_model: ScriptedModel
 ) -> None:
     """``/plan`` stores Codex's plan collaboration mode in the thread: the next turn's model
     request carries Codex's plan-mode instructions; after ``/plan off`` Codex tells the model
     it is back in the default mode."""
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, "@@ say before") == {"stopReason": "end_turn"}
-            assert "Plan mode on" in await _said(client, sid, "/plan")
-            assert await client.prompt(sid, "@@ say planning") == {"stopReason": "end_turn"}
-            assert "Plan mode off" in await _said(client, sid, "/plan off")
-            assert await client.prompt(sid, "@@ say doing") == {"stopReason": "end_turn"}
+    talk = conversation
+    assert await talk.prompt("@@ say before") == {"stopReason": "end_turn"}
+    assert "Plan mode on" in await talk.said("/plan")
+    assert await talk.prompt("@@ say planning") == {"stopReason": "end_turn"}
+    assert "Plan mode off" in await talk.said("/plan off")
+    assert await talk.prompt("@@ say doing") == {"stopReason": "end_turn"}
 
     def request_for(text: str) -> str:
         [body] = [
@@ -589,4 +490,3 @@ async def test_plan_turns_codexs_plan_mode_on_and_off(
     assert "# Plan Mode" not in request_for("@@ say before")
     assert "# Plan Mode" in request_for("@@ say planning")
     assert "Collaboration Mode: Default" in request_for("@@ say doing")
-    assert_valid_acp(client)

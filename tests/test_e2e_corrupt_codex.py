@@ -21,11 +21,11 @@ import msgspec
 import pytest
 import trio
 
-from bridge.acp_client import AcpClient, open_agent
+from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
 from bridge.shell.streams import LineStream
 from tests.support.corrupting_codex import read_log, relay_env, write_wrapper
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, words
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, words
 
 pytestmark = pytest.mark.e2e
 
@@ -40,6 +40,8 @@ class Corrupted:
     """One bridge whose Codex speaks through the relay."""
 
     client: AcpClient
+    #: The session the bridge opened ("" when none was asked for).
+    sid: str
     process: trio.Process
     log_path: Path
 
@@ -51,27 +53,29 @@ class Corrupted:
         return [e["message"] for e in self.events("fired") if e["rule"] == rule]
 
 
-OpenCorrupted = Callable[[Rules], AbstractAsyncContextManager[Corrupted]]
+OpenCorrupted = Callable[..., AbstractAsyncContextManager[Corrupted]]
 
 
 @pytest.fixture
 def corrupted_bridge(
+    open_conversation: OpenConversation,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     codex_bin: str,
     tmp_path: Path,
     stderr_file: Path,
 ) -> OpenCorrupted:
-    """``open(rules)``: the bridge as a subprocess, its Codex behind the corrupting relay."""
+    """``open(rules, session=True)``: a conversation with the bridge, its Codex behind the
+    corrupting relay; once over, the bridge's log holds no Python traceback."""
 
     @asynccontextmanager
-    async def open_corrupted(rules: Rules) -> AsyncIterator[Corrupted]:
+    async def open_corrupted(rules: Rules, *, session: bool = True) -> AsyncIterator[Corrupted]:
         wrapper = write_wrapper(tmp_path)
         env = {**bridge_env, **relay_env(codex_bin, rules, tmp_path)}
         argv = [*bridge_argv, "--codex-bin", str(wrapper)]
-        with stderr_file.open("ab") as log:
-            async with open_agent(argv, env=env, stderr=log.fileno()) as (client, process):
-                yield Corrupted(client, process, tmp_path / "corrupt-log.jsonl")
+        async with open_conversation(argv=argv, env=env, session=session) as talk:
+            yield Corrupted(talk.client, talk.sid, talk.process, tmp_path / "corrupt-log.jsonl")
+        assert_no_traceback(stderr_file)
 
     return open_corrupted
 
@@ -87,6 +91,14 @@ def assert_still_serving(run: Corrupted) -> None:
         assert answers.get(rid) == 1, (
             f"client request {rid} ({method}) answered {answers.get(rid, 0)} times"
         )
+
+
+async def serves_the_next_prompt(run: Corrupted, sid: str) -> None:
+    """After it all, the bridge streams a next prompt's answer whole and still serves."""
+    before = run.client.text_of(sid)
+    assert await run.client.prompt(sid, "@@ words 3") == END_TURN
+    assert run.client.text_of(sid) == before + words(3)
+    assert_still_serving(run)
 
 
 def assert_no_traceback(stderr_file: Path) -> None:
@@ -233,36 +245,31 @@ async def test_the_relay_applies_each_rule_as_written(tmp_path: Path) -> None:
 
 
 async def test_an_unmodified_relay_is_invisible(
-    corrupted_bridge: OpenCorrupted, workspace: Path, stderr_file: Path, codex_bin: str
+    corrupted_bridge: OpenCorrupted, codex_bin: str
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with corrupted_bridge([]) as run:
-            client = run.client
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
+            client, sid = run.client, run.sid
             assert await client.prompt(sid, "@@ reason 3\n@@ words 40") == END_TURN
             assert client.text_of(sid) == words(40)
             assert await client.prompt(sid, "@@ words 3") == END_TURN
             assert_still_serving(run)
             start = run.events("start")
             assert len(start) == 1 and start[0]["argv"][:2] == [codex_bin, "app-server"]
-    assert_no_traceback(stderr_file)
-    assert_valid_acp(client)
 
 
 # -- Codex misbehaving ---------------------------------------------------------------------------
 
 
 async def test_a_malformed_thread_start_answer_fails_only_that_session_new(
-    corrupted_bridge: OpenCorrupted, workspace: Path, stderr_file: Path
+    corrupted_bridge: OpenCorrupted, workspace: Path
 ) -> None:
     rules: Rules = [
         {"action": "replace_result", "method": "thread/start", "result": {"thread": {"idd": "x"}}}
     ]
     with trio.fail_after(SCENARIO_SECONDS):
-        async with corrupted_bridge(rules) as run:
+        async with corrupted_bridge(rules, session=False) as run:
             client = run.client
-            await client.initialize()
             with pytest.raises(RpcError) as malformed:
                 await client.new_session(str(workspace))
             assert len(run.fired(0)) == 1
@@ -275,15 +282,11 @@ async def test_a_malformed_thread_start_answer_fails_only_that_session_new(
             )
 
             sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, "@@ words 3") == END_TURN
-            assert client.text_of(sid) == words(3)
-            assert_still_serving(run)
-    assert_no_traceback(stderr_file)
-    assert_valid_acp(client)
+            await serves_the_next_prompt(run, sid)
 
 
 async def test_garbage_lines_from_codex_mid_turn_are_skipped(
-    corrupted_bridge: OpenCorrupted, workspace: Path, stderr_file: Path
+    corrupted_bridge: OpenCorrupted,
 ) -> None:
     garbage = [
         {"raw": "this is not JSON"},
@@ -314,21 +317,15 @@ async def test_garbage_lines_from_codex_mid_turn_are_skipped(
     ]
     with trio.fail_after(SCENARIO_SECONDS):
         async with corrupted_bridge(rules) as run:
-            client = run.client
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
+            client, sid = run.client, run.sid
             assert await client.prompt(sid, "@@ words 30 delay_ms=5") == END_TURN
             assert [len(run.fired(i)) for i in range(3)] == [1, 3, 1]
             assert client.text_of(sid) == words(30)
-            assert await client.prompt(sid, "@@ words 3") == END_TURN
-            assert client.text_of(sid) == words(30) + words(3)
-            assert_still_serving(run)
-    assert_no_traceback(stderr_file)
-    assert_valid_acp(client)
+            await serves_the_next_prompt(run, sid)
 
 
 async def test_deltas_missing_fields_are_skipped_and_the_rest_arrive(
-    corrupted_bridge: OpenCorrupted, workspace: Path, stderr_file: Path
+    corrupted_bridge: OpenCorrupted,
 ) -> None:
     rules: Rules = [
         {
@@ -359,9 +356,7 @@ async def test_deltas_missing_fields_are_skipped_and_the_rest_arrive(
     ]
     with trio.fail_after(SCENARIO_SECONDS):
         async with corrupted_bridge(rules) as run:
-            client = run.client
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
+            client, sid = run.client, run.sid
             assert await client.prompt(sid, "@@ reason 4\n@@ words 12") == END_TURN
 
             fired = [run.fired(i) for i in range(4)]
@@ -383,15 +378,11 @@ async def test_deltas_missing_fields_are_skipped_and_the_rest_arrive(
                 f"thought{i}" for i in range(1, 5) if f"thought{i}" not in dropped
             ]
 
-            assert await client.prompt(sid, "@@ words 3") == END_TURN
-            assert client.text_of(sid).endswith(words(3))
-            assert_still_serving(run)
-    assert_no_traceback(stderr_file)
-    assert_valid_acp(client)
+            await serves_the_next_prompt(run, sid)
 
 
 async def test_a_bogus_turn_completed_does_not_end_the_real_turn(
-    corrupted_bridge: OpenCorrupted, workspace: Path, stderr_file: Path
+    corrupted_bridge: OpenCorrupted,
 ) -> None:
     bogus = [
         # A thread nobody knows.
@@ -442,22 +433,16 @@ async def test_a_bogus_turn_completed_does_not_end_the_real_turn(
     rules: Rules = [{"action": "inject", "method": "turn/started", "lines": bogus}]
     with trio.fail_after(SCENARIO_SECONDS):
         async with corrupted_bridge(rules) as run:
-            client = run.client
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
+            client, sid = run.client, run.sid
             assert await client.prompt(sid, "@@ words 20 delay_ms=10") == END_TURN
             assert len(run.fired(0)) == 1
             # The prompt ended with the real turn: after all of its text, none of it twice.
             assert client.text_of(sid) == words(20)
-            assert await client.prompt(sid, "@@ words 3") == END_TURN
-            assert client.text_of(sid) == words(20) + words(3)
-            assert_still_serving(run)
-    assert_no_traceback(stderr_file)
-    assert_valid_acp(client)
+            await serves_the_next_prompt(run, sid)
 
 
 async def test_unknown_and_malformed_codex_requests_are_each_answered_once(
-    corrupted_bridge: OpenCorrupted, workspace: Path, stderr_file: Path
+    corrupted_bridge: OpenCorrupted,
 ) -> None:
     def request(method: str, params: Any = None, **extra: Any) -> dict[str, Any]:
         body: dict[str, Any] = {"method": method}
@@ -493,9 +478,7 @@ async def test_unknown_and_malformed_codex_requests_are_each_answered_once(
     rules: Rules = [{"action": "inject", "method": "turn/started", "lines": [*malformed, stranger]}]
     with trio.fail_after(SCENARIO_SECONDS):
         async with corrupted_bridge(rules) as run:
-            client = run.client
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
+            client, sid = run.client, run.sid
             assert await client.prompt(sid, "@@ words 8 delay_ms=10") == END_TURN
             assert client.text_of(sid) == words(8)
             injected = run.events("injected")
@@ -509,9 +492,7 @@ async def test_unknown_and_malformed_codex_requests_are_each_answered_once(
             answered = {str(a["id"]) for a in run.events("answer")}
             unanswered = [i for i in injected if str(i["id"]) not in answered]
             assert not unanswered, f"never answered: {unanswered}"
-            assert await client.prompt(sid, "@@ words 3") == END_TURN
-            assert client.text_of(sid).endswith(words(3))
-            assert_still_serving(run)
+            await serves_the_next_prompt(run, sid)
 
         answers = run.events("answer")
         by_id: dict[str, list[dict[str, Any]]] = {}
@@ -534,5 +515,3 @@ async def test_unknown_and_malformed_codex_requests_are_each_answered_once(
         assert frobnicate["error"]["code"] == -32601
         # Nothing here is a question for the user.
         assert not [m for m in client.received if m.get("method") == "session/request_permission"]
-    assert_no_traceback(stderr_file)
-    assert_valid_acp(client)

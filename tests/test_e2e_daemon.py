@@ -27,17 +27,12 @@ from bridge.acp_client import AcpClient, open_agent
 from bridge.codex.versions import PINNED
 from bridge.daemon.runtime import read_status
 from bridge.scripted_model import ScriptedModel, write_codex_home
-from tests.support.daemon import ATTACHED, daemon_info, running_daemon, serve_argv
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from tests.support.daemon import ATTACHED, StartDaemon, daemon_info, running_daemon, serve_argv
+from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.support.scenarios.approvals import ESCALATED, Answers
 from tests.support.scenarios.recovery import codex_processes
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def runtime(tmp_path: Path) -> Path:
-    return tmp_path / "runtime"
 
 
 async def test_the_daemon_is_private_single_and_stops_with_its_codex_on_sigterm(
@@ -89,31 +84,39 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-async def test_an_editor_killed_while_codex_waits_leaves_the_work_for_the_next_one(
-    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
-) -> None:
-    log = tmp_path / "bridge.log"
+async def left_waiting(open_conversation: OpenConversation, runtime: Path, version: int) -> str:
+    """An editor speaking ACP ``version`` through the daemon, killed while Codex asks it about
+    its prompt's command: the session it leaves, the work in it waiting on the question."""
     held = Answers(permission="allow_once", hold=True)
-    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
-            async with open_agent(
-                serve_argv(runtime), env=bridge_env, stderr=out.fileno(), on_request=held
-            ) as (first, first_process):
-                await first.initialize()
-                session = await first.new_session(str(workspace))
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_prompt_ignoring_loss, first, session, ESCALATED)
-                    await held.asked.wait()
-                    # The editor dies; Codex's turn goes on, waiting on the question.
-                    first_process.kill()
-                    nursery.cancel_scope.cancel()  # its prompt will never be answered
-            assert ATTACHED in log.read_text()
+    argv = serve_argv(runtime)
+    async with (
+        open_conversation(argv=argv, on_request=held, version=version) as first,
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(_prompt_ignoring_loss, first, ESCALATED)
+        await held.asked.wait()
+        # The editor dies; Codex's turn goes on, waiting on the question.
+        first.process.kill()
+        nursery.cancel_scope.cancel()  # its prompt will never be answered
+    return first.sid
+
+
+async def test_an_editor_killed_while_codex_waits_leaves_the_work_for_the_next_one(
+    start_daemon: StartDaemon,
+    open_conversation: OpenConversation,
+    runtime: Path,
+    workspace: Path,
+    stderr_file: Path,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with start_daemon():
+            session = await left_waiting(open_conversation, runtime, 1)
+            assert ATTACHED in stderr_file.read_text()
             assert not (workspace / "approved.txt").exists()
             answers = Answers(permission="allow_once")
-            async with open_agent(
-                serve_argv(runtime), env=bridge_env, stderr=out.fileno(), on_request=answers
-            ) as (second, _):
-                await second.initialize()
+            argv = serve_argv(runtime)
+            async with open_conversation(argv=argv, on_request=answers, session=False) as talk:
+                second = talk.client
                 listed = await second.request("session/list", {})
                 assert session in [s["sessionId"] for s in listed["sessions"]]
                 await second.request(
@@ -125,28 +128,23 @@ async def test_an_editor_killed_while_codex_waits_leaves_the_work_for_the_next_o
                 assert method == "session/request_permission" and params["sessionId"] == session
                 await second.wait_for(lambda _m: (workspace / "approved.txt").exists())
                 await second.wait_for(lambda _m: second.text_of(session).endswith("done"))
-    assert_valid_acp(second)
 
 
-async def _prompt_ignoring_loss(client: AcpClient, session: str, text: str) -> None:
+async def _prompt_ignoring_loss(talk: Conversation, text: str) -> None:
     with contextlib.suppress(Exception):  # the editor is killed mid-prompt
-        await client.prompt(session, text)
+        await talk.said(text)
 
 
 async def test_two_editors_work_side_by_side_on_one_daemon(
-    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+    start_daemon: StartDaemon, open_conversation: OpenConversation, runtime: Path
 ) -> None:
-    log = tmp_path / "bridge.log"
-    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, _):
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with start_daemon() as (daemon, _):
             async with (
-                open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (a, _pa),
-                open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (b, _pb),
+                open_conversation(argv=serve_argv(runtime)) as first,
+                open_conversation(argv=serve_argv(runtime)) as second,
             ):
-                await a.initialize()
-                await b.initialize()
-                sa = await a.new_session(str(workspace))
-                sb = await b.new_session(str(workspace))
+                (a, sa), (b, sb) = (first.client, first.sid), (second.client, second.sid)
                 results: dict[str, Any] = {}
 
                 async def run(client: AcpClient, session: str, text: str) -> None:
@@ -162,24 +160,17 @@ async def test_two_editors_work_side_by_side_on_one_daemon(
                 assert sa not in msgspec.json.encode(b.received).decode()
             # Both used the daemon's one Codex.
             assert len(codex_processes(daemon.pid)) >= 1
-    assert_valid_acp(a)
-    assert_valid_acp(b)
 
 
 async def test_an_attached_editor_follows_the_daemons_restarted_codex(
-    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+    start_daemon: StartDaemon, open_conversation: OpenConversation, runtime: Path
 ) -> None:
-    log = tmp_path / "bridge.log"
-    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+    with trio.fail_after(SCENARIO_SECONDS):
         async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, info),
-            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (
-                client,
-                process,
-            ),
+            start_daemon() as (daemon, info),
+            open_conversation(argv=serve_argv(runtime)) as talk,
         ):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
+            client, session, process = talk.client, talk.sid, talk.process
             assert await client.prompt(session, "@@ say one") == {"stopReason": "end_turn"}
             for pid in codex_processes(daemon.pid):
                 os.kill(pid, signal.SIGKILL)
@@ -188,7 +179,6 @@ async def test_an_attached_editor_follows_the_daemons_restarted_codex(
             assert await client.prompt(session, "@@ say two") == {"stopReason": "end_turn"}
             assert client.text_of(session).endswith("two")
             assert process.poll() is None
-    assert_valid_acp(client)
 
 
 async def status_json(env: dict[str, str], runtime: Path) -> dict[str, Any]:
@@ -209,19 +199,19 @@ async def thread_state(
 
 
 async def test_status_shows_what_every_thread_is_doing_and_says_when_no_daemon_runs(
-    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+    start_daemon: StartDaemon,
+    open_conversation: OpenConversation,
+    bridge_env: dict[str, str],
+    runtime: Path,
+    workspace: Path,
 ) -> None:
-    log = tmp_path / "bridge.log"
     held = Answers(permission="allow_once", hold=True)
-    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+    with trio.fail_after(SCENARIO_SECONDS):
         async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, _info),
-            open_agent(
-                serve_argv(runtime), env=bridge_env, stderr=out.fileno(), on_request=held
-            ) as (client, _process),
+            start_daemon() as (daemon, _info),
+            open_conversation(argv=serve_argv(runtime), on_request=held) as talk,
         ):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
+            client, session = talk.client, talk.sid
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.prompt, session, "@@ words 400 delay_ms=10")
                 running = await thread_state(bridge_env, runtime, session, "running")
@@ -258,13 +248,17 @@ async def test_status_shows_what_every_thread_is_doing_and_says_when_no_daemon_r
 
 
 async def test_status_watch_redraws_when_a_thread_changes(
-    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+    start_daemon: StartDaemon,
+    bridge_env: dict[str, str],
+    runtime: Path,
+    workspace: Path,
+    tmp_path: Path,
 ) -> None:
     log = tmp_path / "bridge.log"
     argv = [sys.executable, "-m", "bridge", "status", "--runtime-dir", str(runtime), "--watch"]
     with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
         async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, _info),
+            start_daemon() as (daemon, _info),
             open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (client, _p),
         ):
             watch = await trio.lowlevel.open_process(
@@ -289,29 +283,19 @@ async def test_status_watch_redraws_when_a_thread_changes(
 
 
 async def test_a_v2_editor_picks_up_work_a_killed_v2_editor_left_waiting(
-    bridge_env: dict[str, str], runtime: Path, workspace: Path, tmp_path: Path
+    start_daemon: StartDaemon, open_conversation: OpenConversation, runtime: Path, workspace: Path
 ) -> None:
     """ACP v2 through the daemon: the session is open (Codex holds it), a resume with replay
     says the work is still going, the question is asked again, and answering it ends it."""
-    log = tmp_path / "bridge.log"
-    held = Answers(permission="allow_once", hold=True)
-    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
-            async with open_agent(
-                serve_argv(runtime), env=bridge_env, stderr=out.fileno(), on_request=held
-            ) as (first, first_process):
-                await first.initialize_v2()
-                session = await first.new_session(str(workspace))
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(first.prompt_v2, session, ESCALATED)
-                    await held.asked.wait()
-                    first_process.kill()
-                    nursery.cancel_scope.cancel()
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with start_daemon():
+            session = await left_waiting(open_conversation, runtime, 2)
             answers = Answers(permission="allow_once")
-            async with open_agent(
-                serve_argv(runtime), env=bridge_env, stderr=out.fileno(), on_request=answers
-            ) as (second, _):
-                await second.initialize_v2()
+            argv = serve_argv(runtime)
+            async with open_conversation(
+                argv=argv, on_request=answers, session=False, version=2
+            ) as talk:
+                second = talk.client
                 status = await second.request("session/status", {"sessionId": session})
                 assert status == {"status": "open"}
                 await second.request(
@@ -337,7 +321,6 @@ async def test_a_v2_editor_picks_up_work_a_killed_v2_editor_left_waiting(
                 )
                 assert ended["params"]["update"]["stopReason"] == "end_turn"
                 assert (workspace / "approved.txt").exists()
-    assert_valid_acp(second, unstable=True, version=2)
 
 
 async def _first_answer(argv: list[str], env: dict[str, str], workspace: Path, log: Path) -> str:
@@ -353,6 +336,7 @@ async def _first_answer(argv: list[str], env: dict[str, str], workspace: Path, l
 
 
 async def test_serve_attaches_only_to_a_daemon_running_the_codex_its_editor_asked_for(
+    start_daemon: StartDaemon,
     bridge_env: dict[str, str],
     codex_bin: str,
     runtime: Path,
@@ -372,7 +356,7 @@ async def test_serve_attaches_only_to_a_daemon_running_the_codex_its_editor_aske
     other_bin.write_text(f'#!/bin/sh\nexec {codex_bin} "$@"\n')
     other_bin.chmod(0o755)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, info):
+        async with start_daemon() as (daemon, info):
             home = str(Path(bridge_env["CODEX_HOME"]).resolve())
             assert info.codexHome == home
             assert info.codexBin == os.path.realpath(codex_bin)

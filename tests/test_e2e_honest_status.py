@@ -19,8 +19,7 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
-from tests.support.scenarios import open_session
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
 from tests.support.scenarios.approvals import Answers
 from tests.support.scenarios.subagents import NO_SUBAGENTS, call, script, spawn, wait
 
@@ -55,15 +54,14 @@ def asked_tool_call(answers: Answers) -> dict[str, Any]:
 
 
 async def test_a_hidden_childs_allowed_command_that_fails_ends_failed_with_its_exit_code(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     (workspace / "child-0.txt").mkdir()  # writing to it fails: "Is a directory", exit 1
     answers = Answers(permission="allow_once")
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            client.on_request = answers
-            session = await open_session(client, str(workspace), NO_SUBAGENTS)
-            result = await client.prompt(session, child_runs("echo hi > child-0.txt"))
+        async with open_conversation(capabilities=NO_SUBAGENTS, on_request=answers) as talk:
+            result = await talk.prompt(child_runs("echo hi > child-0.txt"))
+    client, session = talk.client, talk.sid
     assert result == {"stopReason": "end_turn"}
     tool_call = asked_tool_call(answers)
     statuses = tool_call_statuses(client, session, tool_call["toolCallId"])
@@ -76,11 +74,11 @@ async def test_a_hidden_childs_allowed_command_that_fails_ends_failed_with_its_e
     ][-1]
     assert final["rawOutput"]["exitCode"] == 1
     assert final["title"].endswith("echo hi > child-0.txt")  # the agent's name, then the command
-    assert assert_valid_acp(client) > 0
+    assert talk.validated[0] > 0
 
 
 async def test_a_hidden_childs_allowed_command_ends_completed_only_once_it_finished(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     target = workspace / "child-ok.txt"
     answers = Answers(permission="allow_once")
@@ -92,13 +90,11 @@ async def test_a_hidden_childs_allowed_command_ends_completed_only_once_it_finis
         if update.get("sessionUpdate") == "tool_call_update" and "status" in update:
             seen.append((update["toolCallId"], update["status"], target.exists()))
 
+    options: dict[str, Any] = {"on_request": answers, "on_notification": watch}
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            client.on_request = answers
-            client.on_notification = watch
-            session = await open_session(client, str(workspace), NO_SUBAGENTS)
-            command = "sleep 2; echo hi > child-ok.txt"
-            result = await client.prompt(session, child_runs(command))
+        async with open_conversation(capabilities=NO_SUBAGENTS, **options) as talk:
+            result = await talk.prompt(child_runs("sleep 2; echo hi > child-ok.txt"))
+    client, session = talk.client, talk.sid
     assert result == {"stopReason": "end_turn"}
     assert target.read_text() == "hi\n"
     tool_call = asked_tool_call(answers)
@@ -115,91 +111,66 @@ async def test_a_hidden_childs_allowed_command_ends_completed_only_once_it_finis
     [request] = answers.asked_for("session/request_permission")
     names = [option["name"] for option in request["options"]]
     assert not [name for name in names if "bash" in name], names
-    assert assert_valid_acp(client) > 0
+    assert talk.validated[0] > 0
 
 
-async def test_a_cancelled_commands_last_update_comes_before_the_cancelled_answer(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+@pytest.mark.acp_versions(1, 2)
+async def test_a_cancelled_commands_last_update_comes_before_the_work_ends(
+    open_conversation: OpenConversation, acp_version: int
 ) -> None:
-    result: list[Any] = []
-
-    async def prompt(client: AcpClient, session: str) -> None:
-        command = call("exec_command", {"cmd": "sleep 57", "yield_time_ms": 60_000})
-        result.append(await client.prompt(session, script(command, "@@ say done")))
-
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            session = await open_session(client, str(workspace))
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(prompt, client, session)
-                started = await client.wait_for(
-                    lambda m: (
-                        m.get("method") == "session/update"
-                        and m["params"]["update"].get("sessionUpdate") == "tool_call"
-                        and "sleep 57" in json.dumps(m["params"]["update"])
-                    )
-                )
-                tool_call_id = started["params"]["update"]["toolCallId"]
-                await trio.sleep(0.5)  # the command runs
-                await client.notify("session/cancel", {"sessionId": session})
-            # What arrives after the answer (Codex's late word on the command) would show here.
-            await client.prompt(session, "@@ say still here")
-    assert result == [{"stopReason": "cancelled"}]
-    [answer_at] = [
-        n for n, m in enumerate(client.received) if m.get("result") == {"stopReason": "cancelled"}
-    ]
-    updates = [
-        (n, m["params"]["update"])
-        for n, m in enumerate(client.received)
-        if m.get("method") == "session/update"
-        and m["params"]["update"].get("toolCallId") == tool_call_id
-    ]
-    assert [n for n, _ in updates if n > answer_at] == []
-    assert updates[-1][1]["status"] == "failed"
-    assert assert_valid_acp(client) > 0
-
-
-async def test_v2_a_cancelled_commands_last_update_comes_before_the_idle_state(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
-) -> None:
+    """In v1 before the prompt's ``cancelled`` answer; in v2 before the ``idle`` state."""
+    v2 = acp_version == 2
+    # A command of each version's own, told apart from the other's in the process table.
+    command = "sleep 59" if v2 else "sleep 57"
     ended: list[Any] = []
 
     async def prompt(client: AcpClient, session: str) -> None:
-        command = call("exec_command", {"cmd": "sleep 59", "yield_time_ms": 60_000})
-        ended.append((await client.prompt_v2(session, script(command, "@@ say done")))[1])
+        text = script(
+            call("exec_command", {"cmd": command, "yield_time_ms": 60_000}), "@@ say done"
+        )
+        ended.append(
+            (await client.prompt_v2(session, text))[1] if v2 else await client.prompt(session, text)
+        )
 
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize_v2()
-            session = await client.new_session(str(workspace))
+        async with open_conversation() as talk:
+            client, session = talk.client, talk.sid
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(prompt, client, session)
                 started = await client.wait_for(
                     lambda m: (
                         m.get("method") == "session/update"
-                        and m["params"]["update"].get("sessionUpdate") == "tool_call_update"
-                        and "sleep 59" in json.dumps(m["params"]["update"])
+                        and m["params"]["update"].get("sessionUpdate")
+                        == ("tool_call_update" if v2 else "tool_call")
+                        and command in json.dumps(m["params"]["update"])
                     )
                 )
                 tool_call_id = started["params"]["update"]["toolCallId"]
                 await trio.sleep(0.5)  # the command runs
                 await client.notify("session/cancel", {"sessionId": session})
-            # What arrives after the idle state (Codex's late word on the command) would show here.
-            _, again = await client.prompt_v2(session, "@@ say still here")
-    assert [state["stopReason"] for state in ended] == ["cancelled"]
-    assert again["stopReason"] == "end_turn"
-    [idle_at] = [
-        n
-        for n, m in enumerate(client.received)
-        if m.get("method") == "session/update"
-        and m["params"]["update"].get("stopReason") == "cancelled"
-    ]
+            # What arrives after the end (Codex's late word on the command) would show here.
+            await talk.said("@@ say still here")
+    if v2:
+        assert [state["stopReason"] for state in ended] == ["cancelled"]
+        [ended_at] = [
+            n
+            for n, m in enumerate(client.received)
+            if m.get("method") == "session/update"
+            and m["params"]["update"].get("stopReason") == "cancelled"
+        ]
+    else:
+        assert ended == [{"stopReason": "cancelled"}]
+        [ended_at] = [
+            n
+            for n, m in enumerate(client.received)
+            if m.get("result") == {"stopReason": "cancelled"}
+        ]
     updates = [
         (n, m["params"]["update"])
         for n, m in enumerate(client.received)
         if m.get("method") == "session/update"
         and m["params"]["update"].get("toolCallId") == tool_call_id
     ]
-    assert [n for n, _ in updates if n > idle_at] == []
+    assert [n for n, _ in updates if n > ended_at] == []
     assert updates[-1][1]["status"] == "failed"
-    assert assert_valid_acp(client, unstable=True, version=2) > 0
+    assert talk.validated[0] > 0

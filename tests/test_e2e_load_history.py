@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import trio
 
-from bridge.acp_client import AcpClient, open_agent
+from bridge.acp_client import AcpClient
 from bridge.scripted_model import ScriptedModel, write_codex_home
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
-from tests.support.scenarios import open_session
+from tests.support.daemon import StartDaemon
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
 from tests.support.scenarios.approvals import Answers
 from tests.support.scenarios.subagents import (
     NESTED_TOML,
@@ -28,7 +28,7 @@ from tests.support.scenarios.subagents import (
     spawn,
     wait,
 )
-from tests.test_e2e_daemon import running_daemon, serve_argv
+from tests.test_e2e_daemon import serve_argv
 
 pytestmark = pytest.mark.e2e
 
@@ -54,6 +54,15 @@ async def load(client: AcpClient, session_id: str, workspace: Path) -> None:
     )
 
 
+async def loaded(
+    open_conversation: OpenConversation, root: str, workspace: Path, **options: Any
+) -> AcpClient:
+    """The client of a new bridge that has loaded ``root``, once that bridge has gone."""
+    async with open_conversation(session=False, **options) as talk:
+        await load(talk.client, root, workspace)
+    return talk.client
+
+
 YIELDED = script(
     call("exec_command", {"cmd": "sleep 2; echo late-done", "yield_time_ms": 300}),
     "@@ say yielded",
@@ -61,79 +70,68 @@ YIELDED = script(
 
 
 async def test_a_command_that_outlived_its_turn_is_replayed_finished(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
-            root = await open_session(first, str(workspace))
-            assert await first.prompt(root, YIELDED) == {"stopReason": "end_turn"}
+        async with open_conversation() as talk:
+            first, root = talk.client, talk.sid
+            assert await talk.prompt(YIELDED) == {"stopReason": "end_turn"}
             await first.wait_for(
                 lambda _m: any(
                     c.get("status") == "completed" for c in final_calls(first, root).values()
                 )
             )
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            await load(client, root, workspace)
+        client = await loaded(open_conversation, root, workspace)
     live, replayed = final_calls(first, root), final_calls(client, root)
     assert live and replayed == live
-    assert_valid_acp(client)
 
 
 async def test_a_cancelled_command_is_replayed_as_it_ended(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     running = script(
         call("exec_command", {"cmd": "sleep 7.5; echo x", "yield_time_ms": 10000}), "@@ say never"
     )
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
-            root = await open_session(first, str(workspace))
+        async with open_conversation() as talk:
+            first, root = talk.client, talk.sid
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(first.prompt, root, running)
                 await first.wait_for(lambda _m: bool(final_calls(first, root)))
                 await trio.sleep(0.5)
                 await first.notify("session/cancel", {"sessionId": root})
             await trio.sleep(3)
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            await load(client, root, workspace)
+        client = await loaded(open_conversation, root, workspace)
     live, replayed = final_calls(first, root), final_calls(client, root)
     assert live and replayed == live
-    assert_valid_acp(client)
 
 
 async def test_a_load_through_the_daemon_shows_a_command_still_running_then_its_end(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    start_daemon: StartDaemon, runtime: Path, open_conversation: OpenConversation, workspace: Path
 ) -> None:
     """The daemon's Codex still runs a command of a finished turn when a second editor loads
     the session: Codex has not stored it yet (it stores a command once it ends), so the
     replay shows it running, as the first editor saw it, and Codex's end of it finishes it."""
-    runtime = tmp_path / "runtime"
     slow = script(
         call("exec_command", {"cmd": "sleep 4; echo late-done", "yield_time_ms": 300}),
         "@@ say yielded",
     )
-    with (
-        trio.fail_after(SCENARIO_SECONDS),
-        (tmp_path / "bridge.log").open("ab") as out,
-    ):
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with start_daemon():
             argv = serve_argv(runtime)
-            async with open_agent(argv, env=bridge_env, stderr=out.fileno()) as (first, _):
-                root = await open_session(first, str(workspace))
-                assert await first.prompt(root, slow) == {"stopReason": "end_turn"}
+            async with open_conversation(argv=argv) as talk:
+                first, root = talk.client, talk.sid
+                assert await talk.prompt(slow) == {"stopReason": "end_turn"}
             live = final_calls(first, root)
             [call_id] = live
             assert live[call_id] == {"title": "sleep 4; echo late-done", "status": "in_progress"}
-            async with open_agent(argv, env=bridge_env, stderr=out.fileno()) as (client, _):
-                await client.initialize()
+            async with open_conversation(argv=argv, session=False) as again:
+                client = again.client
                 await load(client, root, workspace)
                 assert final_calls(client, root) == live
                 await client.wait_for(
                     lambda _m: final_calls(client, root)[call_id].get("status") == "completed"
                 )
-    assert_valid_acp(client)
 
 
 #: A hidden child runs a command that needs no approval, then one that asks (a file is where
@@ -168,30 +166,24 @@ ROOT_SPAWNS = script(deferred(spawn(CHILD_ASKS)), wait(timeout_ms=30_000), "@@ s
 
 
 async def test_a_hidden_sub_agents_commands_shown_on_the_root_are_replayed_there(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    tmp_path: Path,
+    open_conversation: OpenConversation,
+    codex_home: Path,
     scripted_model: ScriptedModel,
+    workspace: Path,
 ) -> None:
-    home = tmp_path / "nested-home"
-    home.mkdir()
-    write_codex_home(home, scripted_model.base_url, extra_toml=NESTED_TOML)
-    env = {**bridge_env, "CODEX_HOME": str(home)}
+    write_codex_home(codex_home, scripted_model.base_url, extra_toml=NESTED_TOML)
     (workspace / "blocked").write_text("a file, not a folder")
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, env, stderr_file) as first:
-            first.on_request = Answers(permission="allow_once")
-            root = await open_session(first, str(workspace), NO_SUBAGENTS)
-            assert await first.prompt(root, ROOT_SPAWNS) == {"stopReason": "end_turn"}
-        async with running_bridge(bridge_argv, env, stderr_file) as client:
-            await client.initialize(NO_SUBAGENTS)
-            await load(client, root, workspace)
+        answers = Answers(permission="allow_once")
+        options: dict[str, Any] = {"capabilities": NO_SUBAGENTS}
+        async with open_conversation(on_request=answers, **options) as talk:
+            first, root = talk.client, talk.sid
+            assert await talk.prompt(ROOT_SPAWNS) == {"stopReason": "end_turn"}
+        client = await loaded(open_conversation, root, workspace, **options)
     live, replayed = final_calls(first, root), final_calls(client, root)
     asked = {
         params["toolCall"]["toolCallId"]: params["toolCall"]["title"]
-        for method, params in first.on_request.requests  # type: ignore[attr-defined]
+        for method, params in answers.requests
         if method == "session/request_permission"
     }
     assert len(asked) == 2, asked
@@ -205,4 +197,3 @@ async def test_a_hidden_sub_agents_commands_shown_on_the_root_are_replayed_there
     assert {i: c["title"] for i, c in replayed.items() if i in live} == {
         i: c["title"] for i, c in live.items()
     }
-    assert_valid_acp(client)

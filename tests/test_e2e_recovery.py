@@ -10,9 +10,7 @@ Codex that keeps dying is given up on while the bridge stays up.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import stat
 import sys
 from pathlib import Path
@@ -21,24 +19,15 @@ from typing import Any
 import pytest
 import trio
 
-from bridge.acp_client import AcpClient, open_agent
 from bridge.jsonrpc import RpcError
 from tests.support.app_server import app_server, crash
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.scenarios import prompt_outcome
 from tests.support.scenarios import subagents as scenario
-from tests.support.scenarios.recovery import codex_processes
+from tests.support.scenarios.recovery import codex_processes, kill_codex
 
 # Version-sensitive: run against both ends of the tested Codex range.
 pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
-
-
-def kill_codex(bridge: trio.Process) -> list[int]:
-    pids = codex_processes(bridge.pid)
-    assert pids, "the bridge runs no Codex"
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    return pids
 
 
 async def logged(path: Path, text: str) -> None:
@@ -47,28 +36,19 @@ async def logged(path: Path, text: str) -> None:
         await trio.sleep(0.05)
 
 
-async def streaming_prompt(client: AcpClient, session: str, outcome: dict[str, Any]) -> None:
-    try:
-        outcome["result"] = await client.prompt(session, "@@ words 3000 delay_ms=10")
-    except RpcError as exc:
-        outcome["error"] = exc
-
-
 async def test_codex_killed_mid_answer_comes_back_and_the_same_session_answers(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, stderr_file: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as log:
-        async with open_agent(bridge_argv, env=bridge_env, stderr=log.fileno()) as (
-            client,
-            process,
-        ):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation() as talk:
+            client, session, process = talk.client, talk.sid, talk.process
             outcome: dict[str, Any] = {}
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(streaming_prompt, client, session, outcome)
+                nursery.start_soon(
+                    prompt_outcome, client, session, "@@ words 3000 delay_ms=10", outcome
+                )
                 await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
-                old = kill_codex(process)
+                old = kill_codex(process.pid)
             error = outcome["error"]
             assert "Codex app-server" in error.message and "status" in error.message
             # Asked right away: it waits for the new Codex instead of failing.
@@ -78,30 +58,19 @@ async def test_codex_killed_mid_answer_comes_back_and_the_same_session_answers(
     log_text = stderr_file.read_text()
     assert "restarting in" in log_text and "Codex restarted" in log_text
     assert "Traceback" not in log_text
-    assert_valid_acp(client)
 
 
 async def test_codex_killed_during_a_childs_work_the_child_gets_a_fresh_state(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, stderr_file: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as log:
-        async with open_agent(bridge_argv, env=bridge_env, stderr=log.fileno()) as (
-            client,
-            process,
-        ):
-            root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation(capabilities=scenario.SUBAGENTS, unstable=True) as talk:
+            client, root, process = talk.client, talk.sid, talk.process
             outcome: dict[str, Any] = {}
-
-            async def prompt() -> None:
-                try:
-                    outcome["result"] = await client.prompt(root, scenario.CANCEL_PARENT)
-                except RpcError as exc:
-                    outcome["error"] = exc
-
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(prompt)
+                nursery.start_soon(prompt_outcome, client, root, scenario.CANCEL_PARENT, outcome)
                 kid = await scenario.words_from_first_child(client, 20)
-                kill_codex(process)
+                kill_codex(process.pid)
             assert "error" in outcome
             await client.wait_for(lambda _m: scenario.has_state(client, kid, "unknown"))
             # Once Codex is back, the child's unknown is replaced by what Codex says now.
@@ -112,16 +81,10 @@ async def test_codex_killed_during_a_childs_work_the_child_gets_a_fresh_state(
             assert await client.prompt(root, "@@ say still here") == {"stopReason": "end_turn"}
             assert client.text_of(root).endswith("still here")
     assert "Traceback" not in stderr_file.read_text()
-    assert_valid_acp(client, unstable=True)
 
 
 async def test_a_codex_that_keeps_dying_is_given_up_on_and_the_bridge_stays_up(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    codex_bin: str,
-    workspace: Path,
-    stderr_file: Path,
-    tmp_path: Path,
+    open_conversation: OpenConversation, codex_bin: str, stderr_file: Path, tmp_path: Path
 ) -> None:
     """The first Codex works; every later start dies at once (a broken upgrade, say)."""
     started = tmp_path / "started-once"
@@ -135,12 +98,11 @@ async def test_a_codex_that_keeps_dying_is_given_up_on_and_the_bridge_stays_up(
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     argv = [sys.executable, "-m", "bridge", "serve", "--codex-bin", str(wrapper)]
     argv += ["--log-level", "info"]
-    with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as log:
-        async with open_agent(argv, env=bridge_env, stderr=log.fileno()) as (client, process):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation(argv=argv) as talk:
+            client, session, process = talk.client, talk.sid, talk.process
             assert await client.prompt(session, "@@ words 3") == {"stopReason": "end_turn"}
-            kill_codex(process)
+            kill_codex(process.pid)
             await logged(stderr_file, "restarting in")
             # Waits through the restarts, then fails with why the bridge stopped trying.
             with pytest.raises(RpcError) as gave_up:
@@ -157,7 +119,11 @@ async def test_a_codex_that_keeps_dying_is_given_up_on_and_the_bridge_stays_up(
 
 
 async def test_a_dropped_websocket_to_codex_is_reconnected_and_the_session_resumed(
-    codex_bin: str, codex_home: Path, workspace: Path, stderr_file: Path, tmp_path: Path
+    open_conversation: OpenConversation,
+    codex_bin: str,
+    codex_home: Path,
+    stderr_file: Path,
+    tmp_path: Path,
 ) -> None:
     """Attached with ``--codex-url``: the app-server dies and comes back on the same port (a
     service manager restarting it); the bridge reconnects and the session goes on, its
@@ -166,13 +132,9 @@ async def test_a_dropped_websocket_to_codex_is_reconnected_and_the_session_resum
         port = int(url.rsplit(":", 1)[1])
         argv = [sys.executable, "-m", "bridge", "serve", "--codex-url", url]
         argv += ["--codex-token-file", str(token), "--log-level", "info"]
-        with trio.fail_after(SCENARIO_SECONDS), stderr_file.open("ab") as log:
-            async with open_agent(argv, env=dict(os.environ), stderr=log.fileno()) as (
-                client,
-                process,
-            ):
-                await client.initialize()
-                session = await client.new_session(str(workspace))
+        with trio.fail_after(SCENARIO_SECONDS):
+            async with open_conversation(argv=argv, env=dict(os.environ)) as talk:
+                client, session, process = talk.client, talk.sid, talk.process
                 assert await client.prompt(session, "@@ say before") == {"stopReason": "end_turn"}
                 crash(first)
                 await first.wait()
@@ -184,4 +146,3 @@ async def test_a_dropped_websocket_to_codex_is_reconnected_and_the_session_resum
                     assert process.poll() is None
     log_text = stderr_file.read_text()
     assert "WebSocket connection to Codex" in log_text and "Traceback" not in log_text
-    assert_valid_acp(client)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import shutil
-import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -13,52 +14,33 @@ import trio
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
-from tests.support.e2e import SCENARIO_SECONDS, decode_lines, words
+from tests.support.e2e import run_sdk_driver, words
 
 pytestmark = pytest.mark.e2e
+
+SdkDriver = Callable[..., Awaitable[list[Any]]]
 
 SDK_CLIENT = REPO / "tools" / "node" / "acp_sdk_client.mjs"
 
 
-@pytest.fixture(scope="module")
-def node() -> str:
-    path = shutil.which("node")
-    if (
-        path is None
-        or not (REPO / "tools" / "node" / "node_modules" / "@agentclientprotocol" / "sdk").exists()
-    ):
-        pytest.fail(
-            "node and the pinned ACP SDK are needed: run the project's setup (scripts/setup)"
-        )
-    return path
+@pytest.fixture
+def sdk_client(node: str, bridge_env: dict[str, str], workspace: Path) -> SdkDriver:
+    """``events = await sdk_client(*args)``: the driver run in the workspace with ``args``."""
+    return functools.partial(_run_sdk_client, node, bridge_env, workspace)
 
 
-async def _run_sdk_client(node: str, env: dict[str, str], *args: str) -> list[dict[str, object]]:
-    argv = [
-        node,
-        str(SDK_CLIENT),
-        *args,
-        "--timeout-ms",
-        str(SCENARIO_SECONDS * 1000 - 5000),
-        "--",
-        sys.executable,
-        "-m",
-        "bridge",
-        "serve",
-    ]
-    with trio.fail_after(SCENARIO_SECONDS):
-        result = await trio.run_process(
-            argv, env=env, capture_stdout=True, capture_stderr=True, check=False
-        )
+async def _run_sdk_client(
+    node: str, env: dict[str, str], workspace: Path, *args: str
+) -> list[dict[str, object]]:
+    result, events = await run_sdk_driver(node, SDK_CLIENT, env, "--cwd", str(workspace), *args)
     assert result.returncode == 0, result.stderr.decode()[-3000:]
-    events = decode_lines(result.stdout)
     assert not [
         e for e in events if e["event"] in ("sdk_rejected", "timeout", "connection_closed")
     ], events
     return events
 
 
-def _validate(events: list[dict[str, object]]) -> None:
+def _validate_events(events: list[dict[str, object]]) -> None:
     """Re-check the raw payloads against the ACP schema, method by method."""
     v = ConversationValidator()
     for n, e in enumerate(events):
@@ -69,19 +51,8 @@ def _validate(events: list[dict[str, object]]) -> None:
             v.agent_sent({"jsonrpc": "2.0", "method": e["method"], "params": e["params"]})
 
 
-async def test_sdk_client_streams_a_whole_answer(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    events = await _run_sdk_client(
-        node,
-        bridge_env,
-        "--cwd",
-        str(workspace),
-        "--prompt",
-        "@@ words 500",
-        "--prompt",
-        "@@ say bye",
-    )
+async def test_sdk_client_streams_a_whole_answer(sdk_client: SdkDriver) -> None:
+    events = await sdk_client("--prompt", "@@ words 500", "--prompt", "@@ say bye")
     kinds = [(e["event"], e.get("method")) for e in events]
     assert kinds[0] == ("response", "initialize") and kinds[1] == ("response", "session/new")
     prompts = [e for e in events if e.get("method") == "session/prompt"]
@@ -95,21 +66,12 @@ async def test_sdk_client_streams_a_whole_answer(
     )
     assert text == words(500)
     assert events[-1] == {"event": "exit", "code": 0}
-    _validate(events)
+    _validate_events(events)
 
 
-async def test_sdk_client_cancels_mid_stream(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    events = await _run_sdk_client(
-        node,
-        bridge_env,
-        "--cwd",
-        str(workspace),
-        "--prompt",
-        "@@ words 3000 delay_ms=10",
-        "--cancel-after-chunks",
-        "10",
+async def test_sdk_client_cancels_mid_stream(sdk_client: SdkDriver) -> None:
+    events = await sdk_client(
+        "--prompt", "@@ words 3000 delay_ms=10", "--cancel-after-chunks", "10"
     )
     assert any(e["event"] == "cancel_sent" for e in events)
     [prompt] = [e for e in events if e.get("method") == "session/prompt"]
@@ -121,16 +83,14 @@ async def test_sdk_client_cancels_mid_stream(
         and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
     ]  # type: ignore[index]
     assert 10 <= len(chunks) < 3000
-    _validate(events)
+    _validate_events(events)
 
 
 async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_it(
-    node: str,
+    sdk_client: SdkDriver,
     nursery: trio.Nursery,
     scripted_model: ScriptedModel,
     codex_home: Path,
-    bridge_env: dict[str, str],
-    workspace: Path,
 ) -> None:
     """The SDK's unstable entry point drives providers/list and providers/set (its own
     schema checks the answers), then the session it opens runs on the provider it set."""
@@ -142,9 +102,7 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
     )
     write_codex_home(codex_home, scripted_model.base_url, extra_toml=provider)
     switch = {"providerId": "second", "apiType": "openai", "baseUrl": second.base_url}
-    events = await _run_sdk_client(
-        node,
-        bridge_env,
+    events = await sdk_client(
         "--unstable",
         "--client-capabilities",
         json.dumps({"_meta": {"providers": {}}}),
@@ -154,8 +112,6 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
         "--request",
         "providers/set",
         json.dumps(switch),
-        "--cwd",
-        str(workspace),
         "--prompt",
         "@@ say from the second provider",
     )

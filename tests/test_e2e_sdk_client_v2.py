@@ -8,21 +8,23 @@ then re-checks every payload against the v2 schema and the RFD's transcript rule
 
 from __future__ import annotations
 
-import shutil
-import sys
+import functools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from bridge.recording import TranscriptChecker
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
-from tests.support.e2e import SCENARIO_SECONDS, decode_lines, words
+from tests.support.e2e import run_sdk_driver, words
+from tests.support.reading import states_of, text_of
 from tests.support.scenarios.subagents import CHILD_WORDS, LONG_CHILD, SPAWN_THREE, script, spawn
 
 pytestmark = pytest.mark.e2e
+
+SdkDriver = Callable[..., Awaitable[list[Any]]]
 
 SDK_V2_CLIENT = REPO / "tools" / "node" / "acp_sdk_v2_client.mjs"
 
@@ -43,44 +45,19 @@ HISTORY = frozenset({"user_message", "user_message_chunk", "agent_message_chunk"
 Event = dict[str, Any]
 
 
-@pytest.fixture(scope="module")
-def node() -> str:
-    path = shutil.which("node")
-    if (
-        path is None
-        or not (REPO / "tools" / "node" / "node_modules" / "@agentclientprotocol" / "sdk").exists()
-    ):
-        pytest.fail(
-            "node and the pinned ACP SDK are needed: run the project's setup (scripts/setup)"
-        )
-    return path
-
-
 # -- running the driver --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sdk_v2_client(node: str, bridge_env: dict[str, str], workspace: Path) -> SdkDriver:
+    """``events = await sdk_v2_client(*args)``: the driver run in the workspace with ``args``."""
+    return functools.partial(_run_sdk_v2_client, node, bridge_env, workspace)
 
 
 async def _run_sdk_v2_client(
     node: str, env: dict[str, str], workspace: Path, *args: str
 ) -> list[Event]:
-    argv = [
-        node,
-        str(SDK_V2_CLIENT),
-        "--cwd",
-        str(workspace),
-        *args,
-        "--timeout-ms",
-        str(SCENARIO_SECONDS * 1000 - 5000),
-        "--",
-        sys.executable,
-        "-m",
-        "bridge",
-        "serve",
-    ]
-    with trio.fail_after(SCENARIO_SECONDS):
-        result = await trio.run_process(
-            argv, env=env, capture_stdout=True, capture_stderr=True, check=False
-        )
-    events = decode_lines(result.stdout)
+    result, events = await run_sdk_driver(node, SDK_V2_CLIENT, env, "--cwd", str(workspace), *args)
     tail = "\n".join(str(e)[:300] for e in events[-15:])
     assert result.returncode == 0, (
         f"driver exited {result.returncode}; last events:\n{tail}\n"
@@ -192,7 +169,7 @@ def _responses(events: list[Event], method: str, connection: int = 1) -> list[Ev
     ]
 
 
-def _updates(
+def _indexed_updates(
     events: list[Event],
     session: str | None = None,
     kind: str | None = None,
@@ -219,18 +196,13 @@ def _updates(
     return found
 
 
-def _states(events: list[Event], session: str, **where: Any) -> list[dict[str, Any]]:
+def _states_in(events: list[Event], session: str, **where: Any) -> list[dict[str, Any]]:
     """The ``state_update``s of ``session``, without their ``sessionUpdate`` tag."""
-    return [
-        {k: v for k, v in u.items() if k != "sessionUpdate"}
-        for _, u in _updates(events, session, "state_update", **where)
-    ]
+    return states_of(u for _, u in _indexed_updates(events, session, "state_update", **where))
 
 
-def _text(events: list[Event], session: str, **where: Any) -> str:
-    return "".join(
-        u["content"]["text"] for _, u in _updates(events, session, "agent_message_chunk", **where)
-    )
+def _text_in(events: list[Event], session: str, **where: Any) -> str:
+    return text_of(u for _, u in _indexed_updates(events, session, "agent_message_chunk", **where))
 
 
 def _session_of(events: list[Event]) -> str:
@@ -242,7 +214,7 @@ def _session_of(events: list[Event]) -> str:
 def _idle_after(events: list[Event], session: str, start: int) -> int:
     """The index of the first ``idle`` state of ``session`` after ``start``: the end of the
     work a prompt answered at ``start`` began."""
-    for n, u in _updates(events, session, "state_update", start=start):
+    for n, u in _indexed_updates(events, session, "state_update", start=start):
         if u["state"] == "idle":
             return n
     raise AssertionError(f"no idle state_update on {session} after event {start}")
@@ -251,7 +223,7 @@ def _idle_after(events: list[Event], session: str, start: int) -> int:
 def _echo(events: list[Event], session: str, message_id: str) -> tuple[int, dict[str, Any]]:
     echoes = [
         (n, u)
-        for n, u in _updates(events, session, "user_message")
+        for n, u in _indexed_updates(events, session, "user_message")
         if u.get("messageId") == message_id
     ]
     assert len(echoes) == 1, f"one user_message with messageId {message_id!r}, got {echoes}"
@@ -261,7 +233,7 @@ def _echo(events: list[Event], session: str, message_id: str) -> tuple[int, dict
 def _children(events: list[Event], parent: str) -> list[tuple[int, str]]:
     """(index, child) of each child's first ``subagent_update`` on the parent's stream."""
     seen: dict[str, int] = {}
-    for n, u in _updates(events, parent, "subagent_update"):
+    for n, u in _indexed_updates(events, parent, "subagent_update"):
         seen.setdefault(u["sessionId"], n)
     return [(n, child) for child, n in seen.items()]
 
@@ -270,7 +242,7 @@ def _mirrored(events: list[Event], parent: str, child: str) -> list[dict[str, An
     """The states the parent's ``subagent_update``s carried for ``child``."""
     return [
         u["state"]
-        for _, u in _updates(events, parent, "subagent_update")
+        for _, u in _indexed_updates(events, parent, "subagent_update")
         if u["sessionId"] == child and u.get("state") is not None
     ]
 
@@ -279,7 +251,7 @@ def _messages(events: list[Event], on: str, sender: str, recipient: str) -> list
     """The texts of the ``session_message``s on ``on``'s stream from sender to recipient."""
     return [
         "".join(c.get("text", "") for c in u["content"])
-        for _, u in _updates(events, on, "session_message")
+        for _, u in _indexed_updates(events, on, "session_message")
         if u.get("senderSessionId") == sender and u.get("recipientSessionId") == recipient
     ]
 
@@ -287,13 +259,9 @@ def _messages(events: list[Event], on: str, sender: str, recipient: str) -> list
 # -- the tests -----------------------------------------------------------------------------------
 
 
-async def test_sdk_v2_client_prompts_stream_and_end_idle(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
+async def test_sdk_v2_client_prompts_stream_and_end_idle(sdk_v2_client: SdkDriver) -> None:
     prompts = ["@@ words 500", "@@ say bye"]
-    events = await _run_sdk_v2_client(
-        node, bridge_env, workspace, "--prompt", prompts[0], "--prompt", prompts[1]
-    )
+    events = await sdk_v2_client("--prompt", prompts[0], "--prompt", prompts[1])
     [init] = _responses(events, "initialize")
     assert init["result"]["protocolVersion"] == 2, init
     assert events.index(init) == 0 and events[1]["method"] == "session/new"
@@ -315,22 +283,20 @@ async def test_sdk_v2_client_prompts_stream_and_end_idle(
         at, echo = _echo(events, session, message_id)
         assert previous_end < at < end, "the user_message echo is within the prompt's work"
         assert echo["content"] == [{"type": "text", "text": prompt}], echo
-        assert _states(events, session, start=previous_end, stop=end + 1) == [RUNNING, DONE]
-        assert _text(events, session, start=previous_end, stop=end) == expected
+        assert _states_in(events, session, start=previous_end, stop=end + 1) == [RUNNING, DONE]
+        assert _text_in(events, session, start=previous_end, stop=end) == expected
         previous_end = end + 1
-    assert _states(events, session) == [RUNNING, DONE] * 2
-    every = _updates(events)
+    assert _states_in(events, session) == [RUNNING, DONE] * 2
+    every = _indexed_updates(events)
     assert {events[n]["params"]["sessionId"] for n, _ in every} == {session}
     assert "tool_call" not in {u["sessionUpdate"] for _, u in every}, "v1's tool_call in v2"
 
 
 @pytest.mark.parametrize("permission", ["allow_once", "reject_once"])
 async def test_sdk_v2_client_answers_a_command_approval(
-    node: str, bridge_env: dict[str, str], workspace: Path, permission: str
+    sdk_v2_client: SdkDriver, workspace: Path, permission: str
 ) -> None:
-    events = await _run_sdk_v2_client(
-        node, bridge_env, workspace, "--prompt", ESCALATED, "--permission", permission
-    )
+    events = await sdk_v2_client("--prompt", ESCALATED, "--permission", permission)
     session = _session_of(events)
     [asked] = [e for e in events if e["event"] == "request"]
     assert asked["method"] == "session/request_permission", asked
@@ -347,66 +313,44 @@ async def test_sdk_v2_client_answers_a_command_approval(
         "outcome": {"outcome": "selected", "optionId": chosen["optionId"]}
     }
     assert events[events.index(answered) - 1] is asked
-    assert _states(events, session) == [
-        RUNNING,
-        {"state": "requires_action"},
-        RUNNING,
-        DONE,
-    ]
-    tool_updates = [u for _, u in _updates(events, session, "tool_call_update")]
+    assert _states_in(events, session) == [RUNNING, {"state": "requires_action"}, RUNNING, DONE]
+    tool_updates = [u for _, u in _indexed_updates(events, session, "tool_call_update")]
     command = [u for u in tool_updates if u["toolCallId"] == tool_call_id]
     assert command, f"no tool_call_update for {tool_call_id}: {tool_updates}"
     assert "touch approved.txt" in command[0]["title"], command[0]
     assert command[-1]["status"] == ("completed" if permission == "allow_once" else "failed")
     assert (workspace / "approved.txt").exists() == (permission == "allow_once")
-    assert _text(events, session) == "done"
+    assert _text_in(events, session) == "done"
 
 
-async def test_sdk_v2_client_cancels_mid_stream(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    events = await _run_sdk_v2_client(
-        node,
-        bridge_env,
-        workspace,
-        "--prompt",
-        "@@ words 3000 delay_ms=10",
-        "--cancel-after-chunks",
-        "10",
+async def test_sdk_v2_client_cancels_mid_stream(sdk_v2_client: SdkDriver) -> None:
+    events = await sdk_v2_client(
+        "--prompt", "@@ words 3000 delay_ms=10", "--cancel-after-chunks", "10"
     )
     session = _session_of(events)
     [cancel] = [e for e in events if e["event"] == "cancel_sent"]
     assert cancel["params"] == {"sessionId": session}
     [answer] = _responses(events, "session/prompt")
     assert isinstance(answer["result"].get("messageId"), str), answer
-    assert _states(events, session) == [RUNNING, CANCELLED]
+    assert _states_in(events, session) == [RUNNING, CANCELLED]
     end = _idle_after(events, session, events.index(answer))
     assert events.index(cancel) < end
-    text = _text(events, session)
+    text = _text_in(events, session)
     assert 10 <= len(text.split()) < 3000, len(text.split())
     assert words(3000).startswith(text), "the streamed words arrive whole and in order"
-    assert not _updates(events, session, "agent_message_chunk", start=end), "text after idle"
-
-
-async def test_sdk_v2_client_resumes_with_replay(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    prompts = ["@@ say remembered words", "@@ say second answer"]
-    events = await _run_sdk_v2_client(
-        node,
-        bridge_env,
-        workspace,
-        "--prompt",
-        prompts[0],
-        "--prompt",
-        prompts[1],
-        "--resume-replay",
+    assert not _indexed_updates(events, session, "agent_message_chunk", start=end), (
+        "text after idle"
     )
+
+
+async def test_sdk_v2_client_resumes_with_replay(sdk_v2_client: SdkDriver) -> None:
+    prompts = ["@@ say remembered words", "@@ say second answer"]
+    events = await sdk_v2_client("--prompt", prompts[0], "--prompt", prompts[1], "--resume-replay")
     session = _session_of(events)
     [resumed] = _responses(events, "session/resume", connection=2)
     answered = events.index(resumed)
-    live = {u["messageId"] for _, u in _updates(events, session, "agent_message_chunk")}
-    replayed = _updates(events, session, connection=2, stop=answered)
+    live = {u["messageId"] for _, u in _indexed_updates(events, session, "agent_message_chunk")}
+    replayed = _indexed_updates(events, session, connection=2, stop=answered)
     assert replayed, "nothing reached connection 2 before the resume answer"
     history = [(u["sessionUpdate"], u) for _, u in replayed if u["sessionUpdate"] in HISTORY]
     said = [
@@ -431,7 +375,7 @@ async def test_sdk_v2_client_resumes_with_replay(
     last_index, last = replayed[-1]
     assert last == {"sessionUpdate": "state_update", "state": "idle"}, last
     assert last_index == answered - 1, "the session's state_update is sent just before the answer"
-    after = _updates(events, session, connection=2, start=answered)
+    after = _indexed_updates(events, session, connection=2, start=answered)
     assert not [u for _, u in after if u["sessionUpdate"] in HISTORY], "history after the answer"
     assert [e for e in events if e["event"] == "exit"] == [
         {"event": "exit", "connection": 2, "code": 0},
@@ -439,10 +383,8 @@ async def test_sdk_v2_client_resumes_with_replay(
     ]
 
 
-async def test_sdk_v2_client_sees_sub_agents_on_both_streams(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    events = await _run_sdk_v2_client(node, bridge_env, workspace, "--prompt", SPAWN_THREE)
+async def test_sdk_v2_client_sees_sub_agents_on_both_streams(sdk_v2_client: SdkDriver) -> None:
+    events = await sdk_v2_client("--prompt", SPAWN_THREE)
     parent = _session_of(events)
     kids = _children(events, parent)
     assert len(kids) == 3, kids
@@ -450,38 +392,34 @@ async def test_sdk_v2_client_sees_sub_agents_on_both_streams(
     for announced, child in kids:
         own = [n for n, e in enumerate(events) if e.get("params", {}).get("sessionId") == child]
         assert own and announced < own[0], f"{child}'s own traffic before its announcement"
-        states = _states(events, child)
+        states = _states_in(events, child)
         assert states[0] == RUNNING and states[-1] == DONE, states
         assert _mirrored(events, parent, child) == states, "the parent mirrors the child's states"
         [assignment] = _messages(events, child, parent, child)
         assert _messages(events, parent, parent, child) == [assignment]
         word = assignment.removeprefix("@@ say ").removesuffix(" reporting")
         assert assignment == f"@@ say {word} reporting", assignment
-        assert _text(events, child) == f"{word} reporting"
+        assert _text_in(events, child) == f"{word} reporting"
         assert _messages(events, parent, child, parent) == [f"{word} reporting"]
         said_by[child] = word
     assert sorted(said_by.values()) == sorted(CHILD_WORDS)
-    assert _states(events, parent) == [RUNNING, DONE]
-    assert _text(events, parent) == "all three reported"
+    assert _states_in(events, parent) == [RUNNING, DONE]
+    assert _text_in(events, parent) == "all three reported"
 
 
-async def test_sdk_v2_client_cancels_one_child(
-    node: str, bridge_env: dict[str, str], workspace: Path
-) -> None:
-    events = await _run_sdk_v2_client(
-        node, bridge_env, workspace, "--prompt", CANCEL_CHILD, "--cancel-child-after-announce"
-    )
+async def test_sdk_v2_client_cancels_one_child(sdk_v2_client: SdkDriver) -> None:
+    events = await sdk_v2_client("--prompt", CANCEL_CHILD, "--cancel-child-after-announce")
     parent = _session_of(events)
     [(announced, child)] = _children(events, parent)
     [cancel] = [e for e in events if e["event"] == "child_cancel_sent"]
     assert cancel["sessionId"] == child and announced < events.index(cancel)
-    states = _states(events, child)
+    states = _states_in(events, child)
     assert states[0] == RUNNING and states[-1] == CANCELLED, states
     assert _mirrored(events, parent, child) == states
-    text = _text(events, child)
+    text = _text_in(events, child)
     assert len(text.split()) < 3000 and words(3000).startswith(text), text[-200:]
-    assert _states(events, parent) == [RUNNING, DONE], "the parent's work was not cancelled"
-    child_end = max(n for n, _ in _updates(events, child, "state_update"))
+    assert _states_in(events, parent) == [RUNNING, DONE], "the parent's work was not cancelled"
+    child_end = max(n for n, _ in _indexed_updates(events, child, "state_update"))
     parent_end = _idle_after(events, parent, announced)
     assert child_end < parent_end, "the parent's work went on after its child stopped"
-    assert _text(events, parent) == "parent done"
+    assert _text_in(events, parent) == "parent done"

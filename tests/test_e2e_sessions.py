@@ -24,7 +24,14 @@ from bridge.engine.features.lifecycle import LIST_PAGE
 from bridge.engine.views import tool_views as tools
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, write_codex_home
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
+from tests.support.e2e import (
+    SCENARIO_SECONDS,
+    Conversation,
+    OpenConversation,
+    earlier_session,
+    words,
+)
+from tests.support.reading import text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -62,12 +69,11 @@ def _updates_between(
     ]
 
 
-def _text(updates: list[dict[str, Any]], kind: str, message_id: str | None = None) -> str:
-    return "".join(
-        u["content"].get("text", "")
-        for u in updates
-        if u["sessionUpdate"] == kind and (message_id is None or u.get("messageId") == message_id)
-    )
+async def refused(client: AcpClient, method: str, params: dict[str, Any]) -> RpcError:
+    """The error ``method`` is answered with (it must be one)."""
+    with pytest.raises(RpcError) as refusal:
+        await client.request(method, params)
+    return refusal.value
 
 
 def _tools_replay_commands() -> bool:
@@ -86,20 +92,15 @@ def _tools_replay_commands() -> bool:
 
 
 async def test_load_in_a_new_bridge_replays_the_history_before_its_response(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
+    first = await earlier_session(open_conversation, "@@ reason 4\n@@ words 5", COMMAND_PROMPT)
+    sid = first.sid
+    live = [u["update"] for u in first.client.updates if u["sessionId"] == sid]
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
-            await first.initialize()
-            sid = await first.new_session(str(workspace))
-            assert await first.prompt(sid, "@@ reason 4\n@@ words 5") == {"stopReason": "end_turn"}
-            assert await first.prompt(sid, COMMAND_PROMPT) == {"stopReason": "end_turn"}
-        live = [u["update"] for u in first.updates if u["sessionId"] == sid]
-        assert_valid_acp(first)
-
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize()
-            assert init["agentCapabilities"]["loadSession"] is True
+        async with open_conversation(session=False) as talk:
+            client = talk.client
+            assert talk.init["agentCapabilities"]["loadSession"] is True
             sent_at = len(client.received)
             result = await client.request(
                 "session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
@@ -123,8 +124,8 @@ async def test_load_in_a_new_bridge_replays_the_history_before_its_response(
             ]
             assert users[0]["messageId"] != users[1]["messageId"]
             assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk")
-            assert _text(replay, "agent_thought_chunk") == "thought1 thought2 thought3 thought4"
-            assert _text(replay, "agent_message_chunk") == words(5) + "ran it"
+            assert text_of(replay, "agent_thought_chunk") == "thought1 thought2 thought3 thought4"
+            assert text_of(replay, "agent_message_chunk") == words(5) + "ran it"
             # The same message ids the live session used.
             live_ids = {u.get("messageId") for u in live if u["sessionUpdate"] in HISTORY_KINDS}
             replay_ids = {
@@ -151,22 +152,19 @@ async def test_load_in_a_new_bridge_replays_the_history_before_its_response(
                 )
             assert again.value.code == -32600 and "already open" in again.value.message
             assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
-        assert_valid_acp(client)
 
 
 async def test_load_of_a_thread_that_does_not_exist_is_not_found(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     missing = "019a0000-0000-7000-8000-000000000000"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
+        async with open_conversation(session=False) as talk:
+            client = talk.client
             for method in ("session/load", "session/resume"):
-                with pytest.raises(RpcError) as failure:
-                    await client.request(
-                        method, {"sessionId": missing, "cwd": str(workspace), "mcpServers": []}
-                    )
-                assert failure.value.code == -32002 and missing in failure.value.message
+                params = {"sessionId": missing, "cwd": str(workspace), "mcpServers": []}
+                failure = await refused(client, method, params)
+                assert failure.code == -32002 and missing in failure.message
             with pytest.raises(RpcError) as prompt:
                 await client.prompt(missing, "@@ words 1")
             assert prompt.value.code == -32002
@@ -181,52 +179,41 @@ async def test_load_of_a_thread_that_does_not_exist_is_not_found(
             assert malformed.value.data["codex"].startswith("invalid thread id")
             sid = await client.new_session(str(workspace))
             assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
-        assert_valid_acp(client)
 
 
 async def test_a_session_never_prompted_cannot_be_loaded_by_a_new_bridge_and_says_why(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     """Codex stores a thread at its first turn: one never prompted is gone with its Codex."""
+    sid = (await earlier_session(open_conversation)).sid
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
-            await first.initialize()
-            sid = await first.new_session(str(workspace))
-
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
+        async with open_conversation(session=False) as talk:
+            params = {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
             for method in ("session/load", "session/resume"):
-                with pytest.raises(RpcError) as failure:
-                    await client.request(
-                        method, {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
-                    )
-                assert failure.value.code == -32002
-                assert sid in failure.value.message
-                assert "never prompted" in failure.value.message
-                assert failure.value.data == {
+                failure = await refused(talk.client, method, params)
+                assert failure.code == -32002
+                assert sid in failure.message
+                assert "never prompted" in failure.message
+                assert failure.data == {
                     "sessionId": sid,
                     "codex": f"thread not loaded: {sid}",  # Codex 0.169's words
                 }
             # Nor is it listed; new sessions work.
+            client = talk.client
             listed = await client.request("session/list", {})
             assert sid not in {s["sessionId"] for s in listed["sessions"]}
             other = await client.new_session(str(workspace))
             assert await client.prompt(other, "@@ words 2") == {"stopReason": "end_turn"}
-        assert_valid_acp(client)
 
 
 async def test_resume_in_a_new_bridge_has_no_replay_and_the_session_works(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
+    sid = (await earlier_session(open_conversation, "@@ words 4")).sid
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
-            await first.initialize()
-            sid = await first.new_session(str(workspace))
-            assert await first.prompt(sid, "@@ words 4") == {"stopReason": "end_turn"}
-
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize()
-            assert init["agentCapabilities"]["sessionCapabilities"]["resume"] == {}
+        async with open_conversation(session=False) as talk:
+            client = talk.client
+            assert talk.init["agentCapabilities"]["sessionCapabilities"]["resume"] == {}
             sent_at = len(client.received)
             await client.request("session/resume", {"sessionId": sid, "cwd": str(workspace)})
             answered_at = _answer_of(client, _rid_of(client, "session/resume"))
@@ -239,24 +226,19 @@ async def test_resume_in_a_new_bridge_has_no_replay_and_the_session_works(
             with pytest.raises(RpcError) as again:
                 await client.request("session/resume", {"sessionId": sid, "cwd": str(workspace)})
             assert again.value.code == -32600 and "already open" in again.value.message
-        assert_valid_acp(client)
 
 
 async def test_list_pages_through_root_threads_and_filters_by_cwd(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    tmp_path: Path,
-    stderr_file: Path,
+    open_conversation: OpenConversation, workspace: Path, tmp_path: Path
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     # More than one page (the bridge asks Codex for pages of LIST_PAGE).
     count = LIST_PAGE + 2
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize()
-            assert init["agentCapabilities"]["sessionCapabilities"]["list"] == {}
+        async with open_conversation(session=False) as talk:
+            client = talk.client
+            assert talk.init["agentCapabilities"]["sessionCapabilities"]["list"] == {}
             made: list[str] = []
             for n in range(count):
                 sid = await client.new_session(str(workspace))
@@ -300,76 +282,64 @@ async def test_list_pages_through_root_threads_and_filters_by_cwd(
                 await client.request("session/list", {"cwd": "relative"})
             assert relative.value.code == -32602
             assert await client.prompt(made[0], "@@ words 1") == {"stopReason": "end_turn"}
-        assert_valid_acp(client)
 
 
 async def test_close_while_a_prompt_runs_cancels_it_then_forgets_the_session(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    conversation: Conversation, workspace: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize()
-            assert init["agentCapabilities"]["sessionCapabilities"]["close"] == {}
-            sid = await client.new_session(str(workspace))
-            outcome: dict[str, Any] = {}
+    client, sid = conversation.client, conversation.sid
+    assert conversation.init["agentCapabilities"]["sessionCapabilities"]["close"] == {}
+    outcome: dict[str, Any] = {}
 
-            async def prompt() -> None:
-                outcome["prompt"] = await client.prompt(sid, "@@ words 3000 delay_ms=10")
+    async def prompt() -> None:
+        outcome["prompt"] = await client.prompt(sid, "@@ words 3000 delay_ms=10")
 
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(prompt)
-                await client.wait_for(lambda _m: len(client.text_of(sid).split()) >= 20)
-                outcome["close"] = await client.request("session/close", {"sessionId": sid})
-                closed_at = len(client.received)
-            assert outcome["prompt"] == {"stopReason": "cancelled"}
-            assert outcome["close"] == {}
-            assert _answer_of(client, _rid_of(client, "session/prompt")) < _answer_of(
-                client, _rid_of(client, "session/close")
-            )
-            streamed = len(client.text_of(sid).split())
-            assert 20 <= streamed < 3000
-            # Forgotten: nothing more arrives for it, and requests for it are not found.
-            with pytest.raises(RpcError) as gone:
-                await client.prompt(sid, "@@ words 1")
-            assert gone.value.code == -32002
-            with pytest.raises(RpcError) as unknown:
-                await client.request("session/close", {"sessionId": sid})
-            assert unknown.value.code == -32002
-            assert not [
-                m
-                for m in client.received[closed_at:]
-                if m.get("method") == "session/update" and m["params"]["sessionId"] == sid
-            ]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prompt)
+        await client.wait_for(lambda _m: len(client.text_of(sid).split()) >= 20)
+        outcome["close"] = await client.request("session/close", {"sessionId": sid})
+        closed_at = len(client.received)
+    assert outcome["prompt"] == {"stopReason": "cancelled"}
+    assert outcome["close"] == {}
+    assert _answer_of(client, _rid_of(client, "session/prompt")) < _answer_of(
+        client, _rid_of(client, "session/close")
+    )
+    streamed = len(client.text_of(sid).split())
+    assert 20 <= streamed < 3000
+    # Forgotten: nothing more arrives for it, and requests for it are not found.
+    with pytest.raises(RpcError) as gone:
+        await client.prompt(sid, "@@ words 1")
+    assert gone.value.code == -32002
+    with pytest.raises(RpcError) as unknown:
+        await client.request("session/close", {"sessionId": sid})
+    assert unknown.value.code == -32002
+    assert not [
+        m
+        for m in client.received[closed_at:]
+        if m.get("method") == "session/update" and m["params"]["sessionId"] == sid
+    ]
 
-            # Closed here, it can be loaded again on the same connection, history and all.
-            sent_at = len(client.received)
-            await client.request(
-                "session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
-            )
-            answered_at = _answer_of(client, _rid_of(client, "session/load"))
-            replay = _updates_between(client, sent_at, answered_at, sid)
-            assert _text(replay, "user_message_chunk") == "@@ words 3000 delay_ms=10"
-            assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
-        assert_valid_acp(client)
+    # Closed here, it can be loaded again on the same connection, history and all.
+    sent_at = len(client.received)
+    await client.request(
+        "session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
+    )
+    answered_at = _answer_of(client, _rid_of(client, "session/load"))
+    replay = _updates_between(client, sent_at, answered_at, sid)
+    assert text_of(replay, "user_message_chunk") == "@@ words 3000 delay_ms=10"
+    assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
 
 
 async def test_fork_makes_a_new_session_with_the_same_history(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    open_conversation: OpenConversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            stable = await client.initialize()
-            assert "fork" not in stable["agentCapabilities"]["sessionCapabilities"]
-        assert_valid_acp(client)
+        async with open_conversation(session=False) as stable:
+            assert "fork" not in stable.init["agentCapabilities"]["sessionCapabilities"]
 
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize({"subagents": {}})
-            assert init["agentCapabilities"]["sessionCapabilities"]["fork"] == {}
-            sid = await client.new_session(str(workspace))
+        async with open_conversation(capabilities={"subagents": {}}, unstable=True) as talk:
+            client, sid = talk.client, talk.sid
+            assert talk.init["agentCapabilities"]["sessionCapabilities"]["fork"] == {}
             assert await client.prompt(sid, "@@ say remember ZEBRA-42") == {
                 "stopReason": "end_turn"
             }
@@ -389,7 +359,6 @@ async def test_fork_makes_a_new_session_with_the_same_history(
                 "stopReason": "end_turn"
             }
             assert "in the fork" not in client.text_of(sid)
-        assert_valid_acp(client, unstable=True)
 
 
 # -- MCP servers ----------------------------------------------------------------------
@@ -489,12 +458,10 @@ async def _eventually(check: Callable[[], bool], what: str) -> None:
 
 
 async def test_client_mcp_servers_reach_codex_next_to_the_users_own(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
+    open_conversation: OpenConversation,
     codex_home: Path,
     workspace: Path,
     tmp_path: Path,
-    stderr_file: Path,
     scripted_model: ScriptedModel,
     nursery: trio.Nursery,
 ) -> None:
@@ -531,9 +498,9 @@ async def test_client_mcp_servers_reach_codex_next_to_the_users_own(
         },
     ]
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize()
-            assert init["agentCapabilities"]["mcpCapabilities"] == {"http": True}
+        async with open_conversation(session=False) as talk:
+            client = talk.client
+            assert talk.init["agentCapabilities"]["mcpCapabilities"] == {"http": True}
             result = await client.request(
                 "session/new", {"cwd": str(workspace), "mcpServers": servers}
             )
@@ -558,11 +525,10 @@ async def test_client_mcp_servers_reach_codex_next_to_the_users_own(
             assert await client.prompt(sid, "@@ say tools?") == {"stopReason": "end_turn"}
             offered = str(scripted_model.requests[-1])
             assert "probe_stdio_tool" in offered and "probe_http_tool" in offered
-        assert_valid_acp(client)
 
 
 async def test_close_while_a_permission_request_is_open_still_closes(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation,
 ) -> None:
     asked = trio.Event()
 
@@ -576,11 +542,8 @@ async def test_close_while_a_permission_request_is_open_still_closes(
         '"justification": "to test"}'
     )
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(
-            bridge_argv, bridge_env, stderr_file, on_request=never_answer
-        ) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
+        async with open_conversation(on_request=never_answer) as talk:
+            client, sid = talk.client, talk.sid
             outcome: dict[str, Any] = {}
 
             async def prompt() -> None:
@@ -594,4 +557,3 @@ async def test_close_while_a_permission_request_is_open_still_closes(
             with pytest.raises(RpcError) as gone:
                 await client.prompt(sid, "@@ words 1")
             assert gone.value.code == -32002
-        assert_valid_acp(client)

@@ -20,6 +20,7 @@ import trio
 from bridge.shell.streams import LineStream
 from tests.support.acp_schema import ConversationValidator
 from tests.support.app_server import app_server
+from tests.support.daemon import StartDaemon
 from tests.support.e2e import SCENARIO_SECONDS, words
 
 pytestmark = pytest.mark.e2e
@@ -134,13 +135,16 @@ async def test_over_a_websocket_a_paused_client_keeps_its_codex_connection(
 
 
 async def test_through_the_daemon_a_paused_client_keeps_its_session(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path, stderr_file: Path
+    start_daemon: StartDaemon,
+    runtime: Path,
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
 ) -> None:
-    from tests.support.daemon import running_daemon, serve_argv
+    from tests.support.daemon import serve_argv
 
-    runtime = tmp_path / "runtime"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
+        async with start_daemon():
             chunks, answer, _ = await paused_answer(
                 serve_argv(runtime), bridge_env, workspace, stderr_file
             )

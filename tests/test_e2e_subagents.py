@@ -16,8 +16,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,8 @@ from bridge.scripted_model import ScriptedModel, write_codex_home
 from bridge.shell.streams import LineStream
 from tests.support.acp_schema import ConversationValidator
 from tests.support.app_server import app_server, crash
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, record_argv
+from tests.support.scenarios import prompt_outcome
 from tests.support.scenarios import subagents as scenario
 from tests.support.scenarios.approvals import Answers
 from tests.support.scenarios.subagents import (
@@ -187,8 +188,44 @@ def finish(client: AcpClient, stdout: list[bytes], *, shared_helper: bool = True
     assert_stdout_is_protocol_only(stdout)
 
 
-def record_argv(out: Path) -> list[str]:
-    return [sys.executable, "-m", "bridge", "record", "--out", str(out), "--log-level", "info"]
+Tapped = Callable[..., AbstractAsyncContextManager[tuple[AcpClient, list[bytes]]]]
+Play = Callable[..., Awaitable[tuple[AcpClient, list[bytes]]]]
+
+
+@pytest.fixture
+def tapped(bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path) -> Tapped:
+    """``async with tapped(record=out) as (client, stdout)``: :func:`bridge` with the test's
+    command line and environment (or ``argv`` and ``env``); with ``record``, run as
+    ``codex-acp-bridge record`` into that file."""
+
+    def start(
+        *,
+        record: Path | None = None,
+        argv: Sequence[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> AbstractAsyncContextManager[tuple[AcpClient, list[bytes]]]:
+        if argv is None:
+            argv = bridge_argv if record is None else record_argv(record)
+        return bridge(argv, bridge_env if env is None else env, stderr_file)
+
+    return start
+
+
+@pytest.fixture
+def play(tapped: Tapped, workspace: Path) -> Play:
+    """``client, stdout = await play(scene, record=out)``: one of the scenarios
+    (``tests/support/scenarios/subagents.py``) played through :func:`tapped`, in the
+    workspace, to its end."""
+
+    async def run(
+        scene: Callable[[AcpClient, str], Awaitable[Any]], **options: Any
+    ) -> tuple[AcpClient, list[bytes]]:
+        with trio.fail_after(SCENARIO_SECONDS):
+            async with tapped(**options) as (client, stdout):
+                await scene(client, str(workspace))
+        return client, stdout
+
+    return run
 
 
 # -- reading what happened -----------------------------------------------------------------------------
@@ -348,18 +385,11 @@ def is_state(child: str, state: str, stop_reason: Any = ...) -> Callable[[dict[s
 
 
 async def test_children_spawned_in_one_step_are_announced_before_their_traffic_with_codex_nicknames(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    play: Play, route: str, scripted_model: ScriptedModel
 ) -> None:
     """Issue rules "Identity", "Announcement", "Display", "Session messages": three parallel
     spawn calls in one step, then a wait for each."""
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(bridge_argv, bridge_env, stderr_file) as (client, stdout):
-            await scenario.spawn_and_wait(client, str(workspace))
+    client, stdout = await play(scenario.spawn_and_wait)
     root = root_of(client)
     assert prompt_results(client) == [{"stopReason": "end_turn"}]
     kids = children(client)
@@ -406,18 +436,10 @@ async def test_children_spawned_in_one_step_are_announced_before_their_traffic_w
     finish(client, stdout)
 
 
-async def test_send_two_assignments_to_the_same_child_conversation(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-) -> None:
+async def test_send_two_assignments_to_the_same_child_conversation(play: Play, route: str) -> None:
     """RFD validation scenario: keep its ACP session id, use distinct message ids, and allow
     running → idle → running."""
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(bridge_argv, bridge_env, stderr_file) as (client, stdout):
-            await scenario.send_input_reuse(client, str(workspace))
+    client, stdout = await play(scenario.send_input_reuse)
     root = root_of(client)
     [kid] = children(client)
     assert prompt_results(client) == [{"stopReason": "end_turn"}]
@@ -441,20 +463,12 @@ async def test_send_two_assignments_to_the_same_child_conversation(
 
 
 async def test_a_nested_child_is_announced_on_its_parents_stream_after_its_parent(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    codex_home: Path,
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    play: Play, route: str, codex_home: Path, scripted_model: ScriptedModel
 ) -> None:
     """Issue rule "Identity: nested children have their own parent"; RFD: never announce a
     nested child under the root."""
     write_codex_home(codex_home, scripted_model.base_url, extra_toml=NESTED_TOML)
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(bridge_argv, bridge_env, stderr_file) as (client, stdout):
-            await scenario.nested_spawn(client, str(workspace))
+    client, stdout = await play(scenario.nested_spawn)
     root = root_of(client)
     assert prompt_results(client) == [{"stopReason": "end_turn"}]
     [(parent1, middle), (parent2, grandchild)] = announcements(client)
@@ -484,17 +498,11 @@ async def test_a_nested_child_is_announced_on_its_parents_stream_after_its_paren
 
 
 async def test_a_childs_permission_request_is_its_own_after_its_announcement_and_shows_requires_action(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
+    play: Play, route: str, workspace: Path
 ) -> None:
     """Issue rules "Announcement ... including its permission requests" and "Work state:
     requires_action while one of its approval requests is open, back to running"."""
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(bridge_argv, bridge_env, stderr_file) as (client, stdout):
-            await scenario.child_approval(client, str(workspace))
+    client, stdout = await play(scenario.child_approval)
     root = root_of(client)
     [kid] = children(client)
     assert prompt_results(client) == [{"stopReason": "end_turn"}]
@@ -515,7 +523,7 @@ async def test_a_childs_permission_request_is_its_own_after_its_announcement_and
 
 
 async def test_deliver_a_child_permission_callback_before_spawn_metadata(
-    bridge_env: dict[str, str], workspace: Path, stderr_file: Path, tmp_path: Path
+    play: Play, tmp_path: Path
 ) -> None:
     """RFD validation scenario. Live, Codex 0.169's threads race: the child's first events
     come before or after the spawn item completes, and the bridge may read the child before
@@ -526,9 +534,7 @@ async def test_deliver_a_child_permission_callback_before_spawn_metadata(
     committed recording of the same scenario. The request is held until the child is
     announced, and asked on the child's session."""
     out = tmp_path / "child_approval.codex.jsonl"
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(record_argv(out), bridge_env, stderr_file) as (client, stdout):
-            await scenario.child_approval(client, str(workspace))
+    client, stdout = await play(scenario.child_approval, record=out)
     finish(client, stdout)
     [kid] = children(client)
     [live_request] = [m for m in client.received if m.get("method") == "session/request_permission"]
@@ -583,15 +589,13 @@ def request_before_spawn_metadata(live: Recording) -> tuple[str, str, Reordered]
 
 
 async def test_cancel_a_child_alone_when_codex_confirms_and_the_parent_goes_on(
-    bridge_env: dict[str, str], workspace: Path, stderr_file: Path, tmp_path: Path
+    play: Play, tmp_path: Path
 ) -> None:
     """Issue rule "Cancellation": capabilities.cancel while the bridge can target the child's
     turn; session/cancel on the child interrupts that turn only; idle+cancelled when Codex
     confirms (turn/completed interrupted), not when it acknowledges; the parent's turn goes on."""
     out = tmp_path / "cancel_child.codex.jsonl"
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(record_argv(out), bridge_env, stderr_file) as (client, stdout):
-            await scenario.cancel_child(client, str(workspace))
+    client, stdout = await play(scenario.cancel_child, record=out)
     root = root_of(client)
     [kid] = children(client)
     assert prompt_results(client) == [{"stopReason": "end_turn"}]
@@ -617,14 +621,12 @@ async def test_cancel_a_child_alone_when_codex_confirms_and_the_parent_goes_on(
 
 
 async def test_cancelling_the_parent_cascades_to_its_running_child(
-    bridge_env: dict[str, str], workspace: Path, stderr_file: Path, tmp_path: Path
+    play: Play, tmp_path: Path
 ) -> None:
     """Issue rule "session/cancel on a parent → interrupt the parent's turn and every active
     descendant (Codex does not cascade)"."""
     out = tmp_path / "cancel_parent.codex.jsonl"
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(record_argv(out), bridge_env, stderr_file) as (client, stdout):
-            await scenario.cancel_parent_cascades(client, str(workspace))
+    client, stdout = await play(scenario.cancel_parent_cascades, record=out)
     root = root_of(client)
     [kid] = children(client)
     assert prompt_results(client) == [{"stopReason": "cancelled"}]
@@ -640,16 +642,10 @@ async def test_cancelling_the_parent_cascades_to_its_running_child(
 
 
 async def test_a_child_that_fails_is_idle_with_the_error_and_the_parent_goes_on(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
+    play: Play, route: str
 ) -> None:
     """Issue rule "a failed turn: idle with the error reported as the schema allows"."""
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(bridge_argv, bridge_env, stderr_file) as (client, stdout):
-            await scenario.child_fails(client, str(workspace))
+    client, stdout = await play(scenario.child_fails)
     root = root_of(client)
     [kid] = children(client)
     assert prompt_results(client) == [{"stopReason": "end_turn"}]
@@ -664,17 +660,13 @@ async def test_a_child_that_fails_is_idle_with_the_error_and_the_parent_goes_on(
 
 
 async def test_finish_a_message_before_the_child_finishes_and_keep_receiving_child_events_after_the_prompt(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
+    tapped: Tapped, route: str, workspace: Path
 ) -> None:
     """RFD validation scenario "Finish reporting a message before the child finishes
     processing it, and keep receiving child events after the parent's prompt response"."""
     prompt = scenario.script(scenario.spawn("@@ words 80 delay_ms=25"), "@@ say spawned")
     with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(bridge_argv, bridge_env, stderr_file) as (client, stdout):
+        async with tapped() as (client, stdout):
             root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
             assert await client.prompt(root, prompt) == {"stopReason": "end_turn"}
             [kid] = children(client)
@@ -699,15 +691,11 @@ async def test_finish_a_message_before_the_child_finishes_and_keep_receiving_chi
 
 
 async def test_restricted_methods_on_a_child_are_refused_and_children_are_not_listed(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
+    tapped: Tapped, route: str, workspace: Path
 ) -> None:
     """Issue rule "Restricted sessions"."""
     with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(bridge_argv, bridge_env, stderr_file) as (client, stdout):
+        async with tapped() as (client, stdout):
             await scenario.send_input_reuse(client, str(workspace))
             root = root_of(client)
             [kid] = children(client)
@@ -729,19 +717,12 @@ async def test_restricted_methods_on_a_child_are_refused_and_children_are_not_li
 
 
 async def test_a_client_without_the_subagents_capability_never_sees_a_child_and_nothing_blocks(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    scripted_model: ScriptedModel,
+    play: Play, route: str, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     """Issue rule "Clients without the capability": no subagent_update or session_message, the
     spawn is a tool call on the root, a child's permission request is asked on the root session
     naming the agent, nothing blocks."""
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(bridge_argv, bridge_env, stderr_file) as (client, stdout):
-            await scenario.subagents_without_capability(client, str(workspace))
+    client, stdout = await play(scenario.subagents_without_capability)
     root = root_of(client)
     assert prompt_results(client) == [{"stopReason": "end_turn"}]
     kinds = {p["update"]["sessionUpdate"] for p in client.updates}
@@ -772,7 +753,7 @@ async def test_a_client_without_the_subagents_capability_never_sees_a_child_and_
 
 
 async def test_cancel_a_child_and_then_an_ancestor_while_interactions_are_pending(
-    bridge_env: dict[str, str], workspace: Path, stderr_file: Path, tmp_path: Path
+    tapped: Tapped, workspace: Path, tmp_path: Path
 ) -> None:
     """RFD validation scenario: native work is targeted correctly, an acknowledgement is not
     taken for completion, and a late answer authorizes nothing. The child waits on a permission
@@ -785,7 +766,7 @@ async def test_cancel_a_child_and_then_an_ancestor_while_interactions_are_pendin
     )
     answers = Answers(permission="allow_once", hold=True)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(record_argv(out), bridge_env, stderr_file) as (client, stdout):
+        async with tapped(record=out) as (client, stdout):
             client.on_request = answers
             root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
             async with trio.open_nursery() as nursery:
@@ -843,12 +824,12 @@ async def test_cancel_a_child_and_then_an_ancestor_while_interactions_are_pendin
 
 
 async def test_closing_the_parent_stops_its_running_child(
-    bridge_env: dict[str, str], workspace: Path, stderr_file: Path, tmp_path: Path
+    tapped: Tapped, workspace: Path, tmp_path: Path
 ) -> None:
     """Issue rule "Cancellation" and the RFD's resource ownership: the agent owns child work."""
     out = tmp_path / "close_parent.codex.jsonl"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(record_argv(out), bridge_env, stderr_file) as (client, stdout):
+        async with tapped(record=out) as (client, stdout):
             root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.prompt, root, scenario.CANCEL_CHILD)
@@ -864,7 +845,7 @@ async def test_closing_the_parent_stops_its_running_child(
 
 
 async def test_lose_a_childs_activity_feed_while_acp_stays_connected(
-    codex_bin: str, codex_home: Path, workspace: Path, stderr_file: Path, tmp_path: Path
+    tapped: Tapped, codex_bin: str, codex_home: Path, workspace: Path, tmp_path: Path
 ) -> None:
     """RFD validation scenario: report ``unknown`` without inventing an outcome. The bridge is
     attached to an app-server of the test's own over WebSocket; the test kills it while a
@@ -873,18 +854,13 @@ async def test_lose_a_childs_activity_feed_while_acp_stays_connected(
         argv = [sys.executable, "-m", "bridge", "serve", "--codex-url", url]
         argv += ["--codex-token-file", str(token), "--log-level", "info"]
         with trio.fail_after(SCENARIO_SECONDS):
-            async with bridge(argv, dict(os.environ), stderr_file) as (client, stdout):
+            async with tapped(argv=argv, env=dict(os.environ)) as (client, stdout):
                 root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
                 outcome: dict[str, Any] = {}
-
-                async def prompt() -> None:
-                    try:
-                        outcome["result"] = await client.prompt(root, scenario.CANCEL_PARENT)
-                    except RpcError as exc:
-                        outcome["error"] = exc
-
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(prompt)
+                    nursery.start_soon(
+                        prompt_outcome, client, root, scenario.CANCEL_PARENT, outcome
+                    )
                     kid = await scenario.words_from_first_child(client, 20)
                     crash(process)
                     await client.wait_for(lambda _m: scenario.has_state(client, kid, "unknown"))
@@ -900,11 +876,7 @@ async def test_lose_a_childs_activity_feed_while_acp_stays_connected(
 
 
 async def test_a_child_closed_and_resumed_keeps_its_session_and_close_and_resume_stay_tool_calls(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
+    tapped: Tapped, route: str, workspace: Path
 ) -> None:
     """Issue rules "Identity: the same for every later send_input, wait or resume_agent" and
     "wait and close_agent stay ordinary tool calls of the session that made them"."""
@@ -918,7 +890,7 @@ async def test_a_child_closed_and_resumed_keeps_its_session_and_close_and_resume
         "@@ say parent done",
     )
     with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(bridge_argv, bridge_env, stderr_file) as (client, stdout):
+        async with tapped() as (client, stdout):
             root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
             assert await client.prompt(root, prompt) == {"stopReason": "end_turn"}
     [kid] = children(client)
@@ -936,7 +908,7 @@ async def test_a_child_closed_and_resumed_keeps_its_session_and_close_and_resume
 
 
 async def test_a_child_idle_during_its_parents_cancel_takes_its_next_assignment(
-    bridge_env: dict[str, str], workspace: Path, stderr_file: Path, tmp_path: Path
+    tapped: Tapped, workspace: Path, tmp_path: Path
 ) -> None:
     """RFD: "Cancellation does not close the child session or prevent the parent from
     assigning later work to it"; a cancel racing with ended work does not rewrite it."""
@@ -948,7 +920,7 @@ async def test_a_child_idle_during_its_parents_cancel_takes_its_next_assignment(
     )
     out = tmp_path / "cancel_idle.codex.jsonl"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with bridge(record_argv(out), bridge_env, stderr_file) as (client, stdout):
+        async with tapped(record=out) as (client, stdout):
             root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.prompt, root, first)

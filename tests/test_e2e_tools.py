@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import trio
 
 from bridge.acp_client import AcpClient
 from bridge.scripted_model import ScriptedModel, write_codex_home
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
 from tests.support.scenarios.tools import (
     BIG,
     COMMAND,
@@ -70,29 +71,32 @@ def texts(call: dict[str, Any]) -> str:
     )
 
 
-async def run(
-    argv: list[str],
-    env: dict[str, str],
-    log: Path,
-    workspace: Path,
-    prompt: str,
-    capabilities: dict[str, Any] | None = None,
-    on_request: Any = None,
-) -> tuple[AcpClient, str, Any]:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(argv, env, log) as client:
-            if on_request is not None:
-                client.on_request = on_request
-            await client.initialize(capabilities)
-            sid = await client.new_session(str(workspace))
-            result = await client.prompt(sid, prompt)
-    return client, sid, result
+Run = Callable[..., Awaitable[tuple[AcpClient, str, Any]]]
 
 
-async def test_a_command_streams_its_output_and_completes(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
-) -> None:
-    client, sid, result = await run(bridge_argv, bridge_env, stderr_file, workspace, COMMAND)
+@pytest.fixture
+def run(
+    open_conversation: OpenConversation, codex_home: Path, scripted_model: ScriptedModel
+) -> Run:
+    """``client, sid, result = await run(prompt, **options)``: one prompt in a conversation
+    of its own (options: ``open_conversation``'s, and ``extra_toml`` for Codex's config),
+    returned once the bridge has gone."""
+
+    async def prompted(
+        prompt: str, *, extra_toml: str = "", **options: Any
+    ) -> tuple[AcpClient, str, Any]:
+        if extra_toml:
+            write_codex_home(codex_home, scripted_model.base_url, extra_toml=extra_toml)
+        with trio.fail_after(SCENARIO_SECONDS):
+            async with open_conversation(**options) as talk:
+                result = await talk.prompt(prompt)
+        return talk.client, talk.sid, result
+
+    return prompted
+
+
+async def test_a_command_streams_its_output_and_completes(run: Run) -> None:
+    client, sid, result = await run(COMMAND)
     assert result == {"stopReason": "end_turn"}
     [updates] = calls(client, sid).values()
     call = updates[0]
@@ -103,46 +107,39 @@ async def test_a_command_streams_its_output_and_completes(
     assert "hi" in texts(final)
     assert final["rawOutput"]["exitCode"] == 0
     assert client.text_of(sid) == "done"
-    assert_valid_acp(client)
 
 
-async def test_output_shows_while_the_command_still_runs(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
-) -> None:
+async def test_output_shows_while_the_command_still_runs(run: Run) -> None:
     # Codex 0.169 sometimes drops a command's very first output delta (its
     # aggregatedOutput still has it), so output is printed at three moments.
     slow = (
         '@@ call exec_command {"cmd": "echo first; sleep 2; echo second; sleep 2; echo third"}'
         "\n@@ then\n@@ say done"
     )
-    client, sid, _ = await run(bridge_argv, bridge_env, stderr_file, workspace, slow)
+    client, sid, _ = await run(slow)
     [updates] = calls(client, sid).values()
     running = [texts(u) for u in updates[1:-1] if "content" in u]
     assert any(("first" in t or "second" in t) and "third" not in t for t in running), running
     assert all(word in texts(merged(updates)) for word in ("first", "second", "third"))
-    assert_valid_acp(client)
 
 
-async def test_a_failed_command_fails_with_its_exit_code(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
-) -> None:
-    client, sid, result = await run(bridge_argv, bridge_env, stderr_file, workspace, FAILED_COMMAND)
+async def test_a_failed_command_fails_with_its_exit_code(run: Run) -> None:
+    client, sid, result = await run(FAILED_COMMAND)
     assert result == {"stopReason": "end_turn"}  # the turn goes on after a failed command
     [updates] = calls(client, sid).values()
     final = merged(updates)
     assert (final["title"], final["status"]) == ("echo oops >&2; exit 3", "failed")
     assert "oops" in texts(final) and "Exit code 3" in texts(final)
     assert final["rawOutput"]["exitCode"] == 3
-    assert_valid_acp(client)
 
 
 async def test_reading_commands_are_read_and_search_calls_with_locations(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    run: Run, workspace: Path
 ) -> None:
     (workspace / "notes.md").write_text(NOTES)
     (workspace / "docs").mkdir()
     (workspace / "docs" / "guide.txt").write_text("hello guide\n")
-    client, sid, _ = await run(bridge_argv, bridge_env, stderr_file, workspace, READ_COMMANDS)
+    client, sid, _ = await run(READ_COMMANDS)
     cat, grep, ls = (merged(u) for u in calls(client, sid).values())
     assert (cat["title"], cat["kind"], cat["status"]) == ("cat notes.md", "read", "completed")
     assert cat["locations"] == [{"path": str(workspace / "notes.md")}]
@@ -152,17 +149,10 @@ async def test_reading_commands_are_read_and_search_calls_with_locations(
     assert (ls["title"], ls["kind"]) == ("ls docs", "search")
     assert ls["locations"] == [{"path": str(workspace / "docs")}]
     assert "guide.txt" in texts(ls)
-    assert_valid_acp(client)
 
 
-async def test_zed_gets_command_output_as_terminal_meta(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
-) -> None:
+async def test_zed_gets_command_output_as_terminal_meta(run: Run, workspace: Path) -> None:
     client, sid, _ = await run(
-        bridge_argv,
-        bridge_env,
-        stderr_file,
-        workspace,
         COMMAND,
         capabilities=ZED_CAPABILITIES,
         on_request=answer_file_reads,
@@ -181,14 +171,13 @@ async def test_zed_gets_command_output_as_terminal_meta(
         "signal": None,
     }
     assert final["status"] == "completed"
-    assert_valid_acp(client)
 
 
 async def test_a_patch_shows_an_added_file_and_the_hunks_of_an_updated_one(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    run: Run, workspace: Path
 ) -> None:
     (workspace / "big.txt").write_text(BIG)
-    client, sid, result = await run(bridge_argv, bridge_env, stderr_file, workspace, PATCH_PROMPT)
+    client, sid, result = await run(PATCH_PROMPT)
     assert result == {"stopReason": "end_turn"}
     assert (workspace / "new.txt").read_text() == "hello\nworld\n"
     [updates] = calls(client, sid).values()
@@ -202,11 +191,10 @@ async def test_a_patch_shows_an_added_file_and_the_hunks_of_an_updated_one(
     assert (hunk["oldText"], hunk["newText"]) == ("l10\nl11\nl12\n", "l10\nL11\nl12\n")
     assert hunk["_meta"]["hunk"]["oldStart"] == 10
     assert {loc["path"] for loc in final["locations"]} == set(diffs)
-    assert_valid_acp(client)
 
 
 async def test_a_client_that_reads_files_sees_whole_files_even_once_patched(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     big = workspace / "big.txt"
     big.write_text(BIG)
@@ -233,10 +221,8 @@ async def test_a_client_that_reads_files_sees_whole_files_even_once_patched(
         )
 
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            client.on_request = reader
-            await client.initialize(READER_CAPABILITIES)
-            sid = await client.new_session(str(workspace))
+        async with open_conversation(capabilities=READER_CAPABILITIES, on_request=reader) as talk:
+            client, sid = talk.client, talk.sid
             assert await client.prompt(sid, PATCH_PROMPT) == {"stopReason": "end_turn"}
             # The answer may come after the turn: the update follows it whenever it does.
             await client.wait_for(whole_diff)
@@ -249,19 +235,10 @@ async def test_a_client_that_reads_files_sees_whole_files_even_once_patched(
     assert whole["newText"] == BIG.replace("l11\n", "L11\n")
     [added] = [d for d in final["content"] if d["path"] == str(workspace / "new.txt")]
     assert added["newText"] == "hello\nworld\n"
-    assert_valid_acp(client)
 
 
-async def test_a_plan_is_sent_as_an_acp_plan(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    codex_home: Path,
-    scripted_model: ScriptedModel,
-) -> None:
-    write_codex_home(codex_home, scripted_model.base_url, extra_toml=PLAN_TOML)
-    client, sid, result = await run(bridge_argv, bridge_env, stderr_file, workspace, PLAN_PROMPT)
+async def test_a_plan_is_sent_as_an_acp_plan(run: Run) -> None:
+    client, sid, result = await run(PLAN_PROMPT, extra_toml=PLAN_TOML)
     assert result == {"stopReason": "end_turn"}
     [plan] = [u["update"] for u in client.updates if u["update"]["sessionUpdate"] == "plan"]
     assert plan["entries"] == [
@@ -271,26 +248,20 @@ async def test_a_plan_is_sent_as_an_acp_plan(
     ]
     assert plan["_meta"] == {"explanation": "Three steps"}
     assert tool_updates(client, sid) == [], "update_plan is the plan, not a tool call"
-    assert_valid_acp(client)
 
 
-async def test_a_web_search_is_a_search_tool_call(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
-) -> None:
-    client, sid, _ = await run(bridge_argv, bridge_env, stderr_file, workspace, WEB_SEARCH)
+async def test_a_web_search_is_a_search_tool_call(run: Run) -> None:
+    client, sid, _ = await run(WEB_SEARCH)
     [updates] = calls(client, sid).values()
     final = merged(updates)
     assert (final["kind"], final["status"]) == ("search", "completed")
     assert final["title"] == "Search the web: trio structured concurrency"
     assert client.text_of(sid) == "found"
-    assert_valid_acp(client)
 
 
-async def test_an_image_view_is_a_read_of_the_image(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
-) -> None:
+async def test_an_image_view_is_a_read_of_the_image(run: Run, workspace: Path) -> None:
     (workspace / "pixel.png").write_bytes(base64.b64decode(PIXEL_PNG_BASE64))
-    client, sid, _ = await run(bridge_argv, bridge_env, stderr_file, workspace, IMAGE_VIEW)
+    client, sid, _ = await run(IMAGE_VIEW)
     [updates] = calls(client, sid).values()
     final = merged(updates)
     assert (final["title"], final["kind"], final["status"]) == (
@@ -301,19 +272,10 @@ async def test_an_image_view_is_a_read_of_the_image(
     assert final["locations"] == [{"path": str(workspace / "pixel.png")}]
     [link] = [c["content"] for c in final["content"]]
     assert link["type"] == "resource_link" and link["mimeType"] == "image/png"
-    assert_valid_acp(client)
 
 
-async def test_mcp_tool_calls_show_their_result_and_their_failure(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
-    codex_home: Path,
-    scripted_model: ScriptedModel,
-) -> None:
-    write_codex_home(codex_home, scripted_model.base_url, extra_toml=MCP_TOML)
-    client, sid, result = await run(bridge_argv, bridge_env, stderr_file, workspace, MCP_PROMPT)
+async def test_mcp_tool_calls_show_their_result_and_their_failure(run: Run) -> None:
+    client, sid, result = await run(MCP_PROMPT, extra_toml=MCP_TOML)
     assert result == {"stopReason": "end_turn"}
     echo, fail = (merged(u) for u in calls(client, sid).values())
     assert (echo["title"], echo["kind"], echo["status"]) == ("testmcp: echo", "other", "completed")
@@ -321,4 +283,3 @@ async def test_mcp_tool_calls_show_their_result_and_their_failure(
     assert texts(echo) == "echo: hello"
     assert (fail["title"], fail["status"]) == ("testmcp: fail", "failed")
     assert texts(fail) == "it failed"
-    assert_valid_acp(client)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -14,7 +13,6 @@ import trio
 
 from bridge.shell.streams import LineStream
 from tests.support.app_server import app_server
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
 
 pytestmark = pytest.mark.e2e
 
@@ -23,34 +21,10 @@ pytestmark = pytest.mark.e2e
 async def ws_app_server(
     codex_bin: str, codex_home: Path, tmp_path: Path
 ) -> AsyncIterator[tuple[str, Path]]:
-    """A real ``codex app-server --listen ws://127.0.0.1:PORT`` with capability-token auth."""
+    """A real ``codex app-server --listen ws://127.0.0.1:PORT`` with capability-token auth.
+    (A conversation through one: the ``websocket`` transport of ``test_e2e_prompt``.)"""
     async with app_server(codex_bin, codex_home, tmp_path) as (url, token_file, _process):
         yield url, token_file
-
-
-async def test_attach_to_a_running_app_server_over_websocket(
-    ws_app_server: tuple[str, Path], workspace: Path, stderr_file: Path
-) -> None:
-    url, token_file = ws_app_server
-    argv = [
-        sys.executable,
-        "-m",
-        "bridge",
-        "serve",
-        "--codex-url",
-        url,
-        "--codex-token-file",
-        str(token_file),
-        "--log-level",
-        "info",
-    ]
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(argv, dict(os.environ), stderr_file) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, "@@ words 200") == {"stopReason": "end_turn"}
-            assert client.text_of(sid) == words(200)
-    assert_valid_acp(client)
 
 
 async def test_a_wrong_websocket_token_is_one_clear_error(

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from bridge.acp_client import AcpClient, open_agent
+from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
-from tests.support.daemon import ATTACHED, daemon_info, running_daemon, serve_argv
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from tests.support.daemon import ATTACHED, StartDaemon, daemon_info, serve_argv
+from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.support.scenarios.recovery import codex_processes
 
 pytestmark = pytest.mark.e2e
@@ -47,58 +47,41 @@ async def _open_and_prompt(client: AcpClient, method: str, session: str, workspa
 
 @pytest.mark.parametrize("method", METHODS)
 async def test_a_second_serve_on_the_daemon_opens_a_session_the_first_never_prompted(
-    method: str, bridge_env: dict[str, str], workspace: Path, tmp_path: Path
-) -> None:
-    runtime = tmp_path / "runtime"
-    log = tmp_path / "bridge.log"
-    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
-        async with running_daemon(bridge_env, runtime, tmp_path / "daemon.log"):
-            async with open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (
-                first,
-                _,
-            ):
-                await first.initialize()
-                session = await first.new_session(str(workspace))
-            # The first editor is gone; the daemon's Codex still holds the thread.
-            async with open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (
-                second,
-                _,
-            ):
-                await second.initialize()
-                await _open_and_prompt(second, method, session, workspace)
-    assert ATTACHED in log.read_text()
-    assert_valid_acp(second)
-
-
-@pytest.mark.parametrize("method", METHODS)
-async def test_one_bridge_opens_again_a_session_it_closed_before_prompting_it(
+    start_daemon: StartDaemon,
+    runtime: Path,
     method: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
+    open_conversation: OpenConversation,
     workspace: Path,
     stderr_file: Path,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            session = await client.new_session(str(workspace))
-            await client.request("session/close", {"sessionId": session})
-            await _open_and_prompt(client, method, session, workspace)
-        assert_valid_acp(client)
+        async with start_daemon():
+            async with open_conversation(argv=serve_argv(runtime)) as first:
+                pass
+            # The first editor is gone; the daemon's Codex still holds the thread.
+            async with open_conversation(argv=serve_argv(runtime), session=False) as second:
+                await _open_and_prompt(second.client, method, first.sid, workspace)
+    assert ATTACHED in stderr_file.read_text()
+
+
+@pytest.mark.parametrize("method", METHODS)
+async def test_one_bridge_opens_again_a_session_it_closed_before_prompting_it(
+    method: str, conversation: Conversation, workspace: Path
+) -> None:
+    client, session = conversation.client, conversation.sid
+    await client.request("session/close", {"sessionId": session})
+    await _open_and_prompt(client, method, session, workspace)
 
 
 async def test_after_the_daemons_codex_restarted_a_session_never_prompted_says_it_is_gone(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    start_daemon: StartDaemon, runtime: Path, open_conversation: OpenConversation, workspace: Path
 ) -> None:
-    runtime = tmp_path / "runtime"
-    log = tmp_path / "bridge.log"
-    with trio.fail_after(SCENARIO_SECONDS), log.open("ab") as out:
+    with trio.fail_after(SCENARIO_SECONDS):
         async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log") as (daemon, info),
-            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (client, _),
+            start_daemon() as (daemon, info),
+            open_conversation(argv=serve_argv(runtime)) as talk,
         ):
-            await client.initialize()
-            session = await client.new_session(str(workspace))
+            client, session = talk.client, talk.sid
             for pid in codex_processes(daemon.pid):
                 os.kill(pid, signal.SIGKILL)
             await daemon_info(runtime, old=info.codexPid)
@@ -111,4 +94,3 @@ async def test_after_the_daemons_codex_restarted_a_session_never_prompted_says_i
             # A new session works on the new Codex.
             other = await client.new_session(str(workspace))
             assert await client.prompt(other, "@@ say two") == {"stopReason": "end_turn"}
-    assert_valid_acp(client)

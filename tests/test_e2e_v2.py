@@ -13,10 +13,10 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, words
 from tests.support.scenarios.subagents import CANCEL_CHILD, SPAWN_THREE, children
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.acp_versions(2)]
 
 ESCALATED = (
     '@@ call exec_command {"cmd":"touch approved.txt","sandbox_permissions":"require_escalated",'
@@ -53,13 +53,12 @@ def kinds(client: AcpClient, session: str) -> list[str]:
 
 
 async def test_a_v2_prompt_streams_and_ends_with_an_idle_state(
-    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+    open_conversation: OpenConversation,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize_v2()
-            assert init["protocolVersion"] == 2
-            session = await client.new_session(str(workspace))
+        async with open_conversation() as talk:
+            client, session = talk.client, talk.sid
+            assert talk.init["protocolVersion"] == 2
             message_id, ended = await client.prompt_v2(session, "@@ words 300")
             assert ended == {
                 "sessionUpdate": "state_update",
@@ -85,15 +84,11 @@ async def test_a_v2_prompt_streams_and_ends_with_an_idle_state(
                 * 2
             )
             assert "tool_call" not in kinds(client, session)
-            assert_valid_acp(client, unstable=True, version=2)
 
 
+@pytest.mark.transports("stdio", "daemon")
 async def test_a_v2_command_and_its_approval(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    stderr_file: Path,
-    workspace: Path,
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     asked: list[dict[str, Any]] = []
 
@@ -104,9 +99,8 @@ async def test_a_v2_command_and_its_approval(
         return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
 
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file, on_request=allow) as client:
-            await client.initialize_v2()
-            session = await client.new_session(str(workspace))
+        async with open_conversation(on_request=allow) as talk:
+            client, session = talk.client, talk.sid
             _, ended = await client.prompt_v2(session, ESCALATED)
             assert ended["stopReason"] == "end_turn"
             assert (workspace / "approved.txt").exists()
@@ -125,16 +119,12 @@ async def test_a_v2_command_and_its_approval(
                 if p["update"]["sessionUpdate"] == "tool_call_update"
             ]
             assert tool_updates and tool_updates[-1]["status"] == "completed"
-            assert_valid_acp(client, unstable=True, version=2)
 
 
-async def test_a_v2_cancel_ends_the_work_cancelled(
-    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
-) -> None:
+async def test_a_v2_cancel_ends_the_work_cancelled(open_conversation: OpenConversation) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize_v2()
-            session = await client.new_session(str(workspace))
+        async with open_conversation() as talk:
+            client, session = talk.client, talk.sid
             async with prompt_running(client, session, "@@ words 3000 delay_ms=10") as ended:
                 await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
                 await client.notify("session/cancel", {"sessionId": session})
@@ -145,20 +135,18 @@ async def test_a_v2_cancel_ends_the_work_cancelled(
             # The session takes new work after a cancel.
             _, again = await client.prompt_v2(session, "@@ say again")
             assert again["stopReason"] == "end_turn"
-            assert_valid_acp(client, unstable=True, version=2)
 
 
 async def test_v2_resume_replays_history_only_when_asked(
-    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
-            await first.initialize_v2()
-            session = await first.new_session(str(workspace))
-            message_id, _ = await first.prompt_v2(session, "@@ say remembered words")
+        async with open_conversation() as first:
+            session = first.sid
+            message_id, _ = await first.client.prompt_v2(session, "@@ say remembered words")
         for replay in (True, False):
-            async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-                await client.initialize_v2()
+            async with open_conversation(session=False) as talk:
+                client = talk.client
                 params: dict[str, Any] = {"sessionId": session, "cwd": str(workspace)}
                 if replay:
                     params["replayFrom"] = {"type": "start"}
@@ -188,20 +176,15 @@ async def test_v2_resume_replays_history_only_when_asked(
                 assert before[-1] == {"sessionUpdate": "state_update", "state": "idle"}
                 _, ended = await client.prompt_v2(session, "@@ say back again")
                 assert ended["stopReason"] == "end_turn"
-                assert_valid_acp(client, unstable=True, version=2)
 
 
+@pytest.mark.transports("stdio", "daemon")
 async def test_v2_sub_agents_are_announced_with_their_state_on_both_streams(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    stderr_file: Path,
-    workspace: Path,
+    open_conversation: OpenConversation,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize_v2()  # no capability: v2 clients understand sub-agents
-            session = await client.new_session(str(workspace))
+        async with open_conversation() as talk:  # no capability: v2 clients understand sub-agents
+            client, session = talk.client, talk.sid
             _, ended = await client.prompt_v2(session, SPAWN_THREE)
             assert ended["stopReason"] == "end_turn"
             kids = children(client)
@@ -231,20 +214,13 @@ async def test_v2_sub_agents_are_announced_with_their_state_on_both_streams(
                 assert mirrored == own
                 assert "session_message" in kinds(client, session)
                 assert client.text_of(child).endswith("reporting")
-            assert_valid_acp(client, unstable=True, version=2)
 
 
-async def test_v2_cancelling_a_child_stops_it_alone(
-    route: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    stderr_file: Path,
-    workspace: Path,
-) -> None:
+@pytest.mark.transports("stdio", "daemon")
+async def test_v2_cancelling_a_child_stops_it_alone(open_conversation: OpenConversation) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize_v2()
-            session = await client.new_session(str(workspace))
+        async with open_conversation() as talk:
+            client, session = talk.client, talk.sid
             async with prompt_running(client, session, CANCEL_CHILD) as ended:
                 await client.wait_for(
                     lambda _m: (
@@ -257,17 +233,15 @@ async def test_v2_cancelling_a_child_stops_it_alone(
             assert states(client, child)[-1] == {"state": "idle", "stopReason": "cancelled"}
             assert ended[0]["stopReason"] == "end_turn"  # the parent's work was not cancelled
             assert len(client.text_of(child).split()) < 3000
-            assert_valid_acp(client, unstable=True, version=2)
 
 
 async def test_v2_a_running_command_is_cancelled_alone(
-    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     script = '@@ call exec_command {"cmd": "sleep 40; touch late.txt"}\n@@ then\n@@ say carried on'
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize_v2()
-            session = await client.new_session(str(workspace))
+        async with open_conversation() as talk:
+            client, session = talk.client, talk.sid
             started = trio.current_time()
             async with prompt_running(client, session, script) as ended:
                 offered = await client.wait_for(
@@ -291,20 +265,18 @@ async def test_v2_a_running_command_is_cancelled_alone(
             assert final[-1]["capabilities"] is None
             assert client.text_of(session).endswith("carried on")
             assert not (workspace / "late.txt").exists()
-            assert_valid_acp(client, unstable=True, version=2)
 
 
 async def test_v2_resume_replays_sub_agents_before_the_answer_and_their_state_after(
-    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path, workspace: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
-            await first.initialize_v2()
-            session = await first.new_session(str(workspace))
-            await first.prompt_v2(session, SPAWN_THREE)
-            kids = set(children(first))
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize_v2()
+        async with open_conversation() as first:
+            session = first.sid
+            await first.client.prompt_v2(session, SPAWN_THREE)
+            kids = set(children(first.client))
+        async with open_conversation(session=False) as talk:
+            client = talk.client
             await client.request(
                 "session/resume",
                 {"sessionId": session, "cwd": str(workspace), "replayFrom": {"type": "start"}},
@@ -337,4 +309,3 @@ async def test_v2_resume_replays_sub_agents_before_the_answer_and_their_state_af
                 and m["params"]["sessionId"] in kids
                 and m["params"]["update"]["sessionUpdate"] == "state_update"
             ]
-            assert_valid_acp(client, unstable=True, version=2)

@@ -9,9 +9,8 @@ import pytest
 import trio
 
 from bridge.daemon.runtime import ENV_RUNTIME_DIR
-from bridge.scripted_model import ScriptedModel
 from tests.support.daemon import running_daemon
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
+from tests.support.e2e import SCENARIO_SECONDS, Conversation, words
 
 pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
 
@@ -19,20 +18,9 @@ WARNING = "outside the versions this bridge is tested with"
 
 
 async def test_serve_runs_a_tested_codex_without_a_warning(
-    scripted_model: ScriptedModel,
-    codex_version: str,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    stderr_file: Path,
+    conversation: Conversation, codex_version: str, stderr_file: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize()
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, "@@ words 3") == {"stopReason": "end_turn"}
-            assert client.text_of(sid) == words(3)
-    assert_valid_acp(client)
+    assert await conversation.said("@@ words 3") == words(3)
     log = stderr_file.read_text()
     assert WARNING not in log, log
     assert codex_version in ("0.169.0", "0.171.0")

@@ -9,8 +9,8 @@ while the other's turn runs waits for it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +18,10 @@ import msgspec
 import pytest
 import trio
 
-from bridge.acp_client import AcpClient, open_agent
-from tests.support.daemon import ATTACHED, running_daemon, serve_argv
-from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from bridge.acp_client import AcpClient
+from tests.support.daemon import ATTACHED, StartDaemon, serve_argv
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.reading import states_of, text_of
 from tests.support.scenarios.approvals import ESCALATED, Answers
 from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
 
@@ -30,50 +31,59 @@ pytestmark = pytest.mark.e2e
 LONG = "@@ words 400 delay_ms=40"
 
 
-@asynccontextmanager
-async def two_windows(
-    env: dict[str, str],
+TwoWindows = Callable[..., AbstractAsyncContextManager[tuple[AcpClient, AcpClient, str]]]
+
+
+@pytest.fixture
+def two_windows(
+    start_daemon: StartDaemon,
+    runtime: Path,
+    open_conversation: OpenConversation,
+    bridge_env: dict[str, str],
     tmp_path: Path,
     workspace: Path,
-    answers: tuple[Answers, Answers] | None = None,
-    capabilities: dict[str, Any] | None = None,
-) -> AsyncIterator[tuple[AcpClient, AcpClient, str]]:
-    """Two windows on one session of the daemon's Codex: ``a`` created it and prompted it once,
-    ``b`` loaded it."""
-    runtime = tmp_path / "runtime"
-    log = tmp_path / "bridge.log"
-    first, second = answers or (Answers(), Answers())
-    with log.open("ab") as out:
+    stderr_file: Path,
+) -> TwoWindows:
+    """``async with two_windows(...) as (a, b, session)``: two windows on one session of the
+    daemon's Codex: ``a`` created it and prompted it once, ``b`` (speaking ACP ``b_version``)
+    loaded it, or with ``load`` false has not yet. ``answers``: the two windows' answers to
+    what they are asked; ``capabilities``: what both declare."""
+
+    @asynccontextmanager
+    async def start(
+        answers: tuple[Answers, Answers] | None = None,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        b_version: int = 1,
+        load: bool = True,
+    ) -> AsyncIterator[tuple[AcpClient, AcpClient, str]]:
+        first, second = answers or (Answers(), Answers())
+        options: dict[str, Any] = {"argv": serve_argv(runtime), "capabilities": capabilities}
+        if capabilities is not None:
+            options["unstable"] = True
         async with (
-            running_daemon(env, runtime, tmp_path / "daemon.log"),
-            open_agent(serve_argv(runtime), env=env, stderr=out.fileno(), on_request=first) as (
-                a,
-                _,
-            ),
-            open_agent(serve_argv(runtime), env=env, stderr=out.fileno(), on_request=second) as (
-                b,
-                _,
-            ),
+            start_daemon(),
+            open_conversation(on_request=first, **options) as a,
+            open_conversation(on_request=second, session=False, version=b_version, **options) as b,
         ):
-            await a.initialize(capabilities)
-            await b.initialize(capabilities)
-            session = await a.new_session(str(workspace))
-            assert await a.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
-            await b.request(
-                "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
-            )
-            yield a, b, session
-    assert log.read_text().count(ATTACHED) == 2, "both windows ran through the daemon"
-    assert_valid_acp(a, unstable=capabilities is not None)
-    assert_valid_acp(b, unstable=capabilities is not None)
+            session = a.sid
+            assert await a.prompt("@@ say hello") == {"stopReason": "end_turn"}
+            if load and b_version == 2:
+                await b.client.request(
+                    "session/resume", {"sessionId": session, "cwd": str(workspace)}
+                )
+            elif load:
+                await b.client.request(
+                    "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+                )
+            yield a.client, b.client, session
+        assert stderr_file.read_text().count(ATTACHED) == 2, "both windows ran through the daemon"
+
+    return start
 
 
 def _since(client: AcpClient, start: int, session: str) -> list[dict[str, Any]]:
     return [u["update"] for u in client.updates[start:] if u["sessionId"] == session]
-
-
-def _text(updates: list[dict[str, Any]], kind: str) -> str:
-    return "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == kind)
 
 
 async def _until(client: AcpClient, done: Any) -> None:
@@ -81,21 +91,21 @@ async def _until(client: AcpClient, done: Any) -> None:
 
 
 async def test_a_turn_either_window_starts_streams_to_both_its_prompt_first_elsewhere(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    two_windows: TwoWindows,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with two_windows(bridge_env, tmp_path, workspace) as (a, b, session):
+        async with two_windows() as (a, b, session):
             for sender, watcher, text in ((a, b, "@@ words 5"), (b, a, "@@ say from b")):
                 at_sender, at_watcher = len(sender.updates), len(watcher.updates)
                 assert await sender.prompt(session, text) == {"stopReason": "end_turn"}
                 sent = _since(sender, at_sender, session)
-                answer = _text(sent, "agent_message_chunk")
+                answer = text_of(sent, "agent_message_chunk")
                 assert answer in ("word1 word2 word3 word4 word5", "from b")
                 # The other window: the prompt as the user's message, then the same answer.
                 await _until(
                     watcher,
                     lambda w=watcher, n=at_watcher, t=answer: (
-                        _text(_since(w, n, session), "agent_message_chunk") == t
+                        text_of(_since(w, n, session), "agent_message_chunk") == t
                     ),
                 )
                 seen = _since(watcher, at_watcher, session)
@@ -105,18 +115,18 @@ async def test_a_turn_either_window_starts_streams_to_both_its_prompt_first_else
                     if u["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")
                 ]
                 assert chunks[0]["sessionUpdate"] == "user_message_chunk"
-                assert _text(seen, "user_message_chunk") == text
+                assert text_of(seen, "user_message_chunk") == text
                 # The sender is not shown its own prompt back.
-                assert _text(sent, "user_message_chunk") == ""
+                assert text_of(sent, "user_message_chunk") == ""
 
 
 async def test_an_approval_is_asked_in_both_windows_and_the_first_answer_settles_it(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    two_windows: TwoWindows, workspace: Path
 ) -> None:
     slow = Answers(permission="reject_once", hold=True)
     quick = Answers(permission="allow_once")
     with trio.fail_after(SCENARIO_SECONDS):
-        async with two_windows(bridge_env, tmp_path, workspace, (slow, quick)) as (a, b, session):
+        async with two_windows((slow, quick)) as (a, b, session):
             # a asks, but its user has not answered when b's does: b's answer settles it.
             assert await a.prompt(session, ESCALATED) == {"stopReason": "end_turn"}
             assert (workspace / "approved.txt").exists()
@@ -138,10 +148,10 @@ async def test_an_approval_is_asked_in_both_windows_and_the_first_answer_settles
 
 @pytest.mark.parametrize("starter", ["a", "b"])
 async def test_a_cancel_from_the_window_that_did_not_start_the_turn_stops_it(
-    starter: str, bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    starter: str, two_windows: TwoWindows
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with two_windows(bridge_env, tmp_path, workspace) as (a, b, session):
+        async with two_windows() as (a, b, session):
             sender, other = (a, b) if starter == "a" else (b, a)
             results: dict[str, Any] = {}
 
@@ -154,7 +164,7 @@ async def test_a_cancel_from_the_window_that_did_not_start_the_turn_stops_it(
                 # The other window sees the turn stream...
                 await _until(
                     other,
-                    lambda: "word3" in _text(_since(other, at, session), "agent_message_chunk"),
+                    lambda: "word3" in text_of(_since(other, at, session), "agent_message_chunk"),
                 )
                 # ... sends a prompt of its own, which waits for that turn ...
                 nursery.start_soon(prompt, "queued", other, "@@ say never")
@@ -173,10 +183,10 @@ async def test_a_cancel_from_the_window_that_did_not_start_the_turn_stops_it(
 
 
 async def test_a_prompt_from_one_window_waits_for_the_others_turn_then_runs(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    two_windows: TwoWindows,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with two_windows(bridge_env, tmp_path, workspace) as (a, b, session):
+        async with two_windows() as (a, b, session):
             ended: list[str] = []
 
             async def prompt(name: str, client: AcpClient, text: str) -> None:
@@ -187,30 +197,21 @@ async def test_a_prompt_from_one_window_waits_for_the_others_turn_then_runs(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(prompt, "a", a, "@@ words 30 delay_ms=30")
                 await _until(
-                    b, lambda: "word2" in _text(_since(b, at, session), "agent_message_chunk")
+                    b, lambda: "word2" in text_of(_since(b, at, session), "agent_message_chunk")
                 )
                 nursery.start_soon(prompt, "b", b, "@@ say after")
             assert ended == ["a", "b"]
             # Both windows saw both turns, whole, in order.
             for client in (a, b):
-                text = _text(_since(client, at, session), "agent_message_chunk")
+                text = text_of(_since(client, at, session), "agent_message_chunk")
                 assert text.startswith("word1 word2") and text.endswith("word30after"), text
 
 
 async def test_a_window_that_loads_the_session_mid_turn_shows_the_history_then_the_live_turn(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    two_windows: TwoWindows, workspace: Path
 ) -> None:
-    runtime = tmp_path / "runtime"
-    with trio.fail_after(SCENARIO_SECONDS), (tmp_path / "bridge.log").open("ab") as out:
-        async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
-            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (a, _),
-            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (b, _),
-        ):
-            await a.initialize()
-            await b.initialize()
-            session = await a.new_session(str(workspace))
-            assert await a.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with two_windows(load=False) as (a, b, session):
             results: dict[str, Any] = {}
 
             async def prompt() -> None:
@@ -232,8 +233,6 @@ async def test_a_window_that_loads_the_session_mid_turn_shows_the_history_then_t
                 b.text_of(session),
                 a.text_of(session),
             )
-    assert_valid_acp(a)
-    assert_valid_acp(b)
 
 
 def _announced(client: AcpClient, parent: str) -> list[str]:
@@ -245,14 +244,10 @@ def _announced(client: AcpClient, parent: str) -> list[str]:
 
 
 async def test_a_sub_agent_the_other_windows_turn_spawns_is_announced_in_both(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    two_windows: TwoWindows,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with two_windows(bridge_env, tmp_path, workspace, capabilities=SUBAGENTS) as (
-            a,
-            b,
-            session,
-        ):
+        async with two_windows(capabilities=SUBAGENTS) as (a, b, session):
             spawning = script(spawn("@@ say alpha reporting"), wait(), "@@ say all reported")
             assert await b.prompt(session, spawning) == {"stopReason": "end_turn"}
             await _until(a, lambda: a.text_of(session).endswith("all reported"))
@@ -262,40 +257,25 @@ async def test_a_sub_agent_the_other_windows_turn_spawns_is_announced_in_both(
             assert b.text_of(child) == "alpha reporting"
 
 
-def _states(client: AcpClient, session: str, start: int = 0) -> list[dict[str, Any]]:
-    return [
-        {k: v for k, v in u.items() if k != "sessionUpdate"}
-        for u in _since(client, start, session)
-        if u["sessionUpdate"] == "state_update"
-    ]
-
-
 async def test_a_v2_window_follows_the_other_windows_turns_and_cancels_one(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    two_windows: TwoWindows,
 ) -> None:
-    runtime = tmp_path / "runtime"
-    with trio.fail_after(SCENARIO_SECONDS), (tmp_path / "bridge.log").open("ab") as out:
-        async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
-            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (a, _),
-            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (b, _),
-        ):
-            await a.initialize()
-            await b.initialize_v2()
-            session = await a.new_session(str(workspace))
-            assert await a.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
-            await b.request("session/resume", {"sessionId": session, "cwd": str(workspace)})
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with two_windows(b_version=2) as (a, b, session):
             # a's turn: b shows it running, then idle with its stop reason.
             at = len(b.updates)
             assert await a.prompt(session, "@@ say two") == {"stopReason": "end_turn"}
             await _until(
-                b, lambda: {"state": "idle", "stopReason": "end_turn"} in _states(b, session, at)
+                b,
+                lambda: (
+                    {"state": "idle", "stopReason": "end_turn"} in states_of(_since(b, at, session))
+                ),
             )
-            assert _states(b, session, at) == [
+            assert states_of(_since(b, at, session)) == [
                 {"state": "running"},
                 {"state": "idle", "stopReason": "end_turn"},
             ]
-            assert _text(_since(b, at, session), "user_message_chunk") == "@@ say two"
+            assert text_of(_since(b, at, session), "user_message_chunk") == "@@ say two"
             # b cancels a's next turn: a's prompt ends cancelled, b's state idle cancelled.
             at = len(b.updates)
             results: dict[str, Any] = {}
@@ -306,40 +286,30 @@ async def test_a_v2_window_follows_the_other_windows_turns_and_cancels_one(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(prompt)
                 await _until(
-                    b, lambda: "word3" in _text(_since(b, at, session), "agent_message_chunk")
+                    b, lambda: "word3" in text_of(_since(b, at, session), "agent_message_chunk")
                 )
                 await b.notify("session/cancel", {"sessionId": session})
             assert results == {"a": {"stopReason": "cancelled"}}
             await _until(
                 b,
                 lambda: (
-                    _states(b, session, at)[-1:] == [{"state": "idle", "stopReason": "cancelled"}]
+                    states_of(_since(b, at, session))[-1:]
+                    == [{"state": "idle", "stopReason": "cancelled"}]
                 ),
             )
-    assert_valid_acp(a)
-    assert_valid_acp(b, unstable=True, version=2)
 
 
 async def test_a_v2_window_is_shown_the_sub_agents_of_the_other_windows_turn(
-    bridge_env: dict[str, str], workspace: Path, tmp_path: Path
+    two_windows: TwoWindows,
 ) -> None:
-    runtime = tmp_path / "runtime"
-    with trio.fail_after(SCENARIO_SECONDS), (tmp_path / "bridge.log").open("ab") as out:
-        async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
-            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (a, _),
-            open_agent(serve_argv(runtime), env=bridge_env, stderr=out.fileno()) as (b, _),
-        ):
-            await a.initialize()  # no subagents declared: a is shown none
-            await b.initialize_v2()
-            session = await a.new_session(str(workspace))
-            assert await a.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
-            await b.request("session/resume", {"sessionId": session, "cwd": str(workspace)})
+    with trio.fail_after(SCENARIO_SECONDS):
+        # No sub-agents declared: a is shown none.
+        async with two_windows(b_version=2) as (a, b, session):
             spawning = script(spawn("@@ say alpha reporting"), wait(), "@@ say all reported")
             assert await a.prompt(session, spawning) == {"stopReason": "end_turn"}
             await _until(
                 b,
-                lambda: _text(_since(b, 0, session), "agent_message_chunk").endswith(
+                lambda: text_of(_since(b, 0, session), "agent_message_chunk").endswith(
                     "all reported"
                 ),
             )
@@ -348,5 +318,3 @@ async def test_a_v2_window_is_shown_the_sub_agents_of_the_other_windows_turn(
             await _until(
                 b, lambda: "alpha reporting" in msgspec.json.encode(_since(b, 0, child)).decode()
             )
-    assert_valid_acp(a)
-    assert_valid_acp(b, unstable=True, version=2)

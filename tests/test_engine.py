@@ -239,21 +239,16 @@ def test_unsupported_prompt_content_is_invalid_params_and_starts_no_turn(
 
 
 def test_streamed_answer_arrives_in_order_with_the_item_as_message_id() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     for word in ["Hello ", "there ", "friend"]:
         h.codex_notify(
             "item/agentMessage/delta",
             {"threadId": sid, "turnId": "turn-1", "itemId": "msg_1", "delta": word},
         )
-    h.codex_notify(
+    h.turn_notify(
         "item/completed",
-        {
-            "threadId": sid,
-            "turnId": "turn-1",
-            "item": {"type": "agentMessage", "id": "msg_1", "text": "Hello there friend"},
-        },
+        sid,
+        item={"type": "agentMessage", "id": "msg_1", "text": "Hello there friend"},
     )
     h.complete_turn(sid)
     assert h.updates(sid) == [
@@ -268,17 +263,8 @@ def test_streamed_answer_arrives_in_order_with_the_item_as_message_id() -> None:
 
 
 def test_an_answer_that_arrives_whole_is_sent_once() -> None:
-    h = Harness()
-    sid = h.new_session()
-    h.start_prompt(sid)
-    h.codex_notify(
-        "item/completed",
-        {
-            "threadId": sid,
-            "turnId": "turn-1",
-            "item": {"type": "agentMessage", "id": "m2", "text": "whole"},
-        },
-    )
+    h, sid, _ = prompting()
+    h.turn_notify("item/completed", sid, item={"type": "agentMessage", "id": "m2", "text": "whole"})
     assert h.updates(sid) == [
         {
             "sessionUpdate": "agent_message_chunk",
@@ -289,21 +275,16 @@ def test_an_answer_that_arrives_whole_is_sent_once() -> None:
 
 
 def test_reasoning_summary_streams_as_thought_chunks_with_paragraph_breaks() -> None:
-    h = Harness()
-    sid = h.new_session()
-    h.start_prompt(sid)
+    h, sid, _ = prompting()
     base = {"threadId": sid, "turnId": "turn-1", "itemId": "rs_1"}
     h.codex_notify("item/reasoning/summaryPartAdded", {**base, "summaryIndex": 0})
     h.codex_notify("item/reasoning/summaryTextDelta", {**base, "summaryIndex": 0, "delta": "Think"})
     h.codex_notify("item/reasoning/summaryPartAdded", {**base, "summaryIndex": 1})
     h.codex_notify("item/reasoning/summaryTextDelta", {**base, "summaryIndex": 1, "delta": "More"})
-    h.codex_notify(
+    h.turn_notify(
         "item/completed",
-        {
-            "threadId": sid,
-            "turnId": "turn-1",
-            "item": {"type": "reasoning", "id": "rs_1", "summary": ["Think", "More"]},
-        },
+        sid,
+        item={"type": "reasoning", "id": "rs_1", "summary": ["Think", "More"]},
     )
     texts = [(u["sessionUpdate"], u["content"]["text"]) for u in h.updates(sid)]
     assert texts == [
@@ -314,9 +295,7 @@ def test_reasoning_summary_streams_as_thought_chunks_with_paragraph_breaks() -> 
 
 
 def test_token_usage_becomes_usage_update_only_when_the_window_is_known() -> None:
-    h = Harness()
-    sid = h.new_session()
-    h.start_prompt(sid)
+    h, sid, _ = prompting()
     usage = {
         "last": {
             "totalTokens": 1200,
@@ -345,18 +324,8 @@ def test_token_usage_becomes_usage_update_only_when_the_window_is_known() -> Non
 
 
 def test_failed_turn_is_a_json_rpc_error_carrying_codex_message() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
-    h.codex_notify(
-        "error",
-        {
-            "threadId": sid,
-            "turnId": "turn-1",
-            "willRetry": False,
-            "error": {"message": "stream disconnected"},
-        },
-    )
+    h, sid, rid = prompting()
+    h.turn_notify("error", sid, willRetry=False, error={"message": "stream disconnected"})
     h.complete_turn(sid, status="failed")
     error = h.client_response(rid)["error"]  # type: ignore[index]
     assert error["code"] == -32603
@@ -367,9 +336,7 @@ def test_failed_turn_is_a_json_rpc_error_carrying_codex_message() -> None:
 
 
 def test_turn_error_message_wins_over_an_earlier_error_notification() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.codex_notify(
         "error",
         {"threadId": sid, "turnId": "turn-1", "willRetry": True, "error": {"message": "retrying"}},
@@ -385,9 +352,7 @@ def test_turn_error_message_wins_over_an_earlier_error_notification() -> None:
 
 
 def test_cancel_interrupts_and_resolves_cancelled_only_when_codex_confirms() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.client_notify("session/cancel", {"sessionId": sid})
     interrupt = h.codex_request("turn/interrupt")
     assert interrupt["params"] == {"threadId": sid, "turnId": "turn-1"}
@@ -399,12 +364,25 @@ def test_cancel_interrupts_and_resolves_cancelled_only_when_codex_confirms() -> 
     assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
 
 
-def test_cancel_before_codex_names_the_turn_interrupts_as_soon_as_it_does() -> None:
+def prompting() -> tuple[Harness, str, int]:
+    """A new session whose prompt's turn (``turn-1``) Codex has started."""
+    h = Harness()
+    sid = h.new_session()
+    return h, sid, h.start_prompt(sid)
+
+
+def prompt_sent() -> tuple[Harness, str, int]:
+    """A new session's prompt, sent; Codex has not answered its ``turn/start`` yet."""
     h = Harness()
     sid = h.new_session()
     rid = h.client_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
     )
+    return h, sid, rid
+
+
+def test_cancel_before_codex_names_the_turn_interrupts_as_soon_as_it_does() -> None:
+    h, sid, rid = prompt_sent()
     h.client_notify("session/cancel", {"sessionId": sid})
     assert not [m for m in h.to_codex if m.get("method") == "turn/interrupt"]
     h.codex_notify(
@@ -423,29 +401,21 @@ def test_cancel_before_codex_names_the_turn_interrupts_as_soon_as_it_does() -> N
 
 
 def test_a_turn_that_completes_despite_a_cancel_keeps_its_outcome() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.client_notify("session/cancel", {"sessionId": sid})
     h.complete_turn(sid, status="completed")
     assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
 
 
 def test_turn_start_refused_by_codex_fails_the_prompt_and_frees_the_session() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.client_request(
-        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
-    )
+    h, sid, rid = prompt_sent()
     h.codex_error(h.codex_request("turn/start")["id"], "thread not loaded")
     assert "thread not loaded" in h.client_response(rid)["error"]["message"]  # type: ignore[index]
     h.start_prompt(sid)
 
 
 def test_losing_codex_fails_pending_work_and_later_requests_explain_why() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, _, rid = prompting()
     pending_new = h.client_request("session/new", {"cwd": "/x", "mcpServers": []})
     h._collect(h.engine.codex_lost("Codex app-server exited with status 1"))
     for r in (rid, pending_new):
@@ -456,9 +426,7 @@ def test_losing_codex_fails_pending_work_and_later_requests_explain_why() -> Non
 
 
 def test_codex_server_requests_are_answered_at_once_never_left_waiting() -> None:
-    h = Harness()
-    sid = h.new_session()
-    h.start_prompt(sid)
+    h, _, _ = prompting()
     h.engine.receive_codex(b"")  # an empty frame is invalid, and ignored
     effects = h.engine.receive_codex(
         b'{"id": 0, "method": "item/tool/requestUserInput", "params": {"threadId": "thread-1"}}'
@@ -468,18 +436,9 @@ def test_codex_server_requests_are_answered_at_once_never_left_waiting() -> None
 
 
 def test_unknown_codex_notifications_and_items_do_not_disturb_the_session() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.codex_notify("thread/realtime/sdp", {"whatever": True})
-    h.codex_notify(
-        "item/completed",
-        {
-            "threadId": sid,
-            "turnId": "turn-1",
-            "item": {"type": "brandNewThing", "id": "x1", "payload": [1]},
-        },
-    )
+    h.turn_notify("item/completed", sid, item={"type": "brandNewThing", "id": "x1", "payload": [1]})
     h.codex_notify("item/agentMessage/delta", {"threadId": sid})  # malformed: logged, skipped
     h.codex_notify(
         "item/agentMessage/delta",
@@ -637,9 +596,7 @@ def test_a_session_outlives_its_codex_when_the_shell_brings_codex_back() -> None
 
 
 def test_a_prompt_the_user_cancelled_is_cancelled_when_codex_is_lost() -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     h.client_notify("session/cancel", {"sessionId": sid})
     h._collect(h.engine.codex_lost("gone", retrying=True))
     assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
@@ -675,16 +632,7 @@ def test_a_defect_handling_codexs_answer_still_answers_the_client() -> None:
     no string made the settings code raise while opening the session, and session/new was
     never answered. A defect in handling an answer now fails what waits on it, with -32603."""
     h = Harness()
-    rid = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
-    h.codex_reply(
-        h.codex_request("thread/start")["id"],
-        {
-            "thread": {"id": "thread-1", "cwd": "/w"},
-            "model": "m",
-            "approvalPolicy": "on-request",
-            "sandbox": {"type": ["not", "a", "string"]},
-        },
-    )
+    rid = h.thread_started("/w", "m", {"type": ["not", "a", "string"]})
     response = h.client_response(rid)
     assert response is not None, "session/new left unanswered"
     assert response["error"]["code"] == -32603
@@ -794,9 +742,7 @@ def test_a_codex_outside_the_tested_versions_is_one_warning_naming_both(
 
 @pytest.mark.parametrize("where", ["turn", "error notification"])
 def test_a_turn_stopped_for_biological_risk_fails_the_prompt_saying_why(where: str) -> None:
-    h = Harness()
-    sid = h.new_session()
-    rid = h.start_prompt(sid)
+    h, sid, rid = prompting()
     codex_error = {
         "message": "This request has been flagged for possible biological risk.",
         "codexErrorInfo": "bioPolicy",

@@ -168,6 +168,15 @@ def short(data: bytes | Json, limit: int = 1200) -> str:
     return text if len(text) <= limit else text[:limit] + f"...({len(text)} chars)"
 
 
+def _answered_once(answers: Counter[Any], rid: Any, sent: bool, rule: str, asker: str) -> None:
+    """An answer to ``asker``'s request ``rid`` (``sent``: whether it was ever asked): a
+    request's id, answered once (``answers`` counts them)."""
+    assert valid_id(rid), f"{rule}: an answer with id {rid!r}, which no request can have"
+    answers[rid] += 1
+    assert answers[rid] == 1, f"{rule}: {asker}'s request {rid!r} answered twice"
+    assert sent, f"{rule}: an answer to request {rid!r}, which {asker} never sent"
+
+
 class Run:
     """One engine, the two peers the test plays, and what the properties need to know."""
 
@@ -301,12 +310,8 @@ class Run:
                 "was a valid request, to be answered with its own id"
             )
             return
-        assert valid_id(rid), f"P2: an answer with id {rid!r}, which no request can have"
-        self.client_answers[rid] += 1
-        assert self.client_answers[rid] == 1, f"P2: client request {rid!r} answered twice"
-        assert rid in self.client_requests or rid in self.client_invalid_ids, (
-            f"P2: an answer to {rid!r}, which the client never sent"
-        )
+        sent = rid in self.client_requests or rid in self.client_invalid_ids
+        _answered_once(self.client_answers, rid, sent, "P2", "the client")
         self.loading.pop(rid, None)
         sent = self.client_requests.get(rid)
         if sent is None or "result" not in message:
@@ -367,12 +372,8 @@ class Run:
                 "P3: an error to Codex with a null id, but Codex sent nothing invalid"
             )
             return
-        assert valid_id(rid), f"P3: an answer with id {rid!r}, which no request can have"
-        self.codex_answers[rid] += 1
-        assert self.codex_answers[rid] == 1, f"P3: Codex request {rid!r} answered twice"
-        assert rid in self.fed or rid in self.codex_invalid_ids, (
-            f"P3: an answer to Codex request {rid!r}, which Codex never sent"
-        )
+        sent = rid in self.fed or rid in self.codex_invalid_ids
+        _answered_once(self.codex_answers, rid, sent, "P3", "Codex")
 
     # -- calling the engine -----------------------------------------------------------------------
 

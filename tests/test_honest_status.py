@@ -55,6 +55,16 @@ def statuses(h: Harness, session: str, call_id: str) -> list[str]:
 # -- a command that waits for approval ------------------------------------------------------------
 
 
+def root_cancelled_first(version: int = 1) -> Tree:
+    """A root with a running child, cancelled; Codex has ended the root's turn, not yet the
+    child's."""
+    t = Tree(version=version)
+    t.spawn()
+    t.cancel(ROOT)
+    t.turn_completed(ROOT, ROOT_TURN, "interrupted")
+    return t
+
+
 def test_a_command_waiting_for_approval_is_pending_then_in_progress_once_allowed() -> None:
     h, _ = harness()
     item(h, "started", THREAD, command("call_1", "inProgress"))
@@ -279,10 +289,7 @@ def child_idle(m: dict[str, Any]) -> bool:
 def test_a_cancelled_roots_answer_waits_for_its_childs_turn_to_end_when_codex_ends_it_first() -> (
     None
 ):
-    t = Tree()
-    t.spawn()
-    t.cancel(ROOT)
-    t.turn_completed(ROOT, ROOT_TURN, "interrupted")  # Codex ends the root's turn first
+    t = root_cancelled_first()  # Codex ends the root's turn first
     assert t.h.client_response(t.prompt) is None
     t.turn_completed(CHILD, "turn-child", "interrupted")
     answer_at = index_of(t, lambda m: m.get("id") == t.prompt and "result" in m)
@@ -292,10 +299,7 @@ def test_a_cancelled_roots_answer_waits_for_its_childs_turn_to_end_when_codex_en
 
 
 def test_a_cancelled_roots_answer_does_not_wait_for_a_child_whose_interrupt_was_refused() -> None:
-    t = Tree()
-    t.spawn()
-    t.cancel(ROOT)
-    t.turn_completed(ROOT, ROOT_TURN, "interrupted")
+    t = root_cancelled_first()
     assert t.h.client_response(t.prompt) is None
     [child_interrupt] = [
         m
@@ -308,10 +312,7 @@ def test_a_cancelled_roots_answer_does_not_wait_for_a_child_whose_interrupt_was_
 
 
 def test_v2_a_cancelled_roots_idle_state_follows_its_childs() -> None:
-    t = Tree(version=2)
-    t.spawn()
-    t.cancel(ROOT)
-    t.turn_completed(ROOT, ROOT_TURN, "interrupted")
+    t = root_cancelled_first(version=2)
     t.turn_completed(CHILD, "turn-child", "interrupted")
 
     def idle_of(session: str) -> Any:
@@ -331,10 +332,7 @@ def test_v2_a_cancelled_roots_idle_state_follows_its_childs() -> None:
 
 
 def test_a_close_does_not_wait_for_the_cancelled_children_a_held_answer_waits_for() -> None:
-    t = Tree()
-    t.spawn()
-    t.cancel(ROOT)
-    t.turn_completed(ROOT, ROOT_TURN, "interrupted")
+    t = root_cancelled_first()
     assert t.h.client_response(t.prompt) is None
     rid = t.request("session/close", {"sessionId": ROOT})
     assert t.h.client_response(t.prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]

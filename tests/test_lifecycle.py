@@ -211,56 +211,38 @@ def test_load_reads_the_thread_then_resumes_it_then_replays_before_the_response(
 def test_replay_shows_each_item_kind_with_its_item_id_as_message_id() -> None:
     h = Recorder()
     rid = load(h, [[USER_ITEM, REASONING_ITEM, ANSWER_ITEM], [{**ANSWER_ITEM, "id": "msg_2"}]])
+
+    def chunk(kind: str, message_id: str, content: dict[str, Any]) -> dict[str, Any]:
+        return {"sessionUpdate": kind, "messageId": message_id, "content": content}
+
+    said = {"type": "text", "text": "the answer"}
     assert replayed(h, rid) == [
-        {
-            "sessionUpdate": "user_message_chunk",
-            "messageId": "user-1",
-            "content": {"type": "text", "text": "look at these"},
-        },
-        {
-            # The link the user attached, not the bridge's text rendering of it.
-            "sessionUpdate": "user_message_chunk",
-            "messageId": "user-1",
-            "content": {"type": "resource_link", "uri": "file:///repo/a.py", "name": "a.py"},
-        },
-        {
-            "sessionUpdate": "user_message_chunk",
-            "messageId": "user-1",
-            "content": {
-                "type": "resource",
-                "resource": {"uri": "file:///repo/b.txt", "text": "B\nC"},
-            },
-        },
-        {
-            "sessionUpdate": "user_message_chunk",
-            "messageId": "user-1",
-            "content": {"type": "image", "data": "AAAA", "mimeType": "image/png"},
-        },
-        {
-            "sessionUpdate": "user_message_chunk",
-            "messageId": "user-1",
-            "content": {
-                "type": "resource_link",
-                "uri": "file:///repo/shot%20one.png",
-                "name": "shot one.png",
-            },
-        },
-        {
-            # Summary parts are paragraphs; raw reasoning is never shown (as live).
-            "sessionUpdate": "agent_thought_chunk",
-            "messageId": "rs_1",
-            "content": {"type": "text", "text": "first part\n\nsecond part"},
-        },
-        {
-            "sessionUpdate": "agent_message_chunk",
-            "messageId": "msg_1",
-            "content": {"type": "text", "text": "the answer"},
-        },
-        {
-            "sessionUpdate": "agent_message_chunk",
-            "messageId": "msg_2",
-            "content": {"type": "text", "text": "the answer"},
-        },
+        chunk("user_message_chunk", "user-1", {"type": "text", "text": "look at these"}),
+        # The link the user attached, not the bridge's text rendering of it.
+        chunk(
+            "user_message_chunk",
+            "user-1",
+            {"type": "resource_link", "uri": "file:///repo/a.py", "name": "a.py"},
+        ),
+        chunk(
+            "user_message_chunk",
+            "user-1",
+            {"type": "resource", "resource": {"uri": "file:///repo/b.txt", "text": "B\nC"}},
+        ),
+        chunk(
+            "user_message_chunk",
+            "user-1",
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        ),
+        chunk(
+            "user_message_chunk",
+            "user-1",
+            {"type": "resource_link", "uri": "file:///repo/shot%20one.png", "name": "shot one.png"},
+        ),
+        # Summary parts are paragraphs; raw reasoning is never shown (as live).
+        chunk("agent_thought_chunk", "rs_1", {"type": "text", "text": "first part\n\nsecond part"}),
+        chunk("agent_message_chunk", "msg_1", said),
+        chunk("agent_message_chunk", "msg_2", said),
     ]
     validate_all(h)
 
@@ -791,13 +773,19 @@ def test_close_while_a_prompt_runs_cancels_it_and_closes_once_codex_confirms() -
     validate_all(h)
 
 
-def test_close_before_codex_named_the_turn_interrupts_it_as_soon_as_it_does() -> None:
+def closed_while_prompting() -> tuple[Recorder, str, int, int]:
+    """A session whose prompt is sent and, before Codex answered ``turn/start``, closed; the
+    ids of the prompt and of the close."""
     h = Recorder()
     sid = h.new_session()
     prompt = h.client_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
     )
-    rid = h.client_request("session/close", {"sessionId": sid})
+    return h, sid, prompt, h.client_request("session/close", {"sessionId": sid})
+
+
+def test_close_before_codex_named_the_turn_interrupts_it_as_soon_as_it_does() -> None:
+    h, sid, prompt, rid = closed_while_prompting()
     assert "turn/interrupt" not in codex_methods(h)
     h.codex_reply(h.codex_request("turn/start")["id"], {"turn": {"id": "t9", "status": "x"}})
     assert h.codex_request("turn/interrupt")["params"]["turnId"] == "t9"
@@ -808,12 +796,7 @@ def test_close_before_codex_named_the_turn_interrupts_it_as_soon_as_it_does() ->
 
 
 def test_close_while_codex_refuses_the_turn_still_closes() -> None:
-    h = Recorder()
-    sid = h.new_session()
-    prompt = h.client_request(
-        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
-    )
-    rid = h.client_request("session/close", {"sessionId": sid})
+    h, _, prompt, rid = closed_while_prompting()
     h.codex_error(h.codex_request("turn/start")["id"], "no")
     assert error_of(h, prompt)["code"] == -32603
     h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.engine_harness import Harness
+from tests.support.engine_harness import Harness, request_log
 from tests.test_subagents import (
     CAPABILITIES,
     CHILD,
@@ -157,13 +157,7 @@ def load_running(
     ``terminals`` as still running; every Codex request the load made, by method, and where
     the load's response is in what the client received."""
     h = Harness()
-    requests: list[tuple[int, dict[str, Any]]] = []
-
-    def request(method: str, params: Any) -> int:
-        at = len(h.to_client)
-        rid = h.client_request(method, params)
-        requests.append((at, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
-        return rid
+    requests, request = request_log(h)
 
     request("initialize", {"protocolVersion": 1, "clientCapabilities": CAPABILITIES})
     rid = request("session/load", {"sessionId": ROOT, "cwd": WORKDIR, "mcpServers": []})

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
+from tests.support.engine_harness import skills_list
 from tests.test_config import THREAD, H, open_session, prompt
+
+
+def ran(command: str) -> tuple[H, int]:
+    """A session open, and ``command`` prompted in it (its request's id)."""
+    h = H()
+    open_session(h)
+    return h, run(h, command)
 
 
 def run(h: H, text: str) -> int:
@@ -74,9 +82,7 @@ def test_status_tells_model_mode_context_account_and_limits() -> None:
 
 
 def test_mcp_lists_servers_their_state_and_tools() -> None:
-    h = H()
-    open_session(h)
-    rid = run(h, "/mcp")
+    h, rid = ran("/mcp")
     params = answer(
         h,
         "mcpServerStatus/list",
@@ -111,29 +117,11 @@ def test_mcp_lists_servers_their_state_and_tools() -> None:
 
 
 def test_skills_lists_the_workspaces_skills() -> None:
-    h = H()
-    open_session(h)
-    rid = run(h, "/skills")
+    h, rid = ran("/skills")
     params = answer(
         h,
         "skills/list",
-        {
-            "data": [
-                {
-                    "cwd": "/work",
-                    "errors": [],
-                    "skills": [
-                        {
-                            "name": "deploy",
-                            "description": "Ship it",
-                            "enabled": True,
-                            "path": "/s/deploy",
-                        },
-                        {"name": "lint", "description": "", "enabled": False, "path": "/s/lint"},
-                    ],
-                }
-            ]
-        },
+        skills_list(("deploy", "Ship it", True, "/s/deploy"), ("lint", "", False, "/s/lint")),
     )
     assert params == {"cwds": ["/work"]}
     assert h.result(rid) == {"stopReason": "end_turn"}
@@ -201,9 +189,7 @@ def test_commands_that_change_state_say_what_changed(
 
 
 def test_codex_refusing_a_command_is_the_prompts_error() -> None:
-    h = H()
-    open_session(h)
-    rid = run(h, "/rename x")
+    h, rid = ran("/rename x")
     h.codex_error(h.codex_request("thread/name/set")["id"], "name too long")
     assert "name too long" in h.error(rid)["message"]
     # The session is free again.
@@ -212,9 +198,7 @@ def test_codex_refusing_a_command_is_the_prompts_error() -> None:
 
 
 def test_a_prompt_sent_while_a_command_runs_queues_behind_it() -> None:
-    h = H()
-    open_session(h)
-    rid = run(h, "/skills")
+    h, rid = ran("/skills")
     queued = run(h, "hello")
     assert not h.sent_codex("turn/start")
     answer(h, "skills/list", {"data": []})
@@ -288,9 +272,7 @@ def test_plan_takes_no_other_argument() -> None:
 def test_a_turn_codex_starts_while_a_command_runs_does_not_answer_the_command() -> None:
     """Resuming a goal makes Codex start working on it at once, in a turn of its own, often
     before it answers the command: that turn is shown, but the command keeps its answer."""
-    h = H()
-    open_session(h)
-    rid = run(h, "/goal resume")
+    h, rid = ran("/goal resume")
     request = h.codex_request("thread/goal/set")
     h.codex_notify(
         "turn/started",

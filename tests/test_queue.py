@@ -38,10 +38,15 @@ def result(h: Harness, rid: int) -> Any:
     return None if response is None else response.get("result", response.get("error"))
 
 
-def test_prompts_sent_mid_turn_run_in_order_each_with_its_own_answer() -> None:
+def prompted(text: str) -> tuple[Harness, str, int]:
+    """A new session and its first prompt, ``text`` (its request's id)."""
     h = Harness()
     sid = h.new_session()
-    first = prompt(h, sid, "one")
+    return h, sid, prompt(h, sid, text)
+
+
+def test_prompts_sent_mid_turn_run_in_order_each_with_its_own_answer() -> None:
+    h, sid, first = prompted("one")
     answer_turn_start(h, "turn-1")
     second = prompt(h, sid, "two")
     third = prompt(h, sid, "three")
@@ -60,9 +65,7 @@ def test_prompts_sent_mid_turn_run_in_order_each_with_its_own_answer() -> None:
 
 
 def test_cancel_cancels_the_turn_and_answers_the_queue_cancelled() -> None:
-    h = Harness()
-    sid = h.new_session()
-    first = prompt(h, sid, "one")
+    h, sid, first = prompted("one")
     answer_turn_start(h, "turn-1")
     queued = [prompt(h, sid, "two"), prompt(h, sid, "three")]
     h.client_notify("session/cancel", {"sessionId": sid})
@@ -80,9 +83,7 @@ def test_cancel_cancels_the_turn_and_answers_the_queue_cancelled() -> None:
 
 
 def test_a_prompt_queued_behind_a_refused_turn_starts() -> None:
-    h = Harness()
-    sid = h.new_session()
-    first = prompt(h, sid, "one")
+    h, sid, first = prompted("one")
     second = prompt(h, sid, "two")  # the turn is not even started yet
     h.codex_error(turn_starts(h)[-1]["id"], "turn refused")
     assert "turn refused" in result(h, first)["message"]
@@ -93,17 +94,13 @@ def test_a_prompt_queued_behind_a_refused_turn_starts() -> None:
 
 
 def test_a_bad_prompt_is_refused_on_arrival_not_queued() -> None:
-    h = Harness()
-    sid = h.new_session()
-    prompt(h, sid, "one")
+    h, sid, _ = prompted("one")
     rid = h.client_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "video"}]})
     assert h.client_response(rid)["error"]["code"] == -32602  # type: ignore[index]
 
 
 def test_closing_a_session_answers_its_queue_cancelled() -> None:
-    h = Harness()
-    sid = h.new_session()
-    first = prompt(h, sid, "one")
+    h, sid, first = prompted("one")
     answer_turn_start(h, "turn-1")
     queued = prompt(h, sid, "two")
     close = h.client_request("session/close", {"sessionId": sid})
@@ -119,9 +116,7 @@ def test_closing_a_session_answers_its_queue_cancelled() -> None:
 
 
 def test_codex_lost_fails_the_queue_with_the_reason() -> None:
-    h = Harness()
-    sid = h.new_session()
-    prompt(h, sid, "one")
+    h, sid, _ = prompted("one")
     answer_turn_start(h, "turn-1")
     queued = prompt(h, sid, "two")
     h._collect(h.engine.codex_lost("Codex app-server exited (code 9)"))

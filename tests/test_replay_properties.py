@@ -97,7 +97,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from bridge.engine import Engine, ToCodex
@@ -105,7 +105,14 @@ from bridge.recording import Recording, Transcript, parse_recording, read_record
 from bridge.recording.format import EndRecord, Entry, EventRecord, MessageRecord, encode_record
 from bridge.recording.redact import Redactor
 from tests.support.acp_schema import ConversationValidator
-from tests.support.fixture_sets import FIXTURES, all_names, prefixed
+from tests.support.fixture_sets import (
+    FIXTURES,
+    all_names,
+    prefixed,
+    property_over,
+    reordering_settings,
+)
+from tests.support.reading import direction
 
 #: In both fixture sets: the engine must understand both versions' traffic.
 NAMES = prefixed(["streamed_answer", "reasoning", "cancel_mid_stream", "failed_turn", "bad_input"])
@@ -132,12 +139,7 @@ LATE_ANSWERS = frozenset({"turn/start", "turn/interrupt"})
 #: Ids of the other threads and turns (rule 4): no fixture id starts like this.
 SIBLING = "01a22acf-000"
 
-SETTINGS = settings(
-    max_examples=20,
-    deadline=5000,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = reordering_settings(5000)
 
 
 # -- what may move where ------------------------------------------------------------------
@@ -163,10 +165,6 @@ class Moves:
     initialized: int = -1
     thread_ids: set[str] = field(default_factory=set)
     turn_ids: set[str] = field(default_factory=set)
-
-
-def _dir(entry: Entry) -> str | None:
-    return entry.record.dir if isinstance(entry.record, MessageRecord) else None
 
 
 def declaring_subagents(recording: Recording) -> Recording:
@@ -206,7 +204,7 @@ def legal_moves(name: str, subagents: bool = False) -> Moves:
     for i, (entry, message) in enumerate(zip(entries, messages, strict=True)):
         if message is None:
             continue
-        where = _dir(entry)
+        where = direction(entry)
         if where == "to_codex":
             if message.get("method") == "initialized":
                 moves.initialized = i
@@ -239,7 +237,7 @@ def legal_moves(name: str, subagents: bool = False) -> Moves:
         return [
             j
             for j in range(start + 1, end)
-            if _dir(entries[j]) == "from_codex"
+            if direction(entries[j]) == "from_codex"
             and (m := messages[j]) is not None
             and str(m.get("method", "")).startswith("item/")
             and m["params"].get("threadId") == thread
@@ -260,7 +258,7 @@ def legal_moves(name: str, subagents: bool = False) -> Moves:
         return None
 
     for i, (entry, message) in enumerate(zip(entries, messages, strict=True)):
-        if message is None or _dir(entry) != "from_codex":
+        if message is None or direction(entry) != "from_codex":
             continue
         method = message.get("method")
         params = message.get("params") or {}
@@ -273,7 +271,9 @@ def legal_moves(name: str, subagents: bool = False) -> Moves:
                 moves.floating[i] = bounds
         elif method is None and i in turn_of_answer:
             _start, end, _thread = turns[turn_of_answer[i]]
-            following = [j for j in range(i + 1, len(entries)) if _dir(entries[j]) != "from_codex"]
+            following = [
+                j for j in range(i + 1, len(entries)) if direction(entries[j]) != "from_codex"
+            ]
             moves.late_answers[i] = (i, min([end, *following[:1]]))
         if method == "thread/started" or (method is not None and "threadId" in params):
             moves.thread_notifications.append(i)
@@ -317,7 +317,7 @@ class Reordered:
         return f"Reordered({', '.join(self.order)})"
 
 
-def _label(record: MessageRecord | EventRecord, line: int | None) -> str:
+def _record_label(record: MessageRecord | EventRecord, line: int | None) -> str:
     if not isinstance(record, MessageRecord):
         return f"{line}:{record.event}"
     message = msgspec.json.decode(record.data()) if record.message is not msgspec.UNSET else {}
@@ -349,7 +349,7 @@ def thread_read_answer(moves: Moves, thread: str, parent: str | None) -> dict[st
     started = next(
         m
         for m, e in zip(moves.messages, moves.entries, strict=True)
-        if m is not None and _dir(e) == "from_codex" and "thread" in (m.get("result") or {})
+        if m is not None and direction(e) == "from_codex" and "thread" in (m.get("result") or {})
     )
     stored = dict(started["result"]["thread"])
     stored.update(id=thread, sessionId=thread, parentThreadId=parent, turns=[])
@@ -470,7 +470,7 @@ def rebuild(
 
     sent(engine.start())
     for record, line in inputs:
-        label = _label(record, line)
+        label = _record_label(record, line)
         if isinstance(record, EventRecord):
             answer_due(flush=True)  # Codex answered before the end
             feed(record, label)
@@ -808,20 +808,22 @@ def test_every_fixture_has_records_the_properties_move() -> None:
         assert len(cancel.late_answers) == 3, "two turn/start answers and a turn/interrupt answer"
 
 
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(data=st.data())
-def test_notifications_floating_within_their_turn_change_nothing_the_user_sees(
-    name: str, data: st.DataObject
+#: A property over every fixture, on drawn data.
+OVER_FIXTURES = property_over(NAMES, SETTINGS)
+
+
+@pytest.mark.parametrize(
+    "moved",
+    [
+        pytest.param("floating", id="notifications floating within their turn"),
+        pytest.param("late_answers", id="late turn answers"),
+    ],
+)
+@OVER_FIXTURES
+def test_one_kind_of_legal_move_changes_nothing_the_user_sees(
+    moved: str, name: str, data: st.DataObject
 ) -> None:
-    assert_same_user_visible_outcome(name, data.draw(reorderings(name, floating=True)))
-
-
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(data=st.data())
-def test_late_turn_answers_change_nothing_the_user_sees(name: str, data: st.DataObject) -> None:
-    assert_same_user_visible_outcome(name, data.draw(reorderings(name, late_answers=True)))
+    assert_same_user_visible_outcome(name, data.draw(reorderings(name, **{moved: True})))
 
 
 CLIENTS = pytest.mark.parametrize(
@@ -829,10 +831,13 @@ CLIENTS = pytest.mark.parametrize(
 )
 
 
-@pytest.mark.parametrize("name", NAMES)
-@CLIENTS
-@SETTINGS
-@given(data=st.data())
+def over_fixtures_and_clients(test: Callable[..., None]) -> Callable[..., None]:
+    """A property test run on every fixture, for each kind of client, on drawn data."""
+    drawn = SETTINGS(given(data=st.data())(test))
+    return pytest.mark.parametrize("name", NAMES)(CLIENTS(drawn))  # type: ignore[no-any-return]
+
+
+@over_fixtures_and_clients
 def test_another_threads_events_never_reach_the_client(
     name: str, subagents: bool, data: st.DataObject
 ) -> None:
@@ -842,10 +847,7 @@ def test_another_threads_events_never_reach_the_client(
     assert transcript.lines == original(name, subagents).lines
 
 
-@pytest.mark.parametrize("name", NAMES)
-@CLIENTS
-@SETTINGS
-@given(data=st.data())
+@over_fixtures_and_clients
 def test_all_legal_reorderings_at_once_change_nothing_the_user_sees(
     name: str, subagents: bool, data: st.DataObject
 ) -> None:
@@ -871,7 +873,7 @@ def test_every_record_moved_as_far_as_it_legally_goes(
     assert SIBLING not in transcript.text()
     # The reordering did reorder: the fixture's own inputs (what the client and
     # Codex sent, and events), all there, in another order.
-    inputs = [e.line for e in moves.entries if _dir(e) != "to_codex"]
+    inputs = [e.line for e in moves.entries if direction(e) != "to_codex"]
     moved = [int(label.split(":")[0]) for label in reordering.order if label[0].isdigit()]
     assert sorted(moved) == inputs
     assert moved != inputs

@@ -6,7 +6,7 @@ import contextlib
 import functools
 import io
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -176,15 +176,7 @@ async def test_bridge_over_memory_streams_answers_and_flushes_before_exit() -> N
 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            codex_stream = LineStream(bridge_codex_end, bridge_codex_end)
-
-            @asynccontextmanager
-            async def connect() -> AsyncIterator[CodexConnection]:
-                yield CodexConnection(codex_stream, lambda: _said("fake Codex closed"))
-
-            nursery.start_soon(
-                run_bridge, LineStream(bridge_client_end, bridge_client_end), connect, Engine()
-            )
+            nursery.start_soon(_bridge_to_a_fake_codex(bridge_client_end, bridge_codex_end))
             nursery.start_soon(fake_codex)
             await client.send(
                 b'{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1}}'
@@ -199,6 +191,24 @@ async def test_bridge_over_memory_streams_answers_and_flushes_before_exit() -> N
 
 async def _said(reason: str) -> str:
     return reason
+
+
+def _bridge_to_a_fake_codex(
+    client_end: trio.testing.MemoryStapledStream[Any],
+    codex_end: trio.testing.MemoryStapledStream[Any],
+    **options: Any,
+) -> Callable[[], Awaitable[None]]:
+    """``run_bridge`` between a client's and a fake Codex's in-memory streams (one Codex
+    connection, lost as "fake Codex closed"), for a nursery to start."""
+    codex_stream = LineStream(codex_end, codex_end)
+
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[CodexConnection]:
+        yield CodexConnection(codex_stream, lambda: _said("fake Codex closed"))
+
+    return functools.partial(
+        run_bridge, LineStream(client_end, client_end), connect, Engine(), **options
+    )
 
 
 def test_backoff_doubles_to_its_ceiling_starts_over_after_a_ready_codex_and_sees_a_crash_loop() -> (
@@ -360,20 +370,8 @@ async def test_the_shell_answers_codexs_clock_read_with_the_time_and_records_it(
 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            codex_stream = LineStream(bridge_codex_end, bridge_codex_end)
-
-            @asynccontextmanager
-            async def connect() -> AsyncIterator[CodexConnection]:
-                yield CodexConnection(codex_stream, lambda: _said("fake Codex closed"))
-
             nursery.start_soon(
-                functools.partial(
-                    run_bridge,
-                    LineStream(bridge_client_end, bridge_client_end),
-                    connect,
-                    Engine(),
-                    tap=tap,
-                )
+                _bridge_to_a_fake_codex(bridge_client_end, bridge_codex_end, tap=tap)
             )
             await client.send(
                 b'{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1}}'

@@ -163,16 +163,7 @@ def test_an_image_for_a_text_only_model_is_refused_naming_why() -> None:
         ]
     }
     h = Harness(catalog=catalog)
-    rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
-    h.codex_reply(
-        h.codex_request("thread/start")["id"],
-        {
-            "thread": {"id": "thread-1", "cwd": "/work"},
-            "model": "mock-model",
-            "approvalPolicy": "on-request",
-            "sandbox": {"type": "workspaceWrite"},
-        },
-    )
+    rid = h.thread_started("/work", "mock-model", {"type": "workspaceWrite"})
     assert result(h, rid)["sessionId"] == "thread-1"
     image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
     bad = h.client_request(STEER, {"sessionId": "thread-1", "prompt": [image]})

@@ -51,13 +51,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bridge.recording import Recording, Transcript, parse_recording, read_recording, replay
 from bridge.recording.format import EndRecord, Entry, MessageRecord, encode_record
 from tests.support.acp_schema import ConversationValidator
-from tests.support.fixture_sets import FIXTURES, prefixed
+from tests.support.fixture_sets import FIXTURES, prefixed, property_over, reordering_settings
+from tests.support.reading import direction
 
 #: In both fixture sets (``fixtures/`` and ``fixtures/codex-0.169/``).
 NAMES = prefixed(
@@ -75,12 +75,7 @@ NAMES = prefixed(
 #: Collab tools that make a child start work (its later events follow the item's start).
 STARTS_CHILD_WORK = frozenset({"spawnAgent", "sendInput", "resumeAgent"})
 
-SETTINGS = settings(
-    max_examples=20,
-    deadline=10_000,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = reordering_settings(10_000)
 
 
 # -- what may move where ---------------------------------------------------------------------------
@@ -115,10 +110,6 @@ def _message(entry: Entry) -> dict[str, Any] | None:
     return None
 
 
-def _dir(entry: Entry) -> str | None:
-    return entry.record.dir if isinstance(entry.record, MessageRecord) else None
-
-
 def plan_of(recording: Recording) -> Plan:
     entries = list(recording.entries)
     messages = [_message(e) for e in entries]
@@ -128,7 +119,7 @@ def plan_of(recording: Recording) -> Plan:
     for i, (entry, message) in enumerate(zip(entries, messages, strict=True)):
         if message is None:
             continue
-        where = _dir(entry)
+        where = direction(entry)
         if where == "to_codex" and message.get("method") == "thread/read":
             read_requests.add(message["id"])
         elif where == "from_codex":
@@ -203,7 +194,7 @@ class Reordered:
         return f"Reordered({', '.join(self.labels)})"
 
 
-def _label(plan: Plan, i: int) -> str:
+def _plan_label(plan: Plan, i: int) -> str:
     message = plan.messages[i]
     entry = plan.entries[i]
     if message is None:
@@ -249,7 +240,7 @@ def reordered(
         )
     count = sum(1 for i in order if isinstance(plan.entries[i].record, MessageRecord))
     out.append(encode_record(EndRecord(t=len(order) / 1000, messages=count)))
-    return Reordered(b"".join(out), tuple(_label(plan, i) for i in order))
+    return Reordered(b"".join(out), tuple(_plan_label(plan, i) for i in order))
 
 
 @st.composite
@@ -420,22 +411,22 @@ def test_each_fixture_has_children_whose_events_can_move(name: str) -> None:
     assert first.labels != last.labels
 
 
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(data=st.data())
-def test_interleaved_parent_and_child_events_change_nothing_the_user_sees(
-    name: str, data: st.DataObject
-) -> None:
-    assert_user_sees_the_same(name, data.draw(interleavings(name, late_reads=False)))
+#: A property over every fixture, on drawn data.
+OVER_FIXTURES = property_over(NAMES, SETTINGS)
 
 
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(data=st.data())
-def test_late_answers_to_the_bridges_thread_reads_change_nothing_the_user_sees(
-    name: str, data: st.DataObject
+@pytest.mark.parametrize(
+    "late_reads",
+    [
+        pytest.param(False, id="parent and child events interleaved"),
+        pytest.param(True, id="late answers to the bridge's thread reads as well"),
+    ],
+)
+@OVER_FIXTURES
+def test_interleavings_change_nothing_the_user_sees(
+    late_reads: bool, name: str, data: st.DataObject
 ) -> None:
-    assert_user_sees_the_same(name, data.draw(interleavings(name, late_reads=True)))
+    assert_user_sees_the_same(name, data.draw(interleavings(name, late_reads=late_reads)))
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -18,9 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from bridge.recording import TranscriptChecker
-from tests.support.acp_schema import ConversationValidator
-from tests.support.engine_harness import Harness
+from tests.support.engine_harness import Harness, check_interleaved, request_log
 
 ROOT = "thread-root"
 ROOT_TURN = "turn-root"
@@ -193,6 +191,26 @@ class Tree:
             {"threadId": thread, "turnId": self.turns[thread], "itemId": item_id, "delta": text},
         )
 
+    def second_assignment(self) -> None:
+        """The parent waits for the child's first result, then sends it a second assignment,
+        which the child runs to its end."""
+        done = {"status": "completed", "message": "first result"}
+        self.collab_started("wait-1", "wait", CHILD)
+        self.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
+        self.collab_started("send-1", "sendInput", CHILD)
+        self.collab_completed("send-1", "sendInput", CHILD, prompt="again", state=done)
+        self.status(CHILD, "active")
+        self.turn_started(CHILD, "turn-child-2")
+        self.user_message(CHILD, "again", "user-2")
+        self.status(CHILD)
+        self.turn_completed(CHILD, "turn-child-2")
+
+    def child_waits_on_approval(self, rid: int) -> None:
+        """The child, spawned, waits on a command approval Codex asks (request ``rid``)."""
+        self.spawn()
+        self.status(CHILD, "active", ["waitingOnApproval"])
+        self.approval(CHILD, rid=rid)
+
     def approval(self, thread: str, rid: int = 0, item_id: str = "call_cmd") -> None:
         """Codex asks the client to approve a command of ``thread``'s current turn."""
         params = {
@@ -207,6 +225,13 @@ class Tree:
         }
         message = {"id": rid, "method": "item/commandExecution/requestApproval", "params": params}
         self.h._collect(self.h.engine.receive_codex(msgspec.json.encode(message)))
+
+    def spawned_unread(self) -> None:
+        """The spawn item ``spawn-1`` starts, the child is idle, the item completes: the
+        bridge's read of the child is not answered yet."""
+        self.spawn_started("spawn-1")
+        self.status(CHILD)
+        self.collab_completed("spawn-1", "spawnAgent", CHILD)
 
     def spawn(
         self,
@@ -300,18 +325,14 @@ class Tree:
 
     def check(self) -> None:
         """The whole conversation: valid against the unstable schema, and the RFD checker passes."""
-        validator = ConversationValidator(version=self.version, unstable=True)
-        checker = TranscriptChecker(subagents=self.subagents)
         # The client's requests and answers, in their places among what the agent sent.
-        client = list(self.client_requests)
-        for line, message in enumerate([*self.sent(), None], start=1):
-            while client and client[0][0] < line:
-                _at, sent = client.pop(0)
-                validator.client_sent(sent)
-                checker.client(sent, line - 1)
-            if message is not None:
-                validator.agent_sent(message)
-                checker.agent(message, line)
+        check_interleaved(
+            self.sent(),
+            list(self.client_requests),
+            version=self.version,
+            unstable=True,
+            subagents=self.subagents,
+        )
 
 
 def session_messages(t: Tree, session: str) -> list[dict[str, Any]]:
@@ -391,9 +412,7 @@ def test_a_child_permission_request_before_its_announcement_is_held_then_asked_o
 
 def test_requires_action_while_the_childs_request_is_open_and_running_once_answered() -> None:
     t = Tree()
-    t.spawn()
-    t.status(CHILD, "active", ["waitingOnApproval"])
-    t.approval(CHILD, rid=3)
+    t.child_waits_on_approval(3)
     [request] = t.permission_requests()
     assert request["params"]["sessionId"] == CHILD
     assert t.states(CHILD)[-1] == {"state": "requires_action"}
@@ -482,16 +501,7 @@ def test_two_assignments_to_the_same_child_keep_its_session_with_distinct_messag
     t.user_message(CHILD, "@@ words 2", "user-1")
     t.status(CHILD)
     t.turn_completed(CHILD, "turn-child")
-    t.collab_started("wait-1", "wait", CHILD)
-    done = {"status": "completed", "message": "first result"}
-    t.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
-    t.collab_started("send-1", "sendInput", CHILD)
-    t.collab_completed("send-1", "sendInput", CHILD, prompt="again", state=done)
-    t.status(CHILD, "active")
-    t.turn_started(CHILD, "turn-child-2")
-    t.user_message(CHILD, "again", "user-2")
-    t.status(CHILD)
-    t.turn_completed(CHILD, "turn-child-2")
+    t.second_assignment()
 
     assert t.announcements() == [(ROOT, CHILD)], "one association, reused"
     outgoing = [m for m in session_messages(t, ROOT) if m["senderSessionId"] == ROOT]
@@ -514,9 +524,7 @@ def test_two_assignments_to_the_same_child_keep_its_session_with_distinct_messag
 
 def test_a_wait_result_that_arrives_before_the_childs_announcement_is_not_lost() -> None:
     t = Tree()
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     t.collab_started("wait-1", "wait", CHILD)
     done = {"status": "completed", "message": "result"}
     t.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
@@ -539,9 +547,7 @@ READ_ANSWERED = ["before it is active", "after its turn started", "after its tur
 def first_assignment(t: Tree, read_answered: str) -> None:
     """A spawn in Codex's order (the child is created idle, then its turn starts), the bridge's
     read of the child answered at ``read_answered``; the child's first turn ends."""
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     events = [
         lambda: t.status(CHILD, "active"),
         lambda: t.turn_started(CHILD, "turn-child"),
@@ -572,9 +578,7 @@ def test_a_spawned_child_is_running_first_and_idle_only_once_its_turn_ended(
 
 def test_a_new_child_has_no_state_until_codex_shows_it_at_work() -> None:
     t = Tree()
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     t.answer_read(CHILD, ROOT, "Ada")
     assert t.announcements() == [(ROOT, CHILD)]
     assert t.states(CHILD) == [], "announced, with no confirmed work state yet (RFD)"
@@ -592,16 +596,7 @@ def test_a_reused_child_reads_running_idle_running_idle(read_answered: str) -> N
     running then one idle, with no idle before the first running."""
     t = Tree()
     first_assignment(t, read_answered)
-    done = {"status": "completed", "message": "first result"}
-    t.collab_started("wait-1", "wait", CHILD)
-    t.collab_completed("wait-1", "wait", CHILD, prompt=None, state=done)
-    t.collab_started("send-1", "sendInput", CHILD)
-    t.collab_completed("send-1", "sendInput", CHILD, prompt="again", state=done)
-    t.status(CHILD, "active")
-    t.turn_started(CHILD, "turn-child-2")
-    t.user_message(CHILD, "again", "user-2")
-    t.status(CHILD)
-    t.turn_completed(CHILD, "turn-child-2")
+    t.second_assignment()
     assert t.states(CHILD) == [RUNNING, ENDED, RUNNING, ENDED]
     t.check()
 
@@ -670,9 +665,7 @@ def test_cancelling_the_parent_interrupts_every_active_descendant() -> None:
 
 def test_cancelling_the_parent_answers_a_childs_pending_request_cancel_exactly_once() -> None:
     t = Tree()
-    t.spawn()
-    t.status(CHILD, "active", ["waitingOnApproval"])
-    t.approval(CHILD, rid=4)
+    t.child_waits_on_approval(4)
     [request] = t.permission_requests()
     t.cancel(ROOT)
     assert [a["result"] for a in t.answers_to_codex(4)] == [{"decision": "cancel"}]
@@ -685,9 +678,7 @@ def test_cancelling_a_child_with_an_open_request_answers_it_cancel_and_ignores_a
     None
 ):
     t = Tree()
-    t.spawn()
-    t.status(CHILD, "active", ["waitingOnApproval"])
-    t.approval(CHILD, rid=4)
+    t.child_waits_on_approval(4)
     [request] = t.permission_requests()
     t.cancel(CHILD)
     assert [a["result"] for a in t.answers_to_codex(4)] == [{"decision": "cancel"}]
@@ -708,9 +699,7 @@ def test_a_request_of_a_child_turn_being_cancelled_authorizes_nothing() -> None:
 
 def test_cancelling_the_parent_reaches_a_child_whose_turn_starts_after_the_cancel() -> None:
     t = Tree()
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     t.answer_read(CHILD, ROOT, "Ada")
     t.cancel(ROOT)
     t.status(CHILD, "active")
@@ -732,9 +721,7 @@ def test_cancelling_the_parent_reaches_a_child_still_being_identified() -> None:
 
 def test_closing_the_parent_cancels_its_childrens_work() -> None:
     t = Tree()
-    t.spawn()
-    t.status(CHILD, "active", ["waitingOnApproval"])
-    t.approval(CHILD, rid=8)
+    t.child_waits_on_approval(8)
     t.request("session/close", {"sessionId": ROOT})
     assert {"threadId": CHILD, "turnId": "turn-child"} in t.interrupts()
     assert [a["result"] for a in t.answers_to_codex(8)] == [{"decision": "cancel"}]
@@ -782,9 +769,7 @@ def test_session_list_shows_no_child() -> None:
 
 def test_without_the_capability_children_stay_hidden_and_ask_on_the_root_naming_the_agent() -> None:
     t = Tree(subagents=False)
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     t.answer_read(CHILD, ROOT, "Ada")
     t.status(CHILD, "active")
     t.turn_started(CHILD, "turn-child")
@@ -1118,13 +1103,7 @@ def load_tree(
     stored thread), until the load's response."""
     h = Harness()
     capabilities = dict(CAPABILITIES, subagents={}) if subagents else dict(CAPABILITIES)
-    requests: list[tuple[int, dict[str, Any]]] = []
-
-    def request(method: str, params: Any) -> int:
-        at = len(h.to_client)
-        rid = h.client_request(method, params)
-        requests.append((at, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
-        return rid
+    requests, request = request_log(h)
 
     request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
     rid = request("session/load", {"sessionId": ROOT, "cwd": WORKDIR, "mcpServers": []})
@@ -1148,16 +1127,7 @@ def load_tree(
 
 
 def check_loaded(h: Harness, requests: list[tuple[int, dict[str, Any]]], subagents: bool) -> None:
-    validator = ConversationValidator(unstable=subagents)
-    checker = TranscriptChecker(subagents=subagents)
-    for line, message in enumerate([*h.to_client, None], start=1):
-        while requests and requests[0][0] < line:
-            _at, sent = requests.pop(0)
-            validator.client_sent(sent)
-            checker.client(sent, line - 1)
-        if message is not None:
-            validator.agent_sent(message)
-            checker.agent(message, line)
+    check_interleaved(h.to_client, requests, unstable=subagents, subagents=subagents)
 
 
 def live_collab_call(tool: str, *, subagents: bool) -> tuple[dict[str, Any], list[Any]]:
@@ -1280,9 +1250,7 @@ def test_a_call_naming_a_child_not_yet_placed_is_retitled_once_it_is() -> None:
     """Live, a call can name a child whose thread is still being read (no nickname yet): it is
     retitled when the child is placed, so it ends as a replay shows it."""
     t = Tree(subagents=False)
-    t.spawn_started("spawn-1")
-    t.status(CHILD)
-    t.collab_completed("spawn-1", "spawnAgent", CHILD)
+    t.spawned_unread()
     assert final_calls(t.h.updates(ROOT))["spawn-1"]["title"] == "Spawn sub-agent"
     t.answer_read(CHILD, ROOT, "Ada")
     call = final_calls(t.h.updates(ROOT))["spawn-1"]

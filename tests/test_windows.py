@@ -237,20 +237,29 @@ def _ask(h: Harness, rid: int, params: dict[str, Any]) -> None:
     h._collect(h.engine.receive_codex(msgspec.json.encode(message)))
 
 
-def test_closing_a_window_leaves_the_other_windows_approval_to_it() -> None:
+#: A command approval Codex asks of every connection on the thread.
+APPROVAL = {
+    "threadId": THREAD,
+    "turnId": "turn-1",
+    "itemId": "call-1",
+    "reason": "write outside the workspace",
+    "command": "touch /x",
+    "cwd": "/work",
+    "commandActions": [],
+}
+
+
+def _asked_in_both() -> Windows:
+    """Two windows on a thread whose turn (a's) is asked an approval, request 7, in both."""
     w = _windows()
     _stream_a_turn(w)
-    params = {
-        "threadId": THREAD,
-        "turnId": "turn-1",
-        "itemId": "call-1",
-        "reason": "write outside the workspace",
-        "command": "touch /x",
-        "cwd": "/work",
-        "commandActions": [],
-    }
     for window in w.both():  # Codex asks every subscribed connection
-        _ask(window, 7, params)
+        _ask(window, 7, APPROVAL)
+    return w
+
+
+def test_closing_a_window_leaves_the_other_windows_approval_to_it() -> None:
+    w = _asked_in_both()
     asked = [m for m in w.b.to_client if m.get("method") == "session/request_permission"]
     assert len(asked) == 1
     rid = w.b.client_request("session/close", {"sessionId": THREAD})
@@ -264,28 +273,27 @@ def test_closing_a_window_leaves_the_other_windows_approval_to_it() -> None:
 
 
 def test_a_window_whose_client_goes_away_leaves_the_other_windows_approval_to_it() -> None:
-    w = _windows()
-    _stream_a_turn(w)
-    params = {
-        "threadId": THREAD,
-        "turnId": "turn-1",
-        "itemId": "call-1",
-        "reason": "write outside the workspace",
-        "command": "touch /x",
-        "cwd": "/work",
-        "commandActions": [],
-    }
-    for window in w.both():
-        _ask(window, 7, params)
+    w = _asked_in_both()
     w.b._collect(w.b.engine.client_lost())
     assert not [m for m in w.b.to_codex if m.get("id") == 7 and "method" not in m]
     # Its own turn's questions are still answered when its client goes: nobody else asked.
-    _ask(w.a, 8, params)
+    _ask(w.a, 8, APPROVAL)
     w.a._collect(w.a.engine.client_lost())
     assert [m["result"] for m in w.a.to_codex if m.get("id") in (7, 8) and "method" not in m] == [
         {"decision": "cancel"},
         {"decision": "cancel"},
     ]
+
+
+def _child_of_turn_2_starts(window: Harness, before: int) -> None:
+    """A sub-agent of turn 2 starts its turn; the window's reads of it (asked since Codex
+    message ``before``) are answered."""
+    child_turn = {"id": "child-turn", "status": "inProgress", "items": [], "rootTurnId": "turn-2"}
+    window.codex_notify("turn/started", {"threadId": "child-1", "turn": child_turn})
+    for m in window.to_codex[before:]:
+        if m.get("method") == "thread/read":
+            thread = {"id": "child-1", "cwd": "/work", "preview": "", "parentThreadId": THREAD}
+            window.codex_reply(m["id"], {"thread": thread})
 
 
 def test_a_sub_agent_of_the_other_windows_turn_goes_on_after_this_window_closed() -> None:
@@ -297,12 +305,7 @@ def test_a_sub_agent_of_the_other_windows_turn_goes_on_after_this_window_closed(
     assert w.b.client_response(rid) is not None
     before = len(w.b.to_codex)
     # a's next turn spawns a child; its first events reach b too.
-    child_turn = {"id": "child-turn", "status": "inProgress", "items": [], "rootTurnId": "turn-2"}
-    w.b.codex_notify("turn/started", {"threadId": "child-1", "turn": child_turn})
-    for m in w.b.to_codex[before:]:
-        if m.get("method") == "thread/read":
-            thread = {"id": "child-1", "cwd": "/work", "preview": "", "parentThreadId": THREAD}
-            w.b.codex_reply(m["id"], {"thread": thread})
+    _child_of_turn_2_starts(w.b, before)
     assert not [m for m in w.b.to_codex[before:] if m.get("method") == "turn/interrupt"]
 
 
@@ -315,12 +318,7 @@ def test_a_sub_agent_of_a_closed_windows_own_turn_is_still_stopped() -> None:
     w.b.codex_reply(w.b.codex_request("thread/unsubscribe")["id"], {})
     assert w.b.client_response(rid) is not None
     before = len(w.b.to_codex)
-    child_turn = {"id": "child-turn", "status": "inProgress", "items": [], "rootTurnId": "turn-2"}
-    w.b.codex_notify("turn/started", {"threadId": "child-1", "turn": child_turn})
-    for m in w.b.to_codex[before:]:
-        if m.get("method") == "thread/read":
-            thread = {"id": "child-1", "cwd": "/work", "preview": "", "parentThreadId": THREAD}
-            w.b.codex_reply(m["id"], {"thread": thread})
+    _child_of_turn_2_starts(w.b, before)
     interrupts = [m["params"] for m in w.b.to_codex[before:] if m.get("method") == "turn/interrupt"]
     assert interrupts and all(
         params == {"threadId": "child-1", "turnId": "child-turn"} for params in interrupts

@@ -5,8 +5,8 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import trio
@@ -52,6 +52,10 @@ async def running_daemon(
         if process.poll() is None:
             process.kill()
             await process.wait()
+
+
+#: The ``start_daemon`` fixture: ``async with start_daemon(*options) as (process, info)``.
+StartDaemon = Callable[..., AbstractAsyncContextManager[tuple[trio.Process, DaemonInfo]]]
 
 
 def serve_argv(directory: Path) -> list[str]:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from bridge.engine import Engine, ReadClock, ToClient, ToCodex
+from bridge.recording import TranscriptChecker
+
+from .acp_schema import ConversationValidator
 
 
 class Harness:
@@ -92,6 +96,21 @@ class Harness:
     def codex_error(self, rid: int, message: str, code: int = -32600) -> list[dict[str, Any]]:
         payload = {"id": rid, "error": {"code": code, "message": message}}
         return self._collect(self.engine.receive_codex(msgspec.json.encode(payload)))
+
+    def thread_started(self, cwd: str, model: str, sandbox: Any) -> int:
+        """``session/new`` in ``cwd``, Codex's ``thread/start`` answered: thread ``thread-1``,
+        on ``model``, in ``sandbox``; the request's id."""
+        rid = self.client_request("session/new", {"cwd": cwd, "mcpServers": []})
+        started = {"id": "thread-1", "cwd": cwd}
+        self.codex_reply(
+            self.codex_request("thread/start")["id"],
+            {"thread": started, "model": model, "approvalPolicy": "on-request", "sandbox": sandbox},
+        )
+        return rid
+
+    def turn_notify(self, method: str, thread: str, turn: str = "turn-1", **params: Any) -> None:
+        """Codex's notification ``method`` about turn ``turn`` of ``thread``."""
+        self.codex_notify(method, {"threadId": thread, "turnId": turn, **params})
 
     def codex_notify(self, method: str, params: Any) -> list[dict[str, Any]]:
         return self._collect(
@@ -189,3 +208,57 @@ class Windows:
                 else:
                     h.codex_reply(m["id"], {})
         raise AssertionError(f"{method} never answered")
+
+
+def skills_list(*skills: tuple[str, str, bool, str]) -> dict[str, Any]:
+    """Codex's answer to ``skills/list`` for ``/work``: each skill as (name, description,
+    enabled, path)."""
+    return {
+        "data": [
+            {
+                "cwd": "/work",
+                "errors": [],
+                "skills": [
+                    {"name": name, "description": about, "enabled": enabled, "path": path}
+                    for name, about, enabled, path in skills
+                ],
+            }
+        ]
+    }
+
+
+def request_log(h: Harness) -> tuple[list[tuple[int, dict[str, Any]]], Callable[[str, Any], int]]:
+    """A log of client requests, and a function that sends one to ``h`` and logs it with how
+    many messages the client had received before it (where it stands in the conversation)."""
+    requests: list[tuple[int, dict[str, Any]]] = []
+
+    def request(method: str, params: Any) -> int:
+        at = len(h.to_client)
+        rid = h.client_request(method, params)
+        requests.append((at, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
+        return rid
+
+    return requests, request
+
+
+def check_interleaved(
+    agent_sent: list[dict[str, Any]],
+    client_sent: list[tuple[int, dict[str, Any]]],
+    *,
+    version: int = 1,
+    unstable: bool,
+    subagents: bool,
+) -> None:
+    """A whole conversation against the ACP schema (``version``, ``unstable``) and the
+    transcript rules: what the agent sent, with the client's messages in their places (each
+    after the number of agent messages it came after). ``client_sent`` is consumed."""
+    validator = ConversationValidator(version=version, unstable=unstable)
+    checker = TranscriptChecker(subagents=subagents)
+    for line, message in enumerate([*agent_sent, None], start=1):
+        while client_sent and client_sent[0][0] < line:
+            _at, sent = client_sent.pop(0)
+            validator.client_sent(sent)
+            checker.client(sent, line - 1)
+        if message is not None:
+            validator.agent_sent(message)
+            checker.agent(message, line)

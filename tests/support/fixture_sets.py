@@ -9,7 +9,12 @@ both and the engine must understand both. A fixture is named by its path relativ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bridge.codex.versions import PINNED
 
@@ -36,3 +41,25 @@ def all_names() -> list[str]:
 def set_of(name: str) -> str:
     """The set (folder) fixture ``name`` is in."""
     return name.rpartition("/")[0]
+
+
+def reordering_settings(deadline_ms: int) -> settings:
+    """Hypothesis settings of the reordering property tests: few, reproducible examples
+    (a replay is slow), each within ``deadline_ms``."""
+    return settings(
+        max_examples=20,
+        deadline=deadline_ms,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+def property_over(
+    names: list[str], drawn: settings
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A property test run on each fixture of ``names``, on data drawn under ``drawn``."""
+
+    def decorate(test: Callable[..., None]) -> Callable[..., None]:
+        return pytest.mark.parametrize("name", names)(drawn(given(data=st.data())(test)))  # type: ignore[no-any-return]
+
+    return decorate

@@ -8,11 +8,15 @@ module's ``SCENARIOS`` (or a new module here): it is picked up automatically.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import trio
+
 from bridge.acp_client import AcpClient
+from bridge.jsonrpc import RpcError
 
 #: ``drive(client, workspace)``: everything the client does, from ``initialize`` on.
 Drive = Callable[[AcpClient, str], Awaitable[None]]
@@ -38,6 +42,29 @@ class Scenario:
 #: For an ``attach`` scenario: JSON ``{codexBin, codexHome, dir, port}`` of its app-server, so
 #: the scenario can crash it and start another on the same port.
 APP_SERVER_ENV = "FIXTURE_APP_SERVER"
+
+
+@asynccontextmanager
+async def streaming(
+    client: AcpClient, session: str, text: str, words: int, *, v2: bool = False
+) -> AsyncIterator[None]:
+    """``text`` prompted in the background (in ACP ``v2``, its work awaited), the body run
+    once ``words`` words of the answer have arrived; left when the prompt has ended."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client.prompt_v2 if v2 else client.prompt, session, text)
+        await client.wait_for(lambda _m: len(client.text_of(session).split()) >= words)
+        yield
+
+
+async def prompt_outcome(
+    client: AcpClient, session: str, text: str, outcome: dict[str, Any]
+) -> None:
+    """Prompt ``text``; its result goes in ``outcome["result"]``, or the error that answered
+    it in ``outcome["error"]`` (a prompt Codex's loss may fail)."""
+    try:
+        outcome["result"] = await client.prompt(session, text)
+    except RpcError as exc:
+        outcome["error"] = exc
 
 
 async def open_session(

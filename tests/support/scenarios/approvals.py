@@ -15,7 +15,7 @@ from trio.testing import wait_all_tasks_blocked
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import ErrorCode, RpcError
 
-from . import Scenario, open_session
+from . import Drive, Scenario, open_session
 
 #: A command the sandbox would refuse, so Codex asks before running it.
 ESCALATED = (
@@ -87,16 +87,20 @@ class Answers:
         return [params for m, params in self.requests if m == method]
 
 
-async def approval_allowed_once(client: AcpClient, workspace: str) -> None:
-    client.on_request = Answers(permission="allow_once")
-    session = await open_session(client, workspace)
-    await client.prompt(session, ESCALATED)
+def answering(permission: str, *prompts: str) -> Drive:
+    """A scenario: ``prompts`` in one session, each permission asked answered ``permission``."""
+
+    async def drive(client: AcpClient, workspace: str) -> None:
+        client.on_request = Answers(permission=permission)
+        session = await open_session(client, workspace)
+        for prompt in prompts:
+            await client.prompt(session, prompt)
+
+    return drive
 
 
-async def approval_rejected(client: AcpClient, workspace: str) -> None:
-    client.on_request = Answers(permission="reject_once")
-    session = await open_session(client, workspace)
-    await client.prompt(session, ESCALATED)
+approval_allowed_once = answering("allow_once", ESCALATED)
+approval_rejected = answering("reject_once", ESCALATED)
 
 
 async def approval_cancelled_while_pending(client: AcpClient, workspace: str) -> None:
@@ -120,11 +124,8 @@ async def user_input_declined(client: AcpClient, workspace: str) -> None:
     await client.prompt(session, QUESTION)
 
 
-async def mcp_tool_allowed_for_session(client: AcpClient, workspace: str) -> None:
-    client.on_request = Answers(permission="allow_session")
-    session = await open_session(client, workspace)
-    await client.prompt(session, MCP_ECHO)
-    await client.prompt(session, MCP_ECHO)  # not asked again
+# The second call is not asked again.
+mcp_tool_allowed_for_session = answering("allow_session", MCP_ECHO, MCP_ECHO)
 
 
 async def patch_approved(client: AcpClient, workspace: str) -> None:

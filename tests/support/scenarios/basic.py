@@ -9,7 +9,7 @@ import trio
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
 
-from . import Scenario, open_session
+from . import Scenario, open_session, streaming
 
 
 async def streamed_answer(client: AcpClient, workspace: str) -> None:
@@ -24,9 +24,7 @@ async def reasoning(client: AcpClient, workspace: str) -> None:
 
 async def cancel_mid_stream(client: AcpClient, workspace: str) -> None:
     session = await open_session(client, workspace)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(client.prompt, session, "@@ words 2000 delay_ms=10")
-        await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 15)
+    async with streaming(client, session, "@@ words 2000 delay_ms=10", 15):
         await client.notify("session/cancel", {"sessionId": session})
     await client.prompt(session, "@@ words 3")
 

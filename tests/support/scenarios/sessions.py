@@ -10,12 +10,10 @@ from __future__ import annotations
 import contextlib
 import sys
 
-import trio
-
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
 
-from . import Scenario, open_session
+from . import Scenario, open_session, streaming
 
 COMMAND_PROMPT = '@@ call exec_command {"cmd": "echo from-the-shell"}\n@@ then\n@@ say ran it'
 
@@ -86,9 +84,7 @@ async def list_sessions(client: AcpClient, workspace: str) -> None:
 
 async def close_while_running(client: AcpClient, workspace: str) -> None:
     session = await open_session(client, workspace)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(client.prompt, session, "@@ words 2000 delay_ms=10")
-        await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 15)
+    async with streaming(client, session, "@@ words 2000 delay_ms=10", 15):
         await client.request("session/close", {"sessionId": session})
     for method, params in [
         ("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}),

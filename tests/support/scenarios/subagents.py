@@ -195,22 +195,25 @@ async def child_approval(client: AcpClient, workspace: str) -> None:
         answers.release()
 
 
-async def cancel_child(client: AcpClient, workspace: str) -> None:
+async def _cancel_while_a_child_streams(
+    client: AcpClient, workspace: str, prompt: str, *, the_child: bool
+) -> None:
+    """``prompt`` spawns a child; once it has said 20 words, the child (``the_child``) or its
+    parent is cancelled, and the child's work ends cancelled."""
     session = await open_session(client, workspace, SUBAGENTS)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(client.prompt, session, CANCEL_CHILD)
+        nursery.start_soon(client.prompt, session, prompt)
         child = await words_from_first_child(client, 20)
-        await client.notify("session/cancel", {"sessionId": child})
+        await client.notify("session/cancel", {"sessionId": child if the_child else session})
         await client.wait_for(lambda _m: has_state(client, child, "idle", "cancelled"))
+
+
+async def cancel_child(client: AcpClient, workspace: str) -> None:
+    await _cancel_while_a_child_streams(client, workspace, CANCEL_CHILD, the_child=True)
 
 
 async def cancel_parent_cascades(client: AcpClient, workspace: str) -> None:
-    session = await open_session(client, workspace, SUBAGENTS)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(client.prompt, session, CANCEL_PARENT)
-        child = await words_from_first_child(client, 20)
-        await client.notify("session/cancel", {"sessionId": session})
-        await client.wait_for(lambda _m: has_state(client, child, "idle", "cancelled"))
+    await _cancel_while_a_child_streams(client, workspace, CANCEL_PARENT, the_child=False)
 
 
 async def child_fails(client: AcpClient, workspace: str) -> None:

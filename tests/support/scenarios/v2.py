@@ -13,7 +13,7 @@ import trio
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
 
-from . import Scenario
+from . import Scenario, streaming
 from .approvals import ESCALATED, Answers
 from .sessions import make_history, only_session
 from .subagents import CANCEL_CHILD, SPAWN_THREE, children
@@ -38,9 +38,7 @@ async def v2_approval(client: AcpClient, workspace: str) -> None:
 
 async def v2_cancel_mid_stream(client: AcpClient, workspace: str) -> None:
     session = await open_v2_session(client, workspace)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(client.prompt_v2, session, "@@ words 3000 delay_ms=10")
-        await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
+    async with streaming(client, session, "@@ words 3000 delay_ms=10", 20, v2=True):
         await client.notify("session/cancel", {"sessionId": session})
     await client.prompt_v2(session, "@@ say again")
 
