@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from msgspec import Raw
 
@@ -32,8 +32,9 @@ from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, check_directory, decode_params, from_codex
 from ..core.threads import QueuedPrompt, ThreadRecord, Turn
 from ..views import translate
-from .commands import QuickCommand
+from .commands import QuickCommand, command_request
 from .prompt_input import prompt_to_input
+from .steering import Steering
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +43,29 @@ log = logging.getLogger(__name__)
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
 #: Adds to ``thread/start`` what the session asks for (MCP servers).
 ThreadStarting = Callable[[acp_types.NewSessionParams, codex_types.ThreadStartParams], None]
-#: Adds the user's picks (mode, model, effort) to a ``turn/start``.
-TurnStarting = Callable[[ThreadRecord, codex_types.TurnStartParams], None]
-#: A slash command's Codex request (or one answered without a turn), or ``None`` for an
-#: ordinary prompt.
-Command = Callable[
-    [ThreadRecord, list[codex_types.UserInput]], tuple[str, Any] | QuickCommand | None
-]
-#: Runs a command answered without a turn: calls the first function with its text, or the
-#: second with the error to answer.
-Quick = Callable[
-    [ThreadRecord, QuickCommand, Callable[[str], None], Callable[[RpcError], None]], None
-]
+
+
+class TurnSettings(Protocol):
+    """The session's settings (:mod:`bridge.engine.features.settings`), as a turn needs them."""
+
+    def turn_starting(self, record: ThreadRecord, request: codex_types.TurnStartParams) -> None:
+        """Add the user's picks (mode, model, effort) to a ``turn/start``."""
+
+    def input_modalities(self, record: ThreadRecord) -> list[str] | None:
+        """The input the session's model takes (``None``: not known)."""
+
+
+class QuickCommands(Protocol):
+    """Runs the slash commands answered without a turn (:mod:`bridge.engine.features.palette`)."""
+
+    def run(
+        self,
+        record: ThreadRecord,
+        command: QuickCommand,
+        done: Callable[[str], None],
+        failed: Callable[[RpcError], None],
+    ) -> None:
+        """Call ``done`` with the command's text, or ``failed`` with the error to answer."""
 
 
 class Prompts:
@@ -63,22 +75,20 @@ class Prompts:
         self,
         hub: Hub,
         *,
+        settings: TurnSettings,
+        palette: QuickCommands,
         open_root: Callable[[str, str], ThreadRecord],
         opened: Opened,
         thread_starting: ThreadStarting,
-        turn_starting: TurnStarting,
-        command: Command,
         settled: Callable[[ThreadRecord], None],
         inserted: Callable[[RequestId, bool], None],
-        turn_known: Callable[[ThreadRecord], None],
-        quick: Quick,
     ) -> None:
         self.hub = hub
+        self._settings = settings
+        self._palette = palette
         self._open_root = open_root
         self._opened = opened
         self._thread_starting = thread_starting
-        self._turn_starting = turn_starting
-        self._command = command
         #: Called once a prompt has been answered because its turn ended or Codex
         #: refused to start it (``session/close`` waits for this).
         self._settled = settled
@@ -87,9 +97,9 @@ class Prompts:
         #: name it), with ``False`` once Codex accepted a slash command's request or a
         #: command answered without a turn started.
         self._inserted = inserted
-        #: Called once Codex has named the session's turn (a steer waits for it).
-        self._turn_known_hook = turn_known
-        self._quick = quick
+        #: Input added to the running turn: it waits for the turn to be named, starts a
+        #: turn of its own on an idle session (built here: it needs this feature's turns).
+        self.steering = Steering(hub, turns=self, settings=settings)
         #: Quick commands answered so far (their messages' ids).
         self._quick_count = 0
 
@@ -143,7 +153,7 @@ class Prompts:
     def _start(self, record: ThreadRecord, rid: RequestId | None, inputs: list[Any]) -> None:
         """Start the turn (or the slash command) that answers prompt ``rid``."""
         hub = self.hub
-        command = self._command(record, inputs)
+        command = command_request(record, inputs)
         if isinstance(command, QuickCommand) and rid is not None:
             self._run_quick(record, rid, command)
             return
@@ -172,7 +182,7 @@ class Prompts:
                     hub.refuse_client(rid, from_codex(error))
                 else:
                     log.warning("turn/start for a steer refused: %s", error.message)
-                self._settled(record)
+                self._settle(record)
                 self._start_next(record)
 
         if command is not None:
@@ -180,7 +190,7 @@ class Prompts:
         else:
             method = "turn/start"
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
-            self._turn_starting(record, request)
+            self._settings.turn_starting(record, request)
             if rid is not None:
                 self._inserted(rid, True)
         hub.codex_request(
@@ -221,7 +231,7 @@ class Prompts:
             record.turn = None
             if turn.cancel_requested:
                 hub.answer_client(rid, acp_types.PromptResult(stopReason="cancelled"))
-                self._settled(record)
+                self._settle(record)
                 self._start_next(record)
                 return False
             return True
@@ -236,17 +246,23 @@ class Prompts:
                 ),
             )
             hub.answer_client(rid, acp_types.PromptResult(stopReason="end_turn"))
-            self._settled(record)
+            self._settle(record)
             self._start_next(record)
 
         def failed(error: RpcError) -> None:
             if not finish():
                 return
             hub.refuse_client(rid, error)
-            self._settled(record)
+            self._settle(record)
             self._start_next(record)
 
-        self._quick(record, command, done, failed)
+        self._palette.run(record, command, done, failed)
+
+    def _settle(self, record: ThreadRecord) -> None:
+        """The session's prompt was answered (its turn ended, or Codex refused it): a close
+        waiting on it finishes, then waiting steers meet an idle session."""
+        self._settled(record)
+        self.steering.turn_ended(record)
 
     def _turn_known(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
         if record.turn is not turn or turn.id is not None:
@@ -255,7 +271,7 @@ class Prompts:
         record.own_turns.add(turn_id)
         if turn.cancel_requested or turn.failure is not None:
             self._send_interrupt(record, turn)
-        self._turn_known_hook(record)
+        self.steering.turn_known(record)
 
     def _send_interrupt(self, record: ThreadRecord, turn: Turn) -> None:
         # Without a turn id there is nothing to interrupt yet; _turn_known sends
@@ -313,7 +329,7 @@ class Prompts:
             # session, Codex's TUI): the session's turn all the same (see Turn.foreign).
             record.turn = Turn(id=note.turn.id, foreign=True)
             log.info("session %s: turn %s started by another client", record.id, note.turn.id)
-            self._turn_known_hook(record)
+            self.steering.turn_known(record)
             return
         if _root_turn(record.turn):
             self._turn_known(record, record.turn, note.turn.id)
@@ -335,7 +351,7 @@ class Prompts:
         record.turn = None
         rid = turn.request_id
         if rid is None:  # a steer's turn or another client's: nobody here waits for it
-            self._settled(record)
+            self._settle(record)
             self._start_next(record)
             return
         status = note.turn.status
@@ -362,7 +378,7 @@ class Prompts:
             code = ErrorCode.AUTH_REQUIRED if lacks_credentials(error) else ErrorCode.INTERNAL_ERROR
             message = policy_message(info, message) or f"Codex turn ended with status {status}"
             hub.refuse_client(rid, RpcError(code, message, data))
-        self._settled(record)
+        self._settle(record)
         self._start_next(record)
 
     def resume_settled(self, record: ThreadRecord) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import msgspec
 
@@ -60,26 +61,26 @@ class _Tree:
         return {i: s.agentNickname for i, s in self.stored.items() if s is not None}
 
 
+class Children(Protocol):
+    """What the history needs of the sub-agents feature."""
+
+    def history_item(self, parent_id: str, nicknames: history.Nicknames) -> history.ItemReplay:
+        """Replays a session's collab items (spawns as messages), with the nicknames read."""
+
+    def session_added(self, record: ThreadRecord) -> None:
+        """A child became a session."""
+
+    def report(self, record: ThreadRecord) -> None:
+        """Sends a child's current work state."""
+
+
 class SubagentHistory:
-    """Replays a loaded root's history and its sub-agents.
+    """Replays a loaded root's history and its sub-agents (``subagents``: what it
+    replays through, see :class:`Children`)."""
 
-    ``history_item`` replays a session's collab items (spawns as messages), with
-    the nicknames of the sub-agents read; ``session_added`` is told of each
-    child that becomes a session; ``report`` sends a child's current work state.
-    """
-
-    def __init__(
-        self,
-        hub: Hub,
-        *,
-        history_item: Callable[[str, history.Nicknames], history.ItemReplay],
-        session_added: Callable[[ThreadRecord], None],
-        report: Callable[[ThreadRecord], None],
-    ) -> None:
+    def __init__(self, hub: Hub, *, subagents: Children) -> None:
         self.hub = hub
-        self._history_item = history_item
-        self._session_added = session_added
-        self._report = report
+        self._subagents = subagents
 
     def replay(
         self, root: ThreadRecord, stored: codex_threads.StoredThread, then: Callable[[], None]
@@ -92,7 +93,7 @@ class SubagentHistory:
 
         def replay_all(tree: _Tree, running: list[msgspec.Struct]) -> None:
             nicknames = tree.nicknames()
-            first = self._history_item(root.id, nicknames)
+            first = self._subagents.history_item(root.id, nicknames)
             if not self.hub.subagents_exposed:
                 first = self._with_hidden(first, tree)
             updates = history.replay_updates(root.id, root_items, first=first, cwd=root.cwd)
@@ -290,7 +291,7 @@ class SubagentHistory:
             cwd=stored.cwd if stored else "",
             visible=True,
         )
-        self._session_added(child)
+        self._subagents.session_added(child)
         if stored is None:
             sessions = self.hub.client_capabilities.session or {}
             if sessions.get("notices") is not None:
@@ -304,7 +305,7 @@ class SubagentHistory:
                 )
             return child
         updates = history.replay_updates(
-            child_id, items, first=self._history_item(child_id, nicknames), cwd=child.cwd
+            child_id, items, first=self._subagents.history_item(child_id, nicknames), cwd=child.cwd
         )
         for update in _as_incoming(updates, parent_id, child_id):
             self.hub.update(child_id, update)
@@ -316,7 +317,7 @@ class SubagentHistory:
         """Current snapshots of the children a load replayed, now that history is over."""
         replayed, root.replayed = root.replayed, []
         for child in replayed:
-            self._report(child)
+            self._subagents.report(child)
 
 
 #: The items whose tool call a permission request introduces on the session it is asked on.
