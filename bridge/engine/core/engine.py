@@ -71,7 +71,9 @@ from ..features.lifecycle import Lifecycle
 from ..features.palette import Palette
 from ..features.prompts import Prompts
 from ..features.recovery import Recovery
+from ..features.retries import Retries
 from ..features.settings import Configuration
+from ..features.streaming import Streaming
 from ..features.subagent_history import SubagentHistory
 from ..features.subagents import Subagents
 from ..features.terminals import Terminals
@@ -137,6 +139,7 @@ class Engine:
         # through the engine's methods below.
         self.approvals = Approvals(hub)
         self.tools = Tools(hub)
+        self.streaming = Streaming(hub)
         self.settings = settings = Configuration(hub)
         self.auth = Authentication(hub)
         self.terminals = Terminals(hub)
@@ -160,6 +163,7 @@ class Engine:
             inserted=self._prompt_inserted,
         )
         self.steering = self.prompts.steering
+        self.retries = Retries(hub, prompts=self.prompts)
         self.lifecycle = Lifecycle(
             hub,
             open_root=self._open_root,
@@ -210,8 +214,9 @@ class Engine:
 
     def _codex_routes(self) -> dict[str, Route]:
         """Each Codex message → the type its params decode into → what reacts, in order."""
-        prompts, tools, approvals, subagents = (
+        prompts, streaming, tools, approvals, subagents = (
             self.prompts,
+            self.streaming,
             self.tools,
             self.approvals,
             self.subagents,
@@ -219,18 +224,18 @@ class Engine:
         types, items, approval = codex_types, codex_items, codex_approvals
         return {
             "item/agentMessage/delta": notification(
-                types.AgentMessageDelta, prompts.agent_message_delta
+                types.AgentMessageDelta, streaming.agent_message_delta
             ),
             "item/reasoning/summaryTextDelta": notification(
-                types.ReasoningSummaryTextDelta, prompts.reasoning_delta
+                types.ReasoningSummaryTextDelta, streaming.reasoning_delta
             ),
             "item/reasoning/summaryPartAdded": notification(
-                types.ReasoningSummaryPartAdded, prompts.reasoning_part_added
+                types.ReasoningSummaryPartAdded, streaming.reasoning_part_added
             ),
             "item/started": notification(
                 codex_messages.ItemNotification,
                 self._face_item_started,
-                prompts.item_started,
+                streaming.item_started,
                 tools.item_started,
                 approvals.item_started,
                 subagents.item_started,
@@ -238,7 +243,7 @@ class Engine:
             "item/completed": notification(
                 codex_messages.ItemNotification,
                 self.steering.item_completed,
-                prompts.item_completed,
+                streaming.item_completed,
                 tools.item_completed,
                 approvals.item_completed,
                 subagents.item_completed,
@@ -268,9 +273,9 @@ class Engine:
                 hold=self.turn_ends.hold,
             ),
             "thread/tokenUsage/updated": notification(
-                types.ThreadTokenUsageUpdated, prompts.token_usage
+                types.ThreadTokenUsageUpdated, streaming.token_usage
             ),
-            "error": notification(types.ErrorNotification, prompts.error),
+            "error": notification(types.ErrorNotification, self.retries.error),
             "item/commandExecution/outputDelta": notification(
                 items.CommandExecutionOutputDelta, tools.output_delta
             ),

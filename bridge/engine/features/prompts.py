@@ -1,20 +1,19 @@
-"""Sessions and prompts: ``session/new``, ``session/prompt``, ``session/cancel``,
-and a turn's streamed answer, reasoning and token usage.
+"""Sessions and prompts: ``session/new``, ``session/prompt``, ``session/cancel``.
 
 A session is a Codex thread (``thread/start``); a prompt is a turn
 (``turn/start``, or the request a slash command starts), answered when Codex
 says the turn ended: ``completed`` → ``end_turn``, ``interrupted`` →
 ``cancelled``, ``failed`` → an error with Codex's message (``auth_required``
-when Codex lacks credentials). A turn whose model Codex cannot reach is never
-left to Codex's endless retries: the client hears of each, and the bridge stops
-the turn (``auth_required`` when nobody is signed in, else an error naming the
-model provider) once Codex is past its own retry budget.
+when Codex lacks credentials). A prompt sent while the session works waits its
+turn; input added to the running turn instead is steering
+(:mod:`bridge.engine.features.steering`, built here: a steer may start a turn).
+What the turn streams is :mod:`bridge.engine.features.streaming`'s; a turn whose
+model Codex cannot reach is stopped by :mod:`bridge.engine.features.retries`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -22,16 +21,12 @@ from msgspec import Raw
 
 from ...acp import types as acp_types
 from ...codex import commands as codex_commands
-from ...codex import palette as codex_palette
-from ...codex import settings as codex_settings
 from ...codex import threads as codex_threads
 from ...codex import types as codex_types
-from ...codex.messages import ItemNotification
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, check_directory, decode_params, from_codex
 from ..core.threads import QueuedPrompt, ThreadRecord, Turn
-from ..views import translate
 from .commands import QuickCommand, command_request
 from .prompt_input import prompt_to_input
 from .steering import Steering
@@ -212,7 +207,7 @@ class Prompts:
         if not _root_turn(turn):
             return  # a sub-agent's: its cancel is the sub-agents feature's
         turn.cancel_requested = True
-        self._send_interrupt(record, turn)
+        self.interrupt(record, turn)
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -270,10 +265,10 @@ class Prompts:
         turn.id = turn_id
         record.own_turns.add(turn_id)
         if turn.cancel_requested or turn.failure is not None:
-            self._send_interrupt(record, turn)
+            self.interrupt(record, turn)
         self.steering.turn_known(record)
 
-    def _send_interrupt(self, record: ThreadRecord, turn: Turn) -> None:
+    def interrupt(self, record: ThreadRecord, turn: Turn) -> None:
         # Without a turn id there is nothing to interrupt yet; _turn_known sends
         # it as soon as Codex names the turn.
         if turn.id is None and turn.foreign and not turn.interrupt_sent:
@@ -309,7 +304,7 @@ class Prompts:
                 return
             turn.id = last.id
             turn.interrupt_sent = False
-            self._send_interrupt(record, turn)
+            self.interrupt(record, turn)
 
         self.hub.codex_request(
             "thread/read",
@@ -429,197 +424,9 @@ class Prompts:
                 else:
                     self.hub.refuse_client(turn.request_id, RpcError.internal(reason))
 
-    def error(self, note: codex_types.ErrorNotification) -> None:
-        record = self.hub.threads.session(note.threadId)
-        turn = record.turn if record is not None else None
-        if record is None or turn is None or turn.request_id is None:
-            return
-        if turn.id is not None and turn.id != note.turnId:
-            return
-        if not note.willRetry:
-            turn.error_message = note.error.message
-            turn.error_info = note.error.codexErrorInfo
-            return
-        # Codex cannot reach its model and retries, for as long as it takes when the
-        # network is down: the client hears of it, and the prompt is bounded (never silent).
-        turn.retries += 1
-        if not _BUDGETED_RETRY.search(note.error.message):
-            turn.waits += 1
-        if turn.failure is not None:
-            return
-        self._retrying(record, note)
-        if turn.retries == 1:
-            self._check_sign_in(record, turn)
-        if turn.waits >= GIVE_UP_AFTER_WAITS:
-            self._unreachable(record, turn, note)
-
-    def _retrying(self, record: ThreadRecord, note: codex_types.ErrorNotification) -> None:
-        """Tell the client Codex is retrying, and why: a notice where it takes notices,
-        else a thought (the answer's text stays the model's)."""
-        why = _retry_reason(note.error)
-        sessions = self.hub.client_capabilities.session or {}
-        if sessions.get("notices") is not None:
-            self.hub.update(
-                record.id,
-                acp_types.Notice(
-                    severity="warning",
-                    title="Codex cannot reach the model; retrying",
-                    description=why,
-                ),
-            )
-        else:
-            text = f"Codex cannot reach the model ({why}); retrying.\n"
-            self.hub.update(record.id, translate.thought_chunk(f"retry-{note.turnId}", text))
-
-    def _check_sign_in(self, record: ThreadRecord, turn: Turn) -> None:
-        """A model Codex cannot reach may be one it may not use: nobody is signed in and the
-        model provider wants an OpenAI sign-in. Then waiting helps nobody (``auth_required``).
-        Not asked when this bridge picks the provider itself (``-c model_provider``):
-        ``account/read`` speaks of the configured one."""
-        hub = self.hub
-        if "model_provider" in (hub.thread_config or {}):
-            return
-
-        def read(result: codex_palette.AccountReadResult) -> None:
-            if record.turn is not turn or turn.failure is not None:
-                return
-            if result.requiresOpenaiAuth and result.account is None:
-                self._stop(
-                    record,
-                    turn,
-                    RpcError(
-                        ErrorCode.AUTH_REQUIRED,
-                        "Codex is not signed in, and its model provider needs an OpenAI "
-                        "sign-in: authenticate (ChatGPT or an API key), then try again",
-                        {"turnId": turn.id, "requiresOpenaiAuth": True},
-                    ),
-                )
-
-        hub.codex_request(
-            "account/read",
-            codex_palette.NoParams(),
-            codex_palette.AccountReadResult,
-            read,
-            lambda error: log.info("account/read refused: %s", error.message),
-        )
-
-    def _unreachable(
-        self, record: ThreadRecord, turn: Turn, note: codex_types.ErrorNotification
-    ) -> None:
-        """Codex has used its retries and waits for the network: the prompt fails, naming
-        the model provider (and its URL, from ``config/read``) Codex could not reach."""
-        hub = self.hub
-        data: dict[str, Any] = {"turnId": note.turnId, "willRetry": True}
-        if note.error.codexErrorInfo is not None:
-            data["codexErrorInfo"] = note.error.codexErrorInfo
-        if note.error.additionalDetails:
-            data["additionalDetails"] = note.error.additionalDetails
-        why = _retry_reason(note.error)
-
-        def fail(where: str) -> None:
-            if record.turn is turn and turn.failure is None:
-                message = f"Codex could not reach {where} after {turn.retries} attempts: {why}"
-                self._stop(record, turn, RpcError(ErrorCode.INTERNAL_ERROR, message, data))
-
-        def read(result: codex_settings.ConfigReadResult) -> None:
-            config = {**result.config, **(hub.thread_config or {})}
-            provider = config.get("model_provider")
-            providers = config.get("model_providers")
-            table = providers.get(provider) if isinstance(providers, dict) else None
-            url = table.get("base_url") if isinstance(table, dict) else None
-            if isinstance(provider, str):
-                data["modelProvider"] = provider
-                fail(f"its model provider {provider!r}" + (f" at {url}" if url else ""))
-            else:
-                fail("its model provider")
-
-        hub.codex_request(
-            "config/read",
-            codex_settings.ConfigReadParams(cwd=record.cwd)
-            if record.cwd
-            else codex_settings.ConfigReadParams(),
-            codex_settings.ConfigReadResult,
-            read,
-            lambda _error: fail("its model provider"),
-        )
-
-    def _stop(self, record: ThreadRecord, turn: Turn, failure: RpcError) -> None:
-        """End the turn for ``failure``: interrupted now, the prompt answered with it once
-        Codex reports the turn ended (every update of the turn before the answer)."""
-        turn.failure = failure
-        log.warning("session %s: stopping its turn: %s", record.id, failure.message)
-        self._send_interrupt(record, turn)
-
-    # -- streamed content -----------------------------------------------------------------
-
-    def item_started(self, note: ItemNotification) -> None:
-        """An answer Codex already says not to show streams nothing (its completion
-        shows what stands in its place)."""
-        item = note.item
-        record = self.hub.threads.session(note.threadId)
-        turn = record.turn if record is not None else None
-        if turn is not None and turn.joined is not None:
-            turn.joined.add(item.id)
-        if type(item) is not codex_types.AgentMessageItem:
-            return
-        if record is not None and not translate.presentation(item).answer:
-            record.withheld_items.add(item.id)
-
-    def agent_message_delta(self, delta: codex_types.AgentMessageDelta) -> None:
-        record = self.hub.threads.session(delta.threadId)
-        if record is None or (record.withheld_items and delta.itemId in record.withheld_items):
-            return
-        if _begun_elsewhere(record, delta.itemId):
-            return
-        record.streamed_items.add(delta.itemId)
-        self.hub.update(record.id, translate.message_chunk(delta))
-
-    def reasoning_delta(self, delta: codex_types.ReasoningSummaryTextDelta) -> None:
-        record = self.hub.threads.session(delta.threadId)
-        if record is None or _begun_elsewhere(record, delta.itemId):
-            return
-        record.streamed_items.add(delta.itemId)
-        self.hub.update(record.id, translate.thought_chunk(delta.itemId, delta.delta))
-
-    def reasoning_part_added(self, note: codex_types.ReasoningSummaryPartAdded) -> None:
-        record = self.hub.threads.session(note.threadId)
-        # Summary parts are paragraphs: separate them as Codex's own UI does.
-        if (
-            record is not None
-            and note.summaryIndex > 0
-            and not _begun_elsewhere(record, note.itemId)
-        ):
-            self.hub.update(record.id, translate.thought_chunk(note.itemId, "\n\n"))
-
-    def item_completed(self, note: ItemNotification) -> None:
-        record = self.hub.threads.session(note.threadId)
-        if record is None:
-            return
-        item = note.item
-        streamed = item.id in record.streamed_items
-        record.streamed_items.discard(item.id)
-        record.withheld_items.discard(item.id)
-        for update in translate.completed_item_updates(item, streamed):
-            self.hub.update(record.id, update)
-
-    def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
-        record = self.hub.threads.session(note.threadId)
-        if record is not None:
-            record.usage = note.tokenUsage
-        update = translate.usage_update(note.tokenUsage)
-        if record is not None and update is not None:
-            self.hub.update(record.id, update)
-
 
 def _ignore(_result: Any) -> None:
     pass
-
-
-def _begun_elsewhere(record: ThreadRecord, item_id: str) -> bool:
-    """An item of a turn that ran before the session opened here, started before then:
-    its deltas are not shown (its beginning was never seen), its completion shows it whole."""
-    turn = record.turn
-    return turn is not None and turn.joined is not None and item_id not in turn.joined
 
 
 def _root_turn(turn: Turn) -> bool:
@@ -648,21 +455,6 @@ def policy_message(info: Any, message: str | None) -> str | None:
     if stop is None:
         return message
     return f"{stop} (Codex: {message})" if message else stop
-
-
-#: Codex's retries within its budget say how far they are ("Reconnecting... 2/5"); past
-#: it, Codex waits for the network without end ("Reconnecting... waiting for network").
-_BUDGETED_RETRY = re.compile(r"\b\d+/\d+\b")
-#: Retries past the budget a prompt waits for before it fails: Codex 0.169 sends them
-#: some 5 to 10 seconds apart, so a prompt that cannot reach its model fails within
-#: about 20 seconds of Codex giving up its own budget.
-GIVE_UP_AFTER_WAITS = 2
-
-
-def _retry_reason(error: codex_types.TurnError) -> str:
-    """Codex's words for a retry: its message, and the cause it gives."""
-    details = error.additionalDetails
-    return f"{error.message}: {details}" if details else error.message
 
 
 _MISSING_ENV_KEY = "Missing environment variable:"
