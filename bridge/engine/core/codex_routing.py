@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 import msgspec
@@ -70,6 +70,25 @@ class Route:
     gated: bool = True
     #: Keeps a notification for later (``True``): it is routed again once released.
     hold: Callable[[Any], bool] | None = None
+    #: ``reactors`` as one call (``hold`` first), made once: the streamed answer's
+    #: deltas come this way, each to one reactor.
+    react: Reactor = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "react", _reaction(self.reactors, self.hold))
+
+
+def _reaction(reactors: tuple[Reactor, ...], hold: Callable[[Any], bool] | None) -> Reactor:
+    if hold is None and len(reactors) == 1:
+        return reactors[0]
+
+    def react(params: Any) -> None:
+        if hold is not None and hold(params):
+            return
+        for reactor in reactors:
+            reactor(params)
+
+    return react
 
 
 def notification(params: type[Any], *reactors: Reactor, **options: Any) -> Route:
@@ -153,45 +172,38 @@ class CodexRouter:
         thread_id = getattr(params, "threadId", "")
         if not isinstance(thread_id, str):
             thread_id = ""
-        route = self.routes.get(method)
-        if route is not None and route.first:
+        route = self.routes.get(method, _UNROUTED)
+        if route.first:
             for reactor in route.first:
                 reactor(params)
         if (
             thread_id
             and thread_id not in self._session_ids
-            and (route is None or route.gated)
+            and route.gated
             and self._gate.gate(thread_id, Held(method, params, request_id))
         ):
             return
         if request_id is not None:
             self._request(request_id, method, route, params)
-        elif route is not None and route.reactors:
-            if route.hold is None or not route.hold(params):
-                for reactor in route.reactors:
-                    reactor(params)
+        elif route.reactors:
+            route.react(params)
         else:
             log.debug("ignoring Codex notification %s", method)
 
     def react(self, method: str, params: Any) -> None:
         """A notification's reactors, past the gate (held, then handed back)."""
-        route = self.routes.get(method)
-        if route is None or (route.hold is not None and route.hold(params)):
-            return
-        for reactor in route.reactors:
-            reactor(params)
+        self.routes.get(method, _UNROUTED).react(params)
 
     def refeed(self, message: Held) -> None:
         """Handle a message the sub-agent gate held, as if it arrived now."""
         if message.request_id is not None:
-            route = self.routes.get(message.method)
+            route = self.routes.get(message.method, _UNROUTED)
             self._request(message.request_id, message.method, route, message.params)
         else:
             self.react(message.method, message.params)
 
-    def _request(self, rid: RequestId, method: str, route: Route | None, params: Any) -> None:
-        answer = route.answer if route is not None else None
-        if answer is None:
+    def _request(self, rid: RequestId, method: str, route: Route, params: Any) -> None:
+        if route.answer is None:
             # Never leave Codex waiting on a request nobody will see.
             log.warning("Codex request %s is not supported; declining", method)
             self.hub.refuse_codex(
@@ -199,6 +211,11 @@ class CodexRouter:
             )
             return
         try:
-            answer(rid, params)
+            route.answer(rid, params)
         except RpcError as exc:
             self.hub.refuse_codex(rid, exc.code, exc.message)
+
+
+#: A method no route names: held like any for a thread no session shows, then
+#: ignored (a notification) or declined (a request).
+_UNROUTED = Route(codex_messages.Untyped)
