@@ -8,7 +8,7 @@ feature sees it, and hands the same typed value to every feature that reacts
 to it. A method the bridge does not handle decodes into :class:`Untyped`,
 which keeps only the thread it concerns (the sub-agent gate needs that much).
 :func:`params_type` names the type a method's params decode into, as the
-engine's routing table (:mod:`bridge.engine.core.routing`) lists them.
+engine's routing table (:mod:`bridge.engine.core.codex_routing`) lists them.
 
 The streamed answer is most of what Codex sends: :func:`streamed_delta`
 decodes an ``item/agentMessage/delta`` written as Codex writes it in one pass

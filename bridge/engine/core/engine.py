@@ -1,4 +1,4 @@
-"""The bridge's state machine: ACP and Codex messages in, messages out.
+"""The bridge's engine: ACP and Codex messages in, messages out.
 
 Rules this engine keeps (read these before changing it):
 
@@ -15,7 +15,8 @@ Rules this engine keeps (read these before changing it):
    Codex never becomes ready). The one exception is the client's
    ``initialize``, whose answer needs nothing from Codex: it is answered at
    once while Codex starts or is brought back, unless an earlier client
-   message still waits (then it waits behind it, as before).
+   message still waits (then it waits behind it, as before). The states this
+   takes are :mod:`bridge.engine.core.connection`'s.
 3. Every client request is answered exactly once. A request that waits on
    Codex is answered when Codex answers, or with an error when Codex is lost
    or answers with something that does not fit. Every Codex request is
@@ -28,23 +29,37 @@ Rules this engine keeps (read these before changing it):
    turn: the sub-agents under the session and the commands the cancelled
    threads left running stop too (:mod:`bridge.engine.features.terminals`). No update
    of a turn follows its answer: its tool calls still open end first, and a
-   cancelled turn ends after the sub-agent turns its cancel stopped.
+   cancelled turn ends after the sub-agent turns its cancel stopped
+   (:mod:`bridge.engine.features.turn_ends`).
 5. Bad input is answered with a typed JSON-RPC error (-32700, -32600, -32601,
    -32602, or not-found) and changes nothing else; the connection goes on. No
    input, from either side, makes :meth:`Engine.receive_client` or
    :meth:`Engine.receive_codex` raise: a defect in a handler is logged with its
    traceback and the request that met it answered with -32603.
 
-Structure. This module is the wiring: the only one that builds the features
-(``prompts``, ``lifecycle``, ``tools``, ``approvals``, ``settings``, ``auth``,
-``subagents``, ``subagent_history``, ``recovery``, ``terminals``, ``steering``,
-``palette``) and the only one that knows the order in which several of them
-react to one message. Each Codex message is decoded once
-(:mod:`bridge.codex.messages`), then handed, typed, to one routing entry of
-:meth:`Engine._routes`; a client request goes to one handler. The features
-share the :class:`~bridge.engine.core.hub.Hub` (the peers, the thread registry, the
-output) and know nothing of each other: what one needs of another is passed
-to it here, as a function.
+Structure. This module is the wiring, and nothing else: the only one that builds
+the features (:mod:`bridge.engine.features`) and the only one that knows the order
+in which several of them react to one message. It holds the two routing tables:
+:meth:`Engine._codex_routes` (each Codex method → the type its params decode into
+→ the features that react, in order) and ``_client_requests`` (each client method
+→ its handler). The rest sits beside it in ``core/``:
+
+- :mod:`~bridge.engine.core.connection`: the connection's states (Codex's
+  handshake, the client messages that wait for it, Codex brought back, the
+  client's ``initialize`` and the ACP version agreed);
+- :mod:`~bridge.engine.core.codex_routing`: a Codex message decoded once (the
+  streamed answer's deltas in one pass, into the same typed params) and handed to
+  its route, through the sub-agent gate;
+- :mod:`~bridge.engine.core.client_routing`: a client message to its handler;
+- :mod:`~bridge.engine.core.hub`: what every feature shares (the peers, the thread
+  registry, the output).
+
+The features know nothing of each other: each is built after the ones it is handed,
+as objects behind the small protocols it declares (``Prompts`` takes the settings
+and the palette, and builds the steering that starts turns through it). Where two
+need each other, the engine's methods below join them: a close cancels a prompt
+and a settled prompt finishes a close (prompts, lifecycle); the sub-agent gate
+hands back what it held to the router that asks it.
 """
 
 from __future__ import annotations
@@ -133,10 +148,7 @@ class Engine:
         #: Requests that arrived with the message being handled: ("client" | "codex", id).
         self._arrived: list[tuple[str, RequestId]] = []
 
-        # Each feature is built after the ones it is handed; what two features need of
-        # each other (a close cancels a prompt, a settled prompt finishes a close; the
-        # sub-agent gate hands held messages back to the router that asks it) goes
-        # through the engine's methods below.
+        # Each feature is built after the ones it is handed (see "Structure" above).
         self.approvals = Approvals(hub)
         self.tools = Tools(hub)
         self.streaming = Streaming(hub)
