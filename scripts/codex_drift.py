@@ -703,7 +703,7 @@ def bridge_usage(schemas: Iterable[Surface], root: Path = ROOT) -> Usage:
 
     schemas = list(schemas)
     engine = Engine()
-    handled = set(engine.router.routes)
+    handled = set(engine.codex_router.routes)
     sources = [
         p for p in sorted((root / "bridge").rglob("*.py")) if p != root / "bridge/codex/methods.py"
     ]

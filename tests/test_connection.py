@@ -82,7 +82,7 @@ def test_the_client_is_opening_until_a_request_other_than_initialize() -> None:
 def _recording_route(h: Harness, method: str) -> list[Any]:
     """Replace ``method``'s reactors by one that records what it is handed."""
     seen: list[Any] = []
-    routes = h.engine.router.routes
+    routes = h.engine.codex_router.routes
     routes[method] = Route(routes[method].params, (seen.append,))
     return seen
 

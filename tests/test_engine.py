@@ -570,7 +570,7 @@ def test_a_defect_in_a_handler_answers_its_request_and_the_engine_goes_on(
 def test_a_codex_request_whose_handler_fails_is_answered_once() -> None:
     h = Harness()
     h.new_session()
-    routes = h.engine.router.routes
+    routes = h.engine.codex_router.routes
     method = "item/commandExecution/requestApproval"
     routes[method] = dataclasses.replace(routes[method], answer=lambda rid, p: 1 / 0)
     params = {"threadId": "thread-1", "turnId": "t", "itemId": "i", "command": "ls", "cwd": "/w"}

@@ -222,7 +222,9 @@ class Engine:
             guard=subagents,
             arrived=self._arrived,
         )
-        self.router = CodexRouter(hub, self._codex_routes(), gate=subagents, arrived=self._arrived)
+        self.codex_router = CodexRouter(
+            hub, self._codex_routes(), gate=subagents, arrived=self._arrived
+        )
 
     def _codex_routes(self) -> dict[str, Route]:
         """Each Codex message → the type its params decode into → what reacts, in order."""
@@ -381,7 +383,7 @@ class Engine:
         # _guarded, inlined: every streamed delta comes this way.
         self._arrived.clear()
         try:
-            self.router.receive(data)
+            self.codex_router.receive(data)
         except Exception:
             self._internal_error(data)
         return self.hub.take()
@@ -518,7 +520,7 @@ class Engine:
 
     def _refeed(self, message: Held) -> None:
         """Handle a message the sub-agent gate held, as if it arrived now."""
-        self.router.refeed(message)
+        self.codex_router.refeed(message)
 
     def _turn_ended(self, _note: codex_types.TurnNotification) -> None:
         """A turn ended: the turn ends held behind its sub-agents may go now."""
@@ -527,7 +529,7 @@ class Engine:
     def _release_turn_ends(self) -> None:
         """Route each held ``turn/completed`` whose cancelled sub-agents have stopped."""
         for note in self.turn_ends.released():
-            self.router.react(_TURN_COMPLETED, note)
+            self.codex_router.react(_TURN_COMPLETED, note)
 
     def _thread_starting(
         self, params: acp_types.NewSessionParams, start: codex_types.ThreadStartParams
