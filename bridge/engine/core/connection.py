@@ -1,15 +1,20 @@
 """The connection's states: Codex's handshake, the client messages that wait for it,
 Codex brought back, and how far the client's own handshake is.
 
-Codex's side is in one of five states (:class:`CodexState`)::
+Codex's side is in one of five states (:class:`CodexState`); the shell's reports
+(:class:`~bridge.engine.core.engine.Engine`'s ``codex_lost``, ``codex_restarted``,
+``codex_gave_up``) and Codex's answer to ``initialize`` move it::
 
-    STARTING ──initialized──▶ READY ──lost(retrying)──▶ RECOVERING ──restarted──▶ RESTARTING
-        │                       │                          │                          │
-        │ refused, lost         │ lost                     │ gave up                  │ initialized:
-        ▼                       ▼                          ▼                          │ READY, and every
-      LOST ◀───────────────── LOST ◀────────────────────── LOST                       │ session resumed
-                                                                                      ▼
-                                                                                    READY
+    from        on                                        to
+    STARTING    Codex answers initialize                  READY
+    STARTING    Codex refuses it                          LOST
+    any but     Codex lost, the shell brings it back      RECOVERING
+      LOST,     Codex lost for good                       LOST
+      RECOVERING
+    RECOVERING  a new connection is open                  RESTARTING
+    RECOVERING  the shell gives up                        LOST
+    RESTARTING  Codex answers initialize                  READY, every session resumed
+    RESTARTING  Codex refuses it                          LOST
 
 - **STARTING**: :meth:`Connection.start` sent Codex ``initialize``. Client
   messages wait, in order (rule 2 of :mod:`bridge.engine.core.engine`), except
@@ -29,8 +34,8 @@ Codex's side is in one of five states (:class:`CodexState`)::
   (``hub.codex_lost_reason``), except ``initialize``. Only a restart leaves it.
 
 The features read two facts of this state from the hub: ``hub.codex_ready``
-(READY) and ``hub.codex_lost_reason`` (RECOVERING or LOST: why); this module
-alone writes them.
+(READY) and ``hub.codex_lost_reason`` (RECOVERING or LOST: why); only this module
+changes them (a restart clears both, with the old peer: ``hub.reset_codex``).
 
 The client's side (:class:`ClientState`) is **OPENING** until the client sends a
 request other than ``initialize``, then **OPEN**: ACP v2 allows ``initialize``
@@ -153,9 +158,8 @@ class Connection:
     def wait(self, data: bytes) -> bool:
         """Keep the client's message ``data`` until Codex is ready (``True``), or let it
         be handled now (``False``)."""
-        state = self.codex
         waiting = self.starting or (
-            state is CodexState.RECOVERING and len(self._waiting) < MAX_WAITING
+            self.codex is CodexState.RECOVERING and len(self._waiting) < MAX_WAITING
         )
         # initialize needs nothing from Codex: answered at once, unless something the
         # client sent before it still waits (the order of handling is kept).
