@@ -31,6 +31,9 @@ FEATURE_MODULES = [
     "bridge.engine.features.subagents",
     "bridge.engine.features.subagent_history",
     "bridge.engine.features.recovery",
+    "bridge.engine.features.streaming",
+    "bridge.engine.features.retries",
+    "bridge.engine.features.turn_ends",
 ]
 # The one engine module allowed to import the feature modules.
 WIRING_MODULE = "bridge.engine.core.engine"
