@@ -48,7 +48,7 @@ from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_cod
 from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 
 #: What ``serve`` imports before it can answer anything (``bridge.cli`` then ``serve``'s own).
-SERVE_IMPORTS = "import bridge.cli; from bridge.shell.run import ServeOptions, serve_stdio"
+SERVE_IMPORTS = "import bridge.cli; from bridge.serve import ServeOptions, serve_stdio"
 
 
 class Mode:

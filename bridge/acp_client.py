@@ -28,6 +28,7 @@ from .jsonrpc import (
     Peer,
     RpcError,
 )
+from .shell.codex_transport import close_and_wait
 from .shell.streams import LineStream, MessageStream
 
 log = logging.getLogger(__name__)
@@ -252,10 +253,7 @@ async def open_agent(
             yield client, process
         finally:
             with trio.CancelScope(shield=True):
-                with trio.move_on_after(1):
-                    await process.stdin.aclose()
-                with trio.move_on_after(10):
-                    await process.wait()
+                await close_and_wait(process, close=1, wait=10)
                 if process.poll() is None:
                     process.kill()
                     await process.wait()

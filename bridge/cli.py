@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import click
 
@@ -36,68 +37,76 @@ def main() -> None:
     """
 
 
-def _logging_options(f: Any) -> Any:
-    f = click.option(
-        "--log-file",
-        type=click.Path(dir_okay=False, writable=True),
-        help="Write logs to this file instead of stderr.",
-    )(f)
-    f = click.option(
+def _stacked(*options: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Several click options as one decorator, in the order written (as stacked decorators)."""
+
+    def apply(f: Any) -> Any:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
+
+
+_logging_options = _stacked(
+    click.option(
         "--log-level",
         type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
         default="warning",
         show_default=True,
         help="How much to log.",
-    )(f)
-    return f
+    ),
+    click.option(
+        "--log-file",
+        type=click.Path(dir_okay=False, writable=True),
+        help="Write logs to this file instead of stderr.",
+    ),
+)
 
+_runtime_dir_option = click.option(
+    "--runtime-dir",
+    type=click.Path(file_okay=False),
+    help="The daemon's runtime directory (default: $CODEX_ACP_BRIDGE_RUNTIME_DIR, "
+    "else $XDG_RUNTIME_DIR/codex-acp-bridge, else a per-user temporary directory).",
+)
 
-def _runtime_dir_option(f: Any) -> Any:
-    return click.option(
-        "--runtime-dir",
-        type=click.Path(file_okay=False),
-        help="The daemon's runtime directory (default: $CODEX_ACP_BRIDGE_RUNTIME_DIR, "
-        "else $XDG_RUNTIME_DIR/codex-acp-bridge, else a per-user temporary directory).",
-    )(f)
+_config_option = click.option(
+    "-c",
+    "--config",
+    "config_overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Codex config override, as `codex -c` takes it (repeatable).",
+)
 
-
-def _codex_options(f: Any) -> Any:
-    f = click.option(
-        "-c",
-        "--config",
-        "config_overrides",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="Codex config override, as `codex -c` takes it (repeatable).",
-    )(f)
-    f = click.option(
-        "--codex-token-file",
-        type=click.Path(dir_okay=False, exists=True),
-        help="Capability token for --codex-url (app-server --ws-auth capability-token).",
-    )(f)
-    f = click.option(
+_codex_options = _stacked(
+    click.option(
+        "--codex-bin",
+        metavar="PATH",
+        help="Codex binary to spawn (default: $CODEX_ACP_BRIDGE_CODEX_BIN, `codex` on PATH, "
+        "then the project's pinned copy).",
+    ),
+    click.option(
         "--codex-url",
         metavar="ws://HOST:PORT|unix:///PATH",
         help="Attach to a running `codex app-server --listen ws://...`, or to Codex's daemon "
         "socket (unix://$CODEX_HOME/app-server-control/app-server-control.sock), instead of "
         "spawning one.",
-    )(f)
-    f = click.option(
-        "--codex-bin",
-        metavar="PATH",
-        help="Codex binary to spawn (default: $CODEX_ACP_BRIDGE_CODEX_BIN, `codex` on PATH, "
-        "then the project's pinned copy).",
-    )(f)
-    return f
+    ),
+    click.option(
+        "--codex-token-file",
+        type=click.Path(dir_okay=False, exists=True),
+        help="Capability token for --codex-url (app-server --ws-auth capability-token).",
+    ),
+    _config_option,
+)
 
-
-def _device_auth_option(f: Any) -> Any:
-    return click.option(
-        "--device-auth/--browser",
-        default=None,
-        help="Sign in with a device code, or in a browser (default: a device code over SSH "
-        "or without a display).",
-    )(f)
+_device_auth_option = click.option(
+    "--device-auth/--browser",
+    default=None,
+    help="Sign in with a device code, or in a browser (default: a device code over SSH "
+    "or without a display).",
+)
 
 
 def setup_logging(level: str, log_file: str | None) -> None:
@@ -126,6 +135,32 @@ def parse_config_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, 
         except tomllib.TOMLDecodeError:
             parsed[key.strip()] = value
     return parsed
+
+
+def _serve_stdio(
+    codex_bin: str | None,
+    codex_url: str | None,
+    codex_token_file: str | None,
+    config_overrides: tuple[str, ...],
+    *,
+    runtime_dir: str | None = None,
+    use_daemon: bool = True,
+    record_to: str | None = None,
+) -> NoReturn:
+    """``serve`` (and ``record``, which serves too) on stdio; exits with its status."""
+    from .serve import ServeOptions, serve_stdio
+
+    options = ServeOptions(
+        codex_bin=codex_bin,
+        codex_url=codex_url,
+        codex_token_file=codex_token_file,
+        config_overrides=list(config_overrides),
+        # parsed here, before starting, so malformed ones are rejected first
+        parsed_overrides=parse_config_overrides(config_overrides),
+        runtime_dir=runtime_dir,
+        use_daemon=use_daemon,
+    )
+    sys.exit(serve_stdio(options, record_to=record_to))
 
 
 @main.command()
@@ -162,20 +197,15 @@ def serve(
         from .shell.login import run_login
 
         sys.exit(run_login(codex_bin, device_auth))
-    from .shell.run import ServeOptions, serve_stdio
-
     setup_logging(log_level, log_file)
-    options = ServeOptions(
-        codex_bin=codex_bin,
-        codex_url=codex_url,
-        codex_token_file=codex_token_file,
-        config_overrides=list(config_overrides),
-        # parsed here, before starting, so malformed ones are rejected first
-        parsed_overrides=parse_config_overrides(config_overrides),
+    _serve_stdio(
+        codex_bin,
+        codex_url,
+        codex_token_file,
+        config_overrides,
         runtime_dir=runtime_dir,
         use_daemon=not no_daemon,
     )
-    sys.exit(serve_stdio(options))
 
 
 @main.command()
@@ -194,42 +224,78 @@ def login(codex_bin: str | None, device_auth: bool | None) -> None:
 
 @main.command()
 @click.option("--codex-bin", metavar="PATH", help="Codex binary to run (as for serve).")
+@_config_option
 @click.option(
-    "-c",
-    "--config",
-    "config_overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Codex config override, as `codex -c` takes it (repeatable).",
+    "--page-listen",
+    metavar="HOST:PORT",
+    default="127.0.0.1:0",
+    show_default=True,
+    help="Where the live page listens (port 0: any free one; `status --url` says which). "
+    "Loopback only, unless with --page-tls-cert.",
 )
+@click.option(
+    "--page-tls-cert", metavar="FILE", help="Serve the page over TLS with this certificate."
+)
+@click.option("--page-tls-key", metavar="FILE", help="The TLS certificate's private key.")
+@click.option(
+    "--page-origin",
+    "page_origins",
+    multiple=True,
+    metavar="URL",
+    help="Also accept the page under this origin (a proxy of yours, e.g. https://box.example).",
+)
+@click.option("--no-page", is_flag=True, help="Serve no page.")
 @_runtime_dir_option
 @_logging_options
 def daemon(
     codex_bin: str | None,
     config_overrides: tuple[str, ...],
+    page_listen: str,
+    page_tls_cert: str | None,
+    page_tls_key: str | None,
+    page_origins: tuple[str, ...],
+    no_page: bool,
     runtime_dir: str | None,
     log_level: str,
     log_file: str | None,
 ) -> None:
     """Run one supervised Codex app-server for this user; editors' `serve` attach to it.
 
-    Runs in the foreground (for systemd or launchd) until SIGTERM or SIGINT.
+    Runs in the foreground (for systemd or launchd) until SIGTERM or SIGINT. It serves a
+    live page of every thread, where a person answers approvals (`status --open`).
     """
     import trio
 
     from .daemon.daemon import CrashLoop, run_daemon
+    from .daemon.page import PageOptions, PageRefused
     from .daemon.runtime import RuntimeDirError, hold_lock, prepare
     from .daemon.runtime import runtime_dir as resolve_runtime_dir
     from .shell.codex_transport import CodexUnavailable, find_codex
 
     setup_logging(log_level, log_file)
     parse_config_overrides(config_overrides)  # malformed ones are refused before anything starts
+    host, _, port = page_listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise click.BadParameter("HOST:PORT", param_hint="--page-listen")
+    if bool(page_tls_cert) != bool(page_tls_key):
+        raise click.BadParameter(
+            "give both, or neither", param_hint="--page-tls-cert/--page-tls-key"
+        )
+    page = (
+        None
+        if no_page
+        else PageOptions(host.strip("[]"), int(port), page_tls_cert, page_tls_key, page_origins)
+    )
     try:
         directory = prepare(resolve_runtime_dir(runtime_dir))
         binary = find_codex(codex_bin)
         with hold_lock(directory):
-            trio.run(lambda: run_daemon(directory, binary, config_overrides=list(config_overrides)))
-    except (RuntimeDirError, CodexUnavailable, CrashLoop) as exc:
+            trio.run(
+                lambda: run_daemon(
+                    directory, binary, config_overrides=list(config_overrides), page=page
+                )
+            )
+    except (RuntimeDirError, CodexUnavailable, CrashLoop, PageRefused) as exc:
         click.echo(f"codex-acp-bridge daemon: {exc}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
@@ -259,18 +325,8 @@ def record(
 
     Secrets (tokens, API keys, auth headers) are redacted before they are written.
     """
-    from .shell.run import ServeOptions, serve_stdio
-
     setup_logging(log_level, log_file)
-    options = ServeOptions(
-        codex_bin=codex_bin,
-        codex_url=codex_url,
-        codex_token_file=codex_token_file,
-        config_overrides=list(config_overrides),
-        # parsed here, before starting, so malformed ones are rejected first
-        parsed_overrides=parse_config_overrides(config_overrides),
-    )
-    sys.exit(serve_stdio(options, record_to=out))
+    _serve_stdio(codex_bin, codex_url, codex_token_file, config_overrides, record_to=out)
 
 
 @main.command()
@@ -284,20 +340,64 @@ def record(
     help="Every thread, however many (on a terminal, and with --watch, the tree fits the "
     "screen: what waits on you, what runs, then the most recent idle threads).",
 )
-def status(runtime_dir: str | None, as_json: bool, watch: bool, show_all: bool) -> None:
+@click.option(
+    "--url", "show_url", is_flag=True, help="Print the live page's address (with its secret)."
+)
+@click.option("--open", "open_page", is_flag=True, help="Open the live page in the browser.")
+@click.option(
+    "--notify",
+    is_flag=True,
+    help="Open the page with its desktop notifications on: one when a thread starts waiting on "
+    "you (with --url: that page's address).",
+)
+def status(
+    runtime_dir: str | None,
+    as_json: bool,
+    watch: bool,
+    show_all: bool,
+    show_url: bool,
+    open_page: bool,
+    notify: bool,
+) -> None:
     """Show what every agent of the daemon's Codex is doing: a tree of threads.
 
+    `--open` shows it live in the browser instead (the daemon's page: answer approvals,
+    cancel turns); `--url` prints that page's address, which holds its secret.
     Exits 1, with one line on stderr, when no daemon runs.
     """
     import json
     import shutil
     import time
 
-    from .daemon.runtime import read_status, running_daemon
+    from .daemon.runtime import page_address, read_status, running_daemon
     from .daemon.runtime import runtime_dir as resolve_runtime_dir
     from .daemon.status import Size, render, snapshot
 
     directory = resolve_runtime_dir(runtime_dir)
+    open_page = open_page or (notify and not show_url)
+    if show_url or open_page:
+        info = running_daemon(directory)
+        if info is None:
+            click.echo(f"codex-acp-bridge status: no daemon runs on {directory}", err=True)
+            sys.exit(1)
+        address = page_address(directory, info)
+        if address is None:
+            click.echo("codex-acp-bridge status: the daemon serves no page (--no-page)", err=True)
+            sys.exit(1)
+        if notify:
+            address += "#notify"
+        if show_url:
+            click.echo(address)
+        if open_page:
+            import webbrowser
+
+            if not webbrowser.open(address):
+                click.echo(
+                    f"codex-acp-bridge status: no browser to open; the page is at {address}",
+                    err=True,
+                )
+                sys.exit(1)
+        return
     # Piped, plain `status` prints everything (a script reads it all); --watch redraws a
     # screen, so it fits one (the terminal's, else $COLUMNS/$LINES, else 80x24).
     fit = not show_all and (watch or sys.stdout.isatty())

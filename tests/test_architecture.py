@@ -224,6 +224,30 @@ def find_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+def folder_graph(graph: Mapping[str, Iterable[str]], package: str) -> dict[str, set[str]]:
+    """The import graph among ``package``'s direct children: each sub-folder with all it
+    holds as one node, each module beside them as its own; imports within a node and
+    from outside ``package`` are left out."""
+
+    def node(module: str) -> str | None:
+        if not module.startswith(f"{package}."):
+            return None
+        return f"{package}.{module[len(package) + 1 :].split('.')[0]}"
+
+    folded: dict[str, set[str]] = {}
+    for importer, targets in graph.items():
+        source = node(importer)
+        if source is None:
+            continue
+        folded.setdefault(source, set())
+        for target in targets:
+            into = node(target)
+            if into is not None and into != source:
+                folded[source].add(into)
+                folded.setdefault(into, set())
+    return folded
+
+
 def cycle_report(cycles: list[list[str]]) -> str:
     return "\n".join(" -> ".join(cycle) for cycle in cycles)
 
@@ -271,6 +295,18 @@ def test_no_import_cycles() -> None:
         pytest.fail(
             "import cycles in bridge/ (function-level and TYPE_CHECKING imports count):\n"
             f"{cycle_report(cycles)}\nmodules that all import each other:{knots}",
+            pytrace=False,
+        )
+
+
+def test_no_import_loop_between_folders() -> None:
+    # A module-level cycle is caught above; this one is coarser: shell/ importing daemon/
+    # while daemon/ imports shell/ leaves no layer that can be read or tested first.
+    cycles = find_cycles(folder_graph(GRAPH, "bridge"))
+    if cycles:
+        pytest.fail(
+            "folders of bridge/ that import each other (one must build on the other; what "
+            f"both need belongs in the lower one):\n{cycle_report(cycles)}",
             pytrace=False,
         )
 
@@ -391,6 +427,36 @@ def test_the_checker_lists_a_long_cycle_and_its_branches(tmp_path: Path) -> None
     cycles = find_cycles(import_graph(find_modules(package)))
     assert cycle_report(cycles) == (
         "fake.a -> fake.b -> fake.c -> fake.a\nfake.b -> fake.c -> fake.d -> fake.b"
+    )
+
+
+def test_the_checker_finds_a_loop_between_folders(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/cli.py": "from .daemon import run\nfrom .shell import serve\n",
+            "fake/shell/__init__.py": "",
+            "fake/shell/serve.py": "from ..shell.streams import Stream\n",
+            "fake/shell/streams.py": "class Stream: ...\n",
+            "fake/daemon/__init__.py": "",
+            "fake/daemon/run.py": "from ..shell.streams import Stream\nimport fake\n",
+        },
+    )
+    graph = import_graph(find_modules(package))
+    assert folder_graph(graph, "fake") == {
+        "fake.cli": {"fake.daemon", "fake.shell"},
+        "fake.daemon": {"fake.shell"},  # the package's own __init__ is no folder
+        "fake.shell": set(),
+    }
+    assert find_cycles(graph) == []
+    assert find_cycles(folder_graph(graph, "fake")) == []
+    # No module cycle, yet the folders loop: serve.py -> daemon.run, run.py -> shell.streams.
+    (package / "shell" / "serve.py").write_text("def f():\n    from ..daemon import run\n")
+    graph = import_graph(find_modules(package))
+    assert find_cycles(graph) == []
+    assert cycle_report(find_cycles(folder_graph(graph, "fake"))) == (
+        "fake.daemon -> fake.shell -> fake.daemon"
     )
 
 

@@ -32,8 +32,8 @@ from bridge.daemon.runtime import (
     write_status,
 )
 from bridge.daemon.status import Size, render, snapshot
+from bridge.serve import ServeOptions, choose_codex
 from bridge.shell.codex_transport import ENV_CODEX_BIN
-from bridge.shell.run import ServeOptions, choose_codex
 
 ROOT = StoredThread(id="root", cwd="/w/app", preview="Fix the flaky test", updatedAt=1_000)
 CHILD = StoredThread(

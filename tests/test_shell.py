@@ -22,7 +22,8 @@ from bridge.recording import parse_recording, replay
 from bridge.recording.format import EventRecord
 from bridge.recording.recorder import Recorder
 from bridge.shell.codex_transport import CodexConnection, strip_ansi
-from bridge.shell.serve import BEHIND_AFTER, Backoff, Restart, Writer, run_bridge
+from bridge.shell.restart import Backoff, Restart
+from bridge.shell.run_bridge import BEHIND_AFTER, Writer, run_bridge
 from bridge.shell.streams import LineStream, MessageTooLarge
 
 MESSAGES = [b'{"a":1}', b'{"b":"two words"}', b"{}", b'{"c":[1,2,3]}']

@@ -1,5 +1,5 @@
 """ACP v2 (draft) over the same engine: negotiation, the prompt life cycle, work state,
-resume with replay, sub-agents, and the methods v2 adds (see bridge/engine/face_v2.py).
+resume with replay, sub-agents, and the methods v2 adds (see bridge/engine/faces/v2.py).
 
 Every message the engine sends a v2 client is checked against the v2 schema."""
 

@@ -156,6 +156,9 @@ def test_the_wheel_holds_the_package_and_its_metadata(wheel: Path) -> None:
     assert sources - names == set(), "modules missing from the wheel"
     assert {"bridge/__init__.py", "bridge/scripted_model/__init__.py", "bridge/py.typed"} <= names
     assert "bridge/scripted_model/server.py" in names
+    # The daemon's page, served from the package itself.
+    page = {f"bridge/daemon/page/static/{n}" for n in ("index.html", "page.js", "page.css")}
+    assert page <= names, "the daemon's page is missing from the wheel"
 
     # Nothing but the package and its dist-info.
     tops = {name.split("/", 1)[0] for name in names}

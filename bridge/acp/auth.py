@@ -9,15 +9,12 @@ import msgspec
 from msgspec import UNSET
 
 from ..jsonrpc import RequestId
+from ..wire import WireStruct as _Base
 from .types import Meta
 
 #: Where an OpenAI API key for Codex is read from, in order (the bridge's environment): the
 #: ``api-key`` sign-in hands it to Codex, and ``doctor`` counts it as credentials.
 API_KEY_VARIABLES = ("CODEX_API_KEY", "OPENAI_API_KEY")
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
 
 
 # -- authentication ------------------------------------------------------------------------

@@ -5,13 +5,9 @@ ignored on decode.
 
 from __future__ import annotations
 
-import msgspec
 from msgspec import UNSET, UnsetType
 
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
-
+from ..wire import WireStruct as _Base
 
 # -- slash commands ---------------------------------------------------------------------
 

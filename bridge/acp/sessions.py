@@ -13,12 +13,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .types import Meta
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
-
+from ..wire import WireStruct as _Base
+from .types import Meta, NewSessionResult
 
 # -- MCP servers ------------------------------------------------------------------
 #
@@ -91,27 +87,26 @@ def decode_mcp_server(entry: dict[str, Any]) -> McpServer | UnknownMcpServer:
 # -- requests --------------------------------------------------------------------
 
 
-class LoadSessionParams(_Base):
+class _ExistingSessionParams(_Base):
+    """Opening a session that exists: ``session/load``, ``session/resume`` and
+    ``session/fork`` ask it in the same words."""
+
     sessionId: str
     cwd: str
     mcpServers: list[dict[str, Any]] | None = None
     additionalDirectories: list[str] | None = None
 
 
-class ResumeSessionParams(_Base):
-    sessionId: str
-    cwd: str
-    mcpServers: list[dict[str, Any]] | None = None
-    additionalDirectories: list[str] | None = None
+class LoadSessionParams(_ExistingSessionParams):
+    pass
 
 
-class ForkSessionParams(_Base):
+class ResumeSessionParams(_ExistingSessionParams):
+    pass
+
+
+class ForkSessionParams(_ExistingSessionParams):
     """Unstable: ``session/fork``."""
-
-    sessionId: str
-    cwd: str
-    mcpServers: list[dict[str, Any]] | None = None
-    additionalDirectories: list[str] | None = None
 
 
 class ListSessionsParams(_Base):
@@ -137,17 +132,12 @@ class LoadSessionResult(_Base):
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
-class ResumeSessionResult(_Base):
-    modes: Any = UNSET
-    configOptions: Any = UNSET
-    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+class ResumeSessionResult(LoadSessionResult):
+    """The same answer as ``session/load``'s (only the history is not replayed)."""
 
 
-class ForkSessionResult(_Base):
-    sessionId: str
-    modes: Any = UNSET
-    configOptions: Any = UNSET
-    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+class ForkSessionResult(NewSessionResult):
+    """Unstable: ``session/fork`` answers as ``session/new`` does (the fork is a new session)."""
 
 
 class SessionInfo(_Base):

@@ -15,13 +15,11 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from ..wire import WireStruct as _Base
+
 METHOD = "_session/steering"
 
 Outcome: TypeAlias = Literal["injected", "promptRequired", "startedNewTurn", "failed"]
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
 
 
 class SteeringParams(_Base):

@@ -12,11 +12,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ..wire import WireStruct as _Base
 from .types import ContentBlock, Meta
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
 
 
 class SubagentCapabilities(_Base):

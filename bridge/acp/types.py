@@ -20,13 +20,11 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from ..wire import WireStruct as _Base
+
 PROTOCOL_VERSION = 1
 
 Meta: TypeAlias = dict[str, Any] | None | UnsetType
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
 
 
 # -- content ---------------------------------------------------------------

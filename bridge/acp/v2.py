@@ -219,6 +219,28 @@ class ConfigOptionUpdate(_Base, tag="config_option_update", tag_field="sessionUp
 # -- sessions --------------------------------------------------------------------------------------
 
 
+class NewSessionParams(_Base):
+    cwd: str
+    #: Optional in v2 (v1 requires it).
+    mcpServers: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    additionalDirectories: list[str] | None = None
+
+
+class ForkSessionParams(_Base):
+    sessionId: str
+    cwd: str
+    mcpServers: list[dict[str, Any]] | None = msgspec.field(default_factory=list)
+    additionalDirectories: list[str] | None = None
+
+
+class SetConfigOptionParams(_Base):
+    sessionId: str
+    configId: str
+    #: A value id (string) for a select; ``type: "boolean"`` with a bool for a toggle.
+    value: Any
+    type: str | UnsetType = UNSET
+
+
 class ReplayFrom(_Base):
     type: str
 

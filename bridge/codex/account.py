@@ -4,13 +4,9 @@
 
 from __future__ import annotations
 
-import msgspec
 from msgspec import UNSET, UnsetType
 
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
-
+from ..wire import WireStruct as _Base
 
 # -- the account -------------------------------------------------------------------------------
 

@@ -28,13 +28,19 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ..wire import WireStruct as _Base
 from .items import CommandAction
 
 RequestId: TypeAlias = int | str
 
 
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
+class ItemRequest(_Base):
+    """What each of Codex's requests about one item of a turn names first (the approvals, the
+    questions)."""
+
+    threadId: str
+    turnId: str
+    itemId: str
 
 
 # -- command execution -------------------------------------------------------------
@@ -50,10 +56,7 @@ class NetworkPolicyAmendment(_Base):
     host: str
 
 
-class CommandExecutionRequestApprovalParams(_Base):
-    threadId: str
-    turnId: str
-    itemId: str
+class CommandExecutionRequestApprovalParams(ItemRequest):
     #: ``command`` (the default), ``writeStdin`` (input to a running terminal) or
     #: ``humanCommand`` (a checkpoint: only accept, decline and cancel are valid).
     kind: str = "command"
@@ -69,10 +72,7 @@ class CommandExecutionRequestApprovalParams(_Base):
     availableDecisions: list[Any] | None = None
 
 
-class FileChangeRequestApprovalParams(_Base):
-    threadId: str
-    turnId: str
-    itemId: str
+class FileChangeRequestApprovalParams(ItemRequest):
     reason: str | None = None
     grantRoot: str | None = None
 
@@ -104,10 +104,7 @@ def apply_network_policy_amendment(amendment: NetworkPolicyAmendment) -> Approva
 # -- permissions --------------------------------------------------------------------
 
 
-class PermissionsRequestApprovalParams(_Base):
-    threadId: str
-    turnId: str
-    itemId: str
+class PermissionsRequestApprovalParams(ItemRequest):
     cwd: str | None = None
     reason: str | None = None
     #: ``{fileSystem?: {read?, write?, entries?}, network?: {enabled?}}``: echoed back as the
@@ -141,10 +138,7 @@ class UserInputQuestion(_Base):
     options: list[UserInputOption] | None = None
 
 
-class ToolRequestUserInputParams(_Base):
-    threadId: str
-    turnId: str
-    itemId: str
+class ToolRequestUserInputParams(ItemRequest):
     questions: list[UserInputQuestion] = msgspec.field(default_factory=list)
     isBlocking: bool = True
 

@@ -5,14 +5,8 @@
 
 from __future__ import annotations
 
-import msgspec
-
+from ..wire import WireStruct as _Base
 from .types import Turn
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
-
 
 # -- commands that start a turn of their own -------------------------------------------------
 

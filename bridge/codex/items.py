@@ -16,10 +16,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
-
+from ..wire import WireStruct as _Base
 
 # -- command execution ------------------------------------------------------------------
 

@@ -12,9 +12,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
+from ..wire import WireStruct as _Base
 
 
 class NoParams(_Base):

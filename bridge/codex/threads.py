@@ -14,11 +14,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ..wire import WireStruct as _Base
 from .types import Turn
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
 
 
 class StoredThread(_Base):
@@ -93,6 +90,10 @@ class ThreadUnsubscribeParams(_Base):
 
 
 # -- background terminals (experimental API) ------------------------------------------------
+
+#: The commands a thread still runs, and stopping one (not every Codex has them).
+LIST_BACKGROUND_TERMINALS = "thread/backgroundTerminals/list"
+TERMINATE_BACKGROUND_TERMINAL = "thread/backgroundTerminals/terminate"
 
 
 class BackgroundTerminalsListParams(_Base):

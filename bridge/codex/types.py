@@ -14,10 +14,7 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
-
+from ..wire import WireStruct as _Base
 
 # -- requests we send ------------------------------------------------------------
 

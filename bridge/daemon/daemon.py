@@ -9,7 +9,7 @@ in Codex, which keeps running them when an editor goes away, and re-sends what
 still waits on the user when another attaches and resumes them.
 
 When Codex exits, the daemon starts it again with backoff (as ``serve`` does,
-:class:`bridge.shell.serve.Restart`), perhaps on another port, and rewrites
+:class:`bridge.shell.restart.Restart`), perhaps on another port, and rewrites
 ``daemon.json``; attached ``serve`` processes re-read it when they reconnect. A
 crash loop ends the daemon with exit status 1 and one line saying why. SIGTERM
 and SIGINT stop the daemon and its Codex, and remove ``daemon.json``.
@@ -28,6 +28,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
 import trio
 
 from .. import __version__
@@ -41,8 +42,11 @@ from ..shell.codex_transport import (
     codex_launch,
     strip_ansi,
 )
-from ..shell.serve import Backoff, Restart
+from ..shell.restart import Backoff, Restart
 from .observer import observe
+from .page import PageOptions, open_page
+from .page.board import Board
+from .page.server import Hub, serve_page
 from .picture import Picture
 from .runtime import DaemonInfo, codex_home, new_token, remove_info, write_info, write_status
 
@@ -63,8 +67,12 @@ async def run_daemon(
     *,
     config_overrides: Sequence[str] = (),
     restart: Restart | None = None,
+    page: PageOptions | None = None,
 ) -> None:
-    """Run until SIGTERM / SIGINT (returns) or a crash loop (raises :class:`CrashLoop`)."""
+    """Run until SIGTERM / SIGINT (returns) or a crash loop (raises :class:`CrashLoop`).
+
+    ``page``: where the daemon's page listens (:mod:`bridge.daemon.page`); ``None``: no page.
+    """
     restart = restart or Restart()
     token = new_token(directory)
     version = await _codex_version(codex_bin)
@@ -81,6 +89,10 @@ async def run_daemon(
         codexHome=codex_home(),
         startedAt=time.time(),
     )
+    opened = await open_page(directory, page) if page is not None else None
+    hub = Hub(Board(Picture()), lambda: msgspec.to_builtins(info)) if opened else None
+    if opened is not None:
+        info.pageUrl = opened.url
     write_info(directory, info)
     try:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -93,13 +105,23 @@ async def run_daemon(
                         return
 
                 nursery.start_soon(on_signal)
+                if opened is not None and hub is not None:
+                    await nursery.start(
+                        lambda task_status: serve_page(
+                            hub,
+                            opened.access,
+                            opened.listeners,
+                            ssl=opened.ssl,
+                            task_status=task_status,
+                        )
+                    )
                 socket = codex_daemon_socket(info.codexHome)
                 if codex_daemon_answers(socket):
-                    await _join(directory, socket, info)
+                    await _join(directory, socket, info, hub)
                     info.tokenFile, info.codexBin = str(token), real_path(codex_bin)
                     info.codexVersion = version
                     log.warning("Codex's daemon on %s is gone; running a Codex of its own", socket)
-                await _supervise(directory, codex_bin, config_overrides, token, info, restart)
+                await _supervise(directory, codex_bin, config_overrides, token, info, restart, hub)
                 nursery.cancel_scope.cancel()
     finally:
         remove_info(directory)
@@ -112,6 +134,7 @@ async def _supervise(
     token: Path,
     info: DaemonInfo,
     restart: Restart,
+    hub: Hub | None = None,
 ) -> None:
     backoff = Backoff(restart)
     picture = Picture()
@@ -128,7 +151,7 @@ async def _supervise(
                 write_info(directory, info)
                 log.info("Codex app-server %d listens on %s", pid, url)
                 async with trio.open_nursery() as watching:
-                    watching.start_soon(observe, url, str(token), picture, publish)
+                    watching.start_soon(observe, url, str(token), picture, publish, hub)
                     code = await process.wait()
                     watching.cancel_scope.cancel()
                 reason = f"Codex app-server exited with status {code}"
@@ -152,7 +175,7 @@ async def _supervise(
 JOIN_GRACE_SECONDS = 30.0
 
 
-async def _join(directory: Path, socket: Path, info: DaemonInfo) -> None:
+async def _join(directory: Path, socket: Path, info: DaemonInfo, hub: Hub | None = None) -> None:
     """Use Codex's own daemon (``codex app-server daemon``) instead of a second app-server
     on the same ``CODEX_HOME``: publish its socket for ``serve``, and watch it (so
     ``status`` shows every thread of the user, the TUI's too) across its restarts.
@@ -172,7 +195,7 @@ async def _join(directory: Path, socket: Path, info: DaemonInfo) -> None:
         info.state, info.url, info.codexPid, info.reason = "running", url, pid, ""
         write_info(directory, info)
         log.info("using Codex's daemon on %s (pid %s)", socket, pid)
-        await observe(url, "", picture, publish)
+        await observe(url, "", picture, publish, hub)
         picture.lost()
         publish()
         # daemon.json keeps naming the socket: it stays where it is across Codex's restarts,

@@ -8,15 +8,18 @@ thread not prompted yet is loaded but not stored); a thread first seen through i
 (Codex sends no ``thread/started`` for a sub-agent) is read. After each change the
 picture is handed to ``publish`` (the daemon writes it to ``status.json``).
 
-It answers nothing Codex asks: Codex sends some requests (a sub-agent's approval)
-to every connection and takes the first answer, which must be an editor's.
+On its own it answers nothing Codex asks: Codex sends some requests (a sub-agent's
+approval) to every connection and takes the first answer, which must be an editor's,
+or a person's on the daemon's page: with a ``hub`` (:mod:`bridge.daemon.page.server`),
+what Codex says and asks is handed to the page too, and the page's answers and cancels
+go to Codex on this connection, which then subscribes to the threads a page shows.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -27,6 +30,9 @@ from ..codex import types as codex_types
 from ..jsonrpc import IncomingError, IncomingNotification, IncomingRequest, IncomingResponse, Peer
 from ..shell.codex_transport import CodexUnavailable, connect_codex
 from .picture import Picture
+
+if TYPE_CHECKING:
+    from .page.server import Hub
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +72,22 @@ class _Started(msgspec.Struct):
     thread: codex_threads.StoredThread
 
 
-async def observe(url: str, token_file: str, picture: Picture, publish: Callable[[], None]) -> None:
+async def observe(
+    url: str,
+    token_file: str,
+    picture: Picture,
+    publish: Callable[[], None],
+    hub: Hub | None = None,
+) -> None:
     """Watch the Codex at ``url`` until the connection ends (returns) or cannot open."""
+    if hub is not None:
+        hub.watching(picture)
+        status_changed = publish
+
+        def publish() -> None:
+            status_changed()
+            hub.picture_changed()
+
     try:
         async with connect_codex(url, token_file=token_file) as connection:
             stream = connection.stream
@@ -106,12 +126,17 @@ async def observe(url: str, token_file: str, picture: Picture, publish: Callable
                     elif isinstance(message, IncomingError):
                         await pending.pop(message.id).send(message.error)
                     elif isinstance(message, IncomingRequest):
+                        if hub is not None:
+                            hub.request(message.id, message.method, bytes(message.params))
+                            continue
                         # Never answered: Codex sends a request (a sub-agent's approval) to every
                         # connection and takes the first answer, which must be the editor's (or,
                         # after it reattaches, a later editor's). Unanswered here, it harms nothing.
                         log.debug("the watcher leaves Codex's %s to the editors", message.method)
                     elif isinstance(message, IncomingNotification):
                         _notified(message, picture, publish, nursery, read_thread)
+                        if hub is not None:
+                            hub.notification(message.method, bytes(message.params))
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(receive_all, nursery)
@@ -156,6 +181,12 @@ async def observe(url: str, token_file: str, picture: Picture, publish: Callable
                         await read_thread(thread_id)
                 picture.back()
                 publish()
+                if hub is not None:
+
+                    async def respond(request_id: Any, result: Any) -> None:
+                        await stream.send(peer.response(request_id, result))
+
+                    nursery.start_soon(hub.follow, call, respond)
                 # The connection ends when Codex does.
                 await closed.wait()
                 nursery.cancel_scope.cancel()

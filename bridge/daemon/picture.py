@@ -33,6 +33,7 @@ class ThreadLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     title: str = ""
     cwd: str = ""
     nickname: str | None = None
+    model: str | None = None
     createdAt: int | None = None
     updatedAt: int | None = None
 
@@ -61,6 +62,7 @@ class Picture:
         line.title = " ".join((stored.name or stored.preview or "").split())
         line.cwd = stored.cwd
         line.nickname = stored.agentNickname
+        line.model = stored.model or line.model
         line.updatedAt = stored.updatedAt
         # A known thread's status comes from thread/status/changed, newer than any read.
         if isinstance(stored.status, dict) and (known is None or record.status is None):
@@ -98,16 +100,28 @@ class Picture:
 
     def lines(self) -> list[ThreadLine]:
         """Every thread, parents before their children, newest roots first."""
-        out: list[ThreadLine] = []
-        for line, record in self._threads.values():
-            state = workstate.snapshot(record)
-            line.state = state.state
-            flags = record.status.flags if record.status is not None else frozenset()
-            line.waitingOn = sorted(WAITS_ON[f] for f in flags if f in WAITS_ON)
-            meta = state.meta if isinstance(state.meta, dict) else {}
-            line.error = meta.get("error")
-            out.append(line)
-        return out
+        return [_line(line, record) for line, record in self._threads.values()]
+
+    def line(self, thread_id: str) -> ThreadLine | None:
+        """One thread, as :meth:`lines` shows it."""
+        found = self._threads.get(thread_id)
+        return _line(*found) if found is not None else None
+
+    def loaded(self, thread_id: str) -> bool:
+        """Whether Codex holds the thread in memory (its status is other than ``notLoaded``)."""
+        found = self._threads.get(thread_id)
+        status = found[1].status if found is not None else None
+        return status is not None and status.type != "notLoaded"
+
+
+def _line(line: ThreadLine, record: ThreadRecord) -> ThreadLine:
+    state = workstate.snapshot(record)
+    line.state = state.state
+    flags = record.status.flags if record.status is not None else frozenset()
+    line.waitingOn = sorted(WAITS_ON[f] for f in flags if f in WAITS_ON)
+    meta = state.meta if isinstance(state.meta, dict) else {}
+    line.error = meta.get("error")
+    return line
 
 
 def _status(status: dict[str, Any]) -> Status | None:

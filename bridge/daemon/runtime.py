@@ -12,6 +12,8 @@ system's temporary directory), private to the user (0700, files 0600). In it:
   capability-token``);
 - ``daemon.json``: where the daemon's Codex listens and what runs, rewritten
   (atomically) whenever that changes: :class:`DaemonInfo`;
+- ``page-token``: the secret of the daemon's page (:mod:`bridge.daemon.page`), new at
+  each start;
 - ``status.json``: the live picture of every thread (:mod:`bridge.daemon.picture`),
   rewritten whenever a thread changes.
 
@@ -37,6 +39,7 @@ ENV_RUNTIME_DIR = "CODEX_ACP_BRIDGE_RUNTIME_DIR"
 LOCK = "daemon.lock"
 INFO = "daemon.json"
 TOKEN = "token"
+PAGE_TOKEN = "page-token"
 STATUS = "status.json"
 
 
@@ -57,6 +60,8 @@ class DaemonInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     codexHome: str = ""
     startedAt: float = 0.0
     reason: str = ""
+    #: Where the daemon's page is served (without its token: ``page-token`` holds it).
+    pageUrl: str = ""
 
 
 class RuntimeDirError(Exception):
@@ -138,6 +143,24 @@ def new_token(directory: Path) -> Path:
     return path
 
 
+def new_page_token(directory: Path) -> str:
+    """A fresh secret for the daemon's page, kept in ``directory`` (0600)."""
+    token = secrets.token_urlsafe(32)
+    _write_private(directory / PAGE_TOKEN, token + "\n")
+    return token
+
+
+def page_address(directory: Path, info: DaemonInfo) -> str | None:
+    """The page's URL with its token, as ``status --url`` prints it; ``None`` without a page."""
+    if not info.pageUrl:
+        return None
+    try:
+        token = (directory / PAGE_TOKEN).read_text().strip()
+    except OSError:
+        return None
+    return f"{info.pageUrl}?token={token}"
+
+
 def write_info(directory: Path, info: DaemonInfo) -> None:
     _write_private(directory / INFO, msgspec.json.encode(info).decode() + "\n")
 
@@ -157,7 +180,7 @@ def running_daemon(directory: Path) -> DaemonInfo | None:
 
 
 def remove_info(directory: Path) -> None:
-    for name in (INFO, STATUS):
+    for name in (INFO, STATUS, PAGE_TOKEN):
         with contextlib.suppress(FileNotFoundError):
             (directory / name).unlink()
 

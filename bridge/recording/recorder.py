@@ -1,6 +1,6 @@
 """Writing a recording while the bridge serves (the ``record`` command).
 
-:class:`Recorder` is the ``tap`` of :func:`bridge.shell.serve.run_bridge`: it
+:class:`Recorder` is the ``tap`` of :func:`bridge.shell.run_bridge.run_bridge`: it
 sees every message the engine is fed or sends Codex, in the engine's order,
 and writes it redacted. The header needs two facts that only arrive with the
 first messages (the client's capabilities from its ``initialize``, Codex's

@@ -9,6 +9,9 @@ Three questions decide a reply (the package docstring teaches the directive lang
    results that came back since.
 3. Which step of the script answers it? ``step_index``: the first one whose calls are unanswered.
 
+The prompt's script is parsed in :mod:`.script`, the reply's events are built in :mod:`.reply`,
+the request is read in :mod:`.request`; here are the directives and the answer to a request.
+
 To add a directive, write ``def _name(reply: ReplyBuilder, args: Args) -> None`` that calls the
 builder (or raises ``DirectiveError``), decorate it with ``@directive("name", usage, calls=N)``,
 ``N`` being the number of tool calls it makes, and document it in the package docstring.
@@ -19,11 +22,39 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+
+from .reply import (
+    ReplyBuilder,
+    SseEvent,
+    encode_sse,
+    few_chunks,
+    reasoning_words,
+    word_chunks,
+    words_text,
+)
+from .request import (
+    UserTurn,
+    codex_internal_purpose,
+    find_user_turn,
+    plain_reply,
+    token_estimate,
+    tool_output_objects,
+    turn_metadata,
+)
+from .script import (
+    MAX_COUNT,
+    Args,
+    Directive,
+    DirectiveError,
+    Script,
+    non_negative_int,
+    parse_directives,
+)
 
 __all__ = [
     "DEFAULT_TEXT",
@@ -49,325 +80,13 @@ __all__ = [
     "words_text",
 ]
 
+
+_encoder = msgspec.json.Encoder()
+
 #: The reply to a message without directives, and to a request after the script's last step.
 DEFAULT_TEXT = "ok"
 #: The reply to Codex's own requests (thread title, compaction, ...); inside JSON if asked for.
 INTERNAL_TEXT = "Scripted reply"
-
-_PREFIX = "@@"
-#: The most words a directive streams: a bigger count is surely a typo, and would eat memory.
-MAX_COUNT = 1_000_000
-
-
-# -------------------------------------------------------------------------------------------------
-# Parsing
-
-
-@dataclass(frozen=True, slots=True)
-class Directive:
-    """One ``@@ NAME ARGS`` line: ``name`` lower-cased, ``args`` the rest of the line, stripped."""
-
-    name: str
-    args: str
-
-    def __str__(self) -> str:
-        return f"{_PREFIX} {self.name} {self.args}".rstrip()
-
-
-@dataclass(frozen=True, slots=True)
-class Script:
-    """The steps of a script; step ``k`` answers the ``k``-th model request of a user turn."""
-
-    steps: tuple[tuple[Directive, ...], ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.steps)
-
-
-def _is_directive_line(line: str) -> bool:
-    rest = line[len(_PREFIX) :]
-    return line.startswith(_PREFIX) and (not rest or rest[0].isspace())
-
-
-def parse_directives(text: str) -> Script:
-    """Parse the directive block at the start of ``text``; never raises.
-
-    The block is the run of lines starting with ``@@`` and a space at the very start of the text
-    (blank lines inside it are skipped); it ends at the first other line, and what follows is prose
-    the model ignores. A text that does not start with ``@@`` has no script. Unknown names are kept:
-    running one replies with an error message, so a typo shows in the output of its test.
-    """
-    if not _is_directive_line(text):
-        return Script()
-    steps: list[tuple[Directive, ...]] = []
-    current: list[Directive] = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if not _is_directive_line(line):
-            break
-        name, _, args = line[len(_PREFIX) :].strip().partition(" ")
-        if name.lower() == "then":
-            steps.append(tuple(current))
-            current = []
-        else:
-            current.append(Directive(name.lower(), args.strip()))
-    steps.append(tuple(current))
-    return Script(tuple(steps))
-
-
-class DirectiveError(ValueError):
-    """A directive cannot run; the reply becomes this message, so the test output shows it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Args:
-    """A directive's arguments: ``rest`` is the raw text, split into plain words and ``key=value``s.
-
-    ``outputs``: the request's tool results that are JSON objects, newest first (``{{field}}``).
-    """
-
-    rest: str
-    positional: tuple[str, ...]
-    options: Mapping[str, str]
-    outputs: Sequence[Mapping[str, Any]] = ()
-
-    @classmethod
-    def parse(cls, rest: str, outputs: Sequence[Mapping[str, Any]] = ()) -> Args:
-        positional: list[str] = []
-        options: dict[str, str] = {}
-        for word in rest.split():
-            key, eq, value = word.partition("=")
-            if eq and key.isidentifier():
-                options[key] = value
-            else:
-                positional.append(word)
-        return cls(rest, tuple(positional), options, outputs)
-
-    def expect(self, *, positional: int, options: Iterable[str] = ()) -> None:
-        """Fail unless there are ``positional`` plain words and no option outside ``options``."""
-        unknown = sorted(set(self.options) - set(options))
-        if unknown:
-            raise DirectiveError(f"unknown option {unknown[0]}=")
-        if len(self.positional) != positional:
-            raise DirectiveError(f"expected {positional} argument(s), got {len(self.positional)}")
-
-    def count(self, index: int) -> int:
-        count = _non_negative_int(self.positional[index], "count")
-        if count > MAX_COUNT:
-            raise DirectiveError(f"count {count} is over {MAX_COUNT}")
-        return count
-
-    def delay(self) -> float:
-        """The ``delay_ms=D`` option in seconds (0 when absent)."""
-        text = self.options.get("delay_ms")
-        return 0.0 if text is None else _non_negative_int(text, "delay_ms") / 1000
-
-
-def _non_negative_int(text: str, what: str) -> int:
-    if not text.isdigit():
-        raise DirectiveError(f"{what} must be a non-negative integer, got {text!r}")
-    return int(text)
-
-
-# -------------------------------------------------------------------------------------------------
-# Server-sent events and the reply builder
-
-
-@dataclass(frozen=True, slots=True)
-class SseEvent:
-    """One server-sent event; ``data`` holds ``"type"`` too. The server waits ``delay`` s first.
-
-    An event whose ``type`` is empty is sent as an SSE comment line.
-    """
-
-    type: str
-    data: dict[str, Any]
-    delay: float = 0.0
-
-
-_encoder = msgspec.json.Encoder()
-
-
-def encode_sse(events: Iterable[SseEvent]) -> bytes:
-    """The wire form of ``events`` (``event: TYPE`` / ``data: JSON`` / blank line); no delays."""
-    parts: list[bytes] = []
-    for event in events:
-        if not event.type:
-            # An event without a type is a comment: it only carries its delay.
-            parts.append(b":\n\n")
-            continue
-        parts += (
-            b"event: ",
-            event.type.encode(),
-            b"\ndata: ",
-            _encoder.encode(event.data),
-            b"\n\n",
-        )
-    return b"".join(parts)
-
-
-def words_text(count: int) -> str:
-    """The message ``@@ words N`` streams: ``word1 word2 ... wordN``."""
-    return " ".join(f"word{i}" for i in range(1, count + 1))
-
-
-def reasoning_words(count: int) -> str:
-    """The reasoning summary ``@@ reason N`` streams: ``thought1 thought2 ... thoughtN``."""
-    return " ".join(f"thought{i}" for i in range(1, count + 1))
-
-
-def _word_chunks(text: str) -> list[str]:
-    """``"a b c"`` → ``["a ", "b ", "c"]``: one delta per word, with the spaces after it."""
-    return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
-
-
-def _few_chunks(text: str, at_most: int = 4) -> list[str]:
-    """Split ``text`` at word boundaries into at most ``at_most`` deltas of similar size."""
-    words = _word_chunks(text)
-    size = max(1, -(-len(words) // at_most))
-    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
-
-
-@dataclass(slots=True)
-class ReplyBuilder:
-    """Collects the output items of one model response as the SSE events Codex accepts.
-
-    Directives call ``message``, ``reasoning``, ``function_call``, ``sleep`` and ``fail``;
-    ``events()`` wraps the items in ``response.created`` ... ``response.completed`` (with usage).
-    """
-
-    response_id: str
-    input_tokens: int = 0
-    cached_tokens: int = 0
-    completes: bool = True
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-    _events: list[SseEvent] = field(default_factory=list)
-    _output: list[dict[str, Any]] = field(default_factory=list)
-    _pending_delay: float = 0.0
-
-    def _emit(self, type_: str, data: dict[str, Any], delay: float = 0.0) -> None:
-        data["type"] = type_
-        self._events.append(SseEvent(type_, data, delay + self._pending_delay))
-        self._pending_delay = 0.0
-
-    def _item_id(self, kind: str) -> str:
-        # Codex uses these ids as its item ids (and a call id as the command item's id): keep them
-        # unique by deriving them from the response id.
-        return f"{kind}_{self.response_id}_{len(self._output)}"
-
-    def sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` before the next event (or before the end of the stream)."""
-        self._pending_delay += seconds
-
-    def message(self, chunks: Sequence[str], delay: float = 0.0) -> None:
-        """An assistant message streamed as ``chunks``, ``delay`` s before each but the first."""
-        index, item_id = len(self._output), self._item_id("msg")
-        item: dict[str, Any] = {
-            "type": "message",
-            "role": "assistant",
-            "id": item_id,
-            "content": [],
-        }
-        self._emit("response.output_item.added", {"output_index": index, "item": item})
-        where = {"item_id": item_id, "output_index": index, "content_index": 0}
-        for n, chunk in enumerate(chunks):
-            self._emit("response.output_text.delta", {**where, "delta": chunk}, delay if n else 0.0)
-        text = "".join(chunks)
-        done = {**item, "content": [{"type": "output_text", "text": text, "annotations": []}]}
-        self._emit("response.output_item.done", {"output_index": index, "item": done})
-        self._output.append(done)
-        self.output_tokens += len(chunks)
-
-    def reasoning(self, chunks: Sequence[str], delay: float = 0.0) -> None:
-        """A reasoning item whose one summary part is streamed as ``chunks``."""
-        index, item_id = len(self._output), self._item_id("rs")
-        item: dict[str, Any] = {"type": "reasoning", "id": item_id, "summary": []}
-        self._emit("response.output_item.added", {"output_index": index, "item": item})
-        where = {"item_id": item_id, "output_index": index, "summary_index": 0}
-        part = {"type": "summary_text", "text": ""}
-        self._emit("response.reasoning_summary_part.added", {**where, "part": part})
-        for n, chunk in enumerate(chunks):
-            delta = {**where, "delta": chunk}
-            self._emit("response.reasoning_summary_text.delta", delta, delay if n else 0.0)
-        text = "".join(chunks)
-        self._emit("response.reasoning_summary_text.done", {**where, "text": text})
-        done = {**item, "summary": [{"type": "summary_text", "text": text}]}
-        self._emit("response.output_item.done", {"output_index": index, "item": done})
-        self._output.append(done)
-        self.reasoning_tokens += len(chunks)
-        self.output_tokens += len(chunks)
-
-    def function_call(self, name: str, arguments: str, namespace: str | None = None) -> None:
-        """A call of tool ``name`` (in ``namespace``, if any) with JSON text ``arguments``."""
-        index = len(self._output)
-        item: dict[str, Any] = {
-            "type": "function_call",
-            "id": self._item_id("fc"),
-            "call_id": self._item_id("call"),
-            "name": name,
-            "arguments": arguments,
-        }
-        if namespace is not None:
-            item["namespace"] = namespace
-        added = {"output_index": index, "item": {**item, "arguments": ""}}
-        self._emit("response.output_item.added", added)
-        self._emit("response.output_item.done", {"output_index": index, "item": item})
-        self._output.append(item)
-        self.output_tokens += 1 + len(arguments) // 4
-
-    def web_search_call(self, query: str) -> None:
-        """A finished web search for ``query``: the provider's own tool, so Codex runs nothing
-        and sends no tool result back."""
-        index = len(self._output)
-        item: dict[str, Any] = {
-            "type": "web_search_call",
-            "id": self._item_id("ws"),
-            "status": "completed",
-            "action": {"type": "search", "query": query},
-        }
-        added = {**item, "status": "in_progress", "action": {"type": "search"}}
-        self._emit("response.output_item.added", {"output_index": index, "item": added})
-        self._emit("response.output_item.done", {"output_index": index, "item": item})
-        self._output.append(item)
-
-    def fail(self) -> None:
-        """End the stream after the items so far without ``response.completed``: the turn fails."""
-        self.completes = False
-
-    def events(self) -> list[SseEvent]:
-        """The stream: ``response.created``, the items, ``response.completed`` unless failed."""
-        created = {"id": self.response_id, "status": "in_progress"}
-        events = [SseEvent("response.created", {"type": "response.created", "response": created})]
-        events += self._events
-        if self.completes:
-            usage = {
-                "input_tokens": self.input_tokens,
-                "input_tokens_details": {"cached_tokens": self.cached_tokens},
-                "output_tokens": self.output_tokens,
-                "output_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
-                "total_tokens": self.input_tokens + self.output_tokens,
-            }
-            response = {
-                "id": self.response_id,
-                "status": "completed",
-                "output": self._output,
-                "usage": usage,
-            }
-            data = {"type": "response.completed", "response": response}
-            events.append(SseEvent("response.completed", data, self._pending_delay))
-        elif self._pending_delay:
-            # A `@@ sleep` just before `@@ fail` still delays the end of the stream: an event
-            # without a type goes out as an SSE comment, which carries the delay and says nothing.
-            events.append(SseEvent("", {}, self._pending_delay))
-        return events
-
-
-# -------------------------------------------------------------------------------------------------
-# The directives. Each appends to the reply; ``calls`` counts the tool calls it makes, which is how
-# ``@@ then`` knows the step a request is at.
 
 
 DirectiveFunction = Callable[[ReplyBuilder, Args], None]
@@ -399,13 +118,13 @@ def directive(
 @directive("words", "@@ words N [delay_ms=D]")
 def _words(reply: ReplyBuilder, args: Args) -> None:
     args.expect(positional=1, options=["delay_ms"])
-    reply.message(_word_chunks(words_text(args.count(0))), args.delay())
+    reply.message(word_chunks(words_text(args.count(0))), args.delay())
 
 
 @directive("reason", "@@ reason N [delay_ms=D]")
 def _reason(reply: ReplyBuilder, args: Args) -> None:
     args.expect(positional=1, options=["delay_ms"])
-    reply.reasoning(_word_chunks(reasoning_words(args.count(0))), args.delay())
+    reply.reasoning(word_chunks(reasoning_words(args.count(0))), args.delay())
 
 
 @directive("say", '@@ say TEXT | @@ say "JSON string"')
@@ -417,7 +136,7 @@ def _say(reply: ReplyBuilder, args: Args) -> None:
             text = str(json.loads(text))
         except json.JSONDecodeError as exc:
             raise DirectiveError(f"bad JSON string: {exc}") from None
-    reply.message(_few_chunks(text))
+    reply.message(few_chunks(text))
 
 
 @directive("think", "@@ think TEXT")
@@ -425,7 +144,7 @@ def _think(reply: ReplyBuilder, args: Args) -> None:
     # Readable reasoning for demos; one delta per word, like `reason`.
     if not args.rest:
         raise DirectiveError("think needs the text of the thought")
-    reply.reasoning(_word_chunks(args.rest), 0.03)
+    reply.reasoning(word_chunks(args.rest), 0.03)
 
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][\w-]*)\s*(?:#\s*([1-9][0-9]*)\s*)?\}\}")
@@ -478,7 +197,7 @@ def _web_search(reply: ReplyBuilder, args: Args) -> None:
 @directive("sleep", "@@ sleep MS")
 def _sleep(reply: ReplyBuilder, args: Args) -> None:
     args.expect(positional=1)
-    reply.sleep(_non_negative_int(args.positional[0], "MS") / 1000)
+    reply.sleep(non_negative_int(args.positional[0], "MS") / 1000)
 
 
 @directive("fail", "@@ fail")
@@ -510,173 +229,6 @@ def run_step(
             return
 
 
-# -------------------------------------------------------------------------------------------------
-# Reading the request
-
-
-#: Messages that Codex adds as role ``user`` and that are not wrapped in one XML-like element.
-_INJECTED_PREFIXES = (
-    "# AGENTS.md instructions",
-    # The summary that stands for the history after a compaction.
-    "Another language model started to solve this problem",
-)
-# `<environment_context>...</environment_context>`, `<subagent_notification>`, `<turn_aborted>`, ...
-_XML_WRAPPED = re.compile(r"\A\s*<([A-Za-z_][\w-]*)[\s>].*</\1>\s*\Z", re.DOTALL)
-
-
-def _message_text(item: Mapping[str, Any]) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    # One line break between text parts, so a directive line never runs into the next part.
-    return "\n".join(
-        str(part.get("text", ""))
-        for part in content
-        if isinstance(part, dict) and part.get("type") == "input_text"
-    )
-
-
-def _is_injected(text: str) -> bool:
-    return text.startswith(_INJECTED_PREFIXES) or _XML_WRAPPED.match(text) is not None
-
-
-@dataclass(frozen=True, slots=True)
-class UserTurn:
-    """The latest real user message of a request, and the tool results that came back since."""
-
-    text: str
-    tool_outputs: int
-
-
-def find_user_turn(body: Mapping[str, Any]) -> UserTurn | None:
-    """The latest user message in ``body["input"]`` that a person (or a spawning agent) wrote.
-
-    Messages that Codex injects as role ``user`` are skipped. ``tool_outputs`` counts the
-    ``*_call_output`` items after it: one per answered tool call.
-    """
-    items = body.get("input")
-    if not isinstance(items, list):
-        return None
-    outputs = 0
-    for item in reversed(items):
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type", "message")
-        if isinstance(kind, str) and kind.endswith("_call_output"):
-            outputs += 1
-        elif kind == "message" and item.get("role") == "user":
-            text = _message_text(item)
-            if not _is_injected(text):
-                return UserTurn(text, outputs)
-    return None
-
-
-def _tool_output_objects(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The tool results of the request that are JSON objects, newest first."""
-    found: list[Mapping[str, Any]] = []
-    items = body.get("input")
-    for item in reversed(items if isinstance(items, list) else []):
-        if isinstance(item, dict) and str(item.get("type", "")).endswith("_call_output"):
-            output = item.get("output")
-            try:
-                decoded = json.loads(output) if isinstance(output, str) else output
-            except json.JSONDecodeError:
-                continue
-            if isinstance(decoded, dict):
-                found.append(decoded)
-    return found
-
-
-# What the turn metadata says of a request that runs a person's (or a spawned agent's) turn. Codex's
-# own requests say otherwise: a thread title (thread_source "thread_title", sent by the TUI), the
-# automatic approval reviewer (sub-agent "guardian"), a compaction (request_kind "compaction").
-_SCRIPTED_REQUEST_KINDS = frozenset({"turn"})
-_SCRIPTED_THREAD_SOURCES = frozenset({"user", "subagent"})
-_SCRIPTED_SUBAGENT_KINDS = frozenset({"thread_spawn", "collab_spawn"})
-
-
-def turn_metadata(
-    body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """The ``x-codex-turn-metadata`` JSON, sent as a header and inside ``client_metadata``."""
-    raw = (headers or {}).get("x-codex-turn-metadata")
-    if raw is None:
-        client_metadata = body.get("client_metadata")
-        if isinstance(client_metadata, dict):
-            raw = client_metadata.get("x-codex-turn-metadata")
-    try:
-        decoded = json.loads(raw) if isinstance(raw, str) else None
-    except json.JSONDecodeError:
-        decoded = None
-    return decoded if isinstance(decoded, dict) else {}
-
-
-def codex_internal_purpose(
-    body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-) -> str | None:
-    """Why Codex sent this request for itself (e.g. ``"thread_title"``); ``None`` for a user turn.
-
-    Codex's own requests quote the user's prompt, so they must never run its script. The turn
-    metadata tells them apart, by allow-list: a request is scripted only if its ``request_kind``
-    is ``turn``, its ``thread_source`` is absent (app-server ``thread/start``), ``user`` or
-    ``subagent``, and its sub-agent kind (also header ``x-openai-subagent``) is absent or a spawned
-    agent's. An unknown purpose thus gets the plain reply, never a tool call.
-    """
-    meta = turn_metadata(body, headers)
-    kind = meta.get("request_kind", "turn")
-    if kind not in _SCRIPTED_REQUEST_KINDS:
-        return str(kind)
-    source = meta.get("thread_source")
-    if source is not None and source not in _SCRIPTED_THREAD_SOURCES:
-        return str(source)
-    subagent = meta.get("subagent_kind") or (headers or {}).get("x-openai-subagent")
-    if subagent is not None and subagent not in _SCRIPTED_SUBAGENT_KINDS:
-        return str(subagent)
-    return None
-
-
-def _schema_instance(schema: object, text: str) -> object:
-    """A value valid for a simple JSON schema: the first enum value, ``text`` for a string, ..."""
-    if not isinstance(schema, dict):
-        return text
-    enum = schema.get("enum")
-    if isinstance(enum, list) and enum:
-        return enum[0]
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind == "object":
-        properties = schema.get("properties")
-        if not isinstance(properties, dict):
-            return {}
-        return {name: _schema_instance(sub, text) for name, sub in properties.items()}
-    if kind == "array":
-        return []
-    if kind in ("integer", "number"):
-        return schema.get("minimum", 0)
-    if kind == "boolean":
-        return False
-    if kind == "null":
-        return None
-    max_length = schema.get("maxLength")
-    return text[:max_length] if isinstance(max_length, int) else text
-
-
-def _plain_reply(body: Mapping[str, Any], text: str) -> str:
-    """``text``; or, when the request wants JSON (``text.format`` json_schema), JSON built from it.
-
-    The thread-title request wants ``{"title"}``; the approval reviewer wants ``{"outcome", ...}``,
-    whose first enum value is ``allow``: the scripted reviewer approves every action.
-    """
-    options = body.get("text")
-    fmt = options.get("format") if isinstance(options, dict) else None
-    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-        return _encoder.encode(_schema_instance(fmt.get("schema"), text)).decode()
-    return text
-
-
 def step_index(script: Script, tool_outputs: int) -> int:
     """The step for a request carrying ``tool_outputs`` tool results since the user's message.
 
@@ -690,16 +242,6 @@ def step_index(script: Script, tool_outputs: int) -> int:
             return index
         remaining -= calls
     return len(script.steps)
-
-
-def _token_estimate(body: Mapping[str, Any]) -> tuple[int, int]:
-    """Plausible (input, cached) tokens: ~4 bytes a token; all but the newest input item cached."""
-    prefix = len(_encoder.encode(body.get("instructions")))
-    prefix += len(_encoder.encode(body.get("tools", [])))
-    items = body.get("input")
-    sizes = [len(_encoder.encode(item)) for item in items] if isinstance(items, list) else []
-    total = prefix + sum(sizes)
-    return max(1, total // 4), (total - (sizes[-1] if sizes else 0)) // 4
 
 
 def reply_for_request(
@@ -716,20 +258,20 @@ def reply_for_request(
     """
     if response_id is None:
         response_id = "resp_" + hashlib.sha256(_encoder.encode(body)).hexdigest()[:16]
-    input_tokens, cached_tokens = _token_estimate(body)
+    input_tokens, cached_tokens = token_estimate(body)
     reply = ReplyBuilder(response_id, input_tokens, cached_tokens)
     if codex_internal_purpose(body, headers) is not None:
-        reply.message([_plain_reply(body, INTERNAL_TEXT)])
+        reply.message([plain_reply(body, INTERNAL_TEXT)])
         return reply.events()
     turn = find_user_turn(body)
     script = parse_directives(turn.text) if turn is not None else Script()
     index = step_index(script, turn.tool_outputs) if turn is not None else 0
     if index >= len(script.steps) or not script.steps[index]:
-        reply.message([_plain_reply(body, DEFAULT_TEXT)])
+        reply.message([plain_reply(body, DEFAULT_TEXT)])
         return reply.events()
     try:
-        run_step(script.steps[index], reply, _tool_output_objects(body))
+        run_step(script.steps[index], reply, tool_output_objects(body))
     except DirectiveError as exc:
         reply = ReplyBuilder(response_id, input_tokens, cached_tokens)
-        reply.message(_few_chunks(f"scripted model: {exc}"))
+        reply.message(few_chunks(f"scripted model: {exc}"))
     return reply.events()

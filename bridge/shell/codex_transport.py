@@ -261,16 +261,23 @@ async def spawn_codex(
             with trio.CancelScope(shield=True):
                 # Closing stdin asks app-server to exit; give it a moment, then insist,
                 # politely and then not: the bridge exits within a second of its client.
-                with trio.move_on_after(0.1):
-                    await process.stdin.aclose()
-                with trio.move_on_after(0.3):
-                    await process.wait()
+                await close_and_wait(process, close=0.1, wait=0.3)
                 _signal_group(process.pid, signal.SIGTERM)
                 with trio.move_on_after(0.2):
                     await process.wait()
                 _signal_group(process.pid, signal.SIGKILL)
                 await process.wait()
             nursery.cancel_scope.cancel()
+
+
+async def close_and_wait(process: trio.Process, *, close: float, wait: float) -> None:
+    """Close a stdio peer's stdin, which asks it to exit, and wait for it to, each within
+    its seconds; whether it did is ``process.poll()``."""
+    assert process.stdin is not None
+    with trio.move_on_after(close):
+        await process.stdin.aclose()
+    with trio.move_on_after(wait):
+        await process.wait()
 
 
 def _signal_group(group: int, signum: int) -> None:

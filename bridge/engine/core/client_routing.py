@@ -4,13 +4,13 @@ A request is handled now (the connection decided it need not wait for Codex:
 :mod:`bridge.engine.core.connection`), in these steps:
 
 1. the connection hears of it (past ``initialize``, a v2 client may not repeat it);
-2. with an ACP v2 face, the face routes it first (``hub.face.route``): it answers
-   some itself, and hands the rest on as the method and params the handlers read;
-3. one handler, by method, from the wiring's table
-   (:attr:`bridge.engine.core.engine.Engine._client_requests`); a method nobody
-   handles is -32601, and while Codex is away every request but ``initialize`` is
-   answered with the reason;
-4. a request that names a sub-agent's session is refused when the sub-agent feature
+2. one handler, by method, from the table of the face the client is spoken to through
+   (``hub.face.requests``: v1's is the wiring's
+   :attr:`bridge.engine.core.engine.Engine._client_requests`, v2's
+   :func:`bridge.engine.faces.v2_requests.requests`, each decoding its version's
+   params once); a method nobody handles is -32601, and while Codex is away every
+   request but ``initialize`` is answered with the reason (v2: known or not);
+3. a request that names a sub-agent's session is refused when the sub-agent feature
    says so (the RFD restricts what a sub-agent's session may be asked), before its
    handler runs.
 
@@ -38,12 +38,10 @@ from ...jsonrpc import (
     RpcError,
 )
 from .connection import Connection
-from .hub import AGENT_NAME, Hub
+from .hub import AGENT_NAME, Hub, RequestHandler
 
 log = logging.getLogger(__name__)
 
-#: Handles one client request: its id, its raw params (it answers, or raises RpcError).
-RequestHandler: TypeAlias = Callable[[RequestId, Raw], None]
 #: Handles one client notification's raw params.
 NotificationHandler: TypeAlias = Callable[[Raw], None]
 
@@ -70,7 +68,6 @@ class ClientRouter:
     def __init__(
         self,
         hub: Hub,
-        requests: dict[str, RequestHandler],
         notifications: dict[str, NotificationHandler],
         *,
         connection: Connection,
@@ -78,7 +75,6 @@ class ClientRouter:
         arrived: list[tuple[str, RequestId]],
     ) -> None:
         self.hub = hub
-        self.requests = requests
         self.notifications = notifications
         self._connection = connection
         self._guard = guard
@@ -116,21 +112,19 @@ class ClientRouter:
         method, params = msg.method, msg.params
         self._connection.request(method)
         face = self.hub.face
-        if face is not None and method != "initialize":
-            if self.hub.codex_lost_reason is not None:
-                raise RpcError.internal(self.hub.codex_lost_reason)
-            self._check(method, params)
-            routed = face.route(msg.id, method, params)
-            if routed is None:
-                return
-            method, params = routed
-        handler = self.requests.get(method)
-        if handler is None:
-            raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {msg.method}")
+        handler = face.requests.get(method)
+        lost = self.hub.codex_lost_reason
         # initialize needs nothing from Codex: a client whose Codex could not start still
-        # gets its answer, then the reason on each request that needs Codex.
-        if self.hub.codex_lost_reason is not None and method != "initialize":
-            raise RpcError.internal(self.hub.codex_lost_reason)
+        # gets its answer, then the reason on each request that needs Codex (v2: on any
+        # request, known or not).
+        if (
+            lost is not None
+            and method != "initialize"
+            and (handler is not None or face.version == 2)
+        ):
+            raise RpcError.internal(lost)
+        if handler is None:
+            raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
         self._check(method, params)
         handler(msg.id, params)
 

@@ -40,14 +40,15 @@ changes them (a restart clears both, with the old peer: ``hub.reset_codex``).
 The client's side (:class:`ClientState`) is **OPENING** until the client sends a
 request other than ``initialize``, then **OPEN**: ACP v2 allows ``initialize``
 again only while OPENING. The ACP version agreed at ``initialize`` is the face
-the hub holds (``hub.face``: none for v1).
+the hub speaks through (``hub.face``: v1's from the start, v2's once a client's
+``initialize`` asks for it; the latest successful ``initialize`` decides).
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 import msgspec
@@ -61,7 +62,7 @@ from ...codex import types as codex_types
 from ...codex import versions as codex_versions
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from .hub import AGENT_NAME, Hub, decode_params
+from .hub import AGENT_NAME, Face, Hub, RequestHandler, decode_params
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,9 @@ class Connection:
     ``handle`` handles one client message now (the engine's, guarded): what waited
     is handed to it, in order, once Codex is ready or known to be away. ``catalog``
     is asked for Codex's models once Codex is ready, ``recovery`` resumes the sessions
-    on a restarted Codex, and ``offers`` fill what ``initialize`` answers.
+    on a restarted Codex, and ``offers`` fill what ``initialize`` answers. ``v1`` is
+    the face a v1 client is spoken to through; ``v2_requests`` builds v2's request
+    table, for the face of a client that asks for v2.
     """
 
     def __init__(
@@ -129,8 +132,12 @@ class Connection:
         catalog: Catalog,
         recovery: Recovery,
         offers: tuple[Sessions, Offers],
+        v1: Face,
+        v2_requests: Callable[[], Mapping[str, RequestHandler]],
     ) -> None:
         self.hub = hub
+        self._v1 = v1
+        self._v2_requests = v2_requests
         #: What fills ``initialize``'s answer: the session lifecycle, then authentication.
         self._offers = offers
         self._handle = handle
@@ -177,7 +184,7 @@ class Connection:
         """The client's ``initialize``: the ACP version is agreed (a v2 client gets the
         v2 face), and what the bridge offers is answered (it needs nothing from Codex)."""
         version = negotiation.negotiate(raw)
-        if self.client is ClientState.OPEN and (version == 2 or self.hub.face is not None):
+        if self.client is ClientState.OPEN and (version == 2 or self.hub.face.version == 2):
             # v2: initialize may be repeated only before any other request.
             raise RpcError(
                 ErrorCode.INVALID_REQUEST,
@@ -187,7 +194,7 @@ class Connection:
             self._initialize_v2(rid, raw)
             return
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
-        self.hub.face = None  # the latest successful initialize decides
+        self.hub.speak(self._v1)  # the latest successful initialize decides
         self.hub.client_capabilities = params.clientCapabilities
         result = acp_types.InitializeResult(
             protocolVersion=acp_types.PROTOCOL_VERSION,
@@ -222,17 +229,16 @@ class Connection:
             session={"compaction": {}, "notices": {}},
         )
         lifecycle, auth = self._offers
-        face = V2Face(hub, fork=lifecycle.fork_offered)
+        face = V2Face(hub, self._v2_requests(), fork=lifecycle.fork_offered)
         info = acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__)
         result = acp_types.InitializeResult(
             protocolVersion=1, agentCapabilities=acp_types.AgentCapabilities()
         )
         auth.advertise(result)
-        hub.face = None  # this answer is already in v2's shape
         v2_result = face.initialize_result(info, result.authMethods)
         v2_result.meta = dict(acp_steering.SUPPORTED)
+        hub.speak(face)
         hub.answer_client(rid, v2_result)
-        hub.face = face
 
     # -- Codex's handshake -----------------------------------------------------------------
 

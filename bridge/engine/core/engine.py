@@ -42,7 +42,11 @@ the features (:mod:`bridge.engine.features`) and the only one that knows the ord
 in which several of them react to one message. It holds the two routing tables:
 :meth:`Engine._codex_routes` (each Codex method → the type its params decode into
 → the features that react, in order) and ``_client_requests`` (each client method
-→ its handler). The rest sits beside it in ``core/``:
+→ its handler, for ACP v1; v2's is :func:`bridge.engine.faces.v2_requests.requests`,
+over the same features' methods). The client is spoken to through the hub's face
+(:mod:`bridge.engine.faces`), v1's until ``initialize`` picks v2: the features state
+facts (:mod:`bridge.engine.core.facts`), each face renders them in its version's
+messages. The rest sits beside it in ``core/``:
 
 - :mod:`~bridge.engine.core.connection`: the connection's states (Codex's
   handshake, the client messages that wait for it, Codex brought back, the
@@ -80,26 +84,27 @@ from ...codex import settings as codex_settings
 from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
+from ..faces.v1 import V1Face
 from ..features.approvals import Approvals
 from ..features.auth import Authentication
 from ..features.lifecycle import Lifecycle
 from ..features.palette import Palette
-from ..features.prompts import Prompts
+from ..features.prompts import TURN_TRAFFIC, Prompts
 from ..features.recovery import Recovery
 from ..features.retries import Retries
-from ..features.settings import Configuration
+from ..features.session_admin import SessionAdmin
+from ..features.settings import SettingsSelectors
 from ..features.streaming import Streaming
 from ..features.subagent_history import SubagentHistory
 from ..features.subagents import Subagents
 from ..features.terminals import Terminals
 from ..features.tools import Tools
 from ..features.turn_ends import TurnEnds
-from . import client_routing
-from .client_routing import RequestHandler
+from . import client_routing, facts
 from .codex_routing import CodexRouter, Route, notification, request
 from .connection import MAX_WAITING, Connection
 from .effects import Effect
-from .hub import AGENT_NAME, Hub, decode_params
+from .hub import AGENT_NAME, Hub, RequestHandler, decode_params
 from .threads import Held, ThreadRecord, Threads
 
 log = logging.getLogger(__name__)
@@ -152,7 +157,7 @@ class Engine:
         self.approvals = Approvals(hub)
         self.tools = Tools(hub)
         self.streaming = Streaming(hub)
-        self.settings = settings = Configuration(hub)
+        self.settings = settings = SettingsSelectors(hub)
         self.auth = Authentication(hub)
         self.terminals = Terminals(hub)
         self.turn_ends = TurnEnds(hub)
@@ -172,8 +177,9 @@ class Engine:
             opened=self._session_opened,
             thread_starting=self._thread_starting,
             settled=self._prompt_settled,
-            inserted=self._prompt_inserted,
         )
+        # A prompt's insertion precedes its turn's tool calls and plans (see prompts).
+        hub.before_updates(TURN_TRAFFIC, self.prompts.turn_traffic)
         self.steering = self.prompts.steering
         self.retries = Retries(hub, prompts=self.prompts)
         self.lifecycle = Lifecycle(
@@ -187,36 +193,41 @@ class Engine:
             open_failed=subagents.open_failed,
         )
         self.recovery = Recovery(hub, report=subagents.report, resumed=self.prompts.resume_settled)
+        self.admin = SessionAdmin(hub)
+        #: Each client method → its handler, as ACP v1 has it (filled below, once the
+        #: connection that answers ``initialize`` is built): a v1 client is spoken to
+        #: until ``initialize`` says otherwise.
+        self._client_requests: dict[str, RequestHandler] = {}
+        v1 = V1Face(hub, self._client_requests)
+        hub.speak(v1)
         self.connection = Connection(
             hub,
             handle=self._handle_client_guarded,
             catalog=settings,
             recovery=self.recovery,
             offers=(self.lifecycle, self.auth),
+            v1=v1,
+            v2_requests=self._v2_requests,
         )
-
-        # A session's first answer lists every model: opening one waits for the catalog
-        # asked at the handshake (see bridge.engine.features.settings).
-        def after_catalog(handler: RequestHandler) -> RequestHandler:
-            return client_routing.after_catalog(hub, settings, handler)
-
-        self._client_requests: dict[str, RequestHandler] = {
-            "initialize": self.connection.initialize,
-            "authenticate": self.auth.authenticate,
-            "session/new": after_catalog(self.prompts.session_new),
-            "session/prompt": self.prompts.session_prompt,
-            "session/load": after_catalog(self.lifecycle.session_load),
-            "session/resume": after_catalog(self.lifecycle.session_resume),
-            "session/fork": after_catalog(self.lifecycle.session_fork),
-            "session/list": self.lifecycle.session_list,
-            "session/close": self.lifecycle.session_close,
-            "session/set_mode": self.settings.set_mode,
-            "session/set_config_option": self.settings.set_config_option,
-            acp_steering.METHOD: self.steering.steer,
-        }
+        after_catalog = self._after_catalog
+        self._client_requests.update(
+            {
+                "initialize": self.connection.initialize,
+                "authenticate": self.auth.authenticate,
+                "session/new": after_catalog(self.prompts.session_new),
+                "session/prompt": self.prompts.session_prompt,
+                "session/load": after_catalog(self.lifecycle.session_load),
+                "session/resume": after_catalog(self.lifecycle.session_resume),
+                "session/fork": after_catalog(self.lifecycle.session_fork),
+                "session/list": self.lifecycle.session_list,
+                "session/close": self.lifecycle.session_close,
+                "session/set_mode": self.settings.set_mode,
+                "session/set_config_option": self.settings.set_config_option,
+                acp_steering.METHOD: self.steering.steer,
+            }
+        )
         self.client_router = client_routing.ClientRouter(
             hub,
-            self._client_requests,
             {"session/cancel": self._session_cancel},
             connection=self.connection,
             guard=subagents,
@@ -248,7 +259,7 @@ class Engine:
             ),
             "item/started": notification(
                 codex_messages.ItemNotification,
-                self._face_item_started,
+                prompts.item_started,
                 streaming.item_started,
                 tools.item_started,
                 approvals.item_started,
@@ -266,7 +277,7 @@ class Engine:
                 types.TurnNotification,
                 prompts.turn_started,
                 subagents.turn_started,
-                self._face_turn_started,
+                prompts.state_turn_started,
             ),
             # The turn's tool calls still open end first (no update may follow the
             # prompt's answer), then the prompt settles (a close waiting on it finishes),
@@ -281,7 +292,7 @@ class Engine:
                 prompts.turn_completed,
                 approvals.turn_completed,
                 subagents.turn_completed,
-                self._face_turn_completed,
+                prompts.state_turn_ended,
                 self._turn_ended,
                 first=(self.terminals.turn_completed,),
                 hold=self.turn_ends.hold,
@@ -494,24 +505,35 @@ class Engine:
         self.approvals.session_cancelled(params.sessionId)
         self._cancel_work(params.sessionId)
 
-    def _prompt_inserted(self, rid: RequestId, named_by_item: bool) -> None:
-        if self.hub.face is not None:
-            self.hub.face.inserted(rid, named_by_item)
+    def _after_catalog(self, handler: RequestHandler) -> RequestHandler:
+        """A session's first answer lists every model: ``handler`` opens one once the
+        catalog asked at the handshake is in (see bridge.engine.features.settings)."""
+        return client_routing.after_catalog(self.hub, self.settings, handler)
 
-    # -- the face's hooks on Codex's messages ----------------------------------------------
+    def _v2_requests(self) -> dict[str, RequestHandler]:
+        """ACP v2's request table (:mod:`bridge.engine.faces.v2_requests`), over the same
+        features' methods v1's handlers reach; built when a client picks v2."""
+        # Here, not at the top: a v1 client's start never pays for importing v2.
+        from ..faces import v2_requests
 
-    def _face_item_started(self, note: codex_messages.ItemNotification) -> None:
-        if self.hub.face is not None:
-            self.hub.face.item_started(note.threadId, note.item)
-
-    def _face_turn_started(self, note: codex_types.TurnNotification) -> None:
-        if self.hub.face is not None:
-            self.hub.face.turn_started(note.threadId, note.turn.id)
-
-    def _face_turn_completed(self, note: codex_types.TurnNotification) -> None:
-        if self.hub.face is not None:
-            error = note.turn.error.message if note.turn.error else None
-            self.hub.face.turn_completed(note.threadId, note.turn.id, note.turn.status, error)
+        admin = self.admin
+        return v2_requests.requests(
+            initialize=self.connection.initialize,
+            new_session=self.prompts.new_session,
+            prompt=self.prompts.prompt,
+            open_existing=self.lifecycle.open_existing,
+            fork=self.lifecycle.fork,
+            set_config=self.settings.set_config,
+            status=admin.status,
+            set_title=admin.set_title,
+            archive=admin.archive,
+            unarchive=admin.unarchive,
+            delete=admin.delete,
+            logout=admin.logout,
+            cancel_tool_call=admin.cancel_tool_call,
+            same_as_v1=self._client_requests,
+            after_catalog=self._after_catalog,
+        )
 
     # -- what one feature asks of the others ------------------------------------------------
 
@@ -532,9 +554,9 @@ class Engine:
             self.codex_router.react(_TURN_COMPLETED, note)
 
     def _thread_starting(
-        self, params: acp_types.NewSessionParams, start: codex_types.ThreadStartParams
+        self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
     ) -> None:
-        self.lifecycle.thread_starting(params, start)
+        self.lifecycle.thread_starting(mcp_servers, start)
 
     def _session_opened(
         self, record: ThreadRecord, rid: RequestId, result: Any, opened: Any
@@ -543,7 +565,7 @@ class Engine:
         result goes out, then what may only follow it (the commands, the current state
         of sub-agents a load replayed)."""
         self.settings.session_opened(record, result, opened)
-        self.hub.answer_client(rid, result)
+        self.hub.state(facts.SessionOpened(record, rid, result))
         self.settings.session_announced(record)
         self.subagent_history.after_response(record)
 

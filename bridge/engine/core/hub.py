@@ -18,7 +18,7 @@ Two promises are kept here, for every feature at once:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
@@ -29,6 +29,7 @@ from ...acp import types as acp_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from .effects import Effect, ReadClock, ToClient, ToCodex
+from .facts import Fact, PromptEnded
 from .outbox import update_effect
 from .threads import Threads
 
@@ -111,33 +112,42 @@ def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
     return decoder
 
 
-class Face(Protocol):
-    """How the client is spoken to when that is not v1 (:class:`bridge.engine.faces.v2.V2Face`)."""
+RequestHandler: TypeAlias = Callable[[RequestId, Raw], None]
 
-    #: Update types sent as they are (the hub skips the face for them: streamed chunks).
-    unchanged: frozenset[type]
+
+class Face(Protocol):
+    """How the client is spoken to: ACP v1 (:mod:`bridge.engine.faces.v1`, from the start)
+    or v2 (:mod:`bridge.engine.faces.v2`), chosen by ``initialize``. A face renders the
+    features' updates and facts (:mod:`bridge.engine.core.facts`) in its version's
+    messages, and decodes its version's requests once, for the features that do them."""
+
+    #: The ACP protocol version spoken.
+    version: int
+    #: Update types whose rendering is the update as it is: the hub sends them without
+    #: asking the face (the streamed chunks: the hot path).
+    same: frozenset[type]
+    #: The client requests this version has: method → handler of the raw params.
+    requests: Mapping[str, RequestHandler]
 
     def update(self, session_id: str, update: Any) -> None: ...
 
-    def result(self, rid: RequestId, result: Any) -> Any: ...
+    def state(self, fact: Fact) -> None: ...
 
-    def refused(self, rid: RequestId, error: RpcError) -> bool: ...
+    def answer(self, rid: RequestId, result: Any) -> None: ...
+
+    def refuse(self, rid: RequestId, error: RpcError) -> None: ...
 
     def asking(
         self, method: str, params: Any, on_result: Callable[[Raw], None], on_error: OnError
     ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]: ...
 
-    def route(self, rid: RequestId, method: str, raw: Raw) -> tuple[str, Raw] | None: ...
 
-    def inserted(self, rid: RequestId, named_by_item: bool) -> None: ...
+def _see_nothing(_session_id: str) -> None:
+    """What :meth:`Hub.before_updates` calls until someone asks to see updates."""
 
-    def item_started(self, thread_id: str, item: Any) -> None: ...
 
-    def turn_started(self, thread_id: str, turn_id: str) -> None: ...
-
-    def turn_completed(
-        self, thread_id: str, turn_id: str, status: str, error: str | None
-    ) -> None: ...
+def keep_nothing(_rid: RequestId) -> None:
+    """What :meth:`Face.asking` returns for a request it keeps nothing of once sent."""
 
 
 class Hub:
@@ -172,10 +182,32 @@ class Hub:
         #: Requests received and not answered yet, per side.
         self.open_client_requests: set[RequestId] = set()
         self.open_codex_requests: set[RequestId] = set()
-        #: The ACP v2 rendering of what the client is sent, once ``initialize`` negotiated
-        #: v2 (:mod:`bridge.engine.faces.v2`); ``None`` for a v1 client.
-        self.face: Face | None = None
+        #: How the client is spoken to: the engine sets a v1 face at once, and the face
+        #: ``initialize`` negotiates (see :class:`Face`).
+        self.face: Face
+        #: The face's :attr:`Face.same` (read for every streamed delta).
+        self._same: frozenset[type] = frozenset()
+        #: Update types someone must see before they go out (:meth:`before_updates`), what
+        #: sees them, and :attr:`_same` without them (the hot path's one set lookup).
+        self._watched: frozenset[type] = frozenset()
+        self._watcher: Callable[[str], None] = _see_nothing
+        self._plain: frozenset[type] = frozenset()
+        #: Codex methods Codex answered it does not know (experimental ones come and go).
+        self.unknown_to_codex: set[str] = set()
         self._out: list[Effect] = []
+
+    def speak(self, face: Face) -> None:
+        """Speak to the client through ``face`` from now on."""
+        self.face = face
+        self._same = face.same
+        self._plain = face.same - self._watched
+
+    def before_updates(self, kinds: frozenset[type], then: Callable[[str], None]) -> None:
+        """Call ``then(session_id)`` before each update of one of ``kinds`` goes to a session
+        the client is shown. One caller: the prompts feature sees the turn's traffic (a tool
+        call, a plan) to insert a prompt ahead of it."""
+        self._watched, self._watcher = kinds, then
+        self._plain = self._same - kinds
 
     def reset_codex(self) -> None:
         """A new connection to Codex (it was restarted, or reconnected): a fresh peer,
@@ -236,14 +268,7 @@ class Hub:
         on_result: Callable[[Raw], None],
         on_error: OnError,
     ) -> RequestId:
-        face = self.face
-        if face is None:
-            rid, data = self.client.request(
-                method, params, Waiting(method, None, on_result, on_error)
-            )
-            self._out.append(ToClient(data))
-            return rid
-        params, on_result, on_error, sent = face.asking(method, params, on_result, on_error)
+        params, on_result, on_error, sent = self.face.asking(method, params, on_result, on_error)
         rid, data = self.client.request(method, params, Waiting(method, None, on_result, on_error))
         self._out.append(ToClient(data))
         sent(rid)
@@ -254,36 +279,53 @@ class Hub:
         self._out.append(ToClient(self.client.notification(method, params)))
 
     def update(self, session_id: str, update: msgspec.Struct) -> None:
-        """Send one ``session/update`` (any update Struct tagged with ``sessionUpdate``).
+        """Send one ``session/update`` (any update Struct tagged with ``sessionUpdate``),
+        in the face's rendering.
 
         Only for a session the client is shown: a hidden sub-agent's updates, and
         anything for a thread that is no session (closed, never shown), are dropped.
         """
         if session_id not in self._shown_ids:
             return
-        face = self.face
-        if face is not None and type(update) not in face.unchanged:
-            face.update(session_id, update)
+        kind = type(update)
+        if kind in self._plain:
+            self._out.append(update_effect(session_id, update))
             return
-        self._out.append(update_effect(session_id, update))
+        if kind in self._watched:
+            self._watcher(session_id)
+        if kind in self._same:
+            self._out.append(update_effect(session_id, update))
+            return
+        self.face.update(session_id, update)
+
+    def state(self, fact: Fact) -> None:
+        """A fact of :mod:`bridge.engine.core.facts`, for the face to tell the client."""
+        self.face.state(fact)
 
     def emit(self, effect: ToClient) -> None:
-        """Send ``effect`` as it is: what the v2 face has already rendered."""
+        """Send ``effect`` as it is: what the face has rendered."""
         self._out.append(effect)
 
     def answer_client(self, rid: RequestId, result: Any) -> None:
         if self._answering(self.open_client_requests, rid, "client"):
-            if self.face is not None:
-                result = self.face.result(rid, result)
-                if result is None:
-                    return
-            self._out.append(ToClient(self.client.response(rid, result)))
+            self.face.answer(rid, result)
 
     def refuse_client(self, rid: RequestId, exc: RpcError) -> None:
         if self._answering(self.open_client_requests, rid, "client"):
-            if self.face is not None and not self.face.refused(rid, exc):
-                return
-            self._out.append(ToClient(self.client.error(rid, exc.code, exc.message, exc.data)))
+            self.face.refuse(rid, exc)
+
+    def end_prompt(self, fact: PromptEnded) -> None:
+        """A prompt's work ended (answered once, as :meth:`answer_client` does)."""
+        if self._answering(self.open_client_requests, fact.request_id, "client"):
+            self.face.state(fact)
+
+    def respond(self, rid: RequestId, result: Any) -> None:
+        """Send the answer to client request ``rid`` (a face's rendering of it)."""
+        self._out.append(ToClient(self.client.response(rid, result)))
+
+    def respond_error(self, rid: RequestId, exc: RpcError) -> None:
+        """Send the error answering client request ``rid`` (a face's rendering of it)."""
+        self._out.append(ToClient(self.client.error(rid, exc.code, exc.message, exc.data)))
 
     def pass_error_to(self, rid: RequestId) -> OnError:
         """An ``on_error`` that passes Codex's error on to client request ``rid``."""

@@ -34,7 +34,7 @@ stops reading the other side above :attr:`Outbox.ceiling`, so a client that neve
 reads holds at most about that much here, and Codex is back-pressured beyond it.
 
 Pure: no I/O and no clock; the shell sets :attr:`Outbox.behind` (see
-:mod:`bridge.shell.serve`).
+:mod:`bridge.shell.run_bridge`).
 """
 
 from __future__ import annotations

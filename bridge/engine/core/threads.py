@@ -114,6 +114,17 @@ class QueuedPrompt:
 
 
 @dataclass(slots=True, eq=False)
+class Prompt:
+    """A ``session/prompt`` of the client's, from arrival until it is answered."""
+
+    request_id: RequestId
+    #: The prompt as the client sent it (ACP v2 echoes it as the user message).
+    content: list[Raw]
+    #: The user message it became, once inserted (ACP v2 answers the prompt then).
+    message_id: str | None = None
+
+
+@dataclass(slots=True, eq=False)
 class Pending:
     """A Codex request waiting on the user, from arrival until it settles (exactly once)."""
 
@@ -315,6 +326,26 @@ class ThreadRecord:
     after_announce: list[Callable[[], None]] = field(default_factory=list)
     #: Children whose history a load replayed (their current state follows the response).
     replayed: list[ThreadRecord] = field(default_factory=list)
+    # -- the session's prompts (the prompts feature's)
+    #: Prompts received and not answered yet.
+    prompts: dict[RequestId, Prompt] = field(default_factory=dict)
+    #: The prompt whose ``turn/start`` went to Codex, until it is inserted (Codex's user
+    #: message item for it gives its message an id).
+    awaiting_message: RequestId | None = None
+    # -- what the client is told of the session's own work (ACP v2 says it; see faces/v2.py)
+    #: Inserted prompts whose work has not ended.
+    working: int = 0
+    #: A turn Codex started with no prompt of this client's (a goal's, another client's);
+    #: ``workstate.ANY_TURN`` for one already running when the session was resumed.
+    turn_elsewhere: str | None = None
+    #: Permission requests (client request ids) of this session the client holds.
+    asking: set[RequestId] = field(default_factory=set)
+    #: The work state last sent on the session's own stream.
+    shown_state: str = "idle"
+    #: Tool calls that advertise ``cancel`` now (running commands), and those the client
+    #: cancelled (a failure of one then is ``cancelled``).
+    cancellable: set[str] = field(default_factory=set)
+    cancelled_calls: set[str] = field(default_factory=set)
 
     @property
     def view(self) -> View:
@@ -387,6 +418,17 @@ class Threads:
 
     def __contains__(self, thread_id: object) -> bool:
         return isinstance(thread_id, str) and self.session(thread_id) is not None
+
+    def take_prompt(self, request_id: RequestId) -> tuple[ThreadRecord, Prompt] | None:
+        """The session holding prompt ``request_id``, and the prompt, no longer held (for
+        an answer that did not come from the prompts feature: a defect's, most often)."""
+        for record in self.sessions():
+            prompt = record.prompts.pop(request_id, None)
+            if prompt is not None:
+                if record.awaiting_message == request_id:
+                    record.awaiting_message = None  # answered before Codex named it
+                return record, prompt
+        return None
 
     def forgotten(self, thread_id: str) -> bool:
         return thread_id in self._forgotten
@@ -471,9 +513,10 @@ class Threads:
                 break
         return target.id, label
 
-    def work_cancelled(self, record: ThreadRecord) -> bool:
-        """Was the work ``record``'s current (sub-agent) turn does cancelled: its root
-        turn, or an ancestor's running turn that spawned or messaged it?"""
+    def in_cancelled_work(self, record: ThreadRecord) -> bool:
+        """Whether ``record``'s current (sub-agent) turn does work that was cancelled: its
+        own, its root turn's, or that of an ancestor's running turn that spawned or
+        messaged it. (A question; ``Terminals.work_cancelled`` is the event.)"""
         turn = record.turn
         if turn is None:
             return False

@@ -26,12 +26,25 @@ then starts its first turn: that ``idle`` is no work that ended, so nothing is
 reported until Codex says more (``running`` once it is active, or a turn's
 end, an error, ``unknown``). The RFD allows it: until a state is reported the
 client has no confirmed current work state, and announcing implies none.
+
+A session's own work, as its client is shown it on the session's stream (ACP
+v2's ``state_update``), follows the same quantities as the client sees them
+(:func:`foreground`): the prompts of its that were inserted and have not ended,
+or a turn Codex started without one (a goal's, another client's), are work:
+``requires_action`` while the client holds a permission request of the
+session, else ``running``; no such work is ``idle``. A sub-agent's stream
+carries its :func:`reportable` snapshot instead (the sub-agent feature reports
+it on the parent first), and a resumed session starts from its
+:func:`snapshot`: what Codex says of a turn already running.
 """
 
 from __future__ import annotations
 
 from ...acp.subagents import WorkState
 from .threads import Status, ThreadRecord
+
+#: The turn of a resumed session that Codex reported at work: its id is not known here.
+ANY_TURN = "*"
 
 #: Active flags that mean the thread waits on the user.
 WAITING_FLAGS = frozenset({"waitingOnApproval", "waitingOnUserInput"})
@@ -71,6 +84,14 @@ def reportable(record: ThreadRecord) -> WorkState | None:
     if record.unstarted and state == _AT_REST:
         return None
     return state
+
+
+def foreground(record: ThreadRecord) -> str:
+    """The work state of the session's own work, as its client is shown it (see the
+    module docstring)."""
+    if record.working or record.turn_elsewhere is not None:
+        return "requires_action" if record.asking else "running"
+    return "idle"
 
 
 def cancellable(record: ThreadRecord) -> bool:

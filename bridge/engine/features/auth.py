@@ -9,7 +9,7 @@ error's message) and an API key from the bridge's environment
 ``account/login/start`` type ``apiKey``; the engine never reads the
 environment itself: the shell passes the key in). A turn that fails for lack of
 credentials fails its prompt with ACP's ``auth_required`` (-32000): see
-:func:`bridge.engine.features.prompts.lacks_credentials`.
+:func:`bridge.engine.features.turn_errors.lacks_credentials`.
 """
 
 from __future__ import annotations

@@ -100,17 +100,17 @@ class Lifecycle:
 
     def session_load(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_sessions.LoadSessionParams, "session/load")
-        self._open_existing(
+        self.open_existing(
             rid, "session/load", params.sessionId, params.cwd, params.mcpServers, replay=True
         )
 
     def session_resume(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_sessions.ResumeSessionParams, "session/resume")
-        self._open_existing(
+        self.open_existing(
             rid, "session/resume", params.sessionId, params.cwd, params.mcpServers, replay=False
         )
 
-    def _open_existing(
+    def open_existing(
         self,
         rid: RequestId,
         method: str,
@@ -120,6 +120,9 @@ class Lifecycle:
         *,
         replay: bool,
     ) -> None:
+        """Open a stored session (v1's load and resume, v2's resume): with ``replay``, its
+        history (and its sub-agents') goes out before the answer. ``method`` names the
+        request in errors."""
         hub = self.hub
         check_directory(hub, cwd, method)
         config = self._thread_config(mcp_servers, method)
@@ -266,7 +269,6 @@ class Lifecycle:
         )
 
     def session_fork(self, rid: RequestId, raw: Raw) -> None:
-        hub = self.hub
         if not self.fork_offered:
             raise RpcError(
                 ErrorCode.METHOD_NOT_FOUND,
@@ -274,16 +276,27 @@ class Lifecycle:
                 "unstable capability (clientCapabilities.subagents)",
             )
         params = decode_params(raw, acp_sessions.ForkSessionParams, "session/fork")
-        check_directory(hub, params.cwd, "session/fork")
-        config = self._thread_config(params.mcpServers, "session/fork")
+        self.fork(rid, params.sessionId, params.cwd, params.mcpServers)
+
+    def fork(
+        self,
+        rid: RequestId,
+        session_id: str,
+        cwd: str,
+        mcp_servers: Sequence[dict[str, Any]] | None,
+    ) -> None:
+        """``session/fork`` (v1 and v2): a new session from a copy of ``session_id``."""
+        hub = self.hub
+        check_directory(hub, cwd, "session/fork")
+        config = self._thread_config(mcp_servers, "session/fork")
 
         def found(_stored: threads.StoredThread) -> None:
             fork = threads.ThreadForkParams(
-                threadId=params.sessionId, cwd=params.cwd, config=config or UNSET, excludeTurns=True
+                threadId=session_id, cwd=cwd, config=config or UNSET, excludeTurns=True
             )
 
             def forked(opened: codex_types.ThreadStartResult) -> None:
-                record = self._open_root(opened.thread.id, params.cwd)
+                record = self._open_root(opened.thread.id, cwd)
                 response = acp_sessions.ForkSessionResult(sessionId=record.id)
                 self._opened(record, rid, response, opened)
 
@@ -292,9 +305,9 @@ class Lifecycle:
             )
 
         def missing(error: ErrorObject) -> None:
-            hub.refuse_client(rid, self._not_found(params.sessionId, error))
+            hub.refuse_client(rid, self._not_found(session_id, error))
 
-        self._read(params.sessionId, False, found, missing)
+        self._read(session_id, False, found, missing)
 
     def _read(
         self,
@@ -435,9 +448,9 @@ class Lifecycle:
     # -- MCP servers ------------------------------------------------------------------
 
     def thread_starting(
-        self, params: acp_types.NewSessionParams, start: codex_types.ThreadStartParams
+        self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
     ) -> None:
-        servers = mcp_servers_config(params.mcpServers, "session/new")
+        servers = mcp_servers_config(mcp_servers, "session/new")
         if servers:
             base = start.config if isinstance(start.config, dict) else {}
             start.config = {**base, **servers}

@@ -4,11 +4,32 @@ A session is a Codex thread (``thread/start``); a prompt is a turn
 (``turn/start``, or the request a slash command starts), answered when Codex
 says the turn ended: ``completed`` → ``end_turn``, ``interrupted`` →
 ``cancelled``, ``failed`` → an error with Codex's message (``auth_required``
-when Codex lacks credentials). A prompt sent while the session works waits its
-turn; input added to the running turn instead is steering
-(:mod:`bridge.engine.features.steering`, built here: a steer may start a turn).
-What the turn streams is :mod:`bridge.engine.features.streaming`'s; a turn whose
-model Codex cannot reach is stopped by :mod:`bridge.engine.features.retries`.
+when Codex lacks credentials). What streams meanwhile is
+:mod:`bridge.engine.features.streaming`'s; a turn whose model Codex cannot
+reach, :mod:`bridge.engine.features.retries`'s (which stops it through
+:meth:`Prompts.interrupt`). Input added to the running turn instead of queued is
+steering (:mod:`bridge.engine.features.steering`, built here: a steer may start a
+turn).
+
+**One turn at a time.** A prompt sent while the session works (a turn, a
+command answered without one, a resume after Codex came back) is queued, and
+starts when the work ends, in arrival order; ``session/cancel`` answers the
+queued ones ``cancelled`` at once and interrupts the turn (once Codex has
+named it: a turn Codex has not named yet is interrupted as soon as it is). A
+turn another client of the same Codex started on the session is the session's
+turn too (``Turn.foreign``).
+
+**Insertion.** A prompt is *inserted* when its work begins, as a user
+message with an id: the prompts feature states it
+(:class:`~bridge.engine.core.facts.PromptInserted`) and each face renders it
+(v2 answers the prompt then; v1 says nothing). An ordinary prompt awaits
+Codex's ``userMessage`` item for it (``ThreadRecord.awaiting_message``) and
+takes that item's id, the one history replays it under. It is inserted under
+an id of this bridge's (``SESSION-prompt-N``) when no such item will come or
+comes too late: a slash command, when Codex accepts its request (or at once
+when the bridge answers it itself); a turn whose tool call or plan
+(:data:`TURN_TRAFFIC`) is about to go out first; a turn that ends without one.
+A prompt refused before insertion is never inserted.
 """
 
 from __future__ import annotations
@@ -19,25 +40,31 @@ from typing import Any, Protocol
 
 from msgspec import Raw
 
+from ...acp import permissions as acp_permissions
+from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import commands as codex_commands
 from ...codex import threads as codex_threads
 from ...codex import types as codex_types
+from ...codex.messages import ItemNotification
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
+from ..core import facts
 from ..core.hub import Hub, check_directory, decode_params, from_codex
-from ..core.threads import QueuedPrompt, ThreadRecord, Turn
+from ..core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn
 from .commands import QuickCommand, command_request
 from .prompt_input import prompt_to_input
 from .steering import Steering
+from .turn_errors import lacks_credentials, policy_message
 
 log = logging.getLogger(__name__)
 
 #: Called with the new thread's record, the ``session/new`` request, the result
 #: about to be sent and Codex's answer: sends the result and what follows it.
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
-#: Adds to ``thread/start`` what the session asks for (MCP servers).
-ThreadStarting = Callable[[acp_types.NewSessionParams, codex_types.ThreadStartParams], None]
+#: Adds to ``thread/start`` what the session asks for (its MCP servers, as the client
+#: gave them).
+ThreadStarting = Callable[[list[dict[str, Any]] | None, codex_types.ThreadStartParams], None]
 
 
 class TurnSettings(Protocol):
@@ -76,7 +103,6 @@ class Prompts:
         opened: Opened,
         thread_starting: ThreadStarting,
         settled: Callable[[ThreadRecord], None],
-        inserted: Callable[[RequestId, bool], None],
     ) -> None:
         self.hub = hub
         self._settings = settings
@@ -87,30 +113,33 @@ class Prompts:
         #: Called once a prompt has been answered because its turn ended or Codex
         #: refused to start it (``session/close`` waits for this).
         self._settled = settled
-        #: Called once a prompt's work begins (ACP v2 answers the prompt then): with
-        #: ``True`` as its turn/start goes to Codex (the turn's user message item will
-        #: name it), with ``False`` once Codex accepted a slash command's request or a
-        #: command answered without a turn started.
-        self._inserted = inserted
         #: Input added to the running turn: it waits for the turn to be named, starts a
         #: turn of its own on an idle session (built here: it needs this feature's turns).
         self.steering = Steering(hub, turns=self, settings=settings)
         #: Quick commands answered so far (their messages' ids).
         self._quick_count = 0
+        #: Prompts inserted under a message id of this bridge's, numbered.
+        self._messages = 0
 
     # -- client requests ---------------------------------------------------------------
 
     def session_new(self, rid: RequestId, raw: Raw) -> None:
-        hub = self.hub
         params = decode_params(raw, acp_types.NewSessionParams, "session/new")
-        check_directory(hub, params.cwd, "session/new")
-        start = codex_types.ThreadStartParams(cwd=params.cwd)
+        self.new_session(rid, params.cwd, params.mcpServers)
+
+    def new_session(
+        self, rid: RequestId, cwd: str, mcp_servers: list[dict[str, Any]] | None
+    ) -> None:
+        """``session/new`` (v1 and v2): a thread started in ``cwd``."""
+        hub = self.hub
+        check_directory(hub, cwd, "session/new")
+        start = codex_types.ThreadStartParams(cwd=cwd)
         if hub.thread_config:
             start.config = dict(hub.thread_config)
-        self._thread_starting(params, start)
+        self._thread_starting(mcp_servers, start)
 
         def started(opened: codex_types.ThreadStartResult) -> None:
-            record = self._open_root(opened.thread.id, params.cwd)
+            record = self._open_root(opened.thread.id, cwd)
             record.unstored = True  # Codex writes a thread at its first turn
             self._opened(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
 
@@ -123,14 +152,18 @@ class Prompts:
         )
 
     def session_prompt(self, rid: RequestId, raw: Raw) -> None:
-        hub = self.hub
         params = decode_params(raw, acp_types.PromptParams, "session/prompt")
-        record = hub.threads.require(params.sessionId)
+        self.prompt(rid, params.sessionId, params.prompt)
+
+    def prompt(self, rid: RequestId, session_id: str, content: list[Raw]) -> None:
+        """``session/prompt`` (v1 and v2): ``content`` as the client sent it."""
+        record = self.hub.threads.require(session_id)
         if record.closing is not None:
             raise RpcError(ErrorCode.INVALID_REQUEST, f"session {record.id} is being closed")
         if record.gone is not None:
             raise RpcError.not_found(record.gone, {"sessionId": record.id})
-        inputs = prompt_to_input(params.prompt)
+        inputs = prompt_to_input(content)
+        record.prompts[rid] = Prompt(rid, content)
         if record.turn is not None or record.queued or record.resuming:
             # Typed while the agent works: it runs when the turn ends, in arrival order.
             record.queued.append(QueuedPrompt(rid, inputs))
@@ -156,25 +189,25 @@ class Prompts:
             command = None
         turn = record.turn = Turn(request_id=rid, started_by_steer=rid is None)
 
-        def turn_started(result: codex_commands.CommandStartResult) -> None:
+        def accepted(result: codex_commands.CommandStartResult) -> None:
             if result.turn is not None:
                 record.unstored = False  # Codex writes the thread as it starts a turn
             # A command's result may name no turn (``thread/compact/start``): then
-            # the ``turn/started`` that follows names it (turn_started).
+            # the ``turn/started`` that follows names it (:meth:`turn_started`).
             if rid is not None and record.turn is turn and command is not None:
-                self._inserted(rid, False)
+                self._insert_now(record, rid)  # no user message item will name it
             if result.turn is not None:
-                self._turn_known(record, turn, result.turn.id)
+                self._name_turn(record, turn, result.turn.id)
 
-        def turn_refused(error: ErrorObject) -> None:
+        def refused(error: ErrorObject) -> None:
             if record.turn is turn:
                 record.turn = None
                 if rid is not None and record.gone is not None:
-                    hub.refuse_client(
-                        rid, RpcError.not_found(record.gone, {"sessionId": record.id})
+                    self._end(
+                        record, rid, RpcError.not_found(record.gone, {"sessionId": record.id})
                     )
                 elif rid is not None:
-                    hub.refuse_client(rid, from_codex(error))
+                    self._end(record, rid, from_codex(error))
                 else:
                     log.warning("turn/start for a steer refused: %s", error.message)
                 self._settle(record)
@@ -187,10 +220,8 @@ class Prompts:
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
             self._settings.turn_starting(record, request)
             if rid is not None:
-                self._inserted(rid, True)
-        hub.codex_request(
-            method, request, codex_commands.CommandStartResult, turn_started, turn_refused
-        )
+                self._await_item(record, rid)
+        hub.codex_request(method, request, codex_commands.CommandStartResult, accepted, refused)
 
     def cancel(self, record: ThreadRecord) -> None:
         """Stop the session's prompt, if any: it resolves ``cancelled`` once Codex
@@ -198,9 +229,7 @@ class Prompts:
         queued behind it are answered ``cancelled`` at once: they never start."""
         queued, record.queued = record.queued, []
         for waiting in queued:
-            self.hub.answer_client(
-                waiting.request_id, acp_types.PromptResult(stopReason="cancelled")
-            )
+            self._end(record, waiting.request_id, acp_types.PromptResult(stopReason="cancelled"))
         turn = record.turn
         if turn is None or turn.cancel_requested:
             return
@@ -208,6 +237,57 @@ class Prompts:
             return  # a sub-agent's: its cancel is the sub-agents feature's
         turn.cancel_requested = True
         self.interrupt(record, turn)
+
+    # -- insertion ----------------------------------------------------------------------------
+
+    def _await_item(self, record: ThreadRecord, rid: RequestId) -> None:
+        """Prompt ``rid``'s ``turn/start`` goes to Codex: it is inserted once Codex's user
+        message item for it starts (:meth:`item_started`), under that item's id (the one
+        history replays it under)."""
+        prompt = record.prompts.get(rid)
+        if prompt is not None and prompt.message_id is None:
+            record.awaiting_message = rid
+
+    def item_started(self, note: ItemNotification) -> None:
+        """Codex's user message item names the prompt awaiting it: inserted now."""
+        item = note.item
+        if type(item) is not codex_types.UserMessageItem:
+            return
+        record = self.hub.threads.session(note.threadId)
+        if record is not None and record.awaiting_message is not None:
+            self._insert_awaited(record, item.id)
+
+    def _insert_now(self, record: ThreadRecord, rid: RequestId) -> None:
+        """Prompt ``rid`` is inserted now, under an id of this bridge's (a slash command
+        Codex accepted, or one answered without a turn: no user message item names it)."""
+        prompt = record.prompts.get(rid)
+        if prompt is not None and prompt.message_id is None:
+            self._insert(record, prompt, None)
+
+    def turn_traffic(self, session_id: str) -> None:
+        """A tool call or a plan (:data:`TURN_TRAFFIC`) is about to go to the session: a
+        prompt still awaiting its user message item is inserted first, under an id of this
+        bridge's (the client learns of its work in order)."""
+        record = self.hub.threads.session(session_id)
+        if record is not None and record.awaiting_message is not None:
+            self._insert_awaited(record, None)
+
+    def _insert_awaited(self, record: ThreadRecord, message_id: str | None) -> None:
+        rid = record.awaiting_message
+        prompt = record.prompts.get(rid) if rid is not None else None
+        if prompt is not None:
+            self._insert(record, prompt, message_id)
+
+    def _insert(self, record: ThreadRecord, prompt: Prompt, message_id: str | None) -> None:
+        """State the prompt's insertion, as ``message_id`` or, when none is given, an id
+        of this bridge's."""
+        if record.awaiting_message == prompt.request_id:
+            record.awaiting_message = None
+        if message_id is None:
+            self._messages += 1
+            message_id = f"{record.id}-prompt-{self._messages}"
+        prompt.message_id = message_id
+        self.hub.state(facts.PromptInserted(record, prompt.request_id, message_id, prompt.content))
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -217,7 +297,7 @@ class Prompts:
         hub = self.hub
         turn = record.turn = Turn(request_id=rid, quick=True)
         self._quick_count += 1
-        self._inserted(rid, False)
+        self._insert_now(record, rid)
         message_id = f"{command.name}-{self._quick_count}"
 
         def finish() -> bool:
@@ -225,7 +305,7 @@ class Prompts:
                 return False
             record.turn = None
             if turn.cancel_requested:
-                hub.answer_client(rid, acp_types.PromptResult(stopReason="cancelled"))
+                self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
                 self._settle(record)
                 self._start_next(record)
                 return False
@@ -240,14 +320,14 @@ class Prompts:
                     content=acp_types.TextContent(text=text), messageId=message_id
                 ),
             )
-            hub.answer_client(rid, acp_types.PromptResult(stopReason="end_turn"))
+            self._end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
             self._settle(record)
             self._start_next(record)
 
         def failed(error: RpcError) -> None:
             if not finish():
                 return
-            hub.refuse_client(rid, error)
+            self._end(record, rid, error)
             self._settle(record)
             self._start_next(record)
 
@@ -259,7 +339,9 @@ class Prompts:
         self._settled(record)
         self.steering.turn_ended(record)
 
-    def _turn_known(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
+    def _name_turn(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
+        """Codex named the session's turn (its answer to ``turn/start``, or ``turn/started``,
+        whichever came first): a cancel or a stop waiting for the id is sent now."""
         if record.turn is not turn or turn.id is not None:
             return
         turn.id = turn_id
@@ -269,7 +351,9 @@ class Prompts:
         self.steering.turn_known(record)
 
     def interrupt(self, record: ThreadRecord, turn: Turn) -> None:
-        # Without a turn id there is nothing to interrupt yet; _turn_known sends
+        """Send ``turn/interrupt`` for ``turn``, once (a cancel, or the bridge stopping it:
+        :mod:`bridge.engine.features.retries`); its prompt settles at ``turn/completed``."""
+        # Without a turn id there is nothing to interrupt yet; _name_turn sends
         # it as soon as Codex names the turn.
         if turn.id is None and turn.foreign and not turn.interrupt_sent:
             # Another client's turn already running when this session opened: Codex
@@ -327,7 +411,7 @@ class Prompts:
             self.steering.turn_known(record)
             return
         if _root_turn(record.turn):
-            self._turn_known(record, record.turn, note.turn.id)
+            self._name_turn(record, record.turn, note.turn.id)
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
         hub = self.hub
@@ -352,12 +436,12 @@ class Prompts:
         status = note.turn.status
         if turn.failure is not None and not turn.cancel_requested and status != "completed":
             # Stopped by the bridge (no sign-in, the model out of reach): that is the answer.
-            hub.refuse_client(rid, turn.failure)
+            self._end(record, rid, turn.failure)
         elif status == "completed":
-            hub.answer_client(rid, acp_types.PromptResult(stopReason="end_turn"))
+            self._end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
         elif status == "interrupted" or (status == "failed" and turn.cancel_requested):
             # A failure caused by the user's cancel is still a cancel (ACP).
-            hub.answer_client(rid, acp_types.PromptResult(stopReason="cancelled"))
+            self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
         else:
             error = note.turn.error
             message = (error.message if error else None) or turn.error_message
@@ -372,9 +456,35 @@ class Prompts:
             # No credentials for the model: ACP's auth_required, so the client offers sign-in.
             code = ErrorCode.AUTH_REQUIRED if lacks_credentials(error) else ErrorCode.INTERNAL_ERROR
             message = policy_message(info, message) or f"Codex turn ended with status {status}"
-            hub.refuse_client(rid, RpcError(code, message, data))
+            self._end(record, rid, RpcError(code, message, data))
         self._settle(record)
         self._start_next(record)
+
+    def _end(
+        self, record: ThreadRecord, rid: RequestId, outcome: acp_types.PromptResult | RpcError
+    ) -> None:
+        """Prompt ``rid``'s work ended: its answer (or, in v2, its work state) says how."""
+        prompt = record.prompts.pop(rid, None)
+        if record.awaiting_message == rid and rid in self.hub.open_client_requests:
+            if isinstance(outcome, RpcError):
+                record.awaiting_message = None  # refused before Codex named it: never inserted
+            elif prompt is not None and prompt.message_id is None:
+                self._insert(record, prompt, None)  # its turn ran, though no item named it
+        self.hub.end_prompt(facts.PromptEnded(record, rid, prompt, outcome))
+
+    # -- what every turn states -----------------------------------------------------------
+
+    def state_turn_started(self, note: codex_types.TurnNotification) -> None:
+        """Codex started a turn on the thread (a prompt's, or one nobody here asked for):
+        a fact for the face, once the features that react to it have (see the engine's
+        routing table)."""
+        self.hub.state(facts.TurnStarted(note.threadId, note.turn.id))
+
+    def state_turn_ended(self, note: codex_types.TurnNotification) -> None:
+        """Codex ended a turn on the thread, thus: a fact for the face, once the features
+        that react to it have (the prompt's answer, its tool calls, its questions)."""
+        error = note.turn.error.message if note.turn.error else None
+        self.hub.state(facts.TurnEnded(note.threadId, note.turn.id, note.turn.status, error))
 
     def resume_settled(self, record: ThreadRecord) -> None:
         """Codex answered the session's resume after it came back: prompts that waited for
@@ -384,8 +494,10 @@ class Prompts:
             return
         queued, record.queued = record.queued, []
         for waiting in queued:
-            self.hub.refuse_client(
-                waiting.request_id, RpcError.not_found(record.gone, {"sessionId": record.id})
+            self._end(
+                record,
+                waiting.request_id,
+                RpcError.not_found(record.gone, {"sessionId": record.id}),
             )
 
     def _start_next(self, record: ThreadRecord) -> None:
@@ -407,7 +519,7 @@ class Prompts:
             record.resuming = False
             queued, record.queued = record.queued, []
             for waiting in queued:
-                self.hub.refuse_client(waiting.request_id, RpcError.internal(reason))
+                self._end(record, waiting.request_id, RpcError.internal(reason))
             turn = record.turn
             if turn is not None and (turn.started_by_steer or turn.foreign):
                 record.turn = None
@@ -418,11 +530,23 @@ class Prompts:
                 record.streamed_items.clear()
                 record.withheld_items.clear()
                 if turn.cancel_requested:
-                    self.hub.answer_client(
-                        turn.request_id, acp_types.PromptResult(stopReason="cancelled")
+                    self._end(
+                        record, turn.request_id, acp_types.PromptResult(stopReason="cancelled")
                     )
                 else:
-                    self.hub.refuse_client(turn.request_id, RpcError.internal(reason))
+                    self._end(record, turn.request_id, RpcError.internal(reason))
+
+
+#: The session updates only a turn sends, which a prompt's insertion precedes
+#: (:meth:`Prompts.turn_traffic`).
+TURN_TRAFFIC: frozenset[type] = frozenset(
+    {
+        acp_tools.ToolCall,
+        acp_tools.ToolCallUpdate,
+        acp_permissions.ToolCallStatusUpdate,
+        acp_tools.Plan,
+    }
+)
 
 
 def _ignore(_result: Any) -> None:
@@ -433,49 +557,3 @@ def _root_turn(turn: Turn) -> bool:
     """A turn of Codex's this feature runs: a prompt's, a steer's on an idle session, or
     another client's on the session (a slash command answered without a turn has none)."""
     return not turn.quick and (turn.request_id is not None or turn.started_by_steer or turn.foreign)
-
-
-#: ``codexErrorInfo`` of a turn the model's usage policies stopped → what the user is told
-#: (Codex's own message follows, in parentheses).
-POLICY_STOPS = {
-    "bioPolicy": (
-        "Codex stopped: this request was flagged for possible biological risk, which "
-        "OpenAI's usage policies do not allow. Rephrase it, or ask about something else."
-    ),
-    "cyberPolicy": (
-        "Codex stopped: this request was flagged for possible cybersecurity risk, which "
-        "OpenAI's usage policies do not allow. Rephrase it, or ask about something else."
-    ),
-}
-
-
-def policy_message(info: Any, message: str | None) -> str | None:
-    """A failed turn's error message: Codex's, led by what a policy stop means."""
-    stop = POLICY_STOPS.get(info) if isinstance(info, str) else None
-    if stop is None:
-        return message
-    return f"{stop} (Codex: {message})" if message else stop
-
-
-_MISSING_ENV_KEY = "Missing environment variable:"
-
-
-def lacks_credentials(error: codex_types.TurnError | None) -> bool:
-    """Whether a failed turn failed because Codex could not authenticate to the model.
-
-    Codex 0.169 says so in three ways: ``codexErrorInfo: "unauthorized"``; an
-    HTTP 401 from the provider (``{"httpConnectionFailed": {"httpStatusCode":
-    401}}`` and the other stream variants); and, for a provider whose
-    ``env_key`` names an unset variable, ``codexErrorInfo: "other"`` with the
-    message ``Missing environment variable: `NAME`.`` (its only sign).
-    """
-    if error is None:
-        return False
-    info = error.codexErrorInfo
-    if info == "unauthorized":
-        return True
-    if isinstance(info, dict) and any(
-        isinstance(detail, dict) and detail.get("httpStatusCode") == 401 for detail in info.values()
-    ):
-        return True
-    return error.message.startswith(_MISSING_ENV_KEY)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 
 from msgspec import UNSET
 
@@ -39,23 +40,16 @@ log = logging.getLogger(__name__)
 _NOT_THERE = (codex_threads.NO_ROLLOUT, "thread not loaded", "thread not found")
 
 
+@dataclass(eq=False)
 class Recovery:
-    """Resumes every session on a new Codex connection (see the module docstring).
+    """Resumes every session on a new Codex connection (see the module docstring)."""
 
-    ``report`` sends a sub-agent's work state when it changed.
-    """
-
-    def __init__(
-        self,
-        hub: Hub,
-        *,
-        report: Callable[[ThreadRecord], None],
-        resumed: Callable[[ThreadRecord], None],
-    ) -> None:
-        self.hub = hub
-        self._report = report
-        #: Called once a session's resume is settled, whichever way (its prompts wait).
-        self._resumed = resumed
+    hub: Hub
+    _: KW_ONLY
+    #: Sends a sub-agent's work state when it changed.
+    report: Callable[[ThreadRecord], None]
+    #: Called once a session's resume is settled, whichever way (its prompts wait).
+    resumed: Callable[[ThreadRecord], None]
 
     def recover(self) -> None:
         for record in self.hub.threads:
@@ -77,9 +71,9 @@ class Recovery:
         def settled() -> None:
             if record.resuming:
                 record.resuming = False
-                self._resumed(record)
+                self.resumed(record)
 
-        def resumed(_result: object) -> None:
+        def subscribed(_result: object) -> None:
             record.gone = None
             if record.is_child:
                 self._read(record)
@@ -123,7 +117,7 @@ class Recovery:
         )
 
         def resume() -> None:
-            hub.codex_request("thread/resume", params, None, resumed, refused)
+            hub.codex_request("thread/resume", params, None, subscribed, refused)
 
         resume()
 
@@ -141,7 +135,7 @@ class Recovery:
             elif last is not None:
                 error = last.error.message if last.error else None
                 record.outcome = workstate.turn_outcome(last.status, error)
-            self._report(record)
+            self.report(record)
 
         def failed(error: ErrorObject) -> None:
             log.warning(

@@ -1,20 +1,16 @@
-"""A session's settings: its mode, model and reasoning effort.
+"""A session's settings: its mode, model and reasoning effort, and the user's picks.
 
-**Settings.** Each session offers three selectors, as ACP ``configOptions``
-(the mode also as the older ``modes``, for clients that only know those):
-
-- *mode*: Codex's approval presets — ``read-only``, ``auto`` (shown as
-  "Default", as Codex names it) and ``full-access`` — each a pair of an
-  approval policy and a sandbox policy. When the thread's policies match no
-  preset (the user's ``config.toml`` says something else), a ``config`` entry
-  describes them, so the client never claims a preset that is not in force;
-- *model*: Codex's model catalog (``model/list``, asked once per connection
-  to Codex, at its handshake, so that the first ``session/new``, ``load`` or
-  ``resume`` answer already lists every model: a client that reads only that
-  answer can pick any of them), plus the thread's model when the catalog
-  lacks it;
-- *reasoning effort*: the efforts the current model supports (catalog), its
-  default when the thread names none.
+**Settings.** Each session offers three selectors (ACP ``configOptions``, the
+mode also as the older ``modes``): its mode (Codex's approval presets,
+:mod:`bridge.engine.views.presets`), its model and its reasoning effort. What
+each offers, and which value is current, is :mod:`bridge.engine.views.setting_views`'s;
+this feature keeps the facts those views read (the thread's ``Settings``, the
+catalog), sends the client what changed (:meth:`SettingsSelectors._sync`: only
+what it was not told already), and carries out the user's picks. The model
+catalog (``model/list``) is asked once per connection to Codex, at its
+handshake, so that the first ``session/new``, ``load`` or ``resume`` answer
+already lists every model: a client that reads only that answer can pick any of
+them.
 
 Truth first: until the user picks, every value shown is what Codex reported
 for the thread (``thread/start`` and friends, then ``thread/settings/updated``);
@@ -29,8 +25,10 @@ Codex that lacks the method, picks go with every ``turn/start`` instead
 applies to that turn and keeps for the thread. ``/review``, ``/compact`` and
 ``/shell`` run with the thread's settings.
 
-Slash commands are :mod:`bridge.engine.features.commands`; authentication is
-:mod:`bridge.engine.features.auth`.
+Once the client knows a session, it is offered the slash commands
+(:mod:`bridge.engine.features.commands`), then the skills Codex has for the
+session's folder (``skills/list``), each as a command of its own.
+Authentication is :mod:`bridge.engine.features.auth`.
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -53,6 +50,7 @@ from ...jsonrpc import RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params, unknown_method
 from ..core.threads import Settings, ThreadRecord
+from ..views import presets, setting_views
 from .commands import COMMANDS
 
 log = logging.getLogger(__name__)
@@ -61,130 +59,9 @@ log = logging.getLogger(__name__)
 _COMMAND_NAME = re.compile(r"[A-Za-z][\w-]*")
 
 
-# -- modes: Codex's approval presets -----------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Preset:
-    id: str
-    name: str
-    description: str
-    approval: Any
-    sandbox: dict[str, Any]
-
-
-#: The presets of Codex's own UI (``builtin_approval_presets``): same ids, names and policies.
-PRESETS: tuple[Preset, ...] = (
-    Preset(
-        "read-only",
-        "Read Only",
-        "Codex reads files and answers questions; editing files, running commands outside "
-        "the sandbox or using the network needs your approval.",
-        "on-request",
-        {"type": "readOnly"},
-    ),
-    Preset(
-        "auto",
-        "Default",
-        "Codex reads and edits files in the workspace and runs commands there; anything "
-        "beyond the workspace, or the network, needs your approval.",
-        "on-request",
-        {"type": "workspaceWrite"},
-    ),
-    Preset(
-        "full-access",
-        "Full Access",
-        "Codex edits files anywhere and uses the network without asking. Use with care.",
-        "never",
-        {"type": "dangerFullAccess"},
-    ),
-)
-_PRESETS = {preset.id: preset for preset in PRESETS}
-
-#: The mode that stands for the policies the thread started with when no preset matches them.
-CONFIG_MODE = "config"
-
-#: Each sandbox type's members and their defaults: two policies are the same when these are.
-_SANDBOX_DEFAULTS: dict[str, dict[str, Any]] = {
-    "readOnly": {"networkAccess": False},
-    "workspaceWrite": {
-        "writableRoots": [],
-        "networkAccess": False,
-        "excludeTmpdirEnvVar": False,
-        "excludeSlashTmp": False,
-    },
-    "dangerFullAccess": {},
-    "externalSandbox": {"networkAccess": "restricted"},
-}
-
-_SANDBOX_NAMES = {
-    "readOnly": "read-only",
-    "workspaceWrite": "workspace-write",
-    "dangerFullAccess": "danger-full-access",
-    "externalSandbox": "external sandbox",
-}
-
-
-def _normal_sandbox(policy: Any) -> Any:
-    if not isinstance(policy, dict) or policy.get("type") not in _SANDBOX_DEFAULTS:
-        return policy
-    kind = policy["type"]
-    return {"type": kind} | {k: policy.get(k, d) for k, d in _SANDBOX_DEFAULTS[kind].items()}
-
-
-def same_policy(approval: Any, sandbox: Any, other_approval: Any, other_sandbox: Any) -> bool:
-    """Whether two (approval, sandbox) pairs mean the same thing (defaults filled in)."""
-    same_sandbox = _normal_sandbox(sandbox) == _normal_sandbox(other_sandbox)
-    return bool(approval == other_approval and same_sandbox)
-
-
-def preset_for(approval: Any, sandbox: Any) -> Preset | None:
-    """The preset these policies are, if any."""
-    for preset in PRESETS:
-        if same_policy(approval, sandbox, preset.approval, preset.sandbox):
-            return preset
-    return None
-
-
-def describe_policy(approval: Any, sandbox: Any) -> str:
-    """A person's summary of policies no preset matches, e.g. for ``config.toml`` values."""
-    asks = approval if isinstance(approval, str) else "granular"
-    where = "unknown"
-    if isinstance(sandbox, dict):
-        kind = sandbox.get("type")
-        where = _SANDBOX_NAMES.get(str(kind), str(kind))
-        if sandbox.get("networkAccess") in (True, "enabled"):
-            where += " with network access"
-        roots = sandbox.get("writableRoots") or []
-        if roots:
-            where += f" (+{len(roots)} writable root{'s' if len(roots) > 1 else ''})"
-    return f"As your Codex configuration sets it: approval {asks}, sandbox {where}."
-
-
-# -- config options ----------------------------------------------------------------------------
-
-MODE_OPTION = "mode"
-MODEL_OPTION = "model"
-EFFORT_OPTION = "reasoning_effort"
-
-_EFFORT_NAMES = {
-    "none": "None",
-    "minimal": "Minimal",
-    "low": "Low",
-    "medium": "Medium",
-    "high": "High",
-    "xhigh": "Extra high",
-    "max": "Max",
-    "ultra": "Ultra",
-}
-
-
-def _effort_name(effort: str) -> str:
-    return _EFFORT_NAMES.get(effort, effort.capitalize())
-
-
-class Configuration:
-    """Modes and config options of every session (see the module docstring)."""
+class SettingsSelectors:
+    """The settings every session offers, and what follows a pick (see the module
+    docstring)."""
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
@@ -215,11 +92,11 @@ class Configuration:
         settings = Settings(
             approval=approval, sandbox=sandbox, model=model, effort=effort, opened_model=model
         )
-        if preset_for(approval, sandbox) is None:
+        if presets.preset_for(approval, sandbox) is None:
             settings.config_policy = (approval, sandbox)
         record.settings = settings
-        modes = self._modes(settings)
-        options = self._options(settings)
+        modes = setting_views.modes(settings)
+        options = setting_views.options(settings, self.catalog)
         settings.shown_mode = modes.currentModeId
         settings.shown_options = msgspec.json.encode(options)
         if hasattr(result, "modes"):
@@ -282,7 +159,7 @@ class Configuration:
         if settings is None:
             return
         if settings.picked_mode is not None:
-            params.approvalPolicy, params.sandboxPolicy = self._policy(
+            params.approvalPolicy, params.sandboxPolicy = presets.policy(
                 settings, settings.picked_mode
             )
         if settings.picked_model is not None:
@@ -319,7 +196,7 @@ class Configuration:
                 and (reported.effort is UNSET or effort is None or reported.effort == effort)
                 and (
                     reported.approvalPolicy is UNSET
-                    or same_policy(
+                    or presets.same_policy(
                         reported.approvalPolicy, reported.sandboxPolicy, approval, sandbox
                     )
                 )
@@ -331,163 +208,29 @@ class Configuration:
         settings.echoes.clear()
         return False
 
-    # -- modes and options, as the client sees them --------------------------------------------
-
-    def _mode_ids(self, settings: Settings) -> list[str]:
-        ids = [preset.id for preset in PRESETS]
-        return [*ids, CONFIG_MODE] if settings.config_policy is not None else ids
-
-    def _policy(self, settings: Settings, mode_id: str) -> tuple[Any, Any]:
-        if mode_id == CONFIG_MODE and settings.config_policy is not None:
-            return settings.config_policy
-        preset = _PRESETS[mode_id]
-        return preset.approval, preset.sandbox
-
-    def _current_mode(self, settings: Settings) -> str:
-        if settings.picked_mode is not None:
-            return settings.picked_mode
-        preset = preset_for(settings.approval, settings.sandbox)
-        if preset is not None:
-            return preset.id
-        if settings.config_policy is not None and same_policy(
-            settings.approval, settings.sandbox, *settings.config_policy
-        ):
-            return CONFIG_MODE
-        # Changed outside this bridge to something no mode names: keep what was shown.
-        log.warning(
-            "thread settings match no mode: %s",
-            describe_policy(settings.approval, settings.sandbox),
-        )
-        return settings.shown_mode or CONFIG_MODE
-
-    def _modes(self, settings: Settings) -> acp_settings.SessionModeState:
-        modes = [
-            acp_settings.SessionMode(id=p.id, name=p.name, description=p.description)
-            for p in PRESETS
-        ]
-        if settings.config_policy is not None:
-            modes.append(
-                acp_settings.SessionMode(
-                    id=CONFIG_MODE,
-                    name="Custom",
-                    description=describe_policy(*settings.config_policy),
-                )
-            )
-        return acp_settings.SessionModeState(
-            currentModeId=self._current_mode(settings), availableModes=modes
-        )
-
-    def _current_model(self, settings: Settings) -> str:
-        return settings.picked_model if settings.picked_model is not None else settings.model
-
-    def _catalog_entry(self, model: str) -> codex_settings.Model | None:
-        if self.catalog is None:
-            return None
-        return next((m for m in self.catalog if m.model == model), None)
-
     def describe(self, record: ThreadRecord) -> tuple[str, str | None, str, str] | None:
         """The session's model, effort, mode name and what the mode allows (``/status``)."""
         settings = record.settings
         if settings is None:
             return None
-        modes = self._modes(settings)
+        modes = setting_views.modes(settings)
         mode = next(m for m in modes.availableModes if m.id == modes.currentModeId)
-        policy = describe_policy(settings.approval, settings.sandbox)
+        policy = presets.describe_policy(settings.approval, settings.sandbox)
         policy = policy.removeprefix("As your Codex configuration sets it: ")
-        return self._current_model(settings), self._current_effort(settings), mode.name, policy
+        return (
+            setting_views.current_model(settings),
+            setting_views.current_effort(settings, self.catalog),
+            mode.name,
+            policy,
+        )
 
     def input_modalities(self, record: ThreadRecord) -> list[str] | None:
         """What the session's model takes as input, as the catalog says (``None``: not known)."""
         settings = record.settings
         if settings is None:
             return None
-        entry = self._catalog_entry(self._current_model(settings))
+        entry = setting_views.catalog_entry(self.catalog, setting_views.current_model(settings))
         return entry.inputModalities if entry is not None else None
-
-    def _current_effort(self, settings: Settings) -> str | None:
-        if settings.picked_effort is not None:
-            return settings.picked_effort
-        if settings.effort is not None:
-            return settings.effort
-        entry = self._catalog_entry(self._current_model(settings))
-        # No effort configured: Codex uses the model's default.
-        return entry.defaultReasoningEffort if entry is not None else None
-
-    def _options(self, settings: Settings) -> list[acp_settings.SessionConfigSelect]:
-        modes = self._modes(settings)
-        options = [
-            acp_settings.SessionConfigSelect(
-                id=MODE_OPTION,
-                name="Mode",
-                description="What Codex may do without asking: its approval and sandbox policies.",
-                category="mode",
-                currentValue=modes.currentModeId,
-                options=[
-                    acp_settings.SessionConfigSelectOption(
-                        value=m.id, name=m.name, description=m.description
-                    )
-                    for m in modes.availableModes
-                ],
-            )
-        ]
-        current = self._current_model(settings)
-        models = [
-            acp_settings.SessionConfigSelectOption(
-                value=m.model, name=m.displayName or m.model, description=m.description or UNSET
-            )
-            for m in self.catalog or []
-        ]
-        # The model the session opened with stays offered after another is picked (it
-        # may be one of a custom provider, which the catalog does not list).
-        for model in dict.fromkeys([settings.opened_model, current]):
-            if model and all(m.value != model for m in models):
-                models.insert(
-                    0,
-                    acp_settings.SessionConfigSelectOption(
-                        value=model,
-                        name=model,
-                        description="The model the session opened with, as Codex reported it.",
-                    ),
-                )
-        options.append(
-            acp_settings.SessionConfigSelect(
-                id=MODEL_OPTION,
-                name="Model",
-                category="model",
-                currentValue=current,
-                options=models,
-            )
-        )
-        effort = self._current_effort(settings)
-        if effort is not None:
-            entry = self._catalog_entry(current)
-            supported = entry.supportedReasoningEfforts if entry is not None else []
-            default = entry.defaultReasoningEffort if entry is not None else None
-            efforts = [
-                acp_settings.SessionConfigSelectOption(
-                    value=e.reasoningEffort,
-                    name=_effort_name(e.reasoningEffort),
-                    description=(
-                        e.description + (" (default)" if e.reasoningEffort == default else "")
-                    )
-                    or UNSET,
-                )
-                for e in supported
-            ]
-            if all(e.value != effort for e in efforts):
-                efforts.append(
-                    acp_settings.SessionConfigSelectOption(value=effort, name=_effort_name(effort))
-                )
-            options.append(
-                acp_settings.SessionConfigSelect(
-                    id=EFFORT_OPTION,
-                    name="Reasoning effort",
-                    category="thought_level",
-                    currentValue=effort,
-                    options=efforts,
-                )
-            )
-        return options
 
     def _sync(
         self,
@@ -498,8 +241,8 @@ class Configuration:
         told_options: bool = False,
     ) -> None:
         """Tell the client what changed since it was last told (not what it just set itself)."""
-        mode = self._current_mode(settings)
-        options = self._options(settings)
+        mode = setting_views.current_mode(settings)
+        options = setting_views.options(settings, self.catalog)
         encoded = msgspec.json.encode(options)
         if mode != settings.shown_mode and not told_mode:
             self.hub.update(session_id, acp_settings.CurrentModeUpdate(currentModeId=mode))
@@ -516,7 +259,7 @@ class Configuration:
         return settings
 
     def _check_mode(self, settings: Settings, mode_id: str) -> None:
-        ids = self._mode_ids(settings)
+        ids = presets.mode_ids(settings)
         if mode_id not in ids:
             raise RpcError.invalid_params(
                 f"unknown mode {mode_id!r}; this session has {', '.join(ids)}", {"modeId": mode_id}
@@ -527,7 +270,7 @@ class Configuration:
         settings = self._session_settings(params.sessionId)
         self._check_mode(settings, params.modeId)
         settings.picked_mode = params.modeId
-        approval, sandbox = self._policy(settings, params.modeId)
+        approval, sandbox = presets.policy(settings, params.modeId)
         change = codex_settings.ThreadSettingsUpdateParams(
             threadId=params.sessionId, approvalPolicy=approval, sandboxPolicy=sandbox
         )
@@ -542,17 +285,24 @@ class Configuration:
         params = decode_params(
             raw, acp_settings.SetSessionConfigOptionParams, "session/set_config_option"
         )
-        settings = self._session_settings(params.sessionId)
-        option = next((o for o in self._options(settings) if o.id == params.configId), None)
+        self.set_config(rid, params.sessionId, params.configId, params.value, params.type)
+
+    def set_config(
+        self, rid: RequestId, session_id: str, config_id: str, value: Any, kind: Any
+    ) -> None:
+        """``session/set_config_option`` (v1 and v2): ``kind`` is the value's ``type``."""
+        settings = self._session_settings(session_id)
+        option = next(
+            (o for o in setting_views.options(settings, self.catalog) if o.id == config_id), None
+        )
         if option is None:
             raise RpcError.invalid_params(
-                f"unknown config option {params.configId!r}; this session has "
-                f"{', '.join(o.id for o in self._options(settings))}",
-                {"configId": params.configId},
+                f"unknown config option {config_id!r}; this session has "
+                f"{', '.join(o.id for o in setting_views.options(settings, self.catalog))}",
+                {"configId": config_id},
             )
-        value = params.value
         # Selects only: a value id (string); unknown ``type``s with a string are value ids too.
-        if params.type == "boolean" or not isinstance(value, str):
+        if kind == "boolean" or not isinstance(value, str):
             raise RpcError.invalid_params(
                 f"config option {option.id!r} takes a value id (a string)"
             )
@@ -562,11 +312,11 @@ class Configuration:
                 f"{', '.join(choice.value for choice in option.options)}",
                 {"configId": option.id, "value": value},
             )
-        change = codex_settings.ThreadSettingsUpdateParams(threadId=params.sessionId)
-        if option.id == MODE_OPTION:
+        change = codex_settings.ThreadSettingsUpdateParams(threadId=session_id)
+        if option.id == setting_views.MODE_OPTION:
             settings.picked_mode = value
-            change.approvalPolicy, change.sandboxPolicy = self._policy(settings, value)
-        elif option.id == MODEL_OPTION:
+            change.approvalPolicy, change.sandboxPolicy = presets.policy(settings, value)
+        elif option.id == setting_views.MODEL_OPTION:
             self._pick_model(settings, value)
             change.model = value
             if settings.picked_effort is not None:
@@ -576,11 +326,11 @@ class Configuration:
             change.effort = value
 
         def answer() -> None:
-            options = self._options(settings)
+            options = setting_views.options(settings, self.catalog)
             self.hub.answer_client(
                 rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
             )
-            self._sync(params.sessionId, settings, told_options=True)
+            self._sync(session_id, settings, told_options=True)
 
         self._change(rid, settings, change, answer)
 
@@ -602,10 +352,10 @@ class Configuration:
             # What Codex now has for the thread; a pick changed again meanwhile stays pending.
             if change.approvalPolicy is not UNSET:
                 settings.approval, settings.sandbox = change.approvalPolicy, change.sandboxPolicy
-                if settings.picked_mode is not None and same_policy(
+                if settings.picked_mode is not None and presets.same_policy(
                     settings.approval,
                     settings.sandbox,
-                    *self._policy(settings, settings.picked_mode),
+                    *presets.policy(settings, settings.picked_mode),
                 ):
                     settings.picked_mode = None
             if isinstance(change.model, str):
@@ -637,7 +387,7 @@ class Configuration:
 
     def _pick_model(self, settings: Settings, model: str) -> None:
         settings.picked_model = model
-        entry = self._catalog_entry(model)
+        entry = setting_views.catalog_entry(self.catalog, model)
         effort = settings.picked_effort if settings.picked_effort is not None else settings.effort
         if entry is None or effort is None:
             return  # the model's own default applies, and is what is shown

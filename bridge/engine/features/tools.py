@@ -63,13 +63,26 @@ class Tools:
         meta = self.hub.client_capabilities.meta
         return isinstance(meta, dict) and meta.get("terminal_output") is True
 
-    def _compaction_updates(self) -> bool:
+    def _compaction_shown(
+        self, record: ThreadRecord, item: codex_items.ToolItem, status: acp_tools.CompactionStatus
+    ) -> bool:
+        """A context compaction, to a client that declared ``session.compaction``, is a
+        ``compaction_update`` of its own (sent here), not a tool call."""
         session = self.hub.client_capabilities.session
-        return isinstance(session, dict) and isinstance(session.get("compaction"), dict)
+        declared = isinstance(session, dict) and isinstance(session.get("compaction"), dict)
+        if not declared or not isinstance(item, codex_items.ContextCompactionItem):
+            return False
+        self.hub.update(record.id, acp_tools.CompactionUpdate(compactionId=item.id, status=status))
+        return True
 
     # -- items ------------------------------------------------------------------------------------
 
-    def _item(self, note: ItemNotification) -> tuple[ThreadRecord, codex_items.ToolItem] | None:
+    def _item(
+        self, note: ItemNotification, compaction: acp_tools.CompactionStatus
+    ) -> tuple[ThreadRecord, codex_items.ToolItem] | None:
+        """The session and the tool item ``note`` tells of, to show as a tool call; ``None``
+        when it is none (a malformed one is ended here), or a context compaction shown
+        in its own update (``compaction``: its status)."""
         record = self.hub.threads.session(note.threadId)
         if record is None:
             return None
@@ -77,7 +90,11 @@ class Tools:
         if isinstance(item, MalformedItem) and item.type in codex_items.TOOL_ITEM_TYPES:
             self._malformed(record, item)
             return None
-        return (record, item) if isinstance(item, codex_items.ToolItem) else None
+        if not isinstance(item, codex_items.ToolItem):
+            return None
+        if self._compaction_shown(record, item, compaction):
+            return None
+        return record, item
 
     def _malformed(self, record: ThreadRecord, item: MalformedItem) -> None:
         # Never leave an announced call spinning: it ends, saying why it shows nothing.
@@ -114,15 +131,10 @@ class Tools:
         return call.terminal and call.item.id not in record.shown_on
 
     def item_started(self, note: ItemNotification) -> None:
-        found = self._item(note)
+        found = self._item(note, compaction="in_progress")
         if found is None:
             return
         record, item = found
-        if isinstance(item, codex_items.ContextCompactionItem) and self._compaction_updates():
-            self.hub.update(
-                record.id, acp_tools.CompactionUpdate(compactionId=item.id, status="in_progress")
-            )
-            return
         if item.id in record.announced_tools:
             log.info("item/started again for %s; ignored", item.id)
             return
@@ -136,7 +148,7 @@ class Tools:
             record.tool_calls[item.id] = call = ToolCall(item)
             record.announced_tools.add(item.id)
             call.sent_content = msgspec.json.encode(view.content)
-            self._send(record, item.id, view.update(item.id))
+            self._send(record, item.id, view.tool_call_update(item.id))
             return
         terminal = self._terminal_output() and view.kind == "execute"
         call = ToolCall(item, terminal=terminal)
@@ -152,15 +164,10 @@ class Tools:
         self._read_files(record, call)
 
     def item_completed(self, note: ItemNotification) -> None:
-        found = self._item(note)
+        found = self._item(note, compaction="completed")
         if found is None:
             return
         record, item = found
-        if isinstance(item, codex_items.ContextCompactionItem) and self._compaction_updates():
-            self.hub.update(
-                record.id, acp_tools.CompactionUpdate(compactionId=item.id, status="completed")
-            )
-            return
         if item.id in record.ended_tools:
             record.ended_tools.discard(item.id)
             log.info(
@@ -187,7 +194,7 @@ class Tools:
             meta = {"terminal_exit": terminal_exit(item)}
         call.sent_content = msgspec.json.encode(view.content)
         if item.id in record.announced_tools or item.id in record.shown_on:
-            self._send(record, item.id, view.update(item.id, meta))
+            self._send(record, item.id, view.tool_call_update(item.id, meta))
         else:
             record.announced_tools.add(item.id)
             self.hub.update(record.id, view.tool_call(item.id))
@@ -287,7 +294,7 @@ class Tools:
                 meta = {
                     "terminal_exit": {"terminal_id": item_id, "exit_code": None, "signal": None}
                 }
-            self._send(record, item_id, view.update(item_id, meta))
+            self._send(record, item_id, view.tool_call_update(item_id, meta))
             record.shown_on.pop(item_id, None)
         if ended:
             record.ended_tools = ended

@@ -25,6 +25,7 @@ from ...acp import permissions as acp_permissions
 from ...codex import approvals as codex_approvals
 from ...codex import items as codex_items
 from ..core.threads import Settings
+from .presets import CONFIG_MODE
 from .tool_views import command_kind, unwrap_shell
 
 log = logging.getLogger(__name__)
@@ -167,9 +168,6 @@ _OPERATOR_CHARS = "();<>|&\n"
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 #: The approval policy under which Codex asks before running a command *inside* the sandbox.
 _UNTRUSTED = "untrusted"
-#: ``bridge.engine.features.settings.CONFIG_MODE`` (features do not import each other): the mode that
-#: stands for the thread's own policies. Were it renamed, a pick of it would count as escalated.
-_CONFIG_MODE = "config"
 
 
 def permission_kind(
@@ -250,7 +248,7 @@ def escalated_command(settings: Settings | None) -> bool:
     if picked is None:
         return False
     return not (
-        picked == _CONFIG_MODE
+        picked == CONFIG_MODE
         and settings.config_policy is not None
         and settings.config_policy[0] == _UNTRUSTED
     )

@@ -109,31 +109,28 @@ class ToolView:
     raw_output: Any = UNSET
 
     def tool_call(self, tool_call_id: str, meta: acp_types.Meta = UNSET) -> acp_tools.ToolCall:
-        return acp_tools.ToolCall(
-            toolCallId=tool_call_id,
-            title=self.title,
-            kind=self.kind,
-            status=self.status,
-            content=self.content,
-            locations=self.locations,
-            rawInput=self.raw_input,
-            rawOutput=self.raw_output,
-            meta=meta,
-        )
+        """The ``tool_call`` that announces the item."""
+        return acp_tools.ToolCall(**self._fields(tool_call_id, meta))
 
-    def update(self, tool_call_id: str, meta: acp_types.Meta = UNSET) -> acp_tools.ToolCallUpdate:
-        """Every field, for the final update: a client that missed one catches up."""
-        return acp_tools.ToolCallUpdate(
-            toolCallId=tool_call_id,
-            title=self.title,
-            kind=self.kind,
-            status=self.status,
-            content=self.content,
-            locations=self.locations,
-            rawInput=self.raw_input,
-            rawOutput=self.raw_output,
-            meta=meta,
-        )
+    def tool_call_update(
+        self, tool_call_id: str, meta: acp_types.Meta = UNSET
+    ) -> acp_tools.ToolCallUpdate:
+        """A ``tool_call_update`` with every field, for the final update: a client that
+        missed one catches up."""
+        return acp_tools.ToolCallUpdate(**self._fields(tool_call_id, meta))
+
+    def _fields(self, tool_call_id: str, meta: acp_types.Meta) -> dict[str, Any]:
+        return {
+            "toolCallId": tool_call_id,
+            "title": self.title,
+            "kind": self.kind,
+            "status": self.status,
+            "content": self.content,
+            "locations": self.locations,
+            "rawInput": self.raw_input,
+            "rawOutput": self.raw_output,
+            "meta": meta,
+        }
 
 
 def describe(

@@ -1,4 +1,4 @@
-"""ACP v2 (draft) conversations: the same engine behind the v2 face (bridge/engine/face_v2.py).
+"""ACP v2 (draft) conversations: the same engine behind the v2 face (bridge/engine/faces/v2.py).
 
 A v2 client needs no ``subagents`` capability; each prompt is answered at insertion and its
 work ends with an ``idle`` ``state_update`` (``AcpClient.prompt_v2`` waits for it).

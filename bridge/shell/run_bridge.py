@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
@@ -40,6 +38,7 @@ from ..engine import Effect, Engine, ReadClock, ToClient, ToCodex
 from ..engine.core.outbox import CLIENT_CEILING, CODEX_CEILING, Outbox
 from ..jsonrpc import ErrorCode
 from .codex_transport import CodexConnection, CodexUnavailable
+from .restart import Backoff, Restart
 from .streams import MessageStream, MessageTooLarge
 
 log = logging.getLogger(__name__)
@@ -151,51 +150,6 @@ class Writer:
                 self.outbox.behind = True
                 while self._in_flight and self._writes == write:
                     await self._drained.park()
-
-
-@dataclass(frozen=True)
-class Restart:
-    """How the shell brings Codex back after it was lost (it had been ready once).
-
-    The first attempt comes after ``first`` seconds, each later one waits twice as
-    long, at most ``longest``; a connection that became ready starts the series
-    over. ``give_up_after`` losses within ``window`` seconds are a crash loop: the
-    shell stops trying, says why on stderr, and the engine fails what comes with
-    that reason, while the bridge stays up for the client.
-    """
-
-    first: float = 0.25
-    longest: float = 30.0
-    give_up_after: int = 5
-    window: float = 60.0
-
-
-class Backoff:
-    """The losses of one supervised Codex, as :class:`Restart` counts them (no clock of
-    its own: each loss comes with the time it happened)."""
-
-    def __init__(self, restart: Restart) -> None:
-        self.restart = restart
-        self._losses: deque[float] = deque()
-        self._delay = restart.first
-
-    def lost(self, now: float, reason: str, *, was_ready: bool) -> tuple[float, str | None]:
-        """Record a loss: how long to wait before the next attempt, and, for a crash
-        loop, the sentence that says the attempts are over (``None`` otherwise)."""
-        restart, losses = self.restart, self._losses
-        losses.append(now)
-        while losses and losses[0] < now - restart.window:
-            losses.popleft()
-        if len(losses) >= restart.give_up_after:
-            return 0.0, (
-                f"Codex was lost {len(losses)} times within {restart.window:g} s; "
-                f"not restarting it (last: {reason})"
-            )
-        if was_ready:
-            self._delay = restart.first
-        delay = self._delay
-        self._delay = min(delay * 2, restart.longest)
-        return delay, None
 
 
 Connect = Callable[[], AbstractAsyncContextManager[CodexConnection]]

@@ -1,4 +1,9 @@
-"""Putting the pieces together for ``serve``: pick a Codex transport, run the bridge."""
+"""The ``serve`` command put together: pick a Codex (the daemon's, Codex's own daemon's,
+or one of its own), build the engine, run the bridge on stdio.
+
+It stands above both :mod:`bridge.shell` (the trio layer it runs on) and
+:mod:`bridge.daemon` (whose runtime directory it reads to attach), so neither
+of those two needs the other's way of starting."""
 
 from __future__ import annotations
 
@@ -15,10 +20,10 @@ from typing import Any
 
 import trio
 
-from ..acp.auth import API_KEY_VARIABLES
-from ..daemon.runtime import DaemonInfo, codex_home, running_daemon, runtime_dir
-from ..engine import Engine
-from .codex_transport import (
+from .acp.auth import API_KEY_VARIABLES
+from .daemon.runtime import DaemonInfo, codex_home, running_daemon, runtime_dir
+from .engine import Engine
+from .shell.codex_transport import (
     ENV_CODEX_BIN,
     CodexConnection,
     CodexUnavailable,
@@ -31,9 +36,10 @@ from .codex_transport import (
     find_codex,
     spawn_codex,
 )
-from .serve import Restart, Tap, run_bridge
-from .stdio import open_stdio_stream
-from .streams import MessageStream
+from .shell.restart import Restart
+from .shell.run_bridge import Tap, run_bridge
+from .shell.stdio import open_stdio_stream
+from .shell.streams import MessageStream
 
 log = logging.getLogger(__name__)
 
@@ -311,7 +317,7 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
     with ExitStack() as stack:
         recorder = None
         if record_to is not None:
-            from ..recording.recorder import Recorder
+            from .recording.recorder import Recorder
 
             out = stack.enter_context(open(record_to, "wb"))
             # Read from the options, not from an engine's attributes: the replay

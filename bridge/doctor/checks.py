@@ -1,0 +1,365 @@
+"""The checks, pure functions over the findings, and the two renderings of their verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..acp.auth import API_KEY_VARIABLES
+from ..codex.versions import PINNED, drift_warning, parse, tested_range
+from .findings import (
+    CodexBinary,
+    ConfigFile,
+    Environment,
+    Findings,
+    Handshake,
+    RuntimeDir,
+)
+
+Status = Literal["ok", "warning", "error"]
+
+MARKS: dict[Status, str] = {"ok": "✓", "warning": "!", "error": "✗"}
+
+LOGIN_HINT = (
+    "run `codex-acp-bridge login` (Codex's own `codex login`), or set OPENAI_API_KEY where "
+    "the editor starts the bridge"
+)
+INSTALL_HINT = (
+    f"install Codex (npm install -g @openai/codex@{PINNED}, the tested version), "
+    "or pass --codex-bin PATH"
+)
+
+BINARY = "Codex binary"
+CREDENTIALS = "Credentials"
+CONFIG = "config.toml"
+DAEMON = "Daemon"
+CHOICE = "Codex used"
+ROUND_TRIP = "initialize round trip"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the checklist."""
+
+    name: str
+    status: Status
+    detail: str
+    #: What to do about it (for a ✗, always).
+    hint: str | None = None
+
+
+def checklist(findings: Findings) -> list[Check]:
+    """Every check, in the order the checklist shows them."""
+    handshake = findings.handshake
+    return [
+        binary_check(findings.binary),
+        credentials_check(handshake, findings.config, findings.environment),
+        config_check(findings.config, handshake),
+        daemon_check(findings.runtime),
+        choice_check(findings.choice, fails=findings.choice_fails),
+        round_trip_check(handshake, findings.binary),
+    ]
+
+
+def choice_check(says: str, *, fails: bool = False) -> Check:
+    """Which Codex ``serve`` would use, and why (each choice works, if it can start)."""
+    detail = says.removeprefix("Codex: ") or "(not decided)"
+    if fails:
+        return Check(CHOICE, "error", detail, INSTALL_HINT)
+    return Check(CHOICE, "ok", detail)
+
+
+def binary_check(binary: CodexBinary) -> Check:
+    if binary.path is None:
+        return Check(BINARY, "error", binary.problem, INSTALL_HINT)
+    where = f"{binary.path} (from {binary.source})" if binary.source else binary.path
+    if binary.version_failure is not None:
+        return Check(
+            BINARY,
+            "error",
+            f"{where}: `--version` failed: {binary.version_failure}",
+            f"check that it is Codex; {INSTALL_HINT}",
+        )
+    if parse(binary.version) is None:
+        said = binary.version or "nothing"
+        return Check(BINARY, "warning", f"{where}: no version in what `--version` said ({said})")
+    drift = drift_warning(binary.version)
+    if drift is not None:
+        return Check(
+            BINARY,
+            "warning",
+            f"{where}: {drift}",
+            f"for the tested Codex: npm install -g @openai/codex@{PINNED}, or --codex-bin PATH",
+        )
+    return Check(BINARY, "ok", f"{where}: {binary.version} (tested: {tested_range()})")
+
+
+def selected_provider(config: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """The model provider ``config.toml`` selects (its profile's first) and its table there
+    (empty for a built-in provider); ``openai`` when it names none, as Codex defaults."""
+    config = config or {}
+    name = config.get("model_provider")
+    profiles = config.get("profiles")
+    profile = profiles.get(config.get("profile")) if isinstance(profiles, dict) else None
+    if isinstance(profile, dict) and isinstance(profile.get("model_provider"), str):
+        name = profile["model_provider"]
+    if not isinstance(name, str) or not name:
+        name = "openai"
+    providers = config.get("model_providers")
+    table = providers.get(name) if isinstance(providers, dict) else None
+    return name, table if isinstance(table, dict) else {}
+
+
+def credentials_check(
+    handshake: Handshake | None, config: ConfigFile, environment: Environment
+) -> Check:
+    """What Codex says (``account/read``) when it could be asked, else what the files say."""
+    account = handshake.account if handshake is not None else None
+    api_key = next((v for v in API_KEY_VARIABLES if v in environment.variables), None)
+    name, provider = selected_provider(config.parsed)
+    if account is not None:
+        if account.account:
+            return Check(CREDENTIALS, "ok", _account(account.account))
+        if not account.requiresOpenaiAuth:
+            return _provider_credentials(name, provider, environment)
+        trial = handshake.config if handshake is not None else None
+        # A config Codex cannot load leaves it on its defaults: OpenAI's provider, whatever
+        # config.toml selects.
+        unloaded = trial is not None and trial.session_error is not None
+        said = "Codex's account/read" + (", on its defaults" if unloaded else "")
+        return _api_key_or_nothing(api_key, f"not signed in ({said})")
+    why = handshake.account_failure or handshake.failure if handshake is not None else None
+    unasked = f"Codex could not be asked: {why}" if why else "Codex could not be asked"
+    if environment.auth_file:
+        return Check(
+            CREDENTIALS,
+            "ok",
+            f"{environment.codex_home / 'auth.json'} present ({unasked})",
+        )
+    if name != "openai" and provider.get("requires_openai_auth") is not True:
+        return _provider_credentials(name, provider, environment)
+    return _api_key_or_nothing(api_key, f"no {environment.codex_home / 'auth.json'} ({unasked})")
+
+
+def _account(account: dict[str, Any]) -> str:
+    kind = account.get("type")
+    if kind == "chatgpt":
+        email = account.get("email") or "an account"
+        plan = account.get("planType")
+        return f"signed in with ChatGPT: {email}" + (f" ({plan})" if plan else "")
+    if kind == "apiKey":
+        return "an API key (Codex's own login)"
+    return f"{kind} credentials"
+
+
+def _provider_credentials(
+    name: str, provider: Mapping[str, Any], environment: Environment
+) -> Check:
+    what = f"custom provider {name}" if provider else f"provider {name}"
+    key = provider.get("env_key")
+    if isinstance(key, str) and key:
+        if key in environment.variables:
+            return Check(CREDENTIALS, "ok", f"{what} (its key in ${key})")
+        return Check(
+            CREDENTIALS,
+            "error",
+            f"{what} reads its key from ${key}, which is not set",
+            f"set {key} where the editor starts the bridge (Codex inherits the bridge's environment)",
+        )
+    if provider.get("experimental_bearer_token"):
+        return Check(CREDENTIALS, "ok", f"{what} (a bearer token in config.toml)")
+    return Check(CREDENTIALS, "ok", f"{what} (no login needed)")
+
+
+def _api_key_or_nothing(api_key: str | None, missing: str) -> Check:
+    if api_key is not None:
+        # Codex reads no key from its environment: serve hands it over when the editor picks
+        # the bridge's "API key from the environment" sign-in.
+        return Check(
+            CREDENTIALS,
+            "ok",
+            f"an API key in ${api_key} (handed to Codex when the editor picks the API key "
+            "sign-in); no Codex login",
+        )
+    # Not blocking: the editor offers Codex's sign-in (the bridge's authMethods) when a
+    # prompt needs it. Signing in beforehand saves that step.
+    return Check(CREDENTIALS, "warning", missing, LOGIN_HINT)
+
+
+def config_check(config: ConfigFile, handshake: Handshake | None) -> Check:
+    """What ``serve`` will do with ``config.toml``, in Codex's words when Codex could be asked
+    (each error with the one position Codex gives), else in ``tomllib``'s."""
+    trial = handshake.config if handshake is not None else None
+    warnings = handshake.warnings if handshake is not None else ()
+    ignored = [w for w in warnings if w.config_ignored]
+    about_file = [w for w in warnings if not w.config_ignored and w.path is not None]
+    where = f"{config.path}: "
+    refused = f"fix {config.path}: until it loads, Codex refuses every new session"
+    if trial is not None and trial.session_error is not None:
+        said = trial.session_error
+        detail = f"every new session will fail: {said}"
+        return Check(
+            CONFIG, "error", detail if str(config.path) in said else where + detail, refused
+        )
+    if trial is not None and trial.read_error is not None:
+        return Check(
+            CONFIG,
+            "warning",
+            f"{where}a session starts, but Codex's config/read fails: {trial.read_error}",
+        )
+    if trial is None and ignored:
+        # Codex was not asked further; its warning says the same (with its position).
+        said = "; ".join(w.text() for w in ignored)
+        return Check(CONFIG, "error", f"{where}every new session will fail: Codex: {said}", refused)
+    if trial is None and config.error is not None:
+        return Check(CONFIG, "error", f"{where}{config.error} (Codex could not be asked)", refused)
+    if ignored:
+        said = "; ".join(w.text() for w in ignored)
+        return Check(CONFIG, "warning", f"{where}Codex accepts it, yet warns: {said}")
+    if about_file:
+        said = "; ".join(w.text() for w in about_file)
+        return Check(CONFIG, "warning", f"{where}Codex warns: {said}")
+    if config.error is not None:
+        # tomllib and Codex's parser differ here; Codex decides.
+        return Check(
+            CONFIG,
+            "warning",
+            f"{where}Codex accepts it; Python's tomllib does not ({config.error}), so doctor "
+            "read nothing from it",
+        )
+    if not config.exists:
+        return Check(CONFIG, "ok", f"none; Codex defaults ({config.path} does not exist)")
+    accepted = "Codex accepts it" if trial is not None else "parses (Codex could not be asked)"
+    return Check(CONFIG, "ok", f"{where}{accepted}")
+
+
+def daemon_check(runtime: RuntimeDir) -> Check:
+    where = str(runtime.path)
+    if runtime.error is not None:
+        return Check(
+            DAEMON,
+            "error",
+            f"{where}: {runtime.error}",
+            "pass --runtime-dir DIR (or set CODEX_ACP_BRIDGE_RUNTIME_DIR) to a directory of your own",
+        )
+    if not runtime.exists:
+        return Check(DAEMON, "ok", f"none on {where} (see 'Codex used')")
+    if runtime.owner is not None and runtime.owner != runtime.user:
+        return Check(
+            DAEMON,
+            "error",
+            f"{where} belongs to another user (uid {runtime.owner}): serve would trust "
+            "the daemon it names",
+            "pass --runtime-dir DIR (or set CODEX_ACP_BRIDGE_RUNTIME_DIR) to a directory of your own",
+        )
+    if runtime.mode & 0o077:
+        mode = f"mode {runtime.mode:04o}"
+        chmod = f"chmod 700 {where}"
+        # Others writing there could plant a daemon.json of theirs; reading it shows the
+        # daemon's address. A daemon makes its directory private when it starts.
+        if runtime.mode & 0o022 or runtime.daemon_running:
+            running = "a daemon runs there; " if runtime.daemon_running else ""
+            return Check(
+                DAEMON, "error", f"{running}{where} is open to other users ({mode})", chmod
+            )
+        return Check(
+            DAEMON,
+            "warning",
+            f"none runs; {where} is readable by other users ({mode}), until a daemon starts "
+            "there and makes it private",
+            chmod,
+        )
+    if not runtime.daemon_running:
+        return Check(DAEMON, "ok", f"none on {where} (see 'Codex used')")
+    info = runtime.daemon
+    if info is None:
+        return Check(
+            DAEMON,
+            "warning",
+            f"a daemon holds {where}'s lock, but its daemon.json cannot be read",
+            "restart the daemon (systemctl --user restart codex-acp-bridge)",
+        )
+    codex = f"Codex {info.codexVersion}" if info.codexVersion else "Codex"
+    seen = f"pid {info.pid}, {codex}" + (f" on {info.url}" if info.url else "")
+    why = f": {info.reason}" if info.reason else ""
+    if info.state == "failed":
+        return Check(
+            DAEMON,
+            "error",
+            f"{seen}: failed{why}",
+            "read the daemon's log, then start it again (or serve with --no-daemon)",
+        )
+    if info.state != "running":
+        return Check(DAEMON, "warning", f"{seen}: {info.state}{why} (serve waits for it)")
+    drift = drift_warning(info.codexVersion)
+    if drift is not None:
+        return Check(DAEMON, "warning", f"{seen}; serve attaches to it: the daemon's {drift}")
+    return Check(DAEMON, "ok", f"{seen}; serve attaches to it")
+
+
+def round_trip_check(handshake: Handshake | None, binary: CodexBinary) -> Check:
+    if handshake is None:
+        return Check(ROUND_TRIP, "error", "not tried: no Codex binary", INSTALL_HINT)
+    if handshake.failure is not None:
+        program = binary.path or "codex"
+        return Check(
+            ROUND_TRIP,
+            "error",
+            f"{handshake.failure} (after {handshake.seconds:.2f} s)",
+            f"run `{program} app-server` in a terminal to see what Codex says",
+        )
+    detail = f"answered in {handshake.seconds:.2f} s: {handshake.user_agent or 'no userAgent'}"
+    others = [w for w in handshake.warnings if not w.config_ignored and w.path is None]
+    if others:
+        said = "; ".join(w.text() for w in others)
+        return Check(ROUND_TRIP, "warning", detail, f"Codex warns: {said}")
+    return Check(ROUND_TRIP, "ok", detail)
+
+
+# -- the verdict and its two renderings (pure) ---------------------------------------------
+
+
+def overall(checks: Sequence[Check]) -> Status:
+    """The worst status of any check."""
+    statuses = {check.status for check in checks}
+    if "error" in statuses:
+        return "error"
+    return "warning" if "warning" in statuses else "ok"
+
+
+def exit_code(checks: Sequence[Check]) -> int:
+    """1 when something blocks use (a ✗), else 0: a warning does not block."""
+    return 1 if overall(checks) == "error" else 0
+
+
+def as_json(checks: Sequence[Check]) -> dict[str, Any]:
+    """What ``--json`` prints: ``{status, checks: [{name, status, detail, hint?}]}``."""
+    return {
+        "status": overall(checks),
+        "checks": [
+            {"name": c.name, "status": c.status, "detail": c.detail}
+            | ({"hint": c.hint} if c.hint else {})
+            for c in checks
+        ],
+    }
+
+
+def render(checks: Sequence[Check]) -> str:
+    """The checklist: one line per check, a hint under each that has one, a verdict."""
+    width = max((len(c.name) for c in checks), default=0)
+    lines: list[str] = []
+    for check in checks:
+        lines.append(f"{MARKS[check.status]} {check.name.ljust(width)}  {check.detail}")
+        if check.hint:
+            lines.append(f"  {' ' * width}  → {check.hint}")
+    errors = sum(c.status == "error" for c in checks)
+    warnings = sum(c.status == "warning" for c in checks)
+    warned = f"{warnings} warning{'s' if warnings != 1 else ''} (!)" if warnings else ""
+    if errors:
+        verdict = f"{errors} problem{'s' if errors != 1 else ''} (✗) block{'s' if errors == 1 else ''} use"
+        verdict += f"; {warned}" if warned else ""
+    else:
+        verdict = "Nothing blocks use" + (f"; {warned}" if warned else "")
+    lines += ["", verdict + "."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,138 @@
+"""Gathering the findings (I/O): the binary and its version, ``config.toml``, the runtime
+directory, which Codex ``serve`` would use, and the handshake."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from ..daemon.runtime import daemon_running, read_info, runtime_dir
+from ..shell.codex_transport import (
+    ENV_CODEX_BIN,
+    CodexUnavailable,
+    find_codex,
+    strip_ansi,
+)
+from .findings import (
+    CodexBinary,
+    ConfigFile,
+    Environment,
+    Findings,
+    RuntimeDir,
+)
+from .handshake import shake_hands
+
+#: How long ``codex --version`` may take.
+VERSION_SECONDS = 10.0
+
+
+async def gather(codex_bin: str | None, runtime: str | None, env: Mapping[str, str]) -> Findings:
+    binary = await find_binary(codex_bin, env)
+    handshake = await shake_hands(binary.path) if binary.path is not None else None
+    codex_home = Path(env.get("CODEX_HOME") or Path.home() / ".codex")
+    return Findings(
+        binary=binary,
+        handshake=handshake,
+        config=read_config(codex_home / "config.toml"),
+        environment=Environment(
+            codex_home=codex_home,
+            auth_file=(codex_home / "auth.json").is_file(),
+            variables=frozenset(name for name, value in env.items() if value),
+        ),
+        runtime=inspect_runtime_dir(runtime_dir(runtime, env)),
+        **_choice(codex_bin, runtime, env, own=binary.path),
+    )
+
+
+def _choice(
+    codex_bin: str | None, runtime: str | None, env: Mapping[str, str], *, own: str | None
+) -> dict[str, Any]:
+    from ..serve import ServeOptions, choose_codex
+
+    choice = choose_codex(ServeOptions(codex_bin=codex_bin, runtime_dir=runtime), env)
+    shared = choice.daemon is not None or choice.url is not None
+    return {"choice": choice.says, "choice_fails": not shared and own is None}
+
+
+async def find_binary(codex_bin: str | None, env: Mapping[str, str]) -> CodexBinary:
+    try:
+        path = find_codex(codex_bin, env)
+    except CodexUnavailable as exc:
+        return CodexBinary(None, problem=str(exc))
+    if codex_bin:
+        source = "--codex-bin"
+    elif env.get(ENV_CODEX_BIN):
+        source = f"${ENV_CODEX_BIN}"
+    elif shutil.which("codex"):
+        source = "PATH"
+    else:
+        source = "the pinned copy"
+    version, failure = await codex_version(path)
+    return CodexBinary(path, source=source, version=version, version_failure=failure)
+
+
+async def codex_version(binary: str) -> tuple[str, str | None]:
+    """``binary --version``'s answer, or why there is none (as the daemon asks it, but
+    bounded in time: a binary that is not Codex may never answer)."""
+    try:
+        with trio.fail_after(VERSION_SECONDS):
+            done = await trio.run_process(
+                [binary, "--version"],
+                capture_stdout=True,
+                capture_stderr=True,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+    except OSError as exc:
+        return "", str(exc.strerror or exc)
+    except trio.TooSlowError:
+        return "", f"no answer within {VERSION_SECONDS:g} s"
+    said = done.stdout.decode(errors="replace").strip()
+    if done.returncode != 0:
+        err = strip_ansi(done.stderr.decode(errors="replace")).strip().splitlines()
+        return "", f"exit status {done.returncode}" + (f": {err[-1]}" if err else "")
+    return said, None
+
+
+def read_config(path: Path) -> ConfigFile:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ConfigFile(path, exists=False)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        return ConfigFile(path, exists=True, error=f"cannot read it: {why}")
+    try:
+        return ConfigFile(path, exists=True, parsed=tomllib.loads(text))
+    except tomllib.TOMLDecodeError as exc:
+        return ConfigFile(path, exists=True, error=str(exc))
+
+
+def inspect_runtime_dir(directory: Path) -> RuntimeDir:
+    """What is there, changing nothing (``daemon`` makes the directory private; not doctor)."""
+    try:
+        found = directory.stat()
+    except FileNotFoundError:
+        return RuntimeDir(directory, exists=False)
+    except OSError as exc:
+        return RuntimeDir(directory, exists=False, error=f"cannot look at it: {exc.strerror}")
+    if not stat.S_ISDIR(found.st_mode):
+        return RuntimeDir(directory, exists=False, error="not a directory")
+    running = daemon_running(directory)
+    return RuntimeDir(
+        directory,
+        exists=True,
+        mode=stat.S_IMODE(found.st_mode),
+        owner=found.st_uid,
+        user=os.getuid(),
+        daemon_running=running,
+        daemon=read_info(directory) if running else None,
+    )

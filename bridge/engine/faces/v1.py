@@ -1,0 +1,105 @@
+"""ACP v1: how a v1 client is spoken to, from the connection's start.
+
+The features' updates are v1's shapes already, so each is sent as it is (the
+hub sends them without calling the face: :attr:`V1Face.same`). Of the facts
+(:mod:`bridge.engine.core.facts`), v1 says only what answers a request: a
+prompt's end is its ``PromptResult`` (or its error), a session opened is the
+open's result. Its requests are the engine's table (``Engine._client_requests``),
+each handler decoding v1's params once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from msgspec import Raw
+
+from ...acp import commands as acp_commands
+from ...acp import permissions as acp_permissions
+from ...acp import settings as acp_settings
+from ...acp import subagents as acp_subagents
+from ...acp import tools as acp_tools
+from ...acp import types as acp_types
+from ...jsonrpc import RequestId, RpcError
+from ..core import facts
+from ..core.hub import Hub, OnError, RequestHandler, keep_nothing
+
+log = logging.getLogger(__name__)
+
+#: Every ``session/update`` the features send, as v1 has it: sent as it is.
+UPDATES: frozenset[type] = frozenset(
+    {
+        acp_types.AgentMessageChunk,
+        acp_types.AgentThoughtChunk,
+        acp_types.UserMessageChunk,
+        acp_types.UsageUpdate,
+        acp_types.Notice,
+        acp_tools.ToolCall,
+        acp_tools.ToolCallUpdate,
+        acp_tools.Plan,
+        acp_tools.SessionInfoUpdate,
+        acp_tools.CompactionUpdate,
+        acp_permissions.ToolCallStatusUpdate,
+        acp_commands.AvailableCommandsUpdate,
+        acp_settings.CurrentModeUpdate,
+        acp_settings.ConfigOptionUpdate,
+        acp_subagents.SubagentUpdate,
+        acp_subagents.SessionMessage,
+    }
+)
+
+
+class V1Face:
+    """The v1 rendering of one client connection (see the module docstring)."""
+
+    version = 1
+    same = UPDATES
+    on_fact: ClassVar[dict[type, Callable[[V1Face, Any], None]]] = {}
+
+    def __init__(self, hub: Hub, requests: Mapping[str, RequestHandler]) -> None:
+        self.hub = hub
+        self.requests = requests
+
+    def update(self, session_id: str, update: Any) -> None:
+        # Only a type outside UPDATES comes here: never sent in another version's shape.
+        log.error("no ACP v1 rendering of %s: not sent", type(update).__name__)
+
+    def state(self, fact: facts.Fact) -> None:
+        self.on_fact[type(fact)](self, fact)
+
+    def _silent(self, fact: Any) -> None:
+        """A prompt's insertion, a turn's start or end: v1 has no message for them
+        (its prompt is answered at the end of its work)."""
+
+    def _session_opened(self, fact: facts.SessionOpened) -> None:
+        self.hub.answer_client(fact.request_id, fact.result)
+
+    def _prompt_ended(self, fact: facts.PromptEnded) -> None:
+        if isinstance(fact.outcome, RpcError):
+            self.hub.respond_error(fact.request_id, fact.outcome)
+        else:
+            self.hub.respond(fact.request_id, fact.outcome)
+
+    def answer(self, rid: RequestId, result: Any) -> None:
+        self.hub.respond(rid, result)
+
+    def refuse(self, rid: RequestId, error: RpcError) -> None:
+        self.hub.threads.take_prompt(rid)  # a prompt refused so (a defect's) is held no more
+        self.hub.respond_error(rid, error)
+
+    def asking(
+        self, method: str, params: Any, on_result: Callable[[Raw], None], on_error: OnError
+    ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]:
+        return params, on_result, on_error, keep_nothing
+
+
+#: How each fact is rendered for v1 (a fact of no type here is a defect, raised).
+V1Face.on_fact = {
+    facts.PromptInserted: V1Face._silent,
+    facts.TurnStarted: V1Face._silent,
+    facts.TurnEnded: V1Face._silent,
+    facts.PromptEnded: V1Face._prompt_ended,
+    facts.SessionOpened: V1Face._session_opened,
+}

@@ -1,0 +1,198 @@
+"""A session's settings as the client sees them: its modes and config options.
+
+Pure functions of the session's :class:`~bridge.engine.core.threads.Settings`
+(what Codex reported, what the user picked) and Codex's model catalog. Each
+session offers three selectors, as ACP ``configOptions`` (the mode also as the
+older ``modes``, for clients that only know those):
+
+- *mode* (:data:`MODE_OPTION`): Codex's approval presets
+  (:mod:`bridge.engine.views.presets`), plus the thread's own policies when no
+  preset is them;
+- *model* (:data:`MODEL_OPTION`): the catalog's models, plus the model the
+  session opened with (and the current one) when the catalog lacks it: a custom
+  provider's model stays offered after another is picked;
+- *reasoning effort* (:data:`EFFORT_OPTION`): the efforts the current model
+  supports, as the catalog says, and the current one; the option is left out
+  when no effort is known (none configured, and the model not in the catalog).
+
+What is current is the user's pick, until Codex has it; else what Codex reported
+for the thread (an effort it leaves unset is the model's default).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TypeAlias
+
+from msgspec import UNSET
+
+from ...acp import settings as acp_settings
+from ...codex import settings as codex_settings
+from ..core.threads import Settings
+from .presets import CONFIG_MODE, PRESETS, describe_policy, preset_for, same_policy
+
+log = logging.getLogger(__name__)
+
+#: Codex's model catalog (``model/list``), ``None`` when it is not known.
+Catalog: TypeAlias = list[codex_settings.Model] | None
+
+MODE_OPTION = "mode"
+MODEL_OPTION = "model"
+EFFORT_OPTION = "reasoning_effort"
+
+_EFFORT_NAMES = {
+    "none": "None",
+    "minimal": "Minimal",
+    "low": "Low",
+    "medium": "Medium",
+    "high": "High",
+    "xhigh": "Extra high",
+    "max": "Max",
+    "ultra": "Ultra",
+}
+
+
+def _effort_name(effort: str) -> str:
+    return _EFFORT_NAMES.get(effort, effort.capitalize())
+
+
+def current_mode(settings: Settings) -> str:
+    """The mode in force: the pick, else the preset (or the own policies) Codex reports."""
+    if settings.picked_mode is not None:
+        return settings.picked_mode
+    preset = preset_for(settings.approval, settings.sandbox)
+    if preset is not None:
+        return preset.id
+    if settings.config_policy is not None and same_policy(
+        settings.approval, settings.sandbox, *settings.config_policy
+    ):
+        return CONFIG_MODE
+    # Changed outside this bridge to something no mode names: keep what was shown.
+    log.warning(
+        "thread settings match no mode: %s",
+        describe_policy(settings.approval, settings.sandbox),
+    )
+    return settings.shown_mode or CONFIG_MODE
+
+
+def modes(settings: Settings) -> acp_settings.SessionModeState:
+    """The session's modes, as ACP's ``modes`` (and the mode option's values)."""
+    available = [
+        acp_settings.SessionMode(id=p.id, name=p.name, description=p.description) for p in PRESETS
+    ]
+    if settings.config_policy is not None:
+        available.append(
+            acp_settings.SessionMode(
+                id=CONFIG_MODE,
+                name="Custom",
+                description=describe_policy(*settings.config_policy),
+            )
+        )
+    return acp_settings.SessionModeState(
+        currentModeId=current_mode(settings), availableModes=available
+    )
+
+
+def current_model(settings: Settings) -> str:
+    """The model in force: the pick, else the one Codex reports."""
+    return settings.picked_model if settings.picked_model is not None else settings.model
+
+
+def catalog_entry(catalog: Catalog, model: str) -> codex_settings.Model | None:
+    """What the catalog says of ``model``, if it lists it."""
+    if catalog is None:
+        return None
+    return next((m for m in catalog if m.model == model), None)
+
+
+def current_effort(settings: Settings, catalog: Catalog) -> str | None:
+    """The reasoning effort in force, ``None`` when it is not known."""
+    if settings.picked_effort is not None:
+        return settings.picked_effort
+    if settings.effort is not None:
+        return settings.effort
+    entry = catalog_entry(catalog, current_model(settings))
+    # No effort configured: Codex uses the model's default.
+    return entry.defaultReasoningEffort if entry is not None else None
+
+
+def options(settings: Settings, catalog: Catalog) -> list[acp_settings.SessionConfigSelect]:
+    """The session's config options: mode, model and, when known, reasoning effort."""
+    selects = [_mode_select(settings), _model_select(settings, catalog)]
+    effort = _effort_select(settings, catalog)
+    if effort is not None:
+        selects.append(effort)
+    return selects
+
+
+def _mode_select(settings: Settings) -> acp_settings.SessionConfigSelect:
+    shown = modes(settings)
+    return acp_settings.SessionConfigSelect(
+        id=MODE_OPTION,
+        name="Mode",
+        description="What Codex may do without asking: its approval and sandbox policies.",
+        category="mode",
+        currentValue=shown.currentModeId,
+        options=[
+            acp_settings.SessionConfigSelectOption(
+                value=m.id, name=m.name, description=m.description
+            )
+            for m in shown.availableModes
+        ],
+    )
+
+
+def _model_select(settings: Settings, catalog: Catalog) -> acp_settings.SessionConfigSelect:
+    """The catalog's models; the model the session opened with stays offered after another
+    is picked (it may be one of a custom provider, which the catalog does not list)."""
+    current = current_model(settings)
+    models = [
+        acp_settings.SessionConfigSelectOption(
+            value=m.model, name=m.displayName or m.model, description=m.description or UNSET
+        )
+        for m in catalog or []
+    ]
+    for model in dict.fromkeys([settings.opened_model, current]):
+        if model and all(m.value != model for m in models):
+            models.insert(
+                0,
+                acp_settings.SessionConfigSelectOption(
+                    value=model,
+                    name=model,
+                    description="The model the session opened with, as Codex reported it.",
+                ),
+            )
+    return acp_settings.SessionConfigSelect(
+        id=MODEL_OPTION, name="Model", category="model", currentValue=current, options=models
+    )
+
+
+def _effort_select(settings: Settings, catalog: Catalog) -> acp_settings.SessionConfigSelect | None:
+    """The efforts the current model supports (the catalog's, its default marked), and the
+    current one; ``None`` when no effort is known."""
+    effort = current_effort(settings, catalog)
+    if effort is None:
+        return None
+    entry = catalog_entry(catalog, current_model(settings))
+    supported = entry.supportedReasoningEfforts if entry is not None else []
+    default = entry.defaultReasoningEffort if entry is not None else None
+    efforts = [
+        acp_settings.SessionConfigSelectOption(
+            value=e.reasoningEffort,
+            name=_effort_name(e.reasoningEffort),
+            description=(e.description + (" (default)" if e.reasoningEffort == default else ""))
+            or UNSET,
+        )
+        for e in supported
+    ]
+    if all(e.value != effort for e in efforts):
+        efforts.append(
+            acp_settings.SessionConfigSelectOption(value=effort, name=_effort_name(effort))
+        )
+    return acp_settings.SessionConfigSelect(
+        id=EFFORT_OPTION,
+        name="Reasoning effort",
+        category="thought_level",
+        currentValue=effort,
+        options=efforts,
+    )

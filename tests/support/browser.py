@@ -1,0 +1,161 @@
+"""Headless Chromium driven over the Chrome DevTools Protocol (a WebSocket), for the page test.
+
+Debian's ``chromium``; ``scripts/setup`` installs it in the background where it is missing
+(``tools/.chromium.started``, then ``tools/.chromium.done`` holding apt's exit status).
+:func:`chromium_or_skip` waits for that install, bounded, and skips the test with one line
+when there is no Chromium to be had.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from websockets.trio.client import connect
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTED, DONE, LOG = (ROOT / "tools" / f".chromium.{n}" for n in ("started", "done", "log"))
+#: How long the test waits for setup's background install of Chromium.
+INSTALL_SECONDS = 240
+
+
+async def chromium_or_skip() -> str:
+    """The path of Chromium, once setup's background install (if any) has ended."""
+    found = shutil.which("chromium")
+    if found is None and STARTED.exists():
+        with trio.move_on_after(INSTALL_SECONDS):
+            while not DONE.exists():  # noqa: ASYNC110 (apt says nothing else when it ends)
+                await trio.sleep(0.5)
+        found = shutil.which("chromium")
+    if found is None:
+        why = (
+            f"its install failed ({LOG})" if DONE.exists() else "scripts/setup installs it as root"
+        )
+        pytest.skip(f"headless Chromium is not installed: {why}")
+    return found
+
+
+class Page:
+    """One tab, driven over a flattened DevTools session."""
+
+    def __init__(self, socket: Any, session: str) -> None:
+        self._socket = socket
+        self._session = session
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, trio.MemorySendChannel[dict[str, Any]]] = {}
+
+    async def _receive_all(self) -> None:
+        async for text in self._socket:
+            message = json.loads(text)
+            channel = self._waiting.pop(message.get("id", -1), None)
+            if channel is not None:
+                await channel.send(message)
+
+    async def send(
+        self, method: str, params: dict[str, Any] | None = None, *, top: bool = False
+    ) -> Any:
+        ident = next(self._ids)
+        send, receive = trio.open_memory_channel[dict[str, Any]](1)
+        self._waiting[ident] = send
+        message: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
+        if not top:
+            message["sessionId"] = self._session
+        await self._socket.send(json.dumps(message))
+        answer = await receive.receive()
+        if "error" in answer:
+            raise RuntimeError(f"{method}: {answer['error']}")
+        return answer.get("result")
+
+    async def evaluate(self, expression: str) -> Any:
+        result = await self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    async def wait_for(self, expression: str, seconds: float = 15.0) -> Any:
+        """The value of ``expression`` once it is truthy (checked every 20 ms)."""
+        with trio.fail_after(seconds):
+            while True:
+                # An evaluation sent while the tab navigates may go unanswered: asked again.
+                with trio.move_on_after(1):
+                    value = await self.evaluate(expression)
+                    # An element comes back as {}: found all the same.
+                    if value not in (None, False, 0, ""):
+                        return value
+                await trio.sleep(0.02)
+
+    async def goto(self, url: str) -> None:
+        await self.send("Page.navigate", {"url": url})
+        await self.wait_for("location.protocol !== 'about:' && document.readyState === 'complete'")
+
+    async def screenshot(self, path: Path) -> None:
+        shot = await self.send("Page.captureScreenshot", {"format": "png"})
+        path.write_bytes(base64.b64decode(shot["data"]))
+
+
+@asynccontextmanager
+async def headless_chromium(
+    binary: str, profile: Path, log: Path, *, width: int = 1100, height: int = 800
+) -> AsyncIterator[Page]:
+    """Chromium with a fresh profile and one tab (``about:blank``)."""
+    argv = [
+        binary,
+        "--headless=new",
+        "--disable-gpu",
+        "--no-first-run",
+        "--no-default-browser-check",
+    ]
+    argv += ["--remote-debugging-port=0", f"--user-data-dir={profile}", "--hide-scrollbars"]
+    argv += [f"--window-size={width},{height}", "--force-device-scale-factor=1"]
+    if os.getuid() == 0:
+        argv.append("--no-sandbox")  # Chromium refuses root otherwise
+    argv.append("about:blank")
+    with log.open("ab") as out:
+        process = await trio.lowlevel.open_process(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+        )
+    try:
+        port_file = profile / "DevToolsActivePort"
+        with trio.fail_after(30):
+            while not port_file.exists() or len(port_file.read_text().split()) < 2:  # noqa: ASYNC110
+                await trio.sleep(0.05)
+        port, path = port_file.read_text().split()[:2]
+        async with connect(f"ws://127.0.0.1:{port}{path}", max_size=None) as socket:
+            top = Page(socket, "")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(top._receive_all)
+                targets = await top.send("Target.getTargets", top=True)
+                [tab] = [t for t in targets["targetInfos"] if t["type"] == "page"]
+                attached = await top.send(
+                    "Target.attachToTarget",
+                    {"targetId": tab["targetId"], "flatten": True},
+                    top=True,
+                )
+                page = Page(socket, attached["sessionId"])
+                page._waiting = top._waiting  # one reader for the one socket
+                page._ids = top._ids
+                await page.send("Page.enable")
+                await page.send("Runtime.enable")
+                yield page
+                nursery.cancel_scope.cancel()
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            with trio.move_on_after(5):
+                await process.wait()
+        if process.poll() is None:
+            process.kill()
+            await process.wait()

@@ -1,0 +1,279 @@
+"""The daemon's live page in a real browser (headless Chromium), against the real daemon and Codex.
+
+One daemon, one browser tab, an editor attached to the daemon; in turn: a running thread
+appears; a sub-agent appears under its parent; an approval the editor leaves unanswered is
+in the page's inbox within a second of Codex asking (counted in the tab's title, a desktop
+notification raised), and a click on "Allow once" completes the
+turn (the file is written) while the editor's own request is withdrawn; a question is answered
+from the page (the thread "needs input"; the editor's form is withdrawn, Codex gets the answer);
+the page's cancel stops a turn. Screenshots of those states are kept in ``docs/images/`` when
+``CODEX_ACP_BRIDGE_SCREENSHOTS`` names a folder (docs/operations.md shows them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from websockets.trio.client import connect
+
+from bridge.acp_client import AcpClient, open_agent
+from bridge.daemon.runtime import read_info
+from bridge.scripted_model import ScriptedModel, write_codex_home
+from tests.support.browser import chromium_or_skip, headless_chromium
+from tests.support.daemon import running_daemon, serve_argv
+from tests.support.e2e import SCENARIO_SECONDS
+from tests.support.scenarios.approvals import ESCALATED, QUESTION, QUESTIONS_TOML, Answers
+from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
+
+pytestmark = pytest.mark.e2e
+
+SHOTS = os.environ.get("CODEX_ACP_BRIDGE_SCREENSHOTS")
+
+
+NOTIFICATIONS_TO_THE_TEST = """
+window.notified = [];
+window.Notification = class { constructor(title) { window.notified.push(title); } };
+window.Notification.permission = "granted";
+document.getElementById("notify").checked = true;
+true
+"""
+
+
+def row(thread_id: str) -> str:
+    return f"document.querySelector('[data-thread-id=\"{thread_id}\"]')"
+
+
+async def shot(page: Any, name: str) -> None:
+    if SHOTS:
+        await page.screenshot(Path(SHOTS) / name)
+
+
+async def name_for_shots(page: Any, runtime: Path, thread_id: str, name: str) -> None:
+    """Only for screenshots: a title a person would give (Codex's is the scripted prompt),
+    set as another Codex client would (``thread/name/set`` on the daemon's Codex)."""
+    info = read_info(runtime)
+    if not SHOTS or info is None:
+        return
+    token = (runtime / "token").read_text().strip()
+    headers = [("Authorization", f"Bearer {token}")]
+    async with connect(info.url, additional_headers=headers) as codex:
+        await codex.send(
+            json.dumps(
+                {
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"clientInfo": {"name": "shots", "version": "1"}},
+                }
+            )
+        )
+        await codex.recv()
+        await codex.send(json.dumps({"method": "initialized"}))
+        await codex.send(
+            json.dumps(
+                {
+                    "id": 2,
+                    "method": "thread/name/set",
+                    "params": {"threadId": thread_id, "name": name},
+                }
+            )
+        )
+        while (answer := json.loads(await codex.recv())).get("id") != 2:
+            pass
+        assert "result" in answer, answer
+    await page.wait_for(f"document.body.innerText.includes({json.dumps(name)})")
+
+
+async def test_the_page_shows_threads_and_answers_and_cancels_them(
+    bridge_env: dict[str, str], workspace: Path, tmp_path: Path, scripted_model: ScriptedModel
+) -> None:
+    chromium = await chromium_or_skip()
+    runtime = tmp_path / "runtime"
+    # Codex offers its question tool outside Plan mode only with this.
+    write_codex_home(
+        Path(bridge_env["CODEX_HOME"]), scripted_model.base_url, extra_toml=QUESTIONS_TOML
+    )
+    held = Answers(permission="allow_once", hold=True)  # the editor's user never answers
+    with trio.fail_after(SCENARIO_SECONDS * 2):
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
+            headless_chromium(chromium, tmp_path / "profile", tmp_path / "chromium.log") as page,
+        ):
+            url = await trio.run_process(
+                [sys.executable, "-m", "bridge", "status", "--url", "--runtime-dir", str(runtime)],
+                env=bridge_env,
+                capture_stdout=True,
+            )
+            address = url.stdout.decode().strip()
+            info = read_info(runtime)
+            assert info is not None and address.startswith(f"{info.pageUrl}?token=")
+            assert info.pageUrl.startswith("http://127.0.0.1:")  # loopback by default
+            assert stat.S_IMODE((runtime / "page-token").stat().st_mode) == 0o600
+            await page.goto(address)
+            await page.wait_for("document.querySelector('#link.on')")
+            # The token left the address bar for a cookie.
+            assert await page.evaluate("location.href") == info.pageUrl
+
+            with (tmp_path / "editor.log").open("ab") as log:
+                async with open_agent(
+                    serve_argv(runtime), env=bridge_env, stderr=log.fileno(), on_request=held
+                ) as (editor, _process):
+                    # An editor that shows forms: it is asked the question too, and never answers.
+                    await editor.initialize({**SUBAGENTS, "elicitation": {"form": {}}})
+                    await _running_then_child(page, editor, str(workspace), runtime)
+                    await _approval_answered_on_the_page(
+                        page, editor, str(workspace), held, runtime
+                    )
+                    await _question_answered_on_the_page(
+                        page, editor, str(workspace), held, runtime
+                    )
+                    assert {"answers": {"color": {"answers": ["Blue"]}}} in tool_outputs(
+                        scripted_model
+                    )
+                    await _cancelled_on_the_page(page, editor, str(workspace), runtime)
+
+
+async def _running_then_child(page: Any, editor: AcpClient, cwd: str, runtime: Path) -> None:
+    session = await editor.new_session(cwd)
+    prompt = script(
+        spawn("@@ words 400 delay_ms=10"), wait(timeout_ms=30_000), "@@ say parent done"
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(editor.prompt, session, prompt)
+        await page.wait_for(f"{row(session)}?.dataset.state === 'running'")
+        child = await page.wait_for(
+            f"{row(session)}?.querySelector('.children [data-thread-id]')?.dataset.threadId"
+        )
+        assert child != session
+        await name_for_shots(page, runtime, session, "Split the parser into modules")
+        await name_for_shots(page, runtime, child, "Survey the parser's callers")
+        # The child's transcript tail streams while it runs.
+        await page.evaluate(f"{row(child)}.querySelector('.row').click()")
+        await page.wait_for(
+            f"{row(child)}.querySelector('.tail .agentMessage pre')?.textContent.length > 20"
+        )
+        await shot(page, "page-subagent.png")
+        await page.evaluate(f"{row(child)}.querySelector('.row').click()")  # closed again
+    await page.wait_for(f"{row(session)}?.dataset.state === 'idle'")
+
+
+async def _approval_answered_on_the_page(
+    page: Any, editor: AcpClient, cwd: str, held: Answers, runtime: Path
+) -> None:
+    session = await editor.new_session(cwd)
+    result: list[Any] = []
+
+    async def prompt() -> None:
+        result.append(await editor.prompt(session, ESCALATED))
+
+    # Desktop notifications on, shown to the test instead of the desktop.
+    await page.evaluate(NOTIFICATIONS_TO_THE_TEST)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prompt)
+        await held.asked.wait()
+        asked_at = trio.current_time()
+        card = ".ask[data-kind=command]"
+        await page.wait_for(f"document.querySelector('{card}')")
+        shown_in = trio.current_time() - asked_at
+        assert shown_in < 1.0, f"the approval reached the page {shown_in:.2f} s after the editor"
+        assert "touch approved.txt" in await page.evaluate(
+            f"document.querySelector('{card} pre').textContent"
+        )
+        assert await page.evaluate("document.title") == "(1) Codex agents"
+        [title] = await page.wait_for("window.notified.length && window.notified")
+        assert title.startswith("Codex waits on you: @@ call exec_command")
+        await name_for_shots(page, runtime, session, "Mark the build approved")
+        await shot(page, "page-approval.png")
+        if SHOTS:  # as a phone shows it
+            metrics = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+            await page.send("Emulation.setDeviceMetricsOverride", metrics)
+            await shot(page, "page-phone.png")
+            await page.send("Emulation.clearDeviceMetricsOverride")
+        await page.evaluate(
+            f"document.querySelector('{card} button[data-decision=accept]').click()"
+        )
+    assert result == [{"stopReason": "end_turn"}]
+    assert (Path(cwd) / "approved.txt").exists()
+    [asked] = [m["id"] for m in editor.received if m.get("method") == "session/request_permission"]
+    await editor.wait_for(
+        lambda m: m.get("method") == "$/cancel_request" and m["params"]["requestId"] == asked
+    )
+    await page.wait_for("!document.querySelector('.ask') && document.title === 'Codex agents'")
+
+
+async def _question_answered_on_the_page(
+    page: Any, editor: AcpClient, cwd: str, held: Answers, runtime: Path
+) -> None:
+    session = await editor.new_session(cwd)
+    result: list[Any] = []
+
+    async def prompt() -> None:
+        result.append(await editor.prompt(session, QUESTION))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prompt)
+        card = ".ask[data-kind=question]"
+        await page.wait_for(f"document.querySelector('{card}')")
+        await page.wait_for(f"{row(session)}?.textContent.includes('needs input')")
+        await name_for_shots(page, runtime, session, "Pick the theme's colour")
+        await shot(page, "page-question.png")
+        # The option fills the answer, as a person's click on it would.
+        await page.evaluate(
+            f"[...document.querySelectorAll('{card} button')].find(b => b.textContent === 'Blue').click()"
+        )
+        await page.evaluate(
+            f"[...document.querySelectorAll('{card} button')].find(b => b.textContent === 'Answer').click()"
+        )
+    assert result == [{"stopReason": "end_turn"}]
+    assert len(held.asked_for("elicitation/create")) == 1
+    [asked] = [m["id"] for m in editor.received if m.get("method") == "elicitation/create"]
+    await editor.wait_for(
+        lambda m: m.get("method") == "$/cancel_request" and m["params"]["requestId"] == asked
+    )
+
+
+def tool_outputs(model: ScriptedModel) -> list[Any]:
+    """Each tool result Codex sent the model (what the model learned), decoded."""
+    outputs: dict[str, Any] = {}
+    for body in model.requests:
+        for item in body.get("input", []):
+            if item.get("type") == "function_call_output":
+                outputs.setdefault(item["call_id"], item["output"])
+    return [_decoded(output) for output in outputs.values()]
+
+
+def _decoded(output: str) -> Any:
+    try:
+        return json.loads(output)
+    except ValueError:
+        return output  # a command's output
+
+
+async def _cancelled_on_the_page(page: Any, editor: AcpClient, cwd: str, runtime: Path) -> None:
+    session = await editor.new_session(cwd)
+    result: list[Any] = []
+
+    async def prompt() -> None:
+        result.append(await editor.prompt(session, "@@ words 5000 delay_ms=10"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prompt)
+        await page.wait_for(f"{row(session)}?.dataset.state === 'running'")
+        await name_for_shots(page, runtime, session, "Write the release notes")
+        await page.evaluate(f"{row(session)}.querySelector('.row').click()")
+        await page.wait_for(
+            f"{row(session)}.querySelector('.tail .agentMessage pre')?.textContent.length > 40"
+        )
+        await page.wait_for(f"{row(session)}.querySelector('button.cancel')")
+        await shot(page, "page-transcript.png")
+        await page.evaluate(f"{row(session)}.querySelector('button.cancel').click()")
+    assert result == [{"stopReason": "cancelled"}]
+    # Idle, saying how its turn ended; its cancel gone with the turn.
+    await page.wait_for(f"{row(session)}?.textContent.includes('idle · interrupted')")
+    await page.wait_for(f"!{row(session)}.querySelector('button.cancel')")
