@@ -192,7 +192,7 @@ class Engine:
             forget=self.forget,
             open_failed=subagents.open_failed,
         )
-        self.recovery = Recovery(hub, report=subagents.report, resumed=self.prompts.resume_settled)
+        self.recovery = Recovery(hub, subagents=subagents, prompts=self.prompts)
         self.admin = SessionAdmin(hub)
         #: Each client method → its handler, as ACP v1 has it (filled below, once the
         #: connection that answers ``initialize`` is built): a v1 client is spoken to
@@ -516,21 +516,12 @@ class Engine:
         # Here, not at the top: a v1 client's start never pays for importing v2.
         from ..faces import v2_requests
 
-        admin = self.admin
         return v2_requests.requests(
             initialize=self.connection.initialize,
-            new_session=self.prompts.new_session,
-            prompt=self.prompts.prompt,
-            open_existing=self.lifecycle.open_existing,
-            fork=self.lifecycle.fork,
-            set_config=self.settings.set_config,
-            status=admin.status,
-            set_title=admin.set_title,
-            archive=admin.archive,
-            unarchive=admin.unarchive,
-            delete=admin.delete,
-            logout=admin.logout,
-            cancel_tool_call=admin.cancel_tool_call,
+            prompts=self.prompts,
+            lifecycle=self.lifecycle,
+            settings=self.settings,
+            admin=self.admin,
             same_as_v1=self._client_requests,
             after_catalog=self._after_catalog,
         )
