@@ -38,32 +38,20 @@ Rules this engine keeps (read these before changing it):
    traceback and the request that met it answered with -32603.
 
 Structure. This module is the wiring, and nothing else: the only one that builds
-the features (:mod:`bridge.engine.features`) and the only one that knows the order
-in which several of them react to one message. It holds the two routing tables:
-:meth:`Engine._codex_routes` (each Codex method → the type its params decode into
-→ the features that react, in order) and ``_client_requests`` (each client method
-→ its handler, for ACP v1; v2's is :func:`bridge.engine.faces.v2_requests.requests`,
-over the same features' methods). The client is spoken to through the hub's face
-(:mod:`bridge.engine.faces`), v1's until ``initialize`` picks v2: the features state
-facts (:mod:`bridge.engine.core.facts`), each face renders them in its version's
-messages. The rest sits beside it in ``core/``:
-
-- :mod:`~bridge.engine.core.connection`: the connection's states (Codex's
-  handshake, the client messages that wait for it, Codex brought back, the
-  client's ``initialize`` and the ACP version agreed);
-- :mod:`~bridge.engine.core.codex_routing`: a Codex message decoded once (the
-  streamed answer's deltas in one pass, into the same typed params) and handed to
-  its route, through the sub-agent gate;
-- :mod:`~bridge.engine.core.client_routing`: a client message to its handler;
-- :mod:`~bridge.engine.core.hub`: what every feature shares (the peers, the thread
-  registry, the output).
-
-The features know nothing of each other: each is built after the ones it is handed,
-as objects behind the small protocols it declares (``Prompts`` takes the settings
-and the palette, and builds the steering that starts turns through it). Where two
-need each other, the engine's methods below join them: a close cancels a prompt
-and a settled prompt finishes a close (prompts, lifecycle); the sub-agent gate
-hands back what it held to the router that asks it.
+the features (:mod:`bridge.engine.features`), handing each its collaborators as
+objects, and the only one that knows the order in which several of them react to
+one message. It holds the routing tables: :meth:`Engine._codex_routes` (each Codex
+method → the type its params decode into → the features that react, in order) and
+``_client_requests`` (each client method → its handler, ACP v1's; v2's is
+:func:`bridge.engine.faces.v2_requests.requests`, over the same features). The
+features state facts (:mod:`bridge.engine.core.facts`) that the hub's face
+(:mod:`bridge.engine.faces`, v1's until ``initialize`` picks v2) renders. Beside it
+in ``core/``: :mod:`~bridge.engine.core.connection` (the connection's states),
+:mod:`~bridge.engine.core.codex_routing` (a Codex message decoded once and routed,
+through the sub-agent gate), :mod:`~bridge.engine.core.client_routing` (a client
+message to its handler), :mod:`~bridge.engine.core.hub` (what every feature shares).
+Where two features need each other, the engine's methods below join them: a close
+cancels a prompt and a settled prompt finishes a close (prompts, lifecycle).
 """
 
 from __future__ import annotations
@@ -104,6 +92,7 @@ from . import client_routing, facts
 from .codex_routing import CodexRouter, Route, notification, request
 from .connection import MAX_WAITING, Connection
 from .effects import Effect
+from .guard import Guard
 from .hub import AGENT_NAME, Hub, RequestHandler, decode_params
 from .threads import Held, ThreadRecord, Threads
 
@@ -150,8 +139,10 @@ class Engine:
         #: client: when the client leaves, what waits on the user is left waiting,
         #: for the next client that resumes the thread.
         self.detachable = detachable
-        #: Requests that arrived with the message being handled: ("client" | "codex", id).
-        self._arrived: list[tuple[str, RequestId]] = []
+        #: The one place an exception stops (rule 5).
+        self._guard = Guard(hub)
+        self._guarded = self._guard.run
+        self._arrived = self._guard.arrived  # cleared for every streamed delta
 
         # Each feature is built after the ones it is handed (see "Structure" above).
         self.approvals = Approvals(hub)
@@ -396,7 +387,7 @@ class Engine:
         try:
             self.codex_router.receive(data)
         except Exception:
-            self._internal_error(data)
+            self._guard.failed(data)
         return self.hub.take()
 
     def clock_read(self, request_id: RequestId, unix_seconds: int) -> list[Effect]:
@@ -422,18 +413,15 @@ class Engine:
         arrive meanwhile wait (up to :data:`MAX_WAITING` of them) for
         :meth:`codex_restarted`, or for :meth:`codex_gave_up`.
         """
-        hub = self.hub
+        hub, subagents = self.hub, self.subagents
         if not self.connection.lost(reason, retrying=retrying):
             return []
 
         def lost(_: bytes) -> None:
             for _rid, waiting in hub.codex.abandon_pending():
                 waiting.on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, reason))
-            self.prompts.codex_lost(reason)
-            self.approvals.codex_lost(reason)
-            self.lifecycle.codex_lost(reason)
-            self.auth.codex_lost(reason)
-            self.subagents.codex_lost(reason)
+            for feature in (self.prompts, self.approvals, self.lifecycle, self.auth, subagents):
+                feature.codex_lost(reason)
             self.terminals.codex_lost()
             self.turn_ends.clear()  # their prompts were answered just above
             if not retrying:
@@ -456,34 +444,11 @@ class Engine:
         self._guarded(lambda _: self.connection.drain(), b"")
         return self.hub.take()
 
-    # -- the one place an exception stops -------------------------------------------------
-
-    def _guarded(self, handle: Callable[[bytes], None], data: bytes) -> None:
-        """Run ``handle``; a defect in it is logged and answered, never raised."""
-        self._arrived.clear()
-        try:
-            handle(data)
-        except Exception:
-            self._internal_error(data)
+    # -- the client's messages ----------------------------------------------------------
 
     def _handle_client_guarded(self, data: bytes) -> None:
         """A client message that waited for Codex, handled now."""
         self._guarded(self._handle_client, data)
-
-    def _internal_error(self, data: bytes) -> None:
-        """A handler failed: log the traceback, and answer with -32603 every request,
-        from either side, that arrived with ``data`` and is still unanswered (the
-        engine cannot say how far it got)."""
-        hub = self.hub
-        log.exception("internal error handling %r", data[:200])
-        message = f"{AGENT_NAME} internal error; see its log"
-        for side, rid in self._arrived:
-            if side == "client" and rid in hub.open_client_requests:
-                hub.refuse_client(rid, RpcError.internal(message))
-            elif side == "codex" and rid in hub.open_codex_requests:
-                hub.refuse_codex(rid, ErrorCode.INTERNAL_ERROR, message)
-
-    # -- the client's messages ----------------------------------------------------------
 
     def _handle_client(self, data: bytes) -> None:
         if self.client_router.receive(data) and self.turn_ends.waiting:
