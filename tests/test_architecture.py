@@ -19,22 +19,10 @@ import bridge
 
 PACKAGE_DIR = Path(bridge.__file__).resolve().parent
 
-# The engine modules that define feature classes: each reacts to messages and is
-# built, and handed its collaborators, by the wiring module alone.
-FEATURE_MODULES = [
-    "bridge.engine.features.prompts",
-    "bridge.engine.features.lifecycle",
-    "bridge.engine.features.tools",
-    "bridge.engine.features.approvals",
-    "bridge.engine.features.settings",
-    "bridge.engine.features.auth",
-    "bridge.engine.features.subagents",
-    "bridge.engine.features.subagent_history",
-    "bridge.engine.features.recovery",
-    "bridge.engine.features.streaming",
-    "bridge.engine.features.retries",
-    "bridge.engine.features.turn_ends",
-]
+# Where the features live: a module there with a class built on the hub (its first
+# argument, or a dataclass's first field, is ``hub``) is a feature when the wiring module
+# imports it, else a part of the one feature that reaches it (see feature_map).
+FEATURES_PACKAGE = "bridge.engine.features"
 # The one engine module allowed to import the feature modules.
 WIRING_MODULE = "bridge.engine.core.engine"
 
@@ -256,6 +244,77 @@ def importers_of(module: str, graph: Mapping[str, Iterable[str]]) -> list[str]:
     return sorted(name for name, targets in graph.items() if module in targets)
 
 
+def hub_classes(path: Path) -> list[str]:
+    """The classes of a module built on the hub: ``__init__(self, hub, ...)``, or a
+    dataclass whose first field is ``hub``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[str] = []
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        dataclass = any("dataclass" in ast.unparse(decorator) for decorator in node.decorator_list)
+        fields = [i for i in node.body if isinstance(i, ast.AnnAssign)]
+        inits = [i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"]
+        if inits:
+            params = inits[0].args.args
+            first = params[1].arg if len(params) > 1 else None
+        elif dataclass and fields and isinstance(fields[0].target, ast.Name):
+            first = fields[0].target.id
+        else:
+            first = None
+        if first == "hub":
+            found.append(node.name)
+    return found
+
+
+def built_classes(module: str, modules: Mapping[str, Path]) -> dict[str, str]:
+    """The classes ``module`` calls (builds) that it imported by name: class -> the module
+    it came from."""
+    path = modules[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if _is_package(path) else module.rpartition(".")[0]
+    imported: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:
+            parts = package.split(".")
+            base = ".".join([*parts[: len(parts) - (node.level - 1)], node.module])
+            for alias in node.names:
+                imported[alias.asname or alias.name] = _resolve(base, modules)
+    return {
+        node.func.id: imported[node.func.id]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in imported
+        and node.func.id[:1].isupper()
+    }
+
+
+def feature_map(
+    modules: Mapping[str, Path],
+    graph: Mapping[str, Iterable[str]],
+    *,
+    package: str = FEATURES_PACKAGE,
+    wiring: str = WIRING_MODULE,
+) -> tuple[list[str], dict[str, set[str]]]:
+    """The features (modules of ``package`` with a class on the hub that ``wiring``
+    imports), and each other such module (a part) -> the features that reach it through
+    modules of ``package`` that are no feature."""
+    on_hub = sorted(m for m in modules if m.startswith(f"{package}.") and hub_classes(modules[m]))
+    features = [m for m in on_hub if m in graph.get(wiring, ())]
+    owners: dict[str, set[str]] = {m: set() for m in on_hub if m not in features}
+    for feature in features:
+        seen, todo = {feature}, [feature]
+        while todo:
+            for target in graph.get(todo.pop(), ()):
+                if target.startswith(f"{package}.") and target not in seen | set(features):
+                    seen.add(target)
+                    todo.append(target)
+                    if target in owners:
+                        owners[target].add(feature)
+    return features, owners
+
+
 def tangles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     """The groups of modules that all reach each other (each one a knot to untie)."""
     return [c for c in _strongly_connected(graph) if len(c) > 1]
@@ -286,6 +345,7 @@ def engine_violations(
 
 MODULES = find_modules(PACKAGE_DIR)
 GRAPH = import_graph(MODULES)
+FEATURE_MODULES, PART_OWNERS = feature_map(MODULES, GRAPH)
 
 
 def test_no_import_cycles() -> None:
@@ -321,23 +381,47 @@ def test_the_engine_does_no_io() -> None:
         )
 
 
+def test_the_features_are_the_classes_the_wiring_builds() -> None:
+    # The feature list is derived (feature_map): what the wiring imports from the features
+    # package on the hub is what it builds, and it builds nothing else from there.
+    built = built_classes(WIRING_MODULE, MODULES)
+    from_features = {m for m in built.values() if m.startswith(f"{FEATURES_PACKAGE}.")}
+    assert "bridge.engine.features.prompts" in FEATURE_MODULES
+    assert sorted(from_features) == FEATURE_MODULES, (
+        "the wiring builds a class of each feature it imports, and only those: "
+        f"built from {sorted(from_features)}, features {FEATURE_MODULES}"
+    )
+
+
 @pytest.mark.parametrize("feature", FEATURE_MODULES)
 def test_a_feature_is_imported_only_by_the_wiring_module(feature: str) -> None:
-    if feature not in MODULES:
-        pytest.fail(f"FEATURE_MODULES names {feature}, which is not a module", pytrace=False)
     importers = importers_of(feature, GRAPH)
     by = ", ".join(importers) or "nothing"
-    if WIRING_MODULE not in MODULES:
-        pytest.fail(
-            f"the wiring module {WIRING_MODULE} does not exist ({feature} is imported by: {by})",
-            pytrace=False,
-        )
     # Features know nothing of each other; only the wiring module puts them together.
     if importers != [WIRING_MODULE]:
         pytest.fail(
             f"{feature} must be imported by {WIRING_MODULE} alone; imported by: {by}",
             pytrace=False,
         )
+
+
+@pytest.mark.parametrize("part", sorted(PART_OWNERS))
+def test_a_part_of_a_feature_is_imported_by_that_feature_alone(part: str) -> None:
+    # A module on the hub the wiring does not import is a part of one feature (steering
+    # of prompts, pending of approvals): only that feature and its other parts import it.
+    owners = PART_OWNERS[part]
+    importers = importers_of(part, GRAPH)
+    if len(owners) != 1:
+        pytest.fail(
+            f"{part} is on the hub but no feature's part: reached by {sorted(owners) or 'none'}; "
+            f"imported by {', '.join(importers) or 'nothing'}",
+            pytrace=False,
+        )
+    (owner,) = owners
+    family = {owner} | {p for p, o in PART_OWNERS.items() if o == owners}
+    strangers = [m for m in importers if m not in family]
+    if strangers:
+        pytest.fail(f"{part}, a part of {owner}, is imported by {strangers}", pytrace=False)
 
 
 # -- the checker, on packages made up for the purpose -----------------------------------
@@ -458,6 +542,50 @@ def test_the_checker_finds_a_loop_between_folders(tmp_path: Path) -> None:
     assert cycle_report(find_cycles(folder_graph(graph, "fake"))) == (
         "fake.daemon -> fake.shell -> fake.daemon"
     )
+
+
+def test_the_feature_map_tells_features_from_parts(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/features/__init__.py": "",
+            "fake/features/views.py": "def look(): ...\n",
+            "fake/features/prompts.py": (
+                "from .steering import Steering\nfrom .views import look\n"
+                "class Prompts:\n    def __init__(self, hub, *, settings): ...\n"
+            ),
+            "fake/features/steering.py": "class Steering:\n    def __init__(self, hub): ...\n",
+            "fake/features/recovery.py": (
+                "from dataclasses import dataclass\n"
+                "@dataclass\nclass Recovery:\n    hub: object\n    report: object\n"
+            ),
+            "fake/features/orphan.py": "class Orphan:\n    def __init__(self, hub): ...\n",
+            "fake/wiring.py": (
+                "from .features.prompts import Prompts\nfrom .features.recovery import Recovery\n"
+                "from .features import views\n"
+                "class Engine:\n    def __init__(self, hub):\n"
+                "        self.prompts = Prompts(hub, settings=None)\n"
+                "        self.recovery = Recovery(hub, report=None)\n"
+            ),
+        },
+    )
+    modules = find_modules(package)
+    graph = import_graph(modules)
+    features, owners = feature_map(modules, graph, package="fake.features", wiring="fake.wiring")
+    assert features == ["fake.features.prompts", "fake.features.recovery"]
+    assert owners == {"fake.features.orphan": set(), "fake.features.steering": {features[0]}}
+    assert built_classes("fake.wiring", modules) == {
+        "Prompts": "fake.features.prompts",
+        "Recovery": "fake.features.recovery",
+    }
+    # A part reached from two features belongs to neither.
+    (package / "features" / "recovery.py").write_text(
+        "from .steering import Steering\nclass Recovery:\n    def __init__(self, hub): ...\n"
+    )
+    graph = import_graph(find_modules(package))
+    _, owners = feature_map(modules, graph, package="fake.features", wiring="fake.wiring")
+    assert owners["fake.features.steering"] == set(features)
 
 
 def test_the_purity_check_sees_every_kind_of_import(tmp_path: Path) -> None:
