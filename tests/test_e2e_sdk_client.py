@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
 from tests.support.e2e import SCENARIO_SECONDS, decode_lines, words
@@ -120,3 +122,49 @@ async def test_sdk_client_cancels_mid_stream(
     ]  # type: ignore[index]
     assert 10 <= len(chunks) < 3000
     _validate(events)
+
+
+async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_it(
+    node: str,
+    nursery: trio.Nursery,
+    scripted_model: ScriptedModel,
+    codex_home: Path,
+    bridge_env: dict[str, str],
+    workspace: Path,
+) -> None:
+    """The SDK's unstable entry point drives providers/list and providers/set (its own
+    schema checks the answers), then the session it opens runs on the provider it set."""
+    second: ScriptedModel = await nursery.start(serve_scripted_model)
+    provider = (
+        f'[model_providers.second]\nname = "second"\nbase_url = "{second.base_url}"\n'
+        'wire_api = "responses"\nrequest_max_retries = 0\nstream_max_retries = 0\n'
+        "supports_websockets = false\n"
+    )
+    write_codex_home(codex_home, scripted_model.base_url, extra_toml=provider)
+    switch = {"providerId": "second", "apiType": "openai", "baseUrl": second.base_url}
+    events = await _run_sdk_client(
+        node,
+        bridge_env,
+        "--unstable",
+        "--client-capabilities",
+        json.dumps({"_meta": {"providers": {}}}),
+        "--request",
+        "providers/list",
+        "{}",
+        "--request",
+        "providers/set",
+        json.dumps(switch),
+        "--cwd",
+        str(workspace),
+        "--prompt",
+        "@@ say from the second provider",
+    )
+    responses = {e["method"]: e for e in events if e["event"] == "response"}
+    assert responses["initialize"]["result"]["agentCapabilities"]["providers"] == {}  # type: ignore[index]
+    listed = responses["providers/list"]["result"]["providers"]  # type: ignore[index]
+    assert {p["providerId"] for p in listed} >= {"mock", "second"}
+    assert responses["providers/set"]["result"] == {}
+    assert responses["session/prompt"]["result"] == {"stopReason": "end_turn"}
+    assert any("from the second provider" in json.dumps(body) for body in second.requests)
+    assert not any("from the second provider" in json.dumps(b) for b in scripted_model.requests)
+    assert events[-1] == {"event": "exit", "code": 0}

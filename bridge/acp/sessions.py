@@ -108,6 +108,9 @@ class ResumeSessionParams(_ExistingSessionParams):
 class ForkSessionParams(_ExistingSessionParams):
     """Unstable: ``session/fork``."""
 
+    #: AIR's fork point: ``{jetbrains: {air: {fork: {...}}}}`` (see bridge.acp.air).
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
 
 class ListSessionsParams(_Base):
     cwd: str | None = None
@@ -148,6 +151,7 @@ class SessionInfo(_Base):
     updatedAt: str | None | UnsetType = UNSET
     #: Unstable: set on sessions listed with ``archived: "only"``.
     archived: bool | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListSessionsResult(_Base):

@@ -22,6 +22,7 @@ class SessionMode(_Base):
     id: str
     name: str
     description: str | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class SessionModeState(_Base):
@@ -49,6 +50,7 @@ class SessionConfigSelectOption(_Base):
     value: str
     name: str
     description: str | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class SessionConfigSelect(_Base, tag="select", tag_field="type"):
@@ -61,6 +63,7 @@ class SessionConfigSelect(_Base, tag="select", tag_field="type"):
     options: list[SessionConfigSelectOption]
     description: str | None | UnsetType = UNSET
     category: str | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class SetSessionConfigOptionParams(_Base):

@@ -169,6 +169,9 @@ class AgentCapabilities(_Base):
     promptCapabilities: PromptCapabilities = msgspec.field(default_factory=PromptCapabilities)
     mcpCapabilities: McpCapabilities = msgspec.field(default_factory=McpCapabilities)
     sessionCapabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Unstable: ``providers/list|set|disable`` (see bridge.acp.providers).
+    providers: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class AuthEnvVar(_Base):
@@ -227,6 +230,7 @@ StopReason: TypeAlias = Literal[
 
 class PromptResult(_Base):
     stopReason: StopReason
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class CancelParams(_Base):

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from . import air
 from .subagents import WorkState
 from .types import Meta
 
@@ -65,6 +66,8 @@ class SessionCapabilities(_Base):
 
 class AgentCapabilities(_Base):
     session: SessionCapabilities = msgspec.field(default_factory=SessionCapabilities)
+    providers: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class AuthEnvVar(_Base):
@@ -231,6 +234,7 @@ class ForkSessionParams(_Base):
     cwd: str
     mcpServers: list[dict[str, Any]] | None = msgspec.field(default_factory=list)
     additionalDirectories: list[str] | None = None
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class SetConfigOptionParams(_Base):
@@ -298,3 +302,14 @@ class TerminalCancelParams(_Base):
 
 class Empty(_Base):
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+# -- AIR's task updates ----------------------------------------------------------------------------
+
+
+class AsyncTaskSpawned(air.AsyncTaskSpawned, tag="_async_task_spawned"):
+    """v2 takes an extension update only with a ``_`` name."""
+
+
+class AsyncTaskStateUpdate(air.AsyncTaskStateUpdate, tag="_async_task_state_update"):
+    pass

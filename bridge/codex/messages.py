@@ -32,7 +32,7 @@ import msgspec
 from msgspec import Raw
 
 from ..jsonrpc.peer import MAX_DEPTH
-from . import account, approvals, items, settings, types
+from . import account, approvals, items, palette, settings, types
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,7 @@ class _ItemTag(msgspec.Struct):
 #: The params type of every notification the bridge reads.
 NOTIFICATIONS: dict[str, type[Any]] = {
     "account/login/completed": account.AccountLoginCompleted,
+    "account/rateLimits/updated": palette.RateLimitsUpdated,
     "error": types.ErrorNotification,
     "item/agentMessage/delta": types.AgentMessageDelta,
     "item/commandExecution/outputDelta": items.CommandExecutionOutputDelta,
@@ -98,9 +99,11 @@ NOTIFICATIONS: dict[str, type[Any]] = {
     "serverRequest/resolved": approvals.ServerRequestResolved,
     "thread/name/updated": items.ThreadNameUpdated,
     "thread/settings/updated": settings.ThreadSettingsUpdated,
+    "thread/started": types.ThreadStarted,
     "thread/status/changed": types.ThreadStatusChanged,
     "thread/tokenUsage/updated": types.ThreadTokenUsageUpdated,
     "turn/completed": types.TurnNotification,
+    "turn/diff/updated": types.TurnDiffUpdated,
     "turn/plan/updated": items.TurnPlanUpdated,
     "turn/started": types.TurnNotification,
 }

@@ -42,6 +42,18 @@ class RateLimitSnapshot(_Base):
     primary: RateLimitWindow | None = None
     secondary: RateLimitWindow | None = None
     planType: str | None = None
+    #: ``"codex"`` for the account's ordinary limit; a model's own limit has another.
+    limitId: str | None = None
+    limitName: str | None = None
+    normalModelSlug: str | None = None
+    #: Set while Codex's backend refuses turns on this limit (``rate_limit_reached``, ...).
+    rateLimitReachedType: str | None = None
+
+
+class RateLimitsUpdated(_Base):
+    """``account/rateLimits/updated``: sparse, merged into the last snapshot of its limit."""
+
+    rateLimits: RateLimitSnapshot
 
 
 class RateLimitsResult(_Base):

@@ -29,6 +29,10 @@ class StoredThread(_Base):
     preview: str = ""
     #: Unix seconds.
     updatedAt: int | None = None
+    #: Unix seconds: when a turn last started (Codex orders its list by it).
+    recencyAt: int | None = None
+    #: The thread this one was forked from.
+    forkedFromId: str | None = None
     parentThreadId: str | None = None
     #: A sub-agent's name and role, as Codex shows them.
     agentNickname: str | None = None
@@ -68,6 +72,8 @@ class ThreadForkParams(_Base):
     cwd: str | UnsetType = UNSET
     config: dict[str, Any] | UnsetType = UNSET
     excludeTurns: bool = False
+    #: Fork through this turn (inclusive): the later ones are left out.
+    lastTurnId: str | UnsetType = UNSET
 
 
 class ThreadListParams(_Base):

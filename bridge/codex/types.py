@@ -42,6 +42,8 @@ class ThreadStartParams(_Base):
     cwd: str | UnsetType = UNSET
     config: dict[str, Any] | UnsetType = UNSET
     model: str | UnsetType = UNSET
+    #: A configured provider for this thread (else Codex's default, from config.toml).
+    modelProvider: str | UnsetType = UNSET
     approvalPolicy: Any = UNSET
     sandbox: Any = UNSET
 
@@ -128,6 +130,8 @@ class Turn(_Base):
     items: list[Raw] = msgspec.field(default_factory=list)
     #: A sub-agent's turn: the turn of the root thread whose work it does.
     rootTurnId: str | None = None
+    #: Unix seconds, once the turn ended (``turn/completed``).
+    completedAt: int | None = None
 
 
 class Thread(_Base):
@@ -348,6 +352,21 @@ class ThreadStatus(_Base):
 class ThreadStatusChanged(_Base):
     threadId: str
     status: ThreadStatus
+
+
+class TurnDiffUpdated(_Base):
+    """``turn/diff/updated``: the turn's changes so far, one Git diff (paths relative to
+    the repository Codex found above the thread's ``cwd``)."""
+
+    threadId: str
+    turnId: str
+    diff: str = ""
+
+
+class ThreadStarted(_Base):
+    """``thread/started``: sent to every connection, whoever started the thread."""
+
+    thread: Thread
 
 
 class TokenUsageBreakdown(_Base):

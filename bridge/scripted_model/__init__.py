@@ -35,6 +35,13 @@ Directives run in order, each adding output to the reply:
     No tool result comes back for it, so the step goes on with the next directive.
 ``@@ sleep MS``
     Wait before the next event (or before the end of the stream).
+``@@ limits USED_PERCENT [window_minutes=M] [resets_in=S]``
+    Report the account's primary usage window in the response's headers
+    (``x-codex-primary-used-percent``, ``-window-minutes``, ``-reset-at``), as OpenAI does;
+    Codex reads them as its rate limits (defaults: a 300-minute window resetting in 3600 s).
+``@@ usage_limit [resets_in=S]``
+    Refuse the request as OpenAI does once the usage limit is reached: HTTP 429,
+    ``{"error": {"type": "usage_limit_reached", "resets_at", ...}}``, the window at 100%.
 ``@@ fail``
     End the stream here, without ``response.completed``: Codex fails the turn (after showing
     whatever streamed before). Later directives of the step are not run.

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,7 @@ __all__ = [
     "Script",
     "SseEvent",
     "UserTurn",
+    "answer_request",
     "codex_internal_purpose",
     "directive",
     "encode_sse",
@@ -200,6 +202,35 @@ def _sleep(reply: ReplyBuilder, args: Args) -> None:
     reply.sleep(non_negative_int(args.positional[0], "MS") / 1000)
 
 
+@directive("limits", "@@ limits USED_PERCENT [window_minutes=M] [resets_in=S]")
+def _limits(reply: ReplyBuilder, args: Args) -> None:
+    args.expect(positional=1, options=["window_minutes", "resets_in"])
+    try:
+        used = float(args.positional[0])
+    except ValueError:
+        raise DirectiveError(f"USED_PERCENT must be a number, not {args.positional[0]!r}") from None
+    window = non_negative_int(args.options.get("window_minutes", "300"), "window_minutes")
+    resets_in = non_negative_int(args.options.get("resets_in", "3600"), "resets_in")
+    reply.rate_limits(used, window, int(time.time()) + resets_in)
+
+
+@directive("usage_limit", "@@ usage_limit [resets_in=S]")
+def _usage_limit(reply: ReplyBuilder, args: Args) -> None:
+    # OpenAI's answer once the account's usage limit is reached: HTTP 429, not retried by Codex.
+    args.expect(positional=0, options=["resets_in"])
+    resets_in = non_negative_int(args.options.get("resets_in", "3600"), "resets_in")
+    resets_at = int(time.time()) + resets_in
+    reply.rate_limits(100, 300, resets_at)
+    error = {
+        "type": "usage_limit_reached",
+        "message": "The usage limit has been reached",
+        "plan_type": "plus",
+        "resets_at": resets_at,
+        "resets_in_seconds": resets_in,
+    }
+    reply.refuse(429, {"error": error})
+
+
 @directive("fail", "@@ fail")
 def _fail(reply: ReplyBuilder, args: Args) -> None:
     args.expect(positional=0)
@@ -256,22 +287,33 @@ def reply_for_request(
     ``response_id`` names the response and prefixes its item ids; by default it is derived from the
     body, so the same request gets the same reply, and each later request of a thread fresh ids.
     """
+    return answer_request(body, headers, response_id=response_id).events()
+
+
+def answer_request(
+    body: Mapping[str, Any],
+    headers: Mapping[str, str] | None = None,
+    *,
+    response_id: str | None = None,
+) -> ReplyBuilder:
+    """The whole answer to one request (:func:`reply_for_request`): its events, its extra
+    headers, or the HTTP error it is refused with."""
     if response_id is None:
         response_id = "resp_" + hashlib.sha256(_encoder.encode(body)).hexdigest()[:16]
     input_tokens, cached_tokens = token_estimate(body)
     reply = ReplyBuilder(response_id, input_tokens, cached_tokens)
     if codex_internal_purpose(body, headers) is not None:
         reply.message([plain_reply(body, INTERNAL_TEXT)])
-        return reply.events()
+        return reply
     turn = find_user_turn(body)
     script = parse_directives(turn.text) if turn is not None else Script()
     index = step_index(script, turn.tool_outputs) if turn is not None else 0
     if index >= len(script.steps) or not script.steps[index]:
         reply.message([plain_reply(body, DEFAULT_TEXT)])
-        return reply.events()
+        return reply
     try:
         run_step(script.steps[index], reply, tool_output_objects(body))
     except DirectiveError as exc:
         reply = ReplyBuilder(response_id, input_tokens, cached_tokens)
         reply.message(few_chunks(f"scripted model: {exc}"))
-    return reply.events()
+    return reply

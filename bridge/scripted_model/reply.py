@@ -80,6 +80,10 @@ class ReplyBuilder:
     completes: bool = True
     output_tokens: int = 0
     reasoning_tokens: int = 0
+    #: Response headers beyond the stream's own (``@@ limits``: Codex's rate-limit headers).
+    headers: dict[str, str] = field(default_factory=dict)
+    #: An HTTP error answered instead of the stream: (status, JSON body) (``@@ usage_limit``).
+    refusal: tuple[int, dict[str, Any]] | None = None
     _events: list[SseEvent] = field(default_factory=list)
     _output: list[dict[str, Any]] = field(default_factory=list)
     _pending_delay: float = 0.0
@@ -168,6 +172,20 @@ class ReplyBuilder:
         self._emit("response.output_item.added", {"output_index": index, "item": added})
         self._emit("response.output_item.done", {"output_index": index, "item": item})
         self._output.append(item)
+
+    def rate_limits(self, used_percent: float, window_minutes: int, resets_at: int) -> None:
+        """Report the account's primary usage window in the response's headers, as OpenAI does."""
+        self.headers.update(
+            {
+                "x-codex-primary-used-percent": f"{used_percent:g}",
+                "x-codex-primary-window-minutes": str(window_minutes),
+                "x-codex-primary-reset-at": str(resets_at),
+            }
+        )
+
+    def refuse(self, status: int, body: dict[str, Any]) -> None:
+        """Answer the request with HTTP ``status`` and the JSON ``body`` instead of a stream."""
+        self.refusal = (status, body)
 
     def fail(self) -> None:
         """End the stream after the items so far without ``response.completed``: the turn fails."""

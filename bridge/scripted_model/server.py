@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 import trio
 
-from .directives import SseEvent, codex_internal_purpose, encode_sse, reply_for_request
+from .directives import SseEvent, answer_request, codex_internal_purpose, encode_sse
 
 __all__ = [
     "HttpError",
@@ -171,15 +171,24 @@ def _response_head(status: int, headers: Sequence[tuple[str, str]]) -> bytes:
     return "\r\n".join(lines).encode("latin-1")
 
 
-async def _send_json(stream: trio.abc.SendStream, status: int, payload: object) -> None:
+async def _send_json(
+    stream: trio.abc.SendStream,
+    status: int,
+    payload: object,
+    extra: Sequence[tuple[str, str]] = (),
+) -> None:
     body = msgspec.json.encode(payload)
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *extra]
     await stream.send_all(_response_head(status, headers) + body)
 
 
-async def _send_events(stream: trio.abc.SendStream, events: Sequence[SseEvent]) -> None:
+async def _send_events(
+    stream: trio.abc.SendStream,
+    events: Sequence[SseEvent],
+    extra: Sequence[tuple[str, str]] = (),
+) -> None:
     """Send ``events`` as an event stream; a run of events without delays goes out in big writes."""
-    headers = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
+    headers = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
     await stream.send_all(_response_head(200, headers))
     batch: list[SseEvent] = []
     batch_size = 0
@@ -281,7 +290,8 @@ class ScriptedModel:
         self.request_headers.append(head.headers)
         self._note_change()
         response_id = f"resp_{next(self._ids)}"
-        events = reply_for_request(decoded, head.headers, response_id=response_id)
+        answer = answer_request(decoded, head.headers, response_id=response_id)
+        events = answer.events()
         purpose = codex_internal_purpose(decoded, head.headers)
         logger.info(
             "%s %s thread-id=%s%s -> %s (%d events)",
@@ -294,10 +304,15 @@ class ScriptedModel:
         )
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("headers %s\nbody %s", head.headers, body.decode("utf-8", "replace"))
+        extra = list(answer.headers.items())
+        if answer.refusal is not None:
+            status, payload = answer.refusal
+            await _send_json(stream, status, payload, extra)
+            return
         sent = False
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_cancel_at_eof, stream, nursery.cancel_scope)
-            await _send_events(stream, events)
+            await _send_events(stream, events, extra)
             sent = True
             nursery.cancel_scope.cancel()
         if not sent:

@@ -141,8 +141,80 @@ def _steering_result(result: Any) -> None:
     assert isinstance(result.get("reason", ""), str), result
 
 
+def _async_task_stop_result(result: Any) -> None:
+    """AIR's ``_session/async_task/stop``: ``{stopped}``."""
+    assert isinstance(result, dict) and set(result) == {"stopped"}, result
+    assert isinstance(result["stopped"], bool), result
+
+
 #: Extension requests (``_``-prefixed, outside the schema) and the check of their results.
-EXTENSIONS: dict[str, Any] = {"_session/steering": _steering_result}
+EXTENSIONS: dict[str, Any] = {
+    "_session/steering": _steering_result,
+    "_session/async_task/stop": _async_task_stop_result,
+}
+
+
+def _list_changed(params: Any) -> None:
+    """AIR's ``_session/list_changed`` (no ACP schema): ``{cwd}``, an absolute path."""
+    assert isinstance(params, dict) and set(params) == {"cwd"}, params
+    assert isinstance(params["cwd"], str) and params["cwd"].startswith("/"), params
+
+
+def _rate_limits_update(params: Any) -> None:
+    """``_account/rate_limits_update {rateLimits}`` (no ACP schema): Codex's snapshot, whole."""
+    assert isinstance(params, dict) and set(params) == {"rateLimits"}, params
+    limits = params["rateLimits"]
+    assert set(limits) == {
+        "limitId",
+        "limitName",
+        "normalModelSlug",
+        "primary",
+        "secondary",
+        "rateLimitReachedType",
+        "planType",
+    }, limits
+    assert isinstance(limits["limitId"], str) and limits["limitId"], limits
+    for name in ("primary", "secondary"):
+        window = limits[name]
+        if window is not None:
+            assert set(window) == {"usedPercent", "windowDurationMins", "resetsAt"}, window
+            assert 0 <= window["usedPercent"] <= 100, window
+
+
+def _async_task_update(update: dict[str, Any]) -> None:
+    """AIR's task updates (no ACP schema; the envelope is checked by the caller)."""
+    if update["sessionUpdate"].lstrip("_") == "async_task_spawned":
+        assert set(update) == {
+            "sessionUpdate",
+            "asyncTaskId",
+            "name",
+            "taskType",
+            "showInTranscript",
+            "canStop",
+            "toolCallId",
+        }, update
+    else:
+        assert set(update) <= {"sessionUpdate", "asyncTaskId", "state", "summary"}, update
+        assert update["state"] in ("running", "completed", "failed", "stopped"), update
+
+
+#: AIR's session updates, by ``sessionUpdate`` (v2 takes them with a ``_`` name).
+AIR_UPDATES = {
+    name: _async_task_update
+    for name in (
+        "async_task_spawned",
+        "async_task_state_update",
+        "_async_task_spawned",
+        "_async_task_state_update",
+    )
+}
+
+
+#: Extension notifications the agent sends, and the check of their params.
+EXTENSION_NOTIFICATIONS: dict[str, Any] = {
+    "_session/list_changed": _list_changed,
+    "_account/rate_limits_update": _rate_limits_update,
+}
 
 
 class ConversationValidator:
@@ -180,6 +252,16 @@ class ConversationValidator:
     def agent_sent(self, message: dict[str, Any]) -> None:
         assert message.get("jsonrpc") == "2.0", f"missing jsonrpc member: {message}"
         if "method" in message:
+            if "id" not in message and message["method"] in EXTENSION_NOTIFICATIONS:
+                EXTENSION_NOTIFICATIONS[message["method"]](message.get("params"))
+                return
+            update = (message.get("params") or {}).get("update")
+            if message["method"] == "session/update" and isinstance(update, dict):
+                check = AIR_UPDATES.get(update.get("sessionUpdate", ""))
+                if check is not None:
+                    assert isinstance(message["params"].get("sessionId"), str), message
+                    check(update)
+                    return
             side_kind = "Request" if "id" in message else "Notification"
             # ``$/…`` methods (``$/cancel_request``) belong to the protocol, not one side.
             side = "protocol" if message["method"].startswith("$/") else "client"

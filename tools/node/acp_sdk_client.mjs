@@ -11,7 +11,7 @@
 // Usage:
 //   node acp_sdk_client.mjs --cwd DIR --prompt TEXT [--prompt TEXT ...]
 //       [--cancel-after-chunks N] [--timeout-ms MS] [--client-capabilities JSON]
-//       [--unstable] [--verbose] -- AGENT_CMD [AGENT_ARGS...]
+//       [--unstable] [--verbose] [--request METHOD JSON ...] -- AGENT_CMD [AGENT_ARGS...]
 //
 //   --unstable   use the SDK's `@agentclientprotocol/sdk/unstable` entrypoint,
 //                whose schema knows the unstable v1 additions (subagent_update,
@@ -19,6 +19,8 @@
 //                session/update notifications of variants it does not know
 //                (see "sdk_rejected" below).
 //   --verbose    log every raw JSON-RPC message in and out on stderr.
+//   --request METHOD JSON   send this request (params JSON) after `initialize` and
+//                before `session/new`, in order; its response or error is printed.
 //
 // Scenario: `initialize` (protocolVersion 1, clientInfo {name: "acp-sdk-e2e"},
 // clientCapabilities from --client-capabilities or
@@ -84,7 +86,7 @@ import { Readable, Writable } from "node:stream";
 const USAGE =
   "usage: node acp_sdk_client.mjs --cwd DIR --prompt TEXT [--prompt TEXT ...] " +
   "[--cancel-after-chunks N] [--timeout-ms MS] [--client-capabilities JSON] " +
-  "[--unstable] [--verbose] -- AGENT_CMD [AGENT_ARGS...]";
+  "[--unstable] [--verbose] [--request METHOD JSON ...] -- AGENT_CMD [AGENT_ARGS...]";
 const CLIENT_NAME = "acp-sdk-e2e";
 const CLIENT_VERSION = "0.1.0";
 const EXIT_GRACE_MS = 5000;
@@ -120,6 +122,7 @@ function parseArgs(argv) {
     },
     unstable: false,
     verbose: false,
+    requests: [],
     command: [],
   };
   const separator = argv.indexOf("--");
@@ -170,6 +173,17 @@ function parseArgs(argv) {
       case "--verbose":
         options.verbose = true;
         break;
+      case "--request": {
+        const method = own[++i];
+        const params = own[++i];
+        if (method === undefined || params === undefined) usageError("--request needs METHOD JSON");
+        try {
+          options.requests.push([method, JSON.parse(params)]);
+        } catch (error) {
+          usageError(`--request ${method}: params are not JSON: ${error.message}`);
+        }
+        break;
+      }
       default:
         usageError(`unknown argument ${JSON.stringify(flag)}`);
     }
@@ -507,6 +521,11 @@ async function scenario() {
     },
   });
   if (!init.ok) return init.lost ? EXIT_CONNECTION_LOST : EXIT_SETUP_FAILED;
+
+  for (const [method, params] of options.requests) {
+    const answer = await call(method, params);
+    if (!answer.ok && answer.lost) return EXIT_CONNECTION_LOST;
+  }
 
   const session = await call(methods.agent.session.new, { cwd: options.cwd, mcpServers: [] });
   if (!session.ok) return session.lost ? EXIT_CONNECTION_LOST : EXIT_SETUP_FAILED;

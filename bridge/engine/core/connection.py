@@ -48,21 +48,22 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Mapping
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import msgspec
 from msgspec import Raw
 
 from ... import __version__
-from ...acp import negotiation
+from ...acp import air, negotiation
 from ...acp import steering as acp_steering
 from ...acp import types as acp_types
 from ...codex import types as codex_types
 from ...codex import versions as codex_versions
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from .hub import AGENT_NAME, Face, Hub, RequestHandler, decode_params
+from ..faces.v1 import V1Face
+from .hub import AGENT_NAME, Hub, RequestHandler, decode_params
 
 log = logging.getLogger(__name__)
 
@@ -113,15 +114,29 @@ class Sessions(Offers, Protocol):
     def fork_offered(self) -> bool: ...
 
 
+class Extensions(Protocol):
+    """What a client turns on at ``initialize`` beyond ACP
+    (:mod:`bridge.engine.features.extensions`)."""
+
+    def declared(self, client_meta: Any) -> frozenset[str] | None: ...
+
+    def offer(self, caps: Any, client_meta: Any, requests: dict[str, RequestHandler]) -> None: ...
+
+    def withdraw(self, requests: dict[str, RequestHandler]) -> None: ...
+
+    def advertised(self, meta: Any) -> Any: ...
+
+
 class Connection:
     """The states of one client's connection to one Codex (see the module docstring).
 
     ``handle`` handles one client message now (the engine's, guarded): what waited
     is handed to it, in order, once Codex is ready or known to be away. ``catalog``
     is asked for Codex's models once Codex is ready, ``recovery`` resumes the sessions
-    on a restarted Codex, and ``offers`` fill what ``initialize`` answers. ``v1`` is
-    the face a v1 client is spoken to through; ``v2_requests`` builds v2's request
-    table, for the face of a client that asks for v2.
+    on a restarted Codex, and ``offers`` fill what ``initialize`` answers, with what
+    the client turns on (``extensions``). A v1 client is spoken to through a v1 face
+    (from the start) over the request table ``v1_requests``; ``v2_requests`` builds
+    v2's, for the face of a client that asks for v2.
     """
 
     def __init__(
@@ -132,11 +147,15 @@ class Connection:
         catalog: Catalog,
         recovery: Recovery,
         offers: tuple[Sessions, Offers],
-        v1: Face,
-        v2_requests: Callable[[], Mapping[str, RequestHandler]],
+        extensions: Extensions,
+        v1_requests: dict[str, RequestHandler],
+        v2_requests: Callable[[], dict[str, RequestHandler]],
     ) -> None:
         self.hub = hub
-        self._v1 = v1
+        self._extensions = extensions
+        self._v1 = V1Face(hub, v1_requests)
+        hub.speak(self._v1)
+        self._v1_requests = v1_requests
         self._v2_requests = v2_requests
         #: What fills ``initialize``'s answer: the session lifecycle, then authentication.
         self._offers = offers
@@ -195,6 +214,11 @@ class Connection:
             return
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
         self.hub.speak(self._v1)  # the latest successful initialize decides
+        extensions, client_meta = self._extensions, params.clientCapabilities.meta
+        declared = extensions.declared(client_meta)
+        if declared is not None and air.NATIVE_SUBAGENTS in declared:
+            # AIR's name for the subagents capability, which released SDKs can strip.
+            params.clientCapabilities.subagents = params.clientCapabilities.subagents or {}
         self.hub.client_capabilities = params.clientCapabilities
         result = acp_types.InitializeResult(
             protocolVersion=acp_types.PROTOCOL_VERSION,
@@ -207,6 +231,9 @@ class Connection:
         lifecycle, auth = self._offers
         lifecycle.advertise(result)
         auth.advertise(result)
+        extensions.withdraw(self._v1_requests)  # the latest initialize decides
+        extensions.offer(result.agentCapabilities, client_meta, self._v1_requests)
+        result.meta = extensions.advertised(result.meta)
         self.hub.answer_client(rid, result)
 
     def _initialize_v2(self, rid: RequestId, raw: Raw) -> None:
@@ -229,7 +256,8 @@ class Connection:
             session={"compaction": {}, "notices": {}},
         )
         lifecycle, auth = self._offers
-        face = V2Face(hub, self._v2_requests(), fork=lifecycle.fork_offered)
+        requests = self._v2_requests()
+        face = V2Face(hub, requests, fork=lifecycle.fork_offered)
         info = acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__)
         result = acp_types.InitializeResult(
             protocolVersion=1, agentCapabilities=acp_types.AgentCapabilities()
@@ -237,6 +265,10 @@ class Connection:
         auth.advertise(result)
         v2_result = face.initialize_result(info, result.authMethods)
         v2_result.meta = dict(acp_steering.SUPPORTED)
+        extensions, client_meta = self._extensions, params.capabilities.meta
+        extensions.declared(client_meta)
+        extensions.offer(v2_result.capabilities, client_meta, requests)
+        v2_result.meta = extensions.advertised(v2_result.meta)
         hub.speak(face)
         hub.answer_client(rid, v2_result)
 

@@ -68,19 +68,22 @@ from ...codex import account as codex_account
 from ...codex import approvals as codex_approvals
 from ...codex import items as codex_items
 from ...codex import messages as codex_messages
+from ...codex import palette as codex_palette
 from ...codex import settings as codex_settings
 from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from ..faces.v1 import V1Face
 from ..features.approvals import Approvals
 from ..features.auth import Authentication
+from ..features.extensions import Extensions
+from ..features.file_reports import FileReports
 from ..features.lifecycle import Lifecycle
 from ..features.palette import Palette
 from ..features.prompts import TURN_TRAFFIC, Prompts
 from ..features.recovery import Recovery
 from ..features.retries import Retries
 from ..features.session_admin import SessionAdmin
+from ..features.session_index import SessionIndex
 from ..features.settings import SettingsSelectors
 from ..features.streaming import Streaming
 from ..features.subagent_history import SubagentHistory
@@ -173,8 +176,14 @@ class Engine:
         hub.before_updates(TURN_TRAFFIC, self.prompts.turn_traffic)
         self.steering = self.prompts.steering
         self.retries = Retries(hub, prompts=self.prompts)
+        self.session_index = SessionIndex(hub)
+        # What a client turns on at initialize: usage limits, providers, async tasks.
+        self.extensions = ext = Extensions(hub)
+        self.file_reports = FileReports(hub, self.prompts.session_prompt)
+        hub.prompt_ending = self._prompt_ending
         self.lifecycle = Lifecycle(
             hub,
+            rows_listed=self.session_index.rows,
             open_root=self._open_root,
             opened=self._session_opened,
             replay=self.subagent_history.replay,
@@ -189,15 +198,14 @@ class Engine:
         #: connection that answers ``initialize`` is built): a v1 client is spoken to
         #: until ``initialize`` says otherwise.
         self._client_requests: dict[str, RequestHandler] = {}
-        v1 = V1Face(hub, self._client_requests)
-        hub.speak(v1)
         self.connection = Connection(
             hub,
             handle=self._handle_client_guarded,
             catalog=settings,
             recovery=self.recovery,
             offers=(self.lifecycle, self.auth),
-            v1=v1,
+            extensions=ext,
+            v1_requests=self._client_requests,
             v2_requests=self._v2_requests,
         )
         after_catalog = self._after_catalog
@@ -206,7 +214,7 @@ class Engine:
                 "initialize": self.connection.initialize,
                 "authenticate": self.auth.authenticate,
                 "session/new": after_catalog(self.prompts.session_new),
-                "session/prompt": self.prompts.session_prompt,
+                "session/prompt": self.file_reports.session_prompt,
                 "session/load": after_catalog(self.lifecycle.session_load),
                 "session/resume": after_catalog(self.lifecycle.session_resume),
                 "session/fork": after_catalog(self.lifecycle.session_fork),
@@ -237,6 +245,8 @@ class Engine:
             self.approvals,
             self.subagents,
         )
+        # What every connection hears of any thread (the session list's rows): ``first``.
+        index, ext = self.session_index, self.extensions
         types, items, approval = codex_types, codex_items, codex_approvals
         return {
             "item/agentMessage/delta": notification(
@@ -261,12 +271,14 @@ class Engine:
                 self.steering.item_completed,
                 streaming.item_completed,
                 tools.item_completed,
+                ext.async_tasks.item_completed,
                 approvals.item_completed,
                 subagents.item_completed,
             ),
             "turn/started": notification(
                 types.TurnNotification,
                 prompts.turn_started,
+                self.file_reports.turn_started,
                 subagents.turn_started,
                 prompts.state_turn_started,
             ),
@@ -280,12 +292,13 @@ class Engine:
                 types.TurnNotification,
                 tools.turn_completed,
                 subagents.turn_ending,
+                ext.async_tasks.turn_completed,
                 prompts.turn_completed,
                 approvals.turn_completed,
                 subagents.turn_completed,
                 prompts.state_turn_ended,
                 self._turn_ended,
-                first=(self.terminals.turn_completed,),
+                first=(self.terminals.turn_completed, index.turn_completed),
                 hold=self.turn_ends.hold,
             ),
             "thread/tokenUsage/updated": notification(
@@ -305,18 +318,27 @@ class Engine:
                 items.McpToolCallProgress, tools.mcp_progress
             ),
             "turn/plan/updated": notification(items.TurnPlanUpdated, tools.plan_updated),
-            "thread/name/updated": notification(items.ThreadNameUpdated, tools.thread_name_updated),
+            "turn/diff/updated": notification(
+                types.TurnDiffUpdated, self.file_reports.diff_updated
+            ),
+            "thread/name/updated": notification(
+                items.ThreadNameUpdated, tools.thread_name_updated, first=(index.name_updated,)
+            ),
+            "thread/started": notification(types.ThreadStarted, first=(index.thread_started,)),
             "serverRequest/resolved": notification(
                 approval.ServerRequestResolved, approvals.resolved
             ),
             "thread/status/changed": notification(
-                types.ThreadStatusChanged, subagents.status_changed
+                types.ThreadStatusChanged, subagents.status_changed, first=(index.status_changed,)
             ),
             "thread/settings/updated": notification(
                 codex_settings.ThreadSettingsUpdated, self.settings.settings_updated
             ),
             "account/login/completed": notification(
                 codex_account.AccountLoginCompleted, self.auth.login_completed
+            ),
+            "account/rateLimits/updated": notification(
+                codex_palette.RateLimitsUpdated, ext.usage_limits.updated
             ),
             "item/commandExecution/requestApproval": request(
                 approval.CommandExecutionRequestApprovalParams,
@@ -513,6 +535,7 @@ class Engine:
         self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
     ) -> None:
         self.lifecycle.thread_starting(mcp_servers, start)
+        self.extensions.providers.thread_starting(start)
 
     def _session_opened(
         self, record: ThreadRecord, rid: RequestId, result: Any, opened: Any
@@ -543,6 +566,11 @@ class Engine:
         self.terminals.work_cancelled(
             [r.id for r in tree], running=[r.id for r in tree if r.turn is not None]
         )
+
+    def _prompt_ending(self, fact: facts.PromptEnded) -> facts.PromptEnded:
+        """How a prompt's end is told, with the extensions the client asked for: its
+        usage limits, then the files its turn changed."""
+        return self.file_reports.prompt_ending(self.extensions.usage_limits.prompt_ending(fact))
 
     def _prompt_settled(self, record: ThreadRecord) -> None:
         """A prompt was answered: a close waiting on it finishes."""

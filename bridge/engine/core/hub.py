@@ -150,6 +150,10 @@ def keep_nothing(_rid: RequestId) -> None:
     """What :meth:`Face.asking` returns for a request it keeps nothing of once sent."""
 
 
+def _as_it_is(fact: PromptEnded) -> PromptEnded:
+    return fact
+
+
 class Hub:
     """The engine's shared state and output (see the module docstring).
 
@@ -174,6 +178,10 @@ class Hub:
         self.threads = Threads()
         self._shown_ids = self.threads.shown_ids  # the hot path's one lookup
         self.client_capabilities = acp_types.ClientCapabilities()
+        #: JetBrains AIR's capabilities the client declared (``None``: not AIR).
+        self.air: frozenset[str] | None = None
+        #: How a prompt's end is told, given the extensions the client asked for.
+        self.prompt_ending: Callable[[PromptEnded], PromptEnded] = _as_it_is
         self.codex_ready = False
         self.codex_lost_reason: str | None = None
         self.thread_config = thread_config or None
@@ -317,7 +325,7 @@ class Hub:
     def end_prompt(self, fact: PromptEnded) -> None:
         """A prompt's work ended (answered once, as :meth:`answer_client` does)."""
         if self._answering(self.open_client_requests, fact.request_id, "client"):
-            self.face.state(fact)
+            self.face.state(self.prompt_ending(fact))
 
     def respond(self, rid: RequestId, result: Any) -> None:
         """Send the answer to client request ``rid`` (a face's rendering of it)."""

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from msgspec import Raw
 
+from ...acp import air
 from ...acp import commands as acp_commands
 from ...acp import permissions as acp_permissions
 from ...acp import settings as acp_settings
@@ -47,6 +48,8 @@ UPDATES: frozenset[type] = frozenset(
         acp_settings.ConfigOptionUpdate,
         acp_subagents.SubagentUpdate,
         acp_subagents.SessionMessage,
+        air.AsyncTaskSpawned,
+        air.AsyncTaskStateUpdate,
     }
 )
 

@@ -53,6 +53,7 @@ from typing import Any, ClassVar
 import msgspec
 from msgspec import UNSET, Raw
 
+from ...acp import air, v2
 from ...acp import commands as acp_commands
 from ...acp import permissions as acp_permissions
 from ...acp import sessions as acp_sessions
@@ -60,7 +61,6 @@ from ...acp import settings as acp_settings
 from ...acp import subagents as acp_subagents
 from ...acp import tools as acp_tools
 from ...acp import types as acp_types
-from ...acp import v2
 from ...codex.threads import LIST_BACKGROUND_TERMINALS
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
@@ -305,6 +305,18 @@ class V2Face:
     def _as_is(self, session_id: str, update: Any) -> None:
         self.hub.emit(update_effect(session_id, update))
 
+    def _async_task(
+        self, session_id: str, update: air.AsyncTaskSpawned | air.AsyncTaskStateUpdate
+    ) -> None:
+        """AIR's task updates, under the ``_`` names v2 takes for an extension."""
+        fields = {f: getattr(update, f) for f in update.__struct_fields__}
+        rendered = (
+            v2.AsyncTaskSpawned(**fields)
+            if isinstance(update, air.AsyncTaskSpawned)
+            else v2.AsyncTaskStateUpdate(**fields)
+        )
+        self.hub.emit(update_effect(session_id, rendered))
+
     def _dropped(self, session_id: str, update: Any) -> None:
         """An update v2 has no counterpart of (modes: the mode is a config option)."""
 
@@ -537,6 +549,8 @@ V2Face.render = {
     acp_settings.ConfigOptionUpdate: V2Face._config,
     acp_settings.CurrentModeUpdate: V2Face._dropped,
     acp_subagents.SubagentUpdate: V2Face._subagent,
+    air.AsyncTaskSpawned: V2Face._async_task,
+    air.AsyncTaskStateUpdate: V2Face._async_task,
 }
 
 #: How each fact is rendered for v2 (a fact of no type here is a defect, raised).

@@ -15,8 +15,8 @@ from typing import Any, NoReturn, Protocol
 
 from msgspec import Raw
 
+from ...acp import air, v2
 from ...acp import steering as acp_steering
-from ...acp import v2
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ..core.hub import RequestHandler, decode_params
 
@@ -25,6 +25,7 @@ V1_ONLY = ("session/load", "session/set_mode", "authenticate")
 
 #: v2 methods Codex cannot do, and why.
 NOT_OFFERED = {
+    # Offered (replacing these) to a client that declares _meta.providers.
     "providers/list": "Codex's model providers live in its config.toml, which the bridge "
     "never writes",
     "providers/set": "Codex's model providers live in its config.toml, which the bridge "
@@ -68,6 +69,7 @@ class Opening(Protocol):
         session_id: str,
         cwd: str,
         mcp_servers: Sequence[dict[str, Any]] | None,
+        at: air.ForkPoint | None = None,
     ) -> None: ...
 
 
@@ -120,7 +122,9 @@ def requests(
 
     def session_fork(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ForkSessionParams, "session/fork")
-        lifecycle.fork(rid, params.sessionId, params.cwd, params.mcpServers)
+        lifecycle.fork(
+            rid, params.sessionId, params.cwd, params.mcpServers, air.fork_point(params.meta)
+        )
 
     def resume(rid: RequestId, raw: Raw) -> None:
         """With ``replayFrom: {type: "start"}``, the history first (v1's load); without

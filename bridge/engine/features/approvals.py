@@ -38,6 +38,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from ...acp import air
 from ...acp import permissions as acp_permissions
 from ...codex import approvals as codex_approvals
 from ...codex import items as codex_items
@@ -125,7 +126,16 @@ class Approvals:
             status="pending",
             rawInput=raw_input,
         )
-        self.requests.ask_permission(pending, tool_call, command_choices(params), item_follows=True)
+        self.requests.ask_permission(
+            pending,
+            tool_call,
+            command_choices(params),
+            item_follows=True,
+            presented=air.permission(
+                "Allow network access?" if params.networkApprovalContext else "Run command?",
+                params.reason,
+            ),
+        )
 
     def file_change_approval(
         self, rid: RequestId, params: codex_approvals.FileChangeRequestApprovalParams
@@ -162,7 +172,13 @@ class Approvals:
             ),
             Choice(option(REJECT_ONCE, "Reject", "reject_once"), decision(codex_approvals.DECLINE)),
         ]
-        self.requests.ask_permission(pending, tool_call, choices, item_follows=True)
+        self.requests.ask_permission(
+            pending,
+            tool_call,
+            choices,
+            item_follows=True,
+            presented=air.permission("Make edits?", params.reason),
+        )
 
     def permissions_approval(
         self, rid: RequestId, params: codex_approvals.PermissionsRequestApprovalParams
@@ -203,7 +219,13 @@ class Approvals:
             ),
             Choice(option(REJECT_ONCE, "Deny", "reject_once"), nothing),
         ]
-        self.requests.ask_permission(pending, tool_call, choices, item_follows=False)
+        self.requests.ask_permission(
+            pending,
+            tool_call,
+            choices,
+            item_follows=False,
+            presented=air.permission("Grant permissions?", params.reason),
+        )
 
     def user_input(
         self, rid: RequestId, params: codex_approvals.ToolRequestUserInputParams

@@ -31,6 +31,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw
 
+from ...acp import air
 from ...acp import sessions as acp_sessions
 from ...acp import types as acp_types
 from ...codex import settings as codex_settings
@@ -40,11 +41,23 @@ from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, check_directory, decode_params, from_codex, malformed
 from ..core.threads import Status, ThreadRecord, Turn
+from ..views.fork_point import turn_holding
 
 #: Sends an open result and what follows it (see :class:`bridge.engine.features.prompts.Opened`).
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
 #: Replays a loaded root's stored items and its sub-agents, then calls the last argument.
 Replay = Callable[[ThreadRecord, threads.StoredThread, Callable[[], None]], None]
+
+#: Decorates one ``session/list`` page's rows (the listed threads, their rows, archived).
+RowsListed = Callable[
+    [
+        acp_sessions.ListSessionsParams,
+        list[threads.StoredThread],
+        list[acp_sessions.SessionInfo],
+        bool,
+    ],
+    None,
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +79,10 @@ class Lifecycle:
         cancel_work: Callable[[str], None],
         forget: Callable[[str], None],
         open_failed: Callable[[str], None],
+        rows_listed: RowsListed | None = None,
     ) -> None:
         self.hub = hub
+        self._rows_listed = rows_listed
         self._open_root = open_root
         self._opened = opened
         self._replay = replay
@@ -276,7 +291,7 @@ class Lifecycle:
                 "unstable capability (clientCapabilities.subagents)",
             )
         params = decode_params(raw, acp_sessions.ForkSessionParams, "session/fork")
-        self.fork(rid, params.sessionId, params.cwd, params.mcpServers)
+        self.fork(rid, params.sessionId, params.cwd, params.mcpServers, air.fork_point(params.meta))
 
     def fork(
         self,
@@ -284,15 +299,31 @@ class Lifecycle:
         session_id: str,
         cwd: str,
         mcp_servers: Sequence[dict[str, Any]] | None,
+        at: air.ForkPoint | None = None,
     ) -> None:
-        """``session/fork`` (v1 and v2): a new session from a copy of ``session_id``."""
+        """``session/fork`` (v1 and v2): a new session from a copy of ``session_id``;
+        ``at``: only its history through the turn that holds that message."""
         hub = self.hub
         check_directory(hub, cwd, "session/fork")
         config = self._thread_config(mcp_servers, "session/fork")
 
-        def found(_stored: threads.StoredThread) -> None:
+        def found(stored: threads.StoredThread) -> None:
+            last_turn = turn_holding(at, stored.turns) if at is not None else None
+            if at is not None and last_turn is None:
+                hub.refuse_client(
+                    rid,
+                    RpcError.invalid_params(
+                        f"session/fork: no message {at.message_id!r} in session {session_id}",
+                        {"sessionId": session_id, "messageId": at.message_id},
+                    ),
+                )
+                return
             fork = threads.ThreadForkParams(
-                threadId=session_id, cwd=cwd, config=config or UNSET, excludeTurns=True
+                threadId=session_id,
+                cwd=cwd,
+                config=config or UNSET,
+                excludeTurns=True,
+                lastTurnId=last_turn if last_turn is not None else UNSET,
             )
 
             def forked(opened: codex_types.ThreadStartResult) -> None:
@@ -307,7 +338,7 @@ class Lifecycle:
         def missing(error: ErrorObject) -> None:
             hub.refuse_client(rid, self._not_found(session_id, error))
 
-        self._read(session_id, False, found, missing)
+        self._read(session_id, at is not None, found, missing)
 
     def _read(
         self,
@@ -358,10 +389,13 @@ class Lifecycle:
         )
 
         def listed(page: threads.ThreadListResult) -> None:
-            sessions = [session_info(t) for t in page.data if is_root(t)]
+            roots = [t for t in page.data if is_root(t)]
+            sessions = [session_info(t) for t in roots]
             if archived == "only":
                 for info in sessions:
                     info.archived = True
+            if self._rows_listed is not None:
+                self._rows_listed(params, roots, sessions, archived == "only")
             hub.answer_client(
                 rid,
                 acp_sessions.ListSessionsResult(

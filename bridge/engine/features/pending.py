@@ -30,6 +30,7 @@ from typing import Any, NamedTuple, Protocol
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from ...acp import air
 from ...acp import permissions as acp_permissions
 from ...acp import tools as acp_tools
 from ...codex import approvals as codex_approvals
@@ -113,8 +114,14 @@ class PendingRequests:
         *,
         item_follows: bool,
         meta: dict[str, Any] | UnsetType = UNSET,
+        presented: dict[str, Any] | None = None,
     ) -> None:
+        """``presented``: AIR's presentation record of the request (its title, Codex's
+        reason), sent to an AIR client only."""
         by_id = {choice.option.optionId: choice.answer for choice in choices}
+        if presented is not None and self.hub.air is not None:
+            existing = meta if isinstance(meta, dict) else {}
+            meta = {**existing, **air.meta({"permission": presented})}
 
         def read_answer(raw: Raw) -> CodexAnswer:
             try:

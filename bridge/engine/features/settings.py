@@ -50,7 +50,7 @@ from ...jsonrpc import RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params, unknown_method
 from ..core.threads import Settings, ThreadRecord
-from ..views import presets, setting_views
+from ..views import air_settings, presets, setting_views
 from .commands import COMMANDS
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,8 @@ class SettingsSelectors:
         if presets.preset_for(approval, sandbox) is None:
             settings.config_policy = (approval, sandbox)
         record.settings = settings
-        modes = setting_views.modes(settings)
-        options = setting_views.options(settings, self.catalog)
+        modes = self._modes(settings)
+        options = self._options(settings)
         settings.shown_mode = modes.currentModeId
         settings.shown_options = msgspec.json.encode(options)
         if hasattr(result, "modes"):
@@ -208,12 +208,25 @@ class SettingsSelectors:
         settings.echoes.clear()
         return False
 
+    def _modes(self, settings: Settings) -> acp_settings.SessionModeState:
+        state = setting_views.modes(settings)
+        if self.hub.air is not None:
+            air_settings.decorate_modes(state)
+        return state
+
+    def _options(self, settings: Settings) -> list[acp_settings.SessionConfigSelect]:
+        options = setting_views.options(settings, self.catalog)
+        if self.hub.air is not None:
+            current = setting_views.current_model(settings)
+            air_settings.decorate_options(options, self.catalog or [], current, self.hub.air)
+        return options
+
     def describe(self, record: ThreadRecord) -> tuple[str, str | None, str, str] | None:
         """The session's model, effort, mode name and what the mode allows (``/status``)."""
         settings = record.settings
         if settings is None:
             return None
-        modes = setting_views.modes(settings)
+        modes = self._modes(settings)
         mode = next(m for m in modes.availableModes if m.id == modes.currentModeId)
         policy = presets.describe_policy(settings.approval, settings.sandbox)
         policy = policy.removeprefix("As your Codex configuration sets it: ")
@@ -242,7 +255,7 @@ class SettingsSelectors:
     ) -> None:
         """Tell the client what changed since it was last told (not what it just set itself)."""
         mode = setting_views.current_mode(settings)
-        options = setting_views.options(settings, self.catalog)
+        options = self._options(settings)
         encoded = msgspec.json.encode(options)
         if mode != settings.shown_mode and not told_mode:
             self.hub.update(session_id, acp_settings.CurrentModeUpdate(currentModeId=mode))
@@ -292,13 +305,11 @@ class SettingsSelectors:
     ) -> None:
         """``session/set_config_option`` (v1 and v2): ``kind`` is the value's ``type``."""
         settings = self._session_settings(session_id)
-        option = next(
-            (o for o in setting_views.options(settings, self.catalog) if o.id == config_id), None
-        )
+        option = next((o for o in self._options(settings) if o.id == config_id), None)
         if option is None:
             raise RpcError.invalid_params(
                 f"unknown config option {config_id!r}; this session has "
-                f"{', '.join(o.id for o in setting_views.options(settings, self.catalog))}",
+                f"{', '.join(o.id for o in self._options(settings))}",
                 {"configId": config_id},
             )
         # Selects only: a value id (string); unknown ``type``s with a string are value ids too.
@@ -326,7 +337,7 @@ class SettingsSelectors:
             change.effort = value
 
         def answer() -> None:
-            options = setting_views.options(settings, self.catalog)
+            options = self._options(settings)
             self.hub.answer_client(
                 rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
             )

@@ -20,6 +20,7 @@ Two rules keep what the client sees honest and in order:
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -33,6 +34,7 @@ from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub
 from ..core.threads import ThreadRecord, ToolCall
 from ..views.tool_views import (
+    ToolView,
     command_notes,
     cut_short,
     describe,
@@ -58,6 +60,12 @@ class Tools:
         self.hub = hub
 
     # -- capabilities -----------------------------------------------------------------------------
+
+    def _describe(self, item: codex_items.ToolItem, **how: Any) -> ToolView:
+        """``describe``, with a file change as Git patches for a client that declared
+        AIR's ``diffPatch``."""
+        declared = self.hub.air
+        return describe(item, patch=declared is not None and "diffPatch" in declared, **how)
 
     def _terminal_output(self) -> bool:
         meta = self.hub.client_capabilities.meta
@@ -138,7 +146,7 @@ class Tools:
         if item.id in record.announced_tools:
             log.info("item/started again for %s; ignored", item.id)
             return
-        view = describe(item, cwd=record.cwd)
+        view = self._describe(item, cwd=record.cwd)
         if any(
             p.tool_call is not None and p.tool_call[1] == item.id for p in record.pending.values()
         ):
@@ -181,7 +189,9 @@ class Tools:
             # Never seen starting (or already finished): announce or update it, whole.
             call = ToolCall(item)
         call.item, call.completed = item, True
-        view = finished(item, describe(item, cwd=record.cwd, output=call.output, files=call.files))
+        view = finished(
+            item, self._describe(item, cwd=record.cwd, output=call.output, files=call.files)
+        )
         if view.status == "in_progress":
             log.info("item/completed of %s says it is still in progress; shown completed", item.id)
             view.status = "completed"
@@ -222,7 +232,7 @@ class Tools:
         if self._as_terminal(record, call):
             self._terminal_data(record, item_id, text)
             return
-        view = describe(call.item, cwd=record.cwd, output=call.output)
+        view = self._describe(call.item, cwd=record.cwd, output=call.output)
         call.sent_content = msgspec.json.encode(view.content)
         self._send(
             record, item_id, acp_tools.ToolCallUpdate(toolCallId=item_id, content=view.content)
@@ -238,7 +248,7 @@ class Tools:
         if record is None or call is None or not isinstance(call.item, codex_items.FileChangeItem):
             return
         call.item = msgspec.structs.replace(call.item, changes=note.changes)
-        view = describe(call.item, cwd=record.cwd, files=call.files)
+        view = self._describe(call.item, cwd=record.cwd, files=call.files)
         call.sent_content = msgspec.json.encode(view.content)
         self._send(
             record,
@@ -286,7 +296,7 @@ class Tools:
             ended.add(item_id)
             item = call.item
             view = cut_short(
-                describe(item, cwd=record.cwd, output=call.output, files=call.files), status
+                self._describe(item, cwd=record.cwd, output=call.output, files=call.files), status
             )
             meta: acp_types.Meta = UNSET
             if self._as_terminal(record, call):
@@ -355,7 +365,7 @@ class Tools:
             or record.tool_calls.get(item_id) is not call
         ):
             return
-        view = describe(call.item, cwd=record.cwd, files=call.files)
+        view = self._describe(call.item, cwd=record.cwd, files=call.files)
         encoded = msgspec.json.encode(view.content)
         if encoded == call.sent_content:
             return

@@ -68,11 +68,12 @@ from urllib.parse import quote
 import msgspec
 from msgspec import UNSET
 
+from ...acp import air
 from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import items as codex_items
 from ...codex.messages import ThreadItem
-from . import diffs
+from . import diffs, git_patch
 
 log = logging.getLogger(__name__)
 
@@ -139,18 +140,19 @@ def describe(
     cwd: str = "",
     output: str = "",
     files: Mapping[str, str] | None = None,
+    patch: bool = False,
 ) -> ToolView:
     """The ACP view of ``item``.
 
     ``cwd`` (the session's) shortens paths in titles; ``output`` is what a running
     command has printed so far; ``files`` maps a changed file's path to its text as
-    the client read it.
+    the client read it; ``patch``: a changed file is one Git patch (AIR's ``diffPatch``).
     """
     match item:
         case codex_items.CommandExecutionItem():
             view = _command(item, output)
         case codex_items.FileChangeItem():
-            view = _file_change(item, cwd, files or {})
+            view = _file_change(item, cwd, files or {}, patch)
         case codex_items.McpToolCallItem():
             view = _mcp(item)
         case codex_items.DynamicToolCallItem():
@@ -333,11 +335,14 @@ def _extension(name: str) -> str:
 # -- file changes ------------------------------------------------------------------------------
 
 
-def _file_change(item: codex_items.FileChangeItem, cwd: str, files: Mapping[str, str]) -> ToolView:
+def _file_change(
+    item: codex_items.FileChangeItem, cwd: str, files: Mapping[str, str], patch: bool = False
+) -> ToolView:
     content: list[acp_tools.ToolCallContent] = []
     locations: list[acp_tools.ToolCallLocation] = []
     for change in item.changes:
-        content += change_content(change, files.get(change.path))
+        patched = patch_content(change) if patch else None
+        content += patched or change_content(change, files.get(change.path))
         locations += _change_locations(change)
     if item.status == "declined":
         content.append(text_content("Declined: the change was not applied."))
@@ -387,6 +392,23 @@ def change_content(
             },
         )
         for hunk in hunks
+    ]
+
+
+def patch_content(change: codex_items.FileUpdateChange) -> list[acp_tools.ToolCallContent] | None:
+    """AIR's ``diffPatch``: one ``diff`` per file carrying its Git patch (``oldText: null``
+    and ``newText: ""`` hold the places of the text), or ``None`` when no patch fits."""
+    text = git_patch.git_patch(change)
+    if text is None:
+        return None
+    payload = {"diffPatch": {"version": 1, "format": "git_patch", "text": text}}
+    return [
+        acp_tools.Diff(
+            path=change.kind.move_path or change.path,
+            oldText=None,
+            newText="",
+            meta={"kind": change.kind.type, **air.meta(payload)},
+        )
     ]
 
 

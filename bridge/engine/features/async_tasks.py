@@ -1,0 +1,130 @@
+"""Feature: Codex's background terminals as AIR's async tasks (``asyncTasks`` declared).
+
+A command the model started with ``exec_command`` can outlive its turn: Codex ends the
+turn while the command's item is still in progress, lists it among the thread's
+background terminals, and completes its item whenever the process exits. For a client
+that declared ``asyncTasks``:
+
+- when a session's turn completes with a command still running, the command's tool call
+  is marked ``_meta.jetbrains.air.asyncTasks.backgrounded: true`` and announced as a task
+  (``async_task_spawned``: its id and tool call id the item id, ``taskType: "shell"``,
+  its command as the name, ``showInTranscript: false``, ``canStop: true``), before the
+  prompt's answer;
+- when its item completes, ``async_task_state_update`` says ``completed`` or ``failed``
+  (``stopped`` when the client stopped it), with its exit code as the summary;
+- ``_session/async_task/stop {sessionId, asyncTaskId}`` finds its process in
+  ``thread/backgroundTerminals/list`` and ends it (``.../terminate``): ``{stopped: true}``,
+  or ``{stopped: false}`` when it had already ended.
+
+ACP v2 gets the two updates as ``_async_task_spawned`` / ``_async_task_state_update``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import UNSET, Raw
+
+from ...acp import air
+from ...acp import tools as acp_tools
+from ...codex import items as codex_items
+from ...codex import threads as codex_threads
+from ...codex import types as codex_types
+from ...codex.messages import ItemNotification
+from ...jsonrpc import RequestId, RpcError
+from ..core.hub import Hub, decode_params
+from ..views.tool_views import unwrap_shell
+
+LIST_TERMINALS = "thread/backgroundTerminals/list"
+TERMINATE = "thread/backgroundTerminals/terminate"
+
+
+class AsyncTasks:
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        #: Announced tasks still running: item id → session id.
+        self._running: dict[str, str] = {}
+        #: Tasks the client asked to stop.
+        self._stopping: set[str] = set()
+
+    @property
+    def on(self) -> bool:
+        declared = self.hub.air
+        return declared is not None and air.ASYNC_TASKS in declared
+
+    def turn_completed(self, note: codex_types.TurnNotification) -> None:
+        """A turn that completed with commands still running: each is a task now."""
+        if not self.on or note.turn.status != "completed":
+            return
+        record = self.hub.threads.session(note.threadId)
+        if record is None:
+            return
+        for item_id, call in record.tool_calls.items():
+            item = call.item
+            if call.completed or not isinstance(item, codex_items.CommandExecutionItem):
+                continue
+            if item_id in self._running:
+                continue
+            self._running[item_id] = record.id
+            backgrounded = air.meta({air.ASYNC_TASKS: {"backgrounded": True}})
+            self.hub.update(
+                record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=backgrounded)
+            )
+            self.hub.update(
+                record.id,
+                air.AsyncTaskSpawned(
+                    asyncTaskId=item_id,
+                    name=unwrap_shell(item.command),
+                    taskType="shell",
+                    showInTranscript=False,
+                    canStop=True,
+                    toolCallId=item_id,
+                ),
+            )
+
+    def item_completed(self, note: ItemNotification) -> None:
+        item = note.item
+        session_id = self._running.pop(getattr(item, "id", ""), None)
+        if session_id is None or not isinstance(item, codex_items.CommandExecutionItem):
+            return
+        if item.id in self._stopping:
+            self._stopping.discard(item.id)
+            state = "stopped"
+        else:
+            state = "completed" if item.status == "completed" else "failed"
+        summary = f"exit code {item.exitCode}" if item.exitCode is not None else UNSET
+        self.hub.update(
+            session_id, air.AsyncTaskStateUpdate(asyncTaskId=item.id, state=state, summary=summary)
+        )
+
+    def stop(self, rid: RequestId, raw: Raw) -> None:
+        """``_session/async_task/stop``."""
+        hub = self.hub
+        params = decode_params(raw, air.AsyncTaskStopParams, air.ASYNC_TASK_STOP)
+        task = params.asyncTaskId
+        if self._running.get(task) != params.sessionId:
+            raise RpcError.invalid_params(
+                f"{air.ASYNC_TASK_STOP}: no running task {task!r} in session {params.sessionId}",
+                {"sessionId": params.sessionId, "asyncTaskId": task},
+            )
+
+        def listed(result: codex_threads.BackgroundTerminalsListResult) -> None:
+            found = [t for t in result.data if t.itemId == task]
+            if not found:
+                hub.answer_client(rid, air.AsyncTaskStopResult(stopped=False))
+                return
+            self._stopping.add(task)
+
+            def ended(_result: Any) -> None:
+                hub.answer_client(rid, air.AsyncTaskStopResult(stopped=True))
+
+            terminate = {"threadId": params.sessionId, "processId": found[0].processId}
+            hub.codex_request(TERMINATE, terminate, None, ended, hub.pass_error_to(rid))
+
+        hub.codex_request(
+            LIST_TERMINALS,
+            codex_threads.BackgroundTerminalsListParams(threadId=params.sessionId),
+            codex_threads.BackgroundTerminalsListResult,
+            listed,
+            hub.pass_error_to(rid),
+        )

@@ -1,0 +1,60 @@
+"""AIR's keys on the session's settings (pure): the kind of each mode, and the values
+Codex recommends for the model and the reasoning effort.
+
+- ``_meta.jetbrains.air.kind`` on each mode (``SessionMode``, and each value of the
+  ``mode`` config option), for every AIR client: ``read-only`` is ``standard``, ``auto``
+  (Codex asks before leaving the workspace) ``auto_review``, ``full-access``
+  ``full_access``; the ``Custom`` mode of a thread's own policies has none.
+- ``_meta.jetbrains.air.recommendedValue`` on the ``model`` and ``thought_level``
+  selectors, for a client that declared ``recommendedValue``: the model Codex's
+  catalog marks ``isDefault``, and the current model's ``defaultReasoningEffort``;
+  only a value the selector offers, whatever is current.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...acp import air
+from ...acp import settings as acp_settings
+from ...codex import settings as codex_settings
+
+MODE_KINDS = {"read-only": "standard", "auto": "auto_review", "full-access": "full_access"}
+
+
+def _kind(mode_id: str) -> air.Meta | None:
+    kind = MODE_KINDS.get(mode_id)
+    return air.meta({"kind": kind}) if kind is not None else None
+
+
+def decorate_modes(state: acp_settings.SessionModeState) -> None:
+    for mode in state.availableModes:
+        kind = _kind(mode.id)
+        if kind is not None:
+            mode.meta = kind
+
+
+def decorate_options(
+    options: Sequence[acp_settings.SessionConfigSelect],
+    catalog: Sequence[codex_settings.Model],
+    current_model: str,
+    declared: frozenset[str],
+) -> None:
+    for option in options:
+        recommended: str | None = None
+        if option.category == "mode":
+            for value in option.options:
+                kind = _kind(value.value)
+                if kind is not None:
+                    value.meta = kind
+        elif option.category == "model":
+            recommended = next((m.model for m in catalog if m.isDefault), None)
+        elif option.category == "thought_level":
+            entry = next((m for m in catalog if m.model == current_model), None)
+            recommended = entry.defaultReasoningEffort if entry is not None else None
+        if (
+            air.RECOMMENDED_VALUE in declared
+            and recommended is not None
+            and any(value.value == recommended for value in option.options)
+        ):
+            option.meta = air.meta({air.RECOMMENDED_VALUE: recommended})

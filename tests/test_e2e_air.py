@@ -1,0 +1,801 @@
+"""JetBrains AIR's extensions (``_meta.jetbrains.air``) against the real Codex.
+
+The shapes follow the AIR document of the TypeScript Codex adapter (its
+``docs/air-extensions.md``): the declaration in ``initialize``, the session index's
+rows and ``_session/list_changed``. A client that declares nothing gets none of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bridge.acp_client import AcpClient
+from bridge.daemon.runtime import ENV_RUNTIME_DIR
+from bridge.jsonrpc import RpcError
+from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
+
+from .support.daemon import ATTACHED, running_daemon
+from .support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from .support.scenarios.approvals import ESCALATED, GIT_FOLDER, PATCH_IN_GIT, Answers
+from .support.scenarios.tools import BIG, PATCH_PROMPT
+
+#: What the bridge offers every AIR client.
+ALWAYS = [
+    "agentFileChangeReport",
+    "asyncTasks",
+    "sessionFailure",
+    "diffPatch",
+    "nativeSubagentSessions",
+    "recommendedValue",
+]
+
+ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+AIR_INDEX = {
+    "fs": {"readTextFile": False, "writeTextFile": False},
+    "terminal": False,
+    "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionIndex"]}}},
+}
+
+
+def air_of(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's ``_meta.jetbrains.air``, checked against the AIR document's row fields."""
+    fields = row["_meta"]["jetbrains"]["air"]
+    assert fields["version"] == 1
+    assert isinstance(fields["archived"], bool)
+    assert set(fields) <= {
+        "version",
+        "archived",
+        "lastPromptAt",
+        "lastTurnEndedAt",
+        "state",
+        "model",
+        "forkedFrom",
+    }, fields
+    for stamp in ("lastPromptAt", "lastTurnEndedAt"):
+        if stamp in fields:
+            assert ISO.fullmatch(fields[stamp]), fields
+    assert fields.get("state", "idle") in ("running", "requires_action", "idle"), fields
+    return dict(fields)
+
+
+async def row(client: AcpClient, cwd: Path, session_id: str) -> dict[str, Any]:
+    listed = await client.request("session/list", {"cwd": str(cwd)})
+    (found,) = [s for s in listed["sessions"] if s["sessionId"] == session_id]
+    return air_of(found)
+
+
+async def list_changed(client: AcpClient, start: int, cwd: Path) -> int:
+    """Wait for ``_session/list_changed {cwd}`` among messages from ``start``; its index."""
+    message = await client.wait_for_index(
+        start,
+        lambda m: m.get("method") == "_session/list_changed" and m["params"] == {"cwd": str(cwd)},
+    )
+    return client.received.index(message)
+
+
+async def test_session_index_rows_carry_state_and_times_and_changes_are_pushed(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize(AIR_INDEX)
+            assert init["_meta"]["jetbrains"]["air"] == {
+                "version": 1,
+                "capabilities": [*ALWAYS, "sessionIndex"],
+            }
+            sid = await client.new_session(str(workspace))
+            assert await client.prompt(sid, "@@ say first") == {"stopReason": "end_turn"}
+
+            first = await row(client, workspace, sid)
+            assert first["archived"] is False
+            assert first["state"] == "idle"
+            assert "lastPromptAt" in first and "lastTurnEndedAt" in first
+
+            # A turn that runs a while: the listed cwd is told its row changed, and the
+            # row says running; once the turn ends, again, and idle.
+            start = len(client.received)
+            async with trio.open_nursery() as nursery:
+                answers: list[Any] = []
+
+                async def prompt() -> None:
+                    answers.append(await client.prompt(sid, "@@ sleep 3000\n@@ say done"))
+
+                nursery.start_soon(prompt)
+                seen = await list_changed(client, start, workspace)
+                running = await row(client, workspace, sid)
+                assert running["state"] == "running", running
+            assert answers == [{"stopReason": "end_turn"}]
+            await list_changed(client, seen + 1, workspace)
+            ended = await row(client, workspace, sid)
+            assert ended["state"] == "idle"
+            assert ended["lastTurnEndedAt"] >= first["lastTurnEndedAt"]
+            assert ended["lastPromptAt"] >= first["lastPromptAt"]
+        assert_valid_acp(client)
+
+
+async def test_a_client_that_declares_nothing_gets_no_index_fields_and_no_pushes(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize()
+            assert "jetbrains" not in init.get("_meta", {})
+            sid = await client.new_session(str(workspace))
+            await client.request("session/list", {"cwd": str(workspace)})
+            assert await client.prompt(sid, "@@ say first") == {"stopReason": "end_turn"}
+            listed = await client.request("session/list", {"cwd": str(workspace)})
+            assert [s["sessionId"] for s in listed["sessions"]] == [sid]
+            assert "_meta" not in listed["sessions"][0]
+            # An AIR client that did not declare sessionIndex: not offered, nothing added.
+            init = await client.initialize(
+                {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": []}}}}
+            )
+            assert init["_meta"]["jetbrains"]["air"] == {
+                "version": 1,
+                "capabilities": ALWAYS,
+            }
+            listed = await client.request("session/list", {"cwd": str(workspace)})
+            assert "_meta" not in listed["sessions"][0]
+            assert await client.prompt(sid, "@@ say again") == {"stopReason": "end_turn"}
+        assert not [m for m in client.received if m.get("method") == "_session/list_changed"]
+        assert_valid_acp(client)
+
+
+def rate_limit_updates(client: AcpClient) -> list[dict[str, Any]]:
+    return [
+        m["params"]["rateLimits"]
+        for m in client.received
+        if m.get("method") == "_account/rate_limits_update"
+    ]
+
+
+async def test_usage_windows_are_pushed_and_a_spent_one_is_a_limit_failure_with_its_reset(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    """The scripted model answers with OpenAI's rate-limit headers, then refuses for usage
+    (HTTP 429 ``usage_limit_reached``): Codex reports both windows, then fails the turn."""
+    air_failures = {
+        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure"]}}}
+    }
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize(air_failures)
+            assert init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
+            assert init["_meta"]["jetbrains"]["air"] == {
+                "version": 1,
+                "capabilities": ALWAYS,
+            }
+            sid = await client.new_session(str(workspace))
+            before = int(time.time())
+            answer = await client.prompt(
+                sid, "@@ limits 42 window_minutes=300 resets_in=3600\n@@ say hi"
+            )
+            assert answer == {"stopReason": "end_turn"}
+            await client.wait_for(lambda m: m.get("method") == "_account/rate_limits_update")
+            (first,) = rate_limit_updates(client)
+            assert first["limitId"] == "codex"
+            window = first["primary"]
+            assert window["usedPercent"] == 42 and window["windowDurationMins"] == 300
+            assert before + 3600 <= window["resetsAt"] <= int(time.time()) + 3600
+
+            refused = await client.prompt(sid, "@@ usage_limit resets_in=7200")
+            assert refused["stopReason"] == "end_turn"
+            failure = refused["_meta"]["jetbrains"]["air"]["sessionFailure"]
+            assert failure["id"].endswith(":error") and failure["revision"] == 1
+            assert failure["category"] == "limit" and failure["severity"] == "error"
+            assert failure["actions"] == []
+            assert "usage limit" in failure["title"]
+            spent = rate_limit_updates(client)[-1]["primary"]
+            assert spent["usedPercent"] == 100
+            reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(spent["resetsAt"]))
+            assert failure["details"] == f"The usage limit resets at {reset}."
+            assert spent["resetsAt"] >= before + 7200
+        assert_valid_acp(client)
+
+
+async def test_a_client_asking_only_for_the_windows_keeps_the_error_of_a_refused_turn(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize({"_meta": {"rateLimits": {}}})
+            assert init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
+            assert "jetbrains" not in init.get("_meta", {})
+            sid = await client.new_session(str(workspace))
+            with pytest.raises(RpcError) as refused:
+                await client.prompt(sid, "@@ usage_limit")
+            assert refused.value.code == -32603
+            assert refused.value.data["codexErrorInfo"] == "usageLimitExceeded"
+            assert rate_limit_updates(client)[-1]["primary"]["usedPercent"] == 100
+        assert_valid_acp(client)
+        # A client that asked for nothing is told nothing (the replayed recordings say
+        # the same of every earlier conversation).
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as plain:
+            init = await plain.initialize()
+            assert "_meta" not in init["agentCapabilities"]
+            sid = await plain.new_session(str(workspace))
+            await plain.prompt(sid, "@@ limits 10\n@@ say hi")
+        assert rate_limit_updates(plain) == []
+        assert_valid_acp(plain)
+
+
+def asked(model: ScriptedModel, text: str) -> bool:
+    """Whether a request the model got carries ``text`` (in its user's prompt)."""
+    return any(text in json.dumps(body) for body in model.requests)
+
+
+async def test_providers_switch_new_sessions_to_a_second_provider_without_writing_config(
+    nursery: trio.Nursery,
+    scripted_model: ScriptedModel,
+    codex_home: Path,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+) -> None:
+    second: ScriptedModel = await nursery.start(serve_scripted_model)
+    provider = (
+        f'[model_providers.second]\nname = "second"\nbase_url = "{second.base_url}"\n'
+        'wire_api = "responses"\nrequest_max_retries = 0\nstream_max_retries = 0\n'
+        "supports_websockets = false\n"
+    )
+    config = write_codex_home(codex_home, scripted_model.base_url, extra_toml=provider)
+    before = tomllib.loads(config.read_text())
+
+    def in_use(listed: dict[str, Any]) -> list[str]:
+        return [p["providerId"] for p in listed["providers"] if p["_meta"]["codex"]["inUse"]]
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize({"_meta": {"providers": {}}})
+            assert init["agentCapabilities"]["providers"] == {}
+            listed = await client.request("providers/list", {})
+            by_id = {p["providerId"]: p for p in listed["providers"]}
+            assert by_id["mock"]["current"] == {
+                "apiType": "openai",
+                "baseUrl": scripted_model.base_url,
+            }
+            assert by_id["second"]["current"] == {"apiType": "openai", "baseUrl": second.base_url}
+            assert all(p["supported"] == ["openai"] and p["required"] for p in by_id.values())
+            assert in_use(listed) == ["mock"]
+
+            first = await client.new_session(str(workspace))
+            await client.prompt(first, "@@ say from the first provider")
+            assert asked(scripted_model, "from the first provider")
+
+            switch = {"providerId": "second", "apiType": "openai", "baseUrl": second.base_url}
+            assert await client.request("providers/set", switch) == {}
+            assert in_use(await client.request("providers/list", {})) == ["second"]
+            other = await client.new_session(str(workspace))
+            await client.prompt(other, "@@ say from the second provider")
+            assert client.text_of(other) == "from the second provider"
+            assert asked(second, "from the second provider")
+            assert not asked(scripted_model, "from the second provider")
+
+            # What Codex cannot do is refused with the reason; config.toml is never written.
+            for bad in (
+                {**switch, "providerId": "elsewhere"},
+                {**switch, "baseUrl": "http://127.0.0.1:9/v1"},
+                {**switch, "apiType": "anthropic"},
+            ):
+                with pytest.raises(RpcError) as refused:
+                    await client.request("providers/set", bad)
+                assert refused.value.code == -32602
+            with pytest.raises(RpcError) as required:
+                await client.request("providers/disable", {"providerId": "mock"})
+            assert required.value.code == -32602 and "required" in required.value.message
+            assert await client.request("providers/disable", {"providerId": "second"}) == {}
+            assert in_use(await client.request("providers/list", {})) == ["mock"]
+        assert_valid_acp(client, unstable=True)
+    after = tomllib.loads(config.read_text())
+    # Codex itself notes the workspace as trusted when a thread starts in it: nothing else.
+    after.pop("projects", None)
+    assert after == before
+
+
+async def test_providers_are_unknown_to_a_client_that_does_not_ask(
+    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize()
+            assert "providers" not in init["agentCapabilities"]
+            with pytest.raises(RpcError) as unknown:
+                await client.request("providers/list", {})
+            assert unknown.value.code == -32601
+
+
+UNSTABLE = {
+    "fs": {"readTextFile": False, "writeTextFile": False},
+    "terminal": False,
+    "subagents": {},
+}
+
+
+def fork_at(message_id: str, **more: Any) -> dict[str, Any]:
+    return {"jetbrains": {"air": {"fork": {"version": 1, "messageId": message_id, **more}}}}
+
+
+async def user_messages(client: AcpClient, sid: str, cwd: Path) -> list[tuple[str, str]]:
+    """``session/load`` of ``sid``: its replayed user messages, (id, text) in order."""
+    start = len(client.received)
+    await client.request("session/load", {"sessionId": sid, "cwd": str(cwd), "mcpServers": []})
+    return [
+        (u["update"]["messageId"], u["update"]["content"]["text"])
+        for m in client.received[start:]
+        if m.get("method") == "session/update"
+        and (u := m["params"])["sessionId"] == sid
+        and u["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+
+
+async def test_fork_at_a_message_keeps_the_history_through_its_turn_only(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(UNSTABLE)
+            sid = await client.new_session(str(workspace))
+            for word in ("one", "two", "three"):
+                await client.prompt(sid, f"@@ say answer {word}")
+            texts: dict[str, str] = {}
+            for u in client.updates:
+                if u["sessionId"] == sid and u["update"]["sessionUpdate"] == "agent_message_chunk":
+                    message = u["update"]["messageId"]
+                    texts[message] = texts.get(message, "") + u["update"]["content"]["text"]
+            answers = {text: message for message, text in texts.items()}
+            base = {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
+            # At an agent message (AIR's way), by its id with a segment suffix.
+            by_id = await client.request(
+                "session/fork", {**base, "_meta": fork_at(answers["answer two"] + ":segment:0")}
+            )
+            # By the fingerprint of its text, when no item has the id.
+            digest = "sha256:" + hashlib.sha256(b"answer one").hexdigest()
+            by_text = await client.request(
+                "session/fork", {**base, "_meta": fork_at("gone", messageFingerprint=digest)}
+            )
+            with pytest.raises(RpcError) as missing:
+                await client.request("session/fork", {**base, "_meta": fork_at("no-such-item")})
+            assert missing.value.code == -32602 and "no-such-item" in missing.value.message
+            with pytest.raises(RpcError) as invalid:
+                await client.request("session/fork", {**base, "_meta": fork_at("")})
+            assert invalid.value.code == -32602
+            # A fork is a session of its own: it goes on from where it was cut.
+            await client.prompt(by_id["sessionId"], "@@ say after the fork")
+        assert_valid_acp(client, unstable=True)
+
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as reader:
+            await reader.initialize(UNSTABLE)
+            assert [
+                text for _, text in await user_messages(reader, by_id["sessionId"], workspace)
+            ] == [
+                "@@ say answer one",
+                "@@ say answer two",
+                "@@ say after the fork",
+            ]
+            assert [
+                text for _, text in await user_messages(reader, by_text["sessionId"], workspace)
+            ] == ["@@ say answer one"]
+            original = await user_messages(reader, sid, workspace)
+            assert [text for _, text in original] == [
+                "@@ say answer one",
+                "@@ say answer two",
+                "@@ say answer three",
+            ]
+            # At a user message, by the id a load showed.
+            at_user = await reader.request(
+                "session/fork",
+                {
+                    "sessionId": sid,
+                    "cwd": str(workspace),
+                    "mcpServers": [],
+                    "_meta": fork_at(original[1][0]),
+                },
+            )
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as last:
+            await last.initialize(UNSTABLE)
+            assert [
+                text for _, text in await user_messages(last, at_user["sessionId"], workspace)
+            ] == [
+                "@@ say answer one",
+                "@@ say answer two",
+            ]
+        assert_valid_acp(reader, unstable=True)
+
+
+async def test_a_file_change_is_one_git_patch_per_file_that_git_applies(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    tmp_path: Path,
+    stderr_file: Path,
+) -> None:
+    (workspace / "big.txt").write_text(BIG)
+    patched = {
+        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["diffPatch"]}}},
+    }
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(patched)
+            sid = await client.new_session(str(workspace))
+            assert await client.prompt(sid, PATCH_PROMPT) == {"stopReason": "end_turn"}
+        assert_valid_acp(client)
+    updates = [u["update"] for u in client.updates if u["sessionId"] == sid]
+    (edit,) = [
+        u["toolCallId"]
+        for u in updates
+        if u["sessionUpdate"] == "tool_call" and u["kind"] == "edit"
+    ]
+    final = [u for u in updates if u.get("toolCallId") == edit and "content" in u][-1]
+    blocks = {c["path"]: c for c in final["content"] if c["type"] == "diff"}
+    assert set(blocks) == {str(workspace / "new.txt"), str(workspace / "big.txt")}
+    root = tmp_path / "root"
+    before = root / str(workspace / "big.txt").lstrip("/")
+    before.parent.mkdir(parents=True)
+    before.write_text(BIG)
+    for path, block in blocks.items():
+        assert block.get("oldText") is None and block["newText"] == ""
+        payload = block["_meta"]["jetbrains"]["air"]
+        assert payload["version"] == 1
+        assert (
+            payload["diffPatch"]["version"] == 1 and payload["diffPatch"]["format"] == "git_patch"
+        )
+        text = payload["diffPatch"]["text"]
+        header = path.lstrip("/")
+        assert text.startswith(f"diff --git a/{header} b/{header}\n"), text
+        with trio.fail_after(SCENARIO_SECONDS):
+            applied = await trio.run_process(
+                ["git", "apply", "-"],
+                cwd=root,
+                stdin=text.encode(),
+                capture_stderr=True,
+                check=False,
+            )
+        assert applied.returncode == 0, applied.stderr
+        assert (root / header).read_text() == Path(path).read_text()
+    assert blocks[str(workspace / "new.txt")]["_meta"]["kind"] == "add"
+    assert blocks[str(workspace / "big.txt")]["_meta"]["kind"] == "update"
+
+
+async def test_native_subagent_sessions_is_airs_name_for_the_subagents_capability(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    native = {
+        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["nativeSubagentSessions"]}}}
+    }
+    spawn = '@@ call multi_agent_v1/spawn_agent {"message": "@@ words 2"}\n@@ then\n@@ say ok'
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize(native)
+            assert "fork" in init["agentCapabilities"]["sessionCapabilities"]
+            sid = await client.new_session(str(workspace))
+            assert await client.prompt(sid, spawn) == {"stopReason": "end_turn"}
+            announced = [
+                u
+                for u in client.updates
+                if u["sessionId"] == sid and u["update"]["sessionUpdate"] == "subagent_update"
+            ]
+            assert announced, "the sub-agent is a session of its own"
+        assert_valid_acp(client, unstable=True)
+
+
+async def test_modes_say_their_kind_and_the_model_selector_codexs_recommendation(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    declared = {
+        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["recommendedValue"]}}}
+    }
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(declared)
+            opened = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            kinds = {
+                m["id"]: m["_meta"]["jetbrains"]["air"]["kind"]
+                for m in opened["modes"]["availableModes"]
+            }
+            assert kinds == {
+                "read-only": "standard",
+                "auto": "auto_review",
+                "full-access": "full_access",
+            }
+            options = {o["id"]: o for o in opened["configOptions"]}
+            assert {
+                v["value"]: v["_meta"]["jetbrains"]["air"]["kind"]
+                for v in options["mode"]["options"]
+            } == kinds
+            model = options["model"]
+            recommended = model["_meta"]["jetbrains"]["air"]["recommendedValue"]
+            # Codex's catalog default (not the mock model the session runs): offered, not current.
+            assert recommended in {v["value"] for v in model["options"]}
+            assert recommended != model["currentValue"] == "mock-model"
+
+            # Without the capability: the kinds (every AIR client), no recommendation.
+            await client.initialize(
+                {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": []}}}}
+            )
+            opened = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            options = {o["id"]: o for o in opened["configOptions"]}
+            assert "_meta" not in options["model"]
+            assert all("_meta" in m for m in opened["modes"]["availableModes"])
+        assert_valid_acp(client)
+
+
+def background(command: str) -> str:
+    """A command that outlives its turn: Codex answers the model after half a second."""
+    call = json.dumps({"cmd": command, "yield_time_ms": 500})
+    return f"@@ call exec_command {call}\n@@ then\n@@ say started"
+
+
+async def test_a_command_that_outlives_its_turn_is_an_async_task_the_user_can_stop(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    tasks = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["asyncTasks"]}}}}
+
+    def task_updates(sid: str, kind: str) -> list[dict[str, Any]]:
+        return [
+            u["update"]
+            for u in client.updates
+            if u["sessionId"] == sid and u["update"]["sessionUpdate"] == kind
+        ]
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(tasks)
+            sid = await client.new_session(str(workspace))
+
+            # Start: announced before the prompt's answer, on the command's own tool call.
+            start = len(client.received)
+            assert await client.prompt(sid, background("sleep 60")) == {"stopReason": "end_turn"}
+            answered = next(
+                i for i, m in enumerate(client.received) if i >= start and "result" in m
+            )
+            (spawned,) = task_updates(sid, "async_task_spawned")
+            task = spawned["asyncTaskId"]
+            assert spawned == {
+                "sessionUpdate": "async_task_spawned",
+                "asyncTaskId": task,
+                "name": "sleep 60",
+                "taskType": "shell",
+                "showInTranscript": False,
+                "canStop": True,
+                "toolCallId": task,
+            }
+            marks = [
+                i
+                for i, m in enumerate(client.received)
+                if m.get("method") == "session/update"
+                and m["params"]["update"].get("toolCallId") == task
+                and m["params"]["update"]
+                .get("_meta", {})
+                .get("jetbrains", {})
+                .get("air", {})
+                .get("asyncTasks")
+                == {"backgrounded": True}
+            ]
+            spawn_at = next(
+                i
+                for i, m in enumerate(client.received)
+                if m.get("method") == "session/update"
+                and m["params"]["update"]["sessionUpdate"] == "async_task_spawned"
+            )
+            assert marks and marks[0] < spawn_at < answered
+
+            # Stop: Codex ends the process; the task says so.
+            stop = {"sessionId": sid, "asyncTaskId": task}
+            assert await client.request("_session/async_task/stop", stop) == {"stopped": True}
+            await client.wait_for(
+                lambda m: (
+                    m.get("method") == "session/update"
+                    and m["params"]["update"]["sessionUpdate"] == "async_task_state_update"
+                )
+            )
+            (stopped,) = task_updates(sid, "async_task_state_update")
+            assert (stopped["asyncTaskId"], stopped["state"]) == (task, "stopped")
+            with pytest.raises(RpcError) as gone:
+                await client.request("_session/async_task/stop", stop)
+            assert gone.value.code == -32602
+
+            # A task that ends by itself completes, with its exit code.
+            await client.prompt(sid, background("sleep 2; echo done"))
+            await client.wait_for(
+                lambda m: (
+                    m.get("method") == "session/update"
+                    and m["params"]["update"].get("state") == "completed"
+                )
+            )
+            completed = task_updates(sid, "async_task_state_update")[-1]
+            assert completed["summary"] == "exit code 0"
+        assert_valid_acp(client)
+
+
+async def test_acp_v2_gets_the_task_updates_under_extension_names(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    tasks = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["asyncTasks"]}}}}
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            init = await client.initialize_v2(tasks)
+            assert "asyncTasks" in init["_meta"]["jetbrains"]["air"]["capabilities"]
+            opened = await client.request("session/new", {"cwd": str(workspace)})
+            sid = opened["sessionId"]
+            await client.prompt_v2(sid, background("sleep 1; echo done"))
+            await client.wait_for(
+                lambda m: (
+                    m.get("method") == "session/update"
+                    and m["params"]["update"]["sessionUpdate"] == "_async_task_state_update"
+                )
+            )
+            kinds = [
+                u["update"]["sessionUpdate"]
+                for u in client.updates
+                if u["update"]["sessionUpdate"].startswith("_async_task")
+            ]
+            assert kinds == ["_async_task_spawned", "_async_task_state_update"]
+        assert_valid_acp(client, version=2)
+
+
+async def test_a_prompt_that_asks_gets_the_files_its_turn_changed_before_its_answer(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    (workspace / "big.txt").write_text(BIG)
+    reports = {
+        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["agentFileChangeReport"]}}}
+    }
+
+    async def prompt(
+        client: AcpClient, sid: str, text: str, request_id: str | None
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        params: dict[str, Any] = {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
+        if request_id is not None:
+            asked = {"version": 1, "requestId": request_id}
+            params["_meta"] = {"jetbrains": {"air": {"agentFileChangeReportRequest": asked}}}
+        start = len(client.received)
+        try:
+            answer: Any = await client.request("session/prompt", params)
+        except RpcError as error:
+            answer = error
+        found = [
+            m["params"]["update"]["_meta"]["jetbrains"]["air"]["agentFileChangeReport"]
+            for m in client.received[start:]
+            if m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "session_info_update"
+            and "agentFileChangeReport"
+            in m["params"]["update"].get("_meta", {}).get("jetbrains", {}).get("air", {})
+        ]
+        if found:
+            # Sent before the answer.
+            last = max(
+                i for i, m in enumerate(client.received) if "agentFileChangeReport" in json.dumps(m)
+            )
+            assert any("result" in m or "error" in m for m in client.received[last:])
+        return answer, found
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize(reports)
+            sid = await client.new_session(str(workspace))
+            answer, (report,) = await prompt(client, sid, PATCH_PROMPT, "r-1")
+            assert answer == {"stopReason": "end_turn"}
+            assert report["requestId"] == "r-1" and report["status"] == "reported"
+            assert sorted(report["paths"]) == [
+                str(workspace / "big.txt"),
+                str(workspace / "new.txt"),
+            ]
+            assert report["declaredComplete"] is False and report["truncated"] is False
+            assert report["uncertainty"]
+
+            _, (quiet,) = await prompt(client, sid, "@@ say nothing changed", "r-2")
+            assert (quiet["status"], quiet["paths"]) == ("reported", [])
+
+            failed, (broken,) = await prompt(client, sid, "@@ fail", "r-3")
+            assert isinstance(failed, RpcError)
+            assert (broken["status"], broken["reason"]) == ("unavailable", "providerError")
+
+            # A malformed request is ignored; a prompt that asks nothing gets nothing.
+            _, none = await prompt(client, sid, "@@ say hi", "bad id with spaces")
+            assert none == []
+            _, none = await prompt(client, sid, "@@ say hi", None)
+            assert none == []
+        assert_valid_acp(client)
+
+
+async def test_a_permission_request_carries_airs_title_and_codexs_reason(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    for path, text in GIT_FOLDER:
+        (workspace / path).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / path).write_text(text)
+    answers = Answers(permission="allow_once")
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            client.on_request = answers
+            await client.initialize(
+                {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": []}}}}
+            )
+            sid = await client.new_session(str(workspace))
+            await client.prompt(sid, ESCALATED)
+            await client.prompt(sid, PATCH_IN_GIT)
+        assert_valid_acp(client)
+    records = [
+        params["_meta"]["jetbrains"]["air"]["permission"]
+        for params in answers.asked_for("session/request_permission")
+    ]
+    assert [r["title"] for r in records] == ["Run command?", "Make edits?"]
+    assert all(r["version"] == 1 for r in records)
+    assert records[0]["description"] == "test"  # the model's justification, as Codex's reason
+
+
+async def test_acp_v2_gets_a_failure_record_on_the_sessions_stream(
+    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+) -> None:
+    failures = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure"]}}}}
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
+            await client.initialize_v2(failures)
+            sid = (await client.request("session/new", {"cwd": str(workspace)}))["sessionId"]
+            _, ended = await client.prompt_v2(sid, "@@ usage_limit")
+            records = [
+                u["update"]["_meta"]["jetbrains"]["air"]["sessionFailure"]
+                for u in client.updates
+                if u["update"]["sessionUpdate"] == "session_info_update"
+                and "sessionFailure"
+                in u["update"].get("_meta", {}).get("jetbrains", {}).get("air", {})
+            ]
+            assert [(r["category"], r["actions"]) for r in records] == [("limit", [])]
+            assert ended["state"] == "idle"
+        assert_valid_acp(client, version=2)
+
+
+async def test_the_index_shows_another_windows_session_running_then_idle(
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    tmp_path: Path,
+    stderr_file: Path,
+) -> None:
+    """Two windows on the daemon's Codex: the one that keeps the index is pushed the
+    other's new session and its turn, and its rows say so (Codex tells every connection
+    each thread's status)."""
+    runtime = Path(bridge_env[ENV_RUNTIME_DIR])
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with (
+            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
+            running_bridge(bridge_argv, bridge_env, stderr_file) as index,
+            running_bridge(bridge_argv, bridge_env, stderr_file) as other,
+        ):
+            await index.initialize(AIR_INDEX)
+            await other.initialize()
+            assert (await index.request("session/list", {"cwd": str(workspace)}))["sessions"] == []
+
+            sid = await other.new_session(str(workspace))
+            start = len(index.received)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(other.prompt, sid, "@@ sleep 3000\n@@ say done")
+                seen = await list_changed(index, start, workspace)
+                while (running := await row_of(index, workspace, sid)) is None or running.get(
+                    "state"
+                ) != "running":
+                    seen = await list_changed(index, seen + 1, workspace)
+                assert running["state"] == "running"
+            while (await row_of(index, workspace, sid) or {}).get("state") != "idle":
+                seen = await list_changed(index, seen + 1, workspace)
+            ended = await row_of(index, workspace, sid)
+            assert ended is not None and "lastPromptAt" in ended
+        assert_valid_acp(index)
+    assert ATTACHED in stderr_file.read_text(), "both windows ran on the daemon's Codex"
+
+
+async def row_of(client: AcpClient, cwd: Path, session_id: str) -> dict[str, Any] | None:
+    listed = await client.request("session/list", {"cwd": str(cwd)})
+    rows = [air_of(s) for s in listed["sessions"] if s["sessionId"] == session_id]
+    return rows[0] if rows else None
