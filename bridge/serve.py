@@ -271,6 +271,7 @@ def make_engine(
         is_directory=is_directory,
         # Beside a daemon's Codex, what waits on the user outlives this editor.
         detachable=shared,
+        paged_store=True,
     )
 
 
@@ -327,6 +328,8 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
             engine_config = {
                 "threadConfig": thread_config(options, attached=options.attached(choice)),
                 "detachable": shared,
+                # Lists and histories read in pages (recordings from before say nothing).
+                "pagedStore": True,
             }
             recorder = Recorder(
                 out,

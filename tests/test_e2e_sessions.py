@@ -20,6 +20,7 @@ from msgspec import Raw
 
 from bridge.acp_client import AcpClient
 from bridge.codex.messages import decode_item
+from bridge.engine.features.lifecycle import LIST_PAGE
 from bridge.engine.views import tool_views as tools
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, write_codex_home
@@ -250,8 +251,8 @@ async def test_list_pages_through_root_threads_and_filters_by_cwd(
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    # More than one page of Codex's default page size (25).
-    count = 27
+    # More than one page (the bridge asks Codex for pages of LIST_PAGE).
+    count = LIST_PAGE + 2
     with trio.fail_after(SCENARIO_SECONDS):
         async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
             init = await client.initialize()

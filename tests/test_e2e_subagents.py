@@ -31,6 +31,7 @@ from bridge.engine import Engine, ToClient
 from bridge.jsonrpc import RpcError
 from bridge.recording import Recording, TranscriptChecker, read_recording
 from bridge.recording.format import EventRecord, MessageRecord
+from bridge.recording.replay import engine_options
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from bridge.shell.streams import LineStream
 from tests.support.acp_schema import ConversationValidator
@@ -288,7 +289,10 @@ def cause_of(
 ) -> dict[str, Any] | None:
     """Replay ``recording`` and return the input (a Codex or client message) whose handling
     made the engine send the first client message satisfying ``wanted``."""
-    engine = Engine(thread_config=(recording.header.engine or {}).get("threadConfig"))
+    engine = Engine(
+        thread_config=(recording.header.engine or {}).get("threadConfig"),
+        **engine_options(recording),
+    )
     engine.start()
     for entry in recording.entries:
         record = entry.record

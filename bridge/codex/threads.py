@@ -59,6 +59,27 @@ class ThreadReadResult(_Base):
     thread: StoredThread
 
 
+#: A stored thread's turns, a page at a time (Codex 0.169 on).
+LIST_TURNS = "thread/turns/list"
+
+
+class ThreadTurnsListParams(_Base):
+    """A page of a stored thread's turns, oldest first when ``sortDirection`` is ``asc``."""
+
+    threadId: str
+    cursor: str | UnsetType = UNSET
+    limit: int | UnsetType = UNSET
+    #: ``asc``: oldest first (Codex's default is newest first).
+    sortDirection: str | UnsetType = UNSET
+    #: ``full``: every stored item (Codex's default, ``summary``, leaves most out).
+    itemsView: str | UnsetType = UNSET
+
+
+class ThreadTurnsListResult(_Base):
+    data: list[Turn]
+    nextCursor: str | None = None
+
+
 class ThreadResumeParams(_Base):
     threadId: str
     cwd: str | UnsetType = UNSET
@@ -84,6 +105,9 @@ class ThreadListParams(_Base):
     limit: int | UnsetType = UNSET
     #: ``True``: archived threads only; left out, the others only.
     archived: bool | UnsetType = UNSET
+    #: ``True``: from Codex's index alone, without reading every stored thread file to
+    #: repair it (a file it has not indexed is then left out).
+    useStateDbOnly: bool | UnsetType = UNSET
 
 
 class ThreadListResult(_Base):

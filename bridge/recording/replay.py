@@ -70,11 +70,10 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
         for e in recording.entries
         if isinstance(e.record, EventRecord) and e.record.event == "missing_directory"
     }
-    detachable = bool(header.engine.get("detachable")) if header.engine else False
     engine = Engine(
         thread_config=thread_config,
         is_directory=lambda path: path not in missing,
-        detachable=detachable,
+        **engine_options(recording),
     )
     capabilities = header.clientCapabilities or {}
     checker = (
@@ -154,6 +153,17 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
             f"the engine sent Codex a message the recording does not have: {raw.decode()}",
         )
     return transcript
+
+
+def engine_options(recording: Recording) -> dict[str, Any]:
+    """The engine's options the live bridge ran with, as its header says: ``detachable``
+    and ``paged_store`` (a recording made before paging says nothing of it: its Codex
+    requests are whole-history reads, and its replay makes them again)."""
+    options = recording.header.engine or {}
+    return {
+        "detachable": bool(options.get("detachable")),
+        "paged_store": bool(options.get("pagedStore")),
+    }
 
 
 def _expect_sent(path: str, line: int, sent: deque[tuple[bytes, Any]], recorded: bytes) -> None:

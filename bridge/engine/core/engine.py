@@ -128,11 +128,13 @@ class Engine:
         api_key: str | None = None,
         is_directory: Callable[[str], bool] | None = None,
         detachable: bool = False,
+        paged_store: bool = False,
     ) -> None:
         hub = self.hub = Hub(
             thread_config=thread_config,
             api_key=api_key,
             is_directory=is_directory or _any_absolute_path,
+            paged_store=paged_store,
         )
         #: The thread-to-session identity map.
         self.threads: Threads = hub.threads

@@ -172,6 +172,7 @@ class Hub:
         thread_config: dict[str, Any] | None,
         api_key: str | None,
         is_directory: Callable[[str], bool],
+        paged_store: bool = False,
     ) -> None:
         self.client = Peer[Waiting](jsonrpc_member=True)
         self.codex = Peer[Waiting](jsonrpc_member=False)
@@ -187,6 +188,11 @@ class Hub:
         self.thread_config = thread_config or None
         self.api_key = api_key or None
         self.is_directory = is_directory
+        #: The stored work is read in pages: ``session/list`` from Codex's index
+        #: (``useStateDbOnly``, a page of ``limit``), a loaded history by
+        #: ``thread/turns/list`` pages replayed as each arrives. Off, the whole history
+        #: comes with one ``thread/read`` (what recordings made before paging hold).
+        self.paged_store = paged_store
         #: Requests received and not answered yet, per side.
         self.open_client_requests: set[RequestId] = set()
         self.open_codex_requests: set[RequestId] = set()

@@ -366,8 +366,9 @@ class Threads:
     def __init__(self) -> None:
         self._records: dict[str, ThreadRecord] = {}
         #: Ids of the sessions the client is shown, and of every session (shown or
-        #: hidden): indexes of the records, kept here, read on the hot path (every
-        #: streamed delta asks). Read-only outside this class.
+        #: hidden) whose Codex traffic is handled as it comes (not held: see
+        #: :meth:`hold_traffic`): indexes of the records, kept here, read on the hot path
+        #: (every streamed delta asks). Read-only outside this class.
         self.shown_ids: set[str] = set()
         self.session_ids: set[str] = set()
         #: Threads forgotten (closed, or under a closed one): their late traffic is no
@@ -390,6 +391,17 @@ class Threads:
 
     def is_session(self, thread_id: str) -> bool:
         return thread_id in self.session_ids
+
+    def hold_traffic(self, record: ThreadRecord) -> None:
+        """Codex's traffic for a session waits, as a thread no session shows has its held
+        (the sub-agent gate keeps it), until :meth:`release_traffic`: a load replaying its
+        history in pages, after the resume subscribed it, shows what Codex says now only
+        after the history, as a load that read it whole before the resume does."""
+        self.session_ids.discard(record.id)
+
+    def release_traffic(self, record: ThreadRecord) -> None:
+        if record.session:
+            self.session_ids.add(record.id)
 
     def is_shown(self, thread_id: str) -> bool:
         """Whether the client is shown this session (its updates are sent)."""

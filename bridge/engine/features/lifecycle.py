@@ -4,14 +4,18 @@ MCP servers reaching Codex.
 
 A session is a Codex thread, so every method here is a thread method:
 
-- ``session/load``: ``thread/read {includeTurns}`` (the history; an error means
-  there is no such thread), then ``thread/resume`` (subscribes this connection),
-  then the history replayed as updates, then the response. Replay before the
-  response is what ACP asks: the client knows the history is complete when the
-  load returns.
+- ``session/load``: ``thread/read`` (an error means there is no such thread),
+  then ``thread/resume`` (subscribes this connection), then the history replayed
+  as updates, then the response. Replay before the response is what ACP asks: the
+  client knows the history is complete when the load returns. The history comes
+  with the read (``includeTurns``), or, with the store paged (``Hub.paged_store``),
+  in pages of ``thread/turns/list`` after the resume, each replayed as it arrives.
 - ``session/resume``: the same without the replay.
 - ``session/fork``: ``thread/fork``; the new thread's id is the new session's id.
-- ``session/list``: ``thread/list`` (interactive root threads only).
+- ``session/list``: ``thread/list`` (interactive root threads only); with the store
+  paged, a page of :data:`LIST_PAGE` from Codex's index, and once a connection has
+  listed, one page read from the thread files to repair that index
+  (:meth:`Lifecycle._repair_index`).
 - ``session/close``: the running prompt is cancelled and settles ``cancelled``
   once Codex confirms; then ``thread/unsubscribe``, and the session is forgotten.
 
@@ -63,6 +67,9 @@ log = logging.getLogger(__name__)
 
 #: The order of ``session/list``: most recently active first.
 LIST_SORT_KEY = "updated_at"
+#: Sessions in a page of ``session/list`` (ACP lets the agent choose): a screenful or two,
+#: as an editor's picker shows them.
+LIST_PAGE = 50
 
 
 class Lifecycle:
@@ -90,6 +97,8 @@ class Lifecycle:
         self._cancel_work = cancel_work
         self._forget = forget
         self._open_failed = open_failed
+        #: This connection asked Codex to repair its index (:meth:`_repair_index`).
+        self._index_repaired = False
 
     # -- capabilities ----------------------------------------------------------------
 
@@ -242,7 +251,9 @@ class Lifecycle:
             self._open_failed(session_id)
             hub.refuse_client(rid, self._not_found(session_id, error))
 
-        self._read(session_id, replay, found, missing)
+        # Paged, the history is listed after the resume (``Replay``): this read only says
+        # the thread is there.
+        self._read(session_id, replay and not hub.paged_store, found, missing)
 
     def _open_unstored(
         self,
@@ -387,6 +398,11 @@ class Lifecycle:
             sortKey=LIST_SORT_KEY,
             archived=True if archived == "only" else UNSET,
         )
+        if hub.paged_store:
+            # Without ``useStateDbOnly`` Codex reads every stored thread file for every
+            # page (to repair its index): a page costs what the whole store does.
+            request.limit = LIST_PAGE
+            request.useStateDbOnly = True
 
         def listed(page: threads.ThreadListResult) -> None:
             roots = [t for t in page.data if is_root(t)]
@@ -403,6 +419,8 @@ class Lifecycle:
                     nextCursor=page.nextCursor if page.nextCursor is not None else UNSET,
                 ),
             )
+            if hub.paged_store and not self._index_repaired:
+                self._repair_index()
 
         def refused(error: ErrorObject) -> None:
             if params.cursor is not None and "cursor" in error.message.lower():
@@ -417,6 +435,30 @@ class Lifecycle:
                 hub.refuse_client(rid, from_codex(error))
 
         hub.codex_request("thread/list", request, threads.ThreadListResult, listed, refused)
+
+    def _repair_index(self) -> None:
+        """Once a connection has listed: one page read from the thread files, the newest
+        first, its answer unused. Codex's index lacks a thread file no Codex indexed (one
+        copied into the store from elsewhere, say: Codex indexes what it writes, 0.169 and
+        0.171 alike), and an index-only page leaves such a thread out; a page read from the
+        files indexes the ones it reads, so the next listing has them. It costs Codex what
+        every page cost before (it looks at every file), once, after the client has its page
+        instead of before."""
+        self._index_repaired = True
+
+        def ignored(_result: object) -> None:
+            pass
+
+        def refused(error: ErrorObject) -> None:
+            log.info("thread/list reading the thread files refused: %s", error.message)
+
+        self.hub.codex_request(
+            "thread/list",
+            threads.ThreadListParams(sortKey=LIST_SORT_KEY, limit=LIST_PAGE),
+            None,
+            ignored,
+            refused,
+        )
 
     # -- session/close -----------------------------------------------------------------
 

@@ -26,18 +26,21 @@ the sub-agent: its id, title and final status are the live ones.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import msgspec
+from msgspec import UNSET
 
 from ...acp import subagents as acp_subagents
 from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import items as codex_items
 from ...codex import threads as codex_threads
-from ...codex.messages import ThreadItem
+from ...codex import types as codex_types
+from ...codex.messages import ThreadItem, decode_item
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub
 from ..core.threads import ThreadRecord, Turn
@@ -56,6 +59,8 @@ class _Tree:
     items: dict[str, list[ThreadItem]] = field(default_factory=dict)
     #: The sub-agents each thread's history spawned, in order.
     spawned: dict[str, list[str]] = field(default_factory=dict)
+    #: Every sub-agent a read was asked of.
+    asked: set[str] = field(default_factory=set)
 
     def nicknames(self) -> history.Nicknames:
         return {i: s.agentNickname for i, s in self.stored.items() if s is not None}
@@ -88,41 +93,147 @@ class SubagentHistory:
         """The whole replay of a ``session/load`` of ``stored`` (read before it was
         resumed): the sub-agents are read, then the root's stored items are replayed, then
         the commands it still runs, then the sub-agents' associations and histories; then
-        ``then`` (the response)."""
+        ``then`` (the response). With the store paged (``Hub.paged_store``), the root's
+        turns come a page at a time (:meth:`_replay_pages`)."""
+        if self.hub.paged_store:
+            self._replay_pages(root, stored, then)
+            return
         root_items = history.stored_items(stored)
+        tree = _Tree()
 
-        def replay_all(tree: _Tree, running: list[msgspec.Struct]) -> None:
-            nicknames = tree.nicknames()
-            first = self._subagents.history_item(root.id, nicknames)
-            if not self.hub.subagents_exposed:
-                first = self._with_hidden(first, tree)
-            updates = history.replay_updates(root.id, root_items, first=first, cwd=root.cwd)
-            for update in updates + running:
+        def read() -> None:
+            self._finish(root, stored, tree, _tool_ids(root_items), then, root_items)
+
+        self._read_tree(root, root_items, tree, read)
+
+    def _replay_pages(
+        self, root: ThreadRecord, stored: codex_threads.StoredThread, then: Callable[[], None]
+    ) -> None:
+        """The root's history by ``thread/turns/list``, oldest page first, each page
+        replayed as it arrives (after reading the sub-agents it names, whose nicknames
+        title it) while Codex reads the next: only two pages of the history are held at
+        a time, and the client sees the first updates after one page's worth of Codex's
+        work, not the whole thread's."""
+        tree = _Tree()
+        tools: set[str] = set()
+        threads = self.hub.threads
+        # Codex subscribed this connection at the resume: what it says now of the thread
+        # (token usage, another client's running turn) follows the history and the answer.
+        threads.hold_traffic(root)
+
+        def answer() -> None:
+            then()
+            threads.release_traffic(root)
+            self._subagents.session_added(root)  # what Codex said meanwhile, in order
+
+        def ask(cursor: str | None) -> None:
+            self.hub.codex_request(
+                codex_threads.LIST_TURNS,
+                codex_threads.ThreadTurnsListParams(
+                    threadId=root.id,
+                    cursor=cursor if cursor is not None else UNSET,
+                    limit=TURN_PAGE,
+                    sortDirection="asc",
+                    itemsView="full",
+                ),
+                codex_threads.ThreadTurnsListResult,
+                listed,
+                failed,
+            )
+
+        #: Pages arrived and not replayed yet, in order; ``None``: no more (the last page
+        #: was replayed, or Codex refused one). At most one waits: the next page is asked
+        #: for as the one before it starts to be replayed, so Codex reads it meanwhile.
+        arrived: deque[codex_threads.ThreadTurnsListResult | None] = deque()
+        replaying = False
+
+        def listed(page: codex_threads.ThreadTurnsListResult) -> None:
+            arrived.append(page)
+            replay_next()
+
+        def failed(error: ErrorObject) -> None:
+            if not codex_threads.no_turns(error.code, error.message):
+                # The session is open (resumed): what was replayed stays, the rest is lost.
+                log.warning("history of %s not fully read: %s", root.id, error.message)
+            # else: a thread Codex holds and never stored has no turns to list.
+            arrived.append(None)
+            replay_next()
+
+        def replay_next() -> None:
+            nonlocal replaying
+            if replaying or not arrived:
+                return
+            page = arrived.popleft()
+            if page is None:
+                self._finish(root, stored, tree, tools, answer)
+                return
+            replaying = True
+            if page.nextCursor:
+                ask(page.nextCursor)
+            items = [decode_item(raw) for turn in page.data for raw in turn.items]
+            tools.update(_tool_ids(items))
+            if page.data:
+                _last_turn(root, page.data[-1])
+
+            def read() -> None:
+                nonlocal replaying
+                self._replay_root(root, items, tree)
+                replaying = False
+                if not page.nextCursor:
+                    arrived.append(None)
+                replay_next()
+
+            # The sub-agents this page names title its collab calls: read first.
+            self._read_tree(root, items, tree, read)
+
+        ask(None)
+
+    def _replay_root(self, root: ThreadRecord, items: list[ThreadItem], tree: _Tree) -> None:
+        """The updates that replay ``items`` of the root, titled with the sub-agents read."""
+        first = self._subagents.history_item(root.id, tree.nicknames())
+        if not self.hub.subagents_exposed:
+            first = self._with_hidden(first, tree)
+        for update in history.replay_updates(root.id, items, first=first, cwd=root.cwd):
+            self.hub.update(root.id, update)
+
+    def _finish(
+        self,
+        root: ThreadRecord,
+        stored: codex_threads.StoredThread,
+        tree: _Tree,
+        tools: set[str],
+        then: Callable[[], None],
+        root_items: list[ThreadItem] | None = None,
+    ) -> None:
+        """After the root's history (or with it, ``root_items``, once the running commands
+        are known): the commands it still runs, the sub-agents', then ``then``."""
+
+        def replay_rest(running: list[msgspec.Struct]) -> None:
+            if root_items is not None:
+                self._replay_root(root, root_items, tree)
+            for update in running:
                 self.hub.update(root.id, update)
             if self.hub.subagents_exposed:
                 self._restore_tree(root, tree)
             then()
 
-        def read(tree: _Tree) -> None:
-            if (stored.status or {}).get("type", "notLoaded") == "notLoaded":
-                # Not loaded in this Codex before the load: no command of it runs here.
-                replay_all(tree, [])
-                return
-            self._running_commands(root, root_items, lambda running: replay_all(tree, running))
-
-        self._read_tree(root, root_items, read)
+        if (stored.status or {}).get("type", "notLoaded") == "notLoaded":
+            # Not loaded in this Codex before the load: no command of it runs here.
+            replay_rest([])
+            return
+        self._running_commands(root, tools, replay_rest)
 
     def _running_commands(
         self,
         root: ThreadRecord,
-        root_items: list[ThreadItem],
+        stored_ids: set[str],
         done: Callable[[list[msgspec.Struct]], None],
     ) -> None:
         """The commands a thread this Codex already held still runs (a shared Codex: another
         client left them running, or they outlived their turn): Codex stores a command only
         once it ends, so the history lacks them. Each is replayed in progress (the live
-        session showed it so) and its later ``item/completed`` updates it."""
-        stored_ids = {item.id for item in root_items if isinstance(item, codex_items.ToolItem)}
+        session showed it so) and its later ``item/completed`` updates it. ``stored_ids``:
+        the tool items the history holds."""
 
         def listed(result: codex_threads.BackgroundTerminalsListResult) -> None:
             running: list[msgspec.Struct] = []
@@ -155,26 +266,30 @@ class SubagentHistory:
     # -- reading the sub-agents -------------------------------------------------------------------
 
     def _read_tree(
-        self, root: ThreadRecord, root_items: list[ThreadItem], done: Callable[[_Tree], None]
+        self,
+        root: ThreadRecord,
+        root_items: list[ThreadItem],
+        tree: _Tree,
+        done: Callable[[], None],
     ) -> None:
-        """Read the sub-agents ``root_items`` name (with the capability, the ones they spawned,
-        their turns and theirs in turn), then ``done`` with what was read."""
+        """Read into ``tree`` the sub-agents ``root_items`` name (with the capability, the
+        ones they spawned, their turns and theirs in turn) and not read yet, then ``done``."""
         exposing = self.hub.subagents_exposed
-        tree = _Tree()
-        asked: set[str] = set()
         outstanding = 0
 
         def visit(parent_id: str, items: list[ThreadItem]) -> None:
             nonlocal outstanding
             outstanding += 1  # this visit: a read that fails at once must not end the tree
-            targets = tree.spawned[parent_id] = _spawned(items)
+            spawned = tree.spawned.setdefault(parent_id, [])
+            targets = _spawned(items)
+            spawned += [t for t in targets if t not in spawned]
             if not exposing and parent_id == root.id:
                 # Every sub-agent a collab tool call of the root names titles it.
                 targets = _named(items)
             for child_id in targets:
-                if child_id in asked or self.hub.threads.session(child_id) is not None:
+                if child_id in tree.asked or self.hub.threads.session(child_id) is not None:
                     continue
-                asked.add(child_id)
+                tree.asked.add(child_id)
                 outstanding += 1
                 self._read_thread(child_id, read)
             finish()
@@ -190,7 +305,7 @@ class SubagentHistory:
             nonlocal outstanding
             outstanding -= 1
             if outstanding == 0:
-                done(tree)
+                done()
 
         visit(root.id, root_items)
 
@@ -326,6 +441,22 @@ _ASKING_ITEMS = (
     codex_items.FileChangeItem,
     codex_items.McpToolCallItem,
 )
+
+
+#: Turns in a page of a loaded history: enough that a page's round trip to Codex is small
+#: beside its work, few enough that one page's items are all the history held at once.
+TURN_PAGE = 50
+
+
+def _tool_ids(items: list[ThreadItem]) -> set[str]:
+    return {item.id for item in items if isinstance(item, codex_items.ToolItem)}
+
+
+def _last_turn(root: ThreadRecord, turn: codex_types.Turn) -> None:
+    """The last turn listed so far: when another client's turn runs on the thread (its
+    status ``active`` at the resume), the one in progress is that turn."""
+    if root.turn is not None and root.turn.foreign:
+        root.turn.id = turn.id if turn.status == "inProgress" else None
 
 
 def _spawned(items: list[ThreadItem]) -> list[str]:

@@ -1,0 +1,364 @@
+"""The stored work read in pages (``Hub.paged_store``): ``session/list`` from Codex's index, a
+loaded history by ``thread/turns/list`` pages replayed as each arrives, with the same updates
+as the whole-history read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from bridge.codex.threads import NO_TURNS, NO_TURNS_CODE
+from bridge.engine.features.lifecycle import LIST_PAGE
+from bridge.engine.features.subagent_history import TURN_PAGE
+from bridge.recording import read_recording
+from bridge.recording.format import MessageRecord
+from tests.support.fixture_sets import FIXTURES
+from tests.test_lifecycle import (
+    ANSWER_ITEM,
+    COMMAND_ITEM,
+    CWD,
+    REASONING_ITEM,
+    THREAD,
+    USER_ITEM,
+    Recorder,
+    answer,
+    codex_methods,
+    own,
+    replayed,
+    result_of,
+    resume_result,
+    stored_thread,
+    validate_all,
+)
+from tests.test_load_replay import command, spawn_item, user_message
+from tests.test_subagents import CAPABILITIES, CHILD, GRANDCHILD, ROOT, collab, stored
+
+#: A second sub-agent of the root, spawned on a later page.
+OTHER = "thread-other"
+
+# -- session/list ------------------------------------------------------------------------
+
+
+def list_page(h: Recorder, params: dict[str, Any], next_cursor: str | None) -> dict[str, Any]:
+    rid = h.client_request("session/list", params)
+    request = h.codex_request("thread/list")
+    h.codex_reply(request["id"], {"data": [], "nextCursor": next_cursor})
+    assert result_of(h, rid) == (
+        {"sessions": [], "nextCursor": next_cursor} if next_cursor else {"sessions": []}
+    )
+    return request["params"]  # type: ignore[no-any-return]
+
+
+INDEXED = {"sortKey": "updated_at", "limit": LIST_PAGE, "useStateDbOnly": True}
+#: The page that repairs Codex's index: read from the thread files, the newest first.
+REPAIR = {"sortKey": "updated_at", "limit": LIST_PAGE}
+
+
+def test_every_page_comes_from_the_index_of_a_page_the_size_of_a_screen() -> None:
+    h = Recorder(paged_store=True)
+    assert list_page(h, {}, "c1") == INDEXED
+    assert codex_methods(h)[-1] == "thread/list", "the repair, once the client has its page"
+    repair = h.codex_request("thread/list")
+    assert repair["params"] == REPAIR
+    answered = len(h.to_client)
+    h.codex_reply(repair["id"], {"data": [{"id": "x", "cwd": CWD}], "nextCursor": "r"})
+    assert len(h.to_client) == answered, "the repair's answer is nobody's"
+
+    assert list_page(h, {"cursor": "c1"}, None) == {**INDEXED, "cursor": "c1"}
+    # A later listing, with a cwd filter Codex applies: from the index, and no repair.
+    listed = len([m for m in h.to_codex if m.get("method") == "thread/list"])
+    assert list_page(h, {"cwd": "/w"}, None) == {**INDEXED, "cwd": "/w"}
+    assert len([m for m in h.to_codex if m.get("method") == "thread/list"]) == listed + 1
+    validate_all(h)
+
+
+def test_a_refused_repair_changes_nothing() -> None:
+    h = Recorder(paged_store=True)
+    list_page(h, {"cursor": "c1"}, None)
+    repair = h.codex_request("thread/list")
+    assert repair["params"] == REPAIR
+    answered = len(h.to_client)
+    h.codex_error(repair["id"], "no")
+    assert len(h.to_client) == answered
+    assert list_page(h, {}, None) == INDEXED
+
+
+# -- session/load ------------------------------------------------------------------------
+
+
+def turns_of(pages: list[list[list[dict[str, Any]]]]) -> list[list[dict[str, Any]]]:
+    return [turn for page in pages for turn in page]
+
+
+def page_of(turns: list[list[dict[str, Any]]], first: int, status: str = "completed") -> Any:
+    return [
+        {"id": f"turn-{first + n}", "status": status, "error": None, "items": items}
+        for n, items in enumerate(turns)
+    ]
+
+
+def test_a_paged_load_replays_each_page_as_it_arrives_then_answers() -> None:
+    h = Recorder(paged_store=True)
+    rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    read = answer(h, "thread/read", {"thread": stored_thread([])})
+    assert read["params"] == {"threadId": THREAD}, "the history is listed, not read whole"
+    resume = answer(h, "thread/resume", resume_result())
+    assert resume["params"] == {"threadId": THREAD, "cwd": CWD, "excludeTurns": True}
+
+    listing = h.codex_request("thread/turns/list")
+    assert listing["params"] == {
+        "threadId": THREAD,
+        "limit": TURN_PAGE,
+        "sortDirection": "asc",
+        "itemsView": "full",
+    }
+    h.codex_reply(
+        listing["id"], {"data": page_of([[USER_ITEM, ANSWER_ITEM]], 0), "nextCursor": "p2"}
+    )
+    # The first page is on its way, and Codex reads the second meanwhile; no answer yet.
+    shown = [u["sessionUpdate"] for u in h.updates(THREAD)]
+    assert shown == ["user_message_chunk"] * 5 + ["agent_message_chunk"]
+    assert h.client_response(rid) is None
+    [_, second] = [m for m in h.to_codex if m.get("method") == "thread/turns/list"]
+    assert second["params"]["cursor"] == "p2"
+    h.codex_reply(second["id"], {"data": page_of([[REASONING_ITEM]], 1), "nextCursor": None})
+    assert own(result_of(h, rid)) == {}
+    assert [u["sessionUpdate"] for u in replayed(h, rid)] == ["user_message_chunk"] * 5 + [
+        "agent_message_chunk",
+        "agent_thought_chunk",
+    ]
+    validate_all(h)
+
+
+USAGE = {
+    "threadId": THREAD,
+    "turnId": "turn-0",
+    "tokenUsage": {
+        "last": {"totalTokens": 120},
+        "total": {"totalTokens": 500},
+        "modelContextWindow": 1000,
+    },
+}
+
+
+def test_what_codex_says_of_the_thread_during_the_pages_follows_the_response() -> None:
+    """Codex speaks of the thread as soon as the resume subscribed it: that is now, the
+    history is then, so it waits for the history and its answer (a whole read, made before
+    the resume, had the same order)."""
+    h = Recorder(paged_store=True)
+    rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    answer(h, "thread/read", {"thread": stored_thread([])})
+    answer(h, "thread/resume", resume_result())
+    h.codex_notify("thread/tokenUsage/updated", USAGE)
+    answer(h, "thread/turns/list", {"data": page_of([[USER_ITEM]], 0), "nextCursor": "p2"})
+    h.codex_notify("thread/tokenUsage/updated", {**USAGE, "turnId": "turn-1"})
+    answer(h, "thread/turns/list", {"data": page_of([[ANSWER_ITEM]], 1), "nextCursor": None})
+    response_at = h.to_client.index(h.client_response(rid))  # type: ignore[arg-type]
+    assert [u["sessionUpdate"] for u in replayed(h, rid)] == ["user_message_chunk"] * 5 + [
+        "agent_message_chunk"
+    ]
+    after = [
+        m["params"]["update"]
+        for m in h.to_client[response_at:]
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "usage_update"
+    ]
+    assert after == [{"sessionUpdate": "usage_update", "used": 120, "size": 1000}] * 2
+    # Then as it comes again.
+    h.codex_notify("thread/tokenUsage/updated", USAGE)
+    assert h.to_client[-1]["params"]["update"]["sessionUpdate"] == "usage_update"
+    validate_all(h)
+
+
+def test_a_paged_load_of_a_thread_codex_never_stored_replays_nothing() -> None:
+    h = Recorder(paged_store=True)
+    rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    answer(h, "thread/read", {"thread": stored_thread([])})
+    answer(h, "thread/resume", resume_result())
+    h.codex_error(h.codex_request("thread/turns/list")["id"], NO_TURNS, NO_TURNS_CODE)
+    assert own(result_of(h, rid)) == {}
+    assert replayed(h, rid) == []
+
+
+def test_a_page_codex_refuses_ends_the_replay_with_what_was_shown() -> None:
+    h = Recorder(paged_store=True)
+    rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    answer(h, "thread/read", {"thread": stored_thread([])})
+    answer(h, "thread/resume", resume_result())
+    answer(h, "thread/turns/list", {"data": page_of([[ANSWER_ITEM]], 0), "nextCursor": "p2"})
+    h.codex_error(h.codex_request("thread/turns/list")["id"], "rollout unreadable")
+    # The session is open (Codex resumed it): the load answers, with the first page shown.
+    assert own(result_of(h, rid)) == {}
+    assert [u["sessionUpdate"] for u in replayed(h, rid)] == ["agent_message_chunk"]
+
+
+def test_the_turn_another_client_runs_is_named_by_the_last_page() -> None:
+    h = Recorder(paged_store=True)
+    rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
+    answer(h, "thread/read", {"thread": stored_thread([], status={"type": "active"})})
+    resumed = resume_result()
+    resumed["thread"]["status"] = {"type": "active", "activeFlags": []}
+    answer(h, "thread/resume", resumed)
+    answer(h, "thread/turns/list", {"data": page_of([[USER_ITEM]], 0), "nextCursor": "p2"})
+    last = page_of([[ANSWER_ITEM]], 1, status="inProgress")
+    answer(h, "thread/turns/list", {"data": last, "nextCursor": None})
+    answer(h, "thread/backgroundTerminals/list", {"data": []})
+    assert own(result_of(h, rid)) == {}
+    h.client_notify("session/cancel", {"sessionId": THREAD})
+    interrupt = h.codex_request("turn/interrupt")
+    assert interrupt["params"] == {"threadId": THREAD, "turnId": "turn-1"}
+
+
+# -- the same updates as the whole history -----------------------------------------------------
+
+
+class FakeCodex:
+    """Answers a load's Codex requests from stored threads (with their turns), whole or in
+    pages of ``page`` turns, as the engine asks; every other request with an empty list."""
+
+    def __init__(self, threads: dict[str, Any], resumed: Any, page: int) -> None:
+        self.threads = threads
+        self.resumed = resumed
+        self.page = page
+        self.answered = 0
+
+    def drive(self, h: Recorder) -> None:
+        while self.answered < len(h.to_codex):
+            message = h.to_codex[self.answered]
+            self.answered += 1
+            if "id" not in message or "method" not in message:
+                continue
+            h.codex_reply(message["id"], self.result(message["method"], message["params"]))
+
+    def result(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "thread/read":
+            thread = dict(self.threads[params["threadId"]])
+            if not params.get("includeTurns"):
+                thread["turns"] = []
+            return {"thread": thread}
+        if method == "thread/resume":
+            return self.resumed
+        if method == "thread/turns/list":
+            turns = self.threads[params["threadId"]]["turns"]
+            start = int(params.get("cursor", 0))
+            end = start + self.page
+            assert params["limit"] == TURN_PAGE and params["sortDirection"] == "asc"
+            return {"data": turns[start:end], "nextCursor": str(end) if end < len(turns) else None}
+        # What follows an opened session (skills, ...) and running commands: none.
+        return {"data": []}
+
+
+def load_both_ways(
+    threads: dict[str, Any], thread_id: str, resumed: Any, capabilities: dict[str, Any], page: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What the client receives from a load: the whole history read at once, and paged."""
+    out = []
+    for paged in (False, True):
+        h = Recorder(paged_store=paged)
+        h.client_request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+        start = len(h.to_client)
+        codex = FakeCodex(threads, resumed, page)
+        codex.answered = len(h.to_codex)
+        cwd = threads[thread_id]["cwd"]
+        h.client_request("session/load", {"sessionId": thread_id, "cwd": cwd, "mcpServers": []})
+        codex.drive(h)
+        out.append(h.to_client[start:])
+    return out[0], out[1]
+
+
+def test_pages_replay_the_same_updates_as_the_whole_history() -> None:
+    turns = [[USER_ITEM, REASONING_ITEM], [ANSWER_ITEM, COMMAND_ITEM], [], [ANSWER_ITEM]]
+    threads = {THREAD: stored_thread(turns)}
+    for page in (1, 2, 3, 10):
+        whole, paged = load_both_ways(threads, THREAD, resume_result(), {}, page)
+        assert len(whole) > 8 and paged == whole
+
+
+def recorded_loads(name: str) -> list[tuple[dict[str, Any], str, Any, dict[str, Any]]]:
+    """Each load a fixture recorded with its whole history: every thread read with turns
+    (the root's and its sub-agents'), the root, the resume's answer and the client's
+    capabilities."""
+    recording = read_recording(str(FIXTURES / f"{name}.codex.jsonl"))
+    asked: dict[Any, dict[str, Any]] = {}
+    threads: dict[str, Any] = {}
+    loads: list[tuple[str, Any]] = []
+    capabilities: dict[str, Any] = {}
+    for entry in recording.entries:
+        record = entry.record
+        if not isinstance(record, MessageRecord):
+            continue
+        message = msgspec.json.decode(record.data())
+        if record.dir == "from_client" and message.get("method") == "initialize":
+            # A v1 client's (a v2 recording's history is loaded here by a v1 client).
+            capabilities = message["params"].get("clientCapabilities", {})
+        elif record.dir == "to_codex" and "method" in message:
+            asked[message.get("id")] = message
+        elif record.dir == "from_codex" and "result" in message and message["id"] in asked:
+            request = asked.pop(message["id"])
+            if request["method"] == "thread/read" and request["params"].get("includeTurns"):
+                thread = message["result"]["thread"]
+                threads[thread["id"]] = thread
+            elif request["method"] == "thread/resume":
+                loads.append((request["params"]["threadId"], message["result"]))
+    return [
+        (threads, thread_id, resumed, capabilities)
+        for thread_id, resumed in loads
+        if thread_id in threads and threads[thread_id]["turns"]
+    ]
+
+
+@pytest.mark.parametrize("folder", ["", "codex-0.169/"])
+@pytest.mark.parametrize(
+    "name", ["load_with_history", "v2_resume_replay", "codex_killed_during_child"]
+)
+def test_a_recorded_history_replays_the_same_in_pages_of_one_turn(folder: str, name: str) -> None:
+    loads = recorded_loads(folder + name)
+    assert loads, f"{name} records a load of a stored history"
+    for threads, thread_id, resumed, capabilities in loads:
+        whole, paged = load_both_ways(threads, thread_id, resumed, capabilities, 1)
+        assert paged == whole
+
+
+@pytest.mark.parametrize("subagents", [False, True])
+def test_sub_agents_named_on_later_pages_replay_the_same_in_pages(subagents: bool) -> None:
+    """Each page's sub-agents are read before the page is replayed (their nicknames title its
+    collab calls), and what the whole history shows of them follows as before."""
+    threads = {
+        ROOT: stored(ROOT, []),
+        CHILD: stored(
+            CHILD,
+            [
+                user_message("u-child", "@@ go"),
+                command("call_child", "completed", 0, "echo one"),
+                spawn_item("spawn-3", CHILD, GRANDCHILD),
+            ],
+            parentThreadId=ROOT,
+            agentNickname="Ada",
+        ),
+        GRANDCHILD: stored(
+            GRANDCHILD,
+            [command("call_grandchild", "declined", None, "echo two")],
+            parentThreadId=CHILD,
+            agentNickname="Bo",
+        ),
+        OTHER: stored(OTHER, [user_message("u-other", "@@ hi")], parentThreadId=ROOT),
+    }
+    threads[ROOT]["turns"] = [
+        {"id": f"turn-{n}", "status": "completed", "items": items}
+        for n, items in enumerate(
+            [
+                [user_message("u-1", "go"), spawn_item("spawn-1", ROOT, CHILD)],
+                [collab("wait-1", "wait", ROOT, [CHILD])],
+                [user_message("u-2", "more"), spawn_item("spawn-2", ROOT, OTHER)],
+                [collab("wait-2", "wait", ROOT, [CHILD, OTHER])],
+            ]
+        )
+    ]
+    capabilities = dict(CAPABILITIES, subagents={}) if subagents else dict(CAPABILITIES)
+    for page in (1, 3):
+        whole, paged = load_both_ways(threads, ROOT, {"thread": threads[ROOT]}, capabilities, page)
+        assert paged == whole
+        shown = {m["params"]["sessionId"] for m in paged if m.get("method") == "session/update"}
+        assert shown == ({ROOT, CHILD, GRANDCHILD, OTHER} if subagents else {ROOT})
