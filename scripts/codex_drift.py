@@ -17,7 +17,7 @@ Exit status 0 with or without drift (it is a report); 1 when npm or Codex fails.
 How "used by the bridge" is decided, from the code, never from a list kept by hand:
 
 * Methods. Those Codex sends that the bridge handles are the keys of the engine's
-  routing tables (its notification routes and the server requests it answers). Those the
+  routing table (its notification routes and the server requests it answers). Those the
   bridge sends are the string constants in ``bridge/`` source that name a client request or
   notification of either schema (``bridge/codex/methods.py``, the generated list of what
   Codex sends, is not read).
@@ -703,7 +703,7 @@ def bridge_usage(schemas: Iterable[Surface], root: Path = ROOT) -> Usage:
 
     schemas = list(schemas)
     engine = Engine()
-    handled = set(engine._notifications) | set(engine._codex_requests)
+    handled = set(engine.codex_router.routes)
     sources = [
         p for p in sorted((root / "bridge").rglob("*.py")) if p != root / "bridge/codex/methods.py"
     ]

@@ -19,9 +19,10 @@ import bridge
 
 PACKAGE_DIR = Path(bridge.__file__).resolve().parent
 
-# Where the features live: each reacts to messages and is built, and handed its
-# collaborators, by the wiring module alone.
-FEATURES = "bridge.engine.features"
+# Where the features live: a module there with a class built on the hub (its first
+# argument, or a dataclass's first field, is ``hub``) is a feature when the wiring module
+# imports it, else a part of the one feature that reaches it (see feature_map).
+FEATURES_PACKAGE = "bridge.engine.features"
 # The one engine module allowed to import the feature modules.
 WIRING_MODULE = "bridge.engine.core.engine"
 
@@ -66,25 +67,6 @@ def find_modules(package_dir: Path) -> dict[str, Path]:
             parts.pop()
         modules[".".join(parts)] = path
     return modules
-
-
-def feature_modules(modules: Mapping[str, Path], features: str = FEATURES) -> list[str]:
-    """The modules of the ``features`` package that define a feature class: a public class
-    built with its collaborators (an ``__init__`` of its own), not a record (a dataclass)."""
-    found = []
-    for name, path in modules.items():
-        if not name.startswith(f"{features}."):
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        if any(
-            isinstance(node, ast.ClassDef)
-            and not node.name.startswith("_")
-            and not node.decorator_list
-            and any(isinstance(f, ast.FunctionDef) and f.name == "__init__" for f in node.body)
-            for node in tree.body
-        ):
-            found.append(name)
-    return sorted(found)
 
 
 def _is_package(path: Path) -> bool:
@@ -262,6 +244,77 @@ def importers_of(module: str, graph: Mapping[str, Iterable[str]]) -> list[str]:
     return sorted(name for name, targets in graph.items() if module in targets)
 
 
+def hub_classes(path: Path) -> list[str]:
+    """The classes of a module built on the hub: ``__init__(self, hub, ...)``, or a
+    dataclass whose first field is ``hub``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[str] = []
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        dataclass = any("dataclass" in ast.unparse(decorator) for decorator in node.decorator_list)
+        fields = [i for i in node.body if isinstance(i, ast.AnnAssign)]
+        inits = [i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"]
+        if inits:
+            params = inits[0].args.args
+            first = params[1].arg if len(params) > 1 else None
+        elif dataclass and fields and isinstance(fields[0].target, ast.Name):
+            first = fields[0].target.id
+        else:
+            first = None
+        if first == "hub":
+            found.append(node.name)
+    return found
+
+
+def built_classes(module: str, modules: Mapping[str, Path]) -> dict[str, str]:
+    """The classes ``module`` calls (builds) that it imported by name: class -> the module
+    it came from."""
+    path = modules[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if _is_package(path) else module.rpartition(".")[0]
+    imported: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:
+            parts = package.split(".")
+            base = ".".join([*parts[: len(parts) - (node.level - 1)], node.module])
+            for alias in node.names:
+                imported[alias.asname or alias.name] = _resolve(base, modules)
+    return {
+        node.func.id: imported[node.func.id]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in imported
+        and node.func.id[:1].isupper()
+    }
+
+
+def feature_map(
+    modules: Mapping[str, Path],
+    graph: Mapping[str, Iterable[str]],
+    *,
+    package: str = FEATURES_PACKAGE,
+    wiring: str = WIRING_MODULE,
+) -> tuple[list[str], dict[str, set[str]]]:
+    """The features (modules of ``package`` with a class on the hub that ``wiring``
+    imports), and each other such module (a part) -> the features that reach it through
+    modules of ``package`` that are no feature."""
+    on_hub = sorted(m for m in modules if m.startswith(f"{package}.") and hub_classes(modules[m]))
+    features = [m for m in on_hub if m in graph.get(wiring, ())]
+    owners: dict[str, set[str]] = {m: set() for m in on_hub if m not in features}
+    for feature in features:
+        seen, todo = {feature}, [feature]
+        while todo:
+            for target in graph.get(todo.pop(), ()):
+                if target.startswith(f"{package}.") and target not in seen | set(features):
+                    seen.add(target)
+                    todo.append(target)
+                    if target in owners:
+                        owners[target].add(feature)
+    return features, owners
+
+
 def tangles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     """The groups of modules that all reach each other (each one a knot to untie)."""
     return [c for c in _strongly_connected(graph) if len(c) > 1]
@@ -292,7 +345,7 @@ def engine_violations(
 
 MODULES = find_modules(PACKAGE_DIR)
 GRAPH = import_graph(MODULES)
-FEATURE_MODULES = feature_modules(MODULES)
+FEATURE_MODULES, PART_OWNERS = feature_map(MODULES, GRAPH)
 
 
 def test_no_import_cycles() -> None:
@@ -328,60 +381,47 @@ def test_the_engine_does_no_io() -> None:
         )
 
 
-def test_the_features_are_found() -> None:
-    # The features the engine is built of (not a list kept by hand): found in their package.
-    assert len(FEATURE_MODULES) >= 12, FEATURE_MODULES
-    assert {"bridge.engine.features.prompts", "bridge.engine.features.tools"} <= set(
-        FEATURE_MODULES
+def test_the_features_are_the_classes_the_wiring_builds() -> None:
+    # The feature list is derived (feature_map): what the wiring imports from the features
+    # package on the hub is what it builds, and it builds nothing else from there.
+    built = built_classes(WIRING_MODULE, MODULES)
+    from_features = {m for m in built.values() if m.startswith(f"{FEATURES_PACKAGE}.")}
+    assert "bridge.engine.features.prompts" in FEATURE_MODULES
+    assert sorted(from_features) == FEATURE_MODULES, (
+        "the wiring builds a class of each feature it imports, and only those: "
+        f"built from {sorted(from_features)}, features {FEATURE_MODULES}"
     )
-
-
-def owners_of(part: str, graph: Mapping[str, Iterable[str]], wired: set[str]) -> set[str]:
-    """The wired features a feature's part serves: followed up through its importers."""
-    owners: set[str] = set()
-    seen: set[str] = set()
-    todo = [part]
-    while todo:
-        for importer in importers_of(todo.pop(), graph):
-            if importer in seen:
-                continue
-            seen.add(importer)
-            if importer in wired:
-                owners.add(importer)
-            elif importer.startswith(f"{FEATURES}."):
-                todo.append(importer)
-            else:
-                owners.add(importer)  # anything else importing a part is a defect: named
-    return owners
 
 
 @pytest.mark.parametrize("feature", FEATURE_MODULES)
 def test_a_feature_is_imported_only_by_the_wiring_module(feature: str) -> None:
     importers = importers_of(feature, GRAPH)
     by = ", ".join(importers) or "nothing"
-    if WIRING_MODULE not in MODULES:
+    # Features know nothing of each other; only the wiring module puts them together.
+    if importers != [WIRING_MODULE]:
         pytest.fail(
-            f"the wiring module {WIRING_MODULE} does not exist ({feature} is imported by: {by})",
+            f"{feature} must be imported by {WIRING_MODULE} alone; imported by: {by}",
             pytrace=False,
         )
-    wired = {m for m in FEATURE_MODULES if WIRING_MODULE in importers_of(m, GRAPH)}
-    if feature in wired:
-        # Features know nothing of each other; only the wiring module puts them together.
-        if importers != [WIRING_MODULE]:
-            pytest.fail(
-                f"{feature} must be imported by {WIRING_MODULE} alone; imported by: {by}",
-                pytrace=False,
-            )
-        return
-    # A part of one feature (approvals' pending requests, a sub-agent's placement): it
-    # serves that feature alone, never two, and the wiring builds the feature, not it.
-    owners = owners_of(feature, GRAPH, wired)
-    if len(owners) != 1 or not owners <= wired:
+
+
+@pytest.mark.parametrize("part", sorted(PART_OWNERS))
+def test_a_part_of_a_feature_is_imported_by_that_feature_alone(part: str) -> None:
+    # A module on the hub the wiring does not import is a part of one feature (steering
+    # of prompts, pending of approvals): only that feature and its other parts import it.
+    owners = PART_OWNERS[part]
+    importers = importers_of(part, GRAPH)
+    if len(owners) != 1:
         pytest.fail(
-            f"{feature} is neither wired by {WIRING_MODULE} nor a part of one feature; "
-            f"it serves: {', '.join(sorted(owners)) or 'nothing'}",
+            f"{part} is on the hub but no feature's part: reached by {sorted(owners) or 'none'}; "
+            f"imported by {', '.join(importers) or 'nothing'}",
             pytrace=False,
         )
+    (owner,) = owners
+    family = {owner} | {p for p, o in PART_OWNERS.items() if o == owners}
+    strangers = [m for m in importers if m not in family]
+    if strangers:
+        pytest.fail(f"{part}, a part of {owner}, is imported by {strangers}", pytrace=False)
 
 
 # -- the checker, on packages made up for the purpose -----------------------------------
@@ -504,6 +544,50 @@ def test_the_checker_finds_a_loop_between_folders(tmp_path: Path) -> None:
     )
 
 
+def test_the_feature_map_tells_features_from_parts(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/features/__init__.py": "",
+            "fake/features/views.py": "def look(): ...\n",
+            "fake/features/prompts.py": (
+                "from .steering import Steering\nfrom .views import look\n"
+                "class Prompts:\n    def __init__(self, hub, *, settings): ...\n"
+            ),
+            "fake/features/steering.py": "class Steering:\n    def __init__(self, hub): ...\n",
+            "fake/features/recovery.py": (
+                "from dataclasses import dataclass\n"
+                "@dataclass\nclass Recovery:\n    hub: object\n    report: object\n"
+            ),
+            "fake/features/orphan.py": "class Orphan:\n    def __init__(self, hub): ...\n",
+            "fake/wiring.py": (
+                "from .features.prompts import Prompts\nfrom .features.recovery import Recovery\n"
+                "from .features import views\n"
+                "class Engine:\n    def __init__(self, hub):\n"
+                "        self.prompts = Prompts(hub, settings=None)\n"
+                "        self.recovery = Recovery(hub, report=None)\n"
+            ),
+        },
+    )
+    modules = find_modules(package)
+    graph = import_graph(modules)
+    features, owners = feature_map(modules, graph, package="fake.features", wiring="fake.wiring")
+    assert features == ["fake.features.prompts", "fake.features.recovery"]
+    assert owners == {"fake.features.orphan": set(), "fake.features.steering": {features[0]}}
+    assert built_classes("fake.wiring", modules) == {
+        "Prompts": "fake.features.prompts",
+        "Recovery": "fake.features.recovery",
+    }
+    # A part reached from two features belongs to neither.
+    (package / "features" / "recovery.py").write_text(
+        "from .steering import Steering\nclass Recovery:\n    def __init__(self, hub): ...\n"
+    )
+    graph = import_graph(find_modules(package))
+    _, owners = feature_map(modules, graph, package="fake.features", wiring="fake.wiring")
+    assert owners["fake.features.steering"] == set(features)
+
+
 def test_the_purity_check_sees_every_kind_of_import(tmp_path: Path) -> None:
     package = _make_package(
         tmp_path,
@@ -562,9 +646,7 @@ def test_the_checks_pass_an_engine_shaped_as_intended(tmp_path: Path) -> None:
     graph = import_graph(modules)
     assert find_cycles(graph) == []
     assert engine_violations(modules, engine="fake.engine", root=tmp_path) == []
-    features = feature_modules(modules, "fake.engine")
-    assert features == ["fake.engine.prompts", "fake.engine.tools"]
-    for feature in features:
+    for feature in ("fake.engine.prompts", "fake.engine.tools"):
         assert importers_of(feature, graph) == ["fake.engine.wiring"]
     # A feature reaching into another, even lazily, is caught.
     (package / "engine" / "prompts.py").write_text("def f():\n    from . import tools\n")

@@ -29,7 +29,14 @@ def test_the_methods_the_engine_handles_are_ones_codex_sends() -> None:
     assert set(REQUESTS) - RETIRED_REQUESTS <= SERVER_REQUESTS, set(REQUESTS) - SERVER_REQUESTS
     assert not RETIRED_REQUESTS & SERVER_REQUESTS, "the pinned Codex sends it: not retired"
     # Every method that has a type is routed, and nothing is routed without a type.
-    engine = Engine()
-    # (observers hear a method before the session gate: thread/started has no other route)
-    assert set(engine._notifications) | set(engine._observers) == set(NOTIFICATIONS)
-    assert set(engine._codex_requests) == set(REQUESTS)
+    routes = Engine().codex_router.routes
+    assert {m for m, route in routes.items() if route.answer is None} == set(NOTIFICATIONS)
+    assert {m for m, route in routes.items() if route.answer is not None} == set(REQUESTS)
+
+
+def test_each_route_names_the_type_its_messages_decode_into() -> None:
+    from bridge.codex.messages import params_type
+    from bridge.engine import Engine
+
+    routes = Engine().codex_router.routes
+    assert {m: r.params for m, r in routes.items()} == {m: params_type(m) for m in routes}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import msgspec
@@ -528,7 +529,9 @@ def test_a_defect_in_a_handler_answers_its_request_and_the_engine_goes_on(
 def test_a_codex_request_whose_handler_fails_is_answered_once() -> None:
     h = Harness()
     h.new_session()
-    h.engine._codex_requests["item/commandExecution/requestApproval"] = lambda rid, p: 1 / 0
+    routes = h.engine.codex_router.routes
+    method = "item/commandExecution/requestApproval"
+    routes[method] = dataclasses.replace(routes[method], answer=lambda rid, p: 1 / 0)
     params = {"threadId": "thread-1", "turnId": "t", "itemId": "i", "command": "ls", "cwd": "/w"}
     message = {"id": 7, "method": "item/commandExecution/requestApproval", "params": params}
     h._collect(h.engine.receive_codex(msgspec.json.encode(message)))

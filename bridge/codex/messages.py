@@ -7,6 +7,14 @@ message with :func:`decode_notification` / :func:`decode_request` before any
 feature sees it, and hands the same typed value to every feature that reacts
 to it. A method the bridge does not handle decodes into :class:`Untyped`,
 which keeps only the thread it concerns (the sub-agent gate needs that much).
+:func:`params_type` names the type a method's params decode into, as the
+engine's routing table (:mod:`bridge.engine.core.codex_routing`) lists them.
+
+The streamed answer is most of what Codex sends: :func:`streamed_delta`
+decodes an ``item/agentMessage/delta`` written as Codex writes it in one pass
+(envelope and params together) into the same
+:class:`~bridge.codex.types.AgentMessageDelta` the general way gives, for the
+same route; anything else is left to the general way.
 
 Items are decoded with their notification: :class:`ItemNotification`'s
 ``item`` is a :data:`ThreadItem`, a known item, an :class:`UnknownItem` (a type
@@ -23,6 +31,7 @@ from typing import Any, TypeAlias
 import msgspec
 from msgspec import Raw
 
+from ..jsonrpc.peer import MAX_DEPTH
 from . import account, approvals, items, palette, settings, types
 
 log = logging.getLogger(__name__)
@@ -133,9 +142,14 @@ class _AgentMessageDeltaMessage(msgspec.Struct, forbid_unknown_fields=True):
     emittedAtMs: int | None = None
 
 
+AGENT_MESSAGE_DELTA = "item/agentMessage/delta"
 #: How Codex begins every ``item/agentMessage/delta`` it writes (members in this order).
 AGENT_MESSAGE_DELTA_HEAD = b'{"method":"item/agentMessage/delta","params":'
 _AGENT_MESSAGE_DELTA = msgspec.json.Decoder(_AgentMessageDeltaMessage)
+_DELTA_HEAD_LEN = len(AGENT_MESSAGE_DELTA_HEAD)
+#: A message this short cannot nest deeper than the peer accepts (JSON nests at most
+#: half its length deep), so reading it without the peer skips no check.
+_SHALLOW = 2 * MAX_DEPTH
 
 
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
@@ -171,16 +185,30 @@ def decode_params(method: str, raw: Raw) -> Any:
     return params
 
 
-def agent_message_delta(data: bytes) -> types.AgentMessageDelta | None:
-    """``data`` as an ``item/agentMessage/delta`` notification, decoded in one pass (the
-    streamed answer is most of what Codex sends); ``None`` for anything else: another
-    member (``id``, ``jsonrpc``...), another method, params that do not fit, bad JSON.
-    The caller then reads it the general way, which says what is wrong with it."""
+def streamed_delta(data: bytes) -> types.AgentMessageDelta | None:
+    """``data`` as an ``item/agentMessage/delta`` notification, decoded in one pass;
+    ``None`` for anything else: another member (``id``, ``jsonrpc``...), another
+    method, params that do not fit, bad JSON, or a message long enough to need the
+    peer's depth check. The caller then reads it the general way, which says what
+    is wrong with it."""
+    # A slice compares faster than bytes.startswith, which parses its arguments.
+    if (
+        type(data) is not bytes
+        or len(data) > _SHALLOW
+        or data[:_DELTA_HEAD_LEN] != AGENT_MESSAGE_DELTA_HEAD
+    ):
+        return None
     try:
         message = _AGENT_MESSAGE_DELTA.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return None
-    return message.params if message.method == "item/agentMessage/delta" else None
+    return message.params if message.method == AGENT_MESSAGE_DELTA else None
+
+
+def params_type(method: str) -> type[Any]:
+    """The type :func:`decode_params` gives for ``method``'s params."""
+    kind = NOTIFICATIONS.get(method) or REQUESTS.get(method) or Untyped
+    return ItemNotification if kind is _ItemEnvelope else kind
 
 
 def decode_item(raw: Raw) -> ThreadItem:

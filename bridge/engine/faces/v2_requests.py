@@ -1,5 +1,6 @@
 """ACP v2's client requests: each decoded once, into its v2 params, for the feature that
-does it (the same feature method v1's request reaches).
+does it (the same feature method v1's request reaches). The features are handed in as
+objects behind the small protocols below (only the wiring imports a feature).
 
 Where v1 and v2 share a request's params (``session/list``, ``session/close``, the
 steering extension, ``auth/login`` as ``authenticate``), the v1 handler is v2's too.
@@ -9,7 +10,7 @@ reason; none of them is advertised.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, Protocol
 
 from msgspec import Raw
@@ -38,10 +39,20 @@ NOT_OFFERED = {
 SessionHandler = Callable[[RequestId, str], None]
 
 
-class OpenExisting(Protocol):
-    """Opens a stored session (``Lifecycle.open_existing``)."""
+class Prompting(Protocol):
+    """Opens sessions and prompts them (:mod:`bridge.engine.features.prompts`)."""
 
-    def __call__(
+    def new_session(
+        self, rid: RequestId, cwd: str, mcp_servers: list[dict[str, Any]] | None
+    ) -> None: ...
+
+    def prompt(self, rid: RequestId, session_id: str, content: list[Raw]) -> None: ...
+
+
+class Opening(Protocol):
+    """Opens stored sessions and forks them (:mod:`bridge.engine.features.lifecycle`)."""
+
+    def open_existing(
         self,
         rid: RequestId,
         method: str,
@@ -52,39 +63,68 @@ class OpenExisting(Protocol):
         replay: bool,
     ) -> None: ...
 
+    def fork(
+        self,
+        rid: RequestId,
+        session_id: str,
+        cwd: str,
+        mcp_servers: Sequence[dict[str, Any]] | None,
+        at: air.ForkPoint | None = None,
+    ) -> None: ...
+
+
+class Configuring(Protocol):
+    """Sets a session's config options (:mod:`bridge.engine.features.settings`)."""
+
+    def set_config(
+        self, rid: RequestId, session_id: str, config_id: str, value: Any, kind: Any
+    ) -> None: ...
+
+
+class Administering(Protocol):
+    """What v2 adds around a session (:mod:`bridge.engine.features.session_admin`)."""
+
+    def status(self, rid: RequestId, session_id: str) -> None: ...
+
+    def set_title(self, rid: RequestId, session_id: str, title: str) -> None: ...
+
+    def archive(self, rid: RequestId, session_id: str) -> None: ...
+
+    def unarchive(self, rid: RequestId, session_id: str) -> None: ...
+
+    def delete(self, rid: RequestId, session_id: str) -> None: ...
+
+    def logout(self, rid: RequestId) -> None: ...
+
+    def cancel_tool_call(self, rid: RequestId, session_id: str, call_id: str) -> None: ...
+
 
 def requests(
     *,
     initialize: RequestHandler,
-    new_session: Callable[[RequestId, str, list[dict[str, Any]] | None], None],
-    prompt: Callable[[RequestId, str, list[Raw]], None],
-    open_existing: OpenExisting,
-    fork: Callable[[RequestId, str, str, list[dict[str, Any]] | None, air.ForkPoint | None], None],
-    set_config: Callable[[RequestId, str, str, Any, Any], None],
-    status: SessionHandler,
-    set_title: Callable[[RequestId, str, str], None],
-    archive: SessionHandler,
-    unarchive: SessionHandler,
-    delete: SessionHandler,
-    logout: Callable[[RequestId], None],
-    cancel_tool_call: Callable[[RequestId, str, str], None],
-    same_as_v1: dict[str, RequestHandler],
+    prompts: Prompting,
+    lifecycle: Opening,
+    settings: Configuring,
+    admin: Administering,
+    same_as_v1: Mapping[str, RequestHandler],
     after_catalog: Callable[[RequestHandler], RequestHandler],
 ) -> dict[str, RequestHandler]:
-    """The v2 method → handler table, over the features' methods that do the work (the
-    engine's). ``same_as_v1``: the v1 handlers of the methods whose params v2 shares."""
+    """The v2 method → handler table, over the features that do the work.
+    ``same_as_v1``: the v1 handlers of the methods whose params v2 shares."""
 
     def session_prompt(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.PromptParams, "session/prompt")
-        prompt(rid, params.sessionId, params.prompt)
+        prompts.prompt(rid, params.sessionId, params.prompt)
 
     def session_new(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.NewSessionParams, "session/new")
-        new_session(rid, params.cwd, params.mcpServers)
+        prompts.new_session(rid, params.cwd, params.mcpServers)
 
     def session_fork(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ForkSessionParams, "session/fork")
-        fork(rid, params.sessionId, params.cwd, params.mcpServers, air.fork_point(params.meta))
+        lifecycle.fork(
+            rid, params.sessionId, params.cwd, params.mcpServers, air.fork_point(params.meta)
+        )
 
     def resume(rid: RequestId, raw: Raw) -> None:
         """With ``replayFrom: {type: "start"}``, the history first (v1's load); without
@@ -102,7 +142,7 @@ def requests(
         method = "session/load" if replay is not None else "session/resume"
 
         def open_session(rid: RequestId, _raw: Raw) -> None:
-            open_existing(
+            lifecycle.open_existing(
                 rid,
                 method,
                 params.sessionId,
@@ -115,7 +155,7 @@ def requests(
 
     def set_config_option(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.SetConfigOptionParams, "session/set_config_option")
-        set_config(rid, params.sessionId, params.configId, params.value, params.type)
+        settings.set_config(rid, params.sessionId, params.configId, params.value, params.type)
 
     def of_session(method: str, handler: SessionHandler) -> RequestHandler:
         """A request whose params name one session, and nothing else."""
@@ -127,14 +167,14 @@ def requests(
 
     def session_set_title(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.SetTitleParams, "session/set_title")
-        set_title(rid, params.sessionId, params.title)
+        admin.set_title(rid, params.sessionId, params.title)
 
     def auth_logout(rid: RequestId, _raw: Raw) -> None:
-        logout(rid)
+        admin.logout(rid)
 
     def tool_call_cancel(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ToolCallCancelParams, "tool_call/cancel")
-        cancel_tool_call(rid, params.sessionId, params.toolCallId)
+        admin.cancel_tool_call(rid, params.sessionId, params.toolCallId)
 
     def cancel_terminal(_rid: RequestId, raw: Raw) -> None:
         # Commands are tool calls with their output as content, not terminals of the
@@ -155,11 +195,11 @@ def requests(
         "session/list": same_as_v1["session/list"],
         "session/close": same_as_v1["session/close"],
         "session/set_config_option": set_config_option,
-        "session/status": of_session("session/status", status),
+        "session/status": of_session("session/status", admin.status),
         "session/set_title": session_set_title,
-        "session/archive": of_session("session/archive", archive),
-        "session/unarchive": of_session("session/unarchive", unarchive),
-        "session/delete": of_session("session/delete", delete),
+        "session/archive": of_session("session/archive", admin.archive),
+        "session/unarchive": of_session("session/unarchive", admin.unarchive),
+        "session/delete": of_session("session/delete", admin.delete),
         "auth/login": same_as_v1["authenticate"],
         "auth/logout": auth_logout,
         "tool_call/cancel": tool_call_cancel,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from msgspec import UNSET
@@ -45,8 +45,14 @@ log = logging.getLogger(__name__)
 
 Done = Callable[[str], None]
 Failed = Callable[[RpcError], None]
-#: The session's settings as the client sees them: (model, effort, mode name, mode description).
-Described = Callable[[ThreadRecord], tuple[str, str | None, str, str] | None]
+
+
+class Described(Protocol):
+    """The session's settings (:mod:`bridge.engine.features.settings`)."""
+
+    def describe(self, record: ThreadRecord) -> tuple[str, str | None, str, str] | None:
+        """As the client sees them: (model, effort, mode name, mode description)."""
+
 
 _GOAL_WORDS = {"pause": "paused", "resume": "active"}
 
@@ -54,9 +60,9 @@ _GOAL_WORDS = {"pause": "paused", "resume": "active"}
 class Palette:
     """Runs :data:`~bridge.engine.features.commands.QUICK` commands (see the module docstring)."""
 
-    def __init__(self, hub: Hub, *, describe: Described) -> None:
+    def __init__(self, hub: Hub, *, settings: Described) -> None:
         self.hub = hub
-        self._describe = describe
+        self._settings = settings
 
     def run(self, record: ThreadRecord, command: QuickCommand, done: Done, failed: Failed) -> None:
         handler = getattr(self, "_" + command.name)
@@ -84,7 +90,7 @@ class Palette:
             def keep(value: Any) -> None:
                 answers[name] = value
                 if len(answers) == 2:
-                    done(status_text(record, self._describe(record), **answers))
+                    done(status_text(record, self._settings.describe(record), **answers))
 
             return keep
 
@@ -195,7 +201,7 @@ class Palette:
             )
 
     def _plan(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
-        described = self._describe(record)
+        described = self._settings.describe(record)
         if described is None:
             failed(RpcError.invalid_params("/plan: this session has no settings to change"))
             return

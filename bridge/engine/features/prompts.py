@@ -7,7 +7,9 @@ says the turn ended: ``completed`` → ``end_turn``, ``interrupted`` →
 when Codex lacks credentials). What streams meanwhile is
 :mod:`bridge.engine.features.streaming`'s; a turn whose model Codex cannot
 reach, :mod:`bridge.engine.features.retries`'s (which stops it through
-:meth:`Prompts.interrupt`).
+:meth:`Prompts.interrupt`). Input added to the running turn instead of queued is
+steering (:mod:`bridge.engine.features.steering`, built here: a steer may start a
+turn).
 
 **One turn at a time.** A prompt sent while the session works (a turn, a
 command answered without one, a resume after Codex came back) is queued, and
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from msgspec import Raw
 
@@ -50,8 +52,9 @@ from ...jsonrpc.peer import ErrorObject
 from ..core import facts
 from ..core.hub import Hub, check_directory, decode_params, from_codex
 from ..core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn
-from .commands import QuickCommand
+from .commands import QuickCommand, command_request
 from .prompt_input import prompt_to_input
+from .steering import Steering
 from .turn_errors import lacks_credentials, policy_message
 
 log = logging.getLogger(__name__)
@@ -62,18 +65,29 @@ Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult],
 #: Adds to ``thread/start`` what the session asks for (its MCP servers, as the client
 #: gave them).
 ThreadStarting = Callable[[list[dict[str, Any]] | None, codex_types.ThreadStartParams], None]
-#: Adds the user's picks (mode, model, effort) to a ``turn/start``.
-TurnStarting = Callable[[ThreadRecord, codex_types.TurnStartParams], None]
-#: A slash command's Codex request (or one answered without a turn), or ``None`` for an
-#: ordinary prompt.
-Command = Callable[
-    [ThreadRecord, list[codex_types.UserInput]], tuple[str, Any] | QuickCommand | None
-]
-#: Runs a command answered without a turn: calls the first function with its text, or the
-#: second with the error to answer.
-Quick = Callable[
-    [ThreadRecord, QuickCommand, Callable[[str], None], Callable[[RpcError], None]], None
-]
+
+
+class TurnSettings(Protocol):
+    """The session's settings (:mod:`bridge.engine.features.settings`), as a turn needs them."""
+
+    def turn_starting(self, record: ThreadRecord, request: codex_types.TurnStartParams) -> None:
+        """Add the user's picks (mode, model, effort) to a ``turn/start``."""
+
+    def input_modalities(self, record: ThreadRecord) -> list[str] | None:
+        """The input the session's model takes (``None``: not known)."""
+
+
+class QuickCommands(Protocol):
+    """Runs the slash commands answered without a turn (:mod:`bridge.engine.features.palette`)."""
+
+    def run(
+        self,
+        record: ThreadRecord,
+        command: QuickCommand,
+        done: Callable[[str], None],
+        failed: Callable[[RpcError], None],
+    ) -> None:
+        """Call ``done`` with the command's text, or ``failed`` with the error to answer."""
 
 
 class Prompts:
@@ -83,27 +97,25 @@ class Prompts:
         self,
         hub: Hub,
         *,
+        settings: TurnSettings,
+        palette: QuickCommands,
         open_root: Callable[[str, str], ThreadRecord],
         opened: Opened,
         thread_starting: ThreadStarting,
-        turn_starting: TurnStarting,
-        command: Command,
         settled: Callable[[ThreadRecord], None],
-        turn_known: Callable[[ThreadRecord], None],
-        quick: Quick,
     ) -> None:
         self.hub = hub
+        self._settings = settings
+        self._palette = palette
         self._open_root = open_root
         self._opened = opened
         self._thread_starting = thread_starting
-        self._turn_starting = turn_starting
-        self._command = command
         #: Called once a prompt has been answered because its turn ended or Codex
         #: refused to start it (``session/close`` waits for this).
         self._settled = settled
-        #: Called once Codex has named the session's turn (a steer waits for it).
-        self._turn_known_hook = turn_known
-        self._quick = quick
+        #: Input added to the running turn: it waits for the turn to be named, starts a
+        #: turn of its own on an idle session (built here: it needs this feature's turns).
+        self.steering = Steering(hub, turns=self, settings=settings)
         #: Quick commands answered so far (their messages' ids).
         self._quick_count = 0
         #: Prompts inserted under a message id of this bridge's, numbered.
@@ -169,7 +181,7 @@ class Prompts:
     def _start(self, record: ThreadRecord, rid: RequestId | None, inputs: list[Any]) -> None:
         """Start the turn (or the slash command) that answers prompt ``rid``."""
         hub = self.hub
-        command = self._command(record, inputs)
+        command = command_request(record, inputs)
         if isinstance(command, QuickCommand) and rid is not None:
             self._run_quick(record, rid, command)
             return
@@ -198,7 +210,7 @@ class Prompts:
                     self._end(record, rid, from_codex(error))
                 else:
                     log.warning("turn/start for a steer refused: %s", error.message)
-                self._settled(record)
+                self._settle(record)
                 self._start_next(record)
 
         if command is not None:
@@ -206,7 +218,7 @@ class Prompts:
         else:
             method = "turn/start"
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
-            self._turn_starting(record, request)
+            self._settings.turn_starting(record, request)
             if rid is not None:
                 self._await_item(record, rid)
         hub.codex_request(method, request, codex_commands.CommandStartResult, accepted, refused)
@@ -294,7 +306,7 @@ class Prompts:
             record.turn = None
             if turn.cancel_requested:
                 self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
-                self._settled(record)
+                self._settle(record)
                 self._start_next(record)
                 return False
             return True
@@ -309,17 +321,23 @@ class Prompts:
                 ),
             )
             self._end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
-            self._settled(record)
+            self._settle(record)
             self._start_next(record)
 
         def failed(error: RpcError) -> None:
             if not finish():
                 return
             self._end(record, rid, error)
-            self._settled(record)
+            self._settle(record)
             self._start_next(record)
 
-        self._quick(record, command, done, failed)
+        self._palette.run(record, command, done, failed)
+
+    def _settle(self, record: ThreadRecord) -> None:
+        """The session's prompt was answered (its turn ended, or Codex refused it): a close
+        waiting on it finishes, then waiting steers meet an idle session."""
+        self._settled(record)
+        self.steering.turn_ended(record)
 
     def _name_turn(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
         """Codex named the session's turn (its answer to ``turn/start``, or ``turn/started``,
@@ -330,7 +348,7 @@ class Prompts:
         record.own_turns.add(turn_id)
         if turn.cancel_requested or turn.failure is not None:
             self.interrupt(record, turn)
-        self._turn_known_hook(record)
+        self.steering.turn_known(record)
 
     def interrupt(self, record: ThreadRecord, turn: Turn) -> None:
         """Send ``turn/interrupt`` for ``turn``, once (a cancel, or the bridge stopping it:
@@ -390,7 +408,7 @@ class Prompts:
             # session, Codex's TUI): the session's turn all the same (see Turn.foreign).
             record.turn = Turn(id=note.turn.id, foreign=True)
             log.info("session %s: turn %s started by another client", record.id, note.turn.id)
-            self._turn_known_hook(record)
+            self.steering.turn_known(record)
             return
         if _root_turn(record.turn):
             self._name_turn(record, record.turn, note.turn.id)
@@ -412,7 +430,7 @@ class Prompts:
         record.turn = None
         rid = turn.request_id
         if rid is None:  # a steer's turn or another client's: nobody here waits for it
-            self._settled(record)
+            self._settle(record)
             self._start_next(record)
             return
         status = note.turn.status
@@ -439,7 +457,7 @@ class Prompts:
             code = ErrorCode.AUTH_REQUIRED if lacks_credentials(error) else ErrorCode.INTERNAL_ERROR
             message = policy_message(info, message) or f"Codex turn ended with status {status}"
             self._end(record, rid, RpcError(code, message, data))
-        self._settled(record)
+        self._settle(record)
         self._start_next(record)
 
     def _end(
@@ -453,6 +471,20 @@ class Prompts:
             elif prompt is not None and prompt.message_id is None:
                 self._insert(record, prompt, None)  # its turn ran, though no item named it
         self.hub.end_prompt(facts.PromptEnded(record, rid, prompt, outcome))
+
+    # -- what every turn states -----------------------------------------------------------
+
+    def state_turn_started(self, note: codex_types.TurnNotification) -> None:
+        """Codex started a turn on the thread (a prompt's, or one nobody here asked for):
+        a fact for the face, once the features that react to it have (see the engine's
+        routing table)."""
+        self.hub.state(facts.TurnStarted(note.threadId, note.turn.id))
+
+    def state_turn_ended(self, note: codex_types.TurnNotification) -> None:
+        """Codex ended a turn on the thread, thus: a fact for the face, once the features
+        that react to it have (the prompt's answer, its tool calls, its questions)."""
+        error = note.turn.error.message if note.turn.error else None
+        self.hub.state(facts.TurnEnded(note.threadId, note.turn.id, note.turn.status, error))
 
     def resume_settled(self, record: ThreadRecord) -> None:
         """Codex answered the session's resume after it came back: prompts that waited for

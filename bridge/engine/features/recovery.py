@@ -23,8 +23,8 @@ cannot be read stays ``unknown``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
+from typing import Protocol
 
 from msgspec import UNSET
 
@@ -40,16 +40,30 @@ log = logging.getLogger(__name__)
 _NOT_THERE = (codex_threads.NO_ROLLOUT, "thread not loaded", "thread not found")
 
 
+class WorkReports(Protocol):
+    """Reports sub-agents' work (:mod:`bridge.engine.features.subagents`)."""
+
+    def report(self, record: ThreadRecord) -> None:
+        """Send a sub-agent's work state when it changed."""
+
+
+class Resumes(Protocol):
+    """Waits on a session's resume (:mod:`bridge.engine.features.prompts`)."""
+
+    def resume_settled(self, record: ThreadRecord) -> None:
+        """The session's resume is settled, whichever way (its prompts wait for it)."""
+
+
 @dataclass(eq=False)
 class Recovery:
     """Resumes every session on a new Codex connection (see the module docstring)."""
 
     hub: Hub
     _: KW_ONLY
-    #: Sends a sub-agent's work state when it changed.
-    report: Callable[[ThreadRecord], None]
-    #: Called once a session's resume is settled, whichever way (its prompts wait).
-    resumed: Callable[[ThreadRecord], None]
+    #: Told each sub-agent's state once it was read.
+    subagents: WorkReports
+    #: Told once each session's resume is settled.
+    prompts: Resumes
 
     def recover(self) -> None:
         for record in self.hub.threads:
@@ -71,7 +85,7 @@ class Recovery:
         def settled() -> None:
             if record.resuming:
                 record.resuming = False
-                self.resumed(record)
+                self.prompts.resume_settled(record)
 
         def subscribed(_result: object) -> None:
             record.gone = None
@@ -135,7 +149,7 @@ class Recovery:
             elif last is not None:
                 error = last.error.message if last.error else None
                 record.outcome = workstate.turn_outcome(last.status, error)
-            self.report(record)
+            self.subagents.report(record)
 
         def failed(error: ErrorObject) -> None:
             log.warning(

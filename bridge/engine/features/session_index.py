@@ -30,6 +30,7 @@ from typing import Any
 
 from ...acp import air
 from ...acp import sessions as acp_sessions
+from ...codex import items as codex_items
 from ...codex import threads as codex_threads
 from ...codex import types as codex_types
 from ..core.hub import Hub
@@ -138,9 +139,9 @@ class SessionIndex:
         self._cwds[thread.id] = thread.cwd
         self._changed(thread.id)
 
-    def thread_renamed(self, thread_id: str) -> None:
+    def name_updated(self, note: codex_items.ThreadNameUpdated) -> None:
         if self.on:
-            self._changed(thread_id)
+            self._changed(note.threadId)
 
     def _changed(self, thread_id: str) -> None:
         record = self.hub.threads.get(thread_id)

@@ -26,9 +26,8 @@ steering (the RFD restricts them to ``session/cancel``): see
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from msgspec import UNSET, Raw
 
@@ -59,20 +58,32 @@ class Steer:
     sent: bool = False
 
 
-class Steering:
-    """``_session/steering`` (see the module docstring)."""
+class Turns(Protocol):
+    """Starts a session's turns (:class:`bridge.engine.features.prompts.Prompts`)."""
 
-    def __init__(
-        self,
-        hub: Hub,
-        *,
-        start_turn: Callable[[ThreadRecord, list[Any]], None],
-        input_modalities: Callable[[ThreadRecord], list[str] | None],
-    ) -> None:
+    def start_turn(self, record: ThreadRecord, inputs: list[Any]) -> None:
+        """Start a turn no prompt waits for; prompts sent meanwhile queue behind it."""
+
+
+class Modalities(Protocol):
+    """The session's model, as steering needs it (:mod:`bridge.engine.features.settings`)."""
+
+    def input_modalities(self, record: ThreadRecord) -> list[str] | None:
+        """The input the session's model takes (``None``: not known)."""
+
+
+class Steering:
+    """``_session/steering`` (see the module docstring).
+
+    Built by the prompts feature, whose ``turns`` a steer on an idle session starts
+    and which tells it when a session's turn is named or has ended.
+    """
+
+    def __init__(self, hub: Hub, *, turns: Turns, settings: Modalities) -> None:
         self.hub = hub
-        self._start_turn = start_turn
-        #: The modalities the session's model takes (``None``: not known).
-        self._input_modalities = input_modalities
+        self._turns = turns
+        #: The modalities the session's model takes.
+        self._settings = settings
 
     def steer(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_steering.SteeringParams, acp_steering.METHOD)
@@ -176,7 +187,7 @@ class Steering:
         if self.hub.threads.session(record.id) is not record or record.closing is not None:
             self._answer(steer, "failed", "sessionClosed")
             return
-        self._start_turn(record, steer.inputs)
+        self._turns.start_turn(record, steer.inputs)
         self._answer(steer, "startedNewTurn")
 
     def _answer(self, steer: Steer, outcome: acp_steering.Outcome, reason: str = "") -> None:
@@ -188,7 +199,7 @@ class Steering:
     def _check_modalities(self, record: ThreadRecord, inputs: list[Any]) -> None:
         if not any(isinstance(item, _IMAGE_INPUTS) for item in inputs):
             return
-        modalities = self._input_modalities(record)
+        modalities = self._settings.input_modalities(record)
         if modalities is not None and "image" not in modalities:
             model = record.settings.model if record.settings is not None else "the model"
             raise RpcError.invalid_params(

@@ -28,7 +28,8 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import msgspec
 from msgspec import UNSET
@@ -65,19 +66,26 @@ class _Tree:
         return {i: s.agentNickname for i, s in self.stored.items() if s is not None}
 
 
-@dataclass(eq=False)
-class SubagentHistory:
-    """Replays a loaded root's history and its sub-agents."""
+class Children(Protocol):
+    """What the history needs of the sub-agents feature."""
 
-    hub: Hub
-    _: KW_ONLY
-    #: Replays a session's collab items (spawns as messages), with the nicknames of the
-    #: sub-agents read.
-    history_item: Callable[[str, history.Nicknames], history.ItemReplay]
-    #: Told of each child that becomes a session.
-    session_added: Callable[[ThreadRecord], None]
-    #: Sends a child's current work state.
-    report: Callable[[ThreadRecord], None]
+    def history_item(self, parent_id: str, nicknames: history.Nicknames) -> history.ItemReplay:
+        """Replays a session's collab items (spawns as messages), with the nicknames read."""
+
+    def session_added(self, record: ThreadRecord) -> None:
+        """A child became a session."""
+
+    def report(self, record: ThreadRecord) -> None:
+        """Sends a child's current work state."""
+
+
+class SubagentHistory:
+    """Replays a loaded root's history and its sub-agents (``subagents``: what it
+    replays through, see :class:`Children`)."""
+
+    def __init__(self, hub: Hub, *, subagents: Children) -> None:
+        self.hub = hub
+        self._subagents = subagents
 
     def replay(
         self, root: ThreadRecord, stored: codex_threads.StoredThread, then: Callable[[], None]
@@ -116,7 +124,7 @@ class SubagentHistory:
         def answer() -> None:
             then()
             threads.release_traffic(root)
-            self.session_added(root)  # what Codex said meanwhile, in order
+            self._subagents.session_added(root)  # what Codex said meanwhile, in order
 
         def ask(cursor: str | None) -> None:
             self.hub.codex_request(
@@ -182,7 +190,7 @@ class SubagentHistory:
 
     def _replay_root(self, root: ThreadRecord, items: list[ThreadItem], tree: _Tree) -> None:
         """The updates that replay ``items`` of the root, titled with the sub-agents read."""
-        first = self.history_item(root.id, tree.nicknames())
+        first = self._subagents.history_item(root.id, tree.nicknames())
         if not self.hub.subagents_exposed:
             first = self._with_hidden(first, tree)
         for update in history.replay_updates(root.id, items, first=first, cwd=root.cwd):
@@ -398,7 +406,7 @@ class SubagentHistory:
             cwd=stored.cwd if stored else "",
             visible=True,
         )
-        self.session_added(child)
+        self._subagents.session_added(child)
         if stored is None:
             sessions = self.hub.client_capabilities.session or {}
             if sessions.get("notices") is not None:
@@ -412,7 +420,7 @@ class SubagentHistory:
                 )
             return child
         updates = history.replay_updates(
-            child_id, items, first=self.history_item(child_id, nicknames), cwd=child.cwd
+            child_id, items, first=self._subagents.history_item(child_id, nicknames), cwd=child.cwd
         )
         for update in _as_incoming(updates, parent_id, child_id):
             self.hub.update(child_id, update)
@@ -424,7 +432,7 @@ class SubagentHistory:
         """Current snapshots of the children a load replayed, now that history is over."""
         replayed, root.replayed = root.replayed, []
         for child in replayed:
-            self.report(child)
+            self._subagents.report(child)
 
 
 #: The items whose tool call a permission request introduces on the session it is asked on.

@@ -1,0 +1,58 @@
+"""Feature: what a client turns on at ``initialize`` beyond ACP itself.
+
+A client declares, in its capabilities' ``_meta``, the extensions it takes: JetBrains
+AIR's (:mod:`bridge.acp.air`, kept as ``hub.air``), the model providers' methods
+(:mod:`bridge.engine.features.providers`), Codex's usage limits
+(:mod:`bridge.engine.features.usage_limits`), AIR's async tasks
+(:mod:`bridge.engine.features.async_tasks`): this feature builds those three, its
+parts, and the wiring routes Codex's messages to them. The connection
+(:mod:`bridge.engine.core.connection`) asks this feature, for either ACP version, what
+the answer offers and which methods the client's request table gains; the latest
+``initialize`` decides.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...acp import air
+from ..core.hub import Hub, RequestHandler
+from .async_tasks import AsyncTasks
+from .providers import Providers
+from .usage_limits import UsageLimits
+
+#: Offered by the providers feature to a client that asks (see its module).
+PROVIDER_METHODS = ("providers/list", "providers/set", "providers/disable")
+
+
+class Extensions:
+    """What a client turns on at ``initialize`` (see the module docstring)."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.usage_limits = UsageLimits(hub)
+        self.providers = Providers(hub)
+        self.async_tasks = AsyncTasks(hub)
+
+    def declared(self, client_meta: Any) -> frozenset[str] | None:
+        """The client's AIR capabilities (``None``: not AIR), kept for every feature."""
+        self.hub.air = air.declared(client_meta)
+        return self.hub.air
+
+    def offer(self, caps: Any, client_meta: Any, requests: dict[str, RequestHandler]) -> None:
+        """Fill the answer's capabilities ``caps`` and the client's request table with what
+        the client declared."""
+        self.usage_limits.advertise(caps, client_meta)
+        self.providers.advertise(caps, client_meta)
+        self.providers.offer(requests)
+        if self.async_tasks.on:
+            requests[air.ASYNC_TASK_STOP] = self.async_tasks.stop
+
+    def withdraw(self, requests: dict[str, RequestHandler]) -> None:
+        """Take back from a table kept across ``initialize``s what an earlier one offered."""
+        for method in (*PROVIDER_METHODS, air.ASYNC_TASK_STOP):
+            requests.pop(method, None)
+
+    def advertised(self, meta: Any) -> Any:
+        """The answer's ``_meta``, with AIR's extensions when the client is AIR."""
+        return air.advertised(meta, self.hub.air) if self.hub.air is not None else meta
