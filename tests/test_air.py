@@ -11,15 +11,7 @@ from bridge.engine.features.file_reports import changed_paths
 from bridge.engine.features.session_index import row_state
 from bridge.jsonrpc import RpcError
 
-#: What the bridge offers every AIR client.
-ALWAYS = [
-    "agentFileChangeReport",
-    "asyncTasks",
-    "sessionFailure",
-    "diffPatch",
-    "nativeSubagentSessions",
-    "recommendedValue",
-]
+from .support.air import ALWAYS
 
 
 def meta(air_value: Any) -> dict[str, Any]:

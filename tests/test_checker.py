@@ -181,6 +181,28 @@ class Case:
     valid_acp: bool = True
 
 
+def loaded_with_a_question() -> Conversation:
+    """A session/load that replays one user message (``u-1``), and its answer."""
+    return [
+        load_session(1, ROOT),
+        user_chunk(ROOT, "replayed question", message_id="u-1"),
+        load_result(1),
+    ]
+
+
+def only_with_subagents(
+    update: str, passing: Conversation, refused: tuple[Conversation, int]
+) -> list[Case]:
+    """``update`` passes in ``passing`` to a client that declared subagents; in ``refused``,
+    to one that did not, it is a violation at the line given."""
+    conversation, line = refused
+    why = f"{update} sent to a client that did not declare subagents"
+    return [
+        Case(f"{update} to a client with subagents passes", passing, subagents=True),
+        Case(f"{update} to a client without subagents", conversation, (line, why), subagents=False),
+    ]
+
+
 CASES = [
     # Rule 1: announcement before traffic.
     Case("root traffic after session/new passes", [*root(), agent_chunk(ROOT)]),
@@ -308,38 +330,16 @@ CASES = [
         (2, f"recipientSessionId {STRANGER!r}"),
     ),
     # Rule 2: the subagents capability.
-    Case(
-        "subagent_update to a client with subagents passes",
-        [*with_child(), agent_chunk(CHILD)],
-        subagents=True,
-    ),
-    Case(
-        "subagent_update to a client without subagents",
-        with_child(),
-        (2, "subagent_update sent to a client that did not declare subagents"),
-        subagents=False,
-    ),
-    Case(
-        "session_message to a client with subagents passes",
+    *only_with_subagents("subagent_update", [*with_child(), agent_chunk(CHILD)], (with_child(), 2)),
+    *only_with_subagents(
+        "session_message",
         [*root(), session_message(ROOT, sender=ROOT)],
-        subagents=True,
+        ([*root(), agent_chunk(ROOT), session_message(ROOT, sender=ROOT)], 3),
     ),
-    Case(
-        "session_message to a client without subagents",
-        [*root(), agent_chunk(ROOT), session_message(ROOT, sender=ROOT)],
-        (3, "session_message sent to a client that did not declare subagents"),
-        subagents=False,
-    ),
-    Case(
-        "session_message_chunk to a client with subagents passes",
+    *only_with_subagents(
+        "session_message_chunk",
         [*root(), session_message_chunk(ROOT)],
-        subagents=True,
-    ),
-    Case(
-        "session_message_chunk to a client without subagents",
-        [*root(), session_message_chunk(ROOT)],
-        (2, "session_message_chunk sent to a client that did not declare subagents"),
-        subagents=False,
+        ([*root(), session_message_chunk(ROOT)], 2),
     ),
     Case(
         "ordinary updates to a client without subagents pass",
@@ -489,19 +489,12 @@ CASES = [
     ),
     Case(
         "a live user message (steered input) after a load response passes",
-        [
-            load_session(1, ROOT),
-            user_chunk(ROOT, "replayed question", message_id="u-1"),
-            load_result(1),
-            user_chunk(ROOT, "steered words", message_id="u-9"),
-        ],
+        [*loaded_with_a_question(), user_chunk(ROOT, "steered words", message_id="u-9")],
     ),
     Case(
         "a replayed user message sent again after the load response",
         [
-            load_session(1, ROOT),
-            user_chunk(ROOT, "replayed question", message_id="u-1"),
-            load_result(1),
+            *loaded_with_a_question(),
             user_chunk(ROOT, "replayed question", message_id="u-1"),
         ],
         (3, "history (user_message_chunk)"),

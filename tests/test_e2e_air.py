@@ -19,31 +19,25 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient
-from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 
-from .support.daemon import ATTACHED, running_daemon
-from .support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from .support.air import ALWAYS, declaring
+from .support.daemon import ATTACHED
+from .support.e2e import (
+    SCENARIO_SECONDS,
+    Conversation,
+    OpenConversation,
+)
 from .support.scenarios.approvals import ESCALATED, GIT_FOLDER, PATCH_IN_GIT, Answers
 from .support.scenarios.tools import BIG, PATCH_PROMPT
-
-#: What the bridge offers every AIR client.
-ALWAYS = [
-    "agentFileChangeReport",
-    "asyncTasks",
-    "sessionFailure",
-    "diffPatch",
-    "nativeSubagentSessions",
-    "recommendedValue",
-]
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 AIR_INDEX = {
     "fs": {"readTextFile": False, "writeTextFile": False},
     "terminal": False,
-    "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionIndex"]}}},
+    **declaring("sessionIndex"),
 }
 
 
@@ -83,72 +77,58 @@ async def list_changed(client: AcpClient, start: int, cwd: Path) -> int:
     return client.received.index(message)
 
 
+@pytest.mark.conversation(capabilities=AIR_INDEX)
 async def test_session_index_rows_carry_state_and_times_and_changes_are_pushed(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    conversation: Conversation, workspace: Path
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize(AIR_INDEX)
-            assert init["_meta"]["jetbrains"]["air"] == {
-                "version": 1,
-                "capabilities": [*ALWAYS, "sessionIndex"],
-            }
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, "@@ say first") == {"stopReason": "end_turn"}
+    client, sid = conversation.client, conversation.sid
+    assert conversation.init["_meta"]["jetbrains"]["air"] == {
+        "version": 1,
+        "capabilities": [*ALWAYS, "sessionIndex"],
+    }
+    await conversation.said("@@ say first")
 
-            first = await row(client, workspace, sid)
-            assert first["archived"] is False
-            assert first["state"] == "idle"
-            assert "lastPromptAt" in first and "lastTurnEndedAt" in first
+    first = await row(client, workspace, sid)
+    assert first["archived"] is False
+    assert first["state"] == "idle"
+    assert "lastPromptAt" in first and "lastTurnEndedAt" in first
 
-            # A turn that runs a while: the listed cwd is told its row changed, and the
-            # row says running; once the turn ends, again, and idle.
-            start = len(client.received)
-            async with trio.open_nursery() as nursery:
-                answers: list[Any] = []
-
-                async def prompt() -> None:
-                    answers.append(await client.prompt(sid, "@@ sleep 3000\n@@ say done"))
-
-                nursery.start_soon(prompt)
-                seen = await list_changed(client, start, workspace)
-                running = await row(client, workspace, sid)
-                assert running["state"] == "running", running
-            assert answers == [{"stopReason": "end_turn"}]
-            await list_changed(client, seen + 1, workspace)
-            ended = await row(client, workspace, sid)
-            assert ended["state"] == "idle"
-            assert ended["lastTurnEndedAt"] >= first["lastTurnEndedAt"]
-            assert ended["lastPromptAt"] >= first["lastPromptAt"]
-        assert_valid_acp(client)
+    # A turn that runs a while: the listed cwd is told its row changed, and the
+    # row says running; once the turn ends, again, and idle.
+    start = len(client.received)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conversation.said, "@@ sleep 3000\n@@ say done")
+        seen = await list_changed(client, start, workspace)
+        running = await row(client, workspace, sid)
+        assert running["state"] == "running", running
+    await list_changed(client, seen + 1, workspace)
+    ended = await row(client, workspace, sid)
+    assert ended["state"] == "idle"
+    assert ended["lastTurnEndedAt"] >= first["lastTurnEndedAt"]
+    assert ended["lastPromptAt"] >= first["lastPromptAt"]
 
 
 async def test_a_client_that_declares_nothing_gets_no_index_fields_and_no_pushes(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize()
-            assert "jetbrains" not in init.get("_meta", {})
-            sid = await client.new_session(str(workspace))
-            await client.request("session/list", {"cwd": str(workspace)})
-            assert await client.prompt(sid, "@@ say first") == {"stopReason": "end_turn"}
-            listed = await client.request("session/list", {"cwd": str(workspace)})
-            assert [s["sessionId"] for s in listed["sessions"]] == [sid]
+        async with open_conversation() as talk:
+            assert "jetbrains" not in talk.init.get("_meta", {})
+            await talk.client.request("session/list", {"cwd": str(workspace)})
+            await talk.said("@@ say first")
+            listed = await talk.client.request("session/list", {"cwd": str(workspace)})
+            assert [s["sessionId"] for s in listed["sessions"]] == [talk.sid]
             assert "_meta" not in listed["sessions"][0]
             # An AIR client that did not declare sessionIndex: not offered, nothing added.
-            init = await client.initialize(
-                {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": []}}}}
-            )
+            init = await talk.client.initialize(declaring())
             assert init["_meta"]["jetbrains"]["air"] == {
                 "version": 1,
                 "capabilities": ALWAYS,
             }
-            listed = await client.request("session/list", {"cwd": str(workspace)})
+            listed = await talk.client.request("session/list", {"cwd": str(workspace)})
             assert "_meta" not in listed["sessions"][0]
-            assert await client.prompt(sid, "@@ say again") == {"stopReason": "end_turn"}
-        assert not [m for m in client.received if m.get("method") == "_session/list_changed"]
-        assert_valid_acp(client)
+            await talk.said("@@ say again")
+    assert not [m for m in talk.client.received if m.get("method") == "_session/list_changed"]
 
 
 def rate_limit_updates(client: AcpClient) -> list[dict[str, Any]]:
@@ -159,74 +139,59 @@ def rate_limit_updates(client: AcpClient) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.conversation(capabilities=declaring("sessionFailure"))
 async def test_usage_windows_are_pushed_and_a_spent_one_is_a_limit_failure_with_its_reset(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    conversation: Conversation,
 ) -> None:
     """The scripted model answers with OpenAI's rate-limit headers, then refuses for usage
     (HTTP 429 ``usage_limit_reached``): Codex reports both windows, then fails the turn."""
-    air_failures = {
-        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure"]}}}
+    client, init = conversation.client, conversation.init
+    assert init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
+    assert init["_meta"]["jetbrains"]["air"] == {
+        "version": 1,
+        "capabilities": ALWAYS,
     }
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize(air_failures)
-            assert init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
-            assert init["_meta"]["jetbrains"]["air"] == {
-                "version": 1,
-                "capabilities": ALWAYS,
-            }
-            sid = await client.new_session(str(workspace))
-            before = int(time.time())
-            answer = await client.prompt(
-                sid, "@@ limits 42 window_minutes=300 resets_in=3600\n@@ say hi"
-            )
-            assert answer == {"stopReason": "end_turn"}
-            await client.wait_for(lambda m: m.get("method") == "_account/rate_limits_update")
-            (first,) = rate_limit_updates(client)
-            assert first["limitId"] == "codex"
-            window = first["primary"]
-            assert window["usedPercent"] == 42 and window["windowDurationMins"] == 300
-            assert before + 3600 <= window["resetsAt"] <= int(time.time()) + 3600
+    before = int(time.time())
+    await conversation.said("@@ limits 42 window_minutes=300 resets_in=3600\n@@ say hi")
+    await client.wait_for(lambda m: m.get("method") == "_account/rate_limits_update")
+    (first,) = rate_limit_updates(client)
+    assert first["limitId"] == "codex"
+    window = first["primary"]
+    assert window["usedPercent"] == 42 and window["windowDurationMins"] == 300
+    assert before + 3600 <= window["resetsAt"] <= int(time.time()) + 3600
 
-            refused = await client.prompt(sid, "@@ usage_limit resets_in=7200")
-            assert refused["stopReason"] == "end_turn"
-            failure = refused["_meta"]["jetbrains"]["air"]["sessionFailure"]
-            assert failure["id"].endswith(":error") and failure["revision"] == 1
-            assert failure["category"] == "limit" and failure["severity"] == "error"
-            assert failure["actions"] == []
-            assert "usage limit" in failure["title"]
-            spent = rate_limit_updates(client)[-1]["primary"]
-            assert spent["usedPercent"] == 100
-            reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(spent["resetsAt"]))
-            assert failure["details"] == f"The usage limit resets at {reset}."
-            assert spent["resetsAt"] >= before + 7200
-        assert_valid_acp(client)
+    refused = await conversation.prompt("@@ usage_limit resets_in=7200")
+    assert refused["stopReason"] == "end_turn"
+    failure = refused["_meta"]["jetbrains"]["air"]["sessionFailure"]
+    assert failure["id"].endswith(":error") and failure["revision"] == 1
+    assert failure["category"] == "limit" and failure["severity"] == "error"
+    assert failure["actions"] == []
+    assert "usage limit" in failure["title"]
+    spent = rate_limit_updates(client)[-1]["primary"]
+    assert spent["usedPercent"] == 100
+    reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(spent["resetsAt"]))
+    assert failure["details"] == f"The usage limit resets at {reset}."
+    assert spent["resetsAt"] >= before + 7200
 
 
 async def test_a_client_asking_only_for_the_windows_keeps_the_error_of_a_refused_turn(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize({"_meta": {"rateLimits": {}}})
-            assert init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
-            assert "jetbrains" not in init.get("_meta", {})
-            sid = await client.new_session(str(workspace))
+        async with open_conversation(capabilities={"_meta": {"rateLimits": {}}}) as talk:
+            assert talk.init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
+            assert "jetbrains" not in talk.init.get("_meta", {})
             with pytest.raises(RpcError) as refused:
-                await client.prompt(sid, "@@ usage_limit")
+                await talk.prompt("@@ usage_limit")
             assert refused.value.code == -32603
             assert refused.value.data["codexErrorInfo"] == "usageLimitExceeded"
-            assert rate_limit_updates(client)[-1]["primary"]["usedPercent"] == 100
-        assert_valid_acp(client)
+            assert rate_limit_updates(talk.client)[-1]["primary"]["usedPercent"] == 100
         # A client that asked for nothing is told nothing (the replayed recordings say
         # the same of every earlier conversation).
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as plain:
-            init = await plain.initialize()
-            assert "_meta" not in init["agentCapabilities"]
-            sid = await plain.new_session(str(workspace))
-            await plain.prompt(sid, "@@ limits 10\n@@ say hi")
-        assert rate_limit_updates(plain) == []
-        assert_valid_acp(plain)
+        async with open_conversation() as plain:
+            assert "_meta" not in plain.init["agentCapabilities"]
+            await plain.prompt("@@ limits 10\n@@ say hi")
+        assert rate_limit_updates(plain.client) == []
 
 
 def asked(model: ScriptedModel, text: str) -> bool:
@@ -238,10 +203,8 @@ async def test_providers_switch_new_sessions_to_a_second_provider_without_writin
     nursery: trio.Nursery,
     scripted_model: ScriptedModel,
     codex_home: Path,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
+    open_conversation: OpenConversation,
     workspace: Path,
-    stderr_file: Path,
 ) -> None:
     second: ScriptedModel = await nursery.start(serve_scripted_model)
     provider = (
@@ -255,10 +218,11 @@ async def test_providers_switch_new_sessions_to_a_second_provider_without_writin
     def in_use(listed: dict[str, Any]) -> list[str]:
         return [p["providerId"] for p in listed["providers"] if p["_meta"]["codex"]["inUse"]]
 
+    asking = {"capabilities": {"_meta": {"providers": {}}}, "session": False, "unstable": True}
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize({"_meta": {"providers": {}}})
-            assert init["agentCapabilities"]["providers"] == {}
+        async with open_conversation(**asking) as talk:
+            client = talk.client
+            assert talk.init["agentCapabilities"]["providers"] == {}
             listed = await client.request("providers/list", {})
             by_id = {p["providerId"]: p for p in listed["providers"]}
             assert by_id["mock"]["current"] == {
@@ -296,23 +260,20 @@ async def test_providers_switch_new_sessions_to_a_second_provider_without_writin
             assert required.value.code == -32602 and "required" in required.value.message
             assert await client.request("providers/disable", {"providerId": "second"}) == {}
             assert in_use(await client.request("providers/list", {})) == ["mock"]
-        assert_valid_acp(client, unstable=True)
     after = tomllib.loads(config.read_text())
     # Codex itself notes the workspace as trusted when a thread starts in it: nothing else.
     after.pop("projects", None)
     assert after == before
 
 
+@pytest.mark.conversation(session=False)
 async def test_providers_are_unknown_to_a_client_that_does_not_ask(
-    bridge_argv: list[str], bridge_env: dict[str, str], stderr_file: Path
+    conversation: Conversation,
 ) -> None:
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize()
-            assert "providers" not in init["agentCapabilities"]
-            with pytest.raises(RpcError) as unknown:
-                await client.request("providers/list", {})
-            assert unknown.value.code == -32601
+    assert "providers" not in conversation.init["agentCapabilities"]
+    with pytest.raises(RpcError) as unknown:
+        await conversation.client.request("providers/list", {})
+    assert unknown.value.code == -32601
 
 
 UNSTABLE = {
@@ -339,15 +300,20 @@ async def user_messages(client: AcpClient, sid: str, cwd: Path) -> list[tuple[st
     ]
 
 
+async def prompts_of(client: AcpClient, sid: str, cwd: Path) -> list[str]:
+    """The texts of ``sid``'s user messages, as a ``session/load`` replays them."""
+    return [text for _, text in await user_messages(client, sid, cwd)]
+
+
 async def test_fork_at_a_message_keeps_the_history_through_its_turn_only(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
+    unstable = {"capabilities": UNSTABLE, "unstable": True}
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize(UNSTABLE)
-            sid = await client.new_session(str(workspace))
+        async with open_conversation(**unstable) as talk:
+            client, sid = talk.client, talk.sid
             for word in ("one", "two", "three"):
-                await client.prompt(sid, f"@@ say answer {word}")
+                await talk.said(f"@@ say answer {word}")
             texts: dict[str, str] = {}
             for u in client.updates:
                 if u["sessionId"] == sid and u["update"]["sessionUpdate"] == "agent_message_chunk":
@@ -372,64 +338,41 @@ async def test_fork_at_a_message_keeps_the_history_through_its_turn_only(
             assert invalid.value.code == -32602
             # A fork is a session of its own: it goes on from where it was cut.
             await client.prompt(by_id["sessionId"], "@@ say after the fork")
-        assert_valid_acp(client, unstable=True)
 
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as reader:
-            await reader.initialize(UNSTABLE)
-            assert [
-                text for _, text in await user_messages(reader, by_id["sessionId"], workspace)
-            ] == [
+        async with open_conversation(session=False, **unstable) as reader:
+            assert await prompts_of(reader.client, by_id["sessionId"], workspace) == [
                 "@@ say answer one",
                 "@@ say answer two",
                 "@@ say after the fork",
             ]
-            assert [
-                text for _, text in await user_messages(reader, by_text["sessionId"], workspace)
-            ] == ["@@ say answer one"]
-            original = await user_messages(reader, sid, workspace)
+            assert await prompts_of(reader.client, by_text["sessionId"], workspace) == [
+                "@@ say answer one"
+            ]
+            original = await user_messages(reader.client, sid, workspace)
             assert [text for _, text in original] == [
                 "@@ say answer one",
                 "@@ say answer two",
                 "@@ say answer three",
             ]
             # At a user message, by the id a load showed.
-            at_user = await reader.request(
-                "session/fork",
-                {
-                    "sessionId": sid,
-                    "cwd": str(workspace),
-                    "mcpServers": [],
-                    "_meta": fork_at(original[1][0]),
-                },
+            at_user = await reader.client.request(
+                "session/fork", {**base, "_meta": fork_at(original[1][0])}
             )
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as last:
-            await last.initialize(UNSTABLE)
-            assert [
-                text for _, text in await user_messages(last, at_user["sessionId"], workspace)
-            ] == [
+        async with open_conversation(session=False, **unstable) as last:
+            assert await prompts_of(last.client, at_user["sessionId"], workspace) == [
                 "@@ say answer one",
                 "@@ say answer two",
             ]
-        assert_valid_acp(reader, unstable=True)
 
 
 async def test_a_file_change_is_one_git_patch_per_file_that_git_applies(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    tmp_path: Path,
-    stderr_file: Path,
+    open_conversation: OpenConversation, workspace: Path, tmp_path: Path
 ) -> None:
     (workspace / "big.txt").write_text(BIG)
-    patched = {
-        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["diffPatch"]}}},
-    }
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize(patched)
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, PATCH_PROMPT) == {"stopReason": "end_turn"}
-        assert_valid_acp(client)
+        async with open_conversation(capabilities=declaring("diffPatch")) as talk:
+            client, sid = talk.client, talk.sid
+            await talk.said(PATCH_PROMPT)
     updates = [u["update"] for u in client.updates if u["sessionId"] == sid]
     (edit,) = [
         u["toolCallId"]
@@ -467,67 +410,50 @@ async def test_a_file_change_is_one_git_patch_per_file_that_git_applies(
     assert blocks[str(workspace / "big.txt")]["_meta"]["kind"] == "update"
 
 
+@pytest.mark.conversation(capabilities=declaring("nativeSubagentSessions"), unstable=True)
 async def test_native_subagent_sessions_is_airs_name_for_the_subagents_capability(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    conversation: Conversation,
 ) -> None:
-    native = {
-        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["nativeSubagentSessions"]}}}
-    }
     spawn = '@@ call multi_agent_v1/spawn_agent {"message": "@@ words 2"}\n@@ then\n@@ say ok'
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize(native)
-            assert "fork" in init["agentCapabilities"]["sessionCapabilities"]
-            sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, spawn) == {"stopReason": "end_turn"}
-            announced = [
-                u
-                for u in client.updates
-                if u["sessionId"] == sid and u["update"]["sessionUpdate"] == "subagent_update"
-            ]
-            assert announced, "the sub-agent is a session of its own"
-        assert_valid_acp(client, unstable=True)
+    assert "fork" in conversation.init["agentCapabilities"]["sessionCapabilities"]
+    await conversation.said(spawn)
+    announced = [
+        u
+        for u in conversation.client.updates
+        if u["sessionId"] == conversation.sid and u["update"]["sessionUpdate"] == "subagent_update"
+    ]
+    assert announced, "the sub-agent is a session of its own"
 
 
+@pytest.mark.conversation(capabilities=declaring("recommendedValue"))
 async def test_modes_say_their_kind_and_the_model_selector_codexs_recommendation(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    conversation: Conversation, workspace: Path
 ) -> None:
-    declared = {
-        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["recommendedValue"]}}}
+    client, opened = conversation.client, conversation.opened
+    kinds = {
+        m["id"]: m["_meta"]["jetbrains"]["air"]["kind"] for m in opened["modes"]["availableModes"]
     }
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize(declared)
-            opened = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
-            kinds = {
-                m["id"]: m["_meta"]["jetbrains"]["air"]["kind"]
-                for m in opened["modes"]["availableModes"]
-            }
-            assert kinds == {
-                "read-only": "standard",
-                "auto": "auto_review",
-                "full-access": "full_access",
-            }
-            options = {o["id"]: o for o in opened["configOptions"]}
-            assert {
-                v["value"]: v["_meta"]["jetbrains"]["air"]["kind"]
-                for v in options["mode"]["options"]
-            } == kinds
-            model = options["model"]
-            recommended = model["_meta"]["jetbrains"]["air"]["recommendedValue"]
-            # Codex's catalog default (not the mock model the session runs): offered, not current.
-            assert recommended in {v["value"] for v in model["options"]}
-            assert recommended != model["currentValue"] == "mock-model"
+    assert kinds == {
+        "read-only": "standard",
+        "auto": "auto_review",
+        "full-access": "full_access",
+    }
+    options = {o["id"]: o for o in opened["configOptions"]}
+    assert {
+        v["value"]: v["_meta"]["jetbrains"]["air"]["kind"] for v in options["mode"]["options"]
+    } == kinds
+    model = options["model"]
+    recommended = model["_meta"]["jetbrains"]["air"]["recommendedValue"]
+    # Codex's catalog default (not the mock model the session runs): offered, not current.
+    assert recommended in {v["value"] for v in model["options"]}
+    assert recommended != model["currentValue"] == "mock-model"
 
-            # Without the capability: the kinds (every AIR client), no recommendation.
-            await client.initialize(
-                {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": []}}}}
-            )
-            opened = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
-            options = {o["id"]: o for o in opened["configOptions"]}
-            assert "_meta" not in options["model"]
-            assert all("_meta" in m for m in opened["modes"]["availableModes"])
-        assert_valid_acp(client)
+    # Without the capability: the kinds (every AIR client), no recommendation.
+    await client.initialize(declaring())
+    opened = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+    options = {o["id"]: o for o in opened["configOptions"]}
+    assert "_meta" not in options["model"]
+    assert all("_meta" in m for m in opened["modes"]["availableModes"])
 
 
 def background(command: str) -> str:
@@ -536,10 +462,11 @@ def background(command: str) -> str:
     return f"@@ call exec_command {call}\n@@ then\n@@ say started"
 
 
+@pytest.mark.conversation(capabilities=declaring("asyncTasks"))
 async def test_a_command_that_outlives_its_turn_is_an_async_task_the_user_can_stop(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    conversation: Conversation,
 ) -> None:
-    tasks = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["asyncTasks"]}}}}
+    client, sid = conversation.client, conversation.sid
 
     def task_updates(sid: str, kind: str) -> list[dict[str, Any]]:
         return [
@@ -548,109 +475,94 @@ async def test_a_command_that_outlives_its_turn_is_an_async_task_the_user_can_st
             if u["sessionId"] == sid and u["update"]["sessionUpdate"] == kind
         ]
 
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize(tasks)
-            sid = await client.new_session(str(workspace))
+    # Start: announced before the prompt's answer, on the command's own tool call.
+    start = len(client.received)
+    assert await client.prompt(sid, background("sleep 60")) == {"stopReason": "end_turn"}
+    answered = next(i for i, m in enumerate(client.received) if i >= start and "result" in m)
+    (spawned,) = task_updates(sid, "async_task_spawned")
+    task = spawned["asyncTaskId"]
+    assert spawned == {
+        "sessionUpdate": "async_task_spawned",
+        "asyncTaskId": task,
+        "name": "sleep 60",
+        "taskType": "shell",
+        "showInTranscript": False,
+        "canStop": True,
+        "toolCallId": task,
+    }
+    marks = [
+        i
+        for i, m in enumerate(client.received)
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("toolCallId") == task
+        and m["params"]["update"]
+        .get("_meta", {})
+        .get("jetbrains", {})
+        .get("air", {})
+        .get("asyncTasks")
+        == {"backgrounded": True}
+    ]
+    spawn_at = next(
+        i
+        for i, m in enumerate(client.received)
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "async_task_spawned"
+    )
+    assert marks and marks[0] < spawn_at < answered
 
-            # Start: announced before the prompt's answer, on the command's own tool call.
-            start = len(client.received)
-            assert await client.prompt(sid, background("sleep 60")) == {"stopReason": "end_turn"}
-            answered = next(
-                i for i, m in enumerate(client.received) if i >= start and "result" in m
-            )
-            (spawned,) = task_updates(sid, "async_task_spawned")
-            task = spawned["asyncTaskId"]
-            assert spawned == {
-                "sessionUpdate": "async_task_spawned",
-                "asyncTaskId": task,
-                "name": "sleep 60",
-                "taskType": "shell",
-                "showInTranscript": False,
-                "canStop": True,
-                "toolCallId": task,
-            }
-            marks = [
-                i
-                for i, m in enumerate(client.received)
-                if m.get("method") == "session/update"
-                and m["params"]["update"].get("toolCallId") == task
-                and m["params"]["update"]
-                .get("_meta", {})
-                .get("jetbrains", {})
-                .get("air", {})
-                .get("asyncTasks")
-                == {"backgrounded": True}
-            ]
-            spawn_at = next(
-                i
-                for i, m in enumerate(client.received)
-                if m.get("method") == "session/update"
-                and m["params"]["update"]["sessionUpdate"] == "async_task_spawned"
-            )
-            assert marks and marks[0] < spawn_at < answered
+    # Stop: Codex ends the process; the task says so.
+    stop = {"sessionId": sid, "asyncTaskId": task}
+    assert await client.request("_session/async_task/stop", stop) == {"stopped": True}
+    await client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "async_task_state_update"
+        )
+    )
+    (stopped,) = task_updates(sid, "async_task_state_update")
+    assert (stopped["asyncTaskId"], stopped["state"]) == (task, "stopped")
+    with pytest.raises(RpcError) as gone:
+        await client.request("_session/async_task/stop", stop)
+    assert gone.value.code == -32602
 
-            # Stop: Codex ends the process; the task says so.
-            stop = {"sessionId": sid, "asyncTaskId": task}
-            assert await client.request("_session/async_task/stop", stop) == {"stopped": True}
-            await client.wait_for(
-                lambda m: (
-                    m.get("method") == "session/update"
-                    and m["params"]["update"]["sessionUpdate"] == "async_task_state_update"
-                )
-            )
-            (stopped,) = task_updates(sid, "async_task_state_update")
-            assert (stopped["asyncTaskId"], stopped["state"]) == (task, "stopped")
-            with pytest.raises(RpcError) as gone:
-                await client.request("_session/async_task/stop", stop)
-            assert gone.value.code == -32602
-
-            # A task that ends by itself completes, with its exit code.
-            await client.prompt(sid, background("sleep 2; echo done"))
-            await client.wait_for(
-                lambda m: (
-                    m.get("method") == "session/update"
-                    and m["params"]["update"].get("state") == "completed"
-                )
-            )
-            completed = task_updates(sid, "async_task_state_update")[-1]
-            assert completed["summary"] == "exit code 0"
-        assert_valid_acp(client)
+    # A task that ends by itself completes, with its exit code.
+    await client.prompt(sid, background("sleep 2; echo done"))
+    await client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"].get("state") == "completed"
+        )
+    )
+    completed = task_updates(sid, "async_task_state_update")[-1]
+    assert completed["summary"] == "exit code 0"
 
 
+@pytest.mark.conversation(version=2, capabilities=declaring("asyncTasks"), unstable=False)
 async def test_acp_v2_gets_the_task_updates_under_extension_names(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    conversation: Conversation,
 ) -> None:
-    tasks = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["asyncTasks"]}}}}
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            init = await client.initialize_v2(tasks)
-            assert "asyncTasks" in init["_meta"]["jetbrains"]["air"]["capabilities"]
-            opened = await client.request("session/new", {"cwd": str(workspace)})
-            sid = opened["sessionId"]
-            await client.prompt_v2(sid, background("sleep 1; echo done"))
-            await client.wait_for(
-                lambda m: (
-                    m.get("method") == "session/update"
-                    and m["params"]["update"]["sessionUpdate"] == "_async_task_state_update"
-                )
-            )
-            kinds = [
-                u["update"]["sessionUpdate"]
-                for u in client.updates
-                if u["update"]["sessionUpdate"].startswith("_async_task")
-            ]
-            assert kinds == ["_async_task_spawned", "_async_task_state_update"]
-        assert_valid_acp(client, version=2)
+    client, sid = conversation.client, conversation.sid
+    assert "asyncTasks" in conversation.init["_meta"]["jetbrains"]["air"]["capabilities"]
+    await client.prompt_v2(sid, background("sleep 1; echo done"))
+    await client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "_async_task_state_update"
+        )
+    )
+    kinds = [
+        u["update"]["sessionUpdate"]
+        for u in client.updates
+        if u["update"]["sessionUpdate"].startswith("_async_task")
+    ]
+    assert kinds == ["_async_task_spawned", "_async_task_state_update"]
 
 
+@pytest.mark.conversation(capabilities=declaring("agentFileChangeReport"))
 async def test_a_prompt_that_asks_gets_the_files_its_turn_changed_before_its_answer(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    conversation: Conversation, workspace: Path
 ) -> None:
     (workspace / "big.txt").write_text(BIG)
-    reports = {
-        "_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["agentFileChangeReport"]}}}
-    }
 
     async def prompt(
         client: AcpClient, sid: str, text: str, request_id: str | None
@@ -680,52 +592,42 @@ async def test_a_prompt_that_asks_gets_the_files_its_turn_changed_before_its_ans
             assert any("result" in m or "error" in m for m in client.received[last:])
         return answer, found
 
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize(reports)
-            sid = await client.new_session(str(workspace))
-            answer, (report,) = await prompt(client, sid, PATCH_PROMPT, "r-1")
-            assert answer == {"stopReason": "end_turn"}
-            assert report["requestId"] == "r-1" and report["status"] == "reported"
-            assert sorted(report["paths"]) == [
-                str(workspace / "big.txt"),
-                str(workspace / "new.txt"),
-            ]
-            assert report["declaredComplete"] is False and report["truncated"] is False
-            assert report["uncertainty"]
+    client, sid = conversation.client, conversation.sid
+    answer, (report,) = await prompt(client, sid, PATCH_PROMPT, "r-1")
+    assert answer == {"stopReason": "end_turn"}
+    assert report["requestId"] == "r-1" and report["status"] == "reported"
+    assert sorted(report["paths"]) == [
+        str(workspace / "big.txt"),
+        str(workspace / "new.txt"),
+    ]
+    assert report["declaredComplete"] is False and report["truncated"] is False
+    assert report["uncertainty"]
 
-            _, (quiet,) = await prompt(client, sid, "@@ say nothing changed", "r-2")
-            assert (quiet["status"], quiet["paths"]) == ("reported", [])
+    _, (quiet,) = await prompt(client, sid, "@@ say nothing changed", "r-2")
+    assert (quiet["status"], quiet["paths"]) == ("reported", [])
 
-            failed, (broken,) = await prompt(client, sid, "@@ fail", "r-3")
-            assert isinstance(failed, RpcError)
-            assert (broken["status"], broken["reason"]) == ("unavailable", "providerError")
+    failed, (broken,) = await prompt(client, sid, "@@ fail", "r-3")
+    assert isinstance(failed, RpcError)
+    assert (broken["status"], broken["reason"]) == ("unavailable", "providerError")
 
-            # A malformed request is ignored; a prompt that asks nothing gets nothing.
-            _, none = await prompt(client, sid, "@@ say hi", "bad id with spaces")
-            assert none == []
-            _, none = await prompt(client, sid, "@@ say hi", None)
-            assert none == []
-        assert_valid_acp(client)
+    # A malformed request is ignored; a prompt that asks nothing gets nothing.
+    _, none = await prompt(client, sid, "@@ say hi", "bad id with spaces")
+    assert none == []
+    _, none = await prompt(client, sid, "@@ say hi", None)
+    assert none == []
 
 
 async def test_a_permission_request_carries_airs_title_and_codexs_reason(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    open_conversation: OpenConversation, workspace: Path
 ) -> None:
     for path, text in GIT_FOLDER:
         (workspace / path).parent.mkdir(parents=True, exist_ok=True)
         (workspace / path).write_text(text)
     answers = Answers(permission="allow_once")
     with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            client.on_request = answers
-            await client.initialize(
-                {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": []}}}}
-            )
-            sid = await client.new_session(str(workspace))
-            await client.prompt(sid, ESCALATED)
-            await client.prompt(sid, PATCH_IN_GIT)
-        assert_valid_acp(client)
+        async with open_conversation(on_request=answers, capabilities=declaring()) as talk:
+            await talk.prompt(ESCALATED)
+            await talk.prompt(PATCH_IN_GIT)
     records = [
         params["_meta"]["jetbrains"]["air"]["permission"]
         for params in answers.asked_for("session/request_permission")
@@ -735,63 +637,48 @@ async def test_a_permission_request_carries_airs_title_and_codexs_reason(
     assert records[0]["description"] == "test"  # the model's justification, as Codex's reason
 
 
+@pytest.mark.conversation(version=2, capabilities=declaring("sessionFailure"), unstable=False)
 async def test_acp_v2_gets_a_failure_record_on_the_sessions_stream(
-    bridge_argv: list[str], bridge_env: dict[str, str], workspace: Path, stderr_file: Path
+    conversation: Conversation,
 ) -> None:
-    failures = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure"]}}}}
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with running_bridge(bridge_argv, bridge_env, stderr_file) as client:
-            await client.initialize_v2(failures)
-            sid = (await client.request("session/new", {"cwd": str(workspace)}))["sessionId"]
-            _, ended = await client.prompt_v2(sid, "@@ usage_limit")
-            records = [
-                u["update"]["_meta"]["jetbrains"]["air"]["sessionFailure"]
-                for u in client.updates
-                if u["update"]["sessionUpdate"] == "session_info_update"
-                and "sessionFailure"
-                in u["update"].get("_meta", {}).get("jetbrains", {}).get("air", {})
-            ]
-            assert [(r["category"], r["actions"]) for r in records] == [("limit", [])]
-            assert ended["state"] == "idle"
-        assert_valid_acp(client, version=2)
+    client, sid = conversation.client, conversation.sid
+    _, ended = await client.prompt_v2(sid, "@@ usage_limit")
+    records = [
+        u["update"]["_meta"]["jetbrains"]["air"]["sessionFailure"]
+        for u in client.updates
+        if u["update"]["sessionUpdate"] == "session_info_update"
+        and "sessionFailure" in u["update"].get("_meta", {}).get("jetbrains", {}).get("air", {})
+    ]
+    assert [(r["category"], r["actions"]) for r in records] == [("limit", [])]
+    assert ended["state"] == "idle"
 
 
+@pytest.mark.transports("daemon")
 async def test_the_index_shows_another_windows_session_running_then_idle(
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    workspace: Path,
-    tmp_path: Path,
-    stderr_file: Path,
+    open_conversation: OpenConversation, workspace: Path, stderr_file: Path
 ) -> None:
     """Two windows on the daemon's Codex: the one that keeps the index is pushed the
     other's new session and its turn, and its rows say so (Codex tells every connection
     each thread's status)."""
-    runtime = Path(bridge_env[ENV_RUNTIME_DIR])
     with trio.fail_after(SCENARIO_SECONDS):
-        async with (
-            running_daemon(bridge_env, runtime, tmp_path / "daemon.log"),
-            running_bridge(bridge_argv, bridge_env, stderr_file) as index,
-            running_bridge(bridge_argv, bridge_env, stderr_file) as other,
-        ):
-            await index.initialize(AIR_INDEX)
-            await other.initialize()
+        async with open_conversation(capabilities=AIR_INDEX, session=False) as keeper:
+            index = keeper.client
             assert (await index.request("session/list", {"cwd": str(workspace)}))["sessions"] == []
-
-            sid = await other.new_session(str(workspace))
-            start = len(index.received)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(other.prompt, sid, "@@ sleep 3000\n@@ say done")
-                seen = await list_changed(index, start, workspace)
-                while (running := await row_of(index, workspace, sid)) is None or running.get(
-                    "state"
-                ) != "running":
+            async with open_conversation() as other:
+                sid = other.sid
+                start = len(index.received)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(other.prompt, "@@ sleep 3000\n@@ say done")
+                    seen = await list_changed(index, start, workspace)
+                    while (running := await row_of(index, workspace, sid)) is None or running.get(
+                        "state"
+                    ) != "running":
+                        seen = await list_changed(index, seen + 1, workspace)
+                    assert running["state"] == "running"
+                while (await row_of(index, workspace, sid) or {}).get("state") != "idle":
                     seen = await list_changed(index, seen + 1, workspace)
-                assert running["state"] == "running"
-            while (await row_of(index, workspace, sid) or {}).get("state") != "idle":
-                seen = await list_changed(index, seen + 1, workspace)
-            ended = await row_of(index, workspace, sid)
-            assert ended is not None and "lastPromptAt" in ended
-        assert_valid_acp(index)
+                ended = await row_of(index, workspace, sid)
+                assert ended is not None and "lastPromptAt" in ended
     assert ATTACHED in stderr_file.read_text(), "both windows ran on the daemon's Codex"
 
 

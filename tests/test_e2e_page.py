@@ -16,6 +16,8 @@ import json
 import os
 import stat
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +141,22 @@ async def test_the_page_shows_threads_and_answers_and_cancels_them(
                     await _cancelled_on_the_page(page, editor, str(workspace), runtime)
 
 
+@asynccontextmanager
+async def prompting(editor: AcpClient, cwd: str, text: str) -> AsyncIterator[tuple[str, list[Any]]]:
+    """A new session of ``editor`` in ``cwd``, prompted ``text`` for the span of the
+    ``async with`` (which ends once the prompt is answered): the session, and the list its
+    answer lands in."""
+    session = await editor.new_session(cwd)
+    result: list[Any] = []
+
+    async def prompt() -> None:
+        result.append(await editor.prompt(session, text))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prompt)
+        yield session, result
+
+
 async def _running_then_child(page: Any, editor: AcpClient, cwd: str, runtime: Path) -> None:
     session = await editor.new_session(cwd)
     prompt = script(
@@ -166,16 +184,9 @@ async def _running_then_child(page: Any, editor: AcpClient, cwd: str, runtime: P
 async def _approval_answered_on_the_page(
     page: Any, editor: AcpClient, cwd: str, held: Answers, runtime: Path
 ) -> None:
-    session = await editor.new_session(cwd)
-    result: list[Any] = []
-
-    async def prompt() -> None:
-        result.append(await editor.prompt(session, ESCALATED))
-
     # Desktop notifications on, shown to the test instead of the desktop.
     await page.evaluate(NOTIFICATIONS_TO_THE_TEST)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(prompt)
+    async with prompting(editor, cwd, ESCALATED) as (session, result):
         await held.asked.wait()
         asked_at = trio.current_time()
         card = ".ask[data-kind=command]"
@@ -210,14 +221,7 @@ async def _approval_answered_on_the_page(
 async def _question_answered_on_the_page(
     page: Any, editor: AcpClient, cwd: str, held: Answers, runtime: Path
 ) -> None:
-    session = await editor.new_session(cwd)
-    result: list[Any] = []
-
-    async def prompt() -> None:
-        result.append(await editor.prompt(session, QUESTION))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(prompt)
+    async with prompting(editor, cwd, QUESTION) as (session, result):
         card = ".ask[data-kind=question]"
         await page.wait_for(f"document.querySelector('{card}')")
         await page.wait_for(f"{row(session)}?.textContent.includes('needs input')")
@@ -256,14 +260,7 @@ def _decoded(output: str) -> Any:
 
 
 async def _cancelled_on_the_page(page: Any, editor: AcpClient, cwd: str, runtime: Path) -> None:
-    session = await editor.new_session(cwd)
-    result: list[Any] = []
-
-    async def prompt() -> None:
-        result.append(await editor.prompt(session, "@@ words 5000 delay_ms=10"))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(prompt)
+    async with prompting(editor, cwd, "@@ words 5000 delay_ms=10") as (session, result):
         await page.wait_for(f"{row(session)}?.dataset.state === 'running'")
         await name_for_shots(page, runtime, session, "Write the release notes")
         await page.evaluate(f"{row(session)}.querySelector('.row').click()")

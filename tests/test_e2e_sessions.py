@@ -32,6 +32,7 @@ from tests.support.e2e import (
     words,
 )
 from tests.support.reading import text_of
+from tests.support.scenarios.sessions import probe_mcp_server
 
 pytestmark = pytest.mark.e2e
 
@@ -363,28 +364,14 @@ async def test_fork_makes_a_new_session_with_the_same_history(
 
 # -- MCP servers ----------------------------------------------------------------------
 
-MCP_STDIO_SERVER = """
+MCP_STDIO_SERVER = probe_mcp_server(
+    "probe_stdio_tool",
+    prelude="""\
 import json, os, sys
 with open(os.environ["MARKER"], "a") as marker:
     marker.write(json.dumps({"argv": sys.argv[1:], "greeting": os.environ.get("GREETING")}) + "\\n")
-for line in sys.stdin:
-    message = json.loads(line)
-    if "id" not in message:
-        continue
-    method = message.get("method")
-    if method == "initialize":
-        result = {
-            "protocolVersion": message["params"].get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "probe", "version": "1"},
-        }
-    elif method == "tools/list":
-        result = {"tools": [{"name": "probe_stdio_tool", "description": "d",
-                             "inputSchema": {"type": "object", "properties": {}}}]}
-    else:
-        result = {}
-    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
-"""
+""",
+)
 
 
 async def serve_http_mcp(

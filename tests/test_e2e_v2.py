@@ -13,8 +13,9 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient
-from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, words
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, earlier_session, words
 from tests.support.scenarios.subagents import CANCEL_CHILD, SPAWN_THREE, children
+from tests.support.scenarios.v2 import cancel_offered_call
 
 pytestmark = [pytest.mark.e2e, pytest.mark.acp_versions(2)]
 
@@ -244,14 +245,7 @@ async def test_v2_a_running_command_is_cancelled_alone(
             client, session = talk.client, talk.sid
             started = trio.current_time()
             async with prompt_running(client, session, script) as ended:
-                offered = await client.wait_for(
-                    lambda m: (
-                        m.get("method") == "session/update"
-                        and m["params"]["update"].get("capabilities") == {"cancel": {}}
-                    )
-                )
-                call = offered["params"]["update"]["toolCallId"]
-                await client.request("tool_call/cancel", {"sessionId": session, "toolCallId": call})
+                call = await cancel_offered_call(client, session)
             assert ended[0]["stopReason"] == "end_turn"  # the turn went on without it
             assert trio.current_time() - started < 30, "the command was not stopped"
             final = [
@@ -271,10 +265,8 @@ async def test_v2_resume_replays_sub_agents_before_the_answer_and_their_state_af
     open_conversation: OpenConversation, workspace: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation() as first:
-            session = first.sid
-            await first.client.prompt_v2(session, SPAWN_THREE)
-            kids = set(children(first.client))
+        first = await earlier_session(open_conversation, SPAWN_THREE)
+        session, kids = first.sid, set(children(first.client))
         async with open_conversation(session=False) as talk:
             client = talk.client
             await client.request(

@@ -126,10 +126,7 @@ def _status_update(h: V2, status: str) -> None:
 def test_a_tool_call_status_update_ends_a_v2_command_and_its_cancel() -> None:
     """A status-only update of a cancellable command is a v2 upsert that withdraws
     ``cancel`` (it went out in v1 shape, the command still advertising cancel)."""
-    h = V2()
-    h.new_session()
-    h.prompt("thread-1")
-    h.accept_turn()
+    h = V2.with_turn()
     _command_started(h)
     assert _tool_updates(h)[0]["capabilities"] == {"cancel": {}}
     _status_update(h, "completed")
@@ -139,18 +136,15 @@ def test_a_tool_call_status_update_ends_a_v2_command_and_its_cancel() -> None:
         "status": "completed",
         "capabilities": None,
     }
-    rid = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
+    rid = h.cancel_call()
     assert h.client_response(rid)["error"]["code"] == -32602  # type: ignore[index]
     h.validate()
 
 
 def test_a_tool_call_status_update_of_a_cancelled_command_is_cancelled() -> None:
-    h = V2()
-    h.new_session()
-    h.prompt("thread-1")
-    h.accept_turn()
+    h = V2.with_turn()
     _command_started(h)
-    rid = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
+    rid = h.cancel_call()
     h.codex_reply(h.codex_request("thread/backgroundTerminals/list")["id"], {"data": []})
     assert h.client_response(rid)["result"] == {}  # type: ignore[index]
     _status_update(h, "failed")
@@ -273,10 +267,7 @@ def test_a_v2_resume_is_decoded_once_and_never_as_a_v1_load(
 
 def test_the_v2_face_keeps_nothing_per_session() -> None:
     """What v2 keeps of a session is in its record (forgotten with it), none in the face."""
-    h = V2()
-    h.new_session()
-    h.prompt("thread-1")
-    h.accept_turn()
+    h = V2.with_turn()
     _command_started(h)
     face = h.engine.hub.face
     assert isinstance(face, V2Face)

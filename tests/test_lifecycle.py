@@ -312,21 +312,22 @@ def test_a_loaded_session_takes_prompts_and_streams_live_again() -> None:
     assert result_of(h, rid) == {"stopReason": "end_turn"}
 
 
+#: ``thread/tokenUsage/updated`` of the stored thread's first turn: 120 of a 1000-token window.
+USAGE = {
+    "threadId": THREAD,
+    "turnId": "turn-0",
+    "tokenUsage": {
+        "last": {"totalTokens": 120},
+        "total": {"totalTokens": 500},
+        "modelContextWindow": 1000,
+    },
+}
+
+
 def test_token_usage_codex_sends_after_the_resume_arrives_after_the_response() -> None:
     h = Recorder()
     rid = load(h, [[USER_ITEM, ANSWER_ITEM]])
-    h.codex_notify(
-        "thread/tokenUsage/updated",
-        {
-            "threadId": THREAD,
-            "turnId": "turn-0",
-            "tokenUsage": {
-                "last": {"totalTokens": 120},
-                "total": {"totalTokens": 500},
-                "modelContextWindow": 1000,
-            },
-        },
-    )
+    h.codex_notify("thread/tokenUsage/updated", USAGE)
     response_at = h.to_client.index(h.client_response(rid))  # type: ignore[arg-type]
     assert h.to_client[-1]["params"]["update"] == {
         "sessionUpdate": "usage_update",

@@ -21,6 +21,7 @@ from tests.test_lifecycle import (
     CWD,
     REASONING_ITEM,
     THREAD,
+    USAGE,
     USER_ITEM,
     Recorder,
     answer,
@@ -130,17 +131,6 @@ def test_a_paged_load_replays_each_page_as_it_arrives_then_answers() -> None:
         "agent_thought_chunk",
     ]
     validate_all(h)
-
-
-USAGE = {
-    "threadId": THREAD,
-    "turnId": "turn-0",
-    "tokenUsage": {
-        "last": {"totalTokens": 120},
-        "total": {"totalTokens": 500},
-        "modelContextWindow": 1000,
-    },
-}
 
 
 def test_what_codex_says_of_the_thread_during_the_pages_follows_the_response() -> None:

@@ -57,6 +57,21 @@ class V2(Harness):
         item = {"type": "userMessage", "id": f"um-{turn_id}", "content": []}
         self.codex_notify("item/started", {"threadId": thread_id, "turnId": turn_id, "item": item})
 
+    @classmethod
+    def with_turn(cls, **options: Any) -> V2:
+        """A v2 client whose session ``thread-1`` has turn ``turn-1`` running."""
+        h = cls(**options)
+        h.new_session()
+        h.prompt("thread-1")
+        h.accept_turn()
+        return h
+
+    def cancel_call(self, call: str = "call-1", session_id: str = "thread-1") -> int:
+        """The client's ``tool_call/cancel`` of ``call``; its request id."""
+        return self.client_request(
+            "tool_call/cancel", {"sessionId": session_id, "toolCallId": call}
+        )
+
     def codex_ask(self, rid: int, method: str, params: Any) -> None:
         """Codex sends the engine a request."""
         message = {"id": rid, "method": method, "params": params}
@@ -254,10 +269,7 @@ def test_cancel_ends_the_work_cancelled_and_a_waiting_prompt_is_request_cancelle
 
 
 def test_a_permission_request_makes_the_session_require_action_until_answered() -> None:
-    h = V2()
-    h.new_session()
-    h.prompt("thread-1")
-    h.accept_turn()
+    h = V2.with_turn()
     _command_started(h, command="rm -rf build")
     h.codex_ask(
         7,
@@ -290,10 +302,7 @@ def test_a_permission_request_makes_the_session_require_action_until_answered() 
 
 
 def test_a_tool_call_is_an_upsert_and_a_plan_a_plan_update() -> None:
-    h = V2()
-    h.new_session()
-    h.prompt("thread-1")
-    h.accept_turn()
+    h = V2.with_turn()
     _command_started(h, command="ls")
     h.codex_notify(
         "turn/plan/updated",
@@ -576,13 +585,10 @@ def _tool_updates(h: V2, call: str = "call-1") -> list[dict[str, Any]]:
 
 
 def test_a_running_command_can_be_cancelled_alone_and_ends_cancelled() -> None:
-    h = V2()
-    h.new_session()
-    h.prompt("thread-1")
-    h.accept_turn()
+    h = V2.with_turn()
     _command_started(h)
     assert _tool_updates(h)[0]["capabilities"] == {"cancel": {}}
-    rid = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
+    rid = h.cancel_call()
     listed = h.codex_request("thread/backgroundTerminals/list")
     assert listed["params"] == {"threadId": "thread-1"}
     h.codex_reply(
@@ -614,18 +620,15 @@ def test_a_running_command_can_be_cancelled_alone_and_ends_cancelled() -> None:
     assert last["status"] == "cancelled" and last["capabilities"] is None
     # The turn goes on: cancelling one tool call changes no work state.
     assert h.states("thread-1") == [{"state": "running"}]
-    again = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
+    again = h.cancel_call()
     assert h.client_response(again)["error"]["code"] == -32602  # type: ignore[index]
     h.validate()
 
 
 def test_a_command_that_finished_first_keeps_its_own_status() -> None:
-    h = V2()
-    h.new_session()
-    h.prompt("thread-1")
-    h.accept_turn()
+    h = V2.with_turn()
     _command_started(h, command="true")
-    rid = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
+    rid = h.cancel_call()
     h.codex_reply(h.codex_request("thread/backgroundTerminals/list")["id"], {"data": []})
     assert h.client_response(rid)["result"] == {}  # type: ignore[index]
     assert "thread/backgroundTerminals/terminate" not in [m.get("method") for m in h.to_codex]
@@ -678,10 +681,7 @@ def test_a_turns_traffic_before_its_user_message_item_inserts_the_prompt_first()
 
 
 def test_a_file_change_is_structured_changes_and_a_git_patch_with_absolute_paths() -> None:
-    h = V2()
-    h.new_session()
-    h.prompt("thread-1")
-    h.accept_turn()
+    h = V2.with_turn()
     changes = [
         {
             "path": "/work/notes.md",
@@ -719,10 +719,7 @@ def test_a_file_change_is_structured_changes_and_a_git_patch_with_absolute_paths
 
 def test_compaction_is_a_compaction_update_for_every_v2_client() -> None:
     """v2 has no session.compaction capability: compaction_update is baseline there."""
-    h = V2()
-    h.new_session()
-    h.prompt("thread-1")
-    h.accept_turn()
+    h = V2.with_turn()
     item = {"type": "contextCompaction", "id": "compact-1"}
     h.codex_notify("item/started", {"threadId": "thread-1", "turnId": "turn-1", "item": item})
     kinds = [u["sessionUpdate"] for u in h.updates("thread-1")]
@@ -731,12 +728,9 @@ def test_compaction_is_a_compaction_update_for_every_v2_client() -> None:
 
 
 def test_a_codex_without_the_terminal_methods_stops_offering_cancel_and_says_why() -> None:
-    h = V2()
-    h.new_session()
-    h.prompt("thread-1")
-    h.accept_turn()
+    h = V2.with_turn()
     _command_started(h)
-    rid = h.client_request("tool_call/cancel", {"sessionId": "thread-1", "toolCallId": "call-1"})
+    rid = h.cancel_call()
     listed = h.codex_request("thread/backgroundTerminals/list")
     h.codex_error(
         listed["id"], "Invalid request: unknown variant `thread/backgroundTerminals/list`"

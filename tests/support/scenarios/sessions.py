@@ -17,7 +17,9 @@ from . import Scenario, open_session, streaming
 
 COMMAND_PROMPT = '@@ call exec_command {"cmd": "echo from-the-shell"}\n@@ then\n@@ say ran it'
 
-MCP_PROBE = """\
+#: A stdio MCP server that offers one tool without arguments, ``TOOL_NAME``, and answers
+#: every other request with an empty result.
+_PROBE_SERVER = """\
 import json, sys
 for line in sys.stdin:
     message = json.loads(line)
@@ -28,12 +30,21 @@ for line in sys.stdin:
         result = {"protocolVersion": message["params"].get("protocolVersion", "2025-06-18"),
                   "capabilities": {"tools": {}}, "serverInfo": {"name": "probe", "version": "1"}}
     elif method == "tools/list":
-        result = {"tools": [{"name": "probe_tool", "description": "d",
+        result = {"tools": [{"name": "TOOL_NAME", "description": "d",
                              "inputSchema": {"type": "object", "properties": {}}}]}
     else:
         result = {}
     print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
 """
+
+
+def probe_mcp_server(tool: str, prelude: str = "") -> str:
+    """The script of a stdio MCP server offering the one tool ``tool``; ``prelude``: Python
+    it runs first."""
+    return prelude + _PROBE_SERVER.replace("TOOL_NAME", tool)
+
+
+MCP_PROBE = probe_mcp_server("probe_tool")
 
 
 async def make_history(client: AcpClient, workspace: str) -> None:

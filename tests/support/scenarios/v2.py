@@ -43,19 +43,26 @@ async def v2_cancel_mid_stream(client: AcpClient, workspace: str) -> None:
     await client.prompt_v2(session, "@@ say again")
 
 
+async def cancel_offered_call(client: AcpClient, session: str) -> str:
+    """Wait for a tool call of ``session`` that offers ``cancel``, then cancel it
+    (``tool_call/cancel``); the call's id."""
+    offered = await client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"].get("capabilities") == {"cancel": {}}
+        )
+    )
+    call: str = offered["params"]["update"]["toolCallId"]
+    await client.request("tool_call/cancel", {"sessionId": session, "toolCallId": call})
+    return call
+
+
 async def v2_cancel_command(client: AcpClient, workspace: str) -> None:
     session = await open_v2_session(client, workspace)
     script = '@@ call exec_command {"cmd": "sleep 40; echo late"}\n@@ then\n@@ say carried on'
     async with trio.open_nursery() as nursery:
         nursery.start_soon(client.prompt_v2, session, script)
-        offered = await client.wait_for(
-            lambda m: (
-                m.get("method") == "session/update"
-                and m["params"]["update"].get("capabilities") == {"cancel": {}}
-            )
-        )
-        call = offered["params"]["update"]["toolCallId"]
-        await client.request("tool_call/cancel", {"sessionId": session, "toolCallId": call})
+        await cancel_offered_call(client, session)
 
 
 async def v2_subagents(client: AcpClient, workspace: str) -> None:
