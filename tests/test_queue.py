@@ -115,6 +115,25 @@ def test_closing_a_session_answers_its_queue_cancelled() -> None:
     assert started_texts(h) == ["one"]
 
 
+def test_closing_a_session_whose_turn_another_client_runs_answers_its_queue_cancelled() -> None:
+    # Another window (or Codex's own goal) runs the turn: the prompt typed here waits behind
+    # it; closing this window leaves that turn alone, and the waiting prompt is answered.
+    h = Harness()
+    sid = h.new_session()
+    h.codex_notify(
+        "turn/started",
+        {"threadId": sid, "turn": {"id": "turn-x", "status": "inProgress", "items": []}},
+    )
+    queued = prompt(h, sid, "two")
+    assert result(h, queued) is None and started_texts(h) == []
+    close = h.client_request("session/close", {"sessionId": sid})
+    assert result(h, queued) == {"stopReason": "cancelled"}
+    assert not [m for m in h.to_codex if m.get("method") == "turn/interrupt"], "theirs goes on"
+    h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
+    assert result(h, close) == {}
+    assert started_texts(h) == []
+
+
 def test_codex_lost_fails_the_queue_with_the_reason() -> None:
     h, sid, _ = prompted("one")
     answer_turn_start(h, "turn-1")
