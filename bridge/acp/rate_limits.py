@@ -10,6 +10,7 @@ The agent says it pushes them with ``agentCapabilities._meta.rateLimits: {}``.
 
 from __future__ import annotations
 
+from ..codex.palette import RateLimitWindow as Window
 from ..wire import WireStruct as _Base
 
 METHOD = "_account/rate_limits_update"
@@ -17,11 +18,7 @@ METHOD = "_account/rate_limits_update"
 #: ``agentCapabilities._meta`` member saying the agent pushes its usage windows.
 CAPABILITY = "rateLimits"
 
-
-class Window(_Base, omit_defaults=False):
-    usedPercent: float
-    windowDurationMins: int | None = None
-    resetsAt: int | None = None
+__all__ = ["CAPABILITY", "METHOD", "RateLimits", "RateLimitsUpdate", "Window"]
 
 
 class RateLimits(_Base, omit_defaults=False):

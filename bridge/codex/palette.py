@@ -13,6 +13,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
+from .types import Page
 
 
 class NoParams(_Base):
@@ -32,7 +33,10 @@ class AccountReadResult(_Base):
     requiresOpenaiAuth: bool = False
 
 
-class RateLimitWindow(_Base):
+class RateLimitWindow(_Base, omit_defaults=False):
+    """One usage window; the rate-limits extension (:mod:`bridge.acp.rate_limits`) sends it
+    to the client in this very shape, every member present (``null`` when unknown)."""
+
     usedPercent: float
     windowDurationMins: int | None = None
     resetsAt: int | None = None
@@ -76,9 +80,8 @@ class McpServerStatus(_Base):
     toolsError: str | None = None
 
 
-class McpServerStatusListResult(_Base):
-    data: list[McpServerStatus]
-    nextCursor: str | None = None
+class McpServerStatusListResult(Page[McpServerStatus]):
+    pass
 
 
 # -- /skills ---------------------------------------------------------------------------------

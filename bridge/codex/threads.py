@@ -15,7 +15,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
-from .types import Turn
+from .types import Page, Turn
 
 
 class StoredThread(_Base):
@@ -75,9 +75,8 @@ class ThreadTurnsListParams(_Base):
     itemsView: str | UnsetType = UNSET
 
 
-class ThreadTurnsListResult(_Base):
-    data: list[Turn]
-    nextCursor: str | None = None
+class ThreadTurnsListResult(Page[Turn]):
+    pass
 
 
 class ThreadResumeParams(_Base):
@@ -110,9 +109,8 @@ class ThreadListParams(_Base):
     useStateDbOnly: bool | UnsetType = UNSET
 
 
-class ThreadListResult(_Base):
-    data: list[StoredThread]
-    nextCursor: str | None = None
+class ThreadListResult(Page[StoredThread]):
+    pass
 
 
 class ThreadUnsubscribeParams(_Base):
@@ -141,9 +139,9 @@ class BackgroundTerminal(_Base):
     cwd: str = ""
 
 
-class BackgroundTerminalsListResult(_Base):
+class BackgroundTerminalsListResult(Page[BackgroundTerminal]):
+    #: A result without ``data`` reads as none running.
     data: list[BackgroundTerminal] = msgspec.field(default_factory=list)
-    nextCursor: str | None = None
 
 
 class BackgroundTerminalsCleanParams(_Base):
