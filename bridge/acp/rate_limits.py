@@ -4,14 +4,16 @@
 ask), as the TypeScript Codex adapter defines it: one limit's complete picture
 (``limitId``, ``limitName``, ``normalModelSlug``, ``primary`` / ``secondary`` windows
 ``{usedPercent, windowDurationMins, resetsAt}`` with ``resetsAt`` in Unix seconds,
-``rateLimitReachedType``, ``planType``), names and units as Codex's ``RateLimitSnapshot``.
+``rateLimitReachedType``, ``planType``), names and units as Codex's ``RateLimitSnapshot``:
+the Structs are Codex's own (:mod:`bridge.codex.palette`), filled in rather than sparse.
 The agent says it pushes them with ``agentCapabilities._meta.rateLimits: {}``.
 """
 
 from __future__ import annotations
 
+from ..codex.palette import RateLimitSnapshot as RateLimits
+from ..codex.palette import RateLimitsUpdated as RateLimitsUpdate
 from ..codex.palette import RateLimitWindow as Window
-from ..wire import WireStruct as _Base
 
 METHOD = "_account/rate_limits_update"
 
@@ -19,17 +21,3 @@ METHOD = "_account/rate_limits_update"
 CAPABILITY = "rateLimits"
 
 __all__ = ["CAPABILITY", "METHOD", "RateLimits", "RateLimitsUpdate", "Window"]
-
-
-class RateLimits(_Base, omit_defaults=False):
-    limitId: str
-    limitName: str | None = None
-    normalModelSlug: str | None = None
-    primary: Window | None = None
-    secondary: Window | None = None
-    rateLimitReachedType: str | None = None
-    planType: str | None = None
-
-
-class RateLimitsUpdate(_Base):
-    rateLimits: RateLimits

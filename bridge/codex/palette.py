@@ -42,16 +42,19 @@ class RateLimitWindow(_Base, omit_defaults=False):
     resetsAt: int | None = None
 
 
-class RateLimitSnapshot(_Base):
-    primary: RateLimitWindow | None = None
-    secondary: RateLimitWindow | None = None
-    planType: str | None = None
+class RateLimitSnapshot(_Base, omit_defaults=False):
+    """One limit's windows. The rate-limits extension sends the merged picture in this shape
+    (members in this order, ``limitId`` always set, ``null`` for what is unknown)."""
+
     #: ``"codex"`` for the account's ordinary limit; a model's own limit has another.
     limitId: str | None = None
     limitName: str | None = None
     normalModelSlug: str | None = None
+    primary: RateLimitWindow | None = None
+    secondary: RateLimitWindow | None = None
     #: Set while Codex's backend refuses turns on this limit (``rate_limit_reached``, ...).
     rateLimitReachedType: str | None = None
+    planType: str | None = None
 
 
 class RateLimitsUpdated(_Base):
