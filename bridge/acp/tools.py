@@ -15,16 +15,13 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ..wire import WireStruct as _Base
 from .types import ContentBlock, Meta
 
 ToolKind: TypeAlias = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
 ]
 ToolCallStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
 
 
 # -- what a tool call holds ------------------------------------------------------------------

@@ -15,15 +15,11 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from ..wire import WireStruct as _Base
 from . import air
 from .subagents import WorkState
 from .types import AuthEnvVar as AuthEnvVar  # v1 and v2 name one env var alike
 from .types import Meta
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
-
 
 # -- initialize -------------------------------------------------------------------------------
 
