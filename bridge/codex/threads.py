@@ -79,19 +79,21 @@ class ThreadTurnsListResult(Page[Turn]):
     pass
 
 
-class ThreadResumeParams(_Base):
+class _ThreadOpenParams(_Base):
+    """What ``thread/resume`` and ``thread/fork`` both take: a stored thread to open."""
+
     threadId: str
     cwd: str | UnsetType = UNSET
     config: dict[str, Any] | UnsetType = UNSET
-    #: The bridge reads the history with ``thread/read``; the resume only subscribes.
+    #: The bridge reads the history with ``thread/read``: the answer need not carry it.
     excludeTurns: bool = False
 
 
-class ThreadForkParams(_Base):
-    threadId: str
-    cwd: str | UnsetType = UNSET
-    config: dict[str, Any] | UnsetType = UNSET
-    excludeTurns: bool = False
+class ThreadResumeParams(_ThreadOpenParams):
+    pass
+
+
+class ThreadForkParams(_ThreadOpenParams):
     #: Fork through this turn (inclusive): the later ones are left out.
     lastTurnId: str | UnsetType = UNSET
 
