@@ -22,22 +22,20 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .types import ContentBlock, Meta
+from ..wire import WireStruct as _Base
 
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
-
+# A request names the tool call with the parts a ``session/update`` has (ACP's one set).
+from .tools import Content as ContentToolCallContent
+from .tools import ToolCallLocation as ToolCallLocation
+from .tools import ToolCallStatus as ToolCallStatus
+from .tools import ToolKind as ToolKind
+from .types import Meta
 
 # -- permission requests -------------------------------------------------------------
 
 PermissionOptionKind: TypeAlias = Literal[
     "allow_once", "allow_always", "reject_once", "reject_always"
 ]
-ToolKind: TypeAlias = Literal[
-    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
-]
-ToolCallStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
 
 
 class PermissionOption(_Base):
@@ -45,15 +43,6 @@ class PermissionOption(_Base):
     name: str
     kind: PermissionOptionKind
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
-
-
-class ToolCallLocation(_Base):
-    path: str
-    line: int | None | UnsetType = UNSET
-
-
-class ContentToolCallContent(_Base, tag="content", tag_field="type"):
-    content: ContentBlock
 
 
 class ToolCallUpdate(_Base):

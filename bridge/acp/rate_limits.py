@@ -4,35 +4,20 @@
 ask), as the TypeScript Codex adapter defines it: one limit's complete picture
 (``limitId``, ``limitName``, ``normalModelSlug``, ``primary`` / ``secondary`` windows
 ``{usedPercent, windowDurationMins, resetsAt}`` with ``resetsAt`` in Unix seconds,
-``rateLimitReachedType``, ``planType``), names and units as Codex's ``RateLimitSnapshot``.
+``rateLimitReachedType``, ``planType``), names and units as Codex's ``RateLimitSnapshot``:
+the Structs are Codex's own (:mod:`bridge.codex.palette`), filled in rather than sparse.
 The agent says it pushes them with ``agentCapabilities._meta.rateLimits: {}``.
 """
 
 from __future__ import annotations
 
-from ..wire import WireStruct as _Base
+from ..codex.palette import RateLimitSnapshot as RateLimits
+from ..codex.palette import RateLimitsUpdated as RateLimitsUpdate
+from ..codex.palette import RateLimitWindow as Window
 
 METHOD = "_account/rate_limits_update"
 
 #: ``agentCapabilities._meta`` member saying the agent pushes its usage windows.
 CAPABILITY = "rateLimits"
 
-
-class Window(_Base, omit_defaults=False):
-    usedPercent: float
-    windowDurationMins: int | None = None
-    resetsAt: int | None = None
-
-
-class RateLimits(_Base, omit_defaults=False):
-    limitId: str
-    limitName: str | None = None
-    normalModelSlug: str | None = None
-    primary: Window | None = None
-    secondary: Window | None = None
-    rateLimitReachedType: str | None = None
-    planType: str | None = None
-
-
-class RateLimitsUpdate(_Base):
-    rateLimits: RateLimits
+__all__ = ["CAPABILITY", "METHOD", "RateLimits", "RateLimitsUpdate", "Window"]

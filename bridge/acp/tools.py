@@ -15,16 +15,13 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ..wire import WireStruct as _Base
 from .types import ContentBlock, Meta
 
 ToolKind: TypeAlias = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
 ]
 ToolCallStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
 
 
 # -- what a tool call holds ------------------------------------------------------------------
@@ -67,11 +64,13 @@ ToolCallContent: TypeAlias = Content | Diff | Terminal
 # -- the updates ---------------------------------------------------------------------------------
 
 
-class ToolCall(_Base, tag="tool_call", tag_field="sessionUpdate"):
-    """A new tool call (``toolCallId`` unique in the session), with all it knows so far."""
+class _ToolCallMembers(_Base, kw_only=True):
+    """What a tool call and a change to it both carry, after ``toolCallId`` and ``title``.
 
-    toolCallId: str
-    title: str
+    ``kw_only``: msgspec puts a class's keyword-only members after its subclasses' own, so
+    these go out last, in the order ACP lists them.
+    """
+
     kind: ToolKind | UnsetType = UNSET
     status: ToolCallStatus | UnsetType = UNSET
     content: list[ToolCallContent] | UnsetType = UNSET
@@ -81,19 +80,19 @@ class ToolCall(_Base, tag="tool_call", tag_field="sessionUpdate"):
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
-class ToolCallUpdate(_Base, tag="tool_call_update", tag_field="sessionUpdate"):
+class ToolCall(_ToolCallMembers, tag="tool_call", tag_field="sessionUpdate"):
+    """A new tool call (``toolCallId`` unique in the session), with all it knows so far."""
+
+    toolCallId: str
+    title: str
+
+
+class ToolCallUpdate(_ToolCallMembers, tag="tool_call_update", tag_field="sessionUpdate"):
     """A change to a tool call: only the fields given change (``content``, ``locations``
     replace the whole collection)."""
 
     toolCallId: str
     title: str | UnsetType = UNSET
-    kind: ToolKind | UnsetType = UNSET
-    status: ToolCallStatus | UnsetType = UNSET
-    content: list[ToolCallContent] | UnsetType = UNSET
-    locations: list[ToolCallLocation] | UnsetType = UNSET
-    rawInput: Any = UNSET
-    rawOutput: Any = UNSET
-    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 PlanEntryStatus: TypeAlias = Literal["pending", "in_progress", "completed"]

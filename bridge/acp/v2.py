@@ -15,14 +15,11 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from ..wire import WireStruct as _Base
 from . import air
 from .subagents import WorkState
+from .types import AuthEnvVar as AuthEnvVar  # v1 and v2 name one env var alike
 from .types import Meta
-
-
-class _Base(msgspec.Struct, omit_defaults=True, kw_only=True):
-    pass
-
 
 # -- initialize -------------------------------------------------------------------------------
 
@@ -68,13 +65,6 @@ class AgentCapabilities(_Base):
     session: SessionCapabilities = msgspec.field(default_factory=SessionCapabilities)
     providers: dict[str, Any] | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
-
-
-class AuthEnvVar(_Base):
-    name: str
-    label: str | UnsetType = UNSET
-    secret: bool | UnsetType = UNSET
-    optional: bool | UnsetType = UNSET
 
 
 class AuthMethod(_Base):

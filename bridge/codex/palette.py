@@ -13,6 +13,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
+from .types import Page
 
 
 class NoParams(_Base):
@@ -32,22 +33,28 @@ class AccountReadResult(_Base):
     requiresOpenaiAuth: bool = False
 
 
-class RateLimitWindow(_Base):
+class RateLimitWindow(_Base, omit_defaults=False):
+    """One usage window; the rate-limits extension (:mod:`bridge.acp.rate_limits`) sends it
+    to the client in this very shape, every member present (``null`` when unknown)."""
+
     usedPercent: float
     windowDurationMins: int | None = None
     resetsAt: int | None = None
 
 
-class RateLimitSnapshot(_Base):
-    primary: RateLimitWindow | None = None
-    secondary: RateLimitWindow | None = None
-    planType: str | None = None
+class RateLimitSnapshot(_Base, omit_defaults=False):
+    """One limit's windows. The rate-limits extension sends the merged picture in this shape
+    (members in this order, ``limitId`` always set, ``null`` for what is unknown)."""
+
     #: ``"codex"`` for the account's ordinary limit; a model's own limit has another.
     limitId: str | None = None
     limitName: str | None = None
     normalModelSlug: str | None = None
+    primary: RateLimitWindow | None = None
+    secondary: RateLimitWindow | None = None
     #: Set while Codex's backend refuses turns on this limit (``rate_limit_reached``, ...).
     rateLimitReachedType: str | None = None
+    planType: str | None = None
 
 
 class RateLimitsUpdated(_Base):
@@ -76,9 +83,8 @@ class McpServerStatus(_Base):
     toolsError: str | None = None
 
 
-class McpServerStatusListResult(_Base):
-    data: list[McpServerStatus]
-    nextCursor: str | None = None
+class McpServerStatusListResult(Page[McpServerStatus]):
+    pass
 
 
 # -- /skills ---------------------------------------------------------------------------------

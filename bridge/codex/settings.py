@@ -13,6 +13,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
+from .types import Page
 
 # -- the model catalog ------------------------------------------------------------------
 
@@ -40,9 +41,8 @@ class Model(_Base):
     inputModalities: list[str] | None = None
 
 
-class ModelListResult(_Base):
-    data: list[Model]
-    nextCursor: str | None = None
+class ModelListResult(Page[Model]):
+    pass
 
 
 # -- the thread's settings ----------------------------------------------------------------

@@ -15,7 +15,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
-from .types import Turn
+from .types import Page, Turn
 
 
 class StoredThread(_Base):
@@ -75,24 +75,25 @@ class ThreadTurnsListParams(_Base):
     itemsView: str | UnsetType = UNSET
 
 
-class ThreadTurnsListResult(_Base):
-    data: list[Turn]
-    nextCursor: str | None = None
+class ThreadTurnsListResult(Page[Turn]):
+    pass
 
 
-class ThreadResumeParams(_Base):
+class _ThreadOpenParams(_Base):
+    """What ``thread/resume`` and ``thread/fork`` both take: a stored thread to open."""
+
     threadId: str
     cwd: str | UnsetType = UNSET
     config: dict[str, Any] | UnsetType = UNSET
-    #: The bridge reads the history with ``thread/read``; the resume only subscribes.
+    #: The bridge reads the history with ``thread/read``: the answer need not carry it.
     excludeTurns: bool = False
 
 
-class ThreadForkParams(_Base):
-    threadId: str
-    cwd: str | UnsetType = UNSET
-    config: dict[str, Any] | UnsetType = UNSET
-    excludeTurns: bool = False
+class ThreadResumeParams(_ThreadOpenParams):
+    pass
+
+
+class ThreadForkParams(_ThreadOpenParams):
     #: Fork through this turn (inclusive): the later ones are left out.
     lastTurnId: str | UnsetType = UNSET
 
@@ -110,9 +111,8 @@ class ThreadListParams(_Base):
     useStateDbOnly: bool | UnsetType = UNSET
 
 
-class ThreadListResult(_Base):
-    data: list[StoredThread]
-    nextCursor: str | None = None
+class ThreadListResult(Page[StoredThread]):
+    pass
 
 
 class ThreadUnsubscribeParams(_Base):
@@ -141,9 +141,9 @@ class BackgroundTerminal(_Base):
     cwd: str = ""
 
 
-class BackgroundTerminalsListResult(_Base):
+class BackgroundTerminalsListResult(Page[BackgroundTerminal]):
+    #: A result without ``data`` reads as none running.
     data: list[BackgroundTerminal] = msgspec.field(default_factory=list)
-    nextCursor: str | None = None
 
 
 class BackgroundTerminalsCleanParams(_Base):

@@ -9,12 +9,22 @@ because Codex adds item types between releases.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from ..wire import WireStruct as _Base
+
+_Entry = TypeVar("_Entry")
+
+
+class Page(_Base, Generic[_Entry]):
+    """A page of a ``.../list`` result: ``nextCursor`` asks for the next, ``None`` at the end."""
+
+    data: list[_Entry]
+    nextCursor: str | None = None
+
 
 # -- requests we send ------------------------------------------------------------
 

@@ -63,9 +63,8 @@ class _NameUpdated(msgspec.Struct):
     threadName: str | None = None
 
 
-class _LoadedPage(msgspec.Struct):
-    data: list[str]
-    nextCursor: str | None = None
+class _LoadedPage(codex_types.Page[str]):
+    pass
 
 
 class _Started(msgspec.Struct):
