@@ -18,7 +18,7 @@ whichever way it was decoded:
    its cancel stopped); a request goes to the route's ``answer``, which answers
    it (a request nothing answers is declined, never left waiting).
 
-The table itself is the wiring's (:meth:`bridge.engine.core.engine.Engine._codex_routes`):
+The table itself is the wiring's (:meth:`bridge.engine.engine.Engine._codex_routes`):
 which features react to a method, and in which order, is read there in one place.
 """
 

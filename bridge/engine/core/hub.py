@@ -1,7 +1,7 @@
 """What every feature shares: the two JSON-RPC peers, the threads, and the output.
 
 The :class:`Hub` is handed to each feature when the engine is wired
-(:mod:`bridge.engine.core.engine`); features use it to find threads
+(:mod:`bridge.engine.engine`); features use it to find threads
 (:attr:`Hub.threads`) and to send (:meth:`Hub.update`, :meth:`Hub.codex_request`,
 :meth:`Hub.answer_client`, ...). It knows no feature.
 
