@@ -33,6 +33,7 @@ from ...codex.messages import ItemNotification, MalformedItem
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub
 from ..core.threads import ThreadRecord, ToolCall
+from ..views.content import text_content
 from ..views.tool_views import (
     ToolView,
     command_notes,
@@ -41,7 +42,6 @@ from ..views.tool_views import (
     finished,
     plan_update,
     terminal_exit,
-    text_content,
 )
 
 log = logging.getLogger(__name__)
