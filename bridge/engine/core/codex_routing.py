@@ -34,14 +34,13 @@ import msgspec
 from ...codex import messages as codex_messages
 from ...jsonrpc import (
     ErrorCode,
-    IncomingError,
     IncomingNotification,
     IncomingRequest,
-    IncomingResponse,
     RequestId,
     RpcError,
 )
-from .hub import AGENT_NAME, Hub
+from .hub import AGENT_NAME, Hub, Waiting
+from .replies import settled
 from .threads import Held
 
 log = logging.getLogger(__name__)
@@ -143,16 +142,10 @@ class CodexRouter:
             request_id = msg.id
             hub.open_codex_requests.add(request_id)
             self._arrived.append(("codex", request_id))
-        elif isinstance(msg, IncomingResponse):
-            msg.context.result(msg.result)
-            return
-        elif isinstance(msg, IncomingError):
-            msg.context.on_error(msg.error)
-            return
         else:
-            log.warning("Codex sent an invalid message: %s", msg.reason)
-            if msg.reply is not None:
-                hub.send_raw_to_codex(msg.reply)
+            settled(
+                msg, on_result=Waiting.result, send_raw=hub.send_raw_to_codex, peer="Codex", log=log
+            )
             return
         method = msg.method
         try:

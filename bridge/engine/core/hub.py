@@ -210,6 +210,10 @@ class Hub:
         self.unknown_to_codex: set[str] = set()
         self._out: list[Effect] = []
 
+    def declares(self, capability: str) -> bool:
+        """The client declared AIR's ``capability`` at ``initialize``."""
+        return self.air is not None and capability in self.air
+
     def speak(self, face: Face) -> None:
         """Speak to the client through ``face`` from now on."""
         self.face = face

@@ -64,8 +64,7 @@ class Tools:
     def _describe(self, item: codex_items.ToolItem, **how: Any) -> ToolView:
         """``describe``, with a file change as Git patches for a client that declared
         AIR's ``diffPatch``."""
-        declared = self.hub.air
-        return describe(item, patch=declared is not None and "diffPatch" in declared, **how)
+        return describe(item, patch=self.hub.declares("diffPatch"), **how)
 
     def _terminal_output(self) -> bool:
         meta = self.hub.client_capabilities.meta
