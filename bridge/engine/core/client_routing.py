@@ -28,16 +28,10 @@ from typing import Protocol, TypeAlias
 import msgspec
 from msgspec import Raw
 
-from ...jsonrpc import (
-    ErrorCode,
-    IncomingNotification,
-    IncomingRequest,
-    RequestId,
-    RpcError,
-)
+from ...jsonrpc import ErrorCode, IncomingNotification, IncomingRequest, RequestId, RpcError
 from .connection import Connection
 from .hub import AGENT_NAME, Hub, RequestHandler, Waiting
-from .replies import settled
+from .replies import Arrived, Router, settled
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +51,10 @@ class CatalogWait(Protocol):
     def when_catalog_ready(self, then: Callable[[], None]) -> None: ...
 
 
-class ClientRouter:
-    """Hands each client message to its handler (see the module docstring).
+class ClientRouter(Router):
+    """Hands each client message to its handler (see the module docstring)."""
 
-    ``arrived``: the requests that arrived with the message being handled, as
-    ``("client", id)``: the engine answers them if a handler fails.
-    """
+    peer = "client"
 
     def __init__(
         self,
@@ -71,21 +63,19 @@ class ClientRouter:
         *,
         connection: Connection,
         guard: Guard,
-        arrived: list[tuple[str, RequestId]],
+        arrived: Arrived,
     ) -> None:
-        self.hub = hub
+        super().__init__(hub, arrived)
         self.notifications = notifications
         self._connection = connection
         self._guard = guard
-        self._arrived = arrived
 
     def receive(self, data: bytes) -> bool:
         """One client message, handled; ``True`` when it was a request."""
         hub = self.hub
         msg = hub.client.receive(data)
         if isinstance(msg, IncomingRequest):
-            hub.open_client_requests.add(msg.id)
-            self._arrived.append(("client", msg.id))
+            self._arrive(msg.id, hub.open_client_requests)
             try:
                 self._request(msg)
             except RpcError as exc:
