@@ -45,8 +45,9 @@ method → the type its params decode into → the features that react, in order
 ``_client_requests`` (each client method → its handler, ACP v1's; v2's is
 :func:`bridge.engine.faces.v2_requests.requests`, over the same features). The
 features state facts (:mod:`bridge.engine.core.facts`) that the hub's face
-(:mod:`bridge.engine.faces`, v1's until ``initialize`` picks v2) renders. Beside it
-in ``core/``: :mod:`~bridge.engine.core.connection` (the connection's states),
+(:mod:`bridge.engine.faces`, v1's until ``initialize`` picks v2) renders; the faces
+are built here too and handed to the connection, so the rooms below import one way
+(``core/`` none of the others). Below it, in ``core/``: :mod:`~bridge.engine.core.connection` (the connection's states),
 :mod:`~bridge.engine.core.codex_routing` (a Codex message decoded once and routed,
 through the sub-agent gate), :mod:`~bridge.engine.core.client_routing` (a client
 message to its handler), :mod:`~bridge.engine.core.hub` (what every feature shares).
