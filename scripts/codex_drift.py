@@ -699,7 +699,7 @@ def bridge_usage(schemas: Iterable[Surface], root: Path = ROOT) -> Usage:
     import msgspec
 
     from bridge.codex import messages
-    from bridge.engine.core.engine import Engine
+    from bridge.engine.engine import Engine
 
     schemas = list(schemas)
     engine = Engine()

@@ -24,9 +24,18 @@ PACKAGE_DIR = Path(bridge.__file__).resolve().parent
 # imports it, else a part of the one feature that reaches it (see feature_map).
 FEATURES_PACKAGE = "bridge.engine.features"
 # The one engine module allowed to import the feature modules.
-WIRING_MODULE = "bridge.engine.core.engine"
+WIRING_MODULE = "bridge.engine.engine"
 
 ENGINE = "bridge.engine"
+# The engine's rooms (its folders) and the rooms each may import: one way, from the
+# core up. The wiring module sits above the rooms and imports them all; a face reaches
+# a feature only through objects the wiring hands it.
+ROOM_IMPORTS: dict[str, set[str]] = {
+    "core": set(),
+    "views": {"core"},
+    "features": {"core", "views"},
+    "faces": {"core", "views"},
+}
 # I/O, processes, clocks and concurrency belong to the shell; the engine only
 # maps messages to messages, so replays are deterministic.
 ENGINE_FORBIDDEN = (
@@ -371,6 +380,47 @@ def test_no_import_loop_between_folders() -> None:
         )
 
 
+def room_violations(
+    modules: Mapping[str, Path],
+    graph: Mapping[str, Iterable[str]],
+    package: str,
+    allowed: Mapping[str, set[str]],
+) -> list[str]:
+    """``room -> room`` for each import between ``package``'s folders (its rooms) that
+    ``allowed`` does not permit, and each room ``allowed`` has no rule for. A module
+    beside the rooms (the wiring) may import any of them."""
+    found: list[str] = []
+    for node, targets in sorted(folder_graph(graph, package).items()):
+        if not _is_package(modules[node]):
+            continue
+        room = node[len(package) + 1 :]
+        if room not in allowed:
+            found.append(f"{room}: a room with no rule")
+            continue
+        for target in sorted(targets):
+            into = target[len(package) + 1 :]
+            if into not in allowed[room]:
+                found.append(f"{room} -> {into}")
+    return found
+
+
+def test_the_engine_rooms_import_one_way() -> None:
+    # Derived from the folders: a new room fails here until it is given its place.
+    rooms = sorted(
+        name[len(ENGINE) + 1 :]
+        for name, path in MODULES.items()
+        if name.count(".") == 2 and name.startswith(f"{ENGINE}.") and _is_package(path)
+    )
+    assert sorted(ROOM_IMPORTS) == rooms, f"rooms under bridge/engine/: {rooms}"
+    violations = room_violations(MODULES, GRAPH, ENGINE, ROOM_IMPORTS)
+    if violations:
+        pytest.fail(
+            "engine rooms importing against the grain (core <- views <- features, faces; "
+            "the wiring module above them all):\n" + "\n".join(violations),
+            pytrace=False,
+        )
+
+
 def test_the_engine_does_no_io() -> None:
     violations = engine_violations(MODULES)
     if violations:
@@ -542,6 +592,31 @@ def test_the_checker_finds_a_loop_between_folders(tmp_path: Path) -> None:
     assert cycle_report(find_cycles(folder_graph(graph, "fake"))) == (
         "fake.daemon -> fake.shell -> fake.daemon"
     )
+
+
+def test_the_checker_finds_a_room_importing_against_the_grain(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/engine/wiring.py": "from .core import hub\nfrom .features import prompts\n",
+            "fake/engine/core/hub.py": "class Hub: ...\n",
+            "fake/engine/views/look.py": "from ..core.hub import Hub\n",
+            "fake/engine/features/prompts.py": "from ..views import look\n",
+        },
+    )
+    allowed = {"core": set(), "views": {"core"}, "features": {"core", "views"}}
+    modules = find_modules(package)
+    assert room_violations(modules, import_graph(modules), "fake.engine", allowed) == []
+    (package / "engine" / "core" / "hub.py").write_text(
+        "def f():\n    from ..features import prompts\n"
+    )
+    (package / "engine" / "extra").mkdir()
+    (package / "engine" / "extra" / "__init__.py").write_text("from ..core import hub\n")
+    modules = find_modules(package)
+    assert room_violations(modules, import_graph(modules), "fake.engine", allowed) == [
+        "core -> features",
+        "extra: a room with no rule",
+    ]
 
 
 def test_the_feature_map_tells_features_from_parts(tmp_path: Path) -> None:

@@ -731,7 +731,7 @@ def test_a_codex_outside_the_tested_versions_is_one_warning_naming_both(
     agent: str, warned: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     h = Harness(ready=False)
-    with caplog.at_level(logging.WARNING, logger="bridge.engine.core.engine"):
+    with caplog.at_level(logging.WARNING, logger="bridge.engine.engine"):
         h.codex_reply(h.codex_request("initialize")["id"], {"userAgent": agent})
     warnings = [r.getMessage() for r in caplog.records if "outside the versions" in r.getMessage()]
     if warned:

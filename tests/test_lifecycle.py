@@ -11,7 +11,7 @@ from msgspec import UNSET, Raw
 
 from bridge.codex.messages import decode_item
 from bridge.codex.types import UnknownItem
-from bridge.engine.features import lifecycle
+from bridge.engine.views import thread_config
 from bridge.engine.views import tool_views as tools
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness
@@ -594,7 +594,7 @@ def test_config_without_policies_opens_the_session_with_no_modes() -> None:
 def test_thread_policies_are_what_thread_start_reports_for_a_configuration(
     config: dict[str, Any], approval: Any, sandbox: Any
 ) -> None:
-    assert lifecycle.thread_policies(config) == (approval, sandbox)
+    assert thread_config.thread_policies(config) == (approval, sandbox)
 
 
 def test_resume_of_a_thread_that_does_not_exist_is_not_found() -> None:

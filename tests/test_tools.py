@@ -10,11 +10,11 @@ import pytest
 from bridge.codex.items import CommandAction
 from bridge.codex.messages import decode_item
 from bridge.engine.views import diffs
+from bridge.engine.views.content import fenced
 from bridge.engine.views.tool_views import (
     LIVE_OUTPUT_CHARS,
     command_kind,
     command_locations,
-    fenced,
     history_updates,
     unwrap_shell,
 )

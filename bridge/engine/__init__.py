@@ -1,6 +1,6 @@
-"""The pure core: no I/O, no trio, no clock. See :mod:`bridge.engine.core.engine`."""
+"""The pure core: no I/O, no trio, no clock. See :mod:`bridge.engine.engine`."""
 
 from .core.effects import Effect, ReadClock, ToClient, ToCodex
-from .core.engine import AGENT_NAME, Engine
+from .engine import AGENT_NAME, Engine
 
 __all__ = ["AGENT_NAME", "Effect", "Engine", "ReadClock", "ToClient", "ToCodex"]

@@ -6,7 +6,7 @@ A request is handled now (the connection decided it need not wait for Codex:
 1. the connection hears of it (past ``initialize``, a v2 client may not repeat it);
 2. one handler, by method, from the table of the face the client is spoken to through
    (``hub.face.requests``: v1's is the wiring's
-   :attr:`bridge.engine.core.engine.Engine._client_requests`, v2's
+   :attr:`bridge.engine.engine.Engine._client_requests`, v2's
    :func:`bridge.engine.faces.v2_requests.requests`, each decoding its version's
    params once); a method nobody handles is -32601, and while Codex is away every
    request but ``initialize`` is answered with the reason (v2: known or not);
@@ -28,17 +28,10 @@ from typing import Protocol, TypeAlias
 import msgspec
 from msgspec import Raw
 
-from ...jsonrpc import (
-    ErrorCode,
-    IncomingError,
-    IncomingNotification,
-    IncomingRequest,
-    IncomingResponse,
-    RequestId,
-    RpcError,
-)
+from ...jsonrpc import ErrorCode, IncomingNotification, IncomingRequest, RequestId, RpcError
 from .connection import Connection
-from .hub import AGENT_NAME, Hub, RequestHandler
+from .hub import AGENT_NAME, Hub, RequestHandler, Waiting
+from .replies import Arrived, Router, settled
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +51,10 @@ class CatalogWait(Protocol):
     def when_catalog_ready(self, then: Callable[[], None]) -> None: ...
 
 
-class ClientRouter:
-    """Hands each client message to its handler (see the module docstring).
+class ClientRouter(Router):
+    """Hands each client message to its handler (see the module docstring)."""
 
-    ``arrived``: the requests that arrived with the message being handled, as
-    ``("client", id)``: the engine answers them if a handler fails.
-    """
+    peer = "client"
 
     def __init__(
         self,
@@ -72,21 +63,19 @@ class ClientRouter:
         *,
         connection: Connection,
         guard: Guard,
-        arrived: list[tuple[str, RequestId]],
+        arrived: Arrived,
     ) -> None:
-        self.hub = hub
+        super().__init__(hub, arrived)
         self.notifications = notifications
         self._connection = connection
         self._guard = guard
-        self._arrived = arrived
 
     def receive(self, data: bytes) -> bool:
         """One client message, handled; ``True`` when it was a request."""
         hub = self.hub
         msg = hub.client.receive(data)
         if isinstance(msg, IncomingRequest):
-            hub.open_client_requests.add(msg.id)
-            self._arrived.append(("client", msg.id))
+            self._arrive(msg.id, hub.open_client_requests)
             try:
                 self._request(msg)
             except RpcError as exc:
@@ -98,14 +87,10 @@ class ClientRouter:
                 handler(msg.params)
             else:
                 log.info("ignoring client notification %s", msg.method)
-        elif isinstance(msg, IncomingResponse):
-            msg.context.on_result(msg.result)
-        elif isinstance(msg, IncomingError):
-            msg.context.on_error(msg.error)
         else:
-            log.warning("client sent an invalid message: %s", msg.reason)
-            if msg.reply is not None:
-                hub.send_raw_to_client(msg.reply)
+            settled(
+                msg, on_result=_as_it_is, send_raw=hub.send_raw_to_client, peer="client", log=log
+            )
         return False
 
     def _request(self, msg: IncomingRequest) -> None:
@@ -160,6 +145,11 @@ def after_catalog(hub: Hub, catalog: CatalogWait, handler: RequestHandler) -> Re
         catalog.when_catalog_ready(run)
 
     return deferred
+
+
+def _as_it_is(waiting: Waiting, result: Raw) -> None:
+    """A client's answer goes to its waiter undecoded (a defect there is the guard's)."""
+    waiting.on_result(result)
 
 
 class _SessionPeek(msgspec.Struct):

@@ -18,7 +18,7 @@ whichever way it was decoded:
    its cancel stopped); a request goes to the route's ``answer``, which answers
    it (a request nothing answers is declined, never left waiting).
 
-The table itself is the wiring's (:meth:`bridge.engine.core.engine.Engine._codex_routes`):
+The table itself is the wiring's (:meth:`bridge.engine.engine.Engine._codex_routes`):
 which features react to a method, and in which order, is read there in one place.
 """
 
@@ -32,16 +32,9 @@ from typing import Any, Protocol, TypeAlias
 import msgspec
 
 from ...codex import messages as codex_messages
-from ...jsonrpc import (
-    ErrorCode,
-    IncomingError,
-    IncomingNotification,
-    IncomingRequest,
-    IncomingResponse,
-    RequestId,
-    RpcError,
-)
-from .hub import AGENT_NAME, Hub
+from ...jsonrpc import ErrorCode, IncomingNotification, IncomingRequest, RequestId, RpcError
+from .hub import AGENT_NAME, Hub, Waiting
+from .replies import Arrived, Router, settled
 from .threads import Held
 
 log = logging.getLogger(__name__)
@@ -107,26 +100,16 @@ class Gate(Protocol):
     def gate(self, thread_id: str, held: Held) -> bool: ...
 
 
-class CodexRouter:
-    """Decodes each Codex message once and hands it to its route (module docstring).
+class CodexRouter(Router):
+    """Decodes each Codex message once and hands it to its route (module docstring)."""
 
-    ``arrived``: the requests that arrived with the message being handled, as
-    ``("codex", id)``: the engine answers them if a reactor fails.
-    """
+    peer = "codex"
 
-    def __init__(
-        self,
-        hub: Hub,
-        routes: dict[str, Route],
-        *,
-        gate: Gate,
-        arrived: list[tuple[str, RequestId]],
-    ) -> None:
-        self.hub = hub
+    def __init__(self, hub: Hub, routes: dict[str, Route], *, gate: Gate, arrived: Arrived) -> None:
+        super().__init__(hub, arrived)
         #: The routing table, by method.
         self.routes = routes
         self._gate = gate
-        self._arrived = arrived
         self._session_ids = hub.threads.session_ids  # read for every Codex message
 
     def receive(self, data: bytes) -> None:
@@ -141,18 +124,11 @@ class CodexRouter:
             request_id: RequestId | None = None
         elif isinstance(msg, IncomingRequest):
             request_id = msg.id
-            hub.open_codex_requests.add(request_id)
-            self._arrived.append(("codex", request_id))
-        elif isinstance(msg, IncomingResponse):
-            msg.context.result(msg.result)
-            return
-        elif isinstance(msg, IncomingError):
-            msg.context.on_error(msg.error)
-            return
+            self._arrive(request_id, hub.open_codex_requests)
         else:
-            log.warning("Codex sent an invalid message: %s", msg.reason)
-            if msg.reply is not None:
-                hub.send_raw_to_codex(msg.reply)
+            settled(
+                msg, on_result=Waiting.result, send_raw=hub.send_raw_to_codex, peer="Codex", log=log
+            )
             return
         method = msg.method
         try:

@@ -2,7 +2,7 @@
 Codex brought back, and how far the client's own handshake is.
 
 Codex's side is in one of five states (:class:`CodexState`); the shell's reports
-(:class:`~bridge.engine.core.engine.Engine`'s ``codex_lost``, ``codex_restarted``,
+(:class:`~bridge.engine.engine.Engine`'s ``codex_lost``, ``codex_restarted``,
 ``codex_gave_up``) and Codex's answer to ``initialize`` move it::
 
     from        on                                        to
@@ -17,7 +17,7 @@ Codex's side is in one of five states (:class:`CodexState`); the shell's reports
     RESTARTING  Codex refuses it                          LOST
 
 - **STARTING**: :meth:`Connection.start` sent Codex ``initialize``. Client
-  messages wait, in order (rule 2 of :mod:`bridge.engine.core.engine`), except
+  messages wait, in order (rule 2 of :mod:`bridge.engine.engine`), except
   the client's ``initialize``, whose answer needs nothing from Codex: it is
   handled at once unless an earlier message still waits (then behind it).
 - **READY**: Codex answered ``initialize``; the bridge sent ``initialized`` and
@@ -62,8 +62,7 @@ from ...codex import types as codex_types
 from ...codex import versions as codex_versions
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from ..faces.v1 import V1Face
-from .hub import AGENT_NAME, Hub, RequestHandler, decode_params
+from .hub import AGENT_NAME, Face, Hub, RequestHandler, decode_params
 
 log = logging.getLogger(__name__)
 
@@ -107,13 +106,6 @@ class Offers(Protocol):
     def advertise(self, result: acp_types.InitializeResult) -> None: ...
 
 
-class Sessions(Offers, Protocol):
-    """The session lifecycle: offers ``session/fork`` only to some clients."""
-
-    @property
-    def fork_offered(self) -> bool: ...
-
-
 class Extensions(Protocol):
     """What a client turns on at ``initialize`` beyond ACP
     (:mod:`bridge.engine.features.extensions`)."""
@@ -127,6 +119,13 @@ class Extensions(Protocol):
     def advertised(self, meta: Any) -> Any: ...
 
 
+class HandshakeFace(Face, Protocol):
+    """The v2 face (:mod:`bridge.engine.faces.v2`), which also shapes v2's ``initialize``
+    answer."""
+
+    def initialize_result(self, info: acp_types.Implementation, auth_methods: Any) -> Any: ...
+
+
 class Connection:
     """The states of one client's connection to one Codex (see the module docstring).
 
@@ -134,9 +133,10 @@ class Connection:
     is handed to it, in order, once Codex is ready or known to be away. ``catalog``
     is asked for Codex's models once Codex is ready, ``recovery`` resumes the sessions
     on a restarted Codex, and ``offers`` fill what ``initialize`` answers, with what
-    the client turns on (``extensions``). A v1 client is spoken to through a v1 face
-    (from the start) over the request table ``v1_requests``; ``v2_requests`` builds
-    v2's, for the face of a client that asks for v2.
+    the client turns on (``extensions``). A v1 client is spoken to through ``v1_face``
+    (from the start) over the request table ``v1_requests``; ``v2_face`` builds v2's
+    face and its request table, for a client that asks for v2. The faces are the
+    wiring's to build: the core imports no face.
     """
 
     def __init__(
@@ -146,17 +146,18 @@ class Connection:
         handle: Callable[[bytes], None],
         catalog: Catalog,
         recovery: Recovery,
-        offers: tuple[Sessions, Offers],
+        offers: tuple[Offers, Offers],
         extensions: Extensions,
+        v1_face: Face,
         v1_requests: dict[str, RequestHandler],
-        v2_requests: Callable[[], dict[str, RequestHandler]],
+        v2_face: Callable[[], tuple[HandshakeFace, dict[str, RequestHandler]]],
     ) -> None:
         self.hub = hub
         self._extensions = extensions
-        self._v1 = V1Face(hub, v1_requests)
-        hub.speak(self._v1)
+        self._v1 = v1_face
+        hub.speak(v1_face)
         self._v1_requests = v1_requests
-        self._v2_requests = v2_requests
+        self._v2_face = v2_face
         #: What fills ``initialize``'s answer: the session lifecycle, then authentication.
         self._offers = offers
         self._handle = handle
@@ -244,7 +245,6 @@ class Connection:
         """
         # Here, not at the top: a v1 client's start never pays for importing v2.
         from ...acp import v2 as acp_v2
-        from ..faces.v2 import V2Face
 
         params = decode_params(raw, acp_v2.InitializeParams, "initialize")
         hub = self.hub
@@ -255,9 +255,8 @@ class Connection:
             # Compaction updates and notices are baseline updates in v2.
             session={"compaction": {}, "notices": {}},
         )
-        lifecycle, auth = self._offers
-        requests = self._v2_requests()
-        face = V2Face(hub, requests, fork=lifecycle.fork_offered)
+        _, auth = self._offers
+        face, requests = self._v2_face()
         info = acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__)
         result = acp_types.InitializeResult(
             protocolVersion=1, agentCapabilities=acp_types.AgentCapabilities()

@@ -1,4 +1,4 @@
-"""The one place an exception stops (rule 5 of :mod:`bridge.engine.core.engine`).
+"""The one place an exception stops (rule 5 of :mod:`bridge.engine.engine`).
 
 No input, from either side, makes the engine raise: a defect in a handler is logged
 with its traceback, and every request that arrived with the message that met it and

@@ -1,7 +1,7 @@
 """What every feature shares: the two JSON-RPC peers, the threads, and the output.
 
 The :class:`Hub` is handed to each feature when the engine is wired
-(:mod:`bridge.engine.core.engine`); features use it to find threads
+(:mod:`bridge.engine.engine`); features use it to find threads
 (:attr:`Hub.threads`) and to send (:meth:`Hub.update`, :meth:`Hub.codex_request`,
 :meth:`Hub.answer_client`, ...). It knows no feature.
 
@@ -209,6 +209,10 @@ class Hub:
         #: Codex methods Codex answered it does not know (experimental ones come and go).
         self.unknown_to_codex: set[str] = set()
         self._out: list[Effect] = []
+
+    def declares(self, capability: str) -> bool:
+        """The client declared AIR's ``capability`` at ``initialize``."""
+        return self.air is not None and capability in self.air
 
     def speak(self, face: Face) -> None:
         """Speak to the client through ``face`` from now on."""

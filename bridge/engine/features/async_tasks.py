@@ -49,8 +49,7 @@ class AsyncTasks:
 
     @property
     def on(self) -> bool:
-        declared = self.hub.air
-        return declared is not None and air.ASYNC_TASKS in declared
+        return self.hub.declares(air.ASYNC_TASKS)
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
         """A turn that completed with commands still running: each is a task now."""

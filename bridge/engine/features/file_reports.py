@@ -82,8 +82,7 @@ class FileReports:
 
     @property
     def on(self) -> bool:
-        declared = self.hub.air
-        return declared is not None and air.FILE_CHANGE_REPORT in declared
+        return self.hub.declares(air.FILE_CHANGE_REPORT)
 
     def session_prompt(self, rid: RequestId, raw: Raw) -> None:
         """v1's ``session/prompt``, noting a report request first (for a client that

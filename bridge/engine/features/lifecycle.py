@@ -27,12 +27,9 @@ find them in the thread registry.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
 from msgspec import UNSET, Raw
 
 from ...acp import air
@@ -46,6 +43,14 @@ from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, check_directory, decode_params, from_codex, malformed
 from ..core.threads import Status, ThreadRecord, Turn
 from ..views.fork_point import turn_holding
+from ..views.stored_sessions import (
+    NO_ROLLOUT,
+    is_root,
+    is_unstored,
+    not_found_message,
+    session_info,
+)
+from ..views.thread_config import mcp_servers_config, thread_policies
 
 #: Sends an open result and what follows it (see :class:`bridge.engine.features.prompts.Opened`).
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
@@ -536,137 +541,3 @@ class Lifecycle:
     ) -> dict[str, Any]:
         """``config`` for a resume or fork: the bridge's overrides and the client's MCP servers."""
         return {**(self.hub.thread_config or {}), **mcp_servers_config(mcp_servers, method)}
-
-
-# -- pure helpers ---------------------------------------------------------------------
-
-
-#: How Codex 0.169 starts its ``thread/read`` refusal of an id that is not a UUID.
-INVALID_THREAD_ID = "invalid thread id"
-NO_ROLLOUT = threads.NO_ROLLOUT
-
-
-def is_unstored(error: ErrorObject) -> bool:
-    """Codex holds the thread but has no turn of it to list (``threads.NO_TURNS``)."""
-    return threads.no_turns(error.code, error.message)
-
-
-def not_found_message(session_id: str, codex_message: str) -> str:
-    """The -32002 message for a thread ``thread/read`` refused.
-
-    Codex 0.169 stores a thread only at its first turn, and a Codex answers a
-    well-formed id it neither holds nor stored with ``thread not loaded: ID``, whether
-    the id was never made or was made by an earlier Codex and never prompted: it cannot
-    tell them apart, so neither can the bridge. The message says why such a session is
-    gone, since that is the surprise; an id that is not a thread id at all is named as one.
-    """
-    if codex_message.startswith(INVALID_THREAD_ID):
-        return f"Session not found: {session_id} is not a Codex thread id"
-    return (
-        f"Session not found: {session_id}. This Codex holds no thread of that id and has "
-        "none stored: a session is stored only once it has been prompted, so one never "
-        "prompted does not survive a restart of Codex (it lives as long as the Codex that "
-        "created it)"
-    )
-
-
-#: ``config.toml``'s ``sandbox_mode`` → the ``type`` of the sandbox policy Codex reports.
-_SANDBOX_TYPES = {
-    "read-only": "readOnly",
-    "workspace-write": "workspaceWrite",
-    "danger-full-access": "dangerFullAccess",
-}
-
-
-def thread_policies(config: dict[str, Any]) -> tuple[Any, Any]:
-    """The approval and sandbox policies, as ``thread/start`` reports them, that a
-    configuration (``config/read``'s keys, overrides as dotted keys) gives a new thread;
-    ``UNSET`` for both when it does not say."""
-    approval = config.get("approval_policy")
-    mode = config.get("sandbox_mode")
-    kind = _SANDBOX_TYPES.get(mode) if isinstance(mode, str) else None
-    if approval is None or kind is None:
-        return UNSET, UNSET
-    sandbox: dict[str, Any] = {"type": kind}
-    if kind == "workspaceWrite":
-        table = config.get("sandbox_workspace_write")
-        table = dict(table) if isinstance(table, dict) else {}
-        prefix = "sandbox_workspace_write."
-        table.update({k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)})
-        sandbox.update(
-            writableRoots=list(table.get("writable_roots") or []),
-            networkAccess=bool(table.get("network_access")),
-            excludeTmpdirEnvVar=bool(table.get("exclude_tmpdir_env_var")),
-            excludeSlashTmp=bool(table.get("exclude_slash_tmp")),
-        )
-    return approval, sandbox
-
-
-def is_root(thread: threads.StoredThread) -> bool:
-    """An interactive thread a person started, not a sub-agent's."""
-    if thread.parentThreadId is not None:
-        return False
-    return not (isinstance(thread.source, dict) and "subAgent" in thread.source)
-
-
-def session_info(thread: threads.StoredThread) -> acp_sessions.SessionInfo:
-    """A listed thread: its name, else its preview (first user message), on one line."""
-    title = " ".join((thread.name or thread.preview).split())
-    return acp_sessions.SessionInfo(
-        sessionId=thread.id,
-        cwd=thread.cwd,
-        title=title or UNSET,
-        updatedAt=iso_time(thread.updatedAt) if thread.updatedAt is not None else UNSET,
-    )
-
-
-def iso_time(unix_seconds: int) -> str:
-    """Codex's Unix seconds as ISO 8601 in UTC (``2026-11-30T05:01:16Z``)."""
-    return datetime.fromtimestamp(unix_seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-def mcp_servers_config(servers: Sequence[dict[str, Any]] | None, method: str) -> dict[str, Any]:
-    """ACP ``McpServer``s → Codex ``config`` overrides, one ``mcp_servers.NAME`` table each.
-
-    Dotted keys, like the ``-c`` overrides they sit next to: a whole ``mcp_servers``
-    table would replace those (Codex applies the keys in order). A name becomes
-    one Codex accepts in a dotted key (``[A-Za-z0-9_-]``; Codex refuses spaces, and
-    a dot would split the key); two that meet get a ``_2`` suffix. SSE servers are
-    skipped with a warning (Codex speaks stdio and streamable HTTP only; the bridge
-    does not advertise ``mcpCapabilities.sse``), as are unknown transports.
-    """
-    config: dict[str, Any] = {}
-    for index, entry in enumerate(servers or ()):
-        try:
-            server = acp_sessions.decode_mcp_server(entry)
-        except (msgspec.ValidationError, TypeError) as exc:
-            raise RpcError.invalid_params(f"{method}: mcpServers[{index}]: {exc}") from None
-        table: dict[str, Any]
-        match server:
-            case acp_sessions.McpServerStdio(command=command, args=args, env=env):
-                table = {"command": command, "args": args}
-                if env:
-                    table["env"] = {e.name: e.value for e in env}
-            case acp_sessions.McpServerHttp(url=url, headers=headers):
-                table = {"url": url}
-                if headers:
-                    table["http_headers"] = {h.name: h.value for h in headers}
-            case _:
-                kind = "sse" if isinstance(server, acp_sessions.McpServerSse) else server.type
-                log.warning(
-                    "%s: MCP server %r uses the %s transport, which Codex does not support; skipped",
-                    method,
-                    server.name,
-                    kind,
-                )
-                continue
-        name = _UNSAFE_NAME.sub("_", server.name).strip("_") or "mcp"
-        key, n = name, 1
-        while f"mcp_servers.{key}" in config:
-            n += 1
-            key = f"{name}_{n}"
-        config[f"mcp_servers.{key}"] = table
-    return config

@@ -74,8 +74,7 @@ class SessionIndex:
 
     @property
     def on(self) -> bool:
-        declared = self.hub.air
-        return declared is not None and air.SESSION_INDEX in declared
+        return self.hub.declares(air.SESSION_INDEX)
 
     # -- the rows ----------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from ...codex.messages import ItemNotification, MalformedItem
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub
 from ..core.threads import ThreadRecord, ToolCall
+from ..views.content import text_content
 from ..views.tool_views import (
     ToolView,
     command_notes,
@@ -41,7 +42,6 @@ from ..views.tool_views import (
     finished,
     plan_update,
     terminal_exit,
-    text_content,
 )
 
 log = logging.getLogger(__name__)
@@ -64,8 +64,7 @@ class Tools:
     def _describe(self, item: codex_items.ToolItem, **how: Any) -> ToolView:
         """``describe``, with a file change as Git patches for a client that declared
         AIR's ``diffPatch``."""
-        declared = self.hub.air
-        return describe(item, patch=declared is not None and "diffPatch" in declared, **how)
+        return describe(item, patch=self.hub.declares("diffPatch"), **how)
 
     def _terminal_output(self) -> bool:
         meta = self.hub.client_capabilities.meta

@@ -68,12 +68,12 @@ from urllib.parse import quote
 import msgspec
 from msgspec import UNSET
 
-from ...acp import air
 from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import items as codex_items
 from ...codex.messages import ThreadItem
-from . import diffs, git_patch
+from .change_views import change_content, change_locations, change_title, patch_content, path_shown
+from .content import fenced, text_content
 
 log = logging.getLogger(__name__)
 
@@ -343,11 +343,11 @@ def _file_change(
     for change in item.changes:
         patched = patch_content(change) if patch else None
         content += patched or change_content(change, files.get(change.path))
-        locations += _change_locations(change)
+        locations += change_locations(change)
     if item.status == "declined":
         content.append(text_content("Declined: the change was not applied."))
     return ToolView(
-        title=_change_title(item.changes, cwd),
+        title=change_title(item.changes, cwd),
         kind="edit",
         status=_STATUS.get(item.status, "failed"),
         content=content,
@@ -355,95 +355,6 @@ def _file_change(
         raw_input={"changes": item.changes},
         raw_output=UNSET if item.status == "inProgress" else {"status": item.status},
     )
-
-
-def change_content(
-    change: codex_items.FileUpdateChange, text: str | None
-) -> list[acp_tools.ToolCallContent]:
-    """The ``diff`` items for one changed file; ``text`` is the file as the client read it."""
-    kind = change.kind.type
-    if kind == "add":
-        return [acp_tools.Diff(path=change.path, oldText=None, newText=change.diff)]
-    if kind == "delete":
-        return [acp_tools.Diff(path=change.path, oldText=change.diff, newText="")]
-    target = change.kind.move_path or change.path
-    try:
-        hunks = diffs.parse_hunks(change.diff)
-    except diffs.DiffError as exc:
-        log.warning("Codex's diff for %s is not understood (%s); shown as text", change.path, exc)
-        return [text_content(fenced(change.diff, "diff"))]
-    if text is not None:
-        whole = diffs.rebuild(hunks, text)
-        if whole is not None:
-            return [acp_tools.Diff(path=target, oldText=whole[0], newText=whole[1])]
-        log.info("the text read for %s fits neither side of Codex's diff; showing hunks", target)
-    return [
-        acp_tools.Diff(
-            path=target,
-            oldText=hunk.old_text,
-            newText=hunk.new_text,
-            meta={
-                "hunk": {
-                    "oldStart": hunk.old_start,
-                    "oldLines": hunk.old_count,
-                    "newStart": hunk.new_start,
-                    "newLines": hunk.new_count,
-                }
-            },
-        )
-        for hunk in hunks
-    ]
-
-
-def patch_content(change: codex_items.FileUpdateChange) -> list[acp_tools.ToolCallContent] | None:
-    """AIR's ``diffPatch``: one ``diff`` per file carrying its Git patch (``oldText: null``
-    and ``newText: ""`` hold the places of the text), or ``None`` when no patch fits."""
-    text = git_patch.git_patch(change)
-    if text is None:
-        return None
-    payload = {"diffPatch": {"version": 1, "format": "git_patch", "text": text}}
-    return [
-        acp_tools.Diff(
-            path=change.kind.move_path or change.path,
-            oldText=None,
-            newText="",
-            meta={"kind": change.kind.type, **air.meta(payload)},
-        )
-    ]
-
-
-def _change_locations(change: codex_items.FileUpdateChange) -> list[acp_tools.ToolCallLocation]:
-    if change.kind.type == "update":
-        try:
-            hunks = diffs.parse_hunks(change.diff)
-        except diffs.DiffError:
-            hunks = []
-        line = max(hunks[0].new_start, 1) if hunks else UNSET
-        return [acp_tools.ToolCallLocation(path=change.kind.move_path or change.path, line=line)]
-    if change.kind.type == "add":
-        return [acp_tools.ToolCallLocation(path=change.path, line=1)]
-    return [acp_tools.ToolCallLocation(path=change.path)]
-
-
-_VERBS = {"add": "Create", "delete": "Delete", "update": "Edit"}
-
-
-def _change_title(changes: list[codex_items.FileUpdateChange], cwd: str) -> str:
-    if len(changes) == 1:
-        change = changes[0]
-        if change.kind.type == "update" and change.kind.move_path:
-            return f"Move {_shown(change.path, cwd)} → {_shown(change.kind.move_path, cwd)}"
-        return f"{_VERBS.get(change.kind.type, 'Edit')} {_shown(change.path, cwd)}"
-    names = [_shown(c.kind.move_path or c.path, cwd) for c in changes]
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return f"Edit {len(changes)} files: {shown}" if changes else "Edit files"
-
-
-def _shown(path: str, cwd: str) -> str:
-    """``path`` relative to the session's folder when inside it."""
-    if cwd and path.startswith(cwd.rstrip("/") + "/"):
-        return path[len(cwd.rstrip("/")) + 1 :]
-    return path
 
 
 # -- MCP, dynamic tools, web search, images ---------------------------------------------------------
@@ -577,28 +488,13 @@ def _image_view(item: codex_items.ImageViewItem, cwd: str) -> ToolView:
     )
     path = _absolute(item.path, cwd)
     return ToolView(
-        title=f"View image {_shown(item.path, cwd)}",
+        title=f"View image {path_shown(item.path, cwd)}",
         kind="read",
         status="in_progress",
         content=[acp_tools.Content(content=link)],
         locations=[acp_tools.ToolCallLocation(path=path)] if path is not None else [],
         raw_input={"path": item.path},
     )
-
-
-# -- text helpers -------------------------------------------------------------------------------------
-
-
-def text_content(text: str) -> acp_tools.Content:
-    return acp_tools.Content(content=acp_types.TextContent(text=text))
-
-
-def fenced(text: str, info: str = "") -> str:
-    """``text`` as a Markdown code block whose fence no line of it can close."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    body = text if text.endswith("\n") else text + "\n"
-    return f"{fence}{info}\n{body}{fence}"
 
 
 def plan_update(note: codex_items.TurnPlanUpdated) -> acp_tools.Plan:

@@ -45,8 +45,9 @@ method → the type its params decode into → the features that react, in order
 ``_client_requests`` (each client method → its handler, ACP v1's; v2's is
 :func:`bridge.engine.faces.v2_requests.requests`, over the same features). The
 features state facts (:mod:`bridge.engine.core.facts`) that the hub's face
-(:mod:`bridge.engine.faces`, v1's until ``initialize`` picks v2) renders. Beside it
-in ``core/``: :mod:`~bridge.engine.core.connection` (the connection's states),
+(:mod:`bridge.engine.faces`, v1's until ``initialize`` picks v2) renders; the faces
+are built here too and handed to the connection, so the rooms below import one way
+(``core/`` none of the others). Below it, in ``core/``: :mod:`~bridge.engine.core.connection` (the connection's states),
 :mod:`~bridge.engine.core.codex_routing` (a Codex message decoded once and routed,
 through the sub-agent gate), :mod:`~bridge.engine.core.client_routing` (a client
 message to its handler), :mod:`~bridge.engine.core.hub` (what every feature shares).
@@ -62,42 +63,43 @@ from typing import Any
 
 from msgspec import Raw
 
-from ...acp import steering as acp_steering
-from ...acp import types as acp_types
-from ...codex import account as codex_account
-from ...codex import approvals as codex_approvals
-from ...codex import items as codex_items
-from ...codex import messages as codex_messages
-from ...codex import palette as codex_palette
-from ...codex import settings as codex_settings
-from ...codex import types as codex_types
-from ...jsonrpc import ErrorCode, RequestId, RpcError
-from ...jsonrpc.peer import ErrorObject
-from ..features.approvals import Approvals
-from ..features.auth import Authentication
-from ..features.extensions import Extensions
-from ..features.file_reports import FileReports
-from ..features.lifecycle import Lifecycle
-from ..features.palette import Palette
-from ..features.prompts import TURN_TRAFFIC, Prompts
-from ..features.recovery import Recovery
-from ..features.retries import Retries
-from ..features.session_admin import SessionAdmin
-from ..features.session_index import SessionIndex
-from ..features.settings import SettingsSelectors
-from ..features.streaming import Streaming
-from ..features.subagent_history import SubagentHistory
-from ..features.subagents import Subagents
-from ..features.terminals import Terminals
-from ..features.tools import Tools
-from ..features.turn_ends import TurnEnds
-from . import client_routing, facts
-from .codex_routing import CodexRouter, Route, notification, request
-from .connection import MAX_WAITING, Connection
-from .effects import Effect
-from .guard import Guard
-from .hub import AGENT_NAME, Hub, RequestHandler, decode_params
-from .threads import Held, ThreadRecord, Threads
+from ..acp import steering as acp_steering
+from ..acp import types as acp_types
+from ..codex import account as codex_account
+from ..codex import approvals as codex_approvals
+from ..codex import items as codex_items
+from ..codex import messages as codex_messages
+from ..codex import palette as codex_palette
+from ..codex import settings as codex_settings
+from ..codex import types as codex_types
+from ..jsonrpc import ErrorCode, RequestId, RpcError
+from ..jsonrpc.peer import ErrorObject
+from .core import client_routing, facts
+from .core.codex_routing import CodexRouter, Route, notification, request
+from .core.connection import MAX_WAITING, Connection, HandshakeFace
+from .core.effects import Effect
+from .core.guard import Guard
+from .core.hub import AGENT_NAME, Hub, RequestHandler, decode_params
+from .core.threads import Held, ThreadRecord, Threads
+from .faces.v1 import V1Face
+from .features.approvals import Approvals
+from .features.auth import Authentication
+from .features.extensions import Extensions
+from .features.file_reports import FileReports
+from .features.lifecycle import Lifecycle
+from .features.palette import Palette
+from .features.prompts import TURN_TRAFFIC, Prompts
+from .features.recovery import Recovery
+from .features.retries import Retries
+from .features.session_admin import SessionAdmin
+from .features.session_index import SessionIndex
+from .features.settings import SettingsSelectors
+from .features.streaming import Streaming
+from .features.subagent_history import SubagentHistory
+from .features.subagents import Subagents
+from .features.terminals import Terminals
+from .features.tools import Tools
+from .features.turn_ends import TurnEnds
 
 log = logging.getLogger(__name__)
 
@@ -207,8 +209,9 @@ class Engine:
             recovery=self.recovery,
             offers=(self.lifecycle, self.auth),
             extensions=ext,
+            v1_face=V1Face(hub, self._client_requests),
             v1_requests=self._client_requests,
-            v2_requests=self._v2_requests,
+            v2_face=self._v2_face,
         )
         after_catalog = self._after_catalog
         self._client_requests.update(
@@ -499,13 +502,14 @@ class Engine:
         catalog asked at the handshake is in (see bridge.engine.features.settings)."""
         return client_routing.after_catalog(self.hub, self.settings, handler)
 
-    def _v2_requests(self) -> dict[str, RequestHandler]:
-        """ACP v2's request table (:mod:`bridge.engine.faces.v2_requests`), over the same
-        features' methods v1's handlers reach; built when a client picks v2."""
+    def _v2_face(self) -> tuple[HandshakeFace, dict[str, RequestHandler]]:
+        """ACP v2's face and request table (:mod:`bridge.engine.faces.v2_requests`), over
+        the same features' methods v1's handlers reach; built when a client picks v2."""
         # Here, not at the top: a v1 client's start never pays for importing v2.
-        from ..faces import v2_requests
+        from .faces import v2_requests
+        from .faces.v2 import V2Face
 
-        return v2_requests.requests(
+        requests = v2_requests.requests(
             initialize=self.connection.initialize,
             prompts=self.prompts,
             lifecycle=self.lifecycle,
@@ -514,6 +518,7 @@ class Engine:
             same_as_v1=self._client_requests,
             after_catalog=self._after_catalog,
         )
+        return V2Face(self.hub, requests, fork=self.lifecycle.fork_offered), requests
 
     # -- what one feature asks of the others ------------------------------------------------
 
