@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from msgspec import UNSET, Raw
 
@@ -77,6 +77,16 @@ LIST_SORT_KEY = "updated_at"
 LIST_PAGE = 50
 
 
+class PromptControl(Protocol):
+    """What a close needs of the prompts feature."""
+
+    def cancel(self, record: ThreadRecord) -> None:
+        """Cancel the session's prompt and its queue (``session/cancel``)."""
+
+    def cancel_queued(self, record: ThreadRecord) -> None:
+        """Answer the prompts queued on the session ``cancelled``, its turn left alone."""
+
+
 class Lifecycle:
     """Load, resume, fork, list and close (see the module docstring)."""
 
@@ -87,7 +97,7 @@ class Lifecycle:
         open_root: Callable[[str, str], ThreadRecord],
         opened: Opened,
         replay: Replay,
-        cancel_prompt: Callable[[ThreadRecord], None],
+        prompts: PromptControl,
         cancel_work: Callable[[str], None],
         forget: Callable[[str], None],
         open_failed: Callable[[str], None],
@@ -98,7 +108,7 @@ class Lifecycle:
         self._open_root = open_root
         self._opened = opened
         self._replay = replay
-        self._cancel_prompt = cancel_prompt
+        self._prompts = prompts
         self._cancel_work = cancel_work
         self._forget = forget
         self._open_failed = open_failed
@@ -476,7 +486,8 @@ class Lifecycle:
         record.closing = [rid]
         if record.turn is not None and record.turn.foreign:
             # Another client's turn (another window, Codex's TUI): closing this window
-            # leaves it to them, sub-agents and all.
+            # leaves it to them, sub-agents and all; what this client queued behind it ends.
+            self._prompts.cancel_queued(record)
             self._finish_close(record)
             return
         # RFD: closing a parent cancels its active descendant work (Codex does not).
@@ -484,7 +495,7 @@ class Lifecycle:
         if record.turn is not None:
             # ACP: close cancels ongoing work as session/cancel would. The prompt
             # settles when Codex confirms; prompt_settled finishes the close then.
-            self._cancel_prompt(record)
+            self._prompts.cancel(record)
             return
         self._finish_close(record)
 

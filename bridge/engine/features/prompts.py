@@ -227,9 +227,7 @@ class Prompts:
         """Stop the session's prompt, if any: it resolves ``cancelled`` once Codex
         reports its turn interrupted (``session/cancel``, ``session/close``). Prompts
         queued behind it are answered ``cancelled`` at once: they never start."""
-        queued, record.queued = record.queued, []
-        for waiting in queued:
-            self._end(record, waiting.request_id, acp_types.PromptResult(stopReason="cancelled"))
+        self.cancel_queued(record)
         turn = record.turn
         if turn is None or turn.cancel_requested:
             return
@@ -237,6 +235,13 @@ class Prompts:
             return  # a sub-agent's: its cancel is the sub-agents feature's
         turn.cancel_requested = True
         self.interrupt(record, turn)
+
+    def cancel_queued(self, record: ThreadRecord) -> None:
+        """Answer the prompts queued on the session ``cancelled``, leaving its turn alone
+        (a close while another client's turn runs: that turn is theirs)."""
+        queued, record.queued = record.queued, []
+        for waiting in queued:
+            self._end(record, waiting.request_id, acp_types.PromptResult(stopReason="cancelled"))
 
     # -- insertion ----------------------------------------------------------------------------
 
