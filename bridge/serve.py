@@ -272,6 +272,7 @@ def make_engine(
         # Beside a daemon's Codex, what waits on the user outlives this editor.
         detachable=shared,
         paged_store=True,
+        codex_shared=attached,
     )
 
 
@@ -328,6 +329,7 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
             engine_config = {
                 "threadConfig": thread_config(options, attached=options.attached(choice)),
                 "detachable": shared,
+                "codexShared": options.attached(choice),
                 # Lists and histories read in pages (recordings from before say nothing).
                 "pagedStore": True,
             }

@@ -285,6 +285,23 @@ def test_a_window_whose_client_goes_away_leaves_the_other_windows_approval_to_it
     ]
 
 
+def test_a_turn_codex_started_itself_is_answered_when_the_only_client_goes() -> None:
+    # A bridge with a Codex of its own: a turn no prompt started is Codex's (a goal's), no
+    # other client can answer what it asks, so a client that leaves answers it (cancel).
+    h = Harness()
+    h.new_session(THREAD)
+    h.codex_notify(
+        "turn/started",
+        {"threadId": THREAD, "turn": {"id": "turn-1", "status": "inProgress", "items": []}},
+    )
+    _ask(h, 7, APPROVAL)
+    assert [m for m in h.to_client if m.get("method") == "session/request_permission"]
+    h._collect(h.engine.client_lost())
+    assert [m["result"] for m in h.to_codex if m.get("id") == 7 and "method" not in m] == [
+        {"decision": "cancel"}
+    ]
+
+
 def _child_of_turn_2_starts(window: Harness, before: int) -> None:
     """A sub-agent of turn 2 starts its turn; the window's reads of it (asked since Codex
     message ``before``) are answered."""

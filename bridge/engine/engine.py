@@ -131,12 +131,14 @@ class Engine:
         is_directory: Callable[[str], bool] | None = None,
         detachable: bool = False,
         paged_store: bool = False,
+        codex_shared: bool = False,
     ) -> None:
         hub = self.hub = Hub(
             thread_config=thread_config,
             api_key=api_key,
             is_directory=is_directory or _any_absolute_path,
             paged_store=paged_store,
+            codex_shared=codex_shared or detachable,
         )
         #: The thread-to-session identity map.
         self.threads: Threads = hub.threads
@@ -191,7 +193,7 @@ class Engine:
             open_root=self._open_root,
             opened=self._session_opened,
             replay=self.subagent_history.replay,
-            cancel_prompt=self.prompts.cancel,
+            prompts=self.prompts,
             cancel_work=self._cancel_work,
             forget=self.forget,
             open_failed=subagents.open_failed,

@@ -163,6 +163,7 @@ def engine_options(recording: Recording) -> dict[str, Any]:
     return {
         "detachable": bool(options.get("detachable")),
         "paged_store": bool(options.get("pagedStore")),
+        "codex_shared": bool(options.get("codexShared")),
     }
 
 

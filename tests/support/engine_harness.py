@@ -154,8 +154,9 @@ class Windows:
     def __init__(self, thread_id: str = "thread-1", cwd: str = "/work", **options: Any) -> None:
         self.thread_id = thread_id
         self.cwd = cwd
-        self.a = Harness(**options.get("a", {}))
-        self.b = Harness(**options.get("b", {}))
+        # A shared Codex: each window knows another client may answer what Codex asks.
+        self.a = Harness(**{"codex_shared": True, **options.get("a", {})})
+        self.b = Harness(**{"codex_shared": True, **options.get("b", {})})
 
     def both(self) -> tuple[Harness, Harness]:
         return self.a, self.b

@@ -173,6 +173,7 @@ class Hub:
         api_key: str | None,
         is_directory: Callable[[str], bool],
         paged_store: bool = False,
+        codex_shared: bool = False,
     ) -> None:
         self.client = Peer[Waiting](jsonrpc_member=True)
         self.codex = Peer[Waiting](jsonrpc_member=False)
@@ -193,6 +194,10 @@ class Hub:
         #: ``thread/turns/list`` pages replayed as each arrives. Off, the whole history
         #: comes with one ``thread/read`` (what recordings made before paging hold).
         self.paged_store = paged_store
+        #: Other clients may hear this Codex's requests (a daemon's, or one attached by URL):
+        #: a turn another client started is theirs to answer. Else the only other starter
+        #: of a turn is Codex itself (a goal's), and nobody but this client can answer it.
+        self.codex_shared = codex_shared
         #: Requests received and not answered yet, per side.
         self.open_client_requests: set[RequestId] = set()
         self.open_codex_requests: set[RequestId] = set()

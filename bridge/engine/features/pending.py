@@ -404,6 +404,8 @@ class PendingRequests:
     def others_turn(self, record: ThreadRecord) -> bool:
         """Whether ``record`` works for a turn another client of a shared Codex started (on
         its root session): Codex asks every client and takes the first answer."""
+        if not self.hub.codex_shared:
+            return False  # no other client: a turn Codex started itself is this one's
         root: ThreadRecord | None = record
         for _ in range(MAX_DEPTH):
             if root is None or root.parent_id is None:
