@@ -18,6 +18,9 @@ from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_cod
 from bridge.shell.codex_transport import ENV_CODEX_BIN, PINNED_CODEX
 from tests.support.daemon import ATTACHED, running_daemon
 
+#: The suite on several workers (the order each runs its tests in).
+pytest_plugins = ["tests.support.parallel"]
+
 REPO = Path(__file__).resolve().parents[1]
 
 #: The oldest Codex in the tested range, installed by scripts/setup in a folder of its own.

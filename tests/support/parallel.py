@@ -1,0 +1,24 @@
+"""The suite on several workers (pytest-xdist, as ``scripts/test`` runs it).
+
+An end-to-end test takes seconds, most of them waiting on Codex; an engine test takes
+milliseconds. Each worker runs the end-to-end tests first, so the long ones start early and the
+short ones fill the gaps at the end instead of one worker finishing a long test alone. The order
+is the same on every worker (xdist requires it) and a serial run keeps the files' own order.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+#: The markers of the tests that start processes and wait on them.
+LONG = ("e2e", "slow")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    # sort() is stable: within each half the collected order stays.
+    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONG))
