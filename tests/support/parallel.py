@@ -1,9 +1,10 @@
 """The suite on several workers (pytest-xdist, as ``scripts/test`` runs it).
 
-An end-to-end test takes seconds, most of them waiting on Codex; an engine test takes
-milliseconds. Each worker runs the end-to-end tests first, so the long ones start early and the
-short ones fill the gaps at the end instead of one worker finishing a long test alone. The order
-is the same on every worker (xdist requires it) and a serial run keeps the files' own order.
+An end-to-end test takes seconds, most of them waiting on Codex, and a property test seconds of
+CPU; an engine test takes milliseconds. Each worker runs the long ones first, so they start early
+and the short ones fill the gaps at the end instead of one worker finishing a long test alone.
+The order is the same on every worker (xdist requires it) and a serial run keeps the files' own
+order.
 """
 
 from __future__ import annotations
@@ -21,4 +22,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return
     # sort() is stable: within each half the collected order stays.
-    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONG))
+    items.sort(key=lambda item: not is_long(item))
+
+
+def is_long(item: pytest.Item) -> bool:
+    if any(item.get_closest_marker(marker) for marker in LONG):
+        return True
+    # Hypothesis marks the tests it runs many times over.
+    return bool(getattr(getattr(item, "obj", None), "is_hypothesis_test", False))
