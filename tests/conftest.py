@@ -32,6 +32,9 @@ from tests.support.e2e import (
     watchdog,
 )
 
+#: The suite on several workers (the order each runs its tests in).
+pytest_plugins = ["tests.support.parallel"]
+
 REPO = Path(__file__).resolve().parents[1]
 
 #: The oldest Codex in the tested range, installed by scripts/setup in a folder of its own.

@@ -22,7 +22,9 @@ from bridge import __version__
 from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.shell.codex_transport import ENV_CODEX_BIN
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+# One worker runs them all (scripts/test's --dist loadgroup), so the wheel is built and
+# installed once, not once on each worker that draws one of them.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900), pytest.mark.xdist_group("wheel")]
 
 REPO = Path(__file__).resolve().parents[1]
 DIST = "codex_acp_bridge"
