@@ -129,6 +129,12 @@ async def test_the_page_shows_threads_and_answers_and_cancels_them(
                     # An editor that shows forms: it is asked the question too, and never answers.
                     await editor.initialize({**SUBAGENTS, "elicitation": {"form": {}}})
                     await _running_then_child(page, editor, str(workspace), runtime)
+                    # A second editor on the same daemon: the page shows both trees at once.
+                    async with open_agent(
+                        serve_argv(runtime), env=bridge_env, stderr=log.fileno()
+                    ) as (second, _second_process):
+                        await second.initialize(SUBAGENTS)
+                        await _two_editors_two_trees(page, (editor, second), str(workspace))
                     await _approval_answered_on_the_page(
                         page, editor, str(workspace), held, runtime
                     )
@@ -179,6 +185,27 @@ async def _running_then_child(page: Any, editor: AcpClient, cwd: str, runtime: P
         await shot(page, "page-subagent.png")
         await page.evaluate(f"{row(child)}.querySelector('.row').click()")  # closed again
     await page.wait_for(f"{row(session)}?.dataset.state === 'idle'")
+
+
+async def _two_editors_two_trees(page: Any, editors: tuple[AcpClient, AcpClient], cwd: str) -> None:
+    """Each editor's session spawns a sub-agent at the same time: both roots are on the
+    page, each running with its own child under it, then both idle."""
+    prompt = script(spawn("@@ words 300 delay_ms=10"), wait(timeout_ms=30_000), "@@ say done")
+    sessions = [await editor.new_session(cwd) for editor in editors]
+    async with trio.open_nursery() as nursery:
+        for editor, session in zip(editors, sessions, strict=True):
+            nursery.start_soon(editor.prompt, session, prompt)
+        children = []
+        for session in sessions:
+            await page.wait_for(f"{row(session)}?.dataset.state === 'running'")
+            children.append(
+                await page.wait_for(
+                    f"{row(session)}?.querySelector('.children [data-thread-id]')?.dataset.threadId"
+                )
+            )
+        assert len(set(children)) == 2 and not set(children) & set(sessions)
+    for session in sessions:
+        await page.wait_for(f"{row(session)}?.dataset.state === 'idle'")
 
 
 async def _approval_answered_on_the_page(
