@@ -14,7 +14,7 @@ A session is a Codex thread, so every method here is a thread method:
 - ``session/fork``: ``thread/fork``; the new thread's id is the new session's id.
 - ``session/list``: ``thread/list`` (interactive root threads only); with the store
   paged, a page of :data:`LIST_PAGE` from Codex's index, and once a connection has
-  listed, one page read from the thread files to repair that index
+  listed to the last page, one page read from the thread files to repair that index
   (:meth:`Lifecycle._repair_index`).
 - ``session/close``: the running prompt is cancelled and settles ``cancelled``
   once Codex confirms; then ``thread/unsubscribe``, and the session is forgotten.
@@ -434,7 +434,9 @@ class Lifecycle:
                     nextCursor=page.nextCursor if page.nextCursor is not None else UNSET,
                 ),
             )
-            if hub.paged_store and not self._index_repaired:
+            # After a listing's last page: the repair then never competes with the client's
+            # paging (an editor reads its pages back to back).
+            if hub.paged_store and not self._index_repaired and page.nextCursor is None:
                 self._repair_index()
 
         def refused(error: ErrorObject) -> None:
@@ -452,13 +454,13 @@ class Lifecycle:
         hub.codex_request("thread/list", request, threads.ThreadListResult, listed, refused)
 
     def _repair_index(self) -> None:
-        """Once a connection has listed: one page read from the thread files, the newest
+        """Once a connection has listed to the end: one page read from the thread files, the newest
         first, its answer unused. Codex's index lacks a thread file no Codex indexed (one
         copied into the store from elsewhere, say: Codex indexes what it writes, 0.169 and
         0.171 alike), and an index-only page leaves such a thread out; a page read from the
         files indexes the ones it reads, so the next listing has them. It costs Codex what
-        every page cost before (it looks at every file), once, after the client has its page
-        instead of before."""
+        every page cost before (it looks at every file), once, after the client has its last
+        page instead of before every one."""
         self._index_repaired = True
 
         def ignored(_result: object) -> None:
