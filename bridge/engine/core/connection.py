@@ -49,6 +49,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 import msgspec
@@ -126,6 +127,7 @@ class HandshakeFace(Face, Protocol):
     def initialize_result(self, info: acp_types.Implementation, auth_methods: Any) -> Any: ...
 
 
+@dataclass(eq=False)
 class Connection:
     """The states of one client's connection to one Codex (see the module docstring).
 
@@ -139,36 +141,29 @@ class Connection:
     wiring's to build: the core imports no face.
     """
 
-    def __init__(
-        self,
-        hub: Hub,
-        *,
-        handle: Callable[[bytes], None],
-        catalog: Catalog,
-        recovery: Recovery,
-        offers: tuple[Offers, Offers],
-        extensions: Extensions,
-        v1_face: Face,
-        v1_requests: dict[str, RequestHandler],
-        v2_face: Callable[[], tuple[HandshakeFace, dict[str, RequestHandler]]],
-    ) -> None:
-        self.hub = hub
-        self._extensions = extensions
-        self._v1 = v1_face
-        hub.speak(v1_face)
-        self._v1_requests = v1_requests
-        self._v2_face = v2_face
-        #: What fills ``initialize``'s answer: the session lifecycle, then authentication.
-        self._offers = offers
-        self._handle = handle
-        self._catalog = catalog
-        self._recovery = recovery
-        self.codex = CodexState.STARTING
-        self.client = ClientState.OPENING
-        #: Client messages waiting for Codex's handshake (or its return), in arrival order.
-        self._waiting: list[bytes] = []
-        #: What Codex said it is at the handshake (its version is in it).
-        self.codex_user_agent = ""
+    hub: Hub
+    _: KW_ONLY
+    #: Handles one client message (those that waited are handed back here).
+    handle: Callable[[bytes], None]
+    catalog: Catalog
+    recovery: Recovery
+    #: What fills ``initialize``'s answer: the session lifecycle, then authentication.
+    offers: tuple[Offers, Offers]
+    extensions: Extensions
+    #: The face a client is spoken to with until ``initialize`` says otherwise.
+    v1_face: Face
+    v1_requests: dict[str, RequestHandler]
+    #: Builds the v2 face and its request table, for a client that speaks v2.
+    v2_face: Callable[[], tuple[HandshakeFace, dict[str, RequestHandler]]]
+    codex: CodexState = field(default=CodexState.STARTING, init=False)
+    client: ClientState = field(default=ClientState.OPENING, init=False)
+    #: Client messages waiting for Codex's handshake (or its return), in arrival order.
+    _waiting: list[bytes] = field(default_factory=list, init=False)
+    #: What Codex said it is at the handshake (its version is in it).
+    codex_user_agent: str = field(default="", init=False)
+
+    def __post_init__(self) -> None:
+        self.hub.speak(self.v1_face)
 
     @property
     def client_waiting(self) -> bool:
@@ -214,8 +209,8 @@ class Connection:
             self._initialize_v2(rid, raw)
             return
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
-        self.hub.speak(self._v1)  # the latest successful initialize decides
-        extensions, client_meta = self._extensions, params.clientCapabilities.meta
+        self.hub.speak(self.v1_face)  # the latest successful initialize decides
+        extensions, client_meta = self.extensions, params.clientCapabilities.meta
         declared = extensions.declared(client_meta)
         if declared is not None and air.NATIVE_SUBAGENTS in declared:
             # AIR's name for the subagents capability, which released SDKs can strip.
@@ -229,11 +224,11 @@ class Connection:
             agentInfo=acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__),
             meta=dict(acp_steering.SUPPORTED),
         )
-        lifecycle, auth = self._offers
+        lifecycle, auth = self.offers
         lifecycle.advertise(result)
         auth.advertise(result)
-        extensions.withdraw(self._v1_requests)  # the latest initialize decides
-        extensions.offer(result.agentCapabilities, client_meta, self._v1_requests)
+        extensions.withdraw(self.v1_requests)  # the latest initialize decides
+        extensions.offer(result.agentCapabilities, client_meta, self.v1_requests)
         result.meta = extensions.advertised(result.meta)
         self.hub.answer_client(rid, result)
 
@@ -255,8 +250,8 @@ class Connection:
             # Compaction updates and notices are baseline updates in v2.
             session={"compaction": {}, "notices": {}},
         )
-        _, auth = self._offers
-        face, requests = self._v2_face()
+        _, auth = self.offers
+        face, requests = self.v2_face()
         info = acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__)
         result = acp_types.InitializeResult(
             protocolVersion=1, agentCapabilities=acp_types.AgentCapabilities()
@@ -264,7 +259,7 @@ class Connection:
         auth.advertise(result)
         v2_result = face.initialize_result(info, result.authMethods)
         v2_result.meta = dict(acp_steering.SUPPORTED)
-        extensions, client_meta = self._extensions, params.capabilities.meta
+        extensions, client_meta = self.extensions, params.capabilities.meta
         extensions.declared(client_meta)
         extensions.offer(v2_result.capabilities, client_meta, requests)
         v2_result.meta = extensions.advertised(v2_result.meta)
@@ -289,9 +284,9 @@ class Connection:
         self.hub.codex_ready = True
         self.hub.codex_notification("initialized")
         # While the client does its own handshake: the first session's answer lists the models.
-        self._catalog.ask_catalog()
+        self.catalog.ask_catalog()
         if restarted:
-            self._recovery.recover()
+            self.recovery.recover()
         self.drain()
 
     def _check_version(self, result: object) -> None:
@@ -346,7 +341,7 @@ class Connection:
         """Handle, in order, the client messages that waited."""
         waiting, self._waiting = self._waiting, []
         for data in waiting:
-            self._handle(data)
+            self.handle(data)
 
 
 class _UserAgent(msgspec.Struct):

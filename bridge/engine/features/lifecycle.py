@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 from msgspec import UNSET, Raw
@@ -87,33 +88,29 @@ class PromptControl(Protocol):
         """Answer the prompts queued on the session ``cancelled``, its turn left alone."""
 
 
+@dataclass(eq=False)
 class Lifecycle:
     """Load, resume, fork, list and close (see the module docstring)."""
 
-    def __init__(
-        self,
-        hub: Hub,
-        *,
-        open_root: Callable[[str, str], ThreadRecord],
-        opened: Opened,
-        replay: Replay,
-        prompts: PromptControl,
-        cancel_work: Callable[[str], None],
-        forget: Callable[[str], None],
-        open_failed: Callable[[str], None],
-        rows_listed: RowsListed | None = None,
-    ) -> None:
-        self.hub = hub
-        self._rows_listed = rows_listed
-        self._open_root = open_root
-        self._opened = opened
-        self._replay = replay
-        self._prompts = prompts
-        self._cancel_work = cancel_work
-        self._forget = forget
-        self._open_failed = open_failed
-        #: This connection asked Codex to repair its index (:meth:`_repair_index`).
-        self._index_repaired = False
+    hub: Hub
+    _: KW_ONLY
+    #: Makes the record of a root session the client opened.
+    open_root: Callable[[str, str], ThreadRecord]
+    opened: Opened
+    #: Replays a stored thread's history (and its sub-agents') before the answer.
+    replay: Replay
+    #: The prompts of a session being closed.
+    prompts: PromptControl
+    #: Cancels the work under a session (``session/close``).
+    cancel_work: Callable[[str], None]
+    #: Forgets a thread and every sub-agent under it.
+    forget: Callable[[str], None]
+    #: Told that a load, resume or fork of a thread failed.
+    open_failed: Callable[[str], None]
+    #: Told of each listed page's rows (the session index).
+    rows_listed: RowsListed | None = None
+    #: This connection asked Codex to repair its index (:meth:`_repair_index`).
+    _index_repaired: bool = field(default=False, init=False)
 
     # -- capabilities ----------------------------------------------------------------
 
@@ -177,7 +174,7 @@ class Lifecycle:
 
         def failed(error: ErrorObject) -> None:
             opening.opening = False
-            self._open_failed(session_id)
+            self.open_failed(session_id)
             if error.message.startswith(NO_ROLLOUT):
                 # Read, yet not resumable even once its rollout was written: not a thread
                 # this Codex can give back (it never answers so for one it holds).
@@ -191,7 +188,7 @@ class Lifecycle:
             unstored: bool = False,
         ) -> None:
             opening.opening = False
-            record = self._open_root(session_id, cwd)
+            record = self.open_root(session_id, cwd)
             record.unstored = unstored
             # Codex's word on the thread now: a turn may still run (a shared Codex).
             record.status = Status.of(opened.thread.status or stored.status)
@@ -207,11 +204,11 @@ class Lifecycle:
                 acp_sessions.LoadSessionResult() if replay else acp_sessions.ResumeSessionResult()
             )
             if not replay:
-                self._opened(record, rid, response, opened)
+                self.opened(record, rid, response, opened)
                 return
             # The history, then its sub-agents' associations and histories, all
             # before the response.
-            self._replay(record, stored, lambda: self._opened(record, rid, response, opened))
+            self.replay(record, stored, lambda: self.opened(record, rid, response, opened))
 
         def found(stored: threads.StoredThread) -> None:
             resume = threads.ThreadResumeParams(
@@ -263,7 +260,7 @@ class Lifecycle:
 
         def not_there(error: ErrorObject) -> None:
             opening.opening = False
-            self._open_failed(session_id)
+            self.open_failed(session_id)
             hub.refuse_client(rid, self._not_found(session_id, error))
 
         # Paged, the history is listed after the resume (``Replay``): this read only says
@@ -353,9 +350,9 @@ class Lifecycle:
             )
 
             def forked(opened: codex_types.ThreadStartResult) -> None:
-                record = self._open_root(opened.thread.id, cwd)
+                record = self.open_root(opened.thread.id, cwd)
                 response = acp_sessions.ForkSessionResult(sessionId=record.id)
-                self._opened(record, rid, response, opened)
+                self.opened(record, rid, response, opened)
 
             hub.codex_request(
                 "thread/fork", fork, codex_types.ThreadStartResult, forked, hub.pass_error_to(rid)
@@ -425,8 +422,8 @@ class Lifecycle:
             if archived == "only":
                 for info in sessions:
                     info.archived = True
-            if self._rows_listed is not None:
-                self._rows_listed(params, roots, sessions, archived == "only")
+            if self.rows_listed is not None:
+                self.rows_listed(params, roots, sessions, archived == "only")
             hub.answer_client(
                 rid,
                 acp_sessions.ListSessionsResult(
@@ -489,15 +486,15 @@ class Lifecycle:
         if record.turn is not None and record.turn.foreign:
             # Another client's turn (another window, Codex's TUI): closing this window
             # leaves it to them, sub-agents and all; what this client queued behind it ends.
-            self._prompts.cancel_queued(record)
+            self.prompts.cancel_queued(record)
             self._finish_close(record)
             return
         # RFD: closing a parent cancels its active descendant work (Codex does not).
-        self._cancel_work(record.id)
+        self.cancel_work(record.id)
         if record.turn is not None:
             # ACP: close cancels ongoing work as session/cancel would. The prompt
             # settles when Codex confirms; prompt_settled finishes the close then.
-            self._prompts.cancel(record)
+            self.prompts.cancel(record)
             return
         self._finish_close(record)
 
@@ -510,7 +507,7 @@ class Lifecycle:
         waiting = record.closing or []
         record.closing = None
         # The session and every sub-agent under it are gone for the client from here on.
-        self._forget(record.id)
+        self.forget(record.id)
 
         def unsubscribed(_result: object) -> None:
             for rid in waiting:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 from msgspec import Raw
@@ -90,36 +91,31 @@ class QuickCommands(Protocol):
         """Call ``done`` with the command's text, or ``failed`` with the error to answer."""
 
 
+@dataclass(eq=False)
 class Prompts:
     """A session is a Codex thread; a prompt is a turn, resolved when the turn ends."""
 
-    def __init__(
-        self,
-        hub: Hub,
-        *,
-        settings: TurnSettings,
-        palette: QuickCommands,
-        open_root: Callable[[str, str], ThreadRecord],
-        opened: Opened,
-        thread_starting: ThreadStarting,
-        settled: Callable[[ThreadRecord], None],
-    ) -> None:
-        self.hub = hub
-        self._settings = settings
-        self._palette = palette
-        self._open_root = open_root
-        self._opened = opened
-        self._thread_starting = thread_starting
-        #: Called once a prompt has been answered because its turn ended or Codex
-        #: refused to start it (``session/close`` waits for this).
-        self._settled = settled
-        #: Input added to the running turn: it waits for the turn to be named, starts a
-        #: turn of its own on an idle session (built here: it needs this feature's turns).
-        self.steering = Steering(hub, turns=self, settings=settings)
-        #: Quick commands answered so far (their messages' ids).
-        self._quick_count = 0
-        #: Prompts inserted under a message id of this bridge's, numbered.
-        self._messages = 0
+    hub: Hub
+    _: KW_ONLY
+    settings: TurnSettings
+    palette: QuickCommands
+    #: Makes the record of a root session the client opened.
+    open_root: Callable[[str, str], ThreadRecord]
+    opened: Opened
+    thread_starting: ThreadStarting
+    #: Called once a prompt has been answered because its turn ended or Codex
+    #: refused to start it (``session/close`` waits for this).
+    settled: Callable[[ThreadRecord], None]
+    #: Input added to the running turn: it waits for the turn to be named, starts a
+    #: turn of its own on an idle session (built here: it needs this feature's turns).
+    steering: Steering = field(init=False)
+    #: Quick commands answered so far (their messages' ids).
+    _quick_count: int = field(default=0, init=False)
+    #: Prompts inserted under a message id of this bridge's, numbered.
+    _messages: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.steering = Steering(self.hub, turns=self, settings=self.settings)
 
     # -- client requests ---------------------------------------------------------------
 
@@ -136,12 +132,12 @@ class Prompts:
         start = codex_types.ThreadStartParams(cwd=cwd)
         if hub.thread_config:
             start.config = dict(hub.thread_config)
-        self._thread_starting(mcp_servers, start)
+        self.thread_starting(mcp_servers, start)
 
         def started(opened: codex_types.ThreadStartResult) -> None:
-            record = self._open_root(opened.thread.id, cwd)
+            record = self.open_root(opened.thread.id, cwd)
             record.unstored = True  # Codex writes a thread at its first turn
-            self._opened(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
+            self.opened(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
 
         hub.codex_request(
             "thread/start",
@@ -218,7 +214,7 @@ class Prompts:
         else:
             method = "turn/start"
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
-            self._settings.turn_starting(record, request)
+            self.settings.turn_starting(record, request)
             if rid is not None:
                 self._await_item(record, rid)
         hub.codex_request(method, request, codex_commands.CommandStartResult, accepted, refused)
@@ -336,12 +332,12 @@ class Prompts:
             self._settle(record)
             self._start_next(record)
 
-        self._palette.run(record, command, done, failed)
+        self.palette.run(record, command, done, failed)
 
     def _settle(self, record: ThreadRecord) -> None:
         """The session's prompt was answered (its turn ended, or Codex refused it): a close
         waiting on it finishes, then waiting steers meet an idle session."""
-        self._settled(record)
+        self.settled(record)
         self.steering.turn_ended(record)
 
     def _name_turn(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
