@@ -18,7 +18,7 @@ Two promises are kept here, for every feature at once:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
@@ -113,6 +113,20 @@ def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
 
 
 RequestHandler: TypeAlias = Callable[[RequestId, Raw], None]
+
+
+class StoredSessionParams(Protocol):
+    """What a request that opens a stored session says of it, whichever ACP version
+    decoded it (v1's load, resume and fork; v2's resume and fork)."""
+
+    @property
+    def sessionId(self) -> str: ...
+
+    @property
+    def cwd(self) -> str: ...
+
+    @property
+    def mcpServers(self) -> Sequence[dict[str, Any]] | None: ...
 
 
 class Face(Protocol):

@@ -10,7 +10,7 @@ reason; none of them is advertised.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, Protocol
 
 from msgspec import Raw
@@ -18,7 +18,7 @@ from msgspec import Raw
 from ...acp import air, v2
 from ...acp import steering as acp_steering
 from ...jsonrpc import ErrorCode, RequestId, RpcError
-from ..core.hub import RequestHandler, decode_params
+from ..core.hub import RequestHandler, StoredSessionParams, decode_params
 
 #: v1 methods v2 removed.
 V1_ONLY = ("session/load", "session/set_mode", "authenticate")
@@ -53,23 +53,11 @@ class Opening(Protocol):
     """Opens stored sessions and forks them (:mod:`bridge.engine.features.lifecycle`)."""
 
     def open_existing(
-        self,
-        rid: RequestId,
-        method: str,
-        session_id: str,
-        cwd: str,
-        mcp_servers: Sequence[dict[str, Any]] | None,
-        *,
-        replay: bool,
+        self, rid: RequestId, method: str, params: StoredSessionParams, *, replay: bool
     ) -> None: ...
 
     def fork(
-        self,
-        rid: RequestId,
-        session_id: str,
-        cwd: str,
-        mcp_servers: Sequence[dict[str, Any]] | None,
-        at: air.ForkPoint | None = None,
+        self, rid: RequestId, params: StoredSessionParams, at: air.ForkPoint | None = None
     ) -> None: ...
 
 
@@ -122,9 +110,7 @@ def requests(
 
     def session_fork(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ForkSessionParams, "session/fork")
-        lifecycle.fork(
-            rid, params.sessionId, params.cwd, params.mcpServers, air.fork_point(params.meta)
-        )
+        lifecycle.fork(rid, params, air.fork_point(params.meta))
 
     def resume(rid: RequestId, raw: Raw) -> None:
         """With ``replayFrom: {type: "start"}``, the history first (v1's load); without
@@ -142,14 +128,7 @@ def requests(
         method = "session/load" if replay is not None else "session/resume"
 
         def open_session(rid: RequestId, _raw: Raw) -> None:
-            lifecycle.open_existing(
-                rid,
-                method,
-                params.sessionId,
-                params.cwd,
-                params.mcpServers,
-                replay=replay is not None,
-            )
+            lifecycle.open_existing(rid, method, params, replay=replay is not None)
 
         after_catalog(open_session)(rid, raw)
 

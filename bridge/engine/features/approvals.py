@@ -49,11 +49,11 @@ from ..core.hub import AGENT_NAME, Hub
 from ..core.threads import Pending, ThreadRecord
 from ..views.approval_views import (
     ALLOW_ALWAYS,
-    ALLOW_ONCE,
     ALLOW_SESSION,
-    REJECT_ONCE,
     Choice,
     UserInputForm,
+    allow_for_session,
+    allow_once,
     command_choices,
     command_title,
     decision,
@@ -64,6 +64,7 @@ from ..views.approval_views import (
     option,
     permission_kind,
     permissions_title,
+    reject_once,
 )
 from .pending import Fallbacks, PendingRequests
 
@@ -78,6 +79,13 @@ _APPROVAL = Fallbacks(
 _ELICITATION = Fallbacks(
     cancel=codex_approvals.McpServerElicitationResponse(action="cancel"),
     decline=codex_approvals.McpServerElicitationResponse(action="decline"),
+)
+
+#: What a file change offers, always the same: once, for the session, or reject.
+_FILE_CHANGE_CHOICES = (
+    allow_once(decision(codex_approvals.ACCEPT)),
+    allow_for_session(decision(codex_approvals.ACCEPT_FOR_SESSION)),
+    reject_once(decision(codex_approvals.DECLINE)),
 )
 
 
@@ -164,20 +172,9 @@ class Approvals:
             else msgspec.UNSET,
             rawInput=raw_input,
         )
-        choices = [
-            Choice(option(ALLOW_ONCE, "Allow", "allow_once"), decision(codex_approvals.ACCEPT)),
-            Choice(
-                option(ALLOW_SESSION, "Allow for this session", "allow_always"),
-                decision(codex_approvals.ACCEPT_FOR_SESSION),
-            ),
-            Choice(option(REJECT_ONCE, "Reject", "reject_once"), decision(codex_approvals.DECLINE)),
-        ]
+        presented = air.permission("Make edits?", params.reason)
         self.requests.ask_permission(
-            pending,
-            tool_call,
-            choices,
-            item_follows=True,
-            presented=air.permission("Make edits?", params.reason),
+            pending, tool_call, _FILE_CHANGE_CHOICES, item_follows=True, presented=presented
         )
 
     def permissions_approval(
@@ -213,11 +210,9 @@ class Approvals:
             )
 
         choices = [
-            Choice(option(ALLOW_ONCE, "Allow for this turn", "allow_once"), grant("turn")),
-            Choice(
-                option(ALLOW_SESSION, "Allow for this session", "allow_always"), grant("session")
-            ),
-            Choice(option(REJECT_ONCE, "Deny", "reject_once"), nothing),
+            allow_once(grant("turn"), "Allow for this turn"),
+            allow_for_session(grant("session")),
+            reject_once(nothing, "Deny"),
         ]
         self.requests.ask_permission(
             pending,
@@ -330,7 +325,7 @@ class Approvals:
         persist = meta.get(codex_approvals.PERSIST_KEY)
         persist = persist if isinstance(persist, list) else []
         accept = codex_approvals.McpServerElicitationResponse(action="accept", content=None)
-        choices = [Choice(option(ALLOW_ONCE, "Allow", "allow_once"), accept)]
+        choices = [allow_once(accept)]
         for scope, option_id, name in (
             ("session", ALLOW_SESSION, "Allow for this session"),
             ("always", ALLOW_ALWAYS, "Always allow"),
@@ -340,7 +335,7 @@ class Approvals:
                     action="accept", content=None, meta={codex_approvals.PERSIST_KEY: scope}
                 )
                 choices.append(Choice(option(option_id, name, "allow_always"), remembered))
-        choices.append(Choice(option(REJECT_ONCE, "Reject", "reject_once"), pending.decline))
+        choices.append(reject_once(pending.decline))
         self.requests.ask_permission(
             pending,
             tool_call,

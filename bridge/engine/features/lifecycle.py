@@ -41,7 +41,14 @@ from ...codex import threads
 from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from ..core.hub import Hub, check_directory, decode_params, from_codex, malformed
+from ..core.hub import (
+    Hub,
+    StoredSessionParams,
+    check_directory,
+    decode_params,
+    from_codex,
+    malformed,
+)
 from ..core.threads import Status, ThreadRecord, Turn
 from ..views.fork_point import turn_holding
 from ..views.stored_sessions import (
@@ -136,29 +143,19 @@ class Lifecycle:
 
     def session_load(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_sessions.LoadSessionParams, "session/load")
-        self.open_existing(
-            rid, "session/load", params.sessionId, params.cwd, params.mcpServers, replay=True
-        )
+        self.open_existing(rid, "session/load", params, replay=True)
 
     def session_resume(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_sessions.ResumeSessionParams, "session/resume")
-        self.open_existing(
-            rid, "session/resume", params.sessionId, params.cwd, params.mcpServers, replay=False
-        )
+        self.open_existing(rid, "session/resume", params, replay=False)
 
     def open_existing(
-        self,
-        rid: RequestId,
-        method: str,
-        session_id: str,
-        cwd: str,
-        mcp_servers: Sequence[dict[str, Any]] | None,
-        *,
-        replay: bool,
+        self, rid: RequestId, method: str, params: StoredSessionParams, *, replay: bool
     ) -> None:
         """Open a stored session (v1's load and resume, v2's resume): with ``replay``, its
         history (and its sub-agents') goes out before the answer. ``method`` names the
         request in errors."""
+        session_id, cwd, mcp_servers = params.sessionId, params.cwd, params.mcpServers
         hub = self.hub
         check_directory(hub, cwd, method)
         config = self._thread_config(mcp_servers, method)
@@ -314,18 +311,14 @@ class Lifecycle:
                 "unstable capability (clientCapabilities.subagents)",
             )
         params = decode_params(raw, acp_sessions.ForkSessionParams, "session/fork")
-        self.fork(rid, params.sessionId, params.cwd, params.mcpServers, air.fork_point(params.meta))
+        self.fork(rid, params, air.fork_point(params.meta))
 
     def fork(
-        self,
-        rid: RequestId,
-        session_id: str,
-        cwd: str,
-        mcp_servers: Sequence[dict[str, Any]] | None,
-        at: air.ForkPoint | None = None,
+        self, rid: RequestId, params: StoredSessionParams, at: air.ForkPoint | None = None
     ) -> None:
-        """``session/fork`` (v1 and v2): a new session from a copy of ``session_id``;
+        """``session/fork`` (v1 and v2): a new session from a copy of ``params.sessionId``;
         ``at``: only its history through the turn that holds that message."""
+        session_id, cwd, mcp_servers = params.sessionId, params.cwd, params.mcpServers
         hub = self.hub
         check_directory(hub, cwd, "session/fork")
         config = self._thread_config(mcp_servers, "session/fork")

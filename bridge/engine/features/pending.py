@@ -25,6 +25,7 @@ A hidden sub-agent's request is asked on its root session, naming the agent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
 import msgspec
@@ -110,7 +111,7 @@ class PendingRequests:
         self,
         pending: Pending,
         tool_call: acp_permissions.ToolCallUpdate,
-        choices: list[Choice],
+        choices: Sequence[Choice],
         *,
         item_follows: bool,
         meta: dict[str, Any] | UnsetType = UNSET,

@@ -57,6 +57,18 @@ def option(
     return acp_permissions.PermissionOption(optionId=option_id, name=name, kind=kind)
 
 
+def allow_once(answer: CodexAnswer, name: str = "Allow") -> Choice:
+    return Choice(option(ALLOW_ONCE, name, "allow_once"), answer)
+
+
+def allow_for_session(answer: CodexAnswer) -> Choice:
+    return Choice(option(ALLOW_SESSION, "Allow for this session", "allow_always"), answer)
+
+
+def reject_once(answer: CodexAnswer, name: str = "Reject") -> Choice:
+    return Choice(option(REJECT_ONCE, name, "reject_once"), answer)
+
+
 def decision(what: codex_approvals.ApprovalDecision) -> codex_approvals.ApprovalResponse:
     return codex_approvals.ApprovalResponse(decision=what)
 
@@ -70,14 +82,9 @@ def command_choices(params: codex_approvals.CommandExecutionRequestApprovalParam
     """
     checkpoint = params.kind == "humanCommand"
     offered = params.availableDecisions
-    choices = [Choice(option(ALLOW_ONCE, "Allow", "allow_once"), decision(codex_approvals.ACCEPT))]
+    choices = [allow_once(decision(codex_approvals.ACCEPT))]
     if not checkpoint:
-        choices.append(
-            Choice(
-                option(ALLOW_SESSION, "Allow for this session", "allow_always"),
-                decision(codex_approvals.ACCEPT_FOR_SESSION),
-            )
-        )
+        choices.append(allow_for_session(decision(codex_approvals.ACCEPT_FOR_SESSION)))
     prefix = params.proposedExecpolicyAmendment
     if (
         prefix
@@ -104,9 +111,7 @@ def command_choices(params: codex_approvals.CommandExecutionRequestApprovalParam
                 decision(codex_approvals.apply_network_policy_amendment(amendment)),
             )
         )
-    choices.append(
-        Choice(option(REJECT_ONCE, "Reject", "reject_once"), decision(codex_approvals.DECLINE))
-    )
+    choices.append(reject_once(decision(codex_approvals.DECLINE)))
     return choices
 
 
