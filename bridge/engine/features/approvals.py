@@ -32,8 +32,10 @@ what each kind of request looks like to the client, and what its answer means to
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -66,7 +68,7 @@ from ..views.approval_views import (
     permissions_title,
     reject_once,
 )
-from .pending import Fallbacks, PendingRequests
+from .pending import Asking, Fallbacks, PendingRequests
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,33 @@ _ELICITATION = Fallbacks(
     cancel=codex_approvals.McpServerElicitationResponse(action="cancel"),
     decline=codex_approvals.McpServerElicitationResponse(action="decline"),
 )
+_QUESTIONS = Fallbacks(cancel=codex_approvals.NO_ANSWERS, decline=codex_approvals.NO_ANSWERS)
+#: A permission request answered with nothing granted.
+_NOTHING = codex_approvals.PermissionsApprovalResponse(permissions={})
+
+P = TypeVar("P", bound=Asking)
+
+
+def _asks(
+    method: str, fallbacks: Fallbacks
+) -> Callable[[Callable[[Approvals, Pending, P], None]], Callable[[Approvals, RequestId, P], None]]:
+    """Turn a handler of a Codex request that asks the user into the request's handler: the
+    request is registered first (:meth:`PendingRequests.arrived`), and the handler runs only
+    for one that still waits on the user."""
+
+    def handler_of(
+        ask: Callable[[Approvals, Pending, P], None],
+    ) -> Callable[[Approvals, RequestId, P], None]:
+        @functools.wraps(ask)
+        def on_request(self: Approvals, rid: RequestId, params: P) -> None:
+            pending = self.requests.arrived(rid, method, params, fallbacks)
+            if pending is not None:
+                ask(self, pending, params)
+
+        return on_request
+
+    return handler_of
+
 
 #: What a file change offers, always the same: once, for the session, or reject.
 _FILE_CHANGE_CHOICES = (
@@ -98,14 +127,10 @@ class Approvals:
 
     # -- Codex asks ----------------------------------------------------------------------
 
+    @_asks("item/commandExecution/requestApproval", _APPROVAL)
     def command_approval(
-        self, rid: RequestId, params: codex_approvals.CommandExecutionRequestApprovalParams
+        self, pending: Pending, params: codex_approvals.CommandExecutionRequestApprovalParams
     ) -> None:
-        pending = self.requests.arrived(
-            rid, "item/commandExecution/requestApproval", params, _APPROVAL
-        )
-        if pending is None:
-            return
         title = command_title(params.command)
         if params.kind == "writeStdin":
             title = f"Send input to {title}"
@@ -145,12 +170,10 @@ class Approvals:
             ),
         )
 
+    @_asks("item/fileChange/requestApproval", _APPROVAL)
     def file_change_approval(
-        self, rid: RequestId, params: codex_approvals.FileChangeRequestApprovalParams
+        self, pending: Pending, params: codex_approvals.FileChangeRequestApprovalParams
     ) -> None:
-        pending = self.requests.arrived(rid, "item/fileChange/requestApproval", params, _APPROVAL)
-        if pending is None:
-            return
         record = self.hub.threads.session(params.threadId)
         assert record is not None  # arrived checked
         # The request names the item only; its changes came with item/started.
@@ -177,18 +200,10 @@ class Approvals:
             pending, tool_call, _FILE_CHANGE_CHOICES, item_follows=True, presented=presented
         )
 
+    @_asks("item/permissions/requestApproval", Fallbacks(cancel=_NOTHING, decline=_NOTHING))
     def permissions_approval(
-        self, rid: RequestId, params: codex_approvals.PermissionsRequestApprovalParams
+        self, pending: Pending, params: codex_approvals.PermissionsRequestApprovalParams
     ) -> None:
-        nothing = codex_approvals.PermissionsApprovalResponse(permissions={})
-        pending = self.requests.arrived(
-            rid,
-            "item/permissions/requestApproval",
-            params,
-            Fallbacks(cancel=nothing, decline=nothing),
-        )
-        if pending is None:
-            return
         raw_input: dict[str, Any] = {"permissions": params.permissions}
         if params.reason:
             raw_input["reason"] = params.reason
@@ -212,7 +227,7 @@ class Approvals:
         choices = [
             allow_once(grant("turn"), "Allow for this turn"),
             allow_for_session(grant("session")),
-            reject_once(nothing, "Deny"),
+            reject_once(_NOTHING, "Deny"),
         ]
         self.requests.ask_permission(
             pending,
@@ -222,17 +237,10 @@ class Approvals:
             presented=air.permission("Grant permissions?", params.reason),
         )
 
+    @_asks("item/tool/requestUserInput", _QUESTIONS)
     def user_input(
-        self, rid: RequestId, params: codex_approvals.ToolRequestUserInputParams
+        self, pending: Pending, params: codex_approvals.ToolRequestUserInputParams
     ) -> None:
-        pending = self.requests.arrived(
-            rid,
-            "item/tool/requestUserInput",
-            params,
-            Fallbacks(cancel=codex_approvals.NO_ANSWERS, decline=codex_approvals.NO_ANSWERS),
-        )
-        if pending is None:
-            return
         if not self.requests.client_can_elicit("form"):
             log.info(
                 "Codex asks %d question(s), but the client declared no form elicitation: "
@@ -248,12 +256,10 @@ class Approvals:
         )
         self.requests.ask(pending, "elicitation/create", request)
 
+    @_asks("mcpServer/elicitation/request", _ELICITATION)
     def mcp_elicitation(
-        self, rid: RequestId, params: codex_approvals.McpServerElicitationRequestParams
+        self, pending: Pending, params: codex_approvals.McpServerElicitationRequestParams
     ) -> None:
-        pending = self.requests.arrived(rid, "mcpServer/elicitation/request", params, _ELICITATION)
-        if pending is None:
-            return
         approval = params.approval_meta()
         if approval is not None:
             self._ask_mcp_tool_approval(pending, params, approval)
