@@ -13,7 +13,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
-from .types import Page
+from .types import Page, PageParams
 
 
 class NoParams(_Base):
@@ -70,9 +70,8 @@ class RateLimitsResult(_Base):
 # -- /mcp ------------------------------------------------------------------------------------
 
 
-class McpServerStatusListParams(_Base):
+class McpServerStatusListParams(PageParams):
     threadId: str | UnsetType = UNSET
-    cursor: str | UnsetType = UNSET
 
 
 class McpServerStatus(_Base):

@@ -13,13 +13,13 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
-from .types import Page
+from .types import Page, PageParams
 
 # -- the model catalog ------------------------------------------------------------------
 
 
-class ModelListParams(_Base):
-    cursor: str | UnsetType = UNSET
+class ModelListParams(PageParams):
+    pass
 
 
 class ReasoningEffortOption(_Base):

@@ -15,7 +15,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
-from .types import Page, Turn
+from .types import Page, PageParams, Turn
 
 
 class StoredThread(_Base):
@@ -63,12 +63,10 @@ class ThreadReadResult(_Base):
 LIST_TURNS = "thread/turns/list"
 
 
-class ThreadTurnsListParams(_Base):
+class ThreadTurnsListParams(PageParams):
     """A page of a stored thread's turns, oldest first when ``sortDirection`` is ``asc``."""
 
     threadId: str
-    cursor: str | UnsetType = UNSET
-    limit: int | UnsetType = UNSET
     #: ``asc``: oldest first (Codex's default is newest first).
     sortDirection: str | UnsetType = UNSET
     #: ``full``: every stored item (Codex's default, ``summary``, leaves most out).
@@ -98,12 +96,10 @@ class ThreadForkParams(_ThreadOpenParams):
     lastTurnId: str | UnsetType = UNSET
 
 
-class ThreadListParams(_Base):
-    cursor: str | UnsetType = UNSET
+class ThreadListParams(PageParams):
     cwd: str | UnsetType = UNSET
     #: ``created_at`` (Codex's default), ``updated_at``, ...
     sortKey: str | UnsetType = UNSET
-    limit: int | UnsetType = UNSET
     #: ``True``: archived threads only; left out, the others only.
     archived: bool | UnsetType = UNSET
     #: ``True``: from Codex's index alone, without reading every stored thread file to

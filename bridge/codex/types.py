@@ -26,6 +26,15 @@ class Page(_Base, Generic[_Entry]):
     nextCursor: str | None = None
 
 
+class PageParams(_Base, kw_only=True):
+    """What every ``.../list`` request takes: the ``nextCursor`` of the page before (none for
+    the first) and, where Codex lets the caller choose, how many entries a page holds.
+    Keyword-only, so they follow what the request names first (msgspec's order)."""
+
+    cursor: str | UnsetType = UNSET
+    limit: int | UnsetType = UNSET
+
+
 # -- requests we send ------------------------------------------------------------
 
 

@@ -16,15 +16,7 @@ from .. import __version__
 from ..codex import palette as codex_palette
 from ..codex import types as codex_types
 from ..engine.core.hub import AGENT_NAME
-from ..jsonrpc import (
-    IncomingError,
-    IncomingNotification,
-    IncomingRequest,
-    IncomingResponse,
-    Invalid,
-    Peer,
-)
-from ..jsonrpc.peer import ErrorObject
+from ..jsonrpc import peer as rpc
 from ..shell.codex_transport import (
     CodexUnavailable,
     spawn_codex,
@@ -60,29 +52,29 @@ class _Conversation:
 
     def __init__(self, stream: MessageStream) -> None:
         self.stream = stream
-        self.peer = Peer[str](jsonrpc_member=False)
+        self.peer = rpc.Peer[str](jsonrpc_member=False)
         self.warnings: list[CodexWarning] = []
         #: The first line of Codex's stdout that was not JSON-RPC (a binary that is not
         #: Codex's app-server prints something else).
         self.stray: str | None = None
 
-    async def call(self, method: str, params: Any) -> Raw | ErrorObject:
+    async def call(self, method: str, params: Any) -> Raw | rpc.ErrorObject:
         rid, data = self.peer.request(method, params, method)
         await self.stream.send(data)
         while True:
             data = await self.stream.receive()
             message = self.peer.receive(data)
-            if isinstance(message, IncomingResponse) and message.id == rid:
+            if isinstance(message, rpc.IncomingResponse) and message.id == rid:
                 return message.result
-            if isinstance(message, IncomingError) and message.id == rid:
+            if isinstance(message, rpc.IncomingError) and message.id == rid:
                 return message.error
-            if isinstance(message, IncomingNotification) and message.method in _WARNINGS:
+            if isinstance(message, rpc.IncomingNotification) and message.method in _WARNINGS:
                 self._warned(message.params)
-            elif isinstance(message, IncomingRequest):
+            elif isinstance(message, rpc.IncomingRequest):
                 await self.stream.send(
                     self.peer.error(message.id, -32601, "codex-acp-bridge doctor answers nothing")
                 )
-            elif isinstance(message, Invalid) and self.stray is None:
+            elif isinstance(message, rpc.Invalid) and self.stray is None:
                 self.stray = data.decode(errors="replace")[:200]
 
     async def notify(self, method: str) -> None:
@@ -97,7 +89,7 @@ class _Conversation:
                     data = await self.stream.receive()
                 except _ENDED:
                     return
-                if isinstance(self.peer.receive(data), Invalid) and self.stray is None:
+                if isinstance(self.peer.receive(data), rpc.Invalid) and self.stray is None:
                     self.stray = data.decode(errors="replace")[:200]
 
     def _warned(self, params: Raw) -> None:
@@ -135,7 +127,7 @@ async def shake_hands(binary: str, *, seconds: float = HANDSHAKE_SECONDS) -> Han
                     why += f" (it printed {talk.stray!r}, not JSON-RPC)"
                 return Handshake(time.monotonic() - started, failure=why)
             took = time.monotonic() - started
-            if isinstance(answer, ErrorObject):
+            if isinstance(answer, rpc.ErrorObject):
                 return Handshake(took, failure=f"Codex refused initialize: {answer.message}")
             try:
                 agent = msgspec.json.decode(answer, type=_InitializeAnswer).userAgent
@@ -174,7 +166,7 @@ async def _try_config(talk: _Conversation, seconds: float) -> ConfigTrial | None
     try:
         with trio.fail_after(seconds):
             read = await talk.call("config/read", _ConfigReadParams())
-            if not isinstance(read, ErrorObject):
+            if not isinstance(read, rpc.ErrorObject):
                 return ConfigTrial()
             if read.code == -32601:  # a Codex without config/read: not asked
                 return None
@@ -182,7 +174,7 @@ async def _try_config(talk: _Conversation, seconds: float) -> ConfigTrial | None
                 started = await talk.call("thread/start", _TrialStartParams(cwd=cwd))
     except (trio.TooSlowError, *_ENDED):
         return None
-    failure = _one_line(started.message) if isinstance(started, ErrorObject) else None
+    failure = _one_line(started.message) if isinstance(started, rpc.ErrorObject) else None
     return ConfigTrial(read_error=_one_line(read.message), session_error=failure)
 
 
@@ -201,7 +193,7 @@ async def _read_account(
         return None, f"no answer to account/read within {seconds:g} s"
     except _ENDED:
         return None, await exit_reason()
-    if isinstance(answer, ErrorObject):
+    if isinstance(answer, rpc.ErrorObject):
         return None, f"account/read failed: {answer.message}"
     try:
         return msgspec.json.decode(answer, type=codex_palette.AccountReadResult), None
