@@ -21,11 +21,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
+
+@dataclass(frozen=True)
+class Serve:
+    """Serve this file (name, content type)."""
+
+    name: str
+    content_type: str
+
+
 #: The page's files, by path; ``/ws`` is the WebSocket.
 FILES = {
-    "/": ("index.html", "text/html; charset=utf-8"),
-    "/page.js": ("page.js", "text/javascript; charset=utf-8"),
-    "/page.css": ("page.css", "text/css; charset=utf-8"),
+    "/": Serve("index.html", "text/html; charset=utf-8"),
+    "/page.js": Serve("page.js", "text/javascript; charset=utf-8"),
+    "/page.css": Serve("page.css", "text/css; charset=utf-8"),
 }
 SOCKET = "/ws"
 
@@ -53,14 +62,6 @@ class Access:
             origins.add(f"{parts.scheme}://{parts.netloc}")
         # A cookie per daemon: cookies ignore ports, and two daemons may share a host.
         return cls(token, frozenset(hosts), frozenset(origins), tls, f"codex_acp_bridge_{port}")
-
-
-@dataclass(frozen=True)
-class Serve:
-    """Serve this file (name, content type)."""
-
-    name: str
-    content_type: str
 
 
 @dataclass(frozen=True)
@@ -117,10 +118,7 @@ def check(access: Access, target: str, headers: Mapping[str, str], method: str =
         return Refuse(403, "wrong token")
     if websocket:
         return Upgrade()
-    found = FILES.get(parts.path)
-    if found is None:
-        return Refuse(404, "not found")
-    return Serve(*found)
+    return FILES.get(parts.path) or Refuse(404, "not found")
 
 
 def _same(given: str, token: str) -> bool:

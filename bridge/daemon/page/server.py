@@ -238,7 +238,7 @@ class Files:
 def _names() -> list[str]:
     from .access import FILES
 
-    return [name for name, _type in FILES.values()]
+    return [served.name for served in FILES.values()]
 
 
 def answer_http(access: Access, files: Files, request: Request) -> Response | None:

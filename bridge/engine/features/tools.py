@@ -85,11 +85,12 @@ class Tools:
     # -- items ------------------------------------------------------------------------------------
 
     def _item(
-        self, note: ItemNotification, compaction: acp_tools.CompactionStatus
+        self, note: ItemNotification, *, completed: bool
     ) -> tuple[ThreadRecord, codex_items.ToolItem] | None:
-        """The session and the tool item ``note`` tells of, to show as a tool call; ``None``
-        when it is none (a malformed one is ended here), or a context compaction shown
-        in its own update (``compaction``: its status)."""
+        """The session and the tool item ``note`` tells of (its ``item/started``, or with
+        ``completed`` its ``item/completed``), to show as a tool call; ``None`` when it is
+        none (a malformed one is ended here), a context compaction shown in its own update,
+        or news the client already has."""
         record = self.hub.threads.session(note.threadId)
         if record is None:
             return None
@@ -99,7 +100,18 @@ class Tools:
             return None
         if not isinstance(item, codex_items.ToolItem):
             return None
-        if self._compaction_shown(record, item, compaction):
+        if self._compaction_shown(record, item, "completed" if completed else "in_progress"):
+            return None
+        if not completed and item.id in record.announced_tools:
+            log.info("item/started again for %s; ignored", item.id)
+            return None
+        if completed and item.id in record.ended_tools:
+            record.ended_tools.discard(item.id)
+            log.info(
+                "item/completed of %s (%s) after its turn ended; the client was told then",
+                item.id,
+                getattr(item, "status", "?"),
+            )
             return None
         return record, item
 
@@ -138,13 +150,10 @@ class Tools:
         return call.terminal and call.item.id not in record.shown_on
 
     def item_started(self, note: ItemNotification) -> None:
-        found = self._item(note, compaction="in_progress")
+        found = self._item(note, completed=False)
         if found is None:
             return
         record, item = found
-        if item.id in record.announced_tools:
-            log.info("item/started again for %s; ignored", item.id)
-            return
         view = self._describe(item, cwd=record.cwd)
         if any(
             p.tool_call is not None and p.tool_call[1] == item.id for p in record.pending.values()
@@ -171,18 +180,10 @@ class Tools:
         self._read_files(record, call)
 
     def item_completed(self, note: ItemNotification) -> None:
-        found = self._item(note, compaction="completed")
+        found = self._item(note, completed=True)
         if found is None:
             return
         record, item = found
-        if item.id in record.ended_tools:
-            record.ended_tools.discard(item.id)
-            log.info(
-                "item/completed of %s (%s) after its turn ended; the client was told then",
-                item.id,
-                getattr(item, "status", "?"),
-            )
-            return
         call = record.tool_calls.get(item.id)
         if call is None:
             # Never seen starting (or already finished): announce or update it, whole.
