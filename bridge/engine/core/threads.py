@@ -55,6 +55,22 @@ class View(enum.Enum):
 # -- the parts of a record --------------------------------------------------------------
 
 
+class TurnStarter(enum.Enum):
+    """Who started a root turn that no ``session/prompt`` of this client's started."""
+
+    #: A steer on an idle session (``startedNewTurn``): no prompt request waits for the
+    #: turn, but it is the session's turn all the same.
+    STEER = "steer"
+    #: A slash command answered without a turn (``/goal``, ``/rename``...): the turn is the
+    #: command's own. It never takes a turn Codex starts on its own meanwhile (a resumed
+    #: goal's): that one is not its.
+    QUICK = "quick"
+    #: Another client of the same Codex (another window on this session, Codex's TUI): no
+    #: prompt here waits for it, yet it is the session's turn: it streams, a cancel here
+    #: stops it, and prompts sent here queue behind it.
+    FOREIGN = "foreign"
+
+
 @dataclass(slots=True, eq=False)
 class Turn:
     """The turn a thread runs now: a root's prompt, or a sub-agent's current turn.
@@ -75,17 +91,9 @@ class Turn:
     #: Codex refused the ``turn/interrupt`` (the turn had just ended, most often): no
     #: ``turn/completed`` of it is to be awaited.
     interrupt_refused: bool = False
-    #: A root turn a steer started on an idle session (``startedNewTurn``): no prompt
-    #: request waits for it, but it is the session's turn all the same.
-    started_by_steer: bool = False
-    #: A slash command answered without a turn (``/goal``, ``/rename``...). It never takes
-    #: a turn Codex starts on its own meanwhile (a resumed goal's): that one is not its.
-    quick: bool = False
-    #: A turn another client of the same Codex started (another window on this session,
-    #: Codex's TUI): no prompt here waits for it, yet it is the session's turn: it streams,
-    #: a cancel here stops it, and prompts sent here queue behind it.
-    foreign: bool = False
-    #: Such a turn already running when the session opened here: the items it started
+    #: Who started it, when it is no prompt of this client's (see :class:`TurnStarter`).
+    started_by: TurnStarter | None = None
+    #: A ``FOREIGN`` turn already running when the session opened here: the items it started
     #: since (the others began before, and stream nothing here: their text, partly
     #: streamed elsewhere, is shown whole when they complete).
     joined: set[str] | None = None

@@ -49,7 +49,7 @@ from ..core.hub import (
     from_codex,
     malformed,
 )
-from ..core.threads import Status, ThreadRecord, Turn
+from ..core.threads import Status, ThreadRecord, Turn, TurnStarter
 from ..views.fork_point import turn_holding
 from ..views.stored_sessions import (
     NO_ROLLOUT,
@@ -195,7 +195,9 @@ class Lifecycle:
                 last = stored.turns[-1] if stored.turns else None
                 running = last is not None and last.status == "inProgress"
                 record.turn = Turn(
-                    id=last.id if running and last else None, foreign=True, joined=set()
+                    id=last.id if running and last else None,
+                    started_by=TurnStarter.FOREIGN,
+                    joined=set(),
                 )
             response = (
                 acp_sessions.LoadSessionResult() if replay else acp_sessions.ResumeSessionResult()
@@ -476,7 +478,7 @@ class Lifecycle:
             record.closing.append(rid)
             return
         record.closing = [rid]
-        if record.turn is not None and record.turn.foreign:
+        if record.turn is not None and record.turn.started_by is TurnStarter.FOREIGN:
             # Another client's turn (another window, Codex's TUI): closing this window
             # leaves it to them, sub-agents and all; what this client queued behind it ends.
             self.prompts.cancel_queued(record)

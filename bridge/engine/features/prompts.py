@@ -17,7 +17,7 @@ starts when the work ends, in arrival order; ``session/cancel`` answers the
 queued ones ``cancelled`` at once and interrupts the turn (once Codex has
 named it: a turn Codex has not named yet is interrupted as soon as it is). A
 turn another client of the same Codex started on the session is the session's
-turn too (``Turn.foreign``).
+turn too (``TurnStarter.FOREIGN``).
 
 **Insertion.** A prompt is *inserted* when its work begins, as a user
 message with an id: the prompts feature states it
@@ -52,7 +52,7 @@ from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core import facts
 from ..core.hub import Hub, check_directory, decode_params, from_codex
-from ..core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn
+from ..core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn, TurnStarter
 from .commands import QuickCommand, command_request
 from .prompt_input import prompt_to_input
 from .steering import Steering
@@ -183,7 +183,9 @@ class Prompts:
             return
         if isinstance(command, QuickCommand):  # a steer is input for the model, never a command
             command = None
-        turn = record.turn = Turn(request_id=rid, started_by_steer=rid is None)
+        turn = record.turn = Turn(
+            request_id=rid, started_by=TurnStarter.STEER if rid is None else None
+        )
 
         def accepted(result: codex_commands.CommandStartResult) -> None:
             if result.turn is not None:
@@ -296,7 +298,7 @@ class Prompts:
         """A command answered as agent text, without a turn; the session is busy (prompts
         queue) until it is answered, and a cancel meanwhile answers it ``cancelled``."""
         hub = self.hub
-        turn = record.turn = Turn(request_id=rid, quick=True)
+        turn = record.turn = Turn(request_id=rid, started_by=TurnStarter.QUICK)
         self._quick_count += 1
         self._insert_now(record, rid)
         message_id = f"{command.name}-{self._quick_count}"
@@ -356,7 +358,7 @@ class Prompts:
         :mod:`bridge.engine.features.retries`); its prompt settles at ``turn/completed``."""
         # Without a turn id there is nothing to interrupt yet; _name_turn sends
         # it as soon as Codex names the turn.
-        if turn.id is None and turn.foreign and not turn.interrupt_sent:
+        if turn.id is None and turn.started_by is TurnStarter.FOREIGN and not turn.interrupt_sent:
             # Another client's turn already running when this session opened: Codex
             # names it in the thread's turns.
             turn.interrupt_sent = True
@@ -407,7 +409,7 @@ class Prompts:
         if record.turn is None:
             # Started by another client of the same Codex (another window on this
             # session, Codex's TUI): the session's turn all the same (see Turn.foreign).
-            record.turn = Turn(id=note.turn.id, foreign=True)
+            record.turn = Turn(id=note.turn.id, started_by=TurnStarter.FOREIGN)
             log.info("session %s: turn %s started by another client", record.id, note.turn.id)
             self.steering.turn_known(record)
             return
@@ -522,7 +524,7 @@ class Prompts:
             for waiting in queued:
                 self._end(record, waiting.request_id, RpcError.internal(reason))
             turn = record.turn
-            if turn is not None and (turn.started_by_steer or turn.foreign):
+            if turn is not None and turn.started_by in (TurnStarter.STEER, TurnStarter.FOREIGN):
                 record.turn = None
                 record.streamed_items.clear()
                 record.withheld_items.clear()
@@ -557,4 +559,6 @@ def _ignore(_result: Any) -> None:
 def _root_turn(turn: Turn) -> bool:
     """A turn of Codex's this feature runs: a prompt's, a steer's on an idle session, or
     another client's on the session (a slash command answered without a turn has none)."""
-    return not turn.quick and (turn.request_id is not None or turn.started_by_steer or turn.foreign)
+    return turn.started_by is not TurnStarter.QUICK and (
+        turn.request_id is not None or turn.started_by is not None
+    )

@@ -43,7 +43,7 @@ from ...codex import types as codex_types
 from ...codex.messages import ThreadItem, decode_item
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub
-from ..core.threads import ThreadRecord, Turn
+from ..core.threads import ThreadRecord, Turn, TurnStarter
 from ..views import history, tool_views
 
 log = logging.getLogger(__name__)
@@ -455,7 +455,7 @@ def _tool_ids(items: list[ThreadItem]) -> set[str]:
 def _last_turn(root: ThreadRecord, turn: codex_types.Turn) -> None:
     """The last turn listed so far: when another client's turn runs on the thread (its
     status ``active`` at the resume), the one in progress is that turn."""
-    if root.turn is not None and root.turn.foreign:
+    if root.turn is not None and root.turn.started_by is TurnStarter.FOREIGN:
         root.turn.id = turn.id if turn.status == "inProgress" else None
 
 
