@@ -421,7 +421,10 @@ class Engine:
 
     def clock_read(self, request_id: RequestId, unix_seconds: int) -> list[Effect]:
         """The shell read the clock for :class:`~bridge.engine.core.effects.ReadClock`: the
-        answer to Codex's ``currentTime/read``, in whole Unix seconds."""
+        answer to Codex's ``currentTime/read``, in whole Unix seconds (or to a feature's
+        :meth:`~bridge.engine.core.hub.Hub.ask_clock`)."""
+        if self.hub.clock_read(request_id, unix_seconds):
+            return self.hub.take()
         self.hub.answer_codex(
             request_id, codex_types.CurrentTimeReadResult(currentTimeAt=unix_seconds)
         )
@@ -579,7 +582,7 @@ class Engine:
     def _prompt_ending(self, fact: facts.PromptEnded) -> facts.PromptEnded:
         """How a prompt's end is told, with the extensions the client asked for: its
         usage limits, then the files its turn changed."""
-        return self.file_reports.prompt_ending(self.extensions.usage_limits.prompt_ending(fact))
+        return self.file_reports.prompt_ending(self.extensions.prompt_ending(fact))
 
     def _prompt_settled(self, record: ThreadRecord) -> None:
         """A prompt was answered: a close waiting on it finishes."""

@@ -24,6 +24,7 @@ Nothing changes for a client that asked for neither.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,6 +51,10 @@ def _window(window: codex_palette.RateLimitWindow | None) -> acp_rate_limits.Win
     )
 
 
+def _nothing() -> None:
+    pass
+
+
 class UsageLimits:
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
@@ -57,6 +62,13 @@ class UsageLimits:
         self._limits: dict[str, acp_rate_limits.RateLimits] = {}
         #: The client is told of the windows (AIR, or ``_meta.rateLimits`` declared).
         self.pushed = False
+        #: Called when a limit's picture changed (the quotas feature's).
+        self.changed: Callable[[], None] = _nothing
+
+    @property
+    def limits(self) -> dict[str, acp_rate_limits.RateLimits]:
+        """Each limit's last complete picture, by ``limitId`` (read-only)."""
+        return self._limits
 
     def advertise(self, caps: Any, client_meta: Any) -> None:
         """At ``initialize``: whether the client asked (its capabilities' ``_meta``, after
@@ -90,6 +102,7 @@ class UsageLimits:
             self.hub.client_notification(
                 acp_rate_limits.METHOD, acp_rate_limits.RateLimitsUpdate(rateLimits=merged)
             )
+        self.changed()
 
     # -- a failed turn, as AIR's record ----------------------------------------------------
 

@@ -1,0 +1,156 @@
+"""ACP's quotas proposal over Codex's usage windows, at the engine (shapes: the proposal's
+fragment, tests/schemas/acp-proposals)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bridge.engine.features.quotas import duration
+
+from .support.acp_schema import validate_proposal
+from .support.engine_harness import Harness
+
+RESETS = 1_800_000_000  # 2027-01-15T08:00:00Z
+NOW = 1_799_990_000
+
+
+def limits(used: float, **more: Any) -> dict[str, Any]:
+    window = {"usedPercent": used, "windowDurationMins": 300, "resetsAt": RESETS}
+    return {"rateLimits": {"limitId": "codex", "primary": window, **more}}
+
+
+def client(version: int, session: dict[str, Any] | None) -> Harness:
+    h = Harness()
+    if version == 2:
+        caps: dict[str, Any] = {"session": session} if session is not None else {}
+        params: dict[str, Any] = {"protocolVersion": 2, "capabilities": caps}
+    else:
+        caps = {"session": session} if session is not None else {}
+        params = {"protocolVersion": 1, "clientCapabilities": caps}
+    h.init = h.client_response(h.client_request("initialize", params))  # type: ignore[attr-defined]
+    return h
+
+
+def answer_clock(h: Harness, seconds: int = NOW) -> None:
+    while h.clock_reads:
+        h._collect(h.engine.clock_read(h.clock_reads.pop(0), seconds))
+
+
+def quota_updates(h: Harness) -> list[dict[str, Any]]:
+    return [u for u in h.updates() if u["sessionUpdate"] == "quota_update"]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_windows_are_pushed_as_pools_read_on_demand_and_a_spent_one_refuses(
+    version: int,
+) -> None:
+    h = client(version, {"quota": {}})
+    caps = h.init["result"]["capabilities" if version == 2 else "agentCapabilities"]  # type: ignore[attr-defined]
+    assert caps["quota"] == {}
+    sid = h.new_session()
+    h.codex_notify("account/rateLimits/updated", limits(42))
+    assert not quota_updates(h)  # stamped first: the shell reads the clock
+    answer_clock(h)
+    (update,) = quota_updates(h)
+    validate_proposal("QuotaUpdate", update)
+    assert update == {
+        "sessionUpdate": "quota_update",
+        "updatedAt": "2027-01-15T05:13:20.000Z",
+        "pools": [
+            {
+                "id": "codex",
+                "meters": [
+                    {
+                        "id": "primary",
+                        "usedPercent": 42,
+                        "window": "PT5H",
+                        "resetsAt": "2027-01-15T08:00:00Z",
+                    }
+                ],
+            }
+        ],
+    }
+    # The same windows again: nothing new to say.
+    h.codex_notify("account/rateLimits/updated", limits(42))
+    answer_clock(h)
+    assert len(quota_updates(h)) == 1
+
+    # quota/read asks Codex for every limit; unchanged data keeps its time.
+    rid = h.client_request("quota/read", {"sessionId": sid})
+    read = h.codex_request("account/rateLimits/read")
+    h.codex_reply(read["id"], {"rateLimits": limits(42)["rateLimits"]})
+    answer_clock(h)
+    result = h.client_response(rid)["result"]  # type: ignore[index]
+    validate_proposal("QuotaSnapshot", result)
+    assert result == {"updatedAt": update["updatedAt"], "pools": update["pools"]}
+
+    # Spent in the same second: a later time, the meter exceeded, the pool exhausted.
+    h.codex_notify("account/rateLimits/updated", limits(100))
+    answer_clock(h)
+    spent = quota_updates(h)[-1]
+    assert spent["updatedAt"] == "2027-01-15T05:13:20.001Z"
+    assert spent["pools"][0]["state"] == "exhausted"
+    assert spent["pools"][0]["meters"][0]["status"] == "exceeded"
+
+    prompt = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
+    )
+    start = h.codex_request("turn/start")
+    h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
+    if version == 2:
+        item = {"type": "userMessage", "id": "um-turn-1", "content": []}
+        h.codex_notify("item/started", {"threadId": sid, "turnId": "turn-1", "item": item})
+    h.complete_turn(
+        sid,
+        status="failed",
+        error={"message": "You've hit your usage limit.", "codexErrorInfo": "usageLimitExceeded"},
+    )
+    if version == 1:
+        error = h.client_response(prompt)["error"]  # type: ignore[index]
+    else:
+        (ended,) = [u for u in h.updates(sid) if u.get("state") == "idle"]
+        error = ended["error"]
+    assert error["code"] == -32003
+    assert error["message"] == "You've hit your usage limit."
+    validate_proposal("QuotaExceededErrorData", error["data"])
+    assert error["data"]["poolId"] == "codex" and error["data"]["meterId"] == "primary"
+    assert error["data"]["resetsAt"] == "2027-01-15T08:00:00Z"
+    assert error["data"]["codexErrorInfo"] == "usageLimitExceeded"  # Codex's own, kept
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_client_that_declares_nothing_is_told_nothing(version: int) -> None:
+    h = client(version, None)
+    caps = h.init["result"]["capabilities" if version == 2 else "agentCapabilities"]  # type: ignore[attr-defined]
+    assert "quota" not in caps
+    sid = h.new_session()
+    h.codex_notify("account/rateLimits/updated", limits(42))
+    assert not h.clock_reads and not quota_updates(h)
+    rid = h.client_request("quota/read", {})
+    assert h.client_response(rid)["error"]["code"] == -32601  # type: ignore[index]
+    prompt = h.start_prompt(sid) if version == 1 else None
+    if prompt is not None:
+        h.complete_turn(
+            sid, status="failed", error={"message": "x", "codexErrorInfo": "usageLimitExceeded"}
+        )
+        assert h.client_response(prompt)["error"]["code"] == -32603  # type: ignore[index]
+
+
+def test_a_read_codex_cannot_answer_is_an_empty_snapshot() -> None:
+    h = client(1, {"quota": {}})
+    rid = h.client_request("quota/read", None)
+    read = h.codex_request("account/rateLimits/read")
+    h.codex_error(read["id"], "chatgpt authentication required to read rate limits")
+    answer_clock(h)
+    result = h.client_response(rid)["result"]  # type: ignore[index]
+    validate_proposal("QuotaSnapshot", result)
+    assert result["pools"] == []
+
+
+@pytest.mark.parametrize(
+    ("minutes", "iso"), [(300, "PT5H"), (10080, "P7D"), (90, "PT1H30M"), (45, "PT45M"), (0, "PT0M")]
+)
+def test_window_lengths_are_iso_durations(minutes: int, iso: str) -> None:
+    assert duration(minutes) == iso
