@@ -71,6 +71,7 @@ from ..codex import items as codex_items
 from ..codex import messages as codex_messages
 from ..codex import palette as codex_palette
 from ..codex import settings as codex_settings
+from ..codex import threads as codex_threads
 from ..codex import types as codex_types
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
@@ -184,7 +185,7 @@ class Engine:
         self.retries = Retries(hub, prompts=self.prompts)
         self.session_index = SessionIndex(hub)
         # What a client turns on at initialize: usage limits, providers, async tasks.
-        self.extensions = ext = Extensions(hub)
+        self.extensions = ext = Extensions(hub, self.session_index.advertise)
         self.file_reports = FileReports(hub, self.prompts.session_prompt)
         hub.prompt_ending = self._prompt_ending
         self.lifecycle = Lifecycle(
@@ -332,6 +333,9 @@ class Engine:
                 items.ThreadNameUpdated, tools.thread_name_updated, first=(index.name_updated,)
             ),
             "thread/started": notification(types.ThreadStarted, first=(index.thread_started,)),
+            "thread/deleted": notification(codex_threads.ThreadGone, first=(index.thread_gone,)),
+            "thread/archived": notification(codex_threads.ThreadGone, first=(index.thread_gone,)),
+            "thread/closed": notification(codex_threads.ThreadGone, first=(index.thread_closed,)),
             "serverRequest/resolved": notification(
                 approval.ServerRequestResolved, approvals.resolved
             ),
@@ -345,7 +349,7 @@ class Engine:
                 codex_account.AccountLoginCompleted, self.auth.login_completed
             ),
             "account/rateLimits/updated": notification(
-                codex_palette.RateLimitsUpdated, ext.usage_limits.updated
+                codex_palette.RateLimitsUpdated, ext.rate_limits_updated
             ),
             "item/commandExecution/requestApproval": request(
                 approval.CommandExecutionRequestApprovalParams,

@@ -14,10 +14,12 @@ the answer offers and which methods the client's request table gains; the latest
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...acp import air
 from ...acp import quota as acp_quota
+from ...codex import palette as codex_palette
 from ..core.facts import PromptEnded
 from ..core.hub import Hub, RequestHandler
 from .async_tasks import AsyncTasks
@@ -32,8 +34,11 @@ PROVIDER_METHODS = ("providers/list", "providers/set", "providers/disable")
 class Extensions:
     """What a client turns on at ``initialize`` (see the module docstring)."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, advertise_list: Callable[[Any, Any], None]) -> None:
+        """``advertise_list(caps, client_session)``: the session index's part of the answer
+        (the session-list proposal, declared among the ``session`` capabilities too)."""
         self.hub = hub
+        self._advertise_list = advertise_list
         self.usage_limits = UsageLimits(hub)
         self.providers = Providers(hub)
         self.async_tasks = AsyncTasks(hub)
@@ -55,6 +60,7 @@ class Extensions:
         the client declared (``client_session``: its ``session`` capabilities)."""
         self.usage_limits.advertise(caps, client_meta)
         self.quotas.advertise(caps, client_session, requests)
+        self._advertise_list(caps, client_session)
         self.providers.advertise(caps, client_meta)
         self.providers.offer(requests)
         if self.async_tasks.on:
@@ -64,6 +70,11 @@ class Extensions:
         """Take back from a table kept across ``initialize``s what an earlier one offered."""
         for method in (*PROVIDER_METHODS, air.ASYNC_TASK_STOP, acp_quota.READ):
             requests.pop(method, None)
+
+    def rate_limits_updated(self, note: codex_palette.RateLimitsUpdated) -> None:
+        """``account/rateLimits/updated``: merged (and pushed, if asked), then as quotas."""
+        if self.usage_limits.updated(note):
+            self.quotas.changed()
 
     def prompt_ending(self, fact: PromptEnded) -> PromptEnded:
         """A prompt's end as the client asked: AIR's failure record, else a quota's error."""

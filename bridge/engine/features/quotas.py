@@ -106,7 +106,6 @@ class Quotas:
     def __init__(self, hub: Hub, usage_limits: UsageLimits) -> None:
         self.hub = hub
         self.usage_limits = usage_limits
-        usage_limits.changed = self._changed
         self.on = False
         #: The last snapshot sent (pushed or read), and its time in Unix milliseconds.
         self._sent: list[acp_quota.Pool] | None = None
@@ -141,7 +140,7 @@ class Quotas:
 
         self.hub.ask_clock(read)
 
-    def _changed(self) -> None:
+    def changed(self) -> None:
         """Codex's windows changed: pushed to every root session the client is shown."""
         if not self.on:
             return

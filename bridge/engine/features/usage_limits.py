@@ -24,7 +24,6 @@ Nothing changes for a client that asked for neither.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,10 +50,6 @@ def _window(window: codex_palette.RateLimitWindow | None) -> acp_rate_limits.Win
     )
 
 
-def _nothing() -> None:
-    pass
-
-
 class UsageLimits:
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
@@ -62,8 +57,6 @@ class UsageLimits:
         self._limits: dict[str, acp_rate_limits.RateLimits] = {}
         #: The client is told of the windows (AIR, or ``_meta.rateLimits`` declared).
         self.pushed = False
-        #: Called when a limit's picture changed (the quotas feature's).
-        self.changed: Callable[[], None] = _nothing
 
     @property
     def limits(self) -> dict[str, acp_rate_limits.RateLimits]:
@@ -81,8 +74,9 @@ class UsageLimits:
             existing = caps.meta if isinstance(caps.meta, dict) else {}
             caps.meta = {**existing, acp_rate_limits.CAPABILITY: {}}
 
-    def updated(self, note: codex_palette.RateLimitsUpdated) -> None:
-        """``account/rateLimits/updated``: merged, and pushed when it changed anything."""
+    def updated(self, note: codex_palette.RateLimitsUpdated) -> bool:
+        """``account/rateLimits/updated``: merged, and pushed when it changed anything
+        (whether it did)."""
         snapshot = note.rateLimits
         limit_id = snapshot.limitId or DEFAULT_LIMIT
         last = self._limits.get(limit_id)
@@ -96,13 +90,13 @@ class UsageLimits:
             planType=snapshot.planType or (last.planType if last else None),
         )
         if merged == last:
-            return
+            return False
         self._limits[limit_id] = merged
         if self.pushed:
             self.hub.client_notification(
                 acp_rate_limits.METHOD, acp_rate_limits.RateLimitsUpdate(rateLimits=merged)
             )
-        self.changed()
+        return True
 
     # -- a failed turn, as AIR's record ----------------------------------------------------
 
