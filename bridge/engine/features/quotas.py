@@ -27,6 +27,7 @@ may not be read as availability).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -41,6 +42,8 @@ from ...jsonrpc.peer import ErrorObject
 from ..core import facts
 from ..core.hub import Hub, RequestHandler, decode_params
 from .usage_limits import UsageLimits
+
+log = logging.getLogger(__name__)
 
 
 def declared(client_session: Any) -> bool:
@@ -178,8 +181,9 @@ class Quotas:
                 self.usage_limits.updated(codex_palette.RateLimitsUpdated(rateLimits=snapshot))
             self._stamped(answer)
 
-        def unknown(_error: ErrorObject) -> None:
+        def unknown(error: ErrorObject) -> None:
             # No usage windows for this account (an API key): what is known, maybe none.
+            log.info("quota/read: Codex read no usage windows: %s", error.message)
             self._stamped(answer)
 
         hub.codex_request(
