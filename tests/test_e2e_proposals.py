@@ -60,7 +60,12 @@ async def test_windows_become_quota_pools_and_a_spent_one_refuses_with_its_reset
 
     before = int(time.time())
     answer = await client.prompt(sid, "@@ limits 42 window_minutes=300 resets_in=3600\n@@ say hi")
-    assert answer == {"stopReason": "end_turn"}
+    assert answer["stopReason"] == "end_turn"
+    # The TypeScript adapter's _meta.quota: the tokens the prompt used, by model.
+    quota = answer["_meta"]["quota"]
+    assert quota["token_count"]["totalTokens"] > 0, quota
+    (model,) = quota["model_usage"]
+    assert model["token_count"] == quota["token_count"] and model["model"], quota
     (pushed,) = quota_updates(client, sid)
     assert STAMP.fullmatch(pushed["updatedAt"])
     (pool,) = pushed["pools"]

@@ -154,3 +154,52 @@ def test_a_read_codex_cannot_answer_is_an_empty_snapshot() -> None:
 )
 def test_window_lengths_are_iso_durations(minutes: int, iso: str) -> None:
     assert duration(minutes) == iso
+
+
+def usage(thread: str, turn: str, last: dict[str, int]) -> dict[str, Any]:
+    total = {"totalTokens": 9999}
+    return {"threadId": thread, "turnId": turn, "tokenUsage": {"last": last, "total": total}}
+
+
+def test_a_v1_prompt_answer_carries_the_tokens_its_turn_used_as_the_typescript_adapter() -> None:
+    h = client(1, {"quota": {}})
+    h.thread_started("/work", "gpt-test", {"type": "workspaceWrite"})
+    sid = "thread-1"
+    rid = h.start_prompt(sid)
+    first = {"totalTokens": 120, "inputTokens": 100, "cachedInputTokens": 40, "outputTokens": 20}
+    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-1", first))
+    second = {"totalTokens": 30, "inputTokens": 25, "outputTokens": 5, "reasoningOutputTokens": 2}
+    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-1", second))
+    h.complete_turn(sid)
+    counted = {
+        "totalTokens": 150,
+        "inputTokens": 125,
+        "cachedInputTokens": 40,
+        "outputTokens": 25,
+        "reasoningOutputTokens": 2,
+    }
+    assert h.client_response(rid)["result"] == {  # type: ignore[index]
+        "stopReason": "end_turn",
+        "_meta": {
+            "quota": {
+                "token_count": counted,
+                "model_usage": [{"model": "gpt-test", "token_count": counted}],
+            }
+        },
+    }
+    # Tokens of no prompt (between prompts) are no prompt's; a prompt Codex reported
+    # nothing for says so.
+    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-x", first))
+    rid = h.start_prompt(sid, turn_id="turn-2")
+    h.complete_turn(sid, turn_id="turn-2")
+    quota = h.client_response(rid)["result"]["_meta"]["quota"]  # type: ignore[index]
+    assert quota == {"token_count": None, "model_usage": []}
+
+
+def test_a_client_that_declares_nothing_gets_a_bare_prompt_answer() -> None:
+    h = client(1, None)
+    sid = h.new_session()
+    rid = h.start_prompt(sid)
+    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-1", {"totalTokens": 5}))
+    h.complete_turn(sid)
+    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]

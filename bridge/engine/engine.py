@@ -310,7 +310,7 @@ class Engine:
                 hold=self.turn_ends.hold,
             ),
             "thread/tokenUsage/updated": notification(
-                types.ThreadTokenUsageUpdated, streaming.token_usage
+                types.ThreadTokenUsageUpdated, streaming.token_usage, ext.token_usage
             ),
             "error": notification(types.ErrorNotification, self.retries.error),
             "item/commandExecution/outputDelta": notification(

@@ -20,6 +20,7 @@ from typing import Any
 from ...acp import air
 from ...acp import quota as acp_quota
 from ...codex import palette as codex_palette
+from ...codex import types as codex_types
 from ..core.facts import PromptEnded
 from ..core.hub import Hub, RequestHandler
 from .async_tasks import AsyncTasks
@@ -75,6 +76,9 @@ class Extensions:
         """``account/rateLimits/updated``: merged (and pushed, if asked), then as quotas."""
         if self.usage_limits.updated(note):
             self.quotas.changed()
+
+    def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
+        self.quotas.token_usage(note)
 
     def prompt_ending(self, fact: PromptEnded) -> PromptEnded:
         """A prompt's end as the client asked: AIR's failure record, else a quota's error."""
