@@ -19,7 +19,7 @@ from bridge.jsonrpc import RpcError
 
 from .support.e2e import Conversation
 
-DECLARING = {"session": {"quota": {}, "listChanged": {}}}
+DECLARING: dict[str, Any] = {"session": {"quota": {}, "listChanged": {}}}
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 

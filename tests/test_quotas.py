@@ -11,6 +11,7 @@ from bridge.engine.features.quotas import duration
 
 from .support.acp_schema import validate_proposal
 from .support.engine_harness import Harness
+from .support.proposals import Client
 
 RESETS = 1_800_000_000  # 2027-01-15T08:00:00Z
 NOW = 1_799_990_000
@@ -21,16 +22,8 @@ def limits(used: float, **more: Any) -> dict[str, Any]:
     return {"rateLimits": {"limitId": "codex", "primary": window, **more}}
 
 
-def client(version: int, session: dict[str, Any] | None) -> Harness:
-    h = Harness()
-    if version == 2:
-        caps: dict[str, Any] = {"session": session} if session is not None else {}
-        params: dict[str, Any] = {"protocolVersion": 2, "capabilities": caps}
-    else:
-        caps = {"session": session} if session is not None else {}
-        params = {"protocolVersion": 1, "clientCapabilities": caps}
-    h.init = h.client_response(h.client_request("initialize", params))  # type: ignore[attr-defined]
-    return h
+def client(version: int, session: dict[str, Any] | None) -> Client:
+    return Client(version, {"session": session} if session is not None else {})
 
 
 def answer_clock(h: Harness, seconds: int = NOW) -> None:
@@ -47,7 +40,7 @@ def test_windows_are_pushed_as_pools_read_on_demand_and_a_spent_one_refuses(
     version: int,
 ) -> None:
     h = client(version, {"quota": {}})
-    caps = h.init["result"]["capabilities" if version == 2 else "agentCapabilities"]  # type: ignore[attr-defined]
+    caps = h.init["result"]["capabilities" if version == 2 else "agentCapabilities"]  # type: ignore[index]
     assert caps["quota"] == {}
     sid = h.new_session()
     h.codex_notify("account/rateLimits/updated", limits(42))
@@ -118,12 +111,13 @@ def test_windows_are_pushed_as_pools_read_on_demand_and_a_spent_one_refuses(
     assert error["data"]["poolId"] == "codex" and error["data"]["meterId"] == "primary"
     assert error["data"]["resetsAt"] == "2027-01-15T08:00:00Z"
     assert error["data"]["codexErrorInfo"] == "usageLimitExceeded"  # Codex's own, kept
+    h.validate()
 
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_a_client_that_declares_nothing_is_told_nothing(version: int) -> None:
     h = client(version, None)
-    caps = h.init["result"]["capabilities" if version == 2 else "agentCapabilities"]  # type: ignore[attr-defined]
+    caps = h.init["result"]["capabilities" if version == 2 else "agentCapabilities"]  # type: ignore[index]
     assert "quota" not in caps
     sid = h.new_session()
     h.codex_notify("account/rateLimits/updated", limits(42))
@@ -147,6 +141,7 @@ def test_a_read_codex_cannot_answer_is_an_empty_snapshot() -> None:
     result = h.client_response(rid)["result"]  # type: ignore[index]
     validate_proposal("QuotaSnapshot", result)
     assert result["pools"] == []
+    h.validate()
 
 
 @pytest.mark.parametrize(
@@ -187,6 +182,7 @@ def test_a_v1_prompt_answer_carries_the_tokens_its_turn_used_as_the_typescript_a
             }
         },
     }
+    h.validate()
     # Tokens of no prompt (between prompts) are no prompt's; a prompt Codex reported
     # nothing for says so.
     h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-x", first))
