@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from bridge.engine.features.session_index import LIST_CHANGED
+
 from .support.air import declaring
 from .support.proposals import CWD, Client
 
@@ -48,7 +50,7 @@ def test_a_client_of_the_proposal_gets_the_fields_on_the_row_and_the_hint(versio
     assert "_meta" not in row and "lastTurnEndedAt" not in row
 
     h.codex_notify("thread/status/changed", status("a", "active", ["waitingOnApproval"]))
-    assert h.hints("session/list_changed") == [{"cwd": CWD}]
+    assert h.hints(LIST_CHANGED) == [{"cwd": CWD}]
     assert not h.hints("_session/list_changed")
     turn = {"id": "t1", "status": "completed", "items": [], "completedAt": RECENT + 60}
     h.codex_notify("turn/completed", {"threadId": "a", "turn": turn})
@@ -66,7 +68,7 @@ def test_an_air_client_that_also_declares_the_proposal_gets_both_renderings() ->
     assert row["_meta"]["jetbrains"]["air"]["state"] == "idle"
     assert row["_meta"]["jetbrains"]["air"]["archived"] is False
     h.codex_notify("thread/status/changed", status("a", "active"))
-    assert h.hints("session/list_changed") == h.hints("_session/list_changed") == [{"cwd": CWD}]
+    assert h.hints(LIST_CHANGED) == h.hints("_session/list_changed") == [{"cwd": CWD}]
     h.validate()
 
 
@@ -76,7 +78,7 @@ def test_a_client_declaring_neither_gets_plain_rows() -> None:
     (row,) = h.list_page(thread("a"))
     assert set(row) == {"sessionId", "cwd", "title", "updatedAt"}
     h.codex_notify("thread/status/changed", status("a", "active"))
-    assert not h.hints("session/list_changed")
+    assert not h.hints(LIST_CHANGED)
 
 
 @pytest.mark.parametrize("gone", ["thread/deleted", "thread/archived"])
@@ -90,12 +92,12 @@ def test_threads_deleted_or_archived_leave_nothing_behind(gone: str) -> None:
         turn = {"id": f"turn-{i}", "status": "completed", "items": [], "completedAt": RECENT}
         h.codex_notify("turn/completed", {"threadId": i, "turn": turn})
     assert index.known() == set(ids)
-    before = len(h.hints("session/list_changed"))
+    before = len(h.hints(LIST_CHANGED))
     for i in ids:
         h.codex_notify(gone, {"threadId": i})
     assert index.known() == set()
     # Each is a change of the listed cwd (its row left the list).
-    assert len(h.hints("session/list_changed")) == before + len(ids)
+    assert len(h.hints(LIST_CHANGED)) == before + len(ids)
 
 
 def test_a_closed_thread_keeps_its_row_without_a_state() -> None:
