@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -136,7 +137,7 @@ class Quotas:
 
     # -- the snapshot ------------------------------------------------------------------
 
-    def _stamped(self, then: Any) -> None:
+    def _stamped(self, then: Callable[[acp_quota.Snapshot], None]) -> None:
         """``then(snapshot)`` with the pools now and their time (see the module docstring)."""
         now = pools(self.usage_limits.limits)
         if now == self._sent:
