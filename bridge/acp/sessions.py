@@ -151,7 +151,19 @@ class SessionInfo(_Base):
     updatedAt: str | None | UnsetType = UNSET
     #: Unstable: set on sessions listed with ``archived: "only"``.
     archived: bool | UnsetType = UNSET
+    #: The session-list extensions proposal's row fields (bridge.engine.features.session_index).
+    lastPromptAt: str | UnsetType = UNSET
+    lastTurnEndedAt: str | UnsetType = UNSET
+    state: str | UnsetType = UNSET
+    model: str | UnsetType = UNSET
+    forkedFrom: str | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class ListChangedParams(_Base):
+    """``session/list_changed``: page 1 of the list of ``cwd`` changed; read it again."""
+
+    cwd: str
 
 
 class ListSessionsResult(_Base):

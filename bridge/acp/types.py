@@ -171,6 +171,8 @@ class AgentCapabilities(_Base):
     sessionCapabilities: dict[str, Any] = msgspec.field(default_factory=dict)
     #: Unstable: ``providers/list|set|disable`` (see bridge.acp.providers).
     providers: dict[str, Any] | UnsetType = UNSET
+    #: The quotas proposal (see bridge.acp.quota).
+    quota: dict[str, Any] | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 

@@ -34,6 +34,8 @@ class ClientCapabilities(_Base):
     #: ``{"terminal": {}}``: the client can run the agent in a terminal to sign in.
     auth: dict[str, Any] | None = None
     elicitation: dict[str, Any] | None = None
+    #: Proposals' client markers (``quota``, ``listChanged``).
+    session: dict[str, Any] | None = None
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -59,11 +61,14 @@ class SessionCapabilities(_Base):
     delete: dict[str, Any] | UnsetType = UNSET
     status: dict[str, Any] | UnsetType = UNSET
     title: dict[str, Any] | UnsetType = UNSET
+    #: The session-list proposal's markers (``changes``).
+    list: dict[str, Any] | UnsetType = UNSET
 
 
 class AgentCapabilities(_Base):
     session: SessionCapabilities = msgspec.field(default_factory=SessionCapabilities)
     providers: dict[str, Any] | UnsetType = UNSET
+    quota: dict[str, Any] | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 

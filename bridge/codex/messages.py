@@ -32,7 +32,7 @@ import msgspec
 from msgspec import Raw
 
 from ..jsonrpc.peer import MAX_DEPTH
-from . import account, approvals, items, palette, settings, types
+from . import account, approvals, items, palette, settings, threads, types
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,9 @@ NOTIFICATIONS: dict[str, type[Any]] = {
     "item/reasoning/summaryTextDelta": types.ReasoningSummaryTextDelta,
     "item/started": _ItemEnvelope,
     "serverRequest/resolved": approvals.ServerRequestResolved,
+    "thread/archived": threads.ThreadGone,
+    "thread/closed": threads.ThreadGone,
+    "thread/deleted": threads.ThreadGone,
     "thread/name/updated": items.ThreadNameUpdated,
     "thread/settings/updated": settings.ThreadSettingsUpdated,
     "thread/started": types.ThreadStarted,

@@ -65,6 +65,8 @@ class RateLimitsUpdated(_Base):
 
 class RateLimitsResult(_Base):
     rateLimits: RateLimitSnapshot | None = None
+    #: Every limit, by ``limitId`` (``rateLimits`` is the ordinary one).
+    rateLimitsByLimitId: dict[str, RateLimitSnapshot] | None = None
 
 
 # -- /mcp ------------------------------------------------------------------------------------

@@ -115,6 +115,12 @@ class ThreadUnsubscribeParams(_Base):
     threadId: str
 
 
+class ThreadGone(_Base):
+    """``thread/deleted``, ``thread/archived``, ``thread/closed`` (unloaded): which thread."""
+
+    threadId: str
+
+
 # -- background terminals (experimental API) ------------------------------------------------
 
 #: The commands a thread still runs, and stopping one (not every Codex has them).

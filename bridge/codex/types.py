@@ -394,6 +394,8 @@ class TokenUsageBreakdown(_Base):
     cachedInputTokens: int = 0
     outputTokens: int = 0
     reasoningOutputTokens: int = 0
+    #: Codex 0.171 (not 0.169).
+    cacheWriteInputTokens: int | None = None
 
 
 class ThreadTokenUsage(_Base):

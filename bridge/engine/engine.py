@@ -71,6 +71,7 @@ from ..codex import items as codex_items
 from ..codex import messages as codex_messages
 from ..codex import palette as codex_palette
 from ..codex import settings as codex_settings
+from ..codex import threads as codex_threads
 from ..codex import types as codex_types
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
@@ -184,7 +185,7 @@ class Engine:
         self.retries = Retries(hub, prompts=self.prompts)
         self.session_index = SessionIndex(hub)
         # What a client turns on at initialize: usage limits, providers, async tasks.
-        self.extensions = ext = Extensions(hub)
+        self.extensions = ext = Extensions(hub, self.session_index.advertise)
         self.file_reports = FileReports(hub, self.prompts.session_prompt)
         hub.prompt_ending = self._prompt_ending
         self.lifecycle = Lifecycle(
@@ -309,7 +310,7 @@ class Engine:
                 hold=self.turn_ends.hold,
             ),
             "thread/tokenUsage/updated": notification(
-                types.ThreadTokenUsageUpdated, streaming.token_usage
+                types.ThreadTokenUsageUpdated, streaming.token_usage, ext.token_usage
             ),
             "error": notification(types.ErrorNotification, self.retries.error),
             "item/commandExecution/outputDelta": notification(
@@ -332,6 +333,9 @@ class Engine:
                 items.ThreadNameUpdated, tools.thread_name_updated, first=(index.name_updated,)
             ),
             "thread/started": notification(types.ThreadStarted, first=(index.thread_started,)),
+            "thread/deleted": notification(codex_threads.ThreadGone, first=(index.thread_gone,)),
+            "thread/archived": notification(codex_threads.ThreadGone, first=(index.thread_gone,)),
+            "thread/closed": notification(codex_threads.ThreadGone, first=(index.thread_closed,)),
             "serverRequest/resolved": notification(
                 approval.ServerRequestResolved, approvals.resolved
             ),
@@ -345,7 +349,7 @@ class Engine:
                 codex_account.AccountLoginCompleted, self.auth.login_completed
             ),
             "account/rateLimits/updated": notification(
-                codex_palette.RateLimitsUpdated, ext.usage_limits.updated
+                codex_palette.RateLimitsUpdated, ext.rate_limits_updated
             ),
             "item/commandExecution/requestApproval": request(
                 approval.CommandExecutionRequestApprovalParams,
@@ -421,7 +425,10 @@ class Engine:
 
     def clock_read(self, request_id: RequestId, unix_seconds: int) -> list[Effect]:
         """The shell read the clock for :class:`~bridge.engine.core.effects.ReadClock`: the
-        answer to Codex's ``currentTime/read``, in whole Unix seconds."""
+        answer to Codex's ``currentTime/read``, in whole Unix seconds (or to a feature's
+        :meth:`~bridge.engine.core.hub.Hub.ask_clock`)."""
+        if self.hub.clock_read(request_id, unix_seconds):
+            return self.hub.take()
         self.hub.answer_codex(
             request_id, codex_types.CurrentTimeReadResult(currentTimeAt=unix_seconds)
         )
@@ -579,7 +586,7 @@ class Engine:
     def _prompt_ending(self, fact: facts.PromptEnded) -> facts.PromptEnded:
         """How a prompt's end is told, with the extensions the client asked for: its
         usage limits, then the files its turn changed."""
-        return self.file_reports.prompt_ending(self.extensions.usage_limits.prompt_ending(fact))
+        return self.file_reports.prompt_ending(self.extensions.prompt_ending(fact))
 
     def _prompt_settled(self, record: ThreadRecord) -> None:
         """A prompt was answered: a close waiting on it finishes."""

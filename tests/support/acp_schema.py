@@ -210,6 +210,36 @@ AIR_UPDATES = {
 }
 
 
+#: Shapes of ACP proposals the published schema does not have yet (provenance:
+#: tests/schemas/SOURCE.md).
+PROPOSALS = Path(__file__).resolve().parents[1] / "schemas" / "acp-proposals"
+
+
+@functools.cache
+def _proposal_validator(definition: str) -> Draft202012Validator:
+    defs = json.loads((PROPOSALS / "proposals.schema.json").read_text())["$defs"]
+    return Draft202012Validator({"$defs": defs, "$ref": f"#/$defs/{definition}"})
+
+
+def validate_proposal(definition: str, value: Any) -> None:
+    """Raise ``jsonschema.ValidationError`` unless ``value`` is a valid ``definition`` of
+    the proposals' fragment (``QuotaUpdate``, ``QuotaSnapshot``, ``SessionListRowFields``...)."""
+    _proposal_validator(definition).validate(value)
+
+
+#: ``quotaExceeded``'s code, the quotas proposal's placeholder.
+QUOTA_EXCEEDED = -32003
+
+#: Proposal notifications (``method`` → definition of their params).
+PROPOSAL_NOTIFICATIONS = {"session/list_changed": "SessionListChangedNotification"}
+
+#: Proposal requests (``method`` → definition of their result).
+PROPOSAL_RESULTS = {"quota/read": "QuotaSnapshot"}
+
+#: Proposal session updates (``sessionUpdate`` → definition).
+PROPOSAL_UPDATES = {"quota_update": "QuotaUpdate"}
+
+
 #: Extension notifications the agent sends, and the check of their params.
 EXTENSION_NOTIFICATIONS: dict[str, Any] = {
     "_session/list_changed": _list_changed,
@@ -255,8 +285,16 @@ class ConversationValidator:
             if "id" not in message and message["method"] in EXTENSION_NOTIFICATIONS:
                 EXTENSION_NOTIFICATIONS[message["method"]](message.get("params"))
                 return
+            if "id" not in message and message["method"] in PROPOSAL_NOTIFICATIONS:
+                validate_proposal(PROPOSAL_NOTIFICATIONS[message["method"]], message["params"])
+                return
             update = (message.get("params") or {}).get("update")
             if message["method"] == "session/update" and isinstance(update, dict):
+                proposed = PROPOSAL_UPDATES.get(update.get("sessionUpdate", ""))
+                if proposed is not None:
+                    assert isinstance(message["params"].get("sessionId"), str), message
+                    validate_proposal(proposed, update)
+                    return
                 check = AIR_UPDATES.get(update.get("sessionUpdate", ""))
                 if check is not None:
                     assert isinstance(message["params"].get("sessionId"), str), message
@@ -269,11 +307,19 @@ class ConversationValidator:
             self._validate(name, message.get("params"))
         elif "error" in message:
             self._validate("Error", message["error"])
+            if message["error"]["code"] == QUOTA_EXCEEDED:
+                validate_proposal("QuotaExceededErrorData", message["error"].get("data"))
         else:
             method = self.request_methods.get(message.get("id"))
             assert method is not None, f"response to an unknown request: {message}"
             if method in EXTENSIONS:
                 EXTENSIONS[method](message["result"])
                 return
+            if method in PROPOSAL_RESULTS:
+                validate_proposal(PROPOSAL_RESULTS[method], message["result"])
+                return
             name = self._definition(method, "agent", "Response")
             self._validate(name, message["result"])
+            if method == "session/list":
+                for row in message["result"]["sessions"]:
+                    validate_proposal("SessionListRowFields", row)

@@ -113,7 +113,13 @@ class Extensions(Protocol):
 
     def declared(self, client_meta: Any) -> frozenset[str] | None: ...
 
-    def offer(self, caps: Any, client_meta: Any, requests: dict[str, RequestHandler]) -> None: ...
+    def offer(
+        self,
+        caps: Any,
+        client_meta: Any,
+        requests: dict[str, RequestHandler],
+        client_session: Any = None,
+    ) -> None: ...
 
     def withdraw(self, requests: dict[str, RequestHandler]) -> None: ...
 
@@ -228,7 +234,12 @@ class Connection:
         lifecycle.advertise(result)
         auth.advertise(result)
         extensions.withdraw(self.v1_requests)  # the latest initialize decides
-        extensions.offer(result.agentCapabilities, client_meta, self.v1_requests)
+        extensions.offer(
+            result.agentCapabilities,
+            client_meta,
+            self.v1_requests,
+            params.clientCapabilities.session,
+        )
         result.meta = extensions.advertised(result.meta)
         self.hub.answer_client(rid, result)
 
@@ -261,7 +272,7 @@ class Connection:
         v2_result.meta = dict(acp_steering.SUPPORTED)
         extensions, client_meta = self.extensions, params.capabilities.meta
         extensions.declared(client_meta)
-        extensions.offer(v2_result.capabilities, client_meta, requests)
+        extensions.offer(v2_result.capabilities, client_meta, requests, params.capabilities.session)
         v2_result.meta = extensions.advertised(v2_result.meta)
         hub.speak(face)
         hub.answer_client(rid, v2_result)

@@ -29,8 +29,9 @@ class ToCodex(msgspec.Struct, frozen=True):
 
 
 class ReadClock(msgspec.Struct, frozen=True):
-    """Codex asks for the time (``currentTime/read``), which the engine does not keep:
-    the shell reads the wall clock and hands it back with ``Engine.clock_read``."""
+    """Codex asks for the time (``currentTime/read``), or a feature needs it, which the
+    engine does not keep: the shell reads the wall clock and hands it back with
+    ``Engine.clock_read``."""
 
     request_id: RequestId
 

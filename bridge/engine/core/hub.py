@@ -227,6 +227,9 @@ class Hub:
         self._plain: frozenset[type] = frozenset()
         #: Codex methods Codex answered it does not know (experimental ones come and go).
         self.unknown_to_codex: set[str] = set()
+        #: Clock reads the features asked for (:meth:`ask_clock`), by their key.
+        self._clock_waiters: dict[RequestId, Callable[[int], None]] = {}
+        self._clock_asked = 0
         self._out: list[Effect] = []
 
     def declares(self, capability: str) -> bool:
@@ -290,6 +293,22 @@ class Hub:
         """Codex's request ``rid`` is answered with the time, which the shell reads."""
         if rid in self.open_codex_requests:
             self._out.append(ReadClock(rid))
+
+    def ask_clock(self, then: Callable[[int], None]) -> None:
+        """Have the shell read the clock for a feature: ``then(unix_seconds)``. The key is
+        a string no Codex request id is (Codex numbers its requests)."""
+        self._clock_asked += 1
+        key = f"bridge-clock-{self._clock_asked}"
+        self._clock_waiters[key] = then
+        self._out.append(ReadClock(key))
+
+    def clock_read(self, key: RequestId, unix_seconds: int) -> bool:
+        """The clock read for :meth:`ask_clock`'s ``key``, handed on (``False``: not one)."""
+        then = self._clock_waiters.pop(key, None)
+        if then is None:
+            return False
+        then(unix_seconds)
+        return True
 
     def refuse_codex(self, rid: RequestId, code: int, message: str) -> None:
         """Answer a request Codex made with an error."""

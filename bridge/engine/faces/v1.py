@@ -19,6 +19,7 @@ from msgspec import Raw
 from ...acp import air
 from ...acp import commands as acp_commands
 from ...acp import permissions as acp_permissions
+from ...acp import quota as acp_quota
 from ...acp import settings as acp_settings
 from ...acp import subagents as acp_subagents
 from ...acp import tools as acp_tools
@@ -50,6 +51,7 @@ UPDATES: frozenset[type] = frozenset(
         acp_subagents.SessionMessage,
         air.AsyncTaskSpawned,
         air.AsyncTaskStateUpdate,
+        acp_quota.QuotaUpdate,
     }
 )
 

@@ -56,6 +56,7 @@ from msgspec import UNSET, Raw
 from ...acp import air, v2
 from ...acp import commands as acp_commands
 from ...acp import permissions as acp_permissions
+from ...acp import quota as acp_quota
 from ...acp import sessions as acp_sessions
 from ...acp import settings as acp_settings
 from ...acp import subagents as acp_subagents
@@ -537,6 +538,7 @@ V2Face.same = frozenset(
         acp_tools.SessionInfoUpdate,
         acp_tools.CompactionUpdate,
         acp_subagents.SessionMessage,
+        acp_quota.QuotaUpdate,
     }
 )
 

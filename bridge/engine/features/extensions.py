@@ -4,8 +4,9 @@ A client declares, in its capabilities' ``_meta``, the extensions it takes: JetB
 AIR's (:mod:`bridge.acp.air`, kept as ``hub.air``), the model providers' methods
 (:mod:`bridge.engine.features.providers`), Codex's usage limits
 (:mod:`bridge.engine.features.usage_limits`), AIR's async tasks
-(:mod:`bridge.engine.features.async_tasks`): this feature builds those three, its
-parts, and the wiring routes Codex's messages to them. The connection
+(:mod:`bridge.engine.features.async_tasks`); in its ``session`` capabilities, ACP's
+quotas proposal (:mod:`bridge.engine.features.quotas`): this feature builds those
+four, its parts, and the wiring routes Codex's messages to them. The connection
 (:mod:`bridge.engine.core.connection`) asks this feature, for either ACP version, what
 the answer offers and which methods the client's request table gains; the latest
 ``initialize`` decides.
@@ -13,12 +14,18 @@ the answer offers and which methods the client's request table gains; the latest
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...acp import air
+from ...acp import quota as acp_quota
+from ...codex import palette as codex_palette
+from ...codex import types as codex_types
+from ..core.facts import PromptEnded
 from ..core.hub import Hub, RequestHandler
 from .async_tasks import AsyncTasks
 from .providers import Providers
+from .quotas import Quotas
 from .usage_limits import UsageLimits
 
 #: Offered by the providers feature to a client that asks (see its module).
@@ -28,21 +35,33 @@ PROVIDER_METHODS = ("providers/list", "providers/set", "providers/disable")
 class Extensions:
     """What a client turns on at ``initialize`` (see the module docstring)."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, advertise_list: Callable[[Any, Any], None]) -> None:
+        """``advertise_list(caps, client_session)``: the session index's part of the answer
+        (the session-list proposal, declared among the ``session`` capabilities too)."""
         self.hub = hub
+        self._advertise_list = advertise_list
         self.usage_limits = UsageLimits(hub)
         self.providers = Providers(hub)
         self.async_tasks = AsyncTasks(hub)
+        self.quotas = Quotas(hub, self.usage_limits)
 
     def declared(self, client_meta: Any) -> frozenset[str] | None:
         """The client's AIR capabilities (``None``: not AIR), kept for every feature."""
         self.hub.air = air.declared(client_meta)
         return self.hub.air
 
-    def offer(self, caps: Any, client_meta: Any, requests: dict[str, RequestHandler]) -> None:
+    def offer(
+        self,
+        caps: Any,
+        client_meta: Any,
+        requests: dict[str, RequestHandler],
+        client_session: Any = None,
+    ) -> None:
         """Fill the answer's capabilities ``caps`` and the client's request table with what
-        the client declared."""
+        the client declared (``client_session``: its ``session`` capabilities)."""
         self.usage_limits.advertise(caps, client_meta)
+        self.quotas.advertise(caps, client_session, requests)
+        self._advertise_list(caps, client_session)
         self.providers.advertise(caps, client_meta)
         self.providers.offer(requests)
         if self.async_tasks.on:
@@ -50,8 +69,20 @@ class Extensions:
 
     def withdraw(self, requests: dict[str, RequestHandler]) -> None:
         """Take back from a table kept across ``initialize``s what an earlier one offered."""
-        for method in (*PROVIDER_METHODS, air.ASYNC_TASK_STOP):
+        for method in (*PROVIDER_METHODS, air.ASYNC_TASK_STOP, acp_quota.READ):
             requests.pop(method, None)
+
+    def rate_limits_updated(self, note: codex_palette.RateLimitsUpdated) -> None:
+        """``account/rateLimits/updated``: merged (and pushed, if asked), then as quotas."""
+        if self.usage_limits.updated(note):
+            self.quotas.changed()
+
+    def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
+        self.quotas.token_usage(note)
+
+    def prompt_ending(self, fact: PromptEnded) -> PromptEnded:
+        """A prompt's end as the client asked: AIR's failure record, else a quota's error."""
+        return self.quotas.prompt_ending(self.usage_limits.prompt_ending(fact))
 
     def advertised(self, meta: Any) -> Any:
         """The answer's ``_meta``, with AIR's extensions when the client is AIR."""

@@ -58,6 +58,11 @@ class UsageLimits:
         #: The client is told of the windows (AIR, or ``_meta.rateLimits`` declared).
         self.pushed = False
 
+    @property
+    def limits(self) -> dict[str, acp_rate_limits.RateLimits]:
+        """Each limit's last complete picture, by ``limitId`` (read-only)."""
+        return self._limits
+
     def advertise(self, caps: Any, client_meta: Any) -> None:
         """At ``initialize``: whether the client asked (its capabilities' ``_meta``, after
         the hub learnt whether it is AIR), and if so say so in the agent's capabilities
@@ -69,8 +74,9 @@ class UsageLimits:
             existing = caps.meta if isinstance(caps.meta, dict) else {}
             caps.meta = {**existing, acp_rate_limits.CAPABILITY: {}}
 
-    def updated(self, note: codex_palette.RateLimitsUpdated) -> None:
-        """``account/rateLimits/updated``: merged, and pushed when it changed anything."""
+    def updated(self, note: codex_palette.RateLimitsUpdated) -> bool:
+        """``account/rateLimits/updated``: merged, and pushed when it changed anything
+        (whether it did)."""
         snapshot = note.rateLimits
         limit_id = snapshot.limitId or DEFAULT_LIMIT
         last = self._limits.get(limit_id)
@@ -84,12 +90,13 @@ class UsageLimits:
             planType=snapshot.planType or (last.planType if last else None),
         )
         if merged == last:
-            return
+            return False
         self._limits[limit_id] = merged
         if self.pushed:
             self.hub.client_notification(
                 acp_rate_limits.METHOD, acp_rate_limits.RateLimitsUpdate(rateLimits=merged)
             )
+        return True
 
     # -- a failed turn, as AIR's record ----------------------------------------------------
 
