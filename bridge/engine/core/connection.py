@@ -50,7 +50,7 @@ import enum
 import logging
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import msgspec
 from msgspec import Raw
@@ -107,19 +107,17 @@ class Offers(Protocol):
     def advertise(self, result: acp_types.InitializeResult) -> None: ...
 
 
+#: A client method → its handler.
+RequestTable: TypeAlias = dict[str, RequestHandler]
+
+
 class Extensions(Protocol):
     """What a client turns on at ``initialize`` beyond ACP
     (:mod:`bridge.engine.features.extensions`)."""
 
     def declared(self, client_meta: Any) -> frozenset[str] | None: ...
 
-    def offer(
-        self,
-        caps: Any,
-        client_meta: Any,
-        requests: dict[str, RequestHandler],
-        client_session: Any = None,
-    ) -> None: ...
+    def offer(self, caps: Any, meta: Any, requests: RequestTable, session: Any = None) -> None: ...
 
     def withdraw(self, requests: dict[str, RequestHandler]) -> None: ...
 

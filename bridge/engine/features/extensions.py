@@ -51,18 +51,15 @@ class Extensions:
         return self.hub.air
 
     def offer(
-        self,
-        caps: Any,
-        client_meta: Any,
-        requests: dict[str, RequestHandler],
-        client_session: Any = None,
+        self, caps: Any, meta: Any, requests: dict[str, RequestHandler], session: Any = None
     ) -> None:
         """Fill the answer's capabilities ``caps`` and the client's request table with what
-        the client declared (``client_session``: its ``session`` capabilities)."""
-        self.usage_limits.advertise(caps, client_meta)
-        self.quotas.advertise(caps, client_session, requests)
-        self._advertise_list(caps, client_session)
-        self.providers.advertise(caps, client_meta)
+        the client declared (``meta``: its capabilities' ``_meta``; ``session``: its
+        ``session`` capabilities)."""
+        self.usage_limits.advertise(caps, meta)
+        self.quotas.advertise(caps, session, requests)
+        self._advertise_list(caps, session)
+        self.providers.advertise(caps, meta)
         self.providers.offer(requests)
         if self.async_tasks.on:
             requests[air.ASYNC_TASK_STOP] = self.async_tasks.stop
