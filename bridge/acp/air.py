@@ -57,6 +57,10 @@ RECOMMENDED_VALUE = "recommendedValue"
 ASYNC_TASKS = "asyncTasks"
 FILE_CHANGE_REPORT = "agentFileChangeReport"
 ASYNC_TASK_STOP = "_session/async_task/stop"
+#: Presentation keys, for every AIR client (nothing to declare).
+PHASE = "phase"
+COMMAND_ACTION = "commandAction"
+SKILL_PATH = "skillPath"
 
 #: The capabilities this bridge implements, listed to AIR in ``initialize``.
 #: ``sessionIndex`` is listed only to a client that declared it (AIR builds without

@@ -193,6 +193,8 @@ class AgentMessageItem(_Base, tag="agentMessage", tag_field="type"):
     id: str
     text: str = ""
     moderation: AgentMessageModeration | None = None
+    #: ``commentary``, ``partial_answer``, ``final_answer``; ``None`` when the model says none.
+    phase: str | None = None
 
 
 class ReasoningItem(_Base, tag="reasoning", tag_field="type"):

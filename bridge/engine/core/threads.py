@@ -314,6 +314,8 @@ class ThreadRecord:
     streamed_items: set[str] = field(default_factory=set)
     #: Answers Codex said at ``item/started`` not to show: their deltas are dropped.
     withheld_items: set[str] = field(default_factory=set)
+    #: AIR: the phase Codex gave an answer at ``item/started``, for its chunks: item id → phase.
+    message_phases: dict[str, str] = field(default_factory=dict)
     settings: Settings | None = None
     #: The enabled skills Codex has for the session's folder, offered as commands: name → path.
     skills: dict[str, str] = field(default_factory=dict)
