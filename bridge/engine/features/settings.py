@@ -51,7 +51,7 @@ from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params, unknown_method
 from ..core.threads import Settings, ThreadRecord
 from ..views import air_settings, presets, setting_views
-from .commands import COMMANDS
+from .commands import COMMANDS, offered, skill_command
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +109,9 @@ class SettingsSelectors:
         its skills, and offer each as a command of its own once they are known."""
         if record.settings is None:
             return
+        air_client = self.hub.air is not None
         self.hub.update(
-            record.id, acp_commands.AvailableCommandsUpdate(availableCommands=list(COMMANDS))
+            record.id, acp_commands.AvailableCommandsUpdate(availableCommands=offered(air_client))
         )
 
         def listed(result: codex_palette.SkillsListResult) -> None:
@@ -128,18 +129,16 @@ class SettingsSelectors:
             }
             if record.skills:
                 skills = [
-                    acp_commands.AvailableCommand(
-                        name=skill.name,
-                        description=f"Skill: {skill.description or skill.name}",
-                        input=acp_commands.UnstructuredCommandInput(hint="optional: what to do"),
-                    )
+                    skill_command(skill.name, skill.description, skill.path, air_client)
                     for entry in result.data
                     for skill in entry.skills
                     if skill.name in record.skills
                 ]
                 self.hub.update(
                     record.id,
-                    acp_commands.AvailableCommandsUpdate(availableCommands=[*COMMANDS, *skills]),
+                    acp_commands.AvailableCommandsUpdate(
+                        availableCommands=[*offered(air_client), *skills]
+                    ),
                 )
 
         def refused(error: ErrorObject) -> None:
