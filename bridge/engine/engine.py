@@ -185,7 +185,7 @@ class Engine:
         self.session_index = SessionIndex(hub)
         # What a client turns on at initialize: usage limits, providers, async tasks.
         self.extensions = ext = Extensions(hub)
-        self.file_reports = FileReports(hub, self.prompts.session_prompt)
+        self.file_reports = FileReports(hub)
         hub.prompt_ending = self._prompt_ending
         self.lifecycle = Lifecycle(
             hub,
@@ -221,7 +221,7 @@ class Engine:
                 "initialize": self.connection.initialize,
                 "authenticate": self.auth.authenticate,
                 "session/new": after_catalog(self.prompts.session_new),
-                "session/prompt": self.file_reports.session_prompt,
+                "session/prompt": self.file_reports.asking(self.prompts.session_prompt),
                 "session/load": after_catalog(self.lifecycle.session_load),
                 "session/resume": after_catalog(self.lifecycle.session_resume),
                 "session/fork": after_catalog(self.lifecycle.session_fork),
@@ -520,6 +520,7 @@ class Engine:
             same_as_v1=self._client_requests,
             after_catalog=self._after_catalog,
         )
+        requests["session/prompt"] = self.file_reports.asking(requests["session/prompt"])
         return V2Face(self.hub, requests, fork=self.lifecycle.fork_offered), requests
 
     # -- what one feature asks of the others ------------------------------------------------
