@@ -557,6 +557,7 @@ class Engine:
         self.hub.state(facts.SessionOpened(record, rid, result))
         self.settings.session_announced(record)
         self.subagent_history.after_response(record)
+        self.extensions.async_tasks.session_opened(record, result)
 
     def _open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
         """The client opened a session on ``thread_id``: what was held for it is handled now."""

@@ -16,24 +16,35 @@ that declared ``asyncTasks``:
   ``thread/backgroundTerminals/list`` and ends it (``.../terminate``): ``{stopped: true}``,
   or ``{stopped: false}`` when it had already ended.
 
+A session opened again (``session/load``, ``session/resume``) while Codex still runs
+commands of its thread (``thread/backgroundTerminals/list``) shows each as a task, once
+the session's answer is out: on its tool call when the load's replay showed it (the
+command in progress), without a tool call after a resume (no history shown).
+
 ACP v2 gets the two updates as ``_async_task_spawned`` / ``_async_task_state_update``.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from msgspec import UNSET, Raw
 
 from ...acp import air
+from ...acp import sessions as acp_sessions
 from ...acp import tools as acp_tools
 from ...codex import items as codex_items
 from ...codex import threads as codex_threads
 from ...codex import types as codex_types
 from ...codex.messages import ItemNotification
 from ...jsonrpc import RequestId, RpcError
+from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params
+from ..core.threads import ThreadRecord
 from ..views.tool_views import unwrap_shell
+
+log = logging.getLogger(__name__)
 
 LIST_TERMINALS = "thread/backgroundTerminals/list"
 TERMINATE = "thread/backgroundTerminals/terminate"
@@ -62,24 +73,55 @@ class AsyncTasks:
             item = call.item
             if call.completed or not isinstance(item, codex_items.CommandExecutionItem):
                 continue
-            if item_id in self._running:
-                continue
-            self._running[item_id] = record.id
+            self._spawned(record, item_id, unwrap_shell(item.command), shown=True)
+
+    def session_opened(self, record: ThreadRecord, result: Any) -> None:
+        """A session opened again: the commands its thread still runs are tasks."""
+        if not self.on or not isinstance(
+            result, (acp_sessions.LoadSessionResult, acp_sessions.ResumeSessionResult)
+        ):
+            return
+
+        def listed(page: codex_threads.BackgroundTerminalsListResult) -> None:
+            if self.hub.threads.session(record.id) is not record:
+                return  # closed meanwhile
+            for terminal in page.data:
+                shown = terminal.itemId in record.announced_tools
+                self._spawned(record, terminal.itemId, terminal.command, shown=shown)
+
+        def failed(error: ErrorObject) -> None:
+            # A Codex without the experimental method: its commands show once done.
+            log.info("running commands of %s not listed: %s", record.id, error.message)
+
+        self.hub.codex_request(
+            LIST_TERMINALS,
+            codex_threads.BackgroundTerminalsListParams(threadId=record.id),
+            codex_threads.BackgroundTerminalsListResult,
+            listed,
+            failed,
+        )
+
+    def _spawned(self, record: ThreadRecord, item_id: str, name: str, *, shown: bool) -> None:
+        """Announce a running command as a task (``shown``: the client has its tool call)."""
+        if item_id in self._running:
+            return
+        self._running[item_id] = record.id
+        if shown:
             backgrounded = air.meta({air.ASYNC_TASKS: {"backgrounded": True}})
             self.hub.update(
                 record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=backgrounded)
             )
-            self.hub.update(
-                record.id,
-                air.AsyncTaskSpawned(
-                    asyncTaskId=item_id,
-                    name=unwrap_shell(item.command),
-                    taskType="shell",
-                    showInTranscript=False,
-                    canStop=True,
-                    toolCallId=item_id,
-                ),
-            )
+        self.hub.update(
+            record.id,
+            air.AsyncTaskSpawned(
+                asyncTaskId=item_id,
+                name=name,
+                taskType="shell",
+                showInTranscript=False,
+                canStop=True,
+                toolCallId=item_id if shown else UNSET,
+            ),
+        )
 
     def item_completed(self, note: ItemNotification) -> None:
         item = note.item
