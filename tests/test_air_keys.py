@@ -95,6 +95,24 @@ def test_a_client_that_is_not_air_gets_no_phase(capabilities: dict[str, Any] | N
     assert [c.get("_meta") for c in chunks(h)] == [None, None]
 
 
+@pytest.mark.parametrize(("capabilities", "phased"), [(declaring(), True), (None, False)])
+def test_a_loaded_history_shows_each_answers_phase_to_an_air_client(
+    capabilities: dict[str, Any] | None, phased: bool
+) -> None:
+    h = v1(capabilities)
+    stored = [
+        {"type": "agentMessage", "id": "m1", "text": "Looking", "phase": "commentary"},
+        {"type": "agentMessage", "id": "m2", "text": "Done.", "phase": "final_answer"},
+        {"type": "agentMessage", "id": "m3", "text": "plain"},
+    ]
+    reopen(h, "session/load", [], stored)
+    metas = [c.get("_meta") for c in chunks(h)]
+    if phased:
+        assert metas == [air(phase="commentary"), air(phase="final_answer"), None]
+    else:
+        assert metas == [None, None, None]
+
+
 # -- commandAction, skillPath ----------------------------------------------------------------
 
 
@@ -202,12 +220,20 @@ def test_acp_v2_without_the_capability_gets_no_report() -> None:
 TERMINAL = {"itemId": "call-9", "processId": "p-9", "command": "sleep 60", "cwd": "/work"}
 
 
-def reopen(h: Harness, method: str, terminals: list[dict[str, Any]]) -> int:
-    """``method`` on thread ``thread-1``, loaded in Codex (idle) and running ``terminals``;
-    every Codex request of the open (and after it) answered."""
+def reopen(
+    h: Harness,
+    method: str,
+    terminals: list[dict[str, Any]],
+    items: list[dict[str, Any]] | None = None,
+) -> int:
+    """``method`` on thread ``thread-1``, loaded in Codex (idle) and running ``terminals``,
+    its one stored turn holding ``items``; every Codex request of the open (and after it)
+    answered."""
     before = len(h.to_codex)
     rid = h.client_request(method, {"sessionId": THREAD, "cwd": "/work", "mcpServers": []})
-    thread = {"id": THREAD, "cwd": "/work", "preview": "", "status": {"type": "idle"}, "turns": []}
+    turns = [{"id": "turn-0", "status": "completed", "items": items or []}]
+    thread = {"id": THREAD, "cwd": "/work", "preview": "", "status": {"type": "idle"}}
+    thread["turns"] = turns
     answered: set[Any] = set()
     while waiting := [
         m for m in h.to_codex[before:] if "id" in m and "method" in m and m["id"] not in answered

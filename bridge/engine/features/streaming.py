@@ -22,8 +22,6 @@ When the item completes, what was not streamed is shown whole
 
 from __future__ import annotations
 
-from ...acp import air
-from ...acp import types as acp_types
 from ...codex import types as codex_types
 from ...codex.messages import ItemNotification
 from ..core.hub import Hub
@@ -60,8 +58,8 @@ class Streaming:
             return
         record.streamed_items.add(delta.itemId)
         chunk = translate.message_chunk(delta)
-        if record.message_phases and (phase := record.message_phases.get(delta.itemId)):
-            chunk.meta = air.meta({air.PHASE: phase})
+        if record.message_phases:
+            translate.with_phase(chunk, record.message_phases.get(delta.itemId))
         self.hub.update(record.id, chunk)
 
     def reasoning_delta(self, delta: codex_types.ReasoningSummaryTextDelta) -> None:
@@ -93,9 +91,7 @@ class Streaming:
         if isinstance(item, codex_types.AgentMessageItem) and self.hub.air is not None:
             phase = item.phase or phase
         for update in translate.completed_item_updates(item, streamed):
-            if phase and isinstance(update, acp_types.AgentMessageChunk):
-                update.meta = air.meta({air.PHASE: phase})
-            self.hub.update(record.id, update)
+            self.hub.update(record.id, translate.with_phase(update, phase))
 
     def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
         record = self.hub.threads.session(note.threadId)
