@@ -344,3 +344,31 @@ def test_without_async_tasks_a_reopened_session_lists_no_terminals_for_tasks(
     reopen(h, "session/resume", [TERMINAL])
     assert spawned(h) == []
     assert "thread/backgroundTerminals/list" not in [m.get("method") for m in h.to_codex]
+
+
+# -- mode kinds ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reviewer", "asking"),
+    [(None, "standard"), ("user", "standard"), ("auto_review", "auto_review")],
+)
+def test_a_modes_kind_says_who_answers_when_codex_asks(reviewer: str | None, asking: str) -> None:
+    h = v1(declaring())
+    rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
+    started: dict[str, Any] = {
+        "thread": {"id": THREAD, "cwd": "/work"},
+        "model": "mock",
+        "approvalPolicy": "on-request",
+        "sandbox": {"type": "workspaceWrite"},
+    }
+    if reviewer is not None:
+        started["approvalsReviewer"] = reviewer
+    h.codex_reply(h.codex_request("thread/start")["id"], started)
+    opened = h.client_response(rid)["result"]  # type: ignore[index]
+    kinds = {
+        m["id"]: m["_meta"]["jetbrains"]["air"]["kind"] for m in opened["modes"]["availableModes"]
+    }
+    assert kinds == {"read-only": asking, "auto": asking, "full-access": "full_access"}
+    (mode,) = [o for o in opened["configOptions"] if o["id"] == "mode"]
+    assert {v["value"]: v["_meta"]["jetbrains"]["air"]["kind"] for v in mode["options"]} == kinds

@@ -433,9 +433,10 @@ async def test_modes_say_their_kind_and_the_model_selector_codexs_recommendation
     kinds = {
         m["id"]: m["_meta"]["jetbrains"]["air"]["kind"] for m in opened["modes"]["availableModes"]
     }
+    # Codex's approvals go to the user (its default reviewer): the asking modes are standard.
     assert kinds == {
         "read-only": "standard",
-        "auto": "auto_review",
+        "auto": "standard",
         "full-access": "full_access",
     }
     options = {o["id"]: o for o in opened["configOptions"]}

@@ -164,6 +164,8 @@ class ThreadStartResult(_Base):
     approvalPolicy: Any = UNSET
     sandbox: Any = UNSET
     reasoningEffort: str | None | UnsetType = UNSET
+    #: Who answers the thread's approvals: ``user``, or ``auto_review`` (Codex's reviewer).
+    approvalsReviewer: str | None | UnsetType = UNSET
 
 
 # -- items --------------------------------------------------------------------------

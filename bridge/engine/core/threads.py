@@ -185,6 +185,8 @@ class Settings:
     opened_model: str = ""
     #: The thread's first policies when they match no preset (the ``config`` mode).
     config_policy: tuple[Any, Any] | None = None
+    #: Who Codex said answers the thread's approvals (``user``, ``auto_review``).
+    reviewer: str = "user"
     picked_mode: str | None = None
     picked_model: str | None = None
     picked_effort: str | None = None

@@ -94,6 +94,9 @@ class SettingsSelectors:
         )
         if presets.preset_for(approval, sandbox) is None:
             settings.config_policy = (approval, sandbox)
+        reviewer = getattr(opened, "approvalsReviewer", None)
+        if isinstance(reviewer, str):
+            settings.reviewer = reviewer
         record.settings = settings
         modes = self._modes(settings)
         options = self._options(settings)
@@ -210,14 +213,16 @@ class SettingsSelectors:
     def _modes(self, settings: Settings) -> acp_settings.SessionModeState:
         state = setting_views.modes(settings)
         if self.hub.air is not None:
-            air_settings.decorate_modes(state)
+            air_settings.decorate_modes(state, settings.reviewer)
         return state
 
     def _options(self, settings: Settings) -> list[acp_settings.SessionConfigSelect]:
         options = setting_views.options(settings, self.catalog)
         if self.hub.air is not None:
             current = setting_views.current_model(settings)
-            air_settings.decorate_options(options, self.catalog or [], current, self.hub.air)
+            air_settings.decorate_options(
+                options, self.catalog or [], current, self.hub.air, settings.reviewer
+            )
         return options
 
     def describe(self, record: ThreadRecord) -> tuple[str, str | None, str, str] | None:
