@@ -318,12 +318,31 @@ def test_a_loaded_session_shows_the_commands_its_thread_still_runs_as_tasks() ->
     assert h.client_response(stop)["error"]["code"] == -32602  # type: ignore[index]
 
 
-def test_a_resumed_session_shows_its_tasks_without_a_tool_call_it_never_saw() -> None:
+def test_a_resumed_session_shows_its_tasks_on_the_tool_calls_of_their_commands() -> None:
     h = v1(declaring("asyncTasks"))
-    reopen(h, "session/resume", [TERMINAL])
-    (task,) = spawned(h)
-    assert "toolCallId" not in task and task["asyncTaskId"] == "call-9"
-    assert not [u for u in h.updates(THREAD) if u.get("toolCallId") == "call-9"]
+    rid = reopen(h, "session/resume", [TERMINAL])
+    answered = next(i for i, m in enumerate(h.to_client) if m.get("id") == rid)
+    after = [
+        m["params"]["update"] for m in h.to_client[answered:] if m.get("method") == "session/update"
+    ]
+    # No history on a resume: the command's tool call, running, then the task on it.
+    assert [u["sessionUpdate"] for u in after] == [
+        "tool_call",
+        "tool_call_update",
+        "async_task_spawned",
+    ]
+    call, marked, task = after
+    assert (call["toolCallId"], call["status"], call["kind"]) == (
+        "call-9",
+        "in_progress",
+        "execute",
+    )
+    assert marked == {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "call-9",
+        "_meta": air(asyncTasks={"backgrounded": True}),
+    }
+    assert (task["asyncTaskId"], task["toolCallId"]) == ("call-9", "call-9")
     # The client may stop it.
     stop = h.client_request(
         "_session/async_task/stop", {"sessionId": THREAD, "asyncTaskId": "call-9"}
@@ -372,3 +391,11 @@ def test_a_modes_kind_says_who_answers_when_codex_asks(reviewer: str | None, ask
     assert kinds == {"read-only": asking, "auto": asking, "full-access": "full_access"}
     (mode,) = [o for o in opened["configOptions"] if o["id"] == "mode"]
     assert {v["value"]: v["_meta"]["jetbrains"]["air"]["kind"] for v in mode["options"]} == kinds
+
+
+def test_acp_v2_gets_a_reopened_sessions_tasks_under_the_extension_name() -> None:
+    h = AirV2(declaring("asyncTasks"))
+    reopen(h, "session/resume", [TERMINAL])
+    (task,) = [u for u in h.updates(THREAD) if u["sessionUpdate"] == "_async_task_spawned"]
+    assert (task["asyncTaskId"], task["toolCallId"]) == ("call-9", "call-9")
+    h.validate()

@@ -226,15 +226,14 @@ def fork_point(request_meta: Any) -> ForkPoint | None:
 
 class AsyncTaskSpawned(_Base, tag="async_task_spawned", tag_field="sessionUpdate"):
     """A command that keeps running after its turn, as a task the user sees and stops.
-    Every field is sent (none is left out for being a default), ``toolCallId`` when the
-    client was shown the command's tool call."""
+    Every field is sent (none is left out for being a default)."""
 
     asyncTaskId: str
     name: str
     taskType: str
     showInTranscript: bool
     canStop: bool
-    toolCallId: str | UnsetType = UNSET
+    toolCallId: str
 
 
 class AsyncTaskStateUpdate(_Base, tag="async_task_state_update", tag_field="sessionUpdate"):

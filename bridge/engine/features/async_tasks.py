@@ -18,8 +18,8 @@ that declared ``asyncTasks``:
 
 A session opened again (``session/load``, ``session/resume``) while Codex still runs
 commands of its thread (``thread/backgroundTerminals/list``) shows each as a task, once
-the session's answer is out: on its tool call when the load's replay showed it (the
-command in progress), without a tool call after a resume (no history shown).
+the session's answer is out, on its tool call: the one the load's replay showed in
+progress, or, after a resume (no history shown), the command's tool call announced then.
 
 ACP v2 gets the two updates as ``_async_task_spawned`` / ``_async_task_state_update``.
 """
@@ -42,7 +42,7 @@ from ...jsonrpc import RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params
 from ..core.threads import ThreadRecord
-from ..views.tool_views import unwrap_shell
+from ..views.tool_views import describe, unwrap_shell
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class AsyncTasks:
             item = call.item
             if call.completed or not isinstance(item, codex_items.CommandExecutionItem):
                 continue
-            self._spawned(record, item_id, unwrap_shell(item.command), shown=True)
+            self._spawned(record, item_id, unwrap_shell(item.command))
 
     def session_opened(self, record: ThreadRecord, result: Any) -> None:
         """A session opened again: the commands its thread still runs are tasks."""
@@ -86,8 +86,20 @@ class AsyncTasks:
             if self.hub.threads.session(record.id) is not record:
                 return  # closed meanwhile
             for terminal in page.data:
-                shown = terminal.itemId in record.announced_tools
-                self._spawned(record, terminal.itemId, terminal.command, shown=shown)
+                if terminal.itemId in self._running:
+                    continue
+                if terminal.itemId not in record.announced_tools:
+                    # A resume shows no history: the command's tool call, as it runs.
+                    item = codex_items.CommandExecutionItem(
+                        id=terminal.itemId,
+                        command=terminal.command,
+                        cwd=terminal.cwd,
+                        processId=terminal.processId,
+                    )
+                    record.announced_tools.add(item.id)
+                    view = describe(item, cwd=record.cwd)
+                    self.hub.update(record.id, view.tool_call(item.id))
+                self._spawned(record, terminal.itemId, terminal.command)
 
         def failed(error: ErrorObject) -> None:
             # A Codex without the experimental method: its commands show once done.
@@ -101,16 +113,13 @@ class AsyncTasks:
             failed,
         )
 
-    def _spawned(self, record: ThreadRecord, item_id: str, name: str, *, shown: bool) -> None:
-        """Announce a running command as a task (``shown``: the client has its tool call)."""
+    def _spawned(self, record: ThreadRecord, item_id: str, name: str) -> None:
+        """Announce a running command, whose tool call the client has, as a task."""
         if item_id in self._running:
             return
         self._running[item_id] = record.id
-        if shown:
-            backgrounded = air.meta({air.ASYNC_TASKS: {"backgrounded": True}})
-            self.hub.update(
-                record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=backgrounded)
-            )
+        backgrounded = air.meta({air.ASYNC_TASKS: {"backgrounded": True}})
+        self.hub.update(record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=backgrounded))
         self.hub.update(
             record.id,
             air.AsyncTaskSpawned(
@@ -119,7 +128,7 @@ class AsyncTasks:
                 taskType="shell",
                 showInTranscript=False,
                 canStop=True,
-                toolCallId=item_id if shown else UNSET,
+                toolCallId=item_id,
             ),
         )
 
