@@ -433,9 +433,10 @@ async def test_modes_say_their_kind_and_the_model_selector_codexs_recommendation
     kinds = {
         m["id"]: m["_meta"]["jetbrains"]["air"]["kind"] for m in opened["modes"]["availableModes"]
     }
+    # Codex's approvals go to the user (its default reviewer): the asking modes are standard.
     assert kinds == {
         "read-only": "standard",
-        "auto": "auto_review",
+        "auto": "standard",
         "full-access": "full_access",
     }
     options = {o["id"]: o for o in opened["configOptions"]}
@@ -447,6 +448,20 @@ async def test_modes_say_their_kind_and_the_model_selector_codexs_recommendation
     # Codex's catalog default (not the mock model the session runs): offered, not current.
     assert recommended in {v["value"] for v in model["options"]}
     assert recommended != model["currentValue"] == "mock-model"
+
+    # An answer's phase, as the model marks it, is on its chunks from the first one
+    # (Codex gives it at item/started): AIR tells a progress note from the answer.
+    start = len(client.updates)
+    await conversation.said(
+        "@@ phase commentary\n@@ say Looking around\n@@ phase final_answer\n@@ say Done"
+    )
+    phases = [
+        (u["update"]["content"]["text"], u["update"]["_meta"]["jetbrains"]["air"]["phase"])
+        for u in client.updates[start:]
+        if u["update"]["sessionUpdate"] == "agent_message_chunk"
+    ]
+    assert "".join(text for text, phase in phases if phase == "commentary") == "Looking around"
+    assert "".join(text for text, phase in phases if phase == "final_answer") == "Done"
 
     # Without the capability: the kinds (every AIR client), no recommendation.
     await client.initialize(declaring())
@@ -535,6 +550,46 @@ async def test_a_command_that_outlives_its_turn_is_an_async_task_the_user_can_st
     )
     completed = task_updates(sid, "async_task_state_update")[-1]
     assert completed["summary"] == "exit code 0"
+
+
+@pytest.mark.transports("websocket")
+async def test_a_session_loaded_while_its_command_runs_shows_the_task_and_stops_it(
+    open_conversation: OpenConversation, workspace: Path
+) -> None:
+    """One window leaves a command running; another, on the same Codex, loads the session:
+    the command is a task there, on its replayed tool call, and that window stops it."""
+    tasks = declaring("asyncTasks")
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation(capabilities=tasks) as first:
+            await first.said(background("sleep 60"))
+            async with open_conversation(capabilities=tasks, session=False) as second:
+                client = second.client
+                load = {"sessionId": first.sid, "cwd": str(workspace), "mcpServers": []}
+                await client.request("session/load", load)
+                spawned = await client.wait_for(
+                    lambda m: (
+                        m.get("method") == "session/update"
+                        and m["params"]["update"]["sessionUpdate"] == "async_task_spawned"
+                    )
+                )
+                task = spawned["params"]["update"]
+                replayed = [
+                    u["update"]
+                    for u in client.updates
+                    if u["update"]["sessionUpdate"] == "tool_call"
+                    and u["update"]["toolCallId"] == task["asyncTaskId"]
+                ]
+                assert replayed and replayed[0]["status"] == "in_progress"
+                assert (task["name"], task["toolCallId"]) == ("sleep 60", task["asyncTaskId"])
+                stop = {"sessionId": first.sid, "asyncTaskId": task["asyncTaskId"]}
+                assert await client.request("_session/async_task/stop", stop) == {"stopped": True}
+                ended = await client.wait_for(
+                    lambda m: (
+                        m.get("method") == "session/update"
+                        and m["params"]["update"]["sessionUpdate"] == "async_task_state_update"
+                    )
+                )
+                assert ended["params"]["update"]["state"] == "stopped"
 
 
 @pytest.mark.conversation(version=2, capabilities=declaring("asyncTasks"), unstable=False)

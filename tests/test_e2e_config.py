@@ -12,6 +12,7 @@ import trio
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from bridge.scripted_model.directives import codex_internal_purpose, turn_metadata
+from tests.support.air import declaring
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 
 # Version-sensitive: run against both ends of the tested Codex range.
@@ -437,7 +438,8 @@ async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
     open_conversation: OpenConversation, scripted_model: ScriptedModel, codex_home: Path
 ) -> None:
     """A skill in ``CODEX_HOME/skills`` is a slash command of the session: ``/greet the team``
-    runs a turn whose input names the skill, and Codex hands the skill to the model."""
+    runs a turn whose input names the skill, and Codex hands the skill to the model. An AIR
+    client is told the skill's file (Codex's path of it), and how ``/goal`` takes its text."""
     skill = codex_home / "skills" / "greet" / "SKILL.md"
     skill.parent.mkdir(parents=True)
     skill.write_text(
@@ -445,7 +447,7 @@ async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
         "Greet everyone by name; the marker is purple-otter.\n"
     )
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation() as talk:
+        async with open_conversation(capabilities=declaring()) as talk:
             client = talk.client
             offered = await client.wait_for(
                 lambda m: (
@@ -459,6 +461,13 @@ async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
                 c for c in offered["params"]["update"]["availableCommands"] if c["name"] == "greet"
             ]
             assert "Greet people warmly" in greet["description"] and greet["input"]["hint"]
+            air = greet["_meta"]["jetbrains"]["air"]
+            assert Path(air["skillPath"]).resolve() == skill.resolve()
+            [goal] = [
+                c for c in offered["params"]["update"]["availableCommands"] if c["name"] == "goal"
+            ]
+            action = goal["_meta"]["jetbrains"]["air"]["commandAction"]
+            assert action == {"kind": "prefixPrompt", "presentation": "state"}
             assert "Greet people warmly" in await talk.said("/skills")
             assert await talk.prompt("/greet the team") == {"stopReason": "end_turn"}
     [(body, _headers)] = _user_turns(scripted_model)

@@ -48,3 +48,24 @@ def test_what_no_patch_can_say_falls_back_to_the_plain_diff() -> None:
     assert git_patch(change('/w/q"uote.txt', "add", "a\n")) is None
     assert git_patch(change("/w/x.txt", "update", "@@ -1,3 +1,3 @@\n-a\n+b\n")) is None
     assert git_patch(change("/w/x.txt", "update", "Moved to: /w/y.txt\n", "/w/y.txt")) is None
+
+
+def test_a_plain_diff_a_patch_client_gets_says_its_kind_as_a_patch_would() -> None:
+    from bridge.engine.views.tool_views import describe
+
+    item = codex_items.FileChangeItem(
+        id="fc-1",
+        status="completed",
+        changes=[
+            change("/w/empty.txt", "add", ""),
+            change('/w/q"uote.txt', "update", "@@ -1,2 +1,2 @@\n-a\n+b\n c\n"),
+            change("/w/ok.txt", "add", "a\n"),
+        ],
+    )
+    metas = [block.meta for block in describe(item, patch=True).content]
+    assert [m["kind"] for m in metas] == ["add", "update", "add"]  # type: ignore[index]
+    assert metas[1]["hunk"]["oldStart"] == 1  # type: ignore[index]
+    assert "jetbrains" in metas[2]  # type: ignore[operator]
+    # A client that asked for no patches: the plain diffs of every client.
+    plain = [block.meta for block in describe(item).content]
+    assert "kind" not in str(plain)

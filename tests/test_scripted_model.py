@@ -182,6 +182,24 @@ def test_say_streams_exactly_the_text_in_a_few_deltas(line: str, text: str) -> N
     assert 1 <= len(deltas(events)) <= 4
 
 
+def test_phase_marks_the_messages_after_it_from_their_start() -> None:
+    events = reply_for_request(
+        body(
+            user(
+                "@@ say before\n@@ phase commentary\n@@ say note\n@@ phase final_answer\n@@ say end"
+            )
+        ),
+        response_id="r",
+    )
+    added = [e.data["item"] for e in events if e.type == "response.output_item.added"]
+    assert [item.get("phase") for item in added] == [None, "commentary", "final_answer"]
+    assert [item.get("phase") for item in done_items(events)] == [
+        None,
+        "commentary",
+        "final_answer",
+    ]
+
+
 def test_call_makes_a_function_call_with_namespace_and_completes() -> None:
     events = reply_for_request(
         body(user('@@ call multi_agent_v1/spawn_agent {"message": "@@ words 3"}')),
@@ -291,6 +309,7 @@ def test_placeholders_take_fields_of_the_newest_tool_result() -> None:
         ('@@ say "unterminated', "bad JSON string"),
         ('@@ say "a" "b"', "bad JSON string"),
         ("@@ fail now", "expected 0 argument(s)"),
+        ("@@ phase final", "PHASE is one of commentary, final_answer"),
     ],
 )
 def test_a_bad_directive_becomes_a_message_naming_it(line: str, complaint: str) -> None:

@@ -24,12 +24,17 @@ see docs/mapping.md):
 - ``asyncTasks``: a command that outlives its turn is a task the user sees and stops
   (bridge.engine.features.async_tasks).
 - ``agentFileChangeReport``: the files a prompt's turn changed, when the prompt asks
-  (bridge.engine.features.file_reports; ACP v1).
+  (bridge.engine.features.file_reports).
 - ``sessionIndex``: ``session/list`` rows carry ``_meta.jetbrains.air`` with
   ``archived`` always, and ``lastPromptAt``, ``lastTurnEndedAt``, ``state``
   (``running`` / ``requires_action`` / ``idle``), ``model``, ``forkedFrom`` when
   known; ``_session/list_changed {cwd}`` is pushed when a row of a listed ``cwd``
   changes. Listed in the agent's answer only when the client declared it.
+
+Presentation keys, for every AIR client (nothing to declare): an answer's ``phase`` on
+its chunks (bridge.engine.features.streaming), ``/goal``'s ``commandAction`` and each
+skill's ``skillPath`` on the commands (bridge.engine.features.commands), each mode's
+``kind``, and a permission request's ``permission`` record.
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ RECOMMENDED_VALUE = "recommendedValue"
 ASYNC_TASKS = "asyncTasks"
 FILE_CHANGE_REPORT = "agentFileChangeReport"
 ASYNC_TASK_STOP = "_session/async_task/stop"
+#: Presentation keys, for every AIR client (nothing to declare).
+PHASE = "phase"
+COMMAND_ACTION = "commandAction"
+SKILL_PATH = "skillPath"
 
 #: The capabilities this bridge implements, listed to AIR in ``initialize``.
 #: ``sessionIndex`` is listed only to a client that declared it (AIR builds without

@@ -5,6 +5,9 @@ ignored on decode.
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
@@ -20,6 +23,7 @@ class AvailableCommand(_Base):
     name: str
     description: str
     input: UnstructuredCommandInput | None | UnsetType = UNSET
+    meta: dict[str, Any] | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class AvailableCommandsUpdate(_Base, tag="available_commands_update", tag_field="sessionUpdate"):

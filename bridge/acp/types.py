@@ -245,6 +245,7 @@ class CancelParams(_Base):
 class AgentMessageChunk(_Base, tag="agent_message_chunk", tag_field="sessionUpdate"):
     content: ContentBlock
     messageId: str | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class AgentThoughtChunk(_Base, tag="agent_thought_chunk", tag_field="sessionUpdate"):

@@ -173,6 +173,8 @@ class ThreadStartResult(_Base):
     approvalPolicy: Any = UNSET
     sandbox: Any = UNSET
     reasoningEffort: str | None | UnsetType = UNSET
+    #: Who answers the thread's approvals: ``user``, or ``auto_review`` (Codex's reviewer).
+    approvalsReviewer: str | None | UnsetType = UNSET
 
 
 # -- items --------------------------------------------------------------------------
@@ -202,6 +204,8 @@ class AgentMessageItem(_Base, tag="agentMessage", tag_field="type"):
     id: str
     text: str = ""
     moderation: AgentMessageModeration | None = None
+    #: ``commentary``, ``partial_answer``, ``final_answer``; ``None`` when the model says none.
+    phase: str | None = None
 
 
 class ReasoningItem(_Base, tag="reasoning", tag_field="type"):

@@ -186,7 +186,7 @@ class Engine:
         self.session_index = SessionIndex(hub)
         # What a client turns on at initialize: usage limits, providers, async tasks.
         self.extensions = ext = Extensions(hub, self.session_index.advertise)
-        self.file_reports = FileReports(hub, self.prompts.session_prompt)
+        self.file_reports = FileReports(hub)
         hub.prompt_ending = self._prompt_ending
         self.lifecycle = Lifecycle(
             hub,
@@ -222,7 +222,7 @@ class Engine:
                 "initialize": self.connection.initialize,
                 "authenticate": self.auth.authenticate,
                 "session/new": after_catalog(self.prompts.session_new),
-                "session/prompt": self.file_reports.session_prompt,
+                "session/prompt": self.file_reports.asking(self.prompts.session_prompt),
                 "session/load": after_catalog(self.lifecycle.session_load),
                 "session/resume": after_catalog(self.lifecycle.session_resume),
                 "session/fork": after_catalog(self.lifecycle.session_fork),
@@ -527,6 +527,7 @@ class Engine:
             same_as_v1=self._client_requests,
             after_catalog=self._after_catalog,
         )
+        requests["session/prompt"] = self.file_reports.asking(requests["session/prompt"])
         return V2Face(self.hub, requests, fork=self.lifecycle.fork_offered), requests
 
     # -- what one feature asks of the others ------------------------------------------------
@@ -563,6 +564,7 @@ class Engine:
         self.hub.state(facts.SessionOpened(record, rid, result))
         self.settings.session_announced(record)
         self.subagent_history.after_response(record)
+        self.extensions.async_tasks.session_opened(record, result)
 
     def _open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
         """The client opened a session on ``thread_id``: what was held for it is handled now."""

@@ -23,6 +23,9 @@ Directives run in order, each adding output to the reply:
 ``@@ say TEXT``
     An assistant message of exactly TEXT (the rest of the line) in up to four deltas;
     ``@@ say "JSON string"`` for text with line breaks or edge spaces.
+``@@ phase commentary|final_answer``
+    The messages that follow in the step say their phase (the message item's ``phase``, as
+    OpenAI's models mark progress notes and the final answer); without it, none.
 ``@@ call [NAMESPACE/]NAME [JSON_OBJECT]``
     A function call, e.g. ``@@ call exec_command {"cmd": "echo hi"}`` or
     ``@@ call multi_agent_v1/spawn_agent {"message": "@@ words 3"}`` (the spawned agent runs the

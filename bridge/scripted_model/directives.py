@@ -141,6 +141,17 @@ def _say(reply: ReplyBuilder, args: Args) -> None:
     reply.message(few_chunks(text))
 
 
+_PHASES = ("commentary", "final_answer")
+
+
+@directive("phase", "@@ phase commentary|final_answer")
+def _phase(reply: ReplyBuilder, args: Args) -> None:
+    args.expect(positional=1)
+    if args.positional[0] not in _PHASES:
+        raise DirectiveError(f"PHASE is one of {', '.join(_PHASES)}")
+    reply.phase = args.positional[0]
+
+
 @directive("think", "@@ think TEXT")
 def _think(reply: ReplyBuilder, args: Args) -> None:
     # Readable reasoning for demos; one delta per word, like `reason`.

@@ -84,6 +84,8 @@ class ReplyBuilder:
     headers: dict[str, str] = field(default_factory=dict)
     #: An HTTP error answered instead of the stream: (status, JSON body) (``@@ usage_limit``).
     refusal: tuple[int, dict[str, Any]] | None = None
+    #: The phase of the messages that follow (``@@ phase``): ``commentary``, ``final_answer``.
+    phase: str | None = None
     _events: list[SseEvent] = field(default_factory=list)
     _output: list[dict[str, Any]] = field(default_factory=list)
     _pending_delay: float = 0.0
@@ -111,6 +113,8 @@ class ReplyBuilder:
             "id": item_id,
             "content": [],
         }
+        if self.phase is not None:
+            item["phase"] = self.phase
         self._emit("response.output_item.added", {"output_index": index, "item": item})
         where = {"item_id": item_id, "output_index": index, "content_index": 0}
         for n, chunk in enumerate(chunks):

@@ -193,6 +193,8 @@ class Settings:
     opened_model: str = ""
     #: The thread's first policies when they match no preset (the ``config`` mode).
     config_policy: tuple[Any, Any] | None = None
+    #: Who Codex said answers the thread's approvals (``user``, ``auto_review``).
+    reviewer: str = "user"
     picked_mode: str | None = None
     picked_model: str | None = None
     picked_effort: str | None = None
@@ -322,6 +324,8 @@ class ThreadRecord:
     streamed_items: set[str] = field(default_factory=set)
     #: Answers Codex said at ``item/started`` not to show: their deltas are dropped.
     withheld_items: set[str] = field(default_factory=set)
+    #: AIR: the phase Codex gave an answer at ``item/started``, for its chunks: item id → phase.
+    message_phases: dict[str, str] = field(default_factory=dict)
     settings: Settings | None = None
     #: The enabled skills Codex has for the session's folder, offered as commands: name → path.
     skills: dict[str, str] = field(default_factory=dict)

@@ -484,6 +484,7 @@ def commands(available: list[acp_commands.AvailableCommand]) -> list[v2.Command]
             input=v2.TextCommandInput(hint=c.input.hint)
             if isinstance(c.input, acp_commands.UnstructuredCommandInput)
             else UNSET,
+            meta=c.meta,
         )
         for c in available
     ]

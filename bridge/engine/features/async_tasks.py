@@ -16,24 +16,35 @@ that declared ``asyncTasks``:
   ``thread/backgroundTerminals/list`` and ends it (``.../terminate``): ``{stopped: true}``,
   or ``{stopped: false}`` when it had already ended.
 
+A session opened again (``session/load``, ``session/resume``) while Codex still runs
+commands of its thread (``thread/backgroundTerminals/list``) shows each as a task, once
+the session's answer is out, on its tool call: the one the load's replay showed in
+progress, or, after a resume (no history shown), the command's tool call announced then.
+
 ACP v2 gets the two updates as ``_async_task_spawned`` / ``_async_task_state_update``.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from msgspec import UNSET, Raw
 
 from ...acp import air
+from ...acp import sessions as acp_sessions
 from ...acp import tools as acp_tools
 from ...codex import items as codex_items
 from ...codex import threads as codex_threads
 from ...codex import types as codex_types
 from ...codex.messages import ItemNotification
 from ...jsonrpc import RequestId, RpcError
+from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params
-from ..views.tool_views import unwrap_shell
+from ..core.threads import ThreadRecord
+from ..views.tool_views import describe, unwrap_shell
+
+log = logging.getLogger(__name__)
 
 LIST_TERMINALS = "thread/backgroundTerminals/list"
 TERMINATE = "thread/backgroundTerminals/terminate"
@@ -62,24 +73,64 @@ class AsyncTasks:
             item = call.item
             if call.completed or not isinstance(item, codex_items.CommandExecutionItem):
                 continue
-            if item_id in self._running:
-                continue
-            self._running[item_id] = record.id
-            backgrounded = air.meta({air.ASYNC_TASKS: {"backgrounded": True}})
-            self.hub.update(
-                record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=backgrounded)
-            )
-            self.hub.update(
-                record.id,
-                air.AsyncTaskSpawned(
-                    asyncTaskId=item_id,
-                    name=unwrap_shell(item.command),
-                    taskType="shell",
-                    showInTranscript=False,
-                    canStop=True,
-                    toolCallId=item_id,
-                ),
-            )
+            self._spawned(record, item_id, unwrap_shell(item.command))
+
+    def session_opened(self, record: ThreadRecord, result: Any) -> None:
+        """A session opened again: the commands its thread still runs are tasks."""
+        if not self.on or not isinstance(
+            result, (acp_sessions.LoadSessionResult, acp_sessions.ResumeSessionResult)
+        ):
+            return
+
+        def listed(page: codex_threads.BackgroundTerminalsListResult) -> None:
+            if self.hub.threads.session(record.id) is not record:
+                return  # closed meanwhile
+            for terminal in page.data:
+                if terminal.itemId in self._running:
+                    continue
+                if terminal.itemId not in record.announced_tools:
+                    # A resume shows no history: the command's tool call, as it runs.
+                    item = codex_items.CommandExecutionItem(
+                        id=terminal.itemId,
+                        command=terminal.command,
+                        cwd=terminal.cwd,
+                        processId=terminal.processId,
+                    )
+                    record.announced_tools.add(item.id)
+                    view = describe(item, cwd=record.cwd)
+                    self.hub.update(record.id, view.tool_call(item.id))
+                self._spawned(record, terminal.itemId, terminal.command)
+
+        def failed(error: ErrorObject) -> None:
+            # A Codex without the experimental method: its commands show once done.
+            log.info("running commands of %s not listed: %s", record.id, error.message)
+
+        self.hub.codex_request(
+            LIST_TERMINALS,
+            codex_threads.BackgroundTerminalsListParams(threadId=record.id),
+            codex_threads.BackgroundTerminalsListResult,
+            listed,
+            failed,
+        )
+
+    def _spawned(self, record: ThreadRecord, item_id: str, name: str) -> None:
+        """Announce a running command, whose tool call the client has, as a task."""
+        if item_id in self._running:
+            return
+        self._running[item_id] = record.id
+        backgrounded = air.meta({air.ASYNC_TASKS: {"backgrounded": True}})
+        self.hub.update(record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=backgrounded))
+        self.hub.update(
+            record.id,
+            air.AsyncTaskSpawned(
+                asyncTaskId=item_id,
+                name=name,
+                taskType="shell",
+                showInTranscript=False,
+                canStop=True,
+                toolCallId=item_id,
+            ),
+        )
 
     def item_completed(self, note: ItemNotification) -> None:
         item = note.item

@@ -14,6 +14,11 @@ settings is announced. Two kinds:
 Each enabled skill Codex has for the session's folder (``skills/list``, asked once the
 session is announced) is offered too, as ``/SKILL [what to do]``: a turn whose input
 names the skill. Anything else that starts with a slash is an ordinary prompt.
+
+An AIR client is told how to present them (``_meta.jetbrains.air``): ``/goal`` carries
+``commandAction {kind: "prefixPrompt", presentation: "state"}`` (what follows the command
+in the prompt is its objective), and each skill its ``skillPath`` (Codex's path of its
+``SKILL.md``).
 """
 
 from __future__ import annotations
@@ -22,8 +27,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from msgspec import UNSET
 
+from ...acp import air
 from ...acp import commands as acp_commands
 from ...codex import commands as codex_commands
 from ...codex import types as codex_types
@@ -76,6 +83,35 @@ COMMANDS: tuple[acp_commands.AvailableCommand, ...] = (
 #: Commands answered without a turn of their own (see :mod:`bridge.engine.features.palette`).
 QUICK = frozenset({"status", "mcp", "skills", "goal", "plan", "rename", "logout"})
 _NAMES = frozenset(c.name for c in COMMANDS)
+
+#: AIR's command actions: the client keeps ``/goal`` before what the user types next and
+#: shows it as the prompt's state. ``/plan``'s would set a config option; Codex's plan mode
+#: is a command here, not an option.
+_ACTIONS: dict[str, dict[str, Any]] = {"goal": {"kind": "prefixPrompt", "presentation": "state"}}
+
+
+def offered(air_client: bool) -> list[acp_commands.AvailableCommand]:
+    """The commands a session offers (an AIR client's with their command actions)."""
+    if not air_client:
+        return list(COMMANDS)
+    return [
+        msgspec.structs.replace(c, meta=air.meta({air.COMMAND_ACTION: _ACTIONS[c.name]}))
+        if c.name in _ACTIONS
+        else c
+        for c in COMMANDS
+    ]
+
+
+def skill_command(
+    name: str, description: str, path: str, air_client: bool
+) -> acp_commands.AvailableCommand:
+    """A skill offered as ``/NAME [what to do]`` (an AIR client is told its path)."""
+    return acp_commands.AvailableCommand(
+        name=name,
+        description=f"Skill: {description or name}",
+        input=acp_commands.UnstructuredCommandInput(hint="optional: what to do"),
+        meta=air.meta({air.SKILL_PATH: path}) if air_client else UNSET,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Feature: AIR's agent file-change report (``agentFileChangeReport`` declared, ACP v1).
+"""Feature: AIR's agent file-change report (``agentFileChangeReport`` declared).
 
 A ``session/prompt`` may ask, in ``_meta.jetbrains.air.agentFileChangeReportRequest
 {version: 1, requestId}``, for the list of files its turn changed. Just before the
@@ -6,7 +6,8 @@ prompt's answer the session gets one ``session_info_update`` whose
 ``_meta.jetbrains.air.agentFileChangeReport`` is ``{version: 1, requestId, status:
 "reported", paths, declaredComplete: false, truncated, uncertainty}``, or ``status:
 "unavailable"`` with a ``reason``: ``cancelled``, ``providerError`` (the turn failed),
-``notReported`` (no turn ran).
+``notReported`` (no turn ran). ACP v2 answers a prompt when it is inserted: the same
+update goes just before the ``state_update`` that ends the prompt's work.
 
 The paths come from Codex's aggregated ``turn/diff/updated`` of the turn: Codex writes
 them relative to the repository it found above the session's ``cwd`` (the nearest folder
@@ -72,9 +73,8 @@ def _inside(path: str, folder: str) -> bool:
 
 
 class FileReports:
-    def __init__(self, hub: Hub, session_prompt: RequestHandler) -> None:
+    def __init__(self, hub: Hub) -> None:
         self.hub = hub
-        self._session_prompt = session_prompt
         #: Prompts that asked for a report: request id → the report's ``requestId``.
         self._asked: dict[RequestId, str] = {}
         #: Each thread's latest turn diff, since its turn started.
@@ -84,18 +84,23 @@ class FileReports:
     def on(self) -> bool:
         return self.hub.declares(air.FILE_CHANGE_REPORT)
 
-    def session_prompt(self, rid: RequestId, raw: Raw) -> None:
-        """v1's ``session/prompt``, noting a report request first (for a client that
-        declared the capability: anyone else's prompt goes straight through)."""
-        if self.on:
-            asked = air.report_request(decode_params(raw, air.PromptMeta, "session/prompt").meta)
-            if asked is not None:
-                self._asked[rid] = asked
-        try:
-            self._session_prompt(rid, raw)
-        except RpcError:
-            self._asked.pop(rid, None)
-            raise
+    def asking(self, session_prompt: RequestHandler) -> RequestHandler:
+        """``session/prompt`` (v1's or v2's handler), noting a report request first (for a
+        client that declared the capability: anyone else's prompt goes straight through)."""
+
+        def prompt(rid: RequestId, raw: Raw) -> None:
+            if self.on:
+                params = decode_params(raw, air.PromptMeta, "session/prompt")
+                asked = air.report_request(params.meta)
+                if asked is not None:
+                    self._asked[rid] = asked
+            try:
+                session_prompt(rid, raw)
+            except RpcError:
+                self._asked.pop(rid, None)
+                raise
+
+        return prompt
 
     def turn_started(self, note: codex_types.TurnNotification) -> None:
         if self._asked:

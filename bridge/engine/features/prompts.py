@@ -423,6 +423,7 @@ class Prompts:
             return
         record.streamed_items.clear()
         record.withheld_items.clear()
+        record.message_phases.clear()
         turn = record.turn
         if (
             turn is None

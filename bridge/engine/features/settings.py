@@ -51,7 +51,7 @@ from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params, unknown_method
 from ..core.threads import Settings, ThreadRecord
 from ..views import air_settings, presets, setting_views
-from .commands import COMMANDS
+from .commands import COMMANDS, offered, skill_command
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,9 @@ class SettingsSelectors:
         )
         if presets.preset_for(approval, sandbox) is None:
             settings.config_policy = (approval, sandbox)
+        reviewer = getattr(opened, "approvalsReviewer", None)
+        if isinstance(reviewer, str):
+            settings.reviewer = reviewer
         record.settings = settings
         modes = self._modes(settings)
         options = self._options(settings)
@@ -109,8 +112,9 @@ class SettingsSelectors:
         its skills, and offer each as a command of its own once they are known."""
         if record.settings is None:
             return
+        air_client = self.hub.air is not None
         self.hub.update(
-            record.id, acp_commands.AvailableCommandsUpdate(availableCommands=list(COMMANDS))
+            record.id, acp_commands.AvailableCommandsUpdate(availableCommands=offered(air_client))
         )
 
         def listed(result: codex_palette.SkillsListResult) -> None:
@@ -128,18 +132,16 @@ class SettingsSelectors:
             }
             if record.skills:
                 skills = [
-                    acp_commands.AvailableCommand(
-                        name=skill.name,
-                        description=f"Skill: {skill.description or skill.name}",
-                        input=acp_commands.UnstructuredCommandInput(hint="optional: what to do"),
-                    )
+                    skill_command(skill.name, skill.description, skill.path, air_client)
                     for entry in result.data
                     for skill in entry.skills
                     if skill.name in record.skills
                 ]
                 self.hub.update(
                     record.id,
-                    acp_commands.AvailableCommandsUpdate(availableCommands=[*COMMANDS, *skills]),
+                    acp_commands.AvailableCommandsUpdate(
+                        availableCommands=[*offered(air_client), *skills]
+                    ),
                 )
 
         def refused(error: ErrorObject) -> None:
@@ -211,14 +213,16 @@ class SettingsSelectors:
     def _modes(self, settings: Settings) -> acp_settings.SessionModeState:
         state = setting_views.modes(settings)
         if self.hub.air is not None:
-            air_settings.decorate_modes(state)
+            air_settings.decorate_modes(state, settings.reviewer)
         return state
 
     def _options(self, settings: Settings) -> list[acp_settings.SessionConfigSelect]:
         options = setting_views.options(settings, self.catalog)
         if self.hub.air is not None:
             current = setting_views.current_model(settings)
-            air_settings.decorate_options(options, self.catalog or [], current, self.hub.air)
+            air_settings.decorate_options(
+                options, self.catalog or [], current, self.hub.air, settings.reviewer
+            )
         return options
 
     def describe(self, record: ThreadRecord) -> tuple[str, str | None, str, str] | None:

@@ -13,6 +13,9 @@ When the item completes, what was not streamed is shown whole
 - A turn that ran before the session opened here (another window's, Codex's TUI)
   shows only the items it started after: an item begun before has no beginning to
   show, so its deltas are dropped and its completion shows it whole.
+- An AIR client gets each answer's phase (Codex's ``phase`` of the message at
+  ``item/started``: ``commentary``, ``final_answer``) on its chunks, in
+  ``_meta.jetbrains.air.phase``; a message without one has none.
 - ``thread/tokenUsage/updated`` is kept on the session (``/status`` reads it) and
   sent as ``usage_update``.
 """
@@ -40,10 +43,12 @@ class Streaming:
         turn = record.turn if record is not None else None
         if turn is not None and turn.joined is not None:
             turn.joined.add(item.id)
-        if type(item) is not codex_types.AgentMessageItem:
+        if type(item) is not codex_types.AgentMessageItem or record is None:
             return
-        if record is not None and not translate.presentation(item).answer:
+        if not translate.presentation(item).answer:
             record.withheld_items.add(item.id)
+        if item.phase and self.hub.air is not None:
+            record.message_phases[item.id] = item.phase
 
     def agent_message_delta(self, delta: codex_types.AgentMessageDelta) -> None:
         record = self.hub.threads.session(delta.threadId)
@@ -52,7 +57,10 @@ class Streaming:
         if _begun_elsewhere(record, delta.itemId):
             return
         record.streamed_items.add(delta.itemId)
-        self.hub.update(record.id, translate.message_chunk(delta))
+        chunk = translate.message_chunk(delta)
+        if record.message_phases:
+            translate.with_phase(chunk, record.message_phases.get(delta.itemId))
+        self.hub.update(record.id, chunk)
 
     def reasoning_delta(self, delta: codex_types.ReasoningSummaryTextDelta) -> None:
         record = self.hub.threads.session(delta.threadId)
@@ -79,8 +87,11 @@ class Streaming:
         streamed = item.id in record.streamed_items
         record.streamed_items.discard(item.id)
         record.withheld_items.discard(item.id)
+        phase = record.message_phases.pop(item.id, None)
+        if isinstance(item, codex_types.AgentMessageItem) and self.hub.air is not None:
+            phase = item.phase or phase
         for update in translate.completed_item_updates(item, streamed):
-            self.hub.update(record.id, update)
+            self.hub.update(record.id, translate.with_phase(update, phase))
 
     def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
         record = self.hub.threads.session(note.threadId)

@@ -193,7 +193,10 @@ class SubagentHistory:
         first = self._subagents.history_item(root.id, tree.nicknames())
         if not self.hub.subagents_exposed:
             first = self._with_hidden(first, tree)
-        for update in history.replay_updates(root.id, items, first=first, cwd=root.cwd):
+        phases = self.hub.air is not None
+        for update in history.replay_updates(
+            root.id, items, first=first, cwd=root.cwd, phases=phases
+        ):
             self.hub.update(root.id, update)
 
     def _finish(
@@ -420,7 +423,11 @@ class SubagentHistory:
                 )
             return child
         updates = history.replay_updates(
-            child_id, items, first=self._subagents.history_item(child_id, nicknames), cwd=child.cwd
+            child_id,
+            items,
+            first=self._subagents.history_item(child_id, nicknames),
+            cwd=child.cwd,
+            phases=self.hub.air is not None,
         )
         for update in _as_incoming(updates, parent_id, child_id):
             self.hub.update(child_id, update)

@@ -2,9 +2,10 @@
 Codex recommends for the model and the reasoning effort.
 
 - ``_meta.jetbrains.air.kind`` on each mode (``SessionMode``, and each value of the
-  ``mode`` config option), for every AIR client: ``read-only`` is ``standard``, ``auto``
-  (Codex asks before leaving the workspace) ``auto_review``, ``full-access``
-  ``full_access``; the ``Custom`` mode of a thread's own policies has none.
+  ``mode`` config option), for every AIR client: who answers when Codex asks. ``read-only``
+  and ``auto`` ask: ``standard`` when the user answers, ``auto_review`` when the thread's
+  approvals go to Codex's automatic reviewer (``approvalsReviewer``); ``full-access``
+  never asks, ``full_access``. The ``Custom`` mode of a thread's own policies has none.
 - ``_meta.jetbrains.air.recommendedValue`` on the ``model`` and ``thought_level``
   selectors, for a client that declared ``recommendedValue``: the model Codex's
   catalog marks ``isDefault``, and the current model's ``defaultReasoningEffort``;
@@ -19,17 +20,30 @@ from ...acp import air
 from ...acp import settings as acp_settings
 from ...codex import settings as codex_settings
 
-MODE_KINDS = {"read-only": "standard", "auto": "auto_review", "full-access": "full_access"}
+#: The presets that ask before acting, and the one that never asks.
+_ASKING = frozenset({"read-only", "auto"})
+_NEVER_ASKS = "full-access"
+#: Codex's names for its automatic reviewer (``guardian_subagent``: the older one).
+_AUTO_REVIEWERS = frozenset({"auto_review", "guardian_subagent"})
 
 
-def _kind(mode_id: str) -> air.Meta | None:
-    kind = MODE_KINDS.get(mode_id)
+def mode_kind(mode_id: str, reviewer: str) -> str | None:
+    """AIR's kind of a mode, given who answers the thread's approvals."""
+    if mode_id == _NEVER_ASKS:
+        return "full_access"
+    if mode_id in _ASKING:
+        return "auto_review" if reviewer in _AUTO_REVIEWERS else "standard"
+    return None
+
+
+def _kind(mode_id: str, reviewer: str) -> air.Meta | None:
+    kind = mode_kind(mode_id, reviewer)
     return air.meta({"kind": kind}) if kind is not None else None
 
 
-def decorate_modes(state: acp_settings.SessionModeState) -> None:
+def decorate_modes(state: acp_settings.SessionModeState, reviewer: str) -> None:
     for mode in state.availableModes:
-        kind = _kind(mode.id)
+        kind = _kind(mode.id, reviewer)
         if kind is not None:
             mode.meta = kind
 
@@ -39,12 +53,13 @@ def decorate_options(
     catalog: Sequence[codex_settings.Model],
     current_model: str,
     declared: frozenset[str],
+    reviewer: str,
 ) -> None:
     for option in options:
         recommended: str | None = None
         if option.category == "mode":
             for value in option.options:
-                kind = _kind(value.value)
+                kind = _kind(value.value, reviewer)
                 if kind is not None:
                     value.meta = kind
         elif option.category == "model":

@@ -71,6 +71,17 @@ def patch_content(change: codex_items.FileUpdateChange) -> list[acp_tools.ToolCa
     ]
 
 
+def with_kind(
+    content: list[acp_tools.ToolCallContent], kind: str
+) -> list[acp_tools.ToolCallContent]:
+    """The plain diffs of a file no patch fits, for a ``diffPatch`` client: each says the
+    change's ``_meta.kind`` as its patches do."""
+    for block in content:
+        if isinstance(block, acp_tools.Diff):
+            block.meta = {"kind": kind, **(block.meta or {})}
+    return content
+
+
 def change_locations(change: codex_items.FileUpdateChange) -> list[acp_tools.ToolCallLocation]:
     if change.kind.type == "update":
         try:

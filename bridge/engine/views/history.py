@@ -47,19 +47,25 @@ def stored_items(thread: StoredThread) -> list[ThreadItem]:
 
 
 def replay_updates(
-    thread_id: str, items: list[ThreadItem], *, first: ItemReplay | None = None, cwd: str = ""
+    thread_id: str,
+    items: list[ThreadItem],
+    *,
+    first: ItemReplay | None = None,
+    cwd: str = "",
+    phases: bool = False,
 ) -> list[msgspec.Struct]:
     """Every update that replays a stored thread's items (:func:`stored_items`).
 
     ``first`` may claim an item before the generic rules (it returns ``None``
     for items it leaves alone): the sub-agent feature replays collab items.
     ``cwd``, the session's, shortens paths in tool titles as the live ones are.
+    ``phases``: an AIR client's answers carry their phase, as live.
     """
     out: list[msgspec.Struct] = []
     for item in items:
         try:
             claimed = first(item) if first is not None else None
-            out += claimed if claimed is not None else item_updates(item, cwd)
+            out += claimed if claimed is not None else item_updates(item, cwd, phases=phases)
         except Exception:  # one bad stored item must not fail the whole load
             log.warning(
                 "thread %s: skipping a stored item not understood", thread_id, exc_info=True
@@ -67,8 +73,9 @@ def replay_updates(
     return out
 
 
-def item_updates(item: ThreadItem, cwd: str = "") -> list[msgspec.Struct]:
-    """The updates that show one stored item (``cwd``: the session's, for tool titles)."""
+def item_updates(item: ThreadItem, cwd: str = "", *, phases: bool = False) -> list[msgspec.Struct]:
+    """The updates that show one stored item (``cwd``: the session's, for tool titles;
+    ``phases``: an answer's chunks say its phase, for an AIR client)."""
     match item:
         case codex_types.UserMessageItem(id=item_id, content=content):
             return [
@@ -78,7 +85,9 @@ def item_updates(item: ThreadItem, cwd: str = "") -> list[msgspec.Struct]:
             ]
         case codex_types.AgentMessageItem():
             # As live: what Codex's display says, the answer never when it is withheld.
-            return list(translate.answer_updates(item, streamed=False))
+            chunks = translate.answer_updates(item, streamed=False)
+            phase = item.phase if phases else None
+            return [translate.with_phase(chunk, phase) for chunk in chunks]
         case codex_types.ReasoningItem(id=item_id, summary=summary):
             # Parts are paragraphs, as the live stream separates them.
             text = "\n\n".join(part for part in summary if part)

@@ -72,7 +72,14 @@ from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import items as codex_items
 from ...codex.messages import ThreadItem
-from .change_views import change_content, change_locations, change_title, patch_content, path_shown
+from .change_views import (
+    change_content,
+    change_locations,
+    change_title,
+    patch_content,
+    path_shown,
+    with_kind,
+)
 from .content import fenced, text_content
 
 log = logging.getLogger(__name__)
@@ -342,7 +349,8 @@ def _file_change(
     locations: list[acp_tools.ToolCallLocation] = []
     for change in item.changes:
         patched = patch_content(change) if patch else None
-        content += patched or change_content(change, files.get(change.path))
+        plain = change_content(change, files.get(change.path)) if patched is None else []
+        content += patched or (with_kind(plain, change.kind.type) if patch else plain)
         locations += change_locations(change)
     if item.status == "declined":
         content.append(text_content("Declined: the change was not applied."))

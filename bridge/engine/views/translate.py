@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
+import msgspec
+
+from ...acp import air
 from ...acp import types as acp_types
 from ...codex import types as codex_types
 from ...codex.messages import ThreadItem
@@ -16,6 +19,13 @@ def message_chunk(delta: codex_types.AgentMessageDelta) -> acp_types.AgentMessag
     return acp_types.AgentMessageChunk(
         content=acp_types.TextContent(text=delta.delta), messageId=delta.itemId
     )
+
+
+def with_phase(update: msgspec.Struct, phase: str | None) -> msgspec.Struct:
+    """An answer's chunk with AIR's ``_meta.jetbrains.air.phase`` (Codex's message phase)."""
+    if phase and isinstance(update, acp_types.AgentMessageChunk):
+        update.meta = air.meta({air.PHASE: phase})
+    return update
 
 
 def thought_chunk(item_id: str, text: str) -> acp_types.AgentThoughtChunk:
