@@ -33,6 +33,8 @@ QUOTA_EXCEEDED = -32003
 
 
 class Meter(_Base):
+    """One measure of a pool: here, one of Codex's usage windows (primary, secondary)."""
+
     id: str
     label: str | UnsetType = UNSET
     usedPercent: float | UnsetType = UNSET
@@ -45,6 +47,8 @@ class Meter(_Base):
 
 
 class Pool(_Base):
+    """One limit the account runs under (Codex's ``limitId``), with its meters."""
+
     id: str
     meters: list[Meter]
     label: str | UnsetType = UNSET
@@ -59,11 +63,8 @@ class Snapshot(_Base):
     pools: list[Pool]
 
 
-class QuotaUpdate(_Base, tag="quota_update", tag_field="sessionUpdate"):
+class QuotaUpdate(Snapshot, tag="quota_update", tag_field="sessionUpdate"):
     """The same snapshot, pushed on a session."""
-
-    updatedAt: str
-    pools: list[Pool]
 
 
 class ReadQuotaParams(_Base):

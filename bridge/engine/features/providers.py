@@ -42,6 +42,8 @@ LIST = "modelProvider/list"
 
 
 class Providers:
+    """``providers/list|set|disable`` over Codex's model providers (see the module docstring)."""
+
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
         self.offered = False

@@ -86,6 +86,9 @@ LIST_CHANGED = "session/list_changed"
 
 
 class SessionIndex:
+    """Each thread's row state and times, kept from Codex's news, and the change feed
+    (see the module docstring)."""
+
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
         #: The client declared the session-list proposal's ``listChanged``.
