@@ -21,7 +21,7 @@ import msgspec
 import pytest
 import trio
 
-from bridge.codex.threads import StoredThread
+from bridge.codex.types import Thread
 from bridge.daemon.picture import Picture
 from bridge.daemon.runtime import (
     DaemonInfo,
@@ -35,11 +35,11 @@ from bridge.daemon.status import Size, render, snapshot
 from bridge.serve import ServeOptions, choose_codex
 from bridge.shell.codex_transport import ENV_CODEX_BIN
 
-ROOT = StoredThread(id="root", cwd="/w/app", preview="Fix the flaky test", updatedAt=1_000)
-CHILD = StoredThread(
+ROOT = Thread(id="root", cwd="/w/app", preview="Fix the flaky test", updatedAt=1_000)
+CHILD = Thread(
     id="child", cwd="/w/app", parentThreadId="root", agentNickname="Ada", updatedAt=1_050
 )
-OTHER = StoredThread(id="other", cwd="/w/doc", name="Write the README", updatedAt=900)
+OTHER = Thread(id="other", cwd="/w/doc", name="Write the README", updatedAt=900)
 
 
 def lines(picture: Picture) -> dict[str, dict[str, object]]:
@@ -86,7 +86,7 @@ def test_an_ephemeral_thread_is_no_thread_of_the_user() -> None:
     # Codex's TUI titles a new thread in an ephemeral thread of its own (loaded, never stored).
     picture = Picture()
     picture.seen(ROOT)
-    picture.seen(StoredThread(id="title", cwd="/w/app", updatedAt=1_100, ephemeral=True))
+    picture.seen(Thread(id="title", cwd="/w/app", updatedAt=1_100, ephemeral=True))
     assert list(lines(picture)) == ["root"]
     assert "title" in picture  # not read again at each of its status changes
     assert picture.status("title", {"type": "active", "activeFlags": []})
@@ -129,9 +129,7 @@ def busy_day() -> list[dict[str, object]]:
     picture = Picture()
     for i in range(54):
         picture.seen(
-            StoredThread(
-                id=f"idle-{i}", cwd="/w/app", preview=f"idle {i}", updatedAt=NOW - 60 * (i + 1)
-            )
+            Thread(id=f"idle-{i}", cwd="/w/app", preview=f"idle {i}", updatedAt=NOW - 60 * (i + 1))
         )
         picture.status(f"idle-{i}", {"type": "idle"})
     threads = [
@@ -145,7 +143,7 @@ def busy_day() -> list[dict[str, object]]:
     for thread_id, parent, title, ago, kind, flags in threads:
         nickname = None if parent is None else thread_id.title()
         picture.seen(
-            StoredThread(
+            Thread(
                 id=thread_id,
                 cwd="/w/app",
                 preview=title,
@@ -194,10 +192,10 @@ def test_all_shows_every_thread_in_the_same_order() -> None:
 def test_waiting_and_running_threads_are_shown_even_past_the_screen() -> None:
     picture = Picture()
     for i in range(30):
-        picture.seen(StoredThread(id=f"t{i}", cwd="/w", preview=f"t{i}", updatedAt=NOW - i))
+        picture.seen(Thread(id=f"t{i}", cwd="/w", preview=f"t{i}", updatedAt=NOW - i))
         flags = ["waitingOnApproval"] if i % 2 else []
         picture.status(f"t{i}", {"type": "active", "activeFlags": flags})
-    picture.seen(StoredThread(id="calm", cwd="/w", preview="calm", updatedAt=NOW))
+    picture.seen(Thread(id="calm", cwd="/w", preview="calm", updatedAt=NOW))
     picture.status("calm", {"type": "idle"})
     threads = [msgspec.to_builtins(line) for line in picture.lines()]
     lines = render(INFO, threads, now=NOW, size=Size(80, 10)).splitlines()
@@ -223,7 +221,7 @@ def test_a_thread_not_yet_titled_reads_by_its_folder_and_age_not_its_id(
     monkeypatch.setenv("HOME", "/home/ada")
     picture = Picture()
     picture.seen(
-        StoredThread(
+        Thread(
             id="019a8f2e-7c41-7d10-b3a5-5f0c2e9d1a77", cwd="/home/ada/src/app", updatedAt=NOW - 180
         )
     )

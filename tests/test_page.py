@@ -16,7 +16,7 @@ import trio
 from websockets.exceptions import InvalidStatus
 from websockets.trio.client import connect
 
-from bridge.codex.threads import StoredThread
+from bridge.codex.types import Thread
 from bridge.daemon.page import PageOptions, PageRefused, loopback, open_page
 from bridge.daemon.page.access import Access, Login, Refuse, Serve, Upgrade, check
 from bridge.daemon.page.board import Board, Interrupt, Watch
@@ -111,8 +111,8 @@ def test_a_proxys_origin_is_accepted_when_named() -> None:
 # -- the board ------------------------------------------------------------------------
 
 
-def thread(thread_id: str, status: str = "idle", parent: str | None = None) -> StoredThread:
-    return StoredThread(
+def thread(thread_id: str, status: str = "idle", parent: str | None = None) -> Thread:
+    return Thread(
         id=thread_id,
         cwd="/w",
         preview=f"work {thread_id}",
@@ -121,7 +121,7 @@ def thread(thread_id: str, status: str = "idle", parent: str | None = None) -> S
     )
 
 
-def board_with(*threads: StoredThread) -> Board:
+def board_with(*threads: Thread) -> Board:
     picture = Picture()
     for stored in threads:
         picture.seen(stored)

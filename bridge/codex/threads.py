@@ -15,39 +15,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
-from .types import Page, PageParams, Turn
-
-
-class StoredThread(_Base):
-    """A thread as ``thread/read`` and ``thread/list`` describe it."""
-
-    id: str
-    cwd: str = ""
-    #: The title a person gave (or Codex generated); ``None`` until there is one.
-    name: str | None = None
-    #: Usually the first user message.
-    preview: str = ""
-    #: Unix seconds.
-    updatedAt: int | None = None
-    #: Unix seconds: when a turn last started (Codex orders its list by it).
-    recencyAt: int | None = None
-    #: The thread this one was forked from.
-    forkedFromId: str | None = None
-    parentThreadId: str | None = None
-    #: A sub-agent's name and role, as Codex shows them.
-    agentNickname: str | None = None
-    agentRole: str | None = None
-    #: ``"vscode"``, ``"cli"``, ... or ``{"subAgent": {...}}`` for a sub-agent.
-    source: Any = None
-    #: Filled by ``thread/read {includeTurns: true}`` only.
-    turns: list[Turn] = msgspec.field(default_factory=list)
-    #: ``{"type": "idle" | "active" | "notLoaded" | "systemError", ...}``.
-    status: dict[str, Any] | None = None
-    #: The model and reasoning effort the thread runs with.
-    model: str | None = None
-    reasoningEffort: str | None = None
-    #: Kept in memory only, never stored (Codex's TUI titles a new thread in one).
-    ephemeral: bool = False
+from .types import Page, PageParams, Thread, Turn
 
 
 class ThreadReadParams(_Base):
@@ -56,7 +24,7 @@ class ThreadReadParams(_Base):
 
 
 class ThreadReadResult(_Base):
-    thread: StoredThread
+    thread: Thread
 
 
 #: A stored thread's turns, a page at a time (Codex 0.169 on).
@@ -107,7 +75,7 @@ class ThreadListParams(PageParams):
     useStateDbOnly: bool | UnsetType = UNSET
 
 
-class ThreadListResult(Page[StoredThread]):
+class ThreadListResult(Page[Thread]):
     pass
 
 

@@ -154,15 +154,36 @@ class Turn(_Base):
 
 
 class Thread(_Base):
+    """A thread as Codex describes it: in ``thread/start``'s, ``thread/resume``'s and
+    ``thread/fork``'s answers, ``thread/started``, ``thread/read`` and ``thread/list``."""
+
     id: str
-    cwd: str | UnsetType = UNSET
+    cwd: str = ""
+    #: The title a person gave (or Codex generated); ``None`` until there is one.
+    name: str | None = None
+    #: Usually the first user message.
+    preview: str = ""
+    #: Unix seconds.
+    updatedAt: int | None = None
+    #: Unix seconds: when a turn last started (Codex orders its list by it).
+    recencyAt: int | None = None
+    #: The thread this one was forked from.
+    forkedFromId: str | None = None
     parentThreadId: str | None = None
+    #: A sub-agent's name and role, as Codex shows them.
     agentNickname: str | None = None
     agentRole: str | None = None
-    name: str | None = None
-    preview: str | UnsetType = UNSET
-    #: ``{type: notLoaded | idle | active | systemError, activeFlags?}``.
+    #: ``"vscode"``, ``"cli"``, ... or ``{"subAgent": {...}}`` for a sub-agent.
+    source: Any = None
+    #: Filled by ``thread/read {includeTurns: true}`` only.
+    turns: list[Turn] = msgspec.field(default_factory=list)
+    #: ``{"type": "idle" | "active" | "notLoaded" | "systemError", ...}``.
     status: dict[str, Any] | None = None
+    #: The model and reasoning effort the thread runs with.
+    model: str | None = None
+    reasoningEffort: str | None = None
+    #: Kept in memory only, never stored (Codex's TUI titles a new thread in one).
+    ephemeral: bool = False
 
 
 class ThreadStartResult(_Base):

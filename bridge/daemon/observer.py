@@ -68,7 +68,7 @@ class _LoadedPage(codex_types.Page[str]):
 
 
 class _Started(msgspec.Struct):
-    thread: codex_threads.StoredThread
+    thread: codex_types.Thread
 
 
 async def observe(

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ..codex.threads import StoredThread
+from ..codex.types import Thread
 from ..engine.core import workstate
 from ..engine.core.threads import Status, ThreadRecord
 
@@ -51,7 +51,7 @@ class Picture:
     def __contains__(self, thread_id: object) -> bool:
         return thread_id in self._threads or thread_id in self._ephemeral
 
-    def seen(self, stored: StoredThread) -> None:
+    def seen(self, stored: Thread) -> None:
         """A thread as ``thread/list``, ``thread/read`` or ``thread/started`` describe it."""
         if stored.ephemeral:
             self._ephemeral.add(stored.id)

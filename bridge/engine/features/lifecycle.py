@@ -63,13 +63,13 @@ from ..views.thread_config import mcp_servers_config, thread_policies
 #: Sends an open result and what follows it (see :class:`bridge.engine.features.prompts.Opened`).
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
 #: Replays a loaded root's stored items and its sub-agents, then calls the last argument.
-Replay = Callable[[ThreadRecord, threads.StoredThread, Callable[[], None]], None]
+Replay = Callable[[ThreadRecord, codex_types.Thread, Callable[[], None]], None]
 
 #: Decorates one ``session/list`` page's rows (the listed threads, their rows, archived).
 RowsListed = Callable[
     [
         acp_sessions.ListSessionsParams,
-        list[threads.StoredThread],
+        list[codex_types.Thread],
         list[acp_sessions.SessionInfo],
         bool,
     ],
@@ -180,7 +180,7 @@ class Lifecycle:
             hub.refuse_client(rid, from_codex(error))
 
         def open_root(
-            stored: threads.StoredThread,
+            stored: codex_types.Thread,
             opened: codex_types.ThreadStartResult,
             unstored: bool = False,
         ) -> None:
@@ -209,7 +209,7 @@ class Lifecycle:
             # before the response.
             self.replay(record, stored, lambda: self.opened(record, rid, response, opened))
 
-        def found(stored: threads.StoredThread) -> None:
+        def found(stored: codex_types.Thread) -> None:
             resume = threads.ThreadResumeParams(
                 threadId=session_id, cwd=cwd, config=config or UNSET, excludeTurns=True
             )
@@ -268,7 +268,7 @@ class Lifecycle:
 
     def _open_unstored(
         self,
-        stored: threads.StoredThread,
+        stored: codex_types.Thread,
         cwd: str,
         config: dict[str, Any],
         opened: Callable[[codex_types.ThreadStartResult], None],
@@ -325,7 +325,7 @@ class Lifecycle:
         check_directory(hub, cwd, "session/fork")
         config = self._thread_config(mcp_servers, "session/fork")
 
-        def found(stored: threads.StoredThread) -> None:
+        def found(stored: codex_types.Thread) -> None:
             last_turn = turn_holding(at, stored.turns) if at is not None else None
             if at is not None and last_turn is None:
                 hub.refuse_client(
@@ -362,7 +362,7 @@ class Lifecycle:
         self,
         thread_id: str,
         include_turns: bool,
-        found: Callable[[threads.StoredThread], None],
+        found: Callable[[codex_types.Thread], None],
         missing: Callable[[ErrorObject], None],
     ) -> None:
         """``thread/read``: it has no side effect, so an error means the thread is not there."""

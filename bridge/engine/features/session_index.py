@@ -127,7 +127,7 @@ class SessionIndex:
     def rows(
         self,
         params: acp_sessions.ListSessionsParams,
-        threads: list[codex_threads.StoredThread],
+        threads: list[codex_types.Thread],
         rows: list[acp_sessions.SessionInfo],
         archived: bool,
     ) -> None:
@@ -187,7 +187,7 @@ class SessionIndex:
 
     def thread_started(self, note: codex_types.ThreadStarted) -> None:
         thread = note.thread
-        if not self.on or thread.parentThreadId is not None or not isinstance(thread.cwd, str):
+        if not self.on or thread.parentThreadId is not None or not thread.cwd:
             return
         self._cwds[thread.id] = thread.cwd
         self._changed(thread.id)

@@ -54,7 +54,7 @@ class _Tree:
     """The sub-agents a load read under its root."""
 
     #: Each sub-agent read, by id: its stored thread (``None``: it could not be read).
-    stored: dict[str, codex_threads.StoredThread | None] = field(default_factory=dict)
+    stored: dict[str, codex_types.Thread | None] = field(default_factory=dict)
     #: Each sub-agent's stored items.
     items: dict[str, list[ThreadItem]] = field(default_factory=dict)
     #: The sub-agents each thread's history spawned, in order.
@@ -88,7 +88,7 @@ class SubagentHistory:
         self._subagents = subagents
 
     def replay(
-        self, root: ThreadRecord, stored: codex_threads.StoredThread, then: Callable[[], None]
+        self, root: ThreadRecord, stored: codex_types.Thread, then: Callable[[], None]
     ) -> None:
         """The whole replay of a ``session/load`` of ``stored`` (read before it was
         resumed): the sub-agents are read, then the root's stored items are replayed, then
@@ -107,7 +107,7 @@ class SubagentHistory:
         self._read_tree(root, root_items, tree, read)
 
     def _replay_pages(
-        self, root: ThreadRecord, stored: codex_threads.StoredThread, then: Callable[[], None]
+        self, root: ThreadRecord, stored: codex_types.Thread, then: Callable[[], None]
     ) -> None:
         """The root's history by ``thread/turns/list``, oldest page first, each page
         replayed as it arrives (after reading the sub-agents it names, whose nicknames
@@ -202,7 +202,7 @@ class SubagentHistory:
     def _finish(
         self,
         root: ThreadRecord,
-        stored: codex_threads.StoredThread,
+        stored: codex_types.Thread,
         tree: _Tree,
         tools: set[str],
         then: Callable[[], None],
@@ -297,7 +297,7 @@ class SubagentHistory:
                 self._read_thread(child_id, read)
             finish()
 
-        def read(child_id: str, stored: codex_threads.StoredThread | None) -> None:
+        def read(child_id: str, stored: codex_types.Thread | None) -> None:
             tree.stored[child_id] = stored
             if stored is not None:
                 items = tree.items[child_id] = history.stored_items(stored)
@@ -313,7 +313,7 @@ class SubagentHistory:
         visit(root.id, root_items)
 
     def _read_thread(
-        self, thread_id: str, done: Callable[[str, codex_threads.StoredThread | None], None]
+        self, thread_id: str, done: Callable[[str, codex_types.Thread | None], None]
     ) -> None:
         """Read a sub-agent with its turns: its history is replayed (with the capability, in
         its session; without it, what its root showed of it)."""
@@ -390,7 +390,7 @@ class SubagentHistory:
         self,
         parent_id: str,
         child_id: str,
-        stored: codex_threads.StoredThread | None,
+        stored: codex_types.Thread | None,
         items: list[ThreadItem],
         nicknames: history.Nicknames,
     ) -> ThreadRecord | None:

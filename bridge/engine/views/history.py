@@ -23,7 +23,6 @@ import msgspec
 from ...acp import types as acp_types
 from ...codex import types as codex_types
 from ...codex.messages import ThreadItem, decode_item
-from ...codex.threads import StoredThread
 from . import tool_views, translate
 
 log = logging.getLogger(__name__)
@@ -41,7 +40,7 @@ ItemReplay = Callable[[ThreadItem], list[msgspec.Struct] | None]
 Nicknames = Mapping[str, str | None]
 
 
-def stored_items(thread: StoredThread) -> list[ThreadItem]:
+def stored_items(thread: codex_types.Thread) -> list[ThreadItem]:
     """Every item of ``thread``'s turns, oldest first, each decoded once."""
     return [decode_item(raw) for turn in thread.turns for raw in turn.items]
 

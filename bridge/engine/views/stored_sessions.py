@@ -9,6 +9,7 @@ from msgspec import UNSET
 
 from ...acp import sessions as acp_sessions
 from ...codex import threads
+from ...codex import types as codex_types
 from ...jsonrpc.peer import ErrorObject
 
 #: How Codex 0.169 starts its ``thread/read`` refusal of an id that is not a UUID.
@@ -40,14 +41,14 @@ def not_found_message(session_id: str, codex_message: str) -> str:
     )
 
 
-def is_root(thread: threads.StoredThread) -> bool:
+def is_root(thread: codex_types.Thread) -> bool:
     """An interactive thread a person started, not a sub-agent's."""
     if thread.parentThreadId is not None:
         return False
     return not (isinstance(thread.source, dict) and "subAgent" in thread.source)
 
 
-def session_info(thread: threads.StoredThread) -> acp_sessions.SessionInfo:
+def session_info(thread: codex_types.Thread) -> acp_sessions.SessionInfo:
     """A listed thread: its name, else its preview (first user message), on one line."""
     title = " ".join((thread.name or thread.preview).split())
     return acp_sessions.SessionInfo(
