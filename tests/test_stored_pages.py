@@ -57,10 +57,16 @@ INDEXED = {"sortKey": "updated_at", "limit": LIST_PAGE, "useStateDbOnly": True}
 REPAIR = {"sortKey": "updated_at", "limit": LIST_PAGE}
 
 
+def listings(h: Recorder) -> list[dict[str, Any]]:
+    """The params of every ``thread/list`` the engine asked, in order."""
+    return [m["params"] for m in h.to_codex if m.get("method") == "thread/list" and "id" in m]
+
+
 def test_every_page_comes_from_the_index_of_a_page_the_size_of_a_screen() -> None:
     h = Recorder(paged_store=True)
     assert list_page(h, {}, "c1") == INDEXED
-    assert codex_methods(h).count("thread/list") == 1, "no repair while the client pages"
+    # The page asked ahead (the client's next), from the index too: no repair while it pages.
+    assert listings(h) == [INDEXED, {**INDEXED, "cursor": "c1"}], "no repair while the client pages"
     assert list_page(h, {"cursor": "c1"}, None) == {**INDEXED, "cursor": "c1"}
     assert codex_methods(h).count("thread/list") == 3, "the repair, once it has its last page"
     repair = h.codex_request("thread/list")
@@ -85,6 +91,78 @@ def test_a_refused_repair_changes_nothing() -> None:
     h.codex_error(repair["id"], "no")
     assert len(h.to_client) == answered
     assert list_page(h, {}, None) == INDEXED
+
+
+ROW = {"id": "t-2", "cwd": CWD, "preview": "second", "updatedAt": 1796014876}
+
+
+@pytest.mark.parametrize("arrives_first", [True, False])
+def test_the_next_page_is_asked_ahead_and_answers_the_clients_next_request(
+    arrives_first: bool,
+) -> None:
+    """Codex reads the next page while the client takes this one; the client's request for
+    it asks Codex nothing more, whether the page arrived before it or arrives after."""
+    h = Recorder(paged_store=True)
+    list_page(h, {"cwd": CWD}, "c1")
+    ahead = h.codex_request("thread/list")
+    assert ahead["params"] == {**INDEXED, "cwd": CWD, "cursor": "c1"}
+    asked = len(listings(h))
+    if arrives_first:
+        assert h.codex_reply(ahead["id"], {"data": [ROW], "nextCursor": "c2"}) == []
+    rid = h.client_request("session/list", {"cwd": CWD, "cursor": "c1"})
+    if not arrives_first:
+        assert h.client_response(rid) is None
+        assert len(listings(h)) == asked, "it waits for the page asked ahead"
+        h.codex_reply(ahead["id"], {"data": [ROW], "nextCursor": "c2"})
+    assert result_of(h, rid) == {
+        "sessions": [
+            {"sessionId": "t-2", "cwd": CWD, "title": "second", "updatedAt": "2026-11-30T05:01:16Z"}
+        ],
+        "nextCursor": "c2",
+    }
+    # Nothing more was asked for it; the one after it is asked ahead in turn.
+    assert listings(h)[asked:] == [{**INDEXED, "cwd": CWD, "cursor": "c2"}]
+    validate_all(h)
+
+
+@pytest.mark.parametrize(
+    "params", [{}, {"cursor": "c1"}, {"cwd": "/elsewhere", "cursor": "c1"}, {"cursor": "c9"}]
+)
+def test_a_listing_other_than_the_next_page_asks_codex_afresh(params: dict[str, Any]) -> None:
+    h = Recorder(paged_store=True)
+    list_page(h, {"cwd": CWD}, "c1")
+    ahead = h.codex_request("thread/list")
+    h.codex_reply(ahead["id"], {"data": [ROW], "nextCursor": None})
+    asked = len(listings(h))
+    assert list_page(h, params, None) == {**INDEXED, **params}
+    assert listings(h)[asked:] == [{**INDEXED, **params}, REPAIR]
+    # The page asked ahead is gone: the next page of the first listing is asked again.
+    assert list_page(h, {"cwd": CWD, "cursor": "c1"}, None) == ahead["params"]
+    assert len(listings(h)) == asked + 3
+
+
+@pytest.mark.parametrize("refused_first", [True, False])
+def test_a_page_ahead_codex_refuses_is_asked_again_for_the_client(refused_first: bool) -> None:
+    h = Recorder(paged_store=True)
+    list_page(h, {}, "c1")
+    ahead = h.codex_request("thread/list")
+    if refused_first:
+        h.codex_error(ahead["id"], "busy")
+    rid = h.client_request("session/list", {"cursor": "c1"})
+    if not refused_first:
+        assert h.client_response(rid) is None
+        h.codex_error(ahead["id"], "busy")
+    again = h.codex_request("thread/list")
+    assert again["id"] != ahead["id"] and again["params"] == {**INDEXED, "cursor": "c1"}
+    h.codex_reply(again["id"], {"data": [ROW], "nextCursor": None})
+    assert [s["sessionId"] for s in result_of(h, rid)["sessions"]] == ["t-2"]
+    validate_all(h)
+
+
+def test_without_the_paged_store_no_page_is_asked_ahead() -> None:
+    h = Recorder()
+    assert list_page(h, {}, "c1") == {"sortKey": "updated_at"}
+    assert len(listings(h)) == 1
 
 
 # -- session/load ------------------------------------------------------------------------
