@@ -22,14 +22,15 @@ The bare client speaks to its own ``codex app-server`` over stdio and makes the 
 bridge makes for the client: for a list, ``thread/list`` pages as the bridge asks them (the
 bridge's one page read from the thread files, which repairs Codex's index once a connection
 has listed, is not among them: the bridge's times include it, the bare client's do not);
-for a load, ``thread/read``, ``thread/resume`` and then ``thread/turns/list`` pages (or
+for a load, ``thread/read``, ``thread/resume`` and then ``thread/items/list`` pages (or
+``--bare-load turns``: ``thread/turns/list`` pages, the bridge's before it read items;
 ``--bare-load whole``: ``thread/read`` with ``includeTurns``, the bridge's request before
 it paged). Both are warmed up first (a read of a thread that is not there), so neither
 counts Codex's start. The load average is printed before and after: the machine may be
 shared. CPU times are in clock ticks (10 ms).
 
     PYTHONPATH=. .venv/bin/python bench/stored_work.py [--threads 100,1000] [--turns 30,300,1000]
-        [--runs 3] [--store DIR] [--bare-load paged|whole] [--what list,load]
+        [--runs 3] [--store DIR] [--bare-load paged|turns|whole] [--what list,load]
         [--bridge-source DIR] [--peer CMD] [--profile DIR]
 
 ``--peer CMD`` measures another ACP agent for Codex beside them, on the same stores with the
@@ -68,7 +69,8 @@ from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = 50  # the bridge's page of sessions, asked of Codex (see bridge.engine.features.lifecycle)
-TURN_PAGE = 50  # the bridge's page of turns
+TURN_PAGE = 50  # the bridge's page of turns, where Codex has no items of a thread
+ITEM_PAGE = 100  # the bridge's page of items (see bridge.engine.features.subagent_history)
 
 
 # -- /proc ---------------------------------------------------------------------------------
@@ -363,15 +365,15 @@ async def bare_load(home: Path, thread_id: str, cwd: str, mode: str) -> dict[str
                 )
                 cursor = None
                 while True:
-                    params: dict[str, Any] = {
-                        "threadId": thread_id,
-                        "limit": TURN_PAGE,
-                        "sortDirection": "asc",
-                        "itemsView": "full",
-                    }
+                    params: dict[str, Any] = {"threadId": thread_id, "sortDirection": "asc"}
+                    if mode == "turns":
+                        params.update(limit=TURN_PAGE, itemsView="full")
+                    else:
+                        params["limit"] = ITEM_PAGE
                     if cursor:
                         params["cursor"] = cursor
-                    page = await bare.request("thread/turns/list", params)
+                    method = "thread/turns/list" if mode == "turns" else "thread/items/list"
+                    page = await bare.request(method, params)
                     if first is None:
                         first = time.perf_counter() - t0
                     cursor = page.get("nextCursor")
@@ -580,7 +582,7 @@ if __name__ == "__main__":
     parser.add_argument("--turns", default="30,300,1000")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--store", default=None)
-    parser.add_argument("--bare-load", choices=("paged", "whole"), default="paged")
+    parser.add_argument("--bare-load", choices=("paged", "turns", "whole"), default="paged")
     parser.add_argument("--what", default="list,load")
     parser.add_argument("--bridge-source", default=None, help="run the bridge from this tree")
     parser.add_argument(
