@@ -65,8 +65,7 @@ def listings(h: Recorder) -> list[dict[str, Any]]:
 def test_every_page_comes_from_the_index_of_a_page_the_size_of_a_screen() -> None:
     h = Recorder(paged_store=True)
     assert list_page(h, {}, "c1") == INDEXED
-    # The page asked ahead (the client's next), from the index too: no repair while it pages.
-    assert listings(h) == [INDEXED, {**INDEXED, "cursor": "c1"}], "no repair while the client pages"
+    assert codex_methods(h).count("thread/list") == 1, "no repair while the client pages"
     assert list_page(h, {"cursor": "c1"}, None) == {**INDEXED, "cursor": "c1"}
     assert codex_methods(h).count("thread/list") == 3, "the repair, once it has its last page"
     repair = h.codex_request("thread/list")
@@ -100,60 +99,64 @@ ROW = {"id": "t-2", "cwd": CWD, "preview": "second", "updatedAt": 1796014876}
 def test_the_next_page_is_asked_ahead_and_answers_the_clients_next_request(
     arrives_first: bool,
 ) -> None:
-    """Codex reads the next page while the client takes this one; the client's request for
-    it asks Codex nothing more, whether the page arrived before it or arrives after."""
+    """From a listing's second page on, Codex reads the next page while the client takes
+    this one; the client's request for it asks Codex nothing more, whether the page arrived
+    before it or arrives after."""
     h = Recorder(paged_store=True)
     list_page(h, {"cwd": CWD}, "c1")
+    assert len(listings(h)) == 1, "a client that took only the first page may stop there"
+    list_page(h, {"cwd": CWD, "cursor": "c1"}, "c2")
     ahead = h.codex_request("thread/list")
-    assert ahead["params"] == {**INDEXED, "cwd": CWD, "cursor": "c1"}
+    assert ahead["params"] == {**INDEXED, "cwd": CWD, "cursor": "c2"}
     asked = len(listings(h))
     if arrives_first:
-        assert h.codex_reply(ahead["id"], {"data": [ROW], "nextCursor": "c2"}) == []
-    rid = h.client_request("session/list", {"cwd": CWD, "cursor": "c1"})
+        assert h.codex_reply(ahead["id"], {"data": [ROW], "nextCursor": "c3"}) == []
+    rid = h.client_request("session/list", {"cwd": CWD, "cursor": "c2"})
     if not arrives_first:
         assert h.client_response(rid) is None
         assert len(listings(h)) == asked, "it waits for the page asked ahead"
-        h.codex_reply(ahead["id"], {"data": [ROW], "nextCursor": "c2"})
+        h.codex_reply(ahead["id"], {"data": [ROW], "nextCursor": "c3"})
     assert result_of(h, rid) == {
         "sessions": [
             {"sessionId": "t-2", "cwd": CWD, "title": "second", "updatedAt": "2026-11-30T05:01:16Z"}
         ],
-        "nextCursor": "c2",
+        "nextCursor": "c3",
     }
     # Nothing more was asked for it; the one after it is asked ahead in turn.
-    assert listings(h)[asked:] == [{**INDEXED, "cwd": CWD, "cursor": "c2"}]
+    assert listings(h)[asked:] == [{**INDEXED, "cwd": CWD, "cursor": "c3"}]
     validate_all(h)
 
 
 @pytest.mark.parametrize(
-    "params", [{}, {"cursor": "c1"}, {"cwd": "/elsewhere", "cursor": "c1"}, {"cursor": "c9"}]
+    "params", [{}, {"cursor": "c2"}, {"cwd": "/elsewhere", "cursor": "c2"}, {"cursor": "c9"}]
 )
 def test_a_listing_other_than_the_next_page_asks_codex_afresh(params: dict[str, Any]) -> None:
     h = Recorder(paged_store=True)
-    list_page(h, {"cwd": CWD}, "c1")
+    list_page(h, {"cwd": CWD, "cursor": "c1"}, "c2")
     ahead = h.codex_request("thread/list")
+    assert ahead["params"] == {**INDEXED, "cwd": CWD, "cursor": "c2"}
     h.codex_reply(ahead["id"], {"data": [ROW], "nextCursor": None})
     asked = len(listings(h))
     assert list_page(h, params, None) == {**INDEXED, **params}
     assert listings(h)[asked:] == [{**INDEXED, **params}, REPAIR]
     # The page asked ahead is gone: the next page of the first listing is asked again.
-    assert list_page(h, {"cwd": CWD, "cursor": "c1"}, None) == ahead["params"]
+    assert list_page(h, {"cwd": CWD, "cursor": "c2"}, None) == ahead["params"]
     assert len(listings(h)) == asked + 3
 
 
 @pytest.mark.parametrize("refused_first", [True, False])
 def test_a_page_ahead_codex_refuses_is_asked_again_for_the_client(refused_first: bool) -> None:
     h = Recorder(paged_store=True)
-    list_page(h, {}, "c1")
+    list_page(h, {"cursor": "c1"}, "c2")
     ahead = h.codex_request("thread/list")
     if refused_first:
         h.codex_error(ahead["id"], "busy")
-    rid = h.client_request("session/list", {"cursor": "c1"})
+    rid = h.client_request("session/list", {"cursor": "c2"})
     if not refused_first:
         assert h.client_response(rid) is None
         h.codex_error(ahead["id"], "busy")
     again = h.codex_request("thread/list")
-    assert again["id"] != ahead["id"] and again["params"] == {**INDEXED, "cursor": "c1"}
+    assert again["id"] != ahead["id"] and again["params"] == {**INDEXED, "cursor": "c2"}
     h.codex_reply(again["id"], {"data": [ROW], "nextCursor": None})
     assert [s["sessionId"] for s in result_of(h, rid)["sessions"]] == ["t-2"]
     validate_all(h)
@@ -161,7 +164,7 @@ def test_a_page_ahead_codex_refuses_is_asked_again_for_the_client(refused_first:
 
 def test_without_the_paged_store_no_page_is_asked_ahead() -> None:
     h = Recorder()
-    assert list_page(h, {}, "c1") == {"sortKey": "updated_at"}
+    assert list_page(h, {"cursor": "c1"}, "c2") == {"sortKey": "updated_at", "cursor": "c1"}
     assert len(listings(h)) == 1
 
 

@@ -9,7 +9,7 @@ A session is a Codex thread, so every method here is a thread method:
   as updates, then the response. Replay before the response is what ACP asks: the
   client knows the history is complete when the load returns. The history comes
   with the read (``includeTurns``), or, with the store paged (``Hub.paged_store``),
-  in pages of ``thread/turns/list`` after the resume, each replayed as it arrives.
+  in pages of ``thread/items/list`` after the resume, each replayed as it arrives.
 - ``session/resume``: the same without the replay.
 - ``session/fork``: ``thread/fork``; the new thread's id is the new session's id.
 - ``session/list``: ``thread/list`` (interactive root threads only); with the store
@@ -94,9 +94,10 @@ Listed = Callable[[threads.ThreadListResult], None]
 
 
 class PageAhead:
-    """The page of a listing after the one just answered, asked of Codex before the client
-    asks for it: an editor reads a listing's pages back to back, so Codex reads the next
-    while the client takes this one, and the client's next request finds it read. It
+    """The page of a listing after the one just answered (from the listing's second page
+    on), asked of Codex before the client asks for it: a client that pages reads the pages
+    back to back, so Codex reads the next while the client takes this one, and the client's
+    next request finds it read. It
     answers only the very next ``session/list``, and only if that asks for it (the same
     cursor, ``cwd`` and archive filter): any other listing asks Codex afresh, as does the
     client's request when Codex refused the page asked ahead."""
@@ -479,7 +480,9 @@ class Lifecycle:
                     nextCursor=page.nextCursor if page.nextCursor is not None else UNSET,
                 ),
             )
-            if hub.paged_store and page.nextCursor is not None:
+            if hub.paged_store and page.nextCursor is not None and params.cursor is not None:
+                # A client that asked for a second page reads on; one that asked only for
+                # the first (an editor's picker) costs Codex no page it will not take.
                 self._ask_ahead(msgspec.structs.replace(request, cursor=page.nextCursor))
             # After a listing's last page: the repair then never competes with the client's
             # paging (an editor reads its pages back to back).
