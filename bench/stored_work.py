@@ -61,6 +61,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 
 from bridge.acp_client import open_agent
@@ -150,8 +151,8 @@ class Bare:
         rid = self.next_id
         self.next_id += 1
         assert self.process.stdin is not None
-        line = json.dumps({"id": rid, "method": method, "params": params}) + "\n"
-        await self.process.stdin.send_all(line.encode())
+        line = msgspec.json.encode({"id": rid, "method": method, "params": params}) + b"\n"
+        await self.process.stdin.send_all(line)
         while True:
             message = await self._message()
             if message.get("id") == rid and "method" not in message:
@@ -169,7 +170,9 @@ class Bare:
                 raise RuntimeError("codex app-server closed its stdout")
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+        # msgspec, as the bridge and the ACP client decode: the bare client's own parsing
+        # is not what is measured.
+        return msgspec.json.decode(line)  # type: ignore[no-any-return]
 
     async def wait_for(self, method: str) -> dict[str, Any]:
         while True:
