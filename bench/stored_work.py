@@ -22,15 +22,21 @@ The bare client speaks to its own ``codex app-server`` over stdio and makes the 
 bridge makes for the client: for a list, ``thread/list`` pages as the bridge asks them (the
 bridge's one page read from the thread files, which repairs Codex's index once a connection
 has listed, is not among them: the bridge's times include it, the bare client's do not);
-for a load, ``thread/read``, ``thread/resume`` and then ``thread/turns/list`` pages (or
+for a load, ``thread/read``, ``thread/resume`` and then ``thread/items/list`` pages (or
+``--bare-load turns``: ``thread/turns/list`` pages, the bridge's before it read items;
 ``--bare-load whole``: ``thread/read`` with ``includeTurns``, the bridge's request before
 it paged). Both are warmed up first (a read of a thread that is not there), so neither
 counts Codex's start. The load average is printed before and after: the machine may be
 shared. CPU times are in clock ticks (10 ms).
 
     PYTHONPATH=. .venv/bin/python bench/stored_work.py [--threads 100,1000] [--turns 30,300,1000]
-        [--runs 3] [--store DIR] [--bare-load paged|whole] [--what list,load]
-        [--bridge-source DIR]
+        [--runs 3] [--store DIR] [--bare-load paged|turns|whole] [--what list,load]
+        [--bridge-source DIR] [--peer CMD] [--profile DIR]
+
+``--peer CMD`` measures another ACP agent for Codex beside them, on the same stores with the
+same ACP requests (the TypeScript adapter: ``--peer /path/to/node_modules/.bin/codex-acp``,
+run with ``CODEX_PATH`` naming this Codex). ``--profile DIR`` runs each bridge under
+cProfile, its stats written there.
 
 ``--bridge-source DIR`` runs the bridge from another tree (``git archive REV | tar -x -C
 DIR``), to compare versions on the same stores.
@@ -43,6 +49,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -54,6 +61,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 
 from bridge.acp_client import open_agent
@@ -62,7 +70,8 @@ from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = 50  # the bridge's page of sessions, asked of Codex (see bridge.engine.features.lifecycle)
-TURN_PAGE = 50  # the bridge's page of turns
+TURN_PAGE = 50  # the bridge's page of turns, where Codex has no items of a thread
+ITEM_PAGE = 100  # the bridge's page of items (see bridge.engine.features.subagent_history)
 
 
 # -- /proc ---------------------------------------------------------------------------------
@@ -142,8 +151,8 @@ class Bare:
         rid = self.next_id
         self.next_id += 1
         assert self.process.stdin is not None
-        line = json.dumps({"id": rid, "method": method, "params": params}) + "\n"
-        await self.process.stdin.send_all(line.encode())
+        line = msgspec.json.encode({"id": rid, "method": method, "params": params}) + b"\n"
+        await self.process.stdin.send_all(line)
         while True:
             message = await self._message()
             if message.get("id") == rid and "method" not in message:
@@ -161,7 +170,9 @@ class Bare:
                 raise RuntimeError("codex app-server closed its stdout")
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+        # msgspec, as the bridge and the ACP client decode: the bare client's own parsing
+        # is not what is measured.
+        return msgspec.json.decode(line)  # type: ignore[no-any-return]
 
     async def wait_for(self, method: str) -> dict[str, Any]:
         while True:
@@ -357,15 +368,15 @@ async def bare_load(home: Path, thread_id: str, cwd: str, mode: str) -> dict[str
                 )
                 cursor = None
                 while True:
-                    params: dict[str, Any] = {
-                        "threadId": thread_id,
-                        "limit": TURN_PAGE,
-                        "sortDirection": "asc",
-                        "itemsView": "full",
-                    }
+                    params: dict[str, Any] = {"threadId": thread_id, "sortDirection": "asc"}
+                    if mode == "turns":
+                        params.update(limit=TURN_PAGE, itemsView="full")
+                    else:
+                        params["limit"] = ITEM_PAGE
                     if cursor:
                         params["cursor"] = cursor
-                    page = await bare.request("thread/turns/list", params)
+                    method = "thread/turns/list" if mode == "turns" else "thread/items/list"
+                    page = await bare.request(method, params)
                     if first is None:
                         first = time.perf_counter() - t0
                     cursor = page.get("nextCursor")
@@ -386,21 +397,35 @@ async def bare_load(home: Path, thread_id: str, cwd: str, mode: str) -> dict[str
 
 #: The bridge's source: this tree, or ``--bridge-source`` (another version, to compare).
 SOURCE = [ROOT]
+#: ``--profile DIR``: each bridge runs under cProfile, its stats written there.
+PROFILE: list[Path] = []
 
 
 def bridge_argv() -> list[str]:
     # -P: the bridge from PYTHONPATH (SOURCE), not from the working directory.
+    if PROFILE:
+        out = PROFILE[0] / f"bridge-{time.time_ns()}.prof"
+        return [sys.executable, "-P", "-m", "cProfile", "-o", str(out), "-m", "bridge", "serve"]
     return [sys.executable, "-P", "-m", "bridge", "serve"]
 
 
-async def with_bridge(home: Path, body: Callable[[Any, int], Awaitable[dict[str, float]]]) -> Any:
+#: ``--peer CMD``: another ACP agent for Codex measured beside the bridge (the TypeScript
+#: adapter, say), run with ``CODEX_PATH`` naming this Codex.
+PEER: list[str] = []
+
+
+async def with_bridge(
+    home: Path, body: Callable[[Any, int], Awaitable[dict[str, float]]], *, peer: bool = False
+) -> Any:
     env = {**os.environ, "CODEX_HOME": str(home), "PYTHONPATH": str(SOURCE[0])}
     env.pop("OPENAI_API_KEY", None)
     env[ENV_CODEX_BIN] = find_codex()  # another tree has no Codex of its own
+    env["CODEX_PATH"] = find_codex()  # the peer's word for it
     runtime = Path(tempfile.mkdtemp(prefix="stored-work-rt-"))
     env["XDG_RUNTIME_DIR"] = str(runtime)
+    argv = PEER if peer else bridge_argv()
     try:
-        async with open_agent(bridge_argv(), env=env, stderr=subprocess.DEVNULL) as (
+        async with open_agent(argv, env=env, stderr=subprocess.DEVNULL) as (
             client,
             process,
         ):
@@ -417,7 +442,9 @@ async def with_bridge(home: Path, body: Callable[[Any, int], Awaitable[dict[str,
         shutil.rmtree(runtime, ignore_errors=True)
 
 
-async def bridge_list(home: Path, cwd: str | None, first_only: bool) -> dict[str, float]:
+async def bridge_list(
+    home: Path, cwd: str | None, first_only: bool, peer: bool = False
+) -> dict[str, float]:
     async def body(client: Any, pid: int) -> dict[str, float]:
         codex = app_server_pid(pid)
         cpu0 = cpu_seconds(pid), cpu_seconds(codex) if codex else 0.0
@@ -442,10 +469,10 @@ async def bridge_list(home: Path, cwd: str | None, first_only: bool) -> dict[str
             "rows": rows,
         }
 
-    return await with_bridge(home, body)
+    return await with_bridge(home, body, peer=peer)
 
 
-async def bridge_load(home: Path, thread_id: str, cwd: str) -> dict[str, float]:
+async def bridge_load(home: Path, thread_id: str, cwd: str, peer: bool = False) -> dict[str, float]:
     async def body(client: Any, pid: int) -> dict[str, float]:
         codex = app_server_pid(pid)
         peak = Peak({"bridge": pid, "codex": codex})
@@ -480,7 +507,7 @@ async def bridge_load(home: Path, thread_id: str, cwd: str) -> dict[str, float]:
             nursery.cancel_scope.cancel()
         return result
 
-    return await with_bridge(home, body)
+    return await with_bridge(home, body, peer=peer)
 
 
 def median(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -517,26 +544,36 @@ async def main(args: argparse.Namespace) -> int:
                 ("list all", None, False),
                 ("list cwd (1/3)", meta["cwd"], False),
             ):
-                bridge_runs, bare_runs = [], []
+                bridge_runs, bare_runs, peer_runs = [], [], []
                 for _ in range(args.runs):
                     bridge_runs.append(await bridge_list(home, cwd, first))
                     bare_runs.append(await bare_list(home, cwd, first))
-                print(f"N={n} {label}")
+                    if PEER:
+                        peer_runs.append(await bridge_list(home, cwd, first, peer=True))
+                print(f"N={n} {label}  (load average {load_average()})")
                 show("bridge", median(bridge_runs))
+                if peer_runs:
+                    show("peer", median(peer_runs))
                 show("bare app-server client", median(bare_runs))
         if "load" in what and n == int(args.threads.split(",")[0]):
             for t in turns:
                 thread_id = meta["long"].get(str(t))
                 if thread_id is None:
                     continue
-                bridge_runs, bare_runs = [], []
+                bridge_runs, bare_runs, peer_runs = [], [], []
                 for _ in range(args.runs):
                     bridge_runs.append(await bridge_load(home, thread_id, meta["long_cwd"]))
                     bare_runs.append(
                         await bare_load(home, thread_id, meta["long_cwd"], args.bare_load)
                     )
-                print(f"T={t} load")
+                    if PEER:
+                        peer_runs.append(
+                            await bridge_load(home, thread_id, meta["long_cwd"], peer=True)
+                        )
+                print(f"T={t} load  (load average {load_average()})")
                 show("bridge", median(bridge_runs))
+                if peer_runs:
+                    show("peer", median(peer_runs))
                 show(f"bare client ({args.bare_load})", median(bare_runs))
     print(f"load average after: {load_average()}", flush=True)
     return 0
@@ -548,10 +585,19 @@ if __name__ == "__main__":
     parser.add_argument("--turns", default="30,300,1000")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--store", default=None)
-    parser.add_argument("--bare-load", choices=("paged", "whole"), default="paged")
+    parser.add_argument("--bare-load", choices=("paged", "turns", "whole"), default="paged")
     parser.add_argument("--what", default="list,load")
     parser.add_argument("--bridge-source", default=None, help="run the bridge from this tree")
+    parser.add_argument(
+        "--peer", default=None, help="another ACP agent's command line, measured beside"
+    )
+    parser.add_argument("--profile", default=None, help="write each bridge's cProfile stats here")
     arguments = parser.parse_args()
+    if arguments.peer:
+        PEER.extend(shlex.split(arguments.peer))
+    if arguments.profile:
+        PROFILE.append(Path(arguments.profile).absolute())
+        PROFILE[0].mkdir(parents=True, exist_ok=True)
     if arguments.bridge_source:
         SOURCE[0] = Path(arguments.bridge_source).absolute()
     sys.exit(trio.run(main, arguments))

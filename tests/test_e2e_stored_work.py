@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from bridge.engine.features.subagent_history import TURN_PAGE
+from bridge.engine.features.subagent_history import ITEM_PAGE, TURN_PAGE
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, earlier_session
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +38,8 @@ async def loaded(open_conversation: OpenConversation, session: str, cwd: Path) -
 async def test_a_history_longer_than_a_page_loads_whole_and_in_order(
     open_conversation: OpenConversation, workspace: Path
 ) -> None:
-    turns = TURN_PAGE + 2  # two pages of thread/turns/list
+    # Two pages of thread/items/list (two items a turn), and of thread/turns/list.
+    turns = max(TURN_PAGE, ITEM_PAGE // 2) + 2
     with trio.fail_after(SCENARIO_SECONDS + turns):
         async with open_conversation() as first:
             for n in range(turns):

@@ -204,8 +204,8 @@ class Hub:
         self.api_key = api_key or None
         self.is_directory = is_directory
         #: The stored work is read in pages: ``session/list`` from Codex's index
-        #: (``useStateDbOnly``, a page of ``limit``), a loaded history by
-        #: ``thread/turns/list`` pages replayed as each arrives. Off, the whole history
+        #: (``useStateDbOnly``, a page of ``limit``), a loaded history (and its
+        #: sub-agents') by ``thread/items/list`` pages replayed as each arrives. Off, the whole history
         #: comes with one ``thread/read`` (what recordings made before paging hold).
         self.paged_store = paged_store
         #: Other clients may hear this Codex's requests (a daemon's, or one attached by URL):

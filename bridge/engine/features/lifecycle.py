@@ -9,12 +9,13 @@ A session is a Codex thread, so every method here is a thread method:
   as updates, then the response. Replay before the response is what ACP asks: the
   client knows the history is complete when the load returns. The history comes
   with the read (``includeTurns``), or, with the store paged (``Hub.paged_store``),
-  in pages of ``thread/turns/list`` after the resume, each replayed as it arrives.
+  in pages of ``thread/items/list`` after the resume, each replayed as it arrives.
 - ``session/resume``: the same without the replay.
 - ``session/fork``: ``thread/fork``; the new thread's id is the new session's id.
 - ``session/list``: ``thread/list`` (interactive root threads only); with the store
-  paged, a page of :data:`LIST_PAGE` from Codex's index, and once a connection has
-  listed to the last page, one page read from the thread files to repair that index
+  paged, a page of :data:`LIST_PAGE` from Codex's index, the next one asked for as a
+  page is answered (:class:`PageAhead`), and once a connection has listed to the last
+  page, one page read from the thread files to repair that index
   (:meth:`Lifecycle._repair_index`).
 - ``session/close``: the running prompt is cancelled and settles ``cancelled``
   once Codex confirms; then ``thread/unsubscribe``, and the session is forgotten.
@@ -31,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
+import msgspec
 from msgspec import UNSET, Raw
 
 from ...acp import air
@@ -95,6 +97,48 @@ class PromptControl(Protocol):
         """Answer the prompts queued on the session ``cancelled``, its turn left alone."""
 
 
+#: Answers a ``session/list`` with Codex's page.
+Listed = Callable[[threads.ThreadListResult], None]
+
+
+class PageAhead:
+    """The page of a listing after the one just answered (from the listing's second page
+    on), asked of Codex before the client asks for it: a client that pages reads the pages
+    back to back, so Codex reads the next while the client takes this one, and the client's
+    next request finds it read. It
+    answers only the very next ``session/list``, and only if that asks for it (the same
+    cursor, ``cwd`` and archive filter): any other listing asks Codex afresh, as does the
+    client's request when Codex refused the page asked ahead."""
+
+    def __init__(self, request: threads.ThreadListParams) -> None:
+        self.request = request
+        self._page: threads.ThreadListResult | None = None
+        self._refused = False
+        #: The client's request waiting for the page: how to answer it, how to ask afresh.
+        self._waiting: tuple[Listed, Callable[[], None]] | None = None
+
+    def arrived(self, page: threads.ThreadListResult) -> None:
+        if self._waiting is not None:
+            self._waiting[0](page)
+        else:
+            self._page = page
+
+    def refused(self, error: ErrorObject) -> None:
+        log.info("thread/list of the page ahead refused: %s", error.message)
+        self._refused = True
+        if self._waiting is not None:
+            self._waiting[1]()
+
+    def take(self, listed: Listed, ask: Callable[[], None]) -> None:
+        """Answer with the page, now or when it arrives; refused, ``ask`` Codex afresh."""
+        if self._page is not None:
+            listed(self._page)
+        elif self._refused:
+            ask()
+        else:
+            self._waiting = (listed, ask)
+
+
 @dataclass(eq=False)
 class Lifecycle:
     """Load, resume, fork, list and close (see the module docstring)."""
@@ -118,6 +162,8 @@ class Lifecycle:
     rows_listed: RowsListed | None = None
     #: This connection asked Codex to repair its index (:meth:`_repair_index`).
     _index_repaired: bool = field(default=False, init=False)
+    #: The next page of the last listing answered, asked ahead (paged store only).
+    _ahead: PageAhead | None = field(default=None, init=False)
 
     # -- capabilities ----------------------------------------------------------------
 
@@ -426,6 +472,10 @@ class Lifecycle:
                     nextCursor=page.nextCursor if page.nextCursor is not None else UNSET,
                 ),
             )
+            if hub.paged_store and page.nextCursor is not None and params.cursor is not None:
+                # A client that asked for a second page reads on; one that asked only for
+                # the first (an editor's picker) costs Codex no page it will not take.
+                self._ask_ahead(msgspec.structs.replace(request, cursor=page.nextCursor))
             # After a listing's last page: the repair then never competes with the client's
             # paging (an editor reads its pages back to back).
             if hub.paged_store and not self._index_repaired and page.nextCursor is None:
@@ -443,7 +493,20 @@ class Lifecycle:
             else:
                 hub.refuse_client(rid, from_codex(error))
 
-        hub.codex_request("thread/list", request, threads.ThreadListResult, listed, refused)
+        def ask() -> None:
+            hub.codex_request("thread/list", request, threads.ThreadListResult, listed, refused)
+
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.request == request:
+            ahead.take(listed, ask)
+        else:
+            ask()
+
+    def _ask_ahead(self, request: threads.ThreadListParams) -> None:
+        ahead = self._ahead = PageAhead(request)
+        self.hub.codex_request(
+            "thread/list", request, threads.ThreadListResult, ahead.arrived, ahead.refused
+        )
 
     def _repair_index(self) -> None:
         """Once a connection has listed to the end: one page read from the thread files, the newest

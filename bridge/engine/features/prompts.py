@@ -408,7 +408,7 @@ class Prompts:
         record.unstored = False
         if record.turn is None:
             # Started by another client of the same Codex (another window on this
-            # session, Codex's TUI): the session's turn all the same (see Turn.foreign).
+            # session, Codex's TUI): the session's turn all the same (see TurnStarter.FOREIGN).
             record.turn = Turn(id=note.turn.id, started_by=TurnStarter.FOREIGN)
             log.info("session %s: turn %s started by another client", record.id, note.turn.id)
             self.steering.turn_known(record)

@@ -41,6 +41,7 @@ from ...codex import items as codex_items
 from ...codex import threads as codex_threads
 from ...codex import types as codex_types
 from ...codex.messages import ThreadItem, decode_item
+from ...jsonrpc import ErrorCode
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub
 from ..core.threads import ThreadRecord, Turn, TurnStarter
@@ -79,6 +80,142 @@ class Children(Protocol):
         """Sends a child's current work state."""
 
 
+#: Replays a page of a stored thread's items, then calls the second argument.
+PageReplay = Callable[[list[ThreadItem], Callable[[], None]], None]
+
+
+class HistoryPages:
+    """One stored thread's items a page at a time, oldest first, each handed to ``replay``
+    as it arrives; the next page is asked for as one starts to be replayed, so Codex reads
+    it meanwhile and at most two pages are held. Then ``done``, with the thread's last turn
+    when ``last_turn`` asks for it (its id and status: whether it runs).
+
+    The pages are ``thread/items/list``'s, which Codex reads from its history store, at a
+    small fraction of the cost of ``thread/turns/list``'s ``full`` pages (it reads those
+    from the thread file); a thread Codex has no items of (``-32601``: one it holds and
+    never stored) is read by ``thread/turns/list`` instead, as before it. A page Codex
+    refuses midway ends the history with what was replayed (logged)."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        thread_id: str,
+        replay: PageReplay,
+        done: Callable[[codex_types.Turn | None], None],
+        *,
+        last_turn: bool = False,
+    ) -> None:
+        self.hub = hub
+        self.thread_id = thread_id
+        self._replay = replay
+        self._done = done
+        self._want_last = last_turn
+        #: Pages arrived and not replayed yet (raw items, the next cursor); ``None``: no more.
+        self._arrived: deque[tuple[list[msgspec.Raw], str | None] | None] = deque()
+        self._replaying = False
+        self._by_turns = False
+        self._read_any = False
+        self._last: codex_types.Turn | None = None
+
+    def start(self) -> None:
+        self._ask(None)
+
+    def _ask(self, cursor: str | None) -> None:
+        after = cursor if cursor is not None else UNSET
+        if self._by_turns:
+            self.hub.codex_request(
+                codex_threads.LIST_TURNS,
+                codex_threads.ThreadTurnsListParams(
+                    threadId=self.thread_id,
+                    cursor=after,
+                    limit=TURN_PAGE,
+                    sortDirection="asc",
+                    itemsView="full",
+                ),
+                codex_threads.ThreadTurnsListResult,
+                self._turns_listed,
+                self._failed,
+            )
+            return
+        self.hub.codex_request(
+            codex_threads.LIST_ITEMS,
+            codex_threads.ThreadItemsListParams(
+                threadId=self.thread_id, cursor=after, limit=ITEM_PAGE, sortDirection="asc"
+            ),
+            codex_threads.ThreadItemsListResult,
+            self._items_listed,
+            self._failed,
+        )
+
+    def _items_listed(self, page: codex_threads.ThreadItemsListResult) -> None:
+        self._listed([entry.item for entry in page.data], page.nextCursor)
+
+    def _turns_listed(self, page: codex_threads.ThreadTurnsListResult) -> None:
+        if page.data:
+            self._last = page.data[-1]
+        self._listed([raw for turn in page.data for raw in turn.items], page.nextCursor)
+
+    def _listed(self, items: list[msgspec.Raw], cursor: str | None) -> None:
+        self._read_any = True
+        self._arrived.append((items, cursor))
+        self._next()
+
+    def _failed(self, error: ErrorObject) -> None:
+        if not self._read_any and not self._by_turns and error.code == ErrorCode.METHOD_NOT_FOUND:
+            self._by_turns = True
+            self._ask(None)
+            return
+        if not codex_threads.no_turns(error.code, error.message):
+            # What was replayed stays, the rest is lost.
+            log.warning("history of %s not fully read: %s", self.thread_id, error.message)
+        # else: a thread Codex holds and never stored has no turns to list.
+        self._arrived.append(None)
+        self._next()
+
+    def _next(self) -> None:
+        if self._replaying or not self._arrived:
+            return
+        page = self._arrived.popleft()
+        if page is None:
+            self._end()
+            return
+        raw, cursor = page
+        self._replaying = True
+        if cursor:
+            self._ask(cursor)
+
+        def replayed() -> None:
+            self._replaying = False
+            if not cursor:
+                self._arrived.append(None)
+            self._next()
+
+        self._replay([decode_item(item) for item in raw], replayed)
+
+    def _end(self) -> None:
+        if self._by_turns or not self._want_last or not self._read_any:
+            self._done(self._last)
+            return
+
+        def listed(page: codex_threads.ThreadTurnsListResult) -> None:
+            self._done(page.data[0] if page.data else None)
+
+        def failed(error: ErrorObject) -> None:
+            log.info("last turn of %s not read: %s", self.thread_id, error.message)
+            self._done(None)
+
+        # Its id and status only: Codex reads no item for it.
+        self.hub.codex_request(
+            codex_threads.LIST_TURNS,
+            codex_threads.ThreadTurnsListParams(
+                threadId=self.thread_id, limit=1, sortDirection="desc", itemsView="notLoaded"
+            ),
+            codex_threads.ThreadTurnsListResult,
+            listed,
+            failed,
+        )
+
+
 class SubagentHistory:
     """Replays a loaded root's history and its sub-agents (``subagents``: what it
     replays through, see :class:`Children`)."""
@@ -109,11 +246,11 @@ class SubagentHistory:
     def _replay_pages(
         self, root: ThreadRecord, stored: codex_types.Thread, then: Callable[[], None]
     ) -> None:
-        """The root's history by ``thread/turns/list``, oldest page first, each page
-        replayed as it arrives (after reading the sub-agents it names, whose nicknames
-        title it) while Codex reads the next: only two pages of the history are held at
-        a time, and the client sees the first updates after one page's worth of Codex's
-        work, not the whole thread's."""
+        """The root's history a page at a time (:class:`HistoryPages`), each page replayed
+        as it arrives (after reading the sub-agents it names, whose nicknames title it)
+        while Codex reads the next: only two pages of the history are held at a time, and
+        the client sees the first updates after one page's worth of Codex's work, not the
+        whole thread's."""
         tree = _Tree()
         tools: set[str] = set()
         threads = self.hub.threads
@@ -126,67 +263,25 @@ class SubagentHistory:
             threads.release_traffic(root)
             self._subagents.session_added(root)  # what Codex said meanwhile, in order
 
-        def ask(cursor: str | None) -> None:
-            self.hub.codex_request(
-                codex_threads.LIST_TURNS,
-                codex_threads.ThreadTurnsListParams(
-                    threadId=root.id,
-                    cursor=cursor if cursor is not None else UNSET,
-                    limit=TURN_PAGE,
-                    sortDirection="asc",
-                    itemsView="full",
-                ),
-                codex_threads.ThreadTurnsListResult,
-                listed,
-                failed,
-            )
-
-        #: Pages arrived and not replayed yet, in order; ``None``: no more (the last page
-        #: was replayed, or Codex refused one). At most one waits: the next page is asked
-        #: for as the one before it starts to be replayed, so Codex reads it meanwhile.
-        arrived: deque[codex_threads.ThreadTurnsListResult | None] = deque()
-        replaying = False
-
-        def listed(page: codex_threads.ThreadTurnsListResult) -> None:
-            arrived.append(page)
-            replay_next()
-
-        def failed(error: ErrorObject) -> None:
-            if not codex_threads.no_turns(error.code, error.message):
-                # The session is open (resumed): what was replayed stays, the rest is lost.
-                log.warning("history of %s not fully read: %s", root.id, error.message)
-            # else: a thread Codex holds and never stored has no turns to list.
-            arrived.append(None)
-            replay_next()
-
-        def replay_next() -> None:
-            nonlocal replaying
-            if replaying or not arrived:
-                return
-            page = arrived.popleft()
-            if page is None:
-                self._finish(root, stored, tree, tools, answer)
-                return
-            replaying = True
-            if page.nextCursor:
-                ask(page.nextCursor)
-            items = [decode_item(raw) for turn in page.data for raw in turn.items]
+        def replay(items: list[ThreadItem], replayed: Callable[[], None]) -> None:
             tools.update(_tool_ids(items))
-            if page.data:
-                _last_turn(root, page.data[-1])
 
             def read() -> None:
-                nonlocal replaying
                 self._replay_root(root, items, tree)
-                replaying = False
-                if not page.nextCursor:
-                    arrived.append(None)
-                replay_next()
+                replayed()
 
             # The sub-agents this page names title its collab calls: read first.
             self._read_tree(root, items, tree, read)
 
-        ask(None)
+        def done(last: codex_types.Turn | None) -> None:
+            if last is not None:
+                _last_turn(root, last)
+            self._finish(root, stored, tree, tools, answer)
+
+        # Another client's turn runs (the thread was active at the resume): the last turn
+        # names it.
+        foreign = root.turn is not None and root.turn.started_by is TurnStarter.FOREIGN
+        HistoryPages(self.hub, root.id, replay, done, last_turn=foreign).start()
 
     def _replay_root(self, root: ThreadRecord, items: list[ThreadItem], tree: _Tree) -> None:
         """The updates that replay ``items`` of the root, titled with the sub-agents read."""
@@ -217,8 +312,9 @@ class SubagentHistory:
             for update in running:
                 self.hub.update(root.id, update)
             if self.hub.subagents_exposed:
-                self._restore_tree(root, tree)
-            then()
+                self._restore_tree(root, tree, then)
+            else:
+                then()
 
         if (stored.status or {}).get("type", "notLoaded") == "notLoaded":
             # Not loaded in this Codex before the load: no command of it runs here.
@@ -274,10 +370,18 @@ class SubagentHistory:
         root_items: list[ThreadItem],
         tree: _Tree,
         done: Callable[[], None],
+        parent_id: str | None = None,
     ) -> None:
         """Read into ``tree`` the sub-agents ``root_items`` name (with the capability, the
-        ones they spawned, their turns and theirs in turn) and not read yet, then ``done``."""
+        ones they spawned, their turns and theirs in turn) and not read yet, then ``done``.
+        ``parent_id``: whose items they are (the root's unless said).
+
+        With the store paged, a sub-agent is read without its turns: with the capability
+        its history is paged when it is restored (:meth:`_restore_tree`), the sub-agents it
+        spawned read then; without it, its pages are read here and only the items its root
+        shows of it kept (:meth:`_hidden_updates`)."""
         exposing = self.hub.subagents_exposed
+        paged = self.hub.paged_store
         outstanding = 0
 
         def visit(parent_id: str, items: list[ThreadItem]) -> None:
@@ -299,10 +403,21 @@ class SubagentHistory:
 
         def read(child_id: str, stored: codex_types.Thread | None) -> None:
             tree.stored[child_id] = stored
-            if stored is not None:
+            if stored is None:
+                finish()
+            elif not paged:
                 items = tree.items[child_id] = history.stored_items(stored)
                 visit(child_id, items)
-            finish()
+                finish()
+            elif exposing:
+                finish()  # its history and its sub-agents: when it is restored
+            else:
+
+                def shown() -> None:
+                    visit(child_id, tree.items[child_id])
+                    finish()
+
+                self._read_shown(child_id, tree, shown)
 
         def finish() -> None:
             nonlocal outstanding
@@ -310,13 +425,27 @@ class SubagentHistory:
             if outstanding == 0:
                 done()
 
-        visit(root.id, root_items)
+        visit(parent_id if parent_id is not None else root.id, root_items)
+
+    def _read_shown(self, thread_id: str, tree: _Tree, done: Callable[[], None]) -> None:
+        """A hidden sub-agent's history, paged: only the items its root shows of it (those a
+        permission request introduces there, and its spawns) are kept, in ``tree``."""
+        kept: list[ThreadItem] = tree.items.setdefault(thread_id, [])
+
+        def replay(items: list[ThreadItem], replayed: Callable[[], None]) -> None:
+            kept.extend(
+                item for item in items if isinstance(item, _ASKING_ITEMS) or _is_spawn(item)
+            )
+            replayed()
+
+        HistoryPages(self.hub, thread_id, replay, lambda _last: done()).start()
 
     def _read_thread(
         self, thread_id: str, done: Callable[[str, codex_types.Thread | None], None]
     ) -> None:
-        """Read a sub-agent with its turns: its history is replayed (with the capability, in
-        its session; without it, what its root showed of it)."""
+        """Read a sub-agent, with its turns unless the store is paged: its history is
+        replayed (with the capability, in its session; without it, what its root showed of
+        it)."""
 
         def read(result: codex_threads.ThreadReadResult) -> None:
             done(thread_id, result.thread)
@@ -327,7 +456,9 @@ class SubagentHistory:
 
         self.hub.codex_request(
             "thread/read",
-            codex_threads.ThreadReadParams(threadId=thread_id, includeTurns=True),
+            codex_threads.ThreadReadParams(
+                threadId=thread_id, includeTurns=not self.hub.paged_store
+            ),
             codex_threads.ThreadReadResult,
             read,
             failed,
@@ -372,28 +503,72 @@ class SubagentHistory:
                     out += self._hidden_updates(child_id, tree, seen)
         return out
 
-    def _restore_tree(self, root: ThreadRecord, tree: _Tree) -> None:
-        """Each sub-agent read: its association, then its history, then its own sub-agents'."""
-        nicknames = tree.nicknames()
+    def _restore_tree(self, root: ThreadRecord, tree: _Tree, then: Callable[[], None]) -> None:
+        """Each sub-agent read: its association, then its history, then its own sub-agents';
+        then ``then``. With the store paged, each history comes a page at a time, the
+        sub-agents a page spawned read before it is replayed."""
+        paged = self.hub.paged_store
         pending = [(root.id, c) for c in reversed(tree.spawned.get(root.id, []))]
-        while pending:
-            parent_id, child_id = pending.pop()
-            if child_id not in tree.stored:
-                continue  # a session already when the load began: nothing to replay
-            items = tree.items.get(child_id, [])
-            child = self._restore(parent_id, child_id, tree.stored[child_id], items, nicknames)
-            if child is not None:
-                root.replayed.append(child)
-                pending += [(child_id, c) for c in reversed(tree.spawned.get(child_id, []))]
 
-    def _restore(
+        def next_child() -> None:
+            while pending:
+                parent_id, child_id = pending.pop()
+                if child_id not in tree.stored:
+                    continue  # a session already when the load began: nothing to replay
+                stored = tree.stored[child_id]
+                child = self._adopt(parent_id, child_id, stored)
+                if child is None:
+                    continue
+                root.replayed.append(child)
+                if stored is not None and paged:
+                    self._replay_child_pages(root, parent_id, child, tree, restored)
+                    return  # the rest once its pages are out
+                if stored is not None:
+                    items = tree.items.get(child_id, [])
+                    self._replay_child(parent_id, child, items, tree.nicknames())
+                    _running_child(child, stored.turns[-1] if stored.turns else None)
+                spawned(child)
+            then()
+
+        def spawned(child: ThreadRecord) -> None:
+            """Its own sub-agents next, in the order it spawned them."""
+            pending.extend((child.id, c) for c in reversed(tree.spawned.get(child.id, [])))
+
+        def restored(child: ThreadRecord) -> None:
+            spawned(child)
+            next_child()
+
+        next_child()
+
+    def _replay_child_pages(
         self,
+        root: ThreadRecord,
         parent_id: str,
-        child_id: str,
-        stored: codex_types.Thread | None,
-        items: list[ThreadItem],
-        nicknames: history.Nicknames,
+        child: ThreadRecord,
+        tree: _Tree,
+        restored: Callable[[ThreadRecord], None],
+    ) -> None:
+        """A sub-agent's history a page at a time, the sub-agents each page spawned read
+        (their nicknames title its collab calls) before it is replayed."""
+
+        def replay(items: list[ThreadItem], replayed: Callable[[], None]) -> None:
+            def read() -> None:
+                self._replay_child(parent_id, child, items, tree.nicknames())
+                replayed()
+
+            self._read_tree(root, items, tree, read, parent_id=child.id)
+
+        def done(last: codex_types.Turn | None) -> None:
+            _running_child(child, last)
+            restored(child)
+
+        HistoryPages(self.hub, child.id, replay, done, last_turn=True).start()
+
+    def _adopt(
+        self, parent_id: str, child_id: str, stored: codex_types.Thread | None
     ) -> ThreadRecord | None:
+        """A sub-agent the load read becomes a session: its association, and a notice when
+        its thread could not be read."""
         threads = self.hub.threads
         parent = threads.session(parent_id)
         if threads.session(child_id) is not None or parent is None:
@@ -421,19 +596,24 @@ class SubagentHistory:
                         description="Codex could not read its thread; its association is shown without it.",
                     ),
                 )
-            return child
+        return child
+
+    def _replay_child(
+        self,
+        parent_id: str,
+        child: ThreadRecord,
+        items: list[ThreadItem],
+        nicknames: history.Nicknames,
+    ) -> None:
         updates = history.replay_updates(
-            child_id,
+            child.id,
             items,
-            first=self._subagents.history_item(child_id, nicknames),
+            first=self._subagents.history_item(child.id, nicknames),
             cwd=child.cwd,
             phases=self.hub.air is not None,
         )
-        for update in _as_incoming(updates, parent_id, child_id):
-            self.hub.update(child_id, update)
-        if stored.turns and stored.turns[-1].status == "inProgress":
-            child.turn = Turn(id=stored.turns[-1].id)
-        return child
+        for update in _as_incoming(updates, parent_id, child.id):
+            self.hub.update(child.id, update)
 
     def after_response(self, root: ThreadRecord) -> None:
         """Current snapshots of the children a load replayed, now that history is over."""
@@ -453,6 +633,8 @@ _ASKING_ITEMS = (
 #: Turns in a page of a loaded history: enough that a page's round trip to Codex is small
 #: beside its work, few enough that one page's items are all the history held at once.
 TURN_PAGE = 50
+#: Items in a page of a loaded history (``thread/items/list``): the most Codex gives.
+ITEM_PAGE = 100
 
 
 def _tool_ids(items: list[ThreadItem]) -> set[str]:
@@ -464,6 +646,17 @@ def _last_turn(root: ThreadRecord, turn: codex_types.Turn) -> None:
     status ``active`` at the resume), the one in progress is that turn."""
     if root.turn is not None and root.turn.started_by is TurnStarter.FOREIGN:
         root.turn.id = turn.id if turn.status == "inProgress" else None
+
+
+def _running_child(child: ThreadRecord, last: codex_types.Turn | None) -> None:
+    """A sub-agent whose last stored turn is in progress runs it (or ran it when its Codex
+    stopped)."""
+    if last is not None and last.status == "inProgress":
+        child.turn = Turn(id=last.id)
+
+
+def _is_spawn(item: ThreadItem) -> bool:
+    return isinstance(item, codex_items.CollabAgentToolCallItem) and item.tool == "spawnAgent"
 
 
 def _spawned(items: list[ThreadItem]) -> list[str]:
