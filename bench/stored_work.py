@@ -71,7 +71,7 @@ from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = 50  # the bridge's page of sessions, asked of Codex (see bridge.engine.features.lifecycle)
 TURN_PAGE = 50  # the bridge's page of turns, where Codex has no items of a thread
-ITEM_PAGE = 100  # the bridge's page of items (see bridge.engine.features.subagent_history)
+ITEM_PAGE = 100  # the bridge's page of items (see bridge.engine.features.history_pages)
 
 
 # -- /proc ---------------------------------------------------------------------------------
