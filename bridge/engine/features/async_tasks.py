@@ -42,7 +42,7 @@ from ...jsonrpc import RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params
 from ..core.threads import ThreadRecord
-from ..views.tool_views import describe, unwrap_shell
+from ..views.tool_views import running_command, unwrap_shell
 
 log = logging.getLogger(__name__)
 
@@ -90,15 +90,8 @@ class AsyncTasks:
                     continue
                 if terminal.itemId not in record.announced_tools:
                     # A resume shows no history: the command's tool call, as it runs.
-                    item = codex_items.CommandExecutionItem(
-                        id=terminal.itemId,
-                        command=terminal.command,
-                        cwd=terminal.cwd,
-                        processId=terminal.processId,
-                    )
-                    record.announced_tools.add(item.id)
-                    view = describe(item, cwd=record.cwd)
-                    self.hub.update(record.id, view.tool_call(item.id))
+                    record.announced_tools.add(terminal.itemId)
+                    self.hub.update(record.id, running_command(terminal, record.cwd))
                 self._spawned(record, terminal.itemId, terminal.command)
 
         def failed(error: ErrorObject) -> None:

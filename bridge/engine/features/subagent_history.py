@@ -201,14 +201,8 @@ class SubagentHistory:
             for terminal in result.data:
                 if terminal.itemId in stored_ids or terminal.itemId in root.announced_tools:
                     continue
-                item = codex_items.CommandExecutionItem(
-                    id=terminal.itemId,
-                    command=terminal.command,
-                    cwd=terminal.cwd,
-                    processId=terminal.processId,
-                )
-                root.announced_tools.add(item.id)
-                running.append(tool_views.describe(item, cwd=root.cwd).tool_call(item.id))
+                root.announced_tools.add(terminal.itemId)
+                running.append(tool_views.running_command(terminal, root.cwd))
             done(running)
 
         def failed(error: ErrorObject) -> None:

@@ -71,6 +71,7 @@ from msgspec import UNSET
 from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import items as codex_items
+from ...codex import threads as codex_threads
 from ...codex.messages import ThreadItem
 from .change_views import (
     change_content,
@@ -139,6 +140,18 @@ class ToolView:
             "rawOutput": self.raw_output,
             "meta": meta,
         }
+
+
+def running_command(terminal: codex_threads.BackgroundTerminal, cwd: str) -> msgspec.Struct:
+    """The tool call of a command Codex still runs for the thread (a background terminal),
+    shown in progress as the live session showed it: its ``item/completed`` updates it."""
+    item = codex_items.CommandExecutionItem(
+        id=terminal.itemId,
+        command=terminal.command,
+        cwd=terminal.cwd,
+        processId=terminal.processId,
+    )
+    return describe(item, cwd=cwd).tool_call(item.id)
 
 
 def describe(
