@@ -242,20 +242,25 @@ class CancelParams(_Base):
 # -- session/update -------------------------------------------------------------
 
 
-class AgentMessageChunk(_Base, tag="agent_message_chunk", tag_field="sessionUpdate"):
+class ContentChunk(_Base):
+    """A streamed piece of a message (ACP's ``ContentChunk``): every chunk of one message
+    has its ``messageId``. The three updates below are this, tagged."""
+
     content: ContentBlock
     messageId: str | None | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
-class AgentThoughtChunk(_Base, tag="agent_thought_chunk", tag_field="sessionUpdate"):
-    content: ContentBlock
-    messageId: str | None | UnsetType = UNSET
+class AgentMessageChunk(ContentChunk, tag="agent_message_chunk", tag_field="sessionUpdate"):
+    pass
 
 
-class UserMessageChunk(_Base, tag="user_message_chunk", tag_field="sessionUpdate"):
-    content: ContentBlock
-    messageId: str | None | UnsetType = UNSET
+class AgentThoughtChunk(ContentChunk, tag="agent_thought_chunk", tag_field="sessionUpdate"):
+    pass
+
+
+class UserMessageChunk(ContentChunk, tag="user_message_chunk", tag_field="sessionUpdate"):
+    pass
 
 
 class UsageUpdate(_Base, tag="usage_update", tag_field="sessionUpdate"):
