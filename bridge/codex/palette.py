@@ -129,8 +129,9 @@ class ThreadGoalParams(_Base):
     threadId: str
 
 
-class ThreadGoalSetParams(_Base):
-    threadId: str
+class ThreadGoalSetParams(ThreadGoalParams):
+    """``thread/goal/set``: what changes of the thread's goal."""
+
     objective: str | UnsetType = UNSET
     status: str | UnsetType = UNSET
 

@@ -52,11 +52,11 @@ class ThreadTurnsListResult(Page[Turn]):
 LIST_ITEMS = "thread/items/list"
 
 
-class ThreadItemsListParams(_Base):
+class ThreadItemsListParams(PageParams):
+    """A page of a stored thread's items (Codex gives at most 100 a page, whatever the
+    ``limit``)."""
+
     threadId: str
-    cursor: str | UnsetType = UNSET
-    #: Codex gives at most 100 a page whatever is asked.
-    limit: int | UnsetType = UNSET
     #: ``asc`` (Codex's default): oldest first.
     sortDirection: str | UnsetType = UNSET
 
