@@ -155,8 +155,9 @@ def test_a_client_that_is_not_air_gets_the_commands_without_keys() -> None:
 DIFF = "diff --git a/a.txt b/a.txt\nnew file mode 100644\n--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+a\n"
 
 
-def test_acp_v2_gets_the_file_change_report_just_before_the_state_that_ends_the_prompt() -> None:
-    h = AirV2(declaring("agentFileChangeReport"))
+def prompt_changing_a_file(h: AirV2) -> list[dict[str, Any]]:
+    """A v2 prompt asking AIR's file-change report, whose turn changes ``a.txt``: the
+    session's updates."""
     h.new_session(THREAD)
     asked = {"version": 1, "requestId": "r-1"}
     h.client_request(
@@ -172,7 +173,12 @@ def test_acp_v2_gets_the_file_change_report_just_before_the_state_that_ends_the_
     h.codex_notify("turn/started", {"threadId": THREAD, "turn": turn})
     h.turn_notify("turn/diff/updated", THREAD, diff=DIFF)
     h.complete_turn(THREAD)
-    updates = h.updates(THREAD)
+    return h.updates(THREAD)
+
+
+def test_acp_v2_gets_the_file_change_report_just_before_the_state_that_ends_the_prompt() -> None:
+    h = AirV2(declaring("agentFileChangeReport"))
+    updates = prompt_changing_a_file(h)
     (at,) = [i for i, u in enumerate(updates) if u["sessionUpdate"] == "session_info_update"]
     assert updates[at]["_meta"] == air(
         agentFileChangeReport={
@@ -195,24 +201,9 @@ def test_acp_v2_gets_the_file_change_report_just_before_the_state_that_ends_the_
 
 def test_acp_v2_without_the_capability_gets_no_report() -> None:
     h = AirV2(declaring())
-    h.new_session(THREAD)
-    asked = {"version": 1, "requestId": "r-1"}
-    h.client_request(
-        "session/prompt",
-        {
-            "sessionId": THREAD,
-            "prompt": [{"type": "text", "text": "change a file"}],
-            "_meta": {"jetbrains": {"air": {"agentFileChangeReportRequest": asked}}},
-        },
-    )
-    h.accept_turn()
-    turn = {"id": "turn-1", "status": "inProgress", "items": []}
-    h.codex_notify("turn/started", {"threadId": THREAD, "turn": turn})
-    turn = {"id": "turn-1", "status": "inProgress", "items": []}
-    h.codex_notify("turn/started", {"threadId": THREAD, "turn": turn})
-    h.turn_notify("turn/diff/updated", THREAD, diff=DIFF)
-    h.complete_turn(THREAD)
-    assert not [u for u in h.updates(THREAD) if u["sessionUpdate"] == "session_info_update"]
+    updates = prompt_changing_a_file(h)
+    assert not [u for u in updates if u["sessionUpdate"] == "session_info_update"]
+    assert updates[-1]["sessionUpdate"] == "state_update"
 
 
 # -- async tasks of a reopened session -------------------------------------------------------
