@@ -37,6 +37,7 @@ check_for_update_on_startup = false
 enabled = false
 [features]
 plugins = false
+shell_snapshot = false
 """
 
 

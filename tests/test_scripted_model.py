@@ -437,7 +437,7 @@ def test_codex_home_points_codex_at_the_model_and_merges_extra_toml(tmp_path: Pa
     assert provider["wire_api"] == "responses"
     assert provider["stream_max_retries"] == provider["request_max_retries"] == 0
     assert config["approval_policy"] == "never"
-    assert config["features"] == {"plugins": False, "multi_agent": True}
+    assert config["features"] == {"plugins": False, "shell_snapshot": False, "multi_agent": True}
     assert config["tools"] == {"update_plan": {"enabled": True}}
     assert config["check_for_update_on_startup"] is False
 

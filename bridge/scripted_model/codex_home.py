@@ -2,8 +2,9 @@
 
 Codex reads ``$CODEX_HOME/config.toml`` at start-up. The file written here selects a custom model
 provider (``mock``) whose ``base_url`` is the scripted model, turns off what would reach the network
-(update checks, analytics, plugins) and disables retries, so that a scripted failure fails the turn
-at once instead of being replayed against the same script.
+(update checks, analytics, plugins) and the login shell Codex runs at each thread's start, and
+disables retries, so that a scripted failure fails the turn at once instead of being replayed
+against the same script.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ def codex_config(model_base_url: str) -> dict[str, Any]:
         "sandbox_mode": "workspace-write",
         "check_for_update_on_startup": False,
         "analytics": {"enabled": False},
-        "features": {"plugins": False},
+        # No shell snapshot: at every thread's start Codex would run the user's login shell
+        # (``bash -lc``, their whole profile) to capture its environment, which costs more
+        # CPU than the rest of the thread's start; commands run without it all the same.
+        "features": {"plugins": False, "shell_snapshot": False},
         "model_providers": {
             "mock": {
                 "name": "mock",
