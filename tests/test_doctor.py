@@ -534,9 +534,10 @@ async def test_json_says_the_same_as_the_checklist(bridge_env: dict[str, str]) -
 
 
 #: Configs Codex cannot load, and where its error is: a TOML syntax error, a value of the wrong
-#: type, an unknown approval policy (lines of the file ``write_codex_home`` writes).
+#: type, an unknown approval policy (lines of the file ``write_codex_home`` writes; the syntax
+#: error is on the line appended after it, column 17).
 BROKEN_CONFIGS = {
-    "syntax": ("", "\n[model_providers\n", "22:17"),
+    "syntax": ("", "\n[model_providers\n", None),
     "wrong type": ("model = 3", "", "2:9"),
     "unknown policy": ('approval_policy = "sometimes"', "", "4:19"),
 }
@@ -557,7 +558,10 @@ async def test_a_config_codex_cannot_load_makes_doctor_say_what_serve_will_answe
     words serve's session/new answers, with Codex's one position; never "runs on defaults"."""
     extra, appended, where = BROKEN_CONFIGS[broken]
     config = write_codex_home(codex_home, scripted_model.base_url, extra_toml=extra)
-    config.write_text(config.read_text() + appended)
+    written = config.read_text()
+    config.write_text(written + appended)
+    if where is None:
+        where = f"{len(written.splitlines()) + 2}:17"
     env = clean(bridge_env)
     code, out = await run_doctor(env)
     assert code == 1, out
