@@ -669,8 +669,11 @@ async def test_finish_a_message_before_the_child_finishes_and_keep_receiving_chi
         async with tapped() as (client, stdout):
             root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
             assert await client.prompt(root, prompt) == {"stopReason": "end_turn"}
-            [kid] = children(client)
             answered = len(client.received)
+            # The child is announced once its thread is read, which may end after the
+            # parent's prompt (announced before its own traffic, not before its parent's).
+            await client.wait_for(lambda _m: len(children(client)) == 1)
+            [kid] = children(client)
             await client.wait_for(lambda _m: scenario.has_state(client, kid, "idle", "end_turn"))
     later = client.received[answered:]
     # The parent's outgoing message was complete before the child had done anything with it.
