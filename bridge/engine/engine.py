@@ -137,7 +137,8 @@ class Engine:
         hub = self.hub = Hub(
             thread_config=thread_config,
             api_key=api_key,
-            is_directory=is_directory or _any_absolute_path,
+            # Without a file system to ask (a replay of an old recording), trust the client.
+            is_directory=is_directory or (lambda _path: True),
             paged_store=paged_store,
             codex_shared=codex_shared or detachable,
         )
@@ -602,8 +603,3 @@ class Engine:
         for record in self.hub.threads.forget(thread_id):
             self.approvals.thread_forgotten(record, answer=not others)
         self._release_turn_ends()  # no turn of a forgotten sub-agent is awaited
-
-
-def _any_absolute_path(path: str) -> bool:
-    # Without a file system to ask (a replay of an old recording), trust the client.
-    return True
