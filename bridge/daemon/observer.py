@@ -17,6 +17,7 @@ go to Codex on this connection, which then subscribes to the threads a page show
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -97,7 +98,13 @@ async def observe(
                 rid, data = peer.request(method, params, method)
                 send, receive = trio.open_memory_channel[Any](1)
                 pending[rid] = send
-                await stream.send(data)
+                try:
+                    await stream.send(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    # Codex is gone (killed, restarting): no answer will come. The watch
+                    # ends when receive_all sees the connection close, cancelling this.
+                    pending.pop(rid, None)
+                    await trio.sleep_forever()
                 return await receive.receive()
 
             async def read_thread(thread_id: str) -> None:
@@ -118,6 +125,9 @@ async def observe(
                         data = await stream.receive()
                     except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
                         closed.set()
+                        # Whatever still waits on Codex (a thread's read, the first listing)
+                        # waits for nothing now.
+                        nursery.cancel_scope.cancel()
                         return
                     message = peer.receive(data)
                     if isinstance(message, IncomingResponse):
@@ -183,7 +193,11 @@ async def observe(
                 if hub is not None:
 
                     async def respond(request_id: Any, result: Any) -> None:
-                        await stream.send(peer.response(request_id, result))
+                        # Codex gone: the answer has nobody to go to (the watch is ending).
+                        with contextlib.suppress(
+                            trio.BrokenResourceError, trio.ClosedResourceError
+                        ):
+                            await stream.send(peer.response(request_id, result))
 
                     nursery.start_soon(hub.follow, call, respond)
                 # The connection ends when Codex does.
