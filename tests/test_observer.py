@@ -19,6 +19,7 @@ from websockets.trio.server import ServerConnection, serve
 from bridge.daemon.observer import observe
 from bridge.daemon.picture import Picture
 
+
 def _answer(message: dict[str, Any]) -> dict[str, Any] | None:
     """What the stand-in answers: an empty store, nothing loaded."""
     method = message.get("method")
