@@ -201,8 +201,15 @@ async def test_a_prompt_from_one_window_waits_for_the_others_turn_then_runs(
                 )
                 nursery.start_soon(prompt, "b", b, "@@ say after")
             assert ended == ["a", "b"]
-            # Both windows saw both turns, whole, in order.
+            # Both windows see both turns, whole, in order: the other window's turn reaches
+            # each on its own connection, which may be a moment behind the prompt's answer.
             for client in (a, b):
+                await _until(
+                    client,
+                    lambda c=client: text_of(
+                        _since(c, at, session), "agent_message_chunk"
+                    ).endswith("after"),
+                )
                 text = text_of(_since(client, at, session), "agent_message_chunk")
                 assert text.startswith("word1 word2") and text.endswith("word30after"), text
 
