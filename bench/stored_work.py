@@ -64,7 +64,6 @@ from typing import Any
 import msgspec
 import trio
 
-from bridge.acp_client import open_agent
 from bridge.scripted_model import serve_scripted_model, write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 
@@ -138,14 +137,22 @@ def load_average() -> str:
 # -- a bare app-server client ------------------------------------------------------------------
 
 
-class Bare:
-    """``codex app-server`` over stdio, JSON-RPC by hand."""
+class LineRpc:
+    """JSON-RPC over a subprocess's stdio, by hand: the client of every process measured
+    (a bare ``codex app-server``, the bridge, the peer), so each is measured through the
+    same few lines of client and none pays for a heavier one's bookkeeping."""
 
     def __init__(self, process: trio.Process) -> None:
         self.process = process
         self.next_id = 0
         self.buffer = b""
         self.notifications: list[dict[str, Any]] = []
+        #: ``perf_counter()`` when the first notification after :meth:`mark` arrived.
+        self.first_notification: float | None = None
+
+    def mark(self) -> None:
+        self.notifications.clear()
+        self.first_notification = None
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         rid = self.next_id
@@ -159,19 +166,25 @@ class Bare:
                 if "error" in message:
                     raise RuntimeError(f"{method}: {message['error']}")
                 return message["result"]
-            if "method" in message:
-                self.notifications.append(message)
+            if "method" not in message:
+                continue
+            if "id" in message:  # the agent asks the client: nothing here answers it
+                refusal = {"id": message["id"], "error": {"code": -32601, "message": "no"}}
+                await self.process.stdin.send_all(msgspec.json.encode(refusal) + b"\n")
+                continue
+            if self.first_notification is None:
+                self.first_notification = time.perf_counter()
+            self.notifications.append(message)
 
     async def _message(self) -> dict[str, Any]:
         assert self.process.stdout is not None
         while b"\n" not in self.buffer:
             chunk = await self.process.stdout.receive_some(1 << 20)
             if not chunk:
-                raise RuntimeError("codex app-server closed its stdout")
+                raise RuntimeError("the process measured closed its stdout")
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
-        # msgspec, as the bridge and the ACP client decode: the bare client's own parsing
-        # is not what is measured.
+        # msgspec, as the bridge decodes: the client's own parsing is not what is measured.
         return msgspec.json.decode(line)  # type: ignore[no-any-return]
 
     async def wait_for(self, method: str) -> dict[str, Any]:
@@ -181,7 +194,7 @@ class Bare:
                 return message
 
 
-async def open_bare(home: Path) -> Bare:
+async def open_bare(home: Path) -> LineRpc:
     launch = codex_launch(find_codex(), {**os.environ, "CODEX_HOME": str(home)})
     process = await trio.lowlevel.open_process(
         [launch.program, "app-server"],
@@ -190,7 +203,7 @@ async def open_bare(home: Path) -> Bare:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
-    bare = Bare(process)
+    bare = LineRpc(process)
     await bare.request(
         "initialize",
         {
@@ -206,7 +219,7 @@ async def open_bare(home: Path) -> Bare:
     return bare
 
 
-async def close_bare(bare: Bare) -> None:
+async def close_bare(bare: LineRpc) -> None:
     if bare.process.stdin is not None:
         await bare.process.stdin.aclose()
     with trio.move_on_after(5):
@@ -223,7 +236,7 @@ async def build_home(home: Path, base_url: str) -> None:
     write_codex_home(home, base_url)
 
 
-async def run_turns(bare: Bare, cwd: Path, turns: int) -> str:
+async def run_turns(bare: LineRpc, cwd: Path, turns: int) -> str:
     started = await bare.request("thread/start", {"cwd": str(cwd)})
     thread_id = started["thread"]["id"]
     for n in range(turns):
@@ -415,7 +428,7 @@ PEER: list[str] = []
 
 
 async def with_bridge(
-    home: Path, body: Callable[[Any, int], Awaitable[dict[str, float]]], *, peer: bool = False
+    home: Path, body: Callable[[LineRpc, int], Awaitable[dict[str, float]]], *, peer: bool = False
 ) -> Any:
     env = {**os.environ, "CODEX_HOME": str(home), "PYTHONPATH": str(SOURCE[0])}
     env.pop("OPENAI_API_KEY", None)
@@ -425,19 +438,22 @@ async def with_bridge(
     env["XDG_RUNTIME_DIR"] = str(runtime)
     argv = PEER if peer else bridge_argv()
     try:
-        async with open_agent(argv, env=env, stderr=subprocess.DEVNULL) as (
-            client,
-            process,
-        ):
+        process = await trio.lowlevel.open_process(
+            argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        client = LineRpc(process)
+        try:
             await client.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
             # Codex started and its handshake done, as for the bare client: a load of a
             # thread that is not there waits for both and lists nothing.
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(RuntimeError):
                 await client.request(
                     "session/load",
                     {"sessionId": str(uuid.uuid4()), "cwd": str(home), "mcpServers": []},
                 )
             return await body(client, process.pid)
+        finally:
+            await close_bare(client)
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
 
@@ -445,7 +461,7 @@ async def with_bridge(
 async def bridge_list(
     home: Path, cwd: str | None, first_only: bool, peer: bool = False
 ) -> dict[str, float]:
-    async def body(client: Any, pid: int) -> dict[str, float]:
+    async def body(client: LineRpc, pid: int) -> dict[str, float]:
         codex = app_server_pid(pid)
         cpu0 = cpu_seconds(pid), cpu_seconds(codex) if codex else 0.0
         t0 = time.perf_counter()
@@ -473,31 +489,23 @@ async def bridge_list(
 
 
 async def bridge_load(home: Path, thread_id: str, cwd: str, peer: bool = False) -> dict[str, float]:
-    async def body(client: Any, pid: int) -> dict[str, float]:
+    async def body(client: LineRpc, pid: int) -> dict[str, float]:
         codex = app_server_pid(pid)
         peak = Peak({"bridge": pid, "codex": codex})
         async with trio.open_nursery() as nursery:
             await nursery.start(peak.sample)
             cpu0 = cpu_seconds(pid), cpu_seconds(codex) if codex else 0.0
-            before = len(client.received)
+            client.mark()
             t0 = time.perf_counter()
-            first: list[float] = []
-
-            async def watch() -> None:
-                await client.wait_for_index(before, lambda _m: True)
-                first.append(time.perf_counter() - t0)
-
-            nursery.start_soon(watch)
             await client.request(
                 "session/load", {"sessionId": thread_id, "cwd": cwd, "mcpServers": []}
             )
             elapsed = time.perf_counter() - t0
-            updates = sum(
-                1 for m in client.received[before:] if m.get("method") == "session/update"
-            )
+            first = client.first_notification
+            updates = sum(1 for m in client.notifications if m.get("method") == "session/update")
             result = {
                 "s": elapsed,
-                "first": first[0] if first else elapsed,
+                "first": first - t0 if first is not None else elapsed,
                 "bridge_cpu": cpu_seconds(pid) - cpu0[0],
                 "codex_cpu": (cpu_seconds(codex) if codex else 0.0) - cpu0[1],
                 "bridge_mb": peak.peak["bridge"] / 1e6,
