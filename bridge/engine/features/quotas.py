@@ -50,6 +50,7 @@ from ...jsonrpc import RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core import facts
 from ..core.hub import Hub, RequestHandler, decode_params
+from ..views.stored_sessions import iso_time
 from .usage_limits import UsageLimits
 
 log = logging.getLogger(__name__)
@@ -70,10 +71,6 @@ def duration(minutes: int) -> str:
     return "PT" + (f"{hours}H" if hours else "") + (f"{rest}M" if rest or not hours else "")
 
 
-def rfc3339(unix_seconds: int) -> str:
-    return datetime.fromtimestamp(unix_seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _stamp(unix_ms: int) -> str:
     seconds, ms = divmod(unix_ms, 1000)
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{ms:03d}Z"
@@ -86,7 +83,7 @@ def _meter(name: str, window: acp_rate_limits.Window) -> acp_quota.Meter:
         window=duration(window.windowDurationMins)
         if window.windowDurationMins is not None
         else UNSET,
-        resetsAt=rfc3339(window.resetsAt) if window.resetsAt is not None else UNSET,
+        resetsAt=iso_time(window.resetsAt) if window.resetsAt is not None else UNSET,
         status="exceeded" if window.usedPercent >= 100 else UNSET,
     )
 

@@ -38,7 +38,6 @@ The picture is the bridge's own, kept true from what Codex sends every connectio
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from ...acp import air
@@ -48,6 +47,7 @@ from ...codex import threads as codex_threads
 from ...codex import types as codex_types
 from ..core.hub import Hub
 from ..core.workstate import WAITING_FLAGS
+from ..views.stored_sessions import iso_time
 
 #: How many listed ``cwd``s are watched for changes.
 WATCHED = 32
@@ -66,11 +66,6 @@ def row_state(status: object) -> str | None:
     if isinstance(flags, list) and WAITING_FLAGS.intersection(flags):
         return "requires_action"
     return "running"
-
-
-def iso_time(unix_seconds: int) -> str:
-    """Unix seconds as ISO 8601 in UTC, as ``session/list`` writes ``updatedAt``."""
-    return datetime.fromtimestamp(unix_seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def listed(client_session: Any) -> bool:

@@ -3,7 +3,7 @@ root, and what a client is told when Codex holds no thread of an id."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 
 from msgspec import UNSET
 
@@ -59,6 +59,11 @@ def session_info(thread: codex_types.Thread) -> acp_sessions.SessionInfo:
     )
 
 
+_EPOCH = datetime(1970, 1, 1)  # UTC's, naive: isoformat then writes no offset
+
+
 def iso_time(unix_seconds: int) -> str:
     """Codex's Unix seconds as ISO 8601 in UTC (``2026-11-30T05:01:16Z``)."""
-    return datetime.fromtimestamp(unix_seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Arithmetic on a naive epoch: under half of strftime's cost, paid for every row of
+    # every listed page.
+    return (_EPOCH + timedelta(seconds=unix_seconds)).isoformat() + "Z"
