@@ -270,6 +270,7 @@ def _parse_error(data: bytes) -> str | None:
 # Keep only brackets, as +1 (open) and -1 (close) signed bytes.
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _BRACKET_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
 
 
 def _too_deep(data: bytes) -> bool:
@@ -277,10 +278,11 @@ def _too_deep(data: bytes) -> bool:
 
     Exact for valid JSON; for malformed JSON, never less than the depth msgspec
     reaches before its error (up to there, both see the same strings). Almost
-    every message has fewer brackets than that in all, which two C-speed counts
-    show; only the others are measured, outside their strings.
+    every message opens fewer brackets than that in all, which one C-speed pass
+    shows (half the time of two ``count``s); only the others are measured, outside
+    their strings.
     """
-    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+    if len(data.translate(None, _NOT_OPENING)) <= MAX_DEPTH:
         return False
     # Drop escaped backslashes and quotes; every quote left opens or closes a string.
     unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")
