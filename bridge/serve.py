@@ -8,6 +8,7 @@ of those two needs the other's way of starting."""
 from __future__ import annotations
 
 import copy
+import gc
 import logging
 import os
 import sys
@@ -283,12 +284,17 @@ async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = 
         report(choice.says)
     else:
         log.info("%s", choice.says)
+    engine = make_engine(options, tap, daemon=daemon, shared=choice.url is not None)
+    # What exists now (the modules, the engine) lives as long as this process: out of the
+    # collector's sight, a full collection no longer walks all of it (15 ms here), which
+    # otherwise fell at random on a client's request.
+    gc.freeze()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_watch_parent, os.getppid(), nursery.cancel_scope)
         await run_bridge(
             client,
             lambda: open_codex(options, daemon, choice.url),
-            make_engine(options, tap, daemon=daemon, shared=choice.url is not None),
+            engine,
             restart=options.restart,
             tap=tap,
         )

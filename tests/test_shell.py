@@ -267,6 +267,9 @@ class _FakeEngine:
     def start(self) -> list[object]:
         return []
 
+    def prepare(self) -> None:
+        pass
+
     def receive_codex(self, data: bytes) -> list[object]:
         self.read += 1
         return [ToClient(b"x" * 100)]

@@ -247,6 +247,12 @@ async def run_bridge(
         except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
             return await connection.exit_reason()
 
+    async def prepare() -> None:
+        # After a turn of the scheduler the handshake is on its way to Codex: the engine's
+        # preparation then costs the client nothing, done while Codex starts.
+        await trio.lowlevel.checkpoint()
+        engine.prepare()
+
     def lost(reason: str, *, retrying: bool) -> None:
         if tap:
             tap.event("codex_lost", reason, retrying=retrying)
@@ -264,6 +270,7 @@ async def run_bridge(
                     inner.start_soon(to_codex.run)
                     if not ever_ready:
                         dispatch(engine.start())
+                        inner.start_soon(prepare)
                     else:
                         log.info("Codex restarted; every session resumes once it is ready")
                         if tap:

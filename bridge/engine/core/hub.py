@@ -18,7 +18,7 @@ Two promises are kept here, for every feature at once:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
@@ -110,6 +110,13 @@ def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
     if decoder is None:
         decoder = _decoders[kind] = msgspec.json.Decoder(kind)
     return decoder
+
+
+def prepare_decoders(kinds: Iterable[Any]) -> None:
+    """Build the decoders of these types now rather than at the first message of each
+    (see ``Engine.prepare``)."""
+    for kind in kinds:
+        _decoder(kind)
 
 
 RequestHandler: TypeAlias = Callable[[RequestId, Raw], None]
@@ -419,7 +426,7 @@ class Hub:
 def decode_params(raw: Raw, kind: type[T], method: str) -> T:
     """Decode a client request's params; a mismatch is -32602 naming the field."""
     try:
-        return msgspec.json.decode(raw or b"null", type=kind)
+        return _decoder(kind).decode(raw or b"null")  # type: ignore[no-any-return]
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
         detail = str(exc).replace("`$`", "`params`").replace("`$.", "`params.")
         raise RpcError.invalid_params(f"Invalid params for {method}: {detail}") from None
