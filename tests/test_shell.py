@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -24,7 +25,7 @@ from bridge.recording.recorder import Recorder
 from bridge.shell.codex_transport import CodexConnection, strip_ansi
 from bridge.shell.restart import Backoff, Restart
 from bridge.shell.run_bridge import BEHIND_AFTER, Writer, run_bridge
-from bridge.shell.streams import LineStream, MessageTooLarge
+from bridge.shell.streams import LineStream, MessageTooLarge, WaitingSends
 
 MESSAGES = [b'{"a":1}', b'{"b":"two words"}', b"{}", b'{"c":[1,2,3]}']
 
@@ -77,7 +78,7 @@ async def test_writer_keeps_order_and_applies_back_pressure_in_bytes() -> None:
     sent: list[bytes] = []
     gate = trio.Event()
 
-    class SlowStream:
+    class SlowStream(WaitingSends):
         async def send_batch(self, messages: list[bytes]) -> None:
             await gate.wait()
             sent.extend(messages)
@@ -120,7 +121,7 @@ async def test_a_write_that_waits_marks_the_client_behind_and_deltas_merge(
     sent: list[list[bytes]] = []
     gate = trio.Event()
 
-    class PausedClient:
+    class PausedClient(WaitingSends):
         async def send_batch(self, messages: list[bytes]) -> None:
             await gate.wait()
             sent.append(list(messages))
@@ -149,6 +150,84 @@ async def test_a_write_that_waits_marks_the_client_behind_and_deltas_merge(
         for batch in sent
     ]
     assert texts == [["a"], ["bcd"], ["e", "f"]]
+
+
+@asynccontextmanager
+async def _pipe_writer() -> AsyncIterator[tuple[Writer, trio.lowlevel.FdStream, int]]:
+    """A Writer into a real pipe, the pipe's read end, and a raw fd to fill it with."""
+    read_fd, write_fd = os.pipe()
+    sink = trio.lowlevel.FdStream(write_fd)
+    source = trio.lowlevel.FdStream(read_fd)
+    writer = Writer(LineStream(source, sink), Outbox())
+    try:
+        yield writer, source, write_fd
+    finally:
+        await sink.aclose()
+        await source.aclose()
+
+
+def _fill(fd: int) -> int:
+    """Write into a non-blocking pipe until it is full; the bytes written."""
+    written = 0
+    chunk = b"f" * 4096
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            written += os.write(fd, chunk)
+    return written
+
+
+async def _read_exactly(source: trio.lowlevel.FdStream, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        data += await source.receive_some(size - len(data))
+    return data
+
+
+async def test_a_message_with_nothing_ahead_is_written_into_a_pipe_at_once() -> None:
+    """No turn of the writer's task: its task is not even running."""
+    async with _pipe_writer() as (writer, source, _fd):
+        writer.put(ToCodex(b'{"a":1}'))
+        writer.put(ToCodex(b'{"b":2}'))
+        assert writer.idle, "both are on the wire already"
+        with trio.fail_after(5):
+            assert await _read_exactly(source, 16) == b'{"a":1}\n{"b":2}\n'
+
+
+async def test_what_a_full_pipe_did_not_take_goes_before_what_follows() -> None:
+    async with _pipe_writer() as (writer, source, fd):
+        filled = _fill(fd)
+        # Room for two pages of a 20,000-byte message (a pipe frees whole pages).
+        with trio.fail_after(5):
+            assert await _read_exactly(source, 8192) == b"f" * 8192
+        big = b'"' + b"x" * 19998 + b'"'
+        writer.put(ToCodex(big))
+        assert not writer.idle, "the rest of it is still to be written"
+        for n in range(3):
+            writer.put(ToCodex(str(n).encode()))
+        assert len(writer.outbox) == 3, "what follows waits for the rest"
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.run)
+            with trio.fail_after(5):
+                await _read_exactly(source, filled - 8192)
+                got = await _read_exactly(source, len(big) + 1 + 6)
+                await writer.wait_empty()
+            nursery.cancel_scope.cancel()
+        assert got == big + b"\n0\n1\n2\n"
+        assert writer.idle
+
+
+async def test_a_full_pipe_takes_nothing_at_once_and_the_writer_sends_it() -> None:
+    async with _pipe_writer() as (writer, source, fd):
+        filled = _fill(fd)
+        writer.put(ToCodex(b'{"late":true}'))
+        assert len(writer.outbox) == 1, "queued, not half-written"
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.run)
+            with trio.fail_after(5):
+                await _read_exactly(source, filled)
+                assert await _read_exactly(source, 14) == b'{"late":true}\n'
+                await writer.wait_empty()
+            nursery.cancel_scope.cancel()
 
 
 async def test_an_idle_writer_does_not_wake_its_watcher() -> None:
@@ -284,7 +363,7 @@ class _FakeEngine:
         return []
 
 
-class _EndlessCodex:
+class _EndlessCodex(WaitingSends):
     async def receive(self) -> bytes:
         await trio.lowlevel.checkpoint()
         return b'{"method":"x"}'

@@ -69,7 +69,9 @@ class Tap(Protocol):
 
 class Writer:
     """Writes one peer's :class:`Outbox` to its stream, in order, from a single task
-    (:meth:`run`), and tells the outbox when that peer is behind.
+    (:meth:`run`), and tells the outbox when that peer is behind. A message with nothing
+    ahead of it is written at once by :meth:`put` where the stream can (a pipe with room:
+    ``MessageStream.send_nowait``); the task writes what the pipe did not take.
 
     The peer is *behind* when one write to it has waited longer than
     :data:`BEHIND_AFTER`: a reader that keeps up never leaves a write waiting that
@@ -90,6 +92,17 @@ class Writer:
         self.broken: BaseException | None = None
 
     def put(self, effect: ToClient | ToCodex) -> None:
+        if not self.outbox and not self._in_flight and self.broken is None:
+            # Nothing ahead of it: written at once where the stream can (a pipe with room),
+            # with no turn of the writer's task.
+            stream = self._stream
+            if stream.send_nowait(effect.data):
+                if stream.unsent:  # the pipe took part: the writer's task writes the rest
+                    self._in_flight = stream.unsent
+                    self._writes += 1
+                    self._writing.unpark_all()
+                    self._has_items.unpark_all()
+                return
         self.outbox.put(effect)
         if self._has_items:  # only a writer waiting on an empty outbox is parked there
             self._has_items.unpark_all()
@@ -116,8 +129,14 @@ class Writer:
         outbox = self.outbox
         try:
             while True:
-                while not outbox:
+                while not outbox and not self._in_flight:
                     await self._has_items.park()
+                if self._in_flight:  # the rest of a message written at once (see put)
+                    await self._stream.flush()
+                    self._in_flight = 0
+                    outbox.behind = False
+                    self._drained.unpark_all()
+                    continue
                 size = outbox.size
                 batch = outbox.take(_BATCH_BYTES)
                 self._in_flight = size - outbox.size
