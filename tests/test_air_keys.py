@@ -216,14 +216,15 @@ def reopen(
     method: str,
     terminals: list[dict[str, Any]],
     items: list[dict[str, Any]] | None = None,
+    status: str = "idle",
 ) -> int:
-    """``method`` on thread ``thread-1``, loaded in Codex (idle) and running ``terminals``,
-    its one stored turn holding ``items``; every Codex request of the open (and after it)
-    answered."""
+    """``method`` on thread ``thread-1``, loaded in Codex (``status``) and running
+    ``terminals``, its one stored turn holding ``items``; every Codex request of the open
+    (and after it) answered."""
     before = len(h.to_codex)
     rid = h.client_request(method, {"sessionId": THREAD, "cwd": "/work", "mcpServers": []})
     turns = [{"id": "turn-0", "status": "completed", "items": items or []}]
-    thread = {"id": THREAD, "cwd": "/work", "preview": "", "status": {"type": "idle"}}
+    thread = {"id": THREAD, "cwd": "/work", "preview": "", "status": {"type": status}}
     thread["turns"] = turns
     answered: set[Any] = set()
     while waiting := [
@@ -344,6 +345,25 @@ def test_a_resumed_session_shows_its_tasks_on_the_tool_calls_of_their_commands()
     assert terminate["params"] == {"threadId": THREAD, "processId": "p-9"}
     h.codex_reply(terminate["id"], {"terminated": True})
     assert h.client_response(stop)["result"] == {"stopped": True}  # type: ignore[index]
+
+
+def _terminal_lists(h: Harness) -> int:
+    return sum(m.get("method") == "thread/backgroundTerminals/list" for m in h.to_codex)
+
+
+def test_a_load_reads_the_commands_still_running_once_for_its_replay_and_its_tasks() -> None:
+    h = v1(declaring("asyncTasks"))
+    reopen(h, "session/load", [TERMINAL])
+    assert _terminal_lists(h) == 1
+    assert [task["asyncTaskId"] for task in spawned(h)] == ["call-9"]
+
+
+def test_a_load_of_a_thread_codex_had_not_loaded_asks_for_no_running_commands() -> None:
+    """Nothing of it can run in this Codex before the load loads it."""
+    h = v1(declaring("asyncTasks"))
+    reopen(h, "session/load", [TERMINAL], status="notLoaded")
+    assert _terminal_lists(h) == 0
+    assert spawned(h) == []
 
 
 @pytest.mark.parametrize("capabilities", [None, declaring()])

@@ -308,6 +308,10 @@ class ThreadRecord:
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)
     #: Every tool call announced: a late ``item/completed`` updates it, never announces twice.
     announced_tools: set[str] = field(default_factory=set)
+    #: The commands Codex still ran when a load read the history
+    #: (``thread/backgroundTerminals/list``'s entries), kept for the one reader after the
+    #: load's answer (async tasks): Codex is asked once, not twice. ``None``: not read.
+    running_at_load: list[Any] | None = None
     #: A hidden sub-agent's tool calls that a permission request introduced on the session
     #: it asked on: item id → (that session, the agent's name that prefixes the title).
     #: The item's own notifications update the tool call there until it completes.

@@ -77,15 +77,18 @@ class AsyncTasks:
 
     def session_opened(self, record: ThreadRecord, result: Any) -> None:
         """A session opened again: the commands its thread still runs are tasks."""
+        # A load has just read them (to replay each in progress): that answer, not a
+        # second read.
+        known, record.running_at_load = record.running_at_load, None
         if not self.on or not isinstance(
             result, (acp_sessions.LoadSessionResult, acp_sessions.ResumeSessionResult)
         ):
             return
 
-        def listed(page: codex_threads.BackgroundTerminalsListResult) -> None:
+        def running(terminals: list[codex_threads.BackgroundTerminal]) -> None:
             if self.hub.threads.session(record.id) is not record:
                 return  # closed meanwhile
-            for terminal in page.data:
+            for terminal in terminals:
                 if terminal.itemId in self._running:
                     continue
                 if terminal.itemId not in record.announced_tools:
@@ -94,10 +97,16 @@ class AsyncTasks:
                     self.hub.update(record.id, running_command(terminal, record.cwd))
                 self._spawned(record, terminal.itemId, terminal.command)
 
+        def listed(page: codex_threads.BackgroundTerminalsListResult) -> None:
+            running(page.data)
+
         def failed(error: ErrorObject) -> None:
             # A Codex without the experimental method: its commands show once done.
             log.info("running commands of %s not listed: %s", record.id, error.message)
 
+        if known is not None:
+            running(known)
+            return
         self.hub.codex_request(
             LIST_TERMINALS,
             codex_threads.BackgroundTerminalsListParams(threadId=record.id),

@@ -180,6 +180,7 @@ class SubagentHistory:
 
         if (stored.status or {}).get("type", "notLoaded") == "notLoaded":
             # Not loaded in this Codex before the load: no command of it runs here.
+            root.running_at_load = []
             replay_rest([])
             return
         self._running_commands(root, tools, replay_rest)
@@ -197,6 +198,7 @@ class SubagentHistory:
         the tool items the history holds."""
 
         def listed(result: codex_threads.BackgroundTerminalsListResult) -> None:
+            root.running_at_load = result.data
             running: list[msgspec.Struct] = []
             for terminal in result.data:
                 if terminal.itemId in stored_ids or terminal.itemId in root.announced_tools:
@@ -208,6 +210,7 @@ class SubagentHistory:
         def failed(error: ErrorObject) -> None:
             # An older or newer Codex without the experimental method: they show once done.
             log.info("running commands of %s not listed: %s", root.id, error.message)
+            root.running_at_load = []  # nor would they be when asked again
             done([])
 
         self.hub.codex_request(
