@@ -71,6 +71,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = 50  # the bridge's page of sessions, asked of Codex (see bridge.engine.features.lifecycle)
 TURN_PAGE = 50  # the bridge's page of turns, where Codex has no items of a thread
 ITEM_PAGE = 100  # the bridge's page of items (see bridge.engine.features.history_pages)
+#: Seconds any one request may take before the run fails (no request here takes one).
+REQUEST_TIMEOUT = 120
 
 
 # -- /proc ---------------------------------------------------------------------------------
@@ -142,8 +144,11 @@ class LineRpc:
     (a bare ``codex app-server``, the bridge, the peer), so each is measured through the
     same few lines of client and none pays for a heavier one's bookkeeping."""
 
-    def __init__(self, process: trio.Process) -> None:
+    def __init__(self, process: trio.Process, *, acp: bool = False) -> None:
         self.process = process
+        #: ACP's messages carry ``"jsonrpc": "2.0"`` (an ACP SDK ignores any without it);
+        #: Codex's leave it out.
+        self.envelope: dict[str, Any] = {"jsonrpc": "2.0"} if acp else {}
         self.next_id = 0
         self.buffer = b""
         self.notifications: list[dict[str, Any]] = []
@@ -158,8 +163,14 @@ class LineRpc:
         rid = self.next_id
         self.next_id += 1
         assert self.process.stdin is not None
-        line = msgspec.json.encode({"id": rid, "method": method, "params": params}) + b"\n"
+        message = {**self.envelope, "id": rid, "method": method, "params": params}
+        line = msgspec.json.encode(message) + b"\n"
         await self.process.stdin.send_all(line)
+        with trio.fail_after(REQUEST_TIMEOUT):
+            return await self._answer(rid, method)
+
+    async def _answer(self, rid: int, method: str) -> Any:
+        assert self.process.stdin is not None
         while True:
             message = await self._message()
             if message.get("id") == rid and "method" not in message:
@@ -169,7 +180,11 @@ class LineRpc:
             if "method" not in message:
                 continue
             if "id" in message:  # the agent asks the client: nothing here answers it
-                refusal = {"id": message["id"], "error": {"code": -32601, "message": "no"}}
+                refusal = {
+                    **self.envelope,
+                    "id": message["id"],
+                    "error": {"code": -32601, "message": "not offered by this client"},
+                }
                 await self.process.stdin.send_all(msgspec.json.encode(refusal) + b"\n")
                 continue
             if self.first_notification is None:
@@ -441,7 +456,7 @@ async def with_bridge(
         process = await trio.lowlevel.open_process(
             argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
-        client = LineRpc(process)
+        client = LineRpc(process, acp=True)
         try:
             await client.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
             # Codex started and its handshake done, as for the bare client: a load of a
