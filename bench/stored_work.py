@@ -545,8 +545,30 @@ def show(label: str, values: dict[str, float]) -> None:
         elif key.endswith("_mb"):
             parts.append(f"{key}={value:.0f}")
         else:
-            parts.append(f"{key}={value:.3f}")
+            parts.append(f"{key}={value:.4f}")
     print(f"  {label:<28} " + " ".join(parts), flush=True)
+
+
+def report(
+    title: str,
+    bridge: list[dict[str, float]],
+    peer: list[dict[str, float]],
+    bare: list[dict[str, float]],
+    bare_label: str,
+) -> None:
+    """The medians, then the bridge's time over the bare client's and the peer's: the ratio
+    of the medians, and the range of the ratios of runs taken side by side (the noise)."""
+    print(f"{title}  (load average {load_average()})")
+    show("bridge", median(bridge))
+    if peer:
+        show("peer", median(peer))
+    show(bare_label, median(bare))
+    for name, other in (("bare", bare), ("peer", peer)):
+        if not other:
+            continue
+        pairs = sorted(b["s"] / o["s"] for b, o in zip(bridge, other, strict=True))
+        ratio = median(bridge)["s"] / median(other)["s"]
+        print(f"  bridge/{name}: {ratio:.2f}  (run by run: {pairs[0]:.2f} to {pairs[-1]:.2f})")
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -573,11 +595,9 @@ async def main(args: argparse.Namespace) -> int:
                     bare_runs.append(await bare_list(home, cwd, first))
                     if PEER:
                         peer_runs.append(await bridge_list(home, cwd, first, peer=True))
-                print(f"N={n} {label}  (load average {load_average()})")
-                show("bridge", median(bridge_runs))
-                if peer_runs:
-                    show("peer", median(peer_runs))
-                show("bare app-server client", median(bare_runs))
+                report(
+                    f"N={n} {label}", bridge_runs, peer_runs, bare_runs, "bare app-server client"
+                )
         if "load" in what and n == int(args.threads.split(",")[0]):
             for t in turns:
                 thread_id = meta["long"].get(str(t))
@@ -593,11 +613,13 @@ async def main(args: argparse.Namespace) -> int:
                         peer_runs.append(
                             await bridge_load(home, thread_id, meta["long_cwd"], peer=True)
                         )
-                print(f"T={t} load  (load average {load_average()})")
-                show("bridge", median(bridge_runs))
-                if peer_runs:
-                    show("peer", median(peer_runs))
-                show(f"bare client ({args.bare_load})", median(bare_runs))
+                report(
+                    f"T={t} load",
+                    bridge_runs,
+                    peer_runs,
+                    bare_runs,
+                    f"bare client ({args.bare_load})",
+                )
     print(f"load average after: {load_average()}", flush=True)
     return 0
 
