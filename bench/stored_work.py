@@ -31,12 +31,16 @@ shared. CPU times are in clock ticks (10 ms).
 
     PYTHONPATH=. .venv/bin/python bench/stored_work.py [--threads 100,1000] [--turns 30,300,1000]
         [--runs 3] [--store DIR] [--bare-load paged|turns|whole] [--what list,load]
-        [--bridge-source DIR] [--peer CMD] [--profile DIR]
+        [--bridge-source DIR] [--peer CMD] [--profile DIR] [--pass-through]
 
 ``--peer CMD`` measures another ACP agent for Codex beside them, on the same stores with the
 same ACP requests (the TypeScript adapter: ``--peer /path/to/node_modules/.bin/codex-acp``,
 run with ``CODEX_PATH`` naming this Codex). ``--profile DIR`` runs each bridge under
 cProfile, its stats written there.
+
+``--pass-through`` adds the bare client by way of ``bench/pass_through.py``, a process that
+passes bytes both ways and does nothing else: what any adapter costs by being a process of its
+own, the floor under the bridge's and the peer's times.
 
 ``--bridge-source DIR`` runs the bridge from another tree (``git archive REV | tar -x -C
 DIR``), to compare versions on the same stores.
@@ -209,10 +213,14 @@ class LineRpc:
                 return message
 
 
-async def open_bare(home: Path) -> LineRpc:
+async def open_bare(home: Path, *, through: bool = False) -> LineRpc:
+    """A bare client of ``codex app-server``; ``through``: by way of ``pass_through.py``."""
     launch = codex_launch(find_codex(), {**os.environ, "CODEX_HOME": str(home)})
+    argv = [launch.program, "app-server"]
+    if through:
+        argv = [sys.executable, str(ROOT / "bench" / "pass_through.py"), launch.program]
     process = await trio.lowlevel.open_process(
-        [launch.program, "app-server"],
+        argv,
         env=launch.env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -354,8 +362,10 @@ def list_params(cursor: str | None, cwd: str | None) -> dict[str, Any]:
     return params
 
 
-async def bare_list(home: Path, cwd: str | None, first_only: bool) -> dict[str, float]:
-    bare = await open_bare(home)
+async def bare_list(
+    home: Path, cwd: str | None, first_only: bool, through: bool = False
+) -> dict[str, float]:
+    bare = await open_bare(home, through=through)
     try:
         codex = app_server_pid(bare.process.pid) or bare.process.pid
         cpu0 = cpu_seconds(codex)
@@ -373,8 +383,10 @@ async def bare_list(home: Path, cwd: str | None, first_only: bool) -> dict[str, 
         await close_bare(bare)
 
 
-async def bare_load(home: Path, thread_id: str, cwd: str, mode: str) -> dict[str, float]:
-    bare = await open_bare(home)
+async def bare_load(
+    home: Path, thread_id: str, cwd: str, mode: str, through: bool = False
+) -> dict[str, float]:
+    bare = await open_bare(home, through=through)
     try:
         codex = app_server_pid(bare.process.pid) or bare.process.pid
         peak = Peak({"codex": codex})
@@ -555,15 +567,19 @@ def report(
     peer: list[dict[str, float]],
     bare: list[dict[str, float]],
     bare_label: str,
+    through: list[dict[str, float]],
 ) -> None:
-    """The medians, then the bridge's time over the bare client's and the peer's: the ratio
-    of the medians, and the range of the ratios of runs taken side by side (the noise)."""
+    """The medians, then the bridge's time over the bare client's, the peer's and the pass-
+    through's: the ratio of the medians, and the range of the ratios of runs taken side by
+    side (the noise)."""
     print(f"{title}  (load average {load_average()})")
     show("bridge", median(bridge))
     if peer:
         show("peer", median(peer))
     show(bare_label, median(bare))
-    for name, other in (("bare", bare), ("peer", peer)):
+    if through:
+        show("bare through a pass-through", median(through))
+    for name, other in (("bare", bare), ("peer", peer), ("pass-through", through)):
         if not other:
             continue
         pairs = sorted(b["s"] / o["s"] for b, o in zip(bridge, other, strict=True))
@@ -589,21 +605,28 @@ async def main(args: argparse.Namespace) -> int:
                 ("list all", None, False),
                 ("list cwd (1/3)", meta["cwd"], False),
             ):
-                bridge_runs, bare_runs, peer_runs = [], [], []
+                bridge_runs, bare_runs, peer_runs, through_runs = [], [], [], []
                 for _ in range(args.runs):
                     bridge_runs.append(await bridge_list(home, cwd, first))
                     bare_runs.append(await bare_list(home, cwd, first))
                     if PEER:
                         peer_runs.append(await bridge_list(home, cwd, first, peer=True))
+                    if args.pass_through:
+                        through_runs.append(await bare_list(home, cwd, first, through=True))
                 report(
-                    f"N={n} {label}", bridge_runs, peer_runs, bare_runs, "bare app-server client"
+                    f"N={n} {label}",
+                    bridge_runs,
+                    peer_runs,
+                    bare_runs,
+                    "bare app-server client",
+                    through_runs,
                 )
         if "load" in what and n == int(args.threads.split(",")[0]):
             for t in turns:
                 thread_id = meta["long"].get(str(t))
                 if thread_id is None:
                     continue
-                bridge_runs, bare_runs, peer_runs = [], [], []
+                bridge_runs, bare_runs, peer_runs, through_runs = [], [], [], []
                 for _ in range(args.runs):
                     bridge_runs.append(await bridge_load(home, thread_id, meta["long_cwd"]))
                     bare_runs.append(
@@ -613,12 +636,19 @@ async def main(args: argparse.Namespace) -> int:
                         peer_runs.append(
                             await bridge_load(home, thread_id, meta["long_cwd"], peer=True)
                         )
+                    if args.pass_through:
+                        through_runs.append(
+                            await bare_load(
+                                home, thread_id, meta["long_cwd"], args.bare_load, through=True
+                            )
+                        )
                 report(
                     f"T={t} load",
                     bridge_runs,
                     peer_runs,
                     bare_runs,
                     f"bare client ({args.bare_load})",
+                    through_runs,
                 )
     print(f"load average after: {load_average()}", flush=True)
     return 0
@@ -637,6 +667,11 @@ if __name__ == "__main__":
         "--peer", default=None, help="another ACP agent's command line, measured beside"
     )
     parser.add_argument("--profile", default=None, help="write each bridge's cProfile stats here")
+    parser.add_argument(
+        "--pass-through",
+        action="store_true",
+        help="also the bare client through bench/pass_through.py: any process's own cost",
+    )
     arguments = parser.parse_args()
     if arguments.peer:
         PEER.extend(shlex.split(arguments.peer))
