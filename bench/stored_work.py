@@ -658,7 +658,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", default="100,1000")
     parser.add_argument("--turns", default="30,300,1000")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--store", default=None)
     parser.add_argument("--bare-load", choices=("paged", "turns", "whole"), default="paged")
     parser.add_argument("--what", default="list,load")
