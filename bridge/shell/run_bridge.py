@@ -98,9 +98,7 @@ class Writer:
             stream = self._stream
             if stream.send_nowait(effect.data):
                 if stream.unsent:  # the pipe took part: the writer's task writes the rest
-                    self._in_flight = stream.unsent
-                    self._writes += 1
-                    self._writing.unpark_all()
+                    self._write_started(stream.unsent)
                     self._has_items.unpark_all()
                 return
         self.outbox.put(effect)
@@ -133,16 +131,11 @@ class Writer:
                     await self._has_items.park()
                 if self._in_flight:  # the rest of a message written at once (see put)
                     await self._stream.flush()
-                    self._in_flight = 0
-                    outbox.behind = False
-                    self._drained.unpark_all()
-                    continue
-                size = outbox.size
-                batch = outbox.take(_BATCH_BYTES)
-                self._in_flight = size - outbox.size
-                self._writes += 1
-                self._writing.unpark_all()
-                await self._stream.send_batch(batch)
+                else:
+                    size = outbox.size
+                    batch = outbox.take(_BATCH_BYTES)
+                    self._write_started(size - outbox.size)
+                    await self._stream.send_batch(batch)
                 self._in_flight = 0
                 outbox.behind = False
                 self._drained.unpark_all()
@@ -152,6 +145,12 @@ class Writer:
             self._in_flight = 0
             outbox.clear()
             self._drained.unpark_all()
+
+    def _write_started(self, size: int) -> None:
+        """``size`` bytes are being written: the watcher times the write."""
+        self._in_flight = size
+        self._writes += 1
+        self._writing.unpark_all()
 
     async def watch(self) -> None:
         """Mark the outbox behind while a write has waited longer than :data:`BEHIND_AFTER`."""
@@ -267,7 +266,8 @@ async def run_bridge(
             return await connection.exit_reason()
 
     async def prepare() -> None:
-        # After a turn of the scheduler the handshake is on its way to Codex: the engine's
+        # After a turn of the scheduler the handshake is on its way to Codex (written into a
+        # pipe as it was dispatched; by the writer's task over a WebSocket): the engine's
         # preparation then costs the client nothing, done while Codex starts.
         await trio.lowlevel.checkpoint()
         engine.prepare()
