@@ -26,18 +26,18 @@ pipe or socket) instead of growing memory without bound.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 import trio
 
-from ..engine import Effect, Engine, ReadClock, ToClient, ToCodex
+from ..engine import Effect, Engine, ToClient, ToCodex
 from ..engine.core.outbox import CLIENT_CEILING, CODEX_CEILING, Outbox
 from ..jsonrpc import ErrorCode
 from .codex_transport import CodexConnection, CodexUnavailable
+from .effects import Tap, carry_out
 from .restart import Backoff, Restart
 from .streams import MessageStream, MessageTooLarge
 
@@ -52,19 +52,6 @@ BEHIND_AFTER = 0.1
 _FLUSH_SECONDS = 2.0
 #: How long a client that has left still waits for Codex to finish starting.
 _STARTUP_SECONDS = 30.0
-
-
-class Tap(Protocol):
-    """Sees everything the engine is fed and sends, in the engine's order (recordings)."""
-
-    def message(self, direction: str, data: bytes) -> None:
-        """``direction``: ``from_client``, ``to_client``, ``from_codex`` or ``to_codex``."""
-
-    def event(
-        self, name: str, reason: str = "", *, retrying: bool = False, seconds: int = 0
-    ) -> None:
-        """Something the shell observed and told the engine (``codex_lost``, ...;
-        ``clock_read`` with the ``seconds`` it read)."""
 
 
 class Writer:
@@ -203,6 +190,7 @@ async def run_bridge(
     restart: Restart | None = None,
     tap: Tap | None = None,
     client_ceiling: int = CLIENT_CEILING,
+    handshake_sent: bool = False,
 ) -> None:
     """Serve one ACP client against Codex until the client leaves.
 
@@ -213,7 +201,9 @@ async def run_bridge(
     has been ready, a lost Codex is brought back as ``restart`` says (never,
     without one). ``tap`` sees every message and event (used for recordings).
     ``client_ceiling``: bytes waiting for the client above which Codex is no longer
-    read, when it can wait (see :attr:`CodexConnection.waits`).
+    read, when it can wait (see :attr:`CodexConnection.waits`). ``handshake_sent``: the
+    engine's handshake is already written to the first connection's Codex (started and
+    greeted before trio ran: :mod:`bridge.shell.early`).
     """
     to_client = Writer(client, Outbox(ceiling=client_ceiling))
     to_codex: Writer | None = None  # the current connection's, while there is one
@@ -221,23 +211,7 @@ async def run_bridge(
     settled = trio.Event()  # Codex is ready, or lost for good
 
     def dispatch(effects: Iterable[Effect]) -> None:
-        for effect in effects:
-            if isinstance(effect, ToClient):
-                if tap:
-                    tap.message("to_client", effect.data)
-                to_client.put(effect)
-            elif isinstance(effect, ToCodex):
-                if to_codex is None:
-                    log.debug("no Codex connection; dropping %s", effect.data[:80])
-                    continue
-                if tap:
-                    tap.message("to_codex", effect.data)
-                to_codex.put(effect)
-            elif isinstance(effect, ReadClock):
-                seconds = int(time.time())
-                if tap:
-                    tap.event("clock_read", seconds=seconds)
-                dispatch(engine.clock_read(effect.request_id, seconds))
+        carry_out(effects, engine, tap, to_client.put, to_codex.put if to_codex else None)
 
     async def read_codex(connection: CodexConnection) -> str:
         """Feed Codex's messages to the engine until the connection ends; why it ended."""
@@ -288,7 +262,8 @@ async def run_bridge(
                     to_codex = Writer(connection.stream, Outbox(ceiling=CODEX_CEILING))
                     inner.start_soon(to_codex.run)
                     if not ever_ready:
-                        dispatch(engine.start())
+                        if not handshake_sent:
+                            dispatch(engine.start())
                         inner.start_soon(prepare)
                     else:
                         log.info("Codex restarted; every session resumes once it is ready")

@@ -1,0 +1,308 @@
+"""Codex's binary and its process, before any trio: which binary to run, how npm's launcher is
+skipped, starting ``codex app-server`` on pipes, and the files of Codex's own daemon.
+
+Nothing here imports trio: ``serve`` starts Codex with :func:`start_codex` before trio and the
+engine are imported, so that Codex's start overlaps the bridge's own (see
+:mod:`bridge.shell.early`); the shell adopts the process later
+(:func:`bridge.shell.codex_transport.spawn_codex`), as it does one it starts itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+#: Terminal escape sequences: Codex colours its log lines even when its stderr is a pipe.
+_ANSI = re.compile(
+    r"""
+      \x1b\[ [0-?]* [ -/]* [@-~]        # CSI: colours, cursor moves, erases (ESC [ 2 m)
+    | \x1b[]PX^_] .*? (?:\x07|\x1b\\|$)  # OSC, DCS, SOS, PM, APC: to BEL, ST or line end
+    | \x1b[ -/]* [0-~]                 # the other escapes (ESC ( B, ESC =, ESC 7)
+    | \x1b                             # a lone or cut-off ESC
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences: Codex's stderr lines, before they are
+    logged (so a ``--log-file`` holds text) or become the reason Codex stopped."""
+    return _ANSI.sub("", text)
+
+
+ENV_CODEX_BIN = "CODEX_ACP_BRIDGE_CODEX_BIN"
+#: Where the project's setup installs the pinned Codex (``tools/node``).
+PINNED_CODEX = (
+    Path(__file__).resolve().parents[2] / "tools" / "node" / "node_modules" / ".bin" / "codex"
+)
+
+
+class CodexUnavailable(Exception):
+    """Codex could not be started or reached; the message says why and what to do."""
+
+
+def find_codex(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The Codex binary to run: ``--codex-bin``, the env var, PATH, the pinned copy."""
+    env = os.environ if env is None else env
+    if explicit:
+        return _checked(explicit, "--codex-bin")
+    if env.get(ENV_CODEX_BIN):
+        return _checked(env[ENV_CODEX_BIN], ENV_CODEX_BIN)
+    on_path = shutil.which("codex")
+    if on_path:
+        return on_path
+    if PINNED_CODEX.exists():
+        return str(PINNED_CODEX)
+    # A clone has the project's setup to run; an installed package has only npm's Codex.
+    setup = (
+        "or run the project's setup (which installs @openai/codex into tools/node)"
+        if PINNED_CODEX.parents[4].joinpath("scripts", "setup").exists()
+        else "or install Codex: npm install -g @openai/codex"
+    )
+    raise CodexUnavailable(
+        f"no Codex binary found: pass --codex-bin PATH, set {ENV_CODEX_BIN}, put `codex` on "
+        f"PATH, {setup}"
+    )
+
+
+#: Node's (platform, arch) → the Rust target triple and the npm package holding its build,
+#: as ``@openai/codex``'s launcher (``bin/codex.js``) maps them.
+_NPM_TARGETS = {
+    ("linux", "x86_64"): ("x86_64-unknown-linux-musl", "codex-linux-x64"),
+    ("linux", "aarch64"): ("aarch64-unknown-linux-musl", "codex-linux-arm64"),
+    ("darwin", "x86_64"): ("x86_64-apple-darwin", "codex-darwin-x64"),
+    ("darwin", "arm64"): ("aarch64-apple-darwin", "codex-darwin-arm64"),
+}
+#: What the launcher sets for the native binary: the package manager it was installed with.
+_MANAGED_BY = (
+    "CODEX_MANAGED_BY_NPM",
+    "CODEX_MANAGED_BY_BUN",
+    "CODEX_MANAGED_BY_PNPM",
+    "CODEX_MANAGED_BY_VITE_PLUS",
+)
+
+
+@dataclass(frozen=True)
+class CodexLaunch:
+    """What to execute for a Codex binary, and with which environment."""
+
+    program: str
+    env: dict[str, str]
+
+
+def codex_launch(
+    binary: str, env: Mapping[str, str], *, system: tuple[str, str] | None = None
+) -> CodexLaunch:
+    """How to run ``binary``: npm's launcher for Codex, when its layout is recognised, is
+    replaced by the native binary it would run, with the environment it would give it.
+
+    The launcher (``@openai/codex/bin/codex.js``, which ``codex`` on PATH or in
+    ``node_modules/.bin`` links to) starts Node only to find that binary and run it
+    (exec'ing it, or, before Node 22.15, as its child, Node staying for the session):
+    ~100 ms before Codex even starts. Anything else, or a layout this does not know,
+    runs as it is. ``system``: Node's platform and the machine (default: this one).
+    """
+    unchanged = CodexLaunch(binary, dict(env))
+    if system is None:
+        if not hasattr(os, "uname"):
+            return unchanged  # Windows: npm's launcher there is a .cmd shim
+        system = (sys.platform, os.uname().machine)
+    target = _NPM_TARGETS.get(system)
+    script = Path(os.path.realpath(binary))
+    if target is None or script.parts[-4:] != ("@openai", "codex", "bin", "codex.js"):
+        return unchanged
+    root = script.parents[1]  # the launcher's codexPackageRoot
+    triple, package = target
+    # Where Node's require.resolve() finds the platform package from the launcher (nested,
+    # then beside it), else the launcher's own vendor directory.
+    vendors = [
+        root / "node_modules" / "@openai" / package / "vendor",
+        root.parent / package / "vendor",
+        root / "vendor",
+    ]
+    native = next(
+        (
+            str(path)
+            for path in (vendor / triple / "bin" / "codex" for vendor in vendors)
+            if path.is_file() and os.access(path, os.X_OK)
+        ),
+        None,
+    )
+    manager = _package_manager(root, Path(os.path.abspath(binary)).parent, env)
+    if native is None or manager is None:
+        return unchanged
+    launch_env = {k: v for k, v in env.items() if k not in _MANAGED_BY}
+    launch_env["CODEX_MANAGED_PACKAGE_ROOT"] = str(root)
+    launch_env[f"CODEX_MANAGED_BY_{manager}"] = "1"
+    return CodexLaunch(native, launch_env)
+
+
+def _package_manager(root: Path, entrypoint_dir: Path, env: Mapping[str, str]) -> str | None:
+    """The package manager the launcher would name (``NPM`` when it cannot tell), as its
+    ``detectPackageManager`` does; ``None`` for a Vite+ install, not reproduced here."""
+    for start in dict.fromkeys((root, entrypoint_dir)):
+        for directory in (start, *start.parents):
+            if directory.name == "packages" and (directory / "@openai" / "codex.json").exists():
+                return None
+            modules = directory / "node_modules"
+            if (modules / ".modules.yaml").exists():
+                with contextlib.suppress(OSError):
+                    if Path(os.path.realpath(modules / "@openai" / "codex")) == root:
+                        return "PNPM"
+    if (
+        re.search(r"\bbun/", env.get("npm_config_user_agent", ""))
+        or "bun" in env.get("npm_execpath", "")
+        or ".bun/install/global" in str(root / "bin")
+    ):
+        return "BUN"
+    return "NPM"
+
+
+def _checked(path: str, source: str) -> str:
+    resolved = shutil.which(path) or path
+    if not Path(resolved).exists():
+        raise CodexUnavailable(f"Codex binary {path!r} (from {source}) does not exist")
+    if not os.access(resolved, os.X_OK):
+        raise CodexUnavailable(f"Codex binary {path!r} (from {source}) is not executable")
+    return resolved
+
+
+@dataclass
+class CodexProcess:
+    """A ``codex app-server`` started on three pipes: this process's ends of them, as raw
+    file descriptors (blocking) until the shell takes them."""
+
+    popen: subprocess.Popen[bytes]
+    #: Codex's stdin (written), stdout and stderr (read).
+    stdin: int
+    stdout: int
+    stderr: int
+    #: What was run, for the log.
+    argv: list[str]
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def close(self) -> None:
+        """Close this side's ends of the pipes (the process, asked so, exits)."""
+        for fd in (self.stdin, self.stdout, self.stderr):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def start_codex(
+    binary: str,
+    *,
+    config_overrides: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> CodexProcess:
+    """Start ``binary app-server`` (npm's launcher skipped, :func:`codex_launch`) on pipes, in
+    a process group of its own: stopping the group reaches what it started too (an older Node
+    launcher runs Codex as its child), so nothing outlives the bridge. Raises
+    :class:`CodexUnavailable` when it cannot be started."""
+    launch = codex_launch(binary, os.environ if env is None else env)
+    argv = [launch.program, "app-server"]
+    for override in config_overrides:
+        argv += ["-c", override]
+    log.info("starting %s", " ".join(argv))
+    # os.pipe()'s descriptors are not inherited: the child gets only its three.
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    try:
+        popen = subprocess.Popen(
+            argv,
+            stdin=stdin_r,
+            stdout=stdout_w,
+            stderr=stderr_w,
+            env=launch.env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        for fd in (stdin_w, stdout_r, stderr_r):
+            os.close(fd)
+        raise CodexUnavailable(f"cannot start Codex ({binary}): {exc.strerror or exc}") from exc
+    finally:
+        for fd in (stdin_r, stdout_w, stderr_w):
+            os.close(fd)
+    return CodexProcess(popen, stdin_w, stdout_r, stderr_r, argv)
+
+
+def unix_socket_path(url: str) -> str | None:
+    """The socket of a ``unix:///path`` URL (``None`` for any other URL)."""
+    if not url.startswith("unix://"):
+        return None
+    path = url.removeprefix("unix://")
+    return path or None
+
+
+#: Where Codex's own daemon (``codex app-server daemon start``) listens, in ``CODEX_HOME``.
+CODEX_DAEMON_SOCKET = Path("app-server-control") / "app-server-control.sock"
+
+
+def codex_daemon_socket(codex_home: str) -> Path:
+    return Path(codex_home) / CODEX_DAEMON_SOCKET
+
+
+def codex_daemon_version(codex_home: str) -> str | None:
+    """The version of the copy Codex's daemon runs (``packages/app-server-daemon/current``
+    links to ``releases/VERSION-TARGET``), if it can be told."""
+    current = Path(codex_home) / "packages" / "app-server-daemon" / "current"
+    try:
+        release = Path(os.readlink(current)).name
+    except OSError:
+        return None
+    return release.split("-", 1)[0] or None
+
+
+def codex_daemon_pid(codex_home: str) -> int | None:
+    """The pid Codex's daemon publishes (``app-server-daemon/daemon.pid``), if readable."""
+    import json
+
+    try:
+        pid = json.loads((Path(codex_home) / "app-server-daemon" / "daemon.pid").read_text())["pid"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid if isinstance(pid, int) else None
+
+
+def codex_version_of(binary: str, timeout: float = 5.0) -> str | None:
+    """``binary --version``'s version number (``codex-cli 0.169.0`` → ``0.169.0``)."""
+    launch = codex_launch(binary, os.environ)
+    try:
+        done = subprocess.run(
+            [launch.program, "--version"],
+            env=launch.env,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = done.stdout.decode(errors="replace").split()
+    return words[-1] if words else None
+
+
+def codex_daemon_answers(socket_path: Path, timeout: float = 1.0) -> bool:
+    """Whether something accepts connections on Codex's daemon socket (a socket file
+    left by a daemon that died refuses them)."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(timeout)
+            probe.connect(os.path.realpath(socket_path))
+    except OSError:
+        return False
+    return True
