@@ -3,7 +3,11 @@ or one of its own), build the engine, run the bridge on stdio.
 
 It stands above both :mod:`bridge.shell` (the trio layer it runs on) and
 :mod:`bridge.daemon` (whose runtime directory it reads to attach), so neither
-of those two needs the other's way of starting."""
+of those two needs the other's way of starting.
+
+Its start is ordered for the editor's wait (see :func:`serve_stdio`): which Codex, then
+Codex started (when it is one of its own), then the engine built and ``initialize``
+answered (:mod:`bridge.shell.early`), and only then trio and the shell."""
 
 from __future__ import annotations
 
@@ -17,30 +21,32 @@ from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import trio
-
-from .acp.auth import API_KEY_VARIABLES
 from .daemon.runtime import DaemonInfo, codex_home, running_daemon, runtime_dir
-from .engine import Engine
-from .shell.codex_transport import (
+from .shell.codex_process import (
     ENV_CODEX_BIN,
-    CodexConnection,
+    CodexProcess,
     CodexUnavailable,
     codex_daemon_answers,
     codex_daemon_pid,
     codex_daemon_socket,
     codex_daemon_version,
     codex_version_of,
-    connect_codex,
     find_codex,
-    spawn_codex,
+    start_codex,
 )
 from .shell.restart import Restart
-from .shell.run_bridge import Tap, run_bridge
-from .shell.stdio import open_stdio_stream
-from .shell.streams import MessageStream
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .shell.codex_transport import CodexConnection
+    from .shell.early import Early
+    from .shell.effects import Tap
+
+# Imported where they are first needed, not here: an editor waits for ``initialize``'s
+# answer, and Codex is started before the engine is imported, and the engine answers before
+# trio is (see bridge.shell.early).
 
 log = logging.getLogger(__name__)
 
@@ -210,14 +216,21 @@ def _not_the_daemons(options: ServeOptions, info: DaemonInfo, env: Mapping[str, 
 
 
 def open_codex(
-    options: ServeOptions, daemon: Path | None = None, url: str | None = None
+    options: ServeOptions,
+    daemon: Path | None = None,
+    url: str | None = None,
+    *,
+    started: CodexProcess | None = None,
 ) -> AbstractAsyncContextManager[CodexConnection]:
     """The Codex connection the options ask for (raises ``CodexUnavailable``).
 
     With ``daemon``, the Codex its ``daemon.json`` names, read anew each time: a
     reconnection follows the daemon's Codex wherever it restarted. With ``url``,
-    Codex's own daemon (its socket stays where it is when it restarts).
+    Codex's own daemon (its socket stays where it is when it restarts). ``started``: the
+    Codex of its own already started, to adopt (``serve``'s early start).
     """
+    from .shell.codex_transport import connect_codex, spawn_codex
+
     if options.codex_url:
         return connect_codex(options.codex_url, token_file=options.codex_token_file)
     if url is not None:
@@ -229,7 +242,7 @@ def open_codex(
             raise CodexUnavailable(f"cannot attach to the daemon of {daemon}: {why}")
         return connect_codex(info.url, token_file=info.tokenFile)
     binary = find_codex(options.codex_bin)
-    return spawn_codex(binary, config_overrides=options.config_overrides)
+    return spawn_codex(binary, config_overrides=options.config_overrides, started=started)
 
 
 def thread_config(options: ServeOptions, *, attached: bool | None = None) -> dict[str, Any] | None:
@@ -251,6 +264,9 @@ def make_engine(
     daemon: Path | None = None,
     shared: bool = False,
 ) -> Engine:
+    from .acp.auth import API_KEY_VARIABLES
+    from .engine import Engine
+
     # Codex's app-server reads no API key from its environment: the bridge hands it
     # over when the client picks that auth method (see bridge/engine/auth.py).
     api_key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
@@ -277,26 +293,44 @@ def make_engine(
     )
 
 
-async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = None) -> None:
-    choice = choose_codex(options)
-    daemon = choice.daemon
-    if choice.daemon_runs:
-        report(choice.says)
-    else:
-        log.info("%s", choice.says)
-    engine = make_engine(options, tap, daemon=daemon, shared=choice.url is not None)
+async def serve(
+    early: Early,
+    options: ServeOptions,
+    choice: CodexChoice,
+    engine: Engine,
+    tap: Tap | None = None,
+    parent: int | None = None,
+) -> None:
+    """The shell, from where :mod:`bridge.shell.early` left off: the client's stream, the
+    Codex started (adopted at the first connection, started anew at a restart). ``parent``:
+    the pid of the editor that started this bridge (default: the parent now)."""
+    import trio
+
+    from .shell.run_bridge import run_bridge
+    from .shell.stdio import open_stdio_stream
+
+    client = open_stdio_stream(fds=(early.client_in, early.client_out), received=early.received)
+    started = early.codex
+
+    def connect() -> AbstractAsyncContextManager[CodexConnection]:
+        nonlocal started
+        adopt, started = started, None
+        return open_codex(options, choice.daemon, choice.url, started=adopt)
+
     # What exists now (the modules, the engine) lives as long as this process: out of the
     # collector's sight, a full collection no longer walks all of it (15 ms here), which
     # otherwise fell at random on a client's request.
     gc.freeze()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_watch_parent, os.getppid(), nursery.cancel_scope)
+        watched = os.getppid() if parent is None else parent
+        nursery.start_soon(_watch_parent, watched, nursery.cancel_scope)
         await run_bridge(
             client,
-            lambda: open_codex(options, daemon, choice.url),
+            connect,
             engine,
             restart=options.restart,
             tap=tap,
+            handshake_sent=early.handshake_sent,
         )
         nursery.cancel_scope.cancel()
 
@@ -305,9 +339,12 @@ async def serve(client: MessageStream, options: ServeOptions, tap: Tap | None = 
 PARENT_POLL_SECONDS = 0.25
 
 
-async def _watch_parent(parent: int, scope: trio.CancelScope) -> None:
+async def _watch_parent(parent: int, scope: Any) -> None:
     """End the bridge when the process that started it (the editor) is gone: its
-    children are handed to another parent then. A bridge is never left behind."""
+    children are handed to another parent then. A bridge is never left behind.
+    ``scope``: the ``trio.CancelScope`` to cancel."""
+    import trio
+
     while os.getppid() == parent:  # noqa: ASYNC110 (no event says a parent died: poll)
         await trio.sleep(PARENT_POLL_SECONDS)
     log.warning("the process that started this bridge (%d) is gone; stopping", parent)
@@ -322,6 +359,14 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
     With ``record_to``, every message the engine sees is also written there
     (see :mod:`bridge.recording`).
     """
+    # The editor that started this bridge, read before Codex is started: an editor that
+    # dies once it sees Codex running is then noticed (see _watch_parent).
+    parent = os.getppid()
+    choice = choose_codex(options)
+    if choice.daemon_runs:
+        report(choice.says)
+    else:
+        log.info("%s", choice.says)
     with ExitStack() as stack:
         recorder = None
         if record_to is not None:
@@ -330,7 +375,6 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
             out = stack.enter_context(open(record_to, "wb"))
             # Read from the options, not from an engine's attributes: the replay
             # builds its engine from this header, so both follow the same options.
-            choice = choose_codex(options)
             shared = choice.daemon is not None or choice.url is not None
             engine_config = {
                 "threadConfig": thread_config(options, attached=options.attached(choice)),
@@ -346,14 +390,29 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
                 engine_config={k: v for k, v in engine_config.items() if v},
             )
             stack.callback(recorder.close)
-        return _serve_stdio(options, recorder)
+        return _serve_stdio(options, choice, recorder, parent)
 
 
-def _serve_stdio(options: ServeOptions, tap: Tap | None) -> int:
-    client = open_stdio_stream()
+def _serve_stdio(options: ServeOptions, choice: CodexChoice, tap: Tap | None, parent: int) -> int:
+    # Codex first, when it is one of its own: it starts while the engine is imported. One
+    # that cannot start is tried again by the shell, which says why.
+    codex = None
+    if not options.attached(choice):
+        try:
+            codex = start_codex(
+                find_codex(options.codex_bin), config_overrides=options.config_overrides
+            )
+        except CodexUnavailable:
+            codex = None
     status = 0
     try:
-        trio.run(serve, client, options, tap)
+        engine = make_engine(options, tap, daemon=choice.daemon, shared=choice.url is not None)
+        from .shell.early import begin
+
+        early = begin(engine, codex, tap)
+        import trio
+
+        trio.run(serve, early, options, choice, engine, tap, parent)
     except* CodexUnavailable as group:
         report_fatal(str(_first_leaf(group)))
         status = 2

@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import trio
 
+from .early import take_stdio
 from .streams import DEFAULT_MAX_MESSAGE, LineStream
 
 
-def open_stdio_stream(max_message: int = DEFAULT_MAX_MESSAGE) -> LineStream:
-    """A :class:`LineStream` on fds 0 and 1.
-
-    The protocol gets private duplicates of stdin and stdout; fd 1 itself is
-    then pointed at stderr, so that nothing else in the process (a stray
-    ``print``, a library warning, a child process) can ever write a byte into
-    the protocol stream.
-    """
-    protocol_in = os.dup(0)
-    protocol_out = os.dup(1)
-    sys.stdout.flush()
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+def open_stdio_stream(
+    max_message: int = DEFAULT_MAX_MESSAGE,
+    *,
+    fds: tuple[int, int] | None = None,
+    received: bytes = b"",
+) -> LineStream:
+    """A :class:`LineStream` on the protocol's copies of fds 0 and 1 (:func:`take_stdio`'s,
+    taken here unless ``fds`` are those already taken), its reader starting with
+    ``received`` (bytes read before it and not handled yet)."""
+    protocol_in, protocol_out = fds if fds is not None else take_stdio()
     return LineStream(
         trio.lowlevel.FdStream(protocol_in),
         trio.lowlevel.FdStream(protocol_out),
         max_message=max_message,
+        received=received,
     )

@@ -83,8 +83,10 @@ class LineStream:
         send_stream: trio.abc.SendStream | None,
         *,
         max_message: int = DEFAULT_MAX_MESSAGE,
+        received: bytes = b"",
     ) -> None:
-        """``send_stream`` may be ``None`` for a stream that is only read (a log pipe)."""
+        """``send_stream`` may be ``None`` for a stream that is only read (a log pipe);
+        ``received``: bytes of the stream already read elsewhere, which come first."""
         self._receive_stream = receive_stream
         self._send_stream = send_stream
         self._max = max_message
@@ -100,6 +102,8 @@ class LineStream:
             self._fd = send_stream.fileno()
         #: What a pipe did not take of the message :meth:`send_nowait` wrote.
         self._unsent = b""
+        if received:
+            self._feed(received)
 
     async def receive(self) -> bytes:
         while True:
