@@ -171,7 +171,7 @@ def test_the_wheel_holds_the_package_and_its_metadata(wheel: Path) -> None:
     assert f"{info}/licenses/LICENSE" in names, "the Apache-2.0 text ships with the package"
 
     assert "[console_scripts]" in entry_points
-    assert "codex-acp-bridge = bridge.cli:main" in entry_points
+    assert "codex-acp-bridge = bridge.launch:main" in entry_points
 
     assert metadata["Name"] == "codex-acp-bridge"
     assert metadata["Version"] == __version__
