@@ -49,6 +49,8 @@ from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 
 #: What ``serve`` imports before it can answer anything (``bridge.cli`` then ``serve``'s own).
 SERVE_IMPORTS = "import bridge.cli; from bridge.serve import ServeOptions, serve_stdio"
+#: Seconds any one request may take before the bench gives up on it.
+REQUEST_TIMEOUT = 60
 
 
 class Mode:
@@ -108,9 +110,12 @@ async def one_run(
     argv = [*mode.python_argv, "-m", "bridge", "serve", "--no-daemon", "--log-level", "warning"]
     start = time.perf_counter()
     async with open_agent(argv, env=env, stderr=None) as (client, _process):
-        await client.initialize()
+        with trio.fail_after(REQUEST_TIMEOUT):
+            await client.initialize()
         initialized = time.perf_counter() - start
-        result = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+        params = {"cwd": str(workspace), "mcpServers": []}
+        with trio.fail_after(REQUEST_TIMEOUT):
+            result = await client.request("session/new", params)
         opened = time.perf_counter() - start
     model_option = next(o for o in result["configOptions"] if o["id"] == "model")
     return initialized, opened, len(model_option["options"])
@@ -125,7 +130,12 @@ def summary(name: str, seconds: list[float]) -> str:
 
 async def codex_initialize(program: str, env: Mapping[str, str], home: Path) -> float:
     """Seconds from starting ``program app-server`` to its answer to ``initialize``."""
-    request = {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "bench"}}}
+    request = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"clientInfo": {"name": "bench"}},
+    }
     start = time.perf_counter()
     process = await trio.lowlevel.open_process(
         [program, "app-server"],
@@ -139,13 +149,14 @@ async def codex_initialize(program: str, env: Mapping[str, str], home: Path) -> 
     try:
         await process.stdin.send_all(msgspec.json.encode(request) + b"\n")
         buffer = b""
-        while True:
-            chunk = await process.stdout.receive_some()
-            if not chunk:
-                raise RuntimeError(f"{program} app-server ended before answering initialize")
-            *lines, buffer = (buffer + chunk).split(b"\n")
-            if any(msgspec.json.decode(line).get("id") == 0 for line in lines if line.strip()):
-                return time.perf_counter() - start
+        with trio.fail_after(REQUEST_TIMEOUT):
+            while True:
+                chunk = await process.stdout.receive_some()
+                if not chunk:
+                    raise RuntimeError(f"{program} app-server ended before answering initialize")
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                if any(msgspec.json.decode(line).get("id") == 0 for line in lines if line.strip()):
+                    return time.perf_counter() - start
     finally:
         await process.stdin.aclose()
         with trio.move_on_after(2):
