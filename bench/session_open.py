@@ -28,10 +28,11 @@ is (its ``agentInfo``) and which ``codex app-server`` it ran, if any.
 Every agent first starts once untimed (its warm-up); then the runs alternate: run 1 of each
 agent in turn (the bridge in each bytecode mode, then the peers in the order given), then
 run 2 of each, and so on, so that what else the machine does falls on all alike. Each run
-prints a line per agent; the end a table: per agent the median and range of both times and,
-against the ``--baseline`` agent (default: the first peer, if any), the ratio of the medians
-and the median and range of the per-run ratios (each run's time over the baseline's in the
-same run: on a shared, noisy machine, the steadier figure).
+prints a line per agent; the end the load average before and after (the ratios move with
+it) and a table: per agent the median and range of both times and, against the
+``--baseline`` agent (default: the first peer, if any), the ratio of the medians and the
+median and range of the per-run ratios (each run's time over the baseline's in the same
+run: on a shared, noisy machine, the steadier figure).
 
 Each request may take ``REQUEST_TIMEOUT`` (60) seconds. An agent that fails to start or to
 answer, in its warm-up or any run, gets a line saying why, with the last lines of its
@@ -444,6 +445,11 @@ async def codex_breakdown(codex_bin: str, homes: Homes, runs: int) -> None:
         print("  " + summary(f"Codex to initialize answered, {label} ({program})", times))
 
 
+def load_average() -> str:
+    """The machine's 1-minute load average: the ratios move with it."""
+    return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+
+
 @dataclass
 class Options:
     runs: int
@@ -489,7 +495,9 @@ async def main(options: Options) -> None:
                 else "a fresh CODEX_HOME for each start"
             )
             print(f"{options.runs} runs, {home}; Codex for the bridge: {codex_bin}")
+            before = load_average()
             await measure(agents, workspace, options.runs)
+            print(f"load average (1 min) {before} before the starts, {load_average()} after")
 
             measured = [agent for agent in agents if not agent.failed]
             baseline = next((a for a in measured if a.name == options.baseline), None)
