@@ -1,34 +1,67 @@
 """Startup as a one-command client sees it: process start to ``initialize`` answered, and to
 the first ``session/new`` answered (which lists every model, so it waits for Codex's
-``model/list``, asked at the handshake).
+``model/list``, asked at the handshake), for the bridge and, side by side, for other ACP
+agents for Codex (``--peer``).
 
-Each run starts ``codex-acp-bridge serve`` (which starts its own ``codex app-server``) with
-a ``CODEX_HOME`` pointed at the scripted model (``--home``: a fresh one for each run, the
-default, where Codex sets up its state as at a first start; or ``warm``, one for all runs,
-set up by an untimed run first, as a user's ``~/.codex``), sends ``initialize``, then
-``session/new`` once it is answered (as a client must), and times both answers. Medians
-and ranges are printed.
+Each start runs one agent with a ``CODEX_HOME`` pointed at the scripted model (``--home``: a
+fresh one for each start, the default, where Codex sets up its state as at a first start; or
+``warm``, one for all of an agent's starts, set up by its warm-up start, as a user's
+``~/.codex``) and the same workspace for all, sends ``initialize``, then ``session/new`` once
+it is answered (as a client must), and times both answers from the process's start. The
+bridge is ``codex-acp-bridge serve --no-daemon``, which starts its own ``codex app-server``.
 
 ``--bytecode`` says how the bridge's own modules load: ``cached`` (from ``.pyc`` files,
 as a pip or uvx install has them: ``PYTHONDONTWRITEBYTECODE`` is unset for the bridge,
-after an untimed start that writes them), ``compile`` (from source at every start: a
-fresh copy of the package without ``__pycache__``, with ``PYTHONDONTWRITEBYTECODE=1``),
-or ``both`` (the default). Installed packages (trio, click, ...) load from their
-``.pyc`` files either way.
+and its warm-up start writes them), ``compile`` (from source at every start: a fresh copy
+of the package without ``__pycache__``, with ``PYTHONDONTWRITEBYTECODE=1``), or ``both``
+(the default): the agents ``bridge-cached`` and ``bridge-compile``. Installed packages
+(trio, click, ...) load from their ``.pyc`` files either way.
 
-``--breakdown`` also times the parts, each on its own (medians): Python's start
-(``python -c pass``), the imports of the ``serve`` path, and Codex's ``app-server``
-answering ``initialize`` (the binary the bridge runs, and npm's Node launcher when
-that is what was found).
+``--peer NAME=COMMAND`` (repeatable; COMMAND split as a shell would, by ``shlex``) adds
+another ACP agent, driven by the same client with the same requests. Every agent gets the
+same environment, less any API key (all talk to the scripted model only); a peer also gets
+``CODEX_PATH`` naming the Codex binary the bridge runs, with the environment npm's launcher
+would give it (``@agentclientprotocol/codex-acp`` runs that Codex; an agent with Codex built
+in, as ``@zed-industries/codex-acp``, runs its own). Each agent's warm-up line says what it
+is (its ``agentInfo``) and which ``codex app-server`` it ran, if any.
+
+Every agent first starts once untimed (its warm-up); then the runs alternate: run 1 of each
+agent in turn (the bridge in each bytecode mode, then the peers in the order given), then
+run 2 of each, and so on, so that what else the machine does falls on all alike. Each run
+prints a line per agent; the end the load average before and after (the ratios move with
+it) and a table: per agent the median and range of both times and, against the
+``--baseline`` agent (default: the first peer, if any), the ratio of the medians and the
+median and range of the per-run ratios (each run's time over the baseline's in the same
+run: on a shared, noisy machine, the steadier figure).
+
+Each request may take ``REQUEST_TIMEOUT`` (60) seconds. An agent that fails to start or to
+answer, in its warm-up or any run, gets a line saying why, with the last lines of its
+stderr, and is left out of the later runs and of the table. An agent's stderr goes to a
+file of each start's own, not to the terminal. Once answered, an agent is asked to exit
+(its stdin closed) and killed if it has not within ``EXIT_WAIT`` (3) seconds; the next
+start waits for it to be gone.
+
+``--breakdown`` also times the parts, each on its own (medians): for each bytecode mode,
+Python's start (``python -c pass``) and the imports of the ``serve`` path; then Codex's
+``app-server`` answering ``initialize`` (the binary the bridge runs, and npm's Node
+launcher when that is what was found).
 
     .venv/bin/python bench/session_open.py [--runs R] [--bytecode cached|compile|both]
-                                           [--home fresh|warm] [--breakdown] [--source DIR]
+        [--home fresh|warm] [--peer NAME=COMMAND ...] [--baseline NAME] [--breakdown]
+        [--source DIR]
+
+For instance, with both peers installed by npm in ``DIR``: ``--peer
+zed=DIR/node_modules/.bin/codex-acp-linux-x64`` (``@zed-industries/codex-acp``'s native
+binary, not its Node launcher) ``--peer ts='node
+DIR/node_modules/@agentclientprotocol/codex-acp/dist/index.js'``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -36,19 +69,33 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any, NamedTuple
 
 import msgspec
 import trio
 
 import bridge
 from bridge.acp_client import open_agent
+from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
-from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
+from bridge.shell.codex_transport import ENV_CODEX_BIN, close_and_wait, codex_launch, find_codex
 
 #: What ``serve`` imports before it can answer anything (``bridge.cli`` then ``serve``'s own).
 SERVE_IMPORTS = "import bridge.cli; from bridge.serve import ServeOptions, serve_stdio"
+#: Seconds any one request may take before its agent is counted as failed.
+REQUEST_TIMEOUT = 60
+#: Seconds an agent has to exit once its stdin is closed (ACP's goodbye), before it is killed.
+EXIT_WAIT = 3
+#: Lines of a failed agent's stderr shown.
+STDERR_TAIL = 12
+#: Left out of every agent's environment: they all talk to the scripted model only.
+API_KEYS = ("OPENAI_API_KEY", "CODEX_API_KEY")
+#: The peers' name for the Codex binary to run.
+ENV_PEER_CODEX = "CODEX_PATH"
+ANSI_ESCAPE = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
 
 
 class Mode:
@@ -101,31 +148,244 @@ class Homes:
         return self.shared or self._new()
 
 
-async def one_run(
-    mode: Mode, codex_bin: str, home: Path, workspace: Path
-) -> tuple[float, float, int]:
-    env = {**mode.env, "CODEX_HOME": str(home), ENV_CODEX_BIN: codex_bin}
-    argv = [*mode.python_argv, "-m", "bridge", "serve", "--no-daemon", "--log-level", "warning"]
-    start = time.perf_counter()
-    async with open_agent(argv, env=env, stderr=None) as (client, _process):
-        await client.initialize()
-        initialized = time.perf_counter() - start
-        result = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
-        opened = time.perf_counter() - start
-    model_option = next(o for o in result["configOptions"] if o["id"] == "model")
-    return initialized, opened, len(model_option["options"])
+class Sample(NamedTuple):
+    """One timed start: seconds from the process's start to each answer."""
+
+    initialize: float
+    session_new: float
+    models: int | None  # listed in the answer to session/new
 
 
-def summary(name: str, seconds: list[float]) -> str:
-    return (
-        f"{name}: median {statistics.median(seconds) * 1000:.0f} ms "
-        f"(min {min(seconds) * 1000:.0f}, max {max(seconds) * 1000:.0f}) over {len(seconds)} runs"
+@dataclass(eq=False)
+class Agent:
+    """One ACP agent measured: how to start it, where its homes come from, its runs."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    homes: Homes
+    samples: list[Sample] = field(default_factory=list)
+    failed: bool = False
+
+
+class StartFailed(Exception):
+    """An agent did not start or did not answer; the message says why."""
+
+
+def without_api_keys(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in API_KEYS}
+
+
+def models_listed(result: Any) -> int | None:
+    """How many models an answer to ``session/new`` lists: its ``model`` config option's
+    choices, else ACP's ``models`` (unstable) list."""
+    if not isinstance(result, dict):
+        return None
+    for option in result.get("configOptions") or []:
+        if isinstance(option, dict) and option.get("id") == "model":
+            return len(option.get("options") or [])
+    models = result.get("models")
+    if isinstance(models, dict):
+        return len(models.get("availableModels") or [])
+    return None
+
+
+def descendants(root: int) -> Iterator[int]:
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        for children in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                found = [int(child) for child in children.read_text().split()]
+            except OSError:
+                continue
+            yield from found
+            pending += found
+
+
+def app_server_exe(root: int) -> str | None:
+    """The executable of the ``codex app-server`` under ``root``, if one runs."""
+    for pid in descendants(root):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            continue
+        if b"app-server" in argv[1:] and Path(exe).name != "node":
+            return exe
+    return None
+
+
+async def codex_run(root: int) -> str:
+    """Which ``codex app-server`` runs under ``root``: its executable and version."""
+    exe = app_server_exe(root)
+    if exe is None:
+        return "no codex app-server process under it"
+    version = await trio.run_process(
+        [exe, "--version"], capture_stdout=True, stderr=subprocess.DEVNULL, check=False
     )
+    return f"runs {exe} app-server ({version.stdout.decode().strip()})"
+
+
+def agent_info(result: Any) -> str:
+    info = result.get("agentInfo") if isinstance(result, dict) else None
+    if not isinstance(info, dict):
+        return "no agentInfo"
+    return f"{info.get('name')} {info.get('version')}"
+
+
+def why(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(why(e) for e in exc.exceptions)
+    if isinstance(exc, trio.TooSlowError):
+        return f"no answer in {REQUEST_TIMEOUT} s"
+    if isinstance(exc, RpcError):
+        return f"error {exc.code}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def stderr_tail(stderr: IO[bytes]) -> str:
+    stderr.seek(0)
+    text = ANSI_ESCAPE.sub(b"", stderr.read()).decode(errors="replace")
+    lines = [line for line in text.splitlines() if line.strip()][-STDERR_TAIL:]
+    if not lines:
+        return "    (nothing on its stderr)"
+    return "\n".join(f"    | {line}" for line in lines)
+
+
+async def one_start(agent: Agent, workspace: Path, *, inspect: bool = False) -> tuple[Sample, str]:
+    """Start ``agent``, time its answers to ``initialize`` and ``session/new``; with
+    ``inspect``, also say what it is and which Codex it runs. ``StartFailed`` if it
+    does not start or answer."""
+    env = {**agent.env, "CODEX_HOME": str(agent.homes.next())}
+    asking = "start"
+    process: trio.Process | None = None
+    with tempfile.TemporaryFile() as stderr:
+        try:
+            start = time.perf_counter()
+            async with open_agent(agent.argv, env=env, stderr=stderr.fileno()) as (
+                client,
+                process,
+            ):
+                asking = "initialize"
+                with trio.fail_after(REQUEST_TIMEOUT):
+                    info = await client.initialize()
+                initialized = time.perf_counter() - start
+                asking = "session/new"
+                params = {"cwd": str(workspace), "mcpServers": []}
+                with trio.fail_after(REQUEST_TIMEOUT):
+                    result = await client.request("session/new", params)
+                opened = time.perf_counter() - start
+                about = f"{agent_info(info)}, {await codex_run(process.pid)}" if inspect else ""
+                # Some agents do not exit when their stdin closes: the next start waits for
+                # this one to be gone, but not for open_agent's 10 s.
+                await close_and_wait(process, close=1, wait=EXIT_WAIT)
+                if process.poll() is None:
+                    process.kill()
+        except Exception as exc:
+            status = "" if process is None else f", exit status {process.poll()}"
+            raise StartFailed(
+                f"failed at {asking}: {why(exc)}{status}; its stderr:\n{stderr_tail(stderr)}"
+            ) from exc
+    return Sample(initialized, opened, models_listed(result)), about
+
+
+def sample_line(agent: Agent, sample: Sample, width: int) -> str:
+    models = "?" if sample.models is None else str(sample.models)
+    return (
+        f"  {agent.name:<{width}}  initialize {sample.initialize * 1000:5.0f} ms, "
+        f"session/new {sample.session_new * 1000:5.0f} ms ({models} models in the answer)"
+    )
+
+
+async def measure(agents: list[Agent], workspace: Path, runs: int) -> None:
+    """The warm-up start of each agent, then ``runs`` rounds of one start of each."""
+    width = max(len(agent.name) for agent in agents)
+
+    async def start(agent: Agent, *, inspect: bool = False) -> tuple[Sample, str] | None:
+        try:
+            return await one_start(agent, workspace, inspect=inspect)
+        except StartFailed as exc:
+            agent.failed = True
+            print(f"  {agent.name:<{width}}  {exc}\n  ({agent.name} is left out from here on)")
+            return None
+
+    print("warm-up (untimed):")
+    for agent in agents:
+        started = await start(agent, inspect=True)
+        if started is not None:
+            print(f"  {agent.name:<{width}}  {started[1]}")
+    for n in range(runs):
+        if all(agent.failed for agent in agents):
+            break
+        print(f"run {n + 1}:")
+        for agent in agents:
+            if agent.failed:
+                continue
+            started = await start(agent)
+            if started is not None:
+                agent.samples.append(started[0])
+                print(sample_line(agent, started[0], width))
+
+
+def ms_range(seconds: list[float]) -> str:
+    return f"{min(seconds) * 1000:.0f}-{max(seconds) * 1000:.0f}"
+
+
+def ratios(times: list[float], base: list[float]) -> list[str]:
+    """The ratio of the medians; the median and range of the per-run ratios."""
+    per_run = [t / b for t, b in zip(times, base, strict=True)]
+    return [
+        f"{statistics.median(times) / statistics.median(base):.2f}",
+        f"{statistics.median(per_run):.2f}",
+        f"{min(per_run):.2f}-{max(per_run):.2f}",
+    ]
+
+
+def table(agents: list[Agent], baseline: Agent | None) -> list[str]:
+    """The end's table, as lines: times in ms, ratios to ``baseline``."""
+    parts: list[tuple[str, str, Callable[[Sample], float]]] = [
+        ("initialize", "init", lambda s: s.initialize),
+        ("session/new", "new", lambda s: s.session_new),
+    ]
+    header = ["agent"]
+    for label, _, _ in parts:
+        header += [label, "min-max"]
+    if baseline is not None:
+        for _, short, _ in parts:
+            header += [f"{short} / {baseline.name}", "per run", "range"]
+    rows = [header]
+    for agent in agents:
+        row = [agent.name]
+        for _, _, part in parts:
+            times = [part(s) for s in agent.samples]
+            row += [f"{statistics.median(times) * 1000:.0f} ms", ms_range(times)]
+        if baseline is not None:
+            for _, _, part in parts:
+                if agent is baseline:
+                    row += ["1.00", "(baseline)", ""]
+                else:
+                    times = [part(s) for s in agent.samples]
+                    row += ratios(times, [part(s) for s in baseline.samples])
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]
 
 
 async def codex_initialize(program: str, env: Mapping[str, str], home: Path) -> float:
     """Seconds from starting ``program app-server`` to its answer to ``initialize``."""
-    request = {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "bench"}}}
+    request = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"clientInfo": {"name": "bench"}},
+    }
     start = time.perf_counter()
     process = await trio.lowlevel.open_process(
         [program, "app-server"],
@@ -139,13 +399,14 @@ async def codex_initialize(program: str, env: Mapping[str, str], home: Path) -> 
     try:
         await process.stdin.send_all(msgspec.json.encode(request) + b"\n")
         buffer = b""
-        while True:
-            chunk = await process.stdout.receive_some()
-            if not chunk:
-                raise RuntimeError(f"{program} app-server ended before answering initialize")
-            *lines, buffer = (buffer + chunk).split(b"\n")
-            if any(msgspec.json.decode(line).get("id") == 0 for line in lines if line.strip()):
-                return time.perf_counter() - start
+        with trio.fail_after(REQUEST_TIMEOUT):
+            while True:
+                chunk = await process.stdout.receive_some()
+                if not chunk:
+                    raise RuntimeError(f"{program} app-server ended before answering initialize")
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                if any(msgspec.json.decode(line).get("id") == 0 for line in lines if line.strip()):
+                    return time.perf_counter() - start
     finally:
         await process.stdin.aclose()
         with trio.move_on_after(2):
@@ -155,15 +416,26 @@ async def codex_initialize(program: str, env: Mapping[str, str], home: Path) -> 
             await process.wait()
 
 
-async def breakdown(codex_bin: str, mode: Mode, homes: Homes, runs: int) -> None:
+def summary(name: str, seconds: list[float]) -> str:
+    return (
+        f"{name}: median {statistics.median(seconds) * 1000:.0f} ms "
+        f"(min {min(seconds) * 1000:.0f}, max {max(seconds) * 1000:.0f}) over {len(seconds)} runs"
+    )
+
+
+def python_breakdown(mode: Mode, runs: int) -> None:
     def python(code: str) -> list[float]:
         return [mode.python(code) for _ in range(runs)]
 
-    bare = statistics.median(python("pass"))
-    print("  " + summary("python start (python -c pass)", python("pass")))
+    bare = python("pass")
+    print("  " + summary("python start (python -c pass)", bare))
     imports = python(SERVE_IMPORTS)
     print("  " + summary("python start + serve's imports", imports))
-    print(f"    (serve's imports alone: ~{(statistics.median(imports) - bare) * 1000:.0f} ms)")
+    alone = statistics.median(imports) - statistics.median(bare)
+    print(f"    (serve's imports alone: ~{alone * 1000:.0f} ms)")
+
+
+async def codex_breakdown(codex_bin: str, homes: Homes, runs: int) -> None:
     launch = codex_launch(codex_bin, os.environ)
     programs = [("as the bridge runs it", launch.program, launch.env)]
     if launch.program != codex_bin:
@@ -173,40 +445,91 @@ async def breakdown(codex_bin: str, mode: Mode, homes: Homes, runs: int) -> None
         print("  " + summary(f"Codex to initialize answered, {label} ({program})", times))
 
 
-async def main(
-    runs: int, bytecode: str, show_breakdown: bool, source: Path | None, warm: bool
-) -> None:
+def load_average() -> str:
+    """The machine's 1-minute load average: the ratios move with it."""
+    return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+
+
+@dataclass
+class Options:
+    runs: int
+    modes: list[str]
+    warm: bool
+    peers: list[tuple[str, list[str]]]
+    baseline: str | None
+    breakdown: bool
+    source: Path | None
+
+
+async def main(options: Options) -> None:
     codex_bin = find_codex()
-    modes = ["cached", "compile"] if bytecode == "both" else [bytecode]
-    async with trio.open_nursery() as nursery:
-        model: ScriptedModel = await nursery.start(serve_scripted_model)
-        for name in modes:
-            with tempfile.TemporaryDirectory(prefix="bench-open-") as tmp:
-                scratch = Path(tmp)
-                mode = Mode(name, scratch, source)
-                homes = Homes(model, scratch, warm=warm)
-                workspace = scratch / "workspace"
-                workspace.mkdir()
-                print(f"bytecode {name}, {'one warm' if warm else 'a fresh'} CODEX_HOME:")
-                if name == "cached" or warm:  # writes the .pyc files, sets the home up
-                    await one_run(mode, codex_bin, homes.next(), workspace)
-                inits: list[float] = []
-                opens: list[float] = []
-                for n in range(runs):
-                    initialized, opened, models = await one_run(
-                        mode, codex_bin, homes.next(), workspace
-                    )
-                    inits.append(initialized)
-                    opens.append(opened)
-                    print(
-                        f"  run {n + 1}: initialize {initialized * 1000:.0f} ms, "
-                        f"session/new {opened * 1000:.0f} ms ({models} models in the answer)"
-                    )
-                print("  " + summary("initialize answered", inits))
-                print("  " + summary("session/new answered", opens))
-                if show_breakdown:
-                    await breakdown(codex_bin, mode, homes, runs)
-        nursery.cancel_scope.cancel()
+    launch = codex_launch(codex_bin, os.environ)
+    with tempfile.TemporaryDirectory(prefix="bench-open-") as tmp:
+        scratch = Path(tmp)
+        workspace = scratch / "workspace"
+        workspace.mkdir()
+        async with trio.open_nursery() as nursery:
+            model: ScriptedModel = await nursery.start(serve_scripted_model)
+
+            def homes(name: str) -> Homes:
+                own = scratch / name
+                own.mkdir(exist_ok=True)
+                return Homes(model, own, warm=options.warm)
+
+            modes: list[tuple[Mode, Agent]] = []
+            for name in options.modes:
+                agent_name = f"bridge-{name}"
+                mode = Mode(name, scratch / agent_name, options.source)
+                env = {**without_api_keys(mode.env), ENV_CODEX_BIN: codex_bin}
+                argv = [*mode.python_argv, "-m", "bridge", "serve", "--no-daemon"]
+                argv += ["--log-level", "warning"]
+                modes.append((mode, Agent(agent_name, argv, env, homes(agent_name))))
+            agents = [agent for _, agent in modes]
+            peer_env = {**without_api_keys(launch.env), ENV_PEER_CODEX: launch.program}
+            for name, argv in options.peers:
+                agents.append(Agent(name, argv, dict(peer_env), homes(name)))
+
+            home = (
+                "one warm CODEX_HOME for all of an agent's starts"
+                if options.warm
+                else "a fresh CODEX_HOME for each start"
+            )
+            print(f"{options.runs} runs, {home}; Codex for the bridge: {codex_bin}")
+            before = load_average()
+            await measure(agents, workspace, options.runs)
+            print(f"load average (1 min) {before} before the starts, {load_average()} after")
+
+            measured = [agent for agent in agents if not agent.failed]
+            baseline = next((a for a in measured if a.name == options.baseline), None)
+            print(f"medians over {options.runs} runs:")
+            if not measured:
+                print("  (no agent answered)")
+            if options.baseline is not None and baseline is None:
+                print(f"  (no ratios: the baseline, {options.baseline}, failed)")
+            for line in table(measured, baseline) if measured else []:
+                print("  " + line)
+            if baseline is not None:
+                print(
+                    f"  (init, new / {baseline.name}: initialize's and session/new's ratio of "
+                    f"the medians; per run, range: the median and range of the ratios run by "
+                    f"run, each start's time over {baseline.name}'s in the same run)"
+                )
+
+            if options.breakdown:
+                for mode, _agent in modes:
+                    print(f"breakdown, bytecode {mode.name}:")
+                    python_breakdown(mode, options.runs)
+                print("breakdown, Codex alone:")
+                await codex_breakdown(codex_bin, modes[0][1].homes, options.runs)
+            nursery.cancel_scope.cancel()
+
+
+def peer_option(text: str) -> tuple[str, list[str]]:
+    name, equals, command = text.partition("=")
+    argv = shlex.split(command)
+    if not equals or not name.strip() or not argv:
+        raise argparse.ArgumentTypeError(f"expected NAME=COMMAND, got {text!r}")
+    return name.strip(), argv
 
 
 if __name__ == "__main__":
@@ -218,7 +541,20 @@ if __name__ == "__main__":
         "--home",
         choices=["fresh", "warm"],
         default="fresh",
-        help="a fresh CODEX_HOME for every start (the default), or one for all",
+        help="a fresh CODEX_HOME for every start (the default), or one for all of an agent's",
+    )
+    parser.add_argument(
+        "--peer",
+        type=peer_option,
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="another ACP agent measured beside the bridge (repeatable)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="NAME",
+        help="the agent the others' times are divided by (default: the first peer, if any)",
     )
     parser.add_argument(
         "--source",
@@ -227,4 +563,16 @@ if __name__ == "__main__":
         "to compare); default: the installed one",
     )
     args = parser.parse_args()
-    trio.run(main, args.runs, args.bytecode, args.breakdown, args.source, args.home == "warm")
+    modes = ["cached", "compile"] if args.bytecode == "both" else [args.bytecode]
+    names = [f"bridge-{mode}" for mode in modes] + [name for name, _ in args.peer]
+    if len(set(names)) < len(names):
+        parser.error(f"agent names must differ: {', '.join(names)}")
+    baseline = args.baseline or (args.peer[0][0] if args.peer else None)
+    if baseline is not None and baseline not in names:
+        parser.error(f"--baseline {baseline}: no such agent (agents: {', '.join(names)})")
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    options = Options(
+        args.runs, modes, args.home == "warm", args.peer, baseline, args.breakdown, args.source
+    )
+    trio.run(main, options)
