@@ -409,7 +409,7 @@ def _serve_stdio(options: ServeOptions, choice: CodexChoice, tap: Tap | None, pa
         engine = make_engine(options, tap, daemon=choice.daemon, shared=choice.url is not None)
         from .shell.early import begin
 
-        early = begin(engine, codex, tap)
+        early = begin(engine, codex, tap, parent=parent)
         import trio
 
         trio.run(serve, early, options, choice, engine, tap, parent)

@@ -1,25 +1,42 @@
 """``serve``'s first moments before trio (``bridge.shell.early``): Codex's handshake written,
-what the client already sent handed to the engine, whole messages only, and the rest left for
-the shell in order."""
+the client's first requests carried to the engine and Codex and answered, and whatever this was
+not made for left to the shell, whole and in order."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
+import trio
+import trio.testing
 
 from bridge.engine import Engine
 from bridge.shell import early
-from bridge.shell.codex_process import CodexProcess
+from bridge.shell.codex_process import CodexProcess, start_codex
 from bridge.shell.streams import LineStream
 
 INIT = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
-NEW = b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}'
+
+
+def new_session(cwd: str, rid: int = 1) -> bytes:
+    params = {"cwd": cwd, "mcpServers": []}
+    return msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": rid, "method": "session/new", "params": params}
+    )
+
+
+NEW = new_session("/")
+PROMPT = b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{}}'
 
 
 @dataclass
@@ -30,7 +47,7 @@ class Pipes:
     from_bridge: int
     bridge: tuple[int, int]
 
-    def answers(self) -> list[dict[str, object]]:
+    def answers(self) -> list[dict[str, Any]]:
         """What the bridge wrote so far, decoded (nothing written: an empty list)."""
         os.set_blocking(self.from_bridge, False)
         try:
@@ -49,49 +66,49 @@ def pipes() -> Iterator[Pipes]:
         os.close(fd)
 
 
+@dataclass
+class SilentCodex:
+    """A "Codex" that reads nothing and says nothing: what is written to it stays in its
+    pipe, to be read by the test; closing ``says`` is Codex closing its output."""
+
+    process: CodexProcess
+    hears: int
+    says: int
+
+    def heard(self) -> list[dict[str, Any]]:
+        os.set_blocking(self.hears, False)
+        return [msgspec.json.decode(line) for line in os.read(self.hears, 1 << 20).splitlines()]
+
+
 @pytest.fixture
-def codex() -> Iterator[CodexProcess]:
-    """A "Codex" that reads its stdin and says nothing: what is written to it stays there."""
+def silent_codex() -> Iterator[SilentCodex]:
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = os.pipe()
     stderr_r, stderr_w = os.pipe()
     popen = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.DEVNULL)
     process = CodexProcess(popen, stdin_w, stdout_r, stderr_r, ["codex", "app-server"])
-    process.read_end = stdin_r  # type: ignore[attr-defined]
-    yield process
+    yield SilentCodex(process, stdin_r, stdout_w)
     popen.wait()
     for fd in (stdin_r, stdout_w, stderr_w):
-        os.close(fd)
+        with contextlib.suppress(OSError):  # the test may have closed it
+            os.close(fd)
     process.close()
 
 
-def written_to(process: CodexProcess) -> list[dict[str, object]]:
-    fd: int = process.read_end  # type: ignore[attr-defined]
-    os.set_blocking(fd, False)
-    return [msgspec.json.decode(line) for line in os.read(fd, 1 << 20).splitlines()]
-
-
-def test_initialize_is_answered_and_what_needs_codex_waits_with_the_partial_rest_kept(
-    pipes: Pipes, codex: CodexProcess
+def test_attached_initialize_is_answered_and_the_rest_left_whole_for_the_shell(
+    pipes: Pipes,
 ) -> None:
+    # Without a Codex of its own (a daemon's, reached by the shell), one look at what is there.
     os.write(pipes.to_bridge, INIT + b"\n" + NEW + b"\n" + NEW[:20])
-    engine = Engine()
-    started = early.begin(engine, codex, stdio=pipes.bridge)
-    # Codex's handshake went out first, then the client's initialize was answered.
-    assert started.handshake_sent
-    assert [m.get("method") for m in written_to(codex)] == ["initialize"]
+    started = early.begin(Engine(), None, stdio=pipes.bridge)
+    assert not started.handshake_sent
     answers = pipes.answers()
     assert [a["id"] for a in answers] == [0]
-    assert "agentCapabilities" in answers[0]["result"]  # type: ignore[operator]
-    # session/new waits in the engine for Codex, as it would in the shell; the line begun
-    # and not ended is the shell's to finish reading.
-    assert engine.client_waiting
-    assert started.received == NEW[:20]
+    assert "agentCapabilities" in answers[0]["result"]
+    assert started.received == NEW + b"\n" + NEW[:20]
 
 
 async def test_the_shell_reads_the_bytes_left_before_what_arrives_after() -> None:
-    import trio
-
     left, right = trio.testing.memory_stream_pair()
     stream = LineStream(right, right, received=b'{"a": 1}\n{"b"')
     await left.send_all(b": 2}\n")
@@ -101,30 +118,67 @@ async def test_the_shell_reads_the_bytes_left_before_what_arrives_after() -> Non
 
 def test_nothing_sent_yet_is_nothing_to_answer(pipes: Pipes) -> None:
     started = early.begin(Engine(), None, stdio=pipes.bridge)
-    assert not started.handshake_sent
     assert pipes.answers() == []
     assert started.received == b""
 
 
-def test_without_a_codex_of_its_own_no_handshake_is_sent_and_initialize_still_answered(
-    pipes: Pipes,
+def test_a_message_of_another_kind_ends_it_untouched_with_everything_after_it(
+    pipes: Pipes, silent_codex: SilentCodex
 ) -> None:
-    os.write(pipes.to_bridge, INIT + b"\n")
-    started = early.begin(Engine(), None, stdio=pipes.bridge)
-    assert not started.handshake_sent
-    assert [a["id"] for a in pipes.answers()] == [0]
-
-
-def test_what_waits_for_codex_waits_here_too_and_past_the_budget_answers_are_the_shells(
-    pipes: Pipes,
-) -> None:
-    # Before Codex's handshake only initialize is answered (the engine's rule 2): a message
-    # that is not one waits, even one that cannot be read.
-    os.write(pipes.to_bridge, b"not json\n" + INIT + b"\n")
+    sent = INIT + b"\n" + PROMPT + b"\n" + NEW + b"\n"
+    os.write(pipes.to_bridge, sent)
     engine = Engine()
-    started = early.begin(engine, None, stdio=pipes.bridge)
-    assert pipes.answers() == [] and engine.client_waiting
+    began = time.monotonic()
+    started = early.begin(engine, silent_codex.process, stdio=pipes.bridge, seconds=30)
+    assert time.monotonic() - began < 10, "a prompt must end it at once, not at its deadline"
+    assert started.handshake_sent
+    assert [m["method"] for m in silent_codex.heard()] == ["initialize"]
+    assert [a["id"] for a in pipes.answers()] == [0]
+    assert started.received == PROMPT + b"\n" + NEW + b"\n"
+    assert not engine.client_waiting
+
+
+def test_a_request_codex_has_not_answered_by_the_deadline_is_handed_over_waiting(
+    pipes: Pipes, silent_codex: SilentCodex
+) -> None:
+    os.write(pipes.to_bridge, INIT + b"\n" + NEW + b"\n")
+    engine = Engine()
+    started = early.begin(engine, silent_codex.process, stdio=pipes.bridge, seconds=0.3)
+    assert [a["id"] for a in pipes.answers()] == [0]
+    # session/new was the engine's: it waits there for Codex's handshake, as in the shell.
     assert started.received == b""
+    assert engine.client_waiting
+
+
+def test_codex_closing_its_output_ends_it_at_once(pipes: Pipes, silent_codex: SilentCodex) -> None:
+    os.write(pipes.to_bridge, INIT + b"\n" + NEW + b"\n")
+    os.write(silent_codex.says, b'{"id":0,"res')
+    os.close(silent_codex.says)
+    began = time.monotonic()
+    started = early.begin(Engine(), silent_codex.process, stdio=pipes.bridge, seconds=30)
+    assert time.monotonic() - began < 10
+    # What Codex said before it closed is the shell's to read (and to find the end of).
+    assert silent_codex.process.stdout_read == b'{"id":0,"res'
+    assert started.received == b""
+
+
+def test_an_editor_gone_ends_it(pipes: Pipes, silent_codex: SilentCodex) -> None:
+    began = time.monotonic()
+    early.begin(
+        Engine(), silent_codex.process, stdio=pipes.bridge, parent=os.getppid() + 1, seconds=30
+    )
+    assert time.monotonic() - began < 10
+
+
+def test_a_request_whose_id_is_no_id_is_refused_as_in_the_shell_and_the_next_one_served(
+    pipes: Pipes,
+) -> None:
+    no_id = INIT.replace(b'"id":0', b'"id":{}')
+    os.write(pipes.to_bridge, no_id + b"\n" + INIT + b"\n")
+    early.begin(Engine(), None, stdio=pipes.bridge)
+    refused, served = pipes.answers()
+    assert refused["id"] is None and refused["error"]["code"] == -32600
+    assert served["id"] == 0 and "result" in served
 
 
 def test_answers_stop_at_the_budget_and_the_messages_after_it_are_left_whole_in_order(
@@ -143,3 +197,27 @@ def test_answers_stop_at_the_budget_and_the_messages_after_it_are_left_whole_in_
         early.EARLY_BYTES <= written < early.EARLY_BYTES + len(msgspec.json.encode(answers[0])) + 2
     )
     assert started.received.split(b"\n") == [*inits[len(answers) :], b""]
+
+
+@pytest.mark.e2e
+async def test_the_first_session_opens_before_the_shell_runs(
+    pipes: Pipes, codex_bin: str, codex_home: Path, workspace: Path
+) -> None:
+    """Against the real Codex: what an editor sends at once, initialize and session/new, is
+    answered here, and the shell is left the rest of Codex's output."""
+    os.write(pipes.to_bridge, INIT + b"\n" + new_session(str(workspace)) + b"\n")
+    codex = start_codex(codex_bin, env={**os.environ, "CODEX_HOME": str(codex_home)})
+    try:
+        # In a thread: the scripted model serves in this one meanwhile.
+        begin = functools.partial(
+            early.begin, Engine(paged_store=True), codex, stdio=pipes.bridge, seconds=60
+        )
+        with trio.fail_after(90):
+            started = await trio.to_thread.run_sync(begin)
+        answers = {a["id"]: a for a in pipes.answers() if "id" in a and "method" not in a}
+        assert sorted(answers) == [0, 1]
+        assert answers[1]["result"]["sessionId"]
+        assert started.received == b""
+    finally:
+        codex.close()
+        codex.popen.wait(timeout=30)

@@ -552,3 +552,40 @@ async def test_codex_draining_for_a_restart_is_a_lost_connection_and_the_bridge_
     assert len(connections) == 2
     error = answers[2]["error"]
     assert error["code"] == -32603 and "serverShuttingDown" in error["message"]
+
+
+async def test_past_a_handshake_sent_before_the_shell_the_client_waits_for_a_connection() -> None:
+    """serve's early start (bridge.shell.early) greets Codex before the shell runs: the engine
+    is past its handshake and sends a client's request straight to Codex, so the shell reads
+    the client only once the connection it would go on is there (a prompt was dropped)."""
+    harness_engine = Engine()
+    harness_engine.start()  # the handshake went out early...
+    init = harness_engine.receive_codex(b'{"id":0,"result":{"userAgent":"codex/0.171.0"}}')
+    assert init  # ...and was answered (initialized, model/list)
+    client_side, bridge_client_end = trio.testing.memory_stream_pair()
+    codex_side, bridge_codex_end = trio.testing.memory_stream_pair()
+    client = LineStream(client_side, client_side)
+    codex = LineStream(codex_side, codex_side)
+    opening = trio.Event()
+
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[CodexConnection]:
+        await opening.wait()  # the adopted process takes a moment to become a connection
+        yield CodexConnection(
+            LineStream(bridge_codex_end, bridge_codex_end), lambda: _said("fake Codex closed")
+        )
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            functools.partial(run_bridge, handshake_sent=True),
+            LineStream(bridge_client_end, bridge_client_end),
+            connect,
+            harness_engine,
+        )
+        with trio.fail_after(5):
+            await client.send(b'{"jsonrpc":"2.0","id":1,"method":"session/list","params":{}}')
+            await trio.testing.wait_all_tasks_blocked()
+            opening.set()
+            asked = msgspec.json.decode(await codex.receive())
+        assert asked["method"] == "thread/list"
+        nursery.cancel_scope.cancel()

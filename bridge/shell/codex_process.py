@@ -189,6 +189,10 @@ class CodexProcess:
     stderr: int
     #: What was run, for the log.
     argv: list[str]
+    #: Codex's output read before the shell took the pipes, not handled yet (the shell's
+    #: readers start with it).
+    stdout_read: bytes = b""
+    stderr_read: bytes = b""
 
     @property
     def pid(self) -> int:

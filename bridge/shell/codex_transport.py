@@ -130,7 +130,10 @@ async def spawn_codex(
     log.debug("Codex binary: %s", started.argv[0])
     log.debug("Codex app-server runs as pid %d", started.pid)
     process = RunningCodex(started)
-    stream = LineStream(process.stdout, process.stdin, max_message=max_message)
+    stderr_read = started.stderr_read
+    stream = LineStream(
+        process.stdout, process.stdin, max_message=max_message, received=started.stdout_read
+    )
     tail: list[str] = []
     stderr_done = trio.Event()
 
@@ -147,7 +150,7 @@ async def spawn_codex(
 
     async def pump_stderr() -> None:
         assert process.stderr is not None
-        lines = LineStream(process.stderr, None, max_message=1024 * 1024)
+        lines = LineStream(process.stderr, None, max_message=1024 * 1024, received=stderr_read)
         while True:
             try:
                 line = (await lines.receive()).decode(errors="replace")

@@ -209,6 +209,9 @@ async def run_bridge(
     to_codex: Writer | None = None  # the current connection's, while there is one
     fatal: str | None = None
     settled = trio.Event()  # Codex is ready, or lost for good
+    # Past a handshake sent before the shell ran, the engine sends a client's requests
+    # straight to Codex: the client is read once there is a connection to send them on.
+    connected = trio.Event()
 
     def dispatch(effects: Iterable[Effect]) -> None:
         carry_out(effects, engine, tap, to_client.put, to_codex.put if to_codex else None)
@@ -261,6 +264,7 @@ async def run_bridge(
                 async with connect() as connection, trio.open_nursery() as inner:
                     to_codex = Writer(connection.stream, Outbox(ceiling=CODEX_CEILING))
                     inner.start_soon(to_codex.run)
+                    connected.set()
                     if not ever_ready:
                         if not handshake_sent:
                             dispatch(engine.start())
@@ -277,6 +281,7 @@ async def run_bridge(
             except CodexUnavailable as exc:
                 reason = str(exc)
             to_codex = None
+            connected.set()
             ever_ready = ever_ready or ready
             if not ever_ready or backoff is None:
                 # Nothing ever worked (the first start failed), or nobody brings it back.
@@ -305,6 +310,8 @@ async def run_bridge(
             await trio.sleep(delay)
 
     async def read_client() -> None:
+        if handshake_sent:
+            await connected.wait()
         while True:
             try:
                 data = await client.receive()
