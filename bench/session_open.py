@@ -12,10 +12,18 @@ bridge is ``codex-acp-bridge serve --no-daemon``, which starts its own ``codex a
 
 ``--bytecode`` says how the bridge's own modules load: ``cached`` (from ``.pyc`` files,
 as a pip or uvx install has them: ``PYTHONDONTWRITEBYTECODE`` is unset for the bridge,
-and its warm-up start writes them), ``compile`` (from source at every start: a fresh copy
-of the package without ``__pycache__``, with ``PYTHONDONTWRITEBYTECODE=1``), or ``both``
-(the default): the agents ``bridge-cached`` and ``bridge-compile``. Installed packages
-(trio, click, ...) load from their ``.pyc`` files either way.
+and its warm-up start writes them), ``compile`` (``PYTHONDONTWRITEBYTECODE=1`` and a fresh
+copy of the package without ``__pycache__``, as ``uvx`` installs it: its first start, the
+warm-up, compiles it into the bridge's own bytecode cache, ``bridge/launch.py``, under an
+``XDG_CACHE_HOME`` of the run's own, which the timed starts read), or ``both`` (the
+default): the agents ``bridge-cached`` and ``bridge-compile``. Installed packages (trio,
+click, ...) load from their ``.pyc`` files either way. The warm-up line gives that first
+start's times too.
+
+The agent ``app-server`` is the floor: no ACP agent, but a bare client of the ``codex
+app-server`` the bridge runs, timed to its answer to ``initialize`` and (after ``model/list``,
+which the bridge's first session waits for) to its answer to ``thread/start``, in the
+``session/new`` column: what any adapter that runs Codex's app-server waits for at the least.
 
 ``--peer NAME=COMMAND`` (repeatable; COMMAND split as a shell would, by ``shlex``) adds
 another ACP agent, driven by the same client with the same requests. Every agent gets the
@@ -83,8 +91,11 @@ from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, close_and_wait, codex_launch, find_codex
 
-#: What ``serve`` imports before it can answer anything (``bridge.cli`` then ``serve``'s own).
-SERVE_IMPORTS = "import bridge.cli; from bridge.serve import ServeOptions, serve_stdio"
+#: Everything ``serve`` imports on its way (the command, the engine, then trio and the shell).
+SERVE_IMPORTS = (
+    "import bridge.launch; bridge.launch.use_bytecode_cache(); import bridge.cli, bridge.serve, "
+    "bridge.engine, bridge.shell.early, trio, bridge.shell.run_bridge, bridge.shell.stdio"
+)
 #: Seconds any one request may take before its agent is counted as failed.
 REQUEST_TIMEOUT = 60
 #: Seconds an agent has to exit once its stdin is closed (ACP's goodbye), before it is killed.
@@ -108,14 +119,15 @@ class Mode:
         if name == "cached":
             self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         else:
-            # A copy without __pycache__: every start compiles the bridge's modules, and
-            # writes nothing.
+            # A copy without __pycache__, where Python writes none: the bridge caches its
+            # bytecode in a folder of its own (bridge/launch.py), here the run's.
             package = source / "bridge" if source else Path(bridge.__file__).parent
             source = scratch / "source"
             shutil.copytree(
                 package, source / "bridge", ignore=shutil.ignore_patterns("__pycache__")
             )
             self.env["PYTHONDONTWRITEBYTECODE"] = "1"
+            self.env["XDG_CACHE_HOME"] = str(scratch / "cache")
         if source is not None:
             # Found first: -P leaves the working directory off sys.path, PYTHONPATH leads.
             self.env["PYTHONPATH"] = str(source)
@@ -166,6 +178,8 @@ class Agent:
     homes: Homes
     samples: list[Sample] = field(default_factory=list)
     failed: bool = False
+    #: No ACP agent: a bare client of ``argv``'s ``codex app-server`` (the floor).
+    bare: bool = False
 
 
 class StartFailed(Exception):
@@ -258,6 +272,11 @@ async def one_start(agent: Agent, workspace: Path, *, inspect: bool = False) -> 
     ``inspect``, also say what it is and which Codex it runs. ``StartFailed`` if it
     does not start or answer."""
     env = {**agent.env, "CODEX_HOME": str(agent.homes.next())}
+    if agent.bare:
+        try:
+            return await bare_start(agent.argv, env, workspace), "a bare client of it"
+        except Exception as exc:
+            raise StartFailed(f"failed: {why(exc)}") from exc
     asking = "start"
     process: trio.Process | None = None
     with tempfile.TemporaryFile() as stderr:
@@ -314,7 +333,9 @@ async def measure(agents: list[Agent], workspace: Path, runs: int) -> None:
     for agent in agents:
         started = await start(agent, inspect=True)
         if started is not None:
-            print(f"  {agent.name:<{width}}  {started[1]}")
+            sample, what = started
+            print(f"  {agent.name:<{width}}  {what}")
+            print(f"  {'':<{width}}  (this first start: {sample_line(agent, sample, 0).strip()})")
     for n in range(runs):
         if all(agent.failed for agent in agents):
             break
@@ -416,6 +437,55 @@ async def codex_initialize(program: str, env: Mapping[str, str], home: Path) -> 
             await process.wait()
 
 
+async def bare_start(argv: list[str], env: Mapping[str, str], workspace: Path) -> Sample:
+    """What any adapter that runs ``codex app-server`` waits for at the least: from the
+    process's start to its answer to ``initialize``, then (``initialized``, ``model/list``)
+    to its answer to ``thread/start`` in the workspace, each asked as soon as it may be."""
+    start = time.perf_counter()
+    process = await trio.lowlevel.open_process(
+        [*argv, "app-server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=dict(env),
+        start_new_session=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+    buffer = b""
+
+    async def ask(rid: int, method: str, params: Any) -> Any:
+        nonlocal buffer
+        request = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        await stdin.send_all(msgspec.json.encode(request) + b"\n")
+        with trio.fail_after(REQUEST_TIMEOUT):
+            while True:
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    message = msgspec.json.decode(line) if line.strip() else {}
+                    if message.get("id") == rid and "method" not in message:
+                        return message.get("result")
+                chunk = await stdout.receive_some()
+                if not chunk:
+                    raise RuntimeError("codex app-server ended before answering")
+                buffer += chunk
+
+    try:
+        await ask(0, "initialize", {"clientInfo": {"name": "bench", "version": "0"}})
+        initialized = time.perf_counter() - start
+        await stdin.send_all(b'{"jsonrpc":"2.0","method":"initialized"}\n')
+        listed = await ask(1, "model/list", {})
+        await ask(2, "thread/start", {"cwd": str(workspace)})
+        opened = time.perf_counter() - start
+    finally:
+        await close_and_wait(process, close=1, wait=EXIT_WAIT)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+    models = listed.get("data") if isinstance(listed, dict) else None
+    return Sample(initialized, opened, len(models) if isinstance(models, list) else None)
+
+
 def summary(name: str, seconds: list[float]) -> str:
     return (
         f"{name}: median {statistics.median(seconds) * 1000:.0f} ms "
@@ -485,6 +555,10 @@ async def main(options: Options) -> None:
                 argv += ["--log-level", "warning"]
                 modes.append((mode, Agent(agent_name, argv, env, homes(agent_name))))
             agents = [agent for _, agent in modes]
+            # The floor: Codex's app-server alone, as the bridge runs it, by a bare client.
+            floor = Agent("app-server", [launch.program], dict(launch.env), homes("app-server"))
+            floor.bare = True
+            agents.append(floor)
             peer_env = {**without_api_keys(launch.env), ENV_PEER_CODEX: launch.program}
             for name, argv in options.peers:
                 agents.append(Agent(name, argv, dict(peer_env), homes(name)))

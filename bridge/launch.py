@@ -35,11 +35,16 @@ def bytecode_cache(env: dict[str, str] | os._Environ[str] = os.environ) -> str |
     return os.path.join(base, "codex-acp-bridge", "bytecode")
 
 
-def main() -> None:
+def use_bytecode_cache() -> None:
+    """From now on, this process's bytecode goes to :func:`bytecode_cache`, if needed."""
     cache = bytecode_cache()
     if cache is not None:
         sys.pycache_prefix = cache
         sys.dont_write_bytecode = False
+
+
+def main() -> None:
+    use_bytecode_cache()
     from .cli import main as cli_main
 
     cli_main()
