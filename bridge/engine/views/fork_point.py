@@ -8,7 +8,6 @@ fingerprint is the one.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
@@ -42,6 +41,10 @@ def turn_holding(point: ForkPoint, turns: list[Turn]) -> str | None:
                 return turn.id
     if point.fingerprint is None:
         return None
+    # Here, not at the top: hashlib loads OpenSSL (~3 ms), and only a fork by fingerprint
+    # needs it; the engine's start does not.
+    import hashlib
+
     seen = 0
     for turn in turns:
         for item in _items(turn):
