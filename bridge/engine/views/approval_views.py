@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -123,6 +122,10 @@ def amendment_label(prefix: list[str]) -> str:
     the script as simple commands; otherwise the whole wrapped line (``["/bin/bash", "-lc",
     "echo hi > a.txt"]``). That rule matches only the same script again, so it is shown as
     the command it allows, not as a prefix it is not."""
+    # Here and below, not at the top: the engine's start asks no approval, so need not
+    # import shlex.
+    import shlex
+
     line = shlex.join(prefix)
     script = unwrap_shell(line)
     if script != line:
@@ -211,6 +214,8 @@ def permission_kind(
 def _one_simple_command(line: str, *, unwrap: bool) -> bool:
     if "$(" in line or "`" in line:
         return False
+    import shlex
+
     lexer = shlex.shlex(line.strip(), posix=True, punctuation_chars=_OPERATOR_CHARS)
     lexer.whitespace = " \t\r"  # a newline separates commands
     lexer.whitespace_split = True

@@ -16,7 +16,6 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import quote, urlsplit
 
 import msgspec
 
@@ -128,12 +127,18 @@ def _text_block(text: str) -> acp_types.ContentBlock:
 
 
 def _link(uri: str, name: str | None = None) -> acp_types.ResourceLink:
+    # Here and in _path_uri, not at the top: urllib.parse pulls in ipaddress (~2 ms with it),
+    # and only a replayed link needs it, not the engine's start.
+    from urllib.parse import urlsplit
+
     return acp_types.ResourceLink(
         uri=uri, name=name or posixpath.basename(urlsplit(uri).path) or uri
     )
 
 
 def _path_uri(path: str) -> str:
+    from urllib.parse import quote, urlsplit
+
     if urlsplit(path).scheme:  # already a URI (``app://...``, ``plugin://...``)
         return path
     return "file://" + quote(path)

@@ -59,11 +59,9 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 import msgspec
 from msgspec import UNSET
@@ -242,6 +240,9 @@ _POWERSHELLS = frozenset({"pwsh", "powershell", "pwsh.exe", "powershell.exe"})
 def unwrap_shell(command: str) -> str:
     """The script of a ``SHELL -lc 'SCRIPT'`` line (``bash``, ``zsh``, ``sh`` ...,
     ``pwsh -Command``, ``cmd /c``); any other command unchanged."""
+    # Here, not at the top: the engine's start shows no command, so need not import shlex.
+    import shlex
+
     try:
         argv = shlex.split(command)
     except ValueError:
@@ -501,6 +502,9 @@ _IMAGE_TYPES = {
 
 
 def _image_view(item: codex_items.ImageViewItem, cwd: str) -> ToolView:
+    # Here, not at the top: urllib.parse pulls in ipaddress; few turns view an image.
+    from urllib.parse import quote
+
     mime = _IMAGE_TYPES.get(_extension(item.path).lower())
     link = acp_types.ResourceLink(
         uri="file://" + quote(item.path),
