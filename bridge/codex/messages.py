@@ -155,9 +155,13 @@ _DELTA_HEAD_LEN = len(AGENT_MESSAGE_DELTA_HEAD)
 _SHALLOW = 2 * MAX_DEPTH
 
 
-_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
-    method: msgspec.json.Decoder(kind) for method, kind in {**NOTIFICATIONS, **REQUESTS}.items()
-}
+#: The type each method's params decode into (a request's, were a method both).
+_PARAMS: dict[str, type[Any]] = {**NOTIFICATIONS, **REQUESTS}
+#: Their decoders, each built at the first message of its method or by
+#: :func:`prepare_decoders` (``Engine.prepare``, once Codex has been asked for its
+#: handshake), not at import: all of them cost ~3.5 ms, which the engine's start (and its
+#: answer to ``initialize``) would wait for.
+_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
 _UNTYPED = msgspec.json.Decoder(Untyped)
 _ITEM_TAG = msgspec.json.Decoder(_ItemTag)
 _KNOWN_ITEM = msgspec.json.Decoder(types.KnownItem)
@@ -176,16 +180,26 @@ def decode_params(method: str, raw: Raw) -> Any:
     """
     decoder = _DECODERS.get(method)
     if decoder is None:
-        try:
-            return _UNTYPED.decode(raw or b"{}")
-        except DecodeError:
-            return Untyped()
+        kind = _PARAMS.get(method)
+        if kind is None:
+            try:
+                return _UNTYPED.decode(raw or b"{}")
+            except DecodeError:
+                return Untyped()
+        decoder = _DECODERS[method] = msgspec.json.Decoder(kind)
     params = decoder.decode(raw or b"null")
     if type(params) is _ItemEnvelope:
         return ItemNotification(
             params.threadId, params.turnId, decode_item(params.item), params.item
         )
     return params
+
+
+def prepare_decoders() -> None:
+    """Build every method's decoder now rather than at its first message."""
+    for method, kind in _PARAMS.items():
+        if method not in _DECODERS:
+            _DECODERS[method] = msgspec.json.Decoder(kind)
 
 
 def streamed_delta(data: bytes) -> types.AgentMessageDelta | None:
