@@ -32,6 +32,7 @@ import msgspec
 from msgspec import Raw
 
 from ..jsonrpc.peer import MAX_DEPTH
+from ..wire import lazy_decoder
 from . import account, approvals, items, palette, settings, threads, types
 
 log = logging.getLogger(__name__)
@@ -164,9 +165,9 @@ _PARAMS: dict[str, type[Any]] = {**NOTIFICATIONS, **REQUESTS}
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
 _UNTYPED = msgspec.json.Decoder(Untyped)
 _ITEM_TAG = msgspec.json.Decoder(_ItemTag)
-_KNOWN_ITEM = msgspec.json.Decoder(types.KnownItem)
-_TOOL_ITEM = msgspec.json.Decoder(items.ToolItem)
-_COLLAB_ITEM = msgspec.json.Decoder(items.CollabAgentToolCallItem)
+_KNOWN_ITEM = lazy_decoder(types.KnownItem)
+_TOOL_ITEM = lazy_decoder(items.ToolItem)
+_COLLAB_ITEM = lazy_decoder(items.CollabAgentToolCallItem)
 _KNOWN_TYPES = frozenset({"userMessage", "agentMessage", "reasoning"})
 
 DecodeError = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
@@ -237,13 +238,14 @@ def decode_item(raw: Raw) -> ThreadItem:
         return MalformedItem("", "", raw, str(exc))
     try:
         if tag.type in _KNOWN_TYPES:
-            known: types.KnownItem = _KNOWN_ITEM.decode(raw)
+            known: types.KnownItem = _KNOWN_ITEM().decode(raw)
             return known
         if tag.type in items.TOOL_ITEM_TYPES:
-            tool: items.ToolItem = _TOOL_ITEM.decode(raw)
+            tool: items.ToolItem = _TOOL_ITEM().decode(raw)
             return tool
         if tag.type == "collabAgentToolCall":
-            return _COLLAB_ITEM.decode(raw)
+            collab: items.CollabAgentToolCallItem = _COLLAB_ITEM().decode(raw)
+            return collab
     except msgspec.ValidationError as exc:
         log.warning("Codex %s item %s not understood: %s", tag.type, tag.id, exc)
         return MalformedItem(tag.type, tag.id, raw, str(exc))
