@@ -173,7 +173,8 @@ _RUNNING_OPTIONS: dict[str, tuple[str, ...]] = {
     "less": ("+", "-o", "-O", "--log-file", "--LOG-FILE"),
 }
 _OPERATOR_CHARS = "();<>|&\n"
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+# Compiled at first use (the re module caches it), not at import.
+_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*\+?="
 #: The approval policy under which Codex asks before running a command *inside* the sandbox.
 _UNTRUSTED = "untrusted"
 
@@ -229,7 +230,7 @@ def _one_simple_command(line: str, *, unwrap: bool) -> bool:
     program = posixpath.basename(argv[0].replace("\\", "/")).lower().removesuffix(".exe")
     if unwrap and program in ("sh", "bash", "zsh", "dash") and argv[1:2] in (["-c"], ["-lc"]):
         return len(argv) == 3 and _one_simple_command(argv[2], unwrap=False)
-    if program in _RUNNERS or _ASSIGNMENT.match(argv[0]):
+    if program in _RUNNERS or re.match(_ASSIGNMENT, argv[0]):
         return False
     options = _RUNNING_OPTIONS.get(program, ())
     return not any(_names(word, option) for word in argv[1:] for option in options)

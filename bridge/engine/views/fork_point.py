@@ -16,7 +16,8 @@ import msgspec
 from ...acp.air import ForkPoint
 from ...codex.types import Turn
 
-_SEGMENT = re.compile(r":segment:\d+$")
+# Compiled at first use (the re module caches it), not at import.
+_SEGMENT = r":segment:\d+$"
 _MESSAGES = ("userMessage", "agentMessage")
 
 
@@ -34,7 +35,7 @@ def _items(turn: Turn) -> list[dict[str, Any]]:
 
 def turn_holding(point: ForkPoint, turns: list[Turn]) -> str | None:
     """The id of the turn that holds the message, or ``None`` when no message matches."""
-    wanted = _SEGMENT.sub("", point.message_id)
+    wanted = re.sub(_SEGMENT, "", point.message_id)
     for turn in turns:
         for item in _items(turn):
             if item.get("id") in (point.message_id, wanted):

@@ -436,7 +436,8 @@ def _dynamic(item: codex_items.DynamicToolCallItem) -> ToolView:
     )
 
 
-_DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,(.*)", re.DOTALL)
+# Compiled at first use (the re module caches it), not at import.
+_DATA_URL = r"(?s)data:([\w.+-]+/[\w.+-]+);base64,(.*)"
 
 
 def _dynamic_block(entry: dict[str, Any]) -> acp_tools.ToolCallContent:
@@ -445,7 +446,7 @@ def _dynamic_block(entry: dict[str, Any]) -> acp_tools.ToolCallContent:
         return text_content(str(entry.get("text", "")))
     url = entry.get("imageUrl") if kind == "inputImage" else entry.get("audioUrl")
     if isinstance(url, str):
-        data = _DATA_URL.fullmatch(url)
+        data = re.fullmatch(_DATA_URL, url)
         if data is not None and kind == "inputImage":
             return acp_tools.Content(
                 content=acp_types.ImageContent(data=data.group(2), mimeType=data.group(1))
