@@ -415,8 +415,8 @@ class Engine:
         Codex sends (:func:`bridge.codex.messages.prepare_decoders`,
         :func:`bridge.wire.lazy_decoder`: not built at import, so that ``initialize`` is
         answered sooner). msgspec's first for a type costs up to 0.4 ms (a ``session/list``
-        page's, say); all of them, 6 ms. No effects: the shell calls it once Codex has been asked for its handshake, so the
-        work overlaps Codex's start."""
+        page's, say); all of them, about 5 ms. No effects: the shell calls it once Codex has
+        been asked for its handshake, so the work overlaps Codex's start."""
         prepare_decoders(declared(modules_of(acp), "Params"))
         prepare_decoders(declared(modules_of(codex), "Result"))
         codex_messages.prepare_decoders()
