@@ -179,7 +179,8 @@ def failure_record(
 
 # -- fork at a message ---------------------------------------------------------------
 
-_FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
+# Compiled at first use (the re module caches it), not at import.
+_FINGERPRINT = r"sha256:[0-9a-f]{64}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +210,7 @@ def fork_point(request_meta: Any) -> ForkPoint | None:
     if not isinstance(message_id, str) or not message_id:
         raise RpcError.invalid_params("session/fork: fork.messageId must be a non-empty string")
     if fingerprint is not None and (
-        not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint)
+        not isinstance(fingerprint, str) or not re.fullmatch(_FINGERPRINT, fingerprint)
     ):
         raise RpcError.invalid_params(
             'session/fork: fork.messageFingerprint must be "sha256:" and 64 hex digits'
@@ -253,7 +254,7 @@ class AsyncTaskStopResult(_Base, omit_defaults=False):
 
 
 # -- agent file-change report --------------------------------------------------------
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_REQUEST_ID = r"[A-Za-z0-9._:-]{1,128}"  # compiled at first use, as _FINGERPRINT
 
 
 class PromptMeta(_Base):
@@ -276,7 +277,7 @@ def report_request(request_meta: Any) -> str | None:
     request_id = asked["requestId"]
     if asked["version"] != VERSION or type(asked["version"]) is not int:
         return None
-    if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
+    if not isinstance(request_id, str) or not re.fullmatch(_REQUEST_ID, request_id):
         return None
     return request_id
 

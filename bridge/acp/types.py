@@ -21,6 +21,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from ..wire import WireStruct as _Base
+from ..wire import lazy_decoder
 
 PROTOCOL_VERSION = 1
 
@@ -99,7 +100,7 @@ class UnknownContent(msgspec.Struct):
 
 
 _content_decoder = msgspec.json.Decoder(list[Raw])
-_block_decoder = msgspec.json.Decoder(ContentBlock)
+_block_decoder = lazy_decoder(ContentBlock)
 _KNOWN_BLOCKS = {"text", "image", "audio", "resource_link", "resource"}
 
 
@@ -115,7 +116,7 @@ def decode_content_block(raw: Raw | bytes) -> ContentBlock | UnknownContent:
     tag = _tag_decoder.decode(raw).type
     if tag not in _KNOWN_BLOCKS:
         return UnknownContent(tag, msgspec.json.decode(raw))
-    block: ContentBlock = _block_decoder.decode(raw)
+    block: ContentBlock = _block_decoder().decode(raw)
     if isinstance(block, EmbeddedResource):
         block.contents()  # validate now, so errors name the prompt, not later code
     return block

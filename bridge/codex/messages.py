@@ -32,6 +32,7 @@ import msgspec
 from msgspec import Raw
 
 from ..jsonrpc.peer import MAX_DEPTH
+from ..wire import lazy_decoder
 from . import account, approvals, items, palette, settings, threads, types
 
 log = logging.getLogger(__name__)
@@ -155,14 +156,18 @@ _DELTA_HEAD_LEN = len(AGENT_MESSAGE_DELTA_HEAD)
 _SHALLOW = 2 * MAX_DEPTH
 
 
-_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
-    method: msgspec.json.Decoder(kind) for method, kind in {**NOTIFICATIONS, **REQUESTS}.items()
-}
+#: The type each method's params decode into (a request's, were a method both).
+_PARAMS: dict[str, type[Any]] = {**NOTIFICATIONS, **REQUESTS}
+#: Their decoders, each built at the first message of its method or by
+#: :func:`prepare_decoders` (``Engine.prepare``, once Codex has been asked for its
+#: handshake), not at import: all of them cost ~3.5 ms, which the engine's start (and its
+#: answer to ``initialize``) would wait for.
+_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
 _UNTYPED = msgspec.json.Decoder(Untyped)
 _ITEM_TAG = msgspec.json.Decoder(_ItemTag)
-_KNOWN_ITEM = msgspec.json.Decoder(types.KnownItem)
-_TOOL_ITEM = msgspec.json.Decoder(items.ToolItem)
-_COLLAB_ITEM = msgspec.json.Decoder(items.CollabAgentToolCallItem)
+_KNOWN_ITEM = lazy_decoder(types.KnownItem)
+_TOOL_ITEM = lazy_decoder(items.ToolItem)
+_COLLAB_ITEM = lazy_decoder(items.CollabAgentToolCallItem)
 _KNOWN_TYPES = frozenset({"userMessage", "agentMessage", "reasoning"})
 
 DecodeError = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
@@ -176,16 +181,26 @@ def decode_params(method: str, raw: Raw) -> Any:
     """
     decoder = _DECODERS.get(method)
     if decoder is None:
-        try:
-            return _UNTYPED.decode(raw or b"{}")
-        except DecodeError:
-            return Untyped()
+        kind = _PARAMS.get(method)
+        if kind is None:
+            try:
+                return _UNTYPED.decode(raw or b"{}")
+            except DecodeError:
+                return Untyped()
+        decoder = _DECODERS[method] = msgspec.json.Decoder(kind)
     params = decoder.decode(raw or b"null")
     if type(params) is _ItemEnvelope:
         return ItemNotification(
             params.threadId, params.turnId, decode_item(params.item), params.item
         )
     return params
+
+
+def prepare_decoders() -> None:
+    """Build every method's decoder now rather than at its first message."""
+    for method, kind in _PARAMS.items():
+        if method not in _DECODERS:
+            _DECODERS[method] = msgspec.json.Decoder(kind)
 
 
 def streamed_delta(data: bytes) -> types.AgentMessageDelta | None:
@@ -223,13 +238,14 @@ def decode_item(raw: Raw) -> ThreadItem:
         return MalformedItem("", "", raw, str(exc))
     try:
         if tag.type in _KNOWN_TYPES:
-            known: types.KnownItem = _KNOWN_ITEM.decode(raw)
+            known: types.KnownItem = _KNOWN_ITEM().decode(raw)
             return known
         if tag.type in items.TOOL_ITEM_TYPES:
-            tool: items.ToolItem = _TOOL_ITEM.decode(raw)
+            tool: items.ToolItem = _TOOL_ITEM().decode(raw)
             return tool
         if tag.type == "collabAgentToolCall":
-            return _COLLAB_ITEM.decode(raw)
+            collab: items.CollabAgentToolCallItem = _COLLAB_ITEM().decode(raw)
+            return collab
     except msgspec.ValidationError as exc:
         log.warning("Codex %s item %s not understood: %s", tag.type, tag.id, exc)
         return MalformedItem(tag.type, tag.id, raw, str(exc))

@@ -15,6 +15,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from ..wire import WireStruct as _Base
+from ..wire import lazy_decoder
 
 _Entry = TypeVar("_Entry")
 
@@ -304,8 +305,8 @@ class UnknownDisplay(msgspec.Struct):
 
 AnswerDisplay: TypeAlias = ShowDisplay | HideDisplay | BlockDisplay | LegacyDisplay | UnknownDisplay
 
-_DISPLAY = msgspec.json.Decoder(ShowDisplay | HideDisplay | BlockDisplay)
-_LEGACY_DISPLAY = msgspec.json.Decoder(LegacyDisplay)
+_DISPLAY = lazy_decoder(ShowDisplay | HideDisplay | BlockDisplay)
+_LEGACY_DISPLAY = lazy_decoder(LegacyDisplay)
 
 
 class _DisplayTag(msgspec.Struct):
@@ -323,7 +324,7 @@ def decode_display(raw: Raw) -> AnswerDisplay:
     except (msgspec.ValidationError, msgspec.DecodeError):
         return UnknownDisplay("", raw)
     decoder: msgspec.json.Decoder[Any] = (
-        _DISPLAY if tag.mode is not None or tag.action is None else _LEGACY_DISPLAY
+        _DISPLAY() if tag.mode is not None or tag.action is None else _LEGACY_DISPLAY()
     )
     try:
         display: AnswerDisplay = decoder.decode(raw)

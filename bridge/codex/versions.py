@@ -17,12 +17,13 @@ TESTED_MAX = (0, 171, 0)
 #: The pinned Codex (``tools/node/package.json``), the one the fixtures come from.
 PINNED = "0.171.0"
 
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# Compiled at first use (the re module caches it), not at import.
+_VERSION = r"(\d+)\.(\d+)\.(\d+)"
 
 
 def parse(text: str) -> tuple[int, int, int] | None:
     """The first ``X.Y.Z`` in ``text`` (``codex-cli 0.169.0``, a ``userAgent``), if any."""
-    match = _VERSION.search(text)
+    match = re.search(_VERSION, text)
     if match is None:
         return None
     major, minor, patch = (int(part) for part in match.groups())

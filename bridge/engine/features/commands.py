@@ -122,7 +122,8 @@ class QuickCommand:
     argument: str
 
 
-_COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?:\s+(.*))?\Z", re.DOTALL)
+# Compiled at first use (the re module caches it), not at import.
+_COMMAND = r"(?s)/([A-Za-z][\w-]*)(?:\s+(.*))?\Z"
 
 
 def command_request(
@@ -136,7 +137,7 @@ def command_request(
     if record.settings is None or not inputs:
         return None
     first = inputs[0]
-    match = _COMMAND.match(first.text) if isinstance(first, codex_types.TextInput) else None
+    match = re.match(_COMMAND, first.text) if isinstance(first, codex_types.TextInput) else None
     if match is None or (match.group(1) not in _NAMES and match.group(1) not in record.skills):
         return None  # an ordinary prompt, even if it starts with a slash
     name = match.group(1)

@@ -41,7 +41,8 @@ UNCERTAINTY = (
     "shell commands, version control, generators or child processes can be missing."
 )
 
-_DIFF_HEADER = re.compile(r"^diff --git a/(.+) b/(.+)$", re.MULTILINE)
+# Compiled at first use (the re module caches it), not at import.
+_DIFF_HEADER = r"(?m)^diff --git a/(.+) b/(.+)$"
 
 
 def _ancestors(path: str) -> list[str]:
@@ -54,7 +55,7 @@ def _ancestors(path: str) -> list[str]:
 
 def changed_paths(diff: str, cwd: str, is_directory: Callable[[str], bool]) -> list[str]:
     """The absolute paths in ``cwd`` that Codex's turn diff changed, in its order."""
-    relative = [new for _old, new in _DIFF_HEADER.findall(diff) if not new.startswith('"')]
+    relative = [new for _old, new in re.findall(_DIFF_HEADER, diff) if not new.startswith('"')]
     cwd = posixpath.normpath(cwd)
     root = next((a for a in _ancestors(cwd) if is_directory(posixpath.join(a, ".git"))), None)
     if root is None:

@@ -66,7 +66,7 @@ class Retries:
         # Codex cannot reach its model and retries, for as long as it takes when the
         # network is down: the client hears of it, and the prompt is bounded (never silent).
         turn.retries += 1
-        if not _BUDGETED_RETRY.search(note.error.message):
+        if not re.search(_BUDGETED_RETRY, note.error.message):
             turn.waits += 1
         if turn.failure is not None:
             return
@@ -176,7 +176,8 @@ class Retries:
 
 #: Codex's retries within its budget say how far they are ("Reconnecting... 2/5"); past
 #: it, Codex waits for the network without end ("Reconnecting... waiting for network").
-_BUDGETED_RETRY = re.compile(r"\b\d+/\d+\b")
+#: (Compiled at first use, by the re module's cache, not at import.)
+_BUDGETED_RETRY = r"\b\d+/\d+\b"
 #: Retries past the budget a prompt waits for before it fails: Codex 0.169 sends them
 #: some 5 to 10 seconds apart, so a prompt that cannot reach its model fails within
 #: about 20 seconds of Codex giving up its own budget.

@@ -25,7 +25,6 @@ import msgspec
 from msgspec import Raw
 
 from ...acp import subagents as acp_subagents
-from ...acp import v2
 from ...codex import threads as codex_threads
 from ...jsonrpc import RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
@@ -52,6 +51,10 @@ class SessionAdmin:
     def status(self, rid: RequestId, session_id: str) -> None:
         """Open here (with the work state the client was last told), or stored, or
         another connection's (open, for a shared Codex), or not found."""
+        # Here and in each method below, not at the top: only a v2 client asks these, and
+        # its initialize imported v2 already; a v1 client's start never pays for it.
+        from ...acp import v2
+
         hub = self.hub
         record = hub.threads.session(session_id)
         if record is not None:
@@ -83,6 +86,8 @@ class SessionAdmin:
         )
 
     def set_title(self, rid: RequestId, session_id: str, title: str) -> None:
+        from ...acp import v2
+
         hub = self.hub
         hub.codex_request(
             "thread/name/set",
@@ -103,6 +108,8 @@ class SessionAdmin:
 
     def _thread_request(self, rid: RequestId, codex_method: str, session_id: str) -> None:
         """Answered ``{}`` once Codex has done ``codex_method`` to the thread."""
+        from ...acp import v2
+
         hub = self.hub
         hub.codex_request(
             codex_method,
@@ -113,6 +120,8 @@ class SessionAdmin:
         )
 
     def logout(self, rid: RequestId) -> None:
+        from ...acp import v2
+
         hub = self.hub
         hub.codex_request(
             "account/logout",
@@ -126,6 +135,8 @@ class SessionAdmin:
         """Stop one running command. The answer says the cancel was accepted; the call's
         final status (``cancelled``, or ``completed`` / ``failed`` if it finished first)
         confirms it."""
+        from ...acp import v2
+
         hub = self.hub
         record = hub.threads.session(session_id)
         if record is None or call_id not in record.cancellable:

@@ -55,8 +55,9 @@ from .commands import COMMANDS, offered, skill_command
 
 log = logging.getLogger(__name__)
 
-#: A skill name usable as a slash command.
-_COMMAND_NAME = re.compile(r"[A-Za-z][\w-]*")
+#: A skill name usable as a slash command (compiled at first use, by the re module's
+#: cache, not at import).
+_COMMAND_NAME = r"[A-Za-z][\w-]*"
 
 
 class SettingsSelectors:
@@ -128,7 +129,7 @@ class SettingsSelectors:
                 if skill.enabled
                 and skill.path
                 and skill.name not in builtin
-                and _COMMAND_NAME.fullmatch(skill.name)
+                and re.fullmatch(_COMMAND_NAME, skill.name)
             }
             if record.skills:
                 skills = [

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -123,6 +122,10 @@ def amendment_label(prefix: list[str]) -> str:
     the script as simple commands; otherwise the whole wrapped line (``["/bin/bash", "-lc",
     "echo hi > a.txt"]``). That rule matches only the same script again, so it is shown as
     the command it allows, not as a prefix it is not."""
+    # Here and below, not at the top: the engine's start asks no approval, so need not
+    # import shlex.
+    import shlex
+
     line = shlex.join(prefix)
     script = unwrap_shell(line)
     if script != line:
@@ -170,7 +173,8 @@ _RUNNING_OPTIONS: dict[str, tuple[str, ...]] = {
     "less": ("+", "-o", "-O", "--log-file", "--LOG-FILE"),
 }
 _OPERATOR_CHARS = "();<>|&\n"
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+# Compiled at first use (the re module caches it), not at import.
+_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*\+?="
 #: The approval policy under which Codex asks before running a command *inside* the sandbox.
 _UNTRUSTED = "untrusted"
 
@@ -211,6 +215,8 @@ def permission_kind(
 def _one_simple_command(line: str, *, unwrap: bool) -> bool:
     if "$(" in line or "`" in line:
         return False
+    import shlex
+
     lexer = shlex.shlex(line.strip(), posix=True, punctuation_chars=_OPERATOR_CHARS)
     lexer.whitespace = " \t\r"  # a newline separates commands
     lexer.whitespace_split = True
@@ -224,7 +230,7 @@ def _one_simple_command(line: str, *, unwrap: bool) -> bool:
     program = posixpath.basename(argv[0].replace("\\", "/")).lower().removesuffix(".exe")
     if unwrap and program in ("sh", "bash", "zsh", "dash") and argv[1:2] in (["-c"], ["-lc"]):
         return len(argv) == 3 and _one_simple_command(argv[2], unwrap=False)
-    if program in _RUNNERS or _ASSIGNMENT.match(argv[0]):
+    if program in _RUNNERS or re.match(_ASSIGNMENT, argv[0]):
         return False
     options = _RUNNING_OPTIONS.get(program, ())
     return not any(_names(word, option) for word in argv[1:] for option in options)

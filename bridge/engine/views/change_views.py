@@ -10,7 +10,6 @@ from msgspec import UNSET
 from ...acp import air
 from ...acp import tools as acp_tools
 from ...codex import items as codex_items
-from . import diffs, git_patch
 from .content import fenced, text_content
 
 log = logging.getLogger(__name__)
@@ -20,6 +19,10 @@ def change_content(
     change: codex_items.FileUpdateChange, text: str | None
 ) -> list[acp_tools.ToolCallContent]:
     """The ``diff`` items for one changed file; ``text`` is the file as the client read it."""
+    # Here and below, not at the top: the engine's start shows no changed file, so need not
+    # import the diff parser and the patch writer (1 ms with the Hunk dataclass and regexes).
+    from . import diffs
+
     kind = change.kind.type
     if kind == "add":
         return [acp_tools.Diff(path=change.path, oldText=None, newText=change.diff)]
@@ -57,6 +60,8 @@ def change_content(
 def patch_content(change: codex_items.FileUpdateChange) -> list[acp_tools.ToolCallContent] | None:
     """AIR's ``diffPatch``: one ``diff`` per file carrying its Git patch (``oldText: null``
     and ``newText: ""`` hold the places of the text), or ``None`` when no patch fits."""
+    from . import git_patch
+
     text = git_patch.git_patch(change)
     if text is None:
         return None
@@ -83,6 +88,8 @@ def with_kind(
 
 
 def change_locations(change: codex_items.FileUpdateChange) -> list[acp_tools.ToolCallLocation]:
+    from . import diffs
+
     if change.kind.type == "update":
         try:
             hunks = diffs.parse_hunks(change.diff)

@@ -8,7 +8,6 @@ fingerprint is the one.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
@@ -17,7 +16,8 @@ import msgspec
 from ...acp.air import ForkPoint
 from ...codex.types import Turn
 
-_SEGMENT = re.compile(r":segment:\d+$")
+# Compiled at first use (the re module caches it), not at import.
+_SEGMENT = r":segment:\d+$"
 _MESSAGES = ("userMessage", "agentMessage")
 
 
@@ -35,13 +35,17 @@ def _items(turn: Turn) -> list[dict[str, Any]]:
 
 def turn_holding(point: ForkPoint, turns: list[Turn]) -> str | None:
     """The id of the turn that holds the message, or ``None`` when no message matches."""
-    wanted = _SEGMENT.sub("", point.message_id)
+    wanted = re.sub(_SEGMENT, "", point.message_id)
     for turn in turns:
         for item in _items(turn):
             if item.get("id") in (point.message_id, wanted):
                 return turn.id
     if point.fingerprint is None:
         return None
+    # Here, not at the top: hashlib loads OpenSSL (~3 ms), and only a fork by fingerprint
+    # needs it; the engine's start does not.
+    import hashlib
+
     seen = 0
     for turn in turns:
         for item in _items(turn):

@@ -16,7 +16,6 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import quote, urlsplit
 
 import msgspec
 
@@ -29,9 +28,10 @@ log = logging.getLogger(__name__)
 
 # The text forms ``prompt_input.py`` gives links and embedded files, read back so the
 # replay shows the user what they attached, not the bridge's rendering of it.
-_LINK = re.compile(r"\[@(?P<name>[^\]\n]+)\]\((?P<uri>[^)\s]+)\)")
-_CONTEXT = re.compile(r'<context ref="(?P<uri>[^"\n]+)">\n(?P<text>.*)\n</context>', re.DOTALL)
-_DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)", re.DOTALL)
+# Compiled at first use (the re module caches them), not at import.
+_LINK = r"\[@(?P<name>[^\]\n]+)\]\((?P<uri>[^)\s]+)\)"
+_CONTEXT = r'(?s)<context ref="(?P<uri>[^"\n]+)">\n(?P<text>.*)\n</context>'
+_DATA_URL = r"(?s)data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)"
 
 
 ItemReplay = Callable[[ThreadItem], list[msgspec.Struct] | None]
@@ -103,7 +103,7 @@ def user_content(entry: dict[str, Any]) -> acp_types.ContentBlock | None:
         url = entry.get("url")
         if not isinstance(url, str):  # an uploaded file id: nothing to show
             return None
-        data_url = _DATA_URL.fullmatch(url)
+        data_url = re.fullmatch(_DATA_URL, url)
         if data_url:
             return acp_types.ImageContent(data=data_url["data"], mimeType=data_url["mime"])
         return _link(url)
@@ -118,22 +118,28 @@ def user_content(entry: dict[str, Any]) -> acp_types.ContentBlock | None:
 
 
 def _text_block(text: str) -> acp_types.ContentBlock:
-    link = _LINK.fullmatch(text)
+    link = re.fullmatch(_LINK, text)
     if link:
         return acp_types.ResourceLink(uri=link["uri"], name=link["name"])
-    context = _CONTEXT.fullmatch(text)
+    context = re.fullmatch(_CONTEXT, text)
     if context:
         return acp_types.EmbeddedResource(resource={"uri": context["uri"], "text": context["text"]})
     return acp_types.TextContent(text=text)
 
 
 def _link(uri: str, name: str | None = None) -> acp_types.ResourceLink:
+    # Here and in _path_uri, not at the top: urllib.parse pulls in ipaddress (~2 ms with it),
+    # and only a replayed link needs it, not the engine's start.
+    from urllib.parse import urlsplit
+
     return acp_types.ResourceLink(
         uri=uri, name=name or posixpath.basename(urlsplit(uri).path) or uri
     )
 
 
 def _path_uri(path: str) -> str:
+    from urllib.parse import quote, urlsplit
+
     if urlsplit(path).scheme:  # already a URI (``app://...``, ``plugin://...``)
         return path
     return "file://" + quote(path)

@@ -49,7 +49,8 @@ def thread_policies(config: dict[str, Any]) -> tuple[Any, Any]:
     return approval, sandbox
 
 
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+# Compiled at first use (the re module caches it), not at import.
+_UNSAFE_NAME = r"[^A-Za-z0-9_-]+"
 
 
 def mcp_servers_config(servers: Sequence[dict[str, Any]] | None, method: str) -> dict[str, Any]:
@@ -87,7 +88,7 @@ def mcp_servers_config(servers: Sequence[dict[str, Any]] | None, method: str) ->
                     kind,
                 )
                 continue
-        name = _UNSAFE_NAME.sub("_", server.name).strip("_") or "mcp"
+        name = re.sub(_UNSAFE_NAME, "_", server.name).strip("_") or "mcp"
         key, n = name, 1
         while f"mcp_servers.{key}" in config:
             n += 1

@@ -59,11 +59,9 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 import msgspec
 from msgspec import UNSET
@@ -242,6 +240,9 @@ _POWERSHELLS = frozenset({"pwsh", "powershell", "pwsh.exe", "powershell.exe"})
 def unwrap_shell(command: str) -> str:
     """The script of a ``SHELL -lc 'SCRIPT'`` line (``bash``, ``zsh``, ``sh`` ...,
     ``pwsh -Command``, ``cmd /c``); any other command unchanged."""
+    # Here, not at the top: the engine's start shows no command, so need not import shlex.
+    import shlex
+
     try:
         argv = shlex.split(command)
     except ValueError:
@@ -435,7 +436,8 @@ def _dynamic(item: codex_items.DynamicToolCallItem) -> ToolView:
     )
 
 
-_DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,(.*)", re.DOTALL)
+# Compiled at first use (the re module caches it), not at import.
+_DATA_URL = r"(?s)data:([\w.+-]+/[\w.+-]+);base64,(.*)"
 
 
 def _dynamic_block(entry: dict[str, Any]) -> acp_tools.ToolCallContent:
@@ -444,7 +446,7 @@ def _dynamic_block(entry: dict[str, Any]) -> acp_tools.ToolCallContent:
         return text_content(str(entry.get("text", "")))
     url = entry.get("imageUrl") if kind == "inputImage" else entry.get("audioUrl")
     if isinstance(url, str):
-        data = _DATA_URL.fullmatch(url)
+        data = re.fullmatch(_DATA_URL, url)
         if data is not None and kind == "inputImage":
             return acp_tools.Content(
                 content=acp_types.ImageContent(data=data.group(2), mimeType=data.group(1))
@@ -501,6 +503,9 @@ _IMAGE_TYPES = {
 
 
 def _image_view(item: codex_items.ImageViewItem, cwd: str) -> ToolView:
+    # Here, not at the top: urllib.parse pulls in ipaddress; few turns view an image.
+    from urllib.parse import quote
+
     mime = _IMAGE_TYPES.get(_extension(item.path).lower())
     link = acp_types.ResourceLink(
         uri="file://" + quote(item.path),
