@@ -321,6 +321,7 @@ async def serve(
     # collector's sight, a full collection no longer walks all of it (15 ms here), which
     # otherwise fell at random on a client's request.
     gc.freeze()
+    gc.enable()
     async with trio.open_nursery() as nursery:
         watched = os.getppid() if parent is None else parent
         nursery.start_soon(_watch_parent, watched, nursery.cancel_scope)
@@ -396,6 +397,9 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
 def _serve_stdio(options: ServeOptions, choice: CodexChoice, tap: Tap | None, parent: int) -> int:
     # Codex first, when it is one of its own: it starts while the engine is imported. One
     # that cannot start is tried again by the shell, which says why.
+    # No collection while the modules load (some 35 of them, a few ms, each walking what is
+    # loaded so far): serve freezes what exists once the shell runs, then collects again.
+    gc.disable()
     codex = None
     if not options.attached(choice):
         try:
