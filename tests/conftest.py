@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from bridge.codex.versions import PINNED
 from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, PINNED_CODEX
+from tests.support.codex_home import CodexHomeTemplate, lsb_release_stub, make_codex_home_template
 from tests.support.daemon import StartDaemon, running_daemon
 from tests.support.e2e import (
     SCENARIO_SECONDS,
@@ -152,10 +153,47 @@ def workspace(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def lsb_release_on_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every process of the session finds :func:`tests.support.codex_home.lsb_release_stub`'s
+    ``lsb_release`` first on ``PATH``: the same answer, for a tenth of the CPU, to what each
+    Codex start asks twice."""
+    stub = lsb_release_stub(tmp_path_factory.mktemp("lsb-release"))
+    with pytest.MonkeyPatch.context() as patch:
+        if stub is not None:
+            patch.setenv("PATH", os.pathsep.join([str(stub), os.environ.get("PATH", "")]))
+        yield
+
+
+@pytest.fixture(scope="session")
+def codex_home_templates(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str], CodexHomeTemplate]:
+    """``codex_home_templates(codex_bin)``: the home that binary has started on once, made the
+    first time a test of this worker asks (see :mod:`tests.support.codex_home`)."""
+    made: dict[str, CodexHomeTemplate] = {}
+
+    def template(codex_bin: str) -> CodexHomeTemplate:
+        if codex_bin not in made:
+            directory = tmp_path_factory.mktemp("codex-home-template")
+            made[codex_bin] = make_codex_home_template(codex_bin, directory)
+        return made[codex_bin]
+
+    return template
+
+
 @pytest.fixture
-def codex_home(tmp_path: Path, scripted_model: ScriptedModel) -> Path:
+def codex_home(
+    tmp_path: Path,
+    scripted_model: ScriptedModel,
+    codex_bin: str,
+    codex_home_templates: Callable[[str], CodexHomeTemplate],
+) -> Path:
+    """The test's own ``CODEX_HOME``: what ``codex_bin`` made of a home it started on once
+    (its databases and system skills, no thread), and a ``config.toml`` pointing it at the
+    test's scripted model."""
     home = tmp_path / "codex-home"
-    home.mkdir()
+    codex_home_templates(codex_bin).seed(home)
     write_codex_home(home, scripted_model.base_url)
     return home
 

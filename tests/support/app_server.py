@@ -13,6 +13,7 @@ from pathlib import Path
 import trio
 
 from bridge.daemon.daemon import app_server_ready, free_port
+from bridge.shell.codex_transport import codex_launch
 
 
 @asynccontextmanager
@@ -27,11 +28,14 @@ async def app_server(
         port = free_port()
     env = {**os.environ, "CODEX_HOME": str(codex_home)}
     env.pop("OPENAI_API_KEY", None)
+    # The native binary npm's launcher would run, as the bridge runs it: not a Node first
+    # (~70 ms of CPU to start, and before Node 22.15 the launcher stays, Codex its child).
+    launch = codex_launch(codex_bin, env)
     with (tmp_path / "app-server.log").open("ab") as log:
-        argv = [codex_bin, "app-server", "--listen", f"ws://127.0.0.1:{port}"]
+        argv = [launch.program, "app-server", "--listen", f"ws://127.0.0.1:{port}"]
         argv += ["--ws-auth", "capability-token", "--ws-token-file", str(token)]
         process = await trio.lowlevel.open_process(
-            argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            argv, env=launch.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
         )
         try:
             with trio.fail_after(30):
@@ -45,9 +49,10 @@ async def app_server(
 
 
 def crash(process: trio.Process) -> None:
-    """Kill the app-server this test started, at once. Codex's Node launcher runs Codex as its
-    child (a SIGTERM would let Codex finish its turns first), so Codex itself (the launcher's
-    child running ``app-server``) is killed by pid, then the launcher. Only those two: a shell
+    """Kill the app-server this test started, at once. Where it runs under Codex's Node
+    launcher (a binary :func:`codex_launch` does not recognise), Codex is the launcher's
+    child (a SIGTERM would let Codex finish its turns first), so Codex itself (the child
+    running ``app-server``) is killed by pid, then the launcher. Only those two: a shell
     Codex runs (its login-shell snapshot, a command) is left to finish, since killing one
     midway can leave a lock behind (pyenv's rehash lock did, blocking every login shell)."""
     codex: list[int] = []
