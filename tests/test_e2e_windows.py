@@ -193,11 +193,13 @@ async def test_a_prompt_from_one_window_waits_for_the_others_turn_then_runs(
                 assert await client.prompt(session, text) == {"stopReason": "end_turn"}
                 ended.append(name)
 
-            at = len(b.updates)
+            # Each window's own count: the two saw different updates before (a the turn it
+            # prompted, b its load's replay), so one index would cut one list elsewhere.
+            at = {a: len(a.updates), b: len(b.updates)}
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(prompt, "a", a, "@@ words 30 delay_ms=30")
                 await _until(
-                    b, lambda: "word2" in text_of(_since(b, at, session), "agent_message_chunk")
+                    b, lambda: "word2" in text_of(_since(b, at[b], session), "agent_message_chunk")
                 )
                 nursery.start_soon(prompt, "b", b, "@@ say after")
             assert ended == ["a", "b"]
@@ -207,10 +209,10 @@ async def test_a_prompt_from_one_window_waits_for_the_others_turn_then_runs(
                 await _until(
                     client,
                     lambda c=client: text_of(
-                        _since(c, at, session), "agent_message_chunk"
+                        _since(c, at[c], session), "agent_message_chunk"
                     ).endswith("after"),
                 )
-                text = text_of(_since(client, at, session), "agent_message_chunk")
+                text = text_of(_since(client, at[client], session), "agent_message_chunk")
                 assert text.startswith("word1 word2") and text.endswith("word30after"), text
 
 
