@@ -101,6 +101,61 @@ _codex_options = _stacked(
     _config_option,
 )
 
+
+def _machine_options(command: Any) -> Any:
+    """``--machine``, ``--machine-token-file`` and ``--ssh-command`` (serve, daemon, doctor)."""
+    for option in reversed(
+        (
+            click.option(
+                "--machine",
+                "machines",
+                multiple=True,
+                metavar="NAME=URL",
+                help="A machine sessions may run on: ssh://[USER@]HOST[:PORT][/PATH] (its "
+                "codex started over your ssh; ?codex=PATH names the remote codex) or "
+                "ws://HOST:PORT for an exec-server that runs already. Adds to the machines "
+                "file ($XDG_CONFIG_HOME/codex-acp-bridge/machines.toml).",
+            ),
+            click.option(
+                "--machine-token-file",
+                "machine_token_files",
+                multiple=True,
+                metavar="NAME=FILE",
+                help="The capability token of a ws:// machine's exec-server.",
+            ),
+            click.option(
+                "--ssh-command",
+                metavar="COMMAND",
+                help="How to run ssh, as git's GIT_SSH_COMMAND (default: "
+                "$CODEX_ACP_BRIDGE_SSH_COMMAND, else ssh).",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def gather_machines(
+    machines: tuple[str, ...], token_files: tuple[str, ...], ssh_command: str | None
+) -> tuple[list[Any], list[str]]:
+    """The machines named (file and flags) and the ssh command, or a usage error."""
+    if not machines and not token_files and not ssh_command:
+        # The common start: no machine flag. The file is read only when it exists.
+        from . import machines as machine_specs
+
+        if not machine_specs.machines_file().exists():
+            return [], []
+    from . import machines as machine_specs
+
+    try:
+        return (
+            machine_specs.gather(machines, token_files),
+            machine_specs.ssh_command(ssh_command),
+        )
+    except machine_specs.MachineError as exc:
+        raise click.BadParameter(str(exc), param_hint="--machine") from None
+
+
 _device_auth_option = click.option(
     "--device-auth/--browser",
     default=None,
@@ -146,6 +201,7 @@ def _serve_stdio(
     runtime_dir: str | None = None,
     use_daemon: bool = True,
     record_to: str | None = None,
+    machines: tuple[list[Any], list[str]] = ([], []),
 ) -> NoReturn:
     """``serve`` (and ``record``, which serves too) on stdio; exits with its status."""
     from .serve import ServeOptions, serve_stdio
@@ -159,6 +215,8 @@ def _serve_stdio(
         parsed_overrides=parse_config_overrides(config_overrides),
         runtime_dir=runtime_dir,
         use_daemon=use_daemon,
+        machines=tuple(machines[0]),
+        ssh_command=machines[1],
     )
     sys.exit(serve_stdio(options, record_to=record_to))
 
@@ -173,6 +231,7 @@ def _serve_stdio(
     help="Sign in to Codex in this terminal instead of serving (ACP's terminal sign-in).",
 )
 @_device_auth_option
+@_machine_options
 @_logging_options
 def serve(
     codex_bin: str | None,
@@ -183,6 +242,9 @@ def serve(
     no_daemon: bool,
     login: bool,
     device_auth: bool | None,
+    machines: tuple[str, ...],
+    machine_token_files: tuple[str, ...],
+    ssh_command: str | None,
     log_level: str,
     log_file: str | None,
 ) -> None:
@@ -205,6 +267,7 @@ def serve(
         config_overrides,
         runtime_dir=runtime_dir,
         use_daemon=not no_daemon,
+        machines=gather_machines(machines, machine_token_files, ssh_command),
     )
 
 

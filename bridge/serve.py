@@ -32,6 +32,7 @@ from .shell.codex_process import (
     codex_daemon_pid,
     codex_daemon_socket,
     codex_daemon_version,
+    codex_launch,
     codex_version_of,
     find_codex,
     start_codex,
@@ -67,6 +68,9 @@ class ServeOptions:
     #: attach to a daemon running there.
     runtime_dir: str | None = None
     use_daemon: bool = True
+    #: The machines sessions may act on (``bridge.machines``), and how ssh is run.
+    machines: tuple[Any, ...] = ()
+    ssh_command: list[str] = field(default_factory=list)
 
     def daemon_dir(self) -> Path | None:
         """The runtime directory of the daemon to attach to, if one runs and should be used."""
@@ -263,6 +267,7 @@ def make_engine(
     *,
     daemon: Path | None = None,
     shared: bool = False,
+    machines: Any = (),
 ) -> Engine:
     from .acp.auth import API_KEY_VARIABLES
     from .engine import Engine
@@ -290,7 +295,29 @@ def make_engine(
         detachable=shared,
         paged_store=True,
         codex_shared=attached,
+        machines=machines,
     )
+
+
+def make_links(options: ServeOptions, choice: CodexChoice) -> Any:
+    """The links to the machines the user named (``MachineLinks``), ``None`` without any.
+    Through the bridge's daemon, the daemon runs them: its Codex has them registered."""
+    if not options.machines:
+        return None
+    if choice.daemon is not None:
+        log.warning(
+            "machines are the daemon's: %s ignored here (give them to `daemon`, or use "
+            "the machines file both read)",
+            ", ".join(m.name for m in options.machines),
+        )
+        return None
+    from .shell.machine_link import MachineLinks
+
+    try:
+        program: str | None = codex_launch(find_codex(options.codex_bin), os.environ).program
+    except CodexUnavailable:
+        program = None
+    return MachineLinks(options.machines, ssh=options.ssh_command or ["ssh"], codex_program=program)
 
 
 async def serve(
@@ -300,6 +327,7 @@ async def serve(
     engine: Engine,
     tap: Tap | None = None,
     parent: int | None = None,
+    links: Any = None,
 ) -> None:
     """The shell, from where :mod:`bridge.shell.early` left off: the client's stream, the
     Codex started (adopted at the first connection, started anew at a restart). ``parent``:
@@ -332,6 +360,7 @@ async def serve(
             restart=options.restart,
             tap=tap,
             handshake_sent=early.handshake_sent,
+            machines=links,
         )
         nursery.cancel_scope.cancel()
 
@@ -368,6 +397,11 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
         report(choice.says)
     else:
         log.info("%s", choice.says)
+    try:
+        links = make_links(options, choice)
+    except ValueError as exc:  # a token file that cannot be read
+        report_fatal(str(exc))
+        return 2
     with ExitStack() as stack:
         recorder = None
         if record_to is not None:
@@ -383,6 +417,11 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
                 "codexShared": options.attached(choice),
                 # Lists and histories read in pages (recordings from before say nothing).
                 "pagedStore": True,
+                "machines": [
+                    {"name": o.name, "path": o.path, "description": o.description}
+                    | ({"url": o.registration.url} if o.registration else {})
+                    for o in (links.offers() if links is not None else [])
+                ],
             }
             recorder = Recorder(
                 out,
@@ -391,10 +430,12 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
                 engine_config={k: v for k, v in engine_config.items() if v},
             )
             stack.callback(recorder.close)
-        return _serve_stdio(options, choice, recorder, parent)
+        return _serve_stdio(options, choice, recorder, parent, links)
 
 
-def _serve_stdio(options: ServeOptions, choice: CodexChoice, tap: Tap | None, parent: int) -> int:
+def _serve_stdio(
+    options: ServeOptions, choice: CodexChoice, tap: Tap | None, parent: int, links: Any = None
+) -> int:
     # Codex first, when it is one of its own: it starts while the engine is imported. One
     # that cannot start is tried again by the shell, which says why.
     # No collection while the modules load (some 35 of them, a few ms, each walking what is
@@ -410,13 +451,19 @@ def _serve_stdio(options: ServeOptions, choice: CodexChoice, tap: Tap | None, pa
             codex = None
     status = 0
     try:
-        engine = make_engine(options, tap, daemon=choice.daemon, shared=choice.url is not None)
+        engine = make_engine(
+            options,
+            tap,
+            daemon=choice.daemon,
+            shared=choice.url is not None,
+            machines=links.offers() if links is not None else (),
+        )
         from .shell.early import begin
 
         early = begin(engine, codex, tap, parent=parent)
         import trio
 
-        trio.run(serve, early, options, choice, engine, tap, parent)
+        trio.run(serve, early, options, choice, engine, tap, parent, links)
     except* CodexUnavailable as group:
         report_fatal(str(_first_leaf(group)))
         status = 2

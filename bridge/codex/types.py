@@ -99,6 +99,33 @@ class TurnStartParams(_Base):
     sandboxPolicy: Any = UNSET
     model: str | UnsetType = UNSET
     effort: str | UnsetType = UNSET
+    #: Where the turn (and the ones after it) acts: ``[{environmentId, cwd}]``
+    #: (experimental; ``local`` is the app-server's own machine).
+    environments: list[TurnEnvironment] | UnsetType = UNSET
+
+
+class TurnEnvironment(_Base):
+    """One environment a turn acts in (``TurnEnvironmentParams``; a thread answers with
+    the same, ``ThreadEnvironment``)."""
+
+    environmentId: str
+    cwd: str = ""
+
+
+class EnvironmentAddParams(_Base):
+    """``environment/add`` (experimental): a remote exec-server Codex may act through.
+    The bearer token goes only to a loopback URL (Codex refuses it elsewhere without TLS)."""
+
+    environmentId: str
+    execServerUrl: str
+    authBearerToken: str | UnsetType = UNSET
+
+
+class EnvironmentConnection(_Base):
+    """``thread/environment/connected`` and ``.../disconnected``."""
+
+    threadId: str
+    environmentId: str
 
 
 class TurnSteerParams(_Base):
@@ -185,6 +212,8 @@ class Thread(_Base):
     reasoningEffort: str | None = None
     #: Kept in memory only, never stored (Codex's TUI titles a new thread in one).
     ephemeral: bool = False
+    #: Where the thread acts (experimental; absent before 0.171): its sticky environments.
+    environments: list[TurnEnvironment] | None = None
 
 
 class ThreadStartResult(_Base):

@@ -1,6 +1,17 @@
 """The pure core: no I/O, no trio, no clock. See :mod:`bridge.engine.engine`."""
 
-from .core.effects import Effect, ReadClock, ToClient, ToCodex
+from .core.effects import Effect, MachineWanted, ReadClock, ToClient, ToCodex
+from .core.machines import MachineOffer, Registration
 from .engine import AGENT_NAME, Engine
 
-__all__ = ["AGENT_NAME", "Effect", "Engine", "ReadClock", "ToClient", "ToCodex"]
+__all__ = [
+    "AGENT_NAME",
+    "Effect",
+    "Engine",
+    "MachineOffer",
+    "MachineWanted",
+    "ReadClock",
+    "Registration",
+    "ToClient",
+    "ToCodex",
+]

@@ -58,7 +58,7 @@ cancels a prompt and a settled prompt finishes a close (prompts, lifecycle).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from msgspec import Raw
@@ -83,6 +83,7 @@ from .core.connection import MAX_WAITING, Connection, HandshakeFace
 from .core.effects import Effect
 from .core.guard import Guard
 from .core.hub import AGENT_NAME, Hub, RequestHandler, decode_params, prepare_decoders
+from .core.machines import MachineOffer
 from .core.threads import Held, ThreadRecord, Threads
 from .faces.v1 import V1Face
 from .features.approvals import Approvals
@@ -90,6 +91,7 @@ from .features.auth import Authentication
 from .features.extensions import Extensions
 from .features.file_reports import FileReports
 from .features.lifecycle import Lifecycle
+from .features.machines import Machines
 from .features.palette import Palette
 from .features.prompts import TURN_TRAFFIC, Prompts
 from .features.recovery import Recovery
@@ -135,6 +137,7 @@ class Engine:
         detachable: bool = False,
         paged_store: bool = False,
         codex_shared: bool = False,
+        machines: Sequence[MachineOffer] = (),
     ) -> None:
         hub = self.hub = Hub(
             thread_config=thread_config,
@@ -162,6 +165,7 @@ class Engine:
         self.tools = Tools(hub)
         self.streaming = Streaming(hub)
         self.settings = settings = SettingsSelectors(hub)
+        self.machines = Machines(hub, machines)
         self.auth = Authentication(hub)
         self.terminals = Terminals(hub)
         self.turn_ends = TurnEnds(hub)
@@ -177,6 +181,7 @@ class Engine:
             hub,
             settings=settings,
             palette=self.palette,
+            machines=self.machines,
             open_root=self._open_root,
             opened=self._session_opened,
             thread_starting=self._thread_starting,
@@ -213,6 +218,7 @@ class Engine:
             handle=self._handle_client_guarded,
             catalog=settings,
             recovery=self.recovery,
+            machines=self.machines,
             offers=(self.lifecycle, self.auth),
             extensions=ext,
             v1_face=V1Face(hub, self._client_requests),
@@ -481,6 +487,12 @@ class Engine:
 
         self._guarded(lost, b"")
         return hub.take()
+
+    def machine_changed(self, name: str, state: str, reason: str = "") -> list[Effect]:
+        """The shell's word on machine ``name``'s link (``connecting``, ``connected``,
+        ``down`` with ``reason``): prompts that waited for it go, or fail naming it."""
+        self._guarded(lambda _: self.machines.changed(name, state, reason), b"")
+        return self.hub.take()
 
     def codex_restarted(self) -> list[Effect]:
         """A new connection to Codex is open (restarted or reconnected): begin its

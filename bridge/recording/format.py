@@ -77,6 +77,9 @@ class EventRecord(msgspec.Struct, kw_only=True, omit_defaults=True, tag="event",
     retrying: bool = False
     #: ``clock_read``: the wall clock the shell read, in whole Unix seconds.
     seconds: int = 0
+    #: ``machine_changed``: which machine's link, and its state (``reason`` says why).
+    machine: str = ""
+    state: str = ""
 
 
 class EndRecord(msgspec.Struct, kw_only=True, tag="end", tag_field="kind"):

@@ -69,10 +69,23 @@ class Recorder:
         self._write(encode_record(record))
 
     def event(
-        self, name: str, reason: str = "", *, retrying: bool = False, seconds: int = 0
+        self,
+        name: str,
+        reason: str = "",
+        *,
+        retrying: bool = False,
+        seconds: int = 0,
+        machine: str = "",
+        state: str = "",
     ) -> None:
         record = EventRecord(
-            t=self._t(), event=name, reason=reason, retrying=retrying, seconds=seconds
+            t=self._t(),
+            event=name,
+            reason=reason,
+            retrying=retrying,
+            seconds=seconds,
+            machine=machine,
+            state=state,
         )
         self._write(encode_record(record))
 

@@ -23,10 +23,18 @@ import msgspec
 
 from ..codex.messages import RETIRED_REQUESTS
 from ..codex.methods import SERVER_NOTIFICATIONS, SERVER_REQUESTS
-from ..engine import Effect, Engine, ReadClock, ToClient
+from ..engine import (
+    Effect,
+    Engine,
+    MachineOffer,
+    MachineWanted,
+    ReadClock,
+    Registration,
+    ToClient,
+)
 from .checker import TranscriptChecker, Violation
 from .format import EventRecord, MessageRecord, Recording, RecordingError
-from .redact import Redactor
+from .redact import REDACTED, Redactor
 
 
 @dataclass
@@ -101,6 +109,8 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
                         raise RecordingError(
                             recording.path, line, f"transcript line {exc.line}: {exc.why}"
                         ) from None
+            elif isinstance(effect, MachineWanted):
+                pass  # the shell reached it; the recording holds what it said next
             else:
                 sent = msgspec.json.decode(effect.data)
                 sent_codex.append((effect.data, redactor.value(sent)))
@@ -124,6 +134,11 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
                         recording.path, entry.line, "a clock read the engine did not ask for"
                     )
                 apply(engine.clock_read(clock_reads.popleft(), record.seconds), entry.line)
+            elif record.event == "machine_changed":
+                apply(
+                    engine.machine_changed(record.machine, record.state, record.reason),
+                    entry.line,
+                )
             elif record.event == "missing_directory":
                 pass  # answered when the engine asks (see above)
             else:
@@ -164,6 +179,17 @@ def engine_options(recording: Recording) -> dict[str, Any]:
         "detachable": bool(options.get("detachable")),
         "paged_store": bool(options.get("pagedStore")),
         "codex_shared": bool(options.get("codexShared")),
+        "machines": [
+            MachineOffer(
+                name=m["name"],
+                path=m.get("path", ""),
+                description=m.get("description", ""),
+                # The token is redacted in the recording, as in what it holds of the
+                # engine's environment/add: the replay sends the same.
+                registration=Registration(m["url"], REDACTED) if m.get("url") else None,
+            )
+            for m in options.get("machines", [])
+        ],
     }
 
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from ..engine import Effect, Engine, ReadClock, ToClient, ToCodex
+from ..engine import Effect, Engine, MachineWanted, ReadClock, ToClient, ToCodex
 
 log = logging.getLogger(__name__)
 
@@ -21,10 +21,18 @@ class Tap(Protocol):
         """``direction``: ``from_client``, ``to_client``, ``from_codex`` or ``to_codex``."""
 
     def event(
-        self, name: str, reason: str = "", *, retrying: bool = False, seconds: int = 0
+        self,
+        name: str,
+        reason: str = "",
+        *,
+        retrying: bool = False,
+        seconds: int = 0,
+        machine: str = "",
+        state: str = "",
     ) -> None:
         """Something the shell observed and told the engine (``codex_lost``, ...;
-        ``clock_read`` with the ``seconds`` it read)."""
+        ``clock_read`` with the ``seconds`` it read; ``machine_changed`` with the
+        ``machine`` and its ``state``)."""
 
 
 def carry_out(
@@ -33,10 +41,11 @@ def carry_out(
     tap: Tap | None,
     to_client: Callable[[ToClient], None],
     to_codex: Callable[[ToCodex], None] | None,
+    want_machine: Callable[[str], None] | None = None,
 ) -> None:
     """Send each message to its side (``to_codex`` ``None``: no Codex connection now, so
-    what is meant for it is dropped) and answer each clock reading, in order; ``tap``
-    sees each as it goes."""
+    what is meant for it is dropped), answer each clock reading and hand each machine a
+    prompt wants to ``want_machine`` (the links), in order; ``tap`` sees each as it goes."""
     for effect in effects:
         if isinstance(effect, ToClient):
             if tap:
@@ -54,5 +63,25 @@ def carry_out(
             if tap:
                 tap.event("clock_read", seconds=seconds)
             carry_out(
-                engine.clock_read(effect.request_id, seconds), engine, tap, to_client, to_codex
+                engine.clock_read(effect.request_id, seconds),
+                engine,
+                tap,
+                to_client,
+                to_codex,
+                want_machine,
+            )
+        elif isinstance(effect, MachineWanted):
+            if want_machine is not None:
+                want_machine(effect.name)
+                continue
+            reason = "this bridge runs no link to it"
+            if tap:
+                tap.event("machine_changed", reason, machine=effect.name, state="down")
+            carry_out(
+                engine.machine_changed(effect.name, "down", reason),
+                engine,
+                tap,
+                to_client,
+                to_codex,
+                want_machine,
             )

@@ -38,6 +38,7 @@ from ..engine.core.outbox import CLIENT_CEILING, CODEX_CEILING, Outbox
 from ..jsonrpc import ErrorCode
 from .codex_transport import CodexConnection, CodexUnavailable
 from .effects import Tap, carry_out
+from .machine_link import MachineLinks
 from .restart import Backoff, Restart
 from .streams import MessageStream, MessageTooLarge
 
@@ -191,6 +192,7 @@ async def run_bridge(
     tap: Tap | None = None,
     client_ceiling: int = CLIENT_CEILING,
     handshake_sent: bool = False,
+    machines: MachineLinks | None = None,
 ) -> None:
     """Serve one ACP client against Codex until the client leaves.
 
@@ -203,7 +205,8 @@ async def run_bridge(
     ``client_ceiling``: bytes waiting for the client above which Codex is no longer
     read, when it can wait (see :attr:`CodexConnection.waits`). ``handshake_sent``: the
     engine's handshake is already written to the first connection's Codex (started and
-    greeted before trio ran: :mod:`bridge.shell.early`).
+    greeted before trio ran: :mod:`bridge.shell.early`). ``machines``: the links to the
+    machines the engine offers, run here; each change of theirs is told to the engine.
     """
     to_client = Writer(client, Outbox(ceiling=client_ceiling))
     to_codex: Writer | None = None  # the current connection's, while there is one
@@ -214,7 +217,22 @@ async def run_bridge(
     connected = trio.Event()
 
     def dispatch(effects: Iterable[Effect]) -> None:
-        carry_out(effects, engine, tap, to_client.put, to_codex.put if to_codex else None)
+        carry_out(
+            effects,
+            engine,
+            tap,
+            to_client.put,
+            to_codex.put if to_codex else None,
+            machines.want if machines is not None else None,
+        )
+
+    def machine_changed(name: str, state: str, reason: str) -> None:
+        if tap:
+            tap.event("machine_changed", reason, machine=name, state=state)
+        dispatch(engine.machine_changed(name, state, reason))
+
+    if machines is not None:
+        machines.on_change = machine_changed
 
     async def read_codex(connection: CodexConnection) -> str:
         """Feed Codex's messages to the engine until the connection ends; why it ended."""
@@ -331,6 +349,8 @@ async def run_bridge(
                 await to_codex.wait_below_ceiling()
 
     async with trio.open_nursery() as nursery:
+        if machines is not None:
+            await nursery.start(machines.run)
         nursery.start_soon(to_client.run)
         nursery.start_soon(to_client.watch)
         nursery.start_soon(codex_side)

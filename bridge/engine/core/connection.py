@@ -95,6 +95,13 @@ class Catalog(Protocol):
     def ask_catalog(self) -> None: ...
 
 
+class Registrar(Protocol):
+    """Registers the machines the bridge reaches with a Codex that has just started
+    (:mod:`bridge.engine.features.machines`)."""
+
+    def register(self) -> None: ...
+
+
 class Recovery(Protocol):
     """Resumes every session on a Codex that was brought back."""
 
@@ -151,6 +158,8 @@ class Connection:
     handle: Callable[[bytes], None]
     catalog: Catalog
     recovery: Recovery
+    #: The machines registered before any session is resumed or started.
+    machines: Registrar
     #: What fills ``initialize``'s answer: the session lifecycle, then authentication.
     offers: tuple[Offers, Offers]
     extensions: Extensions
@@ -292,6 +301,7 @@ class Connection:
         self.codex = CodexState.READY
         self.hub.codex_ready = True
         self.hub.codex_notification("initialized")
+        self.machines.register()
         # While the client does its own handshake: the first session's answer lists the models.
         self.catalog.ask_catalog()
         if restarted:

@@ -1,4 +1,5 @@
-"""What the engine asks the shell to do: send these bytes to that side, or read the clock."""
+"""What the engine asks the shell to do: send these bytes to that side, read the clock, or
+reach a machine."""
 
 from __future__ import annotations
 
@@ -36,4 +37,12 @@ class ReadClock(msgspec.Struct, frozen=True):
     request_id: RequestId
 
 
-Effect = ToClient | ToCodex | ReadClock
+class MachineWanted(msgspec.Struct, frozen=True):
+    """A prompt needs the machine ``name`` (``bridge.engine.core.machines``): the shell
+    reaches it, if it has not, and tells the engine how that went with
+    ``Engine.machine_changed``."""
+
+    name: str
+
+
+Effect = ToClient | ToCodex | ReadClock | MachineWanted

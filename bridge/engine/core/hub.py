@@ -28,8 +28,9 @@ from msgspec import Raw
 from ...acp import types as acp_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from .effects import Effect, ReadClock, ToClient, ToCodex
+from .effects import Effect, MachineWanted, ReadClock, ToClient, ToCodex
 from .facts import Fact, PromptEnded
+from .machines import Machine
 from .outbox import update_effect
 from .threads import Threads
 
@@ -237,6 +238,9 @@ class Hub:
         #: Clock reads the features asked for (:meth:`ask_clock`), by their key.
         self._clock_waiters: dict[RequestId, Callable[[int], None]] = {}
         self._clock_asked = 0
+        #: The machines a session may act on, by name (the machines feature's; empty:
+        #: none named, and no ``machine`` option is offered).
+        self.machines: dict[str, Machine] = {}
         self._out: list[Effect] = []
 
     def declares(self, capability: str) -> bool:
@@ -308,6 +312,10 @@ class Hub:
         key = f"bridge-clock-{self._clock_asked}"
         self._clock_waiters[key] = then
         self._out.append(ReadClock(key))
+
+    def effect(self, wanted: MachineWanted) -> None:
+        """Ask the shell to reach a machine (the machines feature's one request of it)."""
+        self._out.append(wanted)
 
     def clock_read(self, key: RequestId, unix_seconds: int) -> bool:
         """The clock read for :meth:`ask_clock`'s ``key``, handed on (``False``: not one)."""

@@ -198,6 +198,10 @@ class Settings:
     picked_mode: str | None = None
     picked_model: str | None = None
     picked_effort: str | None = None
+    #: The machine the thread acts on, as Codex last reported it, and the user's pick
+    #: (which goes with every turn: ``turn/start``'s environments stick in the thread).
+    machine: str = "local"
+    picked_machine: str | None = None
     #: What the client was last told, to send an update only when something changed.
     shown_mode: str = ""
     shown_options: bytes = b""

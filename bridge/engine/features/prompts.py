@@ -52,6 +52,7 @@ from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core import facts
 from ..core.hub import Hub, check_directory, decode_params, from_codex
+from ..core.machines import LOCAL
 from ..core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn, TurnStarter
 from .commands import QuickCommand, command_request
 from .prompt_input import prompt_to_input
@@ -77,6 +78,18 @@ class TurnSettings(Protocol):
     def input_modalities(self, record: ThreadRecord) -> list[str] | None:
         """The input the session's model takes (``None``: not known)."""
 
+    def machine(self, record: ThreadRecord) -> str:
+        """The machine the session's next turn acts on (``local``: this one)."""
+
+
+class MachineGate(Protocol):
+    """Waits for a machine to take a turn (:mod:`bridge.engine.features.machines`)."""
+
+    def when_ready(
+        self, name: str, ready: Callable[[], None], failed: Callable[[str], None]
+    ) -> None:
+        """``ready()`` once machine ``name`` can take a turn, else ``failed(reason)``."""
+
 
 class QuickCommands(Protocol):
     """Runs the slash commands answered without a turn (:mod:`bridge.engine.features.palette`)."""
@@ -99,6 +112,7 @@ class Prompts:
     _: KW_ONLY
     settings: TurnSettings
     palette: QuickCommands
+    machines: MachineGate
     #: Makes the record of a root session the client opened.
     open_root: Callable[[str, str], ThreadRecord]
     opened: Opened
@@ -213,13 +227,46 @@ class Prompts:
 
         if command is not None:
             method, request = command
-        else:
-            method = "turn/start"
+            hub.codex_request(method, request, codex_commands.CommandStartResult, accepted, refused)
+            return
+        machine = self.settings.machine(record)
+
+        def send() -> None:
+            if record.turn is not turn:
+                return
+            if turn.cancel_requested:
+                # Cancelled while its machine was being reached: it never started.
+                unreached(None)
+                return
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
             self.settings.turn_starting(record, request)
             if rid is not None:
                 self._await_item(record, rid)
-        hub.codex_request(method, request, codex_commands.CommandStartResult, accepted, refused)
+            hub.codex_request(
+                "turn/start", request, codex_commands.CommandStartResult, accepted, refused
+            )
+
+        def unreached(reason: str | None) -> None:
+            if record.turn is not turn:
+                return
+            record.turn = None
+            if rid is not None and reason is None:
+                self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
+            elif rid is not None and reason is not None:
+                self._end(
+                    record,
+                    rid,
+                    RpcError(ErrorCode.INTERNAL_ERROR, reason, {"machine": machine}),
+                )
+            else:
+                log.warning("steer on session %s not started: %s", record.id, reason)
+            self._settle(record)
+            self._start_next(record)
+
+        if machine == LOCAL:
+            send()
+        else:
+            self.machines.when_ready(machine, send, unreached)
 
     def cancel(self, record: ThreadRecord) -> None:
         """Stop the session's prompt, if any: it resolves ``cancelled`` once Codex

@@ -49,6 +49,7 @@ from ...codex import types as codex_types
 from ...jsonrpc import RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params, unknown_method
+from ..core.machines import LOCAL, workspace
 from ..core.threads import Settings, ThreadRecord
 from ..views import air_settings, presets, setting_views
 from .commands import COMMANDS, offered, skill_command
@@ -98,6 +99,7 @@ class SettingsSelectors:
         reviewer = getattr(opened, "approvalsReviewer", None)
         if isinstance(reviewer, str):
             settings.reviewer = reviewer
+        settings.machine = self._machine_of(getattr(opened, "thread", None))
         record.settings = settings
         modes = self._modes(settings)
         options = self._options(settings)
@@ -156,11 +158,32 @@ class SettingsSelectors:
             refused,
         )
 
+    def _machine_of(self, thread: object) -> str:
+        """The machine a thread acts on, as Codex reports its environments (one the user no
+        longer names, or none: this one)."""
+        environments = getattr(thread, "environments", None) or []
+        names = [e.environmentId for e in environments if e.environmentId in self.hub.machines]
+        return names[0] if names else LOCAL
+
+    def machine(self, record: ThreadRecord) -> str:
+        """The machine the session's next turn acts on."""
+        settings = record.settings
+        return setting_views.current_machine(settings) if settings is not None else LOCAL
+
     def turn_starting(self, record: ThreadRecord, params: codex_types.TurnStartParams) -> None:
         """The user's picks go with every turn, never into Codex's config file."""
         settings = record.settings
         if settings is None:
             return
+        if self.hub.machines:
+            # Every turn says where it acts: Codex keeps a turn's environments for the
+            # turns after it, and for a thread loaded later.
+            machine = setting_views.current_machine(settings)
+            offer = self.hub.machines[machine].offer if machine in self.hub.machines else None
+            params.environments = [
+                codex_types.TurnEnvironment(environmentId=machine, cwd=workspace(offer, record.cwd))
+            ]
+            settings.machine, settings.picked_machine = machine, None
         if settings.picked_mode is not None:
             params.approvalPolicy, params.sandboxPolicy = presets.policy(
                 settings, settings.picked_mode
@@ -218,7 +241,7 @@ class SettingsSelectors:
         return state
 
     def _options(self, settings: Settings) -> list[acp_settings.SessionConfigSelect]:
-        options = setting_views.options(settings, self.catalog)
+        options = setting_views.options(settings, self.catalog, self.hub.machines)
         if self.hub.air is not None:
             current = setting_views.current_model(settings)
             air_settings.decorate_options(
@@ -328,6 +351,20 @@ class SettingsSelectors:
                 f"{', '.join(choice.value for choice in option.options)}",
                 {"configId": option.id, "value": value},
             )
+
+        def answer() -> None:
+            options = self._options(settings)
+            self.hub.answer_client(
+                rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
+            )
+            self._sync(session_id, settings, told_options=True)
+
+        if option.id == setting_views.MACHINE_OPTION:
+            # Goes with the next turn/start (a running turn stays where it is); reaching the
+            # machine waits for the prompt that needs it.
+            settings.picked_machine = value
+            answer()
+            return
         change = codex_settings.ThreadSettingsUpdateParams(threadId=session_id)
         if option.id == setting_views.MODE_OPTION:
             settings.picked_mode = value
@@ -340,14 +377,6 @@ class SettingsSelectors:
         else:
             settings.picked_effort = value
             change.effort = value
-
-        def answer() -> None:
-            options = self._options(settings)
-            self.hub.answer_client(
-                rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
-            )
-            self._sync(session_id, settings, told_options=True)
-
         self._change(rid, settings, change, answer)
 
     def _change(

@@ -22,12 +22,14 @@ for the thread (an effort it leaves unset is the model's default).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TypeAlias
 
 from msgspec import UNSET
 
 from ...acp import settings as acp_settings
 from ...codex import settings as codex_settings
+from ..core.machines import LOCAL, Machine
 from ..core.threads import Settings
 from .presets import CONFIG_MODE, PRESETS, describe_policy, preset_for, same_policy
 
@@ -39,6 +41,7 @@ Catalog: TypeAlias = list[codex_settings.Model] | None
 MODE_OPTION = "mode"
 MODEL_OPTION = "model"
 EFFORT_OPTION = "reasoning_effort"
+MACHINE_OPTION = "machine"
 
 _EFFORT_NAMES = {
     "none": "None",
@@ -116,13 +119,46 @@ def current_effort(settings: Settings, catalog: Catalog) -> str | None:
     return entry.defaultReasoningEffort if entry is not None else None
 
 
-def options(settings: Settings, catalog: Catalog) -> list[acp_settings.SessionConfigSelect]:
-    """The session's config options: mode, model and, when known, reasoning effort."""
+def options(
+    settings: Settings, catalog: Catalog, machines: Mapping[str, Machine] | None = None
+) -> list[acp_settings.SessionConfigSelect]:
+    """The session's config options: mode, model and, when known, reasoning effort; the
+    machine where the user named any."""
     selects = [_mode_select(settings), _model_select(settings, catalog)]
     effort = _effort_select(settings, catalog)
     if effort is not None:
         selects.append(effort)
+    if machines:
+        selects.append(_machine_select(settings, machines))
     return selects
+
+
+def current_machine(settings: Settings) -> str:
+    """The machine the session's next turn acts on: the pick, else Codex's."""
+    return settings.picked_machine if settings.picked_machine is not None else settings.machine
+
+
+def _machine_select(
+    settings: Settings, machines: Mapping[str, Machine]
+) -> acp_settings.SessionConfigSelect:
+    values = [
+        acp_settings.SessionConfigSelectOption(
+            value=LOCAL, name="Local", description="This machine, where the bridge runs."
+        )
+    ]
+    for name, machine in machines.items():
+        values.append(
+            acp_settings.SessionConfigSelectOption(
+                value=name, name=name, description=machine.offer.description or UNSET
+            )
+        )
+    return acp_settings.SessionConfigSelect(
+        id=MACHINE_OPTION,
+        name="Machine",
+        description="Where the session's commands run and its files are edited.",
+        currentValue=current_machine(settings),
+        options=values,
+    )
 
 
 def _mode_select(settings: Settings) -> acp_settings.SessionConfigSelect:

@@ -1,0 +1,73 @@
+"""The machines a session may act on, as the engine knows them: what the user named, and
+what the shell last said of each link.
+
+A machine is a Codex *environment*: an exec-server somewhere else, registered with Codex
+(``environment/add``) under the machine's name. The app-server's own machine is
+:data:`LOCAL`, always there. The shell runs the links (``bridge/shell/machine_link.py``)
+and tells the engine each change of their state (``Engine.machine_changed``); the engine
+asks for a link when a prompt needs one (:class:`~.effects.MachineWanted`) and never
+touches a socket itself.
+
+States, as the shell reports them::
+
+    idle        nothing asked of it yet (the link starts at the first prompt that needs it)
+    connecting  the shell is reaching it (a first start, or a link brought back)
+    connected   ready: a turn may act there
+    down        the last attempt failed; ``reason`` in ssh's or Codex's own words
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+#: The app-server's own machine, as Codex names its environment.
+LOCAL = "local"
+
+
+class MachineState(StrEnum):
+    IDLE = "idle"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    DOWN = "down"
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """How Codex reaches a machine: ``environment/add``'s URL and bearer token. ``None``
+    on an offer: another process registered it (the bridge's daemon)."""
+
+    url: str
+    token: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MachineOffer:
+    """A machine the user named: its name (the environment's id), where its sessions work
+    (``""``: the session's own ``cwd`` path, on that machine), a description for the
+    picker, and its registration."""
+
+    name: str
+    path: str = ""
+    description: str = ""
+    registration: Registration | None = None
+
+
+@dataclass(slots=True)
+class Machine:
+    """One machine's offer and the link's last state."""
+
+    offer: MachineOffer
+    state: MachineState = MachineState.IDLE
+    reason: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.offer.name
+
+
+def workspace(offer: MachineOffer | None, cwd: str) -> str:
+    """Where a session whose own folder is ``cwd`` works on that machine."""
+    if offer is None or not offer.path:
+        return cwd
+    return offer.path

@@ -1,0 +1,445 @@
+"""The links to the machines the user named: each a loopback WebSocket Codex connects to,
+relayed over the user's own ssh to a ``codex exec-server --listen stdio`` there.
+
+For an ssh machine the bridge listens on 127.0.0.1 (a port of its own) and registers that
+URL with Codex, with a token made fresh at every start that only Codex and this process
+know (it is in no argv: Codex gets it in ``environment/add``, over its pipe). Each
+connection Codex makes (it reconnects by itself after a drop) starts one ssh, whose
+remote command prints the remote Codex's version and then runs the exec-server on the
+channel's stdio; each WebSocket text frame is one line of it, both ways. Nothing listens
+on the remote machine, and the conversation, sign-in and model stay here.
+
+The engine asks for a machine when a prompt needs it (``MachineWanted``): the link checks
+it (``ssh HOST codex --version``: reachable, logged in, the same Codex) and says
+``connected`` or ``down`` with ssh's own words. A link that drops while Codex uses it is
+``down`` at once, and brought back with backoff (a prompt meanwhile checks it at once).
+A ws:// machine (an exec-server someone runs) is registered as it is; its check is a
+TCP connection.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+import socket
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+from websockets.trio.server import ServerConnection, serve
+
+from .. import machines as spec_of
+from ..engine import MachineOffer, Registration
+from ..machines import MachineSpec
+
+log = logging.getLogger(__name__)
+#: websockets' own log of each connection: its warnings only.
+logging.getLogger(f"{__name__}.websockets").setLevel(logging.WARNING)
+
+#: How long a check or a link's first line may take (ssh's own timeouts come first).
+CHECK_SECONDS = 30.0
+#: Between attempts to bring a dropped link back: doubling up to the last.
+BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
+#: A frame or a line: the exec-server carries whole files and outputs.
+MAX_MESSAGE = 256 * 1024 * 1024
+#: After Codex closed its side, how long the remote end has to finish before it is killed.
+CLOSE_SECONDS = 2.0
+
+OnChange = Callable[[str, str, str], None]
+
+
+@dataclass(eq=False)
+class Link:
+    """One machine: its spec, where Codex reaches it, and what the link last was."""
+
+    spec: MachineSpec
+    url: str
+    token: str | None
+    state: str = "idle"
+    reason: str = ""
+    #: The remote Codex's version, from the last check.
+    version: str = ""
+    listener: socket.socket | None = None
+    checking: bool = False
+    #: Wakes the task bringing a dropped link back (a prompt wants it now).
+    wanted: trio.Event = field(default_factory=trio.Event)
+    bringing_back: bool = False
+    #: Live relays (Codex's connections), for the status.
+    relays: int = 0
+
+
+class MachineLinks:
+    """The links of one Codex (``serve``'s own, or the daemon's)."""
+
+    def __init__(
+        self,
+        specs: Sequence[MachineSpec],
+        *,
+        ssh: list[str],
+        codex_program: str | None = None,
+        on_change: OnChange | None = None,
+    ) -> None:
+        self.ssh = ssh
+        self.codex_program = codex_program
+        self.on_change: OnChange = on_change or (lambda _n, _s, _r: None)
+        self.links: dict[str, Link] = {}
+        self._local_version: str | None = None
+        self._nursery: trio.Nursery | None = None
+        self._early_wants: list[str] = []
+        for spec in specs:
+            if spec.ssh:
+                # Bound now, before trio runs, so that the engine built before it can
+                # register the URL; served from run().
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(("127.0.0.1", 0))
+                sock.listen(16)
+                sock.setblocking(False)
+                port = sock.getsockname()[1]
+                link = Link(spec, f"ws://127.0.0.1:{port}", secrets.token_urlsafe(32))
+                link.listener = sock
+            else:
+                token = _read_token(spec)
+                link = Link(spec, spec.url, token)
+            self.links[spec.name] = link
+
+    def offers(self) -> list[MachineOffer]:
+        """What the engine offers and registers."""
+        return [
+            MachineOffer(
+                name=name,
+                path=link.spec.path,
+                description=link.spec.description or link.spec.where(),
+                registration=Registration(link.url, link.token),
+            )
+            for name, link in self.links.items()
+        ]
+
+    def close(self) -> None:
+        """Release the listeners (a link never run)."""
+        for link in self.links.values():
+            if link.listener is not None:
+                link.listener.close()
+
+    # -- the engine's asks -------------------------------------------------------------
+
+    def want(self, name: str) -> None:
+        """A prompt needs machine ``name``: check it now, unless it is connected."""
+        link = self.links.get(name)
+        if link is None:
+            self.on_change(name, "down", f"no machine named {name}")
+            return
+        if link.state == "connected":
+            self.on_change(name, "connected", "")
+            return
+        if self._nursery is None:
+            self._early_wants.append(name)
+            return
+        link.wanted.set()
+        if not link.checking and not link.bringing_back:
+            self._nursery.start_soon(self._check_now, link)
+
+    # -- running -----------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve every ssh machine's listener until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for link in self.links.values():
+                if link.listener is not None:
+                    nursery.start_soon(self._serve, link)
+            task_status.started()
+            for name in self._early_wants:
+                self.want(name)
+            self._early_wants.clear()
+
+    async def _serve(self, link: Link) -> None:
+        assert link.listener is not None
+        listener = trio.SocketListener(trio.socket.from_stdlib_socket(link.listener))
+
+        def authorize(_connection: ServerConnection, request: Request) -> Response | None:
+            given = request.headers.get("Authorization", "")
+            expected = f"Bearer {link.token}"
+            if hmac.compare_digest(given.encode(), expected.encode()):
+                return None
+            log.warning("machine %s: a connection without its token refused", link.spec.name)
+            return Response(401, "Unauthorized", Headers([("Content-Length", "0")]), b"")
+
+        async def handler(connection: ServerConnection) -> None:
+            await self._relay(link, connection)
+
+        await serve(
+            handler,
+            listeners=[listener],
+            process_request=authorize,
+            max_size=MAX_MESSAGE,
+            compression=None,
+            logger=logging.getLogger(f"{__name__}.websockets"),
+        )
+
+    def _set(self, link: Link, state: str, reason: str = "") -> None:
+        if (link.state, link.reason) == (state, reason):
+            return
+        link.state, link.reason = state, reason
+        if state == "down":
+            log.warning("machine %s is down: %s", link.spec.name, reason)
+        else:
+            log.info("machine %s: %s", link.spec.name, state)
+        self.on_change(link.spec.name, state, reason)
+
+    async def local_version(self) -> str | None:
+        """The version of the Codex this bridge runs (the remote one must match)."""
+        if self._local_version is None and self.codex_program:
+            try:
+                done = await trio.run_process(
+                    [self.codex_program, "--version"], capture_stdout=True, check=False
+                )
+                self._local_version = spec_of.codex_version(done.stdout.decode(errors="replace"))
+            except OSError:
+                self._local_version = ""
+        return self._local_version or None
+
+    async def check(self, link: Link) -> str | None:
+        """Reach the machine once; ``None`` when it works, else why not."""
+        spec = link.spec
+        if not spec.ssh:
+            return await _check_tcp(spec)
+        argv = spec_of.ssh_argv(spec, self.ssh, spec_of.version_command(spec))
+        try:
+            with trio.fail_after(CHECK_SECONDS):
+                done = await trio.run_process(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    capture_stdout=True,
+                    capture_stderr=True,
+                    check=False,
+                )
+        except trio.TooSlowError:
+            return f"no answer from {spec.where()} within {CHECK_SECONDS:.0f} s"
+        except OSError as exc:
+            return f"could not run {self.ssh[0]!r}: {exc.strerror or exc}"
+        stderr = done.stderr.decode(errors="replace")
+        if done.returncode != 0:
+            return spec_of.explain_failure(spec, done.returncode, stderr)
+        return await self._version_mismatch(link, done.stdout.decode(errors="replace"))
+
+    async def _version_mismatch(self, link: Link, line: str) -> str | None:
+        remote = spec_of.codex_version(line)
+        if remote is None:
+            return (
+                f"{link.spec.codex!r} on {link.spec.where()} said {line.strip()!r}, not a version"
+            )
+        link.version = remote
+        local = await self.local_version()
+        if local is not None and remote != local:
+            return (
+                f"{link.spec.where()} runs Codex {remote}, this machine {local}: install Codex "
+                f"{local} there (npm install -g @openai/codex@{local}), or name one with "
+                "?codex=/path/to/codex"
+            )
+        return None
+
+    async def _check_now(self, link: Link) -> None:
+        link.checking = True
+        try:
+            self._set(link, "connecting")
+            why = await self.check(link)
+        finally:
+            link.checking = False
+        if why is None:
+            self._set(link, "connected")
+        else:
+            # Told again even when unchanged: a prompt waits on this answer.
+            link.state, link.reason = "down", why
+            log.warning("machine %s is down: %s", link.spec.name, why)
+            self.on_change(link.spec.name, "down", why)
+
+    async def _bring_back(self, link: Link) -> None:
+        """A link dropped: check it again and again, waiting longer each time, until it
+        works; a prompt that wants it meanwhile has it checked at once."""
+        if link.bringing_back:
+            return
+        link.bringing_back = True
+        try:
+            for attempt in range(10_000):
+                delay = BACKOFF[min(attempt, len(BACKOFF) - 1)]
+                link.wanted = trio.Event()
+                with trio.move_on_after(delay):
+                    await link.wanted.wait()
+                link.checking = True
+                try:
+                    why = await self.check(link)
+                finally:
+                    link.checking = False
+                if why is None:
+                    self._set(link, "connected")
+                    return
+                link.state, link.reason = "down", why
+                self.on_change(link.spec.name, "down", why)
+        finally:
+            link.bringing_back = False
+
+    async def _relay(self, link: Link, connection: ServerConnection) -> None:
+        """One of Codex's connections to ``link``: an exec-server over ssh, line by frame."""
+        spec = link.spec
+        argv = spec_of.ssh_argv(spec, self.ssh, spec_of.exec_server_command(spec))
+        try:
+            process = await trio.lowlevel.open_process(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+        except OSError as exc:
+            self._dropped(link, f"could not run {self.ssh[0]!r}: {exc.strerror or exc}")
+            await connection.aclose(1011, "ssh could not run")
+            return
+        assert process.stdin and process.stdout and process.stderr
+        stdin = process.stdin
+        stderr = _Tail()
+        lines = _Lines(process.stdout)
+        ended_by_codex = False
+        link.relays += 1
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(stderr.collect, process.stderr)
+                with trio.move_on_after(CHECK_SECONDS) as waited:
+                    first = await lines.next()
+                if waited.cancelled_caught or first is None:
+                    await process.wait() if first is None else None
+                    why = (
+                        spec_of.explain_failure(spec, process.returncode, stderr.text())
+                        if first is None
+                        else f"no answer from {spec.where()} within {CHECK_SECONDS:.0f} s"
+                    )
+                    self._dropped(link, why)
+                    nursery.cancel_scope.cancel()
+                    return
+                mismatch = await self._version_mismatch(link, first.decode(errors="replace"))
+                if mismatch is not None:
+                    self._dropped(link, mismatch, bring_back=False)
+                    nursery.cancel_scope.cancel()
+                    return
+                self._set(link, "connected")
+
+                async def to_machine() -> None:
+                    nonlocal ended_by_codex
+                    try:
+                        async for message in connection:
+                            data = message.encode() if isinstance(message, str) else message
+                            await stdin.send_all(data + b"\n")
+                    except ConnectionClosed:
+                        pass
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        return  # the remote end went: from_machine says why
+                    ended_by_codex = True
+                    # Codex is done with it: the remote end finishes, or is stopped.
+                    with trio.move_on_after(CLOSE_SECONDS):
+                        await stdin.aclose()
+                        await process.wait()
+                    nursery.cancel_scope.cancel()
+
+                async def from_machine() -> None:
+                    while (line := await lines.next()) is not None:
+                        try:
+                            await connection.send(line.decode(errors="replace"))
+                        except ConnectionClosed:
+                            return
+                    await process.wait()
+                    if not ended_by_codex:
+                        self._dropped(
+                            link, spec_of.explain_failure(spec, process.returncode, stderr.text())
+                        )
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(to_machine)
+                nursery.start_soon(from_machine)
+        finally:
+            link.relays -= 1
+            if process.returncode is None:
+                process.kill()
+            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_SECONDS):
+                await process.wait()
+                await connection.aclose()
+
+    def _dropped(self, link: Link, why: str, *, bring_back: bool = True) -> None:
+        link.state, link.reason = "down", why
+        log.warning("machine %s is down: %s", link.spec.name, why)
+        self.on_change(link.spec.name, "down", why)
+        if bring_back and self._nursery is not None:
+            self._nursery.start_soon(self._bring_back, link)
+
+
+class _Lines:
+    """Newline-delimited messages from a stream (no size cap but :data:`MAX_MESSAGE`)."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buffer = bytearray()
+        self._searched = 0
+
+    async def next(self) -> bytes | None:
+        while True:
+            end = self._buffer.find(b"\n", self._searched)
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                self._searched = 0
+                return line
+            self._searched = len(self._buffer)
+            if len(self._buffer) > MAX_MESSAGE:
+                raise trio.BrokenResourceError("a line longer than the link carries")
+            data = await self._stream.receive_some(1 << 16)
+            if not data:
+                return None
+            self._buffer += data
+
+
+class _Tail:
+    """The last few KB a process wrote to stderr (ssh's words on a failure)."""
+
+    def __init__(self) -> None:
+        self._data = bytearray()
+
+    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
+        while data := await stream.receive_some(1 << 14):
+            self._data += data
+            del self._data[:-8192]
+            for line in data.decode(errors="replace").splitlines():
+                if line.strip():
+                    log.debug("ssh: %s", line)
+
+    def text(self) -> str:
+        return self._data.decode(errors="replace")
+
+
+def _read_token(spec: MachineSpec) -> str:
+    assert spec.token_file is not None
+    try:
+        token = Path(spec.token_file).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise spec_of.MachineError(
+            f"machine {spec.name}: cannot read its token file {spec.token_file}: "
+            f"{exc.strerror or exc}"
+        ) from None
+    if not token:
+        raise spec_of.MachineError(
+            f"machine {spec.name}: its token file {spec.token_file} is empty"
+        )
+    return token
+
+
+async def _check_tcp(spec: MachineSpec) -> str | None:
+    port = spec.port or (443 if spec.scheme == "wss" else 80)
+    try:
+        with trio.fail_after(10):
+            stream = await trio.open_tcp_stream(spec.host, port)
+        await stream.aclose()
+    except trio.TooSlowError:
+        return f"no answer from {spec.host}:{port} within 10 s"
+    except OSError as exc:
+        return f"cannot reach {spec.host}:{port}: {exc.strerror or exc}"
+    return None
