@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from bridge.engine import Engine, ReadClock, ToClient, ToCodex
+from bridge.engine import Engine, MachineWanted, ReadClock, ToClient, ToCodex
 from bridge.recording import TranscriptChecker
 
 from .acp_schema import ConversationValidator
@@ -24,11 +24,15 @@ class Harness:
         self.to_codex: list[dict[str, Any]] = []
         #: The Codex requests the engine asked the shell to read the clock for.
         self.clock_reads: list[Any] = []
+        #: The machines the engine asked the shell to reach, in order.
+        self.machines_wanted: list[str] = []
         self._next_client_id = 100
         self._collect(self.engine.start())
         if ready:
             init = self.codex_request("initialize")
             self.codex_reply(init["id"], {"userAgent": "codex/0.169.0"})
+            for added in [m for m in self.to_codex if m.get("method") == "environment/add"]:
+                self.codex_reply(added["id"], {})
             if catalog is not False:
                 listed = self.codex_request("model/list")
                 self.codex_reply(listed["id"], catalog if catalog is not None else {"data": []})
@@ -38,6 +42,9 @@ class Harness:
         for effect in effects:
             if isinstance(effect, ReadClock):
                 self.clock_reads.append(effect.request_id)
+                continue
+            if isinstance(effect, MachineWanted):
+                self.machines_wanted.append(effect.name)
                 continue
             message = msgspec.json.decode(effect.data)
             if isinstance(effect, ToClient):
@@ -111,6 +118,9 @@ class Harness:
     def turn_notify(self, method: str, thread: str, turn: str = "turn-1", **params: Any) -> None:
         """Codex's notification ``method`` about turn ``turn`` of ``thread``."""
         self.codex_notify(method, {"threadId": thread, "turnId": turn, **params})
+
+    def machine_changed(self, name: str, state: str, reason: str = "") -> list[dict[str, Any]]:
+        return self._collect(self.engine.machine_changed(name, state, reason))
 
     def codex_notify(self, method: str, params: Any) -> list[dict[str, Any]]:
         return self._collect(

@@ -1,0 +1,314 @@
+"""Machines the user names: how they are read, and what the engine does with them.
+
+The links themselves (ssh, the relay) are tested end to end against a real sshd in
+``tests/test_e2e_machines.py``; here, the parts a person can get wrong in a config and the
+engine's promises: a machine is offered as the session's ``machine`` option, a turn says
+where it acts, and a prompt on a machine waits for its link or fails naming it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge import machines
+from bridge.engine import MachineOffer, Registration
+from bridge.machines import MachineError
+from tests.support.engine_harness import Harness
+
+# -- the user's words --------------------------------------------------------------------
+
+
+def test_an_ssh_url_names_user_host_port_folder_and_remote_codex() -> None:
+    spec = machines.parse_flag("devbox=ssh://me@box.example:2222/home/me/src?codex=/opt/codex")
+    assert (spec.name, spec.scheme, spec.user, spec.host, spec.port) == (
+        "devbox",
+        "ssh",
+        "me",
+        "box.example",
+        2222,
+    )
+    assert (spec.path, spec.codex) == ("/home/me/src", "/opt/codex")
+    assert spec.where() == "me@box.example:2222"
+
+
+def test_an_ssh_url_without_folder_works_in_each_sessions_own_folder() -> None:
+    spec = machines.parse_flag("gpu=ssh://gpu")
+    assert (spec.user, spec.port, spec.path, spec.codex) == (None, None, "", "codex")
+
+
+@pytest.mark.parametrize(
+    ("flag", "words"),
+    [
+        ("devbox", "NAME=URL"),
+        ("local=ssh://box", "not 'local'"),
+        ("bad name=ssh://box", "letters, digits"),
+        ("box=http://box", "not an ssh://"),
+        ("box=ssh:///path", "names no host"),
+        ("box=ssh://box:99999", "bad port"),
+        ("box=ssh://box?shell=zsh", "unknown URL parameter shell"),
+        ("box=ws://box:4500?codex=/x", "?codex= is for ssh://"),
+    ],
+)
+def test_a_machine_written_wrong_is_refused_saying_why(flag: str, words: str) -> None:
+    with pytest.raises(MachineError, match=None) as caught:
+        machines.parse_flag(flag)
+    assert words in str(caught.value)
+
+
+def test_the_machines_file_is_extended_and_overridden_by_flags(tmp_path: Path) -> None:
+    file = tmp_path / "machines.toml"
+    file.write_text(
+        '[devbox]\nurl = "ssh://me@devbox/src"\ndescription = "build box"\n'
+        '[gpu]\nurl = "ws://127.0.0.1:4600"\ntoken_file = "' + str(tmp_path / "tok") + '"\n'
+    )
+    found = machines.gather(["devbox=ssh://other/elsewhere", "extra=ssh://extra"], [], file=file)
+    by_name = {m.name: m for m in found}
+    assert list(by_name) == ["devbox", "gpu", "extra"]
+    assert (by_name["devbox"].host, by_name["devbox"].path) == ("other", "/elsewhere")
+    assert by_name["gpu"].token_file == str(tmp_path / "tok")
+
+
+def test_a_missing_machines_file_is_no_machine(tmp_path: Path) -> None:
+    assert machines.gather([], [], file=tmp_path / "none.toml") == []
+
+
+def test_the_machines_file_lives_in_the_users_config_folder(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    assert machines.machines_file(env) == tmp_path / "codex-acp-bridge" / "machines.toml"
+    env[machines.ENV_MACHINES_FILE] = str(tmp_path / "mine.toml")
+    assert machines.machines_file(env) == tmp_path / "mine.toml"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[box]\nhost = 'x'\n", "needs url"),
+        ("[box]\nurl = 'ssh://x'\nport = 2\n", "unknown keys: port"),
+        ("[box\n", "machines.toml"),
+    ],
+)
+def test_a_machines_file_written_wrong_names_the_file(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    file = tmp_path / "machines.toml"
+    file.write_text(text)
+    with pytest.raises(MachineError) as caught:
+        machines.gather([], [], file=file)
+    assert words in str(caught.value) and str(file) in str(caught.value)
+
+
+def test_a_ws_machine_needs_its_token_and_an_ssh_machine_takes_none(tmp_path: Path) -> None:
+    none = tmp_path / "none.toml"
+    with pytest.raises(MachineError, match="needs its token"):
+        machines.gather(["gpu=ws://127.0.0.1:4600"], [], file=none)
+    with pytest.raises(MachineError, match="fresh token"):
+        machines.gather(["box=ssh://box"], ["box=/tmp/t"], file=none)
+    with pytest.raises(MachineError, match="no machine named nope"):
+        machines.gather([], ["nope=/tmp/t"], file=none)
+    found = machines.gather(["gpu=ws://127.0.0.1:4600"], ["gpu=/tmp/t"], file=none)
+    assert found[0].token_file == "/tmp/t"
+
+
+def test_ssh_runs_as_the_user_configured_it_with_no_prompt_and_the_host_last() -> None:
+    spec = machines.parse_flag("box=ssh://me@box:2222")
+    ssh = machines.ssh_command("ssh -F '/my config' -i key")
+    argv = machines.ssh_argv(spec, ssh, machines.exec_server_command(spec))
+    assert argv[:5] == ["ssh", "-F", "/my config", "-i", "key"]
+    assert "BatchMode=yes" in argv
+    # Nothing that weakens the user's host-key checking.
+    assert not any("StrictHostKeyChecking" in a or "KnownHosts" in a for a in argv)
+    assert argv[-7:-1] == ["-p", "2222", "-l", "me", "--", "box"]
+    assert argv[-1] == "codex --version && exec codex exec-server --listen stdio"
+
+
+def test_the_ssh_command_comes_from_the_flag_then_the_environment() -> None:
+    env = {machines.ENV_SSH_COMMAND: "ssh -o ProxyJump=bastion"}
+    assert machines.ssh_command(None, env) == ["ssh", "-o", "ProxyJump=bastion"]
+    assert machines.ssh_command("myssh", env) == ["myssh"]
+    assert machines.ssh_command(None, {}) == ["ssh"]
+
+
+def test_a_remote_codex_path_is_quoted_for_the_remote_shell() -> None:
+    spec = machines.parse_flag("box=ssh://box?codex=/opt/my%20codex/codex")
+    assert machines.version_command(spec) == "'/opt/my codex/codex' --version"
+
+
+def test_failures_are_told_in_ssh_s_own_words_naming_where() -> None:
+    spec = machines.parse_flag("box=ssh://me@box")
+    refused = machines.explain_failure(spec, 255, "me@box: Permission denied (publickey).\n")
+    assert refused == "ssh to me@box failed: me@box: Permission denied (publickey)."
+    missing = machines.explain_failure(spec, 127, "bash: line 1: codex: command not found\n")
+    assert missing.startswith("no Codex on me@box") and "?codex=" in missing
+    assert machines.codex_version("codex-cli 0.171.0\n") == "0.171.0"
+
+
+# -- the engine --------------------------------------------------------------------------
+
+BOX = MachineOffer(
+    name="box",
+    path="/home/remote/ws",
+    description="a box",
+    registration=Registration("ws://127.0.0.1:40001", "tok-123"),
+)
+
+
+def machine_option(options: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((o for o in options if o["id"] == "machine"), None)
+
+
+def opened(h: Harness, thread: dict[str, Any] | None = None) -> dict[str, Any]:
+    rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
+    start = h.codex_request("thread/start")
+    h.codex_reply(
+        start["id"],
+        {
+            "thread": thread or {"id": "thread-1", "cwd": "/work"},
+            "model": "mock",
+            "approvalPolicy": "on-request",
+            "sandbox": {"type": "readOnly"},
+        },
+    )
+    response = h.client_response(rid)
+    assert response is not None
+    result: dict[str, Any] = response["result"]
+    return result
+
+
+def test_each_machine_is_registered_with_codex_at_its_handshake() -> None:
+    h = Harness(ready=False, machines=[BOX])
+    init = h.codex_request("initialize")
+    h.codex_reply(init["id"], {"userAgent": "codex/0.171.0"})
+    added = h.codex_request("environment/add")
+    assert added["params"] == {
+        "environmentId": "box",
+        "execServerUrl": "ws://127.0.0.1:40001",
+        "authBearerToken": "tok-123",
+    }
+
+
+def test_machines_are_the_sessions_machine_option_local_first() -> None:
+    h = Harness(machines=[BOX])
+    option = machine_option(opened(h)["configOptions"])
+    assert option is not None
+    assert option["name"] == "Machine" and option["currentValue"] == "local"
+    assert [v["value"] for v in option["options"]] == ["local", "box"]
+
+
+def test_without_machines_there_is_no_option_and_turns_say_nothing_of_where() -> None:
+    h = Harness()
+    assert machine_option(opened(h)["configOptions"]) is None
+    h.client_request(
+        "session/prompt", {"sessionId": "thread-1", "prompt": [{"type": "text", "text": "hi"}]}
+    )
+    assert "environments" not in h.codex_request("turn/start")["params"]
+
+
+def prompt(h: Harness, text: str = "hi") -> int:
+    return h.client_request(
+        "session/prompt", {"sessionId": "thread-1", "prompt": [{"type": "text", "text": text}]}
+    )
+
+
+def pick(h: Harness, value: str) -> dict[str, Any]:
+    rid = h.client_request(
+        "session/set_config_option",
+        {"sessionId": "thread-1", "configId": "machine", "value": value},
+    )
+    response = h.client_response(rid)
+    assert response is not None
+    return response
+
+
+def test_a_prompt_on_a_machine_waits_for_its_link_then_acts_there() -> None:
+    h = Harness(machines=[BOX])
+    opened(h)
+    sent_before = len(h.to_codex)
+    picked = pick(h, "box")
+    assert machine_option(picked["result"]["configOptions"])["currentValue"] == "box"  # type: ignore[index]
+    assert len(h.to_codex) == sent_before  # a pick goes with the next turn
+    prompt(h)
+    assert h.machines_wanted == ["box"]
+    assert not [m for m in h.to_codex if m.get("method") == "turn/start"]
+    h.machine_changed("box", "connecting")
+    assert not [m for m in h.to_codex if m.get("method") == "turn/start"]
+    h.machine_changed("box", "connected")
+    start = h.codex_request("turn/start")
+    assert start["params"]["environments"] == [{"environmentId": "box", "cwd": "/home/remote/ws"}]
+
+
+def test_a_prompt_on_a_machine_that_is_down_fails_naming_it_and_the_session_stays() -> None:
+    h = Harness(machines=[BOX])
+    opened(h)
+    pick(h, "box")
+    rid = prompt(h)
+    h.machine_changed("box", "down", "ssh to box failed: Host key verification failed.")
+    response = h.client_response(rid)
+    assert response is not None
+    assert response["error"]["message"] == (
+        "machine box is not reachable: ssh to box failed: Host key verification failed."
+    )
+    assert response["error"]["data"] == {"machine": "box"}
+    # The session stays; back on this machine, the next prompt runs at once.
+    pick(h, "local")
+    prompt(h, "again")
+    assert h.codex_request("turn/start")["params"]["environments"] == [
+        {"environmentId": "local", "cwd": "/work"}
+    ]
+
+
+def test_a_connected_machine_takes_the_next_prompt_at_once() -> None:
+    h = Harness(machines=[BOX])
+    opened(h)
+    pick(h, "box")
+    h.machine_changed("box", "connected")
+    prompt(h)
+    assert h.machines_wanted == []
+    assert h.codex_request("turn/start")["params"]["environments"][0]["environmentId"] == "box"
+
+
+def test_a_prompt_cancelled_while_its_machine_is_reached_ends_cancelled() -> None:
+    h = Harness(machines=[BOX])
+    opened(h)
+    pick(h, "box")
+    rid = prompt(h)
+    h.client_notify("session/cancel", {"sessionId": "thread-1"})
+    h.machine_changed("box", "connected")
+    response = h.client_response(rid)
+    assert response is not None and response["result"] == {"stopReason": "cancelled"}
+    assert not [m for m in h.to_codex if m.get("method") == "turn/start"]
+
+
+def test_a_registration_codex_refused_fails_the_prompt_in_codexs_words() -> None:
+    h = Harness(ready=False, catalog=False, machines=[BOX])
+    init = h.codex_request("initialize")
+    h.codex_reply(init["id"], {"userAgent": "codex/0.171.0"})
+    h.codex_error(h.codex_request("environment/add")["id"], "bearer token needs TLS")
+    h.codex_reply(h.codex_request("model/list")["id"], {"data": []})
+    opened(h)
+    pick(h, "box")
+    rid = prompt(h)
+    h.machine_changed("box", "connected")
+    response = h.client_response(rid)
+    assert response is not None
+    assert "Codex refused the machine: bearer token needs TLS" in response["error"]["message"]
+
+
+def test_a_thread_codex_says_acts_on_a_machine_opens_on_it() -> None:
+    h = Harness(machines=[BOX])
+    thread = {
+        "id": "thread-1",
+        "cwd": "/work",
+        "environments": [{"environmentId": "box", "cwd": "/home/remote/ws"}],
+    }
+    option = machine_option(opened(h, thread)["configOptions"])
+    assert option is not None and option["currentValue"] == "box"
+
+
+def test_an_unknown_machine_value_is_refused_listing_the_values() -> None:
+    h = Harness(machines=[BOX])
+    opened(h)
+    response = pick(h, "nowhere")
+    assert "local, box" in response["error"]["message"]
