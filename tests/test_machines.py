@@ -312,3 +312,24 @@ def test_an_unknown_machine_value_is_refused_listing_the_values() -> None:
     opened(h)
     response = pick(h, "nowhere")
     assert "local, box" in response["error"]["message"]
+
+
+def test_a_command_on_a_machine_is_named_with_it() -> None:
+    h = Harness(machines=[BOX])
+    opened(h)
+    pick(h, "box")
+    h.machine_changed("box", "connected")
+    prompt(h)
+    start = h.codex_request("turn/start")
+    h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
+    item = {
+        "type": "commandExecution",
+        "id": "call-1",
+        "command": "/bin/bash -lc 'id -un'",
+        "cwd": "/home/remote/ws",
+        "status": "inProgress",
+        "commandActions": [],
+    }
+    h.codex_notify("item/started", {"threadId": "thread-1", "turnId": "turn-1", "item": item})
+    calls = [u for u in h.updates("thread-1") if u.get("sessionUpdate") == "tool_call"]
+    assert [c["title"] for c in calls] == ["id -un (on box)"]

@@ -32,6 +32,7 @@ from ...codex import types as codex_types
 from ...codex.messages import ItemNotification, MalformedItem
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub
+from ..core.machines import LOCAL, workspace
 from ..core.threads import ThreadRecord, ToolCall
 from ..views.content import text_content
 from ..views.tool_views import (
@@ -60,6 +61,27 @@ class Tools:
         self.hub = hub
 
     # -- capabilities -----------------------------------------------------------------------------
+
+    def _machine(self, record: ThreadRecord) -> str:
+        """The machine ``record``'s work acts on: its own, or its root session's (a
+        sub-agent works where its parent does)."""
+        if not self.hub.machines:
+            return LOCAL
+        for each in (record, *self.hub.threads.ancestors(record)):
+            if each.settings is not None:
+                return each.settings.machine
+        return LOCAL
+
+    def _view(self, record: ThreadRecord, item: codex_items.ToolItem, **how: Any) -> ToolView:
+        """``item`` as the client sees it, named with its machine when that is not this one
+        (paths as that machine has them)."""
+        machine = self._machine(record)
+        if machine == LOCAL:
+            return self._describe(item, cwd=record.cwd, **how)
+        offer = self.hub.machines[machine].offer if machine in self.hub.machines else None
+        view = self._describe(item, cwd=workspace(offer, record.cwd), **how)
+        view.title = f"{view.title} (on {machine})"
+        return view
 
     def _describe(self, item: codex_items.ToolItem, **how: Any) -> ToolView:
         """``describe``, with a file change as Git patches for a client that declared
@@ -154,7 +176,7 @@ class Tools:
         if found is None:
             return
         record, item = found
-        view = self._describe(item, cwd=record.cwd)
+        view = self._view(record, item)
         if any(
             p.tool_call is not None and p.tool_call[1] == item.id for p in record.pending.values()
         ):
@@ -189,9 +211,7 @@ class Tools:
             # Never seen starting (or already finished): announce or update it, whole.
             call = ToolCall(item)
         call.item, call.completed = item, True
-        view = finished(
-            item, self._describe(item, cwd=record.cwd, output=call.output, files=call.files)
-        )
+        view = finished(item, self._view(record, item, output=call.output, files=call.files))
         if view.status == "in_progress":
             log.info("item/completed of %s says it is still in progress; shown completed", item.id)
             view.status = "completed"
@@ -232,7 +252,7 @@ class Tools:
         if self._as_terminal(record, call):
             self._terminal_data(record, item_id, text)
             return
-        view = self._describe(call.item, cwd=record.cwd, output=call.output)
+        view = self._view(record, call.item, output=call.output)
         call.sent_content = msgspec.json.encode(view.content)
         self._send(
             record, item_id, acp_tools.ToolCallUpdate(toolCallId=item_id, content=view.content)
@@ -248,7 +268,7 @@ class Tools:
         if record is None or call is None or not isinstance(call.item, codex_items.FileChangeItem):
             return
         call.item = msgspec.structs.replace(call.item, changes=note.changes)
-        view = self._describe(call.item, cwd=record.cwd, files=call.files)
+        view = self._view(record, call.item, files=call.files)
         call.sent_content = msgspec.json.encode(view.content)
         self._send(
             record,
@@ -295,9 +315,7 @@ class Tools:
             del record.tool_calls[item_id]
             ended.add(item_id)
             item = call.item
-            view = cut_short(
-                self._describe(item, cwd=record.cwd, output=call.output, files=call.files), status
-            )
+            view = cut_short(self._view(record, item, output=call.output, files=call.files), status)
             meta: acp_types.Meta = UNSET
             if self._as_terminal(record, call):
                 view.content = [acp_tools.Terminal(terminalId=item_id), *view.content[-1:]]
@@ -365,7 +383,7 @@ class Tools:
             or record.tool_calls.get(item_id) is not call
         ):
             return
-        view = self._describe(call.item, cwd=record.cwd, files=call.files)
+        view = self._view(record, call.item, files=call.files)
         encoded = msgspec.json.encode(view.content)
         if encoded == call.sent_content:
             return
