@@ -333,3 +333,29 @@ def test_a_command_on_a_machine_is_named_with_it() -> None:
     h.codex_notify("item/started", {"threadId": "thread-1", "turnId": "turn-1", "item": item})
     calls = [u for u in h.updates("thread-1") if u.get("sessionUpdate") == "tool_call"]
     assert [c["title"] for c in calls] == ["id -un (on box)"]
+
+
+def test_a_command_whose_machine_dropped_fails_with_the_links_reason() -> None:
+    h = Harness(machines=[BOX])
+    opened(h)
+    pick(h, "box")
+    h.machine_changed("box", "connected")
+    prompt(h)
+    start = h.codex_request("turn/start")
+    h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
+    item = {
+        "type": "commandExecution",
+        "id": "call-1",
+        "command": "sleep 20",
+        "cwd": "/home/remote/ws",
+        "status": "inProgress",
+        "commandActions": [],
+    }
+    h.codex_notify("item/started", {"threadId": "thread-1", "turnId": "turn-1", "item": item})
+    h.machine_changed("box", "down", "box: exit status 137")
+    failed = {**item, "status": "failed"}
+    h.codex_notify("item/completed", {"threadId": "thread-1", "turnId": "turn-1", "item": failed})
+    ended = [u for u in h.updates("thread-1") if u.get("status") == "failed"]
+    assert len(ended) == 1
+    texts = [c["content"]["text"] for c in ended[0]["content"] if c["type"] == "content"]
+    assert "The link to machine box was lost: box: exit status 137" in texts

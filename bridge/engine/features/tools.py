@@ -32,7 +32,7 @@ from ...codex import types as codex_types
 from ...codex.messages import ItemNotification, MalformedItem
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub
-from ..core.machines import LOCAL, workspace
+from ..core.machines import LOCAL, MachineState, workspace
 from ..core.threads import ThreadRecord, ToolCall
 from ..views.content import text_content
 from ..views.tool_views import (
@@ -82,6 +82,15 @@ class Tools:
         view = self._describe(item, cwd=workspace(offer, record.cwd), **how)
         view.title = f"{view.title} (on {machine})"
         return view
+
+    def _machine_lost(self, record: ThreadRecord) -> str | None:
+        """Why a tool call failed when the machine it ran on is down: the link's reason,
+        which Codex does not know (it only saw its connection end)."""
+        machine = self._machine(record)
+        link = self.hub.machines.get(machine)
+        if link is None or link.state is not MachineState.DOWN:
+            return None
+        return f"The link to machine {machine} was lost: {link.reason}"
 
     def _describe(self, item: codex_items.ToolItem, **how: Any) -> ToolView:
         """``describe``, with a file change as Git patches for a client that declared
@@ -215,6 +224,10 @@ class Tools:
         if view.status == "in_progress":
             log.info("item/completed of %s says it is still in progress; shown completed", item.id)
             view.status = "completed"
+        if view.status == "failed":
+            lost = self._machine_lost(record)
+            if lost is not None:
+                view.content = [*view.content, text_content(lost)]
         meta: acp_types.Meta = UNSET
         if self._as_terminal(record, call) and isinstance(item, codex_items.CommandExecutionItem):
             if not call.output and item.aggregatedOutput:
