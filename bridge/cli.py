@@ -374,6 +374,7 @@ def daemon(
     help="The recording to write (JSON Lines; see docs/recordings.md).",
 )
 @_codex_options
+@_machine_options
 @_logging_options
 def record(
     out: str,
@@ -381,6 +382,9 @@ def record(
     codex_url: str | None,
     codex_token_file: str | None,
     config_overrides: tuple[str, ...],
+    machines: tuple[str, ...],
+    machine_token_files: tuple[str, ...],
+    ssh_command: str | None,
     log_level: str,
     log_file: str | None,
 ) -> None:
@@ -389,7 +393,14 @@ def record(
     Secrets (tokens, API keys, auth headers) are redacted before they are written.
     """
     setup_logging(log_level, log_file)
-    _serve_stdio(codex_bin, codex_url, codex_token_file, config_overrides, record_to=out)
+    _serve_stdio(
+        codex_bin,
+        codex_url,
+        codex_token_file,
+        config_overrides,
+        record_to=out,
+        machines=gather_machines(machines, machine_token_files, ssh_command),
+    )
 
 
 @main.command()

@@ -1,0 +1,277 @@
+"""Sessions on another machine, end to end: the real Codex, a real OpenSSH server on loopback
+(``tests/support/sshd.py``: its own host key and config, a dedicated unprivileged user whose
+home holds the remote workspace), and the bridge's link over the user's own ``ssh``.
+
+What proves where a command ran: ``id -un`` says the machine's user, and its files are in the
+machine's workspace, not in the session's folder here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bridge.jsonrpc import RpcError
+from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
+from tests.support.sshd import SshMachine, ssh_machine
+
+pytestmark = pytest.mark.e2e
+
+REMOTE_USER = "cab-remote"
+
+
+def run(cmd: str) -> str:
+    """A command Codex runs with approval (outside the sandbox), then ``done``."""
+    args = {"cmd": cmd, "sandbox_permissions": "require_escalated", "justification": "test"}
+    return f"@@ call exec_command {json.dumps(args)}\n@@ then\n@@ say done"
+
+
+def approving(asked: list[dict[str, Any]]) -> Callable[[str, Any], Any]:
+    """A client that allows every permission request once, noting each."""
+
+    async def on_request(method: str, params: Any) -> Any:
+        asked.append(params)
+        if method == "session/request_permission":
+            allow = next(o for o in params["options"] if o["kind"] == "allow_once")
+            return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
+        raise AssertionError(f"unexpected request {method}")
+
+    return on_request
+
+
+@pytest.fixture
+async def machine(tmp_path: Path, codex_bin: str) -> AsyncIterator[SshMachine]:
+    async with ssh_machine(tmp_path / "sshd", codex_bin) as found:
+        yield found
+
+
+def serve_argv(bridge_argv: list[str], *machines: str, ssh_command: str) -> list[str]:
+    argv = [*bridge_argv, "--no-daemon", "--ssh-command", ssh_command]
+    for each in machines:
+        argv += ["--machine", each]
+    return argv
+
+
+OpenOn = Callable[..., AbstractAsyncContextManager[Conversation]]
+
+
+@pytest.fixture
+def open_on(
+    open_conversation: OpenConversation,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    machine: SshMachine,
+) -> OpenOn:
+    """``open_on(*extra_machines, asked=[...], ssh_command=...)``: a conversation whose
+    bridge has the machine ``box`` (the test's sshd, its workspace as the machine's folder)."""
+
+    def start(
+        *extra: str,
+        asked: list[dict[str, Any]] | None = None,
+        ssh_command: str | None = None,
+        capabilities: dict[str, Any] | None = None,
+    ) -> AbstractAsyncContextManager[Conversation]:
+        box = f"box={machine.url}{machine.workspace}"
+        argv = serve_argv(bridge_argv, box, *extra, ssh_command=ssh_command or machine.ssh_command)
+        return open_conversation(
+            argv=argv,
+            env=bridge_env,
+            on_request=approving([] if asked is None else asked),
+            capabilities=capabilities,
+        )
+
+    return start
+
+
+async def set_machine(talk: Conversation, value: str) -> dict[str, Any]:
+    answer: dict[str, Any] = await talk.client.request(
+        "session/set_config_option",
+        {"sessionId": talk.sid, "configId": "machine", "value": value},
+    )
+    return answer
+
+
+def option(options: list[dict[str, Any]], option_id: str) -> dict[str, Any]:
+    return next(o for o in options if o["id"] == option_id)
+
+
+def tool_titles(talk: Conversation) -> list[str]:
+    return [
+        m["params"]["update"]["title"]
+        for m in talk.client.received
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("sessionUpdate") == "tool_call"
+    ]
+
+
+def tool_texts(talk: Conversation) -> str:
+    """Every text a tool call of the session showed, joined."""
+    texts = []
+    for m in talk.client.received:
+        if m.get("method") != "session/update":
+            continue
+        for block in m["params"]["update"].get("content") or []:
+            if block.get("type") == "content" and block["content"].get("type") == "text":
+                texts.append(block["content"]["text"])
+    return "\n".join(texts)
+
+
+async def test_a_session_on_a_machine_runs_commands_and_edits_there_with_approval_here(
+    open_on: OpenOn, machine: SshMachine, workspace: Path
+) -> None:
+    asked: list[dict[str, Any]] = []
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on(asked=asked) as talk:
+            machines = option(talk.opened["configOptions"], "machine")
+            assert machines["currentValue"] == "local"
+            assert [v["value"] for v in machines["options"]] == ["local", "box"]
+            picked = await set_machine(talk, "box")
+            assert option(picked["configOptions"], "machine")["currentValue"] == "box"
+
+            await talk.said(run("id -un > who.txt; pwd >> who.txt"))
+            patch = (
+                '@@ call exec_command {"cmd":"apply_patch <<\'EOF\'\\n*** Begin Patch\\n'
+                '*** Add File: note.txt\\n+written on the machine\\n*** End Patch\\nEOF\\n"}'
+                "\n@@ then\n@@ say done"
+            )
+            await talk.said(patch)
+
+    who = (machine.workspace / "who.txt").read_text().split()
+    assert who == [REMOTE_USER, str(machine.workspace)]
+    assert (machine.workspace / "note.txt").read_text() == "written on the machine\n"
+    assert (machine.workspace / "note.txt").stat().st_uid == machine.uid
+    assert not (workspace / "who.txt").exists() and not (workspace / "note.txt").exists()
+    # The approval came to the editor, and the tool calls say where they ran.
+    assert any("who.txt" in json.dumps(p) for p in asked)
+    assert any(title.endswith("(on box)") for title in tool_titles(talk))
+
+
+async def test_the_machine_switches_between_turns(
+    open_on: OpenOn, machine: SshMachine, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on() as talk:
+            await talk.said(run("echo local >> where.txt"))
+            await set_machine(talk, "box")
+            await talk.said(run("echo box >> where.txt"))
+            await set_machine(talk, "local")
+            await talk.said(run("echo local-again >> where.txt"))
+    assert (workspace / "where.txt").read_text() == "local\nlocal-again\n"
+    assert (machine.workspace / "where.txt").read_text() == "box\n"
+
+
+async def test_a_wrong_host_key_is_an_error_in_ssh_s_words_and_the_session_stays(
+    open_on: OpenOn, machine: SshMachine, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on(ssh_command=machine.wrong_host_key_command) as talk:
+            await set_machine(talk, "box")
+            with pytest.raises(RpcError) as caught:
+                await talk.prompt(run("touch nope.txt"))
+            message = str(caught.value)
+            assert "machine box is not reachable" in message
+            assert "Host key verification failed" in message
+            # The session stays, and works here.
+            await set_machine(talk, "local")
+            await talk.said(run("touch here.txt"))
+    assert (workspace / "here.txt").exists()
+    assert not (machine.workspace / "nope.txt").exists()
+
+
+async def test_a_machine_without_codex_says_so(
+    open_conversation: OpenConversation,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    tmp_path: Path,
+    codex_bin: str,
+) -> None:
+    async with ssh_machine(tmp_path / "bare", codex_bin, with_codex=False) as bare:
+        argv = serve_argv(bridge_argv, f"bare={bare.url}", ssh_command=bare.ssh_command)
+        with trio.fail_after(SCENARIO_SECONDS):
+            async with open_conversation(argv=argv, env=bridge_env) as talk:
+                await set_machine(talk, "bare")
+                with pytest.raises(RpcError) as caught:
+                    await talk.prompt(run("true"))
+    assert "no Codex on" in str(caught.value) and "?codex=" in str(caught.value)
+
+
+async def test_an_exec_server_killed_mid_command_fails_that_call_and_the_next_prompt_works(
+    open_on: OpenOn, machine: SshMachine
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on() as talk:
+            await set_machine(talk, "box")
+            await talk.said(run("true"))  # the link is up
+
+            async def kill_when_running() -> None:
+                started = machine.workspace / "started"
+                while not started.exists():  # noqa: ASYNC110 (a file on the machine: poll)
+                    await trio.sleep(0.05)
+                machine.run("pkill -KILL -u cab-remote -f 'exec-server'")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(kill_when_running)
+                with trio.fail_after(20):
+                    ended = await talk.prompt(run("touch started; sleep 30; touch finished"))
+            assert ended["stopReason"] == "end_turn"
+            assert "The link to machine box was lost" in tool_texts(talk)
+            # Codex connects again; the link comes back.
+            await talk.said(run("touch after.txt"))
+    assert not (machine.workspace / "finished").exists()
+    assert (machine.workspace / "after.txt").exists()
+
+
+async def test_an_sshd_stopped_is_an_error_and_once_started_again_the_session_works(
+    open_on: OpenOn, machine: SshMachine
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on() as talk:
+            await set_machine(talk, "box")
+            await talk.said(run("touch one.txt"))
+            await machine.stop(kill_sessions=True)
+            with pytest.raises(RpcError) as caught:
+                await talk.prompt(run("touch two.txt"))
+            assert "machine box is not reachable" in str(caught.value)
+            await machine.start()
+            await talk.said(run("touch three.txt"))
+    assert (machine.workspace / "one.txt").exists()
+    assert not (machine.workspace / "two.txt").exists()
+    assert (machine.workspace / "three.txt").exists()
+
+
+async def test_sub_agents_of_a_session_on_a_machine_work_there(
+    open_on: OpenOn, machine: SshMachine, workspace: Path
+) -> None:
+    child = run("id -un > child.txt")
+    parent = script(spawn(child), wait(), "@@ say the child is done")
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on(capabilities=SUBAGENTS) as talk:
+            await set_machine(talk, "box")
+            await talk.said(parent)
+    assert (machine.workspace / "child.txt").read_text().strip() == REMOTE_USER
+    assert not (workspace / "child.txt").exists()
+
+
+async def test_a_session_keeps_its_machine_when_loaded_by_a_new_bridge(
+    open_on: OpenOn, machine: SshMachine, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on() as talk:
+            await set_machine(talk, "box")
+            await talk.said(run("touch first.txt"))
+        async with open_on() as again:
+            loaded = await again.client.request(
+                "session/load",
+                {"sessionId": talk.sid, "cwd": str(workspace), "mcpServers": []},
+            )
+            assert option(loaded["configOptions"], "machine")["currentValue"] == "box"
+            again.sid = talk.sid
+            await again.said(run("touch second.txt"))
+    assert (machine.workspace / "second.txt").exists()
