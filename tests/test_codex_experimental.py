@@ -96,3 +96,28 @@ def test_the_config_mode_sends_the_thread_policies_back_as_they_were() -> None:
     h.set_mode("config")
     for params in sent(h, "thread/settings/update"):
         assert_valid("ThreadSettingsUpdateParams", params)
+
+
+def test_machine_requests_fit_the_pinned_schema() -> None:
+    """Machines need Codex 0.171's environments (0.169 has none): ``environment/add`` at the
+    handshake, and every turn's ``environments``."""
+    from bridge.engine import MachineOffer, Registration
+
+    offer = MachineOffer("box", "/srv/ws", registration=Registration("ws://127.0.0.1:4000", "t"))
+    h = Harness(machines=[offer])
+    [added] = sent(h, "environment/add")
+    schema = {"$ref": "#/definitions/EnvironmentAddParams", "definitions": _definitions(0)}
+    assert not list(Draft7Validator(schema).iter_errors(added)), added
+    h.thread_started("/work", "mock", {"type": "readOnly"})
+    sid = "thread-1"
+    h.client_request(
+        "session/set_config_option", {"sessionId": sid, "configId": "machine", "value": "box"}
+    )
+    h.machine_changed("box", "connected")
+    h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
+    )
+    [turn] = sent(h, "turn/start")
+    assert turn["environments"] == [{"environmentId": "box", "cwd": "/srv/ws"}]
+    schema = {"$ref": "#/definitions/TurnStartParams", "definitions": _definitions(0)}
+    assert not list(Draft7Validator(schema).iter_errors(turn)), turn
