@@ -296,7 +296,24 @@ def make_engine(
         paged_store=True,
         codex_shared=attached,
         machines=machines,
+        stored_machine=_stored_machine(tap) if machines else None,
     )
+
+
+def _stored_machine(tap: Tap | None) -> Any:
+    """The machine stored for a thread, each answer kept in a recording (its replay, on a
+    machine without the store, answers the same)."""
+    from .shell.machine_store import ThreadMachines
+
+    store = ThreadMachines()
+
+    def stored(thread_id: str) -> str | None:
+        found = store.get(thread_id)
+        if tap is not None and found is not None:
+            tap.event("stored_machine", thread_id, machine=found)
+        return found
+
+    return stored
 
 
 def make_links(options: ServeOptions, choice: CodexChoice) -> Any:

@@ -207,6 +207,9 @@ def bridge_env(codex_home: Path, codex_bin: str) -> dict[str, str]:
     # A runtime directory of the test's own: a daemon running elsewhere on the machine
     # is never attached to by accident.
     env[ENV_RUNTIME_DIR] = str(codex_home.parent / "runtime")
+    # The machines the test names, none of the user's; their picks stored in the test's.
+    env["CODEX_ACP_BRIDGE_MACHINES"] = str(codex_home.parent / "machines.toml")
+    env["XDG_STATE_HOME"] = str(codex_home.parent / "state")
     return env
 
 

@@ -85,6 +85,8 @@ def open_on(
             env=bridge_env,
             on_request=approving([] if asked is None else asked),
             capabilities=capabilities,
+            # Sub-agents are the RFD's, in the unstable schema.
+            unstable=capabilities is not None and "subagents" in capabilities,
         )
 
     return start
@@ -117,9 +119,11 @@ def tool_texts(talk: Conversation) -> str:
     for m in talk.client.received:
         if m.get("method") != "session/update":
             continue
-        for block in m["params"]["update"].get("content") or []:
-            if block.get("type") == "content" and block["content"].get("type") == "text":
-                texts.append(block["content"]["text"])
+        content = m["params"]["update"].get("content")
+        for block in content if isinstance(content, list) else []:
+            inner = block.get("content") if block.get("type") == "content" else None
+            if isinstance(inner, dict) and inner.get("type") == "text":
+                texts.append(inner["text"])
     return "\n".join(texts)
 
 

@@ -359,3 +359,37 @@ def test_a_command_whose_machine_dropped_fails_with_the_links_reason() -> None:
     assert len(ended) == 1
     texts = [c["content"]["text"] for c in ended[0]["content"] if c["type"] == "content"]
     assert "The link to machine box was lost: box: exit status 137" in texts
+
+
+def test_a_pick_is_stored_and_a_thread_opens_on_its_stored_machine() -> None:
+    """Codex forgets a thread's environments when it restarts: the shell keeps the pick."""
+    h = Harness(machines=[BOX])
+    opened(h)
+    pick(h, "box")
+    assert h.machines_chosen == [("thread-1", "box")]
+    again = Harness(machines=[BOX], stored_machine={"thread-1": "box"}.get)
+    # What a resumed thread says after a restart: every machine Codex knows, this one first.
+    thread = {
+        "id": "thread-1",
+        "cwd": "/work",
+        "environments": [
+            {"environmentId": "local", "cwd": "/work"},
+            {"environmentId": "box", "cwd": "/work"},
+        ],
+    }
+    option = machine_option(opened(again, thread)["configOptions"])
+    assert option is not None and option["currentValue"] == "box"
+
+
+def test_a_store_keeps_picks_across_processes_and_forgets_local(tmp_path: Path) -> None:
+    from bridge.shell.machine_store import ThreadMachines
+
+    path = tmp_path / "state" / "thread-machines.json"
+    ThreadMachines(path).set("t1", "box")
+    ThreadMachines(path).set("t2", "gpu")
+    assert ThreadMachines(path).get("t1") == "box"
+    ThreadMachines(path).set("t1", "local")
+    assert ThreadMachines(path).get("t1") is None
+    assert ThreadMachines(path).get("t2") == "gpu"
+    path.write_text("not json")
+    assert ThreadMachines(path).get("t2") is None  # a broken file is no pick, never a crash

@@ -66,6 +66,8 @@ class ThreadStartParams(_Base):
     modelProvider: str | UnsetType = UNSET
     approvalPolicy: Any = UNSET
     sandbox: Any = UNSET
+    #: Where the thread acts (experimental); without it, every registered environment.
+    environments: list[TurnEnvironment] | UnsetType = UNSET
 
 
 class TextInput(_Base, tag="text", tag_field="type"):

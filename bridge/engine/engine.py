@@ -138,6 +138,7 @@ class Engine:
         paged_store: bool = False,
         codex_shared: bool = False,
         machines: Sequence[MachineOffer] = (),
+        stored_machine: Callable[[str], str | None] | None = None,
     ) -> None:
         hub = self.hub = Hub(
             thread_config=thread_config,
@@ -166,6 +167,8 @@ class Engine:
         self.streaming = Streaming(hub)
         self.settings = settings = SettingsSelectors(hub)
         self.machines = Machines(hub, machines)
+        if stored_machine is not None:
+            hub.stored_machine = stored_machine
         self.auth = Authentication(hub)
         self.terminals = Terminals(hub)
         self.turn_ends = TurnEnds(hub)

@@ -26,6 +26,7 @@ from ..codex.methods import SERVER_NOTIFICATIONS, SERVER_REQUESTS
 from ..engine import (
     Effect,
     Engine,
+    MachineChosen,
     MachineOffer,
     MachineWanted,
     ReadClock,
@@ -78,9 +79,15 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
         for e in recording.entries
         if isinstance(e.record, EventRecord) and e.record.event == "missing_directory"
     }
+    stored = {
+        e.record.reason: e.record.machine
+        for e in recording.entries
+        if isinstance(e.record, EventRecord) and e.record.event == "stored_machine"
+    }
     engine = Engine(
         thread_config=thread_config,
         is_directory=lambda path: path not in missing,
+        stored_machine=stored.get,
         **engine_options(recording),
     )
     capabilities = header.clientCapabilities or {}
@@ -109,8 +116,8 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
                         raise RecordingError(
                             recording.path, line, f"transcript line {exc.line}: {exc.why}"
                         ) from None
-            elif isinstance(effect, MachineWanted):
-                pass  # the shell reached it; the recording holds what it said next
+            elif isinstance(effect, MachineWanted | MachineChosen):
+                pass  # the shell's to carry out; the recording holds what it said next
             else:
                 sent = msgspec.json.decode(effect.data)
                 sent_codex.append((effect.data, redactor.value(sent)))
@@ -139,7 +146,7 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
                     engine.machine_changed(record.machine, record.state, record.reason),
                     entry.line,
                 )
-            elif record.event == "missing_directory":
+            elif record.event in ("missing_directory", "stored_machine"):
                 pass  # answered when the engine asks (see above)
             else:
                 raise RecordingError(recording.path, entry.line, f"unknown event {record.event!r}")

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from ..engine import Effect, Engine, MachineWanted, ReadClock, ToClient, ToCodex
+from ..engine import Effect, Engine, MachineChosen, MachineWanted, ReadClock, ToClient, ToCodex
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +42,11 @@ def carry_out(
     to_client: Callable[[ToClient], None],
     to_codex: Callable[[ToCodex], None] | None,
     want_machine: Callable[[str], None] | None = None,
+    store_machine: Callable[[str, str], None] | None = None,
 ) -> None:
     """Send each message to its side (``to_codex`` ``None``: no Codex connection now, so
     what is meant for it is dropped), answer each clock reading and hand each machine a
-    prompt wants to ``want_machine`` (the links), in order; ``tap`` sees each as it goes."""
+    prompt wants to ``want_machine`` (the links) and each pick to ``store_machine``, in order; ``tap`` sees each as it goes."""
     for effect in effects:
         if isinstance(effect, ToClient):
             if tap:
@@ -69,7 +70,11 @@ def carry_out(
                 to_client,
                 to_codex,
                 want_machine,
+                store_machine,
             )
+        elif isinstance(effect, MachineChosen):
+            if store_machine is not None:
+                store_machine(effect.thread_id, effect.machine)
         elif isinstance(effect, MachineWanted):
             if want_machine is not None:
                 want_machine(effect.name)
@@ -84,4 +89,5 @@ def carry_out(
                 to_client,
                 to_codex,
                 want_machine,
+                store_machine,
             )

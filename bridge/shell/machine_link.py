@@ -37,6 +37,7 @@ from websockets.trio.server import ServerConnection, serve
 from .. import machines as spec_of
 from ..engine import MachineOffer, Registration
 from ..machines import MachineSpec
+from .machine_store import ThreadMachines
 
 log = logging.getLogger(__name__)
 #: websockets' own log of each connection: its warnings only.
@@ -92,6 +93,8 @@ class MachineLinks:
         self._local_version: str | None = None
         self._nursery: trio.Nursery | None = None
         self._early_wants: list[str] = []
+        #: Which machine each thread works on, for the next bridge.
+        self.store = ThreadMachines()
         for spec in specs:
             if spec.ssh:
                 # Bound now, before trio runs, so that the engine built before it can

@@ -224,6 +224,7 @@ async def run_bridge(
             to_client.put,
             to_codex.put if to_codex else None,
             machines.want if machines is not None else None,
+            machines.store.set if machines is not None else None,
         )
 
     def machine_changed(name: str, state: str, reason: str) -> None:

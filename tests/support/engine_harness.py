@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from bridge.engine import Engine, MachineWanted, ReadClock, ToClient, ToCodex
+from bridge.engine import Engine, MachineChosen, MachineWanted, ReadClock, ToClient, ToCodex
 from bridge.recording import TranscriptChecker
 
 from .acp_schema import ConversationValidator
@@ -26,6 +26,8 @@ class Harness:
         self.clock_reads: list[Any] = []
         #: The machines the engine asked the shell to reach, in order.
         self.machines_wanted: list[str] = []
+        #: The picks the engine asked the shell to store: (thread, machine).
+        self.machines_chosen: list[tuple[str, str]] = []
         self._next_client_id = 100
         self._collect(self.engine.start())
         if ready:
@@ -45,6 +47,9 @@ class Harness:
                 continue
             if isinstance(effect, MachineWanted):
                 self.machines_wanted.append(effect.name)
+                continue
+            if isinstance(effect, MachineChosen):
+                self.machines_chosen.append((effect.thread_id, effect.machine))
                 continue
             message = msgspec.json.decode(effect.data)
             if isinstance(effect, ToClient):

@@ -45,4 +45,13 @@ class MachineWanted(msgspec.Struct, frozen=True):
     name: str
 
 
-Effect = ToClient | ToCodex | ReadClock | MachineWanted
+class MachineChosen(msgspec.Struct, frozen=True):
+    """The user picked machine ``machine`` for thread ``thread_id``: the shell stores it,
+    since Codex forgets a thread's environments when it restarts, and hands it back through
+    the ``stored_machine`` function the engine was given."""
+
+    thread_id: str
+    machine: str
+
+
+Effect = ToClient | ToCodex | ReadClock | MachineWanted | MachineChosen

@@ -28,7 +28,7 @@ from msgspec import Raw
 from ...acp import types as acp_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from .effects import Effect, MachineWanted, ReadClock, ToClient, ToCodex
+from .effects import Effect, MachineChosen, MachineWanted, ReadClock, ToClient, ToCodex
 from .facts import Fact, PromptEnded
 from .machines import Machine
 from .outbox import update_effect
@@ -241,6 +241,8 @@ class Hub:
         #: The machines a session may act on, by name (the machines feature's; empty:
         #: none named, and no ``machine`` option is offered).
         self.machines: dict[str, Machine] = {}
+        #: The machine the shell stored for a thread (``MachineChosen``), if any.
+        self.stored_machine: Callable[[str], str | None] = _nothing_stored
         self._out: list[Effect] = []
 
     def declares(self, capability: str) -> bool:
@@ -313,9 +315,9 @@ class Hub:
         self._clock_waiters[key] = then
         self._out.append(ReadClock(key))
 
-    def effect(self, wanted: MachineWanted) -> None:
-        """Ask the shell to reach a machine (the machines feature's one request of it)."""
-        self._out.append(wanted)
+    def effect(self, asked: MachineWanted | MachineChosen) -> None:
+        """Ask the shell to reach a machine, or to store the one a thread was given."""
+        self._out.append(asked)
 
     def clock_read(self, key: RequestId, unix_seconds: int) -> bool:
         """The clock read for :meth:`ask_clock`'s ``key``, handed on (``False``: not one)."""
@@ -438,6 +440,10 @@ def decode_params(raw: Raw, kind: type[T], method: str) -> T:
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
         detail = str(exc).replace("`$`", "`params`").replace("`$.", "`params.")
         raise RpcError.invalid_params(f"Invalid params for {method}: {detail}") from None
+
+
+def _nothing_stored(_thread_id: str) -> str | None:
+    return None
 
 
 def from_codex(error: ErrorObject) -> RpcError:

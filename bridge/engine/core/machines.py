@@ -60,6 +60,9 @@ class Machine:
     offer: MachineOffer
     state: MachineState = MachineState.IDLE
     reason: str = ""
+    #: Why the link went down since the current turn there began ("": it did not): a
+    #: command that failed meanwhile failed for it, even once Codex has connected again.
+    lost: str = ""
 
     @property
     def name(self) -> str:

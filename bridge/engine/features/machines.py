@@ -102,6 +102,8 @@ class Machines:
             log.warning("machine %s: unknown state %r", name, state)
             return
         link.machine.reason = reason
+        if link.machine.state is MachineState.DOWN:
+            link.machine.lost = reason
         log.info("machine %s: %s%s", name, state, f" ({reason})" if reason else "")
         self._settle(link)
 

@@ -146,6 +146,10 @@ class Prompts:
         start = codex_types.ThreadStartParams(cwd=cwd)
         if hub.thread_config:
             start.config = dict(hub.thread_config)
+        if hub.machines:
+            # Here until the user picks a machine: Codex would otherwise give the thread every
+            # machine it knows, and reach each of them as the thread starts.
+            start.environments = [codex_types.TurnEnvironment(environmentId=LOCAL, cwd=cwd)]
         self.thread_starting(mcp_servers, start)
 
         def started(opened: codex_types.ThreadStartResult) -> None:

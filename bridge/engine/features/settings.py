@@ -48,6 +48,7 @@ from ...codex import settings as codex_settings
 from ...codex import types as codex_types
 from ...jsonrpc import RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
+from ..core.effects import MachineChosen
 from ..core.hub import Hub, decode_params, unknown_method
 from ..core.machines import LOCAL, workspace
 from ..core.threads import Settings, ThreadRecord
@@ -99,7 +100,7 @@ class SettingsSelectors:
         reviewer = getattr(opened, "approvalsReviewer", None)
         if isinstance(reviewer, str):
             settings.reviewer = reviewer
-        settings.machine = self._machine_of(getattr(opened, "thread", None))
+        settings.machine = self._machine_of(record.id, getattr(opened, "thread", None))
         record.settings = settings
         modes = self._modes(settings)
         options = self._options(settings)
@@ -158,12 +159,20 @@ class SettingsSelectors:
             refused,
         )
 
-    def _machine_of(self, thread: object) -> str:
-        """The machine a thread acts on, as Codex reports its environments (one the user no
+    def _machine_of(self, thread_id: str, thread: object) -> str:
+        """The machine a thread acts on: the one stored for it (Codex forgets a thread's
+        environments when it restarts), else the first Codex reports (one the user no
         longer names, or none: this one)."""
+        if not self.hub.machines:
+            return LOCAL
+        stored = self.hub.stored_machine(thread_id)
+        if stored is not None:
+            return stored if stored in self.hub.machines else LOCAL
         environments = getattr(thread, "environments", None) or []
-        names = [e.environmentId for e in environments if e.environmentId in self.hub.machines]
-        return names[0] if names else LOCAL
+        # The first is where it acts (Codex gives a thread started without any every
+        # machine it knows, this one first).
+        first = environments[0].environmentId if environments else LOCAL
+        return first if first in self.hub.machines else LOCAL
 
     def machine(self, record: ThreadRecord) -> str:
         """The machine the session's next turn acts on."""
@@ -184,6 +193,8 @@ class SettingsSelectors:
                 codex_types.TurnEnvironment(environmentId=machine, cwd=workspace(offer, record.cwd))
             ]
             settings.machine, settings.picked_machine = machine, None
+            if offer is not None:
+                self.hub.machines[machine].lost = ""
         if settings.picked_mode is not None:
             params.approvalPolicy, params.sandboxPolicy = presets.policy(
                 settings, settings.picked_mode
@@ -363,6 +374,7 @@ class SettingsSelectors:
             # Goes with the next turn/start (a running turn stays where it is); reaching the
             # machine waits for the prompt that needs it.
             settings.picked_machine = value
+            self.hub.effect(MachineChosen(session_id, value))
             answer()
             return
         change = codex_settings.ThreadSettingsUpdateParams(threadId=session_id)

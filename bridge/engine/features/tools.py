@@ -32,7 +32,7 @@ from ...codex import types as codex_types
 from ...codex.messages import ItemNotification, MalformedItem
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub
-from ..core.machines import LOCAL, MachineState, workspace
+from ..core.machines import LOCAL, workspace
 from ..core.threads import ThreadRecord, ToolCall
 from ..views.content import text_content
 from ..views.tool_views import (
@@ -88,9 +88,9 @@ class Tools:
         which Codex does not know (it only saw its connection end)."""
         machine = self._machine(record)
         link = self.hub.machines.get(machine)
-        if link is None or link.state is not MachineState.DOWN:
+        if link is None or not link.lost:
             return None
-        return f"The link to machine {machine} was lost: {link.reason}"
+        return f"The link to machine {machine} was lost: {link.lost}"
 
     def _describe(self, item: codex_items.ToolItem, **how: Any) -> ToolView:
         """``describe``, with a file change as Git patches for a client that declared
