@@ -89,7 +89,7 @@ class SshMachine:
     log: Path
     user: str = USER
     host: str = HOST
-    _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _process: trio.Process | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -109,7 +109,7 @@ class SshMachine:
     async def start(self) -> None:
         """Start sshd (again, on the same port and keys) and wait until it accepts."""
         with self.log.open("ab") as log:
-            self._process = subprocess.Popen(
+            self._process = await trio.lowlevel.open_process(
                 [str(SSHD), "-D", "-e", "-f", str(self.config)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -136,14 +136,15 @@ class SshMachine:
         children = _children(process.pid) if kill_sessions else []
         process.terminate()
         with trio.fail_after(10):
-            while process.poll() is None:  # noqa: ASYNC110 (a Popen: poll)
-                await trio.sleep(0.02)
+            await process.wait()
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         if kill_sessions:
             # What the sessions ran, as the remote user, in this test's workspace.
-            subprocess.run(["pkill", "-KILL", "-u", USER, "-f", str(self.workspace)], check=False)
+            await trio.run_process(
+                ["pkill", "-KILL", "-u", USER, "-f", str(self.workspace)], check=False
+            )
 
 
 def _children(pid: int) -> list[int]:
