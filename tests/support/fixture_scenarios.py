@@ -30,6 +30,7 @@ from bridge.shell.codex_transport import ENV_CODEX_BIN, find_codex
 from . import scenarios
 from .app_server import app_server
 from .scenarios import APP_SERVER_ENV, Scenario
+from .sshd import ssh_machine
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -64,6 +65,16 @@ async def record(scenario: Scenario, model: ScriptedModel, codex_bin: str, root:
             async with open_agent(serve, env=env, stderr=log.fileno()) as (client, _process):
                 await scenario.prepare(client, str(workspace))
     argv = [sys.executable, "-m", "bridge", "record", "--out", str(out), "--log-level", "info"]
+    env["CODEX_ACP_BRIDGE_MACHINES"] = str(root / f"{scenario.name}-machines.toml")
+    env["XDG_STATE_HOME"] = str(root / f"{scenario.name}-state")
+    if scenario.machine:
+        async with ssh_machine(root / f"{scenario.name}-sshd", codex_bin) as machine:
+            argv += ["--machine", f"box={machine.url}{machine.workspace}"]
+            argv += ["--ssh-command", machine.ssh_command]
+            with (root / f"{scenario.name}.log").open("wb") as log, trio.fail_after(120):
+                async with open_agent(argv, env=env, stderr=log.fileno()) as (client, _process):
+                    await scenario.drive(client, str(workspace))
+        return out
     with (root / f"{scenario.name}.log").open("wb") as log, trio.fail_after(120):
         if not scenario.attach:
             async with open_agent(argv, env=env, stderr=log.fileno()) as (client, _process):

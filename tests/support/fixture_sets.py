@@ -22,6 +22,9 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 #: Folder (relative to ``fixtures/``) → the Codex version its recordings come from.
 SETS: dict[str, str] = {"": PINNED, "codex-0.169": "0.169.0"}
+#: Scenarios of what the oldest Codex cannot do, recorded from the pinned one alone:
+#: machines are Codex 0.171's environments (0.169 has no ``environment/add``).
+PINNED_ONLY = frozenset({"machine_session"})
 
 
 def prefixed(names: list[str]) -> list[str]:

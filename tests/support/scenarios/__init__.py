@@ -37,6 +37,9 @@ class Scenario:
     #: Record ``serve --codex-url`` attached to an app-server of the recording's own
     #: (see :data:`APP_SERVER_ENV`), instead of a Codex the bridge spawns.
     attach: bool = False
+    #: Record with the machine ``box``: an sshd of the recording's own on loopback
+    #: (``tests/support/sshd.py``), its workspace the machine's folder.
+    machine: bool = False
 
 
 #: For an ``attach`` scenario: JSON ``{codexBin, codexHome, dir, port}`` of its app-server, so
