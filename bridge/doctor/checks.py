@@ -343,6 +343,12 @@ def machine_checks(found: MachineFound) -> list[Check]:
     return [reach_check(found), machine_codex_check(found), exec_server_check(found)]
 
 
+def known_version(version: str) -> bool:
+    """An exec-server's ``executorVersion`` says its Codex, except ``0.0.0``: what a Codex
+    binary outside its npm package says (a copy of the pinned binary did)."""
+    return bool(version) and version != "0.0.0"
+
+
 def reach_name(name: str) -> str:
     return f"machine {name}: reachable"
 
@@ -438,12 +444,21 @@ def machine_codex_check(found: MachineFound) -> Check:
             )
     else:
         server = found.server
-        if server is None or server.failure is not None or not server.executor_version:
+        if server is None or server.failure is not None:
             return Check(
                 name,
                 "error",
                 "not asked: its exec-server did not answer",
                 f"see '{exec_server_name(found.name)}'",
+                machine=found.name,
+            )
+        if not known_version(server.executor_version):
+            said = server.executor_version or "nothing"
+            return Check(
+                name,
+                "warning",
+                f"{found.where}: its exec-server does not say its Codex version ({said})",
+                f"run `codex --version` there: the link needs Codex {found.local_version or PINNED}",
                 machine=found.name,
             )
         remote = server.executor_version
@@ -509,7 +524,7 @@ def exec_server_check(found: MachineFound) -> Check:
     what = ", ".join(
         part
         for part in (
-            f"Codex {server.executor_version}" if server.executor_version else "",
+            f"Codex {server.executor_version}" if known_version(server.executor_version) else "",
             server.shell,
             f"in {server.cwd.removeprefix('file://')}" if server.cwd else "",
         )

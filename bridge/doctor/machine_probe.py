@@ -19,13 +19,16 @@ app-server's ``clientInfo`` are refused with -32602 "missing field `clientName`"
 members are ignored. The answer (no ``jsonrpc`` member) is ``{"id": 1, "result":
 {"sessionId": UUID, "environmentInfo": {"shell": {"name", "path"}, "executorVersion":
 "0.171.0", "cwd": "file:///...", "userHomeDir", "platformOs", "tempDir", "capabilities",
-...}}}``; a line that is not JSON is answered ``{"error": {"code": -32600, ...}, "id": -1}``.
+...}}}``. ``executorVersion`` is ``0.0.0`` for a Codex binary outside its npm package (a
+copy of the pinned binary, over a real sshd, said so; ``--version`` still said 0.171.0), so
+an ssh machine's version is its ``--version``'s. A line that is not JSON is answered ``{"error": {"code": -32600, ...}, "id": -1}``.
 The exec-server ends when its stdin closes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import subprocess
 import time
@@ -142,7 +145,7 @@ async def probe_ssh(
     assert process.stdin and process.stdout and process.stderr
     stdin = process.stdin
     lines = Lines(process.stdout)
-    stderr = StderrTail()
+    stderr = _Stderr()
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stderr.collect, process.stderr)
@@ -162,9 +165,12 @@ async def probe_ssh(
                     unreachable=f"no answer from {spec.where()} within {reach_seconds:g} s{said}",
                 )
             if first is None:
+                await stderr.finished()
                 nursery.cancel_scope.cancel()
                 return _ended_early(found, spec, process.returncode, stderr.text(), took)
             found = _with(found, reach_seconds=took, version_line=first.decode(errors="replace"))
+            # What the exec-server says, not what ``--version`` said before it.
+            stderr.mark()
             server = await _initialize(
                 stdin.send_all, lines.next, initialize_seconds, lambda: _ended(process, stderr)
             )
@@ -173,6 +179,33 @@ async def probe_ssh(
     finally:
         with trio.CancelScope(shield=True):
             await _stop(process)
+
+
+class _Stderr(StderrTail):
+    """ssh's stderr, read to its end: a process that ended has its last words read before
+    they are quoted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._done = trio.Event()
+        self._mark = 0
+
+    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
+        try:
+            await super().collect(stream)
+        finally:
+            self._done.set()
+
+    async def finished(self) -> None:
+        with trio.move_on_after(CLOSE_SECONDS):
+            await self._done.wait()
+
+    def mark(self) -> None:
+        self._mark = len(super().text())
+
+    def text(self) -> str:
+        whole = super().text()
+        return whole[self._mark :] if self._mark <= len(whole) else whole
 
 
 def _ended_early(
@@ -195,9 +228,10 @@ def _ended_early(
     )
 
 
-async def _ended(process: trio.Process, stderr: StderrTail) -> str:
+async def _ended(process: trio.Process, stderr: _Stderr) -> str:
     with trio.move_on_after(CLOSE_SECONDS):
         await process.wait()
+    await stderr.finished()
     words = _words(stderr.text())
     status = f"exit status {process.returncode}" if process.returncode is not None else "it"
     return f"the exec-server ended ({status}){': ' + words if words else ''}"
@@ -294,7 +328,7 @@ async def probe_ws(
         return _with(
             found,
             reach_seconds=time.monotonic() - started,
-            unreachable=f"cannot reach {spec.host}:{port}: {exc.strerror or exc}",
+            unreachable=f"cannot reach {spec.host}:{port}: {_tcp_failure(exc)}",
         )
     found = _with(found, reach_seconds=time.monotonic() - started)
     assert spec.token_file is not None
@@ -348,6 +382,20 @@ async def probe_ws(
             time.monotonic() - begun, failure=f"the WebSocket handshake failed: {exc}"
         )
     return _with(found, server=server)
+
+
+def _tcp_failure(exc: OSError) -> str:
+    """The system's words: trio wraps each address's failure in one "all attempts" error."""
+    cause = exc.__cause__
+    if isinstance(cause, BaseExceptionGroup):
+        said = [
+            os.strerror(e.errno) if e.errno else str(e)
+            for e in cause.exceptions
+            if isinstance(e, OSError)
+        ]
+        if said:
+            return "; ".join(dict.fromkeys(said))
+    return str(exc.strerror or exc)
 
 
 def _words(stderr: str) -> str:
