@@ -583,15 +583,40 @@ def demo(prompt: str | None, codex_bin: str | None, log_level: str, log_file: st
 @click.option("--codex-bin", metavar="PATH", help="Codex binary to check (as for serve).")
 @_runtime_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: every check and the verdict.")
-def doctor(codex_bin: str | None, runtime_dir: str | None, as_json: bool) -> None:
-    """Check what the bridge needs: Codex, its sign-in, its config, the daemon, a handshake.
+@_machine_options
+def doctor(
+    codex_bin: str | None,
+    runtime_dir: str | None,
+    as_json: bool,
+    machines: tuple[str, ...],
+    machine_token_files: tuple[str, ...],
+    ssh_command: str | None,
+) -> None:
+    """Check what the bridge needs: Codex, its sign-in, its config, the daemon, a handshake,
+    and each machine named (reached over ssh, its Codex, its exec-server).
 
     A checklist on stdout (✓ fine, ! a warning, ✗ blocks use, with what to do);
     exit status 1 when anything blocks use, else 0.
     """
     from .doctor import run_doctor
 
-    sys.exit(run_doctor(codex_bin, runtime_dir, json_output=as_json))
+    # A machine that cannot be used as written is a line of the checklist, not a usage
+    # error: serve would refuse to start on it, and the rest is still worth saying.
+    error = None
+    try:
+        specs, ssh = gather_machines(machines, machine_token_files, ssh_command)
+    except click.BadParameter as exc:
+        specs, ssh, error = [], [], exc.message
+    sys.exit(
+        run_doctor(
+            codex_bin,
+            runtime_dir,
+            json_output=as_json,
+            machines=specs,
+            ssh=ssh,
+            machines_error=error,
+        )
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,7 +27,14 @@ One checklist, in this order:
   (with ``experimentalApi``, as the engine sends it) answered within a time limit, then
   ``account/read``; the time it took and Codex's ``userAgent``, and what Codex warned about
   meanwhile (a missing sandbox tool, ...). Codex is stopped with its process group, as
-  ``serve`` stops it.
+  ``serve`` stops it;
+- **each machine** the user named (the machines file, ``--machine``; ``--ssh-command``),
+  three lines each (:mod:`bridge.doctor.machine_probe`, all machines at once): *reachable*
+  (ssh logged in, in ssh's own words when not: a refused login, an unknown or changed host
+  key, a timeout; a ws:// machine: a TCP connection), its *Codex* (the remote version
+  against this one's: the link refuses another), and its *exec-server* (the command the
+  link runs, answering ``initialize`` in time; a ws:// machine's with its token). A
+  machines file or flag that cannot be used is one ✗ line, ``Machines``.
 
 ✓ is fine, ! a warning that does not block use, ✗ blocks use: the exit status is 1 when any
 check is ✗, else 0, for the checklist and for ``--json`` alike.
@@ -41,9 +48,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
+from functools import partial
 
 import trio
 
+from ..machines import MachineSpec
 from .checks import (
     BINARY,
     CHOICE,
@@ -52,6 +62,7 @@ from .checks import (
     DAEMON,
     INSTALL_HINT,
     LOGIN_HINT,
+    MACHINES,
     MARKS,
     ROUND_TRIP,
     Check,
@@ -63,8 +74,13 @@ from .checks import (
     config_check,
     credentials_check,
     daemon_check,
+    exec_server_check,
     exit_code,
+    machine_checks,
+    machine_codex_check,
+    machines_error_check,
     overall,
+    reach_check,
     render,
     round_trip_check,
     selected_provider,
@@ -75,8 +91,10 @@ from .findings import (
     ConfigFile,
     ConfigTrial,
     Environment,
+    ExecServer,
     Findings,
     Handshake,
+    MachineFound,
     RuntimeDir,
 )
 from .gather import gather
@@ -90,6 +108,7 @@ __all__ = [
     "DAEMON",
     "INSTALL_HINT",
     "LOGIN_HINT",
+    "MACHINES",
     "MARKS",
     "ROUND_TRIP",
     "Check",
@@ -98,8 +117,10 @@ __all__ = [
     "ConfigFile",
     "ConfigTrial",
     "Environment",
+    "ExecServer",
     "Findings",
     "Handshake",
+    "MachineFound",
     "RuntimeDir",
     "Status",
     "as_json",
@@ -109,9 +130,14 @@ __all__ = [
     "config_check",
     "credentials_check",
     "daemon_check",
+    "exec_server_check",
     "exit_code",
     "gather",
+    "machine_checks",
+    "machine_codex_check",
+    "machines_error_check",
     "overall",
+    "reach_check",
     "render",
     "round_trip_check",
     "run_doctor",
@@ -120,9 +146,27 @@ __all__ = [
 ]
 
 
-def run_doctor(codex_bin: str | None, runtime: str | None, *, json_output: bool) -> int:
+def run_doctor(
+    codex_bin: str | None,
+    runtime: str | None,
+    *,
+    json_output: bool,
+    machines: Sequence[MachineSpec] = (),
+    ssh: Sequence[str] = (),
+    machines_error: str | None = None,
+) -> int:
     """Gather, print the checklist (or its JSON) on stdout; the exit status."""
-    findings = trio.run(gather, codex_bin, runtime, dict(os.environ))
+    findings = trio.run(
+        partial(
+            gather,
+            codex_bin,
+            runtime,
+            dict(os.environ),
+            machines=machines,
+            ssh=ssh,
+            machines_error=machines_error,
+        )
+    )
     checks = checklist(findings)
     if json_output:
         print(json.dumps(as_json(checks), indent=2, ensure_ascii=False))

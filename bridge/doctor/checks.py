@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..acp.auth import API_KEY_VARIABLES
 from ..codex.versions import PINNED, drift_warning, parse, tested_range
+from ..machines import codex_version
 from .findings import (
     CodexBinary,
     ConfigFile,
     Environment,
     Findings,
     Handshake,
+    MachineFound,
     RuntimeDir,
 )
 
@@ -36,6 +39,7 @@ CONFIG = "config.toml"
 DAEMON = "Daemon"
 CHOICE = "Codex used"
 ROUND_TRIP = "initialize round trip"
+MACHINES = "Machines"
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class Check:
     detail: str
     #: What to do about it (for a ✗, always).
     hint: str | None = None
+    #: The machine it is about (the machines' checks).
+    machine: str | None = None
 
 
 def checklist(findings: Findings) -> list[Check]:
@@ -59,6 +65,8 @@ def checklist(findings: Findings) -> list[Check]:
         daemon_check(findings.runtime),
         choice_check(findings.choice, fails=findings.choice_fails),
         round_trip_check(handshake, findings.binary),
+        *([machines_error_check(findings.machines_error)] if findings.machines_error else []),
+        *(check for found in findings.machines for check in machine_checks(found)),
     ]
 
 
@@ -317,6 +325,215 @@ def round_trip_check(handshake: Handshake | None, binary: CodexBinary) -> Check:
     return Check(ROUND_TRIP, "ok", detail)
 
 
+# -- machines ---------------------------------------------------------------------------------
+
+
+def machines_error_check(error: str) -> Check:
+    """The machines named cannot be used as written: ``serve`` would refuse to start."""
+    return Check(
+        MACHINES,
+        "error",
+        error,
+        "fix the machines file or the --machine flag: serve refuses to start until then",
+    )
+
+
+def machine_checks(found: MachineFound) -> list[Check]:
+    """A machine's three lines: reached, its Codex, its exec-server."""
+    return [reach_check(found), machine_codex_check(found), exec_server_check(found)]
+
+
+def known_version(version: str) -> bool:
+    """An exec-server's ``executorVersion`` says its Codex, except ``0.0.0``: what a Codex
+    binary outside its npm package says (a copy of the pinned binary did)."""
+    return bool(version) and version != "0.0.0"
+
+
+def reach_name(name: str) -> str:
+    return f"machine {name}: reachable"
+
+
+def codex_name(name: str) -> str:
+    return f"machine {name}: Codex"
+
+
+def exec_server_name(name: str) -> str:
+    return f"machine {name}: exec-server"
+
+
+def reach_check(found: MachineFound) -> Check:
+    """Reached (ssh logged in and ran the remote shell; a ws machine took a TCP connection),
+    else why not in ssh's own words, with what to do about that."""
+    name = reach_name(found.name)
+    if found.unreachable is None:
+        return Check(
+            name, "ok", f"{found.where}: reached in {found.reach_seconds:.2f} s", machine=found.name
+        )
+    words = found.unreachable
+    return Check(name, "error", f"{found.where}: {words}", _reach_hint(found), machine=found.name)
+
+
+def _reach_hint(found: MachineFound) -> str:
+    if not found.ssh:
+        return (
+            f"start the exec-server there (codex exec-server --listen {found.where} --ws-auth "
+            "capability-token --ws-token-file FILE), or correct the machine's URL"
+        )
+    words = found.unreachable or ""
+    lowered = words.lower()
+    login = f"`{found.login}`"
+    if words.startswith("could not run"):
+        return "install OpenSSH's ssh, or name yours with --ssh-command (or $CODEX_ACP_BRIDGE_SSH_COMMAND)"
+    if "host key" in lowered and "changed" in lowered:
+        return (
+            "its host key is not the one your known_hosts holds: find out why; if the change "
+            f"is expected, drop the old key (ssh-keygen -R HOST) and log in once with {login} "
+            "to accept the new one"
+        )
+    if "host key" in lowered:
+        return (
+            f"log in once in a terminal ({login}) to accept its host key: the bridge runs ssh "
+            "with BatchMode=yes, which cannot ask"
+        )
+    if "permission denied" in lowered:
+        return (
+            "the bridge logs in without a prompt (BatchMode=yes): a key your ssh offers by "
+            f"itself (ssh-agent, IdentityFile in ~/.ssh/config); {login} in a terminal shows "
+            "what ssh tries"
+        )
+    return f"run {login} in a terminal to see what ssh does"
+
+
+def _install_there(found: MachineFound) -> str:
+    version = found.local_version or PINNED
+    return (
+        f"install Codex {version} there (npm install -g @openai/codex@{version}), or name it "
+        "with ?codex=/path/to/codex in the machine's URL"
+    )
+
+
+def machine_codex_check(found: MachineFound) -> Check:
+    """The remote Codex, against this machine's: the link refuses another version."""
+    name = codex_name(found.name)
+    if found.unreachable is not None:
+        return Check(
+            name,
+            "error",
+            "not tried: not reached",
+            f"see '{reach_name(found.name)}'",
+            machine=found.name,
+        )
+    if found.codex_failure is not None:
+        return Check(
+            name,
+            "error",
+            f"no Codex on {found.where}: {found.codex_failure}",
+            _install_there(found),
+            machine=found.name,
+        )
+    if found.ssh:
+        said = found.version_line or ""
+        remote = codex_version(said)
+        if remote is None:
+            return Check(
+                name,
+                "error",
+                f"{found.where}: `{found.codex} --version` said {said.strip()!r}, not a version",
+                _install_there(found),
+                machine=found.name,
+            )
+    else:
+        server = found.server
+        if server is None or server.failure is not None:
+            return Check(
+                name,
+                "error",
+                "not asked: its exec-server did not answer",
+                f"see '{exec_server_name(found.name)}'",
+                machine=found.name,
+            )
+        if not known_version(server.executor_version):
+            said = server.executor_version or "nothing"
+            return Check(
+                name,
+                "warning",
+                f"{found.where}: its exec-server does not say its Codex version ({said})",
+                f"run `codex --version` there: the link needs Codex {found.local_version or PINNED}",
+                machine=found.name,
+            )
+        remote = server.executor_version
+    local = found.local_version
+    if local is None:
+        return Check(
+            name,
+            "warning",
+            f"{found.where}: Codex {remote}; this machine's Codex version is unknown, so not "
+            "compared (the link refuses another version)",
+            f"see '{BINARY}'",
+            machine=found.name,
+        )
+    if remote != local:
+        return Check(
+            name,
+            "error",
+            f"{found.where} runs Codex {remote}, this machine {local}: the link refuses it",
+            _install_there(found),
+            machine=found.name,
+        )
+    return Check(name, "ok", f"{found.where}: Codex {remote}, as here", machine=found.name)
+
+
+def exec_server_check(found: MachineFound) -> Check:
+    """The exec-server the link runs there answers ``initialize`` in time."""
+    name = exec_server_name(found.name)
+    server = found.server
+    if found.unreachable is not None:
+        return Check(
+            name,
+            "error",
+            "not tried: not reached",
+            f"see '{reach_name(found.name)}'",
+            machine=found.name,
+        )
+    if server is None:
+        return Check(
+            name,
+            "error",
+            "not tried: no Codex there",
+            f"see '{codex_name(found.name)}'",
+            machine=found.name,
+        )
+    if server.failure is not None:
+        if found.ssh:
+            run = f"{found.login} {shlex.quote(found.codex + ' exec-server --listen stdio')}"
+            hint = f"run `{run}` in a terminal to see what it says"
+        elif "token" in server.failure:
+            hint = (
+                "the token file must hold the token the exec-server was started with "
+                f"(--ws-token-file there; --machine-token-file {found.name}=FILE here)"
+            )
+        else:
+            hint = f"check that a Codex exec-server listens at {found.where}"
+        return Check(
+            name,
+            "error",
+            f"{found.where}: {server.failure} (after {server.seconds:.2f} s)",
+            hint,
+            machine=found.name,
+        )
+    what = ", ".join(
+        part
+        for part in (
+            f"Codex {server.executor_version}" if known_version(server.executor_version) else "",
+            server.shell,
+            f"in {server.cwd.removeprefix('file://')}" if server.cwd else "",
+        )
+        if part
+    )
+    detail = f"{found.where}: answered initialize in {server.seconds:.2f} s"
+    return Check(name, "ok", detail + (f" ({what})" if what else ""), machine=found.name)
+
+
 # -- the verdict and its two renderings (pure) ---------------------------------------------
 
 
@@ -340,6 +557,7 @@ def as_json(checks: Sequence[Check]) -> dict[str, Any]:
         "checks": [
             {"name": c.name, "status": c.status, "detail": c.detail}
             | ({"hint": c.hint} if c.hint else {})
+            | ({"machine": c.machine} if c.machine else {})
             for c in checks
         ],
     }

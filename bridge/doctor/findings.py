@@ -126,3 +126,53 @@ class Findings:
     choice: str = ""
     #: That Codex is one of its own, which cannot start (no binary).
     choice_fails: bool = False
+    #: Each machine the user named (the machines file and ``--machine``), in their order.
+    machines: tuple[MachineFound, ...] = ()
+    #: Why the machines named cannot be used as written (the file or a flag).
+    machines_error: str | None = None
+
+
+@dataclass(frozen=True)
+class ExecServer:
+    """What a machine's exec-server answered to ``initialize``
+    (:mod:`bridge.doctor.machine_probe`)."""
+
+    #: From sending ``initialize`` to its answer (or to giving up).
+    seconds: float
+    #: Why it gave no answer (``None``: it did).
+    failure: str | None = None
+    #: ``environmentInfo.executorVersion``: the Codex that runs the commands there.
+    executor_version: str = ""
+    #: ``environmentInfo.shell.name`` and ``cwd`` (a ``file://`` URI).
+    shell: str = ""
+    cwd: str = ""
+
+
+@dataclass(frozen=True)
+class MachineFound:
+    """What reaching one machine the user named showed, stage by stage: each stage is
+    ``None`` when it was not reached."""
+
+    name: str
+    #: As a person reads it: ``me@devbox:2222``, or a ws machine's URL.
+    where: str
+    ssh: bool
+    #: The remote ``codex`` as named (``?codex=``); ssh machines.
+    codex: str = "codex"
+    #: The command that reaches it, for the user to run in a terminal (ssh machines: the
+    #: ssh login, without a remote command).
+    login: str = ""
+    #: This machine's Codex version, which the machine's must equal (``None``: unknown).
+    local_version: str | None = None
+    #: Seconds to reach it (ssh: to the remote ``codex --version``'s line; ws: to a TCP
+    #: connection).
+    reach_seconds: float = 0.0
+    #: Why it was not reached: ssh's own words (a refused login, a host key, a timeout),
+    #: or the TCP connection's failure (``None``: reached).
+    unreachable: str | None = None
+    #: Reached, but its Codex did not run: not found (exit status 127), or its own words.
+    codex_failure: str | None = None
+    #: What the remote ``codex --version`` said (ssh; ``None``: nothing came).
+    version_line: str | None = None
+    #: Its exec-server's answer to ``initialize`` (``None``: not tried).
+    server: ExecServer | None = None

@@ -1,5 +1,5 @@
 """Gathering the findings (I/O): the binary and its version, ``config.toml``, the runtime
-directory, which Codex ``serve`` would use, and the handshake."""
+directory, which Codex ``serve`` would use, the handshake, and each machine named."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import shutil
 import stat
 import subprocess
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from ..daemon.runtime import daemon_running, read_info, runtime_dir
+from ..machines import MachineSpec
+from ..machines import codex_version as version_of
 from ..shell.codex_transport import (
     ENV_CODEX_BIN,
     CodexUnavailable,
@@ -26,17 +28,42 @@ from .findings import (
     ConfigFile,
     Environment,
     Findings,
+    MachineFound,
     RuntimeDir,
 )
 from .handshake import shake_hands
+from .machine_probe import probe_all
 
 #: How long ``codex --version`` may take.
 VERSION_SECONDS = 10.0
 
 
-async def gather(codex_bin: str | None, runtime: str | None, env: Mapping[str, str]) -> Findings:
+async def gather(
+    codex_bin: str | None,
+    runtime: str | None,
+    env: Mapping[str, str],
+    *,
+    machines: Sequence[MachineSpec] = (),
+    ssh: Sequence[str] = (),
+    machines_error: str | None = None,
+) -> Findings:
+    """Everything doctor looks at; the handshake and the machines at once."""
     binary = await find_binary(codex_bin, env)
-    handshake = await shake_hands(binary.path) if binary.path is not None else None
+    handshake = None
+    found: tuple[MachineFound, ...] = ()
+
+    async def shake() -> None:
+        nonlocal handshake
+        handshake = await shake_hands(binary.path) if binary.path is not None else None
+
+    async def reach() -> None:
+        nonlocal found
+        found = await probe_all(machines, list(ssh) or ["ssh"], version_of(binary.version))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(shake)
+        if machines:
+            nursery.start_soon(reach)
     codex_home = Path(env.get("CODEX_HOME") or Path.home() / ".codex")
     return Findings(
         binary=binary,
@@ -49,6 +76,8 @@ async def gather(codex_bin: str | None, runtime: str | None, env: Mapping[str, s
         ),
         runtime=inspect_runtime_dir(runtime_dir(runtime, env)),
         **_choice(codex_bin, runtime, env, own=binary.path),
+        machines=found,
+        machines_error=machines_error,
     )
 
 

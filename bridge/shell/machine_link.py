@@ -302,8 +302,8 @@ class MachineLinks:
             return
         assert process.stdin and process.stdout and process.stderr
         stdin = process.stdin
-        stderr = _Tail()
-        lines = _Lines(process.stdout)
+        stderr = StderrTail()
+        lines = Lines(process.stdout)
         ended_by_codex = False
         link.relays += 1
         try:
@@ -376,7 +376,7 @@ class MachineLinks:
             self._nursery.start_soon(self._bring_back, link)
 
 
-class _Lines:
+class Lines:
     """Newline-delimited messages from a stream (no size cap but :data:`MAX_MESSAGE`)."""
 
     def __init__(self, stream: trio.abc.ReceiveStream) -> None:
@@ -401,7 +401,7 @@ class _Lines:
             self._buffer += data
 
 
-class _Tail:
+class StderrTail:
     """The last few KB a process wrote to stderr (ssh's words on a failure)."""
 
     def __init__(self) -> None:

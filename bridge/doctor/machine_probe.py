@@ -1,0 +1,409 @@
+"""Reaching each machine the user named, as ``serve``'s link does (I/O, with trio).
+
+An ssh machine is reached with the command the link runs for each of Codex's connections
+(:func:`bridge.machines.exec_server_command` over :func:`bridge.machines.ssh_argv`, the
+user's ssh with the bridge's options): ``CODEX --version && exec CODEX exec-server --listen
+stdio``. What comes back says each stage: ssh's exit status 255 and its words (a refused
+login, an unknown or changed host key) or no line within :data:`REACH_SECONDS`: not
+reached; exit status 127: no Codex there; the first line: the remote Codex's version; then
+the exec-server's answer to ``initialize``, within :data:`INITIALIZE_SECONDS`.
+
+A ``ws://`` machine (an exec-server someone runs) gets a TCP connection, then a WebSocket
+handshake with its token (``Authorization: Bearer``, as Codex sends it) and the same
+``initialize``.
+
+The exec-server's ``initialize``, as Codex 0.169 and 0.171 answer it over ``--listen
+stdio`` (and over ``ws://``): ``{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+"params": {"clientName": "codex-acp-bridge"}}``; ``clientName`` is required (``{}`` and
+app-server's ``clientInfo`` are refused with -32602 "missing field `clientName`"), other
+members are ignored. The answer (no ``jsonrpc`` member) is ``{"id": 1, "result":
+{"sessionId": UUID, "environmentInfo": {"shell": {"name", "path"}, "executorVersion":
+"0.171.0", "cwd": "file:///...", "userHomeDir", "platformOs", "tempDir", "capabilities",
+...}}}``. ``executorVersion`` is ``0.0.0`` for a Codex binary outside its npm package (a
+copy of the pinned binary, over a real sshd, said so; ``--version`` still said 0.171.0), so
+an ssh machine's version is its ``--version``'s. A line that is not JSON is answered ``{"error": {"code": -32600, ...}, "id": -1}``.
+The exec-server ends when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import msgspec
+import trio
+
+from .. import machines as spec_of
+from ..machines import MachineSpec
+from ..shell.machine_link import MAX_MESSAGE, Lines, StderrTail
+from .findings import ExecServer, MachineFound
+
+#: How long reaching a machine may take: ssh's login and the remote ``codex --version``
+#: (ssh's own ``ConnectTimeout``, when the user set one, comes first).
+REACH_SECONDS = 20.0
+#: How long the exec-server may take to answer ``initialize`` once it runs.
+INITIALIZE_SECONDS = 10.0
+#: How long ssh has to end after its stdin closed (the exec-server ends at EOF).
+CLOSE_SECONDS = 2.0
+
+#: What doctor sends the exec-server (see the module docstring).
+INITIALIZE = msgspec.json.encode(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"clientName": "codex-acp-bridge"},
+    }
+)
+
+
+class _Shell(msgspec.Struct):
+    name: str = ""
+
+
+class _EnvironmentInfo(msgspec.Struct):
+    executorVersion: str = ""
+    shell: _Shell = msgspec.field(default_factory=_Shell)
+    cwd: str = ""
+
+
+class _InitializeResult(msgspec.Struct):
+    environmentInfo: _EnvironmentInfo = msgspec.field(default_factory=_EnvironmentInfo)
+
+
+class _Error(msgspec.Struct):
+    message: str = ""
+
+
+class _Answer(msgspec.Struct):
+    id: Any = None
+    #: Empty when absent (msgspec's ``Raw`` takes no union).
+    result: msgspec.Raw = msgspec.Raw(b"")
+    error: _Error | None = None
+
+
+async def probe_all(
+    specs: Sequence[MachineSpec], ssh: list[str], local_version: str | None
+) -> tuple[MachineFound, ...]:
+    """Every machine at once; each result in the order named."""
+    found: list[MachineFound | None] = [None] * len(specs)
+
+    async def one(i: int, spec: MachineSpec) -> None:
+        if spec.ssh:
+            found[i] = await probe_ssh(spec, ssh, local_version)
+        else:
+            found[i] = await probe_ws(spec, local_version)
+
+    async with trio.open_nursery() as nursery:
+        for i, spec in enumerate(specs):
+            nursery.start_soon(one, i, spec)
+    return tuple(f for f in found if f is not None)
+
+
+def login_command(spec: MachineSpec, ssh: list[str]) -> str:
+    """The ssh login to ``spec``'s host as the user types it in a terminal: their ssh
+    command, without the bridge's options (which forbid a prompt) or a remote command."""
+    argv = [*ssh]
+    if spec.port:
+        argv += ["-p", str(spec.port)]
+    if spec.user:
+        argv += ["-l", spec.user]
+    return shlex.join([*argv, spec.host])
+
+
+async def probe_ssh(
+    spec: MachineSpec,
+    ssh: list[str],
+    local_version: str | None,
+    *,
+    reach_seconds: float = REACH_SECONDS,
+    initialize_seconds: float = INITIALIZE_SECONDS,
+) -> MachineFound:
+    """Reach ``spec`` over ssh as the link does (see the module docstring)."""
+    found = MachineFound(
+        name=spec.name,
+        where=spec.where(),
+        ssh=True,
+        codex=spec.codex,
+        login=login_command(spec, ssh),
+        local_version=local_version,
+    )
+    argv = spec_of.ssh_argv(spec, ssh, spec_of.exec_server_command(spec))
+    started = time.monotonic()
+    try:
+        process = await trio.lowlevel.open_process(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    except OSError as exc:
+        return _with(found, unreachable=f"could not run {ssh[0]!r}: {exc.strerror or exc}")
+    assert process.stdin and process.stdout and process.stderr
+    stdin = process.stdin
+    lines = Lines(process.stdout)
+    stderr = _Stderr()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stderr.collect, process.stderr)
+            first: bytes | None = None
+            with trio.move_on_after(reach_seconds) as waited:
+                first = await lines.next()
+                if first is None:
+                    await process.wait()
+            took = time.monotonic() - started
+            if waited.cancelled_caught:
+                words = _words(stderr.text())
+                said = f": {words}" if words else ""
+                nursery.cancel_scope.cancel()
+                return _with(
+                    found,
+                    reach_seconds=took,
+                    unreachable=f"no answer from {spec.where()} within {reach_seconds:g} s{said}",
+                )
+            if first is None:
+                await stderr.finished()
+                nursery.cancel_scope.cancel()
+                return _ended_early(found, spec, process.returncode, stderr.text(), took)
+            found = _with(found, reach_seconds=took, version_line=first.decode(errors="replace"))
+            # What the exec-server says, not what ``--version`` said before it.
+            stderr.mark()
+            server = await _initialize(
+                stdin.send_all, lines.next, initialize_seconds, lambda: _ended(process, stderr)
+            )
+            nursery.cancel_scope.cancel()
+            return _with(found, server=server)
+    finally:
+        with trio.CancelScope(shield=True):
+            await _stop(process)
+
+
+class _Stderr(StderrTail):
+    """ssh's stderr, read to its end: a process that ended has its last words read before
+    they are quoted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._done = trio.Event()
+        self._mark = 0
+
+    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
+        try:
+            await super().collect(stream)
+        finally:
+            self._done.set()
+
+    async def finished(self) -> None:
+        with trio.move_on_after(CLOSE_SECONDS):
+            await self._done.wait()
+
+    def mark(self) -> None:
+        self._mark = len(super().text())
+
+    def text(self) -> str:
+        whole = super().text()
+        return whole[self._mark :] if self._mark <= len(whole) else whole
+
+
+def _ended_early(
+    found: MachineFound, spec: MachineSpec, status: int | None, stderr: str, took: float
+) -> MachineFound:
+    """ssh ended before the remote Codex said its version: why, in its own words."""
+    if status == 255:
+        # ssh's own failure (its convention): the machine was not reached.
+        words = _words(stderr) or "exit status 255"
+        return _with(found, reach_seconds=took, unreachable=words)
+    words = _words(stderr)
+    if status == 127 or "not found" in words:
+        said = f": {words}" if words else ""
+        return _with(found, reach_seconds=took, codex_failure=f"{spec.codex!r} not found{said}")
+    said = f": {words}" if words else ""
+    return _with(
+        found,
+        reach_seconds=took,
+        codex_failure=f"`{spec.codex} --version`: exit status {status}{said}",
+    )
+
+
+async def _ended(process: trio.Process, stderr: _Stderr) -> str:
+    with trio.move_on_after(CLOSE_SECONDS):
+        await process.wait()
+    await stderr.finished()
+    words = _words(stderr.text())
+    status = f"exit status {process.returncode}" if process.returncode is not None else "it"
+    return f"the exec-server ended ({status}){': ' + words if words else ''}"
+
+
+async def _stop(process: trio.Process) -> None:
+    """Close ssh's stdin (the exec-server ends at EOF, and ssh with it); kill it if not."""
+    if process.returncode is None:
+        assert process.stdin is not None
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await process.stdin.aclose()
+        with trio.move_on_after(CLOSE_SECONDS):
+            await process.wait()
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
+
+
+async def _initialize(
+    send: Callable[[bytes], Awaitable[None]],
+    receive: Callable[[], Awaitable[bytes | None]],
+    seconds: float,
+    ended: Callable[[], Awaitable[str]],
+) -> ExecServer:
+    """Send :data:`INITIALIZE`, read up to its answer (``receive() -> bytes | None``)."""
+    started = time.monotonic()
+    try:
+        with trio.fail_after(seconds):
+            await send(INITIALIZE + b"\n")
+            while True:
+                line = await receive()
+                if line is None:
+                    return ExecServer(time.monotonic() - started, failure=await ended())
+                if not line.strip():
+                    continue
+                try:
+                    answer = msgspec.json.decode(line, type=_Answer)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    text = line.decode(errors="replace")[:200]
+                    return ExecServer(
+                        time.monotonic() - started,
+                        failure=f"it said {text!r}, not JSON-RPC",
+                    )
+                if answer.id != 1:
+                    continue  # a notification, or another's answer
+                break
+    except trio.TooSlowError:
+        return ExecServer(
+            time.monotonic() - started, failure=f"no answer to initialize within {seconds:g} s"
+        )
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        return ExecServer(time.monotonic() - started, failure=await ended())
+    took = time.monotonic() - started
+    if answer.error is not None or not answer.result:
+        said = answer.error.message if answer.error is not None else "no result"
+        return ExecServer(took, failure=f"it refused initialize: {said}")
+    try:
+        info = msgspec.json.decode(answer.result, type=_InitializeResult).environmentInfo
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return ExecServer(took, failure=f"it answered initialize with something else: {exc}")
+    return ExecServer(
+        took, executor_version=info.executorVersion, shell=info.shell.name, cwd=info.cwd
+    )
+
+
+async def probe_ws(
+    spec: MachineSpec,
+    local_version: str | None,
+    *,
+    reach_seconds: float = 10.0,
+    initialize_seconds: float = INITIALIZE_SECONDS,
+) -> MachineFound:
+    """A TCP connection to a ws:// machine, then its WebSocket handshake (with the token)
+    and ``initialize``."""
+    from websockets.exceptions import InvalidHandshake, InvalidStatus, WebSocketException
+    from websockets.trio.client import connect
+
+    found = MachineFound(
+        name=spec.name, where=spec.url, ssh=False, login=spec.url, local_version=local_version
+    )
+    port = spec.port or (443 if spec.scheme == "wss" else 80)
+    started = time.monotonic()
+    try:
+        with trio.fail_after(reach_seconds):
+            stream = await trio.open_tcp_stream(spec.host, port)
+        await stream.aclose()
+    except trio.TooSlowError:
+        return _with(
+            found,
+            reach_seconds=time.monotonic() - started,
+            unreachable=f"no answer from {spec.host}:{port} within {reach_seconds:g} s",
+        )
+    except OSError as exc:
+        return _with(
+            found,
+            reach_seconds=time.monotonic() - started,
+            unreachable=f"cannot reach {spec.host}:{port}: {_tcp_failure(exc)}",
+        )
+    found = _with(found, reach_seconds=time.monotonic() - started)
+    assert spec.token_file is not None
+    try:
+        token = (await trio.Path(spec.token_file).read_text(encoding="utf-8")).strip()
+    except OSError as exc:
+        why = f"cannot read its token file {spec.token_file}: {exc.strerror or exc}"
+        return _with(found, server=ExecServer(0.0, failure=why))
+    if not token:
+        why = f"its token file {spec.token_file} is empty"
+        return _with(found, server=ExecServer(0.0, failure=why))
+    begun = time.monotonic()
+    try:
+        with trio.fail_after(initialize_seconds):
+            async with connect(
+                spec.url,
+                additional_headers={"Authorization": f"Bearer {token}"},
+                max_size=MAX_MESSAGE,
+                compression=None,
+            ) as ws:
+
+                async def send(data: bytes) -> None:
+                    await ws.send(data.rstrip(b"\n").decode())
+
+                async def receive() -> bytes | None:
+                    try:
+                        message = await ws.recv()
+                    except WebSocketException:
+                        return None
+                    return message.encode() if isinstance(message, str) else message
+
+                async def ended() -> str:
+                    return "the exec-server closed the connection"
+
+                server = await _initialize(send, receive, initialize_seconds, ended)
+    except trio.TooSlowError:
+        server = ExecServer(
+            time.monotonic() - begun,
+            failure=f"no WebSocket handshake within {initialize_seconds:g} s",
+        )
+    except InvalidStatus as exc:
+        code = exc.response.status_code
+        why = (
+            "the exec-server refused its token (HTTP 401)"
+            if code == 401
+            else f"the WebSocket handshake was refused (HTTP {code})"
+        )
+        server = ExecServer(time.monotonic() - begun, failure=why)
+    except (InvalidHandshake, WebSocketException, OSError) as exc:
+        server = ExecServer(
+            time.monotonic() - begun, failure=f"the WebSocket handshake failed: {exc}"
+        )
+    return _with(found, server=server)
+
+
+def _tcp_failure(exc: OSError) -> str:
+    """The system's words: trio wraps each address's failure in one "all attempts" error."""
+    cause = exc.__cause__
+    if isinstance(cause, BaseExceptionGroup):
+        said = [
+            os.strerror(e.errno) if e.errno else str(e)
+            for e in cause.exceptions
+            if isinstance(e, OSError)
+        ]
+        if said:
+            return "; ".join(dict.fromkeys(said))
+    return str(exc.strerror or exc)
+
+
+def _words(stderr: str) -> str:
+    """ssh's verdict: the last lines it wrote (a changed host key's banner is many lines;
+    its verdict is the last)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return "; ".join(lines[-3:])
+
+
+def _with(found: MachineFound, **changes: Any) -> MachineFound:
+    return replace(found, **changes)
