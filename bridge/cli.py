@@ -139,13 +139,10 @@ def gather_machines(
     machines: tuple[str, ...], token_files: tuple[str, ...], ssh_command: str | None
 ) -> tuple[list[Any], list[str]]:
     """The machines named (file and flags) and the ssh command, or a usage error."""
-    if not machines and not token_files and not ssh_command:
-        # The common start: no machine flag. The file is read only when it exists.
-        from . import machines as machine_specs
-
-        if not machine_specs.machines_file().exists():
-            return [], []
     from . import machines as machine_specs
+
+    if not (machines or token_files or ssh_command or machine_specs.machines_file().exists()):
+        return [], []  # the common start: nothing named
 
     try:
         return (

@@ -314,7 +314,8 @@ def test_an_unknown_machine_value_is_refused_listing_the_values() -> None:
     assert "local, box" in response["error"]["message"]
 
 
-def test_a_command_on_a_machine_is_named_with_it() -> None:
+def command_on_box(command: str) -> tuple[Harness, dict[str, Any]]:
+    """A session on ``box``, its turn running ``command`` (started): the harness, the item."""
     h = Harness(machines=[BOX])
     opened(h)
     pick(h, "box")
@@ -325,33 +326,23 @@ def test_a_command_on_a_machine_is_named_with_it() -> None:
     item = {
         "type": "commandExecution",
         "id": "call-1",
-        "command": "/bin/bash -lc 'id -un'",
+        "command": command,
         "cwd": "/home/remote/ws",
         "status": "inProgress",
         "commandActions": [],
     }
     h.codex_notify("item/started", {"threadId": "thread-1", "turnId": "turn-1", "item": item})
+    return h, item
+
+
+def test_a_command_on_a_machine_is_named_with_it() -> None:
+    h, _item = command_on_box("/bin/bash -lc 'id -un'")
     calls = [u for u in h.updates("thread-1") if u.get("sessionUpdate") == "tool_call"]
     assert [c["title"] for c in calls] == ["id -un (on box)"]
 
 
 def test_a_command_whose_machine_dropped_fails_with_the_links_reason() -> None:
-    h = Harness(machines=[BOX])
-    opened(h)
-    pick(h, "box")
-    h.machine_changed("box", "connected")
-    prompt(h)
-    start = h.codex_request("turn/start")
-    h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
-    item = {
-        "type": "commandExecution",
-        "id": "call-1",
-        "command": "sleep 20",
-        "cwd": "/home/remote/ws",
-        "status": "inProgress",
-        "commandActions": [],
-    }
-    h.codex_notify("item/started", {"threadId": "thread-1", "turnId": "turn-1", "item": item})
+    h, item = command_on_box("sleep 20")
     h.machine_changed("box", "down", "box: exit status 137")
     failed = {**item, "status": "failed"}
     h.codex_notify("item/completed", {"threadId": "thread-1", "turnId": "turn-1", "item": failed})

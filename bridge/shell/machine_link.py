@@ -258,10 +258,7 @@ class MachineLinks:
         if why is None:
             self._set(link, "connected")
         else:
-            # Told again even when unchanged: a prompt waits on this answer.
-            link.state, link.reason = "down", why
-            log.warning("machine %s is down: %s", link.spec.name, why)
-            self.on_change(link.spec.name, "down", why)
+            self._down(link, why)
 
     async def _bring_back(self, link: Link) -> None:
         """A link dropped: check it again and again, waiting longer each time, until it
@@ -283,8 +280,7 @@ class MachineLinks:
                 if why is None:
                     self._set(link, "connected")
                     return
-                link.state, link.reason = "down", why
-                self.on_change(link.spec.name, "down", why)
+                self._down(link, why)
         finally:
             link.bringing_back = False
 
@@ -309,16 +305,20 @@ class MachineLinks:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(stderr.collect, process.stderr)
+                first: bytes | None = None
                 with trio.move_on_after(CHECK_SECONDS) as waited:
                     first = await lines.next()
-                if waited.cancelled_caught or first is None:
-                    await process.wait() if first is None else None
-                    why = (
-                        spec_of.explain_failure(spec, process.returncode, stderr.text())
-                        if first is None
-                        else f"no answer from {spec.where()} within {CHECK_SECONDS:.0f} s"
+                if waited.cancelled_caught:
+                    self._dropped(
+                        link, f"no answer from {spec.where()} within {CHECK_SECONDS:.0f} s"
                     )
-                    self._dropped(link, why)
+                    nursery.cancel_scope.cancel()
+                    return
+                if first is None:  # ssh ended before the remote Codex said a word
+                    await process.wait()
+                    self._dropped(
+                        link, spec_of.explain_failure(spec, process.returncode, stderr.text())
+                    )
                     nursery.cancel_scope.cancel()
                     return
                 mismatch = await self._version_mismatch(link, first.decode(errors="replace"))
@@ -368,10 +368,14 @@ class MachineLinks:
                 await process.wait()
                 await connection.aclose()
 
-    def _dropped(self, link: Link, why: str, *, bring_back: bool = True) -> None:
+    def _down(self, link: Link, why: str) -> None:
+        """The link is down: told even when it already was (a prompt waits on the answer)."""
         link.state, link.reason = "down", why
         log.warning("machine %s is down: %s", link.spec.name, why)
         self.on_change(link.spec.name, "down", why)
+
+    def _dropped(self, link: Link, why: str, *, bring_back: bool = True) -> None:
+        self._down(link, why)
         if bring_back and self._nursery is not None:
             self._nursery.start_soon(self._bring_back, link)
 

@@ -18,9 +18,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+from ..engine.core.machines import LOCAL
 
-LOCAL = "local"
+log = logging.getLogger(__name__)
 #: Past this many threads the oldest picks go (a dict keeps its order of insertion).
 MAX_THREADS = 10_000
 
