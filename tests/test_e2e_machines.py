@@ -233,13 +233,17 @@ async def test_an_exec_server_killed_mid_command_fails_that_call_and_the_next_pr
 
 
 async def test_an_sshd_stopped_is_an_error_and_once_started_again_the_session_works(
-    open_on: OpenOn, machine: SshMachine
+    open_on: OpenOn, machine: SshMachine, stderr_file: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_on() as talk:
             await set_machine(talk, "box")
             await talk.said(run("touch one.txt"))
             await machine.stop(kill_sessions=True)
+            # The bridge learns of the drop as its ssh ends; a prompt in that instant still
+            # finds the link connected (its commands then fail in Codex).
+            while "machine box is down" not in stderr_file.read_text():  # noqa: ASYNC110
+                await trio.sleep(0.05)
             with pytest.raises(RpcError) as caught:
                 await talk.prompt(run("touch two.txt"))
             assert "machine box is not reachable" in str(caught.value)

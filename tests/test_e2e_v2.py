@@ -188,6 +188,17 @@ async def test_v2_sub_agents_are_announced_with_their_state_on_both_streams(
             client, session = talk.client, talk.sid
             _, ended = await client.prompt_v2(session, SPAWN_THREE)
             assert ended["stopReason"] == "end_turn"
+            # A child is announced once its thread is read, which may end after the parent's
+            # prompt (announced before its own traffic, not before its parent's end).
+            await client.wait_for(
+                lambda _m: (
+                    len(children(client)) == 3
+                    and all(
+                        states(client, kid)[-1:] == [{"state": "idle", "stopReason": "end_turn"}]
+                        for kid in children(client)
+                    )
+                )
+            )
             kids = children(client)
             assert len(kids) == 3
             # Every child is titled with Codex's nickname: in its announcement, or in a later
