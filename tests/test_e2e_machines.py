@@ -19,7 +19,7 @@ import trio
 
 from bridge.jsonrpc import RpcError
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
-from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
+from tests.support.scenarios.subagents import SUBAGENTS, children, script, spawn, states, wait
 from tests.support.sshd import SshMachine, ssh_machine
 
 pytestmark = pytest.mark.e2e
@@ -258,11 +258,20 @@ async def test_sub_agents_of_a_session_on_a_machine_work_there(
     open_on: OpenOn, machine: SshMachine, workspace: Path
 ) -> None:
     child = run("id -un > child.txt")
-    parent = script(spawn(child), wait(), "@@ say the child is done")
+    # The child's first command opens its own link (ssh, then exec-server): on a loaded
+    # machine that outlasts a short wait, and the parent would end before the child does.
+    parent = script(spawn(child), wait(timeout_ms=60_000), "@@ say the child is done")
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_on(capabilities=SUBAGENTS) as talk:
             await set_machine(talk, "box")
             await talk.said(parent)
+            [kid] = children(talk.client)
+            await talk.client.wait_for(
+                lambda _m: (
+                    states(talk.client, kid)[-1:] == [{"state": "idle", "stopReason": "end_turn"}]
+                )
+            )
+    assert any(title.endswith("(on box)") for title in tool_titles(talk)), tool_titles(talk)
     assert (machine.workspace / "child.txt").read_text().strip() == REMOTE_USER
     assert not (workspace / "child.txt").exists()
 
