@@ -384,3 +384,75 @@ def test_a_store_keeps_picks_across_processes_and_forgets_local(tmp_path: Path) 
     assert ThreadMachines(path).get("t2") == "gpu"
     path.write_text("not json")
     assert ThreadMachines(path).get("t2") is None  # a broken file is no pick, never a crash
+
+
+def test_after_codex_lost_a_machine_the_next_prompt_there_checks_it_again() -> None:
+    """Through the daemon its link is another process's: Codex's word is what this bridge
+    hears of a drop."""
+    h = Harness(machines=[BOX])
+    opened(h)
+    pick(h, "box")
+    h.machine_changed("box", "connected")
+    prompt(h)
+    turn = h.codex_request("turn/start")
+    h.codex_reply(turn["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
+    h.codex_notify(
+        "thread/environment/disconnected", {"threadId": "thread-1", "environmentId": "box"}
+    )
+    h.codex_notify(
+        "turn/completed",
+        {"threadId": "thread-1", "turn": {"id": "turn-1", "status": "completed", "items": []}},
+    )
+    rid = prompt(h, "again")
+    assert h.machines_wanted == ["box"]
+    h.machine_changed("box", "down", "ssh: connect to host box port 22: Connection refused")
+    response = h.client_response(rid)
+    assert response is not None
+    assert "machine box is not reachable: ssh: connect" in response["error"]["message"]
+
+
+def test_codex_connected_to_a_machine_lets_a_waiting_prompt_go() -> None:
+    h = Harness(machines=[BOX])
+    opened(h)
+    pick(h, "box")
+    prompt(h)
+    assert h.machines_wanted == ["box"]
+    h.codex_notify("thread/environment/connected", {"threadId": "thread-1", "environmentId": "box"})
+    assert h.codex_request("turn/start")["params"]["environments"][0]["environmentId"] == "box"
+
+
+def test_a_machine_the_daemon_registers_is_offered_and_not_registered_again() -> None:
+    theirs = MachineOffer(name="box", path="/home/remote/ws", description="a box")
+    h = Harness(ready=False, catalog=False, machines=[theirs])
+    init = h.codex_request("initialize")
+    h.codex_reply(init["id"], {"userAgent": "codex/0.171.0"})
+    assert not [m for m in h.to_codex if m.get("method") == "environment/add"]
+    h.codex_reply(h.codex_request("model/list")["id"], {"data": []})
+    option = machine_option(opened(h)["configOptions"])
+    assert option is not None and [v["value"] for v in option["options"]] == ["local", "box"]
+    # Its link is the daemon's, which may have dropped unseen here: asked before each prompt.
+    pick(h, "box")
+    for turn in ("turn-1", "turn-2"):
+        prompt(h)
+        assert not [m for m in h.to_codex if m.get("method") == "turn/start"]
+        h.machine_changed("box", "connected")
+        start = h.codex_request("turn/start")
+        h.codex_reply(start["id"], {"turn": {"id": turn, "status": "inProgress", "items": []}})
+        h.codex_notify(
+            "turn/completed",
+            {"threadId": "thread-1", "turn": {"id": turn, "status": "completed", "items": []}},
+        )
+        h.to_codex.clear()
+    assert h.machines_wanted == ["box", "box"]
+
+
+def test_a_reader_asking_often_sees_a_pick_once_the_file_changed(tmp_path: Path) -> None:
+    from bridge.shell.machine_store import ThreadMachines
+
+    path = tmp_path / "thread-machines.json"
+    reader = ThreadMachines(path)
+    assert reader.cached("t1") is None
+    ThreadMachines(path).set("t1", "box")
+    assert reader.cached("t1") == "box"
+    ThreadMachines(path).set("t1", "gpu-host")
+    assert reader.cached("t1") == "gpu-host"

@@ -101,6 +101,8 @@ NOTIFICATIONS: dict[str, type[Any]] = {
     "thread/archived": threads.ThreadGone,
     "thread/closed": threads.ThreadGone,
     "thread/deleted": threads.ThreadGone,
+    "thread/environment/connected": types.EnvironmentConnection,
+    "thread/environment/disconnected": types.EnvironmentConnection,
     "thread/name/updated": items.ThreadNameUpdated,
     "thread/settings/updated": settings.ThreadSettingsUpdated,
     "thread/started": types.ThreadStarted,

@@ -345,6 +345,12 @@ class Engine:
                 items.ThreadNameUpdated, tools.thread_name_updated, first=(index.name_updated,)
             ),
             "thread/started": notification(types.ThreadStarted, first=(index.thread_started,)),
+            "thread/environment/connected": notification(
+                types.EnvironmentConnection, self.machines.environment_connected
+            ),
+            "thread/environment/disconnected": notification(
+                types.EnvironmentConnection, self.machines.environment_disconnected
+            ),
             "thread/deleted": notification(codex_threads.ThreadGone, first=(index.thread_gone,)),
             "thread/archived": notification(codex_threads.ThreadGone, first=(index.thread_gone,)),
             "thread/closed": notification(codex_threads.ThreadGone, first=(index.thread_closed,)),

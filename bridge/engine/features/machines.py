@@ -84,9 +84,11 @@ class Machines:
             failed(f"no machine named {name!r} (machines: {', '.join(self._links) or 'none'})")
             return
         link.waiters.append(_Waiter(ready, failed))
-        if link.machine.state is not MachineState.CONNECTED:
-            if link.machine.state is not MachineState.CONNECTING:
-                link.machine.state = MachineState.CONNECTING
+        # A link of another process's (the daemon's) may have dropped unseen: the shell
+        # says before every prompt there (it asks the daemon, or the machine).
+        theirs = link.machine.offer.registration is None
+        if link.machine.state is not MachineState.CONNECTED or theirs:
+            link.machine.state = MachineState.CONNECTING
             self.hub.effect(MachineWanted(name))
         self._settle(link)
 
@@ -105,6 +107,25 @@ class Machines:
         if link.machine.state is MachineState.DOWN:
             link.machine.lost = reason
         log.info("machine %s: %s%s", name, state, f" ({reason})" if reason else "")
+        self._settle(link)
+
+    def environment_disconnected(self, note: codex_types.EnvironmentConnection) -> None:
+        """``thread/environment/disconnected``: Codex lost its connection to the machine (a
+        link of another process's, the daemon's, says so to nobody else). The next prompt
+        there checks it again; a command that fails meanwhile failed for it."""
+        link = self._links.get(note.environmentId)
+        if link is None or link.machine.state is not MachineState.CONNECTED:
+            return
+        link.machine.state = MachineState.IDLE
+        link.machine.lost = link.machine.lost or "Codex lost its connection to it"
+        log.info("machine %s: Codex disconnected from it", link.machine.name)
+
+    def environment_connected(self, note: codex_types.EnvironmentConnection) -> None:
+        """``thread/environment/connected``: Codex reached the machine, whoever's link it is."""
+        link = self._links.get(note.environmentId)
+        if link is None or link.machine.state is MachineState.CONNECTED:
+            return
+        link.machine.state, link.machine.reason = MachineState.CONNECTED, ""
         self._settle(link)
 
     def _settle(self, link: _Link) -> None:
