@@ -187,18 +187,7 @@ class _Stderr(StderrTail):
 
     def __init__(self) -> None:
         super().__init__()
-        self._done = trio.Event()
         self._mark = 0
-
-    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
-        try:
-            await super().collect(stream)
-        finally:
-            self._done.set()
-
-    async def finished(self) -> None:
-        with trio.move_on_after(CLOSE_SECONDS):
-            await self._done.wait()
 
     def mark(self) -> None:
         self._mark = len(super().text())

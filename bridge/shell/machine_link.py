@@ -15,6 +15,11 @@ it (``ssh HOST codex --version``: reachable, logged in, the same Codex) and says
 ``down`` at once, and brought back with backoff (a prompt meanwhile checks it at once).
 A ws:// machine (an exec-server someone runs) is registered as it is; its check is a
 TCP connection.
+
+Through the bridge's daemon the daemon runs the links and registers them with its Codex;
+an editor's ``serve`` keeps check-only links (``relay=False``): no listener, nothing to
+register, and a check each time the engine asks (after Codex said it lost the machine),
+so that a prompt fails with ssh's words rather than quietly in Codex.
 """
 
 from __future__ import annotations
@@ -52,7 +57,15 @@ MAX_MESSAGE = 256 * 1024 * 1024
 #: After Codex closed its side, how long the remote end has to finish before it is killed.
 CLOSE_SECONDS = 2.0
 
+#: While a link is down, Codex's connections (it tries again several times a second) run
+#: one ssh per this many seconds; the others are refused at once, with no ssh.
+DOWN_RETRY_SECONDS = 1.0
+#: How often an editor attached to the daemon reads the daemon's word on its links.
+PUBLISHED_POLL_SECONDS = 0.5
+
 OnChange = Callable[[str, str, str], None]
+#: The states the daemon publishes: ``{name: (state, reason)}``.
+Published = Callable[[], dict[str, tuple[str, str]]]
 
 
 @dataclass(eq=False)
@@ -73,6 +86,8 @@ class Link:
     bringing_back: bool = False
     #: Live relays (Codex's connections), for the status.
     relays: int = 0
+    #: When (trio's clock) a relay last began while the link was down.
+    tried_down: float = float("-inf")
 
 
 class MachineLinks:
@@ -85,8 +100,12 @@ class MachineLinks:
         ssh: list[str],
         codex_program: str | None = None,
         on_change: OnChange | None = None,
+        relay: bool = True,
+        published: Published | None = None,
     ) -> None:
         self.ssh = ssh
+        self.relay = relay
+        self._published = published
         self.codex_program = codex_program
         self.on_change: OnChange = on_change or (lambda _n, _s, _r: None)
         self.links: dict[str, Link] = {}
@@ -96,7 +115,9 @@ class MachineLinks:
         #: Which machine each thread works on, for the next bridge.
         self.store = ThreadMachines()
         for spec in specs:
-            if spec.ssh:
+            if not relay:
+                link = Link(spec, "", None)
+            elif spec.ssh:
                 # Bound now, before trio runs, so that the engine built before it can
                 # register the URL; served from run().
                 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -119,7 +140,7 @@ class MachineLinks:
                 name=name,
                 path=link.spec.path,
                 description=link.spec.description or link.spec.where(),
-                registration=Registration(link.url, link.token),
+                registration=Registration(link.url, link.token) if self.relay else None,
             )
             for name, link in self.links.items()
         ]
@@ -138,9 +159,17 @@ class MachineLinks:
         if link is None:
             self.on_change(name, "down", f"no machine named {name}")
             return
-        if link.state == "connected":
+        if link.state == "connected" and self.relay:
+            # The relay sees a drop at once: connected is what it is.
             self.on_change(name, "connected", "")
             return
+        if self._published is not None:
+            # The daemon's relay: its word, read now, unless it says the link is down.
+            state, _reason = self._published().get(name, ("", ""))
+            if state == "connected":
+                link.state, link.reason = "connected", ""
+                self.on_change(name, "connected", "")
+                return
         if self._nursery is None:
             self._early_wants.append(name)
             return
@@ -161,6 +190,26 @@ class MachineLinks:
             for name in self._early_wants:
                 self.want(name)
             self._early_wants.clear()
+            if self._published is not None:
+                await self._follow_published()
+            # Open for the checks to come, with no listener too (ws:// machines, or the
+            # check-only links of an editor attached to the daemon).
+            await trio.sleep_forever()
+
+    async def _follow_published(self) -> None:
+        """Check-only links take the daemon's word on its links: its relays see a drop at
+        once, where Codex tells an editor only once it gives up (some 45 s)."""
+        assert self._published is not None
+        while True:
+            for name, (state, reason) in self._published().items():
+                link = self.links.get(name)
+                if link is None or link.checking or state in ("idle", "connecting"):
+                    continue
+                if state == "down":
+                    self._set(link, "down", reason)
+                elif state == "connected" and link.state == "down":
+                    self._set(link, "connected")
+            await trio.sleep(PUBLISHED_POLL_SECONDS)
 
     async def _serve(self, link: Link) -> None:
         assert link.listener is not None
@@ -169,10 +218,17 @@ class MachineLinks:
         def authorize(_connection: ServerConnection, request: Request) -> Response | None:
             given = request.headers.get("Authorization", "")
             expected = f"Bearer {link.token}"
-            if hmac.compare_digest(given.encode(), expected.encode()):
-                return None
-            log.warning("machine %s: a connection without its token refused", link.spec.name)
-            return Response(401, "Unauthorized", Headers([("Content-Length", "0")]), b"")
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                log.warning("machine %s: a connection without its token refused", link.spec.name)
+                return Response(401, "Unauthorized", Headers([("Content-Length", "0")]), b"")
+            if link.state == "down":
+                now = trio.current_time()
+                if now - link.tried_down < DOWN_RETRY_SECONDS:
+                    return Response(
+                        503, "Service Unavailable", Headers([("Content-Length", "0")]), b""
+                    )
+                link.tried_down = now
+            return None
 
         async def handler(connection: ServerConnection) -> None:
             await self._relay(link, connection)
@@ -316,6 +372,7 @@ class MachineLinks:
                     return
                 if first is None:  # ssh ended before the remote Codex said a word
                     await process.wait()
+                    await stderr.finished()
                     self._dropped(
                         link, spec_of.explain_failure(spec, process.returncode, stderr.text())
                     )
@@ -352,6 +409,7 @@ class MachineLinks:
                         except ConnectionClosed:
                             return
                     await process.wait()
+                    await stderr.finished()
                     if not ended_by_codex:
                         self._dropped(
                             link, spec_of.explain_failure(spec, process.returncode, stderr.text())
@@ -370,11 +428,18 @@ class MachineLinks:
 
     def _down(self, link: Link, why: str) -> None:
         """The link is down: told even when it already was (a prompt waits on the answer)."""
+        again = (link.state, link.reason) == ("down", why)
         link.state, link.reason = "down", why
-        log.warning("machine %s is down: %s", link.spec.name, why)
+        log.log(
+            logging.DEBUG if again else logging.WARNING,
+            "machine %s is down: %s",
+            link.spec.name,
+            why,
+        )
         self.on_change(link.spec.name, "down", why)
 
     def _dropped(self, link: Link, why: str, *, bring_back: bool = True) -> None:
+        link.tried_down = trio.current_time()
         self._down(link, why)
         if bring_back and self._nursery is not None:
             self._nursery.start_soon(self._bring_back, link)
@@ -406,18 +471,28 @@ class Lines:
 
 
 class StderrTail:
-    """The last few KB a process wrote to stderr (ssh's words on a failure)."""
+    """The last few KB a process wrote to stderr (ssh's words on a failure), read to its
+    end before a process that ended has them quoted (:meth:`finished`)."""
 
     def __init__(self) -> None:
         self._data = bytearray()
+        self._done = trio.Event()
 
     async def collect(self, stream: trio.abc.ReceiveStream) -> None:
-        while data := await stream.receive_some(1 << 14):
-            self._data += data
-            del self._data[:-8192]
-            for line in data.decode(errors="replace").splitlines():
-                if line.strip():
-                    log.debug("ssh: %s", line)
+        try:
+            while data := await stream.receive_some(1 << 14):
+                self._data += data
+                del self._data[:-8192]
+                for line in data.decode(errors="replace").splitlines():
+                    if line.strip():
+                        log.debug("ssh: %s", line)
+        finally:
+            self._done.set()
+
+    async def finished(self) -> None:
+        """Until the stream ended (a process that exited): its last words are in."""
+        with trio.move_on_after(CLOSE_SECONDS):
+            await self._done.wait()
 
     def text(self) -> str:
         return self._data.decode(errors="replace")

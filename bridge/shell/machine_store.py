@@ -10,7 +10,6 @@ engine's effect is carried out in line, and the file is small.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import logging
@@ -36,9 +35,23 @@ class ThreadMachines:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or store_path()
+        #: What :meth:`cached` read last, and the file's (mtime, size) then.
+        self._cache: tuple[tuple[int, int] | None, dict[str, str]] = (None, {})
 
     def get(self, thread_id: str) -> str | None:
         return self._read().get(thread_id)
+
+    def cached(self, thread_id: str) -> str | None:
+        """:meth:`get` for a reader asking often (the daemon, at each thread's change):
+        the file is read again only when it changed."""
+        try:
+            status = self.path.stat()
+            stamp: tuple[int, int] | None = (status.st_mtime_ns, status.st_size)
+        except OSError:
+            stamp = None
+        if stamp != self._cache[0]:
+            self._cache = (stamp, self._read() if stamp is not None else {})
+        return self._cache[1].get(thread_id)
 
     def set(self, thread_id: str, machine: str) -> None:
         try:
@@ -58,12 +71,13 @@ class ThreadMachines:
             log.warning("could not store thread %s's machine in %s: %s", thread_id, self.path, exc)
 
     def _read(self) -> dict[str, str]:
-        with contextlib.suppress(FileNotFoundError):
-            try:
-                found = json.loads(self.path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                log.warning("ignoring %s: %s", self.path, exc)
-                return {}
-            if isinstance(found, dict):
-                return {k: v for k, v in found.items() if isinstance(v, str)}
+        try:
+            found = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}  # no pick stored yet
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring %s: %s", self.path, exc)
+            return {}
+        if isinstance(found, dict):
+            return {k: v for k, v in found.items() if isinstance(v, str)}
         return {}
