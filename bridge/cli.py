@@ -282,6 +282,19 @@ def login(codex_bin: str | None, device_auth: bool | None) -> None:
     sys.exit(run_login(codex_bin, device_auth))
 
 
+def _daemon_links(specs: list[Any], ssh: list[str], codex_bin: str) -> Any:
+    """The daemon's links to its machines (bound now, before trio), ``None`` without any."""
+    if not specs:
+        return None
+    import os
+
+    from .shell.codex_transport import codex_launch
+    from .shell.machine_link import MachineLinks
+
+    program = codex_launch(codex_bin, os.environ).program
+    return MachineLinks(specs, ssh=ssh or ["ssh"], codex_program=program)
+
+
 @main.command()
 @click.option("--codex-bin", metavar="PATH", help="Codex binary to run (as for serve).")
 @_config_option
@@ -305,6 +318,7 @@ def login(codex_bin: str | None, device_auth: bool | None) -> None:
     help="Also accept the page under this origin (a proxy of yours, e.g. https://box.example).",
 )
 @click.option("--no-page", is_flag=True, help="Serve no page.")
+@_machine_options
 @_runtime_dir_option
 @_logging_options
 def daemon(
@@ -315,6 +329,9 @@ def daemon(
     page_tls_key: str | None,
     page_origins: tuple[str, ...],
     no_page: bool,
+    machines: tuple[str, ...],
+    machine_token_files: tuple[str, ...],
+    ssh_command: str | None,
     runtime_dir: str | None,
     log_level: str,
     log_file: str | None,
@@ -322,7 +339,8 @@ def daemon(
     """Run one supervised Codex app-server for this user; editors' `serve` attach to it.
 
     Runs in the foreground (for systemd or launchd) until SIGTERM or SIGINT. It serves a
-    live page of every thread, where a person answers approvals (`status --open`).
+    live page of every thread, where a person answers approvals (`status --open`). The
+    machines named run their links here, for every editor attached.
     """
     import trio
 
@@ -346,16 +364,26 @@ def daemon(
         if no_page
         else PageOptions(host.strip("[]"), int(port), page_tls_cert, page_tls_key, page_origins)
     )
+    specs, ssh = gather_machines(machines, machine_token_files, ssh_command)
     try:
         directory = prepare(resolve_runtime_dir(runtime_dir))
         binary = find_codex(codex_bin)
         with hold_lock(directory):
-            trio.run(
-                lambda: run_daemon(
-                    directory, binary, config_overrides=list(config_overrides), page=page
+            links = _daemon_links(specs, ssh, binary)
+            try:
+                trio.run(
+                    lambda: run_daemon(
+                        directory,
+                        binary,
+                        config_overrides=list(config_overrides),
+                        page=page,
+                        links=links,
+                    )
                 )
-            )
-    except (RuntimeDirError, CodexUnavailable, CrashLoop, PageRefused) as exc:
+            finally:
+                if links is not None:
+                    links.close()
+    except (RuntimeDirError, CodexUnavailable, CrashLoop, PageRefused, ValueError) as exc:
         click.echo(f"codex-acp-bridge daemon: {exc}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:

@@ -318,23 +318,59 @@ def _stored_machine(tap: Tap | None) -> Any:
 
 def make_links(options: ServeOptions, choice: CodexChoice) -> Any:
     """The links to the machines the user named (``MachineLinks``), ``None`` without any.
-    Through the bridge's daemon, the daemon runs them: its Codex has them registered."""
+    Through the bridge's daemon, the daemon runs them and its Codex has them registered:
+    the daemon's machines are offered, with links here that only check them."""
+    from .shell.machine_link import MachineLinks
+
+    if choice.daemon is not None:
+        return _daemon_machines(options, choice.daemon)
     if not options.machines:
         return None
-    if choice.daemon is not None:
-        log.warning(
-            "machines are the daemon's: %s ignored here (give them to `daemon`, or use "
-            "the machines file both read)",
-            ", ".join(m.name for m in options.machines),
-        )
-        return None
-    from .shell.machine_link import MachineLinks
 
     try:
         program: str | None = codex_launch(find_codex(options.codex_bin), os.environ).program
     except CodexUnavailable:
         program = None
     return MachineLinks(options.machines, ssh=options.ssh_command or ["ssh"], codex_program=program)
+
+
+def _daemon_machines(options: ServeOptions, directory: Path) -> Any:
+    from . import machines as machine_specs
+    from .daemon.runtime import read_info
+    from .shell.machine_link import MachineLinks
+
+    info = read_info(directory)
+    published = info.machines if info is not None else []
+    theirs = {m.name: m.url for m in published}
+    ignored = [m.name for m in options.machines if theirs.get(m.name) != m.url]
+    if ignored:
+        log.warning(
+            "machines are the daemon's: %s ignored here (give them to `daemon`, or use "
+            "the machines file both read)",
+            ", ".join(ignored),
+        )
+    if not published or info is None:
+        return None
+    specs = []
+    for machine in published:
+        try:
+            spec = machine_specs.parse_url(machine.name, machine.url)
+        except machine_specs.MachineError as exc:
+            log.warning("the daemon's machine %s: %s", machine.name, exc)
+            continue
+        specs.append(replace(spec, description=machine.description))
+
+    def states() -> dict[str, tuple[str, str]]:
+        now = read_info(directory)
+        return {m.name: (m.state, m.reason) for m in now.machines} if now is not None else {}
+
+    return MachineLinks(
+        specs,
+        ssh=info.sshCommand or ["ssh"],
+        codex_program=info.codexBin or None,
+        relay=False,
+        published=states,
+    )
 
 
 async def serve(

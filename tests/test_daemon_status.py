@@ -25,6 +25,7 @@ from bridge.codex.types import Thread
 from bridge.daemon.picture import Picture
 from bridge.daemon.runtime import (
     DaemonInfo,
+    DaemonMachine,
     codex_home,
     hold_lock,
     prepare,
@@ -112,6 +113,47 @@ def test_the_tree_puts_children_under_their_parent_and_reads_at_a_glance() -> No
     ]
     assert snapshot(info, threads)["daemon"]["pid"] == 42
     assert render(info, [], now=0).splitlines()[1] == "  no threads"
+
+
+def test_each_thread_shows_its_machine_and_each_machine_its_link() -> None:
+    """A sub-agent works where its root does (Codex starts it there)."""
+    picks = {"root": "box"}
+    picture = Picture(picks.get)
+    for stored in (ROOT, CHILD, OTHER):
+        picture.seen(stored)
+    picture.status("root", {"type": "active", "activeFlags": []})
+    picture.status("child", {"type": "active", "activeFlags": ["waitingOnApproval"]})
+    shown = lines(picture)
+    assert (shown["root"]["machine"], shown["child"]["machine"]) == ("box", "box")
+    assert shown["other"]["machine"] == "local"
+    info = DaemonInfo(
+        pid=42,
+        bridgeVersion="0.1.0",
+        state="running",
+        url="ws://127.0.0.1:4",
+        machines=[
+            DaemonMachine(name="box", url="ssh://devbox/src", path="/srv/src", state="connected"),
+            DaemonMachine(
+                name="gpu", url="ssh://gpu", state="down", reason="ssh: Connection refused"
+            ),
+        ],
+    )
+    threads = [msgspec.to_builtins(line) for line in picture.lines()]
+    assert render(info, threads, now=1_100).splitlines() == [
+        "daemon 42 · Codex on ws://127.0.0.1:4 · running",
+        "machines: box connected · gpu down (ssh: Connection refused)",
+        "● running           Fix the flaky test  box:/srv/src  1m",
+        "  ◆ needs approval  Ada                 box:/srv/src  50s",
+        "○ idle              Write the README    /w/doc        3m",
+    ]
+    daemon = snapshot(info, threads)["daemon"]
+    assert [(m["name"], m["state"]) for m in daemon["machines"]] == [
+        ("box", "connected"),
+        ("gpu", "down"),
+    ]
+    assert all("token" not in json.dumps(m).lower() for m in daemon["machines"])
+    # Without machines, a thread says none (the picture of a daemon without any).
+    assert "machine" not in lines(three_threads())["root"]
 
 
 # -- fitting the terminal ----------------------------------------------------------------------

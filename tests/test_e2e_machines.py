@@ -18,9 +18,12 @@ import pytest
 import trio
 
 from bridge.jsonrpc import RpcError
+from tests.support.daemon import StartDaemon
+from tests.support.daemon import serve_argv as attached_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.support.scenarios.subagents import SUBAGENTS, children, script, spawn, states, wait
 from tests.support.sshd import SshMachine, ssh_machine
+from tests.test_e2e_daemon import status_json
 
 pytestmark = pytest.mark.e2e
 
@@ -292,3 +295,57 @@ async def test_a_session_keeps_its_machine_when_loaded_by_a_new_bridge(
             again.sid = talk.sid
             await again.said(run("touch second.txt"))
     assert (machine.workspace / "second.txt").exists()
+
+
+async def box_is_down(env: dict[str, str], runtime: Path) -> bool:
+    """What ``status --json`` says of machine ``box``'s link."""
+    [box] = (await status_json(env, runtime))["daemon"]["machines"]
+    return bool(box["state"] == "down")
+
+
+async def test_through_the_daemon_a_session_works_on_its_machine_and_status_shows_where(
+    start_daemon: StartDaemon,
+    open_conversation: OpenConversation,
+    machine: SshMachine,
+    runtime: Path,
+    bridge_env: dict[str, str],
+    workspace: Path,
+) -> None:
+    """The daemon runs the link and registers it with its Codex; an editor attached to it
+    is offered the machine, and its session's commands run there."""
+    box = f"box={machine.url}{machine.workspace}"
+    daemon_options = ("--machine", box, "--ssh-command", machine.ssh_command, "--no-page")
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with start_daemon(*daemon_options) as (_, info):
+            assert [(m.name, m.url, m.path) for m in info.machines] == [
+                ("box", f"{machine.url}{machine.workspace}", str(machine.workspace))
+            ]
+            async with open_conversation(
+                argv=attached_argv(runtime), env=bridge_env, on_request=approving([])
+            ) as talk:
+                machines = option(talk.opened["configOptions"], "machine")
+                assert [v["value"] for v in machines["options"]] == ["local", "box"]
+                await set_machine(talk, "box")
+                await talk.said(run("id -un > who.txt"))
+                assert any(title.endswith("(on box)") for title in tool_titles(talk))
+                shown = await status_json(bridge_env, runtime)
+                [listed] = shown["daemon"]["machines"]
+                assert (listed["name"], listed["state"]) == ("box", "connected")
+                # The link's token is Codex's alone: not in what the daemon publishes.
+                assert set(listed) <= {"name", "url", "description", "path", "state", "reason"}
+                [line] = [t for t in shown["threads"] if t["threadId"] == talk.sid]
+                assert line["machine"] == "box"
+                # The link is the daemon's: this bridge hears of a drop from Codex, and
+                # checks the machine before the next prompt there.
+                await machine.stop(kill_sessions=True)
+                while not await box_is_down(bridge_env, runtime):  # noqa: ASYNC110 (a file)
+                    await trio.sleep(0.1)
+                with pytest.raises(RpcError) as caught:
+                    await talk.prompt(run("touch two.txt"))
+                assert "machine box is not reachable" in str(caught.value)
+                await machine.start()
+                await talk.said(run("touch three.txt"))
+    assert (machine.workspace / "who.txt").read_text().strip() == REMOTE_USER
+    assert not (workspace / "who.txt").exists()
+    assert not (machine.workspace / "two.txt").exists()
+    assert (machine.workspace / "three.txt").exists()

@@ -305,6 +305,30 @@ def test_rate_limits_are_merged_and_sent() -> None:
     assert update is not None and update["limits"] == {"primary": window}
 
 
+def test_a_page_is_told_each_machines_link_and_each_threads_machine() -> None:
+    picture = Picture({"t1": "box"}.get)
+    for stored in (thread("t1", "active"), thread("c1", "active", parent="t1"), thread("t2")):
+        picture.seen(stored)
+    board = Board(picture)
+    board.picture_changed()
+    box = {"name": "box", "url": "ssh://devbox", "state": "connecting"}
+    board.machines_changed([box])
+    view = board.opened()
+    hello = board.hello(view, {})
+    assert hello["machines"] == [box]
+    assert {row["threadId"]: row["machine"] for row in hello["threads"]} == {
+        "t1": "box",
+        "c1": "box",
+        "t2": "local",
+    }
+    board.machines_changed([box])
+    assert board.update(view) is None  # the same: nothing to send
+    down = {**box, "state": "down", "reason": "ssh: Connection refused"}
+    board.machines_changed([down])
+    update = board.update(view)
+    assert update is not None and update["machines"] == [down] and "threads" not in update
+
+
 # -- the server, on loopback ------------------------------------------------------------
 
 

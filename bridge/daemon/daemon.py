@@ -13,6 +13,11 @@ When Codex exits, the daemon starts it again with backoff (as ``serve`` does,
 ``daemon.json``; attached ``serve`` processes re-read it when they reconnect. A
 crash loop ends the daemon with exit status 1 and one line saying why. SIGTERM
 and SIGINT stop the daemon and its Codex, and remove ``daemon.json``.
+
+With machines (``--machine``), the daemon runs their links
+(:mod:`bridge.shell.machine_link`) and its watcher registers them with every Codex it
+starts or joins; ``daemon.json`` names them and their links' states (no token), so an
+editor's ``serve`` offers them, and ``status`` and the page show where each thread works.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import trio
@@ -48,7 +54,18 @@ from .page import PageOptions, open_page
 from .page.board import Board
 from .page.server import Hub, serve_page
 from .picture import Picture
-from .runtime import DaemonInfo, codex_home, new_token, remove_info, write_info, write_status
+from .runtime import (
+    DaemonInfo,
+    DaemonMachine,
+    codex_home,
+    new_token,
+    remove_info,
+    write_info,
+    write_status,
+)
+
+if TYPE_CHECKING:
+    from ..shell.machine_link import MachineLinks
 
 log = logging.getLogger(__name__)
 codex_log = logging.getLogger("codex")
@@ -68,10 +85,12 @@ async def run_daemon(
     config_overrides: Sequence[str] = (),
     restart: Restart | None = None,
     page: PageOptions | None = None,
+    links: MachineLinks | None = None,
 ) -> None:
     """Run until SIGTERM / SIGINT (returns) or a crash loop (raises :class:`CrashLoop`).
 
     ``page``: where the daemon's page listens (:mod:`bridge.daemon.page`); ``None``: no page.
+    ``links``: the machines' links (bound already), run here and registered with Codex.
     """
     restart = restart or Restart()
     token = new_token(directory)
@@ -93,6 +112,28 @@ async def run_daemon(
     hub = Hub(Board(Picture()), lambda: msgspec.to_builtins(info)) if opened else None
     if opened is not None:
         info.pageUrl = opened.url
+    watch = _Watch(links, hub)
+    if links is not None:
+        info.machines = [
+            DaemonMachine(
+                name=name,
+                url=link.spec.url,
+                description=link.spec.description,
+                path=link.spec.path,
+            )
+            for name, link in links.links.items()
+        ]
+        info.sshCommand = list(links.ssh)
+
+        def machine_changed(name: str, state: str, reason: str) -> None:
+            for machine in info.machines:
+                if machine.name == name:
+                    machine.state, machine.reason = state, reason
+            write_info(directory, info)
+            watch.machines_changed(info)
+
+        links.on_change = machine_changed
+        watch.machines_changed(info)
     write_info(directory, info)
     try:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -105,6 +146,8 @@ async def run_daemon(
                         return
 
                 nursery.start_soon(on_signal)
+                if links is not None:
+                    await nursery.start(links.run)
                 if opened is not None and hub is not None:
                     await nursery.start(
                         lambda task_status: serve_page(
@@ -117,11 +160,13 @@ async def run_daemon(
                     )
                 socket = codex_daemon_socket(info.codexHome)
                 if codex_daemon_answers(socket):
-                    await _join(directory, socket, info, hub)
+                    await _join(directory, socket, info, watch)
                     info.tokenFile, info.codexBin = str(token), real_path(codex_bin)
                     info.codexVersion = version
                     log.warning("Codex's daemon on %s is gone; running a Codex of its own", socket)
-                await _supervise(directory, codex_bin, config_overrides, token, info, restart, hub)
+                await _supervise(
+                    directory, codex_bin, config_overrides, token, info, restart, watch
+                )
                 nursery.cancel_scope.cancel()
     finally:
         remove_info(directory)
@@ -134,10 +179,10 @@ async def _supervise(
     token: Path,
     info: DaemonInfo,
     restart: Restart,
-    hub: Hub | None = None,
+    watch: _Watch,
 ) -> None:
     backoff = Backoff(restart)
-    picture = Picture()
+    picture = watch.picture()
 
     def publish() -> None:
         write_status(directory, picture.lines())
@@ -151,7 +196,7 @@ async def _supervise(
                 write_info(directory, info)
                 log.info("Codex app-server %d listens on %s", pid, url)
                 async with trio.open_nursery() as watching:
-                    watching.start_soon(observe, url, str(token), picture, publish, hub)
+                    watching.start_soon(watch.observe, url, str(token), picture, publish)
                     code = await process.wait()
                     watching.cancel_scope.cancel()
                 reason = f"Codex app-server exited with status {code}"
@@ -175,12 +220,12 @@ async def _supervise(
 JOIN_GRACE_SECONDS = 30.0
 
 
-async def _join(directory: Path, socket: Path, info: DaemonInfo, hub: Hub | None = None) -> None:
+async def _join(directory: Path, socket: Path, info: DaemonInfo, watch: _Watch) -> None:
     """Use Codex's own daemon (``codex app-server daemon``) instead of a second app-server
     on the same ``CODEX_HOME``: publish its socket for ``serve``, and watch it (so
     ``status`` shows every thread of the user, the TUI's too) across its restarts.
     Returns once it has stayed away for :data:`JOIN_GRACE_SECONDS`."""
-    picture = Picture()
+    picture = watch.picture()
     url = f"unix://{socket}"
     managed = socket.parents[1] / "packages" / "app-server-daemon" / "current" / "bin" / "codex"
     info.codexBin = real_path(str(managed)) if managed.exists() else ""
@@ -195,7 +240,7 @@ async def _join(directory: Path, socket: Path, info: DaemonInfo, hub: Hub | None
         info.state, info.url, info.codexPid, info.reason = "running", url, pid, ""
         write_info(directory, info)
         log.info("using Codex's daemon on %s (pid %s)", socket, pid)
-        await observe(url, "", picture, publish, hub)
+        await watch.observe(url, "", picture, publish)
         picture.lost()
         publish()
         # daemon.json keeps naming the socket: it stays where it is across Codex's restarts,
@@ -208,6 +253,29 @@ async def _join(directory: Path, socket: Path, info: DaemonInfo, hub: Hub | None
                 await trio.sleep(0.1)
             continue
         return
+
+
+class _Watch:
+    """What each watch of a Codex shares: the page's hub, the machines to register, and
+    where each thread works (the bridge's store of picks, read as it changes)."""
+
+    def __init__(self, links: MachineLinks | None, hub: Hub | None) -> None:
+        self.links = links
+        self.hub = hub
+        self._store = links.store if links is not None else None
+
+    def picture(self) -> Picture:
+        return Picture(self._store.cached if self._store is not None else None)
+
+    async def observe(
+        self, url: str, token_file: str, picture: Picture, publish: Callable[[], None]
+    ) -> None:
+        offers = self.links.offers() if self.links is not None else ()
+        await observe(url, token_file, picture, publish, self.hub, machines=offers)
+
+    def machines_changed(self, info: DaemonInfo) -> None:
+        if self.hub is not None:
+            self.hub.machines_changed(msgspec.to_builtins(info.machines))
 
 
 class _AppServer:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -33,6 +33,7 @@ from ..shell.codex_transport import CodexUnavailable, connect_codex
 from .picture import Picture
 
 if TYPE_CHECKING:
+    from ..engine import MachineOffer
     from .page.server import Hub
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,12 @@ async def observe(
     picture: Picture,
     publish: Callable[[], None],
     hub: Hub | None = None,
+    machines: Sequence[MachineOffer] = (),
 ) -> None:
-    """Watch the Codex at ``url`` until the connection ends (returns) or cannot open."""
+    """Watch the Codex at ``url`` until the connection ends (returns) or cannot open.
+
+    ``machines``: registered with this Codex first (``environment/add``): Codex keeps an
+    environment for every connection, and forgets it when it restarts."""
     if hub is not None:
         hub.watching(picture)
         status_changed = publish
@@ -157,6 +162,21 @@ async def observe(
                 )
                 await call("initialize", params)
                 await stream.send(peer.notification("initialized"))
+                for offer in machines:
+                    if offer.registration is None:
+                        continue
+                    add = codex_types.EnvironmentAddParams(
+                        environmentId=offer.name, execServerUrl=offer.registration.url
+                    )
+                    if offer.registration.token is not None:
+                        add.authBearerToken = offer.registration.token
+                    added = await call("environment/add", add)
+                    if not isinstance(added, bytes):
+                        log.warning(
+                            "Codex refused machine %s: %s",
+                            offer.name,
+                            getattr(added, "message", added),
+                        )
                 cursor: str | None = None
                 for _ in range(MAX_PAGES):
                     request: dict[str, Any] = {"limit": 100, "sourceKinds": SOURCE_KINDS}

@@ -10,6 +10,7 @@ same function the bridge uses for sub-agents (:func:`bridge.engine.core.workstat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -36,12 +37,17 @@ class ThreadLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     model: str | None = None
     createdAt: int | None = None
     updatedAt: int | None = None
+    #: The machine it works on (a daemon with machines); a sub-agent works on its root's.
+    machine: str | None = None
 
 
 class Picture:
     """Every thread the daemon's Codex knows, with its current state."""
 
-    def __init__(self) -> None:
+    def __init__(self, machine_of: Callable[[str], str | None] | None = None) -> None:
+        """``machine_of``: the machine a thread was put on (the bridge's store), ``None``
+        for this machine; without it, no thread says a machine."""
+        self._machine_of = machine_of
         self._threads: dict[str, tuple[ThreadLine, ThreadRecord]] = {}
         #: Ephemeral threads: Codex's own helpers (the TUI titles a thread in one), not the
         #: user's; known, so their status changes do not send the watcher to read them.
@@ -100,12 +106,32 @@ class Picture:
 
     def lines(self) -> list[ThreadLine]:
         """Every thread, parents before their children, newest roots first."""
-        return [_line(line, record) for line, record in self._threads.values()]
+        return [self._line(line, record) for line, record in self._threads.values()]
 
     def line(self, thread_id: str) -> ThreadLine | None:
         """One thread, as :meth:`lines` shows it."""
         found = self._threads.get(thread_id)
-        return _line(*found) if found is not None else None
+        return self._line(*found) if found is not None else None
+
+    def _line(self, line: ThreadLine, record: ThreadRecord) -> ThreadLine:
+        line = _line(line, record)
+        if self._machine_of is not None:
+            line.machine = self._machine(line.threadId)
+        return line
+
+    def _machine(self, thread_id: str) -> str:
+        """Its own pick, else its root's (Codex starts a sub-agent where its parent works)."""
+        assert self._machine_of is not None
+        seen: set[str] = set()
+        current: str | None = thread_id
+        while current is not None and current not in seen:
+            seen.add(current)
+            picked = self._machine_of(current)
+            if picked is not None:
+                return picked
+            found = self._threads.get(current)
+            current = found[0].parentThreadId if found is not None else None
+        return "local"
 
     def loaded(self, thread_id: str) -> bool:
         """Whether Codex holds the thread in memory (its status is other than ``notLoaded``)."""

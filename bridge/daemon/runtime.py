@@ -43,6 +43,21 @@ PAGE_TOKEN = "page-token"
 STATUS = "status.json"
 
 
+class DaemonMachine(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A machine the daemon's links reach (:mod:`bridge.shell.machine_link`), as
+    ``daemon.json`` says it: no token (Codex alone has it)."""
+
+    name: str
+    #: As the user wrote it (``ssh://me@devbox/src``): an editor's ``serve`` checks it with
+    #: the same ssh before a prompt there.
+    url: str
+    description: str = ""
+    path: str = ""
+    #: ``idle`` | ``connecting`` | ``connected`` | ``down`` (``reason`` says why).
+    state: str = "idle"
+    reason: str = ""
+
+
 class DaemonInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What ``daemon.json`` says."""
 
@@ -62,6 +77,9 @@ class DaemonInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     reason: str = ""
     #: Where the daemon's page is served (without its token: ``page-token`` holds it).
     pageUrl: str = ""
+    #: The machines its Codex has registered, and the ssh command that reaches them.
+    machines: list[DaemonMachine] = msgspec.field(default_factory=list)
+    sshCommand: list[str] = msgspec.field(default_factory=list)
 
 
 class RuntimeDirError(Exception):

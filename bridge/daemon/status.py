@@ -9,6 +9,9 @@ age::
       ◆ needs approval  Ada (explorer)      ~/src/app  1m
     ○ idle              untitled            ~/src/doc  3h
 
+With machines (``daemon --machine``), a line under the header says each one's link, and a
+thread working on one shows the machine before its folder there (``box:/home/me/src``).
+
 What waits on a person comes first, then what runs, then idle threads, most recent
 first; a tree goes where its most urgent thread puts it, so a waiting sub-agent brings
 its parent along. Given a terminal's size, the tree fits it: the header, every waiting
@@ -62,14 +65,18 @@ def render(
     waiting and running threads alone need more: those are always shown.
     """
     head = _header(info)
+    machines = getattr(info, "machines", None) or []
+    if machines:
+        head += "\n" + _machines(machines)
     if not threads:
         return f"{head}\n  no threads\n"
+    paths = {m.name: m.path for m in machines}
     placed = _order(threads)
     shown = {id(thread) for thread, _depth in placed}
     if size is not None:
-        shown = _fitting(placed, max(size.lines - 2, 1))
+        shown = _fitting(placed, max(size.lines - 2 - head.count("\n"), 1))
     rows = [
-        ("  " * depth + _state(thread), _title(thread), _short_path(_cwd(thread)))
+        ("  " * depth + _state(thread), _title(thread), _where(thread, paths))
         for thread, depth in placed
         if id(thread) in shown
     ]
@@ -104,6 +111,24 @@ def _header(info: Any) -> str:
     where = f" on {info.url}" if info.url else ""
     head = f"daemon {info.pid} · {codex}{where} · {info.state}"
     return head + (f" ({info.reason})" if info.reason else "")
+
+
+def _machines(machines: Sequence[Any]) -> str:
+    """``machines: box connected · gpu down (no route to host)``."""
+    parts = []
+    for machine in machines:
+        state = machine.state or "idle"
+        reason = f" ({machine.reason})" if state == "down" and machine.reason else ""
+        parts.append(f"{machine.name} {state}{reason}")
+    return "machines: " + " · ".join(parts)
+
+
+def _where(thread: dict[str, Any], paths: dict[str, str]) -> str:
+    """Its folder, on its machine: ``~/src/app`` here, ``box:/home/me/src`` there."""
+    machine = thread.get("machine")
+    if not machine or machine == "local":
+        return _short_path(_cwd(thread))
+    return f"{machine}:{paths.get(str(machine)) or _cwd(thread)}"
 
 
 def _order(threads: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:

@@ -62,6 +62,7 @@ class View:
     picture: int = -1
     inbox: int = -1
     limits: int = -1
+    machines: int = -1
     watched: str | None = None
     tail: int = -1
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -94,6 +95,8 @@ class Board:
         self._picture_version = 0
         self._inbox_version = 0
         self._limits_version = 0
+        self._machines_version = 0
+        self._machines: list[dict[str, Any]] = []
         self._threads: dict[str, _Thread] = {}
         self._inbox = Inbox(self._inbox_changed)
         #: A file change's paths and diffs (``item/started``), until its approval is asked.
@@ -109,6 +112,13 @@ class Board:
     def version(self) -> int:
         """Grows with every change a page may be sent."""
         return self._version
+
+    def machines_changed(self, machines: list[dict[str, Any]]) -> None:
+        """The daemon's machines and their links' states (``daemon.json``'s ``machines``)."""
+        if machines != self._machines:
+            self._machines = machines
+            self._version += 1
+            self._machines_version = self._version
 
     # -- Codex --------------------------------------------------------------------------
 
@@ -368,6 +378,8 @@ class Board:
             message["inbox"] = self._inbox.wire()
         if view.limits < self._limits_version:
             message["limits"] = self._limits
+        if view.machines < self._machines_version:
+            message["machines"] = self._machines
         watched = self._threads.get(view.watched) if view.watched else None
         if watched is not None and view.tail < watched.tail_version:
             message["tail"] = {
@@ -379,6 +391,7 @@ class Board:
         view.picture = self._picture_version
         view.inbox = self._inbox_version
         view.limits = self._limits_version
+        view.machines = self._machines_version
         return message if len(message) > 1 else None
 
     def _row(self, line: Any) -> dict[str, Any]:

@@ -103,6 +103,10 @@ class Hub:
         if self.board.request(request_id, method, decoded, time.time()):
             self.poke()
 
+    def machines_changed(self, machines: list[dict[str, Any]]) -> None:
+        self.board.machines_changed(machines)
+        self.poke()
+
     def watching(self, picture: Picture) -> None:
         """The watcher's picture of every thread (a new one at each connection)."""
         self.board.picture = picture

@@ -2,7 +2,7 @@
 // No framework, nothing fetched but this page's own files; text always goes in as text.
 "use strict";
 
-const state = { threads: new Map(), inbox: [], limits: null, daemon: null, open: null, tail: null };
+const state = { threads: new Map(), inbox: [], limits: null, daemon: null, open: null, tail: null, machines: [] };
 const seenAsks = new Set();
 let socket = null;
 let retry = 1000;
@@ -61,6 +61,7 @@ function receive(message) {
   for (const id of message.gone || []) state.threads.delete(id);
   if (message.inbox) { notifyNew(message.inbox, message.type === "hello" && firstHello); state.inbox = message.inbox; }
   if (message.limits) state.limits = message.limits;
+  if (message.machines) { state.machines = message.machines; structural = true; }
   if (message.tail && message.tail.threadId === state.open) {
     state.tail = message.tail.entries;
     if (nodes.has(state.open)) drawTail(nodes.get(state.open), state.threads.get(state.open));
@@ -197,8 +198,8 @@ function drawThreads(structural, changed) {
     return ua - ub || lb - la;
   });
   const placed = new Set();
-  const place = (parent, into) => {
-    const kids = order(children.get(parent) || []).filter((r) => !placed.has(r.threadId));
+  const place = (parent, into, mine = () => true) => {
+    const kids = order(children.get(parent) || []).filter((r) => !placed.has(r.threadId) && mine(r));
     const lis = kids.map((row) => {
       placed.add(row.threadId);
       const node = nodeOf(row.threadId);
@@ -208,7 +209,39 @@ function drawThreads(structural, changed) {
     });
     if (lis.length !== into.children.length || lis.some((li, i) => into.children[i] !== li)) into.replaceChildren(...lis);
   };
-  place(null, $("threads"));
+  if (!state.machines.length) { place(null, $("threads")); return; }
+  // With machines, the roots are grouped by the machine they work on (a sub-agent under
+  // its parent, where Codex starts it); every machine shows, with its link's state.
+  const names = new Set(state.machines.map((m) => m.name));
+  // A thread on a machine no longer named shows with this machine's.
+  const machineOf = (row) => (names.has(row.machine) ? row.machine : "local");
+  const groups = ["local", ...names].map((name) => {
+    const group = groupOf(name);
+    place(null, group.list, (row) => machineOf(row) === name);
+    group.list.hidden = !group.list.firstChild;
+    return group.li;
+  });
+  const into = $("threads");
+  if (groups.length !== into.children.length || groups.some((li, i) => into.children[i] !== li)) into.replaceChildren(...groups);
+}
+
+const groupNodes = new Map();
+
+function groupOf(name) {
+  let group = groupNodes.get(name);
+  if (!group) {
+    group = { head: el("div", { class: "machine-head" }), list: el("ul", { class: "group" }) };
+    group.li = el("li", { class: "machine", "data-machine": name }, group.head, group.list);
+    groupNodes.set(name, group);
+  }
+  const machine = state.machines.find((m) => m.name === name);
+  const linkState = machine ? machine.state || "idle" : "here";
+  group.li.dataset.state = linkState;
+  group.head.replaceChildren(
+    el("span", { class: "machine-name" }, name === "local" ? "local (this machine)" : name),
+    el("span", { class: `link-state ${linkState}` }, machine ? linkState : ""),
+    el("span", { class: "muted" }, machine ? [machine.description || machine.url, machine.reason].filter(Boolean).join(" · ") : ""));
+  return group;
 }
 
 function nodeOf(threadId) {
