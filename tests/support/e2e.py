@@ -63,12 +63,13 @@ def words(n: int) -> str:
 
 
 async def run_sdk_driver(
-    node: str, driver: Path, env: dict[str, str], *args: str
+    node: str, driver: Path, env: dict[str, str], *args: str, serve: Sequence[str] = ()
 ) -> tuple[subprocess.CompletedProcess[bytes], list[dict[str, Any]]]:
     """One of the official SDK's drivers (``tools/node/*.mjs``) with ``args``, its agent
-    ``codex-acp-bridge serve``: how it ended, and the events it printed (one a line)."""
+    ``codex-acp-bridge serve`` (and ``serve``'s own options): how it ended, and the events
+    it printed (one a line)."""
     argv = [node, str(driver), *args, "--timeout-ms", str(SCENARIO_SECONDS * 1000 - 5000)]
-    argv += ["--", sys.executable, "-m", "bridge", "serve"]
+    argv += ["--", sys.executable, "-m", "bridge", "serve", *serve]
     with trio.fail_after(SCENARIO_SECONDS):
         result = await trio.run_process(
             argv, env=env, capture_stdout=True, capture_stderr=True, check=False

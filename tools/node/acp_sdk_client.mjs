@@ -11,7 +11,10 @@
 // Usage:
 //   node acp_sdk_client.mjs --cwd DIR --prompt TEXT [--prompt TEXT ...]
 //       [--cancel-after-chunks N] [--timeout-ms MS] [--client-capabilities JSON]
-//       [--unstable] [--verbose] [--request METHOD JSON ...] -- AGENT_CMD [AGENT_ARGS...]
+//       [--unstable] [--verbose] [--request METHOD JSON ...]
+//       [--set-config-option ID VALUE ...]
+//       [--permission allow_once|allow_always|reject_once|reject_always|cancelled]
+//       -- AGENT_CMD [AGENT_ARGS...]
 //
 //   --unstable   use the SDK's `@agentclientprotocol/sdk/unstable` entrypoint,
 //                whose schema knows the unstable v1 additions (subagent_update,
@@ -21,6 +24,14 @@
 //   --verbose    log every raw JSON-RPC message in and out on stderr.
 //   --request METHOD JSON   send this request (params JSON) after `initialize` and
 //                before `session/new`, in order; its response or error is printed.
+//   --set-config-option ID VALUE   send `session/set_config_option {sessionId,
+//                configId: ID, value: VALUE}` right after `session/new`, before
+//                the prompts, in order; its response or error is printed.
+//   --permission KIND  how `session/request_permission` is answered: the first
+//                option whose `kind` is KIND is selected (`{outcome: {outcome:
+//                "selected", optionId}}`); `cancelled` (the default), or no
+//                option of that kind (logged on stderr), answers `{outcome:
+//                {outcome: "cancelled"}}`.
 //
 // Scenario: `initialize` (protocolVersion 1, clientInfo {name: "acp-sdk-e2e"},
 // clientCapabilities from --client-capabilities or
@@ -34,7 +45,8 @@
 //
 // Output lines (payloads are the agent's raw JSON, verbatim, never the SDK's
 // parsed copies, which drop unknown fields):
-//   {"event":"response","method":M,"result":{...}}   M in initialize, session/new, session/prompt
+//   {"event":"response","method":M,"result":{...}}   M in initialize, session/new,
+//                                                     session/set_config_option, session/prompt
 //   {"event":"error","method":M,"error":{"code":..,"message":..,"data":..}}
 //   {"event":"notification","method":"session/update","params":{...}}  (any method)
 //   {"event":"request","method":M,"params":{...}}    a request from the agent
@@ -49,8 +61,8 @@
 //   {"event":"timeout"}                               --timeout-ms elapsed (last line)
 //   {"event":"exit","code":N}                         last line: the agent's exit code
 //                                                     (null if killed by a signal)
-// Requests from the agent: `session/request_permission` is answered with
-// outcome `cancelled`; any other method gets a JSON-RPC method-not-found error.
+// Requests from the agent: `session/request_permission` is answered as
+// --permission says; any other method gets a JSON-RPC method-not-found error.
 //
 // Order: lines describing incoming messages appear in the order the messages
 // arrived from the agent (the order in which the SDK reads them), each once
@@ -72,7 +84,8 @@
 //     .onRequest(methods.client.session.requestPermission, handler)
 //     .onRequest("*", handler)                    raw fallback, other methods
 //     .connect(stream) -> ClientConnection { agent: ClientContext, signal, closed, close() }
-//   conn.agent.request(methods.agent.initialize | .session.new | .session.prompt, params)
+//   conn.agent.request(methods.agent.initialize | .session.new
+//     | .session.setConfigOption | .session.prompt, params)
 //   conn.agent.notify(methods.agent.session.cancel, { sessionId })
 //   ndJsonStream(webWritable, webReadable) over the child's stdin/stdout.
 // The SDK's stream is wrapped in two pass-through taps (they only observe;
@@ -86,9 +99,12 @@ import { Readable, Writable } from "node:stream";
 const USAGE =
   "usage: node acp_sdk_client.mjs --cwd DIR --prompt TEXT [--prompt TEXT ...] " +
   "[--cancel-after-chunks N] [--timeout-ms MS] [--client-capabilities JSON] " +
-  "[--unstable] [--verbose] [--request METHOD JSON ...] -- AGENT_CMD [AGENT_ARGS...]";
+  "[--unstable] [--verbose] [--request METHOD JSON ...] [--set-config-option ID VALUE ...] " +
+  "[--permission allow_once|allow_always|reject_once|reject_always|cancelled] " +
+  "-- AGENT_CMD [AGENT_ARGS...]";
 const CLIENT_NAME = "acp-sdk-e2e";
 const CLIENT_VERSION = "0.1.0";
+const PERMISSION_KINDS = ["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"];
 const EXIT_GRACE_MS = 5000;
 const KILL_GRACE_MS = 2000;
 
@@ -123,6 +139,8 @@ function parseArgs(argv) {
     unstable: false,
     verbose: false,
     requests: [],
+    configOptions: [],
+    permission: "cancelled",
     command: [],
   };
   const separator = argv.indexOf("--");
@@ -144,6 +162,7 @@ function parseArgs(argv) {
       "--cancel-after-chunks",
       "--timeout-ms",
       "--client-capabilities",
+      "--permission",
     ].includes(flag);
     const value = takesValue ? own[++i] : undefined;
     if (takesValue && value === undefined) usageError(`${flag} needs a value`);
@@ -173,6 +192,21 @@ function parseArgs(argv) {
       case "--verbose":
         options.verbose = true;
         break;
+      case "--permission":
+        if (!PERMISSION_KINDS.includes(value)) {
+          usageError(`--permission must be one of ${PERMISSION_KINDS.join("|")}, got ${JSON.stringify(value)}`);
+        }
+        options.permission = value;
+        break;
+      case "--set-config-option": {
+        const configId = own[++i];
+        const optionValue = own[++i];
+        if (configId === undefined || optionValue === undefined) {
+          usageError("--set-config-option needs ID VALUE");
+        }
+        options.configOptions.push([configId, optionValue]);
+        break;
+      }
       case "--request": {
         const method = own[++i];
         const params = own[++i];
@@ -437,6 +471,19 @@ function recordNotification(method, params) {
   out.settle(entry, ...lines);
 }
 
+/** The answer to a session/request_permission, from its raw params. */
+function permissionAnswer(params) {
+  if (options.permission === "cancelled") return { outcome: { outcome: "cancelled" } };
+  const option = (Array.isArray(params?.options) ? params.options : []).find(
+    (candidate) => candidate?.kind === options.permission,
+  );
+  if (!option) {
+    log(`no ${options.permission} option in session/request_permission; answering cancelled`);
+    return { outcome: { outcome: "cancelled" } };
+  }
+  return { outcome: { outcome: "selected", optionId: option.optionId } };
+}
+
 function recordRequest(method, requestId, parsedParams) {
   const entry = requestEntries.get(requestId);
   requestEntries.delete(requestId);
@@ -445,6 +492,7 @@ function recordRequest(method, requestId, parsedParams) {
   const line = { event: "request", method, params };
   if (entry) out.settle(entry, line);
   else out.line(line);
+  return params;
 }
 
 // The exact session/update handler gets the raw params (identity parser):
@@ -460,8 +508,7 @@ const app = client({ name: CLIENT_NAME })
   )
   .onNotification("*", ({ method, params }) => recordNotification(method, params))
   .onRequest(methods.client.session.requestPermission, ({ method, params, requestId }) => {
-    recordRequest(method, requestId, params);
-    return { outcome: { outcome: "cancelled" } };
+    return permissionAnswer(recordRequest(method, requestId, params));
   })
   .onRequest("*", ({ method, params, requestId }) => {
     recordRequest(method, requestId, params);
@@ -530,6 +577,11 @@ async function scenario() {
   const session = await call(methods.agent.session.new, { cwd: options.cwd, mcpServers: [] });
   if (!session.ok) return session.lost ? EXIT_CONNECTION_LOST : EXIT_SETUP_FAILED;
   sessionId = session.result?.sessionId;
+
+  for (const [configId, value] of options.configOptions) {
+    const answer = await call(methods.agent.session.setConfigOption, { sessionId, configId, value });
+    if (!answer.ok && answer.lost) return EXIT_CONNECTION_LOST;
+  }
 
   for (const [index, text] of options.prompts.entries()) {
     countingChunks = index === 0;

@@ -18,13 +18,15 @@
 //       [--permission allow_once|allow_always|reject_once|reject_always|cancelled]
 //       [--cancel-after-chunks N] [--cancel-child-after-announce] [--resume-replay]
 //       [--timeout-ms MS] [--client-capabilities JSON] [--verbose]
-//       -- AGENT_CMD [AGENT_ARGS...]
+//       [--set-config-option ID VALUE ...] -- AGENT_CMD [AGENT_ARGS...]
 //
 // Scenario, on connection 1 (the agent process started from AGENT_CMD):
 //   `initialize {protocolVersion: 2, info: {name: "acp-sdk-v2-e2e", ...},
 //   capabilities}` (capabilities from --client-capabilities, default {}),
-//   `session/new {cwd, mcpServers: []}`, then one `session/prompt` per --prompt,
-//   in order. In v2 `session/prompt` answers `{messageId}` once the prompt is
+//   `session/new {cwd, mcpServers: []}`, one `session/set_config_option
+//   {sessionId, configId: ID, type: "id", value: VALUE}` per --set-config-option,
+//   in order (its response or error is printed), then one `session/prompt` per
+//   --prompt, in order. In v2 `session/prompt` answers `{messageId}` once the prompt is
 //   inserted; the turn ends with a `state_update` whose state is `idle` on that
 //   session. So after each prompt that got a result the driver waits for that
 //   idle update before sending the next one. An idle update counts only if a
@@ -63,6 +65,7 @@
 // "connection": 2 right after "event"; lines about connection 1 have no
 // "connection" key.
 //   {"event":"response","method":M,"result":{...}}   M in initialize, session/new,
+//                                                     session/set_config_option,
 //                                                     session/prompt, session/resume
 //   {"event":"error","method":M,"error":{"code":..,"message":..,"data":..}}
 //   {"event":"notification","method":M,"params":{...}}  any method (session/update,
@@ -113,7 +116,7 @@
 //     .onRequest("*", handler)        raw fallback, other methods
 //     .connect(stream) -> ClientConnection { agent: ClientContext, signal, closed, close() }
 //   conn.agent.request(methods.agent.initialize | .session.new | .session.prompt
-//     | .session.resume, params)   (the SDK forces protocolVersion 2 on initialize
+//     | .session.setConfigOption | .session.resume, params)   (the SDK forces protocolVersion 2 on initialize
 //     and parses every result with its v2 schema)
 //   conn.agent.notify(methods.agent.session.cancel, { sessionId })
 // The SDK's stream is wrapped in two pass-through taps (they only observe; every
@@ -128,7 +131,8 @@ const USAGE =
   "usage: node acp_sdk_v2_client.mjs --cwd DIR --prompt TEXT [--prompt TEXT ...] " +
   "[--permission allow_once|allow_always|reject_once|reject_always|cancelled] " +
   "[--cancel-after-chunks N] [--cancel-child-after-announce] [--resume-replay] " +
-  "[--timeout-ms MS] [--client-capabilities JSON] [--verbose] -- AGENT_CMD [AGENT_ARGS...]";
+  "[--timeout-ms MS] [--client-capabilities JSON] [--verbose] " +
+  "[--set-config-option ID VALUE ...] -- AGENT_CMD [AGENT_ARGS...]";
 const SDK_MODULE = "@agentclientprotocol/sdk/experimental/v2/unstable";
 const CLIENT_NAME = "acp-sdk-v2-e2e";
 const CLIENT_VERSION = "0.1.0";
@@ -165,6 +169,7 @@ function parseArgs(argv) {
     timeoutMs: 60000,
     clientCapabilities: {},
     verbose: false,
+    configOptions: [],
     command: [],
   };
   const separator = argv.indexOf("--");
@@ -225,6 +230,15 @@ function parseArgs(argv) {
       case "--verbose":
         options.verbose = true;
         break;
+      case "--set-config-option": {
+        const configId = own[++i];
+        const optionValue = own[++i];
+        if (configId === undefined || optionValue === undefined) {
+          usageError("--set-config-option needs ID VALUE");
+        }
+        options.configOptions.push([configId, optionValue]);
+        break;
+      }
       default:
         usageError(`unknown argument ${JSON.stringify(flag)}`);
     }
@@ -757,6 +771,16 @@ async function scenario(link) {
   const session = await link.call(methods.agent.session.new, { cwd: options.cwd, mcpServers: [] });
   if (!session.ok) return session.lost ? EXIT_CONNECTION_LOST : EXIT_SETUP_FAILED;
   sessionId = session.result?.sessionId;
+
+  for (const [configId, value] of options.configOptions) {
+    const answer = await link.call(methods.agent.session.setConfigOption, {
+      sessionId,
+      configId,
+      type: "id",
+      value,
+    });
+    if (!answer.ok && answer.lost) return EXIT_CONNECTION_LOST;
+  }
 
   for (const [index, text] of options.prompts.entries()) {
     const status = await promptTurn(link, text, index === 0);
