@@ -9,6 +9,9 @@ machine's workspace, not in the session's folder here.
 from __future__ import annotations
 
 import json
+import os
+import pwd
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -18,6 +21,7 @@ import pytest
 import trio
 
 from bridge.jsonrpc import RpcError
+from tests.support.browser import chromium_or_skip, headless_chromium
 from tests.support.daemon import StartDaemon
 from tests.support.daemon import serve_argv as attached_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
@@ -349,3 +353,94 @@ async def test_through_the_daemon_a_session_works_on_its_machine_and_status_show
     assert not (workspace / "who.txt").exists()
     assert not (machine.workspace / "two.txt").exists()
     assert (machine.workspace / "three.txt").exists()
+
+
+async def test_two_machines_and_local_at_once_each_sessions_sub_agent_works_where_it_does(
+    open_on: OpenOn, machine: SshMachine, workspace: Path
+) -> None:
+    """Three sessions of one bridge at once: on ``box``, on ``gpu`` (a second machine: the
+    same sshd, another folder, its own link) and here; each spawns a sub-agent that writes
+    who it is and where, in its own session's place."""
+    gpu_folder = machine.workspace.parent / f"{machine.workspace.name}-gpu"
+    assert machine.run(f"mkdir -p {gpu_folder}").returncode == 0
+    gpu_workspace = Path(gpu_folder)
+    child = run("id -un > child.txt; pwd >> child.txt")
+    parent = script(spawn(child), wait(timeout_ms=60_000), "@@ say the child is done")
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on(f"gpu={machine.url}{gpu_folder}", capabilities=SUBAGENTS) as talk:
+            client = talk.client
+            sessions = {"box": talk.sid}
+            for name in ("gpu", "local"):
+                sessions[name] = await client.new_session(str(workspace))
+            for name in ("box", "gpu"):
+                await client.request(
+                    "session/set_config_option",
+                    {"sessionId": sessions[name], "configId": "machine", "value": name},
+                )
+            ended: dict[str, Any] = {}
+
+            async def prompt(name: str) -> None:
+                ended[name] = await client.prompt(sessions[name], parent)
+
+            async with trio.open_nursery() as nursery:
+                for name in sessions:
+                    nursery.start_soon(prompt, name)
+            assert ended == {name: {"stopReason": "end_turn"} for name in sessions}
+            kids = children(client)
+            assert len(kids) == 3
+            for kid in kids:
+                await client.wait_for(
+                    lambda _m, kid=kid: (
+                        states(client, kid)[-1:] == [{"state": "idle", "stopReason": "end_turn"}]
+                    )
+                )
+    assert (machine.workspace / "child.txt").read_text().split() == [
+        REMOTE_USER,
+        str(machine.workspace),
+    ]
+    assert (gpu_workspace / "child.txt").read_text().split() == [REMOTE_USER, str(gpu_folder)]
+    local_user = pwd.getpwuid(os.getuid()).pw_name
+    assert (workspace / "child.txt").read_text().split() == [local_user, str(workspace)]
+
+
+async def test_the_page_groups_threads_by_machine_with_each_links_state(
+    start_daemon: StartDaemon,
+    open_conversation: OpenConversation,
+    machine: SshMachine,
+    runtime: Path,
+    bridge_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    chromium = await chromium_or_skip()
+    box = f"box={machine.url}{machine.workspace}"
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with (
+            start_daemon("--machine", box, "--ssh-command", machine.ssh_command),
+            headless_chromium(chromium, tmp_path / "profile", tmp_path / "chromium.log") as page,
+            open_conversation(
+                argv=attached_argv(runtime), env=bridge_env, on_request=approving([])
+            ) as here,
+            open_conversation(
+                argv=attached_argv(runtime), env=bridge_env, on_request=approving([])
+            ) as there,
+        ):
+            await set_machine(there, "box")
+            await there.said(run("true"))
+            await here.said("@@ say hello")
+            address = await trio.run_process(
+                [sys.executable, "-m", "bridge", "status", "--url", "--runtime-dir", str(runtime)],
+                env=bridge_env,
+                capture_stdout=True,
+            )
+            await page.goto(address.stdout.decode().strip())
+            group = "document.querySelector('[data-machine=\"{}\"]')"
+            in_group = group + "?.querySelector('[data-thread-id=\"{}\"]')"
+            await page.wait_for(in_group.format("box", there.sid))
+            await page.wait_for(in_group.format("local", here.sid))
+            assert await page.evaluate(group.format("box") + ".dataset.state") == "connected"
+            assert not await page.evaluate(in_group.format("box", here.sid) + " !== null")
+            # The link drops: the page says so, with ssh's words, where the thread is.
+            await machine.stop(kill_sessions=True)
+            await page.wait_for(group.format("box") + ".dataset.state === 'down'")
+            head = await page.evaluate(group.format("box") + ".innerText")
+            assert "down" in head and "ssh to devbox failed" in head
