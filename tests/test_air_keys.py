@@ -380,28 +380,49 @@ def test_without_async_tasks_a_reopened_session_lists_no_terminals_for_tasks(
 
 
 @pytest.mark.parametrize(
-    ("reviewer", "asking"),
-    [(None, "standard"), ("user", "standard"), ("auto_review", "auto_review")],
+    ("reviewer", "sandbox", "kinds"),
+    [
+        (None, "workspaceWrite", {"read-only": "standard", "auto": "standard"}),
+        (
+            "user",
+            "workspaceWrite",
+            {"read-only": "standard", "auto": "standard", "auto-review": "auto_review"},
+        ),
+        # The reviewer automatic and Default's policies: the Auto-review mode.
+        (
+            "auto_review",
+            "workspaceWrite",
+            {"read-only": "standard", "auto": "standard", "auto-review": "auto_review"},
+        ),
+        # The user's config pairs the reviewer with Read Only: that mode, as it is now.
+        (
+            "auto_review",
+            "readOnly",
+            {"read-only": "auto_review", "auto": "standard", "auto-review": "auto_review"},
+        ),
+    ],
 )
-def test_a_modes_kind_says_who_answers_when_codex_asks(reviewer: str | None, asking: str) -> None:
+def test_a_modes_kind_says_who_answers_when_codex_asks(
+    reviewer: str | None, sandbox: str, kinds: dict[str, str]
+) -> None:
     h = v1(declaring())
     rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
     started: dict[str, Any] = {
         "thread": {"id": THREAD, "cwd": "/work"},
         "model": "mock",
         "approvalPolicy": "on-request",
-        "sandbox": {"type": "workspaceWrite"},
+        "sandbox": {"type": sandbox},
     }
     if reviewer is not None:
         started["approvalsReviewer"] = reviewer
     h.codex_reply(h.codex_request("thread/start")["id"], started)
     opened = h.client_response(rid)["result"]  # type: ignore[index]
-    kinds = {
+    shown = {
         m["id"]: m["_meta"]["jetbrains"]["air"]["kind"] for m in opened["modes"]["availableModes"]
     }
-    assert kinds == {"read-only": asking, "auto": asking, "full-access": "full_access"}
+    assert shown == {**kinds, "full-access": "full_access"}
     (mode,) = [o for o in opened["configOptions"] if o["id"] == "mode"]
-    assert {v["value"]: v["_meta"]["jetbrains"]["air"]["kind"] for v in mode["options"]} == kinds
+    assert {v["value"]: v["_meta"]["jetbrains"]["air"]["kind"] for v in mode["options"]} == shown
 
 
 def test_acp_v2_gets_a_reopened_sessions_tasks_under_the_extension_name() -> None:

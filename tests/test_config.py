@@ -202,9 +202,11 @@ def test_a_new_session_shows_the_settings_codex_reported_and_overrides_nothing()
         "read-only",
         "auto",
         "full-access",
+        "auto-review",  # Codex names a reviewer: it has one
     ]
     options = result["configOptions"]
-    assert [o["id"] for o in options] == ["mode", "model"]  # no effort known for mock-model
+    # No effort known for mock-model.
+    assert [o["id"] for o in options] == ["mode", "model", "collaboration_mode"]
     assert option(options, "mode")["currentValue"] == "auto"
     assert option(options, "mode")["category"] == "mode"
     model = option(options, "model")
@@ -1053,3 +1055,139 @@ def test_an_api_key_account_still_signs_in_with_chatgpt_when_asked() -> None:
     h.client_request("authenticate", {"methodId": "chatgpt"})
     h.codex_reply(h.codex_request("account/read")["id"], {"account": {"type": "apiKey"}})
     assert h.codex_request("account/login/start")["params"] == {"type": "chatgpt"}
+
+
+# -- plan mode and the automatic reviewer ----------------------------------------------------------
+
+
+def test_plan_mode_is_an_option_set_in_the_thread_and_followed_when_plan_changes_it() -> None:
+    h = H()
+    result = open_session(h)
+    collaboration = option(result["configOptions"], "collaboration_mode")
+    assert collaboration["currentValue"] == "default"
+    assert [v["value"] for v in collaboration["options"]] == ["default", "plan"]
+    rid = h.client_request(
+        "session/set_config_option",
+        {"sessionId": THREAD, "configId": "collaboration_mode", "value": "plan"},
+    )
+    assert h.store() == {
+        "threadId": THREAD,
+        "collaborationMode": {
+            "mode": "plan",
+            "settings": {
+                "model": "mock-model",
+                "reasoning_effort": None,
+                "developer_instructions": None,
+            },
+        },
+    }
+    assert option(h.result(rid)["configOptions"], "collaboration_mode")["currentValue"] == "plan"
+    # Another client's change (the TUI's /plan off, on the daemon) is followed.
+    h.codex_notify(
+        "thread/settings/updated",
+        {
+            "threadId": THREAD,
+            "threadSettings": {"collaborationMode": {"mode": "default", "settings": {}}},
+        },
+    )
+    [update] = [u for u in h.updates(THREAD) if u["sessionUpdate"] == "config_option_update"][-1:]
+    assert option(update["configOptions"], "collaboration_mode")["currentValue"] == "default"
+    h.validate()
+
+
+def test_a_model_picked_in_plan_mode_goes_in_the_mode_too() -> None:
+    """A collaboration mode's model comes before the thread's: both change."""
+    h = H()
+    open_session(h)
+    h.client_request(
+        "session/set_config_option",
+        {"sessionId": THREAD, "configId": "collaboration_mode", "value": "plan"},
+    )
+    h.store()
+    rid = h.client_request(
+        "session/set_config_option",
+        {"sessionId": THREAD, "configId": "model", "value": "mock-model"},
+    )
+    stored = h.store()
+    assert stored["model"] == "mock-model"
+    assert stored["collaborationMode"]["mode"] == "plan"
+    h.result(rid)
+
+
+def test_a_resumed_thread_in_plan_mode_opens_in_it() -> None:
+    h = H()
+    rid = h.client_request(
+        "session/resume", {"sessionId": THREAD, "cwd": "/work", "mcpServers": []}
+    )
+    thread = {"id": THREAD, "cwd": "/work", "preview": "", "status": {"type": "idle"}, "turns": []}
+    resumed = {
+        "thread": thread,
+        "model": "mock-model",
+        "approvalPolicy": "on-request",
+        "approvalsReviewer": "auto_review",
+        "sandbox": WORKSPACE_WRITE,
+        "collaborationMode": {"mode": "plan", "settings": {"model": "mock-model"}},
+    }
+    answered: set[Any] = set()
+    while waiting := [
+        m for m in h.to_codex if "id" in m and "method" in m and m["id"] not in answered
+    ]:
+        for m in waiting:
+            answered.add(m["id"])
+            if m["method"] == "thread/read":
+                h.codex_reply(m["id"], {"thread": thread})
+            elif m["method"] == "thread/resume":
+                h.codex_reply(m["id"], resumed)
+            elif m["method"] == "model/list":
+                h.codex_reply(m["id"], {"data": []})
+            else:
+                h.codex_reply(m["id"], {})
+    result = h.result(rid)
+    assert option(result["configOptions"], "collaboration_mode")["currentValue"] == "plan"
+    # Its approvals go to Codex's reviewer: it opens in the Auto-review mode.
+    assert result["modes"]["currentModeId"] == "auto-review"
+    assert option(result["configOptions"], "mode")["currentValue"] == "auto-review"
+
+
+def test_auto_review_is_a_mode_where_codex_has_a_reviewer_and_sets_both() -> None:
+    h = H()
+    result = open_session(h)
+    modes = {m["id"]: m for m in result["modes"]["availableModes"]}
+    assert list(modes) == ["read-only", "auto", "full-access", "auto-review"]
+    assert modes["auto-review"]["name"] == "Auto-review"
+    rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "auto-review"})
+    assert h.store() == {
+        "threadId": THREAD,
+        "approvalPolicy": "on-request",
+        "sandboxPolicy": {"type": "workspaceWrite"},
+        "approvalsReviewer": "auto_review",
+    }
+    assert h.result(rid) == {}
+    # Back to Default: the user answers again.
+    rid = h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "auto"})
+    assert h.store()["approvalsReviewer"] == "user"
+    h.result(rid)
+    # A prompt before Codex stored a pick carries it, reviewer too.
+    h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "auto-review"})
+    prompt(h, "hi")
+    assert h.codex_request("turn/start")["params"]["approvalsReviewer"] == "auto_review"
+    h.validate()
+
+
+def test_a_codex_that_names_no_reviewer_has_no_auto_review_mode() -> None:
+    h = H()
+    rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
+    start = h.codex_request("thread/start")
+    h.codex_reply(
+        start["id"],
+        {
+            "thread": {"id": THREAD, "cwd": "/work"},
+            "model": "mock-model",
+            "approvalPolicy": "on-request",
+            "sandbox": WORKSPACE_WRITE,
+        },
+    )
+    result = h.result(rid)
+    assert "auto-review" not in [m["id"] for m in result["modes"]["availableModes"]]
+    h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "full-access"})
+    assert "approvalsReviewer" not in h.store()

@@ -433,11 +433,13 @@ async def test_modes_say_their_kind_and_the_model_selector_codexs_recommendation
     kinds = {
         m["id"]: m["_meta"]["jetbrains"]["air"]["kind"] for m in opened["modes"]["availableModes"]
     }
-    # Codex's approvals go to the user (its default reviewer): the asking modes are standard.
+    # Codex's approvals go to the user (its default reviewer): the asking modes are standard;
+    # Codex has a reviewer, so its mode is offered too.
     assert kinds == {
         "read-only": "standard",
         "auto": "standard",
         "full-access": "full_access",
+        "auto-review": "auto_review",
     }
     options = {o["id"]: o for o in opened["configOptions"]}
     assert {

@@ -53,6 +53,8 @@ class ThreadSettings(_Base):
     sandboxPolicy: Any = UNSET
     model: str | UnsetType = UNSET
     effort: str | None | UnsetType = UNSET
+    approvalsReviewer: str | UnsetType = UNSET
+    collaborationMode: Any = UNSET
 
 
 class ThreadSettingsUpdateParams(_Base):
@@ -67,6 +69,8 @@ class ThreadSettingsUpdateParams(_Base):
     effort: str | UnsetType = UNSET
     #: ``{mode: "plan" | "default", settings: {model, reasoning_effort, developer_instructions}}``
     collaborationMode: Any = UNSET
+    #: ``user`` | ``auto_review``: who answers the thread's approvals.
+    approvalsReviewer: str | UnsetType = UNSET
 
 
 class ThreadSettingsUpdated(_Base):

@@ -103,6 +103,10 @@ class TurnStartParams(_Base):
     effort: str | UnsetType = UNSET
     #: Where the turn (and the ones after it) acts: ``[{environmentId, cwd}]``
     #: (experimental; ``local`` is the app-server's own machine).
+    #: Who answers this turn's approvals and the next turns' (``user``, ``auto_review``).
+    approvalsReviewer: str | UnsetType = UNSET
+    #: ``{mode, settings}``: the collaboration mode for this turn and the next.
+    collaborationMode: Any = UNSET
     environments: list[TurnEnvironment] | UnsetType = UNSET
 
 
@@ -228,6 +232,8 @@ class ThreadStartResult(_Base):
     reasoningEffort: str | None | UnsetType = UNSET
     #: Who answers the thread's approvals: ``user``, or ``auto_review`` (Codex's reviewer).
     approvalsReviewer: str | None | UnsetType = UNSET
+    #: ``{mode: "plan" | "default", settings}`` (resume only: Codex's effective mode).
+    collaborationMode: Any = UNSET
 
 
 # -- items --------------------------------------------------------------------------

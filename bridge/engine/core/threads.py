@@ -193,8 +193,16 @@ class Settings:
     opened_model: str = ""
     #: The thread's first policies when they match no preset (the ``config`` mode).
     config_policy: tuple[Any, Any] | None = None
-    #: Who Codex said answers the thread's approvals (``user``, ``auto_review``).
+    #: Who Codex said answers the thread's approvals (``user``, ``auto_review``), and
+    #: whether it said (a Codex without reviewers: no ``auto-review`` mode).
     reviewer: str = "user"
+    reviewer_known: bool = False
+    #: Codex's collaboration mode (``default``, ``plan``), as last reported, and the pick.
+    collaboration: str = "default"
+    picked_collaboration: str | None = None
+    #: A collaboration mode was set for the thread (its settings carry a model and an
+    #: effort, which come before the thread's own): a later model pick goes in it too.
+    collaboration_set: bool = False
     picked_mode: str | None = None
     picked_model: str | None = None
     picked_effort: str | None = None

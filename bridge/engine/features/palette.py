@@ -17,7 +17,8 @@ error, with Codex's words.
   (``thread/goal/clear``);
 - ``/plan`` and ``/plan off``: Codex's plan collaboration mode, on or off, stored in
   the thread (``thread/settings/update {collaborationMode}``, with the session's model
-  and effort and Codex's own instructions for the mode);
+  and effort and Codex's own instructions for the mode), as the ``collaboration_mode``
+  option sets it (the option follows);
 - ``/rename NAME``: ``thread/name/set`` (Codex then reports the new title, which
   reaches the client as ``session_info_update``);
 - ``/logout``: ``account/logout``.
@@ -34,7 +35,6 @@ import msgspec
 from msgspec import UNSET
 
 from ...codex import palette as codex_palette
-from ...codex import settings as codex_settings
 from ...jsonrpc import RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, from_codex
@@ -52,6 +52,15 @@ class Described(Protocol):
 
     def describe(self, record: ThreadRecord) -> tuple[str, str | None, str, str] | None:
         """As the client sees them: (model, effort, mode name, mode description)."""
+
+    def set_collaboration(
+        self,
+        record: ThreadRecord,
+        mode: str,
+        done: Callable[[], None],
+        failed: Callable[[ErrorObject], None],
+    ) -> bool:
+        """Store Codex's collaboration mode in the thread (``False``: no settings)."""
 
 
 _GOAL_WORDS = {"pause": "paused", "resume": "active"}
@@ -201,34 +210,20 @@ class Palette:
             )
 
     def _plan(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
-        described = self._settings.describe(record)
-        if described is None:
-            failed(RpcError.invalid_params("/plan: this session has no settings to change"))
-            return
-        model, effort, _mode, _policy = described
         on = argument != "off"
-        mode = {
-            "mode": "plan" if on else "default",
-            # null instructions: Codex's built-in ones for the mode.
-            "settings": {
-                "model": model,
-                "reasoning_effort": effort,
-                "developer_instructions": None,
-            },
-        }
         text = (
             "Plan mode on: Codex plans with you before it changes anything. "
             "`/plan off` returns to the default mode."
             if on
             else "Plan mode off: Codex works in its default mode again."
         )
-        self._ask(
-            "thread/settings/update",
-            codex_settings.ThreadSettingsUpdateParams(threadId=record.id, collaborationMode=mode),
-            codex_palette.Empty,
-            lambda _result: done(text),
-            failed,
-        )
+        if not self._settings.set_collaboration(
+            record,
+            "plan" if on else "default",
+            lambda: done(text),
+            lambda error: failed(from_codex(error)),
+        ):
+            failed(RpcError.invalid_params("/plan: this session has no settings to change"))
 
     def _rename(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
         self._ask(

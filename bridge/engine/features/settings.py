@@ -99,7 +99,11 @@ class SettingsSelectors:
             settings.config_policy = (approval, sandbox)
         reviewer = getattr(opened, "approvalsReviewer", None)
         if isinstance(reviewer, str):
-            settings.reviewer = reviewer
+            settings.reviewer, settings.reviewer_known = reviewer, True
+        collaboration = setting_views.collaboration_of(getattr(opened, "collaborationMode", None))
+        if collaboration is not None:
+            settings.collaboration = collaboration
+            settings.collaboration_set = collaboration != "default"
         settings.machine = self._machine_of(record.id, getattr(opened, "thread", None))
         record.settings = settings
         modes = self._modes(settings)
@@ -199,6 +203,11 @@ class SettingsSelectors:
             params.approvalPolicy, params.sandboxPolicy = presets.policy(
                 settings, settings.picked_mode
             )
+            reviewer = presets.reviewer(settings, settings.picked_mode)
+            if reviewer is not None:
+                params.approvalsReviewer = reviewer
+        if settings.picked_collaboration is not None:
+            params.collaborationMode = self._collaboration(settings, settings.picked_collaboration)
         if settings.picked_model is not None:
             params.model = settings.picked_model
         if settings.picked_effort is not None:
@@ -218,6 +227,12 @@ class SettingsSelectors:
             settings.model = reported.model
         if reported.effort is not UNSET:
             settings.effort = reported.effort
+        if isinstance(reported.approvalsReviewer, str):
+            settings.reviewer, settings.reviewer_known = reported.approvalsReviewer, True
+        collaboration = setting_views.collaboration_of(reported.collaborationMode)
+        if collaboration is not None and settings.picked_collaboration is None:
+            # /plan, a pick's echo, or another client's change (the TUI's, on the daemon).
+            settings.collaboration = collaboration
         self._sync(note.threadId, settings)
 
     @staticmethod
@@ -326,6 +341,9 @@ class SettingsSelectors:
         change = codex_settings.ThreadSettingsUpdateParams(
             threadId=params.sessionId, approvalPolicy=approval, sandboxPolicy=sandbox
         )
+        reviewer = presets.reviewer(settings, params.modeId)
+        if reviewer is not None:
+            change.approvalsReviewer = reviewer
 
         def answer() -> None:
             self.hub.answer_client(rid, acp_settings.SetSessionModeResult())
@@ -381,6 +399,12 @@ class SettingsSelectors:
         if option.id == setting_views.MODE_OPTION:
             settings.picked_mode = value
             change.approvalPolicy, change.sandboxPolicy = presets.policy(settings, value)
+            reviewer = presets.reviewer(settings, value)
+            if reviewer is not None:
+                change.approvalsReviewer = reviewer
+        elif option.id == setting_views.COLLABORATION_OPTION:
+            settings.picked_collaboration = value
+            change.collaborationMode = self._collaboration(settings, value)
         elif option.id == setting_views.MODEL_OPTION:
             self._pick_model(settings, value)
             change.model = value
@@ -389,7 +413,52 @@ class SettingsSelectors:
         else:
             settings.picked_effort = value
             change.effort = value
+        if option.id in (setting_views.MODEL_OPTION, setting_views.EFFORT_OPTION) and (
+            settings.collaboration_set
+        ):
+            # The mode's own model and effort come before the thread's: both change.
+            change.collaborationMode = self._collaboration(
+                settings, setting_views.current_collaboration(settings)
+            )
         self._change(rid, settings, change, answer)
+
+    def _collaboration(self, settings: Settings, mode: str) -> dict[str, Any]:
+        """Codex's ``collaborationMode`` for ``mode`` with the session's model and effort
+        (``null`` instructions: Codex's own for the mode)."""
+        return {
+            "mode": mode,
+            "settings": {
+                "model": setting_views.current_model(settings),
+                "reasoning_effort": setting_views.current_effort(settings, self.catalog),
+                "developer_instructions": None,
+            },
+        }
+
+    def set_collaboration(
+        self,
+        record: ThreadRecord,
+        mode: str,
+        done: Callable[[], None],
+        failed: Callable[[ErrorObject], None],
+    ) -> bool:
+        """``/plan`` and ``/plan off``: the collaboration mode stored in the thread, and the
+        option shown in step; ``False`` when the session has no settings."""
+        settings = record.settings
+        if settings is None:
+            return False
+        change = codex_settings.ThreadSettingsUpdateParams(
+            threadId=record.id, collaborationMode=self._collaboration(settings, mode)
+        )
+
+        def stored(_result: object) -> None:
+            settings.collaboration, settings.collaboration_set = mode, True
+            if settings.picked_collaboration == mode:
+                settings.picked_collaboration = None
+            self._sync(record.id, settings)
+            done()
+
+        self.hub.codex_request("thread/settings/update", change, None, stored, failed)
+        return True
 
     def _change(
         self,
@@ -407,6 +476,13 @@ class SettingsSelectors:
 
         def stored(_result: object) -> None:
             # What Codex now has for the thread; a pick changed again meanwhile stays pending.
+            if isinstance(change.approvalsReviewer, str):
+                settings.reviewer = change.approvalsReviewer
+            mode = setting_views.collaboration_of(change.collaborationMode)
+            if mode is not None:
+                settings.collaboration, settings.collaboration_set = mode, True
+                if settings.picked_collaboration == mode:
+                    settings.picked_collaboration = None
             if change.approvalPolicy is not UNSET:
                 settings.approval, settings.sandbox = change.approvalPolicy, change.sandboxPolicy
                 if settings.picked_mode is not None and presets.same_policy(

@@ -3,9 +3,11 @@ Codex recommends for the model and the reasoning effort.
 
 - ``_meta.jetbrains.air.kind`` on each mode (``SessionMode``, and each value of the
   ``mode`` config option), for every AIR client: who answers when Codex asks. ``read-only``
-  and ``auto`` ask: ``standard`` when the user answers, ``auto_review`` when the thread's
-  approvals go to Codex's automatic reviewer (``approvalsReviewer``); ``full-access``
-  never asks, ``full_access``. The ``Custom`` mode of a thread's own policies has none.
+  and ``auto`` ask the user, ``standard`` (picking one sets the user as the reviewer); the
+  current one of them is ``auto_review`` while the thread's approvals go to Codex's
+  automatic reviewer (``approvalsReviewer``, as the user's config may set it);
+  ``auto-review`` is ``auto_review``; ``full-access`` never asks, ``full_access``. The
+  ``Custom`` mode of a thread's own policies has none.
 - ``_meta.jetbrains.air.recommendedValue`` on the ``model`` and ``thought_level``
   selectors, for a client that declared ``recommendedValue``: the model Codex's
   catalog marks ``isDefault``, and the current model's ``defaultReasoningEffort``;
@@ -19,31 +21,33 @@ from collections.abc import Sequence
 from ...acp import air
 from ...acp import settings as acp_settings
 from ...codex import settings as codex_settings
+from .presets import AUTO_REVIEW, AUTO_REVIEW_MODE, reviewer_of
 
-#: The presets that ask before acting, and the one that never asks.
+#: The presets that ask before acting, the one that never asks, the one Codex's reviewer answers.
 _ASKING = frozenset({"read-only", "auto"})
 _NEVER_ASKS = "full-access"
-#: Codex's names for its automatic reviewer (``guardian_subagent``: the older one).
-_AUTO_REVIEWERS = frozenset({"auto_review", "guardian_subagent"})
 
 
-def mode_kind(mode_id: str, reviewer: str) -> str | None:
-    """AIR's kind of a mode, given who answers the thread's approvals."""
+def mode_kind(mode_id: str, reviewer: str, *, current: bool = True) -> str | None:
+    """AIR's kind of a mode, given who answers the thread's approvals now."""
     if mode_id == _NEVER_ASKS:
         return "full_access"
+    if mode_id == AUTO_REVIEW_MODE:
+        return "auto_review"
     if mode_id in _ASKING:
-        return "auto_review" if reviewer in _AUTO_REVIEWERS else "standard"
+        automatic = current and reviewer_of(reviewer) == AUTO_REVIEW
+        return "auto_review" if automatic else "standard"
     return None
 
 
-def _kind(mode_id: str, reviewer: str) -> air.Meta | None:
-    kind = mode_kind(mode_id, reviewer)
+def _kind(mode_id: str, reviewer: str, current: str) -> air.Meta | None:
+    kind = mode_kind(mode_id, reviewer, current=mode_id == current)
     return air.meta({"kind": kind}) if kind is not None else None
 
 
 def decorate_modes(state: acp_settings.SessionModeState, reviewer: str) -> None:
     for mode in state.availableModes:
-        kind = _kind(mode.id, reviewer)
+        kind = _kind(mode.id, reviewer, state.currentModeId)
         if kind is not None:
             mode.meta = kind
 
@@ -59,7 +63,7 @@ def decorate_options(
         recommended: str | None = None
         if option.category == "mode":
             for value in option.options:
-                kind = _kind(value.value, reviewer)
+                kind = _kind(value.value, reviewer, str(option.currentValue))
                 if kind is not None:
                     value.meta = kind
         elif option.category == "model":

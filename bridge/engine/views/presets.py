@@ -10,6 +10,12 @@ thing: a sandbox's members Codex leaves out take their defaults
 ``config.toml`` says something else) gets one more mode, :data:`CONFIG_MODE`,
 standing for those policies and described in words (:func:`describe_policy`),
 so that the client is never told a preset is in force when none is.
+
+Where Codex routes approvals to its automatic reviewer (``approvalsReviewer``, Codex
+0.171), one more preset: ``auto-review``, "Auto-review" as Codex's TUI names it, the
+``auto`` policies with the reviewer ``auto_review``. Every preset names its reviewer, so
+picking one sets both; a thread whose reviewer is automatic and whose policies are
+``auto``'s opens in it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,19 @@ class Preset:
     description: str
     approval: Any
     sandbox: dict[str, Any]
+    #: Who answers what Codex asks (``approvalsReviewer``): the user, or Codex's reviewer.
+    reviewer: str = "user"
+
+
+#: Codex's automatic reviewer (``guardian_subagent``: its older name, still accepted).
+AUTO_REVIEW = "auto_review"
+_AUTO_REVIEWERS = frozenset({AUTO_REVIEW, "guardian_subagent"})
+AUTO_REVIEW_MODE = "auto-review"
+
+
+def reviewer_of(reported: str) -> str:
+    """Codex's reviewer, its older name as the newer."""
+    return AUTO_REVIEW if reported in _AUTO_REVIEWERS else reported
 
 
 #: The presets of Codex's own UI (``builtin_approval_presets``): same ids, names and policies.
@@ -53,6 +72,15 @@ PRESETS: tuple[Preset, ...] = (
         "Codex edits files anywhere and uses the network without asking. Use with care.",
         "never",
         {"type": "dangerFullAccess"},
+    ),
+    Preset(
+        AUTO_REVIEW_MODE,
+        "Auto-review",
+        "As Default, but what needs approval goes to Codex's automatic reviewer, which "
+        "weighs the risk and approves or denies it instead of asking you.",
+        "on-request",
+        {"type": "workspaceWrite"},
+        AUTO_REVIEW,
     ),
 )
 PRESETS_BY_ID = {preset.id: preset for preset in PRESETS}
@@ -94,12 +122,29 @@ def same_policy(approval: Any, sandbox: Any, other_approval: Any, other_sandbox:
     return bool(approval == other_approval and same_sandbox)
 
 
-def preset_for(approval: Any, sandbox: Any) -> Preset | None:
-    """The preset these policies are, if any."""
-    for preset in PRESETS:
-        if same_policy(approval, sandbox, preset.approval, preset.sandbox):
-            return preset
-    return None
+def preset_for(approval: Any, sandbox: Any, reviewer: str = "user") -> Preset | None:
+    """The preset these policies and this reviewer are, if any; policies with the automatic
+    reviewer that no preset pairs with it are the user's preset of those policies."""
+    reviewer = reviewer_of(reviewer)
+    same = [p for p in PRESETS if same_policy(approval, sandbox, p.approval, p.sandbox)]
+    return next((p for p in same if p.reviewer == reviewer), None) or next(
+        (p for p in same if p.reviewer == "user"), None
+    )
+
+
+def offered(settings: Settings) -> list[Preset]:
+    """The presets a session offers: ``auto-review`` only where Codex has a reviewer."""
+    return [p for p in PRESETS if p.reviewer == "user" or settings.reviewer_known]
+
+
+def reviewer(settings: Settings, mode_id: str) -> str | None:
+    """Who answers the approvals of mode ``mode_id`` when that is a change (``None``: the
+    thread's reviewer stays, for its own policies' mode, a Codex without reviewers, or a
+    mode of the reviewer it has)."""
+    if mode_id == CONFIG_MODE or not settings.reviewer_known:
+        return None
+    wanted = PRESETS_BY_ID[mode_id].reviewer
+    return wanted if wanted != reviewer_of(settings.reviewer) else None
 
 
 def describe_policy(approval: Any, sandbox: Any) -> str:
@@ -119,7 +164,7 @@ def describe_policy(approval: Any, sandbox: Any) -> str:
 
 def mode_ids(settings: Settings) -> list[str]:
     """The modes a session offers: the presets, and its own policies' when no preset is them."""
-    ids = [preset.id for preset in PRESETS]
+    ids = [preset.id for preset in offered(settings)]
     return [*ids, CONFIG_MODE] if settings.config_policy is not None else ids
 
 

@@ -31,7 +31,7 @@ from ...acp import settings as acp_settings
 from ...codex import settings as codex_settings
 from ..core.machines import LOCAL, Machine
 from ..core.threads import Settings
-from .presets import CONFIG_MODE, PRESETS, describe_policy, preset_for, same_policy
+from .presets import CONFIG_MODE, describe_policy, offered, preset_for, same_policy
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,17 @@ MODE_OPTION = "mode"
 MODEL_OPTION = "model"
 EFFORT_OPTION = "reasoning_effort"
 MACHINE_OPTION = "machine"
+COLLABORATION_OPTION = "collaboration_mode"
+#: Codex's collaboration modes (``ModeKind``), as its TUI names them.
+COLLABORATION_MODES = (
+    ("default", "Default", "Codex works on what you ask."),
+    (
+        "plan",
+        "Plan",
+        "Codex plans with you before it changes anything: it asks what it needs, then "
+        "proposes a plan for you to accept.",
+    ),
+)
 
 _EFFORT_NAMES = {
     "none": "None",
@@ -63,8 +74,8 @@ def current_mode(settings: Settings) -> str:
     """The mode in force: the pick, else the preset (or the own policies) Codex reports."""
     if settings.picked_mode is not None:
         return settings.picked_mode
-    preset = preset_for(settings.approval, settings.sandbox)
-    if preset is not None:
+    preset = preset_for(settings.approval, settings.sandbox, settings.reviewer)
+    if preset is not None and preset in offered(settings):
         return preset.id
     if settings.config_policy is not None and same_policy(
         settings.approval, settings.sandbox, *settings.config_policy
@@ -81,7 +92,8 @@ def current_mode(settings: Settings) -> str:
 def modes(settings: Settings) -> acp_settings.SessionModeState:
     """The session's modes, as ACP's ``modes`` (and the mode option's values)."""
     available = [
-        acp_settings.SessionMode(id=p.id, name=p.name, description=p.description) for p in PRESETS
+        acp_settings.SessionMode(id=p.id, name=p.name, description=p.description)
+        for p in offered(settings)
     ]
     if settings.config_policy is not None:
         available.append(
@@ -128,9 +140,40 @@ def options(
     effort = _effort_select(settings, catalog)
     if effort is not None:
         selects.append(effort)
+    selects.append(_collaboration_select(settings))
     if machines:
         selects.append(_machine_select(settings, machines))
     return selects
+
+
+def current_collaboration(settings: Settings) -> str:
+    """Codex's collaboration mode for the next turn: the pick, else Codex's."""
+    if settings.picked_collaboration is not None:
+        return settings.picked_collaboration
+    return settings.collaboration
+
+
+def _collaboration_select(settings: Settings) -> acp_settings.SessionConfigSelect:
+    current = current_collaboration(settings)
+    values = [
+        acp_settings.SessionConfigSelectOption(value=value, name=name, description=description)
+        for value, name, description in COLLABORATION_MODES
+    ]
+    if all(v.value != current for v in values):  # a mode of a later Codex
+        values.append(acp_settings.SessionConfigSelectOption(value=current, name=current))
+    return acp_settings.SessionConfigSelect(
+        id=COLLABORATION_OPTION,
+        name="Collaboration mode",
+        description="Plan mode: Codex plans with you first (as /plan does).",
+        currentValue=current,
+        options=values,
+    )
+
+
+def collaboration_of(reported: object) -> str | None:
+    """The mode of Codex's ``collaborationMode`` (``{mode, settings}``), if it says one."""
+    mode = reported.get("mode") if isinstance(reported, dict) else None
+    return mode if isinstance(mode, str) else None
 
 
 def current_machine(settings: Settings) -> str:
