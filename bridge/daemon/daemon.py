@@ -135,6 +135,9 @@ async def run_daemon(
         links.on_change = machine_changed
         watch.machines_changed(info)
     write_info(directory, info)
+    # Raised once the nursery is closed: from inside, it would leave wrapped in an
+    # exception group, which ``daemon`` would show as a traceback, not one line.
+    crash: CrashLoop | None = None
     try:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with trio.open_nursery() as nursery:
@@ -164,12 +167,17 @@ async def run_daemon(
                     info.tokenFile, info.codexBin = str(token), real_path(codex_bin)
                     info.codexVersion = version
                     log.warning("Codex's daemon on %s is gone; running a Codex of its own", socket)
-                await _supervise(
-                    directory, codex_bin, config_overrides, token, info, restart, watch
-                )
+                try:
+                    await _supervise(
+                        directory, codex_bin, config_overrides, token, info, restart, watch
+                    )
+                except CrashLoop as exc:
+                    crash = exc
                 nursery.cancel_scope.cancel()
     finally:
         remove_info(directory)
+    if crash is not None:
+        raise crash
 
 
 async def _supervise(
