@@ -93,3 +93,22 @@ async def test_a_config_codex_refuses_is_told_in_codex_s_words_to_the_editor_and
     assert any(words in check["detail"] for check in failing), failing
     for check in failing:
         assert not BACKTRACE.search(check["detail"]), check
+
+
+async def test_a_daemon_whose_codex_refuses_its_config_ends_in_codex_s_words(
+    bridge_env: dict[str, str], codex_home: Path, scripted_model: ScriptedModel, runtime: Path
+) -> None:
+    """The bridge's daemon restarts a Codex that exits, gives up after a few tries, and
+    its last line (what a user or a service manager sees) says why, as Codex said it."""
+    extra, _appended, words = REFUSED["untrusted policy"]
+    write_codex_home(codex_home, scripted_model.base_url, extra_toml=extra)
+    argv = [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)]
+    with trio.fail_after(SCENARIO_SECONDS):
+        done = await trio.run_process(
+            argv, env=bridge_env, capture_stdout=True, capture_stderr=True, check=False
+        )
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    last = err.splitlines()[-1]
+    assert "not restarting it" in last and words in last, err
+    assert not BACKTRACE.search(last), last

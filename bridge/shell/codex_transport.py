@@ -43,6 +43,7 @@ __all__ = [
     "CODEX_DAEMON_SOCKET",
     "ENV_CODEX_BIN",
     "PINNED_CODEX",
+    "STDERR_TAIL",
     "CodexConnection",
     "CodexLaunch",
     "CodexProcess",
