@@ -30,6 +30,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,11 +41,13 @@ import trio
 from .. import __version__
 from ..codex.versions import drift_warning
 from ..shell.codex_transport import (
+    STDERR_TAIL,
     CodexUnavailable,
     codex_daemon_answers,
     codex_daemon_pid,
     codex_daemon_socket,
     codex_daemon_version,
+    codex_exit_words,
     codex_launch,
     strip_ansi,
 )
@@ -135,6 +138,9 @@ async def run_daemon(
         links.on_change = machine_changed
         watch.machines_changed(info)
     write_info(directory, info)
+    # Raised once the nursery is closed: from inside, it would leave wrapped in an
+    # exception group, which ``daemon`` would show as a traceback, not one line.
+    crash: CrashLoop | None = None
     try:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with trio.open_nursery() as nursery:
@@ -164,12 +170,17 @@ async def run_daemon(
                     info.tokenFile, info.codexBin = str(token), real_path(codex_bin)
                     info.codexVersion = version
                     log.warning("Codex's daemon on %s is gone; running a Codex of its own", socket)
-                await _supervise(
-                    directory, codex_bin, config_overrides, token, info, restart, watch
-                )
+                try:
+                    await _supervise(
+                        directory, codex_bin, config_overrides, token, info, restart, watch
+                    )
+                except CrashLoop as exc:
+                    crash = exc
                 nursery.cancel_scope.cancel()
     finally:
         remove_info(directory)
+    if crash is not None:
+        raise crash
 
 
 async def _supervise(
@@ -190,16 +201,16 @@ async def _supervise(
     while True:
         ready = False
         try:
-            async with _app_server(codex_bin, config_overrides, token) as (url, process, pid):
+            server = _app_server(codex_bin, config_overrides, token)
+            async with server as (url, _process, pid):
                 ready = True
                 info.state, info.url, info.codexPid, info.reason = "running", url, pid, ""
                 write_info(directory, info)
                 log.info("Codex app-server %d listens on %s", pid, url)
                 async with trio.open_nursery() as watching:
                     watching.start_soon(watch.observe, url, str(token), picture, publish)
-                    code = await process.wait()
+                    reason = await server.exit_reason()
                     watching.cancel_scope.cancel()
-                reason = f"Codex app-server exited with status {code}"
         except CodexUnavailable as exc:
             reason = str(exc)
         picture.lost()
@@ -295,6 +306,9 @@ class _AppServer:
             self.argv += ["-c", override]
         self.process: trio.Process | None = None
         self._nursery_manager = trio.open_nursery()
+        # Codex's last lines: why it exited is in them, before a backtrace.
+        self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self._stderr_done = trio.Event()
 
     async def __aenter__(self) -> tuple[str, trio.Process, int]:
         """Its URL, the guard's process, and Codex's own pid (the guard's child)."""
@@ -334,10 +348,7 @@ class _AppServer:
         try:
             return int(data.split(b"\n")[0])
         except ValueError:
-            await self.process.wait()
-            raise CodexUnavailable(
-                f"Codex app-server exited with status {self.process.returncode}"
-            ) from None
+            raise CodexUnavailable(await self.exit_reason()) from None
 
     async def __aexit__(self, *exc: object) -> None:
         process = self.process
@@ -360,16 +371,32 @@ class _AppServer:
                 await trio.sleep(0.05)
         if scope.cancelled_caught:
             raise CodexUnavailable(f"Codex app-server was not ready after {READY_SECONDS:g} s")
-        raise CodexUnavailable(f"Codex app-server exited with status {self.process.returncode}")
+        raise CodexUnavailable(await self.exit_reason())
+
+    async def exit_reason(self) -> str:
+        """Once Codex is exiting: its status and, when it said why, its words (a moment is
+        given for them to arrive)."""
+        assert self.process is not None
+        await self.process.wait()
+        with trio.move_on_after(1):
+            await self._stderr_done.wait()
+        why = f"Codex app-server exited with status {self.process.returncode}"
+        words = codex_exit_words(self._stderr_tail)
+        return f"{why}: {words}" if words else why
 
     async def _pump_stderr(self) -> None:
         assert self.process is not None and self.process.stderr is not None
         buffer = b""
-        async for chunk in self.process.stderr:
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                codex_log.info("%s", strip_ansi(line.decode(errors="replace")))
+        try:
+            async for chunk in self.process.stderr:
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    text = strip_ansi(line.decode(errors="replace"))
+                    self._stderr_tail.append(text)
+                    codex_log.info("%s", text)
+        finally:
+            self._stderr_done.set()
 
 
 def _app_server(codex_bin: str, config_overrides: Sequence[str], token: Path) -> _AppServer:

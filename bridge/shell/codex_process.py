@@ -10,13 +10,14 @@ engine are imported, so that Codex's start overlaps the bridge's own (see
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,58 @@ def strip_ansi(text: str) -> str:
     """``text`` without terminal escape sequences: Codex's stderr lines, before they are
     logged (so a ``--log-file`` holds text) or become the reason Codex stopped."""
     return _ANSI.sub("", text)
+
+
+#: Where a Rust backtrace starts: after ``main``'s error (anyhow's) or a panic.
+_BACKTRACE = ("Stack backtrace:", "stack backtrace:")
+#: anyhow's section of the error's causes, between its message and the backtrace.
+_CAUSED_BY = "Caused by:"
+#: A cause's number in that section, when there are several (``    0: ...``).
+_CAUSE_NUMBER = re.compile(r"\d+: ")
+#: Longer than this, Codex's words are cut (they end up in one line of a reply).
+MAX_EXIT_WORDS = 1000
+
+
+def codex_exit_words(lines: Iterable[str]) -> str | None:
+    """What Codex said as it stopped, from the last lines of its stderr: its own message,
+    not the backtrace that follows it. ``None``: it said nothing.
+
+    A Codex that refuses to start (a setting it no longer supports, a ``CODEX_HOME`` that is
+    not there) returns its error from ``main``, which Rust prints as ``Error: MESSAGE``, the
+    message's further lines, anyhow's ``Caused by:`` section when there is one, then a blank
+    line and ``Stack backtrace:`` with numbered frames (``6: <unknown>``: the last line, and
+    a useless reason). Here that becomes ``MESSAGE``, its lines joined by spaces and its causes
+    by ``": "`` (anyhow's one-line form). Command-line parsing errors (clap's
+    ``error: ...``, then usage) give their one line. Otherwise the last line said before any
+    backtrace. The lines may still hold indentation and colours; blank lines may be gone
+    (:func:`~bridge.shell.codex_transport.spawn_codex` reads them stripped)."""
+    said = [stripped for stripped in (strip_ansi(line).strip() for line in lines) if stripped]
+    start = next(
+        (i for i in reversed(range(len(said))) if said[i].startswith(("Error: ", "error: "))),
+        None,
+    )
+    if start is None:
+        before = list(itertools.takewhile(lambda line: line not in _BACKTRACE, said))
+        return _capped(before[-1]) if before else None
+    if said[start].startswith("error: "):  # clap's: the rest is usage
+        return _capped(said[start].removeprefix("error: "))
+    message: list[str] = [said[start].removeprefix("Error: ")]
+    causes: list[list[str]] | None = None  # once anyhow's "Caused by:" has begun
+    for line in itertools.takewhile(lambda line: line not in _BACKTRACE, said[start + 1 :]):
+        if line == _CAUSED_BY:
+            causes = []
+        elif causes is None:
+            message.append(line)
+        elif (number := _CAUSE_NUMBER.match(line)) or not causes:
+            causes.append([line[number.end() :] if number else line])
+        else:
+            causes[-1].append(line)
+    parts = [" ".join(message), *(" ".join(cause) for cause in causes or ())]
+    return _capped(": ".join(parts))
+
+
+def _capped(text: str) -> str:
+    return text if len(text) <= MAX_EXIT_WORDS else text[: MAX_EXIT_WORDS - 1] + "…"
 
 
 ENV_CODEX_BIN = "CODEX_ACP_BRIDGE_CODEX_BIN"

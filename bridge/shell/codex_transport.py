@@ -10,6 +10,7 @@ import functools
 import logging
 import os
 import signal
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from .codex_process import (
     codex_daemon_pid,
     codex_daemon_socket,
     codex_daemon_version,
+    codex_exit_words,
     codex_launch,
     codex_version_of,
     find_codex,
@@ -41,6 +43,7 @@ __all__ = [
     "CODEX_DAEMON_SOCKET",
     "ENV_CODEX_BIN",
     "PINNED_CODEX",
+    "STDERR_TAIL",
     "CodexConnection",
     "CodexLaunch",
     "CodexProcess",
@@ -51,6 +54,7 @@ __all__ = [
     "codex_daemon_pid",
     "codex_daemon_socket",
     "codex_daemon_version",
+    "codex_exit_words",
     "codex_launch",
     "codex_version_of",
     "connect_codex",
@@ -63,6 +67,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 codex_log = logging.getLogger("codex")
+
+#: How many of Codex's last stderr lines are kept to say why it stopped: its error and a
+#: backtrace of a stripped binary (~10 lines) fit many times over.
+STDERR_TAIL = 200
 
 
 class RunningCodex:
@@ -134,7 +142,8 @@ async def spawn_codex(
     stream = LineStream(
         process.stdout, process.stdin, max_message=max_message, received=started.stdout_read
     )
-    tail: list[str] = []
+    # Codex's last lines: the reason it stopped is in them, before a backtrace.
+    tail: deque[str] = deque(maxlen=STDERR_TAIL)
     stderr_done = trio.Event()
 
     async def describe_exit() -> str:
@@ -145,8 +154,8 @@ async def spawn_codex(
             await stderr_done.wait()
         code = process.poll()
         why = f"exited with status {code}" if code is not None else "closed its output"
-        last = f": {tail[-1]}" if tail else ""
-        return f"Codex app-server {why}{last}"
+        words = codex_exit_words(tail)
+        return f"Codex app-server {why}: {words}" if words else f"Codex app-server {why}"
 
     async def pump_stderr() -> None:
         assert process.stderr is not None
@@ -160,7 +169,7 @@ async def spawn_codex(
             except Exception:  # an oversized or broken log line is not worth dying for
                 continue
             line = strip_ansi(line)
-            tail[:] = [line]
+            tail.append(line)
             codex_log.info("%s", line)
 
     async with trio.open_nursery() as nursery:
