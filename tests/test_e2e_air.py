@@ -32,6 +32,8 @@ from .support.e2e import (
 from .support.scenarios.approvals import ESCALATED, GIT_FOLDER, PATCH_IN_GIT, Answers
 from .support.scenarios.tools import BIG, PATCH_PROMPT
 
+pytestmark = pytest.mark.e2e
+
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 AIR_INDEX = {
@@ -218,7 +220,8 @@ async def test_providers_switch_new_sessions_to_a_second_provider_without_writin
     def in_use(listed: dict[str, Any]) -> list[str]:
         return [p["providerId"] for p in listed["providers"] if p["_meta"]["codex"]["inUse"]]
 
-    asking = {"capabilities": {"_meta": {"providers": {}}}, "session": False, "unstable": True}
+    # A client of the unstable schema (it declares subagents) is told; it declares nothing else.
+    asking = {"capabilities": {"subagents": {}}, "session": False, "unstable": True}
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation(**asking) as talk:
             client = talk.client
@@ -266,14 +269,20 @@ async def test_providers_switch_new_sessions_to_a_second_provider_without_writin
     assert after == before
 
 
-@pytest.mark.conversation(session=False)
-async def test_providers_are_unknown_to_a_client_that_does_not_ask(
-    conversation: Conversation,
+@pytest.mark.parametrize(("version", "told"), [(1, False), (2, True)], ids=["v1", "v2"])
+async def test_a_client_that_declared_nothing_lists_the_providers(
+    open_conversation: OpenConversation, scripted_model: ScriptedModel, version: int, told: bool
 ) -> None:
-    assert "providers" not in conversation.init["agentCapabilities"]
-    with pytest.raises(RpcError) as unknown:
-        await conversation.client.request("providers/list", {})
-    assert unknown.value.code == -32601
+    """As the unstable schema has it: the agent advertises ``providers`` (to a client of that
+    schema: every v2 one) and the client just calls; the answers are checked against it."""
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation(version=version, session=False, unstable=True) as talk:
+            caps = talk.init["capabilities" if version == 2 else "agentCapabilities"]
+            assert caps.get("providers") == ({} if told else None)
+            listed = await talk.client.request("providers/list", {})
+    [mock] = [p for p in listed["providers"] if p["providerId"] == "mock"]
+    assert mock["current"] == {"apiType": "openai", "baseUrl": scripted_model.base_url}
+    assert mock["_meta"]["codex"]["inUse"] is True
 
 
 UNSTABLE = {

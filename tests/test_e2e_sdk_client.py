@@ -40,9 +40,10 @@ async def _run_sdk_client(
     return events
 
 
-def _validate_events(events: list[dict[str, object]]) -> None:
-    """Re-check the raw payloads against the ACP schema, method by method."""
-    v = ConversationValidator()
+def _validate_events(events: list[dict[str, object]], *, unstable: bool = False) -> None:
+    """Re-check the raw payloads against the ACP schema (``unstable``: its unstable one),
+    method by method."""
+    v = ConversationValidator(unstable=unstable)
     for n, e in enumerate(events):
         if e["event"] == "response":
             v.client_sent({"id": n, "method": e["method"]})
@@ -92,8 +93,9 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
     scripted_model: ScriptedModel,
     codex_home: Path,
 ) -> None:
-    """The SDK's unstable entry point drives providers/list and providers/set (its own
-    schema checks the answers), then the session it opens runs on the provider it set."""
+    """The SDK's unstable entry point, declaring nothing, drives providers/list and
+    providers/set (its own schema checks the answers), then the session it opens runs on
+    the provider it set. Declaring no unstable capability, it is not told of them in v1."""
     second: ScriptedModel = await nursery.start(serve_scripted_model)
     provider = (
         f'[model_providers.second]\nname = "second"\nbase_url = "{second.base_url}"\n'
@@ -104,8 +106,6 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
     switch = {"providerId": "second", "apiType": "openai", "baseUrl": second.base_url}
     events = await sdk_client(
         "--unstable",
-        "--client-capabilities",
-        json.dumps({"_meta": {"providers": {}}}),
         "--request",
         "providers/list",
         "{}",
@@ -116,7 +116,7 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
         "@@ say from the second provider",
     )
     responses = {e["method"]: e for e in events if e["event"] == "response"}
-    assert responses["initialize"]["result"]["agentCapabilities"]["providers"] == {}  # type: ignore[index]
+    assert "providers" not in responses["initialize"]["result"]["agentCapabilities"]  # type: ignore[index]
     listed = responses["providers/list"]["result"]["providers"]  # type: ignore[index]
     assert {p["providerId"] for p in listed} >= {"mock", "second"}
     assert responses["providers/set"]["result"] == {}
@@ -124,3 +124,4 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
     assert any("from the second provider" in json.dumps(body) for body in second.requests)
     assert not any("from the second provider" in json.dumps(b) for b in scripted_model.requests)
     assert events[-1] == {"event": "exit", "code": 0}
+    _validate_events(events, unstable=True)
