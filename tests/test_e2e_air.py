@@ -176,24 +176,22 @@ async def test_usage_windows_are_pushed_and_a_spent_one_is_a_limit_failure_with_
     assert spent["resetsAt"] >= before + 7200
 
 
-async def test_a_client_asking_only_for_the_windows_keeps_the_error_of_a_refused_turn(
+async def test_a_client_declaring_nothing_is_pushed_the_windows_and_keeps_the_error(
     open_conversation: OpenConversation,
 ) -> None:
+    """The rate-limits extension as the TypeScript adapter defines it: advertised and pushed
+    to every client, which declares nothing; a refused turn stays ACP's error for it."""
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(capabilities={"_meta": {"rateLimits": {}}}) as talk:
+        async with open_conversation() as talk:
             assert talk.init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
             assert "jetbrains" not in talk.init.get("_meta", {})
+            await talk.prompt("@@ limits 10\n@@ say hi")
+            assert rate_limit_updates(talk.client)[-1]["primary"]["usedPercent"] == 10
             with pytest.raises(RpcError) as refused:
                 await talk.prompt("@@ usage_limit")
             assert refused.value.code == -32603
             assert refused.value.data["codexErrorInfo"] == "usageLimitExceeded"
             assert rate_limit_updates(talk.client)[-1]["primary"]["usedPercent"] == 100
-        # A client that asked for nothing is told nothing (the replayed recordings say
-        # the same of every earlier conversation).
-        async with open_conversation() as plain:
-            assert "_meta" not in plain.init["agentCapabilities"]
-            await plain.prompt("@@ limits 10\n@@ say hi")
-        assert rate_limit_updates(plain.client) == []
 
 
 def asked(model: ScriptedModel, text: str) -> bool:

@@ -62,10 +62,12 @@ async def test_sdk_client_streams_a_whole_answer(sdk_client: SdkDriver) -> None:
     text = "".join(
         e["params"]["update"]["content"]["text"]  # type: ignore[index]
         for e in events[:first_end]
-        if e["event"] == "notification"
+        if e.get("method") == "session/update"
         and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"  # type: ignore[index]
     )
     assert text == words(500)
+    # The usage windows pushed beside (an extension notification) are taken, not refused.
+    assert not [e for e in events if e["event"] == "sdk_rejected"]
     assert events[-1] == {"event": "exit", "code": 0}
     _validate_events(events)
 
@@ -80,7 +82,7 @@ async def test_sdk_client_cancels_mid_stream(sdk_client: SdkDriver) -> None:
     chunks = [
         e
         for e in events
-        if e["event"] == "notification"
+        if e.get("method") == "session/update"
         and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
     ]  # type: ignore[index]
     assert 10 <= len(chunks) < 3000

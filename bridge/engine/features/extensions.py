@@ -5,12 +5,14 @@ advertised or declared"):
 
 - advertised, nothing for the client to declare: the unstable schema's model providers'
   methods (:mod:`bridge.engine.features.providers`: the capability to a client of the
-  unstable schema, the methods answered to every client);
+  unstable schema, the methods answered to every client), Codex's usage limits as the
+  TypeScript Codex adapter's rate-limits extension pushes them
+  (:mod:`bridge.engine.features.usage_limits`: to every client);
 - on for a client that declares it, where the extension's definition has the client
   declare: JetBrains AIR's (``_meta.jetbrains.air``, :mod:`bridge.acp.air`, kept as
-  ``hub.air``; AIR's async tasks, :mod:`bridge.engine.features.async_tasks`, among them),
-  Codex's usage limits (:mod:`bridge.engine.features.usage_limits`), ACP's quotas
-  proposal (``session.quota``, :mod:`bridge.engine.features.quotas`).
+  ``hub.air``; AIR's async tasks, :mod:`bridge.engine.features.async_tasks`, and failure
+  records among them), ACP's quotas proposal (``session.quota``,
+  :mod:`bridge.engine.features.quotas`).
 
 This feature builds those four, its parts, and the wiring routes Codex's messages to
 them. The connection (:mod:`bridge.engine.core.connection`) asks this feature, for either
@@ -53,13 +55,11 @@ class Extensions:
         self.hub.air = air.declared(client_meta)
         return self.hub.air
 
-    def offer(
-        self, caps: Any, meta: Any, requests: dict[str, RequestHandler], session: Any = None
-    ) -> None:
+    def offer(self, caps: Any, requests: dict[str, RequestHandler], session: Any = None) -> None:
         """Fill the answer's capabilities ``caps`` and the client's request table with what
-        the client declared (``meta``: its capabilities' ``_meta``; ``session``: its
-        ``session`` capabilities)."""
-        self.usage_limits.advertise(caps, meta)
+        is advertised and what the client declared (``session``: its ``session``
+        capabilities; AIR's, read by :meth:`declared` first)."""
+        self.usage_limits.advertise(caps)
         self.quotas.advertise(caps, session, requests)
         self._advertise_list(caps, session)
         self.providers.advertise(caps)
@@ -73,7 +73,7 @@ class Extensions:
             requests.pop(method, None)
 
     def rate_limits_updated(self, note: codex_palette.RateLimitsUpdated) -> None:
-        """``account/rateLimits/updated``: merged (and pushed, if asked), then as quotas."""
+        """``account/rateLimits/updated``: merged (and pushed), then as quotas."""
         if self.usage_limits.updated(note):
             self.quotas.changed()
 
