@@ -217,7 +217,7 @@ def test_network_policy_amendments_are_offered_as_remembered_choices() -> None:
             "/bin/zsh -lc 'cat a.txt'",
             [{"type": "read", "command": "cat a.txt", "name": "a.txt", "path": "a.txt"}],
             "cat a.txt",
-            "execute",  # asked to run beyond the sandbox: see tests/test_permission_kinds.py
+            "execute",  # asked to run beyond the sandbox: see tests/test_command_kinds.py
         ),
         (
             "bash -lc 'rg foo && ls'",

@@ -32,6 +32,8 @@ from .support.e2e import (
 from .support.scenarios.approvals import ESCALATED, GIT_FOLDER, PATCH_IN_GIT, Answers
 from .support.scenarios.tools import BIG, PATCH_PROMPT
 
+pytestmark = pytest.mark.e2e
+
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 AIR_INDEX = {
@@ -174,24 +176,22 @@ async def test_usage_windows_are_pushed_and_a_spent_one_is_a_limit_failure_with_
     assert spent["resetsAt"] >= before + 7200
 
 
-async def test_a_client_asking_only_for_the_windows_keeps_the_error_of_a_refused_turn(
+async def test_a_client_declaring_nothing_is_pushed_the_windows_and_keeps_the_error(
     open_conversation: OpenConversation,
 ) -> None:
+    """The rate-limits extension as the TypeScript adapter defines it: advertised and pushed
+    to every client, which declares nothing; a refused turn stays ACP's error for it."""
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(capabilities={"_meta": {"rateLimits": {}}}) as talk:
+        async with open_conversation() as talk:
             assert talk.init["agentCapabilities"]["_meta"] == {"rateLimits": {}}
             assert "jetbrains" not in talk.init.get("_meta", {})
+            await talk.prompt("@@ limits 10\n@@ say hi")
+            assert rate_limit_updates(talk.client)[-1]["primary"]["usedPercent"] == 10
             with pytest.raises(RpcError) as refused:
                 await talk.prompt("@@ usage_limit")
             assert refused.value.code == -32603
             assert refused.value.data["codexErrorInfo"] == "usageLimitExceeded"
             assert rate_limit_updates(talk.client)[-1]["primary"]["usedPercent"] == 100
-        # A client that asked for nothing is told nothing (the replayed recordings say
-        # the same of every earlier conversation).
-        async with open_conversation() as plain:
-            assert "_meta" not in plain.init["agentCapabilities"]
-            await plain.prompt("@@ limits 10\n@@ say hi")
-        assert rate_limit_updates(plain.client) == []
 
 
 def asked(model: ScriptedModel, text: str) -> bool:
@@ -218,7 +218,8 @@ async def test_providers_switch_new_sessions_to_a_second_provider_without_writin
     def in_use(listed: dict[str, Any]) -> list[str]:
         return [p["providerId"] for p in listed["providers"] if p["_meta"]["codex"]["inUse"]]
 
-    asking = {"capabilities": {"_meta": {"providers": {}}}, "session": False, "unstable": True}
+    # A client of the unstable schema (it declares subagents) is told; it declares nothing else.
+    asking = {"capabilities": {"subagents": {}}, "session": False, "unstable": True}
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation(**asking) as talk:
             client = talk.client
@@ -266,14 +267,20 @@ async def test_providers_switch_new_sessions_to_a_second_provider_without_writin
     assert after == before
 
 
-@pytest.mark.conversation(session=False)
-async def test_providers_are_unknown_to_a_client_that_does_not_ask(
-    conversation: Conversation,
+@pytest.mark.parametrize(("version", "told"), [(1, False), (2, True)], ids=["v1", "v2"])
+async def test_a_client_that_declared_nothing_lists_the_providers(
+    open_conversation: OpenConversation, scripted_model: ScriptedModel, version: int, told: bool
 ) -> None:
-    assert "providers" not in conversation.init["agentCapabilities"]
-    with pytest.raises(RpcError) as unknown:
-        await conversation.client.request("providers/list", {})
-    assert unknown.value.code == -32601
+    """As the unstable schema has it: the agent advertises ``providers`` (to a client of that
+    schema: every v2 one) and the client just calls; the answers are checked against it."""
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation(version=version, session=False, unstable=True) as talk:
+            caps = talk.init["capabilities" if version == 2 else "agentCapabilities"]
+            assert caps.get("providers") == ({} if told else None)
+            listed = await talk.client.request("providers/list", {})
+    [mock] = [p for p in listed["providers"] if p["providerId"] == "mock"]
+    assert mock["current"] == {"apiType": "openai", "baseUrl": scripted_model.base_url}
+    assert mock["_meta"]["codex"]["inUse"] is True
 
 
 UNSTABLE = {

@@ -1,5 +1,6 @@
-"""The kind of a permission request, end to end: the real, pinned Codex asks for an escalated
-pipeline that it parses as a mere search; the bridge asks the client with kind ``execute``.
+"""A command's kind, end to end: the real, pinned Codex asks for an escalated pipeline that it
+parses as a mere search; the bridge shows it as ``execute`` wherever it shows it: the permission
+request, the tool call and its updates, and a later ``session/load``'s replay.
 
 A client that auto-approves reads and searches would otherwise have let ``rg -l hello . | xargs
 rm`` delete files outside the sandbox without asking anyone.
@@ -31,26 +32,30 @@ ESCALATED_PIPELINE = (
 )
 
 
-def tool_calls(received: list[dict[str, Any]], tool_call_id: str) -> list[dict[str, Any]]:
-    """The ``tool_call`` updates the client was sent for this tool call."""
+def kinds(received: list[dict[str, Any]], tool_call_id: str) -> list[tuple[str, str]]:
+    """Each ``tool_call`` / ``tool_call_update`` the client was sent for this tool call that
+    says a kind, and the kind it says."""
     return [
-        m["params"]["update"]
+        (update["sessionUpdate"], update["kind"])
         for m in received
         if m.get("method") == "session/update"
-        and m["params"]["update"].get("sessionUpdate") == "tool_call"
-        and m["params"]["update"].get("toolCallId") == tool_call_id
+        for update in [m["params"]["update"]]
+        if update.get("sessionUpdate") in ("tool_call", "tool_call_update")
+        and update.get("toolCallId") == tool_call_id
+        and "kind" in update
     ]
 
 
-async def test_an_escalated_pipeline_codex_calls_a_search_is_asked_for_as_execute(
+async def test_a_pipeline_codex_calls_a_search_is_execute_in_its_request_and_transcript(
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     workspace: Path,
     stderr_file: Path,
     scripted_model: ScriptedModel,
 ) -> None:
-    (workspace / "hello.txt").write_text("hello\n")
-    answers = Answers(permission="reject_once")
+    # Allowed, so that it runs and Codex stores it (a declined command is not kept): in the
+    # test's workspace, where nothing matches.
+    answers = Answers(permission="allow_once")
     with trio.fail_after(SCENARIO_SECONDS):
         async with running_bridge(
             bridge_argv, bridge_env, stderr_file, on_request=answers
@@ -64,9 +69,20 @@ async def test_an_escalated_pipeline_codex_calls_a_search_is_asked_for_as_execut
     # What Codex made of the line: one search (the xargs stage is dropped from its parse).
     assert [a["type"] for a in tool_call["rawInput"]["commandActions"]] == ["search"]
     assert tool_call["kind"] == "execute"
-    # The tool call itself keeps Codex's descriptive kind.
-    [announced] = tool_calls(client.received, tool_call["toolCallId"])
-    assert announced["kind"] == "search"
-    assert (workspace / "hello.txt").read_text() == "hello\n"  # rejected: nothing deleted
+    # The transcript says the same: the tool call, and its final update once it ran.
+    shown = kinds(client.received, tool_call["toolCallId"])
+    assert shown[0] == ("tool_call", "execute") and shown[-1][0] == "tool_call_update"
+    assert {kind for _, kind in shown} == {"execute"}
     assert client.text_of(sid).endswith("done")
     assert_valid_acp(client)
+
+    # A later client loading the session is shown the stored command the same way.
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(bridge_argv, bridge_env, stderr_file) as later:
+            await later.initialize()
+            await later.request(
+                "session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
+            )
+    replayed = kinds(later.received, tool_call["toolCallId"])
+    assert replayed and {kind for _, kind in replayed} == {"execute"}, replayed
+    assert_valid_acp(later)

@@ -19,6 +19,8 @@ from bridge.jsonrpc import RpcError
 
 from .support.e2e import Conversation
 
+pytestmark = pytest.mark.e2e
+
 DECLARING: dict[str, Any] = {"session": {"quota": {}, "listChanged": {}}}
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
@@ -56,7 +58,7 @@ async def test_windows_become_quota_pools_and_a_spent_one_refuses_with_its_reset
     client, sid, init = conversation.client, conversation.sid, conversation.init
     caps = init["agentCapabilities"]
     assert caps["quota"] == {} and caps["sessionCapabilities"]["list"]["changes"] == {}
-    assert "_meta" not in caps  # no rate-limits extension asked for
+    assert caps["_meta"] == {"rateLimits": {}}  # the rate-limits extension: every client's
 
     before = int(time.time())
     answer = await client.prompt(sid, "@@ limits 42 window_minutes=300 resets_in=3600\n@@ say hi")

@@ -40,9 +40,10 @@ async def _run_sdk_client(
     return events
 
 
-def _validate_events(events: list[dict[str, object]]) -> None:
-    """Re-check the raw payloads against the ACP schema, method by method."""
-    v = ConversationValidator()
+def _validate_events(events: list[dict[str, object]], *, unstable: bool = False) -> None:
+    """Re-check the raw payloads against the ACP schema (``unstable``: its unstable one),
+    method by method."""
+    v = ConversationValidator(unstable=unstable)
     for n, e in enumerate(events):
         if e["event"] == "response":
             v.client_sent({"id": n, "method": e["method"]})
@@ -61,10 +62,12 @@ async def test_sdk_client_streams_a_whole_answer(sdk_client: SdkDriver) -> None:
     text = "".join(
         e["params"]["update"]["content"]["text"]  # type: ignore[index]
         for e in events[:first_end]
-        if e["event"] == "notification"
+        if e.get("method") == "session/update"
         and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"  # type: ignore[index]
     )
     assert text == words(500)
+    # The usage windows pushed beside (an extension notification) are taken, not refused.
+    assert not [e for e in events if e["event"] == "sdk_rejected"]
     assert events[-1] == {"event": "exit", "code": 0}
     _validate_events(events)
 
@@ -79,7 +82,7 @@ async def test_sdk_client_cancels_mid_stream(sdk_client: SdkDriver) -> None:
     chunks = [
         e
         for e in events
-        if e["event"] == "notification"
+        if e.get("method") == "session/update"
         and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
     ]  # type: ignore[index]
     assert 10 <= len(chunks) < 3000
@@ -92,8 +95,9 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
     scripted_model: ScriptedModel,
     codex_home: Path,
 ) -> None:
-    """The SDK's unstable entry point drives providers/list and providers/set (its own
-    schema checks the answers), then the session it opens runs on the provider it set."""
+    """The SDK's unstable entry point, declaring nothing, drives providers/list and
+    providers/set (its own schema checks the answers), then the session it opens runs on
+    the provider it set. Declaring no unstable capability, it is not told of them in v1."""
     second: ScriptedModel = await nursery.start(serve_scripted_model)
     provider = (
         f'[model_providers.second]\nname = "second"\nbase_url = "{second.base_url}"\n'
@@ -104,8 +108,6 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
     switch = {"providerId": "second", "apiType": "openai", "baseUrl": second.base_url}
     events = await sdk_client(
         "--unstable",
-        "--client-capabilities",
-        json.dumps({"_meta": {"providers": {}}}),
         "--request",
         "providers/list",
         "{}",
@@ -116,7 +118,7 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
         "@@ say from the second provider",
     )
     responses = {e["method"]: e for e in events if e["event"] == "response"}
-    assert responses["initialize"]["result"]["agentCapabilities"]["providers"] == {}  # type: ignore[index]
+    assert "providers" not in responses["initialize"]["result"]["agentCapabilities"]  # type: ignore[index]
     listed = responses["providers/list"]["result"]["providers"]  # type: ignore[index]
     assert {p["providerId"] for p in listed} >= {"mock", "second"}
     assert responses["providers/set"]["result"] == {}
@@ -124,3 +126,4 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
     assert any("from the second provider" in json.dumps(body) for body in second.requests)
     assert not any("from the second provider" in json.dumps(b) for b in scripted_model.requests)
     assert events[-1] == {"event": "exit", "code": 0}
+    _validate_events(events, unstable=True)

@@ -10,10 +10,10 @@ import pytest
 from bridge.codex.items import CommandAction
 from bridge.codex.messages import decode_item
 from bridge.engine.views import diffs
+from bridge.engine.views.command_kind import command_kind
 from bridge.engine.views.content import fenced
 from bridge.engine.views.tool_views import (
     LIVE_OUTPUT_CHARS,
-    command_kind,
     command_locations,
     history_updates,
     unwrap_shell,
@@ -159,9 +159,9 @@ def test_a_command_title_is_the_command_without_its_shell_wrapper(
         (["someFutureType"], "execute"),
     ],
 )
-def test_command_kind_follows_codex_command_actions(types: list[str], kind: str) -> None:
+def test_a_simple_commands_kind_follows_codex_command_actions(types: list[str], kind: str) -> None:
     actions = [CommandAction(type=t, command="x") for t in types]
-    assert command_kind(actions) == kind
+    assert command_kind("x", actions) == kind  # one simple command: tests/test_command_kinds.py
 
 
 def test_locations_are_absolute_paths_from_the_actions() -> None:

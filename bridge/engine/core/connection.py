@@ -124,7 +124,7 @@ class Extensions(Protocol):
 
     def declared(self, client_meta: Any) -> frozenset[str] | None: ...
 
-    def offer(self, caps: Any, meta: Any, requests: RequestTable, session: Any = None) -> None: ...
+    def offer(self, caps: Any, requests: RequestTable, session: Any = None) -> None: ...
 
     def withdraw(self, requests: dict[str, RequestHandler]) -> None: ...
 
@@ -242,10 +242,7 @@ class Connection:
         auth.advertise(result)
         extensions.withdraw(self.v1_requests)  # the latest initialize decides
         extensions.offer(
-            result.agentCapabilities,
-            client_meta,
-            self.v1_requests,
-            params.clientCapabilities.session,
+            result.agentCapabilities, self.v1_requests, params.clientCapabilities.session
         )
         result.meta = extensions.advertised(result.meta)
         self.hub.answer_client(rid, result)
@@ -279,7 +276,7 @@ class Connection:
         v2_result.meta = dict(acp_steering.SUPPORTED)
         extensions, client_meta = self.extensions, params.capabilities.meta
         extensions.declared(client_meta)
-        extensions.offer(v2_result.capabilities, client_meta, requests, params.capabilities.session)
+        extensions.offer(v2_result.capabilities, requests, params.capabilities.session)
         v2_result.meta = extensions.advertised(v2_result.meta)
         hub.speak(face)
         hub.answer_client(rid, v2_result)

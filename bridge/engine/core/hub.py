@@ -275,6 +275,18 @@ class Hub:
         """The client declared ``subagents``: sub-agents are shown as sessions."""
         return self.client_capabilities.subagents is not None
 
+    @property
+    def speaks_unstable(self) -> bool:
+        """The client speaks ACP's unstable schema, so the agent capabilities only that
+        schema has (``providers``, ``sessionCapabilities.fork``) are advertised to it.
+
+        A client says nothing of which schema it was written to; the sign is a client
+        capability only the unstable schema has, the one the bridge reads:
+        ``subagents``. Every v2 client counts (v2 clients take sub-agents without
+        declaring them). A client that is not told may still call the methods.
+        """
+        return self.subagents_exposed
+
     # -- to Codex ---------------------------------------------------------------------
 
     def codex_request(

@@ -25,13 +25,6 @@ V1_ONLY = ("session/load", "session/set_mode", "authenticate")
 
 #: v2 methods Codex cannot do, and why.
 NOT_OFFERED = {
-    # Offered (replacing these) to a client that declares _meta.providers.
-    "providers/list": "Codex's model providers live in its config.toml, which the bridge "
-    "never writes",
-    "providers/set": "Codex's model providers live in its config.toml, which the bridge "
-    "never writes",
-    "providers/disable": "Codex's model providers live in its config.toml, which the bridge "
-    "never writes",
     "auth/status": "not advertised (the auth.status capability is not offered)",
 }
 

@@ -1,15 +1,23 @@
-"""Feature: what a client turns on at ``initialize`` beyond ACP itself.
+"""Feature: what the bridge offers at ``initialize`` beyond ACP's own surface.
 
-A client declares, in its capabilities' ``_meta``, the extensions it takes: JetBrains
-AIR's (:mod:`bridge.acp.air`, kept as ``hub.air``), the model providers' methods
-(:mod:`bridge.engine.features.providers`), Codex's usage limits
-(:mod:`bridge.engine.features.usage_limits`), AIR's async tasks
-(:mod:`bridge.engine.features.async_tasks`); in its ``session`` capabilities, ACP's
-quotas proposal (:mod:`bridge.engine.features.quotas`): this feature builds those
-four, its parts, and the wiring routes Codex's messages to them. The connection
-(:mod:`bridge.engine.core.connection`) asks this feature, for either ACP version, what
-the answer offers and which methods the client's request table gains; the latest
-``initialize`` decides.
+Each extension is offered as its own definition says (``docs/mapping.md``, "Extensions:
+advertised or declared"):
+
+- advertised, nothing for the client to declare: the unstable schema's model providers'
+  methods (:mod:`bridge.engine.features.providers`: the capability to a client of the
+  unstable schema, the methods answered to every client), Codex's usage limits as the
+  TypeScript Codex adapter's rate-limits extension pushes them
+  (:mod:`bridge.engine.features.usage_limits`: to every client);
+- on for a client that declares it, where the extension's definition has the client
+  declare: JetBrains AIR's (``_meta.jetbrains.air``, :mod:`bridge.acp.air`, kept as
+  ``hub.air``; AIR's async tasks, :mod:`bridge.engine.features.async_tasks`, and failure
+  records among them), ACP's quotas proposal (``session.quota``,
+  :mod:`bridge.engine.features.quotas`).
+
+This feature builds those four, its parts, and the wiring routes Codex's messages to
+them. The connection (:mod:`bridge.engine.core.connection`) asks this feature, for either
+ACP version, what the answer offers and which methods the client's request table gains;
+the latest ``initialize`` decides.
 """
 
 from __future__ import annotations
@@ -27,9 +35,6 @@ from .async_tasks import AsyncTasks
 from .providers import Providers
 from .quotas import Quotas
 from .usage_limits import UsageLimits
-
-#: Offered by the providers feature to a client that asks (see its module).
-PROVIDER_METHODS = ("providers/list", "providers/set", "providers/disable")
 
 
 class Extensions:
@@ -50,27 +55,25 @@ class Extensions:
         self.hub.air = air.declared(client_meta)
         return self.hub.air
 
-    def offer(
-        self, caps: Any, meta: Any, requests: dict[str, RequestHandler], session: Any = None
-    ) -> None:
+    def offer(self, caps: Any, requests: dict[str, RequestHandler], session: Any = None) -> None:
         """Fill the answer's capabilities ``caps`` and the client's request table with what
-        the client declared (``meta``: its capabilities' ``_meta``; ``session``: its
-        ``session`` capabilities)."""
-        self.usage_limits.advertise(caps, meta)
+        is advertised and what the client declared (``session``: its ``session``
+        capabilities; AIR's, read by :meth:`declared` first)."""
+        self.usage_limits.advertise(caps)
         self.quotas.advertise(caps, session, requests)
         self._advertise_list(caps, session)
-        self.providers.advertise(caps, meta)
+        self.providers.advertise(caps)
         self.providers.offer(requests)
         if self.async_tasks.on:
             requests[air.ASYNC_TASK_STOP] = self.async_tasks.stop
 
     def withdraw(self, requests: dict[str, RequestHandler]) -> None:
         """Take back from a table kept across ``initialize``s what an earlier one offered."""
-        for method in (*PROVIDER_METHODS, air.ASYNC_TASK_STOP, acp_quota.READ):
+        for method in (air.ASYNC_TASK_STOP, acp_quota.READ):
             requests.pop(method, None)
 
     def rate_limits_updated(self, note: codex_palette.RateLimitsUpdated) -> None:
-        """``account/rateLimits/updated``: merged (and pushed, if asked), then as quotas."""
+        """``account/rateLimits/updated``: merged (and pushed), then as quotas."""
         if self.usage_limits.updated(note):
             self.quotas.changed()
 

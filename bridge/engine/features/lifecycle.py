@@ -138,11 +138,10 @@ class Lifecycle:
     @property
     def fork_offered(self) -> bool:
         """``session/fork`` is unstable ACP, offered only to a client that speaks the
-        unstable schema. ACP gives fork no client capability of its own (the agent
-        advertises ``sessionCapabilities.fork``), so the sign is a capability only the
-        unstable schema has: ``clientCapabilities.subagents``, the one the bridge reads.
+        unstable schema (:attr:`Hub.speaks_unstable`). ACP gives fork no client capability
+        of its own: the agent advertises ``sessionCapabilities.fork``.
         """
-        return self.hub.subagents_exposed
+        return self.hub.speaks_unstable
 
     # -- session/load, session/resume, session/fork --------------------------------------
 

@@ -17,8 +17,11 @@ choice is the bridge's, kept for this connection:
 - ``providers/disable {providerId}``: the provider chosen here is given up (new sessions
   take Codex's default again); any other is -32602 (``required``).
 
-Offered (``agentCapabilities.providers: {}``) only to a client that declares
-``clientCapabilities._meta.providers``; to any other the methods stay unknown (-32601).
+As the unstable schema has it, the agent advertises them (``agentCapabilities.providers:
+{}``, v2 ``capabilities.providers``) and the client just calls them: nothing for a client to
+declare. The capability goes to every client that speaks the unstable schema
+(:attr:`~bridge.engine.core.hub.Hub.speaks_unstable`: every v2 client, a v1 one declaring
+``subagents``); the methods are answered to every client, told or not.
 """
 
 from __future__ import annotations
@@ -35,9 +38,6 @@ from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, RequestHandler, decode_params, from_codex
 
-#: The client capability (``clientCapabilities._meta`` member) that asks for them.
-DECLARED = "providers"
-
 LIST = "modelProvider/list"
 
 
@@ -46,27 +46,23 @@ class Providers:
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
-        self.offered = False
         #: The provider new threads start with, when the client chose one.
         self.chosen: str | None = None
 
-    def advertise(self, caps: Any, client_meta: Any) -> None:
-        """At ``initialize``: offered to a client that declared ``_meta.providers``."""
-        self.offered = isinstance(client_meta, dict) and DECLARED in client_meta
-        if self.offered:
+    def advertise(self, caps: Any) -> None:
+        """At ``initialize``: ``providers: {}`` for a client of the unstable schema."""
+        if self.hub.speaks_unstable:
             caps.providers = {}
 
     def offer(self, table: dict[str, RequestHandler]) -> None:
-        """Put the three methods in a face's request table when offered (the table keeps
-        its own answer to them otherwise)."""
-        if self.offered:
-            table.update(
-                {
-                    "providers/list": self.list_providers,
-                    "providers/set": self.set_provider,
-                    "providers/disable": self.disable_provider,
-                }
-            )
+        """Put the three methods in a face's request table (every client's)."""
+        table.update(
+            {
+                "providers/list": self.list_providers,
+                "providers/set": self.set_provider,
+                "providers/disable": self.disable_provider,
+            }
+        )
 
     def thread_starting(self, start: codex_types.ThreadStartParams) -> None:
         if self.chosen is not None:

@@ -1,16 +1,19 @@
-"""Feature: usage limits, for a client that asked for them.
+"""Feature: usage limits, pushed to every client; AIR's failure records, for a client that
+asked for them.
 
 Codex reports the account's usage windows as they change (``account/rateLimits/updated``,
 read from the model provider's response headers during turns), and refuses a turn
 once a window is spent (the turn fails with ``codexErrorInfo: usageLimitExceeded``,
 whose message says when to try again but carries no time).
 
-- A client that is AIR, or that declares ``clientCapabilities._meta.rateLimits``, is told
-  ``agentCapabilities._meta.rateLimits: {}`` and pushed ``_account/rate_limits_update``
-  (:mod:`bridge.acp.rate_limits`) for each change: Codex's update is sparse, so it is
-  merged into the last snapshot of its limit (``limitId``, ``"codex"`` when unnamed:
-  the windows as reported, the account's names carried forward), and an update that
-  changes nothing is not sent.
+- Every client is told ``agentCapabilities._meta.rateLimits: {}`` (v2:
+  ``capabilities._meta``) and, once it has initialized, pushed ``_account/rate_limits_update``
+  (:mod:`bridge.acp.rate_limits`) for each change, as the TypeScript Codex adapter's
+  rate-limits extension defines it: the agent advertises the push, the client declares
+  and asks nothing (an extension notification a client does not know, it ignores).
+  Codex's update is sparse, so it is merged into the last snapshot of its limit
+  (``limitId``, ``"codex"`` when unnamed: the windows as reported, the account's names
+  carried forward), and an update that changes nothing is not sent.
 - A client that declared AIR's ``sessionFailure`` gets a failed turn as AIR's typed
   record (ACP v2: in a ``session_info_update`` before the work's end, which stays as v2
   says it): the prompt answers ``end_turn`` with ``_meta.jetbrains.air.sessionFailure``
@@ -18,7 +21,6 @@ whose message says when to try again but carries no time).
   limit's record names when the spent window resets (``details``), from the windows
   Codex reported. A missing sign-in stays ACP's ``auth_required`` error.
 
-Nothing changes for a client that asked for neither.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class UsageLimits:
         self.hub = hub
         #: The last complete picture of each limit, as pushed.
         self._limits: dict[str, acp_rate_limits.RateLimits] = {}
-        #: The client is told of the windows (AIR, or ``_meta.rateLimits`` declared).
+        #: The client has initialized: it is told of the windows.
         self.pushed = False
 
     @property
@@ -63,16 +65,12 @@ class UsageLimits:
         """Each limit's last complete picture, by ``limitId`` (read-only)."""
         return self._limits
 
-    def advertise(self, caps: Any, client_meta: Any) -> None:
-        """At ``initialize``: whether the client asked (its capabilities' ``_meta``, after
-        the hub learnt whether it is AIR), and if so say so in the agent's capabilities
-        (v1's or v2's: both have ``_meta``)."""
-        self.pushed = self.hub.air is not None or (
-            isinstance(client_meta, dict) and acp_rate_limits.CAPABILITY in client_meta
-        )
-        if self.pushed:
-            existing = caps.meta if isinstance(caps.meta, dict) else {}
-            caps.meta = {**existing, acp_rate_limits.CAPABILITY: {}}
+    def advertise(self, caps: Any) -> None:
+        """At ``initialize``: the push, said in the agent's capabilities (v1's or v2's: both
+        have ``_meta``), and on from now."""
+        self.pushed = True
+        existing = caps.meta if isinstance(caps.meta, dict) else {}
+        caps.meta = {**existing, acp_rate_limits.CAPABILITY: {}}
 
     def updated(self, note: codex_palette.RateLimitsUpdated) -> bool:
         """``account/rateLimits/updated``: merged, and pushed when it changed anything

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import posixpath
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +23,9 @@ from ...acp import permissions as acp_permissions
 from ...codex import approvals as codex_approvals
 from ...codex import items as codex_items
 from ..core.threads import Settings
+from .command_kind import command_kind
 from .presets import CONFIG_MODE
-from .tool_views import command_kind, unwrap_shell
+from .tool_views import unwrap_shell
 
 log = logging.getLogger(__name__)
 
@@ -144,37 +144,6 @@ def command_title(command: str | None) -> str:
 
 # -- the kind a command's permission request claims ---------------------------------------------
 
-#: Programs that run other programs, write files or are languages of their own, and shell
-#: grammar words: a line that starts with one is never taken for a read.
-_RUNNERS = frozenset(
-    {
-        *("sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh"),
-        *("pwsh", "powershell", "cmd"),
-        *("env", "sudo", "doas", "su", "eval", "exec", "command", "builtin", "source", "."),
-        *("xargs", "nohup", "nice", "ionice", "timeout", "time", "watch", "stdbuf", "setsid"),
-        *("chroot", "coproc", "tee", "awk", "gawk", "mawk", "nawk"),
-        *("{", "}", "!", "[[", "if", "for", "while", "until", "case", "select", "function"),
-    }
-)
-#: Options with which a program Codex calls a read, list or search runs a program or writes
-#: a file. A two-character one also counts inside a cluster (``-Hx``); any other counts as a
-#: prefix (``--pre=cmd``, ``-execdir``, ``-fprint0``, ``less '+!cmd'``).
-_RUNNING_OPTIONS: dict[str, tuple[str, ...]] = {
-    "find": ("-exec", "-ok", "-delete", "-fprint", "-fls"),
-    "fd": ("-x", "-X", "--exec"),
-    "rg": ("--pre", "--hostname-bin"),
-    "rga": ("--pre", "--hostname-bin"),
-    "git": ("-O", "--open-files-in-pager"),
-    "bat": ("--pager",),
-    "batcat": ("--pager",),
-    "ag": ("--pager",),
-    "ack": ("--pager",),
-    "tree": ("-o",),
-    "less": ("+", "-o", "-O", "--log-file", "--LOG-FILE"),
-}
-_OPERATOR_CHARS = "();<>|&\n"
-# Compiled at first use (the re module caches it), not at import.
-_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*\+?="
 #: The approval policy under which Codex asks before running a command *inside* the sandbox.
 _UNTRUSTED = "untrusted"
 
@@ -184,62 +153,14 @@ def permission_kind(
 ) -> acp_permissions.ToolKind:
     """The kind a permission request for ``command`` claims: it must never understate.
 
-    Clients may auto-approve what claims to be a ``read`` or a ``search``, so a request claims one
-    only when the whole line surely is one; everything else is ``execute``. Codex's
-    ``commandActions`` cannot decide it alone: they are a best-effort display parse that drops
-    pipeline stages (``rg -l x . | xargs rm`` is a ``search``, ``cat f | tee ../x`` a ``read``).
-    So the kind is ``read`` / ``search`` (as :func:`~bridge.engine.views.tool_views.command_kind` says)
-    only when all of these hold, and ``execute`` otherwise:
-
-    - the command is not ``escalated`` (it runs inside the sandbox), and there is a command;
-    - Codex parsed it, into ``read`` / ``listFiles`` / ``search`` actions only;
-    - it tokenizes (balanced quotes) into **one simple command**: no pipe, redirection or here-doc
-      (``|``, ``>``, ``>>``, ``<``, ``2>``, ``&>``, ``<<``), no ``;``, ``&&``, ``||``, ``&``, no
-      newline, subshell or group, no command or process substitution (``$(``, a backtick,
-      ``<(``; looked for even inside quotes), no ``NAME=value`` prefix;
-    - its program does not run others or write files (``xargs``, ``tee``, ``env``, ``sudo``,
-      ``eval``, ``exec``, a shell, ``awk``, ... see ``_RUNNERS``), nor is given an option that does
-      (``find -exec/-execdir/-ok/-delete``, ``fd -x``, ``rg --pre``, ... see ``_RUNNING_OPTIONS``).
-
-    A line Codex wrapped as ``SHELL -c SCRIPT`` / ``SHELL -lc SCRIPT`` is judged by its script
-    (once: a shell inside it is a program like any other). Nothing is looked at closer: when in
-    doubt, ``execute``. A quoted operator in a word is no operator (``rg 'a|b'`` is a search), but
-    one quoted alone (``rg ';'``) is taken for one: the kind may overstate, never understate.
+    The command's own kind (:func:`~bridge.engine.views.command_kind.command_kind`, the one its
+    tool call shows: ``read`` / ``search`` only for one simple command that Codex parsed into
+    reads, listings and searches alone), except ``execute`` when Codex asks to run it beyond
+    the sandbox (``escalated``) or there is no command to judge.
     """
-    kind = command_kind(list(actions))
-    if escalated or command is None or kind == "execute":
+    if escalated or command is None:
         return "execute"
-    return kind if _one_simple_command(command, unwrap=True) else "execute"
-
-
-def _one_simple_command(line: str, *, unwrap: bool) -> bool:
-    if "$(" in line or "`" in line:
-        return False
-    import shlex
-
-    lexer = shlex.shlex(line.strip(), posix=True, punctuation_chars=_OPERATOR_CHARS)
-    lexer.whitespace = " \t\r"  # a newline separates commands
-    lexer.whitespace_split = True
-    lexer.commenters = ""  # ``a#;rm b`` is two commands to a shell
-    try:
-        argv = list(lexer)
-    except ValueError:  # an unbalanced quote
-        return False
-    if not argv or any(word and all(c in _OPERATOR_CHARS for c in word) for word in argv):
-        return False
-    program = posixpath.basename(argv[0].replace("\\", "/")).lower().removesuffix(".exe")
-    if unwrap and program in ("sh", "bash", "zsh", "dash") and argv[1:2] in (["-c"], ["-lc"]):
-        return len(argv) == 3 and _one_simple_command(argv[2], unwrap=False)
-    if program in _RUNNERS or re.match(_ASSIGNMENT, argv[0]):
-        return False
-    options = _RUNNING_OPTIONS.get(program, ())
-    return not any(_names(word, option) for word in argv[1:] for option in options)
-
-
-def _names(word: str, option: str) -> bool:
-    if len(option) == 2:
-        return word.startswith("-") and not word.startswith("--") and option[1] in word[1:]
-    return word.startswith(option)
+    return command_kind(command, list(actions))
 
 
 def escalated_command(settings: Settings | None) -> bool:

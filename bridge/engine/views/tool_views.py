@@ -14,7 +14,8 @@ Codex item                  kind      content
 ==========================  ========  =============================================
 ``commandExecution``        execute,  the output (streamed, then the final
                             read or   ``aggregatedOutput``), or Zed's terminal
-                            search    (below); title: the command, unwrapped
+                            search    (below); title: the command, unwrapped;
+                                      kind: :mod:`~bridge.engine.views.command_kind`
 ``fileChange``              edit      a ``diff`` per file (see below)
 ``mcpToolCall``             other     the MCP result's content blocks, or its error
 ``dynamicToolCall``         other     its content items (text, images, audio)
@@ -79,6 +80,7 @@ from .change_views import (
     path_shown,
     with_kind,
 )
+from .command_kind import command_kind
 from .content import fenced, text_content
 
 log = logging.getLogger(__name__)
@@ -266,15 +268,6 @@ def unwrap_shell(command: str) -> str:
     return command
 
 
-def command_kind(actions: list[codex_items.CommandAction]) -> acp_tools.ToolKind:
-    """``read`` when every part of the line reads files, ``search`` when every part reads,
-    lists or searches, else ``execute`` (also when Codex could not tell)."""
-    types = {action.type for action in actions}
-    if not types or not types <= {"read", "listFiles", "search"}:
-        return "execute"
-    return "read" if types == {"read"} else "search"
-
-
 def command_locations(
     actions: list[codex_items.CommandAction], cwd: str
 ) -> list[acp_tools.ToolCallLocation]:
@@ -298,7 +291,7 @@ def _absolute(path: str, cwd: str) -> str | None:
 
 
 def _command(item: codex_items.CommandExecutionItem, output: str) -> ToolView:
-    kind = command_kind(item.commandActions)
+    kind = command_kind(item.command, item.commandActions)
     status = _STATUS.get(item.status, "failed")
     text = item.aggregatedOutput if item.aggregatedOutput is not None else output
     if status == "in_progress":

@@ -1,14 +1,17 @@
-"""The kind a command's permission request claims never understates what the command does.
+"""A command's kind, one rule wherever the command is shown: its ``tool_call``,
+each ``tool_call_update``, its permission request and a ``session/load``'s replay of it.
 
 Clients auto-approve what claims to be a ``read`` or a ``search``; Codex's ``commandActions``
-drop pipeline stages (``rg -l x . | xargs rm`` is a "search"). So a permission request claims
-``read`` / ``search`` only for one simple command, run inside the sandbox, that Codex parsed into
-reads, listings and searches alone (:func:`bridge.engine.views.approval_views.permission_kind`). The
-tool call's own kind (``item/started``) stays descriptive.
+drop pipeline stages (``rg -l x . | xargs rm`` is a "search"). So a command is ``read`` /
+``search`` only when it is one simple command that Codex parsed into reads, listings and searches
+alone (:func:`bridge.engine.views.command_kind.command_kind`); a permission request is ``execute``
+besides when Codex asks to run the command beyond the sandbox
+(:func:`bridge.engine.views.approval_views.permission_kind`).
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import msgspec
@@ -17,7 +20,10 @@ import pytest
 from bridge.codex.items import CommandAction
 from bridge.engine.core.threads import Settings
 from bridge.engine.views.approval_views import escalated_command, permission_kind
+from bridge.engine.views.command_kind import command_kind
+from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness
+from tests.test_lifecycle import Recorder, load, replayed, validate_all
 
 READ = ["read"]
 SEARCH = ["search"]
@@ -121,10 +127,13 @@ def actions(types: list[str]) -> list[CommandAction]:
         ("rg ';' src", SEARCH, False, "execute"),
     ],
 )
-def test_the_permission_kind_never_understates(
+def test_the_kind_never_understates(
     command: str | None, types: list[str], escalated: bool, kind: str
 ) -> None:
     assert permission_kind(command, actions(types), escalated=escalated) == kind
+    if not escalated:
+        # The command's own kind, as its tool call shows it: the same rule.
+        assert command_kind(command, actions(types)) == kind
 
 
 @pytest.mark.parametrize(
@@ -264,7 +273,7 @@ def announced(h: Harness, item: str = ITEM) -> dict[str, Any]:
     return update
 
 
-def test_an_escalated_pipeline_is_asked_for_as_execute_while_its_tool_call_stays_a_search() -> None:
+def test_an_escalated_pipeline_is_execute_in_its_request_and_its_tool_call() -> None:
     h = Harness()
     h.client_request("initialize", {"protocolVersion": 1})
     open_session(h, "on-request")
@@ -273,7 +282,7 @@ def test_an_escalated_pipeline_is_asked_for_as_execute_while_its_tool_call_stays
     assert tool_call["title"] == PIPELINE
     assert tool_call["kind"] == "execute"
     assert tool_call["rawInput"]["commandActions"] == PIPELINE_ACTIONS  # shown as Codex gave them
-    assert announced(h)["kind"] == "search"  # the tool call itself: descriptive
+    assert announced(h)["kind"] == "execute"  # the tool call itself: the same rule
 
 
 def test_under_untrusted_a_plain_read_keeps_its_kind_until_a_preset_is_picked() -> None:
@@ -293,3 +302,137 @@ def test_under_untrusted_a_plain_read_keeps_its_kind_until_a_preset_is_picked() 
     assert asks(h, 3, "cat README.md", read, "call_4")["kind"] == "execute"
     h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "config"})
     assert asks(h, 4, "cat README.md", read, "call_5")["kind"] == "read"
+
+
+# -- one rule on every path ------------------------------------------------------------------------
+
+
+def action(kind: str, command: str, **more: Any) -> dict[str, Any]:
+    return {"type": kind, "command": command, **more}
+
+
+#: (the command line, what Codex's parse of it gives, the kind shown everywhere). Codex's parse
+#: keeps the first stage of a pipeline and drops the rest (seen with 0.169 and 0.171).
+COMMANDS = [
+    pytest.param(
+        "rg -l hello . | xargs rm",
+        [action("search", "rg -l hello .", query="hello", path=".")],
+        "execute",
+        id="xargs-rm",
+    ),
+    pytest.param(
+        "cat hello.txt | tee ../escaped.txt",
+        [action("read", "cat hello.txt", name="hello.txt", path="hello.txt")],
+        "execute",
+        id="tee-read",
+    ),
+    pytest.param(
+        "ls | tee ../escaped2.txt",
+        [action("listFiles", "ls", path=None)],
+        "execute",
+        id="tee-listing",
+    ),
+    pytest.param(
+        "cat a.txt > ../b.txt",
+        [action("read", "cat a.txt", name="a.txt", path="a.txt")],
+        "execute",
+        id="redirection",
+    ),
+    pytest.param(
+        "find . -name '*.tmp' -delete",
+        [action("search", "find . -name '*.tmp' -delete", query="*.tmp", path=".")],
+        "execute",
+        id="find-delete",
+    ),
+    pytest.param(
+        "rg -l TODO . && rm notes.txt",
+        [
+            action("search", "rg -l TODO .", query="TODO", path="."),
+            action("unknown", "rm notes.txt"),
+        ],
+        "execute",
+        id="and-rm",
+    ),
+    pytest.param("mv a.txt b.txt", [action("unknown", "mv a.txt b.txt")], "execute", id="mv"),
+    pytest.param(
+        "rg hello", [action("search", "rg hello", query="hello", path=None)], "search", id="rg"
+    ),
+    pytest.param(
+        "cat hello.txt",
+        [action("read", "cat hello.txt", name="hello.txt", path="hello.txt")],
+        "read",
+        id="cat",
+    ),
+    pytest.param("ls -la", [action("listFiles", "ls -la", path=None)], "search", id="ls"),
+]
+
+
+def command_item(command: str, actions: list[dict[str, Any]], status: str) -> dict[str, Any]:
+    """A ``commandExecution`` item as Codex sends and stores it: the line wrapped in its shell."""
+    done = status != "inProgress"
+    return {
+        "type": "commandExecution",
+        "id": ITEM,
+        "command": shlex.join(["/bin/bash", "-lc", command]),
+        "cwd": CWD,
+        "processId": None,
+        "source": "agent",
+        "status": status,
+        "commandActions": actions,
+        "aggregatedOutput": "" if done else None,
+        "exitCode": 0 if done else None,
+        "durationMs": 4 if done else None,
+    }
+
+
+def kinds_shown(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each ``tool_call`` / ``tool_call_update`` of the command that carries a kind."""
+    return [
+        (u["sessionUpdate"], u["kind"])
+        for u in updates
+        if u["sessionUpdate"] in ("tool_call", "tool_call_update")
+        and u["toolCallId"] == ITEM
+        and "kind" in u
+    ]
+
+
+@pytest.mark.parametrize(("command", "codex_actions", "kind"), COMMANDS)
+def test_a_command_has_one_kind_in_its_tool_call_updates_and_permission_request(
+    command: str, codex_actions: list[dict[str, Any]], kind: str
+) -> None:
+    """Live, asked under ``untrusted`` (inside the sandbox: the request claims the command's
+    own kind), allowed, completed."""
+    h = Harness()
+    h.client_request("initialize", {"protocolVersion": 1})
+    open_session(h, "untrusted")
+    line = command_item(command, codex_actions, "inProgress")["command"]
+    started(h, line, codex_actions)
+    asked = asks(h, 0, line, codex_actions)
+    assert asked["kind"] == kind
+    request = next(m for m in h.to_client if m.get("method") == "session/request_permission")
+    answer = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+    h.client_raw(msgspec.json.encode({"jsonrpc": "2.0", "id": request["id"], "result": answer}))
+    h.codex_notify(
+        "item/completed",
+        {
+            "item": command_item(command, codex_actions, "completed"),
+            "threadId": THREAD,
+            "turnId": TURN,
+        },
+    )
+    assert kinds_shown(h.updates(THREAD)) == [("tool_call", kind), ("tool_call_update", kind)]
+    validator = ConversationValidator()
+    for message in h.to_client:
+        if "method" in message:
+            validator.agent_sent(message)
+
+
+@pytest.mark.parametrize(("command", "codex_actions", "kind"), COMMANDS)
+def test_a_replayed_command_has_the_kind_it_had_live(
+    command: str, codex_actions: list[dict[str, Any]], kind: str
+) -> None:
+    h = Recorder()
+    rid = load(h, [[command_item(command, codex_actions, "completed")]])
+    shown = kinds_shown(replayed(h, rid))
+    assert shown and {k for _, k in shown} == {kind}, shown
+    validate_all(h)
