@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import trio
 
+from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from bridge.scripted_model.directives import codex_internal_purpose, turn_metadata
@@ -499,3 +500,81 @@ async def test_plan_turns_codexs_plan_mode_on_and_off(
     assert "# Plan Mode" not in request_for("@@ say before")
     assert "# Plan Mode" in request_for("@@ say planning")
     assert "Collaboration Mode: Default" in request_for("@@ say doing")
+
+
+async def test_plan_mode_is_an_option_in_step_with_plan_and_a_load_brings_it_back(
+    open_conversation: OpenConversation, scripted_model: ScriptedModel, workspace: Path
+) -> None:
+    """The ``collaboration_mode`` option stores Codex's mode in the thread as ``/plan`` does;
+    each follows the other, and a session loaded by a new bridge opens in its mode."""
+
+    def request_for(text: str) -> str:
+        [body] = [
+            json.dumps(b)
+            for b, h in zip(scripted_model.requests, scripted_model.request_headers, strict=True)
+            if codex_internal_purpose(b, h) is None and text in json.dumps(b["input"][-1])
+        ]
+        return body
+
+    def shown(client: AcpClient, sid: str) -> str:
+        updates = [
+            u["update"]
+            for u in client.updates
+            if u["sessionId"] == sid and u["update"]["sessionUpdate"] == "config_option_update"
+        ]
+        return str(_option(updates[-1]["configOptions"], "collaboration_mode")["currentValue"])
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation() as talk:
+            client, sid = talk.client, talk.sid
+            option = _option(talk.opened["configOptions"], "collaboration_mode")
+            assert option["currentValue"] == "default"
+            assert [v["value"] for v in option["options"]] == ["default", "plan"]
+            picked = await client.request(
+                "session/set_config_option",
+                {"sessionId": sid, "configId": "collaboration_mode", "value": "plan"},
+            )
+            assert _option(picked["configOptions"], "collaboration_mode")["currentValue"] == "plan"
+            await talk.said("@@ say planning")
+            assert "Plan mode off" in await talk.said("/plan off")
+            assert shown(client, sid) == "default"  # /plan moved the option too
+            await talk.said("@@ say doing")
+            assert "Plan mode on" in await talk.said("/plan")
+            assert shown(client, sid) == "plan"
+        assert "# Plan Mode" in request_for("@@ say planning")
+        assert "Collaboration Mode: Default" in request_for("@@ say doing")
+        async with open_conversation(session=False) as reopened:
+            opened = await reopened.client.request(
+                "session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
+            )
+            assert _option(opened["configOptions"], "collaboration_mode")["currentValue"] == "plan"
+
+
+async def test_codexs_automatic_reviewer_is_a_mode_and_a_thread_reviewed_so_opens_in_it(
+    open_conversation: OpenConversation,
+    scripted_model: ScriptedModel,
+    codex_home: Path,
+    workspace: Path,
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation() as talk:
+            client, sid = talk.client, talk.sid
+            modes = {m["id"]: m for m in talk.opened["modes"]["availableModes"]}
+            assert talk.opened["modes"]["currentModeId"] == "auto"
+            assert modes["auto-review"]["name"] == "Auto-review"
+            await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto-review"})
+            await talk.said("@@ say reviewed")
+        async with open_conversation(session=False) as reopened:
+            opened = await reopened.client.request(
+                "session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
+            )
+            # Codex kept the reviewer in the thread: it opens in that mode.
+            assert opened["modes"]["currentModeId"] == "auto-review"
+            assert _option(opened["configOptions"], "mode")["currentValue"] == "auto-review"
+    # The user's own config routes approvals to the reviewer: a new session opens so.
+    write_codex_home(
+        codex_home, scripted_model.base_url, extra_toml='approvals_reviewer = "auto_review"'
+    )
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation() as talk:
+            assert talk.opened["modes"]["currentModeId"] == "auto-review"
