@@ -403,9 +403,12 @@ async def serve(
     # otherwise fell at random on a client's request.
     gc.freeze()
     gc.enable()
+    from .shell.census import keep_census
+
     async with trio.open_nursery() as nursery:
         watched = os.getppid() if parent is None else parent
         nursery.start_soon(_watch_parent, watched, nursery.cancel_scope)
+        nursery.start_soon(keep_census, engine.census)
         await run_bridge(
             client,
             connect,

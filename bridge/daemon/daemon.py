@@ -40,6 +40,7 @@ import trio
 
 from .. import __version__
 from ..codex.versions import drift_warning
+from ..shell.census import keep_census
 from ..shell.codex_transport import (
     STDERR_TAIL,
     CodexUnavailable,
@@ -152,6 +153,7 @@ async def run_daemon(
                         return
 
                 nursery.start_soon(on_signal)
+                nursery.start_soon(keep_census)
                 if links is not None:
                     await nursery.start(links.run)
                 if opened is not None and hub is not None:

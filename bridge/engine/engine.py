@@ -417,6 +417,18 @@ class Engine:
         RESTARTING)."""
         return self.connection.starting
 
+    def census(self) -> dict[str, int]:
+        """What the engine holds now: its thread records and the requests still open either
+        way (a long life's measure, ``bench/soak.py``; flat once idle)."""
+        hub = self.hub
+        return {
+            **hub.threads.census(),
+            "openClientRequests": len(hub.open_client_requests),
+            "openCodexRequests": len(hub.open_codex_requests),
+            "awaitingClient": len(hub.client.pending),
+            "awaitingCodex": len(hub.codex.pending),
+        }
+
     # -- inputs ------------------------------------------------------------------------
 
     def start(self) -> list[Effect]:

@@ -405,6 +405,15 @@ class Threads:
         #: The own turns (``ThreadRecord.own_turns``) of the sessions forgotten.
         self.forgotten_turns: set[str] = set()
 
+    def census(self) -> dict[str, int]:
+        """How much is held (a long life's measure: ``bench/soak.py``)."""
+        return {
+            "records": len(self._records),
+            "sessions": len(self.session_ids),
+            "forgotten": len(self._forgotten),
+            "forgottenTurns": len(self.forgotten_turns),
+        }
+
     # -- finding ------------------------------------------------------------------------
 
     def get(self, thread_id: str) -> ThreadRecord | None:
