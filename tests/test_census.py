@@ -32,7 +32,7 @@ async def test_a_census_counts_tasks_and_descriptors_and_what_the_caller_adds(
             before = trio_tasks()
             for _ in range(3):
                 nursery.start_soon(trio.sleep_forever)
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
             assert trio_tasks() == before + 3
             nursery.start_soon(keep_census, lambda: {"records": 7})
             while not written.exists():  # noqa: ASYNC110 (a file)
