@@ -105,6 +105,10 @@ class Sample:
     records: list[int]
     open_requests: int
     loaded: int
+    #: The long-lived serve: its memory, tasks and records.
+    long_rss: int = 0
+    long_tasks: int = -1
+    long_records: int = -1
 
 
 @dataclass
@@ -116,6 +120,8 @@ class Tally:
     editors: int = 0
     kills: int = 0
     serve_pids: set[int] = field(default_factory=set)
+    #: The serve of the editor that stays the whole run.
+    long_lived: int = 0
 
     def problem(self, text: str) -> None:
         if len(self.problems) < 50:
@@ -161,6 +167,8 @@ async def editor(
 ) -> None:
     """Editors one after another in slot ``number`` until ``deadline``."""
     sessions: list[str] = []  # kept across editors: a later one loads them again
+    # Slot 0 is one editor for the whole run: what a long-lived serve holds.
+    stays = number == 0
     while trio.current_time() < deadline:
         tally.editors += 1
         with log.open("ab") as out:
@@ -171,7 +179,12 @@ async def editor(
                 tally.serve_pids.add(process.pid)
                 try:
                     await client.initialize(SUBAGENTS)
-                    await _work(client, sessions, cwd, rng, deadline, tally)
+                    if stays:
+                        tally.long_lived = process.pid
+                    while True:
+                        await _work(client, sessions, cwd, rng, deadline, tally, stays=stays)
+                        if not stays or trio.current_time() >= deadline:
+                            break
                 except (RpcError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                     tally.outcomes[f"editor ended: {str(exc)[:60]}"] += 1
                 finally:
@@ -187,6 +200,8 @@ async def _work(
     rng: random.Random,
     deadline: float,
     tally: Tally,
+    *,
+    stays: bool = False,
 ) -> None:
     if sessions and rng.random() < 0.5:
         sid = rng.choice(sessions)
@@ -206,7 +221,7 @@ async def _work(
             return
         action = rng.choices(
             ["stream", "command", "subagents", "cancel", "close", "leave"],
-            weights=[50, 15, 10, 10, 8, 7],
+            weights=[50, 15, 10, 10, 8, 0 if stays else 7],
         )[0]
         if action == "leave":  # mid-turn: the editor goes, its turn goes on in Codex
             with trio.move_on_after(0.3):
@@ -224,14 +239,19 @@ async def _work(
         before = len(client.text_of(sid))
         try:
             if action == "cancel":
+                ended = {}
+
+                async def prompt_long(session: str) -> None:
+                    nonlocal ended
+                    try:
+                        ended = await client.prompt(session, f"@@ words {WORDS * 20} delay_ms=5")
+                    except RpcError as exc:
+                        ended = {"stopReason": f"failed: {exc.message[:50]}"}
+
                 async with trio.open_nursery() as nursery:
-
-                    async def cancel_soon(session: str) -> None:
-                        await trio.sleep(0.3)
-                        await client.notify("session/cancel", {"sessionId": session})
-
-                    nursery.start_soon(cancel_soon, sid)
-                    ended = await client.prompt(sid, f"@@ words {WORDS * 20} delay_ms=5")
+                    nursery.start_soon(prompt_long, sid)
+                    await trio.sleep(0.3)
+                    await client.notify("session/cancel", {"sessionId": sid})
                 tally.outcomes[f"cancel → {ended.get('stopReason')}"] += 1
                 continue
             text = {"stream": f"@@ words {WORDS}", "command": run("echo soak")}.get(
@@ -250,6 +270,10 @@ async def _work(
             # A Codex killed mid-turn: the prompt ends with the bridge's error, the session
             # is resumed when Codex is back.
             tally.outcomes[f"{action} failed: {exc.message[:50]}"] += 1
+    if stays:
+        # Done with it, as an editor closes a tab: what it held should go with it.
+        with contextlib.suppress(RpcError):
+            await client.request("session/close", {"sessionId": sid})
 
 
 # -- around the editors --------------------------------------------------------------------------
@@ -355,6 +379,9 @@ async def sample(
             c.get("openClientRequests", 0) + c.get("openCodexRequests", 0) for c in counts
         ),
         loaded=await loaded_threads(runtime),
+        long_rss=rss(tally.long_lived) if tally.long_lived else 0,
+        long_tasks=census(census_dir, tally.long_lived).get("tasks", -1),
+        long_records=census(census_dir, tally.long_lived).get("records", -1),
     )
 
 
@@ -385,14 +412,15 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
     print(
         f"{'min':>6} {'prompts':>8} {'daemon MB':>9} {'codex MB':>8} {'serve MB':>8} "
         f"{'d fds':>5} {'c fds':>5} {'d tasks':>7} {'s tasks':>7} {'records':>7} "
-        f"{'open req':>8} {'loaded':>6}"
+        f"{'open req':>8} {'loaded':>6} {'long MB':>7} {'l tasks':>7} {'l recs':>6}"
     )
     for s in [*samples, idle]:
         print(
             f"{s.at / 60:6.1f} {s.prompts:8d} {mb(s.daemon_rss):>9} {mb(s.codex_rss):>8} "
             f"{(mb(int(statistics.median(s.serve_rss))) if s.serve_rss else '-'):>8} "
             f"{s.daemon_fds:5d} {s.codex_fds:5d} {s.daemon_tasks:7d} {median(s.serve_tasks):>7} "
-            f"{median(s.records):>7} {s.open_requests:8d} {s.loaded:6d}"
+            f"{median(s.records):>7} {s.open_requests:8d} {s.loaded:6d} "
+            f"{mb(s.long_rss):>7} {s.long_tasks:7d} {s.long_records:6d}"
         )
     warm = samples[len(samples) // 5 :]
     print()
@@ -400,6 +428,8 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
     print(f"  daemon RSS   {slope(warm, lambda s: s.daemon_rss) / 1e6:+.2f} MB")
     print(f"  daemon fds   {slope(warm, lambda s: s.daemon_fds):+.2f}")
     print(f"  daemon tasks {slope(warm, lambda s: s.daemon_tasks):+.2f}")
+    print(f"  long-lived serve RSS {slope(warm, lambda s: s.long_rss) / 1e6:+.2f} MB")
+    print(f"  long-lived serve records {slope(warm, lambda s: s.long_records):+.2f}")
     rss_values = [s.daemon_rss for s in warm]
     if len(rss_values) > 2:
         print(

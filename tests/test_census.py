@@ -55,3 +55,17 @@ def test_an_engine_counts_its_records_and_open_requests() -> None:
     )
     opened = h.engine.census()
     assert (opened["records"], opened["sessions"], opened["openClientRequests"]) == (1, 1, 0)
+
+
+def test_a_long_lived_engine_remembers_a_bounded_number_of_forgotten_threads() -> None:
+    from bridge.engine.core.threads import MAX_FORGOTTEN, Threads
+
+    threads = Threads()
+    for number in range(MAX_FORGOTTEN + 5):
+        record = threads.record(f"t{number}")
+        record.own_turns.add(f"turn{number}")
+        threads.forget(f"t{number}")
+    assert threads.census()["forgotten"] == MAX_FORGOTTEN
+    assert threads.census()["forgottenTurns"] == MAX_FORGOTTEN
+    # The newest are kept: late traffic of a thread just closed is still no one's.
+    assert threads.forgotten(f"t{MAX_FORGOTTEN + 4}") and not threads.forgotten("t0")

@@ -388,6 +388,10 @@ class ThreadRecord:
         return self.session and self.parent_id is not None
 
 
+#: How many forgotten threads (and their turns) are remembered, the newest.
+MAX_FORGOTTEN = 10_000
+
+
 class Threads:
     """Every thread the bridge knows, by id; see the module docstring."""
 
@@ -402,8 +406,9 @@ class Threads:
         #: Threads forgotten (closed, or under a closed one): their late traffic is no
         #: one's. The value says whether it was a sub-agent (its later work is stopped).
         self._forgotten: dict[str, bool] = {}
-        #: The own turns (``ThreadRecord.own_turns``) of the sessions forgotten.
-        self.forgotten_turns: set[str] = set()
+        #: The own turns (``ThreadRecord.own_turns``) of the sessions forgotten (a dict for
+        #: its order: the oldest go first past :data:`MAX_FORGOTTEN`).
+        self.forgotten_turns: dict[str, None] = {}
 
     def census(self) -> dict[str, int]:
         """How much is held (a long life's measure: ``bench/soak.py``)."""
@@ -599,7 +604,7 @@ class Threads:
         gone = [r for r in [self._records.get(thread_id)] if r is not None]
         gone += self.descendants(thread_id)
         for record in gone:
-            self.forgotten_turns |= record.own_turns
+            self.forgotten_turns.update(dict.fromkeys(record.own_turns))
             self._records.pop(record.id, None)
             self.session_ids.discard(record.id)
             self.shown_ids.discard(record.id)
@@ -611,4 +616,9 @@ class Threads:
                 or self._forgotten.get(record.id, False)
             )
         self._forgotten.setdefault(thread_id, subagent)
+        # A daemon's editor may live for weeks: what it forgot is kept for late traffic
+        # (seconds), not for ever.
+        for kept in (self._forgotten, self.forgotten_turns):
+            while len(kept) > MAX_FORGOTTEN:
+                del kept[next(iter(kept))]
         return gone
