@@ -10,6 +10,7 @@ from typing import Any, Literal
 from ..acp.auth import API_KEY_VARIABLES
 from ..codex.versions import PINNED, drift_warning, parse, tested_range
 from ..machines import codex_version
+from ..profiles import Profiles
 from .findings import (
     CodexBinary,
     ConfigFile,
@@ -40,6 +41,7 @@ DAEMON = "Daemon"
 CHOICE = "Codex used"
 ROUND_TRIP = "initialize round trip"
 MACHINES = "Machines"
+PROFILE = "Profile"
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ def checklist(findings: Findings) -> list[Check]:
         config_check(findings.config, handshake),
         daemon_check(findings.runtime),
         choice_check(findings.choice, fails=findings.choice_fails),
+        profile_check(findings.profiles, findings.profile_error),
         round_trip_check(handshake, findings.binary),
         *([machines_error_check(findings.machines_error)] if findings.machines_error else []),
         *(check for found in findings.machines for check in machine_checks(found)),
@@ -76,6 +79,26 @@ def choice_check(says: str, *, fails: bool = False) -> Check:
     if fails:
         return Check(CHOICE, "error", detail, INSTALL_HINT)
     return Check(CHOICE, "ok", detail)
+
+
+def profile_check(profiles: Profiles, error: str | None = None) -> Check:
+    """The Codex config profile ``serve`` would put in force, its file, and the others a
+    session may pick (its ``profile`` option); ``error``: why the one named cannot be used."""
+    if error is not None:
+        return Check(
+            PROFILE,
+            "error",
+            error,
+            "create that file, or name another profile (--profile, $CODEX_ACP_BRIDGE_PROFILE): "
+            "serve refuses to start until then",
+        )
+    detail = profiles.says()
+    others = sorted(name for name in profiles.configs if name != profiles.profile)
+    if others:
+        detail += f"; sessions may pick {', '.join(others)}"
+    if profiles.warnings:
+        return Check(PROFILE, "warning", f"{detail}; {'; '.join(profiles.warnings)}")
+    return Check(PROFILE, "ok", detail)
 
 
 def binary_check(binary: CodexBinary) -> Check:
