@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from bridge.daemon.runtime import DaemonInfo, hold_lock, write_info
-from bridge.doctor.checks import profile_check
+from bridge.doctor.checks import config_check, profile_check
+from bridge.doctor.findings import ConfigFile, ConfigTrial, Handshake
 from bridge.engine.views.setting_views import NO_PROFILE
 from bridge.profiles import (
     ProfileError,
@@ -309,3 +310,16 @@ def test_doctor_says_which_profile_and_file_are_in_force(tmp_path: Path) -> None
         "profile 'slow': no file /h/slow.config.toml",
     )
     assert missing.hint is not None
+
+
+def test_doctor_answers_codexs_legacy_profile_refusal_with_the_bridges_flag() -> None:
+    said = (
+        'legacy `profile = "fast"` config is no longer supported; use `--profile fast` with '
+        "`fast.config.toml` instead"
+    )
+    handshake = Handshake(seconds=0.1, config=ConfigTrial(session_error=said))
+    check = config_check(ConfigFile(Path("/h/config.toml"), exists=True), handshake)
+    assert check.status == "error"
+    assert check.hint is not None
+    assert check.hint.startswith("remove the profile key from /h/config.toml and start the bridge")
+    assert "--profile fast" in check.hint

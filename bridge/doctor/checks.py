@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -230,6 +231,13 @@ def config_check(config: ConfigFile, handshake: Handshake | None) -> Check:
     if trial is not None and trial.session_error is not None:
         said = trial.session_error
         detail = f"every new session will fail: {said}"
+        legacy = _LEGACY_PROFILE.search(said)
+        if legacy is not None:
+            # Codex's advice (``codex --profile``) does not reach its app-server; the bridge's does.
+            refused = (
+                f"remove the profile key from {config.path} and start the bridge with "
+                f"--profile {legacy[1]} (it layers $CODEX_HOME/{legacy[1]}.config.toml itself)"
+            )
         return Check(
             CONFIG, "error", detail if str(config.path) in said else where + detail, refused
         )
@@ -263,6 +271,10 @@ def config_check(config: ConfigFile, handshake: Handshake | None) -> Check:
         return Check(CONFIG, "ok", f"none; Codex defaults ({config.path} does not exist)")
     accepted = "Codex accepts it" if trial is not None else "parses (Codex could not be asked)"
     return Check(CONFIG, "ok", f"{where}{accepted}")
+
+
+#: Codex 0.171's refusal of ``profile = "NAME"`` in ``config.toml``.
+_LEGACY_PROFILE = re.compile(r'legacy `profile = "([^"]+)"`')
 
 
 def daemon_check(runtime: RuntimeDir) -> Check:
