@@ -8,13 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
+from bridge.recording import read_recording, replay
 from bridge.scripted_model import ScriptedModel
 from bridge.scripted_model.directives import codex_internal_purpose
 from tests.support.daemon import ATTACHED, StartDaemon, serve_argv
-from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, running_bridge
 
 pytestmark = pytest.mark.e2e
 
@@ -160,3 +162,33 @@ async def test_doctor_names_the_profile_in_force_and_its_file(
     [check] = [c for c in json.loads(done.stdout)["checks"] if c["name"] == "Profile"]
     assert check["status"] == "error"
     assert check["detail"] == f"profile 'slow': no file {fast.parent / 'slow.config.toml'}"
+
+
+async def test_a_recording_with_profiles_replays_to_what_the_client_received(
+    bridge_env: dict[str, str], workspace: Path, stderr_file: Path, tmp_path: Path, fast: Path
+) -> None:
+    # A secret in a profile (a provider's header) stays out of the recording's header.
+    secret = "sk-proj-" + "Z9y8X7w6V5u4T3s2R1q0" * 2
+    (fast.parent / "keyed.config.toml").write_text(
+        f'[model_providers.mock.http_headers]\nAuthorization = "Bearer {secret}"\n'
+    )
+    out = tmp_path / "profiles.codex.jsonl"
+    argv = [sys.executable, "-m", "bridge", "record", "--out", str(out), "--profile", "fast"]
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with running_bridge(argv, bridge_env, stderr_file) as client:
+            await client.initialize()
+            first = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            await client.request(
+                "session/set_config_option",
+                {"sessionId": first["sessionId"], "configId": "profile", "value": "(none)"},
+            )
+            second = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            await client.prompt(second["sessionId"], "@@ say fine")
+    assert secret.encode() not in out.read_bytes()
+    recording = read_recording(out)
+    assert recording.header.engine["profile"] == "fast"
+    assert set(recording.header.engine["profiles"]) == {"fast", "keyed"}
+    assert _option(first, "model")["currentValue"] == FAST_MODEL
+    assert _option(second, "model")["currentValue"] == "mock-model"
+    replayed = [msgspec.json.decode(line) for line in replay(recording).lines]
+    assert replayed == client.received
