@@ -79,6 +79,15 @@ _config_option = click.option(
     help="Codex config override, as `codex -c` takes it (repeatable).",
 )
 
+_profile_option = click.option(
+    "--profile",
+    metavar="NAME",
+    envvar="CODEX_ACP_BRIDGE_PROFILE",
+    help="Codex config profile: $CODEX_HOME/NAME.config.toml over config.toml, -c over "
+    "both, as `codex --profile` (default: $CODEX_ACP_BRIDGE_PROFILE). Sessions may pick "
+    "another (their `profile` option).",
+)
+
 _codex_options = _stacked(
     click.option(
         "--codex-bin",
@@ -199,6 +208,7 @@ def _serve_stdio(
     use_daemon: bool = True,
     record_to: str | None = None,
     machines: tuple[list[Any], list[str]] = ([], []),
+    profile: str | None = None,
 ) -> NoReturn:
     """``serve`` (and ``record``, which serves too) on stdio; exits with its status."""
     from .serve import ServeOptions, serve_stdio
@@ -214,12 +224,14 @@ def _serve_stdio(
         use_daemon=use_daemon,
         machines=tuple(machines[0]),
         ssh_command=machines[1],
+        profile=profile or None,
     )
     sys.exit(serve_stdio(options, record_to=record_to))
 
 
 @main.command()
 @_codex_options
+@_profile_option
 @_runtime_dir_option
 @click.option("--no-daemon", is_flag=True, help="Spawn a Codex of its own even when a daemon runs.")
 @click.option(
@@ -235,6 +247,7 @@ def serve(
     codex_url: str | None,
     codex_token_file: str | None,
     config_overrides: tuple[str, ...],
+    profile: str | None,
     runtime_dir: str | None,
     no_daemon: bool,
     login: bool,
@@ -265,6 +278,7 @@ def serve(
         runtime_dir=runtime_dir,
         use_daemon=not no_daemon,
         machines=gather_machines(machines, machine_token_files, ssh_command),
+        profile=profile,
     )
 
 
@@ -299,6 +313,14 @@ def _daemon_links(specs: list[Any], ssh: list[str], codex_bin: str) -> Any:
 @click.option("--codex-bin", metavar="PATH", help="Codex binary to run (as for serve).")
 @_config_option
 @click.option(
+    "--profile",
+    metavar="NAME",
+    envvar="CODEX_ACP_BRIDGE_PROFILE",
+    help="The Codex config profile ($CODEX_HOME/NAME.config.toml) of the editors that attach "
+    "and name none of their own (default: $CODEX_ACP_BRIDGE_PROFILE). Codex's app-server takes "
+    "no profile: each editor's serve layers it over its threads.",
+)
+@click.option(
     "--page-listen",
     metavar="HOST:PORT",
     default="127.0.0.1:0",
@@ -324,6 +346,7 @@ def _daemon_links(specs: list[Any], ssh: list[str], codex_bin: str) -> Any:
 def daemon(
     codex_bin: str | None,
     config_overrides: tuple[str, ...],
+    profile: str | None,
     page_listen: str,
     page_tls_cert: str | None,
     page_tls_key: str | None,
@@ -346,8 +369,9 @@ def daemon(
 
     from .daemon.daemon import CrashLoop, run_daemon
     from .daemon.page import PageOptions, PageRefused
-    from .daemon.runtime import RuntimeDirError, hold_lock, prepare
+    from .daemon.runtime import RuntimeDirError, codex_home, hold_lock, prepare
     from .daemon.runtime import runtime_dir as resolve_runtime_dir
+    from .profiles import load_profile
     from .shell.codex_transport import CodexUnavailable, find_codex
 
     setup_logging(log_level, log_file)
@@ -366,6 +390,8 @@ def daemon(
     )
     specs, ssh = gather_machines(machines, machine_token_files, ssh_command)
     try:
+        if profile:
+            load_profile(codex_home(), profile)  # one that cannot be used is refused now
         directory = prepare(resolve_runtime_dir(runtime_dir))
         binary = find_codex(codex_bin)
         with hold_lock(directory):
@@ -378,11 +404,13 @@ def daemon(
                         config_overrides=list(config_overrides),
                         page=page,
                         links=links,
+                        profile=profile or "",
                     )
                 )
             finally:
                 if links is not None:
                     links.close()
+    # ValueError: a token file, or a profile (ProfileError), that cannot be used.
     except (RuntimeDirError, CodexUnavailable, CrashLoop, PageRefused, ValueError) as exc:
         click.echo(f"codex-acp-bridge daemon: {exc}", err=True)
         sys.exit(1)
@@ -399,6 +427,7 @@ def daemon(
     help="The recording to write (JSON Lines; see docs/recordings.md).",
 )
 @_codex_options
+@_profile_option
 @_machine_options
 @_logging_options
 def record(
@@ -407,6 +436,7 @@ def record(
     codex_url: str | None,
     codex_token_file: str | None,
     config_overrides: tuple[str, ...],
+    profile: str | None,
     machines: tuple[str, ...],
     machine_token_files: tuple[str, ...],
     ssh_command: str | None,
@@ -425,6 +455,7 @@ def record(
         config_overrides,
         record_to=out,
         machines=gather_machines(machines, machine_token_files, ssh_command),
+        profile=profile,
     )
 
 
@@ -606,11 +637,13 @@ def demo(prompt: str | None, codex_bin: str | None, log_level: str, log_file: st
 
 @main.command()
 @click.option("--codex-bin", metavar="PATH", help="Codex binary to check (as for serve).")
+@_profile_option
 @_runtime_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: every check and the verdict.")
 @_machine_options
 def doctor(
     codex_bin: str | None,
+    profile: str | None,
     runtime_dir: str | None,
     as_json: bool,
     machines: tuple[str, ...],
@@ -640,6 +673,7 @@ def doctor(
             machines=specs,
             ssh=ssh,
             machines_error=error,
+            profile=profile or None,
         )
     )
 

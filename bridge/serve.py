@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .daemon.runtime import DaemonInfo, codex_home, running_daemon, runtime_dir
+from .profiles import PROCESS_WIDE_KEYS, Profile, Profiles, find_profiles, load_profile
 from .shell.codex_process import (
     ENV_CODEX_BIN,
     CodexProcess,
@@ -71,6 +72,8 @@ class ServeOptions:
     #: The machines sessions may act on (``bridge.machines``), and how ssh is run.
     machines: tuple[Any, ...] = ()
     ssh_command: list[str] = field(default_factory=list)
+    #: The Codex config profile named (``--profile``, ``$CODEX_ACP_BRIDGE_PROFILE``).
+    profile: str | None = None
 
     def daemon_dir(self) -> Path | None:
         """The runtime directory of the daemon to attach to, if one runs and should be used."""
@@ -79,25 +82,6 @@ class ServeOptions:
     def attached(self, choice: CodexChoice) -> bool:
         """Whether the chosen Codex is one the bridge attaches to (not one it spawns)."""
         return bool(self.codex_url) or choice.daemon is not None or choice.url is not None
-
-
-#: Config keys (their first part) a Codex reads once, when it starts: sign-in, its own
-#: stores, telemetry. Sent with a thread/start they would change nothing, so an editor
-#: that overrides one needs a Codex of its own.
-PROCESS_WIDE_KEYS = frozenset(
-    {
-        "cli_auth_credentials_store",
-        "forced_login_method",
-        "forced_chatgpt_workspace_id",
-        "chatgpt_base_url",
-        "mcp_oauth_credentials_store",
-        "sqlite_home",
-        "log_dir",
-        "otel",
-        "analytics",
-        "feedback",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -143,8 +127,9 @@ def choose_codex(options: ServeOptions, env: Mapping[str, str] | None = None) ->
     return CodexChoice(
         directory,
         f"Codex: the daemon's at {where} (daemon pid {info.pid}, Codex pid {info.codexPid}, "
-        f"{info.codexVersion or 'version unknown'}; CODEX_HOME {info.codexHome}); commands "
-        "run in the daemon's environment",
+        f"{info.codexVersion or 'version unknown'}; CODEX_HOME {info.codexHome}"
+        + (f"; profile {info.profile} unless the editor names one" if info.profile else "")
+        + "); commands run in the daemon's environment",
         daemon_runs=True,
     )
 
@@ -219,6 +204,39 @@ def _not_the_daemons(options: ServeOptions, info: DaemonInfo, env: Mapping[str, 
     return _not_for_a_shared_codex(options, info.codexBin or "(unknown)", env)
 
 
+def read_profiles(
+    options: ServeOptions, choice: CodexChoice, env: Mapping[str, str] | None = None
+) -> Profiles:
+    """The profiles of the editor's ``CODEX_HOME``, the one named in force: ``--profile``,
+    else the daemon's when ``serve`` attaches to it. Raises ``ProfileError`` (naming the
+    file looked for) when the one named cannot be used."""
+    env = os.environ if env is None else env
+    home = Path(codex_home(env))
+    named, source = options.profile, "--profile"
+    if named is None and choice.daemon is not None:
+        info = running_daemon(choice.daemon)
+        if info is not None and info.profile:
+            named, source = info.profile, f"the daemon's --profile (pid {info.pid})"
+    found, failed = find_profiles(home)
+    warnings = [f"{exc}; not offered" for exc in failed]
+    in_force: Profile | None = None
+    if named is not None:
+        in_force = next((p for p in found if p.name == named), None) or load_profile(home, named)
+        unsent = in_force.unsent()
+        if unsent:
+            warnings.append(
+                f"profile {named!r} sets {', '.join(unsent)}, which Codex reads once, when "
+                "it starts: no thread's config changes it (set it in config.toml or with -c)"
+            )
+    return Profiles(
+        profile=named,
+        path=in_force.path if in_force is not None else None,
+        source=source if named is not None else "",
+        configs={p.name: p.config(options.parsed_overrides) for p in found},
+        warnings=tuple(warnings),
+    )
+
+
 def open_codex(
     options: ServeOptions,
     daemon: Path | None = None,
@@ -268,6 +286,7 @@ def make_engine(
     daemon: Path | None = None,
     shared: bool = False,
     machines: Any = (),
+    profiles: Profiles | None = None,
 ) -> Engine:
     from .acp.auth import API_KEY_VARIABLES
     from .engine import Engine
@@ -287,8 +306,11 @@ def make_engine(
     # ``shared``: Codex's own daemon, which, like the bridge's, outlives this editor.
     shared = shared or daemon is not None
     attached = bool(options.codex_url) or shared
+    profiles = profiles or Profiles()
     return Engine(
         thread_config=thread_config(options, attached=attached),
+        profiles=profiles.configs,
+        profile=profiles.profile,
         api_key=api_key,
         is_directory=is_directory,
         # Beside a daemon's Codex, what waits on the user outlives this editor.
@@ -441,7 +463,8 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
     """Run ``serve`` on this process's stdio; returns the exit status.
 
     0: the client closed the connection. 2: Codex could not be started or
-    reached, or died before it was ready; one line on stderr says why.
+    reached, or died before it was ready, or the profile named cannot be used
+    (:mod:`bridge.profiles`); one line on stderr says why.
     With ``record_to``, every message the engine sees is also written there
     (see :mod:`bridge.recording`).
     """
@@ -454,10 +477,15 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
     else:
         log.info("%s", choice.says)
     try:
+        profiles = read_profiles(options, choice)
         links = make_links(options, choice)
-    except ValueError as exc:  # a token file that cannot be read
+    except ValueError as exc:  # a profile that cannot be used, a token file that cannot be read
         report_fatal(str(exc))
         return 2
+    for warning in profiles.warnings:
+        log.warning("%s", warning)
+    if profiles.profile is not None:
+        log.info("profile: %s", profiles.says())
     with ExitStack() as stack:
         recorder = None
         if record_to is not None:
@@ -473,6 +501,9 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
                 "codexShared": options.attached(choice),
                 # Lists and histories read in pages (recordings from before say nothing).
                 "pagedStore": True,
+                # Each profile's thread config, and the one in force at first.
+                "profiles": profiles.configs,
+                "profile": profiles.profile,
                 "machines": [
                     {"name": o.name, "path": o.path, "description": o.description}
                     | ({"url": o.registration.url} if o.registration else {})
@@ -486,11 +517,16 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
                 engine_config={k: v for k, v in engine_config.items() if v},
             )
             stack.callback(recorder.close)
-        return _serve_stdio(options, choice, recorder, parent, links)
+        return _serve_stdio(options, choice, recorder, parent, links, profiles)
 
 
 def _serve_stdio(
-    options: ServeOptions, choice: CodexChoice, tap: Tap | None, parent: int, links: Any = None
+    options: ServeOptions,
+    choice: CodexChoice,
+    tap: Tap | None,
+    parent: int,
+    links: Any = None,
+    profiles: Profiles | None = None,
 ) -> int:
     # Codex first, when it is one of its own: it starts while the engine is imported. One
     # that cannot start is tried again by the shell, which says why.
@@ -513,6 +549,7 @@ def _serve_stdio(
             daemon=choice.daemon,
             shared=choice.url is not None,
             machines=links.offers() if links is not None else (),
+            profiles=profiles,
         )
         from .shell.early import begin
 

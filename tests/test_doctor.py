@@ -74,6 +74,7 @@ CHECKS = [
     "config.toml",
     "Daemon",
     "Codex used",
+    "Profile",
     "initialize round trip",
 ]
 
@@ -400,6 +401,7 @@ def test_every_error_says_what_to_do() -> None:
         runtime=private_dir(mode=0o777),
         choice="Codex: its own, which cannot start (no Codex binary found); ...",
         choice_fails=True,
+        profile_error="profile 'fast': no file /home/.codex/fast.config.toml",
     )
     checks = checklist(broken)
     # Every line fails; signed-out credentials only warn (the editor can sign in).

@@ -90,11 +90,14 @@ async def run_daemon(
     restart: Restart | None = None,
     page: PageOptions | None = None,
     links: MachineLinks | None = None,
+    profile: str = "",
 ) -> None:
     """Run until SIGTERM / SIGINT (returns) or a crash loop (raises :class:`CrashLoop`).
 
     ``page``: where the daemon's page listens (:mod:`bridge.daemon.page`); ``None``: no page.
     ``links``: the machines' links (bound already), run here and registered with Codex.
+    ``profile``: the Codex config profile published for the editors that attach and name
+    none (their ``serve`` layers it; Codex's app-server takes none).
     """
     restart = restart or Restart()
     token = new_token(directory)
@@ -111,6 +114,7 @@ async def run_daemon(
         codexBin=real_path(codex_bin),
         codexHome=codex_home(),
         startedAt=time.time(),
+        profile=profile,
     )
     opened = await open_page(directory, page) if page is not None else None
     hub = Hub(Board(Picture()), lambda: msgspec.to_builtins(info)) if opened else None

@@ -80,6 +80,9 @@ class DaemonInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The machines its Codex has registered, and the ssh command that reaches them.
     machines: list[DaemonMachine] = msgspec.field(default_factory=list)
     sshCommand: list[str] = msgspec.field(default_factory=list)
+    #: The Codex config profile of the editors that attach and name none (``--profile``):
+    #: each one's ``serve`` layers it over their threads (its Codex runs without one).
+    profile: str = ""
 
 
 class RuntimeDirError(Exception):

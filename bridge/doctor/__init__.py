@@ -23,6 +23,10 @@ One checklist, in this order:
 - **Codex used**: which Codex ``serve`` would use and why, as ``serve`` decides it
   (:func:`bridge.serve.choose_codex`): the bridge's daemon, Codex's own daemon, or one of
   its own;
+- **Profile**: the Codex config profile ``serve`` would put in force (``--profile``, its
+  variable, else the daemon's) and its file, as :func:`bridge.serve.read_profiles` reads
+  them, and the others a session may pick: one named that cannot be used ✗ (``serve``
+  refuses to start), a file that is no profile or a key no thread's config changes !;
 - **initialize round trip**: ``codex app-server`` started as ``serve`` starts it, ``initialize``
   (with ``experimentalApi``, as the engine sends it) answered within a time limit, then
   ``account/read``; the time it took and Codex's ``userAgent``, and what Codex warned about
@@ -64,6 +68,7 @@ from .checks import (
     LOGIN_HINT,
     MACHINES,
     MARKS,
+    PROFILE,
     ROUND_TRIP,
     Check,
     Status,
@@ -80,6 +85,7 @@ from .checks import (
     machine_codex_check,
     machines_error_check,
     overall,
+    profile_check,
     reach_check,
     render,
     round_trip_check,
@@ -110,6 +116,7 @@ __all__ = [
     "LOGIN_HINT",
     "MACHINES",
     "MARKS",
+    "PROFILE",
     "ROUND_TRIP",
     "Check",
     "CodexBinary",
@@ -137,6 +144,7 @@ __all__ = [
     "machine_codex_check",
     "machines_error_check",
     "overall",
+    "profile_check",
     "reach_check",
     "render",
     "round_trip_check",
@@ -154,6 +162,7 @@ def run_doctor(
     machines: Sequence[MachineSpec] = (),
     ssh: Sequence[str] = (),
     machines_error: str | None = None,
+    profile: str | None = None,
 ) -> int:
     """Gather, print the checklist (or its JSON) on stdout; the exit status."""
     findings = trio.run(
@@ -165,6 +174,7 @@ def run_doctor(
             machines=machines,
             ssh=ssh,
             machines_error=machines_error,
+            profile=profile,
         )
     )
     checks = checklist(findings)

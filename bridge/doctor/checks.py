@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from typing import Any, Literal
 from ..acp.auth import API_KEY_VARIABLES
 from ..codex.versions import PINNED, drift_warning, parse, tested_range
 from ..machines import codex_version
+from ..profiles import Profiles
 from .findings import (
     CodexBinary,
     ConfigFile,
@@ -40,6 +42,7 @@ DAEMON = "Daemon"
 CHOICE = "Codex used"
 ROUND_TRIP = "initialize round trip"
 MACHINES = "Machines"
+PROFILE = "Profile"
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ def checklist(findings: Findings) -> list[Check]:
         config_check(findings.config, handshake),
         daemon_check(findings.runtime),
         choice_check(findings.choice, fails=findings.choice_fails),
+        profile_check(findings.profiles, findings.profile_error),
         round_trip_check(handshake, findings.binary),
         *([machines_error_check(findings.machines_error)] if findings.machines_error else []),
         *(check for found in findings.machines for check in machine_checks(found)),
@@ -76,6 +80,26 @@ def choice_check(says: str, *, fails: bool = False) -> Check:
     if fails:
         return Check(CHOICE, "error", detail, INSTALL_HINT)
     return Check(CHOICE, "ok", detail)
+
+
+def profile_check(profiles: Profiles, error: str | None = None) -> Check:
+    """The Codex config profile ``serve`` would put in force, its file, and the others a
+    session may pick (its ``profile`` option); ``error``: why the one named cannot be used."""
+    if error is not None:
+        return Check(
+            PROFILE,
+            "error",
+            error,
+            "create that file, or name another profile (--profile, $CODEX_ACP_BRIDGE_PROFILE): "
+            "serve refuses to start until then",
+        )
+    detail = profiles.says()
+    others = sorted(name for name in profiles.configs if name != profiles.profile)
+    if others:
+        detail += f"; sessions may pick {', '.join(others)}"
+    if profiles.warnings:
+        return Check(PROFILE, "warning", f"{detail}; {'; '.join(profiles.warnings)}")
+    return Check(PROFILE, "ok", detail)
 
 
 def binary_check(binary: CodexBinary) -> Check:
@@ -207,6 +231,13 @@ def config_check(config: ConfigFile, handshake: Handshake | None) -> Check:
     if trial is not None and trial.session_error is not None:
         said = trial.session_error
         detail = f"every new session will fail: {said}"
+        legacy = _LEGACY_PROFILE.search(said)
+        if legacy is not None:
+            # Codex's advice (``codex --profile``) does not reach its app-server; the bridge's does.
+            refused = (
+                f"remove the profile key from {config.path} and start the bridge with "
+                f"--profile {legacy[1]} (it layers $CODEX_HOME/{legacy[1]}.config.toml itself)"
+            )
         return Check(
             CONFIG, "error", detail if str(config.path) in said else where + detail, refused
         )
@@ -240,6 +271,10 @@ def config_check(config: ConfigFile, handshake: Handshake | None) -> Check:
         return Check(CONFIG, "ok", f"none; Codex defaults ({config.path} does not exist)")
     accepted = "Codex accepts it" if trial is not None else "parses (Codex could not be asked)"
     return Check(CONFIG, "ok", f"{where}{accepted}")
+
+
+#: Codex 0.171's refusal of ``profile = "NAME"`` in ``config.toml``.
+_LEGACY_PROFILE = re.compile(r'legacy `profile = "([^"]+)"`')
 
 
 def daemon_check(runtime: RuntimeDir) -> Check:

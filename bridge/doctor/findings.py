@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..codex import palette as codex_palette
 from ..daemon.runtime import DaemonInfo
+from ..profiles import Profiles
 
 #: How Codex 0.169 begins the ``configWarning`` of a config it cannot load (the server runs on
 #: its defaults, but every ``thread/start`` fails with the same error).
@@ -130,6 +131,10 @@ class Findings:
     machines: tuple[MachineFound, ...] = ()
     #: Why the machines named cannot be used as written (the file or a flag).
     machines_error: str | None = None
+    #: The config profiles as ``serve`` would use them, and why the one named cannot be
+    #: used (``None``: it can, or none is named).
+    profiles: Profiles = field(default_factory=Profiles)
+    profile_error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,10 @@ async def gather(
     machines: Sequence[MachineSpec] = (),
     ssh: Sequence[str] = (),
     machines_error: str | None = None,
+    profile: str | None = None,
 ) -> Findings:
-    """Everything doctor looks at; the handshake and the machines at once."""
+    """Everything doctor looks at; the handshake and the machines at once. ``profile``:
+    the config profile named (``--profile``)."""
     binary = await find_binary(codex_bin, env)
     handshake = None
     found: tuple[MachineFound, ...] = ()
@@ -75,20 +77,33 @@ async def gather(
             variables=frozenset(name for name, value in env.items() if value),
         ),
         runtime=inspect_runtime_dir(runtime_dir(runtime, env)),
-        **_choice(codex_bin, runtime, env, own=binary.path),
+        **_choice(codex_bin, runtime, env, own=binary.path, profile=profile),
         machines=found,
         machines_error=machines_error,
     )
 
 
 def _choice(
-    codex_bin: str | None, runtime: str | None, env: Mapping[str, str], *, own: str | None
+    codex_bin: str | None,
+    runtime: str | None,
+    env: Mapping[str, str],
+    *,
+    own: str | None,
+    profile: str | None = None,
 ) -> dict[str, Any]:
-    from ..serve import ServeOptions, choose_codex
+    """Which Codex ``serve`` would use, and the profiles it would give its threads."""
+    from ..profiles import ProfileError
+    from ..serve import ServeOptions, choose_codex, read_profiles
 
-    choice = choose_codex(ServeOptions(codex_bin=codex_bin, runtime_dir=runtime), env)
+    options = ServeOptions(codex_bin=codex_bin, runtime_dir=runtime, profile=profile)
+    choice = choose_codex(options, env)
     shared = choice.daemon is not None or choice.url is not None
-    return {"choice": choice.says, "choice_fails": not shared and own is None}
+    found: dict[str, Any] = {"choice": choice.says, "choice_fails": not shared and own is None}
+    try:
+        found["profiles"] = read_profiles(options, choice, env)
+    except ProfileError as exc:
+        found["profile_error"] = str(exc)
+    return found
 
 
 async def find_binary(codex_bin: str | None, env: Mapping[str, str]) -> CodexBinary:

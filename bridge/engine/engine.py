@@ -58,7 +58,7 @@ cancels a prompt and a settled prompt finishes a close (prompts, lifecycle).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from msgspec import Raw
@@ -122,7 +122,9 @@ class Engine:
     Each call returns the effects to carry out, in order.
 
     ``thread_config``: the ``-c key=value`` overrides sent with every
-    ``thread/start``. ``api_key``: an OpenAI API key from the bridge's
+    ``thread/start``; ``profiles``: Codex's config profiles, each as the ``config`` sent
+    instead while it is in force (the ``profile`` option picks one; ``profile`` is the
+    one at first). ``api_key``: an OpenAI API key from the bridge's
     environment, for ``authenticate``. ``is_directory``: whether a path is an
     existing directory (the shell asks the file system; a replay answers as
     the recording says). The engine reads no environment and no file itself.
@@ -132,6 +134,8 @@ class Engine:
         self,
         *,
         thread_config: dict[str, Any] | None = None,
+        profiles: Mapping[str, dict[str, Any]] | None = None,
+        profile: str | None = None,
         api_key: str | None = None,
         is_directory: Callable[[str], bool] | None = None,
         detachable: bool = False,
@@ -142,6 +146,8 @@ class Engine:
     ) -> None:
         hub = self.hub = Hub(
             thread_config=thread_config,
+            profiles=profiles,
+            profile=profile,
             api_key=api_key,
             # Without a file system to ask (a replay of an old recording), trust the client.
             is_directory=is_directory or (lambda _path: True),

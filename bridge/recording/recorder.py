@@ -47,7 +47,9 @@ class Recorder:
             version=VERSION,
             bridge=__version__,
             transport=transport,
-            engine=engine_config or {},
+            # A profile or an override may hold a secret (a provider's header): the engine's
+            # config is redacted as the messages are (its replay then sends the same).
+            engine=self._redactor.value(engine_config or {}),
             redaction=DESCRIPTION,
         )
         self._have_client = False

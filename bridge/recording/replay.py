@@ -186,6 +186,9 @@ def engine_options(recording: Recording) -> dict[str, Any]:
         "detachable": bool(options.get("detachable")),
         "paged_store": bool(options.get("pagedStore")),
         "codex_shared": bool(options.get("codexShared")),
+        # Codex's config profiles, each as the thread config sent with it in force.
+        "profiles": options.get("profiles") or {},
+        "profile": options.get("profile"),
         "machines": [
             MachineOffer(
                 name=m["name"],

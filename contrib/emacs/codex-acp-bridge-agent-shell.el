@@ -25,7 +25,9 @@
 ;;; Code:
 
 (defvar codex-acp-bridge-agent-shell-command '("codex-acp-bridge" "serve")
-  "The program that serves ACP on stdio, and its arguments.")
+  "The program that serves ACP on stdio, and its arguments.
+For a Codex config profile ($CODEX_HOME/NAME.config.toml over config.toml),
+add \"--profile\" \"NAME\" to the list.")
 
 (defun codex-acp-bridge-agent-shell-config ()
   "Return the agent-shell configuration of codex-acp-bridge."

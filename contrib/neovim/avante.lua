@@ -29,11 +29,13 @@ require("avante").setup({
     ["codex-acp-bridge"] = {
       command = "codex-acp-bridge",
       args = { "serve" },
+      -- For a Codex config profile ($CODEX_HOME/NAME.config.toml): "serve", "--profile", "NAME".
       env = {
         HOME = os.getenv("HOME"),
         CODEX_HOME = os.getenv("CODEX_HOME"),
         CODEX_ACP_BRIDGE_CODEX_BIN = os.getenv("CODEX_ACP_BRIDGE_CODEX_BIN"),
         CODEX_ACP_BRIDGE_RUNTIME_DIR = os.getenv("CODEX_ACP_BRIDGE_RUNTIME_DIR"),
+        CODEX_ACP_BRIDGE_PROFILE = os.getenv("CODEX_ACP_BRIDGE_PROFILE"),
         XDG_RUNTIME_DIR = os.getenv("XDG_RUNTIME_DIR"),
         TMPDIR = os.getenv("TMPDIR"),
       },

@@ -38,6 +38,7 @@ require("codecompanion").setup({
             vision = true,
           },
           commands = {
+            -- A Codex config profile ($CODEX_HOME/NAME.config.toml): add "--profile", "NAME".
             default = { "codex-acp-bridge", "serve" },
           },
           defaults = {

@@ -180,7 +180,10 @@ class Hub:
     """The engine's shared state and output (see the module docstring).
 
     ``thread_config`` is sent as ``config`` in every ``thread/start`` (the
-    ``-c key=value`` overrides, for a Codex the bridge did not start itself).
+    ``-c key=value`` overrides, for a Codex the bridge did not start itself) while no
+    profile is in force; ``profiles`` is the ``config`` to send instead with each
+    profile in force (by name: the profile layered, the overrides over it), and
+    ``profile`` the one in force at first (``None``: none).
     ``api_key`` is an OpenAI API key from the bridge's environment, for the
     ``authenticate`` method that hands it to Codex (the engine reads no
     environment itself). ``is_directory`` answers whether a path is an
@@ -193,6 +196,8 @@ class Hub:
         *,
         thread_config: dict[str, Any] | None,
         api_key: str | None,
+        profiles: Mapping[str, dict[str, Any]] | None = None,
+        profile: str | None = None,
         is_directory: Callable[[str], bool],
         paged_store: bool = False,
         codex_shared: bool = False,
@@ -208,7 +213,12 @@ class Hub:
         self.prompt_ending: Callable[[PromptEnded], PromptEnded] = _as_it_is
         self.codex_ready = False
         self.codex_lost_reason: str | None = None
-        self.thread_config = thread_config or None
+        #: What every thread is started (or opened) with without a profile.
+        self.base_config = thread_config or None
+        #: Codex's config profiles, each as the ``config`` a thread gets with it in force.
+        self.profiles: dict[str, dict[str, Any]] = dict(profiles or {})
+        #: The profile new threads get (the ``profile`` option's), ``None``: none.
+        self.profile = profile if profile in self.profiles else None
         self.api_key = api_key or None
         self.is_directory = is_directory
         #: The stored work is read in pages: ``session/list`` from Codex's index
@@ -244,6 +254,14 @@ class Hub:
         #: The machine the shell stored for a thread (``MachineChosen``), if any.
         self.stored_machine: Callable[[str], str | None] = _nothing_stored
         self._out: list[Effect] = []
+
+    @property
+    def thread_config(self) -> dict[str, Any] | None:
+        """The ``config`` of the threads started or opened now: the profile's, else the
+        overrides (``None``: nothing to send)."""
+        if self.profile is not None:
+            return self.profiles[self.profile] or None
+        return self.base_config
 
     def declares(self, capability: str) -> bool:
         """The client declared AIR's ``capability`` at ``initialize``."""

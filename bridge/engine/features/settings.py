@@ -2,7 +2,8 @@
 
 **Settings.** Each session offers three selectors (ACP ``configOptions``, the
 mode also as the older ``modes``): its mode (Codex's approval presets,
-:mod:`bridge.engine.views.presets`), its model and its reasoning effort. What
+:mod:`bridge.engine.views.presets`), its model and its reasoning effort (and
+more: the collaboration mode, the machine, the profile). What
 each offers, and which value is current, is :mod:`bridge.engine.views.setting_views`'s;
 this feature keeps the facts those views read (the thread's ``Settings``, the
 catalog), sends the client what changed (:meth:`SettingsSelectors._sync`: only
@@ -24,6 +25,13 @@ Codex that lacks the method, picks go with every ``turn/start`` instead
 (``approvalPolicy`` + ``sandboxPolicy``, ``model``, ``effort``), which Codex
 applies to that turn and keeps for the thread. ``/review``, ``/compact`` and
 ``/shell`` run with the thread's settings.
+
+The profile (where Codex's home has config profiles) is another kind of pick: the
+connection's, not the thread's. It decides the ``config`` of the threads started (or
+opened) after it (:attr:`Hub.thread_config`); a profile's keys are config, which
+Codex reads when a thread starts, and most of them (a provider, MCP servers,
+instructions) have no ``thread/settings/update`` member, so an open thread keeps
+what it started with rather than take part of a profile and look like all of it.
 
 Once the client knows a session, it is offered the slash commands
 (:mod:`bridge.engine.features.commands`), then the skills Codex has for the
@@ -267,7 +275,10 @@ class SettingsSelectors:
         return state
 
     def _options(self, settings: Settings) -> list[acp_settings.SessionConfigSelect]:
-        options = setting_views.options(settings, self.catalog, self.hub.machines)
+        hub = self.hub
+        options = setting_views.options(
+            settings, self.catalog, hub.machines, list(hub.profiles), hub.profile
+        )
         if self.hub.air is not None:
             current = setting_views.current_model(settings)
             air_settings.decorate_options(
@@ -394,6 +405,15 @@ class SettingsSelectors:
             settings.picked_machine = value
             self.hub.effect(MachineChosen(session_id, value))
             answer()
+            return
+        if option.id == setting_views.PROFILE_OPTION:
+            # The connection's, for the threads started from now on: nothing changes in
+            # this one (see the option's description); every session shows the pick.
+            self.hub.profile = None if value == setting_views.NO_PROFILE else value
+            answer()
+            for record in self.hub.threads.sessions():
+                if record.id != session_id and record.settings is not None:
+                    self._sync(record.id, record.settings)
             return
         change = codex_settings.ThreadSettingsUpdateParams(threadId=session_id)
         if option.id == setting_views.MODE_OPTION:

@@ -13,7 +13,13 @@ older ``modes``, for clients that only know those):
   provider's model stays offered after another is picked;
 - *reasoning effort* (:data:`EFFORT_OPTION`): the efforts the current model
   supports, as the catalog says, and the current one; the option is left out
-  when no effort is known (none configured, and the model not in the catalog).
+  when no effort is known (none configured, and the model not in the catalog);
+- *collaboration mode* (:data:`COLLABORATION_OPTION`) and, where the user named
+  machines, the *machine* (:data:`MACHINE_OPTION`);
+- *profile* (:data:`PROFILE_OPTION`), where Codex's home has config profiles
+  (``NAME.config.toml``): each of them, and :data:`NO_PROFILE`. Its value is the
+  profile the threads started from now on get (the connection's, the same on every
+  session); a session's own thread keeps the configuration it started with.
 
 What is current is the user's pick, until Codex has it; else what Codex reported
 for the thread (an effort it leaves unset is the model's default).
@@ -22,7 +28,7 @@ for the thread (an effort it leaves unset is the model's default).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
 from msgspec import UNSET
@@ -43,6 +49,10 @@ MODEL_OPTION = "model"
 EFFORT_OPTION = "reasoning_effort"
 MACHINE_OPTION = "machine"
 COLLABORATION_OPTION = "collaboration_mode"
+PROFILE_OPTION = "profile"
+#: The ``profile`` option's value for no profile: ``config.toml`` alone (no file
+#: ``(none).config.toml`` is offered as a profile).
+NO_PROFILE = "(none)"
 #: Codex's collaboration modes (``ModeKind``), as its TUI names them.
 COLLABORATION_MODES = (
     ("default", "Default", "Codex works on what you ask."),
@@ -132,10 +142,15 @@ def current_effort(settings: Settings, catalog: Catalog) -> str | None:
 
 
 def options(
-    settings: Settings, catalog: Catalog, machines: Mapping[str, Machine] | None = None
+    settings: Settings,
+    catalog: Catalog,
+    machines: Mapping[str, Machine] | None = None,
+    profiles: Sequence[str] = (),
+    profile: str | None = None,
 ) -> list[acp_settings.SessionConfigSelect]:
     """The session's config options: mode, model and, when known, reasoning effort; the
-    machine where the user named any."""
+    machine where the user named any; the profile (``profile`` in force) where Codex
+    has ``profiles``."""
     selects = [_mode_select(settings), _model_select(settings, catalog)]
     effort = _effort_select(settings, catalog)
     if effort is not None:
@@ -143,7 +158,37 @@ def options(
     selects.append(_collaboration_select(settings))
     if machines:
         selects.append(_machine_select(settings, machines))
+    if profiles:
+        selects.append(_profile_select(profiles, profile))
     return selects
+
+
+def _profile_select(
+    profiles: Sequence[str], profile: str | None
+) -> acp_settings.SessionConfigSelect:
+    values = [
+        acp_settings.SessionConfigSelectOption(
+            value=NO_PROFILE, name="None", description="config.toml alone."
+        )
+    ]
+    values += [
+        acp_settings.SessionConfigSelectOption(
+            value=name, name=name, description=f"{name}.config.toml over config.toml."
+        )
+        for name in profiles
+    ]
+    return acp_settings.SessionConfigSelect(
+        id=PROFILE_OPTION,
+        name="Profile",
+        description=(
+            "The Codex config profile (NAME.config.toml in Codex's home) of the sessions "
+            "started or loaded from now on. A session keeps the configuration it started with: "
+            "picking one changes nothing in this session (its model, reasoning effort and "
+            "mode have options of their own)."
+        ),
+        currentValue=profile if profile is not None else NO_PROFILE,
+        options=values,
+    )
 
 
 def current_collaboration(settings: Settings) -> str:
