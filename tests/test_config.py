@@ -241,11 +241,15 @@ def test_available_commands_follow_the_session_new_result() -> None:
         "goal",
         "plan",
         "rename",
+        "rewind",
         "logout",
         "shell",
     ]
     # A command that takes an argument says what it takes.
-    for name in ("review", "review-branch", "review-commit", "goal", "plan", "rename", "shell"):
+    for name in (
+        *("review", "review-branch", "review-commit", "goal", "plan", "rename", "rewind"),
+        "shell",
+    ):
         assert commands[name]["input"]["hint"], name
     for name in ("status", "mcp", "skills", "compact", "logout"):
         assert "input" not in commands[name], name

@@ -9,7 +9,8 @@ settings is announced. Two kinds:
   (``thread/compact/start``), ``/shell COMMAND`` (``thread/shellCommand``);
 - commands answered at once as agent text (:class:`QuickCommand`, run by
   :mod:`bridge.engine.features.palette`): ``/status``, ``/mcp``, ``/skills``, ``/goal``,
-  ``/plan [off]``, ``/rename NAME``, ``/logout``.
+  ``/plan [off]``, ``/rename NAME``, ``/logout``, ``/rewind [N]`` (which a session busy with
+  a turn refuses at once, rather than queue: it takes back finished prompts only).
 
 Each enabled skill Codex has for the session's folder (``skills/list``, asked once the
 session is announced) is offered too, as ``/SKILL [what to do]``: a turn whose input
@@ -73,6 +74,12 @@ COMMANDS: tuple[acp_commands.AvailableCommand, ...] = (
         "optional: off",
     ),
     _command("rename", "Rename this session.", "the new name"),
+    _command(
+        "rewind",
+        "Take back the last prompt (or the last N): the conversation, and the files it changed "
+        "where they are still as it left them.",
+        "optional: how many prompts, e.g. 2",
+    ),
     _command("logout", "Sign Codex out of your account on this machine."),
     _command(
         "shell",
@@ -81,7 +88,9 @@ COMMANDS: tuple[acp_commands.AvailableCommand, ...] = (
     ),
 )
 #: Commands answered without a turn of their own (see :mod:`bridge.engine.features.palette`).
-QUICK = frozenset({"status", "mcp", "skills", "goal", "plan", "rename", "logout"})
+QUICK = frozenset({"status", "mcp", "skills", "goal", "plan", "rename", "logout", "rewind"})
+#: The most prompts one ``/rewind`` takes back.
+MAX_REWIND = 1000
 _NAMES = frozenset(c.name for c in COMMANDS)
 
 #: AIR's command actions: the client keeps ``/goal`` before what the user types next and
@@ -126,6 +135,26 @@ class QuickCommand:
 _COMMAND = r"(?s)/([A-Za-z][\w-]*)(?:\s+(.*))?\Z"
 
 
+def is_rewind(record: ThreadRecord, inputs: list[codex_types.UserInput]) -> bool:
+    """The prompt is ``/rewind`` (in a session that takes commands)."""
+    if record.settings is None or not inputs or not isinstance(inputs[0], codex_types.TextInput):
+        return False
+    match = re.match(_COMMAND, inputs[0].text)
+    return match is not None and match.group(1) == "rewind"
+
+
+def rewind_count(argument: str) -> int:
+    """How many prompts ``/rewind ARGUMENT`` takes back (-32602 unless a whole number from 1)."""
+    if not argument:
+        return 1
+    if re.fullmatch("[0-9]{1,9}", argument) is None or not 1 <= int(argument) <= MAX_REWIND:
+        raise RpcError.invalid_params(
+            f"/rewind takes how many prompts to take back, from 1 to {MAX_REWIND} "
+            f"(e.g. /rewind 2), not {argument!r}"
+        )
+    return int(argument)
+
+
 def command_request(
     record: ThreadRecord, inputs: list[codex_types.UserInput]
 ) -> tuple[str, Any] | QuickCommand | None:
@@ -156,6 +185,8 @@ def command_request(
             raise RpcError.invalid_params(f"/{name} takes no arguments")
         if name == "plan" and argument not in ("", "on", "off"):
             raise RpcError.invalid_params("/plan takes no argument, or off")
+        if name == "rewind":
+            rewind_count(argument)
         if name == "rename" and not argument:
             raise RpcError.invalid_params("/rename needs a name, e.g. /rename fix the login bug")
         return QuickCommand(name, argument)

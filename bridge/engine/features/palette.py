@@ -21,7 +21,10 @@ error, with Codex's words.
   option sets it (the option follows);
 - ``/rename NAME``: ``thread/name/set`` (Codex then reports the new title, which
   reaches the client as ``session_info_update``);
-- ``/logout``: ``account/logout``.
+- ``/logout``: ``account/logout``;
+- ``/rewind [N]``: the last N prompts taken back, their history (``thread/revert``) and their
+  file changes where the files are still as they left them (through Codex's ``fs/*``), by
+  its part :mod:`bridge.engine.features.rewind`.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from ...jsonrpc import RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, from_codex
 from ..core.threads import ThreadRecord
-from .commands import QuickCommand
+from .commands import QuickCommand, rewind_count
+from .rewind import Rewind
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +76,7 @@ class Palette:
     def __init__(self, hub: Hub, *, settings: Described) -> None:
         self.hub = hub
         self._settings = settings
+        self.rewinds = Rewind(hub)
 
     def run(self, record: ThreadRecord, command: QuickCommand, done: Done, failed: Failed) -> None:
         handler = getattr(self, "_" + command.name)
@@ -233,6 +238,9 @@ class Palette:
             lambda _result: done(f"Renamed this session to “{argument}”."),
             failed,
         )
+
+    def _rewind(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
+        self.rewinds.run(record, rewind_count(argument), done, failed)
 
     def _logout(self, _record: ThreadRecord, _argument: str, done: Done, failed: Failed) -> None:
         self._ask(

@@ -15,7 +15,9 @@ turn).
 command answered without one, a resume after Codex came back) is queued, and
 starts when the work ends, in arrival order; ``session/cancel`` answers the
 queued ones ``cancelled`` at once and interrupts the turn (once Codex has
-named it: a turn Codex has not named yet is interrupted as soon as it is). A
+named it: a turn Codex has not named yet is interrupted as soon as it is).
+``/rewind`` alone is refused instead (-32600): it takes back finished prompts, and
+the one running would have it take back something else than the user saw. A
 turn another client of the same Codex started on the session is the session's
 turn too (``TurnStarter.FOREIGN``).
 
@@ -54,7 +56,7 @@ from ..core import facts
 from ..core.hub import Hub, check_directory, decode_params, from_codex
 from ..core.machines import LOCAL
 from ..core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn, TurnStarter
-from .commands import QuickCommand, command_request
+from .commands import QuickCommand, command_request, is_rewind
 from .prompt_input import prompt_to_input
 from .steering import Steering
 from .turn_errors import lacks_credentials, policy_message
@@ -177,8 +179,16 @@ class Prompts:
         if record.gone is not None:
             raise RpcError.not_found(record.gone, {"sessionId": record.id})
         inputs = prompt_to_input(content)
+        busy = record.turn is not None or bool(record.queued) or record.resuming
+        if busy and is_rewind(record, inputs):
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST,
+                "/rewind takes back finished prompts only: the session is still working "
+                "(wait for it, or cancel it first)",
+                {"sessionId": record.id},
+            )
         record.prompts[rid] = Prompt(rid, content)
-        if record.turn is not None or record.queued or record.resuming:
+        if busy:
             # Typed while the agent works: it runs when the turn ends, in arrival order.
             record.queued.append(QueuedPrompt(rid, inputs))
             log.info(

@@ -1,0 +1,70 @@
+"""Codex app-server file methods (``fs/readFile``, ``fs/writeFile``, ``fs/remove``,
+``fs/createDirectory``; stable API since 0.169) and ``thread/revert``, behind ``/rewind``.
+
+Codex's file methods act on *the app-server's own machine* (its schema: "the host
+filesystem"): they take an absolute path and no environment, so they reach the files of
+a thread whose environment is ``local``, wherever the bridge runs, and never those of a
+thread that works on another machine (``codex exec-server``). Contents travel as base64.
+
+Same conventions as :mod:`bridge.codex.types`: only the members the bridge uses, unknown
+fields ignored.
+"""
+
+from __future__ import annotations
+
+from msgspec import UNSET, UnsetType
+
+from ..wire import WireStruct as _Base
+
+READ_FILE = "fs/readFile"
+WRITE_FILE = "fs/writeFile"
+REMOVE = "fs/remove"
+CREATE_DIRECTORY = "fs/createDirectory"
+#: Replace a thread's stored history by the part before one turn (the files stay as they
+#: are); Codex answers, then sends ``thread/reverted {threadId}``.
+REVERT = "thread/revert"
+
+#: The end of Codex's message for a path that does not exist (0.171: ``No such file or
+#: directory (os error 2)``, -32603), the only way its answer tells "absent" apart.
+NOT_FOUND = "(os error 2)"
+
+
+def not_found(message: str) -> bool:
+    """Codex's error says the path does not exist (see :data:`NOT_FOUND`)."""
+    return message.rstrip().endswith(NOT_FOUND)
+
+
+class FsReadFileParams(_Base):
+    #: Absolute (Codex refuses a relative path).
+    path: str
+
+
+class FsReadFileResult(_Base):
+    dataBase64: str
+
+
+class FsWriteFileParams(_Base):
+    """Write a whole file (its folder must exist: Codex creates none)."""
+
+    path: str
+    dataBase64: str
+
+
+class FsRemoveParams(_Base):
+    path: str
+    #: ``False``: a folder is never removed with what it holds (Codex's default: ``True``).
+    recursive: bool | UnsetType = UNSET
+    #: ``False``: a path that is already gone is an error (Codex's default: ``True``).
+    force: bool | UnsetType = UNSET
+
+
+class FsCreateDirectoryParams(_Base):
+    path: str
+    #: Create the missing folders above it too (Codex's default).
+    recursive: bool | UnsetType = UNSET
+
+
+class ThreadRevertParams(_Base):
+    threadId: str
+    #: The first turn left out: it and every later turn leave the stored history.
+    beforeTurnId: str

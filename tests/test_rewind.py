@@ -1,0 +1,482 @@
+"""``/rewind``, in the engine alone: the span it takes back, the undo plan (newest first, only
+where a file is still as its change left it), its refusals and errors (the real Codex runs it
+in ``tests/test_e2e_rewind.py``)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import msgspec
+import pytest
+
+from bridge.codex import items as codex_items
+from bridge.codex import types as codex_types
+from bridge.engine.core.machines import MachineOffer, Registration
+from bridge.engine.views import rewind_plan
+from bridge.engine.views.rewind_plan import Unreadable
+from tests.test_config import THREAD, H, open_session, prompt
+
+BIG = "".join(f"l{i}\n" for i in range(1, 41))
+BIG_EDITED = BIG.replace("l11\n", "L11\n")
+BIG_DIFF = "@@ -10,3 +10,3 @@\n l10\n-l11\n+L11\n l12\n"
+
+
+# -- Codex's stored items -------------------------------------------------------------------
+
+
+def user(text: str, item_id: str = "u") -> dict[str, Any]:
+    return {"type": "userMessage", "id": item_id, "content": [{"type": "text", "text": text}]}
+
+
+def said_item(text: str = "ok") -> dict[str, Any]:
+    return {"type": "agentMessage", "id": "m", "text": text}
+
+
+def add(path: str, text: str) -> dict[str, Any]:
+    return {"path": path, "kind": {"type": "add"}, "diff": text}
+
+
+def delete(path: str, text: str) -> dict[str, Any]:
+    return {"path": path, "kind": {"type": "delete"}, "diff": text}
+
+
+def update(path: str, diff: str, move: str | None = None) -> dict[str, Any]:
+    return {"path": path, "kind": {"type": "update", "move_path": move}, "diff": diff}
+
+
+def patch(*changes: dict[str, Any], status: str = "completed") -> dict[str, Any]:
+    return {"type": "fileChange", "id": "p", "changes": list(changes), "status": status}
+
+
+def command(
+    line: str, status: str = "completed", actions: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    return {
+        "type": "commandExecution",
+        "id": "c",
+        "command": f"/bin/bash -lc '{line}'",
+        "cwd": "/work",
+        "status": status,
+        "commandActions": actions or [{"type": "unknown", "command": line}],
+    }
+
+
+def turn(turn_id: str, *items: dict[str, Any], status: str = "completed") -> dict[str, Any]:
+    return {"id": turn_id, "status": status, "items": list(items)}
+
+
+def turns(*raw: dict[str, Any]) -> list[codex_types.Turn]:
+    return msgspec.json.decode(msgspec.json.encode(list(raw)), type=list[codex_types.Turn])
+
+
+def changes(*raw: dict[str, Any]) -> list[codex_items.FileUpdateChange]:
+    return msgspec.convert(list(raw), list[codex_items.FileUpdateChange])
+
+
+# -- the span ---------------------------------------------------------------------------------
+
+
+def test_the_span_is_the_newest_prompts_and_every_turn_after_the_oldest() -> None:
+    newest_first = turns(
+        turn("t4", user("four"), patch(add("/work/d.txt", "d\n"))),
+        turn("t3", said_item("compacted")),  # no prompt: a /compact, a goal's own turn
+        turn("t2", user("two"), user("steered in", "u2"), command("make")),
+        turn("t1", user("one")),
+    )
+    span = rewind_plan.find_span(newest_first, 2, "/work")
+    assert span is not None
+    assert span.before_turn == "t2"
+    assert span.prompts == ["two", "four"]  # a steer is no prompt of its own
+    assert [c.path for c in span.changes] == ["/work/d.txt"]
+    assert [c.command for c in span.commands] == ["make"]
+    assert rewind_plan.find_span(newest_first, 4, "/work") is None  # only three prompts
+    assert rewind_plan.prompts_in(newest_first) == 3
+
+
+def test_the_span_names_what_ran_but_not_reads_declined_work_or_failed_patches() -> None:
+    [t] = turns(
+        turn(
+            "t",
+            user("go"),
+            command(
+                "cat a.txt",
+                actions=[
+                    {"type": "read", "command": "cat a.txt", "name": "a.txt", "path": "a.txt"}
+                ],
+            ),
+            command("rm -rf build", status="declined"),
+            command("echo x > out.txt", status="failed"),
+            patch(add("b.txt", "b\n"), status="failed"),
+            patch(update("rel/c.txt", BIG_DIFF)),
+            {
+                "type": "mcpToolCall",
+                "id": "m1",
+                "server": "db",
+                "tool": "drop",
+                "status": "completed",
+            },
+            {
+                "type": "collabAgentToolCall",
+                "id": "s",
+                "tool": "spawnAgent",
+                "receiverThreadIds": ["child-1"],
+            },
+        )
+    )
+    span = rewind_plan.find_span([t], 1, "/work")
+    assert span is not None
+    assert [c.command for c in span.commands] == ["echo x > out.txt"]
+    # A relative path is taken in the session's folder.
+    assert [c.path for c in span.changes] == ["/work/rel/c.txt"]
+    assert span.tool_calls == ["db/drop"]
+    assert span.spawned == ["child-1"]
+
+
+# -- the undo plan ------------------------------------------------------------------------------
+
+
+def test_changes_are_undone_newest_first_over_the_files_as_they_are() -> None:
+    # Created, then edited: undoing the edit first gives back the created text, which
+    # then matches the creation, so the file goes.
+    plan = rewind_plan.plan_undo(
+        changes(add("/w/a.txt", "a\n"), update("/w/a.txt", "@@ -1 +1 @@\n-a\n+A\n")),
+        {"/w/a.txt": "A\n"},
+    )
+    assert [u.how for u in plan.undone] == ["restored", "removed"]
+    assert plan.writes == {"/w/a.txt": None}
+    assert plan.conflicts == []
+
+
+def test_an_edit_deletion_and_move_are_returned() -> None:
+    plan = rewind_plan.plan_undo(
+        changes(
+            update("/w/big.txt", BIG_DIFF),
+            delete("/w/gone.txt", "old\n"),
+            update("/w/from.txt", "@@ -1 +1 @@\n-x\n+y\n", move="/w/to.txt"),
+        ),
+        {"/w/big.txt": BIG_EDITED, "/w/gone.txt": None, "/w/from.txt": None, "/w/to.txt": "y\n"},
+    )
+    assert [u.how for u in plan.undone] == ["moved back", "written back", "restored"]
+    assert plan.writes == {
+        "/w/big.txt": BIG,
+        "/w/gone.txt": "old\n",
+        "/w/from.txt": "x\n",
+        "/w/to.txt": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "now", "why"),
+    [
+        (add("/w/a.txt", "a\n"), "a\nmore\n", "it changed since"),
+        (add("/w/a.txt", "a\n"), None, "it is gone since"),
+        (delete("/w/a.txt", "a\n"), "new\n", "a file is there again"),
+        (update("/w/a.txt", BIG_DIFF), BIG, "it changed since"),  # already undone
+        (update("/w/a.txt", BIG_DIFF), "l0\n" + BIG_EDITED, "it changed since"),  # lines moved
+        (update("/w/a.txt", BIG_DIFF), None, "it is gone since"),
+        (update("/w/a.txt", "@@ -1,2 +1,2 @@\n-a\n"), "b\n", "its diff cannot be read"),
+        (add("/w/a.txt", "a\n"), Unreadable("path is not a file"), "Codex could not read it"),
+    ],
+)
+def test_a_file_changed_since_is_left_alone_as_a_conflict(
+    change: dict[str, Any], now: Any, why: str
+) -> None:
+    plan = rewind_plan.plan_undo(changes(change), {"/w/a.txt": now})
+    assert plan.undone == [] and plan.writes == {}
+    [conflict] = plan.conflicts
+    assert conflict.why.startswith(why), conflict.why
+
+
+def test_a_conflict_leaves_the_older_changes_of_that_file_alone_and_the_others_not() -> None:
+    plan = rewind_plan.plan_undo(
+        changes(
+            add("/w/a.txt", "a\n"),
+            add("/w/b.txt", "b\n"),
+            update("/w/a.txt", "@@ -1 +1 @@\n-a\n+A\n"),
+        ),
+        {"/w/a.txt": "edited by the user\n", "/w/b.txt": "b\n"},
+    )
+    assert [(c.change.path, c.why) for c in plan.conflicts] == [
+        ("/w/a.txt", "it changed since"),
+        ("/w/a.txt", "a later change to it is left alone"),
+    ]
+    assert plan.writes == {"/w/b.txt": None}
+
+
+def test_a_move_is_left_alone_when_its_old_path_is_taken_again() -> None:
+    plan = rewind_plan.plan_undo(
+        changes(update("/w/from.txt", "@@ -1 +1 @@\n-x\n+y\n", move="/w/to.txt")),
+        {"/w/from.txt": "someone else's\n", "/w/to.txt": "y\n"},
+    )
+    assert [c.why for c in plan.conflicts] == ["a file is at /w/from.txt again"]
+
+
+def test_bytes_that_are_not_utf8_survive_the_round_trip() -> None:
+    from bridge.engine.features.rewind import decode_text, encode_text
+
+    raw = b"caf\xe9\n"
+    text = decode_text(base64.b64encode(raw).decode())
+    assert text is not None
+    assert base64.b64decode(encode_text(text)) == raw
+    assert decode_text("not base64!") is None
+
+
+# -- the command, through the engine ---------------------------------------------------------
+
+
+def run(h: H, text: str) -> int:
+    return h.client_request(
+        "session/prompt", {"sessionId": THREAD, "prompt": [{"type": "text", "text": text}]}
+    )
+
+
+def said(h: H) -> str:
+    chunks = [u for u in h.updates(THREAD) if u["sessionUpdate"] == "agent_message_chunk"]
+    return str(chunks[-1]["content"]["text"]) if chunks else ""
+
+
+def list_turns(h: H, *newest_first: dict[str, Any], cursor: str | None = None) -> dict[str, Any]:
+    request = h.codex_request("thread/turns/list")
+    h.codex_reply(request["id"], {"data": list(newest_first), "nextCursor": cursor})
+    return request["params"]  # type: ignore[no-any-return]
+
+
+def answered(h: H) -> set[Any]:
+    return {m["id"] for m in h.to_codex if "method" not in m and "id" in m}
+
+
+def reply_all(h: H, method: str, answer: Any) -> list[dict[str, Any]]:
+    """Answer every ``method`` request not answered yet: ``answer(params)`` → a result, or
+    an error message as ``("error", message)``; their params, in order."""
+    done = getattr(h, "_rewind_replied", set())
+    h._rewind_replied = done  # type: ignore[attr-defined]
+    asked = [m for m in h.to_codex if m.get("method") == method and m["id"] not in done]
+    for request in asked:
+        done.add(request["id"])
+        result = answer(request["params"])
+        if isinstance(result, tuple):
+            h.codex_error(request["id"], result[1], code=-32603)
+        else:
+            h.codex_reply(request["id"], result)
+    return [r["params"] for r in asked]
+
+
+def read_files(h: H, files: dict[str, str | None]) -> list[str]:
+    def read(params: dict[str, Any]) -> Any:
+        text = files[params["path"]]
+        if text is None:
+            return ("error", "No such file or directory (os error 2)")
+        return {"dataBase64": base64.b64encode(text.encode()).decode()}
+
+    return [p["path"] for p in reply_all(h, "fs/readFile", read)]
+
+
+def revert(h: H) -> dict[str, Any]:
+    request = h.codex_request("thread/revert")
+    h.codex_reply(request["id"], {"thread": {"id": THREAD}})
+    h.codex_notify("thread/reverted", {"threadId": THREAD})
+    return request["params"]  # type: ignore[no-any-return]
+
+
+STORED = (
+    turn("t3", user("add notes"), patch(add("/work/new.txt", "hello\n"))),
+    turn("t2", user("edit big"), patch(update("/work/big.txt", BIG_DIFF)), command("make build")),
+    turn("t1", user("hi"), said_item()),
+)
+
+
+def test_rewind_takes_back_the_last_prompt_its_files_and_its_history() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind")
+    assert not h.sent_codex("turn/start")
+    params = list_turns(h, *STORED)
+    assert params == {
+        "threadId": THREAD,
+        "sortDirection": "desc",
+        "itemsView": "full",
+        "limit": 20,
+    }
+    assert read_files(h, {"/work/new.txt": "hello\n"}) == ["/work/new.txt"]
+    assert not h.sent_codex("fs/remove"), "the history goes first"
+    assert revert(h) == {"threadId": THREAD, "beforeTurnId": "t3"}
+    assert reply_all(h, "fs/remove", lambda _p: {}) == [
+        {"path": "/work/new.txt", "recursive": False}
+    ]
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "**Rewound 1 prompt.**" in text and "“add notes”" in text
+    assert "`new.txt`: removed (the prompt created it)" in text
+    assert "reload the session" in text
+    assert "make build" not in text  # not in the span
+    h.validate()
+
+
+def test_rewind_n_takes_back_n_prompts_newest_change_first_and_names_commands() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind 2")
+    list_turns(h, *STORED)
+    assert sorted(read_files(h, {"/work/new.txt": "hello\n", "/work/big.txt": BIG_EDITED})) == [
+        "/work/big.txt",
+        "/work/new.txt",
+    ]
+    assert revert(h)["beforeTurnId"] == "t2"
+    [written] = reply_all(h, "fs/writeFile", lambda _p: {})
+    assert written["path"] == "/work/big.txt"
+    assert base64.b64decode(written["dataBase64"]).decode() == BIG
+    reply_all(h, "fs/remove", lambda _p: {})
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "**Rewound 2 prompts.**" in text and "1. “edit big”\n2. “add notes”" in text
+    assert text.index("`new.txt`") < text.index("`big.txt`"), "newest first"
+    assert "the command `make build`, run in `/work`: its effects stay" in text
+
+
+def test_a_file_changed_since_is_named_with_its_diff_and_left_as_it_is() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind 2")
+    list_turns(h, *STORED)
+    read_files(h, {"/work/new.txt": "hello\nmine\n", "/work/big.txt": BIG_EDITED})
+    revert(h)
+    assert not h.sent_codex("fs/remove")
+    reply_all(h, "fs/writeFile", lambda _p: {})
+    h.result(rid)
+    text = said(h)
+    assert "Left alone (changed since, so not undone):" in text
+    assert "- `new.txt`: it changed since. The change was:" in text
+    assert "```diff\n  +hello\n  ```" in text
+    assert "`big.txt`: its edit undone" in text
+
+
+def test_a_file_restored_where_it_is_gone_gets_its_folder_first() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind")
+    list_turns(h, turn("t1", user("clean up"), patch(delete("/work/sub/old.txt", "old\n"))))
+    read_files(h, {"/work/sub/old.txt": None})
+    revert(h)
+    assert reply_all(h, "fs/createDirectory", lambda _p: {}) == [
+        {"path": "/work/sub", "recursive": True}
+    ]
+    [written] = reply_all(h, "fs/writeFile", lambda _p: {})
+    assert written["path"] == "/work/sub/old.txt"
+    h.result(rid)
+    assert "`sub/old.txt`: written back (the prompt deleted it)" in said(h)
+
+
+def test_a_write_codex_refuses_is_named_in_the_answer() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind")
+    list_turns(h, *STORED)
+    read_files(h, {"/work/new.txt": "hello\n"})
+    revert(h)
+    reply_all(h, "fs/remove", lambda _p: ("error", "Permission denied (os error 13)"))
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "Files Codex could not return" in text
+    assert "`new.txt`: Codex: Permission denied (os error 13)" in text
+    assert "removed (the prompt created it)" not in text
+
+
+def test_more_pages_are_read_until_enough_prompts_are_found() -> None:
+    h = H()
+    open_session(h)
+    run(h, "/rewind 2")
+    list_turns(h, STORED[0], cursor="next")
+    params = list_turns(h, *STORED[1:])
+    assert params["cursor"] == "next"
+    read_files(h, {"/work/new.txt": "hello\n", "/work/big.txt": BIG_EDITED})
+    assert revert(h)["beforeTurnId"] == "t2"
+
+
+def test_rewind_is_refused_while_a_turn_runs_and_is_not_queued() -> None:
+    h = H()
+    open_session(h)
+    running = prompt(h, "work")
+    error = h.error(run(h, "/rewind"))
+    assert error["code"] == -32600 and "finished prompts only" in error["message"]
+    assert not h.sent_codex("thread/turns/list")
+    assert h.client_response(running) is None  # the turn goes on
+    # An ordinary prompt still queues.
+    queued = run(h, "later")
+    assert h.client_response(queued) is None
+
+
+def test_rewind_is_refused_when_codex_lists_a_turn_still_running() -> None:
+    # Another client's turn the bridge has not seen start.
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind")
+    list_turns(h, turn("t9", user("theirs"), status="inProgress"), *STORED)
+    error = h.error(rid)
+    assert error["code"] == -32600 and "a turn is still running" in error["message"]
+    assert not h.sent_codex("thread/revert")
+
+
+@pytest.mark.parametrize("argument", ["0", "-1", "two", "2 3", "1001", "²"])
+def test_rewind_takes_a_whole_number_of_prompts(argument: str) -> None:
+    h = H()
+    open_session(h)
+    error = h.error(run(h, f"/rewind {argument}"))
+    assert error["code"] == -32602 and "from 1 to 1000" in error["message"]
+
+
+def test_rewinding_more_prompts_than_the_session_has_says_how_many_it_has() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind 5")
+    list_turns(h, *STORED)
+    error = h.error(rid)
+    assert error["code"] == -32602
+    assert "only 3 prompts" in error["message"] and "/rewind 3" in error["message"]
+    assert not h.sent_codex("thread/revert")
+
+
+def test_a_session_never_prompted_has_nothing_to_take_back() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind")
+    h.codex_error(
+        h.codex_request("thread/turns/list")["id"], "list_turns is not supported yet", -32601
+    )
+    assert "no prompt to take back" in h.error(rid)["message"]
+
+
+def test_codex_refusing_the_revert_is_the_prompts_error_and_no_file_is_touched() -> None:
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind")
+    list_turns(h, *STORED)
+    read_files(h, {"/work/new.txt": "hello\n"})
+    h.codex_error(h.codex_request("thread/revert")["id"], "turn not found: t3")
+    assert "turn not found" in h.error(rid)["message"]
+    assert not h.sent_codex("fs/remove") and not h.sent_codex("fs/writeFile")
+    # The session is free again.
+    assert h.client_response(prompt(h, "next", turn_id="t4")) is None
+
+
+BOX = MachineOffer("box", "/home/remote/ws", registration=Registration("ws://127.0.0.1:4000", "t"))
+
+
+def test_on_another_machine_the_files_are_named_as_not_undone_and_why() -> None:
+    h = H(machines=[BOX])
+    open_session(h)
+    h.pick_unstored("machine", "box")
+    run(h, "there")
+    h.machine_changed("box", "connected")
+    h.codex_reply(
+        h.codex_request("turn/start")["id"], {"turn": {"id": "t3", "status": "inProgress"}}
+    )
+    h.complete_turn(THREAD, "t3")
+    rid = run(h, "/rewind")
+    list_turns(h, *STORED)
+    assert not h.sent_codex("fs/readFile")
+    revert(h)
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "the session works on the machine box" in text
+    assert "`new.txt` (created)" in text
