@@ -74,6 +74,8 @@ async def paused_answer(
             message = await receive()
             if message.get("id") == 3:
                 return chunks, message, time.monotonic() - resumed
+            if message.get("method") != "session/update":
+                continue  # the account's usage limits, pushed to every client
             update = message["params"]["update"]
             assert message["params"]["sessionId"] == session
             if update["sessionUpdate"] == "agent_message_chunk":
