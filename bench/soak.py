@@ -7,7 +7,11 @@ streamed answers (the text checked whole), commands with an approval, sub-agent 
 prompts cancelled mid-answer, sessions closed and loaded again; it leaves, sometimes in
 the middle of a turn, and a new one takes its place. Codex is killed every
 ``--kill-every`` seconds (the daemon starts it again). The daemon's page is open in three
-WebSockets, one of which reads nothing for a minute at a time.
+WebSockets, one of which reads nothing for a minute at a time. A fifth of the sessions work
+on a machine, ``box``: a folder here reached by a stand-in for ssh (the daemon runs the
+link, its exec-server started through the stand-in); every ``--drop-every`` seconds the
+machine drops (its exec-server killed, the stand-in refusing as ssh does for a host that
+is down) for ``--down-for`` seconds, and comes back.
 
 Every ``--sample`` seconds it records: the resident memory and open descriptors of the
 daemon, of its Codex and of each ``serve``; the trio tasks of the daemon and of each
@@ -29,6 +33,7 @@ import json
 import logging
 import os
 import random
+import shlex
 import signal
 import statistics
 import subprocess
@@ -51,10 +56,24 @@ from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.scripted_model.directives import words_text
 from bridge.shell.census import ENV_CENSUS
+from bridge.shell.codex_process import codex_launch
 from bridge.shell.codex_transport import ENV_CODEX_BIN, find_codex
 
 SUBAGENTS = {"_meta": {"subagents": True}}
 WORDS = 120
+MACHINE = "box"
+#: ssh's own words for a host that is down, and its status.
+STAND_IN = """#!/bin/sh
+# A stand-in ssh: [options...] -- HOST COMMAND, run here with sh -c, in {folder}.
+if [ -e {down} ]; then
+  echo "ssh: connect to host {host} port 22: Connection refused" >&2
+  exit 255
+fi
+for last; do :; done
+cd {folder} || exit 255
+echo $$ >> {pids}
+PATH={bin}:/usr/bin:/bin exec sh -c "$last"
+"""
 
 
 def run(cmd: str) -> str:
@@ -109,6 +128,8 @@ class Sample:
     long_rss: int = 0
     long_tasks: int = -1
     long_records: int = -1
+    #: The machine's state as the daemon publishes it.
+    machine: str = "-"
 
 
 @dataclass
@@ -119,6 +140,9 @@ class Tally:
     answered: Counter[str] = field(default_factory=Counter)
     editors: int = 0
     kills: int = 0
+    drops: int = 0
+    #: Sessions that work on the machine.
+    on_machine: set[str] = field(default_factory=set)
     serve_pids: set[int] = field(default_factory=set)
     #: The serve of the editor that stays the whole run.
     long_lived: int = 0
@@ -193,6 +217,21 @@ async def editor(
         await trio.sleep(rng.uniform(0.0, 0.5))
 
 
+async def open_session(client: AcpClient, cwd: str, rng: random.Random, tally: Tally) -> str:
+    """A new session; a fifth of them on the machine."""
+    sid = await client.new_session(cwd)
+    if rng.random() < 0.2:
+        try:
+            await client.request(
+                "session/set_config_option",
+                {"sessionId": sid, "configId": "machine", "value": MACHINE},
+            )
+            tally.on_machine.add(sid)
+        except RpcError as exc:
+            tally.outcomes[f"machine refused: {exc.message[:50]}"] += 1
+    return sid
+
+
 async def _work(
     client: AcpClient,
     sessions: list[str],
@@ -210,9 +249,9 @@ async def _work(
             tally.outcomes["loaded"] += 1
         except RpcError as exc:
             tally.outcomes[f"load refused: {exc.message[:50]}"] += 1
-            sid = await client.new_session(cwd)
+            sid = await open_session(client, cwd, rng, tally)
     else:
-        sid = await client.new_session(cwd)
+        sid = await open_session(client, cwd, rng, tally)
     if sid not in sessions:
         sessions.append(sid)
         del sessions[:-20]
@@ -232,10 +271,11 @@ async def _work(
             with contextlib.suppress(RpcError):
                 await client.request("session/close", {"sessionId": sid})
             tally.outcomes["closed"] += 1
-            sid = await client.new_session(cwd)
+            sid = await open_session(client, cwd, rng, tally)
             sessions.append(sid)
             continue
         tally.prompts += 1
+        where = f"@{MACHINE}" if sid in tally.on_machine else ""
         before = len(client.text_of(sid))
         try:
             if action == "cancel":
@@ -252,14 +292,14 @@ async def _work(
                     nursery.start_soon(prompt_long, sid)
                     await trio.sleep(0.3)
                     await client.notify("session/cancel", {"sessionId": sid})
-                tally.outcomes[f"cancel → {ended.get('stopReason')}"] += 1
+                tally.outcomes[f"cancel{where} → {ended.get('stopReason')}"] += 1
                 continue
             text = {"stream": f"@@ words {WORDS}", "command": run("echo soak")}.get(
                 action, spawn_tree()
             )
             ended = await client.prompt(sid, text)
             reason = ended.get("stopReason")
-            tally.outcomes[f"{action} → {reason}"] += 1
+            tally.outcomes[f"{action}{where} → {reason}"] += 1
             if action == "stream" and reason == "end_turn":
                 # What came since the prompt ends with the whole answer (before it, perhaps,
                 # the rest of a turn an earlier editor left running, which this one waited for).
@@ -269,7 +309,7 @@ async def _work(
         except RpcError as exc:
             # A Codex killed mid-turn: the prompt ends with the bridge's error, the session
             # is resumed when Codex is back.
-            tally.outcomes[f"{action} failed: {exc.message[:50]}"] += 1
+            tally.outcomes[f"{action}{where} failed: {exc.message[:50]}"] += 1
     if stays:
         # Done with it, as an editor closes a tab: what it held should go with it.
         with contextlib.suppress(RpcError):
@@ -317,6 +357,62 @@ async def kill_codex(runtime: Path, every: float, deadline: float, tally: Tally)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(info.codexPid, signal.SIGKILL)
                 tally.kills += 1
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process under it."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (entry / "stat").read_text()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(parents.get(current, []))
+    return found
+
+
+async def drop_machine(
+    machine: Path, every: float, down_for: float, deadline: float, tally: Tally
+) -> None:
+    """The machine goes away (its links killed, ssh refused) and comes back, again and again."""
+    down, pids = machine / "down", machine / "pids"
+    while trio.current_time() + every + down_for < deadline:
+        await trio.sleep(every)
+        down.touch()
+        with contextlib.suppress(OSError):
+            for line in pids.read_text().split():
+                for pid in descendants(int(line)):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+            pids.unlink()
+        tally.drops += 1
+        await trio.sleep(down_for)
+        down.unlink()
+
+
+def stand_in_machine(tmp: Path, codex_bin: str) -> tuple[Path, str, str]:
+    """The machine: a folder here, a stand-in ssh that reaches it (and refuses while down)."""
+    machine, folder, bin_dir = tmp / "machine", tmp / "machine" / "work", tmp / "machine" / "bin"
+    folder.mkdir(parents=True)
+    bin_dir.mkdir()
+    (bin_dir / "codex").symlink_to(codex_launch(codex_bin, os.environ).program)
+    script = machine / "ssh"
+    script.write_text(
+        STAND_IN.format(
+            folder=shlex.quote(str(folder)),
+            bin=shlex.quote(str(bin_dir)),
+            down=shlex.quote(str(machine / "down")),
+            pids=shlex.quote(str(machine / "pids")),
+            host=MACHINE,
+        )
+    )
+    script.chmod(0o755)
+    return machine, f"{MACHINE}=ssh://{MACHINE}{folder}", shlex.quote(str(script))
 
 
 async def page_sockets(runtime: Path, deadline: float) -> None:
@@ -382,6 +478,9 @@ async def sample(
         long_rss=rss(tally.long_lived) if tally.long_lived else 0,
         long_tasks=census(census_dir, tally.long_lived).get("tasks", -1),
         long_records=census(census_dir, tally.long_lived).get("records", -1),
+        machine=next((m.state for m in info.machines if m.name == MACHINE), "-")
+        if info is not None
+        else "-",
     )
 
 
@@ -412,7 +511,7 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
     print(
         f"{'min':>6} {'prompts':>8} {'daemon MB':>9} {'codex MB':>8} {'serve MB':>8} "
         f"{'d fds':>5} {'c fds':>5} {'d tasks':>7} {'s tasks':>7} {'records':>7} "
-        f"{'open req':>8} {'loaded':>6} {'long MB':>7} {'l tasks':>7} {'l recs':>6}"
+        f"{'open req':>8} {'loaded':>6} {'long MB':>7} {'l tasks':>7} {'l recs':>6} {'box':>9}"
     )
     for s in [*samples, idle]:
         print(
@@ -420,7 +519,7 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
             f"{(mb(int(statistics.median(s.serve_rss))) if s.serve_rss else '-'):>8} "
             f"{s.daemon_fds:5d} {s.codex_fds:5d} {s.daemon_tasks:7d} {median(s.serve_tasks):>7} "
             f"{median(s.records):>7} {s.open_requests:8d} {s.loaded:6d} "
-            f"{mb(s.long_rss):>7} {s.long_tasks:7d} {s.long_records:6d}"
+            f"{mb(s.long_rss):>7} {s.long_tasks:7d} {s.long_records:6d} {s.machine:>9}"
         )
     warm = samples[len(samples) // 5 :]
     print()
@@ -437,7 +536,10 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
             f"{mb(max(rss_values))} MB (stdev {statistics.stdev(rss_values) / 1e6:.2f} MB)"
         )
     print()
-    print(f"{tally.prompts:,} prompts, {tally.editors} editors, Codex killed {tally.kills} times")
+    print(
+        f"{tally.prompts:,} prompts, {tally.editors} editors, Codex killed {tally.kills} times, "
+        f"the machine dropped {tally.drops} times"
+    )
     for outcome, count in sorted(tally.outcomes.items(), key=lambda kv: -kv[1]):
         print(f"  {count:7,}  {outcome}")
     print(
@@ -480,12 +582,16 @@ async def main(args: argparse.Namespace) -> int:
             "CODEX_ACP_BRIDGE_MACHINES": str(tmp / "no-machines.toml"),
         }
         env.pop("OPENAI_API_KEY", None)
+        machine, machine_url, ssh_command = stand_in_machine(tmp, codex_bin)
         async with trio.open_nursery() as nursery:
             model: ScriptedModel = await nursery.start(serve_scripted_model)
             write_codex_home(home, model.base_url)
             with (tmp / "daemon.log").open("ab") as out:
                 daemon = await trio.lowlevel.open_process(
-                    [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)],
+                    [
+                        *[sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)],
+                        *["--machine", machine_url, "--ssh-command", ssh_command],
+                    ],
                     env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
@@ -495,7 +601,9 @@ async def main(args: argparse.Namespace) -> int:
                 with trio.fail_after(30):
                     while (info := running_daemon(runtime)) is None or info.state != "running":  # noqa: ASYNC110
                         await trio.sleep(0.1)
-                status = await _drive(args, rng, env, str(cwd), runtime, census_dir, daemon, tmp)
+                status = await _drive(
+                    args, rng, env, str(cwd), runtime, census_dir, daemon, tmp, machine
+                )
             finally:
                 daemon.send_signal(signal.SIGTERM)
                 with trio.move_on_after(10):
@@ -515,6 +623,7 @@ async def _drive(
     census_dir: Path,
     daemon: trio.Process,
     tmp: Path,
+    machine: Path,
 ) -> int:
     tally = Tally()
     started = time.monotonic()
@@ -541,6 +650,7 @@ async def _drive(
         outer.start_soon(sampler)
         outer.start_soon(page_sockets, runtime, deadline)
         outer.start_soon(kill_codex, runtime, args.kill_every, deadline, tally)
+        outer.start_soon(drop_machine, machine, args.drop_every, args.down_for, deadline, tally)
         async with trio.open_nursery() as editors:
             for number in range(args.editors):
                 seed = rng.randrange(1 << 30)
@@ -569,6 +679,10 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--editors", type=int, default=4)
     parser.add_argument("--kill-every", type=float, default=180.0, help="seconds between kills")
+    parser.add_argument(
+        "--drop-every", type=float, default=150.0, help="seconds between machine drops"
+    )
+    parser.add_argument("--down-for", type=float, default=20.0, help="seconds a drop lasts")
     parser.add_argument("--sample", type=float, default=20.0, help="seconds between samples")
     parser.add_argument("--settle", type=float, default=15.0, help="quiet seconds at the end")
     sys.exit(trio.run(main, parser.parse_args()))
