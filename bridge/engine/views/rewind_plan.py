@@ -301,9 +301,8 @@ class Outcome:
     cwd: str
     #: The files whose writes Codex refused: path → its words.
     failed: dict[str, str] = field(default_factory=dict)
-    #: Why no file was touched at all (the session works on a machine Codex's file methods
-    #: do not reach): every change is then named as not undone, with it.
-    untouched: str = ""
+    #: The machine whose files were read and written (``""``: Codex's own, here).
+    machine: str = ""
     #: The sub-agents spawned, by thread id → nickname (``None``: unknown).
     nicknames: Mapping[str, str | None] = field(default_factory=dict)
 
@@ -316,14 +315,15 @@ def answer_text(outcome: Outcome) -> str:
     lines = [f"**Rewound {count} prompt{'s' if count != 1 else ''}.** Taken back:", ""]
     lines += [f"{i}. “{text}”" for i, text in enumerate(span.prompts, start=1)]
     undone = [u for u in plan.undone if not _touches(u.change, outcome.failed)]
+    on = f" (on {outcome.machine})" if outcome.machine else ""
     if undone:
-        lines += ["", "Files returned to what they were:"]
+        lines += ["", f"Files returned to what they were{on}:"]
         lines += [f"- `{_shown(u.change, cwd)}`: {_how(u, cwd)}" for u in undone]
     if outcome.failed:
-        lines += ["", "Files Codex could not return (left as they are now):"]
+        lines += ["", f"Files Codex could not return{on} (left as they are now):"]
         lines += [f"- `{path_shown(p, cwd)}`: {why}" for p, why in outcome.failed.items()]
     if plan.conflicts:
-        lines += ["", "Left alone (changed since, so not undone):"]
+        lines += ["", f"Left alone{on} (changed since, so not undone):"]
         for conflict in plan.conflicts:
             lines.append(f"- `{_shown(conflict.change, cwd)}`: {conflict.why}. The change was:")
             lines += ["", _indented(fenced(_diff_shown(conflict.change), "diff")), ""]
@@ -344,11 +344,8 @@ def answer_text(outcome: Outcome) -> str:
 
 
 def _not_undone(outcome: Outcome) -> list[str]:
-    span, cwd = outcome.span, outcome.cwd
+    span = outcome.span
     lines = []
-    if outcome.untouched and span.changes:
-        lines.append(f"- the file changes ({outcome.untouched}):")
-        lines += [f"  - `{_shown(c, cwd)}` ({_verb(c)})" for c in reversed(span.changes)]
     for command in span.commands:
         who = "your command" if command.user else "the command"
         lines.append(
@@ -374,15 +371,6 @@ def _shown(change: codex_items.FileUpdateChange, cwd: str) -> str:
     if change.kind.move_path and change.kind.move_path != change.path:
         return f"{shown} → {path_shown(change.kind.move_path, cwd)}"
     return shown
-
-
-_VERBS = {"add": "created", "delete": "deleted", "update": "edited"}
-
-
-def _verb(change: codex_items.FileUpdateChange) -> str:
-    if change.kind.move_path and change.kind.move_path != change.path:
-        return "moved"
-    return _VERBS.get(change.kind.type, change.kind.type)
 
 
 def _how(undone: Undone, cwd: str) -> str:
