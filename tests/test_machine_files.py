@@ -20,6 +20,7 @@ from bridge.engine import MachineCall
 from bridge.shell.effects import MachineAnswer, answer_data, answer_of
 from bridge.shell.machine_files import MachineCalls
 from tests.support.standin_ssh import StandInMachine, stand_in_machine
+from tests.test_doctor_machines import native_codex, ws_exec_server  # noqa: F401 (fixtures)
 
 SECONDS = 60
 
@@ -35,7 +36,9 @@ def calls_to(box: StandInMachine, ssh_command: str | None = None) -> MachineCall
     return MachineCalls([spec], shlex.split(ssh_command or box.ssh_command))
 
 
-async def ask(calls: MachineCalls, *asked: tuple[str, dict[str, Any]]) -> list[MachineAnswer]:
+async def ask(
+    calls: MachineCalls, *asked: tuple[str, dict[str, Any]], machine: str = "box"
+) -> list[MachineAnswer]:
     """Each call carried at once; their answers, in the order asked."""
     answers: list[MachineAnswer | None] = [None] * len(asked)
     done = trio.Event()
@@ -50,7 +53,7 @@ async def ask(calls: MachineCalls, *asked: tuple[str, dict[str, Any]]) -> list[M
         return keep
 
     for index, (method, params) in enumerate(asked):
-        call = MachineCall("box", f"k{index}", method, msgspec.json.encode(params))
+        call = MachineCall(machine, f"k{index}", method, msgspec.json.encode(params))
         calls.call(call, answered(index))
     await done.wait()
     return [a for a in answers if a is not None]
@@ -125,6 +128,36 @@ async def test_a_machine_not_named_here_is_answered_at_once(box: StandInMachine)
             calls.call(MachineCall("gpu", "k", "fs/readFile", b"{}"), got.append)
             nursery.cancel_scope.cancel()
     assert got == [(None, -32603, "this bridge runs no link to the machine gpu")]
+
+
+async def test_a_ws_machine_s_exec_server_is_called_with_its_token(
+    ws_exec_server: tuple[str, Path],  # noqa: F811 (the fixture)
+    tmp_path: Path,
+) -> None:
+    url, token = ws_exec_server
+    spec = spec_of.gather([f"lab={url}"], [f"lab={token}"], file=tmp_path / "none.toml")
+    calls = MachineCalls(spec, ["ssh"])
+    (tmp_path / "a.txt").write_text("here\n")
+    wrong = tmp_path / "wrong.token"
+    wrong.write_text("not-the-token")
+    refused = MachineCalls(
+        spec_of.gather([f"lab={url}"], [f"lab={wrong}"], file=tmp_path / "none.toml"), ["ssh"]
+    )
+    with trio.fail_after(SECONDS):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(calls.run)
+            await nursery.start(refused.run)
+            [read] = await ask(
+                calls, ("fs/readFile", {"path": file_uri(str(tmp_path / "a.txt"))}), machine="lab"
+            )
+            [denied] = await ask(
+                refused, ("fs/readFile", {"path": file_uri(str(tmp_path / "a.txt"))}), machine="lab"
+            )
+            nursery.cancel_scope.cancel()
+    assert read[0] is not None
+    assert msgspec.json.decode(read[0]) == {"dataBase64": b64(b"here\n")}
+    assert denied[0] is None and denied[2].startswith("machine lab: the connection to ")
+    assert "401" in denied[2]
 
 
 def test_an_answer_is_recorded_and_read_back_as_it_was() -> None:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 import trio
+from websockets.exceptions import ConnectionClosed
+from websockets.trio.client import ClientConnection, connect
 
 from .. import machines as spec_of
 from ..codex import files as codex_files
@@ -292,17 +294,15 @@ async def _ssh(spec: MachineSpec, ssh: list[str]) -> AsyncIterator[_Transport]:
 
 
 class _Frames(_Transport):
-    def __init__(self, connection: object) -> None:
+    def __init__(self, connection: ClientConnection) -> None:
         self._connection = connection
 
     async def send(self, data: bytes) -> None:
-        await self._connection.send(data.decode())  # type: ignore[attr-defined]
+        await self._connection.send(data.decode())
 
     async def receive(self) -> bytes | None:
-        from websockets.exceptions import ConnectionClosed
-
         try:
-            message = await self._connection.recv()  # type: ignore[attr-defined]
+            message = await self._connection.recv()
         except ConnectionClosed:
             return None
         return message.encode() if isinstance(message, str) else bytes(message)
@@ -310,8 +310,6 @@ class _Frames(_Transport):
 
 @contextlib.asynccontextmanager
 async def _websocket(spec: MachineSpec) -> AsyncIterator[_Transport]:
-    from websockets.trio.client import connect
-
     if spec.token_file is None:
         raise _Refused(f"no token for the exec-server at {spec.url} here")
     try:
@@ -320,16 +318,12 @@ async def _websocket(spec: MachineSpec) -> AsyncIterator[_Transport]:
         raise _Refused(
             f"cannot read its token file {spec.token_file}: {exc.strerror or exc}"
         ) from None
-    with trio.fail_after(CALL_SECONDS):
-        opened = connect(
-            spec.url,
-            additional_headers={"Authorization": f"Bearer {token}"},
-            max_size=MAX_MESSAGE,
-            compression=None,
-        )
-        connection = await opened.__aenter__()
-    try:
+    async with connect(
+        spec.url,
+        additional_headers={"Authorization": f"Bearer {token}"},
+        max_size=MAX_MESSAGE,
+        compression=None,
+        open_timeout=CALL_SECONDS,
+        close_timeout=CLOSE_SECONDS,
+    ) as connection:
         yield _Frames(connection)
-    finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_SECONDS):
-            await opened.__aexit__(None, None, None)
