@@ -522,3 +522,28 @@ async def test_through_the_daemon_rewind_on_a_machine_takes_back_its_files_there
         ):
             answer = await rewind_on_the_machine(talk, machine, workspace)
     assert_rewound_there(answer, machine, workspace)
+
+
+async def test_a_rewind_on_a_machine_is_recorded_and_replays_with_the_machine_s_answers(
+    open_conversation: OpenConversation,
+    bridge_env: dict[str, str],
+    machine: SshMachine,
+    workspace: Path,
+    tmp_path: Path,
+) -> None:
+    """The exec-server's answers are in the recording (the engine's calls are the shell's to
+    carry): a replay takes the same files back, without the machine."""
+    from bridge.recording import read_recording, replay
+
+    out = tmp_path / "rewind.codex.jsonl"
+    argv = [sys.executable, "-m", "bridge", "record", "--out", str(out)]
+    argv += ["--machine", f"box={machine.url}{machine.workspace}"]
+    argv += ["--ssh-command", machine.ssh_command]
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation(argv=argv, env=bridge_env, on_request=approving([])) as talk:
+            answer = await rewind_on_the_machine(talk, machine, workspace)
+    assert_rewound_there(answer, machine, workspace)
+    recorded = out.read_text()
+    assert '"event":"machine_answered"' in recorded
+    transcript = replay(read_recording(str(out))).text()
+    assert "Files returned to what they were (on box):" in transcript
