@@ -583,5 +583,36 @@ def test_a_file_missing_on_the_machine_is_created_again_with_its_folder() -> Non
     assert "written back (the prompt deleted it)" in said(h)
 
 
+def test_a_turn_that_worked_on_another_machine_keeps_its_files_there_and_is_named() -> None:
+    h = H(machines=[BOX])
+    on_box(h)  # t3 worked on box
+    h.pick_unstored("machine", "local")
+    run(h, "here")
+    h.codex_reply(
+        h.codex_request("turn/start")["id"], {"turn": {"id": "t4", "status": "inProgress"}}
+    )
+    h.complete_turn(THREAD, "t4")
+    rid = run(h, "/rewind 2")
+    list_turns(
+        h,
+        turn("t4", user("here"), patch(add("/work/here.txt", "h\n"))),
+        turn("t3", user("there"), patch(add(f"{WS}/there.txt", "t\n"))),
+        turn("t1", user("hi"), said_item()),
+    )
+    # Only the file of the turn that worked here is read (by Codex: the session is local).
+    assert read_files(h, {"/work/here.txt": "h\n"}) == ["/work/here.txt"]
+    assert not h.machine_calls
+    revert(h)
+    assert reply_all(h, "fs/remove", lambda _p: {}) == [
+        {"path": "/work/here.txt", "recursive": False}
+    ]
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "`here.txt`: removed (the prompt created it)" in text
+    assert (
+        f"`{WS}/there.txt` (created on the machine box, where this session no longer works)" in text
+    )
+
+
 def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()

@@ -133,7 +133,12 @@ class Rewind:
             if run.turns and run.turns[0].status == "inProgress":
                 run.failed(_busy(run.record, "a turn is still running"))
                 return
-            span = rewind_plan.find_span(run.turns, run.count, run.cwd)
+            elsewhere = {
+                turn: machine
+                for turn, machine in run.record.turn_machines.items()
+                if machine != run.machine
+            }
+            span = rewind_plan.find_span(run.turns, run.count, run.cwd, elsewhere)
             if span is None and page.nextCursor and page.data:
                 self._read_turns(run, page.nextCursor)
             elif span is None:

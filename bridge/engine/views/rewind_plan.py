@@ -21,6 +21,9 @@ change left it, as far as its diff can tell:
   (:func:`~.diffs.rebuild`): lines the change did not touch may have changed meanwhile and
   keep that; a moved file also needs its old path free again.
 
+A change a turn made on another machine than the session works on now (the bridge started
+that turn there) is left alone and named: the files a rewind reaches are not its.
+
 A change that does not fit is a *conflict*: left alone and named, with its diff; so is every
 older change of the same file (they would apply to a text that is no longer there). A file
 Codex could not read is a conflict of each change to it. Only the final text of each file is
@@ -72,6 +75,9 @@ class Span:
     prompts: list[str] = field(default_factory=list)
     #: The file changes that applied, oldest first.
     changes: list[codex_items.FileUpdateChange] = field(default_factory=list)
+    #: Those made on another machine than the session's now (its turn said so), with it:
+    #: left alone, since its files are not the ones a rewind reaches.
+    elsewhere: list[tuple[codex_items.FileUpdateChange, str]] = field(default_factory=list)
     commands: list[Command] = field(default_factory=list)
     #: MCP tool calls, as ``server/tool``.
     tool_calls: list[str] = field(default_factory=list)
@@ -83,14 +89,20 @@ def is_prompt(turn: codex_types.Turn) -> bool:
     return any(type(decode_item(raw)) is codex_types.UserMessageItem for raw in turn.items)
 
 
-def find_span(newest_first: list[codex_types.Turn], count: int, cwd: str) -> Span | None:
+def find_span(
+    newest_first: list[codex_types.Turn],
+    count: int,
+    cwd: str,
+    elsewhere: Mapping[str, str] | None = None,
+) -> Span | None:
     """The span of the ``count`` newest prompts of ``newest_first`` (the thread's newest turns,
-    newest first), ``None`` when these turns hold fewer; relative paths are taken in ``cwd``."""
+    newest first), ``None`` when these turns hold fewer; relative paths are taken in ``cwd``.
+    ``elsewhere``: the turns known to have worked on another machine, by id → its name."""
     prompts = 0
     for index, turn in enumerate(newest_first):
         prompts += is_prompt(turn)
         if prompts == count:
-            return _span(list(reversed(newest_first[: index + 1])), cwd)
+            return _span(list(reversed(newest_first[: index + 1])), cwd, elsewhere or {})
     return None
 
 
@@ -98,10 +110,11 @@ def prompts_in(turns: Iterable[codex_types.Turn]) -> int:
     return sum(1 for turn in turns if is_prompt(turn))
 
 
-def _span(turns: list[codex_types.Turn], cwd: str) -> Span:
+def _span(turns: list[codex_types.Turn], cwd: str, elsewhere: Mapping[str, str]) -> Span:
     span = Span(before_turn=turns[0].id)
     for turn in turns:
         asked = False
+        changes = len(span.changes)
         for raw in turn.items:
             item = decode_item(raw)
             if type(item) is codex_types.UserMessageItem:
@@ -110,6 +123,10 @@ def _span(turns: list[codex_types.Turn], cwd: str) -> Span:
                 asked = True
             else:
                 _gather(span, item, cwd)
+        machine = elsewhere.get(turn.id)
+        if machine is not None:
+            span.elsewhere += [(change, machine) for change in span.changes[changes:]]
+            del span.changes[changes:]
     return span
 
 
@@ -331,7 +348,7 @@ def answer_text(outcome: Outcome) -> str:
     if not_undone:
         lines += ["", "Not undone:"]
         lines += not_undone
-    if not (span.changes or span.commands or span.tool_calls or span.spawned):
+    if not (span.changes or span.elsewhere or span.commands or span.tool_calls or span.spawned):
         lines += ["", "They changed no files."]
     lines += [
         "",
@@ -344,8 +361,13 @@ def answer_text(outcome: Outcome) -> str:
 
 
 def _not_undone(outcome: Outcome) -> list[str]:
-    span = outcome.span
+    span, cwd = outcome.span, outcome.cwd
     lines = []
+    for change, machine in reversed(span.elsewhere):
+        lines.append(
+            f"- `{_shown(change, cwd)}` ({_verb(change)} on the machine {machine}, where this "
+            "session no longer works)"
+        )
     for command in span.commands:
         who = "your command" if command.user else "the command"
         lines.append(
@@ -371,6 +393,15 @@ def _shown(change: codex_items.FileUpdateChange, cwd: str) -> str:
     if change.kind.move_path and change.kind.move_path != change.path:
         return f"{shown} → {path_shown(change.kind.move_path, cwd)}"
     return shown
+
+
+_VERBS = {"add": "created", "delete": "deleted", "update": "edited"}
+
+
+def _verb(change: codex_items.FileUpdateChange) -> str:
+    if change.kind.move_path and change.kind.move_path != change.path:
+        return "moved"
+    return _VERBS.get(change.kind.type, change.kind.type)
 
 
 def _how(undone: Undone, cwd: str) -> str:
