@@ -380,7 +380,11 @@ def _daemon_machines(options: ServeOptions, directory: Path) -> Any:
         except machine_specs.MachineError as exc:
             log.warning("the daemon's machine %s: %s", machine.name, exc)
             continue
-        specs.append(replace(spec, description=machine.description))
+        # A ws:// machine's token is in no file the daemon publishes: this bridge's own
+        # (the same machine, named here too) lets it call that exec-server itself.
+        own = next((m for m in options.machines if m.name == spec.name and m.url == spec.url), None)
+        token = own.token_file if own is not None else None
+        specs.append(replace(spec, description=machine.description, token_file=token))
 
     def states() -> dict[str, tuple[str, str]]:
         now = read_info(directory)

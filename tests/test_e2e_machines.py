@@ -444,3 +444,106 @@ async def test_the_page_groups_threads_by_machine_with_each_links_state(
             await page.wait_for(group.format("box") + ".dataset.state === 'down'")
             head = await page.evaluate(group.format("box") + ".innerText")
             assert "down" in head and "ssh to devbox failed" in head
+
+
+def patch_on(patch: str) -> str:
+    """A prompt whose model applies ``patch`` (``*** Begin Patch`` ... ``*** End Patch``)."""
+    line = json.dumps({"cmd": f"apply_patch <<'EOF'\n{patch}\nEOF\n"})
+    return f"@@ call exec_command {line}\n@@ then\n@@ say patched"
+
+
+def adds(name: str, text: str) -> str:
+    return patch_on(f"*** Begin Patch\n*** Add File: {name}\n+{text}\n*** End Patch")
+
+
+async def rewind_on_the_machine(talk: Conversation, machine: SshMachine, workspace: Path) -> str:
+    """Two patches on the machine, one of their files changed there since, then ``/rewind 2``:
+    its answer. A file of the same name here shows that nothing here is touched."""
+    await set_machine(talk, "box")
+    await talk.said(adds("a.txt", "one"))
+    await talk.said(adds("b.txt", "two"))
+    assert (machine.workspace / "a.txt").read_text() == "one\n"
+    (machine.workspace / "b.txt").write_text("two\nmine\n")
+    (workspace / "a.txt").write_text("one\n")  # what a rewind on this machine would remove
+    answer = await talk.said("/rewind 2")
+    assert "**Rewound 2 prompts.**" in answer, answer
+    return answer
+
+
+def assert_rewound_there(answer: str, machine: SshMachine, workspace: Path) -> None:
+    # Taken back on the machine: a.txt gone; b.txt changed there since, kept and named.
+    assert not (machine.workspace / "a.txt").exists(), answer
+    assert (machine.workspace / "b.txt").read_text() == "two\nmine\n"
+    assert "Files returned to what they were (on box):" in answer
+    assert "a.txt`: removed (the prompt created it)" in answer
+    assert "Left alone (on box) (changed since, so not undone):" in answer
+    assert "b.txt`: it changed since" in answer and "+two" in answer
+    # Nothing here was touched.
+    assert (workspace / "a.txt").read_text() == "one\n"
+    assert not (workspace / "b.txt").exists()
+
+
+async def test_rewind_on_a_machine_takes_back_its_files_there_and_keeps_a_conflict(
+    open_on: OpenOn, machine: SshMachine, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on() as talk:
+            answer = await rewind_on_the_machine(talk, machine, workspace)
+            assert_rewound_there(answer, machine, workspace)
+            # A file edited on the machine is written back there.
+            (machine.workspace / "c.txt").write_text("keep\n")
+            os.chown(machine.workspace / "c.txt", machine.uid, -1)
+            edit = "*** Begin Patch\n*** Update File: c.txt\n@@\n-keep\n+changed\n*** End Patch"
+            await talk.said(patch_on(edit))
+            assert (machine.workspace / "c.txt").read_text() == "changed\n"
+            answer = await talk.said("/rewind")
+            assert "c.txt`: its edit undone" in answer, answer
+    assert (machine.workspace / "c.txt").read_text() == "keep\n"
+
+
+async def test_through_the_daemon_rewind_on_a_machine_takes_back_its_files_there(
+    start_daemon: StartDaemon,
+    open_conversation: OpenConversation,
+    machine: SshMachine,
+    runtime: Path,
+    bridge_env: dict[str, str],
+    workspace: Path,
+) -> None:
+    """An editor attached to the daemon has no relay of its own: it reaches the machine's
+    files over its own ssh, as the daemon's link reaches the machine."""
+    box = f"box={machine.url}{machine.workspace}"
+    daemon_options = ("--machine", box, "--ssh-command", machine.ssh_command, "--no-page")
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with (
+            start_daemon(*daemon_options),
+            open_conversation(
+                argv=attached_argv(runtime), env=bridge_env, on_request=approving([])
+            ) as talk,
+        ):
+            answer = await rewind_on_the_machine(talk, machine, workspace)
+    assert_rewound_there(answer, machine, workspace)
+
+
+async def test_a_rewind_on_a_machine_is_recorded_and_replays_with_the_machine_s_answers(
+    open_conversation: OpenConversation,
+    bridge_env: dict[str, str],
+    machine: SshMachine,
+    workspace: Path,
+    tmp_path: Path,
+) -> None:
+    """The exec-server's answers are in the recording (the engine's calls are the shell's to
+    carry): a replay takes the same files back, without the machine."""
+    from bridge.recording import read_recording, replay
+
+    out = tmp_path / "rewind.codex.jsonl"
+    argv = [sys.executable, "-m", "bridge", "record", "--out", str(out)]
+    argv += ["--machine", f"box={machine.url}{machine.workspace}"]
+    argv += ["--ssh-command", machine.ssh_command]
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation(argv=argv, env=bridge_env, on_request=approving([])) as talk:
+            answer = await rewind_on_the_machine(talk, machine, workspace)
+    assert_rewound_there(answer, machine, workspace)
+    recorded = out.read_text()
+    assert '"event":"machine_answered"' in recorded
+    transcript = replay(read_recording(str(out))).text()
+    assert "Files returned to what they were (on box):" in transcript

@@ -462,8 +462,17 @@ def test_codex_refusing_the_revert_is_the_prompts_error_and_no_file_is_touched()
 BOX = MachineOffer("box", "/home/remote/ws", registration=Registration("ws://127.0.0.1:4000", "t"))
 
 
-def test_on_another_machine_the_files_are_named_as_not_undone_and_why() -> None:
-    h = H(machines=[BOX])
+WS = "/home/remote/ws"
+#: As ``STORED``, on the machine: one path relative (taken in the machine's folder).
+BOX_STORED = (
+    turn("t3", user("add notes"), patch(add("new.txt", "hello\n"))),
+    turn("t2", user("edit big"), patch(update(f"{WS}/big.txt", BIG_DIFF))),
+    turn("t1", user("hi"), said_item()),
+)
+
+
+def on_box(h: H) -> None:
+    """The session works on the machine ``box`` and its prompt ``t3`` ran there."""
     open_session(h)
     h.pick_unstored("machine", "box")
     run(h, "there")
@@ -472,11 +481,138 @@ def test_on_another_machine_the_files_are_named_as_not_undone_and_why() -> None:
         h.codex_request("turn/start")["id"], {"turn": {"id": "t3", "status": "inProgress"}}
     )
     h.complete_turn(THREAD, "t3")
-    rid = run(h, "/rewind")
-    list_turns(h, *STORED)
+
+
+def machine_calls(h: H, method: str) -> list[Any]:
+    """The engine's calls of ``method`` to the machine's exec-server not answered yet."""
+    done = getattr(h, "_machine_answered", set())
+    h._machine_answered = done  # type: ignore[attr-defined]
+    found = [c for c in h.machine_calls if c.method == method and c.key not in done]
+    done.update(c.key for c in found)
+    return found
+
+
+def params(call: Any) -> dict[str, Any]:
+    return msgspec.json.decode(call.params)  # type: ignore[no-any-return]
+
+
+def test_on_another_machine_its_files_are_read_and_written_by_its_exec_server() -> None:
+    h = H(machines=[BOX])
+    on_box(h)
+    rid = run(h, "/rewind 2")
+    list_turns(h, *BOX_STORED)
+    # Not Codex's fs/* (they reach the app-server's machine): the machine's exec-server's.
     assert not h.sent_codex("fs/readFile")
+    reads = machine_calls(h, "fs/readFile")
+    assert {c.machine for c in reads} == {"box"}
+    by_path = {params(c)["path"]: c for c in reads}
+    assert sorted(by_path) == [f"file://{WS}/big.txt", f"file://{WS}/new.txt"]
+    h.machine_answer(by_path[f"file://{WS}/new.txt"], {"dataBase64": b64("hello\n")})
+    h.machine_answer(by_path[f"file://{WS}/big.txt"], {"dataBase64": b64(BIG_EDITED)})
+    assert not machine_calls(h, "fs/remove"), "the history goes first"
     revert(h)
+    [remove] = machine_calls(h, "fs/remove")
+    assert params(remove) == {"path": f"file://{WS}/new.txt", "recursive": False}
+    [write] = machine_calls(h, "fs/writeFile")
+    assert params(write)["path"] == f"file://{WS}/big.txt"
+    assert base64.b64decode(params(write)["dataBase64"]).decode() == BIG
+    h.machine_answer(remove, {})
+    h.machine_answer(write, {})
+    assert not h.sent_codex("fs/remove") and not h.sent_codex("fs/writeFile")
     assert h.result(rid) == {"stopReason": "end_turn"}
     text = said(h)
-    assert "the session works on the machine box" in text
-    assert "`new.txt` (created)" in text
+    assert "Files returned to what they were (on box):" in text
+    assert "`new.txt`: removed (the prompt created it)" in text
+    assert "`big.txt`: its edit undone" in text
+    h.validate()
+
+
+def test_on_another_machine_a_file_changed_there_is_a_conflict_and_a_failure_is_named() -> None:
+    h = H(machines=[BOX])
+    on_box(h)
+    rid = run(h, "/rewind 2")
+    list_turns(h, *BOX_STORED)
+    by_path = {params(c)["path"]: c for c in machine_calls(h, "fs/readFile")}
+    # new.txt changed on the machine since; big.txt is as the edit left it, but the machine
+    # refuses its write.
+    h.machine_answer(by_path[f"file://{WS}/new.txt"], {"dataBase64": b64("hello\nmine\n")})
+    h.machine_answer(by_path[f"file://{WS}/big.txt"], {"dataBase64": b64(BIG_EDITED)})
+    revert(h)
+    assert not machine_calls(h, "fs/remove")
+    [write] = machine_calls(h, "fs/writeFile")
+    h.machine_answer(write, error=(-32603, "Permission denied (os error 13)"))
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "Left alone (on box) (changed since, so not undone):" in text
+    assert "`new.txt`: it changed since" in text and "+hello" in text
+    assert "Files Codex could not return (on box)" in text
+    assert "`big.txt`: Codex: Permission denied (os error 13)" in text
+
+
+def test_on_a_machine_the_shell_cannot_reach_nothing_is_written_and_each_change_is_named() -> None:
+    h = H(machines=[BOX])
+    on_box(h)
+    rid = run(h, "/rewind")
+    list_turns(h, *BOX_STORED)
+    [read] = machine_calls(h, "fs/readFile")
+    h.machine_answer(read, error=(-32603, "machine box: ssh to box failed: Connection refused"))
+    revert(h)
+    assert not machine_calls(h, "fs/remove") and not machine_calls(h, "fs/writeFile")
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "`new.txt`: Codex could not read it: machine box: ssh to box failed" in text
+
+
+def test_a_file_missing_on_the_machine_is_created_again_with_its_folder() -> None:
+    h = H(machines=[BOX])
+    on_box(h)
+    deleted = turn("t3", user("drop it"), patch(delete(f"{WS}/sub dir/old.txt", "old\n")))
+    rid = run(h, "/rewind")
+    list_turns(h, deleted, *BOX_STORED[1:])
+    [read] = machine_calls(h, "fs/readFile")
+    assert params(read)["path"] == f"file://{WS}/sub%20dir/old.txt"
+    h.machine_answer(read, error=(-32004, "No such file or directory (os error 2)"))
+    revert(h)
+    [mkdir] = machine_calls(h, "fs/createDirectory")
+    assert params(mkdir) == {"path": f"file://{WS}/sub%20dir", "recursive": True}
+    h.machine_answer(mkdir, {})
+    [write] = machine_calls(h, "fs/writeFile")
+    assert base64.b64decode(params(write)["dataBase64"]) == b"old\n"
+    h.machine_answer(write, {})
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    assert "written back (the prompt deleted it)" in said(h)
+
+
+def test_a_turn_that_worked_on_another_machine_keeps_its_files_there_and_is_named() -> None:
+    h = H(machines=[BOX])
+    on_box(h)  # t3 worked on box
+    h.pick_unstored("machine", "local")
+    run(h, "here")
+    h.codex_reply(
+        h.codex_request("turn/start")["id"], {"turn": {"id": "t4", "status": "inProgress"}}
+    )
+    h.complete_turn(THREAD, "t4")
+    rid = run(h, "/rewind 2")
+    list_turns(
+        h,
+        turn("t4", user("here"), patch(add("/work/here.txt", "h\n"))),
+        turn("t3", user("there"), patch(add(f"{WS}/there.txt", "t\n"))),
+        turn("t1", user("hi"), said_item()),
+    )
+    # Only the file of the turn that worked here is read (by Codex: the session is local).
+    assert read_files(h, {"/work/here.txt": "h\n"}) == ["/work/here.txt"]
+    assert not h.machine_calls
+    revert(h)
+    assert reply_all(h, "fs/remove", lambda _p: {}) == [
+        {"path": "/work/here.txt", "recursive": False}
+    ]
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "`here.txt`: removed (the prompt created it)" in text
+    assert (
+        f"`{WS}/there.txt` (created on the machine box, where this session no longer works)" in text
+    )
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()

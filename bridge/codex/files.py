@@ -4,13 +4,19 @@
 Codex's file methods act on *the app-server's own machine* (its schema: "the host
 filesystem"): they take an absolute path and no environment, so they reach the files of
 a thread whose environment is ``local``, wherever the bridge runs, and never those of a
-thread that works on another machine (``codex exec-server``). Contents travel as base64.
+thread that works on another machine. That machine's ``codex exec-server`` answers the
+same methods itself (0.171: ``fs/readFile``, ``fs/writeFile``, ``fs/remove``,
+``fs/createDirectory``, the same parameters, each path a ``file://`` URI: :func:`file_uri`),
+which the bridge asks over a connection of its own to it (``bridge/shell/machine_files.py``).
+Contents travel as base64.
 
 Same conventions as :mod:`bridge.codex.types`: only the members the bridge uses, unknown
 fields ignored.
 """
 
 from __future__ import annotations
+
+from urllib.parse import quote
 
 from msgspec import UNSET, UnsetType
 
@@ -25,13 +31,25 @@ CREATE_DIRECTORY = "fs/createDirectory"
 REVERT = "thread/revert"
 
 #: The end of Codex's message for a path that does not exist (0.171: ``No such file or
-#: directory (os error 2)``, -32603), the only way its answer tells "absent" apart.
+#: directory (os error 2)``, -32603 from the app-server, -32004 from an exec-server), the
+#: only way its answer tells "absent" apart.
 NOT_FOUND = "(os error 2)"
+
+#: An exec-server's handshake: ``initialize {clientName}`` answered with its
+#: ``environmentInfo``, then the ``initialized`` notification.
+EXEC_INITIALIZE = "initialize"
+EXEC_INITIALIZED = "initialized"
 
 
 def not_found(message: str) -> bool:
     """Codex's error says the path does not exist (see :data:`NOT_FOUND`)."""
     return message.rstrip().endswith(NOT_FOUND)
+
+
+def file_uri(path: str) -> str:
+    """An absolute path as the exec-server takes it: ``/a b/c`` → ``file:///a%20b/c`` (it
+    refuses a bare path: ``invalid URI: relative URL without a base``)."""
+    return "file://" + quote(path.encode("utf-8", "surrogateescape"), safe="/")
 
 
 class FsReadFileParams(_Base):

@@ -1,6 +1,14 @@
 """The pure core: no I/O, no trio, no clock. See :mod:`bridge.engine.engine`."""
 
-from .core.effects import Effect, MachineChosen, MachineWanted, ReadClock, ToClient, ToCodex
+from .core.effects import (
+    Effect,
+    MachineCall,
+    MachineChosen,
+    MachineWanted,
+    ReadClock,
+    ToClient,
+    ToCodex,
+)
 from .core.machines import MachineOffer, Registration
 from .engine import AGENT_NAME, Engine
 
@@ -8,6 +16,7 @@ __all__ = [
     "AGENT_NAME",
     "Effect",
     "Engine",
+    "MachineCall",
     "MachineChosen",
     "MachineOffer",
     "MachineWanted",

@@ -515,6 +515,16 @@ class Engine:
         self._guarded(lost, b"")
         return hub.take()
 
+    def machine_answered(
+        self, key: str, result: bytes | None, code: int = 0, message: str = ""
+    ) -> list[Effect]:
+        """The shell's answer to :class:`~bridge.engine.core.effects.MachineCall` ``key``:
+        the exec-server's ``result`` (JSON), else its error (``code``, ``message``), or
+        why the shell could not ask (-32603)."""
+        error = None if result is not None else ErrorObject(code, message)
+        self._guarded(lambda _: self.hub.machine_answered(key, result, error), b"")
+        return self.hub.take()
+
     def machine_changed(self, name: str, state: str, reason: str = "") -> list[Effect]:
         """The shell's word on machine ``name``'s link (``connecting``, ``connected``,
         ``down`` with ``reason``): prompts that waited for it go, or fail naming it."""

@@ -80,6 +80,9 @@ class EventRecord(msgspec.Struct, kw_only=True, omit_defaults=True, tag="event",
     #: ``machine_changed``: which machine's link, and its state (``reason`` says why).
     machine: str = ""
     state: str = ""
+    #: ``machine_answered``: the shell's answer to the engine's call to that machine's
+    #: exec-server, JSON: ``{"key", "result"}`` or ``{"key", "error": {code, message}}``.
+    data: str = ""
 
 
 class EndRecord(msgspec.Struct, kw_only=True, tag="end", tag_field="kind"):

@@ -79,7 +79,10 @@ class Recorder:
         seconds: int = 0,
         machine: str = "",
         state: str = "",
+        data: str = "",
     ) -> None:
+        if data:
+            data = self._redactor.value(data)
         record = EventRecord(
             t=self._t(),
             event=name,
@@ -88,6 +91,7 @@ class Recorder:
             seconds=seconds,
             machine=machine,
             state=state,
+            data=data,
         )
         self._write(encode_record(record))
 

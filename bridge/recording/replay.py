@@ -26,6 +26,7 @@ from ..codex.methods import SERVER_NOTIFICATIONS, SERVER_REQUESTS
 from ..engine import (
     Effect,
     Engine,
+    MachineCall,
     MachineChosen,
     MachineOffer,
     MachineWanted,
@@ -33,6 +34,7 @@ from ..engine import (
     Registration,
     ToClient,
 )
+from ..shell.effects import answer_of
 from .checker import TranscriptChecker, Violation
 from .format import EventRecord, MessageRecord, Recording, RecordingError
 from .redact import REDACTED, Redactor
@@ -116,7 +118,7 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
                         raise RecordingError(
                             recording.path, line, f"transcript line {exc.line}: {exc.why}"
                         ) from None
-            elif isinstance(effect, MachineWanted | MachineChosen):
+            elif isinstance(effect, MachineWanted | MachineChosen | MachineCall):
                 pass  # the shell's to carry out; the recording holds what it said next
             else:
                 sent = msgspec.json.decode(effect.data)
@@ -146,6 +148,14 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
                     engine.machine_changed(record.machine, record.state, record.reason),
                     entry.line,
                 )
+            elif record.event == "machine_answered":
+                try:
+                    key, (result, code, message) = answer_of(record.data)
+                except (msgspec.DecodeError, KeyError, TypeError, ValueError):
+                    raise RecordingError(
+                        recording.path, entry.line, "a machine's answer that cannot be read"
+                    ) from None
+                apply(engine.machine_answered(key, result, code, message), entry.line)
             elif record.event in ("missing_directory", "stored_machine"):
                 pass  # answered when the engine asks (see above)
             else:

@@ -9,7 +9,18 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from ..engine import Effect, Engine, MachineChosen, MachineWanted, ReadClock, ToClient, ToCodex
+import msgspec
+
+from ..engine import (
+    Effect,
+    Engine,
+    MachineCall,
+    MachineChosen,
+    MachineWanted,
+    ReadClock,
+    ToClient,
+    ToCodex,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +40,46 @@ class Tap(Protocol):
         seconds: int = 0,
         machine: str = "",
         state: str = "",
+        data: str = "",
     ) -> None:
         """Something the shell observed and told the engine (``codex_lost``, ...;
         ``clock_read`` with the ``seconds`` it read; ``machine_changed`` with the
-        ``machine`` and its ``state``)."""
+        ``machine`` and its ``state``; ``machine_answered`` with the ``machine`` and the
+        answer as ``data``, see :func:`answer_data`)."""
+
+
+#: The shell's answer to a :class:`MachineCall`: its result (JSON), else ``(code, message)``.
+MachineAnswer = tuple[bytes | None, int, str]
+#: Carries a machine call out (the shell hands its answer to :func:`machine_answered`).
+CallMachine = Callable[[MachineCall], None]
+
+
+def answer_data(key: str, answer: MachineAnswer) -> str:
+    """A machine's answer as a recording keeps it (``machine_answered``'s ``data``)."""
+    result, code, message = answer
+    if result is not None:
+        return msgspec.json.encode({"key": key, "result": msgspec.Raw(result)}).decode()
+    error = {"key": key, "error": {"code": code, "message": message}}
+    return msgspec.json.encode(error).decode()
+
+
+def answer_of(data: str) -> tuple[str, MachineAnswer]:
+    """:func:`answer_data` read back: the call's key and its answer."""
+    decoded = msgspec.json.decode(data)
+    if "error" in decoded:
+        error = decoded["error"]
+        return decoded["key"], (None, int(error["code"]), str(error["message"]))
+    return decoded["key"], (msgspec.json.encode(decoded["result"]), 0, "")
+
+
+def machine_answered(
+    engine: Engine, tap: Tap | None, call: MachineCall, answer: MachineAnswer
+) -> list[Effect]:
+    """Hand ``answer`` to the engine (``tap`` sees it first)."""
+    if tap:
+        tap.event("machine_answered", machine=call.machine, data=answer_data(call.key, answer))
+    result, code, message = answer
+    return engine.machine_answered(call.key, result, code, message)
 
 
 def carry_out(
@@ -43,10 +90,26 @@ def carry_out(
     to_codex: Callable[[ToCodex], None] | None,
     want_machine: Callable[[str], None] | None = None,
     store_machine: Callable[[str, str], None] | None = None,
+    call_machine: CallMachine | None = None,
 ) -> None:
     """Send each message to its side (``to_codex`` ``None``: no Codex connection now, so
     what is meant for it is dropped), answer each clock reading and hand each machine a
-    prompt wants to ``want_machine`` (the links) and each pick to ``store_machine``, in order; ``tap`` sees each as it goes."""
+    prompt wants to ``want_machine`` (the links), each pick to ``store_machine`` and each
+    call to a machine's exec-server to ``call_machine`` (``None``: answered at once, with
+    an error: no link here), in order; ``tap`` sees each as it goes."""
+
+    def again(more: Iterable[Effect]) -> None:
+        carry_out(
+            more,
+            engine,
+            tap,
+            to_client,
+            to_codex,
+            want_machine,
+            store_machine,
+            call_machine,
+        )
+
     for effect in effects:
         if isinstance(effect, ToClient):
             if tap:
@@ -63,15 +126,7 @@ def carry_out(
             seconds = int(time.time())
             if tap:
                 tap.event("clock_read", seconds=seconds)
-            carry_out(
-                engine.clock_read(effect.request_id, seconds),
-                engine,
-                tap,
-                to_client,
-                to_codex,
-                want_machine,
-                store_machine,
-            )
+            again(engine.clock_read(effect.request_id, seconds))
         elif isinstance(effect, MachineChosen):
             if store_machine is not None:
                 store_machine(effect.thread_id, effect.machine)
@@ -82,12 +137,10 @@ def carry_out(
             reason = "this bridge runs no link to it"
             if tap:
                 tap.event("machine_changed", reason, machine=effect.name, state="down")
-            carry_out(
-                engine.machine_changed(effect.name, "down", reason),
-                engine,
-                tap,
-                to_client,
-                to_codex,
-                want_machine,
-                store_machine,
-            )
+            again(engine.machine_changed(effect.name, "down", reason))
+        elif isinstance(effect, MachineCall):
+            if call_machine is not None:
+                call_machine(effect)
+                continue
+            why = f"this bridge runs no link to the machine {effect.machine}"
+            again(machine_answered(engine, tap, effect, (None, -32603, why)))

@@ -33,11 +33,12 @@ from typing import Any
 import msgspec
 import trio
 
-from ..engine import Effect, Engine, ToClient, ToCodex
+from ..engine import Effect, Engine, MachineCall, ToClient, ToCodex
 from ..engine.core.outbox import CLIENT_CEILING, CODEX_CEILING, Outbox
 from ..jsonrpc import ErrorCode
 from .codex_transport import CodexConnection, CodexUnavailable
-from .effects import Tap, carry_out
+from .effects import Tap, carry_out, machine_answered
+from .machine_files import MachineCalls
 from .machine_link import MachineLinks
 from .restart import Backoff, Restart
 from .streams import MessageStream, MessageTooLarge
@@ -216,6 +217,16 @@ async def run_bridge(
     # straight to Codex: the client is read once there is a connection to send them on.
     connected = trio.Event()
 
+    calls = (
+        MachineCalls([link.spec for link in machines.links.values()], machines.ssh)
+        if machines is not None
+        else None
+    )
+
+    def call_machine(call: MachineCall) -> None:
+        assert calls is not None
+        calls.call(call, lambda answer: dispatch(machine_answered(engine, tap, call, answer)))
+
     def dispatch(effects: Iterable[Effect]) -> None:
         carry_out(
             effects,
@@ -225,6 +236,7 @@ async def run_bridge(
             to_codex.put if to_codex else None,
             machines.want if machines is not None else None,
             machines.store.set if machines is not None else None,
+            call_machine if calls is not None else None,
         )
 
     def machine_changed(name: str, state: str, reason: str) -> None:
@@ -352,6 +364,8 @@ async def run_bridge(
     async with trio.open_nursery() as nursery:
         if machines is not None:
             await nursery.start(machines.run)
+        if calls is not None:
+            await nursery.start(calls.run)
         nursery.start_soon(to_client.run)
         nursery.start_soon(to_client.watch)
         nursery.start_soon(codex_side)

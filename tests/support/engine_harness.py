@@ -7,7 +7,15 @@ from typing import Any
 
 import msgspec
 
-from bridge.engine import Engine, MachineChosen, MachineWanted, ReadClock, ToClient, ToCodex
+from bridge.engine import (
+    Engine,
+    MachineCall,
+    MachineChosen,
+    MachineWanted,
+    ReadClock,
+    ToClient,
+    ToCodex,
+)
 from bridge.recording import TranscriptChecker
 
 from .acp_schema import ConversationValidator
@@ -28,6 +36,8 @@ class Harness:
         self.machines_wanted: list[str] = []
         #: The picks the engine asked the shell to store: (thread, machine).
         self.machines_chosen: list[tuple[str, str]] = []
+        #: The calls the engine asked the shell to carry to a machine's exec-server.
+        self.machine_calls: list[MachineCall] = []
         self._next_client_id = 100
         self._collect(self.engine.start())
         if ready:
@@ -51,6 +61,9 @@ class Harness:
             if isinstance(effect, MachineChosen):
                 self.machines_chosen.append((effect.thread_id, effect.machine))
                 continue
+            if isinstance(effect, MachineCall):
+                self.machine_calls.append(effect)
+                continue
             message = msgspec.json.decode(effect.data)
             if isinstance(effect, ToClient):
                 self.to_client.append(message)
@@ -59,6 +72,16 @@ class Harness:
                 self.to_codex.append(message)
             out.append(message)
         return out
+
+    # -- a machine's exec-server --------------------------------------------------------
+
+    def machine_answer(
+        self, call: MachineCall, result: Any = None, *, error: tuple[int, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Answer the engine's ``call`` with ``result``, or ``error`` (code, message)."""
+        if error is not None:
+            return self._collect(self.engine.machine_answered(call.key, None, *error))
+        return self._collect(self.engine.machine_answered(call.key, msgspec.json.encode(result)))
 
     # -- the client side ---------------------------------------------------------------
 

@@ -54,4 +54,18 @@ class MachineChosen(msgspec.Struct, frozen=True):
     machine: str
 
 
-Effect = ToClient | ToCodex | ReadClock | MachineWanted | MachineChosen
+class MachineCall(msgspec.Struct, frozen=True):
+    """A request for the ``codex exec-server`` of machine ``machine`` itself (its own
+    methods, such as ``fs/readFile``: Codex's app-server has none that reach a machine's
+    files): the shell sends it there on a connection of its own and hands the answer back
+    with ``Engine.machine_answered(key, ...)``, an error when it cannot reach the machine."""
+
+    machine: str
+    #: The engine's name for the call (``bridge-machine-N``), echoed in the answer.
+    key: str
+    method: str
+    #: The parameters, JSON.
+    params: bytes
+
+
+Effect = ToClient | ToCodex | ReadClock | MachineWanted | MachineChosen | MachineCall

@@ -28,7 +28,15 @@ from msgspec import Raw
 from ...acp import types as acp_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from .effects import Effect, MachineChosen, MachineWanted, ReadClock, ToClient, ToCodex
+from .effects import (
+    Effect,
+    MachineCall,
+    MachineChosen,
+    MachineWanted,
+    ReadClock,
+    ToClient,
+    ToCodex,
+)
 from .facts import Fact, PromptEnded
 from .machines import Machine
 from .outbox import update_effect
@@ -248,6 +256,9 @@ class Hub:
         #: Clock reads the features asked for (:meth:`ask_clock`), by their key.
         self._clock_waiters: dict[RequestId, Callable[[int], None]] = {}
         self._clock_asked = 0
+        #: Calls to a machine's exec-server (:meth:`machine_request`), by their key.
+        self._machine_waiters: dict[str, Waiting] = {}
+        self._machine_asked = 0
         #: The machines a session may act on, by name (the machines feature's; empty:
         #: none named, and no ``machine`` option is offered).
         self.machines: dict[str, Machine] = {}
@@ -344,6 +355,37 @@ class Hub:
         key = f"bridge-clock-{self._clock_asked}"
         self._clock_waiters[key] = then
         self._out.append(ReadClock(key))
+
+    def machine_request(
+        self,
+        machine: str,
+        method: str,
+        params: Any,
+        result: Any,
+        on_result: Callable[[Any], None],
+        on_error: OnError,
+    ) -> None:
+        """Ask the exec-server of ``machine`` itself (:class:`~.effects.MachineCall`), as
+        :meth:`codex_request` asks Codex: ``on_result`` gets the answer decoded as
+        ``result``, ``on_error`` the exec-server's error or the shell's word on why it could
+        not ask."""
+        self._machine_asked += 1
+        key = f"bridge-machine-{self._machine_asked}"
+        self._machine_waiters[key] = Waiting(
+            f"{method} on {machine}", _decoder(result), on_result, on_error
+        )
+        self._out.append(MachineCall(machine, key, method, msgspec.json.encode(params)))
+
+    def machine_answered(self, key: str, result: bytes | None, error: ErrorObject | None) -> None:
+        """The answer to :meth:`machine_request`'s ``key``: its result (JSON) or its error."""
+        waiting = self._machine_waiters.pop(key, None)
+        if waiting is None:
+            log.warning("an answer from a machine for %s, which nothing waits on", key)
+            return
+        if error is not None:
+            waiting.on_error(error)
+        else:
+            waiting.result(Raw(result or b"null"))
 
     def effect(self, asked: MachineWanted | MachineChosen) -> None:
         """Ask the shell to reach a machine, or to store the one a thread was given."""

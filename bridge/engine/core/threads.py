@@ -315,6 +315,9 @@ class ThreadRecord:
     #: session is closed, a sub-agent working for one is stopped; one working for another
     #: client's turn is left to that client.
     own_turns: set[str] = field(default_factory=set)
+    #: The machine each turn this connection started acted on (Codex's stored turns do not
+    #: say): a rewind leaves the files of a turn that worked elsewhere alone.
+    turn_machines: dict[str, str] = field(default_factory=dict)
     # -- what it has in flight
     pending: dict[RequestId, Pending] = field(default_factory=dict)
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)

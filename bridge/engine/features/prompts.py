@@ -410,6 +410,8 @@ class Prompts:
             return
         turn.id = turn_id
         record.own_turns.add(turn_id)
+        if turn.started_by is not TurnStarter.FOREIGN and record.settings is not None:
+            record.turn_machines[turn_id] = record.settings.machine
         if turn.cancel_requested or turn.failure is not None:
             self.interrupt(record, turn)
         self.steering.turn_known(record)

@@ -9,17 +9,20 @@ One rewind, in order (each step waits for Codex's answer to the one before):
    the session still at work, refuses the rewind (-32600) with nothing changed; so do too
    few prompts (-32602).
 2. **Read the files** the span's changes touch, through Codex (``fs/readFile``, all at once):
-   never the bridge's own file system, which may not be Codex's. Codex's file methods act on
-   the app-server's machine only (they take no environment): for a session that works on
-   another machine (a ``codex exec-server``) nothing is read, and the answer names each
-   change as not undone, saying why.
+   never the bridge's own file system, which may not be Codex's. On the machine the session
+   works on: the app-server's own file methods reach only its machine (they take no
+   environment), so for a session on another machine the same methods are asked of that
+   machine's ``codex exec-server`` itself (``MachineCall``, paths as ``file://`` URIs), on
+   a connection of the shell's own; a machine it cannot reach makes each read an error, so
+   each change a conflict, and nothing is written there.
 3. **Plan** the undo, newest change first, only where each file is still as its change left
    it (``rewind_plan.plan_undo``); the rest are conflicts, named with their diffs.
 4. **Revert** the history (``thread/revert {beforeTurnId}``: Codex keeps the turns before the
    oldest one taken back). Codex refusing is the prompt's error, with nothing changed.
 5. **Write** each file's final text (``fs/writeFile``; ``fs/createDirectory`` first for a
    file that is not there now; ``fs/remove``, never of a folder with what it holds, for a file
-   the span created). A write Codex refuses is named in the answer.
+   the span created), on the same machine as step 2. A write Codex refuses is named in the
+   answer.
 6. **Answer**: what was taken back, returned, left alone, and not undone (commands, MCP
    calls, sub-agents); the client is told to reload the session to see the shorter
    conversation (a load then replays what Codex now holds, without the sub-agents the span
@@ -34,6 +37,7 @@ import logging
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...codex import files as codex_files
 from ...codex import palette as codex_palette
@@ -42,7 +46,7 @@ from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, from_codex
-from ..core.machines import LOCAL
+from ..core.machines import LOCAL, workspace
 from ..core.threads import ThreadRecord
 from ..views import rewind_plan
 from ..views.rewind_plan import FileNow, Outcome, Span, Unreadable
@@ -83,6 +87,10 @@ class _Run:
     outcome: Outcome | None = None
     #: Writes sent and not answered yet.
     writing: int = 0
+    #: Where the session works: its files are read and written there.
+    machine: str = LOCAL
+    #: Its folder there (relative paths are taken in it, and shown from it).
+    cwd: str = ""
 
 
 class Rewind:
@@ -105,7 +113,11 @@ class Rewind:
                 )
             )
             return
-        self._read_turns(_Run(record, count, done, failed))
+        settings = record.settings
+        machine = settings.machine if settings is not None else LOCAL
+        known = self.hub.machines.get(machine)
+        cwd = workspace(known.offer if known is not None else None, record.cwd)
+        self._read_turns(_Run(record, count, done, failed, machine=machine, cwd=cwd))
 
     # -- 1. the span --------------------------------------------------------------------------
 
@@ -121,7 +133,12 @@ class Rewind:
             if run.turns and run.turns[0].status == "inProgress":
                 run.failed(_busy(run.record, "a turn is still running"))
                 return
-            span = rewind_plan.find_span(run.turns, run.count, run.record.cwd)
+            elsewhere = {
+                turn: machine
+                for turn, machine in run.record.turn_machines.items()
+                if machine != run.machine
+            }
+            span = rewind_plan.find_span(run.turns, run.count, run.cwd, elsewhere)
             if span is None and page.nextCursor and page.data:
                 self._read_turns(run, page.nextCursor)
             elif span is None:
@@ -144,21 +161,12 @@ class Rewind:
 
     def _read_files(self, run: _Run) -> None:
         assert run.span is not None
-        settings = run.record.settings
-        machine = settings.machine if settings is not None else LOCAL
         paths = rewind_plan.paths_of(run.span.changes)
-        untouched = ""
-        if machine != LOCAL and paths:
-            untouched = (
-                f"the session works on the machine {machine}, and Codex's file methods reach "
-                "only the files of its own machine"
-            )
-            paths = []
         run.outcome = Outcome(
             span=run.span,
             plan=rewind_plan.UndoPlan(),
-            cwd=run.record.cwd,
-            untouched=untouched,
+            cwd=run.cwd,
+            machine=run.machine if run.machine != LOCAL else "",
             nicknames={t: self._nickname(t) for t in run.span.spawned},
         )
         if not paths:
@@ -184,13 +192,34 @@ class Rewind:
                     None if codex_files.not_found(error.message) else Unreadable(error.message),
                 )
 
-            self.hub.codex_request(
+            self._fs(
+                run,
                 codex_files.READ_FILE,
-                codex_files.FsReadFileParams(path=path),
+                codex_files.FsReadFileParams(path=self._where(run, path)),
                 codex_files.FsReadFileResult,
                 read,
                 unread,
             )
+
+    def _where(self, run: _Run, path: str) -> str:
+        """``path`` as the file methods of the session's machine take it."""
+        return path if run.machine == LOCAL else codex_files.file_uri(path)
+
+    def _fs(
+        self,
+        run: _Run,
+        method: str,
+        params: object,
+        result: object,
+        on_result: Callable[[Any], None],
+        on_error: Callable[[ErrorObject], None],
+    ) -> None:
+        """A file method, asked where the session works: Codex's app-server for this
+        machine, else that machine's exec-server."""
+        if run.machine == LOCAL:
+            self.hub.codex_request(method, params, result, on_result, on_error)
+        else:
+            self.hub.machine_request(run.machine, method, params, result, on_result, on_error)
 
     def _nickname(self, thread_id: str) -> str | None:
         record = self.hub.threads.get(thread_id)
@@ -241,7 +270,7 @@ class Rewind:
                     run,
                     path,
                     codex_files.REMOVE,
-                    codex_files.FsRemoveParams(path=path, recursive=False),
+                    codex_files.FsRemoveParams(path=self._where(run, path), recursive=False),
                 )
             elif run.now.get(path) is None:
                 self._create_then_write(run, path, text)
@@ -250,7 +279,9 @@ class Rewind:
                     run,
                     path,
                     codex_files.WRITE_FILE,
-                    codex_files.FsWriteFileParams(path=path, dataBase64=encode_text(text)),
+                    codex_files.FsWriteFileParams(
+                        path=self._where(run, path), dataBase64=encode_text(text)
+                    ),
                 )
 
     def _create_then_write(self, run: _Run, path: str, text: str) -> None:
@@ -261,19 +292,25 @@ class Rewind:
                 run,
                 path,
                 codex_files.WRITE_FILE,
-                codex_files.FsWriteFileParams(path=path, dataBase64=encode_text(text)),
+                codex_files.FsWriteFileParams(
+                    path=self._where(run, path), dataBase64=encode_text(text)
+                ),
             )
 
-        self.hub.codex_request(
+        self._fs(
+            run,
             codex_files.CREATE_DIRECTORY,
-            codex_files.FsCreateDirectoryParams(path=posixpath.dirname(path), recursive=True),
+            codex_files.FsCreateDirectoryParams(
+                path=self._where(run, posixpath.dirname(path)), recursive=True
+            ),
             codex_palette.Empty,
             created,
             lambda error: self._written(run, path, error),
         )
 
     def _ask_write(self, run: _Run, path: str, method: str, params: object) -> None:
-        self.hub.codex_request(
+        self._fs(
+            run,
             method,
             params,
             codex_palette.Empty,

@@ -21,6 +21,9 @@ change left it, as far as its diff can tell:
   (:func:`~.diffs.rebuild`): lines the change did not touch may have changed meanwhile and
   keep that; a moved file also needs its old path free again.
 
+A change a turn made on another machine than the session works on now (the bridge started
+that turn there) is left alone and named: the files a rewind reaches are not its.
+
 A change that does not fit is a *conflict*: left alone and named, with its diff; so is every
 older change of the same file (they would apply to a text that is no longer there). A file
 Codex could not read is a conflict of each change to it. Only the final text of each file is
@@ -72,6 +75,9 @@ class Span:
     prompts: list[str] = field(default_factory=list)
     #: The file changes that applied, oldest first.
     changes: list[codex_items.FileUpdateChange] = field(default_factory=list)
+    #: Those made on another machine than the session's now (its turn said so), with it:
+    #: left alone, since its files are not the ones a rewind reaches.
+    elsewhere: list[tuple[codex_items.FileUpdateChange, str]] = field(default_factory=list)
     commands: list[Command] = field(default_factory=list)
     #: MCP tool calls, as ``server/tool``.
     tool_calls: list[str] = field(default_factory=list)
@@ -83,14 +89,20 @@ def is_prompt(turn: codex_types.Turn) -> bool:
     return any(type(decode_item(raw)) is codex_types.UserMessageItem for raw in turn.items)
 
 
-def find_span(newest_first: list[codex_types.Turn], count: int, cwd: str) -> Span | None:
+def find_span(
+    newest_first: list[codex_types.Turn],
+    count: int,
+    cwd: str,
+    elsewhere: Mapping[str, str] | None = None,
+) -> Span | None:
     """The span of the ``count`` newest prompts of ``newest_first`` (the thread's newest turns,
-    newest first), ``None`` when these turns hold fewer; relative paths are taken in ``cwd``."""
+    newest first), ``None`` when these turns hold fewer; relative paths are taken in ``cwd``.
+    ``elsewhere``: the turns known to have worked on another machine, by id → its name."""
     prompts = 0
     for index, turn in enumerate(newest_first):
         prompts += is_prompt(turn)
         if prompts == count:
-            return _span(list(reversed(newest_first[: index + 1])), cwd)
+            return _span(list(reversed(newest_first[: index + 1])), cwd, elsewhere or {})
     return None
 
 
@@ -98,10 +110,11 @@ def prompts_in(turns: Iterable[codex_types.Turn]) -> int:
     return sum(1 for turn in turns if is_prompt(turn))
 
 
-def _span(turns: list[codex_types.Turn], cwd: str) -> Span:
+def _span(turns: list[codex_types.Turn], cwd: str, elsewhere: Mapping[str, str]) -> Span:
     span = Span(before_turn=turns[0].id)
     for turn in turns:
         asked = False
+        changes = len(span.changes)
         for raw in turn.items:
             item = decode_item(raw)
             if type(item) is codex_types.UserMessageItem:
@@ -110,6 +123,10 @@ def _span(turns: list[codex_types.Turn], cwd: str) -> Span:
                 asked = True
             else:
                 _gather(span, item, cwd)
+        machine = elsewhere.get(turn.id)
+        if machine is not None:
+            span.elsewhere += [(change, machine) for change in span.changes[changes:]]
+            del span.changes[changes:]
     return span
 
 
@@ -301,9 +318,8 @@ class Outcome:
     cwd: str
     #: The files whose writes Codex refused: path → its words.
     failed: dict[str, str] = field(default_factory=dict)
-    #: Why no file was touched at all (the session works on a machine Codex's file methods
-    #: do not reach): every change is then named as not undone, with it.
-    untouched: str = ""
+    #: The machine whose files were read and written (``""``: Codex's own, here).
+    machine: str = ""
     #: The sub-agents spawned, by thread id → nickname (``None``: unknown).
     nicknames: Mapping[str, str | None] = field(default_factory=dict)
 
@@ -316,14 +332,15 @@ def answer_text(outcome: Outcome) -> str:
     lines = [f"**Rewound {count} prompt{'s' if count != 1 else ''}.** Taken back:", ""]
     lines += [f"{i}. “{text}”" for i, text in enumerate(span.prompts, start=1)]
     undone = [u for u in plan.undone if not _touches(u.change, outcome.failed)]
+    on = f" (on {outcome.machine})" if outcome.machine else ""
     if undone:
-        lines += ["", "Files returned to what they were:"]
+        lines += ["", f"Files returned to what they were{on}:"]
         lines += [f"- `{_shown(u.change, cwd)}`: {_how(u, cwd)}" for u in undone]
     if outcome.failed:
-        lines += ["", "Files Codex could not return (left as they are now):"]
+        lines += ["", f"Files Codex could not return{on} (left as they are now):"]
         lines += [f"- `{path_shown(p, cwd)}`: {why}" for p, why in outcome.failed.items()]
     if plan.conflicts:
-        lines += ["", "Left alone (changed since, so not undone):"]
+        lines += ["", f"Left alone{on} (changed since, so not undone):"]
         for conflict in plan.conflicts:
             lines.append(f"- `{_shown(conflict.change, cwd)}`: {conflict.why}. The change was:")
             lines += ["", _indented(fenced(_diff_shown(conflict.change), "diff")), ""]
@@ -331,7 +348,7 @@ def answer_text(outcome: Outcome) -> str:
     if not_undone:
         lines += ["", "Not undone:"]
         lines += not_undone
-    if not (span.changes or span.commands or span.tool_calls or span.spawned):
+    if not (span.changes or span.elsewhere or span.commands or span.tool_calls or span.spawned):
         lines += ["", "They changed no files."]
     lines += [
         "",
@@ -346,9 +363,11 @@ def answer_text(outcome: Outcome) -> str:
 def _not_undone(outcome: Outcome) -> list[str]:
     span, cwd = outcome.span, outcome.cwd
     lines = []
-    if outcome.untouched and span.changes:
-        lines.append(f"- the file changes ({outcome.untouched}):")
-        lines += [f"  - `{_shown(c, cwd)}` ({_verb(c)})" for c in reversed(span.changes)]
+    for change, machine in reversed(span.elsewhere):
+        lines.append(
+            f"- `{_shown(change, cwd)}` ({_verb(change)} on the machine {machine}, where this "
+            "session no longer works)"
+        )
     for command in span.commands:
         who = "your command" if command.user else "the command"
         lines.append(
