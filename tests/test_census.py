@@ -69,3 +69,82 @@ def test_a_long_lived_engine_remembers_a_bounded_number_of_forgotten_threads() -
     assert threads.census()["forgottenTurns"] == MAX_FORGOTTEN
     # The newest are kept: late traffic of a thread just closed is still no one's.
     assert threads.forgotten(f"t{MAX_FORGOTTEN + 4}") and not threads.forgotten("t0")
+
+
+# -- records of threads no session here shows: gone when Codex forgets the thread ------------
+
+
+def _another_clients_thread(h: Harness, thread_id: str) -> None:
+    """Codex tells every connection each thread's status: another client's thread is read
+    once (is it a sub-agent of a session here?) and kept as no one's here."""
+    h.codex_notify("thread/status/changed", {"threadId": thread_id, "status": {"type": "active"}})
+    read = h.codex_request("thread/read")
+    assert read["params"]["threadId"] == thread_id
+    h.codex_reply(read["id"], {"thread": {"id": thread_id, "cwd": "/elsewhere", "turns": []}})
+    assert h.engine.hub.threads.get(thread_id) is not None
+
+
+def _reads(h: Harness) -> int:
+    return sum(1 for m in h.to_codex if m.get("method") == "thread/read")
+
+
+@pytest.mark.parametrize("method", ["thread/closed", "thread/deleted", "thread/archived"])
+def test_another_clients_thread_is_forgotten_when_codex_forgets_it(method: str) -> None:
+    h = Harness()
+    h.new_session("mine")
+    _another_clients_thread(h, "theirs")
+    assert h.engine.census()["records"] == 2
+    h.codex_notify(method, {"threadId": "theirs"})
+    assert h.engine.census()["records"] == 1
+    assert h.engine.hub.threads.get("theirs") is None
+    # A thread gone that this bridge never saw makes no record, and is not read.
+    reads = _reads(h)
+    h.codex_notify(method, {"threadId": "never-seen"})
+    assert h.engine.census()["records"] == 1 and _reads(h) == reads
+    # The session's own record stays: closing it is the client's word.
+    h.codex_notify(method, {"threadId": "mine"})
+    assert h.engine.hub.threads.session("mine") is not None
+
+
+def test_another_clients_thread_is_forgotten_when_codex_unloads_it() -> None:
+    h = Harness()
+    h.new_session("mine")
+    _another_clients_thread(h, "theirs")
+    reads = _reads(h)
+    unloaded = {"type": "notLoaded"}
+    h.codex_notify("thread/status/changed", {"threadId": "theirs", "status": unloaded})
+    h.codex_notify("thread/status/changed", {"threadId": "never-seen", "status": unloaded})
+    assert h.engine.census()["records"] == 1 and _reads(h) == reads
+
+
+def test_threads_no_session_shows_are_forgotten_with_the_codex_that_had_them() -> None:
+    """A Codex killed forgets every thread it had loaded: the records the bridge kept only
+    to leave another client's traffic alone go with it (traffic of a later Codex is read
+    afresh); the sessions stay, to be resumed."""
+    h = Harness()
+    h.new_session("mine")
+    for number in range(3):
+        _another_clients_thread(h, f"theirs-{number}")
+    # One still being read when Codex goes (its read fails with it).
+    h.codex_notify("thread/status/changed", {"threadId": "unread", "status": {"type": "active"}})
+    assert h.engine.census()["records"] == 5
+    h._collect(h.engine.codex_lost("exited", retrying=True))
+    assert h.engine.census()["records"] == 1
+    assert h.engine.hub.threads.session("mine") is not None
+
+
+def test_a_long_lived_engine_remembers_a_bounded_number_of_other_clients_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Codex that keeps every thread loaded (it unloads none while it lives) tells each
+    one's status: the oldest of those remembered as another client's are dropped."""
+    from bridge.engine.features import subagent_placement
+
+    monkeypatch.setattr(subagent_placement, "MAX_OTHERS", 5, raising=False)
+    h = Harness()
+    h.new_session("mine")
+    for number in range(12):
+        _another_clients_thread(h, f"theirs-{number}")
+    assert h.engine.census()["records"] == 1 + 5
+    assert h.engine.hub.threads.get("theirs-11") is not None
+    assert h.engine.hub.threads.get("theirs-0") is None
