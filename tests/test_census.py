@@ -148,3 +148,17 @@ def test_a_long_lived_engine_remembers_a_bounded_number_of_other_clients_threads
     assert h.engine.census()["records"] == 1 + 5
     assert h.engine.hub.threads.get("theirs-11") is not None
     assert h.engine.hub.threads.get("theirs-0") is None
+
+
+def test_a_sub_agent_closed_while_its_parentage_is_read_is_still_placed() -> None:
+    """Codex may close a short sub-agent before the bridge has read whose it is: its
+    record stays until the read says, and the child is placed under its session."""
+    h = Harness()
+    h.new_session("mine")
+    h.codex_notify("thread/status/changed", {"threadId": "child", "status": {"type": "active"}})
+    read = h.codex_request("thread/read")
+    h.codex_notify("thread/closed", {"threadId": "child"})
+    child = {"id": "child", "cwd": "/work", "parentThreadId": "mine", "turns": []}
+    h.codex_reply(read["id"], {"thread": child})
+    placed = h.engine.hub.threads.session("child")
+    assert placed is not None and placed.parent_id == "mine"

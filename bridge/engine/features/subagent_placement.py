@@ -98,16 +98,21 @@ class Placement:
         self._codex_forgot(note.threadId)
 
     def _codex_forgot(self, thread_id: str) -> bool:
-        """Codex no longer has ``thread_id`` loaded: drop its record unless a session shows
-        it, one being opened is it or waits for it, or children wait for it (whether it is
-        kept, ``False``, or was dropped or never known, ``True``). What it asked
-        meanwhile is declined."""
+        """Codex no longer has ``thread_id`` loaded: drop its record if it is another
+        client's, or held with nothing that could still place it (no read under way, no
+        spawn item naming its parent, no children waiting for it). Whether it is gone
+        (dropped, or never known: ``True``) or kept. What it asked meanwhile is declined."""
         threads = self.hub.threads
         record = threads.get(thread_id)
         if record is None:
             return True
         if record.session or record.opening or record.waiting_children:
             return False
+        unplaced = record.unplaced
+        if not record.other and (
+            unplaced is None or unplaced.reading or unplaced.parent_hint is not None
+        ):
+            return False  # a sub-agent of ours being placed: its read or spawn item decides
         if record.unplaced is not None:
             self._decline_held_requests(record.unplaced)
         self._drop(thread_id)
