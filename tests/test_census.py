@@ -162,3 +162,25 @@ def test_a_sub_agent_closed_while_its_parentage_is_read_is_still_placed() -> Non
     h.codex_reply(read["id"], {"thread": child})
     placed = h.engine.hub.threads.session("child")
     assert placed is not None and placed.parent_id == "mine"
+
+
+def test_another_clients_thread_at_rest_is_not_kept() -> None:
+    """Codex keeps a thread loaded long after its clients left (it unloads none after its
+    last unsubscribe): another client's thread is dropped when it goes idle, and read
+    again (once) when it works again."""
+    h = Harness()
+    h.new_session("mine")
+    _another_clients_thread(h, "theirs")
+    idle = {"threadId": "theirs", "status": {"type": "idle"}}
+    h.codex_notify("thread/status/changed", idle)
+    assert h.engine.census()["records"] == 1
+    reads = _reads(h)
+    _another_clients_thread(h, "theirs")  # its next turn
+    assert _reads(h) == reads + 1
+    h.codex_notify(
+        "item/agentMessage/delta",
+        {"threadId": "theirs", "turnId": "t", "itemId": "i", "delta": "x"},
+    )
+    assert _reads(h) == reads + 1, "its traffic is dropped as it comes, not read again"
+    h.codex_notify("thread/status/changed", idle)
+    assert h.engine.census()["records"] == 1

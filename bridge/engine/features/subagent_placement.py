@@ -77,6 +77,12 @@ class Placement:
             return True  # nothing to place: Codex unloaded a thread that was no one's here
         record = threads.record(thread_id)
         if record.other:
+            if _idle(held):
+                # Another client's thread at rest: nothing of it is kept meanwhile (its
+                # next turn is read again, once). Codex keeps a thread loaded long after
+                # its clients leave: kept until then, a long-lived editor's records would
+                # grow with every thread any client ever ran.
+                self._drop(thread_id)
             return True
         unplaced = _unplaced(record)
         if len(unplaced.held) >= MAX_HELD:
@@ -480,6 +486,12 @@ def _unloaded(held: Held) -> bool:
     return isinstance(params, codex_types.ThreadStatusChanged) and (
         params.status.type == "notLoaded"
     )
+
+
+def _idle(held: Held) -> bool:
+    """Whether ``held`` is Codex's word that the thread is at rest (no turn runs)."""
+    params = held.params
+    return isinstance(params, codex_types.ThreadStatusChanged) and params.status.type == "idle"
 
 
 def _unplaced(record: ThreadRecord) -> Unplaced:
