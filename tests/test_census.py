@@ -184,3 +184,14 @@ def test_another_clients_thread_at_rest_is_not_kept() -> None:
     assert _reads(h) == reads + 1, "its traffic is dropped as it comes, not read again"
     h.codex_notify("thread/status/changed", idle)
     assert h.engine.census()["records"] == 1
+
+
+def test_another_clients_thread_that_rests_while_it_is_read_is_not_kept() -> None:
+    """A short turn of another client's: its thread goes idle before its read comes back."""
+    h = Harness()
+    h.new_session("mine")
+    h.codex_notify("thread/status/changed", {"threadId": "theirs", "status": {"type": "active"}})
+    read = h.codex_request("thread/read")
+    h.codex_notify("thread/status/changed", {"threadId": "theirs", "status": {"type": "idle"}})
+    h.codex_reply(read["id"], {"thread": {"id": "theirs", "cwd": "/elsewhere", "turns": []}})
+    assert h.engine.census()["records"] == 1

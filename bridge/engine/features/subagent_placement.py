@@ -14,7 +14,8 @@ first that a thread is a child, or whose:
   announced parent before child; a parent being opened places its children once open.
 - Parentage is never guessed. A spawn item naming the child is Codex's own word, enough
   to adopt it when its thread cannot be read. A thread that is no one's child here is
-  another client's: dropped. One whose parent cannot be read is represented on its
+  another client's: dropped, and its record too once it rests (idle) or Codex forgets it
+  (closed, unloaded, deleted, archived, Codex lost): read again if it works again. One whose parent cannot be read is represented on its
   root session (found from its turn's ``rootTurnId``) without being announced; what it
   asks meanwhile is declined, never left waiting.
 - A sub-agent of a session already closed is forgotten too, and its work stopped.
@@ -297,6 +298,10 @@ class Placement:
                 thread_id,
                 len(unplaced.held),
             )
+            if _at_rest(unplaced.held):
+                # It went idle while it was read (a short turn): nothing of it is kept, as
+                # when it goes idle later (see gate).
+                self._drop(thread_id)
 
     def _forget_late(self, thread_id: str) -> None:
         """A sub-agent of a thread already forgotten (closed): forgotten too. What it
@@ -492,6 +497,14 @@ def _idle(held: Held) -> bool:
     """Whether ``held`` is Codex's word that the thread is at rest (no turn runs)."""
     params = held.params
     return isinstance(params, codex_types.ThreadStatusChanged) and params.status.type == "idle"
+
+
+def _at_rest(held: list[Held]) -> bool:
+    """Whether the last status held says the thread is idle or unloaded."""
+    for message in reversed(held):
+        if isinstance(message.params, codex_types.ThreadStatusChanged):
+            return message.params.status.type in ("idle", "notLoaded")
+    return False
 
 
 def _unplaced(record: ThreadRecord) -> Unplaced:
