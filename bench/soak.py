@@ -55,7 +55,7 @@ from bridge.daemon.runtime import read_info, running_daemon
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.scripted_model.directives import words_text
-from bridge.shell.census import ENV_CENSUS
+from bridge.shell.census import ENV_CENSUS, ENV_CENSUS_TASKS
 from bridge.shell.codex_process import codex_launch
 from bridge.shell.codex_transport import ENV_CODEX_BIN, find_codex
 
@@ -130,6 +130,9 @@ class Sample:
     long_records: int = -1
     #: The machine's state as the daemon publishes it.
     machine: str = "-"
+    #: The daemon's tasks by name, and the long-lived serve's whole census.
+    daemon_names: dict[str, int] = field(default_factory=dict)
+    long_census: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -447,7 +450,7 @@ async def page_sockets(runtime: Path, deadline: float) -> None:
             nursery.start_soon(page, reads)
 
 
-def census(folder: Path, pid: int) -> dict[str, int]:
+def census(folder: Path, pid: int) -> dict[str, Any]:
     with contextlib.suppress(OSError, ValueError):
         return dict(json.loads((folder / f"{pid}.json").read_text()))
     return {}
@@ -481,6 +484,8 @@ async def sample(
         machine=next((m.state for m in info.machines if m.name == MACHINE), "-")
         if info is not None
         else "-",
+        daemon_names=census(census_dir, daemon_pid).get("taskNames", {}),
+        long_census=census(census_dir, tally.long_lived) if tally.long_lived else {},
     )
 
 
@@ -551,6 +556,16 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
         f"(baseline {baseline.daemon_fds} / {baseline.daemon_tasks}), Codex {idle.loaded} "
         f"threads loaded"
     )
+    grew = {
+        name: (baseline.daemon_names.get(name, 0), count)
+        for name, count in idle.daemon_names.items()
+        if count > baseline.daemon_names.get(name, 0)
+    }
+    for name, (before, after) in sorted(grew.items(), key=lambda kv: kv[1][0] - kv[1][1]):
+        print(f"  daemon task grew: {before} → {after}  {name}")
+    if idle.long_census:
+        held = {k: v for k, v in idle.long_census.items() if k != "taskNames"}
+        print(f"long-lived serve at the end: {json.dumps(held)}")
     problems = list(tally.problems)
     if idle.daemon_tasks > baseline.daemon_tasks + 2:
         problems.append(f"daemon tasks {baseline.daemon_tasks} → {idle.daemon_tasks} when idle")
@@ -578,6 +593,7 @@ async def main(args: argparse.Namespace) -> int:
             "CODEX_HOME": str(home),
             ENV_CODEX_BIN: codex_bin,
             ENV_CENSUS: str(census_dir),
+            ENV_CENSUS_TASKS: "1",  # the report names the tasks that grew
             "XDG_STATE_HOME": str(tmp / "state"),
             "CODEX_ACP_BRIDGE_MACHINES": str(tmp / "no-machines.toml"),
         }

@@ -69,3 +69,129 @@ def test_a_long_lived_engine_remembers_a_bounded_number_of_forgotten_threads() -
     assert threads.census()["forgottenTurns"] == MAX_FORGOTTEN
     # The newest are kept: late traffic of a thread just closed is still no one's.
     assert threads.forgotten(f"t{MAX_FORGOTTEN + 4}") and not threads.forgotten("t0")
+
+
+# -- records of threads no session here shows: gone when Codex forgets the thread ------------
+
+
+def _another_clients_thread(h: Harness, thread_id: str) -> None:
+    """Codex tells every connection each thread's status: another client's thread is read
+    once (is it a sub-agent of a session here?) and kept as no one's here."""
+    h.codex_notify("thread/status/changed", {"threadId": thread_id, "status": {"type": "active"}})
+    read = h.codex_request("thread/read")
+    assert read["params"]["threadId"] == thread_id
+    h.codex_reply(read["id"], {"thread": {"id": thread_id, "cwd": "/elsewhere", "turns": []}})
+    assert h.engine.hub.threads.get(thread_id) is not None
+
+
+def _reads(h: Harness) -> int:
+    return sum(1 for m in h.to_codex if m.get("method") == "thread/read")
+
+
+@pytest.mark.parametrize("method", ["thread/closed", "thread/deleted", "thread/archived"])
+def test_another_clients_thread_is_forgotten_when_codex_forgets_it(method: str) -> None:
+    h = Harness()
+    h.new_session("mine")
+    _another_clients_thread(h, "theirs")
+    assert h.engine.census()["records"] == 2
+    h.codex_notify(method, {"threadId": "theirs"})
+    assert h.engine.census()["records"] == 1
+    assert h.engine.hub.threads.get("theirs") is None
+    # A thread gone that this bridge never saw makes no record, and is not read.
+    reads = _reads(h)
+    h.codex_notify(method, {"threadId": "never-seen"})
+    assert h.engine.census()["records"] == 1 and _reads(h) == reads
+    # The session's own record stays: closing it is the client's word.
+    h.codex_notify(method, {"threadId": "mine"})
+    assert h.engine.hub.threads.session("mine") is not None
+
+
+def test_another_clients_thread_is_forgotten_when_codex_unloads_it() -> None:
+    h = Harness()
+    h.new_session("mine")
+    _another_clients_thread(h, "theirs")
+    reads = _reads(h)
+    unloaded = {"type": "notLoaded"}
+    h.codex_notify("thread/status/changed", {"threadId": "theirs", "status": unloaded})
+    h.codex_notify("thread/status/changed", {"threadId": "never-seen", "status": unloaded})
+    assert h.engine.census()["records"] == 1 and _reads(h) == reads
+
+
+def test_threads_no_session_shows_are_forgotten_with_the_codex_that_had_them() -> None:
+    """A Codex killed forgets every thread it had loaded: the records the bridge kept only
+    to leave another client's traffic alone go with it (traffic of a later Codex is read
+    afresh); the sessions stay, to be resumed."""
+    h = Harness()
+    h.new_session("mine")
+    for number in range(3):
+        _another_clients_thread(h, f"theirs-{number}")
+    # One still being read when Codex goes (its read fails with it).
+    h.codex_notify("thread/status/changed", {"threadId": "unread", "status": {"type": "active"}})
+    assert h.engine.census()["records"] == 5
+    h._collect(h.engine.codex_lost("exited", retrying=True))
+    assert h.engine.census()["records"] == 1
+    assert h.engine.hub.threads.session("mine") is not None
+
+
+def test_a_long_lived_engine_remembers_a_bounded_number_of_other_clients_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Codex that keeps every thread loaded (it unloads none while it lives) tells each
+    one's status: the oldest of those remembered as another client's are dropped."""
+    from bridge.engine.features import subagent_placement
+
+    monkeypatch.setattr(subagent_placement, "MAX_OTHERS", 5, raising=False)
+    h = Harness()
+    h.new_session("mine")
+    for number in range(12):
+        _another_clients_thread(h, f"theirs-{number}")
+    assert h.engine.census()["records"] == 1 + 5
+    assert h.engine.hub.threads.get("theirs-11") is not None
+    assert h.engine.hub.threads.get("theirs-0") is None
+
+
+def test_a_sub_agent_closed_while_its_parentage_is_read_is_still_placed() -> None:
+    """Codex may close a short sub-agent before the bridge has read whose it is: its
+    record stays until the read says, and the child is placed under its session."""
+    h = Harness()
+    h.new_session("mine")
+    h.codex_notify("thread/status/changed", {"threadId": "child", "status": {"type": "active"}})
+    read = h.codex_request("thread/read")
+    h.codex_notify("thread/closed", {"threadId": "child"})
+    child = {"id": "child", "cwd": "/work", "parentThreadId": "mine", "turns": []}
+    h.codex_reply(read["id"], {"thread": child})
+    placed = h.engine.hub.threads.session("child")
+    assert placed is not None and placed.parent_id == "mine"
+
+
+def test_another_clients_thread_at_rest_is_not_kept() -> None:
+    """Codex keeps a thread loaded long after its clients left (it unloads none after its
+    last unsubscribe): another client's thread is dropped when it goes idle, and read
+    again (once) when it works again."""
+    h = Harness()
+    h.new_session("mine")
+    _another_clients_thread(h, "theirs")
+    idle = {"threadId": "theirs", "status": {"type": "idle"}}
+    h.codex_notify("thread/status/changed", idle)
+    assert h.engine.census()["records"] == 1
+    reads = _reads(h)
+    _another_clients_thread(h, "theirs")  # its next turn
+    assert _reads(h) == reads + 1
+    h.codex_notify(
+        "item/agentMessage/delta",
+        {"threadId": "theirs", "turnId": "t", "itemId": "i", "delta": "x"},
+    )
+    assert _reads(h) == reads + 1, "its traffic is dropped as it comes, not read again"
+    h.codex_notify("thread/status/changed", idle)
+    assert h.engine.census()["records"] == 1
+
+
+def test_another_clients_thread_that_rests_while_it_is_read_is_not_kept() -> None:
+    """A short turn of another client's: its thread goes idle before its read comes back."""
+    h = Harness()
+    h.new_session("mine")
+    h.codex_notify("thread/status/changed", {"threadId": "theirs", "status": {"type": "active"}})
+    read = h.codex_request("thread/read")
+    h.codex_notify("thread/status/changed", {"threadId": "theirs", "status": {"type": "idle"}})
+    h.codex_reply(read["id"], {"thread": {"id": "theirs", "cwd": "/elsewhere", "turns": []}})
+    assert h.engine.census()["records"] == 1

@@ -63,3 +63,50 @@ async def test_the_watch_ends_quietly_when_codex_dies_as_a_thread_is_to_be_read(
             nursery.cancel_scope.cancel()
     assert asked[:2] == ["initialize", "initialized"]
     assert "thread/loaded/list" in asked
+
+
+async def test_status_changes_while_codex_does_not_answer_a_read_make_one_read_at_a_time(
+    monkeypatch: Any,
+) -> None:
+    """A thread's status changes again and again while Codex has not answered its read (a
+    thread it is busy loading): one read is in flight, not one per change, each left
+    waiting as long as Codex lives; and it is given up after a while, task and all."""
+    import bridge.daemon.observer as observer_module
+    from bridge.shell.census import task_names
+
+    monkeypatch.setattr(observer_module, "READ_SECONDS", 1.0, raising=False)
+    reads: list[str] = []
+    all_sent = trio.Event()
+
+    async def codex(connection: ServerConnection) -> None:
+        while True:
+            message = json.loads(await connection.recv())
+            if message.get("method") == "thread/read":
+                reads.append(message["params"]["threadId"])  # never answered
+            answer = _answer(message)
+            if answer is not None:
+                await connection.send(json.dumps(answer))
+            if message.get("method") == "thread/loaded/list":
+                for number in range(40):
+                    kind = "active" if number % 2 else "idle"
+                    status = {"threadId": "child-1", "status": {"type": kind, "activeFlags": []}}
+                    await connection.send(
+                        json.dumps({"method": "thread/status/changed", "params": status})
+                    )
+                all_sent.set()
+
+    def reading() -> int:
+        return sum(n for name, n in task_names().items() if name.endswith("read_thread"))
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            port = listeners[0].socket.getsockname()[1]
+            await nursery.start(functools.partial(serve, codex, listeners=listeners))
+            nursery.start_soon(observe, f"ws://127.0.0.1:{port}", "", Picture(), lambda: None)
+            await all_sent.wait()
+            await trio.sleep(0.3)
+            assert reading() <= 1 and len(reads) == 1
+            await trio.sleep(2.5)  # given up, read once more (it changed meanwhile), given up
+            assert reading() == 0 and len(reads) == 2
+            nursery.cancel_scope.cancel()

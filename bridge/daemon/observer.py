@@ -53,6 +53,9 @@ SOURCE_KINDS = [
 ]
 #: Pages of ``thread/list`` read at connect (100 threads each).
 MAX_PAGES = 20
+#: How long a thread's read waits for Codex's answer: one that never comes (a thread
+#: Codex is busy loading) is given up, not waited for while Codex lives.
+READ_SECONDS = 30.0
 
 
 class _StatusChanged(msgspec.Struct):
@@ -104,23 +107,45 @@ async def observe(
                 send, receive = trio.open_memory_channel[Any](1)
                 pending[rid] = send
                 try:
-                    await stream.send(data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    # Codex is gone (killed, restarting): no answer will come. The watch
-                    # ends when receive_all sees the connection close, cancelling this.
+                    try:
+                        await stream.send(data)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        # Codex is gone (killed, restarting): no answer will come. The watch
+                        # ends when receive_all sees the connection close, cancelling this.
+                        pending.pop(rid, None)
+                        await trio.sleep_forever()
+                    return await receive.receive()
+                finally:
+                    # Given up (a timeout, the page's cancel): a late answer finds no one.
                     pending.pop(rid, None)
-                    await trio.sleep_forever()
-                return await receive.receive()
+
+            #: Threads being read, and those to read again once that read is done (their
+            #: status changed meanwhile): one read at a time per thread, however many
+            #: status changes come while Codex has not answered.
+            reading: set[str] = set()
+            again: set[str] = set()
 
             async def read_thread(thread_id: str) -> None:
-                answer = await call(
-                    "thread/read", codex_threads.ThreadReadParams(threadId=thread_id)
-                )
-                if isinstance(answer, bytes):
-                    picture.seen(
-                        msgspec.json.decode(answer, type=codex_threads.ThreadReadResult).thread
-                    )
-                    publish()
+                if thread_id in reading:
+                    again.add(thread_id)
+                    return
+                reading.add(thread_id)
+                try:
+                    while True:
+                        answer: Any = None
+                        with trio.move_on_after(READ_SECONDS):
+                            answer = await call(
+                                "thread/read", codex_threads.ThreadReadParams(threadId=thread_id)
+                            )
+                        if isinstance(answer, bytes):
+                            read = msgspec.json.decode(answer, type=codex_threads.ThreadReadResult)
+                            picture.seen(read.thread)
+                            publish()
+                        if thread_id not in again:
+                            return
+                        again.discard(thread_id)
+                finally:
+                    reading.discard(thread_id)
 
             closed = trio.Event()
 
@@ -135,10 +160,16 @@ async def observe(
                         nursery.cancel_scope.cancel()
                         return
                     message = peer.receive(data)
-                    if isinstance(message, IncomingResponse):
-                        await pending.pop(message.id).send(bytes(message.result))
-                    elif isinstance(message, IncomingError):
-                        await pending.pop(message.id).send(message.error)
+                    if isinstance(message, (IncomingResponse, IncomingError)):
+                        # None: an answer that came too late (its caller gave up).
+                        waiting = pending.pop(message.id, None)
+                        if waiting is not None:
+                            answer = (
+                                bytes(message.result)
+                                if isinstance(message, IncomingResponse)
+                                else message.error
+                            )
+                            waiting.send_nowait(answer)  # its channel holds one: never blocks
                     elif isinstance(message, IncomingRequest):
                         if hub is not None:
                             hub.request(message.id, message.method, bytes(message.params))

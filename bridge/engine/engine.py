@@ -357,9 +357,26 @@ class Engine:
             "thread/environment/disconnected": notification(
                 types.EnvironmentConnection, self.machines.environment_disconnected
             ),
-            "thread/deleted": notification(codex_threads.ThreadGone, first=(index.thread_gone,)),
-            "thread/archived": notification(codex_threads.ThreadGone, first=(index.thread_gone,)),
-            "thread/closed": notification(codex_threads.ThreadGone, first=(index.thread_closed,)),
+            "thread/deleted": notification(
+                codex_threads.ThreadGone,
+                subagents.thread_gone,
+                first=(index.thread_gone,),
+                gated=False,
+            ),
+            "thread/archived": notification(
+                codex_threads.ThreadGone,
+                subagents.thread_gone,
+                first=(index.thread_gone,),
+                gated=False,
+            ),
+            # Not gated: the end of a thread no session shows is not held, nor read (the
+            # reactor forgets its record, if it has one).
+            "thread/closed": notification(
+                codex_threads.ThreadGone,
+                subagents.thread_gone,
+                first=(index.thread_closed,),
+                gated=False,
+            ),
             "serverRequest/resolved": notification(
                 approval.ServerRequestResolved, approvals.resolved
             ),

@@ -415,8 +415,13 @@ class Threads:
 
     def census(self) -> dict[str, int]:
         """How much is held (a long life's measure: ``bench/soak.py``)."""
+        views: dict[str, int] = {}
+        for record in self._records.values():
+            key = f"records.{record.view.value}"
+            views[key] = views.get(key, 0) + 1
         return {
             "records": len(self._records),
+            **views,
             "sessions": len(self.session_ids),
             "forgotten": len(self._forgotten),
             "forgottenTurns": len(self.forgotten_turns),
@@ -598,6 +603,17 @@ class Threads:
         )
 
     # -- forgetting ---------------------------------------------------------------------
+
+    def drop(self, thread_id: str) -> ThreadRecord | None:
+        """Drop the record of a thread no session here shows (another client's, or one
+        held while it is read), once Codex forgot the thread: unlike :meth:`forget`, its id
+        is not remembered (it was never a session here: what comes of it later is read
+        afresh). A session's record is never dropped; ``None`` then."""
+        record = self._records.get(thread_id)
+        if record is None or record.session:
+            return None
+        del self._records[thread_id]
+        return record
 
     def forget(self, thread_id: str, *, subagent: bool = False) -> list[ThreadRecord]:
         """Forget ``thread_id`` and every sub-agent under it; return their records (the

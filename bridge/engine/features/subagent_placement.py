@@ -14,7 +14,8 @@ first that a thread is a child, or whose:
   announced parent before child; a parent being opened places its children once open.
 - Parentage is never guessed. A spawn item naming the child is Codex's own word, enough
   to adopt it when its thread cannot be read. A thread that is no one's child here is
-  another client's: dropped. One whose parent cannot be read is represented on its
+  another client's: dropped, and its record too once it rests (idle) or Codex forgets it
+  (closed, unloaded, deleted, archived, Codex lost): read again if it works again. One whose parent cannot be read is represented on its
   root session (found from its turn's ``rootTurnId``) without being announced; what it
   asks meanwhile is declined, never left waiting.
 - A sub-agent of a session already closed is forgotten too, and its work stopped.
@@ -39,6 +40,11 @@ log = logging.getLogger(__name__)
 
 #: Messages held for one thread; traffic beyond them is dropped.
 MAX_HELD = 10_000
+#: Other clients' threads remembered as theirs (so that their traffic is not read again):
+#: the oldest are dropped past it. Codex forgetting a thread drops its record sooner
+#: (:meth:`Placement.thread_gone`); this bounds what a Codex that keeps every thread
+#: loaded for days would make a long-lived editor hold.
+MAX_OTHERS = 1_000
 
 
 class Placement:
@@ -56,6 +62,8 @@ class Placement:
         self._naming: set[str] = set()
         #: What waits for a child placed without its nickname to be named (:meth:`when_named`).
         self._retitles: dict[str, list[Callable[[], None]]] = {}
+        #: The threads found to be other clients', oldest first (:data:`MAX_OTHERS`).
+        self._others: dict[str, None] = {}
 
     # -- where a thread's traffic goes -----------------------------------------------
 
@@ -66,8 +74,16 @@ class Placement:
         threads = self.hub.threads
         if threads.forgotten(thread_id):
             return False
+        if _unloaded(held) and self._codex_forgot(thread_id):
+            return True  # nothing to place: Codex unloaded a thread that was no one's here
         record = threads.record(thread_id)
         if record.other:
+            if _idle(held):
+                # Another client's thread at rest: nothing of it is kept meanwhile (its
+                # next turn is read again, once). Codex keeps a thread loaded long after
+                # its clients leave: kept until then, a long-lived editor's records would
+                # grow with every thread any client ever ran.
+                self._drop(thread_id)
             return True
         unplaced = _unplaced(record)
         if len(unplaced.held) >= MAX_HELD:
@@ -80,6 +96,58 @@ class Placement:
         unplaced.held.append(held)
         self.read_parentage(thread_id)
         return True
+
+    # -- what Codex forgets ---------------------------------------------------------------
+
+    def thread_gone(self, note: codex_threads.ThreadGone) -> None:
+        """``thread/closed`` (unloaded), ``thread/deleted``, ``thread/archived``: a thread no
+        session here shows is forgotten with it (never read for it, never held)."""
+        self._codex_forgot(note.threadId)
+
+    def _codex_forgot(self, thread_id: str) -> bool:
+        """Codex no longer has ``thread_id`` loaded: drop its record if it is another
+        client's, or held with nothing that could still place it (no read under way, no
+        spawn item naming its parent, no children waiting for it). Whether it is gone
+        (dropped, or never known: ``True``) or kept. What it asked meanwhile is declined."""
+        threads = self.hub.threads
+        record = threads.get(thread_id)
+        if record is None:
+            return True
+        if record.session or record.opening or record.waiting_children:
+            return False
+        unplaced = record.unplaced
+        if not record.other and (
+            unplaced is None or unplaced.reading or unplaced.parent_hint is not None
+        ):
+            return False  # a sub-agent of ours being placed: its read or spawn item decides
+        if record.unplaced is not None:
+            self._decline_held_requests(record.unplaced)
+        self._drop(thread_id)
+        return True
+
+    def codex_lost(self) -> None:
+        """Codex is gone, and every thread it had loaded with it: the records of threads no
+        session here shows go too (a later Codex's traffic for them is read afresh). What
+        they held is dropped, requests too (their connection is gone). Kept: what a session
+        being opened waits for (it is placed once the open is answered or failed)."""
+        threads = self.hub.threads
+        kept: set[str] = set()
+        waiting = [record for record in threads if record.opening]
+        while waiting:
+            for child_id in waiting.pop().waiting_children:
+                child = threads.get(child_id)
+                if child_id not in kept and child is not None:
+                    kept.add(child_id)
+                    waiting.append(child)
+        gone = [r.id for r in threads if not (r.session or r.opening or r.id in kept)]
+        for thread_id in gone:
+            self._drop(thread_id)
+
+    def _drop(self, thread_id: str) -> None:
+        self.hub.threads.drop(thread_id)
+        self._others.pop(thread_id, None)
+        self._retitles.pop(thread_id, None)
+        self._naming.discard(thread_id)
 
     def _read_thread(
         self,
@@ -211,6 +279,13 @@ class Placement:
         record = self.hub.threads.record(thread_id)
         unplaced, record.unplaced = record.unplaced, None
         record.other = True
+        self._others[thread_id] = None
+        while len(self._others) > MAX_OTHERS:
+            oldest = next(iter(self._others))
+            del self._others[oldest]
+            kept = self.hub.threads.get(oldest)
+            if kept is not None and kept.other and not kept.session and not kept.opening:
+                self._drop(oldest)  # its traffic, if any comes, is read again
         self._retitles.pop(thread_id, None)
         waiting, record.waiting_children = record.waiting_children, []
         for child_id in waiting:
@@ -223,6 +298,10 @@ class Placement:
                 thread_id,
                 len(unplaced.held),
             )
+            if _at_rest(unplaced.held):
+                # It went idle while it was read (a short turn): nothing of it is kept, as
+                # when it goes idle later (see gate).
+                self._drop(thread_id)
 
     def _forget_late(self, thread_id: str) -> None:
         """A sub-agent of a thread already forgotten (closed): forgotten too. What it
@@ -402,6 +481,30 @@ def _root_turn_of(held: list[Held]) -> str | None:
         ):
             return message.params.turn.rootTurnId
     return None
+
+
+def _unloaded(held: Held) -> bool:
+    """Whether ``held`` is Codex's word that the thread is not loaded any more."""
+    if held.method != "thread/status/changed" or held.request_id is not None:
+        return False
+    params = held.params
+    return isinstance(params, codex_types.ThreadStatusChanged) and (
+        params.status.type == "notLoaded"
+    )
+
+
+def _idle(held: Held) -> bool:
+    """Whether ``held`` is Codex's word that the thread is at rest (no turn runs)."""
+    params = held.params
+    return isinstance(params, codex_types.ThreadStatusChanged) and params.status.type == "idle"
+
+
+def _at_rest(held: list[Held]) -> bool:
+    """Whether the last status held says the thread is idle or unloaded."""
+    for message in reversed(held):
+        if isinstance(message.params, codex_types.ThreadStatusChanged):
+            return message.params.status.type in ("idle", "notLoaded")
+    return False
 
 
 def _unplaced(record: ThreadRecord) -> Unplaced:

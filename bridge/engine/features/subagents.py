@@ -43,6 +43,7 @@ import msgspec
 from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import items as codex_items
+from ...codex import threads as codex_threads
 from ...codex import types as codex_types
 from ...codex.messages import ItemNotification
 from ...jsonrpc import ErrorCode, RpcError
@@ -140,6 +141,12 @@ class Subagents:
 
     def codex_lost(self, reason: str) -> None:
         self.work.codex_lost(reason)
+        self.placement.codex_lost()
+
+    def thread_gone(self, note: codex_threads.ThreadGone) -> None:
+        """Codex closed (unloaded), deleted or archived a thread: one no session here shows
+        is forgotten."""
+        self.placement.thread_gone(note)
 
     def cancel_tree(self, session_id: str) -> None:
         """Stop the current work of ``session_id``'s descendants (and its own, if a child)."""
