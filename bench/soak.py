@@ -209,7 +209,15 @@ async def editor(
                     if stays:
                         tally.long_lived = process.pid
                     while True:
-                        await _work(client, sessions, cwd, rng, deadline, tally, stays=stays)
+                        try:
+                            await _work(client, sessions, cwd, rng, deadline, tally, stays=stays)
+                        except RpcError as exc:
+                            # A session refused while Codex restarts: the editor that stays
+                            # tries again, as a person would; the others leave.
+                            if not stays:
+                                raise
+                            tally.outcomes[f"refused, tried again: {exc.message[:50]}"] += 1
+                            await trio.sleep(1)
                         if not stays or trio.current_time() >= deadline:
                             break
                 except (RpcError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
