@@ -195,3 +195,25 @@ def test_another_clients_thread_that_rests_while_it_is_read_is_not_kept() -> Non
     h.codex_notify("thread/status/changed", {"threadId": "theirs", "status": {"type": "idle"}})
     h.codex_reply(read["id"], {"thread": {"id": "theirs", "cwd": "/elsewhere", "turns": []}})
     assert h.engine.census()["records"] == 1
+
+
+def test_another_clients_root_read_only_to_place_its_sub_agent_is_not_kept() -> None:
+    """Another client's sub-agent works while its root is at rest (its root's idle status
+    came and went before): the root is read only to learn that the chain is not ours. Its
+    record must not stay: no idle status of the root is coming to drop it."""
+    h = Harness()
+    h.new_session("mine")
+    h.codex_notify("thread/status/changed", {"threadId": "child", "status": {"type": "active"}})
+    read = h.codex_request("thread/read")
+    child = {"id": "child", "cwd": "/elsewhere", "parentThreadId": "their-root", "turns": []}
+    h.codex_reply(read["id"], {"thread": child})
+    read = h.codex_request("thread/read")
+    assert read["params"]["threadId"] == "their-root"
+    h.codex_reply(read["id"], {"thread": {"id": "their-root", "cwd": "/elsewhere", "turns": []}})
+    assert h.engine.hub.threads.get("their-root") is None
+    # The child works on: its traffic is dropped as it comes, until it rests.
+    reads = _reads(h)
+    h.codex_notify("thread/status/changed", {"threadId": "child", "status": {"type": "active"}})
+    assert _reads(h) == reads
+    h.codex_notify("thread/status/changed", {"threadId": "child", "status": {"type": "idle"}})
+    assert h.engine.census()["records"] == 1

@@ -298,10 +298,12 @@ class Placement:
                 thread_id,
                 len(unplaced.held),
             )
-            if _at_rest(unplaced.held):
-                # It went idle while it was read (a short turn): nothing of it is kept, as
-                # when it goes idle later (see gate).
-                self._drop(thread_id)
+        if unplaced is None or not _working(unplaced.held):
+            # Kept only while it works, so that its traffic is dropped without another
+            # read. At rest (it went idle while it was read: a short turn), or with no
+            # status held (read only to place a sub-agent under it, its own statuses
+            # came before), no idle status is coming to drop it (see gate).
+            self._drop(thread_id)
 
     def _forget_late(self, thread_id: str) -> None:
         """A sub-agent of a thread already forgotten (closed): forgotten too. What it
@@ -499,11 +501,11 @@ def _idle(held: Held) -> bool:
     return isinstance(params, codex_types.ThreadStatusChanged) and params.status.type == "idle"
 
 
-def _at_rest(held: list[Held]) -> bool:
-    """Whether the last status held says the thread is idle or unloaded."""
+def _working(held: list[Held]) -> bool:
+    """Whether the last status held says a turn runs on the thread."""
     for message in reversed(held):
         if isinstance(message.params, codex_types.ThreadStatusChanged):
-            return message.params.status.type in ("idle", "notLoaded")
+            return message.params.status.type == "active"
     return False
 
 
