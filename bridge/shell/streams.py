@@ -212,6 +212,11 @@ class LineStream:
             await self._receive_stream.aclose()
 
 
+#: Most messages a WebSocket hands out in a row without a turn of the scheduler (a read of
+#: 64 KiB holds some 300 deltas: reading outpaces the engine when it cannot keep up).
+TURN_EVERY = 64
+
+
 class WebSocketInbox:
     """The messages a WebSocket's reader task has read off the socket, whole and in order.
 
@@ -222,14 +227,19 @@ class WebSocketInbox:
     each instead, messages pile up here unseen by the engine, whose outbox merges for a
     slow client only what it has been given: behind a client that stopped reading, the
     bridge then falls behind Codex, and the backlog reaches the client unmerged.
+
+    The reader still gets a turn every :data:`TURN_EVERY` messages handed out: to read on
+    while the consumer is busy, so Codex never finds its socket full.
     """
 
-    __slots__ = ("_arrived", "_fragments", "closed", "messages")
+    __slots__ = ("_arrived", "_fragments", "_run", "closed", "messages")
 
     def __init__(self) -> None:
         self.messages: deque[bytes] = deque()
         self._fragments: list[bytes] = []
         self._arrived = trio.lowlevel.ParkingLot()
+        #: Messages handed out since the last turn of the scheduler.
+        self._run = 0
         self.closed = False
 
     def put(self, data: bytes, *, fin: bool) -> None:
@@ -252,6 +262,12 @@ class WebSocketInbox:
     async def get(self) -> bytes:
         """The next message; ``EOFError`` once the connection has ended and all are taken."""
         messages = self.messages
+        if messages and self._run < TURN_EVERY:
+            self._run += 1
+            return messages.popleft()
+        self._run = 0
+        if messages:
+            await trio.lowlevel.checkpoint()
         while not messages:
             if self.closed:
                 raise EOFError
