@@ -708,3 +708,41 @@ async def test_what_codex_streamed_while_the_client_paused_reaches_it_merged_on_
     assert words[0] == 1
     assert len(words) <= 20, f"{len(words)} chunks for {_BURST} deltas: {words[:20]}..."
     assert max(words) >= _BURST // 2, words[:20]
+
+
+async def test_a_websocket_hands_out_what_it_read_at_once_yet_lets_its_reader_read_on() -> None:
+    """Messages a WebSocket's reader has parsed go to the consumer without a turn of the
+    scheduler each, but not all of them in a row: every ``TURN_EVERY`` the reader gets a
+    turn to read on (Codex drops a WebSocket whose socket stays full)."""
+    from bridge.shell.streams import TURN_EVERY, WebSocketInbox
+
+    inbox = WebSocketInbox()
+    count = 10 * TURN_EVERY
+    for n in range(count):
+        inbox.put(str(n).encode(), fin=True)
+    inbox.put(b"frag", fin=False)
+    inbox.put(b"mented", fin=True)
+    inbox.close()
+    turns = 0
+
+    async def reader() -> None:
+        nonlocal turns
+        while True:
+            await trio.lowlevel.checkpoint()
+            turns += 1
+
+    received = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(reader)
+        await trio.lowlevel.checkpoint()
+        start = turns
+        while inbox.messages:
+            received.append(await inbox.get())
+        taken = turns - start
+        nursery.cancel_scope.cancel()
+    with pytest.raises(EOFError):  # once all is taken
+        await inbox.get()
+    assert received == [str(n).encode() for n in range(count)] + [b"fragmented"]
+    # A turn each TURN_EVERY messages (trio may run the reader before or after the consumer
+    # in each round, so one more or less at either end), not one a message.
+    assert count // TURN_EVERY - 2 <= taken <= count // TURN_EVERY + 1, taken

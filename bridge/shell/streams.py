@@ -265,13 +265,13 @@ class WebSocketInbox:
         if messages and self._run < TURN_EVERY:
             self._run += 1
             return messages.popleft()
-        self._run = 0
         if messages:
             await trio.lowlevel.checkpoint()
         while not messages:
             if self.closed:
                 raise EOFError
             await self._arrived.park()
+        self._run = 1
         return messages.popleft()
 
 
