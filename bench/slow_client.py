@@ -11,11 +11,18 @@ carried the answer, the CPU time the bridge spent from the prompt to its answer 
 byte-identical to the model's.
 
 ``--via`` picks how the bridge reaches Codex: ``stdio`` (it spawns its own), ``url``
-(``--codex-url`` to an ``app-server --listen ws://``), ``daemon`` (through
-``codex-acp-bridge daemon``). Targets: peak <= 150 MB, caught up <= 1.5 s, the prompt
-ends ``end_turn`` with the whole text, the WebSocket (url, daemon) stays open.
+(``--codex-url`` to an ``app-server --listen ws://``), ``unix`` (``--codex-url unix://``
+to Codex's own daemon, ``codex app-server daemon``, on its Unix socket), ``daemon``
+(through ``codex-acp-bridge daemon``). Each transport should merge and catch up as stdio
+does. Targets: peak <= 150 MB, caught up <= 0.5 s, the prompt ends ``end_turn`` with the
+whole text, the WebSocket (url, unix, daemon) stays open.
 
-    .venv/bin/python bench/slow_client.py [--words N] [--pause S] [--via stdio|url|daemon]
+``--bridge LABEL=DIR`` (repeatable) runs the bridge from another checkout's sources
+(``DIR`` put first on ``PYTHONPATH``; ``.``: this one), each transport once per bridge in
+turn, so two versions are compared under the same conditions; a table sums up the runs.
+
+    .venv/bin/python bench/slow_client.py [--words N] [--pause S]
+        [--via stdio|url|unix|daemon]... [--bridge LABEL=DIR]...
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,7 +46,12 @@ from bridge.daemon.daemon import app_server_ready, free_port
 from bridge.daemon.runtime import running_daemon
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.scripted_model.directives import words_text
-from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
+from bridge.shell.codex_transport import (
+    ENV_CODEX_BIN,
+    codex_daemon_socket,
+    codex_launch,
+    find_codex,
+)
 from bridge.shell.streams import LineStream
 
 
@@ -122,6 +135,10 @@ async def codex_side(
             process.kill()
             await process.wait()
         return
+    if via == "unix":
+        async with codex_daemon(codex_bin, env) as (url, pid):
+            yield ["--codex-url", url], [pid]
+        return
     runtime = tmp / "runtime"
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)],
@@ -143,7 +160,58 @@ async def codex_side(
             process.kill()
 
 
-async def one_run(model: ScriptedModel, via: str, words: int, pause: float) -> Result:
+@contextlib.asynccontextmanager
+async def codex_daemon(codex_bin: str, env: dict[str, str]) -> AsyncIterator[tuple[str, int]]:
+    """Codex's own daemon on ``env``'s ``CODEX_HOME``: its ``unix://`` URL and pid; at the end
+    stopped, and every process of that home (its updater too) ended."""
+    home = env["CODEX_HOME"]
+
+    async def command(word: str) -> dict[str, object]:
+        with trio.fail_after(30):
+            done = await trio.run_process(
+                [codex_bin, "app-server", "daemon", word],
+                env=env,
+                capture_stdout=True,
+                stderr=subprocess.DEVNULL,
+            )
+        return msgspec.json.decode(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+    try:
+        started = await command("start")
+        yield f"unix://{codex_daemon_socket(home)}", int(started["pid"])  # type: ignore[call-overload]
+    finally:
+        with trio.CancelScope(shield=True):
+            with contextlib.suppress(Exception):
+                await command("stop")
+            for signum in (signal.SIGTERM, signal.SIGKILL):
+                for pid in home_processes(home):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signum)
+                with trio.move_on_after(3):
+                    while home_processes(home):  # noqa: ASYNC110 (polls /proc)
+                        await trio.sleep(0.05)
+
+
+def home_processes(home: str) -> list[int]:
+    """Live Codex processes run with ``home`` as ``CODEX_HOME`` (or from it)."""
+    marker = f"CODEX_HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError, IndexError):
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+            if b"codex" in cmdline and (
+                marker in environ.split(b"\0") or cmdline.startswith(home.encode())
+            ):
+                found.append(int(entry.name))
+    return found
+
+
+async def one_run(model: ScriptedModel, via: str, words: int, pause: float, source: str) -> Result:
     codex_bin = find_codex()
     with tempfile.TemporaryDirectory(prefix="bench-slow-") as name:
         tmp = Path(name)
@@ -152,6 +220,8 @@ async def one_run(model: ScriptedModel, via: str, words: int, pause: float) -> R
         write_codex_home(home, model.base_url)
         env = {**os.environ, "CODEX_HOME": str(home), ENV_CODEX_BIN: codex_bin}
         env.pop("OPENAI_API_KEY", None)
+        if source != ".":
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
         async with codex_side(via, codex_bin, env, tmp) as (argv, codex_pids):
             # Through the daemon, the engine runs there; attached (url), that pid is Codex.
             bridge_pids = codex_pids if via == "daemon" else []
@@ -253,21 +323,47 @@ async def _client(
     )
 
 
-async def main(words: int, pause: float, via: list[str]) -> None:
+async def main(words: int, pause: float, via: list[str], bridges: list[tuple[str, str]]) -> None:
+    rows = []
     async with trio.open_nursery() as nursery:
         model: ScriptedModel = await nursery.start(serve_scripted_model)
         for mode in via:
-            r = await one_run(model, mode, words, pause)
-            print(
-                f"{mode:>6}: {words:,} deltas, client paused {pause:g} s: "
-                f"peak {r.peak_rss / 1e6:.0f} MB (bridge + Codex; bridge alone "
-                f"{r.bridge_rss / 1e6:.0f} MB), "
-                f"caught up {r.caught_up:.2f} s after resuming, "
-                f"{r.messages:,} chunks, bridge CPU {r.bridge_cpu:.1f} s, stop {r.stop_reason}, "
-                f"text {'identical' if r.identical else 'DIFFERENT'}"
-                + (f", error {r.error}" if r.error else "")
-            )
+            for label, source in bridges:
+                r = await one_run(model, mode, words, pause, source)
+                rows.append((mode, label, r))
+                print(
+                    f"{mode:>6} {label}: {words:,} deltas, client paused {pause:g} s: "
+                    f"peak {r.peak_rss / 1e6:.0f} MB (bridge + Codex; bridge alone "
+                    f"{r.bridge_rss / 1e6:.0f} MB), "
+                    f"caught up {r.caught_up:.2f} s after resuming, "
+                    f"{r.messages:,} chunks, bridge CPU {r.bridge_cpu:.1f} s, "
+                    f"stop {r.stop_reason}, text {'identical' if r.identical else 'DIFFERENT'}"
+                    + (f", error {r.error}" if r.error else ""),
+                    flush=True,
+                )
         nursery.cancel_scope.cancel()
+    print(f"\n{words:,} deltas, client paused {pause:g} s")
+    head = ("via", "bridge", "chunks", "caught up", "bridge CPU", "peak", "text")
+    lines = [
+        (
+            mode,
+            label,
+            f"{r.messages:,}",
+            f"{r.caught_up:.2f} s",
+            f"{r.bridge_cpu:.1f} s",
+            f"{r.peak_rss / 1e6:.0f} MB",
+            ("identical" if r.identical else "DIFFERENT") + (" ERROR" if r.error else ""),
+        )
+        for mode, label, r in rows
+    ]
+    widths = [max(len(str(row[i])) for row in [head, *lines]) for i in range(len(head))]
+    for row in [head, tuple("-" * w for w in widths), *lines]:
+        print("| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
+
+
+def bridge_source(value: str) -> tuple[str, str]:
+    label, _, directory = value.partition("=")
+    return label, (directory or ".")
 
 
 if __name__ == "__main__":
@@ -275,7 +371,23 @@ if __name__ == "__main__":
     parser.add_argument("--words", type=int, default=200_000)
     parser.add_argument("--pause", type=float, default=20.0)
     parser.add_argument(
-        "--via", choices=["stdio", "url", "daemon"], action="append", help="(repeatable; all three)"
+        "--via",
+        choices=["stdio", "url", "unix", "daemon"],
+        action="append",
+        help="(repeatable; all four)",
+    )
+    parser.add_argument(
+        "--bridge",
+        type=bridge_source,
+        action="append",
+        metavar="LABEL=DIR",
+        help="run the bridge from DIR's sources (repeatable; default: this checkout)",
     )
     args = parser.parse_args()
-    trio.run(main, args.words, args.pause, args.via or ["stdio", "url", "daemon"])
+    trio.run(
+        main,
+        args.words,
+        args.pause,
+        args.via or ["stdio", "url", "unix", "daemon"],
+        args.bridge or [("this", ".")],
+    )

@@ -24,7 +24,7 @@ from bridge.recording.format import EventRecord
 from bridge.recording.recorder import Recorder
 from bridge.shell.codex_transport import CodexConnection, strip_ansi
 from bridge.shell.restart import Backoff, Restart
-from bridge.shell.run_bridge import BEHIND_AFTER, Writer, run_bridge
+from bridge.shell.run_bridge import BEHIND_AFTER, Connect, Writer, run_bridge
 from bridge.shell.streams import LineStream, MessageTooLarge, WaitingSends
 
 MESSAGES = [b'{"a":1}', b'{"b":"two words"}', b"{}", b'{"c":[1,2,3]}']
@@ -589,3 +589,160 @@ async def test_past_a_handshake_sent_before_the_shell_the_client_waits_for_a_con
             asked = msgspec.json.decode(await codex.receive())
         assert asked["method"] == "thread/list"
         nursery.cancel_scope.cancel()
+
+
+#: Deltas Codex streams while the client below has stopped reading.
+_BURST = 5_000
+#: Turns of the scheduler that client's first write waits: time enough for the bridge to
+#: read the whole burst, at one turn per read of the socket or the pipe.
+_PAUSE_TURNS = 300
+
+
+class _ChunkEngine(_FakeEngine):
+    """Each Codex message is one word of an answer streamed to the client."""
+
+    def receive_codex(self, data: bytes) -> list[object]:
+        self.read += 1
+        return [_chunk("s", "w ")]
+
+
+_DELTA = b'{"method":"item/agentMessage/delta","params":{"delta":"w "}}'
+
+
+async def _stream_answer(
+    send_all: Callable[[bytes], Awaitable[None]], frame: bytes, paused: trio.Event
+) -> None:
+    """Codex streaming its answer: the first word; the client stops reading; the rest, in one
+    go once the bridge has seen the client behind (a few turns into its first write)."""
+    await send_all(frame)
+    await paused.wait()
+    for _ in range(10):
+        await trio.lowlevel.checkpoint()
+    await send_all(frame * (_BURST - 1))
+
+
+async def _burst_websocket_server(paused: trio.Event, task_status: trio.TaskStatus[str]) -> None:
+    """A Codex on a WebSocket streaming its answer as :func:`_stream_answer` says."""
+    from websockets.frames import Frame, Opcode
+    from websockets.http11 import Request
+    from websockets.server import ServerProtocol
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+
+    async def handle(stream: trio.SocketStream) -> None:
+        protocol = ServerProtocol()
+        requests: list[Request] = []
+        while not requests:
+            protocol.receive_data(await stream.receive_some())
+            requests = [e for e in protocol.events_received() if isinstance(e, Request)]
+        protocol.send_response(protocol.accept(requests[0]))
+        await stream.send_all(b"".join(protocol.data_to_send()))
+        frame = Frame(Opcode.TEXT, _DELTA).serialize(mask=False, extensions=[])
+        await _stream_answer(stream.send_all, frame, paused)
+        await trio.sleep_forever()
+
+    task_status.started(f"ws://127.0.0.1:{port}")
+    await trio.serve_listeners(handle, listeners)
+
+
+@pytest.mark.parametrize("transport", ["pipe", "websocket"])
+async def test_what_codex_streamed_while_the_client_paused_reaches_it_merged_on_any_transport(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that stops reading for a while, then reads at once: what Codex streamed
+    meanwhile, the bridge has read and merged by then, whether Codex is on a pipe or a
+    WebSocket. Each read of the socket is handed to the engine whole, as the lines of a
+    read of a pipe are; handed over a message per turn of the scheduler, most of the burst
+    would still wait unmerged in the WebSocket's queue when the client resumed, and reach
+    it a message per word."""
+    from bridge.shell import run_bridge as shell
+    from bridge.shell.codex_transport import connect_codex
+
+    monkeypatch.setattr(shell, "BEHIND_AFTER", 0)  # behind from the first write that waits
+    words: list[int] = []
+    got_all, paused = trio.Event(), trio.Event()
+
+    class PausingClient(WaitingSends):
+        async def receive(self) -> bytes:
+            await trio.sleep_forever()
+            raise AssertionError
+
+        async def send_batch(self, messages: list[bytes]) -> None:
+            if not paused.is_set():
+                paused.set()
+                for _ in range(_PAUSE_TURNS):
+                    await trio.lowlevel.checkpoint()
+            for message in messages:
+                text = msgspec.json.decode(message)["params"]["update"]["content"]["text"]
+                words.append(len(text.split()))
+            if sum(words) == _BURST:
+                got_all.set()
+
+        async def aclose(self) -> None:
+            pass
+
+    async with trio.open_nursery() as nursery:
+        if transport == "websocket":
+            url = await nursery.start(_burst_websocket_server, paused)
+
+            connect: Connect = functools.partial(connect_codex, url)
+        else:
+            codex_end, bridge_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(_stream_answer, codex_end.send_all, _DELTA + b"\n", paused)
+
+            @asynccontextmanager
+            async def pipe() -> AsyncIterator[CodexConnection]:
+                yield CodexConnection(LineStream(bridge_end, bridge_end), lambda: _said("gone"))
+
+            connect = pipe
+
+        engine = _ChunkEngine()
+        nursery.start_soon(run_bridge, PausingClient(), connect, engine)  # type: ignore[arg-type]
+        with trio.fail_after(30):
+            await got_all.wait()
+        nursery.cancel_scope.cancel()
+    assert engine.read == _BURST
+    # The first word went out before the pause; the rest came in one or a few merged chunks
+    # (as many as reads of the socket or pipe ended before the bridge saw the client behind).
+    assert words[0] == 1
+    assert len(words) <= 20, f"{len(words)} chunks for {_BURST} deltas: {words[:20]}..."
+    assert max(words) >= _BURST // 2, words[:20]
+
+
+async def test_a_websocket_hands_out_what_it_read_at_once_yet_lets_its_reader_read_on() -> None:
+    """Messages a WebSocket's reader has parsed go to the consumer without a turn of the
+    scheduler each, but not all of them in a row: every ``TURN_EVERY`` the reader gets a
+    turn to read on (Codex drops a WebSocket whose socket stays full)."""
+    from bridge.shell.streams import TURN_EVERY, WebSocketInbox
+
+    inbox = WebSocketInbox()
+    count = 10 * TURN_EVERY
+    for n in range(count):
+        inbox.put(str(n).encode(), fin=True)
+    inbox.put(b"frag", fin=False)
+    inbox.put(b"mented", fin=True)
+    inbox.close()
+    turns = 0
+
+    async def reader() -> None:
+        nonlocal turns
+        while True:
+            await trio.lowlevel.checkpoint()
+            turns += 1
+
+    received = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(reader)
+        await trio.lowlevel.checkpoint()
+        start = turns
+        while inbox.messages:
+            received.append(await inbox.get())
+        taken = turns - start
+        nursery.cancel_scope.cancel()
+    with pytest.raises(EOFError):  # once all is taken
+        await inbox.get()
+    assert received == [str(n).encode() for n in range(count)] + [b"fragmented"]
+    # A turn each TURN_EVERY messages (trio may run the reader before or after the consumer
+    # in each round, so one more or less at either end), not one a message.
+    assert count // TURN_EVERY - 2 <= taken <= count // TURN_EVERY + 1, taken

@@ -37,7 +37,13 @@ from .codex_process import (
     strip_ansi,
     unix_socket_path,
 )
-from .streams import DEFAULT_MAX_MESSAGE, LineStream, MessageStream, WebSocketStream
+from .streams import (
+    DEFAULT_MAX_MESSAGE,
+    LineStream,
+    MessageStream,
+    WebSocketStream,
+    websocket_connection_class,
+)
 
 __all__ = [
     "CODEX_DAEMON_SOCKET",
@@ -252,6 +258,8 @@ async def connect_codex(
                     # it cannot write to, so frames the bridge has not handled yet are
                     # better held here than lost with the connection.
                     max_queue=None,
+                    # ... and hand the engine all of one read at once (see WebSocketInbox).
+                    create_connection=websocket_connection_class(),
                     compression=None,
                     **({} if socket_path is not None else {"proxy": None}),
                     open_timeout=10,
