@@ -106,7 +106,7 @@ def test_a_cancel_after_the_bridge_stopped_the_turn_is_still_a_cancel() -> None:
     )
     h.client_notify("session/cancel", {"sessionId": THREAD})
     h.complete_turn(THREAD, status="interrupted")
-    assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "cancelled"}
 
 
 def test_a_provider_this_bridge_picks_is_not_judged_by_the_configured_ones_sign_in() -> None:
@@ -137,7 +137,7 @@ def test_v2_the_stopped_turn_ends_idle_with_auth_required_once() -> None:
         h.codex_request("account/read")["id"], {"account": None, "requiresOpenaiAuth": True}
     )
     h.complete_turn(THREAD, status="interrupted")
-    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
+    assert h.result(rid) == {"messageId": "um-turn-1"}
     idle = [s for s in h.states(THREAD) if s["state"] == "idle"]
     assert len(idle) == 1 and idle[0]["stopReason"] == "error", idle
     assert idle[0]["error"]["code"] == -32000

@@ -96,7 +96,7 @@ def test_a_prompt_queued_behind_a_refused_turn_starts() -> None:
 def test_a_bad_prompt_is_refused_on_arrival_not_queued() -> None:
     h, sid, _ = prompted("one")
     rid = h.client_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "video"}]})
-    assert h.client_response(rid)["error"]["code"] == -32602  # type: ignore[index]
+    assert h.error(rid).code == -32602
 
 
 def test_closing_a_session_answers_its_queue_cancelled() -> None:
@@ -106,7 +106,7 @@ def test_closing_a_session_answers_its_queue_cancelled() -> None:
     close = h.client_request("session/close", {"sessionId": sid})
     assert result(h, queued) == {"stopReason": "cancelled"}
     late = prompt(h, sid, "three")
-    assert h.client_response(late)["error"]["code"] == -32600  # type: ignore[index]
+    assert h.error(late).code == -32600
     h.codex_reply(h.codex_request("turn/interrupt")["id"], {})
     h.complete_turn(sid, "turn-1", status="interrupted")
     assert result(h, first) == {"stopReason": "cancelled"}
