@@ -191,7 +191,7 @@ def test_commands_that_change_state_say_what_changed(
 def test_codex_refusing_a_command_is_the_prompts_error() -> None:
     h, rid = ran("/rename x")
     h.codex_error(h.codex_request("thread/name/set")["id"], "name too long")
-    assert "name too long" in h.error(rid)["message"]
+    assert "name too long" in h.error(rid).message
     # The session is free again.
     later = prompt(h, "hi")
     assert h.client_response(later) is None
@@ -220,7 +220,7 @@ def test_misused_commands_are_clear_errors(text: str, needle: str) -> None:
     h = H()
     open_session(h)
     error = h.error(run(h, text))
-    assert error["code"] == -32602 and needle in error["message"]
+    assert error.code == -32602 and needle in error.message
 
 
 @pytest.mark.parametrize(
@@ -266,7 +266,7 @@ def test_plan_switches_codexs_collaboration_mode_in_the_thread(
 def test_plan_takes_no_other_argument() -> None:
     h = H()
     open_session(h)
-    assert h.error(run(h, "/plan the refactor"))["code"] == -32602
+    assert h.error(run(h, "/plan the refactor")).code == -32602
 
 
 def test_a_turn_codex_starts_while_a_command_runs_does_not_answer_the_command() -> None:
