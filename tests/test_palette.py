@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.support.engine_harness import skills_list
+from tests.support.reading import text_of
 from tests.test_config import THREAD, H, open_session, prompt
 
 
@@ -32,7 +33,7 @@ def answer(h: H, method: str, result: Any) -> dict[str, Any]:
 
 def said(h: H) -> str:
     chunks = [u for u in h.updates(THREAD) if u["sessionUpdate"] == "agent_message_chunk"]
-    return str(chunks[-1]["content"]["text"]) if chunks else ""
+    return text_of(chunks[-1:])
 
 
 def test_status_tells_model_mode_context_account_and_limits() -> None:

@@ -15,6 +15,7 @@ from bridge.codex import types as codex_types
 from bridge.engine.core.machines import MachineOffer, Registration
 from bridge.engine.views import rewind_plan
 from bridge.engine.views.rewind_plan import Unreadable
+from tests.support.reading import text_of
 from tests.test_config import THREAD, H, open_session, prompt
 
 BIG = "".join(f"l{i}\n" for i in range(1, 41))
@@ -233,7 +234,7 @@ def run(h: H, text: str) -> int:
 
 def said(h: H) -> str:
     chunks = [u for u in h.updates(THREAD) if u["sessionUpdate"] == "agent_message_chunk"]
-    return str(chunks[-1]["content"]["text"]) if chunks else ""
+    return text_of(chunks[-1:])
 
 
 def list_turns(h: H, *newest_first: dict[str, Any], cursor: str | None = None) -> dict[str, Any]:
