@@ -8,6 +8,7 @@ import logging
 import msgspec
 import pytest
 
+from bridge.acp.types import NewSessionResult
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness
 
@@ -50,7 +51,7 @@ def test_initialize_is_answered_before_codex_handshake_completes_and_session_new
     h.codex_reply(h.codex_request("model/list")["id"], {"data": []})
     start = h.codex_request("thread/start")
     h.codex_reply(start["id"], {"thread": {"id": "thread-1", "cwd": "/w"}, "model": "mock"})
-    assert h.result(opened)["sessionId"] == "thread-1"
+    assert h.result(opened, NewSessionResult).sessionId == "thread-1"
     assert h.client_response(rid) == answer  # answered once
 
 

@@ -150,7 +150,8 @@ def initialize(h: Recorder, capabilities: dict[str, Any] | None = None) -> dict[
     rid = h.client_request(
         "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities or {}}
     )
-    return h.result(rid)["agentCapabilities"]  # type: ignore[no-any-return]
+    capabilities_offered: dict[str, Any] = h.result(rid)["agentCapabilities"]
+    return capabilities_offered
 
 
 # -- capabilities ---------------------------------------------------------------------

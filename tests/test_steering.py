@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bridge.acp.types import NewSessionResult
 from tests.support.engine_harness import Harness
 
 STEER = "_session/steering"
@@ -159,7 +160,7 @@ def test_an_image_for_a_text_only_model_is_refused_naming_why() -> None:
     }
     h = Harness(catalog=catalog)
     rid = h.thread_started("/work", "mock-model", {"type": "workspaceWrite"})
-    assert h.result(rid)["sessionId"] == "thread-1"
+    assert h.result(rid, NewSessionResult).sessionId == "thread-1"
     image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
     bad = h.client_request(STEER, {"sessionId": "thread-1", "prompt": [image]})
     error = h.error(bad)

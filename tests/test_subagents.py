@@ -18,6 +18,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from bridge.acp.sessions import ListSessionsResult
+from bridge.acp.types import NewSessionResult
 from tests.support.engine_harness import Harness, check_interleaved, request_log
 
 ROOT = "thread-root"
@@ -81,7 +83,7 @@ class Tree:
         rid = self.request("session/new", {"cwd": "/work", "mcpServers": []})
         start = self.h.codex_request("thread/start")
         self.h.codex_reply(start["id"], {"thread": {"id": ROOT, "cwd": "/work"}, "model": "mock"})
-        assert self.h.result(rid)["sessionId"] == ROOT
+        assert self.h.result(rid, NewSessionResult).sessionId == ROOT
         self.prompt = self.request(
             "session/prompt", {"sessionId": ROOT, "prompt": [{"type": "text", "text": "go"}]}
         )
@@ -760,8 +762,8 @@ def test_session_list_shows_no_child() -> None:
             "nextCursor": None,
         },
     )
-    sessions = t.h.result(rid)["sessions"]
-    assert [s["sessionId"] for s in sessions] == [ROOT]
+    sessions = t.h.result(rid, ListSessionsResult).sessions
+    assert [s.sessionId for s in sessions] == [ROOT]
 
 
 # -- a client without the capability ------------------------------------------------------------------

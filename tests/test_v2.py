@@ -10,6 +10,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from bridge.acp import v2
+from bridge.acp.sessions import ListSessionsResult
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness
 from tests.test_lifecycle import CWD, THREAD, resume_result, stored_thread
@@ -510,8 +512,8 @@ def test_archived_sessions_are_listed_on_request_and_include_is_refused_with_the
     listed = h.codex_request("thread/list")
     assert listed["params"]["archived"] is True
     h.codex_reply(listed["id"], {"data": [stored_thread([])], "nextCursor": None})
-    [info] = h.result(rid)["sessions"]
-    assert info["sessionId"] == THREAD and info["archived"] is True
+    [info] = h.result(rid, ListSessionsResult).sessions
+    assert info.sessionId == THREAD and info.archived is True
     default = h.client_request("session/list", {})
     assert "archived" not in h.codex_request("thread/list")["params"]
     h.codex_reply(h.codex_request("thread/list")["id"], {"data": [], "nextCursor": None})
@@ -659,7 +661,7 @@ def test_a_slash_command_is_inserted_with_an_id_of_the_bridges() -> None:
     rid = h.prompt("thread-1", "/compact")
     compact = h.codex_request("thread/compact/start")
     h.codex_reply(compact["id"], {})
-    message_id = h.result(rid)["messageId"]
+    message_id = h.result(rid, v2.PromptResult).messageId
     assert message_id.startswith("thread-1-prompt-")
     h.validate()
 
