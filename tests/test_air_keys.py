@@ -42,7 +42,7 @@ class AirV2(V2):
                 "capabilities": capabilities,
             },
         )
-        self.init = self.client_response(rid)
+        self.init = self.result(rid)
 
 
 def answer(h: Harness, item_id: str, phase: str | None, deltas: list[str], text: str) -> None:
@@ -307,7 +307,7 @@ def test_a_loaded_session_shows_the_commands_its_thread_still_runs_as_tasks() ->
     stop = h.client_request(
         "_session/async_task/stop", {"sessionId": THREAD, "asyncTaskId": "call-9"}
     )
-    assert h.client_response(stop)["error"]["code"] == -32602  # type: ignore[index]
+    assert h.error(stop).code == -32602
 
 
 def test_a_resumed_session_shows_its_tasks_on_the_tool_calls_of_their_commands() -> None:
@@ -344,7 +344,7 @@ def test_a_resumed_session_shows_its_tasks_on_the_tool_calls_of_their_commands()
     terminate = h.codex_request("thread/backgroundTerminals/terminate")
     assert terminate["params"] == {"threadId": THREAD, "processId": "p-9"}
     h.codex_reply(terminate["id"], {"terminated": True})
-    assert h.client_response(stop)["result"] == {"stopped": True}  # type: ignore[index]
+    assert h.result(stop) == {"stopped": True}
 
 
 def _terminal_lists(h: Harness) -> int:
@@ -416,7 +416,7 @@ def test_a_modes_kind_says_who_answers_when_codex_asks(
     if reviewer is not None:
         started["approvalsReviewer"] = reviewer
     h.codex_reply(h.codex_request("thread/start")["id"], started)
-    opened = h.client_response(rid)["result"]  # type: ignore[index]
+    opened = h.result(rid)
     shown = {
         m["id"]: m["_meta"]["jetbrains"]["air"]["kind"] for m in opened["modes"]["availableModes"]
     }

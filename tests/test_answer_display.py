@@ -12,6 +12,7 @@ from bridge.codex import types as codex_types
 from bridge.codex.messages import decode_item
 from bridge.engine.views import translate
 from tests.support.engine_harness import Harness
+from tests.support.reading import text_of
 from tests.test_lifecycle import Recorder, load, replayed
 
 TEXT = "the answer itself"
@@ -38,7 +39,7 @@ def answer_item(display: Any, *, text: str = TEXT, item_id: str = "msg_1") -> di
 def texts(updates: list[dict[str, Any]]) -> list[str]:
     assert all(u["sessionUpdate"] == "agent_message_chunk" for u in updates), updates
     assert all(u["messageId"] == "msg_1" for u in updates), updates
-    return [u["content"]["text"] for u in updates]
+    return [text_of([u]) for u in updates]
 
 
 def live(item: dict[str, Any], *, deltas: list[str] | None = None, at_start: bool = False) -> Any:

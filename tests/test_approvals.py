@@ -367,7 +367,7 @@ def test_session_cancel_answers_codex_cancel_at_once_and_the_late_answer_changes
     assert codex_answer(h, 0) == {"decision": "cancel"}
     h.codex_notify("serverRequest/resolved", {"threadId": THREAD, "requestId": 0})
     h.complete_turn(THREAD, status="interrupted")
-    assert h.client_response(prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert h.result(prompt) == {"stopReason": "cancelled"}
     assert codex_answer(h, 0) == {"decision": "cancel"}
     assert withdrawn(h) == []  # the client answers its own requests after session/cancel
 
@@ -399,7 +399,7 @@ def test_a_turn_that_ends_withdraws_the_question_and_answers_codex_once() -> Non
     h.codex_notify("serverRequest/resolved", {"threadId": THREAD, "requestId": 2})
     client_answers(h, permission, {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
     assert codex_answer(h, 2) == {"decision": "cancel"}
-    assert h.client_response(prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert h.result(prompt) == {"stopReason": "cancelled"}
     assert_valid_acp(h)
 
 
@@ -485,7 +485,7 @@ def test_an_option_not_offered_or_a_malformed_answer_declines(result: Any) -> No
     assert codex_answer(h, 0) == {"decision": "decline"}
     # The session keeps working.
     h.complete_turn(THREAD)
-    assert h.client_response(prompt)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert h.result(prompt) == {"stopReason": "end_turn"}
 
 
 def test_a_client_error_reply_declines() -> None:

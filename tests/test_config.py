@@ -92,17 +92,6 @@ class H(Harness):
         for message in self.to_client:
             validator.agent_sent(message)
 
-    def result(self, rid: int) -> Any:
-        response = self.client_response(rid)
-        assert response is not None, f"request {rid} not answered"
-        assert "result" in response, response
-        return response["result"]
-
-    def error(self, rid: int) -> dict[str, Any]:
-        response = self.client_response(rid)
-        assert response is not None and "error" in response, response
-        return response["error"]  # type: ignore[no-any-return]
-
     def sent_codex(self, method: str) -> list[dict[str, Any]]:
         return [m for m in self.to_codex if m.get("method") == method]
 
@@ -161,7 +150,7 @@ def open_session(
             "cwd": "/work",
         },
     )
-    return h.result(rid)  # type: ignore[no-any-return]
+    return h.result(rid)
 
 
 def mode_asked(mode: str) -> tuple[H, int]:
@@ -262,7 +251,7 @@ def test_a_thread_without_reported_settings_gets_no_modes_options_or_commands() 
     assert h.updates(sid) == []
     assert len(h.sent_codex("model/list")) == 1  # the handshake's
     error = h.error(h.client_request("session/set_mode", {"sessionId": sid, "modeId": "auto"}))
-    assert error["code"] == -32602
+    assert error.code == -32602
     # "/compact" is then an ordinary prompt.
     h.client_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "/compact"}]}
@@ -368,7 +357,7 @@ def test_a_load_and_a_bad_request_wait_for_the_catalog_too() -> None:
     assert not h.sent_codex("thread/read") and h.client_response(bad) is None
     answer_catalog(h)
     assert h.sent_codex("thread/read")
-    assert h.error(bad)["code"] == -32602  # answered all the same, once it ran
+    assert h.error(bad).code == -32602  # answered all the same, once it ran
 
 
 def test_a_codex_lost_while_the_catalog_is_asked_fails_the_waiting_open() -> None:
@@ -376,7 +365,7 @@ def test_a_codex_lost_while_the_catalog_is_asked_fails_the_waiting_open() -> Non
     rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
     h._collect(h.engine.codex_lost("Codex app-server exited (code 1)"))
     error = h.error(rid)
-    assert error["code"] == -32603 and "exited" in error["message"]
+    assert error.code == -32603 and "exited" in error.message
     assert not h.sent_codex("thread/start")
 
 
@@ -491,7 +480,7 @@ def test_codex_refusing_a_settings_change_is_the_clients_error() -> None:
     h, rid = mode_asked("read-only")
     h.codex_error(h.codex_request("thread/settings/update")["id"], "sandbox not allowed here")
     error = h.error(rid)
-    assert "sandbox not allowed here" in error["message"]
+    assert "sandbox not allowed here" in error.message
     h.validate()
 
 
@@ -677,7 +666,7 @@ def test_bad_settings_requests_are_clear_errors_and_change_nothing(
     open_session(h)
     before = len(h.to_client)
     error = h.error(h.client_request(method, params))
-    assert error["code"] == code and needle in error["message"]
+    assert error.code == code and needle in error.message
     assert len(h.to_client) == before + 1  # the error, and no update
     prompt(h, "hi")
     assert set(h.codex_request("turn/start")["params"]) == {"threadId", "input"}
@@ -798,7 +787,7 @@ def test_a_misused_command_is_a_clear_error_and_the_session_goes_on(
     open_session(h)
     rid = h.client_request("session/prompt", {"sessionId": THREAD, "prompt": prompt_blocks})
     error = h.error(rid)
-    assert error["code"] == -32602 and needle in error["message"]
+    assert error.code == -32602 and needle in error.message
     assert not [
         m
         for m in h.to_codex
@@ -845,14 +834,14 @@ def test_authenticate_with_the_api_key_from_the_environment() -> None:
 def test_authenticate_with_an_api_key_but_none_set_is_a_clear_error() -> None:
     h = H()
     error = h.error(h.client_request("authenticate", {"methodId": "api-key"}))
-    assert error["code"] == -32602 and "OPENAI_API_KEY" in error["message"]
+    assert error.code == -32602 and "OPENAI_API_KEY" in error.message
     assert not h.sent_codex("account/login/start")
 
 
 def test_authenticate_with_an_unknown_method_is_a_clear_error() -> None:
     h = H(api_key="sk-x")
     error = h.error(h.client_request("authenticate", {"methodId": "magic"}))
-    assert error["code"] == -32602 and "magic" in error["message"]
+    assert error.code == -32602 and "magic" in error.message
     assert not h.sent_codex("account/login/start")
 
 
@@ -860,7 +849,7 @@ def test_codex_refusing_a_login_reaches_the_client() -> None:
     h = H(api_key="sk-x")
     rid = h.client_request("authenticate", {"methodId": "api-key"})
     h.codex_error(h.codex_request("account/login/start")["id"], "login is disabled")
-    assert "login is disabled" in h.error(rid)["message"]
+    assert "login is disabled" in h.error(rid).message
 
 
 def _start_chatgpt(h: H) -> int:
@@ -910,7 +899,7 @@ def test_chatgpt_sign_in_that_fails_is_auth_required_with_codex_reason() -> None
         {"loginId": "login-1", "success": False, "error": "state mismatch"},
     )
     error = h.error(rid)
-    assert error["code"] == -32000 and "state mismatch" in error["message"]
+    assert error.code == -32000 and "state mismatch" in error.message
     h.validate()
 
 
@@ -921,7 +910,7 @@ def test_chatgpt_sign_in_the_user_declines_is_cancelled_in_codex(answer: dict[st
     ask = next(m for m in h.to_client if m.get("method") == "elicitation/create")
     h.client_answer(ask["id"], answer)
     assert h.codex_request("account/login/cancel")["params"] == {"loginId": "login-1"}
-    assert h.error(rid)["code"] == -32000
+    assert h.error(rid).code == -32000
     # A late completion for it answers nothing twice.
     h.codex_notify("account/login/completed", {"loginId": "login-1", "success": True})
     assert h.client_response(rid) is not None
@@ -938,7 +927,7 @@ def test_chatgpt_sign_in_without_url_elicitation_gives_the_page_in_the_error() -
         login["id"], {"type": "chatgpt", "loginId": "l", "authUrl": "https://auth.example/a"}
     )
     error = h.error(rid)
-    assert error["code"] == -32000 and "https://auth.example/a" in error["message"]
+    assert error.code == -32000 and "https://auth.example/a" in error.message
     assert not [m for m in h.to_client if m.get("method") == "elicitation/create"]
     h.validate()
 
@@ -947,7 +936,7 @@ def test_a_sign_in_waiting_when_codex_is_lost_is_answered() -> None:
     h = H()
     rid = _start_chatgpt(h)
     h._collect(h.engine.codex_lost("Codex exited"))
-    assert "Codex exited" in h.error(rid)["message"]
+    assert "Codex exited" in h.error(rid).message
 
 
 # -- auth_required when a turn cannot reach the model ---------------------------------------------------
@@ -992,9 +981,9 @@ def test_a_turn_failing_for_lack_of_credentials_is_auth_required(
     rid = prompt(h, "hi")
     h.complete_turn(THREAD, status="failed", error=error)
     answer = h.error(rid)
-    assert answer["code"] == (-32000 if lacking else -32603)
-    assert answer["message"] == error["message"]
-    assert answer["data"]["codexErrorInfo"] == error["codexErrorInfo"]
+    assert answer.code == (-32000 if lacking else -32603)
+    assert answer.message == error["message"]
+    assert answer.data["codexErrorInfo"] == error["codexErrorInfo"]
     h.validate()
 
 
@@ -1013,7 +1002,7 @@ def test_a_chatgpt_sign_in_codex_did_not_start_is_an_error() -> None:
     rid = h.client_request("authenticate", {"methodId": "chatgpt"})
     h.codex_error(h.codex_request("account/read")["id"], "cannot read the account")
     h.codex_reply(h.codex_request("account/login/start")["id"], {"type": "chatgpt"})
-    assert h.error(rid)["code"] == -32603
+    assert h.error(rid).code == -32603
 
 
 def test_each_enabled_skill_is_a_command_of_its_own() -> None:
@@ -1050,7 +1039,7 @@ def test_chatgpt_sign_in_when_codex_is_signed_in_already_is_answered_at_once() -
     rid = h.client_request("authenticate", {"methodId": "chatgpt"})
     account = {"type": "chatgpt", "email": "a@example.com", "planType": "plus"}
     h.codex_reply(h.codex_request("account/read")["id"], {"account": account})
-    assert h.client_response(rid)["result"] == {}  # type: ignore[index]
+    assert h.result(rid) == {}
     assert "account/login/start" not in [m.get("method") for m in h.to_codex]
 
 

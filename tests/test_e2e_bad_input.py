@@ -9,6 +9,7 @@ import msgspec
 import pytest
 import trio
 
+from bridge.acp.types import NewSessionResult
 from bridge.jsonrpc import RpcError
 from bridge.shell.streams import LineStream
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
@@ -102,7 +103,8 @@ async def test_stdout_carries_only_protocol_messages(
                     }
                 )
             )
-            sid = (await until_id(2))["result"]["sessionId"]  # type: ignore[index]
+            opened = await until_id(2)
+            sid = msgspec.convert(opened["result"], NewSessionResult).sessionId
             await out.send(
                 msgspec.json.encode(
                     {

@@ -121,11 +121,7 @@ async def test_the_python_sdk_through_the_daemon_lets_every_child_write(
     assert [e for e in events if e["event"] in ("prompt", "error")] == [
         {"event": "prompt", "stopReason": "end_turn"}
     ]
-    text = "".join(
-        e["update"]["content"]["text"]
-        for e in events
-        if e["event"] == "update" and e["update"]["sessionUpdate"] == "agent_message_chunk"
-    )
+    text = text_of(e["update"] for e in events if e["event"] == "update")
     assert text.endswith("all three wrote"), json.dumps(events[-5:])
 
 

@@ -10,6 +10,7 @@ import trio
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation, words
+from tests.support.reading import text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +31,7 @@ async def test_a_streamed_answer_arrives_whole_and_in_order(
                 if u["update"]["sessionUpdate"] == "agent_message_chunk"
             ]
             assert len(chunks) >= 300, "the answer should stream, not arrive in one piece"
-            assert "".join(c["content"]["text"] for c in chunks) == words(300)
+            assert text_of(chunks) == words(300)
             assert len({c["messageId"] for c in chunks}) == 1
             # A second prompt on the same session works the same way.
             assert await talk.prompt("@@ words 5") == {"stopReason": "end_turn"}

@@ -15,6 +15,7 @@ from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_cod
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
 from tests.support.e2e import run_sdk_driver, words
+from tests.support.reading import session_updates, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -59,13 +60,7 @@ async def test_sdk_client_streams_a_whole_answer(sdk_client: SdkDriver) -> None:
     prompts = [e for e in events if e.get("method") == "session/prompt"]
     assert [p["result"] for p in prompts] == [{"stopReason": "end_turn"}] * 2
     first_end = events.index(prompts[0])
-    text = "".join(
-        e["params"]["update"]["content"]["text"]  # type: ignore[index]
-        for e in events[:first_end]
-        if e.get("method") == "session/update"
-        and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"  # type: ignore[index]
-    )
-    assert text == words(500)
+    assert text_of(u["update"] for u in session_updates(events[:first_end])) == words(500)
     # The usage windows pushed beside (an extension notification) are taken, not refused.
     assert not [e for e in events if e["event"] == "sdk_rejected"]
     assert events[-1] == {"event": "exit", "code": 0}
@@ -80,11 +75,8 @@ async def test_sdk_client_cancels_mid_stream(sdk_client: SdkDriver) -> None:
     [prompt] = [e for e in events if e.get("method") == "session/prompt"]
     assert prompt["result"] == {"stopReason": "cancelled"}
     chunks = [
-        e
-        for e in events
-        if e.get("method") == "session/update"
-        and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
-    ]  # type: ignore[index]
+        u for u in session_updates(events) if u["update"]["sessionUpdate"] == "agent_message_chunk"
+    ]
     assert 10 <= len(chunks) < 3000
     _validate_events(events)
 
@@ -118,8 +110,8 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
         "@@ say from the second provider",
     )
     responses = {e["method"]: e for e in events if e["event"] == "response"}
-    assert "providers" not in responses["initialize"]["result"]["agentCapabilities"]  # type: ignore[index]
-    listed = responses["providers/list"]["result"]["providers"]  # type: ignore[index]
+    assert "providers" not in responses["initialize"]["result"]["agentCapabilities"]
+    listed = responses["providers/list"]["result"]["providers"]
     assert {p["providerId"] for p in listed} >= {"mock", "second"}
     assert responses["providers/set"]["result"] == {}
     assert responses["session/prompt"]["result"] == {"stopReason": "end_turn"}

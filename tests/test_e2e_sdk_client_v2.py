@@ -250,7 +250,7 @@ def _mirrored(events: list[Event], parent: str, child: str) -> list[dict[str, An
 def _messages(events: list[Event], on: str, sender: str, recipient: str) -> list[str]:
     """The texts of the ``session_message``s on ``on``'s stream from sender to recipient."""
     return [
-        "".join(c.get("text", "") for c in u["content"])
+        text_of([u], "session_message")
         for _, u in _indexed_updates(events, on, "session_message")
         if u.get("senderSessionId") == sender and u.get("recipientSessionId") == recipient
     ]
@@ -356,9 +356,7 @@ async def test_sdk_v2_client_resumes_with_replay(sdk_v2_client: SdkDriver) -> No
     said = [
         (
             "user" if kind.startswith("user") else "agent",
-            "".join(c.get("text", "") for c in u["content"])
-            if isinstance(u["content"], list)
-            else u["content"].get("text", ""),
+            text_of([u], kind),
         )
         for kind, u in history
     ]

@@ -13,16 +13,14 @@ import trio
 
 from bridge.engine.features.history_pages import ITEM_PAGE, TURN_PAGE
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, earlier_session
+from tests.support.reading import text_of
 
 pytestmark = pytest.mark.e2e
 
 
-def texts(updates: list[dict[str, object]], kind: str) -> list[object]:
-    return [
-        u["update"]["content"]["text"]  # type: ignore[index]
-        for u in updates
-        if u["update"]["sessionUpdate"] == kind  # type: ignore[index]
-    ]
+def texts(updates: list[dict[str, Any]], kind: str) -> list[str]:
+    """The text of each ``kind`` chunk among ``updates`` (``session/update`` params)."""
+    return [text_of([u["update"]], kind) for u in updates if u["update"]["sessionUpdate"] == kind]
 
 
 async def loaded(open_conversation: OpenConversation, session: str, cwd: Path) -> list[Any]:

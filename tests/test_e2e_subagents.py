@@ -37,6 +37,7 @@ from bridge.shell.streams import LineStream
 from tests.support.acp_schema import ConversationValidator
 from tests.support.app_server import app_server, crash
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, record_argv
+from tests.support.reading import text_of
 from tests.support.scenarios import prompt_outcome
 from tests.support.scenarios import subagents as scenario
 from tests.support.scenarios.approvals import Answers
@@ -301,7 +302,8 @@ def nicknames(model: ScriptedModel) -> dict[str, str]:
 
 
 def texts(messages: list[dict[str, Any]]) -> list[str]:
-    return ["".join(c.get("text", "") for c in m.get("content") or []) for m in messages]
+    """What each of the ``session_message`` updates ``messages`` says."""
+    return [text_of([m], "session_message") for m in messages]
 
 
 def collapsed(client: AcpClient, child: str) -> list[str]:
@@ -584,7 +586,9 @@ def request_before_spawn_metadata(live: Recording) -> tuple[str, str, Reordered]
         )
         reads = [at[i] for i in p.read_answers]
         if reads and at[ask] < at[spawned] and at[ask] < min(reads):
-            return source, p.messages[ask]["params"]["threadId"], reordering  # type: ignore[index]
+            asked = p.messages[ask]
+            assert asked is not None
+            return source, asked["params"]["threadId"], reordering
     pytest.fail("no recording lets the child's request precede the spawn metadata")
 
 

@@ -14,6 +14,7 @@ import trio
 
 from bridge.acp_client import AcpClient
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, earlier_session, words
+from tests.support.reading import text_of
 from tests.support.scenarios.subagents import CANCEL_CHILD, SPAWN_THREE, children
 from tests.support.scenarios.v2 import cancel_offered_call
 
@@ -162,11 +163,7 @@ async def test_v2_resume_replays_history_only_when_asked(
                     for m in client.received[:answered]
                     if m.get("method") == "session/update"
                 ]
-                texts = "".join(
-                    u["content"].get("text", "")
-                    for u in before
-                    if u["sessionUpdate"] == "agent_message_chunk"
-                )
+                texts = text_of(before)
                 assert texts == ("remembered words" if replay else "")
                 if replay:
                     # The prompt's message is replayed under the id its answer gave it.

@@ -8,6 +8,7 @@ import logging
 import msgspec
 import pytest
 
+from bridge.acp.types import NewSessionResult
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness
 
@@ -50,7 +51,7 @@ def test_initialize_is_answered_before_codex_handshake_completes_and_session_new
     h.codex_reply(h.codex_request("model/list")["id"], {"data": []})
     start = h.codex_request("thread/start")
     h.codex_reply(start["id"], {"thread": {"id": "thread-1", "cwd": "/w"}, "model": "mock"})
-    assert h.client_response(opened)["result"]["sessionId"] == "thread-1"  # type: ignore[index]
+    assert h.result(opened, NewSessionResult).sessionId == "thread-1"
     assert h.client_response(rid) == answer  # answered once
 
 
@@ -92,13 +93,13 @@ def test_once_codex_is_lost_for_good_initialize_is_answered_and_each_request_get
     rid = h.client_request("initialize", {"protocolVersion": 1})
     assert "result" in h.client_response(rid)  # type: ignore[operator]
     new = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
-    assert "bad config" in h.client_response(new)["error"]["message"]  # type: ignore[index]
+    assert "bad config" in h.error(new).message
 
 
 def test_initialize_advertises_protocol_1_and_only_what_works() -> None:
     h = Harness()
     rid = h.client_request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-    result = h.client_response(rid)["result"]  # type: ignore[index]
+    result = h.result(rid)
     assert result["protocolVersion"] == 1
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True  # see tests/test_lifecycle.py
@@ -116,9 +117,9 @@ def test_codex_refusing_initialize_fails_waiting_requests_with_its_reason() -> N
     waiting = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
     h.codex_error(h.codex_request("initialize")["id"], "bad config")
     # What waited learns why nothing can work, and so does what comes later.
-    assert "bad config" in h.client_response(waiting)["error"]["message"]  # type: ignore[index]
+    assert "bad config" in h.error(waiting).message
     rid2 = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
-    assert "bad config" in h.client_response(rid2)["error"]["message"]  # type: ignore[index]
+    assert "bad config" in h.error(rid2).message
 
 
 def test_session_new_starts_a_thread_and_the_thread_id_is_the_session_id() -> None:
@@ -127,7 +128,7 @@ def test_session_new_starts_a_thread_and_the_thread_id_is_the_session_id() -> No
     start = h.codex_request("thread/start")
     assert start["params"] == {"cwd": "/repo"}
     h.codex_reply(start["id"], {"thread": {"id": "019a-thread"}})
-    assert h.client_response(rid)["result"] == {"sessionId": "019a-thread"}  # type: ignore[index]
+    assert h.result(rid) == {"sessionId": "019a-thread"}
 
 
 def test_config_overrides_reach_thread_start_when_given() -> None:
@@ -140,8 +141,8 @@ def test_codex_error_on_thread_start_reaches_the_client_with_codex_message() -> 
     h = Harness()
     rid = h.client_request("session/new", {"cwd": "/repo", "mcpServers": []})
     h.codex_error(h.codex_request("thread/start")["id"], "cwd does not exist")
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32603 and "cwd does not exist" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32603 and "cwd does not exist" in error.message
 
 
 @pytest.mark.parametrize(
@@ -155,9 +156,9 @@ def test_codex_error_on_thread_start_reaches_the_client_with_codex_message() -> 
 def test_invalid_session_new_params_name_the_field(params: dict[str, object], needle: str) -> None:
     h = Harness()
     rid = h.client_request("session/new", params)
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32602
-    assert needle in error["message"]
+    error = h.error(rid)
+    assert error.code == -32602
+    assert needle in error.message
     assert not [m for m in h.to_codex if m.get("method") == "thread/start"]
 
 
@@ -174,7 +175,7 @@ def test_malformed_json_gets_a_parse_error_and_the_connection_keeps_working() ->
 def test_unknown_method_is_method_not_found_and_unknown_notification_is_ignored() -> None:
     h = Harness()
     rid = h.client_request("session/teleport", {})
-    assert h.client_response(rid)["error"]["code"] == -32601  # type: ignore[index]
+    assert h.error(rid).code == -32601
     before = len(h.to_client)
     h.client_notify("$/whatever", {})
     assert len(h.to_client) == before
@@ -185,8 +186,8 @@ def test_prompt_for_an_unknown_session_is_a_clear_not_found_error() -> None:
     rid = h.client_request(
         "session/prompt", {"sessionId": "nope", "prompt": [{"type": "text", "text": "x"}]}
     )
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32002 and "nope" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32002 and "nope" in error.message
     assert not [m for m in h.to_codex if m.get("method") == "turn/start"]
 
 
@@ -232,8 +233,8 @@ def test_unsupported_prompt_content_is_invalid_params_and_starts_no_turn(
     rid = h.client_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "ok"}, block]}
     )
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32602 and needle in error["message"]
+    error = h.error(rid)
+    assert error.code == -32602 and needle in error.message
     assert not [m for m in h.to_codex if m.get("method") == "turn/start"]
     # The session is not left busy by the refused prompt.
     h.start_prompt(sid)
@@ -260,7 +261,7 @@ def test_streamed_answer_arrives_in_order_with_the_item_as_message_id() -> None:
         }
         for w in ["Hello ", "there ", "friend"]
     ]
-    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "end_turn"}
 
 
 def test_an_answer_that_arrives_whole_is_sent_once() -> None:
@@ -328,10 +329,10 @@ def test_failed_turn_is_a_json_rpc_error_carrying_codex_message() -> None:
     h, sid, rid = prompting()
     h.turn_notify("error", sid, willRetry=False, error={"message": "stream disconnected"})
     h.complete_turn(sid, status="failed")
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32603
-    assert error["message"] == "stream disconnected"
-    assert error["data"]["status"] == "failed"
+    error = h.error(rid)
+    assert error.code == -32603
+    assert error.message == "stream disconnected"
+    assert error.data["status"] == "failed"
     # The session takes the next prompt.
     h.start_prompt(sid, turn_id="turn-2")
 
@@ -347,9 +348,9 @@ def test_turn_error_message_wins_over_an_earlier_error_notification() -> None:
         status="failed",
         error={"message": "quota exceeded", "codexErrorInfo": "usageLimitExceeded"},
     )
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["message"] == "quota exceeded"
-    assert error["data"]["codexErrorInfo"] == "usageLimitExceeded"
+    error = h.error(rid)
+    assert error.message == "quota exceeded"
+    assert error.data["codexErrorInfo"] == "usageLimitExceeded"
 
 
 def test_cancel_interrupts_and_resolves_cancelled_only_when_codex_confirms() -> None:
@@ -362,7 +363,7 @@ def test_cancel_interrupts_and_resolves_cancelled_only_when_codex_confirms() -> 
     h.client_notify("session/cancel", {"sessionId": sid})  # repeated: no second interrupt
     assert len([m for m in h.to_codex if m.get("method") == "turn/interrupt"]) == 1
     h.complete_turn(sid, status="interrupted")
-    assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "cancelled"}
 
 
 def prompting() -> tuple[Harness, str, int]:
@@ -398,20 +399,20 @@ def test_cancel_before_codex_names_the_turn_interrupts_as_soon_as_it_does() -> N
     )
     assert len([m for m in h.to_codex if m.get("method") == "turn/interrupt"]) == 1
     h.complete_turn(sid, turn_id="turn-9", status="interrupted")
-    assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "cancelled"}
 
 
 def test_a_turn_that_completes_despite_a_cancel_keeps_its_outcome() -> None:
     h, sid, rid = prompting()
     h.client_notify("session/cancel", {"sessionId": sid})
     h.complete_turn(sid, status="completed")
-    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "end_turn"}
 
 
 def test_turn_start_refused_by_codex_fails_the_prompt_and_frees_the_session() -> None:
     h, sid, rid = prompt_sent()
     h.codex_error(h.codex_request("turn/start")["id"], "thread not loaded")
-    assert "thread not loaded" in h.client_response(rid)["error"]["message"]  # type: ignore[index]
+    assert "thread not loaded" in h.error(rid).message
     h.start_prompt(sid)
 
 
@@ -420,10 +421,10 @@ def test_losing_codex_fails_pending_work_and_later_requests_explain_why() -> Non
     pending_new = h.client_request("session/new", {"cwd": "/x", "mcpServers": []})
     h._collect(h.engine.codex_lost("Codex app-server exited with status 1"))
     for r in (rid, pending_new):
-        error = h.client_response(r)["error"]  # type: ignore[index]
-        assert "exited with status 1" in error["message"]
+        error = h.error(r)
+        assert "exited with status 1" in error.message
     later = h.client_request("session/new", {"cwd": "/x", "mcpServers": []})
-    assert "exited with status 1" in h.client_response(later)["error"]["message"]  # type: ignore[index]
+    assert "exited with status 1" in h.error(later).message
 
 
 def test_codex_server_requests_are_answered_at_once_never_left_waiting() -> None:
@@ -447,7 +448,7 @@ def test_unknown_codex_notifications_and_items_do_not_disturb_the_session() -> N
     )
     h.complete_turn(sid)
     assert h.updates(sid) == []
-    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "end_turn"}
 
 
 def test_every_message_to_the_client_in_a_full_turn_is_valid_acp() -> None:
@@ -500,14 +501,14 @@ def test_a_malformed_codex_answer_fails_the_waiting_request_naming_it(
             "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
         )
     h.codex_reply(h.codex_request(method)["id"], result)
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32603
-    assert method in error["message"] and "malformed" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32603
+    assert method in error.message and "malformed" in error.message
     # The connection goes on: a new session opens, a prompt runs to its end.
     sid = h.new_session("thread-2")
     prompt = h.start_prompt(sid, turn_id="turn-2")
     h.complete_turn(sid, "turn-2")
-    assert h.client_response(prompt)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert h.result(prompt) == {"stopReason": "end_turn"}
 
 
 def test_a_defect_in_a_handler_answers_its_request_and_the_engine_goes_on(
@@ -520,8 +521,8 @@ def test_a_defect_in_a_handler_answers_its_request_and_the_engine_goes_on(
 
     monkeypatch.setitem(h.engine._client_requests, "session/list", broken)
     rid = h.client_request("session/list", {})
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32603 and "internal error" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32603 and "internal error" in error.message
     assert "a bug" in caplog.text  # the traceback is in the log, not lost
     assert h.new_session() == "thread-1"
 
@@ -546,8 +547,8 @@ def test_a_cwd_that_is_no_directory_is_refused_naming_it(method: str) -> None:
     if method != "session/new":
         params["sessionId"] = "thread-9"
     rid = h.client_request(method, params)
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32602 and "/nowhere" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32602 and "/nowhere" in error.message
     assert [m.get("method") for m in h.to_codex if "method" in m] == [
         "initialize",
         "initialized",
@@ -574,8 +575,8 @@ def test_a_session_outlives_its_codex_when_the_shell_brings_codex_back() -> None
     sid = h.new_session()
     lost_prompt = h.start_prompt(sid)
     h._collect(h.engine.codex_lost("Codex app-server exited with status 137", retrying=True))
-    error = h.client_response(lost_prompt)["error"]  # type: ignore[index]
-    assert "exited with status 137" in error["message"]
+    error = h.error(lost_prompt)
+    assert "exited with status 137" in error.message
     # Asked while Codex is away: it waits instead of failing.
     waiting = h.client_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "again"}]}
@@ -595,14 +596,14 @@ def test_a_session_outlives_its_codex_when_the_shell_brings_codex_back() -> None
     start = h.codex_request("turn/start")
     h.codex_reply(start["id"], {"turn": {"id": "turn-9", "status": "inProgress", "items": []}})
     h.complete_turn(sid, "turn-9")
-    assert h.client_response(waiting)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert h.result(waiting) == {"stopReason": "end_turn"}
 
 
 def test_a_prompt_the_user_cancelled_is_cancelled_when_codex_is_lost() -> None:
     h, sid, rid = prompting()
     h.client_notify("session/cancel", {"sessionId": sid})
     h._collect(h.engine.codex_lost("gone", retrying=True))
-    assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "cancelled"}
 
 
 def test_when_the_shell_gives_up_what_waited_fails_with_its_reason() -> None:
@@ -614,9 +615,9 @@ def test_when_the_shell_gives_up_what_waited_fails_with_its_reason() -> None:
     )
     why = "Codex failed to start 5 times in 60 s; not retrying: exited with status 1"
     h._collect(h.engine.codex_gave_up(why))
-    assert h.client_response(rid)["error"]["message"] == why  # type: ignore[index]
+    assert h.error(rid).message == why
     later = h.client_request("session/list", {})
-    assert h.client_response(later)["error"]["message"] == why  # type: ignore[index]
+    assert h.error(later).message == why
 
 
 def test_a_codex_answer_with_neither_result_nor_error_fails_the_request_waiting_on_it() -> None:
@@ -626,8 +627,8 @@ def test_a_codex_answer_with_neither_result_nor_error_fails_the_request_waiting_
     rid = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
     start = h.codex_request("thread/start")["id"]
     h._collect(h.engine.receive_codex(b'{"id":%d}' % start))
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert "neither result nor error" in error["message"]
+    error = h.error(rid)
+    assert "neither result nor error" in error.message
 
 
 def test_a_defect_handling_codexs_answer_still_answers_the_client() -> None:
@@ -758,12 +759,12 @@ def test_a_turn_stopped_for_biological_risk_fails_the_prompt_saying_why(where: s
             "error", {"threadId": sid, "turnId": "turn-1", "willRetry": False, "error": codex_error}
         )
         h.complete_turn(sid, status="failed")
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32603
-    assert error["message"].startswith("Codex stopped: this request was flagged for possible")
-    assert "biological risk, which OpenAI's usage policies do not allow" in error["message"]
-    assert error["message"].endswith(f"(Codex: {codex_error['message']})")
-    assert error["data"]["codexErrorInfo"] == "bioPolicy"
+    error = h.error(rid)
+    assert error.code == -32603
+    assert error.message.startswith("Codex stopped: this request was flagged for possible")
+    assert "biological risk, which OpenAI's usage policies do not allow" in error.message
+    assert error.message.endswith(f"(Codex: {codex_error['message']})")
+    assert error.data["codexErrorInfo"] == "bioPolicy"
     h.start_prompt(sid, turn_id="turn-2")  # the session goes on
 
 

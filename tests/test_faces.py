@@ -137,7 +137,7 @@ def test_a_tool_call_status_update_ends_a_v2_command_and_its_cancel() -> None:
         "capabilities": None,
     }
     rid = h.cancel_call()
-    assert h.client_response(rid)["error"]["code"] == -32602  # type: ignore[index]
+    assert h.error(rid).code == -32602
     h.validate()
 
 
@@ -146,7 +146,7 @@ def test_a_tool_call_status_update_of_a_cancelled_command_is_cancelled() -> None
     _command_started(h)
     rid = h.cancel_call()
     h.codex_reply(h.codex_request("thread/backgroundTerminals/list")["id"], {"data": []})
-    assert h.client_response(rid)["result"] == {}  # type: ignore[index]
+    assert h.result(rid) == {}
     _status_update(h, "failed")
     last = _tool_updates(h)[-1]
     assert last["status"] == "cancelled" and last["capabilities"] is None
@@ -321,4 +321,4 @@ def test_an_unknown_method_after_codex_was_lost_is_answered_as_each_version_did(
     h.client_request("initialize", init)
     h._collect(h.engine.codex_lost("Codex exited"))
     rid = h.client_request("no/such", {})
-    assert h.client_response(rid)["error"]["code"] == code  # type: ignore[index]
+    assert h.error(rid).code == code

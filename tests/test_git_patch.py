@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from bridge.codex import items as codex_items
 from bridge.engine.views.git_patch import git_patch
 
@@ -62,10 +64,13 @@ def test_a_plain_diff_a_patch_client_gets_says_its_kind_as_a_patch_would() -> No
             change("/w/ok.txt", "add", "a\n"),
         ],
     )
-    metas = [block.meta for block in describe(item, patch=True).content]
-    assert [m["kind"] for m in metas] == ["add", "update", "add"]  # type: ignore[index]
-    assert metas[1]["hunk"]["oldStart"] == 1  # type: ignore[index]
-    assert "jetbrains" in metas[2]  # type: ignore[operator]
+    metas: list[dict[str, Any]] = []
+    for block in describe(item, patch=True).content:
+        assert isinstance(block.meta, dict), block
+        metas.append(block.meta)
+    assert [m["kind"] for m in metas] == ["add", "update", "add"]
+    assert metas[1]["hunk"]["oldStart"] == 1
+    assert "jetbrains" in metas[2]
     # A client that asked for no patches: the plain diffs of every client.
     plain = [block.meta for block in describe(item).content]
     assert "kind" not in str(plain)

@@ -168,7 +168,7 @@ def test_a_terminal_clients_command_cut_short_ends_its_terminal_too() -> None:
         "exit_code": None,
         "signal": None,
     }
-    assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "cancelled"}
     assert_valid_acp(h)
 
 
@@ -244,7 +244,7 @@ def test_a_completed_turn_leaves_a_command_still_running_to_its_item() -> None:
     h, rid = harness()
     item(h, "started", THREAD, command("call_1", "inProgress"))
     h.complete_turn(THREAD)
-    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "end_turn"}
     assert statuses(h, THREAD, "call_1") == ["in_progress"]
     item(h, "completed", THREAD, command("call_1", "completed", 0))
     assert statuses(h, THREAD, "call_1") == ["in_progress", "completed"]
@@ -307,7 +307,7 @@ def test_a_cancelled_roots_answer_does_not_wait_for_a_child_whose_interrupt_was_
         if m.get("method") == "turn/interrupt" and m["params"]["threadId"] == CHILD
     ]
     t.h.codex_error(child_interrupt["id"], "no active turn")
-    assert t.h.client_response(t.prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert t.h.result(t.prompt) == {"stopReason": "cancelled"}
     t.check()
 
 
@@ -335,10 +335,10 @@ def test_a_close_does_not_wait_for_the_cancelled_children_a_held_answer_waits_fo
     t = root_cancelled_first()
     assert t.h.client_response(t.prompt) is None
     rid = t.request("session/close", {"sessionId": ROOT})
-    assert t.h.client_response(t.prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert t.h.result(t.prompt) == {"stopReason": "cancelled"}
     unsubscribe = t.h.codex_request("thread/unsubscribe")
     t.h.codex_reply(unsubscribe["id"], {"status": "unsubscribed"})
-    assert t.h.client_response(rid)["result"] == {}  # type: ignore[index]
+    assert t.h.result(rid) == {}
 
 
 def test_a_command_started_while_its_approval_waits_is_pending_until_allowed() -> None:

@@ -114,18 +114,6 @@ def load(
     return rid
 
 
-def error_of(h: Recorder, rid: int) -> dict[str, Any]:
-    response = h.client_response(rid)
-    assert response is not None and "error" in response, response
-    return response["error"]  # type: ignore[no-any-return]
-
-
-def result_of(h: Recorder, rid: int) -> Any:
-    response = h.client_response(rid)
-    assert response is not None and "result" in response, response
-    return response["result"]
-
-
 def replayed(h: Recorder, rid: int, session_id: str = THREAD) -> list[dict[str, Any]]:
     """The updates for ``session_id`` sent before the answer to ``rid``: the replay.
 
@@ -162,7 +150,8 @@ def initialize(h: Recorder, capabilities: dict[str, Any] | None = None) -> dict[
     rid = h.client_request(
         "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities or {}}
     )
-    return result_of(h, rid)["agentCapabilities"]  # type: ignore[no-any-return]
+    capabilities_offered: dict[str, Any] = h.result(rid)["agentCapabilities"]
+    return capabilities_offered
 
 
 # -- capabilities ---------------------------------------------------------------------
@@ -199,7 +188,7 @@ def test_load_reads_the_thread_then_resumes_it_then_replays_before_the_response(
     assert h.to_client == [], "nothing is replayed before Codex has subscribed us"
     h.codex_reply(resume["id"], resume_result())
 
-    assert own(result_of(h, rid)) == {}
+    assert own(h.result(rid)) == {}
     response_at = h.to_client.index(h.client_response(rid))  # type: ignore[arg-type]
     assert all(m.get("method") == "session/update" for m in h.to_client[:response_at])
     assert [u["sessionUpdate"] for u in replayed(h, rid)] == ["user_message_chunk"] * 5 + [
@@ -288,7 +277,7 @@ def test_a_stored_item_not_understood_is_skipped_and_the_rest_replayed() -> None
     unknown = {"type": "hologram", "id": "h-1"}
     rid = load(h, [[broken, unknown, ANSWER_ITEM]])
     assert [u["messageId"] for u in replayed(h, rid)] == ["msg_1"]
-    assert own(result_of(h, rid)) == {}
+    assert own(h.result(rid)) == {}
 
 
 def test_a_loaded_session_takes_prompts_and_streams_live_again() -> None:
@@ -309,7 +298,7 @@ def test_a_loaded_session_takes_prompts_and_streams_live_again() -> None:
             "content": {"type": "text", "text": "live"},
         }
     ]
-    assert result_of(h, rid) == {"stopReason": "end_turn"}
+    assert h.result(rid) == {"stopReason": "end_turn"}
 
 
 #: ``thread/tokenUsage/updated`` of the stored thread's first turn: 120 of a 1000-token window.
@@ -341,16 +330,16 @@ def test_load_of_a_thread_that_does_not_exist_is_not_found_and_registers_nothing
     h = Recorder()
     rid = h.client_request("session/load", {"sessionId": "nope", "cwd": CWD, "mcpServers": []})
     h.codex_error(h.codex_request("thread/read")["id"], "thread not loaded: nope")
-    error = error_of(h, rid)
-    assert error["code"] == -32002 and "nope" in error["message"]
-    assert "never prompted" in error["message"]  # Codex cannot tell that case apart
-    assert error["data"] == {"sessionId": "nope", "codex": "thread not loaded: nope"}
+    error = h.error(rid)
+    assert error.code == -32002 and "nope" in error.message
+    assert "never prompted" in error.message  # Codex cannot tell that case apart
+    assert error.data == {"sessionId": "nope", "codex": "thread not loaded: nope"}
     assert "thread/resume" not in codex_methods(h)
     assert h.updates() == []
     prompt = h.client_request(
         "session/prompt", {"sessionId": "nope", "prompt": [{"type": "text", "text": "x"}]}
     )
-    assert error_of(h, prompt)["code"] == -32002
+    assert h.error(prompt).code == -32002
     validate_all(h)
 
 
@@ -360,11 +349,11 @@ def test_a_resume_codex_refuses_is_passed_on_and_the_load_can_be_retried() -> No
     answer(h, "thread/read", {"thread": stored_thread([[ANSWER_ITEM]])})
     message = f"thread {THREAD} already has an active writer"
     h.codex_error(h.codex_request("thread/resume")["id"], message)
-    error = error_of(h, rid)
-    assert error["code"] == -32603 and message in error["message"]
+    error = h.error(rid)
+    assert error.code == -32603 and message in error.message
     assert h.updates() == [] and THREAD not in h.engine.threads
     again = load(h, [[ANSWER_ITEM]])
-    assert own(result_of(h, again)) == {}
+    assert own(h.result(again)) == {}
 
 
 @pytest.mark.parametrize("method", ["session/load", "session/resume"])
@@ -373,8 +362,8 @@ def test_opening_a_session_already_open_is_a_clear_error_and_changes_nothing(met
     sid = h.new_session(THREAD, CWD)
     sent = len(h.to_codex)
     rid = h.client_request(method, {"sessionId": sid, "cwd": CWD, "mcpServers": []})
-    error = error_of(h, rid)
-    assert error["code"] == -32600 and "already open" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32600 and "already open" in error.message
     assert len(h.to_codex) == sent
     h.start_prompt(sid)  # the open session is untouched
 
@@ -383,10 +372,10 @@ def test_a_second_load_while_the_first_is_in_flight_is_refused() -> None:
     h = Recorder()
     first = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
     second = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
-    assert "already open" in error_of(h, second)["message"]
+    assert "already open" in h.error(second).message
     answer(h, "thread/read", {"thread": stored_thread([[ANSWER_ITEM]])})
     answer(h, "thread/resume", resume_result())
-    assert own(result_of(h, first)) == {}
+    assert own(h.result(first)) == {}
     assert codex_methods(h).count("thread/read") == 1
 
 
@@ -404,11 +393,11 @@ def test_invalid_load_params_are_named_and_nothing_reaches_codex(
     h = Recorder()
     sent = len(h.to_codex)
     rid = h.client_request("session/load", params)
-    error = error_of(h, rid)
-    assert error["code"] == -32602 and needle in error["message"]
+    error = h.error(rid)
+    assert error.code == -32602 and needle in error.message
     assert len(h.to_codex) == sent
     # Nothing was claimed: a good load of the same id still works.
-    assert own(result_of(h, load(h, []))) == {}
+    assert own(h.result(load(h, []))) == {}
 
 
 def test_session_opened_hooks_run_for_load_resume_and_fork_as_for_new() -> None:
@@ -425,7 +414,7 @@ def test_session_opened_hooks_run_for_load_resume_and_fork_as_for_new() -> None:
     h.engine.settings.session_opened = hook  # type: ignore[method-assign]
     initialize(h, {"subagents": {}})
     rid = load(h, [])
-    assert result_of(h, rid)["modes"]["currentModeId"] == "auto"
+    assert h.result(rid)["modes"]["currentModeId"] == "auto"
     resume = h.client_request("session/resume", {"sessionId": "t-2", "cwd": CWD})
     answer(h, "thread/read", {"thread": stored_thread([], id="t-2")})
     answer(h, "thread/resume", resume_result("t-2"))
@@ -433,8 +422,8 @@ def test_session_opened_hooks_run_for_load_resume_and_fork_as_for_new() -> None:
     answer(h, "thread/read", {"thread": stored_thread([])})
     answer(h, "thread/fork", resume_result("t-fork"))
     assert opened == [(THREAD, THREAD), ("t-2", "t-2"), ("t-fork", "t-fork")]
-    assert result_of(h, resume)["modes"]["currentModeId"] == "auto"
-    assert result_of(h, fork)["modes"]["currentModeId"] == "auto"
+    assert h.result(resume)["modes"]["currentModeId"] == "auto"
+    assert h.result(fork)["modes"]["currentModeId"] == "auto"
     validate_all(h, unstable=True)
 
 
@@ -453,7 +442,7 @@ def test_resume_subscribes_without_replaying_history() -> None:
         "excludeTurns": True,
     }
     h.codex_reply(h.codex_request("thread/resume")["id"], resume_result())
-    assert own(result_of(h, rid)) == {}
+    assert own(h.result(rid)) == {}
     assert replayed(h, rid) == []
     assert THREAD in h.engine.threads
     validate_all(h)
@@ -512,7 +501,7 @@ def test_a_thread_codex_holds_but_never_stored_opens_with_its_settings_and_no_hi
 ) -> None:
     h = Recorder()
     rid = open_unstored(h, method)
-    result = result_of(h, rid)
+    result = h.result(rid)
     assert replayed(h, rid) == []
     assert result["modes"]["currentModeId"] == "auto"  # on-request + workspace-write
     options = {o["id"]: o["currentValue"] for o in result["configOptions"]}
@@ -534,8 +523,8 @@ def test_a_thread_codex_cannot_resume_even_once_written_is_not_found() -> None:
     h.codex_error(h.codex_request("thread/resume")["id"], no_rollout)
     h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
     h.codex_error(h.codex_request("thread/resume")["id"], no_rollout)
-    error = error_of(h, rid)
-    assert error["code"] == -32002 and THREAD in error["message"]
+    error = h.error(rid)
+    assert error.code == -32002 and THREAD in error.message
     assert codex_methods(h).count("thread/resume") == 2  # no loop
     assert THREAD not in h.engine.threads
     validate_all(h)
@@ -547,7 +536,7 @@ def test_config_without_policies_opens_the_session_with_no_modes() -> None:
     answer(h, "thread/read", {"thread": unstored_thread()})
     h.codex_error(h.codex_request("thread/resume")["id"], NO_TURNS, code=-32601)
     h.codex_error(h.codex_request("config/read")["id"], "config/read refused")
-    assert "modes" not in result_of(h, rid)
+    assert "modes" not in h.result(rid)
     assert h.engine.threads.session(THREAD) is not None
     validate_all(h)
 
@@ -601,7 +590,7 @@ def test_resume_of_a_thread_that_does_not_exist_is_not_found() -> None:
     h = Recorder()
     rid = h.client_request("session/resume", {"sessionId": "gone", "cwd": CWD})
     h.codex_error(h.codex_request("thread/read")["id"], "thread not loaded: gone")
-    assert error_of(h, rid)["code"] == -32002
+    assert h.error(rid).code == -32002
     assert "thread/resume" not in codex_methods(h) and "gone" not in h.engine.threads
 
 
@@ -633,11 +622,11 @@ def test_a_refused_read_says_why_the_session_is_not_found(
     h = Recorder()
     rid = h.client_request(method, {"sessionId": session_id, "cwd": CWD, "mcpServers": []})
     h.codex_error(h.codex_request("thread/read")["id"], codex)
-    error = error_of(h, rid)
-    assert error["code"] == -32002
-    assert error["message"].startswith(f"Session not found: {session_id}")
-    assert says in error["message"] and not_says not in error["message"]
-    assert error["data"] == {"sessionId": session_id, "codex": codex}
+    error = h.error(rid)
+    assert error.code == -32002
+    assert error.message.startswith(f"Session not found: {session_id}")
+    assert says in error.message and not_says not in error.message
+    assert error.data == {"sessionId": session_id, "codex": codex}
     assert "thread/resume" not in codex_methods(h) and session_id not in h.engine.threads
     validate_all(h)
 
@@ -669,7 +658,7 @@ def test_list_shows_root_threads_with_title_cwd_and_iso_update_time() -> None:
         "backwardsCursor": None,
     }
     h.codex_reply(request["id"], page)
-    assert result_of(h, rid) == {
+    assert h.result(rid) == {
         "sessions": [
             {
                 "sessionId": "a",
@@ -696,22 +685,22 @@ def test_list_passes_cursor_and_cwd_through_and_a_last_page_has_no_cursor() -> N
     request = h.codex_request("thread/list")
     assert request["params"] == {"cursor": "2026|x", "cwd": "/w", "sortKey": "updated_at"}
     h.codex_reply(request["id"], {"data": [], "nextCursor": None})
-    assert result_of(h, rid) == {"sessions": []}
+    assert h.result(rid) == {"sessions": []}
 
 
 def test_list_with_a_bad_cursor_is_invalid_params() -> None:
     h = Recorder()
     rid = h.client_request("session/list", {"cursor": "garbage"})
     h.codex_error(h.codex_request("thread/list")["id"], "invalid cursor: garbage")
-    error = error_of(h, rid)
-    assert error["code"] == -32602 and "garbage" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32602 and "garbage" in error.message
 
 
 def test_list_with_a_relative_cwd_is_invalid_params_and_asks_codex_nothing() -> None:
     h = Recorder()
     sent = len(h.to_codex)
     rid = h.client_request("session/list", {"cwd": "repo"})
-    assert error_of(h, rid)["code"] == -32602
+    assert h.error(rid).code == -32602
     assert len(h.to_codex) == sent
 
 
@@ -727,11 +716,11 @@ def test_close_of_an_idle_session_unsubscribes_and_forgets_it() -> None:
     assert sid not in h.engine.threads and h.engine.threads.forgotten(sid)
     assert h.client_response(rid) is None  # answered once Codex has unsubscribed us
     h.codex_reply(unsubscribe["id"], {"status": "unsubscribed"})
-    assert own(result_of(h, rid)) == {}
+    assert own(h.result(rid)) == {}
     prompt = h.client_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
     )
-    assert error_of(h, prompt)["code"] == -32002
+    assert h.error(prompt).code == -32002
     # Codex's later events for the thread are ignored.
     before = len(h.to_client)
     h.codex_notify(
@@ -746,7 +735,7 @@ def test_close_of_an_unknown_session_is_not_found_and_changes_nothing() -> None:
     sid = h.new_session()
     sent = len(h.to_codex)
     rid = h.client_request("session/close", {"sessionId": "nope"})
-    assert error_of(h, rid)["code"] == -32002
+    assert h.error(rid).code == -32002
     assert len(h.to_codex) == sent and sid in h.engine.threads
 
 
@@ -766,9 +755,9 @@ def test_close_while_a_prompt_runs_cancels_it_and_closes_once_codex_confirms() -
     )
     h.codex_reply(interrupt["id"], {})
     h.complete_turn(sid, status="interrupted")
-    assert result_of(h, prompt) == {"stopReason": "cancelled"}
+    assert h.result(prompt) == {"stopReason": "cancelled"}
     h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
-    assert own(result_of(h, rid)) == {}
+    assert own(h.result(rid)) == {}
     answered = [m["id"] for m in h.to_client if "id" in m and "method" not in m]
     assert answered.index(prompt) < answered.index(rid)
     validate_all(h)
@@ -792,16 +781,16 @@ def test_close_before_codex_named_the_turn_interrupts_it_as_soon_as_it_does() ->
     assert h.codex_request("turn/interrupt")["params"]["turnId"] == "t9"
     h.complete_turn(sid, "t9", status="interrupted")
     h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
-    assert result_of(h, prompt) == {"stopReason": "cancelled"}
-    assert own(result_of(h, rid)) == {}
+    assert h.result(prompt) == {"stopReason": "cancelled"}
+    assert own(h.result(rid)) == {}
 
 
 def test_close_while_codex_refuses_the_turn_still_closes() -> None:
     h, _, prompt, rid = closed_while_prompting()
     h.codex_error(h.codex_request("turn/start")["id"], "no")
-    assert error_of(h, prompt)["code"] == -32603
+    assert h.error(prompt).code == -32603
     h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
-    assert own(result_of(h, rid)) == {}
+    assert own(h.result(rid)) == {}
 
 
 def test_two_closes_of_one_session_are_answered_together() -> None:
@@ -813,7 +802,7 @@ def test_two_closes_of_one_session_are_answered_together() -> None:
     assert codex_methods(h).count("turn/interrupt") == 1
     h.complete_turn(sid, status="interrupted")
     h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "notSubscribed"})
-    assert result_of(h, first) == {} and result_of(h, second) == {}
+    assert h.result(first) == {} and h.result(second) == {}
     assert codex_methods(h).count("thread/unsubscribe") == 1
 
 
@@ -823,7 +812,7 @@ def test_losing_codex_while_closing_answers_the_close_with_the_reason() -> None:
     h.start_prompt(sid)
     rid = h.client_request("session/close", {"sessionId": sid})
     h._collect(h.engine.codex_lost("Codex app-server exited with status 9"))
-    assert "status 9" in error_of(h, rid)["message"]
+    assert "status 9" in h.error(rid).message
 
 
 # -- session/fork ---------------------------------------------------------------------
@@ -834,7 +823,7 @@ def test_fork_without_the_unstable_capability_is_method_not_found() -> None:
     initialize(h)
     sent = len(h.to_codex)
     rid = h.client_request("session/fork", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
-    assert error_of(h, rid)["code"] == -32601
+    assert h.error(rid).code == -32601
     assert len(h.to_codex) == sent
 
 
@@ -846,7 +835,7 @@ def test_fork_opens_the_new_thread_as_a_new_session() -> None:
     fork = h.codex_request("thread/fork")
     assert fork["params"] == {"threadId": THREAD, "cwd": CWD, "excludeTurns": True}
     h.codex_reply(fork["id"], resume_result("t-fork"))
-    assert own(result_of(h, rid)) == {"sessionId": "t-fork"}
+    assert own(h.result(rid)) == {"sessionId": "t-fork"}
     assert replayed(h, rid, "t-fork") == []  # a fork does not replay
     h.start_prompt("t-fork")
     assert h.codex_request("turn/start")["params"]["threadId"] == "t-fork"
@@ -858,7 +847,7 @@ def test_fork_of_a_thread_that_does_not_exist_is_not_found() -> None:
     initialize(h, {"subagents": {}})
     rid = h.client_request("session/fork", {"sessionId": "nope", "cwd": CWD, "mcpServers": []})
     h.codex_error(h.codex_request("thread/read")["id"], "thread not loaded: nope")
-    assert error_of(h, rid)["code"] == -32002
+    assert h.error(rid).code == -32002
     assert "thread/fork" not in codex_methods(h)
 
 
@@ -921,8 +910,8 @@ def test_session_new_without_mcp_servers_sends_no_config() -> None:
 def test_a_malformed_mcp_server_is_invalid_params_and_starts_no_thread() -> None:
     h = Recorder()
     rid = h.client_request("session/new", {"cwd": CWD, "mcpServers": [STDIO, {"name": "x"}]})
-    error = error_of(h, rid)
-    assert error["code"] == -32602 and "mcpServers[1]" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32602 and "mcpServers[1]" in error.message
     assert "thread/start" not in codex_methods(h)
 
 
@@ -964,9 +953,9 @@ def test_a_session_never_prompted_says_it_did_not_survive_a_restart_of_codex() -
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "y"}]}
     )
     for rid in (waiting, later):
-        error = error_of(h, rid)
-        assert error["code"] == -32002 and sid in error["message"]
-        assert "does not survive a restart of Codex" in error["message"]
+        error = h.error(rid)
+        assert error.code == -32002 and sid in error.message
+        assert "does not survive a restart of Codex" in error.message
     validate_all(h)
 
 
@@ -975,7 +964,7 @@ def test_a_load_whose_plain_read_fails_too_is_not_found_without_a_loop() -> None
     rid = h.client_request("session/load", {"sessionId": THREAD, "cwd": CWD, "mcpServers": []})
     h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
     h.codex_error(h.codex_request("thread/read")["id"], NO_TURNS, code=-32601)
-    assert error_of(h, rid)["code"] == -32002
+    assert h.error(rid).code == -32002
     assert codex_methods(h).count("thread/read") == 2 and "thread/resume" not in codex_methods(h)
     assert THREAD not in h.engine.threads
     validate_all(h)
@@ -1027,4 +1016,4 @@ def _answered_after_the_resume(h: Recorder, sid: str, rid: int) -> None:
     start = h.codex_request("turn/start")
     h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
     h.complete_turn(sid)
-    assert result_of(h, rid) == {"stopReason": "end_turn"}
+    assert h.result(rid) == {"stopReason": "end_turn"}

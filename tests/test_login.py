@@ -143,8 +143,8 @@ def test_the_terminal_method_is_never_authenticated_by_the_agent() -> None:
         "initialize", {"protocolVersion": 1, "clientCapabilities": {"auth": {"terminal": True}}}
     )
     rid = h.client_request("authenticate", {"methodId": "codex-login"})
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32602 and "--login" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32602 and "--login" in error.message
 
 
 def test_the_earlier_terminal_auth_meta_is_understood_too() -> None:

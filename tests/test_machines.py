@@ -227,7 +227,8 @@ def test_a_prompt_on_a_machine_waits_for_its_link_then_acts_there() -> None:
     opened(h)
     sent_before = len(h.to_codex)
     picked = pick(h, "box")
-    assert machine_option(picked["result"]["configOptions"])["currentValue"] == "box"  # type: ignore[index]
+    option = machine_option(picked["result"]["configOptions"])
+    assert option is not None and option["currentValue"] == "box"
     assert len(h.to_codex) == sent_before  # a pick goes with the next turn
     prompt(h)
     assert h.machines_wanted == ["box"]

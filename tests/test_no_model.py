@@ -5,8 +5,6 @@ The Codex messages are 0.169's (see tests/test_e2e_no_model.py for the real thin
 
 from __future__ import annotations
 
-from typing import Any
-
 from tests.support.engine_harness import Harness
 from tests.test_v2 import V2
 
@@ -40,12 +38,6 @@ def methods(h: Harness) -> list[str]:
     return [m["method"] for m in h.to_codex if "method" in m and "id" in m]
 
 
-def error_of(h: Harness, rid: int) -> dict[str, Any]:
-    response = h.client_response(rid)
-    assert response is not None and "error" in response, response
-    return response["error"]  # type: ignore[no-any-return]
-
-
 def test_nobody_signed_in_stops_the_turn_and_answers_auth_required_after_its_updates() -> None:
     h = Harness()
     rid = prompt(h)
@@ -59,8 +51,8 @@ def test_nobody_signed_in_stops_the_turn_and_answers_auth_required_after_its_upd
     assert interrupt["params"] == {"threadId": THREAD, "turnId": "turn-1"}
     assert h.client_response(rid) is None  # answered once Codex ends the turn
     h.complete_turn(THREAD, status="interrupted")
-    error = error_of(h, rid)
-    assert error["code"] == -32000 and "not signed in" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32000 and "not signed in" in error.message
     # Further retries of the same turn ask nothing more.
     assert methods(h).count("account/read") == 1
 
@@ -91,10 +83,10 @@ def test_a_signed_in_codex_waits_through_its_budget_then_fails_naming_the_provid
     )
     h.codex_request("turn/interrupt")
     h.complete_turn(THREAD, status="interrupted")
-    error = error_of(h, rid)
-    assert error["code"] == -32603
-    assert "could not reach its model provider 'mock' at http://127.0.0.1:9/v1" in error["message"]
-    assert error["data"]["modelProvider"] == "mock" and error["data"]["willRetry"] is True
+    error = h.error(rid)
+    assert error.code == -32603
+    assert "could not reach its model provider 'mock' at http://127.0.0.1:9/v1" in error.message
+    assert error.data["modelProvider"] == "mock" and error.data["willRetry"] is True
 
 
 def test_a_cancel_after_the_bridge_stopped_the_turn_is_still_a_cancel() -> None:
@@ -106,7 +98,7 @@ def test_a_cancel_after_the_bridge_stopped_the_turn_is_still_a_cancel() -> None:
     )
     h.client_notify("session/cancel", {"sessionId": THREAD})
     h.complete_turn(THREAD, status="interrupted")
-    assert h.client_response(rid)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "cancelled"}
 
 
 def test_a_provider_this_bridge_picks_is_not_judged_by_the_configured_ones_sign_in() -> None:
@@ -137,7 +129,7 @@ def test_v2_the_stopped_turn_ends_idle_with_auth_required_once() -> None:
         h.codex_request("account/read")["id"], {"account": None, "requiresOpenaiAuth": True}
     )
     h.complete_turn(THREAD, status="interrupted")
-    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
+    assert h.result(rid) == {"messageId": "um-turn-1"}
     idle = [s for s in h.states(THREAD) if s["state"] == "idle"]
     assert len(idle) == 1 and idle[0]["stopReason"] == "error", idle
     assert idle[0]["error"]["code"] == -32000

@@ -16,6 +16,7 @@ from bridge.acp import tools as acp_tools
 from bridge.acp import types as acp_types
 from bridge.engine import ToClient, ToCodex
 from bridge.engine.core.outbox import Outbox, merge_of, update_effect
+from tests.support.reading import text_of
 
 Effect = ToClient | ToCodex
 
@@ -61,7 +62,8 @@ def update_of(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def texts(messages: list[dict[str, Any]]) -> list[str]:
-    return [update_of(m)["content"]["text"] for m in messages]
+    updates = [update_of(m) for m in messages]
+    return [text_of([u], u["sessionUpdate"]) for u in updates]
 
 
 def behind_outbox() -> Outbox:

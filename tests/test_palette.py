@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.support.engine_harness import skills_list
+from tests.support.reading import text_of
 from tests.test_config import THREAD, H, open_session, prompt
 
 
@@ -32,7 +33,7 @@ def answer(h: H, method: str, result: Any) -> dict[str, Any]:
 
 def said(h: H) -> str:
     chunks = [u for u in h.updates(THREAD) if u["sessionUpdate"] == "agent_message_chunk"]
-    return str(chunks[-1]["content"]["text"]) if chunks else ""
+    return text_of(chunks[-1:])
 
 
 def test_status_tells_model_mode_context_account_and_limits() -> None:
@@ -191,7 +192,7 @@ def test_commands_that_change_state_say_what_changed(
 def test_codex_refusing_a_command_is_the_prompts_error() -> None:
     h, rid = ran("/rename x")
     h.codex_error(h.codex_request("thread/name/set")["id"], "name too long")
-    assert "name too long" in h.error(rid)["message"]
+    assert "name too long" in h.error(rid).message
     # The session is free again.
     later = prompt(h, "hi")
     assert h.client_response(later) is None
@@ -220,7 +221,7 @@ def test_misused_commands_are_clear_errors(text: str, needle: str) -> None:
     h = H()
     open_session(h)
     error = h.error(run(h, text))
-    assert error["code"] == -32602 and needle in error["message"]
+    assert error.code == -32602 and needle in error.message
 
 
 @pytest.mark.parametrize(
@@ -266,7 +267,7 @@ def test_plan_switches_codexs_collaboration_mode_in_the_thread(
 def test_plan_takes_no_other_argument() -> None:
     h = H()
     open_session(h)
-    assert h.error(run(h, "/plan the refactor"))["code"] == -32602
+    assert h.error(run(h, "/plan the refactor")).code == -32602
 
 
 def test_a_turn_codex_starts_while_a_command_runs_does_not_answer_the_command() -> None:

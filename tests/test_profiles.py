@@ -277,7 +277,7 @@ def test_an_unknown_profile_is_a_clear_error() -> None:
     rid = h.client_request(
         "session/set_config_option", {"sessionId": "t-1", "configId": "profile", "value": "slow"}
     )
-    assert "'slow' is not a value of config option 'profile'" in h.error(rid)["message"]
+    assert "'slow' is not a value of config option 'profile'" in h.error(rid).message
     assert _started(h, "t-2") == {"cwd": "/work"}
 
 

@@ -41,12 +41,14 @@ def validate(h: Client) -> None:
         validator.agent_sent(message)
     if h.version == 1:
         stable = ConversationValidator(version=1)
-        stable.client_sent({"id": h.init["id"], "method": "initialize"})  # type: ignore[index]
-        stable.agent_sent(h.init)  # type: ignore[arg-type]
+        answered = h.client_response(h.init_id)
+        assert answered is not None
+        stable.client_sent({"id": h.init_id, "method": "initialize"})
+        stable.agent_sent(answered)
 
 
 def advertised(h: Client) -> Any:
-    result = h.init["result"]  # type: ignore[index]
+    result = h.init
     caps = result["capabilities" if h.version == 2 else "agentCapabilities"]
     return caps.get("providers")
 
@@ -126,14 +128,14 @@ def test_a_codex_without_the_list_says_so() -> None:
     h = Client(1, {})
     rid = h.client_request("providers/list", {})
     h.codex_error(h.codex_request("modelProvider/list")["id"], "unknown method", code=-32601)
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32603 and "modelProvider/list" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32603 and "modelProvider/list" in error.message
 
 
 def test_the_methods_survive_a_repeated_initialize_and_the_latest_decides_the_capability() -> None:
     h = Client(1, {"subagents": {}})
-    again = h.client_response(
+    again = h.result(
         h.client_request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
     )
-    assert "providers" not in again["result"]["agentCapabilities"]  # type: ignore[index]
+    assert "providers" not in again["agentCapabilities"]
     assert len(answer(h, "providers/list", {})["result"]["providers"]) == 2

@@ -33,11 +33,6 @@ def answer_turn_start(h: Harness, turn_id: str) -> None:
     )
 
 
-def result(h: Harness, rid: int) -> Any:
-    response = h.client_response(rid)
-    return None if response is None else response.get("result", response.get("error"))
-
-
 def prompted(text: str) -> tuple[Harness, str, int]:
     """A new session and its first prompt, ``text`` (its request's id)."""
     h = Harness()
@@ -51,17 +46,17 @@ def test_prompts_sent_mid_turn_run_in_order_each_with_its_own_answer() -> None:
     second = prompt(h, sid, "two")
     third = prompt(h, sid, "three")
     assert started_texts(h) == ["one"], "queued prompts wait for the turn"
-    assert result(h, second) is None and result(h, third) is None
+    assert h.client_response(second) is None and h.client_response(third) is None
     h.complete_turn(sid, "turn-1")
-    assert result(h, first) == {"stopReason": "end_turn"}
+    assert h.result(first) == {"stopReason": "end_turn"}
     assert started_texts(h) == ["one", "two"]
     answer_turn_start(h, "turn-2")
     h.complete_turn(sid, "turn-2", status="failed", error={"message": "model broke"})
-    assert "model broke" in result(h, second)["message"]
+    assert "model broke" in h.error(second).message
     assert started_texts(h) == ["one", "two", "three"]
     answer_turn_start(h, "turn-3")
     h.complete_turn(sid, "turn-3")
-    assert result(h, third) == {"stopReason": "end_turn"}
+    assert h.result(third) == {"stopReason": "end_turn"}
 
 
 def test_cancel_cancels_the_turn_and_answers_the_queue_cancelled() -> None:
@@ -69,34 +64,34 @@ def test_cancel_cancels_the_turn_and_answers_the_queue_cancelled() -> None:
     answer_turn_start(h, "turn-1")
     queued = [prompt(h, sid, "two"), prompt(h, sid, "three")]
     h.client_notify("session/cancel", {"sessionId": sid})
-    assert [result(h, rid) for rid in queued] == [{"stopReason": "cancelled"}] * 2
-    assert result(h, first) is None  # until Codex confirms
+    assert [h.result(rid) for rid in queued] == [{"stopReason": "cancelled"}] * 2
+    assert h.client_response(first) is None  # until Codex confirms
     h.codex_reply(h.codex_request("turn/interrupt")["id"], {})
     h.complete_turn(sid, "turn-1", status="interrupted")
-    assert result(h, first) == {"stopReason": "cancelled"}
+    assert h.result(first) == {"stopReason": "cancelled"}
     assert started_texts(h) == ["one"], "a cancelled queue never starts"
     # The session takes the next prompt as usual.
     later = prompt(h, sid, "four")
     answer_turn_start(h, "turn-4")
     h.complete_turn(sid, "turn-4")
-    assert result(h, later) == {"stopReason": "end_turn"}
+    assert h.result(later) == {"stopReason": "end_turn"}
 
 
 def test_a_prompt_queued_behind_a_refused_turn_starts() -> None:
     h, sid, first = prompted("one")
     second = prompt(h, sid, "two")  # the turn is not even started yet
     h.codex_error(turn_starts(h)[-1]["id"], "turn refused")
-    assert "turn refused" in result(h, first)["message"]
+    assert "turn refused" in h.error(first).message
     assert started_texts(h) == ["one", "two"]
     answer_turn_start(h, "turn-2")
     h.complete_turn(sid, "turn-2")
-    assert result(h, second) == {"stopReason": "end_turn"}
+    assert h.result(second) == {"stopReason": "end_turn"}
 
 
 def test_a_bad_prompt_is_refused_on_arrival_not_queued() -> None:
     h, sid, _ = prompted("one")
     rid = h.client_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "video"}]})
-    assert h.client_response(rid)["error"]["code"] == -32602  # type: ignore[index]
+    assert h.error(rid).code == -32602
 
 
 def test_closing_a_session_answers_its_queue_cancelled() -> None:
@@ -104,14 +99,14 @@ def test_closing_a_session_answers_its_queue_cancelled() -> None:
     answer_turn_start(h, "turn-1")
     queued = prompt(h, sid, "two")
     close = h.client_request("session/close", {"sessionId": sid})
-    assert result(h, queued) == {"stopReason": "cancelled"}
+    assert h.result(queued) == {"stopReason": "cancelled"}
     late = prompt(h, sid, "three")
-    assert h.client_response(late)["error"]["code"] == -32600  # type: ignore[index]
+    assert h.error(late).code == -32600
     h.codex_reply(h.codex_request("turn/interrupt")["id"], {})
     h.complete_turn(sid, "turn-1", status="interrupted")
-    assert result(h, first) == {"stopReason": "cancelled"}
+    assert h.result(first) == {"stopReason": "cancelled"}
     h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
-    assert result(h, close) == {}
+    assert h.result(close) == {}
     assert started_texts(h) == ["one"]
 
 
@@ -125,12 +120,12 @@ def test_closing_a_session_whose_turn_another_client_runs_answers_its_queue_canc
         {"threadId": sid, "turn": {"id": "turn-x", "status": "inProgress", "items": []}},
     )
     queued = prompt(h, sid, "two")
-    assert result(h, queued) is None and started_texts(h) == []
+    assert h.client_response(queued) is None and started_texts(h) == []
     close = h.client_request("session/close", {"sessionId": sid})
-    assert result(h, queued) == {"stopReason": "cancelled"}
+    assert h.result(queued) == {"stopReason": "cancelled"}
     assert not [m for m in h.to_codex if m.get("method") == "turn/interrupt"], "theirs goes on"
     h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {"status": "unsubscribed"})
-    assert result(h, close) == {}
+    assert h.result(close) == {}
     assert started_texts(h) == []
 
 
@@ -139,4 +134,4 @@ def test_codex_lost_fails_the_queue_with_the_reason() -> None:
     answer_turn_start(h, "turn-1")
     queued = prompt(h, sid, "two")
     h._collect(h.engine.codex_lost("Codex app-server exited (code 9)"))
-    assert "exited" in result(h, queued)["message"]
+    assert "exited" in h.error(queued).message

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
+from bridge.acp import v2
 from bridge.engine.features.quotas import duration
+from bridge.jsonrpc.peer import ErrorObject
 
 from .support.acp_schema import validate_proposal
 from .support.engine_harness import Harness
@@ -40,7 +43,7 @@ def test_windows_are_pushed_as_pools_read_on_demand_and_a_spent_one_refuses(
     version: int,
 ) -> None:
     h = client(version, {"quota": {}})
-    caps = h.init["result"]["capabilities" if version == 2 else "agentCapabilities"]  # type: ignore[index]
+    caps = h.init["capabilities" if version == 2 else "agentCapabilities"]
     assert caps["quota"] == {}
     sid = h.new_session()
     h.codex_notify("account/rateLimits/updated", limits(42))
@@ -75,7 +78,7 @@ def test_windows_are_pushed_as_pools_read_on_demand_and_a_spent_one_refuses(
     read = h.codex_request("account/rateLimits/read")
     h.codex_reply(read["id"], {"rateLimits": limits(42)["rateLimits"]})
     answer_clock(h)
-    result = h.client_response(rid)["result"]  # type: ignore[index]
+    result = h.result(rid)
     validate_proposal("QuotaSnapshot", result)
     assert result == {"updatedAt": update["updatedAt"], "pools": update["pools"]}
 
@@ -100,36 +103,39 @@ def test_windows_are_pushed_as_pools_read_on_demand_and_a_spent_one_refuses(
         status="failed",
         error={"message": "You've hit your usage limit.", "codexErrorInfo": "usageLimitExceeded"},
     )
+    error: ErrorObject | v2.Error
     if version == 1:
-        error = h.client_response(prompt)["error"]  # type: ignore[index]
+        error = h.error(prompt)
     else:
         (ended,) = [u for u in h.updates(sid) if u.get("state") == "idle"]
-        error = ended["error"]
-    assert error["code"] == -32003
-    assert error["message"] == "You've hit your usage limit."
-    validate_proposal("QuotaExceededErrorData", error["data"])
-    assert error["data"]["poolId"] == "codex" and error["data"]["meterId"] == "primary"
-    assert error["data"]["resetsAt"] == "2027-01-15T08:00:00Z"
-    assert error["data"]["codexErrorInfo"] == "usageLimitExceeded"  # Codex's own, kept
+        idle = msgspec.convert(ended, v2.StateUpdate)
+        assert isinstance(idle.error, v2.Error), ended
+        error = idle.error
+    assert error.code == -32003
+    assert error.message == "You've hit your usage limit."
+    validate_proposal("QuotaExceededErrorData", error.data)
+    assert error.data["poolId"] == "codex" and error.data["meterId"] == "primary"
+    assert error.data["resetsAt"] == "2027-01-15T08:00:00Z"
+    assert error.data["codexErrorInfo"] == "usageLimitExceeded"  # Codex's own, kept
     h.validate()
 
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_a_client_that_declares_nothing_is_told_nothing(version: int) -> None:
     h = client(version, None)
-    caps = h.init["result"]["capabilities" if version == 2 else "agentCapabilities"]  # type: ignore[index]
+    caps = h.init["capabilities" if version == 2 else "agentCapabilities"]
     assert "quota" not in caps
     sid = h.new_session()
     h.codex_notify("account/rateLimits/updated", limits(42))
     assert not h.clock_reads and not quota_updates(h)
     rid = h.client_request("quota/read", {})
-    assert h.client_response(rid)["error"]["code"] == -32601  # type: ignore[index]
+    assert h.error(rid).code == -32601
     prompt = h.start_prompt(sid) if version == 1 else None
     if prompt is not None:
         h.complete_turn(
             sid, status="failed", error={"message": "x", "codexErrorInfo": "usageLimitExceeded"}
         )
-        assert h.client_response(prompt)["error"]["code"] == -32603  # type: ignore[index]
+        assert h.error(prompt).code == -32603
 
 
 def test_a_read_codex_cannot_answer_is_an_empty_snapshot() -> None:
@@ -138,7 +144,7 @@ def test_a_read_codex_cannot_answer_is_an_empty_snapshot() -> None:
     read = h.codex_request("account/rateLimits/read")
     h.codex_error(read["id"], "chatgpt authentication required to read rate limits")
     answer_clock(h)
-    result = h.client_response(rid)["result"]  # type: ignore[index]
+    result = h.result(rid)
     validate_proposal("QuotaSnapshot", result)
     assert result["pools"] == []
     h.validate()
@@ -173,7 +179,7 @@ def test_a_v1_prompt_answer_carries_the_tokens_its_turn_used_as_the_typescript_a
         "outputTokens": 25,
         "reasoningOutputTokens": 2,
     }
-    assert h.client_response(rid)["result"] == {  # type: ignore[index]
+    assert h.result(rid) == {
         "stopReason": "end_turn",
         "_meta": {
             "quota": {
@@ -188,7 +194,7 @@ def test_a_v1_prompt_answer_carries_the_tokens_its_turn_used_as_the_typescript_a
     h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-x", first))
     rid = h.start_prompt(sid, turn_id="turn-2")
     h.complete_turn(sid, turn_id="turn-2")
-    quota = h.client_response(rid)["result"]["_meta"]["quota"]  # type: ignore[index]
+    quota = h.result(rid)["_meta"]["quota"]
     assert quota == {"token_count": None, "model_usage": []}
 
 
@@ -198,4 +204,4 @@ def test_a_client_that_declares_nothing_gets_a_bare_prompt_answer() -> None:
     rid = h.start_prompt(sid)
     h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-1", {"totalTokens": 5}))
     h.complete_turn(sid)
-    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "end_turn"}

@@ -14,6 +14,7 @@ from bridge.recording import RecordingError, parse_recording, read_recording, re
 from bridge.recording.format import EndRecord, MessageRecord, encode_record
 from tests.support.acp_schema import ConversationValidator
 from tests.support.fixture_sets import FIXTURES, PINNED_ONLY, SETS, all_names, set_of
+from tests.support.reading import errors_of, session_updates
 
 #: Both sets: the pinned Codex's recordings and the oldest tested one's (``codex-0.169/``).
 RECORDINGS = [FIXTURES / f"{name}.codex.jsonl" for name in all_names()]
@@ -76,18 +77,14 @@ def test_fixture_replays_to_its_transcript_and_every_message_is_valid_acp(record
 def test_fixtures_show_the_behaviours_they_are_named_after(folder: str) -> None:
     """Guard against a re-recording that silently stops covering its scenario."""
 
-    def messages(name: str) -> list[dict[str, object]]:
+    def messages(name: str) -> list[dict[str, Any]]:
         return [
             msgspec.json.decode(line)
             for line in (FIXTURES / folder / f"{name}.acp.jsonl").read_text().splitlines()
         ]
 
-    def kinds(name: str) -> list[object]:
-        return [
-            m["params"]["update"]["sessionUpdate"]
-            for m in messages(name)
-            if m.get("method") == "session/update"
-        ]  # type: ignore[index]
+    def kinds(name: str) -> list[str]:
+        return [u["update"]["sessionUpdate"] for u in session_updates(messages(name))]
 
     results = {
         name: [m.get("result") for m in messages(name) if "result" in m]
@@ -100,9 +97,9 @@ def test_fixtures_show_the_behaviours_they_are_named_after(folder: str) -> None:
     assert {"stopReason": "end_turn"} in results["cancel_mid_stream"], (
         "the session works after the cancel"
     )
-    failed = [m for m in messages("failed_turn") if "error" in m]
-    assert failed and "stream disconnected" in failed[-1]["error"]["message"]  # type: ignore[index]
-    codes = {m["error"]["code"] for m in messages("bad_input") if "error" in m}  # type: ignore[index]
+    failed = errors_of(messages("failed_turn"))
+    assert failed and "stream disconnected" in failed[-1].message
+    codes = {error.code for error in errors_of(messages("bad_input"))}
     assert {-32700, -32601, -32602, -32002} <= codes
 
 

@@ -15,6 +15,7 @@ from bridge.codex import types as codex_types
 from bridge.engine.core.machines import MachineOffer, Registration
 from bridge.engine.views import rewind_plan
 from bridge.engine.views.rewind_plan import Unreadable
+from tests.support.reading import text_of
 from tests.test_config import THREAD, H, open_session, prompt
 
 BIG = "".join(f"l{i}\n" for i in range(1, 41))
@@ -233,7 +234,7 @@ def run(h: H, text: str) -> int:
 
 def said(h: H) -> str:
     chunks = [u for u in h.updates(THREAD) if u["sessionUpdate"] == "agent_message_chunk"]
-    return str(chunks[-1]["content"]["text"]) if chunks else ""
+    return text_of(chunks[-1:])
 
 
 def list_turns(h: H, *newest_first: dict[str, Any], cursor: str | None = None) -> dict[str, Any]:
@@ -398,7 +399,7 @@ def test_rewind_is_refused_while_a_turn_runs_and_is_not_queued() -> None:
     open_session(h)
     running = prompt(h, "work")
     error = h.error(run(h, "/rewind"))
-    assert error["code"] == -32600 and "finished prompts only" in error["message"]
+    assert error.code == -32600 and "finished prompts only" in error.message
     assert not h.sent_codex("thread/turns/list")
     assert h.client_response(running) is None  # the turn goes on
     # An ordinary prompt still queues.
@@ -413,7 +414,7 @@ def test_rewind_is_refused_when_codex_lists_a_turn_still_running() -> None:
     rid = run(h, "/rewind")
     list_turns(h, turn("t9", user("theirs"), status="inProgress"), *STORED)
     error = h.error(rid)
-    assert error["code"] == -32600 and "a turn is still running" in error["message"]
+    assert error.code == -32600 and "a turn is still running" in error.message
     assert not h.sent_codex("thread/revert")
 
 
@@ -422,7 +423,7 @@ def test_rewind_takes_a_whole_number_of_prompts(argument: str) -> None:
     h = H()
     open_session(h)
     error = h.error(run(h, f"/rewind {argument}"))
-    assert error["code"] == -32602 and "from 1 to 1000" in error["message"]
+    assert error.code == -32602 and "from 1 to 1000" in error.message
 
 
 def test_rewinding_more_prompts_than_the_session_has_says_how_many_it_has() -> None:
@@ -431,8 +432,8 @@ def test_rewinding_more_prompts_than_the_session_has_says_how_many_it_has() -> N
     rid = run(h, "/rewind 5")
     list_turns(h, *STORED)
     error = h.error(rid)
-    assert error["code"] == -32602
-    assert "only 3 prompts" in error["message"] and "/rewind 3" in error["message"]
+    assert error.code == -32602
+    assert "only 3 prompts" in error.message and "/rewind 3" in error.message
     assert not h.sent_codex("thread/revert")
 
 
@@ -443,7 +444,7 @@ def test_a_session_never_prompted_has_nothing_to_take_back() -> None:
     h.codex_error(
         h.codex_request("thread/turns/list")["id"], "list_turns is not supported yet", -32601
     )
-    assert "no prompt to take back" in h.error(rid)["message"]
+    assert "no prompt to take back" in h.error(rid).message
 
 
 def test_codex_refusing_the_revert_is_the_prompts_error_and_no_file_is_touched() -> None:
@@ -453,7 +454,7 @@ def test_codex_refusing_the_revert_is_the_prompts_error_and_no_file_is_touched()
     list_turns(h, *STORED)
     read_files(h, {"/work/new.txt": "hello\n"})
     h.codex_error(h.codex_request("thread/revert")["id"], "turn not found: t3")
-    assert "turn not found" in h.error(rid)["message"]
+    assert "turn not found" in h.error(rid).message
     assert not h.sent_codex("fs/remove") and not h.sent_codex("fs/writeFile")
     # The session is free again.
     assert h.client_response(prompt(h, "next", turn_id="t4")) is None

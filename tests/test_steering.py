@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bridge.acp.types import NewSessionResult
 from tests.support.engine_harness import Harness
 
 STEER = "_session/steering"
@@ -21,11 +22,6 @@ def steer(h: Harness, sid: str, text: str, meta: Any = None) -> int:
     return h.client_request(STEER, params)
 
 
-def result(h: Harness, rid: int) -> Any:
-    response = h.client_response(rid)
-    return None if response is None else response.get("result", response.get("error"))
-
-
 def sent(h: Harness, method: str) -> list[dict[str, Any]]:
     return [m for m in h.to_codex if m.get("method") == method and "id" in m]
 
@@ -33,7 +29,7 @@ def sent(h: Harness, method: str) -> list[dict[str, Any]]:
 def test_initialize_says_steering_is_supported() -> None:
     h = Harness()
     rid = h.client_request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-    assert result(h, rid)["_meta"]["steering"] == {"supported": True}
+    assert h.result(rid)["_meta"]["steering"] == {"supported": True}
 
 
 def test_a_steer_into_a_running_turn_is_injected_with_the_turns_id() -> None:
@@ -47,11 +43,11 @@ def test_a_steer_into_a_running_turn_is_injected_with_the_turns_id() -> None:
         "input": [{"type": "text", "text": "also check the tests"}],
         "expectedTurnId": "turn-1",
     }
-    assert result(h, rid) is None  # answered once Codex took it
+    assert h.client_response(rid) is None  # answered once Codex took it
     h.codex_reply(request["id"], {"turnId": "turn-1"})
-    assert result(h, rid) == {"outcome": "injected"}
+    assert h.result(rid) == {"outcome": "injected"}
     h.complete_turn(sid, "turn-1")
-    assert result(h, prompt) == {"stopReason": "end_turn"}  # the prompt covers the steer
+    assert h.result(prompt) == {"stopReason": "end_turn"}  # the prompt covers the steer
 
 
 def test_a_steer_waits_for_codex_to_name_the_turn() -> None:
@@ -67,7 +63,7 @@ def test_a_steer_waits_for_codex_to_name_the_turn() -> None:
     [request] = sent(h, "turn/steer")
     assert request["params"]["expectedTurnId"] == "turn-9"
     h.codex_reply(request["id"], {"turnId": "turn-9"})
-    assert result(h, rid) == {"outcome": "injected"}
+    assert h.result(rid) == {"outcome": "injected"}
 
 
 def test_steers_go_one_at_a_time_in_order() -> None:
@@ -79,14 +75,14 @@ def test_steers_go_one_at_a_time_in_order() -> None:
     h.codex_reply(sent(h, "turn/steer")[0]["id"], {"turnId": "turn-1"})
     assert [r["params"]["input"][0]["text"] for r in sent(h, "turn/steer")] == ["one", "two"]
     h.codex_reply(sent(h, "turn/steer")[1]["id"], {"turnId": "turn-1"})
-    assert result(h, first) == result(h, second) == {"outcome": "injected"}
+    assert h.result(first) == h.result(second) == {"outcome": "injected"}
 
 
 def test_on_an_idle_session_prompt_required_when_asked_for() -> None:
     h = Harness()
     sid = h.new_session()
     rid = steer(h, sid, "hello", IDLE_PROMPT_REQUIRED)
-    assert result(h, rid) == {"outcome": "promptRequired", "reason": "noRunningTurn"}
+    assert h.result(rid) == {"outcome": "promptRequired", "reason": "noRunningTurn"}
     assert not sent(h, "turn/start") and not sent(h, "turn/steer")
 
 
@@ -94,7 +90,7 @@ def test_on_an_idle_session_a_new_turn_starts_and_streams_as_a_prompts_would() -
     h = Harness()
     sid = h.new_session()
     rid = steer(h, sid, "hello")
-    assert result(h, rid) == {"outcome": "startedNewTurn"}
+    assert h.result(rid) == {"outcome": "startedNewTurn"}
     [start] = sent(h, "turn/start")
     assert start["params"]["input"] == [{"type": "text", "text": "hello"}]
     h.codex_reply(start["id"], {"turn": {"id": "turn-s", "status": "inProgress", "items": []}})
@@ -112,7 +108,7 @@ def test_on_an_idle_session_a_new_turn_starts_and_streams_as_a_prompts_would() -
     assert len(sent(h, "turn/start")) == 2
     h.codex_reply(sent(h, "turn/start")[1]["id"], {"turn": {"id": "t2", "status": "inProgress"}})
     h.complete_turn(sid, "t2")
-    assert result(h, queued) == {"stopReason": "end_turn"}
+    assert h.result(queued) == {"stopReason": "end_turn"}
 
 
 def test_a_steer_racing_the_end_of_its_turn_is_never_lost() -> None:
@@ -123,9 +119,9 @@ def test_a_steer_racing_the_end_of_its_turn_is_never_lost() -> None:
         rid = steer(h, sid, "late words", meta)
         # The turn ends before Codex handles the steer, which it then refuses.
         h.complete_turn(sid, "turn-1")
-        assert result(h, prompt) == {"stopReason": "end_turn"}
+        assert h.result(prompt) == {"stopReason": "end_turn"}
         h.codex_error(sent(h, "turn/steer")[0]["id"], "expected active turn id turn-1")
-        assert result(h, rid)["outcome"] == outcome
+        assert h.result(rid)["outcome"] == outcome
         if outcome == "startedNewTurn":
             assert sent(h, "turn/start")[-1]["params"]["input"][0]["text"] == "late words"
 
@@ -136,7 +132,7 @@ def test_codex_refusing_a_steer_for_another_reason_is_failed_with_its_words() ->
     h.start_prompt(sid)
     rid = steer(h, sid, "x")
     h.codex_error(sent(h, "turn/steer")[0]["id"], "input too large")
-    assert result(h, rid) == {"outcome": "failed", "reason": "input too large"}
+    assert h.result(rid) == {"outcome": "failed", "reason": "input too large"}
 
 
 def test_cancel_fails_the_steers_still_waiting() -> None:
@@ -145,9 +141,9 @@ def test_cancel_fails_the_steers_still_waiting() -> None:
     h.start_prompt(sid)
     first, second = steer(h, sid, "one"), steer(h, sid, "two")
     h.client_notify("session/cancel", {"sessionId": sid})
-    assert result(h, second) == {"outcome": "failed", "reason": "cancelled"}
+    assert h.result(second) == {"outcome": "failed", "reason": "cancelled"}
     h.codex_reply(sent(h, "turn/steer")[0]["id"], {"turnId": "turn-1"})
-    assert result(h, first) == {"outcome": "injected"}
+    assert h.result(first) == {"outcome": "injected"}
     assert len(sent(h, "turn/steer")) == 1
 
 
@@ -164,21 +160,21 @@ def test_an_image_for_a_text_only_model_is_refused_naming_why() -> None:
     }
     h = Harness(catalog=catalog)
     rid = h.thread_started("/work", "mock-model", {"type": "workspaceWrite"})
-    assert result(h, rid)["sessionId"] == "thread-1"
+    assert h.result(rid, NewSessionResult).sessionId == "thread-1"
     image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
     bad = h.client_request(STEER, {"sessionId": "thread-1", "prompt": [image]})
-    error = result(h, bad)
-    assert error["code"] == -32602 and "mock-model" in error["message"]
-    assert "image" in error["message"] and not sent(h, "turn/steer")
+    error = h.error(bad)
+    assert error.code == -32602 and "mock-model" in error.message
+    assert "image" in error.message and not sent(h, "turn/steer")
 
 
 def test_bad_steering_requests_are_clear_errors() -> None:
     h = Harness()
     sid = h.new_session()
     unknown = steer(h, "no-such-session", "x")
-    assert result(h, unknown)["code"] == -32002
+    assert h.error(unknown).code == -32002
     missing = h.client_request(STEER, {"sessionId": sid})
-    assert result(h, missing)["code"] == -32602
+    assert h.error(missing).code == -32602
 
 
 def user_message(h: Harness, sid: str, turn: str, item_id: str, text: str) -> None:
@@ -194,7 +190,7 @@ def test_steered_input_shows_as_the_users_message_where_it_entered_the_turn() ->
     assert not [u for u in h.updates(sid) if u["sessionUpdate"] == "user_message_chunk"]
     rid = steer(h, sid, "and the docs")
     h.codex_reply(sent(h, "turn/steer")[0]["id"], {"turnId": "turn-1"})
-    assert result(h, rid) == {"outcome": "injected"}
+    assert h.result(rid) == {"outcome": "injected"}
     user_message(h, sid, "turn-1", "u-2", "and the docs")
     [shown] = [u for u in h.updates(sid) if u["sessionUpdate"] == "user_message_chunk"]
     assert shown == {

@@ -28,7 +28,6 @@ from tests.test_lifecycle import (
     codex_methods,
     own,
     replayed,
-    result_of,
     resume_result,
     stored_thread,
     validate_all,
@@ -46,7 +45,7 @@ def list_page(h: Recorder, params: dict[str, Any], next_cursor: str | None) -> d
     rid = h.client_request("session/list", params)
     request = h.codex_request("thread/list")
     h.codex_reply(request["id"], {"data": [], "nextCursor": next_cursor})
-    assert result_of(h, rid) == (
+    assert h.result(rid) == (
         {"sessions": [], "nextCursor": next_cursor} if next_cursor else {"sessions": []}
     )
     return request["params"]  # type: ignore[no-any-return]
@@ -116,7 +115,7 @@ def test_the_next_page_is_asked_ahead_and_answers_the_clients_next_request(
         assert h.client_response(rid) is None
         assert len(listings(h)) == asked, "it waits for the page asked ahead"
         h.codex_reply(ahead["id"], {"data": [ROW], "nextCursor": "c3"})
-    assert result_of(h, rid) == {
+    assert h.result(rid) == {
         "sessions": [
             {"sessionId": "t-2", "cwd": CWD, "title": "second", "updatedAt": "2026-11-30T05:01:16Z"}
         ],
@@ -158,7 +157,7 @@ def test_a_page_ahead_codex_refuses_is_asked_again_for_the_client(refused_first:
     again = h.codex_request("thread/list")
     assert again["id"] != ahead["id"] and again["params"] == {**INDEXED, "cursor": "c2"}
     h.codex_reply(again["id"], {"data": [ROW], "nextCursor": None})
-    assert [s["sessionId"] for s in result_of(h, rid)["sessions"]] == ["t-2"]
+    assert [s["sessionId"] for s in h.result(rid)["sessions"]] == ["t-2"]
     validate_all(h)
 
 
@@ -239,7 +238,7 @@ def test_a_paged_load_replays_each_page_as_it_arrives_then_answers(way: str) -> 
     second = h.codex_request(LISTING[way])
     assert second["params"]["cursor"] == "p2"
     answer_page(h, way, page_of([[REASONING_ITEM]], 1), None)
-    assert own(result_of(h, rid)) == {}
+    assert own(h.result(rid)) == {}
     assert [u["sessionUpdate"] for u in replayed(h, rid)] == ["user_message_chunk"] * 5 + [
         "agent_message_chunk",
         "agent_thought_chunk",
@@ -286,7 +285,7 @@ def test_a_paged_load_of_a_thread_codex_never_stored_replays_nothing() -> None:
     # Codex has no item history of it, and no turns to list either.
     open_pages(h, "turns")
     h.codex_error(h.codex_request("thread/turns/list")["id"], NO_TURNS, NO_TURNS_CODE)
-    assert own(result_of(h, rid)) == {}
+    assert own(h.result(rid)) == {}
     assert replayed(h, rid) == []
 
 
@@ -301,7 +300,7 @@ def test_a_page_codex_refuses_ends_the_replay_with_what_was_shown(way: str) -> N
     # Refused midway, even -32601: the pages are not asked again another way.
     h.codex_error(h.codex_request(LISTING[way])["id"], "rollout unreadable", -32601)
     # The session is open (Codex resumed it): the load answers, with the first page shown.
-    assert own(result_of(h, rid)) == {}
+    assert own(h.result(rid)) == {}
     assert [u["sessionUpdate"] for u in replayed(h, rid)] == ["agent_message_chunk"]
 
 
@@ -328,7 +327,7 @@ def test_the_turn_another_client_runs_is_named_by_the_last_page(way: str) -> Non
         }
         h.codex_reply(turn["id"], {"data": [{**last[0], "items": []}], "nextCursor": "x"})
     answer(h, "thread/backgroundTerminals/list", {"data": []})
-    assert own(result_of(h, rid)) == {}
+    assert own(h.result(rid)) == {}
     h.client_notify("session/cancel", {"sessionId": THREAD})
     interrupt = h.codex_request("turn/interrupt")
     assert interrupt["params"] == {"threadId": THREAD, "turnId": "turn-1"}

@@ -57,7 +57,7 @@ from bridge.recording import Recording, Transcript, parse_recording, read_record
 from bridge.recording.format import EndRecord, Entry, MessageRecord, encode_record
 from tests.support.acp_schema import ConversationValidator
 from tests.support.fixture_sets import FIXTURES, prefixed, property_over, reordering_settings
-from tests.support.reading import direction
+from tests.support.reading import direction, text_of
 
 #: In both fixture sets (``fixtures/`` and ``fixtures/codex-0.169/``).
 NAMES = prefixed(
@@ -308,11 +308,11 @@ def seen(transcript: Transcript) -> Seen:
             session, update = message["params"]["sessionId"], message["params"]["update"]
             kind = update["sessionUpdate"]
             if kind == "agent_message_chunk":
-                text[session] += update["content"].get("text", "")
+                text[session] += text_of([update])
             elif kind == "agent_thought_chunk":
-                thoughts[session] += update["content"].get("text", "")
+                thoughts[session] += text_of([update], kind)
             elif kind == "session_message":
-                body = "".join(c.get("text", "") for c in update.get("content") or [])
+                body = text_of([update], kind)
                 messages[session].append(
                     (
                         update["messageId"],

@@ -18,6 +18,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from bridge.acp.sessions import ListSessionsResult
+from bridge.acp.types import NewSessionResult
 from tests.support.engine_harness import Harness, check_interleaved, request_log
 
 ROOT = "thread-root"
@@ -81,7 +83,7 @@ class Tree:
         rid = self.request("session/new", {"cwd": "/work", "mcpServers": []})
         start = self.h.codex_request("thread/start")
         self.h.codex_reply(start["id"], {"thread": {"id": ROOT, "cwd": "/work"}, "model": "mock"})
-        assert self.h.client_response(rid)["result"]["sessionId"] == ROOT  # type: ignore[index]
+        assert self.h.result(rid, NewSessionResult).sessionId == ROOT
         self.prompt = self.request(
             "session/prompt", {"sessionId": ROOT, "prompt": [{"type": "text", "text": "go"}]}
         )
@@ -614,7 +616,7 @@ def test_a_failed_child_turn_is_idle_with_the_error_and_no_stop_reason() -> None
     # The parent's own prompt is untouched.
     assert t.h.client_response(t.prompt) is None
     t.turn_completed(ROOT, ROOT_TURN)
-    assert t.h.client_response(t.prompt)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert t.h.result(t.prompt) == {"stopReason": "end_turn"}
     t.check()
 
 
@@ -657,7 +659,7 @@ def test_cancelling_the_parent_interrupts_every_active_descendant() -> None:
     assert sorted(i["threadId"] for i in t.interrupts()) == sorted([ROOT, CHILD, GRANDCHILD])
     for thread, turn in [(ROOT, ROOT_TURN), (CHILD, "turn-child"), (GRANDCHILD, "turn-grandchild")]:
         t.turn_completed(thread, turn, "interrupted")
-    assert t.h.client_response(t.prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert t.h.result(t.prompt) == {"stopReason": "cancelled"}
     assert t.states(CHILD)[-1] == {"state": "idle", "stopReason": "cancelled"}
     assert t.states(GRANDCHILD)[-1] == {"state": "idle", "stopReason": "cancelled"}
     t.check()
@@ -736,10 +738,10 @@ def test_a_client_method_that_changes_a_child_is_refused_clearly(method: str, pa
     t.spawn()
     sent = len(t.h.to_codex)
     rid = t.request(method, {"sessionId": CHILD, **params})
-    error = t.h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32602
-    assert method in error["message"] and CHILD in error["message"]
-    assert "subagent" in error["message"]
+    error = t.h.error(rid)
+    assert error.code == -32602
+    assert method in error.message and CHILD in error.message
+    assert "subagent" in error.message
     assert len(t.h.to_codex) == sent, "nothing reaches Codex"
     t.check()
 
@@ -760,8 +762,8 @@ def test_session_list_shows_no_child() -> None:
             "nextCursor": None,
         },
     )
-    sessions = t.h.client_response(rid)["result"]["sessions"]  # type: ignore[index]
-    assert [s["sessionId"] for s in sessions] == [ROOT]
+    sessions = t.h.result(rid, ListSessionsResult).sessions
+    assert [s.sessionId for s in sessions] == [ROOT]
 
 
 # -- a client without the capability ------------------------------------------------------------------
@@ -898,7 +900,7 @@ def test_cancelling_the_parent_while_a_child_is_idle_leaves_its_next_assignment_
     t.turn_completed(CHILD, "turn-child")
     t.cancel(ROOT)  # the child is idle: nothing of it to stop
     t.turn_completed(ROOT, ROOT_TURN, "interrupted")
-    assert t.h.client_response(t.prompt)["result"] == {"stopReason": "cancelled"}  # type: ignore[index]
+    assert t.h.result(t.prompt) == {"stopReason": "cancelled"}
     t.request("session/prompt", {"sessionId": ROOT, "prompt": [{"type": "text", "text": "more"}]})
     start = t.h.codex_request("turn/start")
     t.h.codex_reply(
@@ -1020,7 +1022,7 @@ def test_the_sub_agents_of_a_closed_root_whose_reopening_fails_are_declined_not_
     t.approval(CHILD, rid=32)
     t.answer_read(CHILD, ROOT, "Ada")  # the closed root, being loaded: waits for the load
     t.h.codex_error(load_read["id"], "thread not found")
-    assert t.h.client_response(load)["error"]["code"] == -32002  # type: ignore[index]
+    assert t.h.error(load).code == -32002
     t.approval(CHILD, rid=33)
     t.approval(GRANDCHILD, rid=34)
     for rid in (31, 32, 33, 34):

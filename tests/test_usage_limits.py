@@ -39,7 +39,7 @@ def validate(h: Client) -> None:
 @pytest.mark.parametrize("version", [1, 2])
 def test_a_client_declaring_nothing_is_told_and_pushed_each_change_merged(version: int) -> None:
     h = Client(version, {})
-    caps = h.init["result"]["capabilities" if version == 2 else "agentCapabilities"]  # type: ignore[index]
+    caps = h.init["capabilities" if version == 2 else "agentCapabilities"]
     assert caps["_meta"] == {"rateLimits": {}}
     h.codex_notify("account/rateLimits/updated", limits(42, limitName="Codex", planType="plus"))
     h.codex_notify("account/rateLimits/updated", limits(42, limitName="Codex", planType="plus"))

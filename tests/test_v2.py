@@ -10,6 +10,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from bridge.acp import v2
+from bridge.acp.sessions import ListSessionsResult
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness
 from tests.test_lifecycle import CWD, THREAD, resume_result, stored_thread
@@ -32,7 +34,7 @@ class V2(Harness):
         rid = self.client_request(
             "initialize", {"protocolVersion": 2, "info": {"name": "test", "version": "1"}}
         )
-        self.init = self.client_response(rid)
+        self.init = self.result(rid)
 
     def new_session(self, thread_id: str = "thread-1", cwd: str = "/work") -> str:
         rid = self.client_request("session/new", {"cwd": cwd})
@@ -114,27 +116,27 @@ def test_the_highest_version_at_or_below_the_clients_is_answered(asked: int, ans
     if asked >= 2:
         params["info"] = {"name": "t", "version": "1"}
     rid = h.client_request("initialize", params)
-    assert h.client_response(rid)["result"]["protocolVersion"] == answered  # type: ignore[index]
+    assert h.result(rid)["protocolVersion"] == answered
 
 
 def test_a_version_below_every_supported_one_is_minus_32022_naming_both() -> None:
     h = Harness()
     rid = h.client_request("initialize", {"protocolVersion": 0})
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32022
-    assert error["data"] == {"requested": 0, "supported": [1, 2]}
+    error = h.error(rid)
+    assert error.code == -32022
+    assert error.data == {"requested": 0, "supported": [1, 2]}
 
 
 @pytest.mark.parametrize("version", [-1, 65536, 1.5, "2", None])
 def test_a_version_that_is_no_uint16_is_invalid_params(version: Any) -> None:
     h = Harness()
     rid = h.client_request("initialize", {"protocolVersion": version})
-    assert h.client_response(rid)["error"]["code"] == -32602  # type: ignore[index]
+    assert h.error(rid).code == -32602
 
 
 def test_v2_initialize_answers_in_v2_shape_with_what_the_bridge_offers() -> None:
     h = V2()
-    result = h.init["result"]  # type: ignore[index]
+    result = h.init
     assert result["protocolVersion"] == 2
     assert result["info"]["name"] == "codex-acp-bridge"
     session = result["capabilities"]["session"]
@@ -148,14 +150,14 @@ def test_initialize_may_be_repeated_only_before_any_other_request() -> None:
     again = h.client_request(
         "initialize", {"protocolVersion": 2, "info": {"name": "t", "version": "1"}}
     )
-    assert h.client_response(again)["result"]["protocolVersion"] == 2  # type: ignore[index]
+    assert h.result(again)["protocolVersion"] == 2
     h.new_session()
     late = h.client_request("initialize", {"protocolVersion": 1})
-    assert h.client_response(late)["error"]["code"] == -32600  # type: ignore[index]
+    assert h.error(late).code == -32600
     # The v2 setup stands: a prompt is still answered the v2 way.
     rid = h.prompt("thread-1")
     h.accept_turn()
-    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
+    assert h.result(rid) == {"messageId": "um-turn-1"}
 
 
 def test_a_v1_client_sees_no_v2_shapes() -> None:
@@ -164,7 +166,7 @@ def test_a_v1_client_sees_no_v2_shapes() -> None:
     h.new_session()
     rid = h.start_prompt("thread-1")
     h.complete_turn("thread-1")
-    assert h.client_response(rid)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert h.result(rid) == {"stopReason": "end_turn"}
     assert not [u for u in h.updates() if u["sessionUpdate"] in ("state_update", "user_message")]
 
 
@@ -172,8 +174,8 @@ def test_a_v1_client_sees_no_v2_shapes() -> None:
 def test_v1_only_methods_are_not_found_for_a_v2_client(method: str) -> None:
     h = V2()
     rid = h.client_request(method, {"sessionId": "thread-1", "cwd": "/w", "mcpServers": []})
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32601 and method in error["message"]
+    error = h.error(rid)
+    assert error.code == -32601 and method in error.message
 
 
 # -- the prompt life cycle -------------------------------------------------------------------------
@@ -185,7 +187,7 @@ def test_a_prompt_is_answered_at_insertion_and_its_end_is_an_idle_state() -> Non
     rid = h.prompt("thread-1", "hello")
     assert h.client_response(rid) is None  # not inserted until Codex takes the turn
     h.accept_turn()
-    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
+    assert h.result(rid) == {"messageId": "um-turn-1"}
     kinds = [u["sessionUpdate"] for u in h.updates("thread-1")]
     assert kinds[-2:] == ["user_message", "state_update"]
     echo = h.updates("thread-1")[-2]
@@ -213,8 +215,8 @@ def test_a_prompt_codex_refuses_before_insertion_is_answered_with_the_error() ->
     h.new_session()
     rid = h.prompt("thread-1")
     h.codex_error(h.codex_request("turn/start")["id"], "no model")
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert "no model" in error["message"]
+    error = h.error(rid)
+    assert "no model" in error.message
     assert h.states("thread-1") == []
     h.validate()
 
@@ -225,7 +227,7 @@ def test_a_turn_that_fails_after_insertion_ends_idle_with_the_error() -> None:
     rid = h.prompt("thread-1")
     h.accept_turn()
     h.complete_turn("thread-1", status="failed", error={"message": "model overloaded"})
-    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
+    assert h.result(rid) == {"messageId": "um-turn-1"}
     last = h.states("thread-1")[-1]
     assert last["state"] == "idle" and last["stopReason"] == "error"
     assert "model overloaded" in last["error"]["message"]
@@ -241,9 +243,9 @@ def test_a_prompt_sent_while_working_is_inserted_when_its_turn_starts() -> None:
     assert h.client_response(second) is None
     h.complete_turn("thread-1", "turn-1")
     h.accept_turn("turn-2")
-    assert h.client_response(second)["result"] == {"messageId": "um-turn-2"}  # type: ignore[index]
+    assert h.result(second) == {"messageId": "um-turn-2"}
     h.complete_turn("thread-1", "turn-2")
-    assert h.client_response(first)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
+    assert h.result(first) == {"messageId": "um-turn-1"}
     assert h.states("thread-1") == [
         {"state": "running"},
         {"state": "idle", "stopReason": "end_turn"},
@@ -260,7 +262,7 @@ def test_cancel_ends_the_work_cancelled_and_a_waiting_prompt_is_request_cancelle
     h.accept_turn("turn-1")
     waiting = h.prompt("thread-1", "two")
     h.client_notify("session/cancel", {"sessionId": "thread-1"})
-    assert h.client_response(waiting)["error"]["code"] == -32800  # type: ignore[index]
+    assert h.error(waiting).code == -32800
     h.codex_reply(h.codex_request("turn/interrupt")["id"], {})
     assert h.states("thread-1")[-1] == {"state": "running"}  # not before Codex says so
     h.complete_turn("thread-1", "turn-1", status="interrupted")
@@ -363,7 +365,7 @@ def test_an_unknown_replay_cursor_is_invalid_params() -> None:
         "session/resume",
         {"sessionId": THREAD, "cwd": CWD, "replayFrom": {"type": "message", "id": "x"}},
     )
-    assert h.client_response(rid)["error"]["code"] == -32602  # type: ignore[index]
+    assert h.error(rid).code == -32602
 
 
 # -- methods v2 adds ------------------------------------------------------------------------------------
@@ -374,7 +376,7 @@ def test_status_of_an_open_session_names_its_state_without_asking_codex() -> Non
     h.new_session()
     sent = len(h.to_codex)
     rid = h.client_request("session/status", {"sessionId": "thread-1"})
-    assert h.client_response(rid)["result"] == {  # type: ignore[index]
+    assert h.result(rid) == {
         "status": "open",
         "state": {"state": "idle"},
     }
@@ -386,17 +388,17 @@ def test_status_of_a_saved_session_asks_codex_and_an_unknown_one_is_not_found() 
     h = V2()
     saved = h.client_request("session/status", {"sessionId": THREAD})
     h.codex_reply(h.codex_request("thread/read")["id"], {"thread": stored_thread([])})
-    assert h.client_response(saved)["result"] == {"status": "saved"}  # type: ignore[index]
+    assert h.result(saved) == {"status": "saved"}
     # Open on another connection to the same Codex (a daemon's): in memory, so open.
     elsewhere = h.client_request("session/status", {"sessionId": THREAD})
     h.codex_reply(
         h.codex_request("thread/read")["id"],
         {"thread": stored_thread([], status={"type": "idle"})},
     )
-    assert h.client_response(elsewhere)["result"] == {"status": "open"}  # type: ignore[index]
+    assert h.result(elsewhere) == {"status": "open"}
     unknown = h.client_request("session/status", {"sessionId": "nope"})
     h.codex_error(h.codex_request("thread/read")["id"], "thread not found: nope")
-    assert h.client_response(unknown)["error"]["code"] == -32002  # type: ignore[index]
+    assert h.error(unknown).code == -32002
     h.validate()
 
 
@@ -421,7 +423,7 @@ def test_thread_management_requests_are_codexs_own(
         assert request["params"]["name"] == "Renamed"
     h.codex_reply(request["id"], {})
     expected = params if method == "session/set_title" else {}
-    assert h.client_response(rid)["result"] == expected  # type: ignore[index]
+    assert h.result(rid) == expected
     h.validate()
 
 
@@ -431,16 +433,16 @@ def test_cancelling_one_tool_call_is_refused_with_the_reason(method: str) -> Non
     h.new_session()
     params = {"sessionId": "thread-1", "toolCallId": "c", "terminalId": "t"}
     rid = h.client_request(method, params)
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32602 and "session/cancel" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32602 and "session/cancel" in error.message
 
 
 def test_what_codex_cannot_do_is_not_found_with_the_reason() -> None:
     h = V2()
     method = "auth/status"
     rid = h.client_request(method, {})
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32601 and len(error["message"]) > len(f"Method not found: {method}")
+    error = h.error(rid)
+    assert error.code == -32601 and len(error.message) > len(f"Method not found: {method}")
 
 
 # -- sub-agents ------------------------------------------------------------------------------------
@@ -499,8 +501,8 @@ def test_a_v2_client_cannot_change_a_child(method: str, params: dict[str, Any]) 
     t = Tree(version=2)
     t.spawn()
     rid = t.request(method, {"sessionId": CHILD, **params})
-    error = t.h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32602 and "subagent session" in error["message"]
+    error = t.h.error(rid)
+    assert error.code == -32602 and "subagent session" in error.message
     t.check()
 
 
@@ -510,15 +512,15 @@ def test_archived_sessions_are_listed_on_request_and_include_is_refused_with_the
     listed = h.codex_request("thread/list")
     assert listed["params"]["archived"] is True
     h.codex_reply(listed["id"], {"data": [stored_thread([])], "nextCursor": None})
-    [info] = h.client_response(rid)["result"]["sessions"]  # type: ignore[index]
-    assert info["sessionId"] == THREAD and info["archived"] is True
+    [info] = h.result(rid, ListSessionsResult).sessions
+    assert info.sessionId == THREAD and info.archived is True
     default = h.client_request("session/list", {})
     assert "archived" not in h.codex_request("thread/list")["params"]
     h.codex_reply(h.codex_request("thread/list")["id"], {"data": [], "nextCursor": None})
-    assert h.client_response(default)["result"] == {"sessions": []}  # type: ignore[index]
+    assert h.result(default) == {"sessions": []}
     both = h.client_request("session/list", {"archived": "include"})
-    error = h.client_response(both)["error"]  # type: ignore[index]
-    assert error["code"] == -32602 and "include" in error["message"]
+    error = h.error(both)
+    assert error.code == -32602 and "include" in error.message
     h.validate()
 
 
@@ -549,7 +551,7 @@ def test_a_prompts_turn_reported_before_codex_answers_turn_start_ends_once() -> 
     )
     h.accept_turn("turn-1")
     h.complete_turn("thread-1", "turn-1")
-    assert h.client_response(rid)["result"] == {"messageId": "um-turn-1"}  # type: ignore[index]
+    assert h.result(rid) == {"messageId": "um-turn-1"}
     assert h.states("thread-1") == [
         {"state": "running"},
         {"state": "idle", "stopReason": "end_turn"},
@@ -599,7 +601,7 @@ def test_a_running_command_can_be_cancelled_alone_and_ends_cancelled() -> None:
     assert terminate["params"] == {"threadId": "thread-1", "processId": "4242"}
     assert h.client_response(rid) is None  # accepted once Codex took it
     h.codex_reply(terminate["id"], {"terminated": True})
-    assert h.client_response(rid)["result"] == {}  # type: ignore[index]
+    assert h.result(rid) == {}
     h.codex_notify(
         "item/completed",
         {
@@ -621,7 +623,7 @@ def test_a_running_command_can_be_cancelled_alone_and_ends_cancelled() -> None:
     # The turn goes on: cancelling one tool call changes no work state.
     assert h.states("thread-1") == [{"state": "running"}]
     again = h.cancel_call()
-    assert h.client_response(again)["error"]["code"] == -32602  # type: ignore[index]
+    assert h.error(again).code == -32602
     h.validate()
 
 
@@ -630,7 +632,7 @@ def test_a_command_that_finished_first_keeps_its_own_status() -> None:
     _command_started(h, command="true")
     rid = h.cancel_call()
     h.codex_reply(h.codex_request("thread/backgroundTerminals/list")["id"], {"data": []})
-    assert h.client_response(rid)["result"] == {}  # type: ignore[index]
+    assert h.result(rid) == {}
     assert "thread/backgroundTerminals/terminate" not in [m.get("method") for m in h.to_codex]
     h.validate()
 
@@ -659,7 +661,7 @@ def test_a_slash_command_is_inserted_with_an_id_of_the_bridges() -> None:
     rid = h.prompt("thread-1", "/compact")
     compact = h.codex_request("thread/compact/start")
     h.codex_reply(compact["id"], {})
-    message_id = h.client_response(rid)["result"]["messageId"]  # type: ignore[index]
+    message_id = h.result(rid, v2.PromptResult).messageId
     assert message_id.startswith("thread-1-prompt-")
     h.validate()
 
@@ -735,8 +737,8 @@ def test_a_codex_without_the_terminal_methods_stops_offering_cancel_and_says_why
     h.codex_error(
         listed["id"], "Invalid request: unknown variant `thread/backgroundTerminals/list`"
     )
-    error = h.client_response(rid)["error"]  # type: ignore[index]
-    assert error["code"] == -32602 and "session/cancel" in error["message"]
+    error = h.error(rid)
+    assert error.code == -32602 and "session/cancel" in error.message
     _command_started(h, call="call-2")
     assert "capabilities" not in _tool_updates(h, "call-2")[0]
     h.validate()

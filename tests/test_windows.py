@@ -108,7 +108,7 @@ def test_a_prompt_from_another_window_waits_for_the_running_turn_then_starts() -
         "turn/completed",
         {"threadId": THREAD, "turn": {"id": "turn-1", "status": "completed", "items": []}},
     )
-    assert w.a.client_response(rid_a)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert w.a.result(rid_a) == {"stopReason": "end_turn"}
     start = w.b.codex_request("turn/start")
     assert start["params"]["input"][0]["text"] == "then this"
     w.b.codex_reply(start["id"], {"turn": {"id": "turn-2", "status": "inProgress", "items": []}})
@@ -123,7 +123,7 @@ def test_a_prompt_from_another_window_waits_for_the_running_turn_then_starts() -
         "turn/completed",
         {"threadId": THREAD, "turn": {"id": "turn-2", "status": "completed", "items": []}},
     )
-    assert w.b.client_response(rid_b)["result"] == {"stopReason": "end_turn"}  # type: ignore[index]
+    assert w.b.result(rid_b) == {"stopReason": "end_turn"}
     assert len([m for m in w.a.to_codex if m.get("method") == "turn/start"]) == 2
 
 
@@ -162,7 +162,7 @@ def test_closing_a_window_leaves_another_windows_turn_running() -> None:
     rid = w.b.client_request("session/close", {"sessionId": THREAD})
     unsubscribe = w.b.codex_request("thread/unsubscribe")
     w.b.codex_reply(unsubscribe["id"], {})
-    assert w.b.client_response(rid)["result"] == {}  # type: ignore[index]
+    assert w.b.result(rid) == {}
     assert not [m for m in w.b.to_codex if m.get("method") == "turn/interrupt"]
 
 
@@ -264,7 +264,7 @@ def test_closing_a_window_leaves_the_other_windows_approval_to_it() -> None:
     assert len(asked) == 1
     rid = w.b.client_request("session/close", {"sessionId": THREAD})
     w.b.codex_reply(w.b.codex_request("thread/unsubscribe")["id"], {})
-    assert w.b.client_response(rid)["result"] == {}  # type: ignore[index]
+    assert w.b.result(rid) == {}
     # b's question is withdrawn there, and b gave Codex no answer: a's user answers it.
     assert [m for m in w.b.to_client if m.get("method") == "$/cancel_request"] == [
         {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": asked[0]["id"]}}

@@ -20,6 +20,7 @@ from bridge.recording import TranscriptChecker
 from .acp_schema import ConversationValidator
 from .app_server import app_server
 from .daemon import ATTACHED, running_daemon
+from .reading import text_of
 
 #: Bound for one end-to-end scenario: a hang fails with this, not a CI timeout.
 SCENARIO_SECONDS = 90
@@ -147,7 +148,9 @@ class Conversation:
         return await self.client.prompt(self.sid, text)
 
     def text(self, kind: str = "agent_message_chunk") -> str:
-        return self.client.text_of(self.sid, kind)
+        return text_of(
+            (u["update"] for u in self.client.updates if u["sessionId"] == self.sid), kind
+        )
 
     async def said(self, text: str) -> str:
         """Prompt ``text``, the work ending ``end_turn`` (in v2, once the session is idle

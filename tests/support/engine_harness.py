@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import msgspec
 
@@ -16,9 +16,12 @@ from bridge.engine import (
     ToClient,
     ToCodex,
 )
+from bridge.jsonrpc.peer import ErrorObject
 from bridge.recording import TranscriptChecker
 
 from .acp_schema import ConversationValidator
+
+S = TypeVar("S", bound=msgspec.Struct)
 
 
 class Harness:
@@ -104,6 +107,26 @@ class Harness:
         answers = [m for m in self.to_client if m.get("id") == rid and "method" not in m]
         assert len(answers) <= 1, f"request {rid} answered {len(answers)} times: {answers}"
         return answers[0] if answers else None
+
+    @overload
+    def result(self, rid: int) -> dict[str, Any]: ...
+    @overload
+    def result(self, rid: int, kind: type[S]) -> S: ...
+    def result(self, rid: int, kind: type[S] | None = None) -> dict[str, Any] | S:
+        """The result the client got for request ``rid``, which must have been answered
+        with one (not an error): as sent, or decoded as ``kind``."""
+        response = self.client_response(rid)
+        assert response is not None, f"request {rid} is unanswered"
+        assert "error" not in response, f"request {rid} failed: {response}"
+        result: dict[str, Any] = response["result"]
+        return result if kind is None else msgspec.convert(result, kind)
+
+    def error(self, rid: int) -> ErrorObject:
+        """The error the client got for request ``rid``, which must have failed."""
+        response = self.client_response(rid)
+        assert response is not None, f"request {rid} is unanswered"
+        assert "result" not in response, f"request {rid} succeeded: {response}"
+        return msgspec.convert(response["error"], ErrorObject)
 
     def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
         return [

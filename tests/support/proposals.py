@@ -22,7 +22,9 @@ class Client(Harness):
             params: dict[str, Any] = {"protocolVersion": 2, "capabilities": capabilities}
         else:
             params = {"protocolVersion": 1, "clientCapabilities": capabilities}
-        self.init = self.client_response(self.client_request("initialize", params))
+        #: ``initialize``: its request id and its result.
+        self.init_id = self.client_request("initialize", params)
+        self.init = self.result(self.init_id)
 
     def client_request(self, method: str, params: Any) -> int:
         rid = super().client_request(method, params)
@@ -30,7 +32,7 @@ class Client(Harness):
         return rid
 
     def caps(self) -> dict[str, Any]:
-        result = self.init["result"]  # type: ignore[index]
+        result = self.init
         if self.version == 2:
             return result["capabilities"]["session"]  # type: ignore[no-any-return]
         return result["agentCapabilities"]["sessionCapabilities"]  # type: ignore[no-any-return]
