@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -328,14 +327,13 @@ def test_response_ids_make_unique_item_ids_and_default_to_a_digest() -> None:
     assert reply_for_request(request) == reply_for_request(request)
 
 
-def test_twenty_thousand_words_are_cheap() -> None:
-    start = time.perf_counter()
+def test_twenty_thousand_words_are_twenty_thousand_deltas() -> None:
+    # How fast a long reply is built is the benches' to say (bench/slow_client.py streams
+    # 200,000), never a timed assertion on a shared machine.
     events = reply_for_request(body(user("@@ words 20000")), response_id="r")
     wire = encode_sse(events)
-    elapsed = time.perf_counter() - start
     assert len(deltas(events)) == 20000
     assert wire.count(b"event: response.output_text.delta\n") == 20000
-    assert elapsed < 2.0, f"building a 20,000-word reply took {elapsed:.2f}s"
 
 
 # -------------------------------------------------------------------------------------------------
