@@ -21,6 +21,7 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient
+from tests.support.app_server import app_server
 from tests.support.codex_daemon import codex_daemon
 from tests.support.e2e import SCENARIO_SECONDS, Transport, assert_valid_acp, running_bridge
 from tests.support.scenarios import subagents as scenario
@@ -155,3 +156,51 @@ def _check(client: AcpClient, root: str, child: str, opened: int, *, replays: bo
         if u["sessionUpdate"] == "agent_message_chunk"
     ]
     assert "".join(u["content"]["text"] for u in replayed) == ("one" if replays else "")
+
+
+async def test_a_sub_agent_codex_no_longer_holds_reaches_the_client_once_given_new_work(
+    codex_bin: str,
+    codex_home: Path,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    workspace: Path,
+    stderr_file: Path,
+    tmp_path: Path,
+) -> None:
+    """Codex restarted between the two ``serve``: it holds neither the root nor the child, and
+    nothing is left to subscribe to. Codex 0.171 does not load a sub-agent for ``send_input``
+    (its ``wait`` then finds it ``notFound``): the root resumes it (``resume_agent``), which
+    loads it for the connections subscribed to the root, then gives it its work."""
+
+    @asynccontextmanager
+    async def serve_on_a_new_codex(name: str) -> AsyncIterator[AcpClient]:
+        (tmp_path / name).mkdir()
+        async with app_server(codex_bin, codex_home, tmp_path / name) as (url, token, _codex):
+            argv = [*bridge_argv[:4], "--codex-url", url, "--codex-token-file", str(token)]
+            async with running_bridge([*argv, *bridge_argv[4:]], bridge_env, stderr_file) as c:
+                yield c
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with serve_on_a_new_codex("first") as first:
+            await first.initialize(scenario.SUBAGENTS)
+            root = await first.new_session(str(workspace))
+            assert await first.prompt(root, FIRST) == {"stopReason": "end_turn"}
+            [child] = {
+                u["update"]["sessionId"]
+                for u in first.updates
+                if u["update"]["sessionUpdate"] == "subagent_update" and "title" in u["update"]
+            }
+            await first.wait_for(lambda _m: "one" in first.text_of(child))
+        async with serve_on_a_new_codex("second") as client:
+            await client.initialize(scenario.SUBAGENTS)
+            await client.request(
+                "session/resume", {"sessionId": root, "cwd": str(workspace), "mcpServers": []}
+            )
+            opened = len(client.received)
+            again = scenario.script(
+                scenario.call("multi_agent_v1/resume_agent", {"id": child}), _again(child)
+            )
+            assert await client.prompt(root, again) == {"stopReason": "end_turn"}
+            await client.wait_for(lambda _m: "second answer" in _live_text(client, child))
+    _check(client, root, child, opened, replays=False)
+    assert_valid_acp(client, unstable=True)
