@@ -147,7 +147,12 @@ def test_with_the_capability_a_childs_commands_stay_in_its_own_session() -> None
 
 
 #: What a load asks Codex, and these tests answer.
-LOAD_ASKS = ("thread/read", "thread/resume", "thread/backgroundTerminals/list")
+LOAD_ASKS = (
+    "thread/read",
+    "thread/resume",
+    "thread/backgroundTerminals/list",
+    "thread/loaded/list",
+)
 
 
 def load_running(
@@ -177,6 +182,8 @@ def load_running(
             elif m["method"] == "thread/resume":
                 resumed = {**thread, "turns": [], "status": {"type": "idle"}}
                 h.codex_reply(m["id"], {"thread": resumed, "model": "mock"})
+            elif m["method"] == "thread/loaded/list":
+                h.codex_reply(m["id"], {"data": [ROOT], "nextCursor": None})  # no sub-agent
             else:
                 assert m["method"] == "thread/backgroundTerminals/list", m
                 h.codex_reply(m["id"], {"data": terminals, "nextCursor": None})

@@ -327,6 +327,7 @@ def test_the_turn_another_client_runs_is_named_by_the_last_page(way: str) -> Non
         }
         h.codex_reply(turn["id"], {"data": [{**last[0], "items": []}], "nextCursor": "x"})
     answer(h, "thread/backgroundTerminals/list", {"data": []})
+    answer(h, "thread/loaded/list", {"data": [THREAD]})  # Codex holds it, and no sub-agent
     assert own(h.result(rid)) == {}
     h.client_notify("session/cancel", {"sessionId": THREAD})
     interrupt = h.codex_request("turn/interrupt")

@@ -99,9 +99,31 @@ class ThreadListParams(PageParams):
     #: ``True``: from Codex's index alone, without reading every stored thread file to
     #: repair it (a file it has not indexed is then left out).
     useStateDbOnly: bool | UnsetType = UNSET
+    #: Only the sub-agents spawned under this thread, at any depth (not the thread itself).
+    ancestorThreadId: str | UnsetType = UNSET
+    #: Only threads from these sources (left out: the interactive ones, no sub-agent).
+    sourceKinds: list[str] | UnsetType = UNSET
 
 
 class ThreadListResult(Page[Thread]):
+    pass
+
+
+#: Every source kind of a sub-agent thread (``thread/list``'s ``sourceKinds``).
+SUBAGENT_SOURCE_KINDS = [
+    "subAgent",
+    "subAgentReview",
+    "subAgentCompact",
+    "subAgentThreadSpawn",
+    "subAgentOther",
+]
+
+
+class ThreadLoadedListParams(PageParams):
+    """``thread/loaded/list``: the threads Codex holds in memory (experimental)."""
+
+
+class ThreadLoadedListResult(Page[str]):
     pass
 
 

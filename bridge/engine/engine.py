@@ -101,6 +101,7 @@ from .features.session_index import SessionIndex
 from .features.settings import SettingsSelectors
 from .features.streaming import Streaming
 from .features.subagent_history import SubagentHistory
+from .features.subagent_rejoin import SubagentRejoin
 from .features.subagents import Subagents
 from .features.terminals import Terminals
 from .features.tools import Tools
@@ -215,6 +216,7 @@ class Engine:
             cancel_work=self._cancel_work,
             forget=self.forget,
             open_failed=subagents.open_failed,
+            rejoin=SubagentRejoin(hub).rejoin,
         )
         self.recovery = Recovery(hub, subagents=subagents, prompts=self.prompts)
         self.admin = SessionAdmin(hub)

@@ -119,6 +119,8 @@ class Lifecycle:
     open_failed: Callable[[str], None]
     #: Told of each listed page's rows (the session index).
     rows_listed: RowsListed | None = None
+    #: Subscribes to a reopened root's sub-agents Codex holds, then calls the last argument.
+    rejoin: Callable[[ThreadRecord, Callable[[], None]], None] | None = None
     #: This connection asked Codex to repair its index (:meth:`_repair_index`).
     _index_repaired: bool = field(default=False, init=False)
     #: The next page of the last listing answered, asked ahead (paged store only).
@@ -206,12 +208,28 @@ class Lifecycle:
             response = (
                 acp_sessions.LoadSessionResult() if replay else acp_sessions.ResumeSessionResult()
             )
-            if not replay:
+
+            def answer() -> None:
                 self.opened(record, rid, response, opened)
+
+            rejoin = self.rejoin
+            # A thread never prompted spawned no sub-agent.
+            held = not unstored and (stored.status or {}).get("type", "notLoaded") != "notLoaded"
+
+            def then() -> None:
+                if rejoin is not None and held:
+                    # Codex held the root: it may hold sub-agents of it too, subscribed
+                    # to the connection that spawned them only. Subscribed to here first.
+                    rejoin(record, answer)
+                else:
+                    answer()
+
+            if not replay:
+                then()
                 return
             # The history, then its sub-agents' associations and histories, all
             # before the response.
-            self.replay(record, stored, lambda: self.opened(record, rid, response, opened))
+            self.replay(record, stored, then)
 
         def found(stored: codex_types.Thread) -> None:
             resume = threads.ThreadResumeParams(
