@@ -51,6 +51,7 @@ from websockets.trio.client import connect
 from websockets.typing import Origin
 
 from bridge.acp_client import AcpClient, open_agent
+from bridge.daemon.picture import ENV_MAX_THREADS
 from bridge.daemon.runtime import read_info, running_daemon
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
@@ -130,6 +131,8 @@ class Sample:
     long_records: int = -1
     #: The machine's state as the daemon publishes it.
     machine: str = "-"
+    #: The daemon's picture of threads, and the page's rows.
+    picture: int = -1
     #: The daemon's tasks by name, and the long-lived serve's whole census.
     daemon_names: dict[str, int] = field(default_factory=dict)
     long_census: dict[str, Any] = field(default_factory=dict)
@@ -493,6 +496,7 @@ async def sample(
         if info is not None
         else "-",
         daemon_names=census(census_dir, daemon_pid).get("taskNames", {}),
+        picture=census(census_dir, daemon_pid).get("pictureThreads", -1),
         long_census=census(census_dir, tally.long_lived) if tally.long_lived else {},
     )
 
@@ -524,7 +528,7 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
     print(
         f"{'min':>6} {'prompts':>8} {'daemon MB':>9} {'codex MB':>8} {'serve MB':>8} "
         f"{'d fds':>5} {'c fds':>5} {'d tasks':>7} {'s tasks':>7} {'records':>7} "
-        f"{'open req':>8} {'loaded':>6} {'long MB':>7} {'l tasks':>7} {'l recs':>6} {'box':>9}"
+        f"{'open req':>8} {'loaded':>6} {'long MB':>7} {'l tasks':>7} {'l recs':>6} {'box':>9} {'picture':>7}"
     )
     for s in [*samples, idle]:
         print(
@@ -532,7 +536,7 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
             f"{(mb(int(statistics.median(s.serve_rss))) if s.serve_rss else '-'):>8} "
             f"{s.daemon_fds:5d} {s.codex_fds:5d} {s.daemon_tasks:7d} {median(s.serve_tasks):>7} "
             f"{median(s.records):>7} {s.open_requests:8d} {s.loaded:6d} "
-            f"{mb(s.long_rss):>7} {s.long_tasks:7d} {s.long_records:6d} {s.machine:>9}"
+            f"{mb(s.long_rss):>7} {s.long_tasks:7d} {s.long_records:6d} {s.machine:>9} {s.picture:7d}"
         )
     warm = samples[len(samples) // 5 :]
     print()
@@ -602,6 +606,9 @@ async def main(args: argparse.Namespace) -> int:
             ENV_CODEX_BIN: codex_bin,
             ENV_CENSUS: str(census_dir),
             ENV_CENSUS_TASKS: "1",  # the report names the tasks that grew
+            # The daemon's picture keeps this many threads (default 2,000): reached early
+            # in the run, so that what follows shows the steady state.
+            ENV_MAX_THREADS: str(args.daemon_threads),
             "XDG_STATE_HOME": str(tmp / "state"),
             "CODEX_ACP_BRIDGE_MACHINES": str(tmp / "no-machines.toml"),
         }
@@ -707,6 +714,9 @@ if __name__ == "__main__":
         "--drop-every", type=float, default=150.0, help="seconds between machine drops"
     )
     parser.add_argument("--down-for", type=float, default=20.0, help="seconds a drop lasts")
+    parser.add_argument(
+        "--daemon-threads", type=int, default=300, help="threads the daemon's picture keeps"
+    )
     parser.add_argument("--sample", type=float, default=20.0, help="seconds between samples")
     parser.add_argument("--settle", type=float, default=15.0, help="quiet seconds at the end")
     sys.exit(trio.run(main, parser.parse_args()))

@@ -157,7 +157,7 @@ async def run_daemon(
                         return
 
                 nursery.start_soon(on_signal)
-                nursery.start_soon(keep_census)
+                nursery.start_soon(keep_census, hub.board.census if hub is not None else None)
                 if links is not None:
                     await nursery.start(links.run)
                 if opened is not None and hub is not None:

@@ -88,13 +88,18 @@ async def observe(
 
     ``machines``: registered with this Codex first (``environment/add``): Codex keeps an
     environment for every connection, and forgets it when it restarts."""
+    status_changed = publish
     if hub is not None:
         hub.watching(picture)
-        status_changed = publish
 
         def publish() -> None:
             status_changed()
-            hub.picture_changed()
+            hub.picture_changed()  # the board takes what the picture forgot
+    else:
+
+        def publish() -> None:
+            status_changed()
+            picture.take_forgotten()  # no page: no rows to drop
 
     try:
         async with connect_codex(url, token_file=token_file) as connection:
@@ -279,6 +284,10 @@ def _notified(
         elif message.method == "thread/name/updated":
             named = msgspec.json.decode(message.params, type=_NameUpdated)
             picture.named(named.threadId, named.threadName)
+        elif message.method in ("thread/deleted", "thread/archived"):
+            picture.gone(
+                msgspec.json.decode(message.params, type=codex_threads.ThreadGone).threadId
+            )
         else:
             return
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

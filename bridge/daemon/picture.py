@@ -6,10 +6,17 @@ it keeps one line per thread: its parent, title, cwd, age, and its work state
 (``running`` / ``requires_action`` / ``idle`` / ``unknown``), computed by the
 same function the bridge uses for sub-agents (:func:`bridge.engine.core.workstate.snapshot`).
 ``codex-acp-bridge status`` shows it.
+
+A daemon lives for weeks and its Codex runs thread after thread: the picture holds at most
+``limit`` threads (:data:`MAX_THREADS`, what a daemon started now reads of Codex's store),
+forgetting those at rest that changed least recently, each with the threads under it; and
+it forgets a thread Codex deleted or archived. What it forgot is told to the page's board
+(:attr:`Picture.forgotten`), which keeps a row and a transcript tail per thread.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +25,13 @@ import msgspec
 from ..codex.types import Thread
 from ..engine.core import workstate
 from ..engine.core.threads import Status, ThreadRecord
+
+#: Threads kept: as many as the watcher reads of Codex's store when it connects (20 pages
+#: of 100). ``$CODEX_ACP_BRIDGE_DAEMON_THREADS`` sets another number.
+MAX_THREADS = 2_000
+ENV_MAX_THREADS = "CODEX_ACP_BRIDGE_DAEMON_THREADS"
+#: States a thread may be forgotten in: nothing runs, nothing waits on a person.
+_AT_REST = ("idle", "notLoaded", "systemError")
 
 #: Active flags, as what the thread waits on.
 WAITS_ON = {"waitingOnApproval": "approval", "waitingOnUserInput": "input"}
@@ -44,15 +58,27 @@ class ThreadLine(msgspec.Struct, kw_only=True, omit_defaults=True):
 class Picture:
     """Every thread the daemon's Codex knows, with its current state."""
 
-    def __init__(self, machine_of: Callable[[str], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        machine_of: Callable[[str], str | None] | None = None,
+        limit: int | None = None,
+    ) -> None:
         """``machine_of``: the machine a thread was put on (the bridge's store), ``None``
-        for this machine; without it, no thread says a machine."""
+        for this machine; without it, no thread says a machine. ``limit``: how many threads
+        it keeps (default :data:`MAX_THREADS`, or ``$CODEX_ACP_BRIDGE_DAEMON_THREADS``)."""
         self._machine_of = machine_of
+        self.limit = limit if limit is not None else _limit_from_environment()
         self._threads: dict[str, tuple[ThreadLine, ThreadRecord]] = {}
         #: Ephemeral threads: Codex's own helpers (the TUI titles a thread in one), not the
         #: user's; known, so their status changes do not send the watcher to read them.
-        self._ephemeral: set[str] = set()
+        #: The newest ``limit`` of them, oldest first.
+        self._ephemeral: dict[str, None] = {}
+        #: Threads forgotten since the board last asked (:meth:`take_forgotten`).
+        self._forgotten: list[str] = []
         self.codex_lost = False
+
+    def __len__(self) -> int:
+        return len(self._threads)
 
     def __contains__(self, thread_id: object) -> bool:
         return thread_id in self._threads or thread_id in self._ephemeral
@@ -60,7 +86,9 @@ class Picture:
     def seen(self, stored: Thread) -> None:
         """A thread as ``thread/list``, ``thread/read`` or ``thread/started`` describe it."""
         if stored.ephemeral:
-            self._ephemeral.add(stored.id)
+            self._ephemeral[stored.id] = None
+            while len(self._ephemeral) > self.limit:
+                del self._ephemeral[next(iter(self._ephemeral))]
             return
         known = self._threads.get(stored.id)
         line, record = known or (ThreadLine(threadId=stored.id, state=""), ThreadRecord(stored.id))
@@ -74,6 +102,55 @@ class Picture:
         if isinstance(stored.status, dict) and (known is None or record.status is None):
             record.status = _status(stored.status)
         self._threads[stored.id] = (line, record)
+        if known is None and len(self._threads) > self.limit:
+            self._forget_oldest()
+
+    def gone(self, thread_id: str) -> None:
+        """Codex deleted or archived the thread: it is forgotten, with the threads under it."""
+        if thread_id in self._threads:
+            self._forget([thread_id])
+        self._ephemeral.pop(thread_id, None)
+
+    def take_forgotten(self) -> list[str]:
+        """The threads forgotten since the last call (the board drops their rows)."""
+        forgotten, self._forgotten = self._forgotten, []
+        return forgotten
+
+    def _forget_oldest(self) -> None:
+        """Down to ``limit``: the trees at rest that changed least recently go first."""
+        children: dict[str, list[str]] = {}
+        for line, _record in self._threads.values():
+            if line.parentThreadId is not None and line.parentThreadId in self._threads:
+                children.setdefault(line.parentThreadId, []).append(line.threadId)
+        trees: list[tuple[int, list[str]]] = []
+        for thread_id, (line, _record) in self._threads.items():
+            if line.parentThreadId is not None and line.parentThreadId in self._threads:
+                continue  # goes with its root
+            tree = _tree(thread_id, children)
+            if all(self._at_rest(member) for member in tree):
+                newest = max(self._threads[m][0].updatedAt or 0 for m in tree)
+                trees.append((newest, tree))
+        trees.sort(key=lambda found: found[0])
+        excess = len(self._threads) - self.limit
+        for _newest, tree in trees:
+            if excess <= 0:
+                break
+            self._forget(tree)
+            excess -= len(tree)
+
+    def _at_rest(self, thread_id: str) -> bool:
+        status = self._threads[thread_id][1].status
+        return status is None or status.type in _AT_REST
+
+    def _forget(self, thread_ids: list[str]) -> None:
+        children: dict[str, list[str]] = {}
+        for line, _record in self._threads.values():
+            if line.parentThreadId is not None:
+                children.setdefault(line.parentThreadId, []).append(line.threadId)
+        for thread_id in thread_ids:
+            for member in _tree(thread_id, children):
+                if self._threads.pop(member, None) is not None:
+                    self._forgotten.append(member)
 
     def status(self, thread_id: str, status: dict[str, Any]) -> bool:
         """``thread/status/changed``; ``False`` when the thread is not known yet."""
@@ -138,6 +215,26 @@ class Picture:
         found = self._threads.get(thread_id)
         status = found[1].status if found is not None else None
         return status is not None and status.type != "notLoaded"
+
+
+def _limit_from_environment() -> int:
+    try:
+        return max(int(os.environ.get(ENV_MAX_THREADS, MAX_THREADS)), 1)
+    except ValueError:
+        return MAX_THREADS
+
+
+def _tree(root: str, children: dict[str, list[str]]) -> list[str]:
+    """``root`` and every thread under it."""
+    tree, todo, seen = [], [root], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
 
 
 def _line(line: ThreadLine, record: ThreadRecord) -> ThreadLine:

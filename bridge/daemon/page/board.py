@@ -108,6 +108,15 @@ class Board:
         #: Threads whose resume failed (never prompted: no rollout), until their status changes.
         self._failed: set[str] = set()
 
+    def census(self) -> dict[str, int]:
+        """What it holds, for the daemon's census (``bench/soak.py``)."""
+        return {
+            "pictureThreads": len(self.picture),
+            "boardRows": len(self._threads),
+            "subscribed": len(self.subscribed),
+            "inbox": len(self._inbox),
+        }
+
     @property
     def version(self) -> int:
         """Grows with every change a page may be sent."""
@@ -135,9 +144,20 @@ class Board:
             thread.tail_version = self._version
 
     def picture_changed(self) -> None:
-        """The picture changed (a thread seen, named, its status): every row is checked."""
+        """The picture changed (a thread seen, named, its status, forgotten): every row is
+        checked, and the rows of threads the picture forgot go with them."""
         self._version += 1
         self._picture_version = self._version
+        gone = self.picture.take_forgotten()
+        if len(self._threads) > self.picture.limit:
+            # Rows kept from the picture of a Codex before this one (a restart): those it
+            # does not know again go, so the rows stay as few as the picture's threads.
+            gone += [t for t in self._threads if t not in self.picture]
+        for thread_id in gone:
+            self._threads.pop(thread_id, None)
+            self._failed.discard(thread_id)
+            self._resuming.discard(thread_id)
+            self._inbox.drop_thread(thread_id)
 
     def notification(self, method: str, params: Any, now: float) -> None:
         """A notification from Codex (``params`` decoded)."""
@@ -297,7 +317,8 @@ class Board:
     def subscriptions(self) -> tuple[list[str], list[str]]:
         """Threads to ``thread/resume`` now, and threads to ``thread/unsubscribe``.
 
-        With a page open: every loaded thread (a thread Codex has not loaded stays so).
+        With a page open: every loaded thread (a thread Codex has not loaded stays so), and
+        none the picture no longer shows.
         With none: the subscribed ones, except a thread whose turn runs (left when it ends:
         a thread whose last subscriber leaves may be unloaded by Codex).
         """
@@ -313,7 +334,8 @@ class Board:
                 and line.state != "unknown"
             ]
             self._resuming.update(resume)
-            return resume, []
+            # A thread the picture forgot (at rest for long, deleted, archived) is left.
+            return resume, sorted(t for t in self.subscribed if t not in statuses)
         busy = ("running", "requires_action")
         leave = [
             thread_id

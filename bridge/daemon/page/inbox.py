@@ -78,6 +78,9 @@ class Inbox:
         self._asked: dict[int | str, Asked] = {}
         self._changed = changed
 
+    def __len__(self) -> int:
+        return len(self._asked)
+
     def __bool__(self) -> bool:
         return bool(self._asked)
 
