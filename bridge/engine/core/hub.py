@@ -29,7 +29,7 @@ from ...acp import types as acp_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from .effects import Effect, MachineChosen, MachineWanted, ReadClock, ToClient, ToCodex
-from .facts import Fact, PromptEnded
+from .facts import Fact
 from .machines import Machine
 from .outbox import update_effect
 from .threads import Threads
@@ -172,10 +172,6 @@ def keep_nothing(_rid: RequestId) -> None:
     """What :meth:`Face.asking` returns for a request it keeps nothing of once sent."""
 
 
-def _as_it_is(fact: PromptEnded) -> PromptEnded:
-    return fact
-
-
 class Hub:
     """The engine's shared state and output (see the module docstring).
 
@@ -209,8 +205,6 @@ class Hub:
         self.client_capabilities = acp_types.ClientCapabilities()
         #: JetBrains AIR's capabilities the client declared (``None``: not AIR).
         self.air: frozenset[str] | None = None
-        #: How a prompt's end is told, given the extensions the client asked for.
-        self.prompt_ending: Callable[[PromptEnded], PromptEnded] = _as_it_is
         self.codex_ready = False
         self.codex_lost_reason: str | None = None
         #: What every thread is started (or opened) with without a profile.
@@ -417,10 +411,10 @@ class Hub:
         if self._answering(self.open_client_requests, rid, "client"):
             self.face.refuse(rid, exc)
 
-    def end_prompt(self, fact: PromptEnded) -> None:
-        """A prompt's work ended (answered once, as :meth:`answer_client` does)."""
-        if self._answering(self.open_client_requests, fact.request_id, "client"):
-            self.face.state(self.prompt_ending(fact))
+    def answering_client(self, rid: RequestId) -> bool:
+        """Client request ``rid`` is answered now, by a fact the caller states (a prompt's
+        end): ``False`` (logged) when it was answered already, and nothing is to be sent."""
+        return self._answering(self.open_client_requests, rid, "client")
 
     def respond(self, rid: RequestId, result: Any) -> None:
         """Send the answer to client request ``rid`` (a face's rendering of it)."""

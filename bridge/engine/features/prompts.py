@@ -123,6 +123,8 @@ class Prompts:
     #: Called once a prompt has been answered because its turn ended or Codex
     #: refused to start it (``session/close`` waits for this).
     settled: Callable[[ThreadRecord], None]
+    #: Tells a prompt's end (its answer, and what the client's extensions add to it).
+    ended: Callable[[facts.PromptEnded], None]
     #: Input added to the running turn: it waits for the turn to be named, starts a
     #: turn of its own on an idle session (built here: it needs this feature's turns).
     steering: Steering = field(init=False)
@@ -527,7 +529,7 @@ class Prompts:
                 record.awaiting_message = None  # refused before Codex named it: never inserted
             elif prompt is not None and prompt.message_id is None:
                 self._insert(record, prompt, None)  # its turn ran, though no item named it
-        self.hub.end_prompt(facts.PromptEnded(record, rid, prompt, outcome))
+        self.ended(facts.PromptEnded(record, rid, prompt, outcome))
 
     # -- what every turn states -----------------------------------------------------------
 
