@@ -8,7 +8,15 @@ from collections.abc import Callable
 import pytest
 
 from bridge.engine.core import turns
-from bridge.engine.core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn, TurnKind
+from bridge.engine.core.facts import PromptInserted
+from bridge.engine.core.threads import (
+    Prompt,
+    QueuedPrompt,
+    ThreadRecord,
+    Threads,
+    Turn,
+    TurnKind,
+)
 from bridge.engine.core.turns import Interrupt, PromptState, TurnState
 from bridge.jsonrpc import RpcError
 
@@ -349,3 +357,36 @@ def test_a_prompts_states() -> None:
     assert turns.prompt_state(record, 1) is PromptState.INSERTED
     del record.prompts[1]
     assert turns.prompt_state(record, 1) is PromptState.ANSWERED
+
+
+def test_insert_takes_the_awaited_prompt_and_numbers_the_bridges_ids() -> None:
+    threads = Threads()
+    record = root()
+    first, second = Prompt(1, []), Prompt(2, [])
+    record.prompts.update({1: first, 2: second})
+    record.awaiting_message = 1
+    fact = turns.insert_awaited(threads, record, None)
+    assert fact == PromptInserted(record, 1, "root-prompt-1", [])
+    assert first.message_id == "root-prompt-1"
+    assert turns.prompt_state(record, 1) is PromptState.INSERTED
+    assert turns.insert(threads, record, second, None).message_id == "root-prompt-2"
+    assert turns.prompt_state(record, 2) is PromptState.INSERTED
+
+
+def test_insert_under_codexs_item_id() -> None:
+    threads = Threads()
+    record = root()
+    record.prompts[1] = Prompt(1, [])
+    record.awaiting_message = 1
+    fact = turns.insert_awaited(threads, record, "item-7")
+    assert fact is not None and fact.message_id == "item-7"
+    assert threads.prompt_ids == 0
+
+
+def test_insert_awaited_refused_when_no_prompt_awaits() -> None:
+    threads = Threads()
+    record = root()
+    assert turns.insert_awaited(threads, record, None) is None
+    record.awaiting_message = 1  # answered meanwhile: no longer held
+    assert turns.insert_awaited(threads, record, None) is None
+    assert threads.prompt_ids == 0

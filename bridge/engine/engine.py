@@ -96,7 +96,7 @@ from .features.file_reports import FileReports
 from .features.lifecycle import Lifecycle
 from .features.machines import Machines
 from .features.palette import Palette
-from .features.prompts import TURN_TRAFFIC, Prompts
+from .features.prompts import Prompts
 from .features.recovery import Recovery
 from .features.retries import Retries
 from .features.session_admin import SessionAdmin
@@ -198,8 +198,6 @@ class Engine:
             settled=self._prompt_settled,
             ended=self._prompt_ended,
         )
-        # A prompt's insertion precedes its turn's tool calls and plans (see prompts).
-        hub.before_updates(TURN_TRAFFIC, self.prompts.turn_traffic)
         self.steering = self.prompts.steering
         self.retries = Retries(hub, prompts=self.prompts)
         self.session_index = SessionIndex(hub)

@@ -416,6 +416,9 @@ class Threads:
         #: The own turns (``ThreadRecord.own_turns``) of the sessions forgotten (a dict for
         #: its order: the oldest go first past :data:`MAX_FORGOTTEN`).
         self.forgotten_turns: dict[str, None] = {}
+        #: Prompts inserted under a message id of this bridge's, numbered
+        #: (:func:`bridge.engine.core.turns.insert`).
+        self.prompt_ids = 0
 
     def census(self) -> dict[str, int]:
         """How much is held (a long life's measure: ``bench/soak.py``)."""

@@ -69,17 +69,25 @@ staleness guards of the features; they keep the turn they started, never
 (``record.queued``: it waits for the turn before it), *sent* (its turn asked of
 Codex: ``record.awaiting_message`` until Codex's user message item names it),
 *inserted* (``Prompt.message_id``: the client was told its work began), then
-*answered* (gone from ``record.prompts``). :func:`prompt_state` reads them.
+*answered* (gone from ``record.prompts``). :func:`prompt_state` reads them;
+:func:`insert` moves a prompt to *inserted*, whoever sees it first: the prompts
+feature (Codex's user message item, a slash command accepted, a turn ended with
+no item) or the hub, as the turn's first tool call or plan (:data:`TURN_TRAFFIC`)
+goes to the client (:func:`insert_awaited`).
 """
 
 from __future__ import annotations
 
 import enum
 
+from ...acp import permissions as acp_permissions
+from ...acp import tools as acp_tools
 from ...jsonrpc import RequestId, RpcError
-from .threads import ThreadRecord, Turn, TurnKind
+from .facts import PromptInserted
+from .threads import Prompt, ThreadRecord, Threads, Turn, TurnKind
 
 __all__ = [
+    "TURN_TRAFFIC",
     "Interrupt",
     "PromptState",
     "TurnConflict",
@@ -92,6 +100,8 @@ __all__ = [
     "fail",
     "foreign_started",
     "found",
+    "insert",
+    "insert_awaited",
     "interrupt",
     "interrupt_refused",
     "interrupting",
@@ -177,6 +187,44 @@ def prompt_state(record: ThreadRecord, rid: RequestId) -> PromptState:
     if any(waiting.request_id == rid for waiting in record.queued):
         return PromptState.QUEUED
     return PromptState.SENT
+
+
+# -- a prompt's insertion -------------------------------------------------------------------
+
+
+#: The session updates only a turn sends, which a prompt's insertion precedes.
+TURN_TRAFFIC: frozenset[type] = frozenset(
+    {
+        acp_tools.ToolCall,
+        acp_tools.ToolCallUpdate,
+        acp_permissions.ToolCallStatusUpdate,
+        acp_tools.Plan,
+    }
+)
+
+
+def insert(
+    threads: Threads, record: ThreadRecord, prompt: Prompt, message_id: str | None
+) -> PromptInserted:
+    """``prompt`` is inserted as ``message_id`` or, when none is given, an id of this
+    bridge's (``SESSION-prompt-N``, numbered over the connection): the fact to state."""
+    if record.awaiting_message == prompt.request_id:
+        record.awaiting_message = None
+    if message_id is None:
+        threads.prompt_ids += 1
+        message_id = f"{record.id}-prompt-{threads.prompt_ids}"
+    prompt.message_id = message_id
+    return PromptInserted(record, prompt.request_id, message_id, prompt.content)
+
+
+def insert_awaited(
+    threads: Threads, record: ThreadRecord, message_id: str | None
+) -> PromptInserted | None:
+    """The prompt awaiting its user message item is inserted (as ``message_id``, or an id
+    of this bridge's): the fact to state, ``None`` when no prompt awaits one."""
+    rid = record.awaiting_message
+    prompt = record.prompts.get(rid) if rid is not None else None
+    return insert(threads, record, prompt, message_id) if prompt is not None else None
 
 
 # -- a root's turn -------------------------------------------------------------------------

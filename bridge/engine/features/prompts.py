@@ -31,8 +31,10 @@ takes that item's id, the one history replays it under. It is inserted under
 an id of this bridge's (``SESSION-prompt-N``) when no such item will come or
 comes too late: a slash command, when Codex accepts its request (or at once
 when the bridge answers it itself); a turn whose tool call or plan
-(:data:`TURN_TRAFFIC`) is about to go out first; a turn that ends without one.
-A prompt refused before insertion is never inserted.
+(:data:`~bridge.engine.core.turns.TURN_TRAFFIC`) is about to go out first (the
+hub sees it: :meth:`~bridge.engine.core.hub.Hub.update`); a turn that ends without
+one. A prompt refused before insertion is never inserted. The insertion itself,
+whoever sees it first, is :func:`bridge.engine.core.turns.insert`.
 """
 
 from __future__ import annotations
@@ -44,8 +46,6 @@ from typing import Any, Protocol
 
 from msgspec import Raw
 
-from ...acp import permissions as acp_permissions
-from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import commands as codex_commands
 from ...codex import threads as codex_threads
@@ -130,8 +130,6 @@ class Prompts:
     steering: Steering = field(init=False)
     #: Quick commands answered so far (their messages' ids).
     _quick_count: int = field(default=0, init=False)
-    #: Prompts inserted under a message id of this bridge's, numbered.
-    _messages: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.steering = Steering(self.hub, turns=self, settings=self.settings)
@@ -327,30 +325,15 @@ class Prompts:
         if prompt is not None and prompt.message_id is None:
             self._insert(record, prompt, None)
 
-    def turn_traffic(self, session_id: str) -> None:
-        """A tool call or a plan (:data:`TURN_TRAFFIC`) is about to go to the session: a
-        prompt still awaiting its user message item is inserted first, under an id of this
-        bridge's (the client learns of its work in order)."""
-        record = self.hub.threads.session(session_id)
-        if record is not None and record.awaiting_message is not None:
-            self._insert_awaited(record, None)
-
     def _insert_awaited(self, record: ThreadRecord, message_id: str | None) -> None:
-        rid = record.awaiting_message
-        prompt = record.prompts.get(rid) if rid is not None else None
-        if prompt is not None:
-            self._insert(record, prompt, message_id)
+        inserted = turns.insert_awaited(self.hub.threads, record, message_id)
+        if inserted is not None:
+            self.hub.state(inserted)
 
     def _insert(self, record: ThreadRecord, prompt: Prompt, message_id: str | None) -> None:
         """State the prompt's insertion, as ``message_id`` or, when none is given, an id
         of this bridge's."""
-        if record.awaiting_message == prompt.request_id:
-            record.awaiting_message = None
-        if message_id is None:
-            self._messages += 1
-            message_id = f"{record.id}-prompt-{self._messages}"
-        prompt.message_id = message_id
-        self.hub.state(facts.PromptInserted(record, prompt.request_id, message_id, prompt.content))
+        self.hub.state(turns.insert(self.hub.threads, record, prompt, message_id))
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -594,18 +577,6 @@ class Prompts:
                     )
                 else:
                     self._end(record, turn.request_id, RpcError.internal(reason))
-
-
-#: The session updates only a turn sends, which a prompt's insertion precedes
-#: (:meth:`Prompts.turn_traffic`).
-TURN_TRAFFIC: frozenset[type] = frozenset(
-    {
-        acp_tools.ToolCall,
-        acp_tools.ToolCallUpdate,
-        acp_permissions.ToolCallStatusUpdate,
-        acp_tools.Plan,
-    }
-)
 
 
 def _ignore(_result: Any) -> None:
