@@ -84,7 +84,7 @@ from .core import client_routing, facts
 from .core.codex_routing import CodexRouter, Route, notification, request
 from .core.connection import MAX_WAITING, Connection, HandshakeFace
 from .core.effects import Effect
-from .core.guard import Guard
+from .core.guard import Backstop
 from .core.hub import AGENT_NAME, Hub, RequestHandler, decode_params, prepare_decoders
 from .core.machines import MachineOffer
 from .core.threads import Held, ThreadRecord, Threads
@@ -164,7 +164,7 @@ class Engine:
         #: for the next client that resumes the thread.
         self.detachable = detachable
         #: The one place an exception stops (rule 5).
-        self._guard = Guard(hub)
+        self._guard = Backstop(hub)
         self._guarded = self._guard.run
         self._arrived = self._guard.arrived  # cleared for every streamed delta
 
