@@ -77,11 +77,14 @@ def test_begin_replaces_a_cancelling_turn() -> None:
 
 
 @pytest.mark.parametrize("busy", [asked, running])
-def test_begin_refused_while_a_turn_runs(busy: Makes) -> None:
-    record, turn = busy()
-    with pytest.raises(turns.TurnConflict):
-        turns.begin(record, TurnKind.PROMPT, 2)
-    assert record.turn is turn
+def test_begin_over_a_running_turn_replaces_it_and_says_so(
+    busy: Makes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A steer Codex refused as the turn it named ended, once the next one began.
+    record, old = busy()
+    new = turns.begin(record, TurnKind.STEER)
+    assert record.turn is new and not turns.current(record, old)
+    assert "a steer turn replaces its prompt turn" in caplog.text
 
 
 @pytest.mark.parametrize("kind", [TurnKind.FOREIGN, TurnKind.SUBAGENT])

@@ -35,7 +35,8 @@ changes nothing and says so: ``False`` or ``None``)::
 
     event                         function          from                  to
     a prompt, steer, command      begin             IDLE, CANCELLING      ASKED (ANSWERING)
-                                                    else: TurnConflict (a defect)
+                                                    (any other: replaced,
+                                                    logged; see begin)
     Codex names the turn          named             ASKED, CANCELLING     RUNNING, CANCELLING
                                                     (the same turn, unnamed)
     another client's turn starts  foreign_started   IDLE                  RUNNING
@@ -79,12 +80,15 @@ goes to the client (:func:`insert_awaited`).
 from __future__ import annotations
 
 import enum
+import logging
 
 from ...acp import permissions as acp_permissions
 from ...acp import tools as acp_tools
 from ...jsonrpc import RequestId, RpcError
 from .facts import PromptInserted
 from .threads import Prompt, ThreadRecord, Threads, Turn, TurnKind
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "TURN_TRAFFIC",
@@ -140,8 +144,8 @@ class PromptState(enum.Enum):
 
 
 class TurnConflict(RuntimeError):
-    """A turn was begun on a thread whose turn still runs: a defect of the caller (the
-    prompts feature queues a prompt while the session works)."""
+    """A turn of a kind this client does not begin (another client's, a sub-agent's) was
+    begun: a defect of the caller."""
 
 
 # -- questions --------------------------------------------------------------------------
@@ -232,12 +236,23 @@ def insert_awaited(
 
 def begin(record: ThreadRecord, kind: TurnKind, request_id: RequestId | None = None) -> Turn:
     """A root turn is asked of Codex for prompt ``request_id`` (``PROMPT``), a steer on an
-    idle session (``STEER``), or a slash command answered without a turn (``QUICK``). A
-    cancelled turn may be replaced (a steer arriving as it ends); a running one may not."""
+    idle session (``STEER``), or a slash command answered without a turn (``QUICK``).
+
+    The prompts feature begins one on an idle session, or over a cancelled turn (a steer
+    arriving as it ends). A turn that neither ended nor was cancelled is replaced all the
+    same, and logged: a steer Codex refused because the turn it named ended, once the
+    next one began, starts a turn of its own (:mod:`bridge.engine.features.steering`)."""
     if kind not in _BEGUN_HERE:
         raise TurnConflict(f"a {kind.value} turn is not begun by this client")
-    if record.turn is not None and not record.turn.cancel_requested:
-        raise TurnConflict(f"thread {record.id} already runs a turn")
+    running = record.turn
+    if running is not None and not running.cancel_requested:
+        log.warning(
+            "thread %s: a %s turn replaces its %s turn %s",
+            record.id,
+            kind.value,
+            running.kind.value,
+            running.id,
+        )
     turn = record.turn = Turn(request_id=request_id, kind=kind)
     return turn
 
