@@ -349,6 +349,60 @@ def engine_violations(
     return found
 
 
+#: The one module that changes a turn's state (see its docstring): it alone assigns a
+#: record's ``turn``, makes a ``Turn`` and sets the members that say where the turn is.
+TURN_WRITER = "bridge.engine.core.turns"
+#: The members of ``Turn`` that hold its state (its counts are the features' to keep).
+TURN_STATE = frozenset(
+    {
+        "turn",
+        "cancel_requested",
+        "interrupt_sent",
+        "interrupt_refused",
+        "root_turn_id",
+        "failure",
+    }
+)
+
+
+def turn_writes(
+    modules: Mapping[str, Path],
+    *,
+    engine: str = ENGINE,
+    writer: str = TURN_WRITER,
+    root: Path = PACKAGE_DIR.parent,
+) -> list[str]:
+    """``file:line`` for every change to a turn's state outside ``writer``: an assignment to
+    one of :data:`TURN_STATE` (``record.turn = ...``, ``turn.cancel_requested = True``), a
+    ``Turn(...)`` made, a record made with ``turn=``."""
+    found: list[str] = []
+    for name in sorted(modules):
+        if name == writer or not (name == engine or name.startswith(f"{engine}.")):
+            continue
+        path = modules[name]
+        writes: list[tuple[int, str]] = []
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            flat = [t for target in targets for t in ast.walk(target)]
+            for target in flat:
+                if isinstance(target, ast.Attribute) and target.attr in TURN_STATE:
+                    writes.append((target.lineno, f"assigns .{target.attr}"))
+            if isinstance(node, ast.Call):
+                callee = node.func
+                called = callee.attr if isinstance(callee, ast.Attribute) else None
+                called = getattr(callee, "id", called)
+                if called == "Turn":
+                    writes.append((node.lineno, "makes a Turn"))
+                if called == "ThreadRecord" and any(k.arg == "turn" for k in node.keywords):
+                    writes.append((node.lineno, "makes a record with a turn"))
+        found += [f"{path.relative_to(root)}:{line} {what}" for line, what in sorted(writes)]
+    return found
+
+
 # -- the package ------------------------------------------------------------------------
 
 
@@ -429,6 +483,43 @@ def test_the_engine_does_no_io() -> None:
             "bridge.shell):\n" + "\n".join(violations),
             pytrace=False,
         )
+
+
+def test_only_the_turns_module_changes_a_turns_state() -> None:
+    violations = turn_writes(MODULES)
+    if violations:
+        pytest.fail(
+            f"a turn's state changes in {TURN_WRITER} alone (tell it the event):\n"
+            + "\n".join(violations),
+            pytrace=False,
+        )
+
+
+def test_the_turn_check_sees_each_kind_of_write(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/core/turns.py": "def begin(record):\n    record.turn = Turn()\n",
+            "fake/features/f.py": (
+                "def f(record, turn, ThreadRecord, Turn):\n"
+                "    record.turn = None\n"
+                "    turn.cancel_requested = True\n"
+                "    a.turn, b = None, 1\n"
+                "    ThreadRecord('t', turn=Turn(id='x'))\n"
+                "    record.turn.id == 'x'\n"
+            ),
+        },
+    )
+    found = turn_writes(
+        find_modules(package), engine="fake", writer="fake.core.turns", root=tmp_path
+    )
+    assert found == [
+        "fake/features/f.py:2 assigns .turn",
+        "fake/features/f.py:3 assigns .cancel_requested",
+        "fake/features/f.py:4 assigns .turn",
+        "fake/features/f.py:5 makes a Turn",
+        "fake/features/f.py:5 makes a record with a turn",
+    ]
 
 
 def test_the_features_are_the_classes_the_wiring_builds() -> None:

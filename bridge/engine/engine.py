@@ -40,8 +40,11 @@ Rules this engine keeps (read these before changing it):
 Structure. This module is the wiring, and nothing else: the only one that builds
 the features (:mod:`bridge.engine.features`), handing each its collaborators as
 objects, and the only one that knows the order in which several of them react to
-one message. It holds the routing tables: :meth:`Engine._codex_routes` (each Codex
-method → the type its params decode into → the features that react, in order) and
+one message: what one event does (``turn/completed``, ``item/completed``, a prompt's
+end...) is one method here that calls each consequence in order (``Engine._turn_completed``
+and its like), read top to bottom. It holds the routing tables:
+:meth:`Engine._codex_routes` (each Codex method → the type its params decode into → the
+features that react, in order) and
 ``_client_requests`` (each client method → its handler, ACP v1's; v2's is
 :func:`bridge.engine.faces.v2_requests.requests`, over the same features). The
 features state facts (:mod:`bridge.engine.core.facts`) that the hub's face
@@ -81,7 +84,7 @@ from .core import client_routing, facts
 from .core.codex_routing import CodexRouter, Route, notification, request
 from .core.connection import MAX_WAITING, Connection, HandshakeFace
 from .core.effects import Effect
-from .core.guard import Guard
+from .core.guard import Backstop
 from .core.hub import AGENT_NAME, Hub, RequestHandler, decode_params, prepare_decoders
 from .core.machines import MachineOffer
 from .core.threads import Held, ThreadRecord, Threads
@@ -93,7 +96,7 @@ from .features.file_reports import FileReports
 from .features.lifecycle import Lifecycle
 from .features.machines import Machines
 from .features.palette import Palette
-from .features.prompts import TURN_TRAFFIC, Prompts
+from .features.prompts import Prompts
 from .features.recovery import Recovery
 from .features.retries import Retries
 from .features.session_admin import SessionAdmin
@@ -108,8 +111,6 @@ from .features.tools import Tools
 from .features.turn_ends import TurnEnds
 
 log = logging.getLogger(__name__)
-
-_TURN_COMPLETED = "turn/completed"
 
 __all__ = ["AGENT_NAME", "MAX_WAITING", "Engine"]
 
@@ -164,7 +165,7 @@ class Engine:
         #: for the next client that resumes the thread.
         self.detachable = detachable
         #: The one place an exception stops (rule 5).
-        self._guard = Guard(hub)
+        self._guard = Backstop(hub)
         self._guarded = self._guard.run
         self._arrived = self._guard.arrived  # cleared for every streamed delta
 
@@ -196,16 +197,14 @@ class Engine:
             opened=self._session_opened,
             thread_starting=self._thread_starting,
             settled=self._prompt_settled,
+            ended=self._prompt_ended,
         )
-        # A prompt's insertion precedes its turn's tool calls and plans (see prompts).
-        hub.before_updates(TURN_TRAFFIC, self.prompts.turn_traffic)
         self.steering = self.prompts.steering
         self.retries = Retries(hub, prompts=self.prompts)
         self.session_index = SessionIndex(hub)
         # What a client turns on at initialize: usage limits, providers, async tasks.
         self.extensions = ext = Extensions(hub, self.session_index.advertise)
         self.file_reports = FileReports(hub)
-        hub.prompt_ending = self._prompt_ending
         self.lifecycle = Lifecycle(
             hub,
             rows_listed=self.session_index.rows,
@@ -266,8 +265,7 @@ class Engine:
 
     def _codex_routes(self) -> dict[str, Route]:
         """Each Codex message → the type its params decode into → what reacts, in order."""
-        prompts, streaming, tools, approvals, subagents = (
-            self.prompts,
+        streaming, tools, approvals, subagents = (
             self.streaming,
             self.tools,
             self.approvals,
@@ -286,48 +284,14 @@ class Engine:
             "item/reasoning/summaryPartAdded": notification(
                 types.ReasoningSummaryPartAdded, streaming.reasoning_part_added
             ),
-            "item/started": notification(
-                codex_messages.ItemNotification,
-                prompts.item_started,
-                streaming.item_started,
-                tools.item_started,
-                approvals.item_started,
-                subagents.item_started,
-            ),
-            "item/completed": notification(
-                codex_messages.ItemNotification,
-                self.steering.item_completed,
-                streaming.item_completed,
-                tools.item_completed,
-                ext.async_tasks.item_completed,
-                approvals.item_completed,
-                subagents.item_completed,
-            ),
-            "turn/started": notification(
+            # What one item's or turn's start or end does is one method below, read in order.
+            "item/started": notification(codex_messages.ItemNotification, self._item_started),
+            "item/completed": notification(codex_messages.ItemNotification, self._item_completed),
+            "turn/started": notification(types.TurnNotification, self._turn_started),
+            "turn/completed": notification(
                 types.TurnNotification,
-                prompts.turn_started,
-                self.file_reports.turn_started,
-                subagents.turn_started,
-                prompts.state_turn_started,
-            ),
-            # The turn's tool calls still open end first (no update may follow the
-            # prompt's answer), then the prompt settles (a close waiting on it finishes),
-            # then what the turn still asked is withdrawn, then a sub-agent's state
-            # follows. A cancelled turn's end waits for the sub-agent turns its cancel
-            # stopped (features.turn_ends); a closed session's interrupted turn still has
-            # commands to stop, whichever thread it is (terminals, before the gate).
-            _TURN_COMPLETED: notification(
-                types.TurnNotification,
-                tools.turn_completed,
-                subagents.turn_ending,
-                ext.async_tasks.turn_completed,
-                prompts.turn_completed,
-                approvals.turn_completed,
-                subagents.turn_completed,
-                prompts.state_turn_ended,
-                self._turn_ended,
-                first=(self.terminals.turn_completed, index.turn_completed),
-                hold=self.turn_ends.hold,
+                self._turn_completed,
+                first=(self._turn_completed_anywhere,),
             ),
             "thread/tokenUsage/updated": notification(
                 types.ThreadTokenUsageUpdated, streaming.token_usage, ext.token_usage
@@ -619,18 +583,79 @@ class Engine:
     def _read_clock(self, rid: RequestId, _params: codex_types.CurrentTimeReadParams) -> None:
         self.hub.read_clock(rid)
 
+    # -- what one event does, in order ------------------------------------------------------
+
+    def _item_started(self, note: codex_messages.ItemNotification) -> None:
+        """Codex started an item on a session's thread."""
+        # A user message item names the prompt awaiting it: inserted before anything of it.
+        self.prompts.item_started(note)
+        # An answer's phase (and whether it is shown at all); a tool call announced; a file
+        # change or MCP call kept as Codex wrote it (a permission request shows it); a
+        # collab call (spawn, wait...) shown.
+        self.streaming.item_started(note)
+        self.tools.item_started(note)
+        self.approvals.item_started(note)
+        self.subagents.item_started(note)
+
+    def _item_completed(self, note: codex_messages.ItemNotification) -> None:
+        """Codex completed an item on a session's thread."""
+        # Steered input shown where it entered the turn; an answer's text that did not
+        # stream; the tool call finished; a command running as a task ended; the raw item
+        # a permission request would show dropped; a collab call finished (or a message
+        # a sub-agent received shown).
+        self.steering.item_completed(note)
+        self.streaming.item_completed(note)
+        self.tools.item_completed(note)
+        self.extensions.async_tasks.item_completed(note)
+        self.approvals.item_completed(note)
+        self.subagents.item_completed(note)
+
+    def _turn_started(self, note: codex_types.TurnNotification) -> None:
+        """Codex started a turn on a session's thread."""
+        # The session's turn named (or another client's taken as the session's); the
+        # diff a file report will read begins; a sub-agent's turn and its state (a turn of
+        # cancelled work stopped at once); then the fact, for the face.
+        self.prompts.turn_started(note)
+        self.file_reports.turn_started(note)
+        self.subagents.turn_started(note)
+        self.prompts.state_turn_started(note)
+
+    def _turn_completed_anywhere(self, note: codex_types.TurnNotification) -> None:
+        """Codex ended a turn, on any thread, before the sub-agent gate: a closed session's
+        interrupted turn still has commands to stop; the session list's row changes."""
+        self.terminals.turn_completed(note)
+        self.session_index.turn_completed(note)
+
+    def _turn_completed(self, note: codex_types.TurnNotification) -> None:
+        """Codex ended a turn on a session's thread (or a turn end held here is released)."""
+        # A cancelled turn's end waits for the sub-agent turns its cancel stopped
+        # (features.turn_ends): routed again from here once they have ended.
+        if self.turn_ends.hold(note):
+            return
+        # The turn's tool calls still open end first (no update may follow the prompt's
+        # answer), a sub-agent's collab calls on its parent too, and its commands that
+        # outlive it stay as tasks.
+        self.tools.turn_completed(note)
+        self.subagents.turn_ending(note)
+        self.extensions.async_tasks.turn_completed(note)
+        # The prompt is answered and settles (a close waiting on it finishes; the next
+        # queued prompt starts), then what the turn still asked is withdrawn, then a
+        # sub-agent's work state follows, then the fact, for the face (after the answer).
+        self.prompts.turn_completed(note)
+        self.approvals.turn_completed(note)
+        self.subagents.turn_completed(note)
+        self.prompts.state_turn_ended(note)
+        # Turn ends held behind this turn's sub-agents may go now.
+        self._release_turn_ends()
+
     def _refeed(self, message: Held) -> None:
         """Handle a message the sub-agent gate held, as if it arrived now."""
         self.codex_router.refeed(message)
 
-    def _turn_ended(self, _note: codex_types.TurnNotification) -> None:
-        """A turn ended: the turn ends held behind its sub-agents may go now."""
-        self._release_turn_ends()
-
     def _release_turn_ends(self) -> None:
-        """Route each held ``turn/completed`` whose cancelled sub-agents have stopped."""
+        """Each held ``turn/completed`` whose cancelled sub-agents have stopped, now."""
         for note in self.turn_ends.released():
-            self.codex_router.react(_TURN_COMPLETED, note)
+            self._turn_completed(note)
 
     def _thread_starting(
         self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
@@ -669,10 +694,20 @@ class Engine:
             [r.id for r in tree], running=[r.id for r in tree if r.turn is not None]
         )
 
-    def _prompt_ending(self, fact: facts.PromptEnded) -> facts.PromptEnded:
-        """How a prompt's end is told, with the extensions the client asked for: its
-        usage limits, then the files its turn changed."""
-        return self.file_reports.prompt_ending(self.extensions.prompt_ending(fact))
+    def _prompt_ended(self, fact: facts.PromptEnded) -> None:
+        """A prompt's work ended (the prompts feature says how), answered once: nothing
+        more of a prompt answered already (a defect's -32603)."""
+        if not self.hub.answering_client(fact.request_id):
+            return
+        usage = self.extensions
+        # AIR's record of a failed turn (in v1's answer; on v2's stream, sent now), then
+        # the answer's quota (the tokens used, or quotaExceeded), then AIR's report of the
+        # files the turn changed (before the answer), then the answer (v1) or the work's
+        # end (v2), through the face.
+        fact = usage.usage_limits.record_failure(fact)
+        fact = usage.quotas.with_quota(fact)
+        self.file_reports.report_files(fact)
+        self.hub.state(fact)
 
     def _prompt_settled(self, record: ThreadRecord) -> None:
         """A prompt was answered: a close waiting on it finishes."""

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 NotificationHandler: TypeAlias = Callable[[Raw], None]
 
 
-class Guard(Protocol):
+class SubagentRefusals(Protocol):
     """Refuses requests a sub-agent's session may not take (the sub-agents feature)."""
 
     def guard(self, method: str, session_id: str) -> None: ...
@@ -62,7 +62,7 @@ class ClientRouter(Router):
         notifications: dict[str, NotificationHandler],
         *,
         connection: Connection,
-        guard: Guard,
+        guard: SubagentRefusals,
         arrived: Arrived,
     ) -> None:
         super().__init__(hub, arrived)

@@ -13,10 +13,10 @@ whichever way it was decoded:
    until the thread is placed; it is handed back, as if it arrived then, through
    :meth:`CodexRouter.refeed` (a route with ``gated=False`` is never held: the time
    is nobody's);
-3. a notification goes to the route's ``reactors``, in order, unless the route's
-   ``hold`` keeps it for later (a cancelled turn's end waits for the sub-agent turns
-   its cancel stopped); a request goes to the route's ``answer``, which answers
-   it (a request nothing answers is declined, never left waiting).
+3. a notification goes to the route's ``reactors``, in order (where one event has many
+   consequences, the route names one method of the wiring's that calls each in order:
+   ``turn/completed``, ``item/completed``...); a request goes to the route's ``answer``,
+   which answers it (a request nothing answers is declined, never left waiting).
 
 The table itself is the wiring's (:meth:`bridge.engine.engine.Engine._codex_routes`):
 which features react to a method, and in which order, is read there in one place.
@@ -61,23 +61,19 @@ class Route:
     first: tuple[Reactor, ...] = ()
     #: Offered to the sub-agent gate when no session shows its thread.
     gated: bool = True
-    #: Keeps a notification for later (``True``): it is routed again once released.
-    hold: Callable[[Any], bool] | None = None
-    #: ``reactors`` as one call (``hold`` first), made once: the streamed answer's
+    #: ``reactors`` as one call, made once: the streamed answer's
     #: deltas come this way, each to one reactor.
     react: Reactor = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "react", _reaction(self.reactors, self.hold))
+        object.__setattr__(self, "react", _reaction(self.reactors))
 
 
-def _reaction(reactors: tuple[Reactor, ...], hold: Callable[[Any], bool] | None) -> Reactor:
-    if hold is None and len(reactors) == 1:
+def _reaction(reactors: tuple[Reactor, ...]) -> Reactor:
+    if len(reactors) == 1:
         return reactors[0]
 
     def react(params: Any) -> None:
-        if hold is not None and hold(params):
-            return
         for reactor in reactors:
             reactor(params)
 

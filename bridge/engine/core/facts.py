@@ -30,7 +30,7 @@ class PromptInserted:
     """A prompt was inserted into the session: its work began, as the user message
     ``message_id``. The prompts feature decides when, and under which id
     (:mod:`bridge.engine.features.prompts`, "Insertion"): Codex's user message item's
-    id, or one of the bridge's."""
+    id, or one of the bridge's (:func:`bridge.engine.core.turns.insert`)."""
 
     record: ThreadRecord
     request_id: RequestId

@@ -4,7 +4,7 @@ No input, from either side, makes the engine raise: a defect in a handler is log
 with its traceback, and every request that arrived with the message that met it and
 is still unanswered, from either side, is answered -32603 (the engine cannot say how
 far the handler got). The routers note each request as it arrives
-(:attr:`Guard.arrived`).
+(:attr:`Backstop.arrived`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .hub import AGENT_NAME, Hub
 log = logging.getLogger(__name__)
 
 
-class Guard:
+class Backstop:
     """Runs a message's handling, so that a defect in it is answered, never raised."""
 
     def __init__(self, hub: Hub) -> None:

@@ -37,10 +37,11 @@ from .effects import (
     ToClient,
     ToCodex,
 )
-from .facts import Fact, PromptEnded
+from .facts import Fact
 from .machines import Machine
 from .outbox import update_effect
 from .threads import Threads
+from .turns import TURN_TRAFFIC, insert_awaited
 
 log = logging.getLogger(__name__)
 
@@ -172,16 +173,8 @@ class Face(Protocol):
     ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]: ...
 
 
-def _see_nothing(_session_id: str) -> None:
-    """What :meth:`Hub.before_updates` calls until someone asks to see updates."""
-
-
 def keep_nothing(_rid: RequestId) -> None:
     """What :meth:`Face.asking` returns for a request it keeps nothing of once sent."""
-
-
-def _as_it_is(fact: PromptEnded) -> PromptEnded:
-    return fact
 
 
 class Hub:
@@ -217,8 +210,6 @@ class Hub:
         self.client_capabilities = acp_types.ClientCapabilities()
         #: JetBrains AIR's capabilities the client declared (``None``: not AIR).
         self.air: frozenset[str] | None = None
-        #: How a prompt's end is told, given the extensions the client asked for.
-        self.prompt_ending: Callable[[PromptEnded], PromptEnded] = _as_it_is
         self.codex_ready = False
         self.codex_lost_reason: str | None = None
         #: What every thread is started (or opened) with without a profile.
@@ -246,10 +237,8 @@ class Hub:
         self.face: Face
         #: The face's :attr:`Face.same` (read for every streamed delta).
         self._same: frozenset[type] = frozenset()
-        #: Update types someone must see before they go out (:meth:`before_updates`), what
-        #: sees them, and :attr:`_same` without them (the hot path's one set lookup).
-        self._watched: frozenset[type] = frozenset()
-        self._watcher: Callable[[str], None] = _see_nothing
+        #: :attr:`_same` without the turn's traffic, which a prompt's insertion may have to
+        #: precede (see :meth:`update`): the hot path's one set lookup.
         self._plain: frozenset[type] = frozenset()
         #: Codex methods Codex answered it does not know (experimental ones come and go).
         self.unknown_to_codex: set[str] = set()
@@ -282,14 +271,7 @@ class Hub:
         """Speak to the client through ``face`` from now on."""
         self.face = face
         self._same = face.same
-        self._plain = face.same - self._watched
-
-    def before_updates(self, kinds: frozenset[type], then: Callable[[str], None]) -> None:
-        """Call ``then(session_id)`` before each update of one of ``kinds`` goes to a session
-        the client is shown. One caller: the prompts feature sees the turn's traffic (a tool
-        call, a plan) to insert a prompt ahead of it."""
-        self._watched, self._watcher = kinds, then
-        self._plain = self._same - kinds
+        self._plain = face.same - TURN_TRAFFIC
 
     def reset_codex(self) -> None:
         """A new connection to Codex (it was restarted, or reconnected): a fresh peer,
@@ -428,7 +410,11 @@ class Hub:
         in the face's rendering.
 
         Only for a session the client is shown: a hidden sub-agent's updates, and
-        anything for a thread that is no session (closed, never shown), are dropped.
+        anything for a thread that is no session (closed, never shown), are dropped. A
+        turn's tool call or plan (:data:`~bridge.engine.core.turns.TURN_TRAFFIC`) follows
+        the insertion of the prompt whose turn it is: a prompt still awaiting its user
+        message item is inserted first, under an id of this bridge's (the client learns
+        of its work in order).
         """
         if session_id not in self._shown_ids:
             return
@@ -436,8 +422,12 @@ class Hub:
         if kind in self._plain:
             self._out.append(update_effect(session_id, update))
             return
-        if kind in self._watched:
-            self._watcher(session_id)
+        if kind in TURN_TRAFFIC:
+            record = self.threads.session(session_id)
+            if record is not None and record.awaiting_message is not None:
+                inserted = insert_awaited(self.threads, record, None)
+                if inserted is not None:
+                    self.state(inserted)
         if kind in self._same:
             self._out.append(update_effect(session_id, update))
             return
@@ -459,10 +449,10 @@ class Hub:
         if self._answering(self.open_client_requests, rid, "client"):
             self.face.refuse(rid, exc)
 
-    def end_prompt(self, fact: PromptEnded) -> None:
-        """A prompt's work ended (answered once, as :meth:`answer_client` does)."""
-        if self._answering(self.open_client_requests, fact.request_id, "client"):
-            self.face.state(self.prompt_ending(fact))
+    def answering_client(self, rid: RequestId) -> bool:
+        """Client request ``rid`` is answered now, by a fact the caller states (a prompt's
+        end): ``False`` (logged) when it was answered already, and nothing is to be sent."""
+        return self._answering(self.open_client_requests, rid, "client")
 
     def respond(self, rid: RequestId, result: Any) -> None:
         """Send the answer to client request ``rid`` (a face's rendering of it)."""

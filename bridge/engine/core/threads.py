@@ -55,9 +55,11 @@ class View(enum.Enum):
 # -- the parts of a record --------------------------------------------------------------
 
 
-class TurnStarter(enum.Enum):
-    """Who started a root turn that no ``session/prompt`` of this client's started."""
+class TurnKind(enum.Enum):
+    """Who a turn is for (:mod:`bridge.engine.core.turns`, which fixes it as the turn begins)."""
 
+    #: A ``session/prompt`` of this client's: its request waits for the turn to end.
+    PROMPT = "prompt"
     #: A steer on an idle session (``startedNewTurn``): no prompt request waits for the
     #: turn, but it is the session's turn all the same.
     STEER = "steer"
@@ -69,6 +71,8 @@ class TurnStarter(enum.Enum):
     #: prompt here waits for it, yet it is the session's turn: it streams, a cancel here
     #: stops it, and prompts sent here queue behind it.
     FOREIGN = "foreign"
+    #: A sub-agent's turn (Codex's ``turn/started`` on a child thread, or read from its turns).
+    SUBAGENT = "subagent"
 
 
 @dataclass(slots=True, eq=False)
@@ -78,6 +82,9 @@ class Turn:
     A root's turn exists from ``session/prompt`` (``request_id`` is the prompt
     to answer) until Codex says it ended; its ``id`` is known once Codex names
     it. A sub-agent's turn exists from ``turn/started`` to ``turn/completed``.
+    Its state (kind, id, cancel, interrupt, failure) changes only in
+    :mod:`bridge.engine.core.turns`, which also makes it; the features read it, and
+    keep its counts (user messages, errors, retries).
     """
 
     id: str | None = None
@@ -91,8 +98,8 @@ class Turn:
     #: Codex refused the ``turn/interrupt`` (the turn had just ended, most often): no
     #: ``turn/completed`` of it is to be awaited.
     interrupt_refused: bool = False
-    #: Who started it, when it is no prompt of this client's (see :class:`TurnStarter`).
-    started_by: TurnStarter | None = None
+    #: Who it is for (see :class:`TurnKind`).
+    kind: TurnKind = TurnKind.SUBAGENT
     #: A ``FOREIGN`` turn already running when the session opened here: the items it started
     #: since (the others began before, and stream nothing here: their text, partly
     #: streamed elsewhere, is shown whole when they complete).
@@ -412,6 +419,9 @@ class Threads:
         #: The own turns (``ThreadRecord.own_turns``) of the sessions forgotten (a dict for
         #: its order: the oldest go first past :data:`MAX_FORGOTTEN`).
         self.forgotten_turns: dict[str, None] = {}
+        #: Prompts inserted under a message id of this bridge's, numbered
+        #: (:func:`bridge.engine.core.turns.insert`).
+        self.prompt_ids = 0
 
     def census(self) -> dict[str, int]:
         """How much is held (a long life's measure: ``bench/soak.py``)."""

@@ -68,7 +68,7 @@ from ...jsonrpc.peer import ErrorObject
 from ..core import facts, workstate
 from ..core.hub import Hub, OnError, RequestHandler, keep_nothing
 from ..core.outbox import update_effect
-from ..core.threads import ThreadRecord, TurnStarter
+from ..core.threads import ThreadRecord, TurnKind
 
 log = logging.getLogger(__name__)
 
@@ -227,9 +227,7 @@ class V2Face:
         user; its end is reported as a Codex-started turn's is."""
         # The same rules as a sub-agent's state (Codex's status, the turn, what waits).
         state = workstate.snapshot(record).state
-        if (
-            record.turn is None or record.turn.started_by is TurnStarter.FOREIGN
-        ) and state != "idle":
+        if (record.turn is None or record.turn.kind is TurnKind.FOREIGN) and state != "idle":
             record.turn_elsewhere = workstate.ANY_TURN  # Codex's turn, not one started here
         record.shown_state = state
         self._emit(record.id, v2.StateUpdate(state=state), force=True)

@@ -29,7 +29,6 @@ from ...acp import air
 from ...acp import quota as acp_quota
 from ...codex import palette as codex_palette
 from ...codex import types as codex_types
-from ..core.facts import PromptEnded
 from ..core.hub import Hub, RequestHandler
 from .async_tasks import AsyncTasks
 from .providers import Providers
@@ -79,10 +78,6 @@ class Extensions:
 
     def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
         self.quotas.token_usage(note)
-
-    def prompt_ending(self, fact: PromptEnded) -> PromptEnded:
-        """A prompt's end as the client asked: AIR's failure record, else a quota's error."""
-        return self.quotas.prompt_ending(self.usage_limits.prompt_ending(fact))
 
     def advertised(self, meta: Any) -> Any:
         """The answer's ``_meta``, with AIR's extensions when the client is AIR."""

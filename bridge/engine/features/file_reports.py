@@ -111,11 +111,11 @@ class FileReports:
         if note.threadId in self._diffs:
             self._diffs[note.threadId] = note.diff
 
-    def prompt_ending(self, fact: facts.PromptEnded) -> facts.PromptEnded:
-        """The report of a prompt that asked for one, sent before its answer."""
+    def report_files(self, fact: facts.PromptEnded) -> None:
+        """Send the report of a prompt that asked for one (before its answer)."""
         asked = self._asked.pop(fact.request_id, None)
         if asked is None:
-            return fact
+            return
         record = fact.record
         diff = self._diffs.pop(record.id, None)
         report: dict[str, object] = {"version": air.VERSION, "requestId": asked}
@@ -140,4 +140,3 @@ class FileReports:
             )
         update = acp_tools.SessionInfoUpdate(meta=air.meta({air.FILE_CHANGE_REPORT: report}))
         self.hub.update(record.id, update)
-        return fact

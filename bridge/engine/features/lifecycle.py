@@ -43,6 +43,7 @@ from ...codex import threads
 from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
+from ..core import turns
 from ..core.hub import (
     Hub,
     StoredSessionParams,
@@ -51,7 +52,7 @@ from ..core.hub import (
     from_codex,
     malformed,
 )
-from ..core.threads import Status, ThreadRecord, Turn, TurnStarter
+from ..core.threads import Status, ThreadRecord, TurnKind
 from ..views.fork_point import turn_holding
 from ..views.stored_sessions import (
     NO_ROLLOUT,
@@ -200,11 +201,7 @@ class Lifecycle:
                 # turn too, named by the thread's turns when they were read (a load).
                 last = stored.turns[-1] if stored.turns else None
                 running = last is not None and last.status == "inProgress"
-                record.turn = Turn(
-                    id=last.id if running and last else None,
-                    started_by=TurnStarter.FOREIGN,
-                    joined=set(),
-                )
+                turns.joined(record, last.id if running and last else None)
             response = (
                 acp_sessions.LoadSessionResult() if replay else acp_sessions.ResumeSessionResult()
             )
@@ -517,7 +514,7 @@ class Lifecycle:
             record.closing.append(rid)
             return
         record.closing = [rid]
-        if record.turn is not None and record.turn.started_by is TurnStarter.FOREIGN:
+        if record.turn is not None and record.turn.kind is TurnKind.FOREIGN:
             # Another client's turn (another window, Codex's TUI): closing this window
             # leaves it to them, sub-agents and all; what this client queued behind it ends.
             self.prompts.cancel_queued(record)

@@ -39,7 +39,7 @@ from ...codex import types as codex_types
 from ...jsonrpc import RequestId
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub
-from ..core.threads import MAX_DEPTH, Pending, ThreadRecord, TurnStarter
+from ..core.threads import MAX_DEPTH, Pending, ThreadRecord, TurnKind
 from ..views.approval_views import Choice, CodexAnswer
 
 log = logging.getLogger(__name__)
@@ -412,8 +412,4 @@ class PendingRequests:
             if root is None or root.parent_id is None:
                 break
             root = self.hub.threads.get(root.parent_id)
-        return (
-            root is not None
-            and root.turn is not None
-            and root.turn.started_by is TurnStarter.FOREIGN
-        )
+        return root is not None and root.turn is not None and root.turn.kind is TurnKind.FOREIGN

@@ -19,7 +19,8 @@ named it: a turn Codex has not named yet is interrupted as soon as it is).
 ``/rewind`` alone is refused instead (-32600): it takes back finished prompts, and
 the one running would have it take back something else than the user saw. A
 turn another client of the same Codex started on the session is the session's
-turn too (``TurnStarter.FOREIGN``).
+turn too (``TurnKind.FOREIGN``). The turn's states and their changes are
+:mod:`bridge.engine.core.turns`'s: this feature tells it what happened.
 
 **Insertion.** A prompt is *inserted* when its work begins, as a user
 message with an id: the prompts feature states it
@@ -30,8 +31,10 @@ takes that item's id, the one history replays it under. It is inserted under
 an id of this bridge's (``SESSION-prompt-N``) when no such item will come or
 comes too late: a slash command, when Codex accepts its request (or at once
 when the bridge answers it itself); a turn whose tool call or plan
-(:data:`TURN_TRAFFIC`) is about to go out first; a turn that ends without one.
-A prompt refused before insertion is never inserted.
+(:data:`~bridge.engine.core.turns.TURN_TRAFFIC`) is about to go out first (the
+hub sees it: :meth:`~bridge.engine.core.hub.Hub.update`); a turn that ends without
+one. A prompt refused before insertion is never inserted. The insertion itself,
+whoever sees it first, is :func:`bridge.engine.core.turns.insert`.
 """
 
 from __future__ import annotations
@@ -43,8 +46,6 @@ from typing import Any, Protocol
 
 from msgspec import Raw
 
-from ...acp import permissions as acp_permissions
-from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import commands as codex_commands
 from ...codex import threads as codex_threads
@@ -52,10 +53,10 @@ from ...codex import types as codex_types
 from ...codex.messages import ItemNotification
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from ..core import facts
+from ..core import facts, turns
 from ..core.hub import Hub, check_directory, decode_params, from_codex
 from ..core.machines import LOCAL
-from ..core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn, TurnStarter
+from ..core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn, TurnKind
 from .commands import QuickCommand, command_request, is_rewind
 from .prompt_input import prompt_to_input
 from .steering import Steering
@@ -122,13 +123,13 @@ class Prompts:
     #: Called once a prompt has been answered because its turn ended or Codex
     #: refused to start it (``session/close`` waits for this).
     settled: Callable[[ThreadRecord], None]
+    #: Tells a prompt's end (its answer, and what the client's extensions add to it).
+    ended: Callable[[facts.PromptEnded], None]
     #: Input added to the running turn: it waits for the turn to be named, starts a
     #: turn of its own on an idle session (built here: it needs this feature's turns).
     steering: Steering = field(init=False)
     #: Quick commands answered so far (their messages' ids).
     _quick_count: int = field(default=0, init=False)
-    #: Prompts inserted under a message id of this bridge's, numbered.
-    _messages: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.steering = Steering(self.hub, turns=self, settings=self.settings)
@@ -211,23 +212,20 @@ class Prompts:
             return
         if isinstance(command, QuickCommand):  # a steer is input for the model, never a command
             command = None
-        turn = record.turn = Turn(
-            request_id=rid, started_by=TurnStarter.STEER if rid is None else None
-        )
+        turn = turns.begin(record, TurnKind.STEER if rid is None else TurnKind.PROMPT, rid)
 
         def accepted(result: codex_commands.CommandStartResult) -> None:
             if result.turn is not None:
                 record.unstored = False  # Codex writes the thread as it starts a turn
             # A command's result may name no turn (``thread/compact/start``): then
             # the ``turn/started`` that follows names it (:meth:`turn_started`).
-            if rid is not None and record.turn is turn and command is not None:
+            if rid is not None and turns.current(record, turn) and command is not None:
                 self._insert_now(record, rid)  # no user message item will name it
             if result.turn is not None:
                 self._name_turn(record, turn, result.turn.id)
 
         def refused(error: ErrorObject) -> None:
-            if record.turn is turn:
-                record.turn = None
+            if turns.end(record, turn):
                 if rid is not None and record.gone is not None:
                     self._end(
                         record, rid, RpcError.not_found(record.gone, {"sessionId": record.id})
@@ -246,7 +244,7 @@ class Prompts:
         machine = self.settings.machine(record)
 
         def send() -> None:
-            if record.turn is not turn:
+            if not turns.current(record, turn):
                 return
             if turn.cancel_requested:
                 # Cancelled while its machine was being reached: it never started.
@@ -261,9 +259,8 @@ class Prompts:
             )
 
         def unreached(reason: str | None) -> None:
-            if record.turn is not turn:
+            if not turns.end(record, turn):
                 return
-            record.turn = None
             if rid is not None and reason is None:
                 self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
             elif rid is not None and reason is not None:
@@ -290,9 +287,9 @@ class Prompts:
         turn = record.turn
         if turn is None or turn.cancel_requested:
             return
-        if not _root_turn(turn):
+        if not turns.is_root(turn):
             return  # a sub-agent's: its cancel is the sub-agents feature's
-        turn.cancel_requested = True
+        turns.cancel(turn)
         self.interrupt(record, turn)
 
     def cancel_queued(self, record: ThreadRecord) -> None:
@@ -328,30 +325,15 @@ class Prompts:
         if prompt is not None and prompt.message_id is None:
             self._insert(record, prompt, None)
 
-    def turn_traffic(self, session_id: str) -> None:
-        """A tool call or a plan (:data:`TURN_TRAFFIC`) is about to go to the session: a
-        prompt still awaiting its user message item is inserted first, under an id of this
-        bridge's (the client learns of its work in order)."""
-        record = self.hub.threads.session(session_id)
-        if record is not None and record.awaiting_message is not None:
-            self._insert_awaited(record, None)
-
     def _insert_awaited(self, record: ThreadRecord, message_id: str | None) -> None:
-        rid = record.awaiting_message
-        prompt = record.prompts.get(rid) if rid is not None else None
-        if prompt is not None:
-            self._insert(record, prompt, message_id)
+        inserted = turns.insert_awaited(self.hub.threads, record, message_id)
+        if inserted is not None:
+            self.hub.state(inserted)
 
     def _insert(self, record: ThreadRecord, prompt: Prompt, message_id: str | None) -> None:
         """State the prompt's insertion, as ``message_id`` or, when none is given, an id
         of this bridge's."""
-        if record.awaiting_message == prompt.request_id:
-            record.awaiting_message = None
-        if message_id is None:
-            self._messages += 1
-            message_id = f"{record.id}-prompt-{self._messages}"
-        prompt.message_id = message_id
-        self.hub.state(facts.PromptInserted(record, prompt.request_id, message_id, prompt.content))
+        self.hub.state(turns.insert(self.hub.threads, record, prompt, message_id))
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -359,15 +341,14 @@ class Prompts:
         """A command answered as agent text, without a turn; the session is busy (prompts
         queue) until it is answered, and a cancel meanwhile answers it ``cancelled``."""
         hub = self.hub
-        turn = record.turn = Turn(request_id=rid, started_by=TurnStarter.QUICK)
+        turn = turns.begin(record, TurnKind.QUICK, rid)
         self._quick_count += 1
         self._insert_now(record, rid)
         message_id = f"{command.name}-{self._quick_count}"
 
         def finish() -> bool:
-            if record.turn is not turn:
+            if not turns.end(record, turn):
                 return False
-            record.turn = None
             if turn.cancel_requested:
                 self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
                 self._settle(record)
@@ -406,11 +387,10 @@ class Prompts:
     def _name_turn(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
         """Codex named the session's turn (its answer to ``turn/start``, or ``turn/started``,
         whichever came first): a cancel or a stop waiting for the id is sent now."""
-        if record.turn is not turn or turn.id is not None:
+        if not turns.named(record, turn, turn_id):
             return
-        turn.id = turn_id
-        record.own_turns.add(turn_id)
-        if turn.started_by is not TurnStarter.FOREIGN and record.settings is not None:
+        # Where it acts, for a rewind (Codex's stored turns do not say).
+        if turn.kind is not TurnKind.FOREIGN and record.settings is not None:
             record.turn_machines[turn_id] = record.settings.machine
         if turn.cancel_requested or turn.failure is not None:
             self.interrupt(record, turn)
@@ -421,15 +401,14 @@ class Prompts:
         :mod:`bridge.engine.features.retries`); its prompt settles at ``turn/completed``."""
         # Without a turn id there is nothing to interrupt yet; _name_turn sends
         # it as soon as Codex names the turn.
-        if turn.id is None and turn.started_by is TurnStarter.FOREIGN and not turn.interrupt_sent:
+        if turns.looking_up(turn):
             # Another client's turn already running when this session opened: Codex
             # names it in the thread's turns.
-            turn.interrupt_sent = True
             self._find_running_turn(record, turn)
             return
-        if turn.id is None or turn.interrupt_sent:
+        if not turns.interrupting(turn):
             return
-        turn.interrupt_sent = True
+        assert turn.id is not None
 
         def refused(error: ErrorObject) -> None:
             # The turn may have ended just before the interrupt arrived; its
@@ -450,11 +429,10 @@ class Prompts:
 
         def read(result: codex_threads.ThreadReadResult) -> None:
             last = result.thread.turns[-1] if result.thread.turns else None
-            if record.turn is not turn or last is None or last.status != "inProgress":
+            if last is None or last.status != "inProgress":
                 return
-            turn.id = last.id
-            turn.interrupt_sent = False
-            self.interrupt(record, turn)
+            if turns.found(record, turn, last.id):
+                self.interrupt(record, turn)
 
         self.hub.codex_request(
             "thread/read",
@@ -469,15 +447,15 @@ class Prompts:
         if record is None or record.parent_id is not None:
             return
         record.unstored = False
-        if record.turn is None:
+        if turns.foreign_started(record, note.turn.id) is not None:
             # Started by another client of the same Codex (another window on this
-            # session, Codex's TUI): the session's turn all the same (see TurnStarter.FOREIGN).
-            record.turn = Turn(id=note.turn.id, started_by=TurnStarter.FOREIGN)
+            # session, Codex's TUI): the session's turn all the same (see TurnKind.FOREIGN).
             log.info("session %s: turn %s started by another client", record.id, note.turn.id)
             self.steering.turn_known(record)
             return
-        if _root_turn(record.turn):
-            self._name_turn(record, record.turn, note.turn.id)
+        turn = record.turn
+        if turn is not None and turns.is_root(turn):
+            self._name_turn(record, turn, note.turn.id)
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
         hub = self.hub
@@ -490,11 +468,11 @@ class Prompts:
         turn = record.turn
         if (
             turn is None
-            or not _root_turn(turn)
+            or not turns.is_root(turn)
             or (turn.id is not None and turn.id != note.turn.id)
         ):
             return
-        record.turn = None
+        turns.end(record, turn)
         rid = turn.request_id
         if rid is None:  # a steer's turn or another client's: nobody here waits for it
             self._settle(record)
@@ -537,7 +515,7 @@ class Prompts:
                 record.awaiting_message = None  # refused before Codex named it: never inserted
             elif prompt is not None and prompt.message_id is None:
                 self._insert(record, prompt, None)  # its turn ran, though no item named it
-        self.hub.end_prompt(facts.PromptEnded(record, rid, prompt, outcome))
+        self.ended(facts.PromptEnded(record, rid, prompt, outcome))
 
     # -- what every turn states -----------------------------------------------------------
 
@@ -588,12 +566,12 @@ class Prompts:
             for waiting in queued:
                 self._end(record, waiting.request_id, RpcError.internal(reason))
             turn = record.turn
-            if turn is not None and turn.started_by in (TurnStarter.STEER, TurnStarter.FOREIGN):
-                record.turn = None
+            if turn is not None and turn.kind in (TurnKind.STEER, TurnKind.FOREIGN):
+                turns.lost(record)
                 record.streamed_items.clear()
                 record.withheld_items.clear()
             elif turn is not None and turn.request_id is not None:
-                record.turn = None
+                turns.lost(record)
                 record.streamed_items.clear()
                 record.withheld_items.clear()
                 if turn.cancel_requested:
@@ -604,25 +582,5 @@ class Prompts:
                     self._end(record, turn.request_id, RpcError.internal(reason))
 
 
-#: The session updates only a turn sends, which a prompt's insertion precedes
-#: (:meth:`Prompts.turn_traffic`).
-TURN_TRAFFIC: frozenset[type] = frozenset(
-    {
-        acp_tools.ToolCall,
-        acp_tools.ToolCallUpdate,
-        acp_permissions.ToolCallStatusUpdate,
-        acp_tools.Plan,
-    }
-)
-
-
 def _ignore(_result: Any) -> None:
     pass
-
-
-def _root_turn(turn: Turn) -> bool:
-    """A turn of Codex's this feature runs: a prompt's, a steer's on an idle session, or
-    another client's on the session (a slash command answered without a turn has none)."""
-    return turn.started_by is not TurnStarter.QUICK and (
-        turn.request_id is not None or turn.started_by is not None
-    )

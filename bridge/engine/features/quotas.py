@@ -216,7 +216,9 @@ class Quotas:
             if value is not None:
                 counted[name] = counted.get(name, 0) + value
 
-    def prompt_ending(self, fact: facts.PromptEnded) -> facts.PromptEnded:
+    def with_quota(self, fact: facts.PromptEnded) -> facts.PromptEnded:
+        """The prompt's answer with the tokens its turn used (v1), or a turn refused for
+        usage as ``quotaExceeded``."""
         tokens = self._prompt_tokens.pop(fact.record.id, None)
         result = fact.outcome
         if self.on and self.hub.face.version == 1 and isinstance(result, acp_types.PromptResult):

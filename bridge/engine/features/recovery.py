@@ -30,9 +30,9 @@ from msgspec import UNSET
 
 from ...codex import threads as codex_threads
 from ...jsonrpc.peer import ErrorObject
-from ..core import workstate
+from ..core import turns, workstate
 from ..core.hub import Hub
-from ..core.threads import Status, ThreadRecord, Turn
+from ..core.threads import Status, ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -142,13 +142,14 @@ class Recovery:
             stored = result.thread
             record.lost = False
             record.status = Status.of(stored.status)
-            record.turn = None
             last = stored.turns[-1] if stored.turns else None
             if last is not None and last.status == "inProgress":
-                record.turn = Turn(id=last.id, root_turn_id=last.rootTurnId)
-            elif last is not None:
-                error = last.error.message if last.error else None
-                record.outcome = workstate.turn_outcome(last.status, error)
+                turns.subagent_running(record, last.id, last.rootTurnId)
+            else:
+                turns.subagent_running(record, None)
+                if last is not None:
+                    error = last.error.message if last.error else None
+                    record.outcome = workstate.turn_outcome(last.status, error)
             self.subagents.report(record)
 
         def failed(error: ErrorObject) -> None:

@@ -32,6 +32,7 @@ from ...codex import palette as codex_palette
 from ...codex import settings as codex_settings
 from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, RpcError
+from ..core import turns
 from ..core.hub import Hub
 from ..core.threads import ThreadRecord, Turn
 from ..views import translate
@@ -104,7 +105,7 @@ class Retries:
             return
 
         def read(result: codex_palette.AccountReadResult) -> None:
-            if record.turn is not turn or turn.failure is not None:
+            if not turns.current(record, turn) or turn.failure is not None:
                 return
             if result.requiresOpenaiAuth and result.account is None:
                 self._stop(
@@ -140,7 +141,7 @@ class Retries:
         why = _retry_reason(note.error)
 
         def fail(where: str) -> None:
-            if record.turn is turn and turn.failure is None:
+            if turns.current(record, turn) and turn.failure is None:
                 message = f"Codex could not reach {where} after {turn.retries} attempts: {why}"
                 self._stop(record, turn, RpcError(ErrorCode.INTERNAL_ERROR, message, data))
 
@@ -169,7 +170,7 @@ class Retries:
     def _stop(self, record: ThreadRecord, turn: Turn, failure: RpcError) -> None:
         """End the turn for ``failure``: interrupted now, the prompt answered with it once
         Codex reports the turn ended (every update of the turn before the answer)."""
-        turn.failure = failure
+        turns.fail(turn, failure)
         log.warning("session %s: stopping its turn: %s", record.id, failure.message)
         self._prompts.interrupt(record, turn)
 

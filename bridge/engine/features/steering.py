@@ -37,7 +37,7 @@ from ...codex.messages import ItemNotification
 from ...jsonrpc import RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from ..core.hub import Hub, decode_params
-from ..core.threads import ThreadRecord, TurnStarter
+from ..core.threads import ThreadRecord, TurnKind
 from ..views import history
 from .prompt_input import prompt_to_input
 
@@ -117,7 +117,7 @@ class Steering:
             return
         turn.user_messages += 1
         # Another client's turn (another window, Codex's TUI): its prompt is news here.
-        if turn.started_by in (TurnStarter.STEER, TurnStarter.FOREIGN) or turn.user_messages > 1:
+        if turn.kind in (TurnKind.STEER, TurnKind.FOREIGN) or turn.user_messages > 1:
             for update in history.item_updates(item):
                 self.hub.update(record.id, update)
 

@@ -40,8 +40,9 @@ from ...codex import threads as codex_threads
 from ...codex import types as codex_types
 from ...codex.messages import ThreadItem
 from ...jsonrpc.peer import ErrorObject
+from ..core import turns
 from ..core.hub import Hub
-from ..core.threads import ThreadRecord, Turn, TurnStarter
+from ..core.threads import ThreadRecord, TurnKind
 from ..views import history, tool_views
 from .history_pages import HistoryPages
 
@@ -142,7 +143,7 @@ class SubagentHistory:
 
         # Another client's turn runs (the thread was active at the resume): the last turn
         # names it.
-        foreign = root.turn is not None and root.turn.started_by is TurnStarter.FOREIGN
+        foreign = root.turn is not None and root.turn.kind is TurnKind.FOREIGN
         HistoryPages(self.hub, root.id, replay, done, last_turn=foreign).start()
 
     def _replay_root(self, root: ThreadRecord, items: list[ThreadItem], tree: _Tree) -> None:
@@ -496,15 +497,15 @@ def _tool_ids(items: list[ThreadItem]) -> set[str]:
 def _last_turn(root: ThreadRecord, turn: codex_types.Turn) -> None:
     """The last turn listed so far: when another client's turn runs on the thread (its
     status ``active`` at the resume), the one in progress is that turn."""
-    if root.turn is not None and root.turn.started_by is TurnStarter.FOREIGN:
-        root.turn.id = turn.id if turn.status == "inProgress" else None
+    if root.turn is not None and root.turn.kind is TurnKind.FOREIGN:
+        turns.found(root, root.turn, turn.id if turn.status == "inProgress" else None)
 
 
 def _running_child(child: ThreadRecord, last: codex_types.Turn | None) -> None:
     """A sub-agent whose last stored turn is in progress runs it (or ran it when its Codex
     stopped)."""
     if last is not None and last.status == "inProgress":
-        child.turn = Turn(id=last.id)
+        turns.subagent_running(child, last.id)
 
 
 def _is_spawn(item: ThreadItem) -> bool:

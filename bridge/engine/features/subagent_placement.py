@@ -32,8 +32,9 @@ from ...acp import subagents as acp_subagents
 from ...codex import threads as codex_threads
 from ...codex import types as codex_types
 from ...jsonrpc.peer import ErrorObject
+from ..core import turns
 from ..core.hub import Hub
-from ..core.threads import Held, ThreadRecord, Turn, Unplaced
+from ..core.threads import Held, ThreadRecord, Unplaced
 from .subagent_work import SubagentWork
 
 log = logging.getLogger(__name__)
@@ -323,7 +324,7 @@ class Placement:
             running = _running_turn(held)
             if running is not None:
                 # Work for a session that was closed: stop it (Codex does not cascade).
-                record.turn = Turn(id=running, cancel_requested=True)
+                turns.unwanted(record, running)
                 self._work.interrupt(record)
             for message in held:
                 self._refeed(message)

@@ -27,9 +27,9 @@ from msgspec import UNSET
 from ...acp import subagents as acp_subagents
 from ...codex import types as codex_types
 from ...jsonrpc.peer import ErrorObject
-from ..core import workstate
+from ..core import turns, workstate
 from ..core.hub import Hub
-from ..core.threads import Status, ThreadRecord, Turn
+from ..core.threads import Status, ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -78,33 +78,26 @@ class SubagentWork:
         ):
             # Work a sub-agent of a closed session starts: no one wants it (RFD: closing
             # a parent cancels its descendants' work, and Codex does not cascade).
-            self.interrupt(ThreadRecord(note.threadId, turn=Turn(id=note.turn.id)))
+            stray = ThreadRecord(note.threadId)
+            turns.unwanted(stray, note.turn.id)
+            self.interrupt(stray)
             return
         if record is None or not record.is_child:
             return
-        previous = record.turn
-        if previous is not None and previous.id == note.turn.id:
-            turn = previous
-        else:
-            # A turn whose end was never seen: a cancel that reached it still stands.
-            turn = Turn(
-                id=note.turn.id, cancel_requested=previous is not None and previous.cancel_requested
-            )
-        turn.root_turn_id = note.turn.rootTurnId
-        record.turn = turn
+        # A turn whose end was never seen is replaced: a cancel that reached it still stands.
+        turn = turns.subagent_started(record, note.turn.id, note.turn.rootTurnId)
         record.unstarted = False
         self.report(record)
         if self.hub.threads.in_cancelled_work(record):
             # A turn of work the client cancelled (Codex does not cascade): stop it now.
-            turn.cancel_requested = True
+            turns.cancel(turn)
             self.interrupt(record)
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
         record = self.hub.threads.session(note.threadId)
         if record is None or not record.is_child:
             return
-        if record.turn is not None and record.turn.id == note.turn.id:
-            record.turn = None
+        turns.end_named(record, note.turn.id)
         error = note.turn.error.message if note.turn.error else None
         workstate.turn_ended(record, note.turn.status, error)
         self.report(record)
@@ -138,7 +131,7 @@ class SubagentWork:
         for record in self.hub.threads.children():
             reported = record.reported
             if reported is not None and reported.state in ("running", "requires_action"):
-                record.turn = None
+                turns.lost(record)
                 record.lost = True
                 self.report(record)
 
@@ -157,7 +150,7 @@ class SubagentWork:
         targets = [record] if record is not None and record.is_child else []
         for child in targets + threads.descendants(session_id):
             if child.turn is not None:
-                child.turn.cancel_requested = True
+                turns.cancel(child.turn)
                 self.interrupt(child)
             if child.id != session_id:
                 self._cancel_questions(child.id)
@@ -165,14 +158,14 @@ class SubagentWork:
     def interrupt(self, record: ThreadRecord) -> None:
         """Ask Codex to interrupt ``record``'s turn, once; its ``turn/completed`` tells the end."""
         turn = record.turn
-        if turn is None or turn.id is None or turn.interrupt_sent:
+        if turn is None or not turns.interrupting(turn):
             return
-        turn.interrupt_sent = True
+        assert turn.id is not None
 
         def refused(error: ErrorObject) -> None:
             # The turn may have just ended; its turn/completed reports what happened.
             log.info("turn/interrupt of %s refused: %s", record.id, error.message)
-            turn.interrupt_refused = True
+            turns.interrupt_refused(turn)
             self._interrupt_refused()
 
         self.hub.codex_request(

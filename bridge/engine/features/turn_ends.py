@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...codex import types as codex_types
+from ..core import turns
 from ..core.hub import Hub
+from ..core.turns import Interrupt, TurnState
 
 
 class TurnEnds:
@@ -63,8 +65,7 @@ class TurnEnds:
             return False
         return any(
             child.turn is not None
-            and child.turn.cancel_requested
-            and child.turn.interrupt_sent
-            and not child.turn.interrupt_refused
+            and turns.state(child) is TurnState.CANCELLING
+            and turns.interrupt(child.turn) is Interrupt.SENT
             for child in self.hub.threads.descendants(record.id)
         )

@@ -98,8 +98,9 @@ class UsageLimits:
 
     # -- a failed turn, as AIR's record ----------------------------------------------------
 
-    def prompt_ending(self, fact: facts.PromptEnded) -> facts.PromptEnded:
-        """A failed turn's error → ``end_turn`` with AIR's ``sessionFailure``, if declared."""
+    def record_failure(self, fact: facts.PromptEnded) -> facts.PromptEnded:
+        """A failed turn's error as AIR's ``sessionFailure``, if declared: v1's answer is
+        ``end_turn`` carrying it (returned); in v2 it is sent on the session's stream now."""
         declared = self.hub.air
         error = fact.outcome
         if (
