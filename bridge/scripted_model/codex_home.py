@@ -2,7 +2,8 @@
 
 Codex reads ``$CODEX_HOME/config.toml`` at start-up. The file written here selects a custom model
 provider (``mock``) whose ``base_url`` is the scripted model, turns off what would reach the network
-(update checks, analytics, plugins) and the login shell Codex runs at each thread's start, and
+(update checks, analytics, plugins) and the login shell Codex runs at each thread's start and for
+each command, and
 disables retries, so that a scripted failure fails the turn at once instead of being replayed
 against the same script.
 """
@@ -26,6 +27,10 @@ def codex_config(model_base_url: str) -> dict[str, Any]:
         "approval_policy": "on-request",
         "sandbox_mode": "workspace-write",
         "check_for_update_on_startup": False,
+        # Commands run with ``bash -c``, not the login shell: a profile that runs a tool of
+        # its own at every start (pyenv's rehash, which waits up to a minute on a lock that a
+        # killed shell left) would hold every command of the tests and the demo.
+        "allow_login_shell": False,
         "analytics": {"enabled": False},
         # No shell snapshot: at every thread's start Codex would run the user's login shell
         # (``bash -lc``, their whole profile) to capture its environment, which costs more
