@@ -126,6 +126,34 @@ def test_a_steer_racing_the_end_of_its_turn_is_never_lost() -> None:
             assert sent(h, "turn/start")[-1]["params"]["input"][0]["text"] == "late words"
 
 
+def test_a_steer_racing_into_a_queued_prompts_turn_goes_into_it() -> None:
+    """The steer's turn ends and the prompt queued behind it starts before Codex refuses
+    the steer: the words go into the turn that now runs, and the queued prompt is
+    answered when its turn ends (a new turn over it left it unanswered for ever)."""
+    h = Harness()
+    sid = h.new_session()
+    first = h.start_prompt(sid, turn_id="turn-1")
+    queued = h.client_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "second"}]}
+    )
+    rid = steer(h, sid, "late words")
+    h.complete_turn(sid, "turn-1")
+    assert h.result(first) == {"stopReason": "end_turn"}
+    [start] = sent(h, "turn/start")[1:]
+    assert start["params"]["input"][0]["text"] == "second"
+    h.codex_error(sent(h, "turn/steer")[0]["id"], "expected active turn id turn-1")
+    assert h.client_response(rid) is None  # waits for the queued prompt's turn to be named
+    h.codex_reply(start["id"], {"turn": {"id": "turn-2", "status": "inProgress", "items": []}})
+    again = sent(h, "turn/steer")[1]
+    assert again["params"]["expectedTurnId"] == "turn-2"
+    assert again["params"]["input"][0]["text"] == "late words"
+    h.codex_reply(again["id"], {"turnId": "turn-2"})
+    assert h.result(rid) == {"outcome": "injected"}
+    assert len(sent(h, "turn/start")) == 2  # no turn of its own
+    h.complete_turn(sid, "turn-2")
+    assert h.result(queued) == {"stopReason": "end_turn"}
+
+
 def test_codex_refusing_a_steer_for_another_reason_is_failed_with_its_words() -> None:
     h = Harness()
     sid = h.new_session()

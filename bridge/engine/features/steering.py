@@ -12,8 +12,9 @@ the model reads them at its next step. Codex does exactly this with ``turn/steer
   asked for it (``_meta.steering.idleBehavior``), else a new turn starts with the
   input (``startedNewTurn``), its updates streaming as a prompt's do.
 - **A steer racing the turn's end** is settled by Codex: ``expectedTurnId`` no
-  longer matches, Codex refuses, and the steer is handled as on an idle session.
-  Never lost.
+  longer matches, Codex refuses, and the steer is handled as on an idle session, or,
+  when a prompt queued behind the turn has started its own meanwhile, steered into
+  that one. Never lost, and never in a queued prompt's place.
 - Steers of one session are handled one at a time, in arrival order. A cancel
   answers the ones still waiting ``failed`` (reason ``cancelled``).
 
@@ -156,8 +157,16 @@ class Steering:
             self._next(record)
 
         def refused(error: ErrorObject) -> None:
-            self._done(record, steer)
             turn = record.turn
+            if turn is not None and turn.id != turn_id and not turn.cancel_requested:
+                # Its turn ended and another began (a prompt queued behind it): the words
+                # go into the turn that runs now, once Codex has named it. Starting a turn
+                # of their own would take the queued prompt's place, never to be answered.
+                log.info("turn/steer raced the end of turn %s: into the next", turn_id)
+                steer.sent = False
+                self._next(record)
+                return
+            self._done(record, steer)
             if turn is None or turn.id != turn_id or turn.cancel_requested:
                 # The turn ended (or is ending) before Codex took the input: as if idle.
                 log.info("turn/steer raced the end of turn %s: %s", turn_id, error.message)
