@@ -56,7 +56,7 @@ from bridge.daemon.runtime import read_info, running_daemon
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.scripted_model.directives import words_text
-from bridge.shell.census import ENV_CENSUS, ENV_CENSUS_TASKS
+from bridge.shell.census import ENV_CENSUS, ENV_CENSUS_HEAP, ENV_CENSUS_TASKS
 from bridge.shell.codex_process import codex_launch
 from bridge.shell.codex_transport import ENV_CODEX_BIN, find_codex
 
@@ -133,6 +133,8 @@ class Sample:
     machine: str = "-"
     #: The daemon's picture of threads, and the page's rows.
     picture: int = -1
+    #: With --heap: where the daemon's heap grew since its first minute.
+    daemon_heap: list[Any] = field(default_factory=list)
     #: The daemon's tasks by name, and the long-lived serve's whole census.
     daemon_names: dict[str, int] = field(default_factory=dict)
     long_census: dict[str, Any] = field(default_factory=dict)
@@ -497,6 +499,7 @@ async def sample(
         else "-",
         daemon_names=census(census_dir, daemon_pid).get("taskNames", {}),
         picture=census(census_dir, daemon_pid).get("pictureThreads", -1),
+        daemon_heap=census(census_dir, daemon_pid).get("heapGrowth", []),
         long_census=census(census_dir, tally.long_lived) if tally.long_lived else {},
     )
 
@@ -575,6 +578,8 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
     }
     for name, (before, after) in sorted(grew.items(), key=lambda kv: kv[1][0] - kv[1][1]):
         print(f"  daemon task grew: {before} → {after}  {name}")
+    for site, size, blocks in idle.daemon_heap:
+        print(f"  daemon heap grew: {size / 1e3:+9.1f} kB {blocks:+7d} blocks  {site}")
     if idle.long_census:
         held = {k: v for k, v in idle.long_census.items() if k != "taskNames"}
         print(f"long-lived serve at the end: {json.dumps(held)}")
@@ -618,12 +623,13 @@ async def main(args: argparse.Namespace) -> int:
             model: ScriptedModel = await nursery.start(serve_scripted_model)
             write_codex_home(home, model.base_url)
             with (tmp / "daemon.log").open("ab") as out:
+                daemon_env = {**env, ENV_CENSUS_HEAP: "1"} if args.heap else env
                 daemon = await trio.lowlevel.open_process(
                     [
                         *[sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)],
                         *["--machine", machine_url, "--ssh-command", ssh_command],
                     ],
-                    env=env,
+                    env=daemon_env,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=out,
@@ -714,6 +720,9 @@ if __name__ == "__main__":
         "--drop-every", type=float, default=150.0, help="seconds between machine drops"
     )
     parser.add_argument("--down-for", type=float, default=20.0, help="seconds a drop lasts")
+    parser.add_argument(
+        "--heap", action="store_true", help="trace the daemon's heap (slow): where it grew"
+    )
     parser.add_argument(
         "--daemon-threads", type=int, default=300, help="threads the daemon's picture keeps"
     )

@@ -217,3 +217,32 @@ def test_another_clients_root_read_only_to_place_its_sub_agent_is_not_kept() -> 
     assert _reads(h) == reads
     h.codex_notify("thread/status/changed", {"threadId": "child", "status": {"type": "idle"}})
     assert h.engine.census()["records"] == 1
+
+
+async def test_with_the_heap_asked_for_the_census_says_where_it_grew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracemalloc
+
+    from bridge.shell import census
+
+    monkeypatch.setenv(ENV_CENSUS, str(tmp_path))
+    monkeypatch.setenv(census.ENV_CENSUS_HEAP, "1")
+    monkeypatch.setattr(census, "HEAP_SECONDS", 0.05)
+    monkeypatch.setattr(census, "INTERVAL_SECONDS", 0.01)
+    written = tmp_path / f"{os.getpid()}.json"
+    kept: list[bytes] = []
+    try:
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(keep_census)
+                while "heapGrowth" not in json.loads(
+                    written.read_text() if written.exists() else "{}"
+                ):
+                    kept.append(bytes(10_000))  # a "leak" between two looks
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+    finally:
+        tracemalloc.stop()
+    sites = json.loads(written.read_text())["heapGrowth"]
+    assert any("test_census.py" in site and size > 0 for site, size, _blocks in sites)
