@@ -547,8 +547,10 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
     print(f"  daemon RSS   {slope(warm, lambda s: s.daemon_rss) / 1e6:+.2f} MB")
     print(f"  daemon fds   {slope(warm, lambda s: s.daemon_fds):+.2f}")
     print(f"  daemon tasks {slope(warm, lambda s: s.daemon_tasks):+.2f}")
-    print(f"  long-lived serve RSS {slope(warm, lambda s: s.long_rss) / 1e6:+.2f} MB")
-    print(f"  long-lived serve records {slope(warm, lambda s: s.long_records):+.2f}")
+    # Its own samples only: none once it has left (or before it wrote its census).
+    long = [s for s in warm if s.long_rss > 0 and s.long_records >= 0]
+    print(f"  long-lived serve RSS {slope(long, lambda s: s.long_rss) / 1e6:+.2f} MB")
+    print(f"  long-lived serve records {slope(long, lambda s: s.long_records):+.2f}")
     rss_values = [s.daemon_rss for s in warm]
     if len(rss_values) > 2:
         print(
