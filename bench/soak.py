@@ -583,8 +583,10 @@ def report(samples: list[Sample], idle: Sample, baseline: Sample, tally: Tally) 
     for site, size, blocks in idle.daemon_heap:
         print(f"  daemon heap grew: {size / 1e3:+9.1f} kB {blocks:+7d} blocks  {site}")
     if idle.long_census:
-        held = {k: v for k, v in idle.long_census.items() if k != "taskNames"}
+        held = {k: v for k, v in idle.long_census.items() if k not in ("taskNames", "heapGrowth")}
         print(f"long-lived serve at the end: {json.dumps(held)}")
+        for site, size, blocks in idle.long_census.get("heapGrowth", []):
+            print(f"  its heap grew: {size / 1e3:+9.1f} kB {blocks:+7d} blocks  {site}")
     problems = list(tally.problems)
     if idle.daemon_tasks > baseline.daemon_tasks + 2:
         problems.append(f"daemon tasks {baseline.daemon_tasks} → {idle.daemon_tasks} when idle")
@@ -697,7 +699,8 @@ async def _drive(
                     editor,
                     number,
                     argv,
-                    env,
+                    # With --heap the serve that stays the whole run traces its heap too.
+                    {**env, ENV_CENSUS_HEAP: "1"} if args.heap and number == 0 else env,
                     cwd,
                     tmp / f"serve-{number}.log",
                     random.Random(seed),
@@ -723,7 +726,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--down-for", type=float, default=20.0, help="seconds a drop lasts")
     parser.add_argument(
-        "--heap", action="store_true", help="trace the daemon's heap (slow): where it grew"
+        "--heap",
+        action="store_true",
+        help="trace the heap of the daemon and of the serve that stays (slow): where it grew",
     )
     parser.add_argument(
         "--daemon-threads", type=int, default=300, help="threads the daemon's picture keeps"
