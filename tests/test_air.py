@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from bridge.acp import air
-from bridge.engine.features.file_reports import changed_paths
-from bridge.engine.features.session_index import row_state
+from bridge.engine.features.prompts.file_reports import changed_paths
+from bridge.engine.features.sessions.index import row_state
 from bridge.jsonrpc import RpcError
 
 from .support.air import ALWAYS

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bridge.engine.features.file_reports import UNCERTAINTY
+from bridge.engine.features.prompts.file_reports import UNCERTAINTY
 from tests.support.air import declaring
 from tests.support.engine_harness import Harness, skills_list
 from tests.test_v2 import V2

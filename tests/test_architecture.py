@@ -324,6 +324,42 @@ def feature_map(
     return features, owners
 
 
+def room_violations_in_features(
+    modules: Mapping[str, Path],
+    graph: Mapping[str, Iterable[str]],
+    *,
+    package: str = FEATURES_PACKAGE,
+    wiring: str = WIRING_MODULE,
+) -> list[str]:
+    """What breaks the layout of ``package``: every module lives in a room (a subpackage);
+    a room's public modules are the features the wiring builds, its private ones (``_name``)
+    their parts and helpers, imported only from inside the room."""
+    features, owners = feature_map(modules, graph, package=package, wiring=wiring)
+    depth = package.count(".") + 1
+    found: list[str] = []
+    for name in sorted(m for m in modules if m.startswith(f"{package}.")):
+        parts = name.split(".")
+        room = ".".join(parts[: depth + 1])
+        if len(parts) == depth + 1 and not _is_package(modules[name]):
+            found.append(f"{name}: outside a room")
+            continue
+        if name == room:
+            continue
+        private = parts[-1].startswith("_")
+        if name in features and private:
+            found.append(f"{name}: a feature, yet private")
+        if not private and name not in features:
+            found.append(f"{name}: public, yet no feature the wiring builds (make it _{parts[-1]})")
+        if private:
+            strangers = [m for m in importers_of(name, graph) if not m.startswith(f"{room}.")]
+            if strangers:
+                found.append(f"{name}: private to {room}, imported by {', '.join(strangers)}")
+        for owner in owners.get(name, ()):
+            if not owner.startswith(f"{room}."):
+                found.append(f"{name}: a part of {owner}, in another room")
+    return found
+
+
 def tangles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     """The groups of modules that all reach each other (each one a knot to untie)."""
     return [c for c in _strongly_connected(graph) if len(c) > 1]
@@ -527,7 +563,7 @@ def test_the_features_are_the_classes_the_wiring_builds() -> None:
     # package on the hub is what it builds, and it builds nothing else from there.
     built = built_classes(WIRING_MODULE, MODULES)
     from_features = {m for m in built.values() if m.startswith(f"{FEATURES_PACKAGE}.")}
-    assert "bridge.engine.features.prompts" in FEATURE_MODULES
+    assert "bridge.engine.features.prompts.prompts" in FEATURE_MODULES
     assert sorted(from_features) == FEATURE_MODULES, (
         "the wiring builds a class of each feature it imports, and only those: "
         f"built from {sorted(from_features)}, features {FEATURE_MODULES}"
@@ -544,6 +580,12 @@ def test_a_feature_is_imported_only_by_the_wiring_module(feature: str) -> None:
             f"{feature} must be imported by {WIRING_MODULE} alone; imported by: {by}",
             pytrace=False,
         )
+
+
+def test_features_live_in_rooms_with_their_parts_private() -> None:
+    found = room_violations_in_features(MODULES, GRAPH)
+    if found:
+        pytest.fail("features/ out of shape:\n  " + "\n  ".join(found), pytrace=False)
 
 
 @pytest.mark.parametrize("part", sorted(PART_OWNERS))
@@ -752,6 +794,49 @@ def test_the_feature_map_tells_features_from_parts(tmp_path: Path) -> None:
     graph = import_graph(find_modules(package))
     _, owners = feature_map(modules, graph, package="fake.features", wiring="fake.wiring")
     assert owners["fake.features.steering"] == set(features)
+
+
+def test_the_room_check_sees_each_way_out_of_shape(tmp_path: Path) -> None:
+    hub_class = "    def __init__(self, hub): ...\n"
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/features/__init__.py": "",
+            "fake/features/loose.py": "",
+            "fake/features/prompts/__init__.py": "",
+            "fake/features/prompts/prompts.py": (
+                f"from ._steering import Steering\nfrom ._input import blocks\n"
+                f"class Prompts:\n{hub_class}"
+            ),
+            "fake/features/prompts/_steering.py": f"class Steering:\n{hub_class}",
+            "fake/features/prompts/_input.py": "def blocks(): ...\n",
+            "fake/features/prompts/_wired.py": f"class Wired:\n{hub_class}",
+            "fake/features/prompts/helper.py": "def help(): ...\n",
+            "fake/features/other/__init__.py": "",
+            "fake/features/other/other.py": (
+                f"from ..prompts._input import blocks\nclass Other:\n{hub_class}"
+            ),
+            "fake/wiring.py": (
+                "from .features.prompts.prompts import Prompts\n"
+                "from .features.prompts._wired import Wired\n"
+                "from .features.other.other import Other\n"
+            ),
+        },
+    )
+    modules = find_modules(package)
+    graph = import_graph(modules)
+    found = room_violations_in_features(
+        modules, graph, package="fake.features", wiring="fake.wiring"
+    )
+    assert found == [
+        "fake.features.loose: outside a room",
+        "fake.features.prompts._input: private to fake.features.prompts, "
+        "imported by fake.features.other.other",
+        "fake.features.prompts._wired: a feature, yet private",
+        "fake.features.prompts._wired: private to fake.features.prompts, imported by fake.wiring",
+        "fake.features.prompts.helper: public, yet no feature the wiring builds (make it _helper)",
+    ]
 
 
 def test_the_purity_check_sees_every_kind_of_import(tmp_path: Path) -> None:

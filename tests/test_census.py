@@ -138,7 +138,7 @@ def test_a_long_lived_engine_remembers_a_bounded_number_of_other_clients_threads
 ) -> None:
     """A Codex that keeps every thread loaded (it unloads none while it lives) tells each
     one's status: the oldest of those remembered as another client's are dropped."""
-    from bridge.engine.features import subagent_placement
+    from bridge.engine.features.subagents import _placement as subagent_placement
 
     monkeypatch.setattr(subagent_placement, "MAX_OTHERS", 5, raising=False)
     h = Harness()

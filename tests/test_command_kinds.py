@@ -6,7 +6,7 @@ drop pipeline stages (``rg -l x . | xargs rm`` is a "search"). So a command is `
 ``search`` only when it is one simple command that Codex parsed into reads, listings and searches
 alone (:func:`bridge.engine.views.command_kind.command_kind`); a permission request is ``execute``
 besides when Codex asks to run the command beyond the sandbox
-(:func:`bridge.engine.views.approval_views.permission_kind`).
+(:func:`bridge.engine.features.approvals._views.permission_kind`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from bridge.codex.items import CommandAction
 from bridge.engine.core.threads import Settings
-from bridge.engine.views.approval_views import escalated_command, permission_kind
+from bridge.engine.features.approvals._views import escalated_command, permission_kind
 from bridge.engine.views.command_kind import command_kind
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from bridge.codex.types import TurnError
-from bridge.engine.features.prompts import lacks_credentials
+from bridge.engine.features.prompts.prompts import lacks_credentials
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness, skills_list
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from bridge.engine.features.prompt_input import MAX_INPUT_BYTES, MAX_INPUT_CHARS
+from bridge.engine.features.prompts._input import MAX_INPUT_BYTES, MAX_INPUT_CHARS
 from bridge.jsonrpc import RpcError
 from tests.support.codex_daemon import (
     CodexDaemon,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from bridge.engine.features.history_pages import ITEM_PAGE, TURN_PAGE
+from bridge.engine.features.subagents._history_pages import ITEM_PAGE, TURN_PAGE
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, earlier_session
 from tests.support.reading import text_of
 

@@ -25,7 +25,8 @@ from bridge.engine.core.threads import ThreadRecord
 from bridge.engine.faces import v2_requests
 from bridge.engine.faces.v1 import V1Face
 from bridge.engine.faces.v2 import V2Face
-from bridge.engine.features import lifecycle, prompts
+from bridge.engine.features.prompts import prompts
+from bridge.engine.features.sessions import lifecycle
 from tests.support.engine_harness import Harness
 from tests.test_lifecycle import CWD, THREAD
 from tests.test_v2 import V2, _command_started, _resume, _tool_updates

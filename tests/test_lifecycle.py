@@ -11,7 +11,7 @@ from msgspec import UNSET, Raw
 
 from bridge.codex.messages import decode_item
 from bridge.codex.types import UnknownItem
-from bridge.engine.views import thread_config
+from bridge.engine.features.sessions import _thread_config as thread_config
 from bridge.engine.views import tool_views as tools
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness

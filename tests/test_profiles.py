@@ -11,7 +11,7 @@ import pytest
 from bridge.daemon.runtime import DaemonInfo, hold_lock, write_info
 from bridge.doctor.checks import config_check, profile_check
 from bridge.doctor.findings import ConfigFile, ConfigTrial, Handshake
-from bridge.engine.views.setting_views import NO_PROFILE
+from bridge.engine.features.settings._views import NO_PROFILE
 from bridge.profiles import (
     ProfileError,
     Profiles,

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from bridge.acp import v2
-from bridge.engine.features.quotas import duration
+from bridge.engine.features.extensions._quotas import duration
 from bridge.jsonrpc.peer import ErrorObject
 
 from .support.acp_schema import validate_proposal

@@ -13,8 +13,8 @@ import pytest
 from bridge.codex import items as codex_items
 from bridge.codex import types as codex_types
 from bridge.engine.core.machines import MachineOffer, Registration
-from bridge.engine.views import rewind_plan
-from bridge.engine.views.rewind_plan import Unreadable
+from bridge.engine.features.palette import _rewind_plan as rewind_plan
+from bridge.engine.features.palette._rewind_plan import Unreadable
 from tests.support.reading import text_of
 from tests.test_config import THREAD, H, open_session, prompt
 
@@ -214,7 +214,7 @@ def test_a_move_is_left_alone_when_its_old_path_is_taken_again() -> None:
 
 
 def test_bytes_that_are_not_utf8_survive_the_round_trip() -> None:
-    from bridge.engine.features.rewind import decode_text, encode_text
+    from bridge.engine.features.palette._rewind import decode_text, encode_text
 
     raw = b"caf\xe9\n"
     text = decode_text(base64.b64encode(raw).decode())

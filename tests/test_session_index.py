@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bridge.engine.features.session_index import LIST_CHANGED
+from bridge.engine.features.sessions.index import LIST_CHANGED
 
 from .support.air import declaring
 from .support.proposals import CWD, Client

@@ -165,7 +165,7 @@ def test_the_wheel_holds_the_package_and_its_metadata(wheel: Path) -> None:
     # Nothing but the package and its dist-info.
     tops = {name.split("/", 1)[0] for name in names}
     assert tops == {"bridge", info}, f"unexpected top-level entries: {tops}"
-    stray = [n for n in names if {"tests", "fixtures", "tools"} & set(n.split("/")[:-1])]
+    stray = [n for n in names if {"tests", "fixtures", "node_modules"} & set(n.split("/")[:-1])]
     assert stray == [], f"repository-only files in the wheel: {stray}"
     assert not any(n.endswith((".pyc", ".pyo")) for n in names)
     assert f"{info}/licenses/LICENSE" in names, "the Apache-2.0 text ships with the package"

@@ -19,12 +19,12 @@ see docs/mapping.md):
 - ``nativeSubagentSessions``: the same as declaring ``clientCapabilities.subagents``
   (which released ACP SDKs can strip): Codex's sub-agents as sessions of their own.
 - ``recommendedValue``: the model and effort Codex recommends, on their selectors
-  (bridge.engine.views.air_settings, which also gives every AIR client each mode's
+  (bridge.engine.features.settings._air_settings, which also gives every AIR client each mode's
   ``kind``).
 - ``asyncTasks``: a command that outlives its turn is a task the user sees and stops
-  (bridge.engine.features.async_tasks).
+  (bridge.engine.features.extensions._async_tasks).
 - ``agentFileChangeReport``: the files a prompt's turn changed, when the prompt asks
-  (bridge.engine.features.file_reports).
+  (bridge.engine.features.prompts.file_reports).
 - ``sessionIndex``: ``session/list`` rows carry ``_meta.jetbrains.air`` with
   ``archived`` always, and ``lastPromptAt``, ``lastTurnEndedAt``, ``state``
   (``running`` / ``requires_action`` / ``idle``), ``model``, ``forkedFrom`` when
@@ -32,8 +32,8 @@ see docs/mapping.md):
   changes. Listed in the agent's answer only when the client declared it.
 
 Presentation keys, for every AIR client (nothing to declare): an answer's ``phase`` on
-its chunks (bridge.engine.features.streaming), ``/goal``'s ``commandAction`` and each
-skill's ``skillPath`` on the commands (bridge.engine.features.commands), each mode's
+its chunks (bridge.engine.features.prompts.streaming), ``/goal``'s ``commandAction`` and each
+skill's ``skillPath`` on the commands (bridge.engine.views.commands), each mode's
 ``kind``, and a permission request's ``permission`` record.
 """
 

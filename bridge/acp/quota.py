@@ -6,7 +6,7 @@ yet:
 
 - the agent says ``quota: {}`` in its capabilities (v1 ``agentCapabilities``, v2
   ``capabilities``); the client, ``session.quota: {}`` in its own (v1's marker; this
-  bridge asks a v2 client for it too, see bridge.engine.features.quotas);
+  bridge asks a v2 client for it too, see bridge.engine.features.extensions._quotas);
 - ``quota_update`` (a ``session/update``) carries a full snapshot ``{updatedAt, pools}``;
   ``quota/read {sessionId?}`` answers the same snapshot;
 - a request refused for a spent limit fails with ``quotaExceeded``

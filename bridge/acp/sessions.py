@@ -151,7 +151,7 @@ class SessionInfo(_Base):
     updatedAt: str | None | UnsetType = UNSET
     #: Unstable: set on sessions listed with ``archived: "only"``.
     archived: bool | UnsetType = UNSET
-    #: The session-list extensions proposal's row fields (bridge.engine.features.session_index).
+    #: The session-list extensions proposal's row fields (bridge.engine.features.sessions.index).
     lastPromptAt: str | UnsetType = UNSET
     lastTurnEndedAt: str | UnsetType = UNSET
     state: str | UnsetType = UNSET

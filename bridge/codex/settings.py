@@ -1,7 +1,7 @@
 """Codex app-server messages for a thread's settings: ``model/list`` (the model
 catalog), ``thread/settings/update`` and ``thread/settings/updated``, ``config/read``. Approval and sandbox policies stay plain
 JSON values (``Any``): Codex has string and object variants and adds new ones;
-:mod:`bridge.engine.features.settings` reads the few it matches on. Same conventions as
+:mod:`bridge.engine.features.settings.settings` reads the few it matches on. Same conventions as
 :mod:`bridge.codex.types`.
 """
 

@@ -27,10 +27,10 @@ Rules this engine keeps (read these before changing it):
    ``turn/interrupt``, and the prompt becomes ``cancelled`` only once Codex
    reports the turn ``interrupted``. A cancel stops the work, not only the
    turn: the sub-agents under the session and the commands the cancelled
-   threads left running stop too (:mod:`bridge.engine.features.terminals`). No update
+   threads left running stop too (:mod:`bridge.engine.features.tools.terminals`). No update
    of a turn follows its answer: its tool calls still open end first, and a
    cancelled turn ends after the sub-agent turns its cancel stopped
-   (:mod:`bridge.engine.features.turn_ends`).
+   (:mod:`bridge.engine.features.prompts.turn_ends`).
 5. Bad input is answered with a typed JSON-RPC error (-32700, -32600, -32601,
    -32602, or not-found) and changes nothing else; the connection goes on. No
    input, from either side, makes :meth:`Engine.receive_client` or
@@ -89,26 +89,26 @@ from .core.hub import AGENT_NAME, Hub, RequestHandler, decode_params, prepare_de
 from .core.machines import MachineOffer
 from .core.threads import Held, ThreadRecord, Threads
 from .faces.v1 import V1Face
-from .features.approvals import Approvals
-from .features.auth import Authentication
-from .features.extensions import Extensions
-from .features.file_reports import FileReports
-from .features.lifecycle import Lifecycle
-from .features.machines import Machines
-from .features.palette import Palette
-from .features.prompts import Prompts
-from .features.recovery import Recovery
-from .features.retries import Retries
-from .features.session_admin import SessionAdmin
-from .features.session_index import SessionIndex
-from .features.settings import SettingsSelectors
-from .features.streaming import Streaming
-from .features.subagent_history import SubagentHistory
-from .features.subagent_rejoin import SubagentRejoin
-from .features.subagents import Subagents
-from .features.terminals import Terminals
-from .features.tools import Tools
-from .features.turn_ends import TurnEnds
+from .features.approvals.approvals import Approvals
+from .features.extensions.extensions import Extensions
+from .features.palette.palette import Palette
+from .features.prompts.file_reports import FileReports
+from .features.prompts.prompts import Prompts
+from .features.prompts.retries import Retries
+from .features.prompts.streaming import Streaming
+from .features.prompts.turn_ends import TurnEnds
+from .features.sessions.admin import SessionAdmin
+from .features.sessions.auth import Authentication
+from .features.sessions.index import SessionIndex
+from .features.sessions.lifecycle import Lifecycle
+from .features.sessions.recovery import Recovery
+from .features.settings.machines import Machines
+from .features.settings.settings import SettingsSelectors
+from .features.subagents.history import SubagentHistory
+from .features.subagents.rejoin import SubagentRejoin
+from .features.subagents.subagents import Subagents
+from .features.tools.terminals import Terminals
+from .features.tools.tools import Tools
 
 log = logging.getLogger(__name__)
 
@@ -556,7 +556,7 @@ class Engine:
 
     def _after_catalog(self, handler: RequestHandler) -> RequestHandler:
         """A session's first answer lists every model: ``handler`` opens one once the
-        catalog asked at the handshake is in (see bridge.engine.features.settings)."""
+        catalog asked at the handshake is in (see bridge.engine.features.settings.settings)."""
         return client_routing.after_catalog(self.hub, self.settings, handler)
 
     def _v2_face(self) -> tuple[HandshakeFace, dict[str, RequestHandler]]:
@@ -629,7 +629,7 @@ class Engine:
     def _turn_completed(self, note: codex_types.TurnNotification) -> None:
         """Codex ended a turn on a session's thread (or a turn end held here is released)."""
         # A cancelled turn's end waits for the sub-agent turns its cancel stopped
-        # (features.turn_ends): routed again from here once they have ended.
+        # (features.prompts.turn_ends): routed again from here once they have ended.
         if self.turn_ends.hold(note):
             return
         # The turn's tool calls still open end first (no update may follow the prompt's

@@ -9,7 +9,7 @@ whichever way it was decoded:
    (``turn/completed``: a closed session's interrupted turn still has commands to
    stop);
 2. a message for a thread no session shows is offered to the sub-agent gate
-   (:meth:`bridge.engine.features.subagents.Subagents.gate`), which may hold it
+   (:meth:`bridge.engine.features.subagents.subagents.Subagents.gate`), which may hold it
    until the thread is placed; it is handed back, as if it arrived then, through
    :meth:`CodexRouter.refeed` (a route with ``gated=False`` is never held: the time
    is nobody's);

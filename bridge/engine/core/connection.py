@@ -28,7 +28,7 @@ Codex's side is in one of five states (:class:`CodexState`); the shell's reports
   that they are handled at once, and fail with the reason).
 - **RESTARTING**: a new connection's handshake (``codex_restarted``); messages
   wait as when STARTING. Once Codex answers, every session is resumed
-  (:mod:`bridge.engine.features.recovery`), then what waited is handled.
+  (:mod:`bridge.engine.features.sessions.recovery`), then what waited is handled.
 - **LOST**: Codex refused ``initialize``, was lost for good, or the shell gave
   up bringing it back. What waited, and what comes, is answered with the reason
   (``hub.codex_lost_reason``), except ``initialize``. Only a restart leaves it.
@@ -90,14 +90,14 @@ class ClientState(enum.Enum):
 
 
 class Catalog(Protocol):
-    """Asks Codex for its model catalog (:mod:`bridge.engine.features.settings`)."""
+    """Asks Codex for its model catalog (:mod:`bridge.engine.features.settings.settings`)."""
 
     def ask_catalog(self) -> None: ...
 
 
 class Registrar(Protocol):
     """Registers the machines the bridge reaches with a Codex that has just started
-    (:mod:`bridge.engine.features.machines`)."""
+    (:mod:`bridge.engine.features.settings.machines`)."""
 
     def register(self) -> None: ...
 
@@ -120,7 +120,7 @@ RequestTable: TypeAlias = dict[str, RequestHandler]
 
 class Extensions(Protocol):
     """What a client turns on at ``initialize`` beyond ACP
-    (:mod:`bridge.engine.features.extensions`)."""
+    (:mod:`bridge.engine.features.extensions.extensions`)."""
 
     def declared(self, client_meta: Any) -> frozenset[str] | None: ...
 

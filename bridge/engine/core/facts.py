@@ -29,7 +29,7 @@ from .threads import Prompt, ThreadRecord
 class PromptInserted:
     """A prompt was inserted into the session: its work began, as the user message
     ``message_id``. The prompts feature decides when, and under which id
-    (:mod:`bridge.engine.features.prompts`, "Insertion"): Codex's user message item's
+    (:mod:`bridge.engine.features.prompts.prompts`, "Insertion"): Codex's user message item's
     id, or one of the bridge's (:func:`bridge.engine.core.turns.insert`)."""
 
     record: ThreadRecord

@@ -174,7 +174,7 @@ class ToolCall:
     """A tool item the client has been told about and that has not finished."""
 
     item: items.ToolItem
-    #: Shown as Zed's terminal (see :mod:`bridge.engine.features.tools`).
+    #: Shown as Zed's terminal (see :mod:`bridge.engine.features.tools.tools`).
     terminal: bool = False
     #: What a running command printed so far (``outputDelta``, stdin echoes).
     output: str = ""

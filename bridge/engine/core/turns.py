@@ -241,7 +241,7 @@ def begin(record: ThreadRecord, kind: TurnKind, request_id: RequestId | None = N
     The prompts feature begins one on an idle session, or over a cancelled turn (a steer
     arriving as it ends). A turn that neither ended nor was cancelled is replaced all the
     same, and logged: a steer Codex refused because the turn it named ended, once the
-    next one began, starts a turn of its own (:mod:`bridge.engine.features.steering`)."""
+    next one began, starts a turn of its own (:mod:`bridge.engine.features.prompts._steering`)."""
     if kind not in _BEGUN_HERE:
         raise TurnConflict(f"a {kind.value} turn is not begun by this client")
     running = record.turn

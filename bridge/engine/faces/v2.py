@@ -13,7 +13,7 @@ What v2 changes, and how it is kept:
 
 1. **A prompt is answered when it is inserted** (:class:`~facts.PromptInserted`),
    with the user message's id. When, and under which id, is the prompts
-   feature's to say (:mod:`bridge.engine.features.prompts`): Codex's
+   feature's to say (:mod:`bridge.engine.features.prompts.prompts`): Codex's
    ``userMessage`` item for an ordinary prompt, with that item's id (the one
    history replays it under); a slash command when Codex accepts its request,
    or at once when the bridge answers it itself, with an id of the bridge's; a
@@ -39,7 +39,7 @@ What v2 changes, and how it is kept:
    ``plan_update``; commands, config options and auth methods take their v2
    form; modes do not exist in v2 (the mode is a config option already). A
    running command advertises ``cancel`` (``tool_call/cancel``, done by
-   :mod:`bridge.engine.features.session_admin`) until its final status. An
+   :mod:`bridge.engine.features.sessions.admin`) until its final status. An
    update of a type this face has no rendering for is not sent (and logged):
    never a v1 shape to a v2 client.
 """

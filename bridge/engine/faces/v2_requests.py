@@ -33,7 +33,7 @@ SessionHandler = Callable[[RequestId, str], None]
 
 
 class Prompting(Protocol):
-    """Opens sessions and prompts them (:mod:`bridge.engine.features.prompts`)."""
+    """Opens sessions and prompts them (:mod:`bridge.engine.features.prompts.prompts`)."""
 
     def new_session(
         self, rid: RequestId, cwd: str, mcp_servers: list[dict[str, Any]] | None
@@ -43,7 +43,7 @@ class Prompting(Protocol):
 
 
 class Opening(Protocol):
-    """Opens stored sessions and forks them (:mod:`bridge.engine.features.lifecycle`)."""
+    """Opens stored sessions and forks them (:mod:`bridge.engine.features.sessions.lifecycle`)."""
 
     def open_existing(
         self, rid: RequestId, method: str, params: StoredSessionParams, *, replay: bool
@@ -55,7 +55,7 @@ class Opening(Protocol):
 
 
 class Configuring(Protocol):
-    """Sets a session's config options (:mod:`bridge.engine.features.settings`)."""
+    """Sets a session's config options (:mod:`bridge.engine.features.settings.settings`)."""
 
     def set_config(
         self, rid: RequestId, session_id: str, config_id: str, value: Any, kind: Any
@@ -63,7 +63,7 @@ class Configuring(Protocol):
 
 
 class Administering(Protocol):
-    """What v2 adds around a session (:mod:`bridge.engine.features.session_admin`)."""
+    """What v2 adds around a session (:mod:`bridge.engine.features.sessions.admin`)."""
 
     def status(self, rid: RequestId, session_id: str) -> None: ...
 

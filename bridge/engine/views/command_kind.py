@@ -1,6 +1,6 @@
 """The kind of a command, one rule wherever the command is shown: its ``tool_call`` and each
 ``tool_call_update``, live and in a replayed history (:mod:`.tool_views`), and its permission
-request (:mod:`.approval_views`).
+request (:mod:`bridge.engine.features.approvals._views`).
 
 Clients may auto-approve what claims to be a ``read`` or a ``search``, or show it as harmless, so
 a command claims one only when the whole line surely is one; everything else is ``execute``.
@@ -26,7 +26,7 @@ alone (``rg ';'``) is taken for one: the kind may overstate, never understate.
 
 A permission request knows one thing more than the command's item: whether Codex asks to run the
 command beyond the sandbox. Such a request claims ``execute`` whatever the command
-(:func:`~bridge.engine.views.approval_views.permission_kind`); the tool call keeps the command's
+(:func:`~bridge.engine.features.approvals._views.permission_kind`); the tool call keeps the command's
 kind, which says what the command does, not where it runs.
 """
 

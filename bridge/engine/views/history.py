@@ -26,7 +26,7 @@ from . import tool_views, translate
 
 log = logging.getLogger(__name__)
 
-# The text forms ``prompt_input.py`` gives links and embedded files, read back so the
+# The text forms ``features/prompts/_input.py`` gives links and embedded files, read back so the
 # replay shows the user what they attached, not the bridge's rendering of it.
 # Compiled at first use (the re module caches them), not at import.
 _LINK = r"\[@(?P<name>[^\]\n]+)\]\((?P<uri>[^)\s]+)\)"

@@ -6,7 +6,7 @@ item id (approvals name the same id). ``item/started`` announces it
 ``item/completed`` gives its final status and content (``tool_call_update``).
 What each item looks like is decided by :func:`describe`, a pure function of
 the item, which the replay of a thread's history (:func:`history_updates`)
-shares with the live path (:mod:`bridge.engine.features.tools`, which follows items as
+shares with the live path (:mod:`bridge.engine.features.tools.tools`, which follows items as
 they run). Everything here is a pure function.
 
 ==========================  ========  =============================================

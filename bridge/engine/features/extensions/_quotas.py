@@ -1,0 +1,261 @@
+"""Feature: ACP's quotas proposal (:mod:`bridge.acp.quota`), for a client that declared it.
+
+Codex's usage windows (``account/rateLimits/updated``, merged per limit by
+:mod:`bridge.engine.features.extensions._usage_limits`) are the pools: one per Codex limit
+(``limitId``, ``limitName`` its label), meters ``primary`` / ``secondary`` (its
+windows: ``usedPercent``, ``window`` from ``windowDurationMins``, ``resetsAt``;
+``status: exceeded`` at 100%), the pool ``exhausted`` when Codex says the limit is
+reached or a window is spent (otherwise its state is not known: Codex says windows
+may not be read as availability).
+
+- A client that declares ``session.quota: {}`` (v1 ``clientCapabilities``, v2
+  ``capabilities``: the proposal asks it of v1 only, this bridge of both, so that a
+  client that declares nothing is told nothing) is told ``quota: {}`` and offered
+  ``quota/read``.
+- Each change of the pools is pushed as ``quota_update`` to every root session the
+  client is shown; ``quota/read`` asks Codex (``account/rateLimits/read``: every limit)
+  and answers the same snapshot (what is known when Codex cannot say: ``pools: []``
+  with no data at all).
+- ``updatedAt`` is when the bridge learnt the data (the shell's clock, whole seconds),
+  never less than the last one sent, and a millisecond more when the pools changed
+  within the same one; a snapshot that did not change keeps its time.
+- A turn Codex refuses for usage (``usageLimitExceeded``) fails with ``quotaExceeded``
+  naming the spent meter and when it resets (Codex's own error data kept beside them),
+  unless AIR's ``sessionFailure`` answered it already.
+- ACP v1's prompt answer carries the TypeScript Codex adapter's ``_meta.quota
+  {token_count, model_usage: [{model, token_count}]}``: despite its name, the tokens
+  the prompt's turns used (the sum of Codex's ``last`` of each
+  ``thread/tokenUsage/updated`` while the prompt ran, in Codex's names; ``null`` and
+  ``[]`` when Codex reported none). v2 answers a prompt before its work: not sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from ....acp import air
+from ....acp import quota as acp_quota
+from ....acp import rate_limits as acp_rate_limits
+from ....acp import types as acp_types
+from ....codex import palette as codex_palette
+from ....codex import types as codex_types
+from ....jsonrpc import RequestId, RpcError
+from ....jsonrpc.peer import ErrorObject
+from ...core import facts
+from ...core.hub import Hub, RequestHandler, decode_params
+from ...views.stored_sessions import iso_time
+from ._usage_limits import UsageLimits
+
+log = logging.getLogger(__name__)
+
+
+def declared(client_session: Any) -> bool:
+    """The client's ``session`` capabilities hold ``quota: {}``."""
+    return isinstance(client_session, dict) and isinstance(
+        client_session.get(acp_quota.CAPABILITY), dict
+    )
+
+
+def duration(minutes: int) -> str:
+    """Minutes as an ISO 8601 duration: ``PT5H``, ``P7D``, ``PT90M`` → ``PT1H30M``."""
+    if minutes and minutes % (60 * 24) == 0:
+        return f"P{minutes // (60 * 24)}D"
+    hours, rest = divmod(minutes, 60)
+    return "PT" + (f"{hours}H" if hours else "") + (f"{rest}M" if rest or not hours else "")
+
+
+def _stamp(unix_ms: int) -> str:
+    seconds, ms = divmod(unix_ms, 1000)
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{ms:03d}Z"
+
+
+def _meter(name: str, window: acp_rate_limits.Window) -> acp_quota.Meter:
+    return acp_quota.Meter(
+        id=name,
+        usedPercent=window.usedPercent,
+        window=duration(window.windowDurationMins)
+        if window.windowDurationMins is not None
+        else UNSET,
+        resetsAt=iso_time(window.resetsAt) if window.resetsAt is not None else UNSET,
+        status="exceeded" if window.usedPercent >= 100 else UNSET,
+    )
+
+
+def pools(limits: dict[str, acp_rate_limits.RateLimits]) -> list[acp_quota.Pool]:
+    """Codex's limits, as the proposal's pools (see the module docstring)."""
+    found = []
+    for limit_id, limit in limits.items():
+        meters = [
+            _meter(name, window)
+            for name, window in (("primary", limit.primary), ("secondary", limit.secondary))
+            if window is not None
+        ]
+        spent = limit.rateLimitReachedType is not None or any(
+            meter.status == "exceeded" for meter in meters
+        )
+        found.append(
+            acp_quota.Pool(
+                id=limit_id,
+                label=limit.limitName or UNSET,
+                state="exhausted" if spent else UNSET,
+                meters=meters,
+            )
+        )
+    return found
+
+
+class Quotas:
+    def __init__(self, hub: Hub, usage_limits: UsageLimits) -> None:
+        self.hub = hub
+        self.usage_limits = usage_limits
+        self.on = False
+        #: The last snapshot sent (pushed or read), and its time in Unix milliseconds.
+        self._sent: list[acp_quota.Pool] | None = None
+        self._sent_ms = 0
+        self._pushed: list[acp_quota.Pool] | None = None
+        #: The tokens each thread's running prompt used so far (Codex's names).
+        self._prompt_tokens: dict[str, dict[str, int]] = {}
+
+    def advertise(
+        self, caps: Any, client_session: Any, requests: dict[str, RequestHandler]
+    ) -> None:
+        """At ``initialize``: ``quota: {}`` and ``quota/read`` for a client that declared it."""
+        self.on = declared(client_session)
+        if self.on:
+            caps.quota = {}
+            requests[acp_quota.READ] = self.read
+
+    # -- the snapshot ------------------------------------------------------------------
+
+    def _stamped(self, then: Callable[[acp_quota.Snapshot], None]) -> None:
+        """``then(snapshot)`` with the pools now and their time (see the module docstring)."""
+        now = pools(self.usage_limits.limits)
+        if now == self._sent:
+            then(acp_quota.Snapshot(updatedAt=_stamp(self._sent_ms), pools=now))
+            return
+
+        def read(unix_seconds: int) -> None:
+            current = pools(self.usage_limits.limits)
+            ms = max(unix_seconds * 1000, self._sent_ms)
+            if current != self._sent and ms == self._sent_ms and self._sent is not None:
+                ms += 1  # equal times must mean equal pools
+            self._sent, self._sent_ms = current, ms
+            then(acp_quota.Snapshot(updatedAt=_stamp(ms), pools=current))
+
+        self.hub.ask_clock(read)
+
+    def changed(self) -> None:
+        """Codex's windows changed: pushed to every root session the client is shown."""
+        if not self.on:
+            return
+
+        def push(snapshot: acp_quota.Snapshot) -> None:
+            if snapshot.pools == self._pushed:
+                return  # no identical consecutive snapshots
+            self._pushed = snapshot.pools
+            update = acp_quota.QuotaUpdate(updatedAt=snapshot.updatedAt, pools=snapshot.pools)
+            for record in self.hub.threads.sessions():
+                if record.parent_id is None:
+                    self.hub.update(record.id, update)
+
+        self._stamped(push)
+
+    def read(self, rid: RequestId, raw: Raw) -> None:
+        """``quota/read {sessionId?}``: every limit Codex has, as one snapshot (the same
+        for every session: Codex has one account)."""
+        # Every member is optional: so are the params (absent or null).
+        if not raw or bytes(raw) == b"null":
+            raw = Raw(b"{}")
+        params = decode_params(raw, acp_quota.ReadQuotaParams, acp_quota.READ)
+        if params.sessionId is not None:
+            self.hub.threads.require(params.sessionId)
+        hub = self.hub
+
+        def answer(snapshot: acp_quota.Snapshot) -> None:
+            hub.answer_client(rid, snapshot)
+
+        def got(result: codex_palette.RateLimitsResult) -> None:
+            snapshots = list((result.rateLimitsByLimitId or {}).values())
+            if not snapshots and result.rateLimits is not None:
+                snapshots = [result.rateLimits]
+            for snapshot in snapshots:
+                self.usage_limits.updated(codex_palette.RateLimitsUpdated(rateLimits=snapshot))
+            self._stamped(answer)
+
+        def unknown(error: ErrorObject) -> None:
+            # No usage windows for this account (an API key): what is known, maybe none.
+            log.info("quota/read: Codex read no usage windows: %s", error.message)
+            self._stamped(answer)
+
+        hub.codex_request(
+            "account/rateLimits/read",
+            codex_palette.NoParams(),
+            codex_palette.RateLimitsResult,
+            got,
+            unknown,
+        )
+
+    # -- the prompt's answer ----------------------------------------------------------------
+
+    def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
+        """A model request's tokens (``last``), counted for the prompt running, if any."""
+        if not self.on or self.hub.face.version != 1:
+            return
+        record = self.hub.threads.get(note.threadId)
+        if record is None or record.turn is None or record.turn.request_id is None:
+            return  # no prompt of this client's runs: not its tokens
+        counted = self._prompt_tokens.setdefault(note.threadId, {})
+        for name, value in msgspec.structs.asdict(note.tokenUsage.last).items():
+            if value is not None:
+                counted[name] = counted.get(name, 0) + value
+
+    def with_quota(self, fact: facts.PromptEnded) -> facts.PromptEnded:
+        """The prompt's answer with the tokens its turn used (v1), or a turn refused for
+        usage as ``quotaExceeded``."""
+        tokens = self._prompt_tokens.pop(fact.record.id, None)
+        result = fact.outcome
+        if self.on and self.hub.face.version == 1 and isinstance(result, acp_types.PromptResult):
+            settings = fact.record.settings
+            model = settings.model if settings is not None else ""
+            usage = [{"model": model, "token_count": tokens}] if tokens and model else []
+            meta = result.meta if isinstance(result.meta, dict) else {}
+            quota = {"token_count": tokens, "model_usage": usage}
+            answer = acp_types.PromptResult(
+                stopReason=result.stopReason, meta={**meta, "quota": quota}
+            )
+            return dataclasses.replace(fact, outcome=answer)
+        return self._refused(fact)
+
+    def _refused(self, fact: facts.PromptEnded) -> facts.PromptEnded:
+        """A turn refused for usage: ``quotaExceeded``."""
+        error = fact.outcome
+        if (
+            not self.on
+            or not isinstance(error, RpcError)
+            or not isinstance(error.data, dict)
+            or air.error_kind(error.data.get("codexErrorInfo")) != "usageLimitExceeded"
+        ):
+            return fact
+        fields: dict[str, Any] = {}
+        spent = self._spent()
+        if spent is not None:
+            pool, meter = spent
+            fields = {"poolId": pool.id, "meterId": meter.id}
+            if meter.resetsAt is not UNSET:
+                fields["resetsAt"] = meter.resetsAt
+        refused = RpcError(acp_quota.QUOTA_EXCEEDED, error.message, {**error.data, **fields})
+        return dataclasses.replace(fact, outcome=refused)
+
+    def _spent(self) -> tuple[acp_quota.Pool, acp_quota.Meter] | None:
+        """The fullest meter Codex reported (the one that refused), with its pool."""
+        found = [(pool, meter) for pool in pools(self.usage_limits.limits) for meter in pool.meters]
+        if not found:
+            return None
+        return max(found, key=lambda pair: float(cast(float, pair[1].usedPercent)))

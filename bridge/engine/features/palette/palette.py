@@ -1,0 +1,373 @@
+"""The slash commands answered without a turn: what they ask Codex, and what they say.
+
+Each command (a :class:`~bridge.engine.views.commands.QuickCommand`) asks Codex what it
+needs, then answers the prompt with one agent message in Markdown and ``end_turn``;
+a command that changes state says what changed. Codex refusing is the prompt's
+error, with Codex's words.
+
+- ``/status``: the session (id, folder), model, reasoning effort, mode (approval and
+  sandbox), context use (the last ``thread/tokenUsage/updated``), the account
+  (``account/read``) and usage limits (``account/rateLimits/read``; "not available"
+  when Codex cannot read them, e.g. with an API key);
+- ``/mcp``: ``mcpServerStatus/list`` for the thread: each server, its state, its
+  sign-in state, its tools;
+- ``/skills``: ``skills/list`` for the session's folder;
+- ``/goal``: ``thread/goal/get``; ``/goal OBJECTIVE`` sets it (``thread/goal/set``,
+  active); ``/goal pause`` and ``/goal resume`` change its status; ``/goal clear``
+  (``thread/goal/clear``);
+- ``/plan`` and ``/plan off``: Codex's plan collaboration mode, on or off, stored in
+  the thread (``thread/settings/update {collaborationMode}``, with the session's model
+  and effort and Codex's own instructions for the mode), as the ``collaboration_mode``
+  option sets it (the option follows);
+- ``/rename NAME``: ``thread/name/set`` (Codex then reports the new title, which
+  reaches the client as ``session_info_update``);
+- ``/logout``: ``account/logout``;
+- ``/rewind [N]``: the last N prompts taken back, their history (``thread/revert``) and their
+  file changes where the files are still as they left them (through Codex's ``fs/*``), by
+  its part :mod:`bridge.engine.features.palette._rewind`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import msgspec
+from msgspec import UNSET
+
+from ....codex import palette as codex_palette
+from ....jsonrpc import RpcError
+from ....jsonrpc.peer import ErrorObject
+from ...core.hub import Hub, from_codex
+from ...core.threads import ThreadRecord
+from ...views.commands import QuickCommand, rewind_count
+from ._rewind import Rewind
+
+log = logging.getLogger(__name__)
+
+Done = Callable[[str], None]
+Failed = Callable[[RpcError], None]
+
+
+class Described(Protocol):
+    """The session's settings (:mod:`bridge.engine.features.settings.settings`)."""
+
+    def describe(self, record: ThreadRecord) -> tuple[str, str | None, str, str] | None:
+        """As the client sees them: (model, effort, mode name, mode description)."""
+
+    def set_collaboration(
+        self,
+        record: ThreadRecord,
+        mode: str,
+        done: Callable[[], None],
+        failed: Callable[[ErrorObject], None],
+    ) -> bool:
+        """Store Codex's collaboration mode in the thread (``False``: no settings)."""
+
+
+_GOAL_WORDS = {"pause": "paused", "resume": "active"}
+
+
+class Palette:
+    """Runs :data:`~bridge.engine.views.commands.QUICK` commands (see the module docstring)."""
+
+    def __init__(self, hub: Hub, *, settings: Described) -> None:
+        self.hub = hub
+        self._settings = settings
+        self.rewinds = Rewind(hub)
+
+    def run(self, record: ThreadRecord, command: QuickCommand, done: Done, failed: Failed) -> None:
+        handler = getattr(self, "_" + command.name)
+        handler(record, command.argument, done, failed)
+
+    def _ask(
+        self,
+        method: str,
+        params: msgspec.Struct,
+        result_type: Any,
+        then: Callable[[Any], None],
+        failed: Failed,
+    ) -> None:
+        def refused(error: ErrorObject) -> None:
+            failed(from_codex(error))
+
+        self.hub.codex_request(method, params, result_type, then, refused)
+
+    # -- /status -------------------------------------------------------------------------------
+
+    def _status(self, record: ThreadRecord, _argument: str, done: Done, failed: Failed) -> None:
+        answers: dict[str, Any] = {}
+
+        def got(name: str) -> Callable[[Any], None]:
+            def keep(value: Any) -> None:
+                answers[name] = value
+                if len(answers) == 2:
+                    done(status_text(record, self._settings.describe(record), **answers))
+
+            return keep
+
+        def missing(name: str) -> Callable[[ErrorObject], None]:
+            def keep(error: ErrorObject) -> None:
+                log.info("/status: %s not available: %s", name, error.message)
+                got(name)(None)
+
+            return keep
+
+        self.hub.codex_request(
+            "account/read",
+            codex_palette.NoParams(),
+            codex_palette.AccountReadResult,
+            got("account"),
+            missing("account"),
+        )
+        self.hub.codex_request(
+            "account/rateLimits/read",
+            codex_palette.NoParams(),
+            codex_palette.RateLimitsResult,
+            got("limits"),
+            missing("limits"),
+        )
+
+    # -- /mcp, /skills -------------------------------------------------------------------------
+
+    def _mcp(self, record: ThreadRecord, _argument: str, done: Done, failed: Failed) -> None:
+        servers: list[codex_palette.McpServerStatus] = []
+
+        def page(result: codex_palette.McpServerStatusListResult) -> None:
+            servers.extend(result.data)
+            if result.nextCursor:
+                ask(result.nextCursor)
+            else:
+                done(mcp_text(servers))
+
+        def ask(cursor: str | None = None) -> None:
+            params = codex_palette.McpServerStatusListParams(
+                threadId=record.id, cursor=cursor if cursor else UNSET
+            )
+            self._ask(
+                "mcpServerStatus/list",
+                params,
+                codex_palette.McpServerStatusListResult,
+                page,
+                failed,
+            )
+
+        ask()
+
+    def _skills(self, record: ThreadRecord, _argument: str, done: Done, failed: Failed) -> None:
+        def listed(result: codex_palette.SkillsListResult) -> None:
+            done(skills_text([s for entry in result.data for s in entry.skills]))
+
+        self._ask(
+            "skills/list",
+            codex_palette.SkillsListParams(cwds=[record.cwd] if record.cwd else []),
+            codex_palette.SkillsListResult,
+            listed,
+            failed,
+        )
+
+    # -- /goal, /rename, /logout ---------------------------------------------------------------
+
+    def _goal(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
+        word = argument.lower()
+
+        def shown(result: codex_palette.ThreadGoalResult) -> None:
+            done(goal_text(result.goal))
+
+        def changed(verb: str) -> Callable[[codex_palette.ThreadGoalResult], None]:
+            return lambda result: done(f"Goal {verb}.\n\n{goal_text(result.goal)}")
+
+        if not argument:
+            self._ask(
+                "thread/goal/get",
+                codex_palette.ThreadGoalParams(threadId=record.id),
+                codex_palette.ThreadGoalResult,
+                shown,
+                failed,
+            )
+        elif word == "clear":
+            self._ask(
+                "thread/goal/clear",
+                codex_palette.ThreadGoalParams(threadId=record.id),
+                codex_palette.Empty,
+                lambda _result: done("Goal cleared: this session has no goal now."),
+                failed,
+            )
+        elif word in _GOAL_WORDS:
+            self._ask(
+                "thread/goal/set",
+                codex_palette.ThreadGoalSetParams(threadId=record.id, status=_GOAL_WORDS[word]),
+                codex_palette.ThreadGoalResult,
+                changed("paused" if word == "pause" else "resumed"),
+                failed,
+            )
+        else:
+            self._ask(
+                "thread/goal/set",
+                codex_palette.ThreadGoalSetParams(
+                    threadId=record.id, objective=argument, status="active"
+                ),
+                codex_palette.ThreadGoalResult,
+                changed("set"),
+                failed,
+            )
+
+    def _plan(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
+        on = argument != "off"
+        text = (
+            "Plan mode on: Codex plans with you before it changes anything. "
+            "`/plan off` returns to the default mode."
+            if on
+            else "Plan mode off: Codex works in its default mode again."
+        )
+        if not self._settings.set_collaboration(
+            record,
+            "plan" if on else "default",
+            lambda: done(text),
+            lambda error: failed(from_codex(error)),
+        ):
+            failed(RpcError.invalid_params("/plan: this session has no settings to change"))
+
+    def _rename(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
+        self._ask(
+            "thread/name/set",
+            codex_palette.ThreadSetNameParams(threadId=record.id, name=argument),
+            codex_palette.Empty,
+            lambda _result: done(f"Renamed this session to “{argument}”."),
+            failed,
+        )
+
+    def _rewind(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
+        self.rewinds.run(record, rewind_count(argument), done, failed)
+
+    def _logout(self, _record: ThreadRecord, _argument: str, done: Done, failed: Failed) -> None:
+        self._ask(
+            "account/logout",
+            codex_palette.NoParams(),
+            codex_palette.Empty,
+            lambda _result: done(
+                "Signed out of Codex on this machine. Sign in again with the client's "
+                "authentication (ChatGPT or an API key) before the next prompt."
+            ),
+            failed,
+        )
+
+
+# -- what the commands say (pure) ------------------------------------------------------------
+
+
+def status_text(
+    record: ThreadRecord,
+    described: tuple[str, str | None, str, str] | None,
+    *,
+    account: codex_palette.AccountReadResult | None,
+    limits: codex_palette.RateLimitsResult | None,
+) -> str:
+    """``/status`` as Markdown: one line per fact, "not available" where Codex had none."""
+    lines = ["**Session status**", "", f"- Session: `{record.id}`"]
+    if record.cwd:
+        lines.append(f"- Folder: `{record.cwd}`")
+    if described is not None:
+        model, effort, mode, policy = described
+        lines.append(f"- Model: {model}" + (f" (reasoning effort {effort})" if effort else ""))
+        lines.append(f"- Mode: {mode}: {policy}")
+    usage = record.usage
+    if usage is not None and usage.modelContextWindow:
+        used = usage.last.totalTokens
+        share = 100 * used / usage.modelContextWindow
+        lines.append(
+            f"- Context: {used:,} of {usage.modelContextWindow:,} tokens ({share:.0f}% used)"
+        )
+    else:
+        lines.append("- Context: nothing used yet")
+    lines.append(f"- Account: {_account(account)}")
+    lines.append(f"- Usage limits: {_limits(limits)}")
+    return "\n".join(lines)
+
+
+def _account(result: codex_palette.AccountReadResult | None) -> str:
+    if result is None:
+        return "not available"
+    account = result.account
+    if not account:
+        return "not signed in" if result.requiresOpenaiAuth else "none needed by this provider"
+    kind = account.get("type")
+    if kind == "chatgpt":
+        email = account.get("email") or "ChatGPT"
+        plan = account.get("planType")
+        return f"{email} (ChatGPT{' ' + str(plan) if plan else ''})"
+    if kind == "apiKey":
+        return "an API key"
+    return str(kind)
+
+
+def _limits(result: codex_palette.RateLimitsResult | None) -> str:
+    snapshot = result.rateLimits if result is not None else None
+    windows = [
+        (name, window)
+        for name, window in (
+            ("primary", snapshot.primary if snapshot else None),
+            ("secondary", snapshot.secondary if snapshot else None),
+        )
+        if window is not None
+    ]
+    if not windows:
+        return "not available"
+    parts = []
+    for name, window in windows:
+        span = _duration(window.windowDurationMins) if window.windowDurationMins else name
+        text = f"{window.usedPercent:.0f}% of the {span} limit used"
+        if window.resetsAt:
+            reset = datetime.fromtimestamp(window.resetsAt, UTC).strftime("%Y-%m-%d %H:%M UTC")
+            text += f" (resets {reset})"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _duration(minutes: int) -> str:
+    if minutes % (60 * 24 * 7) == 0:
+        return f"{minutes // (60 * 24 * 7)}-week"
+    if minutes % (60 * 24) == 0:
+        return f"{minutes // (60 * 24)}-day"
+    if minutes % 60 == 0:
+        return f"{minutes // 60}-hour"
+    return f"{minutes}-minute"
+
+
+def mcp_text(servers: list[codex_palette.McpServerStatus]) -> str:
+    if not servers:
+        return "No MCP servers are configured for this session."
+    lines = ["**MCP servers**", ""]
+    for server in sorted(servers, key=lambda s: s.name):
+        state = server.runtimeStatus or "not started"
+        lines.append(f"- **{server.name}**: {state}, sign-in {server.authStatus}")
+        if server.toolsError:
+            lines.append(f"  - tools not available: {server.toolsError}")
+        elif server.tools:
+            lines.append(f"  - tools: {', '.join(f'`{t}`' for t in sorted(server.tools))}")
+        else:
+            lines.append("  - no tools")
+    return "\n".join(lines)
+
+
+def skills_text(skills: list[codex_palette.Skill]) -> str:
+    if not skills:
+        return "Codex has no skills for this workspace."
+    lines = ["**Skills**", ""]
+    for skill in sorted(skills, key=lambda s: s.name):
+        off = "" if skill.enabled else " (disabled)"
+        description = f": {skill.description}" if skill.description else ""
+        lines.append(f"- **{skill.name}**{off}{description}")
+    return "\n".join(lines)
+
+
+def goal_text(goal: codex_palette.ThreadGoal | None) -> str:
+    if goal is None:
+        return "This session has no goal. Set one with `/goal OBJECTIVE`."
+    budget = f" of {goal.tokenBudget:,}" if goal.tokenBudget else ""
+    return (
+        f"**Goal** ({goal.status}): {goal.objective}\n\n"
+        f"{goal.tokensUsed:,}{budget} tokens and {goal.timeUsedSeconds} s spent on it so far."
+    )

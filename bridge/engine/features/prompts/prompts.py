@@ -1,0 +1,586 @@
+"""Sessions and prompts: ``session/new``, ``session/prompt``, ``session/cancel``.
+
+A session is a Codex thread (``thread/start``); a prompt is a turn
+(``turn/start``, or the request a slash command starts), answered when Codex
+says the turn ended: ``completed`` → ``end_turn``, ``interrupted`` →
+``cancelled``, ``failed`` → an error with Codex's message (``auth_required``
+when Codex lacks credentials). What streams meanwhile is
+:mod:`bridge.engine.features.prompts.streaming`'s; a turn whose model Codex cannot
+reach, :mod:`bridge.engine.features.prompts.retries`'s (which stops it through
+:meth:`Prompts.interrupt`). Input added to the running turn instead of queued is
+steering (:mod:`bridge.engine.features.prompts._steering`, built here: a steer may start a
+turn).
+
+**One turn at a time.** A prompt sent while the session works (a turn, a
+command answered without one, a resume after Codex came back) is queued, and
+starts when the work ends, in arrival order; ``session/cancel`` answers the
+queued ones ``cancelled`` at once and interrupts the turn (once Codex has
+named it: a turn Codex has not named yet is interrupted as soon as it is).
+``/rewind`` alone is refused instead (-32600): it takes back finished prompts, and
+the one running would have it take back something else than the user saw. A
+turn another client of the same Codex started on the session is the session's
+turn too (``TurnKind.FOREIGN``). The turn's states and their changes are
+:mod:`bridge.engine.core.turns`'s: this feature tells it what happened.
+
+**Insertion.** A prompt is *inserted* when its work begins, as a user
+message with an id: the prompts feature states it
+(:class:`~bridge.engine.core.facts.PromptInserted`) and each face renders it
+(v2 answers the prompt then; v1 says nothing). An ordinary prompt awaits
+Codex's ``userMessage`` item for it (``ThreadRecord.awaiting_message``) and
+takes that item's id, the one history replays it under. It is inserted under
+an id of this bridge's (``SESSION-prompt-N``) when no such item will come or
+comes too late: a slash command, when Codex accepts its request (or at once
+when the bridge answers it itself); a turn whose tool call or plan
+(:data:`~bridge.engine.core.turns.TURN_TRAFFIC`) is about to go out first (the
+hub sees it: :meth:`~bridge.engine.core.hub.Hub.update`); a turn that ends without
+one. A prompt refused before insertion is never inserted. The insertion itself,
+whoever sees it first, is :func:`bridge.engine.core.turns.insert`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, Protocol
+
+from msgspec import Raw
+
+from ....acp import types as acp_types
+from ....codex import commands as codex_commands
+from ....codex import threads as codex_threads
+from ....codex import types as codex_types
+from ....codex.messages import ItemNotification
+from ....jsonrpc import ErrorCode, RequestId, RpcError
+from ....jsonrpc.peer import ErrorObject
+from ...core import facts, turns
+from ...core.hub import Hub, check_directory, decode_params, from_codex
+from ...core.machines import LOCAL
+from ...core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn, TurnKind
+from ...views.commands import QuickCommand, command_request, is_rewind
+from ._input import prompt_to_input
+from ._steering import Steering
+from ._turn_errors import lacks_credentials, policy_message
+
+log = logging.getLogger(__name__)
+
+#: Called with the new thread's record, the ``session/new`` request, the result
+#: about to be sent and Codex's answer: sends the result and what follows it.
+Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
+#: Adds to ``thread/start`` what the session asks for (its MCP servers, as the client
+#: gave them).
+ThreadStarting = Callable[[list[dict[str, Any]] | None, codex_types.ThreadStartParams], None]
+
+
+class TurnSettings(Protocol):
+    """The session's settings (:mod:`bridge.engine.features.settings.settings`), as a turn needs them."""
+
+    def turn_starting(self, record: ThreadRecord, request: codex_types.TurnStartParams) -> None:
+        """Add the user's picks (mode, model, effort) to a ``turn/start``."""
+
+    def input_modalities(self, record: ThreadRecord) -> list[str] | None:
+        """The input the session's model takes (``None``: not known)."""
+
+    def machine(self, record: ThreadRecord) -> str:
+        """The machine the session's next turn acts on (``local``: this one)."""
+
+
+class MachineGate(Protocol):
+    """Waits for a machine to take a turn (:mod:`bridge.engine.features.settings.machines`)."""
+
+    def when_ready(
+        self, name: str, ready: Callable[[], None], failed: Callable[[str], None]
+    ) -> None:
+        """``ready()`` once machine ``name`` can take a turn, else ``failed(reason)``."""
+
+
+class QuickCommands(Protocol):
+    """Runs the slash commands answered without a turn (:mod:`bridge.engine.features.palette.palette`)."""
+
+    def run(
+        self,
+        record: ThreadRecord,
+        command: QuickCommand,
+        done: Callable[[str], None],
+        failed: Callable[[RpcError], None],
+    ) -> None:
+        """Call ``done`` with the command's text, or ``failed`` with the error to answer."""
+
+
+@dataclass(eq=False)
+class Prompts:
+    """A session is a Codex thread; a prompt is a turn, resolved when the turn ends."""
+
+    hub: Hub
+    _: KW_ONLY
+    settings: TurnSettings
+    palette: QuickCommands
+    machines: MachineGate
+    #: Makes the record of a root session the client opened.
+    open_root: Callable[[str, str], ThreadRecord]
+    opened: Opened
+    thread_starting: ThreadStarting
+    #: Called once a prompt has been answered because its turn ended or Codex
+    #: refused to start it (``session/close`` waits for this).
+    settled: Callable[[ThreadRecord], None]
+    #: Tells a prompt's end (its answer, and what the client's extensions add to it).
+    ended: Callable[[facts.PromptEnded], None]
+    #: Input added to the running turn: it waits for the turn to be named, starts a
+    #: turn of its own on an idle session (built here: it needs this feature's turns).
+    steering: Steering = field(init=False)
+    #: Quick commands answered so far (their messages' ids).
+    _quick_count: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.steering = Steering(self.hub, turns=self, settings=self.settings)
+
+    # -- client requests ---------------------------------------------------------------
+
+    def session_new(self, rid: RequestId, raw: Raw) -> None:
+        params = decode_params(raw, acp_types.NewSessionParams, "session/new")
+        self.new_session(rid, params.cwd, params.mcpServers)
+
+    def new_session(
+        self, rid: RequestId, cwd: str, mcp_servers: list[dict[str, Any]] | None
+    ) -> None:
+        """``session/new`` (v1 and v2): a thread started in ``cwd``."""
+        hub = self.hub
+        check_directory(hub, cwd, "session/new")
+        start = codex_types.ThreadStartParams(cwd=cwd)
+        if hub.thread_config:
+            start.config = dict(hub.thread_config)
+        if hub.machines:
+            # Here until the user picks a machine: Codex would otherwise give the thread every
+            # machine it knows, and reach each of them as the thread starts.
+            start.environments = [codex_types.TurnEnvironment(environmentId=LOCAL, cwd=cwd)]
+        self.thread_starting(mcp_servers, start)
+
+        def started(opened: codex_types.ThreadStartResult) -> None:
+            record = self.open_root(opened.thread.id, cwd)
+            record.unstored = True  # Codex writes a thread at its first turn
+            self.opened(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
+
+        hub.codex_request(
+            "thread/start",
+            start,
+            codex_types.ThreadStartResult,
+            started,
+            hub.pass_error_to(rid),
+        )
+
+    def session_prompt(self, rid: RequestId, raw: Raw) -> None:
+        params = decode_params(raw, acp_types.PromptParams, "session/prompt")
+        self.prompt(rid, params.sessionId, params.prompt)
+
+    def prompt(self, rid: RequestId, session_id: str, content: list[Raw]) -> None:
+        """``session/prompt`` (v1 and v2): ``content`` as the client sent it."""
+        record = self.hub.threads.require(session_id)
+        if record.closing is not None:
+            raise RpcError(ErrorCode.INVALID_REQUEST, f"session {record.id} is being closed")
+        if record.gone is not None:
+            raise RpcError.not_found(record.gone, {"sessionId": record.id})
+        inputs = prompt_to_input(content)
+        busy = record.turn is not None or bool(record.queued) or record.resuming
+        if busy and is_rewind(record, inputs):
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST,
+                "/rewind takes back finished prompts only: the session is still working "
+                "(wait for it, or cancel it first)",
+                {"sessionId": record.id},
+            )
+        record.prompts[rid] = Prompt(rid, content)
+        if busy:
+            # Typed while the agent works: it runs when the turn ends, in arrival order.
+            record.queued.append(QueuedPrompt(rid, inputs))
+            log.info(
+                "session %s: prompt %s queued (%d waiting)", record.id, rid, len(record.queued)
+            )
+            return
+        self._start(record, rid, inputs)
+
+    def start_turn(self, record: ThreadRecord, inputs: list[Any]) -> None:
+        """Start a turn no prompt waits for (a steer on an idle session); its updates
+        stream as a prompt's do, and prompts sent meanwhile queue behind it."""
+        self._start(record, None, inputs)
+
+    def _start(self, record: ThreadRecord, rid: RequestId | None, inputs: list[Any]) -> None:
+        """Start the turn (or the slash command) that answers prompt ``rid``."""
+        hub = self.hub
+        command = command_request(record, inputs)
+        if isinstance(command, QuickCommand) and rid is not None:
+            self._run_quick(record, rid, command)
+            return
+        if isinstance(command, QuickCommand):  # a steer is input for the model, never a command
+            command = None
+        turn = turns.begin(record, TurnKind.STEER if rid is None else TurnKind.PROMPT, rid)
+
+        def accepted(result: codex_commands.CommandStartResult) -> None:
+            if result.turn is not None:
+                record.unstored = False  # Codex writes the thread as it starts a turn
+            # A command's result may name no turn (``thread/compact/start``): then
+            # the ``turn/started`` that follows names it (:meth:`turn_started`).
+            if rid is not None and turns.current(record, turn) and command is not None:
+                self._insert_now(record, rid)  # no user message item will name it
+            if result.turn is not None:
+                self._name_turn(record, turn, result.turn.id)
+
+        def refused(error: ErrorObject) -> None:
+            if turns.end(record, turn):
+                if rid is not None and record.gone is not None:
+                    self._end(
+                        record, rid, RpcError.not_found(record.gone, {"sessionId": record.id})
+                    )
+                elif rid is not None:
+                    self._end(record, rid, from_codex(error))
+                else:
+                    log.warning("turn/start for a steer refused: %s", error.message)
+                self._settle(record)
+                self._start_next(record)
+
+        if command is not None:
+            method, request = command
+            hub.codex_request(method, request, codex_commands.CommandStartResult, accepted, refused)
+            return
+        machine = self.settings.machine(record)
+
+        def send() -> None:
+            if not turns.current(record, turn):
+                return
+            if turn.cancel_requested:
+                # Cancelled while its machine was being reached: it never started.
+                unreached(None)
+                return
+            request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
+            self.settings.turn_starting(record, request)
+            if rid is not None:
+                self._await_item(record, rid)
+            hub.codex_request(
+                "turn/start", request, codex_commands.CommandStartResult, accepted, refused
+            )
+
+        def unreached(reason: str | None) -> None:
+            if not turns.end(record, turn):
+                return
+            if rid is not None and reason is None:
+                self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
+            elif rid is not None and reason is not None:
+                self._end(
+                    record,
+                    rid,
+                    RpcError(ErrorCode.INTERNAL_ERROR, reason, {"machine": machine}),
+                )
+            else:
+                log.warning("steer on session %s not started: %s", record.id, reason)
+            self._settle(record)
+            self._start_next(record)
+
+        if machine == LOCAL:
+            send()
+        else:
+            self.machines.when_ready(machine, send, unreached)
+
+    def cancel(self, record: ThreadRecord) -> None:
+        """Stop the session's prompt, if any: it resolves ``cancelled`` once Codex
+        reports its turn interrupted (``session/cancel``, ``session/close``). Prompts
+        queued behind it are answered ``cancelled`` at once: they never start."""
+        self.cancel_queued(record)
+        turn = record.turn
+        if turn is None or turn.cancel_requested:
+            return
+        if not turns.is_root(turn):
+            return  # a sub-agent's: its cancel is the sub-agents feature's
+        turns.cancel(turn)
+        self.interrupt(record, turn)
+
+    def cancel_queued(self, record: ThreadRecord) -> None:
+        """Answer the prompts queued on the session ``cancelled``, leaving its turn alone
+        (a close while another client's turn runs: that turn is theirs)."""
+        queued, record.queued = record.queued, []
+        for waiting in queued:
+            self._end(record, waiting.request_id, acp_types.PromptResult(stopReason="cancelled"))
+
+    # -- insertion ----------------------------------------------------------------------------
+
+    def _await_item(self, record: ThreadRecord, rid: RequestId) -> None:
+        """Prompt ``rid``'s ``turn/start`` goes to Codex: it is inserted once Codex's user
+        message item for it starts (:meth:`item_started`), under that item's id (the one
+        history replays it under)."""
+        prompt = record.prompts.get(rid)
+        if prompt is not None and prompt.message_id is None:
+            record.awaiting_message = rid
+
+    def item_started(self, note: ItemNotification) -> None:
+        """Codex's user message item names the prompt awaiting it: inserted now."""
+        item = note.item
+        if type(item) is not codex_types.UserMessageItem:
+            return
+        record = self.hub.threads.session(note.threadId)
+        if record is not None and record.awaiting_message is not None:
+            self._insert_awaited(record, item.id)
+
+    def _insert_now(self, record: ThreadRecord, rid: RequestId) -> None:
+        """Prompt ``rid`` is inserted now, under an id of this bridge's (a slash command
+        Codex accepted, or one answered without a turn: no user message item names it)."""
+        prompt = record.prompts.get(rid)
+        if prompt is not None and prompt.message_id is None:
+            self._insert(record, prompt, None)
+
+    def _insert_awaited(self, record: ThreadRecord, message_id: str | None) -> None:
+        inserted = turns.insert_awaited(self.hub.threads, record, message_id)
+        if inserted is not None:
+            self.hub.state(inserted)
+
+    def _insert(self, record: ThreadRecord, prompt: Prompt, message_id: str | None) -> None:
+        """State the prompt's insertion, as ``message_id`` or, when none is given, an id
+        of this bridge's."""
+        self.hub.state(turns.insert(self.hub.threads, record, prompt, message_id))
+
+    # -- turns --------------------------------------------------------------------------------
+
+    def _run_quick(self, record: ThreadRecord, rid: RequestId, command: QuickCommand) -> None:
+        """A command answered as agent text, without a turn; the session is busy (prompts
+        queue) until it is answered, and a cancel meanwhile answers it ``cancelled``."""
+        hub = self.hub
+        turn = turns.begin(record, TurnKind.QUICK, rid)
+        self._quick_count += 1
+        self._insert_now(record, rid)
+        message_id = f"{command.name}-{self._quick_count}"
+
+        def finish() -> bool:
+            if not turns.end(record, turn):
+                return False
+            if turn.cancel_requested:
+                self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
+                self._settle(record)
+                self._start_next(record)
+                return False
+            return True
+
+        def done(text: str) -> None:
+            if not finish():
+                return
+            hub.update(
+                record.id,
+                acp_types.AgentMessageChunk(
+                    content=acp_types.TextContent(text=text), messageId=message_id
+                ),
+            )
+            self._end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
+            self._settle(record)
+            self._start_next(record)
+
+        def failed(error: RpcError) -> None:
+            if not finish():
+                return
+            self._end(record, rid, error)
+            self._settle(record)
+            self._start_next(record)
+
+        self.palette.run(record, command, done, failed)
+
+    def _settle(self, record: ThreadRecord) -> None:
+        """The session's prompt was answered (its turn ended, or Codex refused it): a close
+        waiting on it finishes, then waiting steers meet an idle session."""
+        self.settled(record)
+        self.steering.turn_ended(record)
+
+    def _name_turn(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
+        """Codex named the session's turn (its answer to ``turn/start``, or ``turn/started``,
+        whichever came first): a cancel or a stop waiting for the id is sent now."""
+        if not turns.named(record, turn, turn_id):
+            return
+        # Where it acts, for a rewind (Codex's stored turns do not say).
+        if turn.kind is not TurnKind.FOREIGN and record.settings is not None:
+            record.turn_machines[turn_id] = record.settings.machine
+        if turn.cancel_requested or turn.failure is not None:
+            self.interrupt(record, turn)
+        self.steering.turn_known(record)
+
+    def interrupt(self, record: ThreadRecord, turn: Turn) -> None:
+        """Send ``turn/interrupt`` for ``turn``, once (a cancel, or the bridge stopping it:
+        :mod:`bridge.engine.features.prompts.retries`); its prompt settles at ``turn/completed``."""
+        # Without a turn id there is nothing to interrupt yet; _name_turn sends
+        # it as soon as Codex names the turn.
+        if turns.looking_up(turn):
+            # Another client's turn already running when this session opened: Codex
+            # names it in the thread's turns.
+            self._find_running_turn(record, turn)
+            return
+        if not turns.interrupting(turn):
+            return
+        assert turn.id is not None
+
+        def refused(error: ErrorObject) -> None:
+            # The turn may have ended just before the interrupt arrived; its
+            # turn/completed settles the prompt either way.
+            log.info("turn/interrupt refused: %s", error.message)
+
+        self.hub.codex_request(
+            "turn/interrupt",
+            codex_types.TurnInterruptParams(threadId=record.id, turnId=turn.id),
+            None,
+            _ignore,
+            refused,
+        )
+
+    def _find_running_turn(self, record: ThreadRecord, turn: Turn) -> None:
+        """Interrupt ``turn`` once ``thread/read`` names it (the session's last turn, in
+        progress); nothing to do when it has ended meanwhile."""
+
+        def read(result: codex_threads.ThreadReadResult) -> None:
+            last = result.thread.turns[-1] if result.thread.turns else None
+            if last is None or last.status != "inProgress":
+                return
+            if turns.found(record, turn, last.id):
+                self.interrupt(record, turn)
+
+        self.hub.codex_request(
+            "thread/read",
+            codex_threads.ThreadReadParams(threadId=record.id, includeTurns=True),
+            codex_threads.ThreadReadResult,
+            read,
+            lambda error: log.info("thread/read to cancel refused: %s", error.message),
+        )
+
+    def turn_started(self, note: codex_types.TurnNotification) -> None:
+        record = self.hub.threads.session(note.threadId)
+        if record is None or record.parent_id is not None:
+            return
+        record.unstored = False
+        if turns.foreign_started(record, note.turn.id) is not None:
+            # Started by another client of the same Codex (another window on this
+            # session, Codex's TUI): the session's turn all the same (see TurnKind.FOREIGN).
+            log.info("session %s: turn %s started by another client", record.id, note.turn.id)
+            self.steering.turn_known(record)
+            return
+        turn = record.turn
+        if turn is not None and turns.is_root(turn):
+            self._name_turn(record, turn, note.turn.id)
+
+    def turn_completed(self, note: codex_types.TurnNotification) -> None:
+        hub = self.hub
+        record = hub.threads.session(note.threadId)
+        if record is None:
+            return
+        record.streamed_items.clear()
+        record.withheld_items.clear()
+        record.message_phases.clear()
+        turn = record.turn
+        if (
+            turn is None
+            or not turns.is_root(turn)
+            or (turn.id is not None and turn.id != note.turn.id)
+        ):
+            return
+        turns.end(record, turn)
+        rid = turn.request_id
+        if rid is None:  # a steer's turn or another client's: nobody here waits for it
+            self._settle(record)
+            self._start_next(record)
+            return
+        status = note.turn.status
+        if turn.failure is not None and not turn.cancel_requested and status != "completed":
+            # Stopped by the bridge (no sign-in, the model out of reach): that is the answer.
+            self._end(record, rid, turn.failure)
+        elif status == "completed":
+            self._end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
+        elif status == "interrupted" or (status == "failed" and turn.cancel_requested):
+            # A failure caused by the user's cancel is still a cancel (ACP).
+            self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
+        else:
+            error = note.turn.error
+            message = (error.message if error else None) or turn.error_message
+            info = error.codexErrorInfo if error is not None else None
+            if info is None:
+                info = turn.error_info
+            data: dict[str, Any] = {"turnId": note.turn.id, "status": status}
+            if info is not None:
+                data["codexErrorInfo"] = info
+            if error is not None and error.additionalDetails:
+                data["additionalDetails"] = error.additionalDetails
+            # No credentials for the model: ACP's auth_required, so the client offers sign-in.
+            code = ErrorCode.AUTH_REQUIRED if lacks_credentials(error) else ErrorCode.INTERNAL_ERROR
+            message = policy_message(info, message) or f"Codex turn ended with status {status}"
+            self._end(record, rid, RpcError(code, message, data))
+        self._settle(record)
+        self._start_next(record)
+
+    def _end(
+        self, record: ThreadRecord, rid: RequestId, outcome: acp_types.PromptResult | RpcError
+    ) -> None:
+        """Prompt ``rid``'s work ended: its answer (or, in v2, its work state) says how."""
+        prompt = record.prompts.pop(rid, None)
+        if record.awaiting_message == rid and rid in self.hub.open_client_requests:
+            if isinstance(outcome, RpcError):
+                record.awaiting_message = None  # refused before Codex named it: never inserted
+            elif prompt is not None and prompt.message_id is None:
+                self._insert(record, prompt, None)  # its turn ran, though no item named it
+        self.ended(facts.PromptEnded(record, rid, prompt, outcome))
+
+    # -- what every turn states -----------------------------------------------------------
+
+    def state_turn_started(self, note: codex_types.TurnNotification) -> None:
+        """Codex started a turn on the thread (a prompt's, or one nobody here asked for):
+        a fact for the face, once the features that react to it have (see the engine's
+        routing table)."""
+        self.hub.state(facts.TurnStarted(note.threadId, note.turn.id))
+
+    def state_turn_ended(self, note: codex_types.TurnNotification) -> None:
+        """Codex ended a turn on the thread, thus: a fact for the face, once the features
+        that react to it have (the prompt's answer, its tool calls, its questions)."""
+        error = note.turn.error.message if note.turn.error else None
+        self.hub.state(facts.TurnEnded(note.threadId, note.turn.id, note.turn.status, error))
+
+    def resume_settled(self, record: ThreadRecord) -> None:
+        """Codex answered the session's resume after it came back: prompts that waited for
+        it start, or hear why the session is gone."""
+        if record.gone is None:
+            self._start_next(record)
+            return
+        queued, record.queued = record.queued, []
+        for waiting in queued:
+            self._end(
+                record,
+                waiting.request_id,
+                RpcError.not_found(record.gone, {"sessionId": record.id}),
+            )
+
+    def _start_next(self, record: ThreadRecord) -> None:
+        """The session's turn ended: the first queued prompt starts, if the session is
+        still open."""
+        if (
+            record.turn is None
+            and record.queued
+            and record.closing is None
+            and self.hub.threads.session(record.id) is record
+        ):
+            waiting = record.queued.pop(0)
+            self._start(record, waiting.request_id, waiting.inputs)
+
+    def codex_lost(self, reason: str) -> None:
+        """Codex is gone: every prompt in flight is answered now (its turn will never
+        be heard of again): ``cancelled`` if the user had cancelled it, else the reason."""
+        for record in self.hub.threads.sessions():
+            record.resuming = False
+            queued, record.queued = record.queued, []
+            for waiting in queued:
+                self._end(record, waiting.request_id, RpcError.internal(reason))
+            turn = record.turn
+            if turn is not None and turn.kind in (TurnKind.STEER, TurnKind.FOREIGN):
+                turns.lost(record)
+                record.streamed_items.clear()
+                record.withheld_items.clear()
+            elif turn is not None and turn.request_id is not None:
+                turns.lost(record)
+                record.streamed_items.clear()
+                record.withheld_items.clear()
+                if turn.cancel_requested:
+                    self._end(
+                        record, turn.request_id, acp_types.PromptResult(stopReason="cancelled")
+                    )
+                else:
+                    self._end(record, turn.request_id, RpcError.internal(reason))
+
+
+def _ignore(_result: Any) -> None:
+    pass

@@ -1,0 +1,235 @@
+"""Authentication: the ``authMethods`` offered, ``authenticate``, and telling a
+failed turn that lacks credentials apart.
+
+``authMethods``: Codex's own ChatGPT sign-in (``account/login/start`` type
+``chatgpt``; the sign-in page reaches the user as a URL elicitation tied to the
+``authenticate`` request, or, for a client without URL elicitation, in the
+error's message) and an API key from the bridge's environment
+(``CODEX_API_KEY`` or ``OPENAI_API_KEY``, handed to Codex with
+``account/login/start`` type ``apiKey``; the engine never reads the
+environment itself: the shell passes the key in). A turn that fails for lack of
+credentials fails its prompt with ACP's ``auth_required`` (-32000): see
+:func:`bridge.engine.features.prompts._turn_errors.lacks_credentials`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import msgspec
+from msgspec import Raw
+
+from ....acp import auth as acp_auth
+from ....acp import types as acp_types
+from ....codex import account as codex_account
+from ....codex import palette as codex_palette
+from ....jsonrpc import ErrorCode, RequestId, RpcError
+from ...core.hub import Hub, decode_params
+
+log = logging.getLogger(__name__)
+
+CHATGPT_METHOD = "chatgpt"
+API_KEY_METHOD = "api-key"
+
+TERMINAL_METHOD = "codex-login"
+
+#: What the client runs the bridge with, appended to its usual command, to sign in
+#: in a terminal: ``serve --login`` runs Codex's own ``codex login`` and exits.
+TERMINAL_ARGS = ("--login",)
+
+AUTH_METHODS: tuple[acp_types.AuthMethod, ...] = (
+    acp_types.AuthMethod(
+        id=CHATGPT_METHOD,
+        name="Sign in with ChatGPT",
+        description="Use your ChatGPT plan, through Codex's own sign-in in the browser.",
+    ),
+    acp_types.AuthMethod(
+        id=API_KEY_METHOD,
+        name="API key from the environment",
+        description="Use the OpenAI API key in CODEX_API_KEY or OPENAI_API_KEY "
+        "where the bridge runs.",
+        type="env_var",
+        vars=[acp_types.AuthEnvVar(name="OPENAI_API_KEY", label="OpenAI API key", secret=True)],
+    ),
+)
+
+#: Offered only to a client that can run the agent in a terminal (``auth.terminal``).
+TERMINAL_AUTH = acp_types.AuthMethod(
+    id=TERMINAL_METHOD,
+    name="Sign in with ChatGPT in a terminal",
+    description="Runs Codex's own sign-in (codex login) in a terminal; on a remote machine "
+    "(SSH, no display) it shows a device code to enter at chatgpt.com instead of a browser.",
+    type="terminal",
+    args=list(TERMINAL_ARGS),
+)
+
+
+@dataclass(slots=True)
+class Login:
+    """A ChatGPT sign-in: an ``authenticate`` waiting on Codex's ``account/login/completed``."""
+
+    request_id: RequestId
+    login_id: str
+    elicited: bool = False
+
+
+class Authentication:
+    """``authenticate`` and the ChatGPT sign-in it may start."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.logins: dict[str, Login] = {}
+
+    def advertise(self, result: acp_types.InitializeResult) -> None:
+        result.authMethods = self.methods()
+
+    def methods(self) -> list[acp_types.AuthMethod]:
+        """The sign-in methods this client is offered: the terminal one only when it can
+        run the agent in a terminal (ACP's rule for ``terminal`` methods)."""
+        capabilities = self.hub.client_capabilities
+        auth, meta = capabilities.auth, capabilities.meta
+        # ACP's auth.terminal, or the earlier _meta["terminal-auth"] that Zed and the
+        # registry's checks send.
+        terminal = (isinstance(auth, dict) and auth.get("terminal") not in (None, False)) or (
+            isinstance(meta, dict) and meta.get("terminal-auth") is True
+        )
+        return [*AUTH_METHODS, TERMINAL_AUTH] if terminal else list(AUTH_METHODS)
+
+    def authenticate(self, rid: RequestId, raw: Raw) -> None:
+        params = decode_params(raw, acp_auth.AuthenticateParams, "authenticate")
+        if params.methodId == API_KEY_METHOD:
+            key = self.hub.api_key
+            if not key:
+                raise RpcError.invalid_params(
+                    "no API key: set CODEX_API_KEY or OPENAI_API_KEY where the bridge runs"
+                )
+            self.hub.codex_request(
+                "account/login/start",
+                codex_account.ApiKeyLogin(apiKey=key),
+                None,
+                lambda _result: self.hub.answer_client(rid, acp_auth.AuthenticateResult()),
+                self.hub.pass_error_to(rid),
+            )
+        elif params.methodId == TERMINAL_METHOD:
+            # ACP: a terminal method is run by the client, never passed to authenticate.
+            raise RpcError.invalid_params(
+                f"{TERMINAL_METHOD} is a terminal sign-in: run the agent's command with "
+                f"{' '.join(TERMINAL_ARGS)} in a terminal (codex-acp-bridge --login)",
+                {"methodId": params.methodId},
+            )
+        elif params.methodId == CHATGPT_METHOD:
+            self._chatgpt(rid)
+        else:
+            raise RpcError.invalid_params(
+                f"unknown auth method {params.methodId!r}; this agent offers "
+                f"{', '.join(m.id for m in AUTH_METHODS)}",
+                {"methodId": params.methodId},
+            )
+
+    def _chatgpt(self, rid: RequestId) -> None:
+        """Sign in with ChatGPT, unless Codex already is: some clients authenticate with the
+        first method on every connection, and a browser sign-in each time helps nobody."""
+        hub = self.hub
+
+        def start() -> None:
+            hub.codex_request(
+                "account/login/start",
+                codex_account.ChatgptLogin(),
+                codex_account.LoginAccountResult,
+                lambda result: self._chatgpt_started(rid, result),
+                hub.pass_error_to(rid),
+            )
+
+        def read(result: codex_palette.AccountReadResult) -> None:
+            account = result.account
+            if isinstance(account, dict) and account.get("type") == "chatgpt":
+                log.info("authenticate chatgpt: Codex is signed in already")
+                hub.answer_client(rid, acp_auth.AuthenticateResult())
+            else:
+                start()
+
+        hub.codex_request(
+            "account/read",
+            codex_palette.NoParams(),
+            codex_palette.AccountReadResult,
+            read,
+            lambda _error: start(),
+        )
+
+    def _chatgpt_started(self, rid: RequestId, started: codex_account.LoginAccountResult) -> None:
+        url, login_id = started.authUrl, started.loginId
+        if not isinstance(url, str) or not isinstance(login_id, str):
+            self.hub.refuse_client(rid, RpcError.internal("Codex started no ChatGPT sign-in"))
+            return
+        elicitation = self.hub.client_capabilities.elicitation or {}
+        if elicitation.get("url") is None:
+            # Without URL elicitation the page can only travel in the answer. Codex keeps
+            # waiting for the browser's callback: signing in there is enough.
+            self.hub.refuse_client(
+                rid,
+                RpcError(
+                    ErrorCode.AUTH_REQUIRED,
+                    f"Open this page in a browser to sign in with ChatGPT, then try again: {url}",
+                    {"authUrl": url},
+                ),
+            )
+            return
+        login = self.logins[login_id] = Login(request_id=rid, login_id=login_id, elicited=True)
+        self.hub.client_request(
+            "elicitation/create",
+            acp_auth.UrlElicitationParams(
+                mode="url",
+                elicitationId=login_id,
+                url=url,
+                message="Sign in with ChatGPT in your browser to let Codex use your plan.",
+                requestId=rid,
+            ),
+            lambda result: self._elicitation_answered(login, result),
+            lambda error: self._elicitation_refused(login, error.message),
+        )
+
+    def _elicitation_answered(self, login: Login, raw: Raw) -> None:
+        try:
+            action = msgspec.json.decode(raw, type=acp_auth.ElicitationResult).action
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            action = f"an answer that is not one ({exc})"
+        if action != "accept":
+            self._elicitation_refused(login, f"the user did not open the sign-in page ({action})")
+
+    def _elicitation_refused(self, login: Login, why: str) -> None:
+        if self.logins.pop(login.login_id, None) is None:
+            return  # already completed
+        self.hub.codex_request(
+            "account/login/cancel",
+            codex_account.CancelLoginAccountParams(loginId=login.login_id),
+            None,
+            lambda _result: None,
+            lambda error: log.info("account/login/cancel refused: %s", error.message),
+        )
+        self.hub.refuse_client(
+            login.request_id, RpcError(ErrorCode.AUTH_REQUIRED, f"ChatGPT sign-in cancelled: {why}")
+        )
+
+    def login_completed(self, note: codex_account.AccountLoginCompleted) -> None:
+        login = self.logins.pop(note.loginId, None) if note.loginId is not None else None
+        if login is None:
+            return
+        if login.elicited:
+            self.hub.client_notification(
+                "elicitation/complete",
+                acp_auth.CompleteElicitationParams(elicitationId=login.login_id),
+            )
+        if note.success:
+            self.hub.answer_client(login.request_id, acp_auth.AuthenticateResult())
+        else:
+            message = note.error or "Codex reported no reason"
+            self.hub.refuse_client(
+                login.request_id,
+                RpcError(ErrorCode.AUTH_REQUIRED, f"ChatGPT sign-in failed: {message}"),
+            )
+
+    def codex_lost(self, reason: str) -> None:
+        logins, self.logins = self.logins, {}
+        for login in logins.values():
+            self.hub.refuse_client(login.request_id, RpcError.internal(reason))

@@ -1,0 +1,584 @@
+"""The session lifecycle beyond ``session/new``: ``session/load``, ``session/resume``,
+``session/list``, ``session/close``, ``session/fork`` (unstable), and the client's
+MCP servers reaching Codex.
+
+A session is a Codex thread, so every method here is a thread method:
+
+- ``session/load``: ``thread/read`` (an error means there is no such thread),
+  then ``thread/resume`` (subscribes this connection), then the history replayed
+  as updates, then the response. Replay before the response is what ACP asks: the
+  client knows the history is complete when the load returns. The history comes
+  with the read (``includeTurns``), or, with the store paged (``Hub.paged_store``),
+  in pages of ``thread/items/list`` after the resume, each replayed as it arrives.
+- ``session/resume``: the same without the replay.
+- ``session/fork``: ``thread/fork``; the new thread's id is the new session's id.
+- ``session/list``: ``thread/list`` (interactive root threads only); with the store
+  paged, a page of :data:`LIST_PAGE` from Codex's index, the next one asked for as a
+  page is answered (:class:`PageAhead`), and once a connection has listed to the last
+  page, one page read from the thread files to repair that index
+  (:meth:`Lifecycle._repair_index`).
+- ``session/close``: the running prompt is cancelled and settles ``cancelled``
+  once Codex confirms; then ``thread/unsubscribe``, and the session is forgotten.
+
+Sessions opened here are opened as ``session/new``'s are (the ``opened``
+collaborator: modes and config options come with them), and later prompts
+find them in the thread registry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, Protocol
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from ....acp import air
+from ....acp import sessions as acp_sessions
+from ....acp import types as acp_types
+from ....codex import settings as codex_settings
+from ....codex import threads
+from ....codex import types as codex_types
+from ....jsonrpc import ErrorCode, RequestId, RpcError
+from ....jsonrpc.peer import ErrorObject
+from ...core import turns
+from ...core.hub import (
+    Hub,
+    StoredSessionParams,
+    check_directory,
+    decode_params,
+    from_codex,
+    malformed,
+)
+from ...core.threads import Status, ThreadRecord, TurnKind
+from ...views.stored_sessions import (
+    NO_ROLLOUT,
+    is_root,
+    is_unstored,
+    not_found_message,
+    session_info,
+)
+from ._fork_point import turn_holding
+from ._page_ahead import PageAhead
+from ._thread_config import mcp_servers_config, thread_policies
+
+#: Sends an open result and what follows it (see :class:`bridge.engine.features.prompts.prompts.Opened`).
+Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
+#: Replays a loaded root's stored items and its sub-agents, then calls the last argument.
+Replay = Callable[[ThreadRecord, codex_types.Thread, Callable[[], None]], None]
+
+#: Decorates one ``session/list`` page's rows (the listed threads, their rows, archived).
+RowsListed = Callable[
+    [
+        acp_sessions.ListSessionsParams,
+        list[codex_types.Thread],
+        list[acp_sessions.SessionInfo],
+        bool,
+    ],
+    None,
+]
+
+log = logging.getLogger(__name__)
+
+#: The order of ``session/list``: most recently active first.
+LIST_SORT_KEY = "updated_at"
+#: Sessions in a page of ``session/list`` (ACP lets the agent choose): a screenful or two,
+#: as an editor's picker shows them.
+LIST_PAGE = 50
+
+
+class PromptControl(Protocol):
+    """What a close needs of the prompts feature."""
+
+    def cancel(self, record: ThreadRecord) -> None:
+        """Cancel the session's prompt and its queue (``session/cancel``)."""
+
+    def cancel_queued(self, record: ThreadRecord) -> None:
+        """Answer the prompts queued on the session ``cancelled``, its turn left alone."""
+
+
+@dataclass(eq=False)
+class Lifecycle:
+    """Load, resume, fork, list and close (see the module docstring)."""
+
+    hub: Hub
+    _: KW_ONLY
+    #: Makes the record of a root session the client opened.
+    open_root: Callable[[str, str], ThreadRecord]
+    opened: Opened
+    #: Replays a stored thread's history (and its sub-agents') before the answer.
+    replay: Replay
+    #: The prompts of a session being closed.
+    prompts: PromptControl
+    #: Cancels the work under a session (``session/close``).
+    cancel_work: Callable[[str], None]
+    #: Forgets a thread and every sub-agent under it.
+    forget: Callable[[str], None]
+    #: Told that a load, resume or fork of a thread failed.
+    open_failed: Callable[[str], None]
+    #: Told of each listed page's rows (the session index).
+    rows_listed: RowsListed | None = None
+    #: Subscribes to a reopened root's sub-agents Codex holds, then calls the last argument.
+    rejoin: Callable[[ThreadRecord, Callable[[], None]], None] | None = None
+    #: This connection asked Codex to repair its index (:meth:`_repair_index`).
+    _index_repaired: bool = field(default=False, init=False)
+    #: The next page of the last listing answered, asked ahead (paged store only).
+    _ahead: PageAhead | None = field(default=None, init=False)
+
+    # -- capabilities ----------------------------------------------------------------
+
+    def advertise(self, result: acp_types.InitializeResult) -> None:
+        caps = result.agentCapabilities
+        caps.loadSession = True
+        # Codex 0.169 connects to streamable-HTTP MCP servers (``url``), not to SSE ones.
+        caps.mcpCapabilities.http = True
+        caps.sessionCapabilities.update(list={}, resume={}, close={})
+        if self.fork_offered:
+            caps.sessionCapabilities["fork"] = {}
+
+    @property
+    def fork_offered(self) -> bool:
+        """``session/fork`` is unstable ACP, offered only to a client that speaks the
+        unstable schema (:attr:`Hub.speaks_unstable`). ACP gives fork no client capability
+        of its own: the agent advertises ``sessionCapabilities.fork``.
+        """
+        return self.hub.speaks_unstable
+
+    # -- session/load, session/resume, session/fork --------------------------------------
+
+    def session_load(self, rid: RequestId, raw: Raw) -> None:
+        params = decode_params(raw, acp_sessions.LoadSessionParams, "session/load")
+        self.open_existing(rid, "session/load", params, replay=True)
+
+    def session_resume(self, rid: RequestId, raw: Raw) -> None:
+        params = decode_params(raw, acp_sessions.ResumeSessionParams, "session/resume")
+        self.open_existing(rid, "session/resume", params, replay=False)
+
+    def open_existing(
+        self, rid: RequestId, method: str, params: StoredSessionParams, *, replay: bool
+    ) -> None:
+        """Open a stored session (v1's load and resume, v2's resume): with ``replay``, its
+        history (and its sub-agents') goes out before the answer. ``method`` names the
+        request in errors."""
+        session_id, cwd, mcp_servers = params.sessionId, params.cwd, params.mcpServers
+        hub = self.hub
+        check_directory(hub, cwd, method)
+        config = self._thread_config(mcp_servers, method)
+        existing = hub.threads.get(session_id)
+        if existing is not None and (existing.session or existing.opening):
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST,
+                f"{method}: session {session_id} is already open on this connection",
+                {"sessionId": session_id},
+            )
+        opening = hub.threads.record(session_id)
+        opening.opening = True
+
+        def failed(error: ErrorObject) -> None:
+            opening.opening = False
+            self.open_failed(session_id)
+            if error.message.startswith(NO_ROLLOUT):
+                # Read, yet not resumable even once its rollout was written: not a thread
+                # this Codex can give back (it never answers so for one it holds).
+                hub.refuse_client(rid, self._not_found(session_id, error))
+                return
+            hub.refuse_client(rid, from_codex(error))
+
+        def open_root(
+            stored: codex_types.Thread,
+            opened: codex_types.ThreadStartResult,
+            unstored: bool = False,
+        ) -> None:
+            opening.opening = False
+            record = self.open_root(session_id, cwd)
+            record.unstored = unstored
+            # Codex's word on the thread now: a turn may still run (a shared Codex).
+            record.status = Status.of(opened.thread.status or stored.status)
+            if record.status is not None and record.status.type == "active":
+                # Another client's turn runs (another window, Codex's TUI): this session's
+                # turn too, named by the thread's turns when they were read (a load).
+                last = stored.turns[-1] if stored.turns else None
+                running = last is not None and last.status == "inProgress"
+                turns.joined(record, last.id if running and last else None)
+            response = (
+                acp_sessions.LoadSessionResult() if replay else acp_sessions.ResumeSessionResult()
+            )
+
+            def answer() -> None:
+                self.opened(record, rid, response, opened)
+
+            rejoin = self.rejoin
+            # A thread never prompted spawned no sub-agent.
+            held = not unstored and (stored.status or {}).get("type", "notLoaded") != "notLoaded"
+
+            def then() -> None:
+                if rejoin is not None and held:
+                    # Codex held the root: it may hold sub-agents of it too, subscribed
+                    # to the connection that spawned them only. Subscribed to here first.
+                    rejoin(record, answer)
+                else:
+                    answer()
+
+            if not replay:
+                then()
+                return
+            # The history, then its sub-agents' associations and histories, all
+            # before the response.
+            self.replay(record, stored, then)
+
+        def found(stored: codex_types.Thread) -> None:
+            resume = threads.ThreadResumeParams(
+                threadId=session_id, cwd=cwd, config=config or UNSET, excludeTurns=True
+            )
+            written = False
+
+            def refused(error: ErrorObject) -> None:
+                nonlocal written
+                if is_unstored(error):
+                    # Subscribed, but a thread never prompted has no turns to list, and
+                    # Codex fails the whole answer for it: its settings are read instead.
+                    self._open_unstored(
+                        stored, cwd, config, lambda opened: open_root(stored, opened, True)
+                    )
+                elif error.message.startswith(NO_ROLLOUT) and not written:
+                    # Held by this Codex (the read found it) but never written, and nobody
+                    # subscribed to it: reading its turns writes its rollout (and fails, it
+                    # has none), after which a resume finds it.
+                    written = True
+                    hub.codex_request(
+                        "thread/read",
+                        threads.ThreadReadParams(threadId=session_id, includeTurns=True),
+                        None,
+                        lambda _result: resume_again(),
+                        lambda _error: resume_again(),
+                    )
+                else:
+                    failed(error)
+
+            def resume_again() -> None:
+                hub.codex_request(
+                    "thread/resume",
+                    resume,
+                    codex_types.ThreadStartResult,
+                    lambda opened: open_root(stored, opened, written),
+                    refused,
+                )
+
+            resume_again()
+
+        def missing(error: ErrorObject) -> None:
+            if replay and is_unstored(error):
+                # Codex holds the thread but has stored no turn of it (never prompted):
+                # it is there, with an empty history.
+                self._read(session_id, False, found, not_there)
+                return
+            not_there(error)
+
+        def not_there(error: ErrorObject) -> None:
+            opening.opening = False
+            self.open_failed(session_id)
+            hub.refuse_client(rid, self._not_found(session_id, error))
+
+        # Paged, the history is listed after the resume (``Replay``): this read only says
+        # the thread is there.
+        self._read(session_id, replay and not hub.paged_store, found, missing)
+
+    def _open_unstored(
+        self,
+        stored: codex_types.Thread,
+        cwd: str,
+        config: dict[str, Any],
+        opened: Callable[[codex_types.ThreadStartResult], None],
+    ) -> None:
+        """The settings of a thread Codex holds but never stored, as ``thread/resume``
+        would report them: its model and effort from ``thread/read``; its approval and
+        sandbox policies from ``config/read`` and this bridge's overrides. That is what
+        ``thread/start`` resolved them from, and nothing changed them since: a client's
+        picks reach Codex with a turn (``turn/start``), and this thread had none."""
+        thread = codex_types.Thread(id=stored.id, cwd=stored.cwd or cwd, status=stored.status)
+
+        def read(result: codex_settings.ConfigReadResult) -> None:
+            approval, sandbox = thread_policies({**result.config, **config})
+            opened(
+                codex_types.ThreadStartResult(
+                    thread=thread,
+                    model=stored.model if stored.model is not None else UNSET,
+                    approvalPolicy=approval,
+                    sandbox=sandbox,
+                    reasoningEffort=stored.reasoningEffort,
+                )
+            )
+
+        def unread(error: ErrorObject) -> None:
+            # Without its policies, the session opens with no modes rather than guessed ones.
+            log.warning("config/read for session %s refused: %s", stored.id, error.message)
+            opened(codex_types.ThreadStartResult(thread=thread))
+
+        self.hub.codex_request(
+            "config/read",
+            codex_settings.ConfigReadParams(cwd=stored.cwd or cwd),
+            codex_settings.ConfigReadResult,
+            read,
+            unread,
+        )
+
+    def session_fork(self, rid: RequestId, raw: Raw) -> None:
+        if not self.fork_offered:
+            raise RpcError(
+                ErrorCode.METHOD_NOT_FOUND,
+                "session/fork is unstable ACP, offered only to clients that declare an "
+                "unstable capability (clientCapabilities.subagents)",
+            )
+        params = decode_params(raw, acp_sessions.ForkSessionParams, "session/fork")
+        self.fork(rid, params, air.fork_point(params.meta))
+
+    def fork(
+        self, rid: RequestId, params: StoredSessionParams, at: air.ForkPoint | None = None
+    ) -> None:
+        """``session/fork`` (v1 and v2): a new session from a copy of ``params.sessionId``;
+        ``at``: only its history through the turn that holds that message."""
+        session_id, cwd, mcp_servers = params.sessionId, params.cwd, params.mcpServers
+        hub = self.hub
+        check_directory(hub, cwd, "session/fork")
+        config = self._thread_config(mcp_servers, "session/fork")
+
+        def found(stored: codex_types.Thread) -> None:
+            last_turn = turn_holding(at, stored.turns) if at is not None else None
+            if at is not None and last_turn is None:
+                hub.refuse_client(
+                    rid,
+                    RpcError.invalid_params(
+                        f"session/fork: no message {at.message_id!r} in session {session_id}",
+                        {"sessionId": session_id, "messageId": at.message_id},
+                    ),
+                )
+                return
+            fork = threads.ThreadForkParams(
+                threadId=session_id,
+                cwd=cwd,
+                config=config or UNSET,
+                excludeTurns=True,
+                lastTurnId=last_turn if last_turn is not None else UNSET,
+            )
+
+            def forked(opened: codex_types.ThreadStartResult) -> None:
+                record = self.open_root(opened.thread.id, cwd)
+                response = acp_sessions.ForkSessionResult(sessionId=record.id)
+                self.opened(record, rid, response, opened)
+
+            hub.codex_request(
+                "thread/fork", fork, codex_types.ThreadStartResult, forked, hub.pass_error_to(rid)
+            )
+
+        def missing(error: ErrorObject) -> None:
+            hub.refuse_client(rid, self._not_found(session_id, error))
+
+        self._read(session_id, at is not None, found, missing)
+
+    def _read(
+        self,
+        thread_id: str,
+        include_turns: bool,
+        found: Callable[[codex_types.Thread], None],
+        missing: Callable[[ErrorObject], None],
+    ) -> None:
+        """``thread/read``: it has no side effect, so an error means the thread is not there."""
+
+        def read(result: threads.ThreadReadResult) -> None:
+            found(result.thread)
+
+        params = threads.ThreadReadParams(threadId=thread_id, includeTurns=include_turns)
+        self.hub.codex_request("thread/read", params, threads.ThreadReadResult, read, missing)
+
+    def _not_found(self, session_id: str, error: ErrorObject) -> RpcError:
+        if self.hub.codex_lost_reason is not None or malformed(error):
+            return from_codex(error)
+        # Codex's own words ("thread not loaded: ...", "invalid thread id: ...") go in data.
+        return RpcError.not_found(
+            not_found_message(session_id, error.message),
+            {"sessionId": session_id, "codex": error.message},
+        )
+
+    # -- session/list ------------------------------------------------------------------
+
+    def session_list(self, rid: RequestId, raw: Raw) -> None:
+        hub = self.hub
+        params = decode_params(raw, acp_sessions.ListSessionsParams, "session/list")
+        if params.cwd is not None and not params.cwd.startswith("/"):
+            raise RpcError.invalid_params(
+                f"session/list: cwd must be an absolute path, got {params.cwd!r}"
+            )
+        archived = params.archived or "exclude"
+        if archived not in ("exclude", "only"):
+            # Codex lists archived threads or the others, one at a time: two lists cannot
+            # share one cursor.
+            raise RpcError.invalid_params(
+                f'session/list: archived {archived!r} is not supported ("exclude" or "only")',
+                {"archived": archived},
+            )
+        request = threads.ThreadListParams(
+            cursor=params.cursor if params.cursor is not None else UNSET,
+            cwd=params.cwd if params.cwd is not None else UNSET,
+            sortKey=LIST_SORT_KEY,
+            archived=True if archived == "only" else UNSET,
+        )
+        if hub.paged_store:
+            # Without ``useStateDbOnly`` Codex reads every stored thread file for every
+            # page (to repair its index): a page costs what the whole store does.
+            request.limit = LIST_PAGE
+            request.useStateDbOnly = True
+
+        def listed(page: threads.ThreadListResult) -> None:
+            roots = [t for t in page.data if is_root(t)]
+            sessions = [session_info(t) for t in roots]
+            if archived == "only":
+                for info in sessions:
+                    info.archived = True
+            if self.rows_listed is not None:
+                self.rows_listed(params, roots, sessions, archived == "only")
+            hub.answer_client(
+                rid,
+                acp_sessions.ListSessionsResult(
+                    sessions=sessions,
+                    nextCursor=page.nextCursor if page.nextCursor is not None else UNSET,
+                ),
+            )
+            if hub.paged_store and page.nextCursor is not None and params.cursor is not None:
+                # A client that asked for a second page reads on; one that asked only for
+                # the first (an editor's picker) costs Codex no page it will not take.
+                self._ask_ahead(msgspec.structs.replace(request, cursor=page.nextCursor))
+            # After a listing's last page: the repair then never competes with the client's
+            # paging (an editor reads its pages back to back).
+            if hub.paged_store and not self._index_repaired and page.nextCursor is None:
+                self._repair_index()
+
+        def refused(error: ErrorObject) -> None:
+            if params.cursor is not None and "cursor" in error.message.lower():
+                hub.refuse_client(
+                    rid,
+                    RpcError.invalid_params(
+                        f"session/list: invalid cursor {params.cursor!r} (pass back a nextCursor)",
+                        {"cursor": params.cursor, "codex": error.message},
+                    ),
+                )
+            else:
+                hub.refuse_client(rid, from_codex(error))
+
+        def ask() -> None:
+            hub.codex_request("thread/list", request, threads.ThreadListResult, listed, refused)
+
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.request == request:
+            ahead.take(listed, ask)
+        else:
+            ask()
+
+    def _ask_ahead(self, request: threads.ThreadListParams) -> None:
+        ahead = self._ahead = PageAhead(request)
+        self.hub.codex_request(
+            "thread/list", request, threads.ThreadListResult, ahead.arrived, ahead.refused
+        )
+
+    def _repair_index(self) -> None:
+        """Once a connection has listed to the end: one page read from the thread files, the newest
+        first, its answer unused. Codex's index lacks a thread file no Codex indexed (one
+        copied into the store from elsewhere, say: Codex indexes what it writes, 0.169 and
+        0.171 alike), and an index-only page leaves such a thread out; a page read from the
+        files indexes the ones it reads, so the next listing has them. It costs Codex what
+        every page cost before (it looks at every file), once, after the client has its last
+        page instead of before every one."""
+        self._index_repaired = True
+
+        def ignored(_result: object) -> None:
+            pass
+
+        def refused(error: ErrorObject) -> None:
+            log.info("thread/list reading the thread files refused: %s", error.message)
+
+        self.hub.codex_request(
+            "thread/list",
+            threads.ThreadListParams(sortKey=LIST_SORT_KEY, limit=LIST_PAGE),
+            None,
+            ignored,
+            refused,
+        )
+
+    # -- session/close -----------------------------------------------------------------
+
+    def session_close(self, rid: RequestId, raw: Raw) -> None:
+        params = decode_params(raw, acp_sessions.CloseSessionParams, "session/close")
+        record = self.hub.threads.require(params.sessionId)
+        if record.closing is not None:  # already closing: answered together
+            record.closing.append(rid)
+            return
+        record.closing = [rid]
+        if record.turn is not None and record.turn.kind is TurnKind.FOREIGN:
+            # Another client's turn (another window, Codex's TUI): closing this window
+            # leaves it to them, sub-agents and all; what this client queued behind it ends.
+            self.prompts.cancel_queued(record)
+            self._finish_close(record)
+            return
+        # RFD: closing a parent cancels its active descendant work (Codex does not).
+        self.cancel_work(record.id)
+        if record.turn is not None:
+            # ACP: close cancels ongoing work as session/cancel would. The prompt
+            # settles when Codex confirms; prompt_settled finishes the close then.
+            self.prompts.cancel(record)
+            return
+        self._finish_close(record)
+
+    def prompt_settled(self, record: ThreadRecord) -> None:
+        if record.closing is not None and record.turn is None:
+            self._finish_close(record)
+
+    def _finish_close(self, record: ThreadRecord) -> None:
+        hub = self.hub
+        waiting = record.closing or []
+        record.closing = None
+        # The session and every sub-agent under it are gone for the client from here on.
+        self.forget(record.id)
+
+        def unsubscribed(_result: object) -> None:
+            for rid in waiting:
+                hub.answer_client(rid, acp_sessions.CloseSessionResult())
+
+        def refused(error: ErrorObject) -> None:
+            if hub.codex_lost_reason is not None:
+                for rid in waiting:
+                    hub.refuse_client(rid, from_codex(error))
+                return
+            # The session is gone on this side whatever Codex says; its events are ignored.
+            log.info("thread/unsubscribe %s refused: %s", record.id, error.message)
+            unsubscribed(None)
+
+        hub.codex_request(
+            "thread/unsubscribe",
+            threads.ThreadUnsubscribeParams(threadId=record.id),
+            None,
+            unsubscribed,
+            refused,
+        )
+
+    def codex_lost(self, reason: str) -> None:
+        for record in self.hub.threads:
+            waiting, record.closing = record.closing, None
+            for rid in waiting or []:
+                self.hub.refuse_client(rid, RpcError.internal(reason))
+
+    # -- MCP servers ------------------------------------------------------------------
+
+    def thread_starting(
+        self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
+    ) -> None:
+        servers = mcp_servers_config(mcp_servers, "session/new")
+        if servers:
+            base = start.config if isinstance(start.config, dict) else {}
+            start.config = {**base, **servers}
+
+    def _thread_config(
+        self, mcp_servers: Sequence[dict[str, Any]] | None, method: str
+    ) -> dict[str, Any]:
+        """``config`` for a resume or fork: the bridge's overrides and the client's MCP servers."""
+        return {**(self.hub.thread_config or {}), **mcp_servers_config(mcp_servers, method)}

@@ -1,0 +1,166 @@
+"""After Codex comes back: every session resumed, every sub-agent's state made fresh.
+
+When the shell has restarted Codex (or reconnected to it) and the new
+connection's handshake is done, the engine calls :meth:`Recovery.recover`:
+
+- each root session is resumed (``thread/resume``: this connection subscribes
+  again, and Codex re-sends the requests still waiting on the user, with their
+  ids), so its next prompt works with the same session id;
+- each sub-agent is resumed too and read (``thread/read`` with its turns): its
+  status and its last turn replace the ``unknown`` the loss left, and the new
+  snapshot is sent on its parent's stream;
+- threads still being placed when Codex went away start over (their traffic
+  will be read again when it arrives).
+
+A session Codex no longer knows stays open here; its next request gets
+Codex's own error, or, for a session never prompted (Codex never stored it), a
+-32002 saying it does not survive a restart of Codex. A session never prompted
+on the same Codex reconnected is resumed as ``session/resume`` does it (its
+turns read to write it, then resumed). Nothing is guessed: a sub-agent that
+cannot be read stays ``unknown``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import KW_ONLY, dataclass
+from typing import Protocol
+
+from msgspec import UNSET
+
+from ....codex import threads as codex_threads
+from ....jsonrpc.peer import ErrorObject
+from ...core import turns, workstate
+from ...core.hub import Hub
+from ...core.threads import Status, ThreadRecord
+
+log = logging.getLogger(__name__)
+
+#: How Codex 0.169 refuses ``thread/resume`` of a thread it neither holds nor stored.
+_NOT_THERE = (codex_threads.NO_ROLLOUT, "thread not loaded", "thread not found")
+
+
+class WorkReports(Protocol):
+    """Reports sub-agents' work (:mod:`bridge.engine.features.subagents.subagents`)."""
+
+    def report(self, record: ThreadRecord) -> None:
+        """Send a sub-agent's work state when it changed."""
+
+
+class Resumes(Protocol):
+    """Waits on a session's resume (:mod:`bridge.engine.features.prompts.prompts`)."""
+
+    def resume_settled(self, record: ThreadRecord) -> None:
+        """The session's resume is settled, whichever way (its prompts wait for it)."""
+
+
+@dataclass(eq=False)
+class Recovery:
+    """Resumes every session on a new Codex connection (see the module docstring)."""
+
+    hub: Hub
+    _: KW_ONLY
+    #: Told each sub-agent's state once it was read.
+    subagents: WorkReports
+    #: Told once each session's resume is settled.
+    prompts: Resumes
+
+    def recover(self) -> None:
+        for record in self.hub.threads:
+            if not record.session:
+                # Held traffic was for the connection that is gone.
+                record.unplaced = None
+                record.waiting_children.clear()
+                continue
+            self._resume(record)
+
+    def _resume(self, record: ThreadRecord) -> None:
+        hub = self.hub
+
+        written = False
+        # A session Codex may not have written: its prompts wait for the resume, which may
+        # take a second try (below). Others' go along with it, as Codex takes them in order.
+        record.resuming = record.unstored
+
+        def settled() -> None:
+            if record.resuming:
+                record.resuming = False
+                self.prompts.resume_settled(record)
+
+        def subscribed(_result: object) -> None:
+            record.gone = None
+            if record.is_child:
+                self._read(record)
+            settled()
+
+        def refused(error: ErrorObject) -> None:
+            nonlocal written
+            if codex_threads.no_turns(error.code, error.message):
+                # Subscribed: a thread never prompted has no turns to list.
+                record.gone = None
+                settled()
+                return
+            log.warning("thread/resume %s after Codex came back: %s", record.id, error.message)
+            if record.is_child or not error.message.startswith(_NOT_THERE):
+                settled()
+                return  # its next request carries Codex's own words; nothing is invented
+            if error.message.startswith(codex_threads.NO_ROLLOUT) and not written:
+                # Perhaps the same Codex, reconnected, which holds the session but never
+                # wrote it: reading its turns writes it, after which a resume subscribes
+                # (as a load does). Its prompts wait for that.
+                written = True
+                hub.codex_request(
+                    "thread/read",
+                    codex_threads.ThreadReadParams(threadId=record.id, includeTurns=True),
+                    None,
+                    lambda _result: resume(),
+                    lambda _error: resume(),
+                )
+                return
+            # A session never prompted: a new Codex does not know it (Codex never stored
+            # it), and its requests say so rather than Codex's bare words.
+            record.gone = (
+                f"Session {record.id} is gone: Codex restarted, and a session never "
+                "prompted is not stored, so it does not survive a restart of Codex "
+                f"(Codex: {error.message})"
+            )
+            settled()
+
+        params = codex_threads.ThreadResumeParams(
+            threadId=record.id, cwd=record.cwd or UNSET, excludeTurns=True
+        )
+
+        def resume() -> None:
+            hub.codex_request("thread/resume", params, None, subscribed, refused)
+
+        resume()
+
+    def _read(self, record: ThreadRecord) -> None:
+        def read(result: codex_threads.ThreadReadResult) -> None:
+            if self.hub.threads.session(record.id) is not record:
+                return  # forgotten meanwhile
+            stored = result.thread
+            record.lost = False
+            record.status = Status.of(stored.status)
+            last = stored.turns[-1] if stored.turns else None
+            if last is not None and last.status == "inProgress":
+                turns.subagent_running(record, last.id, last.rootTurnId)
+            else:
+                turns.subagent_running(record, None)
+                if last is not None:
+                    error = last.error.message if last.error else None
+                    record.outcome = workstate.turn_outcome(last.status, error)
+            self.subagents.report(record)
+
+        def failed(error: ErrorObject) -> None:
+            log.warning(
+                "sub-agent %s unreadable after Codex came back: %s", record.id, error.message
+            )
+
+        self.hub.codex_request(
+            "thread/read",
+            codex_threads.ThreadReadParams(threadId=record.id, includeTurns=True),
+            codex_threads.ThreadReadResult,
+            read,
+            failed,
+        )

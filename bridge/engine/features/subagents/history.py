@@ -1,0 +1,558 @@
+"""``session/load`` of a root: its history, its sub-agents' associations and theirs (the RFD's replay).
+
+Best effort, all before the load's response. Every sub-agent the history spawned
+(and theirs) is read first: Codex's nicknames for them title the collab tool
+calls that name them (``Wait for Ampere``), in the root's history and in theirs,
+exactly as the live calls were titled. Then the root's history; then each
+child's association followed by its own history, parent before child (a child's
+sub-agents right after it, in the order it spawned them). A child whose thread
+cannot be read keeps its association (the spawn item says whose it is) and a
+notice, where the client takes notices, says its history is missing. No state
+and no capability is sent during the replay: current snapshots follow the
+response (:meth:`SubagentHistory.after_response`), the RFD's freshness boundary.
+
+Without the ``subagents`` capability no sub-agent is a session, but the threads
+the root's collab items name are still read, for the same reason: there the
+spawns and messages are tool calls too, titled with the sub-agent's nickname
+when it ran. And what the live root showed of its hidden sub-agents is replayed
+on it: a hidden sub-agent's command, file change or MCP call that asked for
+permission was introduced on the root as a tool call (the item's id, titled
+``NICKNAME: TITLE``, closed with the item's outcome). A stored thread does not
+say which items asked, so each such item of every hidden sub-agent (and of
+theirs) is replayed on the root in that form, right after the spawn that made
+the sub-agent: its id, title and final status are the live ones.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import msgspec
+
+from ....acp import subagents as acp_subagents
+from ....acp import tools as acp_tools
+from ....acp import types as acp_types
+from ....codex import items as codex_items
+from ....codex import threads as codex_threads
+from ....codex import types as codex_types
+from ....codex.messages import ThreadItem
+from ....jsonrpc.peer import ErrorObject
+from ...core import turns
+from ...core.hub import Hub
+from ...core.threads import ThreadRecord, TurnKind
+from ...views import history, tool_views
+from ._history_pages import HistoryPages
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True, eq=False)
+class _Tree:
+    """The sub-agents a load read under its root."""
+
+    #: Each sub-agent read, by id: its stored thread (``None``: it could not be read).
+    stored: dict[str, codex_types.Thread | None] = field(default_factory=dict)
+    #: Each sub-agent's stored items.
+    items: dict[str, list[ThreadItem]] = field(default_factory=dict)
+    #: The sub-agents each thread's history spawned, in order.
+    spawned: dict[str, list[str]] = field(default_factory=dict)
+    #: Every sub-agent a read was asked of.
+    asked: set[str] = field(default_factory=set)
+
+    def nicknames(self) -> history.Nicknames:
+        return {i: s.agentNickname for i, s in self.stored.items() if s is not None}
+
+
+class Children(Protocol):
+    """What the history needs of the sub-agents feature."""
+
+    def history_item(self, parent_id: str, nicknames: history.Nicknames) -> history.ItemReplay:
+        """Replays a session's collab items (spawns as messages), with the nicknames read."""
+
+    def session_added(self, record: ThreadRecord) -> None:
+        """A child became a session."""
+
+    def report(self, record: ThreadRecord) -> None:
+        """Sends a child's current work state."""
+
+
+class SubagentHistory:
+    """Replays a loaded root's history and its sub-agents (``subagents``: what it
+    replays through, see :class:`Children`)."""
+
+    def __init__(self, hub: Hub, *, subagents: Children) -> None:
+        self.hub = hub
+        self._subagents = subagents
+
+    def replay(
+        self, root: ThreadRecord, stored: codex_types.Thread, then: Callable[[], None]
+    ) -> None:
+        """The whole replay of a ``session/load`` of ``stored`` (read before it was
+        resumed): the sub-agents are read, then the root's stored items are replayed, then
+        the commands it still runs, then the sub-agents' associations and histories; then
+        ``then`` (the response). With the store paged (``Hub.paged_store``), the root's
+        turns come a page at a time (:meth:`_replay_pages`)."""
+        if self.hub.paged_store:
+            self._replay_pages(root, stored, then)
+            return
+        root_items = history.stored_items(stored)
+        tree = _Tree()
+
+        def read() -> None:
+            self._finish(root, stored, tree, _tool_ids(root_items), then, root_items)
+
+        self._read_tree(root, root_items, tree, read)
+
+    def _replay_pages(
+        self, root: ThreadRecord, stored: codex_types.Thread, then: Callable[[], None]
+    ) -> None:
+        """The root's history a page at a time (:class:`HistoryPages`), each page replayed
+        as it arrives (after reading the sub-agents it names, whose nicknames title it)
+        while Codex reads the next: only two pages of the history are held at a time, and
+        the client sees the first updates after one page's worth of Codex's work, not the
+        whole thread's."""
+        tree = _Tree()
+        tools: set[str] = set()
+        threads = self.hub.threads
+        # Codex subscribed this connection at the resume: what it says now of the thread
+        # (token usage, another client's running turn) follows the history and the answer.
+        threads.hold_traffic(root)
+
+        def answer() -> None:
+            then()
+            threads.release_traffic(root)
+            self._subagents.session_added(root)  # what Codex said meanwhile, in order
+
+        def replay(items: list[ThreadItem], replayed: Callable[[], None]) -> None:
+            tools.update(_tool_ids(items))
+
+            def read() -> None:
+                self._replay_root(root, items, tree)
+                replayed()
+
+            # The sub-agents this page names title its collab calls: read first.
+            self._read_tree(root, items, tree, read)
+
+        def done(last: codex_types.Turn | None) -> None:
+            if last is not None:
+                _last_turn(root, last)
+            self._finish(root, stored, tree, tools, answer)
+
+        # Another client's turn runs (the thread was active at the resume): the last turn
+        # names it.
+        foreign = root.turn is not None and root.turn.kind is TurnKind.FOREIGN
+        HistoryPages(self.hub, root.id, replay, done, last_turn=foreign).start()
+
+    def _replay_root(self, root: ThreadRecord, items: list[ThreadItem], tree: _Tree) -> None:
+        """The updates that replay ``items`` of the root, titled with the sub-agents read."""
+        first = self._subagents.history_item(root.id, tree.nicknames())
+        if not self.hub.subagents_exposed:
+            first = self._with_hidden(first, tree)
+        phases = self.hub.air is not None
+        for update in history.replay_updates(
+            root.id, items, first=first, cwd=root.cwd, phases=phases
+        ):
+            self.hub.update(root.id, update)
+
+    def _finish(
+        self,
+        root: ThreadRecord,
+        stored: codex_types.Thread,
+        tree: _Tree,
+        tools: set[str],
+        then: Callable[[], None],
+        root_items: list[ThreadItem] | None = None,
+    ) -> None:
+        """After the root's history (or with it, ``root_items``, once the running commands
+        are known): the commands it still runs, the sub-agents', then ``then``."""
+
+        def replay_rest(running: list[msgspec.Struct]) -> None:
+            if root_items is not None:
+                self._replay_root(root, root_items, tree)
+            for update in running:
+                self.hub.update(root.id, update)
+            if self.hub.subagents_exposed:
+                self._restore_tree(root, tree, then)
+            else:
+                then()
+
+        if (stored.status or {}).get("type", "notLoaded") == "notLoaded":
+            # Not loaded in this Codex before the load: no command of it runs here.
+            root.running_at_load = []
+            replay_rest([])
+            return
+        self._running_commands(root, tools, replay_rest)
+
+    def _running_commands(
+        self,
+        root: ThreadRecord,
+        stored_ids: set[str],
+        done: Callable[[list[msgspec.Struct]], None],
+    ) -> None:
+        """The commands a thread this Codex already held still runs (a shared Codex: another
+        client left them running, or they outlived their turn): Codex stores a command only
+        once it ends, so the history lacks them. Each is replayed in progress (the live
+        session showed it so) and its later ``item/completed`` updates it. ``stored_ids``:
+        the tool items the history holds."""
+
+        def listed(result: codex_threads.BackgroundTerminalsListResult) -> None:
+            root.running_at_load = result.data
+            running: list[msgspec.Struct] = []
+            for terminal in result.data:
+                if terminal.itemId in stored_ids or terminal.itemId in root.announced_tools:
+                    continue
+                root.announced_tools.add(terminal.itemId)
+                running.append(tool_views.running_command(terminal, root.cwd))
+            done(running)
+
+        def failed(error: ErrorObject) -> None:
+            # An older or newer Codex without the experimental method: they show once done.
+            log.info("running commands of %s not listed: %s", root.id, error.message)
+            root.running_at_load = []  # nor would they be when asked again
+            done([])
+
+        self.hub.codex_request(
+            "thread/backgroundTerminals/list",
+            codex_threads.BackgroundTerminalsListParams(threadId=root.id),
+            codex_threads.BackgroundTerminalsListResult,
+            listed,
+            failed,
+        )
+
+    # -- reading the sub-agents -------------------------------------------------------------------
+
+    def _read_tree(
+        self,
+        root: ThreadRecord,
+        root_items: list[ThreadItem],
+        tree: _Tree,
+        done: Callable[[], None],
+        parent_id: str | None = None,
+    ) -> None:
+        """Read into ``tree`` the sub-agents ``root_items`` name (with the capability, the
+        ones they spawned, their turns and theirs in turn) and not read yet, then ``done``.
+        ``parent_id``: whose items they are (the root's unless said).
+
+        With the store paged, a sub-agent is read without its turns: with the capability
+        its history is paged when it is restored (:meth:`_restore_tree`), the sub-agents it
+        spawned read then; without it, its pages are read here and only the items its root
+        shows of it kept (:meth:`_hidden_updates`)."""
+        exposing = self.hub.subagents_exposed
+        paged = self.hub.paged_store
+        outstanding = 0
+
+        def visit(parent_id: str, items: list[ThreadItem]) -> None:
+            nonlocal outstanding
+            outstanding += 1  # this visit: a read that fails at once must not end the tree
+            spawned = tree.spawned.setdefault(parent_id, [])
+            targets = _spawned(items)
+            spawned += [t for t in targets if t not in spawned]
+            if not exposing and parent_id == root.id:
+                # Every sub-agent a collab tool call of the root names titles it.
+                targets = _named(items)
+            for child_id in targets:
+                if child_id in tree.asked or self.hub.threads.session(child_id) is not None:
+                    continue
+                tree.asked.add(child_id)
+                outstanding += 1
+                self._read_thread(child_id, read)
+            finish()
+
+        def read(child_id: str, stored: codex_types.Thread | None) -> None:
+            tree.stored[child_id] = stored
+            if stored is None:
+                finish()
+            elif not paged:
+                items = tree.items[child_id] = history.stored_items(stored)
+                visit(child_id, items)
+                finish()
+            elif exposing:
+                finish()  # its history and its sub-agents: when it is restored
+            else:
+
+                def shown() -> None:
+                    visit(child_id, tree.items[child_id])
+                    finish()
+
+                self._read_shown(child_id, tree, shown)
+
+        def finish() -> None:
+            nonlocal outstanding
+            outstanding -= 1
+            if outstanding == 0:
+                done()
+
+        visit(parent_id if parent_id is not None else root.id, root_items)
+
+    def _read_shown(self, thread_id: str, tree: _Tree, done: Callable[[], None]) -> None:
+        """A hidden sub-agent's history, paged: only the items its root shows of it (those a
+        permission request introduces there, and its spawns) are kept, in ``tree``."""
+        kept: list[ThreadItem] = tree.items.setdefault(thread_id, [])
+
+        def replay(items: list[ThreadItem], replayed: Callable[[], None]) -> None:
+            kept.extend(
+                item for item in items if isinstance(item, _ASKING_ITEMS) or _is_spawn(item)
+            )
+            replayed()
+
+        HistoryPages(self.hub, thread_id, replay, lambda _last: done()).start()
+
+    def _read_thread(
+        self, thread_id: str, done: Callable[[str, codex_types.Thread | None], None]
+    ) -> None:
+        """Read a sub-agent, with its turns unless the store is paged: its history is
+        replayed (with the capability, in its session; without it, what its root showed of
+        it)."""
+
+        def read(result: codex_threads.ThreadReadResult) -> None:
+            done(thread_id, result.thread)
+
+        def failed(error: ErrorObject) -> None:
+            log.info("history of sub-agent %s unavailable: %s", thread_id, error.message)
+            done(thread_id, None)
+
+        self.hub.codex_request(
+            "thread/read",
+            codex_threads.ThreadReadParams(
+                threadId=thread_id, includeTurns=not self.hub.paged_store
+            ),
+            codex_threads.ThreadReadResult,
+            read,
+            failed,
+        )
+
+    # -- replaying them ---------------------------------------------------------------------------
+
+    def _with_hidden(self, first: history.ItemReplay, tree: _Tree) -> history.ItemReplay:
+        """``first``, followed at each spawn by what the live root showed of the hidden
+        sub-agents it made (:meth:`_hidden_updates`)."""
+
+        def replay(item: ThreadItem) -> list[msgspec.Struct] | None:
+            out = first(item)
+            if isinstance(item, codex_items.CollabAgentToolCallItem) and item.tool == "spawnAgent":
+                out = list(out or [])
+                for child_id in item.receiverThreadIds:
+                    out += self._hidden_updates(child_id, tree, set())
+            return out
+
+        return replay
+
+    def _hidden_updates(self, thread_id: str, tree: _Tree, seen: set[str]) -> list[msgspec.Struct]:
+        """A hidden sub-agent's tool calls as its root showed them live: those a permission
+        request can introduce there (:meth:`Approvals._introduce`), with the name the request
+        said (``ask_target``); its own sub-agents' after the spawn that made each."""
+        stored = tree.stored.get(thread_id)
+        if stored is None or thread_id in seen:
+            return []
+        seen.add(thread_id)
+        agent = stored.agentNickname or "a sub-agent"
+        out: list[msgspec.Struct] = []
+        for item in tree.items.get(thread_id, []):
+            if isinstance(item, _ASKING_ITEMS):
+                for update in tool_views.history_updates(item, cwd=stored.cwd):
+                    if isinstance(update, acp_tools.ToolCall):
+                        update = msgspec.structs.replace(update, title=f"{agent}: {update.title}")
+                    out.append(update)
+            elif (
+                isinstance(item, codex_items.CollabAgentToolCallItem) and item.tool == "spawnAgent"
+            ):
+                for child_id in item.receiverThreadIds:
+                    out += self._hidden_updates(child_id, tree, seen)
+        return out
+
+    def _restore_tree(self, root: ThreadRecord, tree: _Tree, then: Callable[[], None]) -> None:
+        """Each sub-agent read: its association, then its history, then its own sub-agents';
+        then ``then``. With the store paged, each history comes a page at a time, the
+        sub-agents a page spawned read before it is replayed."""
+        paged = self.hub.paged_store
+        pending = [(root.id, c) for c in reversed(tree.spawned.get(root.id, []))]
+
+        def next_child() -> None:
+            while pending:
+                parent_id, child_id = pending.pop()
+                if child_id not in tree.stored:
+                    continue  # a session already when the load began: nothing to replay
+                stored = tree.stored[child_id]
+                child = self._adopt(parent_id, child_id, stored)
+                if child is None:
+                    continue
+                root.replayed.append(child)
+                if stored is not None and paged:
+                    self._replay_child_pages(root, parent_id, child, tree, restored)
+                    return  # the rest once its pages are out
+                if stored is not None:
+                    items = tree.items.get(child_id, [])
+                    self._replay_child(parent_id, child, items, tree.nicknames())
+                    _running_child(child, stored.turns[-1] if stored.turns else None)
+                spawned(child)
+            then()
+
+        def spawned(child: ThreadRecord) -> None:
+            """Its own sub-agents next, in the order it spawned them."""
+            pending.extend((child.id, c) for c in reversed(tree.spawned.get(child.id, [])))
+
+        def restored(child: ThreadRecord) -> None:
+            spawned(child)
+            next_child()
+
+        next_child()
+
+    def _replay_child_pages(
+        self,
+        root: ThreadRecord,
+        parent_id: str,
+        child: ThreadRecord,
+        tree: _Tree,
+        restored: Callable[[ThreadRecord], None],
+    ) -> None:
+        """A sub-agent's history a page at a time, the sub-agents each page spawned read
+        (their nicknames title its collab calls) before it is replayed."""
+
+        def replay(items: list[ThreadItem], replayed: Callable[[], None]) -> None:
+            def read() -> None:
+                self._replay_child(parent_id, child, items, tree.nicknames())
+                replayed()
+
+            self._read_tree(root, items, tree, read, parent_id=child.id)
+
+        def done(last: codex_types.Turn | None) -> None:
+            _running_child(child, last)
+            restored(child)
+
+        HistoryPages(self.hub, child.id, replay, done, last_turn=True).start()
+
+    def _adopt(
+        self, parent_id: str, child_id: str, stored: codex_types.Thread | None
+    ) -> ThreadRecord | None:
+        """A sub-agent the load read becomes a session: its association, and a notice when
+        its thread could not be read."""
+        threads = self.hub.threads
+        parent = threads.session(parent_id)
+        if threads.session(child_id) is not None or parent is None:
+            return None
+        nickname = stored.agentNickname if stored else None
+        role = stored.agentRole if stored else None
+        self.hub.update(parent_id, acp_subagents.announcement(child_id, nickname, role))
+        child = threads.add_child(
+            child_id,
+            parent,
+            nickname=nickname,
+            role=role,
+            cwd=stored.cwd if stored else "",
+            visible=True,
+        )
+        self._subagents.session_added(child)
+        if stored is None:
+            sessions = self.hub.client_capabilities.session or {}
+            if sessions.get("notices") is not None:
+                self.hub.update(
+                    parent_id,
+                    acp_types.Notice(
+                        severity="warning",
+                        title=f"The history of sub-agent {nickname or child_id} is not available",
+                        description="Codex could not read its thread; its association is shown without it.",
+                    ),
+                )
+        return child
+
+    def _replay_child(
+        self,
+        parent_id: str,
+        child: ThreadRecord,
+        items: list[ThreadItem],
+        nicknames: history.Nicknames,
+    ) -> None:
+        updates = history.replay_updates(
+            child.id,
+            items,
+            first=self._subagents.history_item(child.id, nicknames),
+            cwd=child.cwd,
+            phases=self.hub.air is not None,
+        )
+        for update in _as_incoming(updates, parent_id, child.id):
+            self.hub.update(child.id, update)
+
+    def after_response(self, root: ThreadRecord) -> None:
+        """Current snapshots of the children a load replayed, now that history is over."""
+        replayed, root.replayed = root.replayed, []
+        for child in replayed:
+            self._subagents.report(child)
+
+
+#: The items whose tool call a permission request introduces on the session it is asked on.
+_ASKING_ITEMS = (
+    codex_items.CommandExecutionItem,
+    codex_items.FileChangeItem,
+    codex_items.McpToolCallItem,
+)
+
+
+def _tool_ids(items: list[ThreadItem]) -> set[str]:
+    return {item.id for item in items if isinstance(item, codex_items.ToolItem)}
+
+
+def _last_turn(root: ThreadRecord, turn: codex_types.Turn) -> None:
+    """The last turn listed so far: when another client's turn runs on the thread (its
+    status ``active`` at the resume), the one in progress is that turn."""
+    if root.turn is not None and root.turn.kind is TurnKind.FOREIGN:
+        turns.found(root, root.turn, turn.id if turn.status == "inProgress" else None)
+
+
+def _running_child(child: ThreadRecord, last: codex_types.Turn | None) -> None:
+    """A sub-agent whose last stored turn is in progress runs it (or ran it when its Codex
+    stopped)."""
+    if last is not None and last.status == "inProgress":
+        turns.subagent_running(child, last.id)
+
+
+def _is_spawn(item: ThreadItem) -> bool:
+    return isinstance(item, codex_items.CollabAgentToolCallItem) and item.tool == "spawnAgent"
+
+
+def _spawned(items: list[ThreadItem]) -> list[str]:
+    """The sub-agents a stored thread's items spawned, in order."""
+    found: list[str] = []
+    for item in items:
+        if isinstance(item, codex_items.CollabAgentToolCallItem) and item.tool == "spawnAgent":
+            found += [t for t in item.receiverThreadIds if t not in found]
+    return found
+
+
+def _named(items: list[ThreadItem]) -> list[str]:
+    """Every thread a stored thread's collab items name, in order."""
+    found: list[str] = []
+    for item in items:
+        if isinstance(item, codex_items.CollabAgentToolCallItem):
+            found += [t for t in item.receiverThreadIds if t not in found]
+    return found
+
+
+def _as_incoming(
+    updates: list[msgspec.Struct], parent_id: str, child_id: str
+) -> list[msgspec.Struct]:
+    """A child's stored user messages are what its parent sent it: incoming session messages."""
+    out: list[msgspec.Struct] = []
+    for update in updates:
+        if isinstance(update, acp_types.UserMessageChunk) and isinstance(update.messageId, str):
+            previous = out[-1] if out else None
+            if (
+                isinstance(previous, acp_subagents.SessionMessage)
+                and previous.messageId == update.messageId
+            ):
+                assert isinstance(previous.content, list)
+                previous.content.append(update.content)
+                continue
+            out.append(
+                acp_subagents.SessionMessage(
+                    messageId=update.messageId,
+                    senderSessionId=parent_id,
+                    recipientSessionId=child_id,
+                    content=[update.content],
+                )
+            )
+        else:
+            out.append(update)
+    return out
