@@ -72,9 +72,9 @@ from bridge.scripted_model import serve_scripted_model, write_codex_home
 from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = 50  # the bridge's page of sessions, asked of Codex (see bridge.engine.features.lifecycle)
+PAGE = 50  # the bridge's page of sessions, asked of Codex (see bridge.engine.features.sessions.lifecycle)
 TURN_PAGE = 50  # the bridge's page of turns, where Codex has no items of a thread
-ITEM_PAGE = 100  # the bridge's page of items (see bridge.engine.features.history_pages)
+ITEM_PAGE = 100  # the bridge's page of items (see bridge.engine.features.subagents._history_pages)
 #: Seconds any one request may take before the run fails (no request here takes one).
 REQUEST_TIMEOUT = 120
 
