@@ -33,7 +33,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from msgspec import Raw
 
@@ -265,6 +265,137 @@ class Status:
         return cls(kind, frozenset(f for f in flags or [] if isinstance(f, str)))
 
 
+@dataclass(slots=True, eq=False)
+class Steer:
+    """One ``_session/steering`` request waiting its turn
+    (:mod:`bridge.engine.features.prompts._steering`)."""
+
+    request_id: RequestId
+    inputs: list[Any]
+    prompt_required: bool
+    #: ``turn/steer`` is with Codex: its answer moves the session's steers on.
+    sent: bool = False
+
+
+# -- what a record asks Codex ----------------------------------------------------------------
+#
+# A Codex request whose answer changes a record is an entry on that record
+# (``ThreadRecord.codex_asks``) from the moment it is sent until Codex answers it
+# (:meth:`bridge.engine.core.hub.Hub.ask`). The answer goes to the feature with the entry,
+# and only while the record still holds it: an entry is withdrawn by what ends what it
+# is about, and its answer is then stale (dropped). A ``StartTurn`` or a ``FindTurn`` is
+# withdrawn when its turn leaves the record (:mod:`bridge.engine.core.turns`); a ``ReadSubagent`` or a
+# ``ReadParentage`` when the record is forgotten or dropped (:class:`Threads`). The others
+# are answered whatever became of their record: the answer is owed to someone else (a
+# client's steer, prompts waiting on a resume), or is news of a turn that has ended (a
+# refused interrupt).
+
+
+@dataclass(slots=True, eq=False)
+class StartTurn:
+    """``turn/start`` (or a slash command's request, ``command``) for ``turn``: a prompt's
+    (``turn.request_id``), or a steer's on an idle session."""
+
+    turn: Turn
+    #: A slash command's request (``thread/compact/start``...): no user message item will
+    #: name its prompt.
+    command: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class InterruptTurn:
+    """``turn/interrupt`` of ``turn`` (named): a refusal is news even once it has ended."""
+
+    turn: Turn
+
+
+@dataclass(slots=True, eq=False)
+class FindTurn:
+    """``thread/read`` (with turns) naming ``turn``, another client's turn already running
+    when the session opened, so that it can be interrupted."""
+
+    turn: Turn
+
+
+@dataclass(slots=True, eq=False)
+class SteerTurn:
+    """``turn/steer`` of ``steer``'s input into turn ``expected_turn_id``: the steer's
+    client request is answered whatever became of the session."""
+
+    steer: Steer
+    expected_turn_id: str
+
+
+@dataclass(slots=True, eq=False)
+class ResumeThread:
+    """``thread/resume`` of a session after Codex came back; ``written``: its turns were
+    read already, to have Codex write a thread it never stored (tried once)."""
+
+    written: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class WriteThread:
+    """``thread/read`` (with turns) of a session Codex holds and never wrote, after Codex
+    came back: reading it writes it; its resume is tried again, whatever the answer."""
+
+
+@dataclass(slots=True, eq=False)
+class ReadSubagent:
+    """``thread/read`` (with turns) of a sub-agent after Codex came back: its status and
+    its last turn. Nothing to do once it is forgotten."""
+
+
+@dataclass(slots=True, eq=False)
+class ReadParentage:
+    """``thread/read`` of a thread no session shows yet, to learn its parent and place it
+    (``unplaced``: what it holds meanwhile). Nothing to place once its record is dropped."""
+
+    unplaced: Unplaced
+
+
+#: What a record may be asking Codex (a closed union: :meth:`bridge.engine.core.hub.Hub.ask`).
+CodexAsk: TypeAlias = (
+    StartTurn
+    | InterruptTurn
+    | FindTurn
+    | SteerTurn
+    | ResumeThread
+    | WriteThread
+    | ReadSubagent
+    | ReadParentage
+)
+
+
+def withdraw(record: ThreadRecord, entry: CodexAsk) -> bool:
+    """Take ``entry`` off ``record``: ``False`` when it held it no longer."""
+    asks = record.codex_asks
+    for i, held in enumerate(asks):
+        if held is entry:
+            del asks[i]
+            return True
+    return False
+
+
+def withdraw_turn(record: ThreadRecord, turn: Turn) -> None:
+    """``turn`` left ``record``: what was asked for it alone is stale."""
+    if record.codex_asks:
+        record.codex_asks = [
+            a for a in record.codex_asks if not (isinstance(a, _WITH_TURN) and a.turn is turn)
+        ]
+
+
+def withdraw_record(record: ThreadRecord) -> None:
+    """``record`` is forgotten or dropped: its reads are stale."""
+    if record.codex_asks:
+        record.codex_asks = [a for a in record.codex_asks if not isinstance(a, _WITH_RECORD)]
+
+
+#: What a turn's end makes stale, and a record's (see above).
+_WITH_TURN = (StartTurn, FindTurn)
+_WITH_RECORD = (ReadSubagent, ReadParentage)
+
+
 # -- the record -------------------------------------------------------------------------
 
 
@@ -293,7 +424,7 @@ class ThreadRecord:
     #: Prompts waiting for the turn to end, in arrival order (roots only).
     queued: list[QueuedPrompt] = field(default_factory=list)
     #: ``_session/steering`` requests, handled one at a time in arrival order.
-    steers: list[Any] = field(default_factory=list)
+    steers: list[Steer] = field(default_factory=list)
     status: Status | None = None
     #: How its last turn ended (``idle`` + stop reason, or + error).
     outcome: Any = None
@@ -326,6 +457,8 @@ class ThreadRecord:
     #: say): a rewind leaves the files of a turn that worked elsewhere alone.
     turn_machines: dict[str, str] = field(default_factory=dict)
     # -- what it has in flight
+    #: Codex requests whose answer changes this record, unanswered (see ``CodexAsk``).
+    codex_asks: list[CodexAsk] = field(default_factory=list)
     pending: dict[RequestId, Pending] = field(default_factory=dict)
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)
     #: Every tool call announced: a late ``item/completed`` updates it, never announces twice.
@@ -435,6 +568,7 @@ class Threads:
             "sessions": len(self.session_ids),
             "forgotten": len(self._forgotten),
             "forgottenTurns": len(self.forgotten_turns),
+            "codexAsks": sum(len(record.codex_asks) for record in self._records.values()),
         }
 
     # -- finding ------------------------------------------------------------------------
@@ -623,6 +757,7 @@ class Threads:
         if record is None or record.session:
             return None
         del self._records[thread_id]
+        withdraw_record(record)
         return record
 
     def forget(self, thread_id: str, *, subagent: bool = False) -> list[ThreadRecord]:
@@ -635,6 +770,7 @@ class Threads:
         for record in gone:
             self.forgotten_turns.update(dict.fromkeys(record.own_turns))
             self._records.pop(record.id, None)
+            withdraw_record(record)
             self.session_ids.discard(record.id)
             self.shown_ids.discard(record.id)
             # A sub-agent whose parent no record names yet (still held), or once forgotten
