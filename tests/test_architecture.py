@@ -462,32 +462,39 @@ def closure_asks(
             continue
         path = modules[name]
         tree = ast.parse(path.read_text(), str(path))
-        nested = {
-            inner.name
-            for outer in ast.walk(tree)
-            if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for inner in ast.walk(outer)
-            if inner is not outer and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
-        }
-        asks: list[tuple[int, str]] = []
+        asks: set[tuple[int, str]] = set()
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-                continue
-            called, args = node.func.attr, node.args
             if (
-                called == "codex_request"
-                and args
-                and isinstance(args[0], ast.Constant)
-                and args[0].value in RECORD_METHODS
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "codex_request"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in RECORD_METHODS
             ):
-                asks.append((node.lineno, f"asks {args[0].value} with codex_request"))
-            if called == "ask":
+                asks.add((node.lineno, f"asks {node.args[0].value} with codex_request"))
+        for outer in ast.walk(tree):
+            if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            inside = list(ast.walk(outer))
+            nested = {
+                inner.name
+                for inner in inside
+                if inner is not outer and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+            for node in inside:
+                if not (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "ask"
+                ):
+                    continue
                 for position in _ASK_HANDLERS:
-                    handler = args[position] if len(args) > position else None
+                    handler = node.args[position] if len(node.args) > position else None
                     if isinstance(handler, ast.Lambda) or (
                         isinstance(handler, ast.Name) and handler.id in nested
                     ):
-                        asks.append((node.lineno, "asks with a closure"))
+                        asks.add((node.lineno, "asks with a closure"))
         found += [f"{path.relative_to(root)}:{line} {what}" for line, what in sorted(asks)]
     return found
 
@@ -609,6 +616,8 @@ def test_the_closure_check_sees_each_way_of_asking_with_one(tmp_path: Path) -> N
                 "        hub.ask(record, entry, 'm', {}, None, self.ok, lambda r, e, x: None)\n"
                 "        hub.ask(record, entry, 'turn/steer', {}, None, self.ok, self.failed)\n"
                 "        hub.codex_request('thread/list', {}, None, done, done)\n"
+                "    def other(self, hub, record, entry, failed):\n"
+                "        hub.ask(record, entry, 'm', {}, None, self.ok, failed)\n"
             ),
         },
     )

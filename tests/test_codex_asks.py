@@ -14,6 +14,7 @@ from bridge.engine.core.threads import (
     CodexAsk,
     FindTurn,
     InterruptTurn,
+    OpenStored,
     ReadParentage,
     ReadSubagent,
     ResumeThread,
@@ -24,6 +25,8 @@ from bridge.engine.core.threads import (
 )
 from bridge.jsonrpc.peer import ErrorObject
 from tests.support.engine_harness import Harness, Windows
+from tests.test_lifecycle import CWD, Recorder, resume_result, stored_thread
+from tests.test_lifecycle import THREAD as LOADED
 from tests.test_subagents import CHILD, ROOT, Tree
 from tests.test_windows import THREAD, _running_turn, _stream_a_turn
 
@@ -262,6 +265,25 @@ def test_a_sub_agents_read_after_codex_came_back_goes_with_its_record() -> None:
     t.h.codex_reply(read["id"], {"thread": stored})
     assert sent_since(t.h, before) == ([], [])
     assert child.status is status and child.turn is None
+
+
+# -- session/load, session/resume ---------------------------------------------------------------
+
+
+def test_a_load_is_one_entry_on_the_record_being_opened_request_after_request() -> None:
+    h = Recorder()
+    rid = h.client_request("session/load", {"sessionId": LOADED, "cwd": CWD, "mcpServers": []})
+    opening = record_of(h, LOADED)
+    [asked] = opening.codex_asks
+    assert isinstance(asked, OpenStored) and asked.rid == rid and asked.replay
+    h.codex_reply(h.codex_request("thread/read")["id"], {"thread": stored_thread([])})
+    assert opening.codex_asks == [asked] and asked.stored is not None
+    h.codex_error(h.codex_request("thread/resume")["id"], f"no rollout found for {LOADED}")
+    assert opening.codex_asks == [asked] and asked.written  # its turns read, to write it
+    h.codex_error(h.codex_request("thread/read")["id"], "no turns")
+    h.codex_reply(h.codex_request("thread/resume")["id"], resume_result())
+    assert h.result(rid) is not None
+    assert record_of(h, LOADED).codex_asks == [] and record_of(h, LOADED) is opening
 
 
 # -- a sub-agent's placement ---------------------------------------------------------------------

@@ -38,6 +38,7 @@ from typing import Any, TypeAlias
 from msgspec import Raw
 
 from ...codex import items
+from ...codex import types as codex_types
 from ...jsonrpc import RequestId, RpcError
 
 #: How deep a chain of sub-agents the bridge follows before it stops looking up.
@@ -287,8 +288,8 @@ class Steer:
 # withdrawn when its turn leaves the record (:mod:`bridge.engine.core.turns`); a ``ReadSubagent`` or a
 # ``ReadParentage`` when the record is forgotten or dropped (:class:`Threads`). The others
 # are answered whatever became of their record: the answer is owed to someone else (a
-# client's steer, prompts waiting on a resume), or is news of a turn that has ended (a
-# refused interrupt).
+# client's steer or load, prompts waiting on a resume), or is news of a turn that has
+# ended (a refused interrupt).
 
 
 @dataclass(slots=True, eq=False)
@@ -354,6 +355,25 @@ class ReadParentage:
     unplaced: Unplaced
 
 
+@dataclass(slots=True, eq=False)
+class OpenStored:
+    """A load or resume of a stored session (``method``, client request ``rid``), one
+    request after the other on the record being opened: ``thread/read`` (``stored``, once
+    answered), ``thread/resume`` (``written``: again, once its turns were read to have Codex
+    write a thread it never stored), ``config/read`` for a thread never stored. The client
+    waits on it: never withdrawn."""
+
+    rid: RequestId
+    method: str
+    cwd: str
+    #: ``config`` for the resume: the bridge's overrides and the client's MCP servers.
+    config: dict[str, Any]
+    #: The history (and its sub-agents') goes out before the answer (a load).
+    replay: bool
+    stored: codex_types.Thread | None = None
+    written: bool = False
+
+
 #: What a record may be asking Codex (a closed union: :meth:`bridge.engine.core.hub.Hub.ask`).
 CodexAsk: TypeAlias = (
     StartTurn
@@ -364,6 +384,7 @@ CodexAsk: TypeAlias = (
     | WriteThread
     | ReadSubagent
     | ReadParentage
+    | OpenStored
 )
 
 
