@@ -20,11 +20,14 @@ from bridge.engine.core.threads import (
     ResumeThread,
     StartTurn,
     SteerTurn,
+    StorePick,
     ThreadRecord,
     WriteThread,
 )
 from bridge.jsonrpc.peer import ErrorObject
 from tests.support.engine_harness import Harness, Windows
+from tests.test_config import THREAD as CONFIGURED
+from tests.test_config import mode_asked
 from tests.test_lifecycle import CWD, Recorder, resume_result, stored_thread
 from tests.test_lifecycle import THREAD as LOADED
 from tests.test_subagents import CHILD, ROOT, Tree
@@ -284,6 +287,20 @@ def test_a_load_is_one_entry_on_the_record_being_opened_request_after_request() 
     h.codex_reply(h.codex_request("thread/resume")["id"], resume_result())
     assert h.result(rid) is not None
     assert record_of(h, LOADED).codex_asks == [] and record_of(h, LOADED) is opening
+
+
+# -- a pick stored in the thread -----------------------------------------------------------------
+
+
+def test_a_pick_is_on_its_record_until_codex_has_stored_it() -> None:
+    h, rid = mode_asked("read-only")
+    record = record_of(h, CONFIGURED)
+    [asked] = record.codex_asks
+    assert isinstance(asked, StorePick) and asked.rid == rid and asked.mode
+    assert asked.settings is record.settings
+    assert h.client_response(rid) is None
+    h.store()
+    assert record.codex_asks == [] and h.result(rid) == {}
 
 
 # -- a sub-agent's placement ---------------------------------------------------------------------

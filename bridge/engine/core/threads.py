@@ -288,7 +288,7 @@ class Steer:
 # withdrawn when its turn leaves the record (:mod:`bridge.engine.core.turns`); a ``ReadSubagent`` or a
 # ``ReadParentage`` when the record is forgotten or dropped (:class:`Threads`). The others
 # are answered whatever became of their record: the answer is owed to someone else (a
-# client's steer or load, prompts waiting on a resume), or is news of a turn that has
+# client's steer, load or pick, prompts waiting on a resume), or is news of a turn that has
 # ended (a refused interrupt).
 
 
@@ -374,6 +374,20 @@ class OpenStored:
     written: bool = False
 
 
+@dataclass(slots=True, eq=False)
+class StorePick:
+    """``thread/settings/update`` storing the user's pick (``change``) in the thread:
+    once Codex has it, ``settings`` say so and client request ``rid`` is answered, as
+    ``session/set_mode`` (``mode``) or as a config option's set. The client waits on it:
+    never withdrawn."""
+
+    rid: RequestId
+    settings: Settings
+    #: Codex's ``ThreadSettingsUpdateParams``.
+    change: Any
+    mode: bool
+
+
 #: What a record may be asking Codex (a closed union: :meth:`bridge.engine.core.hub.Hub.ask`).
 CodexAsk: TypeAlias = (
     StartTurn
@@ -385,6 +399,7 @@ CodexAsk: TypeAlias = (
     | ReadSubagent
     | ReadParentage
     | OpenStored
+    | StorePick
 )
 
 
