@@ -14,6 +14,7 @@ from bridge.engine.core.threads import (
     CodexAsk,
     FindTurn,
     InterruptTurn,
+    ListSkills,
     OpenStored,
     ReadParentage,
     ReadSubagent,
@@ -37,9 +38,10 @@ PROMPT = [{"type": "text", "text": "go"}]
 
 
 def asks(h: Harness, thread_id: str) -> list[CodexAsk]:
+    """What the record asks, but its skills (asked as a session with settings opens)."""
     record = h.engine.hub.threads.get(thread_id)
     assert record is not None
-    return list(record.codex_asks)
+    return [a for a in record.codex_asks if not isinstance(a, ListSkills)]
 
 
 def record_of(h: Harness, thread_id: str) -> ThreadRecord:
@@ -277,16 +279,16 @@ def test_a_load_is_one_entry_on_the_record_being_opened_request_after_request() 
     h = Recorder()
     rid = h.client_request("session/load", {"sessionId": LOADED, "cwd": CWD, "mcpServers": []})
     opening = record_of(h, LOADED)
-    [asked] = opening.codex_asks
+    [asked] = asks(h, LOADED)
     assert isinstance(asked, OpenStored) and asked.rid == rid and asked.replay
     h.codex_reply(h.codex_request("thread/read")["id"], {"thread": stored_thread([])})
-    assert opening.codex_asks == [asked] and asked.stored is not None
+    assert asks(h, LOADED) == [asked] and asked.stored is not None
     h.codex_error(h.codex_request("thread/resume")["id"], f"no rollout found for {LOADED}")
-    assert opening.codex_asks == [asked] and asked.written  # its turns read, to write it
+    assert asks(h, LOADED) == [asked] and asked.written  # its turns read, to write it
     h.codex_error(h.codex_request("thread/read")["id"], "no turns")
     h.codex_reply(h.codex_request("thread/resume")["id"], resume_result())
     assert h.result(rid) is not None
-    assert record_of(h, LOADED).codex_asks == [] and record_of(h, LOADED) is opening
+    assert asks(h, LOADED) == [] and record_of(h, LOADED) is opening
 
 
 # -- a pick stored in the thread -----------------------------------------------------------------
@@ -295,12 +297,31 @@ def test_a_load_is_one_entry_on_the_record_being_opened_request_after_request() 
 def test_a_pick_is_on_its_record_until_codex_has_stored_it() -> None:
     h, rid = mode_asked("read-only")
     record = record_of(h, CONFIGURED)
-    [asked] = record.codex_asks
+    [asked] = asks(h, CONFIGURED)
     assert isinstance(asked, StorePick) and asked.rid == rid and asked.mode
     assert asked.settings is record.settings
     assert h.client_response(rid) is None
     h.store()
-    assert record.codex_asks == [] and h.result(rid) == {}
+    assert asks(h, CONFIGURED) == [] and h.result(rid) == {}
+
+
+# -- what a session shows: its skills ----------------------------------------------------------
+
+
+def test_skills_listed_after_their_session_closed_change_nothing() -> None:
+    h = Harness()
+    h.thread_started("/work", "mock", {"type": "readOnly"})  # a session with settings
+    record = record_of(h, "thread-1")
+    [asked] = record.codex_asks
+    assert isinstance(asked, ListSkills)
+    listed = h.codex_request("skills/list")
+    close = h.client_request("session/close", {"sessionId": "thread-1"})
+    h.codex_reply(h.codex_request("thread/unsubscribe")["id"], {})
+    assert h.result(close) == {} and record.codex_asks == []
+    before = mark(h)
+    skill = {"name": "poem", "path": "/s/poem", "enabled": True, "description": "d"}
+    h.codex_reply(listed["id"], {"data": [{"cwd": "/work", "skills": [skill]}]})
+    assert sent_since(h, before) == ([], []) and record.skills == {}
 
 
 # -- a sub-agent's placement ---------------------------------------------------------------------

@@ -285,11 +285,12 @@ class Steer:
 # (:meth:`bridge.engine.core.hub.Hub.ask`). The answer goes to the feature with the entry,
 # and only while the record still holds it: an entry is withdrawn by what ends what it
 # is about, and its answer is then stale (dropped). A ``StartTurn`` or a ``FindTurn`` is
-# withdrawn when its turn leaves the record (:mod:`bridge.engine.core.turns`); a ``ReadSubagent`` or a
-# ``ReadParentage`` when the record is forgotten or dropped (:class:`Threads`). The others
-# are answered whatever became of their record: the answer is owed to someone else (a
-# client's steer, load or pick, prompts waiting on a resume), or is news of a turn that has
-# ended (a refused interrupt).
+# withdrawn when its turn leaves the record (:mod:`bridge.engine.core.turns`); a read of
+# what the record shows (``ReadSubagent``, ``ReadParentage``, ``ListSkills``,
+# ``ListTerminals``) when the record is forgotten or dropped (:class:`Threads`). The
+# others are answered whatever became of their record: the answer is owed to someone
+# else (a client's steer, load or pick, prompts waiting on a resume), or is news of a
+# turn that has ended (a refused interrupt).
 
 
 @dataclass(slots=True, eq=False)
@@ -348,6 +349,20 @@ class ReadSubagent:
 
 
 @dataclass(slots=True, eq=False)
+class ListSkills:
+    """``skills/list`` for a session's folder: its skills become its commands (offered as
+    to an AIR client, ``air``). Nothing to do once it is forgotten."""
+
+    air: bool
+
+
+@dataclass(slots=True, eq=False)
+class ListTerminals:
+    """``thread/backgroundTerminals/list`` of a session opened again: the commands its
+    thread still runs become tasks. Nothing to do once it is forgotten."""
+
+
+@dataclass(slots=True, eq=False)
 class ReadParentage:
     """``thread/read`` of a thread no session shows yet, to learn its parent and place it
     (``unplaced``: what it holds meanwhile). Nothing to place once its record is dropped."""
@@ -400,6 +415,8 @@ CodexAsk: TypeAlias = (
     | ReadParentage
     | OpenStored
     | StorePick
+    | ListSkills
+    | ListTerminals
 )
 
 
@@ -429,7 +446,7 @@ def withdraw_record(record: ThreadRecord) -> None:
 
 #: What a turn's end makes stale, and a record's (see above).
 _WITH_TURN = (StartTurn, FindTurn)
-_WITH_RECORD = (ReadSubagent, ReadParentage)
+_WITH_RECORD = (ReadSubagent, ReadParentage, ListSkills, ListTerminals)
 
 
 # -- the record -------------------------------------------------------------------------

@@ -59,7 +59,7 @@ from ....jsonrpc.peer import ErrorObject
 from ...core.effects import MachineChosen
 from ...core.hub import Hub, decode_params, unknown_method
 from ...core.machines import LOCAL, workspace
-from ...core.threads import Settings, StorePick, ThreadRecord
+from ...core.threads import ListSkills, Settings, StorePick, ThreadRecord
 from ...views import presets
 from ...views.commands import COMMANDS, offered, skill_command
 from . import _air_settings as air_settings
@@ -135,43 +135,43 @@ class SettingsSelectors:
             record.id, acp_commands.AvailableCommandsUpdate(availableCommands=offered(air_client))
         )
 
-        def listed(result: codex_palette.SkillsListResult) -> None:
-            if self.hub.threads.session(record.id) is not record:
-                return  # closed meanwhile
-            builtin = {command.name for command in COMMANDS}
-            record.skills = {
-                skill.name: skill.path
-                for entry in result.data
-                for skill in entry.skills
-                if skill.enabled
-                and skill.path
-                and skill.name not in builtin
-                and re.fullmatch(_COMMAND_NAME, skill.name)
-            }
-            if record.skills:
-                skills = [
-                    skill_command(skill.name, skill.description, skill.path, air_client)
-                    for entry in result.data
-                    for skill in entry.skills
-                    if skill.name in record.skills
-                ]
-                self.hub.update(
-                    record.id,
-                    acp_commands.AvailableCommandsUpdate(
-                        availableCommands=[*offered(air_client), *skills]
-                    ),
-                )
-
-        def refused(error: ErrorObject) -> None:
-            log.info("skills/list for %s failed: %s; no skill commands", record.id, error.message)
-
-        self.hub.codex_request(
+        self.hub.ask(
+            record,
+            ListSkills(air_client),
             "skills/list",
             codex_palette.SkillsListParams(cwds=[record.cwd] if record.cwd else []),
             codex_palette.SkillsListResult,
-            listed,
-            refused,
+            self._skills_listed,
+            _skills_unlisted,
         )
+
+    def _skills_listed(
+        self, record: ThreadRecord, asked: ListSkills, result: codex_palette.SkillsListResult
+    ) -> None:
+        air_client = asked.air
+        builtin = {command.name for command in COMMANDS}
+        record.skills = {
+            skill.name: skill.path
+            for entry in result.data
+            for skill in entry.skills
+            if skill.enabled
+            and skill.path
+            and skill.name not in builtin
+            and re.fullmatch(_COMMAND_NAME, skill.name)
+        }
+        if record.skills:
+            skills = [
+                skill_command(skill.name, skill.description, skill.path, air_client)
+                for entry in result.data
+                for skill in entry.skills
+                if skill.name in record.skills
+            ]
+            self.hub.update(
+                record.id,
+                acp_commands.AvailableCommandsUpdate(
+                    availableCommands=[*offered(air_client), *skills]
+                ),
+            )
 
     def _machine_of(self, thread_id: str, thread: object) -> str:
         """The machine a thread acts on: the one stored for it (Codex forgets a thread's
@@ -612,3 +612,7 @@ class SettingsSelectors:
         waiting, self._catalog_waiting = self._catalog_waiting or [], None
         for then in waiting:
             then()
+
+
+def _skills_unlisted(record: ThreadRecord, _asked: ListSkills, error: ErrorObject) -> None:
+    log.info("skills/list for %s failed: %s; no skill commands", record.id, error.message)
