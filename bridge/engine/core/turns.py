@@ -64,7 +64,10 @@ A function that takes the ``turn`` a feature holds applies only while that turn
 is still the record's (:func:`current`): a late answer from Codex for a turn
 that ended (or was replaced) meanwhile changes nothing. These are the
 staleness guards of the features; they keep the turn they started, never
-``record.turn`` read again later.
+``record.turn`` read again later. What was asked of Codex for one turn alone
+(its start, the read of its id: ``StartTurn``, ``FindTurn`` on
+``record.codex_asks``) is withdrawn here as the turn leaves the record: Codex's
+late answer to it never reaches the feature (:meth:`~bridge.engine.core.hub.Hub.ask`).
 
 **A prompt's states** (the prompts feature's, on the record): *queued*
 (``record.queued``: it waits for the turn before it), *sent* (its turn asked of
