@@ -68,8 +68,9 @@ def unknown_method(error: ErrorObject) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Waiting:
-    """What to do when the other side answers one of our requests."""
+class Outstanding:
+    """One of the engine's requests (to Codex or the client) whose answer has not come:
+    what to do with the answer when it does."""
 
     method: str
     decoder: msgspec.json.Decoder[Any] | None
@@ -203,8 +204,8 @@ class Hub:
         paged_store: bool = False,
         codex_shared: bool = False,
     ) -> None:
-        self.client = Peer[Waiting](jsonrpc_member=True)
-        self.codex = Peer[Waiting](jsonrpc_member=False)
+        self.client = Peer[Outstanding](jsonrpc_member=True)
+        self.codex = Peer[Outstanding](jsonrpc_member=False)
         self.threads = Threads()
         self._shown_ids = self.threads.shown_ids  # the hot path's one lookup
         self.client_capabilities = acp_types.ClientCapabilities()
@@ -246,7 +247,7 @@ class Hub:
         self._clock_waiters: dict[RequestId, Callable[[int], None]] = {}
         self._clock_asked = 0
         #: Calls to a machine's exec-server (:meth:`machine_request`), by their key.
-        self._machine_waiters: dict[str, Waiting] = {}
+        self._machine_waiters: dict[str, Outstanding] = {}
         self._machine_asked = 0
         #: The machines a session may act on, by name (the machines feature's; empty:
         #: none named, and no ``machine`` option is offered).
@@ -276,7 +277,7 @@ class Hub:
     def reset_codex(self) -> None:
         """A new connection to Codex (it was restarted, or reconnected): a fresh peer,
         whose request ids start again from 0, and nothing owed to the old one."""
-        self.codex = Peer[Waiting](jsonrpc_member=False)
+        self.codex = Peer[Outstanding](jsonrpc_member=False)
         self.open_codex_requests.clear()
         self.codex_ready = False
         self.codex_lost_reason = None
@@ -313,7 +314,9 @@ class Hub:
         if self.codex_lost_reason is not None:
             on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
             return
-        waiting = Waiting(method, None if result is None else _decoder(result), on_result, on_error)
+        waiting = Outstanding(
+            method, None if result is None else _decoder(result), on_result, on_error
+        )
         _rid, data = self.codex.request(method, params, waiting)
         self._out.append(ToCodex(data))
 
@@ -353,7 +356,7 @@ class Hub:
         not ask."""
         self._machine_asked += 1
         key = f"bridge-machine-{self._machine_asked}"
-        self._machine_waiters[key] = Waiting(
+        self._machine_waiters[key] = Outstanding(
             f"{method} on {machine}", _decoder(result), on_result, on_error
         )
         self._out.append(MachineCall(machine, key, method, msgspec.json.encode(params)))
@@ -396,7 +399,9 @@ class Hub:
         on_error: OnError,
     ) -> RequestId:
         params, on_result, on_error, sent = self.face.asking(method, params, on_result, on_error)
-        rid, data = self.client.request(method, params, Waiting(method, None, on_result, on_error))
+        rid, data = self.client.request(
+            method, params, Outstanding(method, None, on_result, on_error)
+        )
         self._out.append(ToClient(data))
         sent(rid)
         return rid

@@ -270,18 +270,18 @@ class V2Face:
         root = record.parent_id is None
         rid_box: list[RequestId] = []
 
-        def settle() -> None:
+        def asked_no_more() -> None:
             if rid_box:
                 record.asking.discard(rid_box[0])
             if root:
                 self._show_state(record)
 
         def answered(raw: Raw) -> None:
-            settle()
+            asked_no_more()
             on_result(raw)
 
         def refused(error: ErrorObject) -> None:
-            settle()
+            asked_no_more()
             on_error(error)
 
         def sent(rid: RequestId) -> None:

@@ -17,7 +17,7 @@ A session is a Codex thread, so every method here is a thread method:
   page is answered (:class:`PageAhead`), and once a connection has listed to the last
   page, one page read from the thread files to repair that index
   (:meth:`Lifecycle._repair_index`).
-- ``session/close``: the running prompt is cancelled and settles ``cancelled``
+- ``session/close``: the running prompt is cancelled and is answered ``cancelled``
   once Codex confirms; then ``thread/unsubscribe``, and the session is forgotten.
 
 Sessions opened here are opened as ``session/new``'s are (the ``opened``
@@ -243,7 +243,7 @@ class Lifecycle:
                         stored, cwd, config, lambda opened: open_root(stored, opened, True)
                     )
                 elif error.message.startswith(NO_ROLLOUT) and not written:
-                    # Held by this Codex (the read found it) but never written, and nobody
+                    # HeldMessage by this Codex (the read found it) but never written, and nobody
                     # subscribed to it: reading its turns writes its rollout (and fails, it
                     # has none), after which a resume finds it.
                     written = True
@@ -524,12 +524,12 @@ class Lifecycle:
         self.cancel_work(record.id)
         if record.turn is not None:
             # ACP: close cancels ongoing work as session/cancel would. The prompt
-            # settles when Codex confirms; prompt_settled finishes the close then.
+            # is answered when Codex confirms; prompt_answered finishes the close then.
             self.prompts.cancel(record)
             return
         self._finish_close(record)
 
-    def prompt_settled(self, record: ThreadRecord) -> None:
+    def prompt_answered(self, record: ThreadRecord) -> None:
         if record.closing is not None and record.turn is None:
             self._finish_close(record)
 

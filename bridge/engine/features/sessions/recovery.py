@@ -50,8 +50,8 @@ class WorkReports(Protocol):
 class Resumes(Protocol):
     """Waits on a session's resume (:mod:`bridge.engine.features.prompts.prompts`)."""
 
-    def resume_settled(self, record: ThreadRecord) -> None:
-        """The session's resume is settled, whichever way (its prompts wait for it)."""
+    def resume_done(self, record: ThreadRecord) -> None:
+        """The session's resume is done, whichever way (its prompts wait for it)."""
 
 
 @dataclass(eq=False)
@@ -62,13 +62,13 @@ class Recovery:
     _: KW_ONLY
     #: Told each sub-agent's state once it was read.
     subagents: WorkReports
-    #: Told once each session's resume is settled.
+    #: Told once each session's resume is done.
     prompts: Resumes
 
     def recover(self) -> None:
         for record in self.hub.threads:
             if not record.session:
-                # Held traffic was for the connection that is gone.
+                # HeldMessage traffic was for the connection that is gone.
                 record.unplaced = None
                 record.waiting_children.clear()
                 continue
@@ -82,27 +82,27 @@ class Recovery:
         # take a second try (below). Others' go along with it, as Codex takes them in order.
         record.resuming = record.unstored
 
-        def settled() -> None:
+        def done() -> None:
             if record.resuming:
                 record.resuming = False
-                self.prompts.resume_settled(record)
+                self.prompts.resume_done(record)
 
         def subscribed(_result: object) -> None:
             record.gone = None
             if record.is_child:
                 self._read(record)
-            settled()
+            done()
 
         def refused(error: ErrorObject) -> None:
             nonlocal written
             if codex_threads.no_turns(error.code, error.message):
                 # Subscribed: a thread never prompted has no turns to list.
                 record.gone = None
-                settled()
+                done()
                 return
             log.warning("thread/resume %s after Codex came back: %s", record.id, error.message)
             if record.is_child or not error.message.startswith(_NOT_THERE):
-                settled()
+                done()
                 return  # its next request carries Codex's own words; nothing is invented
             if error.message.startswith(codex_threads.NO_ROLLOUT) and not written:
                 # Perhaps the same Codex, reconnected, which holds the session but never
@@ -124,7 +124,7 @@ class Recovery:
                 "prompted is not stored, so it does not survive a restart of Codex "
                 f"(Codex: {error.message})"
             )
-            settled()
+            done()
 
         params = codex_threads.ThreadResumeParams(
             threadId=record.id, cwd=record.cwd or UNSET, excludeTurns=True
