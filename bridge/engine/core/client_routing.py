@@ -28,7 +28,15 @@ from typing import Protocol, TypeAlias
 import msgspec
 from msgspec import Raw
 
-from ...jsonrpc import ErrorCode, IncomingNotification, IncomingRequest, RequestId, RpcError
+from ...jsonrpc import (
+    ErrorCode,
+    IncomingError,
+    IncomingNotification,
+    IncomingRequest,
+    IncomingResponse,
+    RequestId,
+    RpcError,
+)
 from .connection import Connection
 from .hub import AGENT_NAME, Hub, Outstanding, RequestHandler
 from .replies import Arrived, Router, take_answer
@@ -88,6 +96,8 @@ class ClientRouter(Router):
             else:
                 log.info("ignoring client notification %s", msg.method)
         else:
+            if isinstance(msg, (IncomingResponse, IncomingError)):
+                hub.face.answered(msg.id)
             take_answer(
                 msg, on_result=_as_it_is, send_raw=hub.send_raw_to_client, peer="client", log=log
             )

@@ -169,13 +169,19 @@ class Face(Protocol):
 
     def refuse(self, rid: RequestId, error: RpcError) -> None: ...
 
-    def asking(
-        self, method: str, params: Any, on_result: Callable[[Raw], None], on_error: OnError
-    ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]: ...
+    def client_params(self, method: str, params: Any) -> Any:
+        """The params of a request for the client, in this version's form."""
+        ...
 
+    def asked(self, method: str, params: Any, rid: RequestId) -> None:
+        """A request went to the client as ``rid`` (v2: a session the client holds a
+        permission request of ``requires_action``)."""
+        ...
 
-def keep_nothing(_rid: RequestId) -> None:
-    """What :meth:`Face.asking` returns for a request it keeps nothing of once sent."""
+    def answered(self, rid: RequestId) -> None:
+        """The client answered ``rid`` (a result or an error), before what waited on it
+        is told."""
+        ...
 
 
 class Hub:
@@ -398,12 +404,13 @@ class Hub:
         on_result: Callable[[Raw], None],
         on_error: OnError,
     ) -> RequestId:
-        params, on_result, on_error, sent = self.face.asking(method, params, on_result, on_error)
+        face = self.face
+        params = face.client_params(method, params)
         rid, data = self.client.request(
             method, params, Outstanding(method, None, on_result, on_error)
         )
         self._out.append(ToClient(data))
-        sent(rid)
+        face.asked(method, params, rid)
         return rid
 
     def client_notification(self, method: str, params: Any) -> None:
