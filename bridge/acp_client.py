@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import trio
 
+from .acp import said
 from .jsonrpc import (
     ErrorCode,
     IncomingError,
@@ -212,11 +213,10 @@ class AcpClient:
             await self._arrived.park()
 
     def text_of(self, session_id: str, kind: str = "agent_message_chunk") -> str:
-        """All streamed text of one kind of chunk in a session, concatenated."""
-        return "".join(
-            u["update"]["content"].get("text", "")
-            for u in self.updates
-            if u["sessionId"] == session_id and u["update"]["sessionUpdate"] == kind
+        """All the text one kind of update said in a session, concatenated
+        (:func:`bridge.acp.said.text_of`)."""
+        return said.text_of(
+            (u["update"] for u in self.updates if u["sessionId"] == session_id), kind
         )
 
 

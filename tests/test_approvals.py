@@ -499,7 +499,7 @@ def test_a_client_error_reply_declines() -> None:
 def test_a_question_for_another_clients_thread_is_left_to_that_client() -> None:
     h, _ = harness()
     codex_asks(h, 0, "item/commandExecution/requestApproval", {**COMMAND_APPROVAL, "threadId": "x"})
-    # Held while the bridge reads the thread to learn whether it is a sub-agent of ours.
+    # HeldMessage while the bridge reads the thread to learn whether it is a sub-agent of ours.
     assert codex_answers(h, 0) == []
     read = h.codex_request("thread/read")
     assert read["params"]["threadId"] == "x"

@@ -360,6 +360,36 @@ def room_violations_in_features(
     return found
 
 
+def single_room_views(
+    modules: Mapping[str, Path],
+    graph: Mapping[str, Iterable[str]],
+    *,
+    views: str = "bridge.engine.views",
+    package: str = FEATURES_PACKAGE,
+) -> list[str]:
+    """``views/`` holds what more than one room reads: each view that modules of a single
+    room of ``package`` reach (directly, or through other views), and nothing else does, as
+    ``view: only ROOM reads it``."""
+    depth = package.count(".") + 1
+    found: list[str] = []
+    for view in sorted(m for m in modules if m.startswith(f"{views}.")):
+        readers: set[str] = set()
+        seen, todo = {view}, [view]
+        while todo:
+            for importer in importers_of(todo.pop(), graph):
+                if importer.startswith(f"{views}."):
+                    if importer not in seen:
+                        seen.add(importer)
+                        todo.append(importer)
+                elif importer.startswith(f"{package}."):
+                    readers.add(".".join(importer.split(".")[: depth + 1]))
+                else:
+                    readers.add(importer)
+        if len(readers) == 1 and next(iter(readers)).startswith(f"{package}."):
+            found.append(f"{view}: only {next(iter(readers))} reads it")
+    return found
+
+
 def tangles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     """The groups of modules that all reach each other (each one a knot to untie)."""
     return [c for c in _strongly_connected(graph) if len(c) > 1]
@@ -680,6 +710,14 @@ def test_a_feature_is_imported_only_by_the_wiring_module(feature: str) -> None:
         )
 
 
+def test_a_view_one_room_reads_lives_in_that_room() -> None:
+    found = single_room_views(MODULES, GRAPH)
+    if found:
+        pytest.fail(
+            "views/ holds what one room alone reads:\n  " + "\n  ".join(found), pytrace=False
+        )
+
+
 def test_features_live_in_rooms_with_their_parts_private() -> None:
     found = room_violations_in_features(MODULES, GRAPH)
     if found:
@@ -935,6 +973,30 @@ def test_the_room_check_sees_each_way_out_of_shape(tmp_path: Path) -> None:
         "fake.features.prompts._wired: private to fake.features.prompts, imported by fake.wiring",
         "fake.features.prompts.helper: public, yet no feature the wiring builds (make it _helper)",
     ]
+
+
+def test_the_view_check_sees_a_view_one_room_reads(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/views/__init__.py": "",
+            "fake/views/shared.py": "from . import inner\n",
+            "fake/views/inner.py": "",
+            "fake/views/lonely.py": "",
+            "fake/features/__init__.py": "",
+            "fake/features/a/__init__.py": "",
+            "fake/features/a/a.py": "from ...views import shared, lonely\n",
+            "fake/features/b/__init__.py": "",
+            "fake/features/b/b.py": "from ...views import shared\n",
+        },
+    )
+    modules = find_modules(package)
+    found = single_room_views(
+        modules, import_graph(modules), views="fake.views", package="fake.features"
+    )
+    # inner is read through shared, by both rooms; lonely by one.
+    assert found == ["fake.views.lonely: only fake.features.a reads it"]
 
 
 def test_the_purity_check_sees_every_kind_of_import(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from bridge.acp_client import AcpClient
 from tests.support.app_server import app_server
 from tests.support.codex_daemon import codex_daemon
 from tests.support.e2e import SCENARIO_SECONDS, Transport, assert_valid_acp, running_bridge
+from tests.support.reading import text_of
 from tests.support.scenarios import subagents as scenario
 
 pytestmark = pytest.mark.e2e
@@ -58,6 +59,20 @@ async def _long_lived_codex(
             yield transport
 
 
+async def _spawn_a_child(first: AcpClient, workspace: Path) -> tuple[str, str]:
+    """The first ``serve``'s part: a root that spawned a child, which said "one"."""
+    await first.initialize(scenario.SUBAGENTS)
+    root = await first.new_session(str(workspace))
+    assert await first.prompt(root, FIRST) == {"stopReason": "end_turn"}
+    [child] = {
+        u["update"]["sessionId"]
+        for u in first.updates
+        if u["update"]["sessionUpdate"] == "subagent_update" and "title" in u["update"]
+    }
+    await first.wait_for(lambda _m: "one" in first.text_of(child))
+    return root, child
+
+
 def _update(message: dict[str, Any]) -> dict[str, Any]:
     if message.get("method") != "session/update":
         return {}
@@ -83,15 +98,7 @@ async def test_a_known_sub_agent_given_new_work_after_a_reconnection_reaches_the
             route, transport_of, bridge_argv, bridge_env, codex_home, codex_bin
         ) as transport:
             async with running_bridge(transport.argv, transport.env, stderr_file) as first:
-                await first.initialize(scenario.SUBAGENTS)
-                root = await first.new_session(str(workspace))
-                assert await first.prompt(root, FIRST) == {"stopReason": "end_turn"}
-                [child] = {
-                    u["update"]["sessionId"]
-                    for u in first.updates
-                    if u["update"]["sessionUpdate"] == "subagent_update" and "title" in u["update"]
-                }
-                await first.wait_for(lambda _m: "one" in first.text_of(child))
+                root, child = await _spawn_a_child(first, workspace)
 
             async with running_bridge(transport.argv, transport.env, stderr_file) as client:
                 await client.initialize(scenario.SUBAGENTS)
@@ -102,17 +109,9 @@ async def test_a_known_sub_agent_given_new_work_after_a_reconnection_reaches_the
                 assert await client.prompt(root, _again(child)) == {"stopReason": "end_turn"}
                 # The child's answer ends its turn before the parent's wait returns; its
                 # events may still be on their way: waited for, bounded by the scenario.
-                await client.wait_for(lambda _m: "second answer" in _live_text(client, child))
+                await client.wait_for(lambda _m: "second answer" in client.text_of(child))
     _check(client, root, child, opened, replays=opening == "session/load")
     assert_valid_acp(client, unstable=True)
-
-
-def _live_text(client: AcpClient, child: str) -> str:
-    return "".join(
-        u["update"]["content"].get("text", "")
-        for u in client.updates
-        if u["sessionId"] == child and u["update"]["sessionUpdate"] == "agent_message_chunk"
-    )
 
 
 def _check(client: AcpClient, root: str, child: str, opened: int, *, replays: bool) -> None:
@@ -142,11 +141,8 @@ def _check(client: AcpClient, root: str, child: str, opened: int, *, replays: bo
         and u["senderSessionId"] == root
         and u["recipientSessionId"] == child
     ]
-    assert [c["text"] for u in incoming for c in u["content"]] == ["@@ say second answer"]
-    said = "".join(
-        u["content"]["text"] for u in live if u["sessionUpdate"] == "agent_message_chunk"
-    )
-    assert said == "second answer"
+    assert len(incoming) == 1 and text_of(incoming, "session_message") == "@@ say second answer"
+    assert text_of(live) == "second answer"
     # Its history (a load's replay) is sent once, before the open's answer.
     replayed = [
         u
@@ -155,7 +151,7 @@ def _check(client: AcpClient, root: str, child: str, opened: int, *, replays: bo
         for u in [messages[i]["params"]["update"]]
         if u["sessionUpdate"] == "agent_message_chunk"
     ]
-    assert "".join(u["content"]["text"] for u in replayed) == ("one" if replays else "")
+    assert text_of(replayed) == ("one" if replays else "")
 
 
 async def test_a_sub_agent_codex_no_longer_holds_reaches_the_client_once_given_new_work(
@@ -182,15 +178,7 @@ async def test_a_sub_agent_codex_no_longer_holds_reaches_the_client_once_given_n
 
     with trio.fail_after(SCENARIO_SECONDS):
         async with serve_on_a_new_codex("first") as first:
-            await first.initialize(scenario.SUBAGENTS)
-            root = await first.new_session(str(workspace))
-            assert await first.prompt(root, FIRST) == {"stopReason": "end_turn"}
-            [child] = {
-                u["update"]["sessionId"]
-                for u in first.updates
-                if u["update"]["sessionUpdate"] == "subagent_update" and "title" in u["update"]
-            }
-            await first.wait_for(lambda _m: "one" in first.text_of(child))
+            root, child = await _spawn_a_child(first, workspace)
         async with serve_on_a_new_codex("second") as client:
             await client.initialize(scenario.SUBAGENTS)
             await client.request(
@@ -201,6 +189,6 @@ async def test_a_sub_agent_codex_no_longer_holds_reaches_the_client_once_given_n
                 scenario.call("multi_agent_v1/resume_agent", {"id": child}), _again(child)
             )
             assert await client.prompt(root, again) == {"stopReason": "end_turn"}
-            await client.wait_for(lambda _m: "second answer" in _live_text(client, child))
+            await client.wait_for(lambda _m: "second answer" in client.text_of(child))
     _check(client, root, child, opened, replays=False)
     assert_valid_acp(client, unstable=True)

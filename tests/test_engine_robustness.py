@@ -41,7 +41,7 @@ mended and pinned down in ``tests/test_subagents.py``.
 
 Seeds 2, 4, 20 and 25 once found a client request left unanswered (P2): a defect while
 handling a Codex *answer* (e.g. a ``thread/start`` answer with a malformed sandbox type) was
-answered only for requests that arrived with that answer. ``Waiting.result`` in
+answered only for requests that arrived with that answer. ``Outstanding.result`` in
 :mod:`bridge.engine.core.hub` now fails what waits on it; ``tests/test_engine.py`` pins it.
 """
 

@@ -489,7 +489,7 @@ def open_unstored(h: Recorder, method: str) -> int:
     assert config["params"] == {"cwd": CWD}
     h.codex_reply(config["id"], {"config": CONFIG, "origins": {}})
     if method == "session/load":
-        # Held by this Codex: a load shows the commands it still runs (none here).
+        # HeldMessage by this Codex: a load shows the commands it still runs (none here).
         listed = h.codex_request("thread/backgroundTerminals/list")
         h.codex_reply(listed["id"], {"data": [], "nextCursor": None})
     return rid

@@ -376,7 +376,7 @@ def assert_user_sees_the_same(name: str, reordering: Reordered) -> Transcript:
     expected, actual = seen(original(name)), seen(transcript)
     assert actual.text == expected.text
     assert actual.thoughts == expected.thoughts
-    # Held traffic may put a message later among its session's others: compare the contents.
+    # HeldMessage traffic may put a message later among its session's others: compare the contents.
     assert _sorted(actual.session_messages) == _sorted(expected.session_messages)
     assert actual.associations == expected.associations
     assert actual.snapshots == expected.snapshots

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from bridge.engine.core import workstate
-from bridge.engine.core.threads import Pending, Status, ThreadRecord, Turn
+from bridge.engine.core.threads import Question, Status, ThreadRecord, Turn
 
 IDLE: dict[str, Any] = {"state": "idle"}
 RUNNING: dict[str, Any] = {"state": "running"}
@@ -35,7 +35,7 @@ def record(
     r.outcome = outcome
     r.lost = lost
     for n in range(pending):
-        r.pending[n] = Pending(
+        r.questions[n] = Question(
             n, "item/commandExecution/requestApproval", "t-1", "turn-1", None, None
         )
     return r

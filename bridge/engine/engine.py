@@ -55,7 +55,7 @@ are built here too and handed to the connection, so the rooms below import one w
 through the sub-agent gate), :mod:`~bridge.engine.core.client_routing` (a client
 message to its handler), :mod:`~bridge.engine.core.hub` (what every feature shares).
 Where two features need each other, the engine's methods below join them: a close
-cancels a prompt and a settled prompt finishes a close (prompts, lifecycle).
+cancels a prompt and an answered prompt finishes a close (prompts, lifecycle).
 """
 
 from __future__ import annotations
@@ -81,13 +81,13 @@ from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from ..wire import declared, modules_of, prepare_lazy_decoders
 from .core import client_routing, facts
+from .core.backstop import Backstop
 from .core.codex_routing import CodexRouter, Route, notification, request
 from .core.connection import MAX_WAITING, Connection, HandshakeFace
 from .core.effects import Effect
-from .core.guard import Backstop
 from .core.hub import AGENT_NAME, Hub, RequestHandler, decode_params, prepare_decoders
 from .core.machines import MachineOffer
-from .core.threads import Held, ThreadRecord, Threads
+from .core.threads import HeldMessage, ThreadRecord, Threads
 from .faces.v1 import V1Face
 from .features.approvals.approvals import Approvals
 from .features.extensions.extensions import Extensions
@@ -196,7 +196,7 @@ class Engine:
             open_root=self._open_root,
             opened=self._session_opened,
             thread_starting=self._thread_starting,
-            settled=self._prompt_settled,
+            prompt_answered=self._prompt_answered,
             ended=self._prompt_ended,
         )
         self.steering = self.prompts.steering
@@ -638,7 +638,7 @@ class Engine:
         self.tools.turn_completed(note)
         self.subagents.turn_ending(note)
         self.extensions.async_tasks.turn_completed(note)
-        # The prompt is answered and settles (a close waiting on it finishes; the next
+        # The prompt is answered (a close waiting on it finishes; the next
         # queued prompt starts), then what the turn still asked is withdrawn, then a
         # sub-agent's work state follows, then the fact, for the face (after the answer).
         self.prompts.turn_completed(note)
@@ -648,7 +648,7 @@ class Engine:
         # Turn ends held behind this turn's sub-agents may go now.
         self._release_turn_ends()
 
-    def _refeed(self, message: Held) -> None:
+    def _refeed(self, message: HeldMessage) -> None:
         """Handle a message the sub-agent gate held, as if it arrived now."""
         self.codex_router.refeed(message)
 
@@ -709,9 +709,9 @@ class Engine:
         self.file_reports.report_files(fact)
         self.hub.state(fact)
 
-    def _prompt_settled(self, record: ThreadRecord) -> None:
+    def _prompt_answered(self, record: ThreadRecord) -> None:
         """A prompt was answered: a close waiting on it finishes."""
-        self.lifecycle.prompt_settled(record)
+        self.lifecycle.prompt_answered(record)
 
     def forget(self, thread_id: str) -> None:
         """Forget a thread and every sub-agent under it, answering what they held (or,

@@ -28,10 +28,18 @@ from typing import Protocol, TypeAlias
 import msgspec
 from msgspec import Raw
 
-from ...jsonrpc import ErrorCode, IncomingNotification, IncomingRequest, RequestId, RpcError
+from ...jsonrpc import (
+    ErrorCode,
+    IncomingError,
+    IncomingNotification,
+    IncomingRequest,
+    IncomingResponse,
+    RequestId,
+    RpcError,
+)
 from .connection import Connection
-from .hub import AGENT_NAME, Hub, RequestHandler, Waiting
-from .replies import Arrived, Router, settled
+from .hub import AGENT_NAME, Hub, Outstanding, RequestHandler
+from .replies import Arrived, Router, take_answer
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +96,9 @@ class ClientRouter(Router):
             else:
                 log.info("ignoring client notification %s", msg.method)
         else:
-            settled(
+            if isinstance(msg, (IncomingResponse, IncomingError)):
+                hub.face.answered(msg.id)
+            take_answer(
                 msg, on_result=_as_it_is, send_raw=hub.send_raw_to_client, peer="client", log=log
             )
         return False
@@ -147,7 +157,7 @@ def after_catalog(hub: Hub, catalog: CatalogWait, handler: RequestHandler) -> Re
     return deferred
 
 
-def _as_it_is(waiting: Waiting, result: Raw) -> None:
+def _as_it_is(waiting: Outstanding, result: Raw) -> None:
     """A client's answer goes to its waiter undecoded (a defect there is the guard's)."""
     waiting.on_result(result)
 

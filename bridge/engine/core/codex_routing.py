@@ -33,9 +33,9 @@ import msgspec
 
 from ...codex import messages as codex_messages
 from ...jsonrpc import ErrorCode, IncomingNotification, IncomingRequest, RequestId, RpcError
-from .hub import AGENT_NAME, Hub, Waiting
-from .replies import Arrived, Router, settled
-from .threads import Held
+from .hub import AGENT_NAME, Hub, Outstanding
+from .replies import Arrived, Router, take_answer
+from .threads import HeldMessage
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def request(params: type[Any], answer: Answer, **options: Any) -> Route:
 class Gate(Protocol):
     """Holds traffic for a thread no session shows (the sub-agents feature)."""
 
-    def gate(self, thread_id: str, held: Held) -> bool: ...
+    def gate(self, thread_id: str, held: HeldMessage) -> bool: ...
 
 
 class CodexRouter(Router):
@@ -122,8 +122,12 @@ class CodexRouter(Router):
             request_id = msg.id
             self._arrive(request_id, hub.open_codex_requests)
         else:
-            settled(
-                msg, on_result=Waiting.result, send_raw=hub.send_raw_to_codex, peer="Codex", log=log
+            take_answer(
+                msg,
+                on_result=Outstanding.result,
+                send_raw=hub.send_raw_to_codex,
+                peer="Codex",
+                log=log,
             )
             return
         method = msg.method
@@ -152,7 +156,7 @@ class CodexRouter(Router):
             thread_id
             and thread_id not in self._session_ids
             and route.gated
-            and self._gate.gate(thread_id, Held(method, params, request_id))
+            and self._gate.gate(thread_id, HeldMessage(method, params, request_id))
         ):
             return
         if request_id is not None:
@@ -166,7 +170,7 @@ class CodexRouter(Router):
         """A notification's reactors, past the gate (held, then handed back)."""
         self.routes.get(method, _UNROUTED).react(params)
 
-    def refeed(self, message: Held) -> None:
+    def refeed(self, message: HeldMessage) -> None:
         """Handle a message the sub-agent gate held, as if it arrived now."""
         if message.request_id is not None:
             route = self.routes.get(message.method, _UNROUTED)

@@ -79,8 +79,9 @@ def unknown_method(error: ErrorObject) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Waiting:
-    """What to do when the other side answers one of our requests."""
+class Outstanding:
+    """One of the engine's requests (to Codex or the client) whose answer has not come:
+    what to do with the answer when it does."""
 
     method: str
     decoder: msgspec.json.Decoder[Any] | None
@@ -223,13 +224,19 @@ class Face(Protocol):
 
     def refuse(self, rid: RequestId, error: RpcError) -> None: ...
 
-    def asking(
-        self, method: str, params: Any, on_result: Callable[[Raw], None], on_error: OnError
-    ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]: ...
+    def client_params(self, method: str, params: Any) -> Any:
+        """The params of a request for the client, in this version's form."""
+        ...
 
+    def asked(self, method: str, params: Any, rid: RequestId) -> None:
+        """A request went to the client as ``rid`` (v2: a session the client holds a
+        permission request of ``requires_action``)."""
+        ...
 
-def keep_nothing(_rid: RequestId) -> None:
-    """What :meth:`Face.asking` returns for a request it keeps nothing of once sent."""
+    def answered(self, rid: RequestId) -> None:
+        """The client answered ``rid`` (a result or an error), before what waited on it
+        is told."""
+        ...
 
 
 class Hub:
@@ -258,8 +265,8 @@ class Hub:
         paged_store: bool = False,
         codex_shared: bool = False,
     ) -> None:
-        self.client = Peer[Waiting](jsonrpc_member=True)
-        self.codex = Peer[Waiting](jsonrpc_member=False)
+        self.client = Peer[Outstanding](jsonrpc_member=True)
+        self.codex = Peer[Outstanding](jsonrpc_member=False)
         self.threads = Threads()
         self._shown_ids = self.threads.shown_ids  # the hot path's one lookup
         self.client_capabilities = acp_types.ClientCapabilities()
@@ -301,7 +308,7 @@ class Hub:
         self._clock_waiters: dict[RequestId, Callable[[int], None]] = {}
         self._clock_asked = 0
         #: Calls to a machine's exec-server (:meth:`machine_request`), by their key.
-        self._machine_waiters: dict[str, Waiting] = {}
+        self._machine_waiters: dict[str, Outstanding] = {}
         self._machine_asked = 0
         #: The machines a session may act on, by name (the machines feature's; empty:
         #: none named, and no ``machine`` option is offered).
@@ -331,7 +338,7 @@ class Hub:
     def reset_codex(self) -> None:
         """A new connection to Codex (it was restarted, or reconnected): a fresh peer,
         whose request ids start again from 0, and nothing owed to the old one."""
-        self.codex = Peer[Waiting](jsonrpc_member=False)
+        self.codex = Peer[Outstanding](jsonrpc_member=False)
         self.open_codex_requests.clear()
         self.codex_ready = False
         self.codex_lost_reason = None
@@ -368,7 +375,9 @@ class Hub:
         if self.codex_lost_reason is not None:
             on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
             return
-        waiting = Waiting(method, None if result is None else _decoder(result), on_result, on_error)
+        waiting = Outstanding(
+            method, None if result is None else _decoder(result), on_result, on_error
+        )
         _rid, data = self.codex.request(method, params, waiting)
         self._out.append(ToCodex(data))
 
@@ -395,7 +404,7 @@ class Hub:
             return
         record.codex_asks.append(entry)
         asked = _Asked(method, record, entry, answered, failed)
-        waiting = Waiting(
+        waiting = Outstanding(
             method, None if result is None else _decoder(result), asked.result, asked.error
         )
         _rid, data = self.codex.request(method, params, waiting)
@@ -437,7 +446,7 @@ class Hub:
         not ask."""
         self._machine_asked += 1
         key = f"bridge-machine-{self._machine_asked}"
-        self._machine_waiters[key] = Waiting(
+        self._machine_waiters[key] = Outstanding(
             f"{method} on {machine}", _decoder(result), on_result, on_error
         )
         self._out.append(MachineCall(machine, key, method, msgspec.json.encode(params)))
@@ -479,10 +488,13 @@ class Hub:
         on_result: Callable[[Raw], None],
         on_error: OnError,
     ) -> RequestId:
-        params, on_result, on_error, sent = self.face.asking(method, params, on_result, on_error)
-        rid, data = self.client.request(method, params, Waiting(method, None, on_result, on_error))
+        face = self.face
+        params = face.client_params(method, params)
+        rid, data = self.client.request(
+            method, params, Outstanding(method, None, on_result, on_error)
+        )
         self._out.append(ToClient(data))
-        sent(rid)
+        face.asked(method, params, rid)
         return rid
 
     def client_notification(self, method: str, params: Any) -> None:

@@ -1,5 +1,5 @@
 """What either router (the client's, Codex's) does alike: note the requests that arrive,
-and settle a message that is neither a request nor a notification: a peer's answer to
+and take a message that is neither a request nor a notification: a peer's answer to
 one of the engine's requests, its error, or something that is not JSON-RPC (answered,
 when JSON-RPC says to, with ``reply``)."""
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, TypeAlias
 
 from ...jsonrpc import IncomingError, IncomingResponse, RequestId
-from .hub import Hub, Waiting
+from .hub import Hub, Outstanding
 
 #: The requests that arrived with the message being handled, as ``(peer, id)``.
 Arrived: TypeAlias = list[tuple[str, RequestId]]
@@ -36,15 +36,15 @@ class Router:
         self._arrived.append((self.peer, rid))
 
 
-def settled(
+def take_answer(
     msg: Any,
     *,
-    on_result: Callable[[Waiting, Any], None],
+    on_result: Callable[[Outstanding, Any], None],
     send_raw: Callable[[bytes], None],
     peer: str,
     log: logging.Logger,
 ) -> None:
-    """Settle ``msg``, a response, an error or an invalid message from ``peer``: the
+    """Take ``msg``, a response, an error or an invalid message from ``peer``: the
     request it answers is given its result through ``on_result`` (the client's as it
     is, Codex's decoded to the type asked)."""
     if isinstance(msg, IncomingResponse):

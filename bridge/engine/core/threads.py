@@ -141,8 +141,9 @@ class Prompt:
 
 
 @dataclass(slots=True, eq=False)
-class Pending:
-    """A Codex request waiting on the user, from arrival until it settles (exactly once)."""
+class Question:
+    """Codex asking the user (an approval, a question, an elicitation), from arrival until it
+    settles: Codex answered, exactly once."""
 
     codex_id: RequestId
     method: str
@@ -228,7 +229,7 @@ class Settings:
 
 
 @dataclass(slots=True, eq=False)
-class Held:
+class HeldMessage:
     """One Codex message for a thread whose parentage is not known yet (decoded)."""
 
     method: str
@@ -241,7 +242,7 @@ class Held:
 class Unplaced:
     """A thread seen before anyone said whose it is: its traffic, and what is asked."""
 
-    held: list[Held] = field(default_factory=list)
+    held: list[HeldMessage] = field(default_factory=list)
     reading: bool = False
     read_failed: bool = False
     #: The parent named by a spawn item, before the thread read came back.
@@ -512,7 +513,7 @@ class ThreadRecord:
     # -- what it has in flight
     #: Codex requests whose answer changes this record, unanswered (see ``CodexAsk``).
     codex_asks: list[CodexAsk] = field(default_factory=list)
-    pending: dict[RequestId, Pending] = field(default_factory=dict)
+    questions: dict[RequestId, Question] = field(default_factory=dict)
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)
     #: Every tool call announced: a late ``item/completed`` updates it, never announces twice.
     announced_tools: set[str] = field(default_factory=set)

@@ -61,7 +61,7 @@ def snapshot(record: ThreadRecord) -> WorkState:
         return WorkState(state="idle", meta={"error": SYSTEM_ERROR})
     if status is not None and status.type == "active":
         waiting = bool(status.flags & WAITING_FLAGS) or any(
-            not p.settled for p in record.pending.values()
+            not p.settled for p in record.questions.values()
         )
         return WorkState(state="requires_action" if waiting else "running")
     if record.turn is not None:

@@ -14,8 +14,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from msgspec import Raw
-
 from ...acp import air
 from ...acp import commands as acp_commands
 from ...acp import permissions as acp_permissions
@@ -26,7 +24,7 @@ from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...jsonrpc import RequestId, RpcError
 from ..core import facts
-from ..core.hub import Hub, OnError, RequestHandler, keep_nothing
+from ..core.hub import Hub, RequestHandler
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +92,14 @@ class V1Face:
         self.hub.threads.take_prompt(rid)  # a prompt refused so (a defect's) is held no more
         self.hub.respond_error(rid, error)
 
-    def asking(
-        self, method: str, params: Any, on_result: Callable[[Raw], None], on_error: OnError
-    ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]:
-        return params, on_result, on_error, keep_nothing
+    def client_params(self, method: str, params: Any) -> Any:
+        return params
+
+    def asked(self, method: str, params: Any, rid: RequestId) -> None:
+        pass  # v1 shows no work state
+
+    def answered(self, rid: RequestId) -> None:
+        pass
 
 
 #: How each fact is rendered for v1 (a fact of no type here is a defect, raised).

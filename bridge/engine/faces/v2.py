@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import msgspec
-from msgspec import UNSET, Raw
+from msgspec import UNSET
 
 from ...acp import air, v2
 from ...acp import commands as acp_commands
@@ -64,9 +64,8 @@ from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex.threads import LIST_BACKGROUND_TERMINALS
 from ...jsonrpc import ErrorCode, RequestId, RpcError
-from ...jsonrpc.peer import ErrorObject
 from ..core import facts, workstate
-from ..core.hub import Hub, OnError, RequestHandler, keep_nothing
+from ..core.hub import Hub, RequestHandler
 from ..core.outbox import update_effect
 from ..core.threads import ThreadRecord, TurnKind
 
@@ -249,48 +248,36 @@ class V2Face:
         record, prompt = held
         self._prompt_ended(facts.PromptEnded(record, rid, prompt, error))
 
-    def asking(
-        self,
-        method: str,
-        params: Any,
-        on_result: Callable[[Raw], None],
-        on_error: OnError,
-    ) -> tuple[Any, Callable[[Raw], None], OnError, Callable[[RequestId], None]]:
-        """A request for the client, in v2 form; while the client holds a permission
-        request, its session ``requires_action``. Returns the params, the callbacks to
-        wait with, and what to call with the request's id once it is sent."""
+    def client_params(self, method: str, params: Any) -> Any:
+        """A permission request in v2 form; any other request as it is."""
+        if isinstance(params, acp_permissions.RequestPermissionRequest):
+            return _permission(params)
+        return params
+
+    def asked(self, method: str, params: Any, rid: RequestId) -> None:
+        """While the client holds a permission request or a question, its session
+        ``requires_action``."""
         session_id = getattr(params, "sessionId", None)
         if method not in ASKS_USER or not isinstance(session_id, str):
-            return params, on_result, on_error, keep_nothing
-        if isinstance(params, acp_permissions.RequestPermissionRequest):
-            params = _permission(params)
+            return
         record = self.hub.threads.session(session_id)
         if record is None:
-            return params, on_result, on_error, keep_nothing
-        root = record.parent_id is None
-        rid_box: list[RequestId] = []
+            return
+        record.asking.add(rid)
+        if record.parent_id is None:
+            self._show_state(record)
 
-        def settle() -> None:
-            if rid_box:
-                record.asking.discard(rid_box[0])
-            if root:
-                self._show_state(record)
-
-        def answered(raw: Raw) -> None:
-            settle()
-            on_result(raw)
-
-        def refused(error: ErrorObject) -> None:
-            settle()
-            on_error(error)
-
-        def sent(rid: RequestId) -> None:
-            rid_box.append(rid)
-            record.asking.add(rid)
-            if root:
-                self._show_state(record)
-
-        return params, answered, refused, sent
+    def answered(self, rid: RequestId) -> None:
+        """The client answered a request that made its session ``requires_action``: the
+        session's state follows (before the answer is acted on)."""
+        # Rare (a person answers), so the sessions are looked through: the face keeps
+        # nothing of a session.
+        record = next((r for r in self.hub.threads.sessions() if rid in r.asking), None)
+        if record is None:
+            return
+        record.asking.discard(rid)
+        if record.parent_id is None:
+            self._show_state(record)
 
     # -- updates ----------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ An elicitation needs the client's ``elicitation.form`` / ``.url`` capability; wi
 gets a clear "no" at once (empty answers, ``decline``), never a request that hangs.
 
 Every request waits, as a :class:`~bridge.engine.core.threads.Pending`, until it is settled
-exactly once: :mod:`bridge.engine.features.approvals._pending` keeps that rule (what settles a request,
+exactly once: :mod:`bridge.engine.features.approvals._questions` keeps that rule (what settles a request,
 what the tool call a permission request holds shows meanwhile and after). This module says
 what each kind of request looks like to the client, and what its answer means to Codex.
 """
@@ -48,8 +48,8 @@ from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import ErrorCode, RequestId
 from ...core.hub import AGENT_NAME, Hub
-from ...core.threads import Pending, ThreadRecord
-from ._pending import Asking, Fallbacks, PendingRequests
+from ...core.threads import Question, ThreadRecord
+from ._questions import Asking, Fallbacks, Questions
 from ._views import (
     ALLOW_ALWAYS,
     ALLOW_SESSION,
@@ -91,19 +91,21 @@ P = TypeVar("P", bound=Asking)
 
 def _asks(
     method: str, fallbacks: Fallbacks
-) -> Callable[[Callable[[Approvals, Pending, P], None]], Callable[[Approvals, RequestId, P], None]]:
+) -> Callable[
+    [Callable[[Approvals, Question, P], None]], Callable[[Approvals, RequestId, P], None]
+]:
     """Turn a handler of a Codex request that asks the user into the request's handler: the
-    request is registered first (:meth:`PendingRequests.arrived`), and the handler runs only
+    request is registered first (:meth:`Questions.arrived`), and the handler runs only
     for one that still waits on the user."""
 
     def handler_of(
-        ask: Callable[[Approvals, Pending, P], None],
+        ask: Callable[[Approvals, Question, P], None],
     ) -> Callable[[Approvals, RequestId, P], None]:
         @functools.wraps(ask)
         def on_request(self: Approvals, rid: RequestId, params: P) -> None:
-            pending = self.requests.arrived(rid, method, params, fallbacks)
-            if pending is not None:
-                ask(self, pending, params)
+            question = self.requests.arrived(rid, method, params, fallbacks)
+            if question is not None:
+                ask(self, question, params)
 
         return on_request
 
@@ -123,13 +125,13 @@ class Approvals:
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
-        self.requests = PendingRequests(hub)
+        self.requests = Questions(hub)
 
     # -- Codex asks ----------------------------------------------------------------------
 
     @_asks("item/commandExecution/requestApproval", _APPROVAL)
     def command_approval(
-        self, pending: Pending, params: codex_approvals.CommandExecutionRequestApprovalParams
+        self, question: Question, params: codex_approvals.CommandExecutionRequestApprovalParams
     ) -> None:
         title = command_title(params.command)
         if params.kind == "writeStdin":
@@ -160,7 +162,7 @@ class Approvals:
             rawInput=raw_input,
         )
         self.requests.ask_permission(
-            pending,
+            question,
             tool_call,
             command_choices(params),
             item_follows=True,
@@ -172,7 +174,7 @@ class Approvals:
 
     @_asks("item/fileChange/requestApproval", _APPROVAL)
     def file_change_approval(
-        self, pending: Pending, params: codex_approvals.FileChangeRequestApprovalParams
+        self, question: Question, params: codex_approvals.FileChangeRequestApprovalParams
     ) -> None:
         record = self.hub.threads.session(params.threadId)
         assert record is not None  # arrived checked
@@ -197,12 +199,12 @@ class Approvals:
         )
         presented = air.permission("Make edits?", params.reason)
         self.requests.ask_permission(
-            pending, tool_call, _FILE_CHANGE_CHOICES, item_follows=True, presented=presented
+            question, tool_call, _FILE_CHANGE_CHOICES, item_follows=True, presented=presented
         )
 
     @_asks("item/permissions/requestApproval", Fallbacks(cancel=_NOTHING, decline=_NOTHING))
     def permissions_approval(
-        self, pending: Pending, params: codex_approvals.PermissionsRequestApprovalParams
+        self, question: Question, params: codex_approvals.PermissionsRequestApprovalParams
     ) -> None:
         raw_input: dict[str, Any] = {"permissions": params.permissions}
         if params.reason:
@@ -230,7 +232,7 @@ class Approvals:
             reject_once(_NOTHING, "Deny"),
         ]
         self.requests.ask_permission(
-            pending,
+            question,
             tool_call,
             choices,
             item_follows=False,
@@ -239,7 +241,7 @@ class Approvals:
 
     @_asks("item/tool/requestUserInput", _QUESTIONS)
     def user_input(
-        self, pending: Pending, params: codex_approvals.ToolRequestUserInputParams
+        self, question: Question, params: codex_approvals.ToolRequestUserInputParams
     ) -> None:
         if not self.requests.client_can_elicit("form"):
             log.info(
@@ -247,26 +249,26 @@ class Approvals:
                 "answering none (the model goes on without)",
                 len(params.questions),
             )
-            self.requests.settle(pending, codex_approvals.NO_ANSWERS)
+            self.requests.settle(question, codex_approvals.NO_ANSWERS)
             return
         form = UserInputForm(params.questions)
-        pending.read_answer = lambda raw: form.answers(decode_elicitation(raw, pending.method))
+        question.read_answer = lambda raw: form.answers(decode_elicitation(raw, question.method))
         request = acp_permissions.FormElicitationRequest(
             sessionId=params.threadId, message=form.message, requestedSchema=form.schema
         )
-        self.requests.ask(pending, "elicitation/create", request)
+        self.requests.ask(question, "elicitation/create", request)
 
     @_asks("mcpServer/elicitation/request", _ELICITATION)
     def mcp_elicitation(
-        self, pending: Pending, params: codex_approvals.McpServerElicitationRequestParams
+        self, question: Question, params: codex_approvals.McpServerElicitationRequestParams
     ) -> None:
         approval = params.approval_meta()
         if approval is not None:
-            self._ask_mcp_tool_approval(pending, params, approval)
+            self._ask_mcp_tool_approval(question, params, approval)
             return
         if params.mode == "form" and self.requests.client_can_elicit("form"):
             schema = params.requestedSchema if isinstance(params.requestedSchema, dict) else {}
-            pending.read_answer = lambda raw: mcp_answer(decode_elicitation(raw, pending.method))
+            question.read_answer = lambda raw: mcp_answer(decode_elicitation(raw, question.method))
             request: msgspec.Struct = acp_permissions.FormElicitationRequest(
                 sessionId=params.threadId,
                 message=params.message,
@@ -279,7 +281,7 @@ class Approvals:
             and params.elicitationId
             and self.requests.client_can_elicit("url")
         ):
-            pending.read_answer = lambda raw: mcp_answer(decode_elicitation(raw, pending.method))
+            question.read_answer = lambda raw: mcp_answer(decode_elicitation(raw, question.method))
             request = acp_permissions.UrlElicitationRequest(
                 sessionId=params.threadId,
                 message=params.message,
@@ -295,13 +297,13 @@ class Approvals:
                 params.environmentId,
                 params.mode,
             )
-            self.requests.settle(pending, pending.decline)
+            self.requests.settle(question, question.decline)
             return
-        self.requests.ask(pending, "elicitation/create", request)
+        self.requests.ask(question, "elicitation/create", request)
 
     def _ask_mcp_tool_approval(
         self,
-        pending: Pending,
+        question: Question,
         params: codex_approvals.McpServerElicitationRequestParams,
         meta: dict[str, Any],
     ) -> None:
@@ -321,7 +323,7 @@ class Approvals:
             ),
             None,
         )
-        item_id = found if found is not None else f"mcp-approval-{pending.codex_id}"
+        item_id = found if found is not None else f"mcp-approval-{question.codex_id}"
         tool_call = acp_permissions.ToolCallUpdate(
             toolCallId=item_id,
             title=f"{params.serverName}: {tool}",
@@ -341,9 +343,9 @@ class Approvals:
                     action="accept", content=None, meta={codex_approvals.PERSIST_KEY: scope}
                 )
                 choices.append(Choice(option(option_id, name, "allow_always"), remembered))
-        choices.append(reject_once(pending.decline))
+        choices.append(reject_once(question.decline))
         self.requests.ask_permission(
-            pending,
+            question,
             tool_call,
             choices,
             item_follows=found is not None,
@@ -364,7 +366,7 @@ class Approvals:
             f"{AGENT_NAME} does not answer legacy approval requests; declined",
         )
 
-    # -- what ends a question besides the answer (see bridge.engine.features.approvals._pending) ------------
+    # -- what ends a question besides the answer (see bridge.engine.features.approvals._questions) ------------
 
     def cancel_thread(self, thread_id: str) -> None:
         """Answer ``cancel`` to everything Codex asks on behalf of this thread (a cascade)."""

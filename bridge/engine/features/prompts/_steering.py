@@ -11,7 +11,7 @@ the model reads them at its next step. Codex does exactly this with ``turn/steer
 - **No turn runs**: ``promptRequired`` (reason ``noRunningTurn``) when the client
   asked for it (``_meta.steering.idleBehavior``), else a new turn starts with the
   input (``startedNewTurn``), its updates streaming as a prompt's do.
-- **A steer racing the turn's end** is settled by Codex: ``expectedTurnId`` no
+- **A steer racing the turn's end** is decided by Codex: ``expectedTurnId`` no
   longer matches, Codex refuses, and the steer is handled as on an idle session, or,
   when a prompt queued behind the turn has started its own meanwhile, steered into
   that one. Never lost, and never in a queued prompt's place.
@@ -90,7 +90,7 @@ class Steering:
         self._next(record)
 
     def turn_ended(self, record: ThreadRecord) -> None:
-        """The session's turn ended (its prompt settled): waiting steers meet an idle session."""
+        """The session's turn ended (its prompt answered): waiting steers meet an idle session."""
         self._next(record)
 
     def item_completed(self, note: ItemNotification) -> None:

@@ -131,7 +131,7 @@ class Prompts:
     thread_starting: ThreadStarting
     #: Called once a prompt has been answered because its turn ended or Codex
     #: refused to start it (``session/close`` waits for this).
-    settled: Callable[[ThreadRecord], None]
+    prompt_answered: Callable[[ThreadRecord], None]
     #: Tells a prompt's end (its answer, and what the client's extensions add to it).
     ended: Callable[[facts.PromptEnded], None]
     #: Input added to the running turn: it waits for the turn to be named, starts a
@@ -408,7 +408,7 @@ class Prompts:
     def _settle(self, record: ThreadRecord) -> None:
         """The session's prompt was answered (its turn ended, or Codex refused it): a close
         waiting on it finishes, then waiting steers meet an idle session."""
-        self.settled(record)
+        self.prompt_answered(record)
         self.steering.turn_ended(record)
 
     def _name_turn(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
@@ -425,7 +425,7 @@ class Prompts:
 
     def interrupt(self, record: ThreadRecord, turn: Turn) -> None:
         """Send ``turn/interrupt`` for ``turn``, once (a cancel, or the bridge stopping it:
-        :mod:`bridge.engine.features.prompts.retries`); its prompt settles at ``turn/completed``."""
+        :mod:`bridge.engine.features.prompts.retries`); its prompt is answered at ``turn/completed``."""
         # Without a turn id there is nothing to interrupt yet; _name_turn sends
         # it as soon as Codex names the turn.
         if turns.looking_up(turn):
@@ -557,7 +557,7 @@ class Prompts:
         error = note.turn.error.message if note.turn.error else None
         self.hub.state(facts.TurnEnded(note.threadId, note.turn.id, note.turn.status, error))
 
-    def resume_settled(self, record: ThreadRecord) -> None:
+    def resume_done(self, record: ThreadRecord) -> None:
         """Codex answered the session's resume after it came back: prompts that waited for
         it start, or hear why the session is gone."""
         if record.gone is None:
@@ -609,12 +609,12 @@ class Prompts:
 
 
 def _interrupted(_record: ThreadRecord, _asked: InterruptTurn, _result: Any) -> None:
-    """Codex took the interrupt: the turn's ``turn/completed`` settles its prompt."""
+    """Codex took the interrupt: the turn's ``turn/completed`` answers its prompt."""
 
 
 def _interrupt_refused(_record: ThreadRecord, _asked: InterruptTurn, error: ErrorObject) -> None:
     # The turn may have ended just before the interrupt arrived; its
-    # turn/completed settles the prompt either way.
+    # turn/completed answers the prompt either way.
     log.info("turn/interrupt refused: %s", error.message)
 
 

@@ -17,7 +17,7 @@ A session is a Codex thread, so every method here is a thread method:
   page is answered (:class:`PageAhead`), and once a connection has listed to the last
   page, one page read from the thread files to repair that index
   (:meth:`Lifecycle._repair_index`).
-- ``session/close``: the running prompt is cancelled and settles ``cancelled``
+- ``session/close``: the running prompt is cancelled and is answered ``cancelled``
   once Codex confirms; then ``thread/unsubscribe``, and the session is forgotten.
 
 Sessions opened here are opened as ``session/new``'s are (the ``opened``
@@ -562,12 +562,12 @@ class Lifecycle:
         self.cancel_work(record.id)
         if record.turn is not None:
             # ACP: close cancels ongoing work as session/cancel would. The prompt
-            # settles when Codex confirms; prompt_settled finishes the close then.
+            # is answered when Codex confirms; prompt_answered finishes the close then.
             self.prompts.cancel(record)
             return
         self._finish_close(record)
 
-    def prompt_settled(self, record: ThreadRecord) -> None:
+    def prompt_answered(self, record: ThreadRecord) -> None:
         if record.closing is not None and record.turn is None:
             self._finish_close(record)
 

@@ -50,8 +50,8 @@ class WorkReports(Protocol):
 class Resumes(Protocol):
     """Waits on a session's resume (:mod:`bridge.engine.features.prompts.prompts`)."""
 
-    def resume_settled(self, record: ThreadRecord) -> None:
-        """The session's resume is settled, whichever way (its prompts wait for it)."""
+    def resume_done(self, record: ThreadRecord) -> None:
+        """The session's resume is done, whichever way (its prompts wait for it)."""
 
 
 @dataclass(eq=False)
@@ -62,13 +62,13 @@ class Recovery:
     _: KW_ONLY
     #: Told each sub-agent's state once it was read.
     subagents: WorkReports
-    #: Told once each session's resume is settled.
+    #: Told once each session's resume is done.
     prompts: Resumes
 
     def recover(self) -> None:
         for record in self.hub.threads:
             if not record.session:
-                # Held traffic was for the connection that is gone.
+                # HeldMessage traffic was for the connection that is gone.
                 record.unplaced = None
                 record.waiting_children.clear()
                 continue
@@ -93,16 +93,16 @@ class Recovery:
             self._resume_refused,
         )
 
-    def _settled(self, record: ThreadRecord) -> None:
+    def _done(self, record: ThreadRecord) -> None:
         if record.resuming:
             record.resuming = False
-            self.prompts.resume_settled(record)
+            self.prompts.resume_done(record)
 
     def _subscribed(self, record: ThreadRecord, _asked: ResumeThread, _result: object) -> None:
         record.gone = None
         if record.is_child:
             self._read(record)
-        self._settled(record)
+        self._done(record)
 
     def _resume_refused(
         self, record: ThreadRecord, asked: ResumeThread, error: ErrorObject
@@ -110,11 +110,11 @@ class Recovery:
         if codex_threads.no_turns(error.code, error.message):
             # Subscribed: a thread never prompted has no turns to list.
             record.gone = None
-            self._settled(record)
+            self._done(record)
             return
         log.warning("thread/resume %s after Codex came back: %s", record.id, error.message)
         if record.is_child or not error.message.startswith(_NOT_THERE):
-            self._settled(record)
+            self._done(record)
             return  # its next request carries Codex's own words; nothing is invented
         if error.message.startswith(codex_threads.NO_ROLLOUT) and not asked.written:
             # Perhaps the same Codex, reconnected, which holds the session but never
@@ -137,7 +137,7 @@ class Recovery:
             "prompted is not stored, so it does not survive a restart of Codex "
             f"(Codex: {error.message})"
         )
-        self._settled(record)
+        self._done(record)
 
     def _resume_written(self, record: ThreadRecord, _asked: WriteThread, _answer: object) -> None:
         """The session's turns were read (or not: its resume says what Codex thinks)."""

@@ -34,7 +34,7 @@ from ....codex import types as codex_types
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns
 from ...core.hub import Hub
-from ...core.threads import Held, ReadParentage, ThreadRecord, Unplaced
+from ...core.threads import HeldMessage, ReadParentage, ThreadRecord, Unplaced
 from ._work import SubagentWork
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,9 @@ class Placement:
     sub-agent whose session was closed.
     """
 
-    def __init__(self, hub: Hub, *, refeed: Callable[[Held], None], work: SubagentWork) -> None:
+    def __init__(
+        self, hub: Hub, *, refeed: Callable[[HeldMessage], None], work: SubagentWork
+    ) -> None:
         self.hub = hub
         self._refeed = refeed
         self._work = work
@@ -68,7 +70,7 @@ class Placement:
 
     # -- where a thread's traffic goes -----------------------------------------------
 
-    def gate(self, thread_id: str, held: Held) -> bool:
+    def gate(self, thread_id: str, held: HeldMessage) -> bool:
         """Traffic for a thread no session shows: keep it (``True``) until the thread is
         placed, drop it when it is another client's, or let it through (``False``) when
         the thread was forgotten (its requests are then declined, never left waiting)."""
@@ -475,7 +477,7 @@ class Placement:
         self._retitles.setdefault(record.id, []).append(then)
 
 
-def _running_turn(held: list[Held]) -> str | None:
+def _running_turn(held: list[HeldMessage]) -> str | None:
     """The turn held traffic says is running (started, not completed), if any."""
     running: str | None = None
     for message in held:
@@ -487,7 +489,7 @@ def _running_turn(held: list[Held]) -> str | None:
     return running
 
 
-def _root_turn_of(held: list[Held]) -> str | None:
+def _root_turn_of(held: list[HeldMessage]) -> str | None:
     """The root turn held traffic says the thread works for (its ``turn/started``)."""
     for message in held:
         if message.method == "turn/started" and isinstance(
@@ -497,7 +499,7 @@ def _root_turn_of(held: list[Held]) -> str | None:
     return None
 
 
-def _unloaded(held: Held) -> bool:
+def _unloaded(held: HeldMessage) -> bool:
     """Whether ``held`` is Codex's word that the thread is not loaded any more."""
     if held.method != "thread/status/changed" or held.request_id is not None:
         return False
@@ -507,13 +509,13 @@ def _unloaded(held: Held) -> bool:
     )
 
 
-def _idle(held: Held) -> bool:
+def _idle(held: HeldMessage) -> bool:
     """Whether ``held`` is Codex's word that the thread is at rest (no turn runs)."""
     params = held.params
     return isinstance(params, codex_types.ThreadStatusChanged) and params.status.type == "idle"
 
 
-def _working(held: list[Held]) -> bool:
+def _working(held: list[HeldMessage]) -> bool:
     """Whether the last status held says a turn runs on the thread."""
     for message in reversed(held):
         if isinstance(message.params, codex_types.ThreadStatusChanged):

@@ -48,7 +48,7 @@ from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import ErrorCode, RpcError
 from ...core.hub import Hub
-from ...core.threads import Held, ThreadRecord
+from ...core.threads import HeldMessage, ThreadRecord
 from ...views.history import Nicknames
 from . import _collab_views as collab_views
 from ._placement import Placement
@@ -88,7 +88,7 @@ class Subagents:
         self,
         hub: Hub,
         *,
-        refeed: Callable[[Held], None],
+        refeed: Callable[[HeldMessage], None],
         cancel_questions: Callable[[str], None],
         interrupt_refused: Callable[[], None] = lambda: None,
     ) -> None:
@@ -100,7 +100,7 @@ class Subagents:
 
     # -- where a thread's traffic goes (bridge.engine.features.subagents._placement) ----------
 
-    def gate(self, thread_id: str, held: Held) -> bool:
+    def gate(self, thread_id: str, held: HeldMessage) -> bool:
         """Hold traffic for a thread no session shows (``True``) until it is placed."""
         return self.placement.gate(thread_id, held)
 

@@ -187,7 +187,7 @@ class Tools:
         record, item = found
         view = self._view(record, item)
         if any(
-            p.tool_call is not None and p.tool_call[1] == item.id for p in record.pending.values()
+            p.tool_call is not None and p.tool_call[1] == item.id for p in record.questions.values()
         ):
             view.status = "pending"  # started while its permission request waits on the user
         if item.id in record.shown_on:

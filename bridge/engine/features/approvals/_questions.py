@@ -3,8 +3,8 @@
 :mod:`bridge.engine.features.approvals.approvals` decides what each kind of Codex request looks
 like to the client; this module keeps the rule they all follow: **every Codex request is
 answered exactly once, and only an answer the user gave for work that is still wanted
-authorizes anything.** A request (a :class:`~bridge.engine.core.threads.Pending` in its
-thread's record) settles exactly once, in :meth:`PendingRequests.settle`, whichever comes
+authorizes anything.** A request (a :class:`~bridge.engine.core.threads.Question` in its
+thread's record) settles exactly once, in :meth:`Questions.settle`, whichever comes
 first:
 
 - the client answers (an option it was not offered, a malformed answer or an error reply is
@@ -18,7 +18,7 @@ first:
 
 A permission request names a tool call: while the user decides, the call shows
 ``pending`` (ACP: awaiting approval) on the session asked; once settled it shows what
-Codex reports, never a success Codex did not report (:meth:`PendingRequests._tool_call_settled`).
+Codex reports, never a success Codex did not report (:meth:`Questions._tool_call_answered`).
 A hidden sub-agent's request is asked on its root session, naming the agent.
 """
 
@@ -39,12 +39,12 @@ from ....codex import types as codex_types
 from ....jsonrpc import RequestId
 from ....jsonrpc.peer import ErrorObject
 from ...core.hub import Hub
-from ...core.threads import MAX_DEPTH, Pending, ThreadRecord, TurnKind
+from ...core.threads import MAX_DEPTH, Question, ThreadRecord, TurnKind
 from ._views import Choice, CodexAnswer
 
 log = logging.getLogger(__name__)
 
-#: :meth:`PendingRequests.settle`'s answer when Codex no longer waits for one.
+#: :meth:`Questions.settle`'s answer when Codex no longer waits for one.
 NO_ANSWER: Any = object()
 
 
@@ -65,7 +65,7 @@ class Fallbacks(NamedTuple):
     decline: CodexAnswer
 
 
-class PendingRequests:
+class Questions:
     """Every Codex request waiting on the user; see the module docstring."""
 
     def __init__(self, hub: Hub) -> None:
@@ -77,16 +77,16 @@ class PendingRequests:
 
     def arrived(
         self, rid: RequestId, method: str, params: Asking, fallbacks: Fallbacks
-    ) -> Pending | None:
+    ) -> Question | None:
         """Register a Codex request; ``None`` when it is already handled (settled or re-sent)."""
         thread_id, turn_id = params.threadId, params.turnId
         cancel, decline = fallbacks
         record = self.hub.threads.session(thread_id)
-        if record is not None and rid in record.pending:
+        if record is not None and rid in record.questions:
             # thread/resume re-sends a pending request with its original id.
             log.info("Codex re-sent request %s (%s); still waiting on the client", rid, method)
             return None
-        pending = Pending(rid, method, thread_id, turn_id, cancel=cancel, decline=decline)
+        question = Question(rid, method, thread_id, turn_id, cancel=cancel, decline=decline)
         if record is None:
             log.warning(
                 "Codex %s %s for thread %s, which no ACP session shows: declining",
@@ -94,22 +94,22 @@ class PendingRequests:
                 rid,
                 thread_id,
             )
-            self.settle(pending, decline)
+            self.settle(question, decline)
             return None
         if self._client_gone:
-            self.settle(pending, NO_ANSWER if self.others_turn(record) else cancel)
+            self.settle(question, NO_ANSWER if self.others_turn(record) else cancel)
             return None
-        record.pending[rid] = pending
+        record.questions[rid] = question
         if self._turn_cancelled(record, turn_id):
             # The user already cancelled this turn: nothing of it is authorized.
             log.info("Codex %s %s for a cancelled turn: cancelling", method, rid)
-            self.settle(pending, cancel)
+            self.settle(question, cancel)
             return None
-        return pending
+        return question
 
     def ask_permission(
         self,
-        pending: Pending,
+        question: Question,
         tool_call: acp_permissions.ToolCallUpdate,
         choices: Sequence[Choice],
         *,
@@ -131,59 +131,59 @@ class PendingRequests:
                 ).outcome
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                 log.warning(
-                    "malformed permission answer for %s: %s; declining", pending.method, exc
+                    "malformed permission answer for %s: %s; declining", question.method, exc
                 )
-                return pending.decline
+                return question.decline
             if outcome.outcome == "cancelled":
-                return pending.cancel
+                return question.cancel
             if outcome.outcome == "selected" and outcome.optionId in by_id:
                 return by_id[outcome.optionId]
             log.warning(
                 "the client answered %s with %s %r, which was not offered (offered: %s); declining",
-                pending.method,
+                question.method,
                 outcome.outcome,
                 outcome.optionId,
                 ", ".join(by_id),
             )
-            return pending.decline
+            return question.decline
 
-        pending.read_answer = read_answer
+        question.read_answer = read_answer
         request = acp_permissions.RequestPermissionRequest(
-            sessionId=pending.thread_id,
+            sessionId=question.thread_id,
             toolCall=tool_call,
             options=[choice.option for choice in choices],
             meta=meta,
         )
-        pending.item_follows = item_follows
-        self._hold_pending(pending, request)
-        self.ask(pending, "session/request_permission", request)
+        question.item_follows = item_follows
+        self._hold_question(question, request)
+        self.ask(question, "session/request_permission", request)
 
-    def _hold_pending(
-        self, pending: Pending, request: acp_permissions.RequestPermissionRequest
+    def _hold_question(
+        self, question: Question, request: acp_permissions.RequestPermissionRequest
     ) -> None:
         """Show the tool call the request names as ``pending`` (ACP: awaiting approval) on the
         session asked while the user decides: Codex announced a command as running
         (``item/started``) before asking whether it may run. A tool call never shown there
         (a hidden sub-agent's command asked on its root; a request Codex made no item for)
         is introduced first: a client sees no tool call id it was not told of."""
-        addressed = self._addressed(pending.thread_id, request)
+        addressed = self._addressed(question.thread_id, request)
         assert isinstance(addressed, acp_permissions.RequestPermissionRequest)
         target = self.hub.threads.session(addressed.sessionId)
         tool_call = addressed.toolCall
         if target is None:
             return
-        pending.tool_call = (target.id, tool_call.toolCallId)
+        question.tool_call = (target.id, tool_call.toolCallId)
         if tool_call.toolCallId in target.announced_tools:
-            if self._running(pending):
+            if self._running(question):
                 self.hub.update(
                     target.id,
                     acp_tools.ToolCallUpdate(toolCallId=tool_call.toolCallId, status="pending"),
                 )
             return
-        self._introduce(pending, target, tool_call)
+        self._introduce(question, target, tool_call)
 
     def _introduce(
-        self, pending: Pending, target: ThreadRecord, tool_call: acp_permissions.ToolCallUpdate
+        self, question: Question, target: ThreadRecord, tool_call: acp_permissions.ToolCallUpdate
     ) -> None:
         target.announced_tools.add(tool_call.toolCallId)
         self.hub.update(
@@ -201,30 +201,30 @@ class PendingRequests:
                 rawInput=tool_call.rawInput,
             ),
         )
-        pending.introduced = True
-        asking = self.hub.threads.session(pending.thread_id)
-        if pending.item_follows and asking is not None and asking is not target:
+        question.introduced = True
+        asking = self.hub.threads.session(question.thread_id)
+        if question.item_follows and asking is not None and asking is not target:
             # The hidden agent's item drives the tool call where it was introduced.
-            _target, agent = self.hub.threads.ask_target(pending.thread_id)
+            _target, agent = self.hub.threads.ask_target(question.thread_id)
             asking.shown_on[tool_call.toolCallId] = (target.id, agent or "a sub-agent")
 
-    def _running(self, pending: Pending) -> bool:
+    def _running(self, question: Question) -> bool:
         """The item the request names has started and not finished (nor been ended)."""
-        assert pending.tool_call is not None
-        record = self.hub.threads.get(pending.thread_id)
-        call = record.tool_calls.get(pending.tool_call[1]) if record is not None else None
+        assert question.tool_call is not None
+        record = self.hub.threads.get(question.thread_id)
+        call = record.tool_calls.get(question.tool_call[1]) if record is not None else None
         return call is not None and not call.completed
 
-    def ask(self, pending: Pending, method: str, params: msgspec.Struct) -> None:
-        params = self._addressed(pending.thread_id, params)
+    def ask(self, question: Question, method: str, params: msgspec.Struct) -> None:
+        params = self._addressed(question.thread_id, params)
 
         def answered(raw: Raw) -> None:
-            self._client_answered(pending, raw)
+            self._client_answered(question, raw)
 
         def refused(error: ErrorObject) -> None:
-            self._client_refused(pending, error)
+            self._client_refused(question, error)
 
-        pending.client_id = self.hub.client_request(method, params, answered, refused)
+        question.client_id = self.hub.client_request(method, params, answered, refused)
 
     def _addressed(self, thread_id: str, params: msgspec.Struct) -> msgspec.Struct:
         """Ask a hidden sub-agent's question on its root session, saying which agent asks."""
@@ -244,61 +244,61 @@ class PendingRequests:
             changes["message"] = f"{agent} asks: {message}"
         return msgspec.structs.replace(params, **changes)
 
-    def _client_answered(self, pending: Pending, raw: Raw) -> None:
-        if pending.settled:
+    def _client_answered(self, question: Question, raw: Raw) -> None:
+        if question.settled:
             log.info(
                 "late answer to %s (Codex request %s) dropped: it was already settled",
-                pending.method,
-                pending.codex_id,
+                question.method,
+                question.codex_id,
             )
             return
-        pending.client_answered = True
-        record = self.hub.threads.session(pending.thread_id)
-        if record is not None and self._turn_cancelled(record, pending.turn_id):
+        question.client_answered = True
+        record = self.hub.threads.session(question.thread_id)
+        if record is not None and self._turn_cancelled(record, question.turn_id):
             # The turn is being cancelled (session/close, a cancel still on its way):
             # an answer given now authorizes nothing.
-            log.info("answer to %s after its turn was cancelled: cancelling", pending.method)
-            self.settle(pending, pending.cancel)
+            log.info("answer to %s after its turn was cancelled: cancelling", question.method)
+            self.settle(question, question.cancel)
             return
-        assert pending.read_answer is not None
-        answer = pending.read_answer(raw)
-        self.settle(pending, answer)
-        if pending.after_answer is not None:
-            pending.after_answer(answer)
+        assert question.read_answer is not None
+        answer = question.read_answer(raw)
+        self.settle(question, answer)
+        if question.after_answer is not None:
+            question.after_answer(answer)
 
-    def _client_refused(self, pending: Pending, error: ErrorObject) -> None:
-        if pending.settled:
-            log.debug("client error for settled %s: %s", pending.method, error.message)
+    def _client_refused(self, question: Question, error: ErrorObject) -> None:
+        if question.settled:
+            log.debug("client error for settled %s: %s", question.method, error.message)
             return
-        pending.client_answered = True
+        question.client_answered = True
         log.warning(
-            "the client answered %s with an error (%s); declining", pending.method, error.message
+            "the client answered %s with an error (%s); declining", question.method, error.message
         )
-        self.settle(pending, pending.decline)
+        self.settle(question, question.decline)
 
-    def settle(self, pending: Pending, answer: CodexAnswer, *, withdraw: bool = False) -> None:
+    def settle(self, question: Question, answer: CodexAnswer, *, withdraw: bool = False) -> None:
         """The one place a Codex request is answered (``NO_ANSWER``: Codex stopped waiting).
 
         ``withdraw`` also takes back the client's request if it is still open, so its
         dialog closes; a late answer to it is dropped.
         """
-        if pending.settled:
+        if question.settled:
             return
-        pending.settled = True
-        record = self.hub.threads.get(pending.thread_id)
-        if record is not None and record.pending.get(pending.codex_id) is pending:
-            del record.pending[pending.codex_id]
+        question.settled = True
+        record = self.hub.threads.get(question.thread_id)
+        if record is not None and record.questions.get(question.codex_id) is question:
+            del record.questions[question.codex_id]
         if answer is not NO_ANSWER:
-            self.hub.answer_codex(pending.codex_id, answer)
-        if pending.tool_call is not None:
-            self._tool_call_settled(pending, answer)
-        if withdraw and pending.client_id is not None and not pending.client_answered:
+            self.hub.answer_codex(question.codex_id, answer)
+        if question.tool_call is not None:
+            self._tool_call_answered(question, answer)
+        if withdraw and question.client_id is not None and not question.client_answered:
             self.hub.client_notification(
                 "$/cancel_request",
-                acp_permissions.CancelRequestNotification(requestId=pending.client_id),
+                acp_permissions.CancelRequestNotification(requestId=question.client_id),
             )
 
-    def _tool_call_settled(self, pending: Pending, answer: CodexAnswer) -> None:
+    def _tool_call_answered(self, question: Question, answer: CodexAnswer) -> None:
         """What the tool call the request held ``pending`` shows once it is settled.
 
         Never a success Codex did not report. Where an item follows, it tells what happened:
@@ -309,23 +309,23 @@ class PendingRequests:
         question: ``completed`` when allowed (the permissions were granted: that was all
         there was to do), else ``failed``.
         """
-        assert pending.tool_call is not None
-        session_id, call_id = pending.tool_call
-        record = self.hub.threads.get(pending.thread_id)
+        assert question.tool_call is not None
+        session_id, call_id = question.tool_call
+        record = self.hub.threads.get(question.thread_id)
         if record is not None and call_id in record.ended_tools:
             return  # its turn ended first, and ended it
-        allowed = answer is not NO_ANSWER and answer not in (pending.decline, pending.cancel)
+        allowed = answer is not NO_ANSWER and answer not in (question.decline, question.cancel)
         status: acp_tools.ToolCallStatus
-        if pending.item_follows:
+        if question.item_follows:
             if allowed or (answer is NO_ANSWER and self.hub.codex_lost_reason is None):
                 # Allowed (or answered elsewhere: Codex resolved it): the item tells.
-                if allowed and self._running(pending):
+                if allowed and self._running(question):
                     self.hub.update(
                         session_id,
                         acp_tools.ToolCallUpdate(toolCallId=call_id, status="in_progress"),
                     )
                 return
-            if not pending.introduced:
+            if not question.introduced:
                 return
             followed = record is not None and record.shown_on.pop(call_id, None) is not None
             if not followed and record is not None and record.id != session_id:
@@ -340,9 +340,9 @@ class PendingRequests:
         declared = self.hub.client_capabilities.elicitation
         return isinstance(declared, dict) and declared.get(mode) is not None
 
-    def _of_thread(self, thread_id: str) -> list[Pending]:
+    def _of_thread(self, thread_id: str) -> list[Question]:
         record = self.hub.threads.get(thread_id)
-        return list(record.pending.values()) if record is not None else []
+        return list(record.questions.values()) if record is not None else []
 
     def _turn_cancelled(self, record: ThreadRecord, turn_id: str | None) -> bool:
         """The user cancelled the work this turn does: the root's prompt (it is, or may
@@ -360,47 +360,47 @@ class PendingRequests:
 
     def cancel_thread(self, thread_id: str) -> None:
         """Answer ``cancel`` to everything Codex asks on behalf of this thread (a cascade)."""
-        for pending in self._of_thread(thread_id):
-            self.settle(pending, pending.cancel, withdraw=True)
+        for question in self._of_thread(thread_id):
+            self.settle(question, question.cancel, withdraw=True)
 
     def session_cancelled(self, session_id: str) -> None:
-        for pending in self._of_thread(session_id):
+        for question in self._of_thread(session_id):
             # The client answers its own open requests `cancelled` (ACP's rule).
-            self.settle(pending, pending.cancel)
+            self.settle(question, question.cancel)
 
     def thread_forgotten(self, record: ThreadRecord, *, answer: bool = True) -> None:
         """The thread closed (or its root did): nothing it asked is wanted any more here.
         Without ``answer`` (another client's turn goes on) Codex's requests are left to the
         other clients, as Codex takes the first answer of any."""
-        for pending in list(record.pending.values()):
-            self.settle(pending, pending.cancel if answer else NO_ANSWER, withdraw=True)
+        for question in list(record.questions.values()):
+            self.settle(question, question.cancel if answer else NO_ANSWER, withdraw=True)
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
-        for pending in self._of_thread(note.threadId):
-            if pending.turn_id == note.turn.id:
+        for question in self._of_thread(note.threadId):
+            if question.turn_id == note.turn.id:
                 # Codex drops what the turn waited on (serverRequest/resolved follows);
                 # answering `cancel` too costs nothing and can never leave it waiting.
-                self.settle(pending, pending.cancel, withdraw=True)
+                self.settle(question, question.cancel, withdraw=True)
 
     def resolved(self, note: codex_approvals.ServerRequestResolved) -> None:
         record = self.hub.threads.get(note.threadId)
-        pending = record.pending.get(note.requestId) if record is not None else None
-        if pending is not None:
-            log.info("Codex resolved %s %s itself", pending.method, pending.codex_id)
-            self.settle(pending, NO_ANSWER, withdraw=True)
+        question = record.questions.get(note.requestId) if record is not None else None
+        if question is not None:
+            log.info("Codex resolved %s %s itself", question.method, question.codex_id)
+            self.settle(question, NO_ANSWER, withdraw=True)
 
     def codex_lost(self, _reason: str) -> None:
         for record in self.hub.threads:
-            for pending in list(record.pending.values()):
-                self.settle(pending, NO_ANSWER, withdraw=True)
+            for question in list(record.questions.values()):
+                self.settle(question, NO_ANSWER, withdraw=True)
 
     def client_lost(self) -> None:
         self._client_gone = True
         for record in self.hub.threads:
             # Another client's turn: its requests are left to that client.
             others = self.others_turn(record)
-            for pending in list(record.pending.values()):
-                self.settle(pending, NO_ANSWER if others else pending.cancel)
+            for question in list(record.questions.values()):
+                self.settle(question, NO_ANSWER if others else question.cancel)
 
     def others_turn(self, record: ThreadRecord) -> bool:
         """Whether ``record`` works for a turn another client of a shared Codex started (on
