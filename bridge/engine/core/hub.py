@@ -371,7 +371,9 @@ class Hub:
         on_error: OnError,
     ) -> None:
         """Ask Codex; ``on_result`` gets the answer decoded as ``result`` (a type), or
-        ``None`` as ``result`` passes the raw answer on, unread."""
+        ``None`` as ``result`` passes the raw answer on, unread. For a request whose answer
+        only answers a client or feeds a feature's own state: one whose answer changes a
+        thread's record is :meth:`ask`'s."""
         if self.codex_lost_reason is not None:
             on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
             return
