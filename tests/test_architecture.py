@@ -469,6 +469,66 @@ def turn_writes(
     return found
 
 
+#: Codex methods whose answer always changes the record asking: asked with ``hub.ask``,
+#: their entry typed, never with ``codex_request`` and a closure.
+RECORD_METHODS = frozenset({"turn/start", "turn/interrupt", "turn/steer"})
+#: ``Hub.ask``'s ``answered`` and ``failed``, by position (after record, entry, method,
+#: params, result type).
+_ASK_HANDLERS = (5, 6)
+
+
+def closure_asks(
+    modules: Mapping[str, Path],
+    *,
+    features: str = FEATURES_PACKAGE,
+    root: Path = PACKAGE_DIR.parent,
+) -> list[str]:
+    """``file:line`` for each feature that asks Codex for a record with a closure: a
+    :data:`RECORD_METHODS` method through ``codex_request``, or an ``ask`` whose
+    ``answered`` or ``failed`` is a lambda or a function nested in another."""
+    found: list[str] = []
+    for name in sorted(modules):
+        if not name.startswith(f"{features}."):
+            continue
+        path = modules[name]
+        tree = ast.parse(path.read_text(), str(path))
+        asks: set[tuple[int, str]] = set()
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "codex_request"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in RECORD_METHODS
+            ):
+                asks.add((node.lineno, f"asks {node.args[0].value} with codex_request"))
+        for outer in ast.walk(tree):
+            if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            inside = list(ast.walk(outer))
+            nested = {
+                inner.name
+                for inner in inside
+                if inner is not outer and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+            for node in inside:
+                if not (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "ask"
+                ):
+                    continue
+                for position in _ASK_HANDLERS:
+                    handler = node.args[position] if len(node.args) > position else None
+                    if isinstance(handler, ast.Lambda) or (
+                        isinstance(handler, ast.Name) and handler.id in nested
+                    ):
+                        asks.add((node.lineno, "asks with a closure"))
+        found += [f"{path.relative_to(root)}:{line} {what}" for line, what in sorted(asks)]
+    return found
+
+
 # -- the package ------------------------------------------------------------------------
 
 
@@ -559,6 +619,44 @@ def test_only_the_turns_module_changes_a_turns_state() -> None:
             + "\n".join(violations),
             pytrace=False,
         )
+
+
+def test_a_feature_asks_codex_for_a_record_without_closures() -> None:
+    violations = closure_asks(MODULES)
+    if violations:
+        pytest.fail(
+            "a Codex request that changes a record is a typed entry on it, answered to "
+            "the feature's methods (hub.ask; see bridge/engine/core/hub.py):\n"
+            + "\n".join(violations),
+            pytrace=False,
+        )
+
+
+def test_the_closure_check_sees_each_way_of_asking_with_one(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/features/f.py": (
+                "class F:\n"
+                "    def start(self, hub, record, entry):\n"
+                "        def done(result):\n"
+                "            pass\n"
+                "        hub.codex_request('turn/start', {}, None, done, done)\n"
+                "        hub.ask(record, entry, 'm', {}, None, done, self.failed)\n"
+                "        hub.ask(record, entry, 'm', {}, None, self.ok, lambda r, e, x: None)\n"
+                "        hub.ask(record, entry, 'turn/steer', {}, None, self.ok, self.failed)\n"
+                "        hub.codex_request('thread/list', {}, None, done, done)\n"
+                "    def other(self, hub, record, entry, failed):\n"
+                "        hub.ask(record, entry, 'm', {}, None, self.ok, failed)\n"
+            ),
+        },
+    )
+    found = closure_asks(find_modules(package), features="fake.features", root=tmp_path)
+    assert found == [
+        "fake/features/f.py:5 asks turn/start with codex_request",
+        "fake/features/f.py:6 asks with a closure",
+        "fake/features/f.py:7 asks with a closure",
+    ]
 
 
 def test_the_turn_check_sees_each_kind_of_write(tmp_path: Path) -> None:

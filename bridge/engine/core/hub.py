@@ -13,6 +13,16 @@ Two promises are kept here, for every feature at once:
   exception;
 - every request, from either side, is answered at most once: an answer for a
   request already answered (or never received) is logged and not sent.
+
+Two ways to ask Codex. A request whose answer changes a thread's record (a turn
+started, interrupted or steered, a session resumed after Codex came back, a thread
+read to place a sub-agent) goes through :meth:`Hub.ask`: it is a typed entry on the
+record (:data:`~bridge.engine.core.threads.CodexAsk`) while Codex has not answered,
+the answer goes to a method of the feature with the record and the entry, and it is
+stale once the entry was withdrawn (its turn ended, its record forgotten): the entry
+carries what the answer needs, no closure holds the state. A request whose answer
+only answers a client, or feeds a feature's own state, keeps plain callbacks
+(:meth:`Hub.codex_request`).
 """
 
 from __future__ import annotations
@@ -40,12 +50,13 @@ from .effects import (
 from .facts import Fact
 from .machines import Machine
 from .outbox import update_effect
-from .threads import Threads
+from .threads import CodexAsk, ThreadRecord, Threads, withdraw
 from .turns import TURN_TRAFFIC, insert_awaited
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+E = TypeVar("E", bound=CodexAsk)
 
 OnError: TypeAlias = Callable[[ErrorObject], None]
 
@@ -111,6 +122,50 @@ class Outstanding:
                     {MALFORMED: self.method},
                 )
             )
+
+
+class _Asked:
+    """What :meth:`Hub.ask` waits with: the record, its entry, the feature's two methods."""
+
+    __slots__ = ("answered", "answering", "entry", "failed", "method", "record")
+
+    def __init__(
+        self,
+        method: str,
+        record: ThreadRecord,
+        entry: Any,
+        answered: Callable[[ThreadRecord, Any, Any], None],
+        failed: Callable[[ThreadRecord, Any, ErrorObject], None],
+    ) -> None:
+        self.method = method
+        self.record = record
+        self.entry = entry
+        self.answered = answered
+        self.failed = failed
+        #: ``answered`` runs: a defect of it comes back as an error, still this entry's.
+        self.answering = False
+
+    def result(self, value: Any) -> None:
+        if not withdraw(self.record, self.entry):
+            self._stale()
+            return
+        self.answering = True
+        self.answered(self.record, self.entry, value)
+
+    def error(self, error: ErrorObject) -> None:
+        if self.answering or withdraw(self.record, self.entry):
+            self.answering = False
+            self.failed(self.record, self.entry, error)
+        else:
+            self._stale()
+
+    def _stale(self) -> None:
+        log.debug(
+            "thread %s: Codex's answer to %s comes after its %s was withdrawn; dropped",
+            self.record.id,
+            self.method,
+            type(self.entry).__name__,
+        )
 
 
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
@@ -316,12 +371,43 @@ class Hub:
         on_error: OnError,
     ) -> None:
         """Ask Codex; ``on_result`` gets the answer decoded as ``result`` (a type), or
-        ``None`` as ``result`` passes the raw answer on, unread."""
+        ``None`` as ``result`` passes the raw answer on, unread. For a request whose answer
+        only answers a client or feeds a feature's own state: one whose answer changes a
+        thread's record is :meth:`ask`'s."""
         if self.codex_lost_reason is not None:
             on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
             return
         waiting = Outstanding(
             method, None if result is None else _decoder(result), on_result, on_error
+        )
+        _rid, data = self.codex.request(method, params, waiting)
+        self._out.append(ToCodex(data))
+
+    def ask(
+        self,
+        record: ThreadRecord,
+        entry: E,
+        method: str,
+        params: Any,
+        result: Any,
+        answered: Callable[[ThreadRecord, E, Any], None],
+        failed: Callable[[ThreadRecord, E, ErrorObject], None],
+    ) -> None:
+        """Ask Codex for ``record``, whose ``entry`` says what is asked (see
+        :data:`~bridge.engine.core.threads.CodexAsk`): the entry is on the record
+        (``record.codex_asks``) until Codex answers. Then it is taken off, and
+        ``answered(record, entry, value)`` (decoded as :meth:`codex_request` does) or
+        ``failed(record, entry, error)`` is called: only if the record still held it. An
+        entry withdrawn meanwhile (its turn ended, its record forgotten) makes the answer
+        stale: logged, and nothing changes. ``answered`` and ``failed`` are methods of the
+        feature, not closures over the record."""
+        if self.codex_lost_reason is not None:
+            failed(record, entry, ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
+            return
+        record.codex_asks.append(entry)
+        asked = _Asked(method, record, entry, answered, failed)
+        waiting = Outstanding(
+            method, None if result is None else _decoder(result), asked.result, asked.error
         )
         _rid, data = self.codex.request(method, params, waiting)
         self._out.append(ToCodex(data))

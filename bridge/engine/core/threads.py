@@ -33,11 +33,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from msgspec import Raw
 
 from ...codex import items
+from ...codex import types as codex_types
 from ...jsonrpc import RequestId, RpcError
 
 #: How deep a chain of sub-agents the bridge follows before it stops looking up.
@@ -266,6 +267,189 @@ class Status:
         return cls(kind, frozenset(f for f in flags or [] if isinstance(f, str)))
 
 
+@dataclass(slots=True, eq=False)
+class Steer:
+    """One ``_session/steering`` request waiting its turn
+    (:mod:`bridge.engine.features.prompts._steering`)."""
+
+    request_id: RequestId
+    inputs: list[Any]
+    prompt_required: bool
+    #: ``turn/steer`` is with Codex: its answer moves the session's steers on.
+    sent: bool = False
+
+
+# -- what a record asks Codex ----------------------------------------------------------------
+#
+# A Codex request whose answer changes a record is an entry on that record
+# (``ThreadRecord.codex_asks``) from the moment it is sent until Codex answers it
+# (:meth:`bridge.engine.core.hub.Hub.ask`). The answer goes to the feature with the entry,
+# and only while the record still holds it: an entry is withdrawn by what ends what it
+# is about, and its answer is then stale (dropped). A ``StartTurn`` or a ``FindTurn`` is
+# withdrawn when its turn leaves the record (:mod:`bridge.engine.core.turns`); a read of
+# what the record shows (``ReadSubagent``, ``ReadParentage``, ``ListSkills``,
+# ``ListTerminals``) when the record is forgotten or dropped (:class:`Threads`). The
+# others are answered whatever became of their record: the answer is owed to someone
+# else (a client's steer, load or pick, prompts waiting on a resume), or is news of a
+# turn that has ended (a refused interrupt).
+
+
+@dataclass(slots=True, eq=False)
+class StartTurn:
+    """``turn/start`` (or a slash command's request, ``command``) for ``turn``: a prompt's
+    (``turn.request_id``), or a steer's on an idle session."""
+
+    turn: Turn
+    #: A slash command's request (``thread/compact/start``...): no user message item will
+    #: name its prompt.
+    command: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class InterruptTurn:
+    """``turn/interrupt`` of ``turn`` (named): a refusal is news even once it has ended."""
+
+    turn: Turn
+
+
+@dataclass(slots=True, eq=False)
+class FindTurn:
+    """``thread/read`` (with turns) naming ``turn``, another client's turn already running
+    when the session opened, so that it can be interrupted."""
+
+    turn: Turn
+
+
+@dataclass(slots=True, eq=False)
+class SteerTurn:
+    """``turn/steer`` of ``steer``'s input into turn ``expected_turn_id``: the steer's
+    client request is answered whatever became of the session."""
+
+    steer: Steer
+    expected_turn_id: str
+
+
+@dataclass(slots=True, eq=False)
+class ResumeThread:
+    """``thread/resume`` of a session after Codex came back; ``written``: its turns were
+    read already, to have Codex write a thread it never stored (tried once)."""
+
+    written: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class WriteThread:
+    """``thread/read`` (with turns) of a session Codex holds and never wrote, after Codex
+    came back: reading it writes it; its resume is tried again, whatever the answer."""
+
+
+@dataclass(slots=True, eq=False)
+class ReadSubagent:
+    """``thread/read`` (with turns) of a sub-agent after Codex came back: its status and
+    its last turn. Nothing to do once it is forgotten."""
+
+
+@dataclass(slots=True, eq=False)
+class ListSkills:
+    """``skills/list`` for a session's folder: its skills become its commands (offered as
+    to an AIR client, ``air``). Nothing to do once it is forgotten."""
+
+    air: bool
+
+
+@dataclass(slots=True, eq=False)
+class ListTerminals:
+    """``thread/backgroundTerminals/list`` of a session opened again: the commands its
+    thread still runs become tasks. Nothing to do once it is forgotten."""
+
+
+@dataclass(slots=True, eq=False)
+class ReadParentage:
+    """``thread/read`` of a thread no session shows yet, to learn its parent and place it
+    (``unplaced``: what it holds meanwhile). Nothing to place once its record is dropped."""
+
+    unplaced: Unplaced
+
+
+@dataclass(slots=True, eq=False)
+class OpenStored:
+    """A load or resume of a stored session (``method``, client request ``rid``), one
+    request after the other on the record being opened: ``thread/read`` (``stored``, once
+    answered), ``thread/resume`` (``written``: again, once its turns were read to have Codex
+    write a thread it never stored), ``config/read`` for a thread never stored. The client
+    waits on it: never withdrawn."""
+
+    rid: RequestId
+    method: str
+    cwd: str
+    #: ``config`` for the resume: the bridge's overrides and the client's MCP servers.
+    config: dict[str, Any]
+    #: The history (and its sub-agents') goes out before the answer (a load).
+    replay: bool
+    stored: codex_types.Thread | None = None
+    written: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class StorePick:
+    """``thread/settings/update`` storing the user's pick (``change``) in the thread:
+    once Codex has it, ``settings`` say so and client request ``rid`` is answered, as
+    ``session/set_mode`` (``mode``) or as a config option's set. The client waits on it:
+    never withdrawn."""
+
+    rid: RequestId
+    settings: Settings
+    #: Codex's ``ThreadSettingsUpdateParams``.
+    change: Any
+    mode: bool
+
+
+#: What a record may be asking Codex (a closed union: :meth:`bridge.engine.core.hub.Hub.ask`).
+CodexAsk: TypeAlias = (
+    StartTurn
+    | InterruptTurn
+    | FindTurn
+    | SteerTurn
+    | ResumeThread
+    | WriteThread
+    | ReadSubagent
+    | ReadParentage
+    | OpenStored
+    | StorePick
+    | ListSkills
+    | ListTerminals
+)
+
+
+def withdraw(record: ThreadRecord, entry: CodexAsk) -> bool:
+    """Take ``entry`` off ``record``: ``False`` when it held it no longer."""
+    asks = record.codex_asks
+    for i, held in enumerate(asks):
+        if held is entry:
+            del asks[i]
+            return True
+    return False
+
+
+def withdraw_turn(record: ThreadRecord, turn: Turn) -> None:
+    """``turn`` left ``record``: what was asked for it alone is stale."""
+    if record.codex_asks:
+        record.codex_asks = [
+            a for a in record.codex_asks if not (isinstance(a, _WITH_TURN) and a.turn is turn)
+        ]
+
+
+def withdraw_record(record: ThreadRecord) -> None:
+    """``record`` is forgotten or dropped: its reads are stale."""
+    if record.codex_asks:
+        record.codex_asks = [a for a in record.codex_asks if not isinstance(a, _WITH_RECORD)]
+
+
+#: What a turn's end makes stale, and a record's (see above).
+_WITH_TURN = (StartTurn, FindTurn)
+_WITH_RECORD = (ReadSubagent, ReadParentage, ListSkills, ListTerminals)
+
+
 # -- the record -------------------------------------------------------------------------
 
 
@@ -294,7 +478,7 @@ class ThreadRecord:
     #: Prompts waiting for the turn to end, in arrival order (roots only).
     queued: list[QueuedPrompt] = field(default_factory=list)
     #: ``_session/steering`` requests, handled one at a time in arrival order.
-    steers: list[Any] = field(default_factory=list)
+    steers: list[Steer] = field(default_factory=list)
     status: Status | None = None
     #: How its last turn ended (``idle`` + stop reason, or + error).
     outcome: Any = None
@@ -327,6 +511,8 @@ class ThreadRecord:
     #: say): a rewind leaves the files of a turn that worked elsewhere alone.
     turn_machines: dict[str, str] = field(default_factory=dict)
     # -- what it has in flight
+    #: Codex requests whose answer changes this record, unanswered (see ``CodexAsk``).
+    codex_asks: list[CodexAsk] = field(default_factory=list)
     questions: dict[RequestId, Question] = field(default_factory=dict)
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)
     #: Every tool call announced: a late ``item/completed`` updates it, never announces twice.
@@ -436,6 +622,7 @@ class Threads:
             "sessions": len(self.session_ids),
             "forgotten": len(self._forgotten),
             "forgottenTurns": len(self.forgotten_turns),
+            "codexAsks": sum(len(record.codex_asks) for record in self._records.values()),
         }
 
     # -- finding ------------------------------------------------------------------------
@@ -624,6 +811,7 @@ class Threads:
         if record is None or record.session:
             return None
         del self._records[thread_id]
+        withdraw_record(record)
         return record
 
     def forget(self, thread_id: str, *, subagent: bool = False) -> list[ThreadRecord]:
@@ -636,6 +824,7 @@ class Threads:
         for record in gone:
             self.forgotten_turns.update(dict.fromkeys(record.own_turns))
             self._records.pop(record.id, None)
+            withdraw_record(record)
             self.session_ids.discard(record.id)
             self.shown_ids.discard(record.id)
             # A sub-agent whose parent no record names yet (still held), or once forgotten

@@ -64,7 +64,10 @@ A function that takes the ``turn`` a feature holds applies only while that turn
 is still the record's (:func:`current`): a late answer from Codex for a turn
 that ended (or was replaced) meanwhile changes nothing. These are the
 staleness guards of the features; they keep the turn they started, never
-``record.turn`` read again later.
+``record.turn`` read again later. What was asked of Codex for one turn alone
+(its start, the read of its id: ``StartTurn``, ``FindTurn`` on
+``record.codex_asks``) is withdrawn here as the turn leaves the record: Codex's
+late answer to it never reaches the feature (:meth:`~bridge.engine.core.hub.Hub.ask`).
 
 **A prompt's states** (the prompts feature's, on the record): *queued*
 (``record.queued``: it waits for the turn before it), *sent* (its turn asked of
@@ -81,12 +84,15 @@ from __future__ import annotations
 
 import enum
 import logging
+from typing import TypeVar
 
 from ...acp import permissions as acp_permissions
 from ...acp import tools as acp_tools
 from ...jsonrpc import RequestId, RpcError
 from .facts import PromptInserted
-from .threads import Prompt, ThreadRecord, Threads, Turn, TurnKind
+from .threads import Prompt, ThreadRecord, Threads, Turn, TurnKind, withdraw_turn
+
+T = TypeVar("T", bound=Turn | None)
 
 log = logging.getLogger(__name__)
 
@@ -253,8 +259,7 @@ def begin(record: ThreadRecord, kind: TurnKind, request_id: RequestId | None = N
             running.kind.value,
             running.id,
         )
-    turn = record.turn = Turn(request_id=request_id, kind=kind)
-    return turn
+    return _take(record, Turn(request_id=request_id, kind=kind))
 
 
 def named(record: ThreadRecord, turn: Turn, turn_id: str) -> bool:
@@ -272,15 +277,13 @@ def foreign_started(record: ThreadRecord, turn_id: str) -> Turn | None:
     Codex's own): the session's turn all the same. ``None`` when a turn runs already."""
     if record.turn is not None:
         return None
-    turn = record.turn = Turn(id=turn_id, kind=TurnKind.FOREIGN)
-    return turn
+    return _take(record, Turn(id=turn_id, kind=TurnKind.FOREIGN))
 
 
 def joined(record: ThreadRecord, turn_id: str | None) -> Turn:
     """The session opened while another client's turn runs on it (``turn_id`` when the
     thread's turns named it): its items started before stream nothing here."""
-    turn = record.turn = Turn(id=turn_id, kind=TurnKind.FOREIGN, joined=set())
-    return turn
+    return _take(record, Turn(id=turn_id, kind=TurnKind.FOREIGN, joined=set()))
 
 
 def found(record: ThreadRecord, turn: Turn, turn_id: str | None) -> bool:
@@ -342,7 +345,7 @@ def end(record: ThreadRecord, turn: Turn) -> bool:
     the thread is idle. ``False`` when it was no longer the record's."""
     if record.turn is not turn:
         return False
-    record.turn = None
+    _take(record, None)
     return True
 
 
@@ -362,8 +365,7 @@ def subagent_started(record: ThreadRecord, turn_id: str, root_turn_id: str | Non
             cancel_requested=previous is not None and previous.cancel_requested,
         )
     turn.root_turn_id = root_turn_id
-    record.turn = turn
-    return turn
+    return _take(record, turn)
 
 
 def subagent_running(
@@ -371,26 +373,25 @@ def subagent_running(
 ) -> Turn | None:
     """A sub-agent's turns were read (a load's history, Codex come back): it runs turn
     ``turn_id`` (``None``: none)."""
-    record.turn = (
+    return _take(
+        record,
         None
         if turn_id is None
-        else Turn(id=turn_id, kind=TurnKind.SUBAGENT, root_turn_id=root_turn_id)
+        else Turn(id=turn_id, kind=TurnKind.SUBAGENT, root_turn_id=root_turn_id),
     )
-    return record.turn
 
 
 def unwanted(record: ThreadRecord, turn_id: str) -> Turn:
     """Sub-agent work that nobody here wants (its session closed) runs turn ``turn_id``:
     cancelled, to be interrupted."""
-    turn = record.turn = Turn(id=turn_id, kind=TurnKind.SUBAGENT, cancel_requested=True)
-    return turn
+    return _take(record, Turn(id=turn_id, kind=TurnKind.SUBAGENT, cancel_requested=True))
 
 
 def end_named(record: ThreadRecord, turn_id: str) -> bool:
     """A sub-agent's turn ``turn_id`` ended; ``False`` when the record runs another."""
     if record.turn is None or record.turn.id != turn_id:
         return False
-    record.turn = None
+    _take(record, None)
     return True
 
 
@@ -399,7 +400,18 @@ def end_named(record: ThreadRecord, turn_id: str) -> bool:
 
 def lost(record: ThreadRecord) -> Turn | None:
     """Codex is gone: the record's turn will never be heard of again. The turn it had."""
-    turn, record.turn = record.turn, None
+    turn = record.turn
+    _take(record, None)
+    return turn
+
+
+def _take(record: ThreadRecord, turn: T) -> T:
+    """``turn`` is ``record``'s from now on: what the turn it replaces asked of Codex is
+    stale (see ``StartTurn``)."""
+    previous = record.turn
+    if previous is not None and previous is not turn:
+        withdraw_turn(record, previous)
+    record.turn = turn
     return turn
 
 

@@ -41,7 +41,7 @@ from ....codex.messages import ItemNotification
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core.hub import Hub, decode_params
-from ...core.threads import ThreadRecord
+from ...core.threads import ListTerminals, ThreadRecord
 from ...views.tool_views import running_command, unwrap_shell
 
 log = logging.getLogger(__name__)
@@ -85,35 +85,39 @@ class AsyncTasks:
         ):
             return
 
-        def running(terminals: list[codex_threads.BackgroundTerminal]) -> None:
-            if self.hub.threads.session(record.id) is not record:
-                return  # closed meanwhile
-            for terminal in terminals:
-                if terminal.itemId in self._running:
-                    continue
-                if terminal.itemId not in record.announced_tools:
-                    # A resume shows no history: the command's tool call, as it runs.
-                    record.announced_tools.add(terminal.itemId)
-                    self.hub.update(record.id, running_command(terminal, record.cwd))
-                self._spawned(record, terminal.itemId, terminal.command)
-
-        def listed(page: codex_threads.BackgroundTerminalsListResult) -> None:
-            running(page.data)
-
-        def failed(error: ErrorObject) -> None:
-            # A Codex without the experimental method: its commands show once done.
-            log.info("running commands of %s not listed: %s", record.id, error.message)
-
         if known is not None:
-            running(known)
+            self._running_at(record, known)
             return
-        self.hub.codex_request(
+        self.hub.ask(
+            record,
+            ListTerminals(),
             LIST_TERMINALS,
             codex_threads.BackgroundTerminalsListParams(threadId=record.id),
             codex_threads.BackgroundTerminalsListResult,
-            listed,
-            failed,
+            self._terminals_listed,
+            _terminals_unlisted,
         )
+
+    def _terminals_listed(
+        self,
+        record: ThreadRecord,
+        _asked: ListTerminals,
+        page: codex_threads.BackgroundTerminalsListResult,
+    ) -> None:
+        self._running_at(record, page.data)
+
+    def _running_at(
+        self, record: ThreadRecord, terminals: list[codex_threads.BackgroundTerminal]
+    ) -> None:
+        """``terminals`` still run on the session opened again: each is a task."""
+        for terminal in terminals:
+            if terminal.itemId in self._running:
+                continue
+            if terminal.itemId not in record.announced_tools:
+                # A resume shows no history: the command's tool call, as it runs.
+                record.announced_tools.add(terminal.itemId)
+                self.hub.update(record.id, running_command(terminal, record.cwd))
+            self._spawned(record, terminal.itemId, terminal.command)
 
     def _spawned(self, record: ThreadRecord, item_id: str, name: str) -> None:
         """Announce a running command, whose tool call the client has, as a task."""
@@ -180,3 +184,8 @@ class AsyncTasks:
             listed,
             hub.pass_error_to(rid),
         )
+
+
+def _terminals_unlisted(record: ThreadRecord, _asked: ListTerminals, error: ErrorObject) -> None:
+    # A Codex without the experimental method: its commands show once done.
+    log.info("running commands of %s not listed: %s", record.id, error.message)

@@ -27,7 +27,6 @@ steering (the RFD restricts them to ``session/cancel``): see
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from msgspec import UNSET, Raw
@@ -38,7 +37,7 @@ from ....codex.messages import ItemNotification
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core.hub import Hub, decode_params
-from ...core.threads import ThreadRecord, TurnKind
+from ...core.threads import Steer, SteerTurn, ThreadRecord, TurnKind
 from ...views import history
 from ._input import prompt_to_input
 
@@ -46,17 +45,6 @@ log = logging.getLogger(__name__)
 
 #: The input types (Codex ``UserInput``) that are images.
 _IMAGE_INPUTS = (codex_types.ImageInput, codex_types.LocalImageInput)
-
-
-@dataclass(slots=True, eq=False)
-class Steer:
-    """One ``_session/steering`` request waiting its turn."""
-
-    request_id: RequestId
-    inputs: list[Any]
-    prompt_required: bool
-    #: ``turn/steer`` is with Codex: its answer moves the session's steers on.
-    sent: bool = False
 
 
 class Turns(Protocol):
@@ -150,40 +138,43 @@ class Steering:
     def _send(self, record: ThreadRecord, steer: Steer, turn_id: str | None) -> None:
         assert turn_id is not None
         steer.sent = True
-
-        def injected(_result: codex_types.TurnSteerResult) -> None:
-            self._done(record, steer)
-            self._answer(steer, "injected")
-            self._next(record)
-
-        def refused(error: ErrorObject) -> None:
-            turn = record.turn
-            if turn is not None and turn.id != turn_id and not turn.cancel_requested:
-                # Its turn ended and another began (a prompt queued behind it): the words
-                # go into the turn that runs now, once Codex has named it. Starting a turn
-                # of their own would take the queued prompt's place, never to be answered.
-                log.info("turn/steer raced the end of turn %s: into the next", turn_id)
-                steer.sent = False
-                self._next(record)
-                return
-            self._done(record, steer)
-            if turn is None or turn.id != turn_id or turn.cancel_requested:
-                # The turn ended (or is ending) before Codex took the input: as if idle.
-                log.info("turn/steer raced the end of turn %s: %s", turn_id, error.message)
-                self._idle(record, steer)
-            else:
-                self._answer(steer, "failed", error.message)
-            self._next(record)
-
-        self.hub.codex_request(
+        self.hub.ask(
+            record,
+            SteerTurn(steer, turn_id),
             "turn/steer",
             codex_types.TurnSteerParams(
                 threadId=record.id, input=steer.inputs, expectedTurnId=turn_id
             ),
             codex_types.TurnSteerResult,
-            injected,
-            refused,
+            self._injected,
+            self._refused,
         )
+
+    def _injected(
+        self, record: ThreadRecord, asked: SteerTurn, _result: codex_types.TurnSteerResult
+    ) -> None:
+        self._done(record, asked.steer)
+        self._answer(asked.steer, "injected")
+        self._next(record)
+
+    def _refused(self, record: ThreadRecord, asked: SteerTurn, error: ErrorObject) -> None:
+        steer, turn_id, turn = asked.steer, asked.expected_turn_id, record.turn
+        if turn is not None and turn.id != turn_id and not turn.cancel_requested:
+            # Its turn ended and another began (a prompt queued behind it): the words
+            # go into the turn that runs now, once Codex has named it. Starting a turn
+            # of their own would take the queued prompt's place, never to be answered.
+            log.info("turn/steer raced the end of turn %s: into the next", turn_id)
+            steer.sent = False
+            self._next(record)
+            return
+        self._done(record, steer)
+        if turn is None or turn.id != turn_id or turn.cancel_requested:
+            # The turn ended (or is ending) before Codex took the input: as if idle.
+            log.info("turn/steer raced the end of turn %s: %s", turn_id, error.message)
+            self._idle(record, steer)
+        else:
+            self._answer(steer, "failed", error.message)
+        self._next(record)
 
     def _done(self, record: ThreadRecord, steer: Steer) -> None:
         if record.steers and record.steers[0] is steer:

@@ -56,7 +56,16 @@ from ....jsonrpc.peer import ErrorObject
 from ...core import facts, turns
 from ...core.hub import Hub, check_directory, decode_params, from_codex
 from ...core.machines import LOCAL
-from ...core.threads import Prompt, QueuedPrompt, ThreadRecord, Turn, TurnKind
+from ...core.threads import (
+    FindTurn,
+    InterruptTurn,
+    Prompt,
+    QueuedPrompt,
+    StartTurn,
+    ThreadRecord,
+    Turn,
+    TurnKind,
+)
 from ...views.commands import QuickCommand, command_request, is_rewind
 from ._input import prompt_to_input
 from ._steering import Steering
@@ -213,33 +222,17 @@ class Prompts:
         if isinstance(command, QuickCommand):  # a steer is input for the model, never a command
             command = None
         turn = turns.begin(record, TurnKind.STEER if rid is None else TurnKind.PROMPT, rid)
-
-        def accepted(result: codex_commands.CommandStartResult) -> None:
-            if result.turn is not None:
-                record.unstored = False  # Codex writes the thread as it starts a turn
-            # A command's result may name no turn (``thread/compact/start``): then
-            # the ``turn/started`` that follows names it (:meth:`turn_started`).
-            if rid is not None and turns.current(record, turn) and command is not None:
-                self._insert_now(record, rid)  # no user message item will name it
-            if result.turn is not None:
-                self._name_turn(record, turn, result.turn.id)
-
-        def refused(error: ErrorObject) -> None:
-            if turns.end(record, turn):
-                if rid is not None and record.gone is not None:
-                    self._end(
-                        record, rid, RpcError.not_found(record.gone, {"sessionId": record.id})
-                    )
-                elif rid is not None:
-                    self._end(record, rid, from_codex(error))
-                else:
-                    log.warning("turn/start for a steer refused: %s", error.message)
-                self._settle(record)
-                self._start_next(record)
-
         if command is not None:
             method, request = command
-            hub.codex_request(method, request, codex_commands.CommandStartResult, accepted, refused)
+            hub.ask(
+                record,
+                StartTurn(turn, command=True),
+                method,
+                request,
+                codex_commands.CommandStartResult,
+                self._turn_accepted,
+                self._turn_refused,
+            )
             return
         machine = self.settings.machine(record)
 
@@ -254,8 +247,14 @@ class Prompts:
             self.settings.turn_starting(record, request)
             if rid is not None:
                 self._await_item(record, rid)
-            hub.codex_request(
-                "turn/start", request, codex_commands.CommandStartResult, accepted, refused
+            hub.ask(
+                record,
+                StartTurn(turn),
+                "turn/start",
+                request,
+                codex_commands.CommandStartResult,
+                self._turn_accepted,
+                self._turn_refused,
             )
 
         def unreached(reason: str | None) -> None:
@@ -278,6 +277,34 @@ class Prompts:
             send()
         else:
             self.machines.when_ready(machine, send, unreached)
+
+    def _turn_accepted(
+        self, record: ThreadRecord, asked: StartTurn, result: codex_commands.CommandStartResult
+    ) -> None:
+        """Codex accepted the turn's start (or the command's request), still the record's."""
+        turn, rid = asked.turn, asked.turn.request_id
+        if result.turn is not None:
+            record.unstored = False  # Codex writes the thread as it starts a turn
+        # A command's result may name no turn (``thread/compact/start``): then
+        # the ``turn/started`` that follows names it (:meth:`turn_started`).
+        if rid is not None and asked.command:
+            self._insert_now(record, rid)  # no user message item will name it
+        if result.turn is not None:
+            self._name_turn(record, turn, result.turn.id)
+
+    def _turn_refused(self, record: ThreadRecord, asked: StartTurn, error: ErrorObject) -> None:
+        """Codex refused to start the turn (or the command), still the record's."""
+        turn, rid = asked.turn, asked.turn.request_id
+        if not turns.end(record, turn):
+            return
+        if rid is not None and record.gone is not None:
+            self._end(record, rid, RpcError.not_found(record.gone, {"sessionId": record.id}))
+        elif rid is not None:
+            self._end(record, rid, from_codex(error))
+        else:
+            log.warning("turn/start for a steer refused: %s", error.message)
+        self._settle(record)
+        self._start_next(record)
 
     def cancel(self, record: ThreadRecord) -> None:
         """Stop the session's prompt, if any: it resolves ``cancelled`` once Codex
@@ -409,38 +436,37 @@ class Prompts:
         if not turns.interrupting(turn):
             return
         assert turn.id is not None
-
-        def refused(error: ErrorObject) -> None:
-            # The turn may have ended just before the interrupt arrived; its
-            # turn/completed answers the prompt either way.
-            log.info("turn/interrupt refused: %s", error.message)
-
-        self.hub.codex_request(
+        self.hub.ask(
+            record,
+            InterruptTurn(turn),
             "turn/interrupt",
             codex_types.TurnInterruptParams(threadId=record.id, turnId=turn.id),
             None,
-            _ignore,
-            refused,
+            _interrupted,
+            _interrupt_refused,
         )
 
     def _find_running_turn(self, record: ThreadRecord, turn: Turn) -> None:
         """Interrupt ``turn`` once ``thread/read`` names it (the session's last turn, in
         progress); nothing to do when it has ended meanwhile."""
-
-        def read(result: codex_threads.ThreadReadResult) -> None:
-            last = result.thread.turns[-1] if result.thread.turns else None
-            if last is None or last.status != "inProgress":
-                return
-            if turns.found(record, turn, last.id):
-                self.interrupt(record, turn)
-
-        self.hub.codex_request(
+        self.hub.ask(
+            record,
+            FindTurn(turn),
             "thread/read",
             codex_threads.ThreadReadParams(threadId=record.id, includeTurns=True),
             codex_threads.ThreadReadResult,
-            read,
-            lambda error: log.info("thread/read to cancel refused: %s", error.message),
+            self._running_turn_read,
+            _running_turn_unread,
         )
+
+    def _running_turn_read(
+        self, record: ThreadRecord, asked: FindTurn, result: codex_threads.ThreadReadResult
+    ) -> None:
+        last = result.thread.turns[-1] if result.thread.turns else None
+        if last is None or last.status != "inProgress":
+            return
+        if turns.found(record, asked.turn, last.id):
+            self.interrupt(record, asked.turn)
 
     def turn_started(self, note: codex_types.TurnNotification) -> None:
         record = self.hub.threads.session(note.threadId)
@@ -582,5 +608,15 @@ class Prompts:
                     self._end(record, turn.request_id, RpcError.internal(reason))
 
 
-def _ignore(_result: Any) -> None:
-    pass
+def _interrupted(_record: ThreadRecord, _asked: InterruptTurn, _result: Any) -> None:
+    """Codex took the interrupt: the turn's ``turn/completed`` answers its prompt."""
+
+
+def _interrupt_refused(_record: ThreadRecord, _asked: InterruptTurn, error: ErrorObject) -> None:
+    # The turn may have ended just before the interrupt arrived; its
+    # turn/completed answers the prompt either way.
+    log.info("turn/interrupt refused: %s", error.message)
+
+
+def _running_turn_unread(_record: ThreadRecord, _asked: FindTurn, error: ErrorObject) -> None:
+    log.info("thread/read to cancel refused: %s", error.message)

@@ -52,7 +52,7 @@ from ...core.hub import (
     from_codex,
     malformed,
 )
-from ...core.threads import Status, ThreadRecord, TurnKind
+from ...core.threads import OpenStored, Status, ThreadRecord, TurnKind
 from ...views.stored_sessions import (
     NO_ROLLOUT,
     is_root,
@@ -175,154 +175,192 @@ class Lifecycle:
             )
         opening = hub.threads.record(session_id)
         opening.opening = True
+        asked = OpenStored(rid, method, cwd, config, replay)
+        # Paged, the history is listed after the resume (``Replay``): this read only says
+        # the thread is there.
+        self._read_stored(opening, asked, replay and not hub.paged_store, self._stored_missing)
 
-        def failed(error: ErrorObject) -> None:
-            opening.opening = False
-            self.open_failed(session_id)
+    def _read_stored(
+        self,
+        record: ThreadRecord,
+        asked: OpenStored,
+        include_turns: bool,
+        missing: Callable[[ThreadRecord, OpenStored, ErrorObject], None],
+    ) -> None:
+        """``thread/read``: it has no side effect, so an error means the thread is not there."""
+        self.hub.ask(
+            record,
+            asked,
+            "thread/read",
+            threads.ThreadReadParams(threadId=record.id, includeTurns=include_turns),
+            threads.ThreadReadResult,
+            self._stored_found,
+            missing,
+        )
+
+    def _stored_missing(self, record: ThreadRecord, asked: OpenStored, error: ErrorObject) -> None:
+        if asked.replay and is_unstored(error):
+            # Codex holds the thread but has stored no turn of it (never prompted):
+            # it is there, with an empty history.
+            self._read_stored(record, asked, False, self._stored_not_there)
+            return
+        self._stored_not_there(record, asked, error)
+
+    def _stored_not_there(
+        self, record: ThreadRecord, asked: OpenStored, error: ErrorObject
+    ) -> None:
+        record.opening = False
+        self.open_failed(record.id)
+        self.hub.refuse_client(asked.rid, self._not_found(record.id, error))
+
+    def _stored_found(
+        self, record: ThreadRecord, asked: OpenStored, result: threads.ThreadReadResult
+    ) -> None:
+        asked.stored = result.thread
+        self._resume_stored(record, asked)
+
+    def _resume_stored(
+        self, record: ThreadRecord, asked: OpenStored, _answer: object = None
+    ) -> None:
+        self.hub.ask(
+            record,
+            asked,
+            "thread/resume",
+            threads.ThreadResumeParams(
+                threadId=record.id,
+                cwd=asked.cwd,
+                config=asked.config or UNSET,
+                excludeTurns=True,
+            ),
+            codex_types.ThreadStartResult,
+            self._stored_resumed,
+            self._stored_resume_refused,
+        )
+
+    def _stored_resumed(
+        self, record: ThreadRecord, asked: OpenStored, opened: codex_types.ThreadStartResult
+    ) -> None:
+        self._open_stored(record, asked, opened, asked.written)
+
+    def _stored_resume_refused(
+        self, record: ThreadRecord, asked: OpenStored, error: ErrorObject
+    ) -> None:
+        if is_unstored(error):
+            # Subscribed, but a thread never prompted has no turns to list, and
+            # Codex fails the whole answer for it: its settings are read instead.
+            self._open_unstored(record, asked)
+        elif error.message.startswith(NO_ROLLOUT) and not asked.written:
+            # Held by this Codex (the read found it) but never written, and nobody
+            # subscribed to it: reading its turns writes its rollout (and fails, it
+            # has none), after which a resume finds it.
+            asked.written = True
+            self.hub.ask(
+                record,
+                asked,
+                "thread/read",
+                threads.ThreadReadParams(threadId=record.id, includeTurns=True),
+                None,
+                self._resume_stored,
+                self._resume_stored,
+            )
+        else:
+            record.opening = False
+            self.open_failed(record.id)
             if error.message.startswith(NO_ROLLOUT):
                 # Read, yet not resumable even once its rollout was written: not a thread
                 # this Codex can give back (it never answers so for one it holds).
-                hub.refuse_client(rid, self._not_found(session_id, error))
+                self.hub.refuse_client(asked.rid, self._not_found(record.id, error))
                 return
-            hub.refuse_client(rid, from_codex(error))
+            self.hub.refuse_client(asked.rid, from_codex(error))
 
-        def open_root(
-            stored: codex_types.Thread,
-            opened: codex_types.ThreadStartResult,
-            unstored: bool = False,
-        ) -> None:
-            opening.opening = False
-            record = self.open_root(session_id, cwd)
-            record.unstored = unstored
-            # Codex's word on the thread now: a turn may still run (a shared Codex).
-            record.status = Status.of(opened.thread.status or stored.status)
-            if record.status is not None and record.status.type == "active":
-                # Another client's turn runs (another window, Codex's TUI): this session's
-                # turn too, named by the thread's turns when they were read (a load).
-                last = stored.turns[-1] if stored.turns else None
-                running = last is not None and last.status == "inProgress"
-                turns.joined(record, last.id if running and last else None)
-            response = (
-                acp_sessions.LoadSessionResult() if replay else acp_sessions.ResumeSessionResult()
-            )
-
-            def answer() -> None:
-                self.opened(record, rid, response, opened)
-
-            rejoin = self.rejoin
-            # A thread never prompted spawned no sub-agent.
-            held = not unstored and (stored.status or {}).get("type", "notLoaded") != "notLoaded"
-
-            def then() -> None:
-                if rejoin is not None and held:
-                    # Codex held the root: it may hold sub-agents of it too, subscribed
-                    # to the connection that spawned them only. Subscribed to here first.
-                    rejoin(record, answer)
-                else:
-                    answer()
-
-            if not replay:
-                then()
-                return
-            # The history, then its sub-agents' associations and histories, all
-            # before the response.
-            self.replay(record, stored, then)
-
-        def found(stored: codex_types.Thread) -> None:
-            resume = threads.ThreadResumeParams(
-                threadId=session_id, cwd=cwd, config=config or UNSET, excludeTurns=True
-            )
-            written = False
-
-            def refused(error: ErrorObject) -> None:
-                nonlocal written
-                if is_unstored(error):
-                    # Subscribed, but a thread never prompted has no turns to list, and
-                    # Codex fails the whole answer for it: its settings are read instead.
-                    self._open_unstored(
-                        stored, cwd, config, lambda opened: open_root(stored, opened, True)
-                    )
-                elif error.message.startswith(NO_ROLLOUT) and not written:
-                    # HeldMessage by this Codex (the read found it) but never written, and nobody
-                    # subscribed to it: reading its turns writes its rollout (and fails, it
-                    # has none), after which a resume finds it.
-                    written = True
-                    hub.codex_request(
-                        "thread/read",
-                        threads.ThreadReadParams(threadId=session_id, includeTurns=True),
-                        None,
-                        lambda _result: resume_again(),
-                        lambda _error: resume_again(),
-                    )
-                else:
-                    failed(error)
-
-            def resume_again() -> None:
-                hub.codex_request(
-                    "thread/resume",
-                    resume,
-                    codex_types.ThreadStartResult,
-                    lambda opened: open_root(stored, opened, written),
-                    refused,
-                )
-
-            resume_again()
-
-        def missing(error: ErrorObject) -> None:
-            if replay and is_unstored(error):
-                # Codex holds the thread but has stored no turn of it (never prompted):
-                # it is there, with an empty history.
-                self._read(session_id, False, found, not_there)
-                return
-            not_there(error)
-
-        def not_there(error: ErrorObject) -> None:
-            opening.opening = False
-            self.open_failed(session_id)
-            hub.refuse_client(rid, self._not_found(session_id, error))
-
-        # Paged, the history is listed after the resume (``Replay``): this read only says
-        # the thread is there.
-        self._read(session_id, replay and not hub.paged_store, found, missing)
-
-    def _open_unstored(
+    def _open_stored(
         self,
-        stored: codex_types.Thread,
-        cwd: str,
-        config: dict[str, Any],
-        opened: Callable[[codex_types.ThreadStartResult], None],
+        opening: ThreadRecord,
+        asked: OpenStored,
+        opened: codex_types.ThreadStartResult,
+        unstored: bool,
     ) -> None:
+        """Codex subscribed this connection to the stored thread: the session opens."""
+        stored, rid, replay = asked.stored, asked.rid, asked.replay
+        assert stored is not None
+        opening.opening = False
+        record = self.open_root(opening.id, asked.cwd)
+        record.unstored = unstored
+        # Codex's word on the thread now: a turn may still run (a shared Codex).
+        record.status = Status.of(opened.thread.status or stored.status)
+        if record.status is not None and record.status.type == "active":
+            # Another client's turn runs (another window, Codex's TUI): this session's
+            # turn too, named by the thread's turns when they were read (a load).
+            last = stored.turns[-1] if stored.turns else None
+            running = last is not None and last.status == "inProgress"
+            turns.joined(record, last.id if running and last else None)
+        response = (
+            acp_sessions.LoadSessionResult() if replay else acp_sessions.ResumeSessionResult()
+        )
+
+        def answer() -> None:
+            self.opened(record, rid, response, opened)
+
+        rejoin = self.rejoin
+        # A thread never prompted spawned no sub-agent.
+        held = not unstored and (stored.status or {}).get("type", "notLoaded") != "notLoaded"
+
+        def then() -> None:
+            if rejoin is not None and held:
+                # Codex held the root: it may hold sub-agents of it too, subscribed
+                # to the connection that spawned them only. Subscribed to here first.
+                rejoin(record, answer)
+            else:
+                answer()
+
+        if not replay:
+            then()
+            return
+        # The history, then its sub-agents' associations and histories, all
+        # before the response.
+        self.replay(record, stored, then)
+
+    def _open_unstored(self, record: ThreadRecord, asked: OpenStored) -> None:
         """The settings of a thread Codex holds but never stored, as ``thread/resume``
         would report them: its model and effort from ``thread/read``; its approval and
         sandbox policies from ``config/read`` and this bridge's overrides. That is what
         ``thread/start`` resolved them from, and nothing changed them since: a client's
         picks reach Codex with a turn (``turn/start``), and this thread had none."""
-        thread = codex_types.Thread(id=stored.id, cwd=stored.cwd or cwd, status=stored.status)
-
-        def read(result: codex_settings.ConfigReadResult) -> None:
-            approval, sandbox = thread_policies({**result.config, **config})
-            opened(
-                codex_types.ThreadStartResult(
-                    thread=thread,
-                    model=stored.model if stored.model is not None else UNSET,
-                    approvalPolicy=approval,
-                    sandbox=sandbox,
-                    reasoningEffort=stored.reasoningEffort,
-                )
-            )
-
-        def unread(error: ErrorObject) -> None:
-            # Without its policies, the session opens with no modes rather than guessed ones.
-            log.warning("config/read for session %s refused: %s", stored.id, error.message)
-            opened(codex_types.ThreadStartResult(thread=thread))
-
-        self.hub.codex_request(
+        assert asked.stored is not None
+        self.hub.ask(
+            record,
+            asked,
             "config/read",
-            codex_settings.ConfigReadParams(cwd=stored.cwd or cwd),
+            codex_settings.ConfigReadParams(cwd=asked.stored.cwd or asked.cwd),
             codex_settings.ConfigReadResult,
-            read,
-            unread,
+            self._unstored_config,
+            self._unstored_config_unread,
         )
+
+    def _unstored_config(
+        self, record: ThreadRecord, asked: OpenStored, result: codex_settings.ConfigReadResult
+    ) -> None:
+        stored = asked.stored
+        assert stored is not None
+        approval, sandbox = thread_policies({**result.config, **asked.config})
+        opened = codex_types.ThreadStartResult(
+            thread=_unstored_thread(stored, asked.cwd),
+            model=stored.model if stored.model is not None else UNSET,
+            approvalPolicy=approval,
+            sandbox=sandbox,
+            reasoningEffort=stored.reasoningEffort,
+        )
+        self._open_stored(record, asked, opened, True)
+
+    def _unstored_config_unread(
+        self, record: ThreadRecord, asked: OpenStored, error: ErrorObject
+    ) -> None:
+        # Without its policies, the session opens with no modes rather than guessed ones.
+        stored = asked.stored
+        assert stored is not None
+        log.warning("config/read for session %s refused: %s", stored.id, error.message)
+        opened = codex_types.ThreadStartResult(thread=_unstored_thread(stored, asked.cwd))
+        self._open_stored(record, asked, opened, True)
 
     def session_fork(self, rid: RequestId, raw: Raw) -> None:
         if not self.fork_offered:
@@ -582,3 +620,8 @@ class Lifecycle:
     ) -> dict[str, Any]:
         """``config`` for a resume or fork: the bridge's overrides and the client's MCP servers."""
         return {**(self.hub.thread_config or {}), **mcp_servers_config(mcp_servers, method)}
+
+
+def _unstored_thread(stored: codex_types.Thread, cwd: str) -> codex_types.Thread:
+    """A thread Codex holds but never stored, as ``thread/resume`` would report it."""
+    return codex_types.Thread(id=stored.id, cwd=stored.cwd or cwd, status=stored.status)

@@ -32,7 +32,7 @@ from ....codex import threads as codex_threads
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns, workstate
 from ...core.hub import Hub
-from ...core.threads import Status, ThreadRecord
+from ...core.threads import ReadSubagent, ResumeThread, Status, ThreadRecord, WriteThread
 
 log = logging.getLogger(__name__)
 
@@ -75,92 +75,103 @@ class Recovery:
             self._resume(record)
 
     def _resume(self, record: ThreadRecord) -> None:
-        hub = self.hub
-
-        written = False
         # A session Codex may not have written: its prompts wait for the resume, which may
         # take a second try (below). Others' go along with it, as Codex takes them in order.
         record.resuming = record.unstored
+        self._ask_resume(record, ResumeThread())
 
-        def done() -> None:
-            if record.resuming:
-                record.resuming = False
-                self.prompts.resume_done(record)
-
-        def subscribed(_result: object) -> None:
-            record.gone = None
-            if record.is_child:
-                self._read(record)
-            done()
-
-        def refused(error: ErrorObject) -> None:
-            nonlocal written
-            if codex_threads.no_turns(error.code, error.message):
-                # Subscribed: a thread never prompted has no turns to list.
-                record.gone = None
-                done()
-                return
-            log.warning("thread/resume %s after Codex came back: %s", record.id, error.message)
-            if record.is_child or not error.message.startswith(_NOT_THERE):
-                done()
-                return  # its next request carries Codex's own words; nothing is invented
-            if error.message.startswith(codex_threads.NO_ROLLOUT) and not written:
-                # Perhaps the same Codex, reconnected, which holds the session but never
-                # wrote it: reading its turns writes it, after which a resume subscribes
-                # (as a load does). Its prompts wait for that.
-                written = True
-                hub.codex_request(
-                    "thread/read",
-                    codex_threads.ThreadReadParams(threadId=record.id, includeTurns=True),
-                    None,
-                    lambda _result: resume(),
-                    lambda _error: resume(),
-                )
-                return
-            # A session never prompted: a new Codex does not know it (Codex never stored
-            # it), and its requests say so rather than Codex's bare words.
-            record.gone = (
-                f"Session {record.id} is gone: Codex restarted, and a session never "
-                "prompted is not stored, so it does not survive a restart of Codex "
-                f"(Codex: {error.message})"
-            )
-            done()
-
-        params = codex_threads.ThreadResumeParams(
-            threadId=record.id, cwd=record.cwd or UNSET, excludeTurns=True
+    def _ask_resume(self, record: ThreadRecord, asked: ResumeThread) -> None:
+        self.hub.ask(
+            record,
+            asked,
+            "thread/resume",
+            codex_threads.ThreadResumeParams(
+                threadId=record.id, cwd=record.cwd or UNSET, excludeTurns=True
+            ),
+            None,
+            self._subscribed,
+            self._resume_refused,
         )
 
-        def resume() -> None:
-            hub.codex_request("thread/resume", params, None, subscribed, refused)
+    def _done(self, record: ThreadRecord) -> None:
+        if record.resuming:
+            record.resuming = False
+            self.prompts.resume_done(record)
 
-        resume()
+    def _subscribed(self, record: ThreadRecord, _asked: ResumeThread, _result: object) -> None:
+        record.gone = None
+        if record.is_child:
+            self._read(record)
+        self._done(record)
+
+    def _resume_refused(
+        self, record: ThreadRecord, asked: ResumeThread, error: ErrorObject
+    ) -> None:
+        if codex_threads.no_turns(error.code, error.message):
+            # Subscribed: a thread never prompted has no turns to list.
+            record.gone = None
+            self._done(record)
+            return
+        log.warning("thread/resume %s after Codex came back: %s", record.id, error.message)
+        if record.is_child or not error.message.startswith(_NOT_THERE):
+            self._done(record)
+            return  # its next request carries Codex's own words; nothing is invented
+        if error.message.startswith(codex_threads.NO_ROLLOUT) and not asked.written:
+            # Perhaps the same Codex, reconnected, which holds the session but never
+            # wrote it: reading its turns writes it, after which a resume subscribes
+            # (as a load does). Its prompts wait for that.
+            self.hub.ask(
+                record,
+                WriteThread(),
+                "thread/read",
+                codex_threads.ThreadReadParams(threadId=record.id, includeTurns=True),
+                None,
+                self._resume_written,
+                self._resume_written,
+            )
+            return
+        # A session never prompted: a new Codex does not know it (Codex never stored
+        # it), and its requests say so rather than Codex's bare words.
+        record.gone = (
+            f"Session {record.id} is gone: Codex restarted, and a session never "
+            "prompted is not stored, so it does not survive a restart of Codex "
+            f"(Codex: {error.message})"
+        )
+        self._done(record)
+
+    def _resume_written(self, record: ThreadRecord, _asked: WriteThread, _answer: object) -> None:
+        """The session's turns were read (or not: its resume says what Codex thinks)."""
+        self._ask_resume(record, ResumeThread(written=True))
 
     def _read(self, record: ThreadRecord) -> None:
-        def read(result: codex_threads.ThreadReadResult) -> None:
-            if self.hub.threads.session(record.id) is not record:
-                return  # forgotten meanwhile
-            stored = result.thread
-            record.lost = False
-            record.status = Status.of(stored.status)
-            last = stored.turns[-1] if stored.turns else None
-            if last is not None and last.status == "inProgress":
-                turns.subagent_running(record, last.id, last.rootTurnId)
-            else:
-                turns.subagent_running(record, None)
-                if last is not None:
-                    error = last.error.message if last.error else None
-                    record.outcome = workstate.turn_outcome(last.status, error)
-            self.subagents.report(record)
-
-        def failed(error: ErrorObject) -> None:
-            log.warning(
-                "sub-agent %s unreadable after Codex came back: %s", record.id, error.message
-            )
-
-        self.hub.codex_request(
+        """Read a sub-agent's state (its status, its last turn), unless it is forgotten
+        before Codex answers."""
+        self.hub.ask(
+            record,
+            ReadSubagent(),
             "thread/read",
             codex_threads.ThreadReadParams(threadId=record.id, includeTurns=True),
             codex_threads.ThreadReadResult,
-            read,
-            failed,
+            self._subagent_read,
+            _subagent_unread,
         )
+
+    def _subagent_read(
+        self, record: ThreadRecord, _asked: ReadSubagent, result: codex_threads.ThreadReadResult
+    ) -> None:
+        stored = result.thread
+        record.lost = False
+        record.status = Status.of(stored.status)
+        last = stored.turns[-1] if stored.turns else None
+        if last is not None and last.status == "inProgress":
+            turns.subagent_running(record, last.id, last.rootTurnId)
+        else:
+            turns.subagent_running(record, None)
+            if last is not None:
+                error = last.error.message if last.error else None
+                record.outcome = workstate.turn_outcome(last.status, error)
+        self.subagents.report(record)
+
+
+def _subagent_unread(record: ThreadRecord, _asked: ReadSubagent, error: ErrorObject) -> None:
+    log.warning("sub-agent %s unreadable after Codex came back: %s", record.id, error.message)

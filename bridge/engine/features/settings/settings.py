@@ -59,7 +59,7 @@ from ....jsonrpc.peer import ErrorObject
 from ...core.effects import MachineChosen
 from ...core.hub import Hub, decode_params, unknown_method
 from ...core.machines import LOCAL, workspace
-from ...core.threads import Settings, ThreadRecord
+from ...core.threads import ListSkills, Settings, StorePick, ThreadRecord
 from ...views import presets
 from ...views.commands import COMMANDS, offered, skill_command
 from . import _air_settings as air_settings
@@ -135,43 +135,43 @@ class SettingsSelectors:
             record.id, acp_commands.AvailableCommandsUpdate(availableCommands=offered(air_client))
         )
 
-        def listed(result: codex_palette.SkillsListResult) -> None:
-            if self.hub.threads.session(record.id) is not record:
-                return  # closed meanwhile
-            builtin = {command.name for command in COMMANDS}
-            record.skills = {
-                skill.name: skill.path
-                for entry in result.data
-                for skill in entry.skills
-                if skill.enabled
-                and skill.path
-                and skill.name not in builtin
-                and re.fullmatch(_COMMAND_NAME, skill.name)
-            }
-            if record.skills:
-                skills = [
-                    skill_command(skill.name, skill.description, skill.path, air_client)
-                    for entry in result.data
-                    for skill in entry.skills
-                    if skill.name in record.skills
-                ]
-                self.hub.update(
-                    record.id,
-                    acp_commands.AvailableCommandsUpdate(
-                        availableCommands=[*offered(air_client), *skills]
-                    ),
-                )
-
-        def refused(error: ErrorObject) -> None:
-            log.info("skills/list for %s failed: %s; no skill commands", record.id, error.message)
-
-        self.hub.codex_request(
+        self.hub.ask(
+            record,
+            ListSkills(air_client),
             "skills/list",
             codex_palette.SkillsListParams(cwds=[record.cwd] if record.cwd else []),
             codex_palette.SkillsListResult,
-            listed,
-            refused,
+            self._skills_listed,
+            _skills_unlisted,
         )
+
+    def _skills_listed(
+        self, record: ThreadRecord, asked: ListSkills, result: codex_palette.SkillsListResult
+    ) -> None:
+        air_client = asked.air
+        builtin = {command.name for command in COMMANDS}
+        record.skills = {
+            skill.name: skill.path
+            for entry in result.data
+            for skill in entry.skills
+            if skill.enabled
+            and skill.path
+            and skill.name not in builtin
+            and re.fullmatch(_COMMAND_NAME, skill.name)
+        }
+        if record.skills:
+            skills = [
+                skill_command(skill.name, skill.description, skill.path, air_client)
+                for entry in result.data
+                for skill in entry.skills
+                if skill.name in record.skills
+            ]
+            self.hub.update(
+                record.id,
+                acp_commands.AvailableCommandsUpdate(
+                    availableCommands=[*offered(air_client), *skills]
+                ),
+            )
 
     def _machine_of(self, thread_id: str, thread: object) -> str:
         """The machine a thread acts on: the one stored for it (Codex forgets a thread's
@@ -358,11 +358,7 @@ class SettingsSelectors:
         if reviewer is not None:
             change.approvalsReviewer = reviewer
 
-        def answer() -> None:
-            self.hub.answer_client(rid, acp_settings.SetSessionModeResult())
-            self._sync(params.sessionId, settings, told_mode=True)
-
-        self._change(rid, settings, change, answer)
+        self._change(StorePick(rid, settings, change, mode=True))
 
     def set_config_option(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(
@@ -394,25 +390,18 @@ class SettingsSelectors:
                 {"configId": option.id, "value": value},
             )
 
-        def answer() -> None:
-            options = self._options(settings)
-            self.hub.answer_client(
-                rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
-            )
-            self._sync(session_id, settings, told_options=True)
-
         if option.id == setting_views.MACHINE_OPTION:
             # Goes with the next turn/start (a running turn stays where it is); reaching the
             # machine waits for the prompt that needs it.
             settings.picked_machine = value
             self.hub.effect(MachineChosen(session_id, value))
-            answer()
+            self._picked(session_id, rid, settings, mode=False)
             return
         if option.id == setting_views.PROFILE_OPTION:
             # The connection's, for the threads started from now on: nothing changes in
             # this one (see the option's description); every session shows the pick.
             self.hub.profile = None if value == setting_views.NO_PROFILE else value
-            answer()
+            self._picked(session_id, rid, settings, mode=False)
             for record in self.hub.threads.sessions():
                 if record.id != session_id and record.settings is not None:
                     self._sync(record.id, record.settings)
@@ -442,7 +431,20 @@ class SettingsSelectors:
             change.collaborationMode = self._collaboration(
                 settings, setting_views.current_collaboration(settings)
             )
-        self._change(rid, settings, change, answer)
+        self._change(StorePick(rid, settings, change, mode=False))
+
+    def _picked(self, session_id: str, rid: RequestId, settings: Settings, *, mode: bool) -> None:
+        """Answer the pick (``session/set_mode`` when ``mode``, else a config option's set),
+        and tell the client what else changed with it."""
+        if mode:
+            self.hub.answer_client(rid, acp_settings.SetSessionModeResult())
+            self._sync(session_id, settings, told_mode=True)
+            return
+        options = self._options(settings)
+        self.hub.answer_client(
+            rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
+        )
+        self._sync(session_id, settings, told_options=True)
 
     def _collaboration(self, settings: Settings, mode: str) -> dict[str, Any]:
         """Codex's ``collaborationMode`` for ``mode`` with the session's model and effort
@@ -482,63 +484,66 @@ class SettingsSelectors:
         self.hub.codex_request("thread/settings/update", change, None, stored, failed)
         return True
 
-    def _change(
-        self,
-        rid: RequestId,
-        settings: Settings,
-        change: codex_settings.ThreadSettingsUpdateParams,
-        answer: Callable[[], None],
-    ) -> None:
-        """Store a pick in the thread at once (``thread/settings/update``); ``answer``
-        the client once Codex has it. Until then, and for good with a Codex that lacks
-        the method, the pick waits in ``settings.picked_*`` for the next ``turn/start``."""
+    def _change(self, pick: StorePick) -> None:
+        """Store a pick in the thread at once (``thread/settings/update``); answer the
+        client once Codex has it. Until then, and for good with a Codex that lacks the
+        method, the pick waits in ``settings.picked_*`` for the next ``turn/start``."""
+        record = self.hub.threads.require(pick.change.threadId)
         if not self.thread_settings_supported:
-            answer()
+            self._picked(record.id, pick.rid, pick.settings, mode=pick.mode)
             return
+        self.hub.ask(
+            record,
+            pick,
+            "thread/settings/update",
+            pick.change,
+            None,
+            self._pick_stored,
+            self._pick_refused,
+        )
 
-        def stored(_result: object) -> None:
-            # What Codex now has for the thread; a pick changed again meanwhile stays pending.
-            if isinstance(change.approvalsReviewer, str):
-                settings.reviewer = change.approvalsReviewer
-            mode = setting_views.collaboration_of(change.collaborationMode)
-            if mode is not None:
-                settings.collaboration, settings.collaboration_set = mode, True
-                if settings.picked_collaboration == mode:
-                    settings.picked_collaboration = None
-            if change.approvalPolicy is not UNSET:
-                settings.approval, settings.sandbox = change.approvalPolicy, change.sandboxPolicy
-                if settings.picked_mode is not None and presets.same_policy(
-                    settings.approval,
-                    settings.sandbox,
-                    *presets.policy(settings, settings.picked_mode),
-                ):
-                    settings.picked_mode = None
-            if isinstance(change.model, str):
-                settings.model = change.model
-                if settings.picked_model == change.model:
-                    settings.picked_model = None
-            if isinstance(change.effort, str):
-                settings.effort = change.effort
-                if settings.picked_effort == change.effort:
-                    settings.picked_effort = None
-            settings.echoes.append(
-                (settings.approval, settings.sandbox, settings.model, settings.effort)
+    def _pick_stored(self, record: ThreadRecord, pick: StorePick, _result: object) -> None:
+        # What Codex now has for the thread; a pick changed again meanwhile stays pending.
+        settings, change = pick.settings, pick.change
+        if isinstance(change.approvalsReviewer, str):
+            settings.reviewer = change.approvalsReviewer
+        mode = setting_views.collaboration_of(change.collaborationMode)
+        if mode is not None:
+            settings.collaboration, settings.collaboration_set = mode, True
+            if settings.picked_collaboration == mode:
+                settings.picked_collaboration = None
+        if change.approvalPolicy is not UNSET:
+            settings.approval, settings.sandbox = change.approvalPolicy, change.sandboxPolicy
+            if settings.picked_mode is not None and presets.same_policy(
+                settings.approval,
+                settings.sandbox,
+                *presets.policy(settings, settings.picked_mode),
+            ):
+                settings.picked_mode = None
+        if isinstance(change.model, str):
+            settings.model = change.model
+            if settings.picked_model == change.model:
+                settings.picked_model = None
+        if isinstance(change.effort, str):
+            settings.effort = change.effort
+            if settings.picked_effort == change.effort:
+                settings.picked_effort = None
+        settings.echoes.append(
+            (settings.approval, settings.sandbox, settings.model, settings.effort)
+        )
+        self._picked(record.id, pick.rid, settings, mode=pick.mode)
+
+    def _pick_refused(self, record: ThreadRecord, pick: StorePick, error: ErrorObject) -> None:
+        if unknown_method(error):
+            self.thread_settings_supported = False
+            log.warning(
+                "Codex does not support thread/settings/update (%s): picks go with the "
+                "next turn/start instead",
+                error.message,
             )
-            answer()
-
-        def refused(error: ErrorObject) -> None:
-            if unknown_method(error):
-                self.thread_settings_supported = False
-                log.warning(
-                    "Codex does not support thread/settings/update (%s): picks go with the "
-                    "next turn/start instead",
-                    error.message,
-                )
-                answer()
-                return
-            self.hub.pass_error_to(rid)(error)
-
-        self.hub.codex_request("thread/settings/update", change, None, stored, refused)
+            self._picked(record.id, pick.rid, pick.settings, mode=pick.mode)
+            return
+        self.hub.pass_error_to(pick.rid)(error)
 
     def _pick_model(self, settings: Settings, model: str) -> None:
         settings.picked_model = model
@@ -607,3 +612,7 @@ class SettingsSelectors:
         waiting, self._catalog_waiting = self._catalog_waiting or [], None
         for then in waiting:
             then()
+
+
+def _skills_unlisted(record: ThreadRecord, _asked: ListSkills, error: ErrorObject) -> None:
+    log.info("skills/list for %s failed: %s; no skill commands", record.id, error.message)

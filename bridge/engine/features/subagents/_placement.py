@@ -34,7 +34,7 @@ from ....codex import types as codex_types
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns
 from ...core.hub import Hub
-from ...core.threads import HeldMessage, ThreadRecord, Unplaced
+from ...core.threads import HeldMessage, ReadParentage, ThreadRecord, Unplaced
 from ._work import SubagentWork
 
 log = logging.getLogger(__name__)
@@ -176,20 +176,31 @@ class Placement:
         if unplaced.reading:
             return
         unplaced.reading = True
+        self.hub.ask(
+            record,
+            ReadParentage(unplaced),
+            "thread/read",
+            codex_threads.ThreadReadParams(threadId=thread_id),
+            codex_threads.ThreadReadResult,
+            self._parentage_read,
+            self._parentage_unread,
+        )
 
-        def answered(result: codex_threads.ThreadReadResult) -> None:
-            stored = result.thread
-            self._learned(
-                thread_id, stored.parentThreadId, stored.agentNickname, stored.agentRole, stored.cwd
-            )
+    def _parentage_read(
+        self, record: ThreadRecord, _asked: ReadParentage, result: codex_threads.ThreadReadResult
+    ) -> None:
+        stored = result.thread
+        self._learned(
+            record.id, stored.parentThreadId, stored.agentNickname, stored.agentRole, stored.cwd
+        )
 
-        def failed(error: ErrorObject) -> None:
-            log.info("thread/read %s failed: %s", thread_id, error.message)
-            unplaced.reading = False  # a spawn item naming it may ask again
-            unplaced.read_failed = True
-            self._parent_unreadable(thread_id)
-
-        self._read_thread(thread_id, answered, failed)
+    def _parentage_unread(
+        self, record: ThreadRecord, asked: ReadParentage, error: ErrorObject
+    ) -> None:
+        log.info("thread/read %s failed: %s", record.id, error.message)
+        asked.unplaced.reading = False  # a spawn item naming it may ask again
+        asked.unplaced.read_failed = True
+        self._parent_unreadable(record.id)
 
     def _learned(
         self, thread_id: str, parent: str | None, nickname: str | None, role: str | None, cwd: str

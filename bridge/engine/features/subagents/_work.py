@@ -29,7 +29,7 @@ from ....codex import types as codex_types
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns, workstate
 from ...core.hub import Hub
-from ...core.threads import Status, ThreadRecord
+from ...core.threads import InterruptTurn, Status, ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -161,23 +161,28 @@ class SubagentWork:
         if turn is None or not turns.interrupting(turn):
             return
         assert turn.id is not None
-
-        def refused(error: ErrorObject) -> None:
-            # The turn may have just ended; its turn/completed reports what happened.
-            log.info("turn/interrupt of %s refused: %s", record.id, error.message)
-            turns.interrupt_refused(turn)
-            self._interrupt_refused()
-
-        self.hub.codex_request(
+        self.hub.ask(
+            record,
+            InterruptTurn(turn),
             "turn/interrupt",
             codex_types.TurnInterruptParams(threadId=record.id, turnId=turn.id),
             None,
-            lambda _result: None,
-            refused,
+            _interrupted,
+            self._refused,
         )
+
+    def _refused(self, record: ThreadRecord, asked: InterruptTurn, error: ErrorObject) -> None:
+        # The turn may have just ended; its turn/completed reports what happened.
+        log.info("turn/interrupt of %s refused: %s", record.id, error.message)
+        turns.interrupt_refused(asked.turn)
+        self._interrupt_refused()
 
     def closed_sessions_work(self, root_turn: str | None) -> bool:
         """Whether a sub-agent's turn working for ``root_turn`` is work of a session this
         connection closed: a turn it started there (or one it cannot tell). Another
         client's turn on a shared thread (another window) goes on without this one."""
         return root_turn is None or root_turn in self.hub.threads.forgotten_turns
+
+
+def _interrupted(_record: ThreadRecord, _asked: InterruptTurn, _result: object) -> None:
+    """Codex took the interrupt: the turn's ``turn/completed`` tells how it ended."""
