@@ -461,7 +461,10 @@ async def rewind_on_the_machine(talk: Conversation, machine: SshMachine, workspa
     its answer. A file of the same name here shows that nothing here is touched."""
     await set_machine(talk, "box")
     await talk.said(adds("a.txt", "one"))
+    # What the patch's tool call showed: Codex's words when it did not land there.
+    assert (machine.workspace / "a.txt").exists(), tool_texts(talk)
     await talk.said(adds("b.txt", "two"))
+    assert (machine.workspace / "b.txt").exists(), tool_texts(talk)
     assert (machine.workspace / "a.txt").read_text() == "one\n"
     (machine.workspace / "b.txt").write_text("two\nmine\n")
     (workspace / "a.txt").write_text("one\n")  # what a rewind on this machine would remove

@@ -3,6 +3,7 @@ connections cost while a machine is down."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -58,4 +59,115 @@ async def test_while_a_machine_is_down_codexs_quick_retries_run_one_ssh_a_second
             except InvalidStatus:
                 raise AssertionError("refused after a second: never tried again") from None
             assert runs.read_text().count("run") >= 2
+            nursery.cancel_scope.cancel()
+
+
+def switchable_ssh(directory: Path) -> tuple[list[str], Path]:
+    """An ssh that reaches the machine (its Codex says its version) while the file it
+    returns exists, and is refused as ssh is otherwise."""
+    up = directory / "up"
+    script = directory / "ssh"
+    script.write_text(
+        f"#!/bin/sh\nif [ -e {up} ]; then echo 'codex-cli 0.171.0'; exit 0; fi\n"
+        "echo 'ssh: connect to host devbox port 22: Connection refused' >&2\nexit 255\n"
+    )
+    script.chmod(0o755)
+    return [str(script)], up
+
+
+#: What the daemon says of its link once a session it relayed was killed.
+DROPPED = "ssh to devbox failed: Connection to 127.0.0.1 closed by remote host."
+
+
+class Daemon:
+    """The daemon's published word on machine ``box``, and how often it was read."""
+
+    def __init__(self) -> None:
+        self.word = ("down", DROPPED)
+        self.reads = 0
+        #: Called on a read, before it answers (what happens in that instant).
+        self.meanwhile: Callable[[], None] | None = None
+
+    def published(self) -> dict[str, tuple[str, str]]:
+        self.reads += 1
+        meanwhile, self.meanwhile = self.meanwhile, None
+        if meanwhile is not None:
+            meanwhile()
+        return {"box": self.word}
+
+    async def polls(self, count: int) -> None:
+        """Until the follower read the word ``count`` more times."""
+        until = self.reads + count
+        while self.reads < until:  # noqa: ASYNC110 (a counter: no event to wait on)
+            await trio.sleep(0.01)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    while not condition():  # noqa: ASYNC110
+        await trio.sleep(0.01)
+
+
+async def test_attached_a_check_that_found_the_machine_back_is_not_undone_by_the_daemons_older_word(
+    tmp_path: Path,
+) -> None:
+    """The daemon's relay dropped when the machine went (its word: down, ssh's words for the
+    killed session); the machine is back, and a prompt's own check found it up before the
+    daemon tried again. The daemon's word, unchanged since, is older than that check."""
+    ssh, up = switchable_ssh(tmp_path)
+    daemon = Daemon()
+    changes: list[tuple[str, str]] = []
+    links = MachineLinks(
+        [parse_url("box", "ssh://devbox/src")],
+        ssh=ssh,
+        relay=False,
+        published=daemon.published,
+        on_change=lambda _name, state, reason: changes.append((state, reason)),
+    )
+    link = links.links["box"]
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(links.run)
+            await until(lambda: changes == [("down", DROPPED)])
+            up.touch()
+            links.want("box")
+            await until(lambda: changes[-1][0] == "connected")
+            await daemon.polls(3)
+            assert changes == [("down", DROPPED), ("connecting", ""), ("connected", "")]
+            assert (link.state, link.reason) == ("connected", "")
+            # A new word from the daemon is news again.
+            daemon.word = ("down", "ssh to devbox failed: Connection reset")
+            await until(lambda: link.state == "down")
+            assert changes[-1] == ("down", "ssh to devbox failed: Connection reset")
+            nursery.cancel_scope.cancel()
+
+
+async def test_attached_a_prompt_in_the_instant_the_daemons_word_is_read_gets_its_own_check(
+    tmp_path: Path,
+) -> None:
+    """A prompt's check found the machine down in its own words; the machine comes back and
+    the next prompt asks for it just as the follower reads the daemon's older word: that
+    prompt is answered by its own check, not failed with the daemon's stale reason."""
+    ssh, up = switchable_ssh(tmp_path)
+    daemon = Daemon()
+    changes: list[tuple[str, str]] = []
+    links = MachineLinks(
+        [parse_url("box", "ssh://devbox/src")],
+        ssh=ssh,
+        relay=False,
+        published=daemon.published,
+        on_change=lambda _name, state, reason: changes.append((state, reason)),
+    )
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(links.run)
+            await until(lambda: changes == [("down", DROPPED)])
+            links.want("box")  # the machine is still away: its check says so
+            await until(lambda: len(changes) == 3)
+            assert changes[-1][0] == "down" and "Connection refused" in changes[-1][1]
+            up.touch()
+            asked = len(changes)
+            daemon.meanwhile = lambda: links.want("box")  # the next prompt, in that instant
+            await until(lambda: changes[-1][0] in ("connected", "down") and len(changes) > asked)
+            # What the prompt waited on: its own check's answer, first.
+            assert changes[asked:][:2] == [("connecting", ""), ("connected", "")], changes
             nursery.cancel_scope.cancel()

@@ -88,6 +88,10 @@ class Link:
     relays: int = 0
     #: When (trio's clock) a relay last began while the link was down.
     tried_down: float = float("-inf")
+    #: Through the daemon: its last word on the link that this process took in (read
+    #: before a check of its own, or followed). Only a new word is news: the same one
+    #: again is older than what this process's own check found since.
+    heard: tuple[str, str] | None = None
 
 
 class MachineLinks:
@@ -165,8 +169,9 @@ class MachineLinks:
             return
         if self._published is not None:
             # The daemon's relay: its word, read now, unless it says the link is down.
-            state, _reason = self._published().get(name, ("", ""))
-            if state == "connected":
+            word = self._published().get(name, ("", ""))
+            link.heard = word
+            if word[0] == "connected":
                 link.state, link.reason = "connected", ""
                 self.on_change(name, "connected", "")
                 return
@@ -175,6 +180,9 @@ class MachineLinks:
             return
         link.wanted.set()
         if not link.checking and not link.bringing_back:
+            # Checking from now on, not once the task starts: what the daemon said
+            # meanwhile is no answer to this prompt (its own check is).
+            link.checking = True
             self._nursery.start_soon(self._check_now, link)
 
     # -- running -----------------------------------------------------------------------
@@ -203,7 +211,11 @@ class MachineLinks:
         while True:
             for name, (state, reason) in self._published().items():
                 link = self.links.get(name)
-                if link is None or link.checking or state in ("idle", "connecting"):
+                if link is None or link.heard == (state, reason):
+                    # Heard already: a check here since (a prompt's) knows better.
+                    continue
+                link.heard = (state, reason)
+                if link.checking or state in ("idle", "connecting"):
                     continue
                 if state == "down":
                     self._set(link, "down", reason)
