@@ -24,6 +24,7 @@ so that a prompt fails with ssh's words rather than quietly in Codex.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import secrets
@@ -508,6 +509,21 @@ class StderrTail:
 
     def text(self) -> str:
         return self._data.decode(errors="replace")
+
+
+async def close_ssh(process: trio.Process) -> None:
+    """End an ssh that runs an exec-server: its stdin closed (the exec-server ends at EOF,
+    and ssh with it), killed if it has not ended within :data:`CLOSE_SECONDS`. Shielded:
+    a caller cancelled still has it reaped."""
+    with trio.CancelScope(shield=True):
+        if process.stdin is not None:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await process.stdin.aclose()
+        with trio.move_on_after(CLOSE_SECONDS):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 def _read_token(spec: MachineSpec) -> str:
