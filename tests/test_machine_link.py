@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trio
+import trio.testing
 from websockets.exceptions import InvalidStatus
 from websockets.trio.client import connect
 
 from bridge.machines import parse_url
-from bridge.shell.machine_link import DOWN_RETRY_SECONDS, MachineLinks
+from bridge.shell import machine_link
+from bridge.shell.machine_link import DOWN_RETRY_SECONDS, Link, MachineLinks
 
 
 def counting_failing_ssh(directory: Path) -> tuple[list[str], Path]:
@@ -108,11 +111,13 @@ async def until(condition: Callable[[], bool]) -> None:
 
 
 async def test_attached_a_check_that_found_the_machine_back_is_not_undone_by_the_daemons_older_word(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The daemon's relay dropped when the machine went (its word: down, ssh's words for the
     killed session); the machine is back, and a prompt's own check found it up before the
     daemon tried again. The daemon's word, unchanged since, is older than that check."""
+    # The daemon's word stays down: the check waits for Codex's link only a moment here.
+    monkeypatch.setattr(machine_link, "CODEX_RETRY_SECONDS", 0.2)
     ssh, up = switchable_ssh(tmp_path)
     daemon = Daemon()
     changes: list[tuple[str, str]] = []
@@ -142,11 +147,12 @@ async def test_attached_a_check_that_found_the_machine_back_is_not_undone_by_the
 
 
 async def test_attached_a_prompt_in_the_instant_the_daemons_word_is_read_gets_its_own_check(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A prompt's check found the machine down in its own words; the machine comes back and
     the next prompt asks for it just as the follower reads the daemon's older word: that
     prompt is answered by its own check, not failed with the daemon's stale reason."""
+    monkeypatch.setattr(machine_link, "CODEX_RETRY_SECONDS", 0.2)
     ssh, up = switchable_ssh(tmp_path)
     daemon = Daemon()
     changes: list[tuple[str, str]] = []
@@ -170,4 +176,83 @@ async def test_attached_a_prompt_in_the_instant_the_daemons_word_is_read_gets_it
             await until(lambda: changes[-1][0] in ("connected", "down") and len(changes) > asked)
             # What the prompt waited on: its own check's answer, first.
             assert changes[asked:][:2] == [("connecting", ""), ("connected", "")], changes
+            nursery.cancel_scope.cancel()
+
+
+class Answering(MachineLinks):
+    """Links whose own check finds the machine at once (``ssh HOST codex --version``)."""
+
+    async def check(self, link: Link) -> str | None:
+        return None
+
+
+def exec_server_ssh(directory: Path) -> tuple[list[str], Path]:
+    """An ssh whose remote Codex says its version and then echoes what it is sent (an
+    exec-server, for the relay) while the file it returns exists; refused otherwise."""
+    up = directory / "up"
+    script = directory / "ssh"
+    script.write_text(
+        f"#!/bin/sh\nif [ -e {up} ]; then echo 'codex-cli 0.171.0'; exec cat; fi\n"
+        "echo 'ssh: connect to host devbox port 22: Connection refused' >&2\nexit 255\n"
+    )
+    script.chmod(0o755)
+    return [str(script)], up
+
+
+async def test_a_machine_found_back_after_codexs_connection_failed_waits_for_codexs_next(
+    tmp_path: Path,
+) -> None:
+    """Codex's connection failed (the machine was away); the machine is back and a prompt
+    wants it: connected is said once Codex's next connection reached it, not before (a
+    command Codex runs in its pause before that connection fails at once, silently)."""
+    ssh, up = exec_server_ssh(tmp_path)
+    changes: list[tuple[str, str]] = []
+    links = Answering(
+        [parse_url("box", "ssh://devbox/src")],
+        ssh=ssh,
+        on_change=lambda _name, state, reason: changes.append((state, reason)),
+    )
+    link = links.links["box"]
+    headers = {"Authorization": f"Bearer {link.token}"}
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(links.run)
+            async with connect(link.url, additional_headers=headers) as codex:
+                await codex.wait_closed()
+            assert link.state == "down"
+            up.touch()
+            links.want("box")
+            await trio.testing.wait_all_tasks_blocked()
+            assert link.state == "connecting", changes
+            async with connect(link.url, additional_headers=headers) as codex:
+                await codex.send("hello")
+                assert await codex.recv() == "hello"
+                assert link.state == "connected"
+            nursery.cancel_scope.cancel()
+
+
+async def test_attached_a_machine_found_back_waits_for_the_daemons_word_on_codexs_link(
+    tmp_path: Path,
+) -> None:
+    """Through the daemon: this process's check reaches the machine, while the daemon says
+    Codex's link is down: the prompt waits for the daemon's word that Codex is back."""
+    daemon = Daemon()
+    changes: list[tuple[str, str]] = []
+    links = Answering(
+        [parse_url("box", "ssh://devbox/src")],
+        ssh=["ssh"],
+        relay=False,
+        published=daemon.published,
+        on_change=lambda _name, state, reason: changes.append((state, reason)),
+    )
+    link = links.links["box"]
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(links.run)
+            links.want("box")
+            await trio.testing.wait_all_tasks_blocked()
+            assert link.state == "connecting", changes
+            daemon.word = ("connected", "")
+            await until(lambda: link.state == "connected")
+            assert changes[-2:] == [("connecting", ""), ("connected", "")]
             nursery.cancel_scope.cancel()

@@ -63,6 +63,11 @@ CLOSE_SECONDS = 2.0
 DOWN_RETRY_SECONDS = 1.0
 #: How often an editor attached to the daemon reads the daemon's word on its links.
 PUBLISHED_POLL_SECONDS = 0.5
+#: After a connection of Codex's to a machine failed, Codex waits a moment (a second or
+#: two) before it tries again, and a command it runs meanwhile fails at once, told only to
+#: the model ("No usable execution environment"). A machine found back waits this long at
+#: most for Codex's next connection before a prompt goes there.
+CODEX_RETRY_SECONDS = 5.0
 
 OnChange = Callable[[str, str, str], None]
 #: The states the daemon publishes: ``{name: (state, reason)}``.
@@ -93,6 +98,13 @@ class Link:
     #: before a check of its own, or followed). Only a new word is news: the same one
     #: again is older than what this process's own check found since.
     heard: tuple[str, str] | None = None
+    #: Codex's last connection failed (ssh did, or it was refused while the link was down);
+    #: cleared once one reaches the machine.
+    codex_failed: bool = False
+    #: Codex's connections that reached the machine, now.
+    codex_on: int = 0
+    #: Set when one of Codex's connections reaches the machine.
+    codex_back: trio.Event = field(default_factory=trio.Event)
 
 
 class MachineLinks:
@@ -237,6 +249,7 @@ class MachineLinks:
             if link.state == "down":
                 now = trio.current_time()
                 if now - link.tried_down < DOWN_RETRY_SECONDS:
+                    link.codex_failed = True
                     return Response(
                         503, "Service Unavailable", Headers([("Content-Length", "0")]), b""
                     )
@@ -322,12 +335,33 @@ class MachineLinks:
         try:
             self._set(link, "connecting")
             why = await self.check(link)
+            if why is None:
+                await self._codex_back(link)
         finally:
             link.checking = False
         if why is None:
             self._set(link, "connected")
         else:
             self._down(link, why)
+
+    async def _codex_back(self, link: Link) -> None:
+        """The machine answers; if Codex's last connection to it failed, Codex is in its
+        pause before the next (see :data:`CODEX_RETRY_SECONDS`): wait for that one, the
+        daemon's word on it for an editor attached to the daemon, that long at most."""
+        if self._published is not None:
+            with trio.move_on_after(CODEX_RETRY_SECONDS):
+                while True:
+                    word = self._published().get(link.spec.name, ("", ""))
+                    link.heard = word
+                    if word[0] not in ("down", "connecting"):
+                        return
+                    await trio.sleep(0.1)
+            return
+        if not self.relay or not link.codex_failed or link.codex_on:
+            return
+        link.codex_back = trio.Event()
+        with trio.move_on_after(CODEX_RETRY_SECONDS):
+            await link.codex_back.wait()
 
     async def _bring_back(self, link: Link) -> None:
         """A link dropped: check it again and again, waiting longer each time, until it
@@ -344,6 +378,9 @@ class MachineLinks:
                 link.checking = True
                 try:
                     why = await self.check(link)
+                    if why is None and link.codex_failed and not link.codex_on:
+                        self._set(link, "connecting")
+                        await self._codex_back(link)
                 finally:
                     link.checking = False
                 if why is None:
@@ -370,6 +407,7 @@ class MachineLinks:
         stderr = StderrTail()
         lines = Lines(process.stdout)
         ended_by_codex = False
+        reached = False
         link.relays += 1
         try:
             async with trio.open_nursery() as nursery:
@@ -396,6 +434,10 @@ class MachineLinks:
                     self._dropped(link, mismatch, bring_back=False)
                     nursery.cancel_scope.cancel()
                     return
+                reached = True
+                link.codex_on += 1
+                link.codex_failed = False
+                link.codex_back.set()
                 self._set(link, "connected")
 
                 async def to_machine() -> None:
@@ -433,6 +475,8 @@ class MachineLinks:
                 nursery.start_soon(from_machine)
         finally:
             link.relays -= 1
+            if reached:
+                link.codex_on -= 1
             if process.returncode is None:
                 process.kill()
             with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_SECONDS):
@@ -452,7 +496,9 @@ class MachineLinks:
         self.on_change(link.spec.name, "down", why)
 
     def _dropped(self, link: Link, why: str, *, bring_back: bool = True) -> None:
+        """One of Codex's connections failed or was lost: why."""
         link.tried_down = trio.current_time()
+        link.codex_failed = True
         self._down(link, why)
         if bring_back and self._nursery is not None:
             self._nursery.start_soon(self._bring_back, link)
