@@ -200,11 +200,13 @@ def exec_server_ssh(directory: Path) -> tuple[list[str], Path]:
 
 
 async def test_a_machine_found_back_after_codexs_connection_failed_waits_for_codexs_next(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Codex's connection failed (the machine was away); the machine is back and a prompt
     wants it: connected is said once Codex's next connection reached it, not before (a
     command Codex runs in its pause before that connection fails at once, silently)."""
+    # Only Codex's connection ends the wait here, not the end of its pause.
+    monkeypatch.setattr(machine_link, "CODEX_RETRY_SECONDS", 600.0)
     ssh, up = exec_server_ssh(tmp_path)
     changes: list[tuple[str, str]] = []
     links = Answering(
@@ -232,10 +234,11 @@ async def test_a_machine_found_back_after_codexs_connection_failed_waits_for_cod
 
 
 async def test_attached_a_machine_found_back_waits_for_the_daemons_word_on_codexs_link(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through the daemon: this process's check reaches the machine, while the daemon says
     Codex's link is down: the prompt waits for the daemon's word that Codex is back."""
+    monkeypatch.setattr(machine_link, "CODEX_RETRY_SECONDS", 600.0)
     daemon = Daemon()
     changes: list[tuple[str, str]] = []
     links = Answering(

@@ -63,11 +63,11 @@ CLOSE_SECONDS = 2.0
 DOWN_RETRY_SECONDS = 1.0
 #: How often an editor attached to the daemon reads the daemon's word on its links.
 PUBLISHED_POLL_SECONDS = 0.5
-#: After a connection of Codex's to a machine failed, Codex waits a moment (a second or
-#: two) before it tries again, and a command it runs meanwhile fails at once, told only to
-#: the model ("No usable execution environment"). A machine found back waits this long at
-#: most for Codex's next connection before a prompt goes there.
-CODEX_RETRY_SECONDS = 5.0
+#: After a connection of Codex's to a machine failed, Codex pauses (about a second) before
+#: it connects again, and a command it runs in the pause fails at once, told only to the
+#: model ("No usable execution environment"). A machine found back is said connected once
+#: Codex's next connection reached it or this long after Codex's last one failed.
+CODEX_RETRY_SECONDS = 3.0
 
 OnChange = Callable[[str, str, str], None]
 #: The states the daemon publishes: ``{name: (state, reason)}``.
@@ -98,9 +98,9 @@ class Link:
     #: before a check of its own, or followed). Only a new word is news: the same one
     #: again is older than what this process's own check found since.
     heard: tuple[str, str] | None = None
-    #: Codex's last connection failed (ssh did, or it was refused while the link was down);
-    #: cleared once one reaches the machine.
-    codex_failed: bool = False
+    #: When (trio's clock) Codex's last connection failed (ssh did, or it was refused while
+    #: the link was down); ``None`` once one reached the machine.
+    codex_failed: float | None = None
     #: Codex's connections that reached the machine, now.
     codex_on: int = 0
     #: Set when one of Codex's connections reaches the machine.
@@ -249,7 +249,7 @@ class MachineLinks:
             if link.state == "down":
                 now = trio.current_time()
                 if now - link.tried_down < DOWN_RETRY_SECONDS:
-                    link.codex_failed = True
+                    link.codex_failed = now
                     return Response(
                         503, "Service Unavailable", Headers([("Content-Length", "0")]), b""
                     )
@@ -345,9 +345,11 @@ class MachineLinks:
             self._down(link, why)
 
     async def _codex_back(self, link: Link) -> None:
-        """The machine answers; if Codex's last connection to it failed, Codex is in its
-        pause before the next (see :data:`CODEX_RETRY_SECONDS`): wait for that one, the
-        daemon's word on it for an editor attached to the daemon, that long at most."""
+        """The machine answers; if Codex's last connection to it failed, Codex may be in its
+        pause before the next (see :data:`CODEX_RETRY_SECONDS`): until Codex's connection
+        reached it, or the pause is over. An editor attached to the daemon knows neither
+        but from the daemon's word (``down`` or ``connecting`` until then): it waits for
+        that word to change, as long at most."""
         if self._published is not None:
             with trio.move_on_after(CODEX_RETRY_SECONDS):
                 while True:
@@ -357,10 +359,10 @@ class MachineLinks:
                         return
                     await trio.sleep(0.1)
             return
-        if not self.relay or not link.codex_failed or link.codex_on:
+        if not self.relay or link.codex_failed is None or link.codex_on:
             return
         link.codex_back = trio.Event()
-        with trio.move_on_after(CODEX_RETRY_SECONDS):
+        with trio.move_on_at(link.codex_failed + CODEX_RETRY_SECONDS):
             await link.codex_back.wait()
 
     async def _bring_back(self, link: Link) -> None:
@@ -378,7 +380,7 @@ class MachineLinks:
                 link.checking = True
                 try:
                     why = await self.check(link)
-                    if why is None and link.codex_failed and not link.codex_on:
+                    if why is None and link.codex_failed is not None and not link.codex_on:
                         self._set(link, "connecting")
                         await self._codex_back(link)
                 finally:
@@ -436,7 +438,7 @@ class MachineLinks:
                     return
                 reached = True
                 link.codex_on += 1
-                link.codex_failed = False
+                link.codex_failed = None
                 link.codex_back.set()
                 self._set(link, "connected")
 
@@ -497,8 +499,7 @@ class MachineLinks:
 
     def _dropped(self, link: Link, why: str, *, bring_back: bool = True) -> None:
         """One of Codex's connections failed or was lost: why."""
-        link.tried_down = trio.current_time()
-        link.codex_failed = True
+        link.tried_down = link.codex_failed = trio.current_time()
         self._down(link, why)
         if bring_back and self._nursery is not None:
             self._nursery.start_soon(self._bring_back, link)
