@@ -13,6 +13,9 @@ The engine asks for a machine when a prompt needs it (``MachineWanted``): the li
 it (``ssh HOST codex --version``: reachable, logged in, the same Codex) and says
 ``connected`` or ``down`` with ssh's own words. A link that drops while Codex uses it is
 ``down`` at once, and brought back with backoff (a prompt meanwhile checks it at once).
+Found back after a connection of Codex's failed, it stays ``connecting`` until Codex's
+next connection reaches it, or Codex's pause before that one is over
+(:data:`CODEX_RETRY_SECONDS`): a prompt sent in that pause would do nothing, silently.
 A ws:// machine (an exec-server someone runs) is registered as it is; its check is a
 TCP connection.
 
