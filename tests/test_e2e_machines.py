@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import trio
 
+from bridge.daemon.runtime import read_info
 from bridge.jsonrpc import RpcError
 from tests.support.browser import chromium_or_skip, headless_chromium
 from tests.support.daemon import StartDaemon
@@ -225,7 +226,9 @@ async def test_an_exec_server_killed_mid_command_fails_that_call_and_the_next_pr
                 started = machine.workspace / "started"
                 while not started.exists():  # noqa: ASYNC110 (a file on the machine: poll)
                     await trio.sleep(0.05)
-                machine.run("pkill -KILL -u cab-remote -f 'exec-server'")
+                # This machine's only: a pattern for the user would kill those of every
+                # test running meanwhile (they log in as the same user), mid-command too.
+                assert machine.kill_exec_servers()
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(kill_when_running)
@@ -355,6 +358,55 @@ async def test_through_the_daemon_a_session_works_on_its_machine_and_status_show
     assert (machine.workspace / "three.txt").exists()
 
 
+async def codex_tried(stderr_file: Path, times: int = 1) -> None:
+    """Until Codex's connections to the machine failed ``times`` times, as the link logged."""
+    while stderr_file.read_text().count("machine box is down") < times:  # noqa: ASYNC110
+        await trio.sleep(0.05)
+
+
+async def test_a_machine_away_when_codex_first_tried_it_takes_the_first_prompt_once_back(
+    open_on: OpenOn, machine: SshMachine, stderr_file: Path
+) -> None:
+    """Codex connects to a machine once it is registered; when that fails, it waits a
+    moment before it tries again, and a command meanwhile fails at once, told only to the
+    model. The first prompt after the machine is back waits for Codex's link: its file lands."""
+    await machine.stop()
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on() as talk:
+            await codex_tried(stderr_file)
+            await machine.start()
+            await set_machine(talk, "box")
+            await talk.said(adds("a.txt", "one"))
+    assert (machine.workspace / "a.txt").read_text() == "one\n", tool_texts(talk)
+
+
+async def test_through_the_daemon_a_machine_away_at_its_start_takes_the_first_prompt_once_back(
+    start_daemon: StartDaemon,
+    open_conversation: OpenConversation,
+    machine: SshMachine,
+    runtime: Path,
+    bridge_env: dict[str, str],
+) -> None:
+    """The same through the daemon: its link failed Codex's first connection; the machine
+    is back, this bridge's own ssh reaches it, and its prompt waits for Codex's link too."""
+    box = f"box={machine.url}{machine.workspace}"
+    daemon_options = ("--machine", box, "--ssh-command", machine.ssh_command, "--no-page")
+    await machine.stop()
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with (
+            start_daemon(*daemon_options),
+            open_conversation(
+                argv=attached_argv(runtime), env=bridge_env, on_request=approving([])
+            ) as talk,
+        ):
+            await set_machine(talk, "box")
+            while read_info(runtime).machines[0].state != "down":  # noqa: ASYNC110 (a file)
+                await trio.sleep(0.05)
+            await machine.start()
+            await talk.said(adds("a.txt", "one"))
+    assert (machine.workspace / "a.txt").read_text() == "one\n", tool_texts(talk)
+
+
 async def test_two_machines_and_local_at_once_each_sessions_sub_agent_works_where_it_does(
     open_on: OpenOn, machine: SshMachine, workspace: Path
 ) -> None:
@@ -461,7 +513,10 @@ async def rewind_on_the_machine(talk: Conversation, machine: SshMachine, workspa
     its answer. A file of the same name here shows that nothing here is touched."""
     await set_machine(talk, "box")
     await talk.said(adds("a.txt", "one"))
+    # What the patch's tool call showed: Codex's words when it did not land there.
+    assert (machine.workspace / "a.txt").exists(), tool_texts(talk)
     await talk.said(adds("b.txt", "two"))
+    assert (machine.workspace / "b.txt").exists(), tool_texts(talk)
     assert (machine.workspace / "a.txt").read_text() == "one\n"
     (machine.workspace / "b.txt").write_text("two\nmine\n")
     (workspace / "a.txt").write_text("one\n")  # what a rewind on this machine would remove

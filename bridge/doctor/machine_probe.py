@@ -27,7 +27,6 @@ The exec-server ends when its stdin closes.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import subprocess
@@ -41,7 +40,7 @@ import trio
 
 from .. import machines as spec_of
 from ..machines import MachineSpec
-from ..shell.machine_link import MAX_MESSAGE, Lines, StderrTail
+from ..shell.machine_link import MAX_MESSAGE, Lines, StderrTail, close_ssh
 from .findings import ExecServer, MachineFound
 
 #: How long reaching a machine may take: ssh's login and the remote ``codex --version``
@@ -177,8 +176,7 @@ async def probe_ssh(
             nursery.cancel_scope.cancel()
             return _with(found, server=server)
     finally:
-        with trio.CancelScope(shield=True):
-            await _stop(process)
+        await close_ssh(process)
 
 
 class _Stderr(StderrTail):
@@ -224,19 +222,6 @@ async def _ended(process: trio.Process, stderr: _Stderr) -> str:
     words = _words(stderr.text())
     status = f"exit status {process.returncode}" if process.returncode is not None else "it"
     return f"the exec-server ended ({status}){': ' + words if words else ''}"
-
-
-async def _stop(process: trio.Process) -> None:
-    """Close ssh's stdin (the exec-server ends at EOF, and ssh with it); kill it if not."""
-    if process.returncode is None:
-        assert process.stdin is not None
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await process.stdin.aclose()
-        with trio.move_on_after(CLOSE_SECONDS):
-            await process.wait()
-    if process.returncode is None:
-        process.kill()
-        await process.wait()
 
 
 async def _initialize(

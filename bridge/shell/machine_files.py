@@ -35,7 +35,7 @@ from ..codex import files as codex_files
 from ..engine import MachineCall
 from ..machines import MachineSpec
 from .effects import MachineAnswer
-from .machine_link import MAX_MESSAGE, Lines, StderrTail
+from .machine_link import MAX_MESSAGE, Lines, StderrTail, close_ssh
 
 log = logging.getLogger(__name__)
 
@@ -283,14 +283,7 @@ async def _ssh(spec: MachineSpec, ssh: list[str]) -> AsyncIterator[_Transport]:
             yield _Lines(process.stdin.send_all, lines)
             nursery.cancel_scope.cancel()
     finally:
-        with trio.CancelScope(shield=True):
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await process.stdin.aclose()
-            with trio.move_on_after(CLOSE_SECONDS):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+        await close_ssh(process)
 
 
 class _Frames(_Transport):

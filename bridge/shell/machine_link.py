@@ -13,6 +13,9 @@ The engine asks for a machine when a prompt needs it (``MachineWanted``): the li
 it (``ssh HOST codex --version``: reachable, logged in, the same Codex) and says
 ``connected`` or ``down`` with ssh's own words. A link that drops while Codex uses it is
 ``down`` at once, and brought back with backoff (a prompt meanwhile checks it at once).
+Found back after a connection of Codex's failed, it stays ``connecting`` until Codex's
+next connection reaches it, or Codex's pause before that one is over
+(:data:`CODEX_RETRY_SECONDS`): a prompt sent in that pause would do nothing, silently.
 A ws:// machine (an exec-server someone runs) is registered as it is; its check is a
 TCP connection.
 
@@ -24,6 +27,7 @@ so that a prompt fails with ssh's words rather than quietly in Codex.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import secrets
@@ -62,6 +66,11 @@ CLOSE_SECONDS = 2.0
 DOWN_RETRY_SECONDS = 1.0
 #: How often an editor attached to the daemon reads the daemon's word on its links.
 PUBLISHED_POLL_SECONDS = 0.5
+#: After a connection of Codex's to a machine failed, Codex pauses (about a second) before
+#: it connects again, and a command it runs in the pause fails at once, told only to the
+#: model ("No usable execution environment"). A machine found back is said connected once
+#: Codex's next connection reached it or this long after Codex's last one failed.
+CODEX_RETRY_SECONDS = 3.0
 
 OnChange = Callable[[str, str, str], None]
 #: The states the daemon publishes: ``{name: (state, reason)}``.
@@ -88,6 +97,17 @@ class Link:
     relays: int = 0
     #: When (trio's clock) a relay last began while the link was down.
     tried_down: float = float("-inf")
+    #: Through the daemon: its last word on the link that this process took in (read
+    #: before a check of its own, or followed). Only a new word is news: the same one
+    #: again is older than what this process's own check found since.
+    heard: tuple[str, str] | None = None
+    #: When (trio's clock) Codex's last connection failed (ssh did, or it was refused while
+    #: the link was down); ``None`` once one reached the machine.
+    codex_failed: float | None = None
+    #: Codex's connections that reached the machine, now.
+    codex_on: int = 0
+    #: Set when one of Codex's connections reaches the machine.
+    codex_back: trio.Event = field(default_factory=trio.Event)
 
 
 class MachineLinks:
@@ -165,8 +185,9 @@ class MachineLinks:
             return
         if self._published is not None:
             # The daemon's relay: its word, read now, unless it says the link is down.
-            state, _reason = self._published().get(name, ("", ""))
-            if state == "connected":
+            word = self._published().get(name, ("", ""))
+            link.heard = word
+            if word[0] == "connected":
                 link.state, link.reason = "connected", ""
                 self.on_change(name, "connected", "")
                 return
@@ -175,6 +196,9 @@ class MachineLinks:
             return
         link.wanted.set()
         if not link.checking and not link.bringing_back:
+            # Checking from now on, not once the task starts: what the daemon said
+            # meanwhile is no answer to this prompt (its own check is).
+            link.checking = True
             self._nursery.start_soon(self._check_now, link)
 
     # -- running -----------------------------------------------------------------------
@@ -203,7 +227,11 @@ class MachineLinks:
         while True:
             for name, (state, reason) in self._published().items():
                 link = self.links.get(name)
-                if link is None or link.checking or state in ("idle", "connecting"):
+                if link is None or link.heard == (state, reason):
+                    # Heard already: a check here since (a prompt's) knows better.
+                    continue
+                link.heard = (state, reason)
+                if link.checking or state in ("idle", "connecting"):
                     continue
                 if state == "down":
                     self._set(link, "down", reason)
@@ -224,6 +252,7 @@ class MachineLinks:
             if link.state == "down":
                 now = trio.current_time()
                 if now - link.tried_down < DOWN_RETRY_SECONDS:
+                    link.codex_failed = now
                     return Response(
                         503, "Service Unavailable", Headers([("Content-Length", "0")]), b""
                     )
@@ -309,12 +338,35 @@ class MachineLinks:
         try:
             self._set(link, "connecting")
             why = await self.check(link)
+            if why is None:
+                await self._codex_back(link)
         finally:
             link.checking = False
         if why is None:
             self._set(link, "connected")
         else:
             self._down(link, why)
+
+    async def _codex_back(self, link: Link) -> None:
+        """The machine answers; if Codex's last connection to it failed, Codex may be in its
+        pause before the next (see :data:`CODEX_RETRY_SECONDS`): until Codex's connection
+        reached it, or the pause is over. An editor attached to the daemon knows neither
+        but from the daemon's word (``down`` or ``connecting`` until then): it waits for
+        that word to change, as long at most."""
+        if self._published is not None:
+            with trio.move_on_after(CODEX_RETRY_SECONDS):
+                while True:
+                    word = self._published().get(link.spec.name, ("", ""))
+                    link.heard = word
+                    if word[0] not in ("down", "connecting"):
+                        return
+                    await trio.sleep(0.1)
+            return
+        if not self.relay or link.codex_failed is None or link.codex_on:
+            return
+        link.codex_back = trio.Event()
+        with trio.move_on_at(link.codex_failed + CODEX_RETRY_SECONDS):
+            await link.codex_back.wait()
 
     async def _bring_back(self, link: Link) -> None:
         """A link dropped: check it again and again, waiting longer each time, until it
@@ -331,6 +383,9 @@ class MachineLinks:
                 link.checking = True
                 try:
                     why = await self.check(link)
+                    if why is None and link.codex_failed is not None and not link.codex_on:
+                        self._set(link, "connecting")
+                        await self._codex_back(link)
                 finally:
                     link.checking = False
                 if why is None:
@@ -357,6 +412,7 @@ class MachineLinks:
         stderr = StderrTail()
         lines = Lines(process.stdout)
         ended_by_codex = False
+        reached = False
         link.relays += 1
         try:
             async with trio.open_nursery() as nursery:
@@ -383,6 +439,10 @@ class MachineLinks:
                     self._dropped(link, mismatch, bring_back=False)
                     nursery.cancel_scope.cancel()
                     return
+                reached = True
+                link.codex_on += 1
+                link.codex_failed = None
+                link.codex_back.set()
                 self._set(link, "connected")
 
                 async def to_machine() -> None:
@@ -420,6 +480,8 @@ class MachineLinks:
                 nursery.start_soon(from_machine)
         finally:
             link.relays -= 1
+            if reached:
+                link.codex_on -= 1
             if process.returncode is None:
                 process.kill()
             with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_SECONDS):
@@ -439,7 +501,8 @@ class MachineLinks:
         self.on_change(link.spec.name, "down", why)
 
     def _dropped(self, link: Link, why: str, *, bring_back: bool = True) -> None:
-        link.tried_down = trio.current_time()
+        """One of Codex's connections failed or was lost: why."""
+        link.tried_down = link.codex_failed = trio.current_time()
         self._down(link, why)
         if bring_back and self._nursery is not None:
             self._nursery.start_soon(self._bring_back, link)
@@ -496,6 +559,21 @@ class StderrTail:
 
     def text(self) -> str:
         return self._data.decode(errors="replace")
+
+
+async def close_ssh(process: trio.Process) -> None:
+    """End an ssh that runs an exec-server: its stdin closed (the exec-server ends at EOF,
+    and ssh with it), killed if it has not ended within :data:`CLOSE_SECONDS`. Shielded:
+    a caller cancelled still has it reaped."""
+    with trio.CancelScope(shield=True):
+        if process.stdin is not None:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await process.stdin.aclose()
+        with trio.move_on_after(CLOSE_SECONDS):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 def _read_token(spec: MachineSpec) -> str:

@@ -133,18 +133,81 @@ class SshMachine:
         process, self._process = self._process, None
         if process is None:
             return
-        children = _children(process.pid) if kill_sessions else []
-        process.terminate()
         with trio.fail_after(10):
+            if not kill_sessions:
+                process.terminate()
+                await process.wait()
+                return
+            # All at once, the listener with them: a session it forks while its tree is
+            # read would outlive the machine's end, and end later, in the next sshd's time.
+            for pid in await _frozen(process.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             await process.wait()
-        for pid in children:
+        # What the sessions ran that outlived them, as the remote user, in this workspace.
+        for pid in _working_in(self.uid, self.workspace):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        if kill_sessions:
-            # What the sessions ran, as the remote user, in this test's workspace.
-            await trio.run_process(
-                ["pkill", "-KILL", "-u", USER, "-f", str(self.workspace)], check=False
-            )
+
+    def kill_exec_servers(self) -> list[int]:
+        """Kill this machine's ``codex exec-server`` processes (its sessions' only: other
+        tests' machines log in as the same user), as a crash would; their pids."""
+        if self._process is None:
+            return []
+        killed = []
+        for pid in _children(self._process.pid):
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"exec-server" in argv:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+        return killed
+
+
+async def _frozen(pid: int) -> list[int]:
+    """``pid`` and its every descendant, stopped (SIGSTOP): none forks any more."""
+    frozen: list[int] = []
+    while fresh := [p for p in (pid, *_children(pid)) if p not in frozen]:
+        for each in fresh:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(each, signal.SIGSTOP)
+        frozen += fresh
+        # A signal is delivered, not obeyed at once: the walk again once each obeyed (a
+        # child forked meanwhile is in it then).
+        while not all(_stopped(p) for p in fresh):  # noqa: ASYNC110 (no event says so)
+            await trio.sleep(0.01)
+    return frozen
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # gone
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state in ("T", "t", "Z", "X")
+
+
+def _working_in(uid: int, folder: Path) -> list[int]:
+    """The processes of ``uid`` whose working directory is in ``folder``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            real = next(line for line in status.splitlines() if line.startswith("Uid:"))
+            if int(real.split()[1]) != uid:
+                continue
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if cwd == folder or folder in cwd.parents:
+            found.append(int(entry.name))
+    return found
 
 
 def _children(pid: int) -> list[int]:
