@@ -105,6 +105,23 @@ class Daemon:
             await trio.sleep(0.01)
 
 
+def attached(
+    daemon: Daemon,
+    ssh: list[str],
+    changes: list[tuple[str, str]],
+    kind: type[MachineLinks] = MachineLinks,
+) -> MachineLinks:
+    """The check-only links of an editor attached to ``daemon`` (machine ``box``), each
+    change of state they tell the engine appended to ``changes``."""
+    return kind(
+        [parse_url("box", "ssh://devbox/src")],
+        ssh=ssh,
+        relay=False,
+        published=daemon.published,
+        on_change=lambda _name, state, reason: changes.append((state, reason)),
+    )
+
+
 async def until(condition: Callable[[], bool]) -> None:
     while not condition():  # noqa: ASYNC110
         await trio.sleep(0.01)
@@ -121,13 +138,7 @@ async def test_attached_a_check_that_found_the_machine_back_is_not_undone_by_the
     ssh, up = switchable_ssh(tmp_path)
     daemon = Daemon()
     changes: list[tuple[str, str]] = []
-    links = MachineLinks(
-        [parse_url("box", "ssh://devbox/src")],
-        ssh=ssh,
-        relay=False,
-        published=daemon.published,
-        on_change=lambda _name, state, reason: changes.append((state, reason)),
-    )
+    links = attached(daemon, ssh, changes)
     link = links.links["box"]
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
@@ -156,13 +167,7 @@ async def test_attached_a_prompt_in_the_instant_the_daemons_word_is_read_gets_it
     ssh, up = switchable_ssh(tmp_path)
     daemon = Daemon()
     changes: list[tuple[str, str]] = []
-    links = MachineLinks(
-        [parse_url("box", "ssh://devbox/src")],
-        ssh=ssh,
-        relay=False,
-        published=daemon.published,
-        on_change=lambda _name, state, reason: changes.append((state, reason)),
-    )
+    links = attached(daemon, ssh, changes)
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             await nursery.start(links.run)
@@ -241,13 +246,7 @@ async def test_attached_a_machine_found_back_waits_for_the_daemons_word_on_codex
     monkeypatch.setattr(machine_link, "CODEX_RETRY_SECONDS", 600.0)
     daemon = Daemon()
     changes: list[tuple[str, str]] = []
-    links = Answering(
-        [parse_url("box", "ssh://devbox/src")],
-        ssh=["ssh"],
-        relay=False,
-        published=daemon.published,
-        on_change=lambda _name, state, reason: changes.append((state, reason)),
-    )
+    links = attached(daemon, ["ssh"], changes, kind=Answering)
     link = links.links["box"]
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
