@@ -438,15 +438,13 @@ async def page_sockets(runtime: Path, deadline: float) -> None:
         return
     token = (runtime / "page-token").read_text().strip()
     host = info.pageUrl.split("//", 1)[1].rstrip("/")
-    port = host.rsplit(":", 1)[1]
-    headers = [("Cookie", f"codex_acp_bridge_{port}={token}")]
+    secret = json.dumps({"type": "token", "token": token})
 
     async def page(reads: bool) -> None:
         while trio.current_time() < deadline:
             with contextlib.suppress(OSError, WebSocketException):
-                async with connect(
-                    f"ws://{host}/ws", origin=Origin(f"http://{host}"), additional_headers=headers
-                ) as ws:
+                async with connect(f"ws://{host}/ws", origin=Origin(f"http://{host}")) as ws:
+                    await ws.send(secret)
                     while trio.current_time() < deadline:
                         if reads:
                             with trio.move_on_after(1):

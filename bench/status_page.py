@@ -8,7 +8,7 @@ is a line carrying the wall-clock time it was sent, so the page's "last line" te
 it is when it arrives. Phases, each D seconds:
 
 1. **closed**: no page open; the daemon's CPU (user+sys from ``/proc``) while the threads stream;
-2. **open**: the page open (a WebSocket client with the page's cookie and origin, and, when
+2. **open**: the page open (a WebSocket client with the page's origin and secret, and, when
    Chromium is installed, the page itself in headless Chromium); the daemon's CPU, the page's
    (Chromium's ``TaskDuration``: the renderer's main thread), and the update delay: from the moment a delta is written to the daemon until the page receives the
    row carrying it (median, p95, max over every row received);
@@ -162,15 +162,13 @@ async def measured(pid: int, work: Any) -> tuple[float, Any]:
 
 
 async def page_client(address: str, delays: list[float], stop: trio.Event) -> None:
-    """A page over the WebSocket (cookie and origin as a browser sends them): each row's last
-    line says when its delta was sent."""
-    base, token = address.split("?token=")
+    """A page over the WebSocket (origin and first message as a browser sends them): each
+    row's last line says when its delta was sent."""
+    base, token = address.split("#token=")
     host = base.split("//")[1].rstrip("/")
-    port = host.rsplit(":", 1)[1]
-    headers = [("Cookie", f"codex_acp_bridge_{port}={token}")]
-    async with connect(
-        f"ws://{host}/ws", additional_headers=headers, origin=f"http://{host}", max_size=None
-    ) as ws:  # type: ignore[arg-type]
+    origin = f"http://{host}"
+    async with connect(f"ws://{host}/ws", origin=origin, max_size=None) as ws:  # type: ignore[arg-type]
+        await ws.send(json.dumps({"type": "token", "token": token}))
         while not stop.is_set():
             with trio.move_on_after(0.5):
                 message = json.loads(await ws.recv())

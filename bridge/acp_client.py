@@ -134,6 +134,20 @@ class AcpClient:
             raise call.error
         return call.result
 
+    async def request_and_cancel(self, method: str, params: Any) -> Any:
+        """Send a request and, right behind it, ``$/cancel_request`` for it; wait for its
+        answer (a result, or the error raised as :meth:`request` raises it)."""
+        call = _Call(method)
+        rid, data = self.peer.request(method, params, call)
+        self.sent_requests[rid] = method
+        self.sent_params[rid] = params
+        await self.stream.send(data)
+        await self.notify("$/cancel_request", {"requestId": rid})
+        await call.done.wait()
+        if call.error is not None:
+            raise call.error
+        return call.result
+
     async def notify(self, method: str, params: Any) -> None:
         await self.stream.send(self.peer.notification(method, params))
 

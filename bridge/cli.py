@@ -7,14 +7,16 @@ ACP on its stdin/stdout. Everything the bridge logs goes to stderr or
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class _DefaultToServe(click.Group):
@@ -58,8 +60,9 @@ _logging_options = _stacked(
     ),
     click.option(
         "--log-file",
-        type=click.Path(dir_okay=False, writable=True),
-        help="Write logs to this file instead of stderr.",
+        type=click.Path(dir_okay=False),
+        help="Write logs to this file instead of stderr (created 0600; appended to when it is "
+        "a file of yours; a symbolic link is refused).",
     ),
 )
 
@@ -171,13 +174,21 @@ _device_auth_option = click.option(
 
 
 def setup_logging(level: str, log_file: str | None) -> None:
-    handler: logging.Handler = (
-        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
+    """Logs to stderr or ``log_file`` (:mod:`bridge.logs`); a log file that cannot be
+    private (a symbolic link, another user's) ends the command, status 2."""
+    from .logs import setup_logging as start
+    from .shell.private_file import RefusedFile
+
+    try:
+        start(level, log_file)
+    except RefusedFile as exc:
+        click.echo(f"codex-acp-bridge {_command_name()}: --log-file: {exc}", err=True)
+        sys.exit(2)
+
+
+def _command_name() -> str:
+    context = click.get_current_context(silent=True)
+    return (context.info_name or "") if context is not None else ""
 
 
 def parse_config_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, Any]:
@@ -212,6 +223,12 @@ def _serve_stdio(
 ) -> NoReturn:
     """``serve`` (and ``record``, which serves too) on stdio; exits with its status."""
     from .serve import ServeOptions, serve_stdio
+    from .token_urls import codex_url_refusal
+
+    if codex_url and codex_token_file:
+        refused = codex_url_refusal(codex_url)
+        if refused is not None:
+            raise click.BadParameter(refused, param_hint="--codex-url")
 
     options = ServeOptions(
         codex_bin=codex_bin,
@@ -363,13 +380,14 @@ def daemon(
 
     Runs in the foreground (for systemd or launchd) until SIGTERM or SIGINT. It serves a
     live page of every thread, where a person answers approvals (`status --open`). The
-    machines named run their links here, for every editor attached.
+    machines named run their links here, for every editor attached. Exits 2, with one
+    line on stderr, when the runtime directory is not a private one of this user's.
     """
     import trio
 
     from .daemon.daemon import CrashLoop, run_daemon
     from .daemon.page import PageOptions, PageRefused
-    from .daemon.runtime import RuntimeDirError, codex_home, hold_lock, prepare
+    from .daemon.runtime import DaemonRuns, RuntimeDirError, codex_home, hold_lock, prepare
     from .daemon.runtime import runtime_dir as resolve_runtime_dir
     from .profiles import load_profile
     from .shell.codex_transport import CodexUnavailable, find_codex
@@ -411,9 +429,12 @@ def daemon(
                 if links is not None:
                     links.close()
     # ValueError: a token file, or a profile (ProfileError), that cannot be used.
-    except (RuntimeDirError, CodexUnavailable, CrashLoop, PageRefused, ValueError) as exc:
+    except (DaemonRuns, CodexUnavailable, CrashLoop, PageRefused, ValueError) as exc:
         click.echo(f"codex-acp-bridge daemon: {exc}", err=True)
         sys.exit(1)
+    except RuntimeDirError as exc:  # not this user's alone: nothing of it is used
+        click.echo(f"codex-acp-bridge daemon: {exc}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -423,8 +444,9 @@ def daemon(
     "--out",
     "out",
     required=True,
-    type=click.Path(dir_okay=False, writable=True),
-    help="The recording to write (JSON Lines; see docs/recordings.md).",
+    type=click.Path(dir_okay=False),
+    help="The recording to write (JSON Lines; see docs/recordings.md): created 0600, "
+    "replacing a file of yours; a symbolic link is refused.",
 )
 @_codex_options
 @_profile_option
@@ -480,8 +502,28 @@ def record(
     help="Open the page with its desktop notifications on: one when a thread starts waiting on "
     "you (with --url: that page's address).",
 )
-def status(
-    runtime_dir: str | None,
+def status(runtime_dir: str | None, **options: bool) -> None:
+    """Show what every agent of the daemon's Codex is doing: a tree of threads.
+
+    `--open` shows it live in the browser instead (the daemon's page: answer approvals,
+    cancel turns); `--url` prints that page's address, which holds its secret.
+    Exits 1, with one line on stderr, when no daemon runs; 2 when the runtime directory
+    is not a private one of this user's (nothing in it is read then).
+    """
+    from .daemon.runtime import RuntimeDirError
+    from .daemon.runtime import runtime_dir as resolve_runtime_dir
+
+    directory = resolve_runtime_dir(runtime_dir)
+    try:
+        _status(directory, **options)
+    except RuntimeDirError as exc:
+        click.echo(f"codex-acp-bridge status: {exc}", err=True)
+        sys.exit(2)
+
+
+def _status(
+    directory: Path,
+    *,
     as_json: bool,
     watch: bool,
     show_all: bool,
@@ -489,41 +531,43 @@ def status(
     open_page: bool,
     notify: bool,
 ) -> None:
-    """Show what every agent of the daemon's Codex is doing: a tree of threads.
-
-    `--open` shows it live in the browser instead (the daemon's page: answer approvals,
-    cancel turns); `--url` prints that page's address, which holds its secret.
-    Exits 1, with one line on stderr, when no daemon runs.
-    """
     import json
     import shutil
     import time
 
-    from .daemon.runtime import page_address, read_status, running_daemon
-    from .daemon.runtime import runtime_dir as resolve_runtime_dir
+    from .daemon.runtime import (
+        RuntimeDirError,
+        page_address,
+        read_status,
+        running_daemon,
+        write_page_opener,
+    )
     from .daemon.status import Size, render, snapshot
 
-    directory = resolve_runtime_dir(runtime_dir)
     open_page = open_page or (notify and not show_url)
     if show_url or open_page:
         info = running_daemon(directory)
         if info is None:
             click.echo(f"codex-acp-bridge status: no daemon runs on {directory}", err=True)
             sys.exit(1)
-        address = page_address(directory, info)
+        address = page_address(directory, info, notify=notify)
         if address is None:
             click.echo("codex-acp-bridge status: the daemon serves no page (--no-page)", err=True)
             sys.exit(1)
-        if notify:
-            address += "#notify"
         if show_url:
             click.echo(address)
         if open_page:
             import webbrowser
 
-            if not webbrowser.open(address):
+            # Not the address itself: a browser's command line is readable by every local user.
+            try:
+                opener = write_page_opener(directory, address).absolute().as_uri()
+            except (RuntimeDirError, OSError) as exc:
+                click.echo(f"codex-acp-bridge status: cannot open the page: {exc}", err=True)
+                sys.exit(1)
+            if not webbrowser.open(opener):
                 click.echo(
-                    f"codex-acp-bridge status: no browser to open; the page is at {address}",
+                    f"codex-acp-bridge status: no browser to open; open {opener} in yours",
                     err=True,
                 )
                 sys.exit(1)

@@ -8,8 +8,22 @@ A machine is ``NAME=URL``:
   own ``ssh`` (or ``--ssh-command``, as git's ``GIT_SSH_COMMAND``) to start
   ``codex exec-server --listen stdio`` on HOST, over the SSH channel itself: nothing
   listens on HOST, and here only on loopback;
+- ``podman://CONTAINER[/PATH][?user=USER][&codex=/path/to/codex]`` (or ``docker://``): a
+  running container, reached with ``podman exec -i [--user USER] CONTAINER CODEX
+  exec-server --listen stdio`` (the runtime found on ``PATH``, with this process's
+  environment: ``CONTAINERS_CONF``, ``DOCKER_HOST``...). Without ``?codex=``, where the
+  container has no ``codex`` of this bridge's Codex version, the bridge brings its own
+  (:attr:`MachineSpec.bring`): the whole vendor folder of the Codex it runs, copied with
+  ``podman cp`` into :func:`brought_folder` once per container and version;
+  ``?codex=auto`` brings it whatever the container has;
+- a machines-file entry with ``command = [ARGV...]`` and no URL: any command that runs
+  what follows it somewhere (``kubectl exec -i POD --``, ``devcontainer exec ...``), given
+  ``CODEX exec-server --listen stdio`` after its own words (``codex = "/path"``: the Codex
+  there);
 - ``ws://HOST:PORT[/PATH]`` (or ``wss://``) with a token file: an exec-server someone runs
-  already, registered with Codex as it is.
+  already, registered with Codex as it is. Its token goes in plain text over ``ws://``, so
+  that is refused for a host that is not loopback (:mod:`bridge.token_urls`): such a
+  machine is ``wss://``, or an ssh machine.
 
 ``PATH`` is where the machine's sessions work (without it, the session's own ``cwd``, as a
 path on that machine). The machines file (:func:`machines_file`) is TOML, a table per
@@ -22,10 +36,20 @@ machine; flags add to it, and a flag's machine replaces the file's of the same n
     [gpu]
     url = "ws://127.0.0.1:4600"
     token_file = "~/.config/codex-acp-bridge/gpu.token"
+
+    [pod]
+    command = ["kubectl", "exec", "-i", "-n", "dev", "pod/devbox", "--"]
+    codex = "/opt/codex/bin/codex"
+    path = "/src"
+
+All but ws:// machines are places the bridge reaches with a command of its own, whose
+stdio is then an exec-server (:func:`exec_server_argv`): the link relays it to Codex.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shlex
@@ -34,6 +58,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from .token_urls import plain_text_refusal
 
 #: Where the user keeps their machines, unless ``$CODEX_ACP_BRIDGE_MACHINES`` names a file.
 ENV_MACHINES_FILE = "CODEX_ACP_BRIDGE_MACHINES"
@@ -45,6 +71,19 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 #: prompt (there is no terminal: an editor started the bridge), and a dead link noticed
 #: within a minute. Host keys, identities, ProxyJump: the user's, untouched.
 SSH_OPTIONS = ("-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15")
+
+
+#: The container runtimes a URL may name (each its own scheme), run by that name from ``PATH``.
+RUNTIMES = ("podman", "docker")
+#: What a machine of the machines file's ``command = [...]`` is said to be (no URL).
+COMMAND = "command"
+#: The kinds of machine the bridge reaches with a command of its own (and relays).
+RELAYED = ("ssh", *RUNTIMES, COMMAND)
+#: What :attr:`MachineSpec.bring` may be besides ``""``.
+BRING_IF_NEEDED = "if-needed"
+BRING_ALWAYS = "always"
+#: ``?codex=auto``: the bridge brings its own Codex.
+AUTO = "auto"
 
 
 class MachineError(ValueError):
@@ -63,18 +102,36 @@ class MachineSpec:
     port: int | None = None
     #: Where its sessions work; ``""``: each session's own ``cwd``.
     path: str = ""
-    #: The remote ``codex`` (ssh machines).
+    #: The ``codex`` there (every kind but ws).
     codex: str = "codex"
+    #: A command machine's own words, before ``CODEX exec-server --listen stdio``.
+    command: tuple[str, ...] = ()
     #: The exec-server's capability token (ws machines).
     token_file: str | None = None
     description: str = ""
+    #: Whether the bridge copies its own Codex in (containers only): ``""`` never (the
+    #: user named the Codex there), :data:`BRING_IF_NEEDED` when ``codex`` there is
+    #: missing or of another version, :data:`BRING_ALWAYS` (``?codex=auto``).
+    bring: str = ""
 
     @property
     def ssh(self) -> bool:
         return self.scheme == "ssh"
 
+    @property
+    def relayed(self) -> bool:
+        """Reached with a command of the bridge's (ssh, a container, a command), whose
+        stdio the link relays; not an exec-server someone runs (ws)."""
+        return self.scheme in RELAYED
+
     def where(self) -> str:
-        """The machine as a person reads it: ``me@devbox:2222``."""
+        """The machine as a person reads it: ``me@devbox:2222``, ``podman container
+        devbox``, ``kubectl exec -i pod/devbox --``."""
+        if self.scheme in RUNTIMES:
+            user = f" as {self.user}" if self.user else ""
+            return f"{self.scheme} container {self.host}{user}"
+        if self.scheme == COMMAND:
+            return shlex.join(self.command)
         user = f"{self.user}@" if self.user else ""
         port = f":{self.port}" if self.port else ""
         return f"{user}{self.host}{port}"
@@ -88,8 +145,12 @@ def parse_url(name: str, url: str) -> MachineSpec:
             "which is this machine)"
         )
     parts = urlsplit(url)
+    if parts.scheme in RUNTIMES:
+        return _container(name, url)
     if parts.scheme not in ("ssh", "ws", "wss"):
-        raise MachineError(f"machine {name}: {url!r} is not an ssh://, ws:// or wss:// URL")
+        raise MachineError(
+            f"machine {name}: {url!r} is not an ssh://, podman://, docker://, ws:// or wss:// URL"
+        )
     if not parts.hostname:
         raise MachineError(f"machine {name}: {url!r} names no host")
     try:
@@ -102,12 +163,24 @@ def parse_url(name: str, url: str) -> MachineSpec:
         raise MachineError(f"machine {name}: unknown URL parameter {', '.join(sorted(unknown))}")
     if parts.scheme != "ssh":
         if query:
-            raise MachineError(f"machine {name}: ?codex= is for ssh:// machines")
+            raise MachineError(
+                f"machine {name}: ?codex= is for ssh://, podman:// and docker:// machines"
+            )
+        refused = token_refusal(name, url)
+        if refused is not None:
+            raise MachineError(refused)
         return MachineSpec(name=name, url=url, scheme=parts.scheme, host=parts.hostname, port=port)
     path = unquote(parts.path)
     if path in ("", "/"):
         path = ""
     codex = query.get("codex", ["codex"])[-1]
+    if codex == AUTO:
+        # Where an ssh machine's would go: copied (scp, or through ssh's stdin) into the
+        # user's cache folder there, when the remote is Linux on this architecture.
+        raise MachineError(
+            f"machine {name}: ?codex=auto (Codex brought by the bridge) is for podman:// and "
+            "docker:// machines; name the Codex there with ?codex=/path/to/codex"
+        )
     return MachineSpec(
         name=name,
         url=url,
@@ -117,6 +190,93 @@ def parse_url(name: str, url: str) -> MachineSpec:
         port=port,
         path=path,
         codex=codex,
+    )
+
+
+#: A container's name or ID, as podman and docker allow them.
+_CONTAINER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def _container(name: str, url: str) -> MachineSpec:
+    """``podman://[USER@]CONTAINER[/PATH][?user=USER][&codex=CODEX]`` (or ``docker://``).
+    The container's name is case-sensitive: it is read as written, not as a host name."""
+    parts = urlsplit(url)
+    userinfo, at, container = parts.netloc.rpartition("@")
+    container = unquote(container)
+    if not container:
+        raise MachineError(f"machine {name}: {url!r} names no container")
+    if not _CONTAINER.fullmatch(container):
+        raise MachineError(f"machine {name}: {container!r} is not a container's name or ID")
+    query = parse_qs(parts.query)
+    unknown = set(query) - {"codex", "user"}
+    if unknown:
+        raise MachineError(f"machine {name}: unknown URL parameter {', '.join(sorted(unknown))}")
+    user = query.get("user", [unquote(userinfo) if at else ""])[-1] or None
+    path = unquote(parts.path)
+    named = query.get("codex", [""])[-1]
+    bring = BRING_ALWAYS if named == AUTO else "" if named else BRING_IF_NEEDED
+    return MachineSpec(
+        name=name,
+        url=url,
+        scheme=parts.scheme,
+        host=container,
+        user=user,
+        path="" if path in ("", "/") else path,
+        codex=named if named and named != AUTO else "codex",
+        bring=bring,
+    )
+
+
+def command_machine(
+    name: str, command: object, *, codex: object = "codex", path: object = ""
+) -> MachineSpec:
+    """A machines-file entry ``command = [ARGV...]``: what runs ``CODEX exec-server
+    --listen stdio`` there, given after its own words."""
+    if not _NAME.fullmatch(name) or name == "local":
+        raise MachineError(
+            f"machine name {name!r}: letters, digits, '.', '_' and '-' (and not 'local', "
+            "which is this machine)"
+        )
+    if (
+        not isinstance(command, list)
+        or not command
+        or not all(isinstance(word, str) and word for word in command)
+    ):
+        raise MachineError(
+            f'machine {name}: command is a list of words, e.g. ["kubectl", "exec", "-i", '
+            '"POD", "--"]'
+        )
+    if not isinstance(codex, str) or not codex:
+        raise MachineError(f'machine {name}: codex is the Codex there, e.g. "/usr/bin/codex"')
+    if codex == AUTO:
+        raise MachineError(
+            f'machine {name}: codex = "auto" cannot be: the bridge cannot copy its Codex '
+            'through a command; install Codex there and name it, e.g. "/usr/bin/codex"'
+        )
+    if not isinstance(path, str):
+        raise MachineError(f'machine {name}: path is a folder there, e.g. "/src"')
+    words = tuple(command)
+    return MachineSpec(
+        name=name,
+        # What the daemon publishes, and what tells two of them apart.
+        url=f"{COMMAND}:{shlex.join(words)}",
+        scheme=COMMAND,
+        host=words[0],
+        path="" if path in ("", "/") else path,
+        codex=codex,
+        command=words,
+    )
+
+
+def token_refusal(name: str, url: str) -> str | None:
+    """Why machine ``name``'s exec-server at ``url`` must not be sent its token (``None``:
+    it may): plain-text ``ws://`` to a host that is not loopback."""
+    why = plain_text_refusal(url)
+    if why is None:
+        return None
+    return (
+        f"machine {name}: {why}: use wss:// for it, or an ssh:// machine (its exec-server "
+        "reached over your ssh)"
     )
 
 
@@ -152,8 +312,29 @@ def read_machines_file(path: Path) -> list[MachineSpec]:
         raise MachineError(f"{path}: {exc}") from None
     found = []
     for name, table in tables.items():
+        if isinstance(table, dict) and "command" in table:
+            unknown = set(table) - {"command", "codex", "path", "description"}
+            if unknown:
+                raise MachineError(
+                    f"{path}: [{name}] has unknown keys: {', '.join(sorted(unknown))} (a "
+                    "command machine takes command, codex, path and description)"
+                )
+            try:
+                spec = command_machine(
+                    name,
+                    table["command"],
+                    codex=table.get("codex", "codex"),
+                    path=table.get("path", ""),
+                )
+            except MachineError as exc:
+                raise MachineError(f"{path}: {exc}") from None
+            found.append(replace(spec, description=str(table.get("description", ""))))
+            continue
         if not isinstance(table, dict) or not isinstance(table.get("url"), str):
-            raise MachineError(f'{path}: [{name}] needs url = "ssh://..." or "ws://..."')
+            raise MachineError(
+                f'{path}: [{name}] needs url = "ssh://...", "podman://...", "ws://"... or '
+                "command = [...]"
+            )
         unknown = set(table) - {"url", "token_file", "description"}
         if unknown:
             raise MachineError(f"{path}: [{name}] has unknown keys: {', '.join(sorted(unknown))}")
@@ -187,15 +368,15 @@ def gather(
             raise MachineError(f"--machine-token-file {name}: no machine named {name}")
         machines[name] = replace(machines[name], token_file=str(Path(path).expanduser()))
     for spec in machines.values():
-        if not spec.ssh and spec.token_file is None:
+        if not spec.relayed and spec.token_file is None:
             raise MachineError(
                 f"machine {spec.name}: a ws:// exec-server needs its token "
                 f"(--machine-token-file {spec.name}=FILE, or token_file in the machines file)"
             )
-        if spec.ssh and spec.token_file is not None:
+        if spec.relayed and spec.token_file is not None:
             raise MachineError(
-                f"machine {spec.name}: a token file is for ws:// machines; ssh machines get a "
-                "fresh token at every start"
+                f"machine {spec.name}: a token file is for ws:// machines; {spec.scheme} "
+                "machines get a fresh token at every start"
             )
     return list(machines.values())
 
@@ -221,6 +402,45 @@ def ssh_argv(spec: MachineSpec, ssh: list[str], remote: str) -> list[str]:
     return [*argv, "--", spec.host, remote]
 
 
+def place_argv(spec: MachineSpec, ssh: list[str], codex_args: list[str]) -> list[str]:
+    """The command that runs ``spec.codex`` with ``codex_args`` on a relayed machine: over
+    ssh (a remote shell's command line), in a container (``podman exec -i``), or after a
+    command machine's own words; nothing else in between, so no shell is needed there."""
+    if spec.ssh:
+        return ssh_argv(spec, ssh, shlex.join([spec.codex, *codex_args]))
+    if spec.scheme in RUNTIMES:
+        user = ["--user", spec.user] if spec.user else []
+        return [spec.scheme, "exec", "-i", *user, spec.host, spec.codex, *codex_args]
+    if spec.scheme == COMMAND:
+        return [*spec.command, spec.codex, *codex_args]
+    raise ValueError(f"machine {spec.name}: a {spec.scheme}:// machine is not reached by a command")
+
+
+def exec_server_argv(spec: MachineSpec, ssh: list[str]) -> list[str]:
+    """What a link runs for each of Codex's connections: a command whose stdio is an
+    exec-server speaking JSON-RPC, one message a line. Over ssh the remote shell says
+    Codex's version on the first line before it (:func:`version_first`)."""
+    if spec.ssh:
+        return ssh_argv(spec, ssh, exec_server_command(spec))
+    return place_argv(spec, ssh, ["exec-server", "--listen", "stdio"])
+
+
+def version_first(spec: MachineSpec) -> bool:
+    """Whether :func:`exec_server_argv`'s first line is Codex's version (ssh's remote
+    shell says it; a container or a command may have no shell to)."""
+    return spec.ssh
+
+
+def version_argv(spec: MachineSpec, ssh: list[str]) -> list[str]:
+    """What says which Codex the machine has: its ``--version``."""
+    return place_argv(spec, ssh, ["--version"])
+
+
+def program(spec: MachineSpec, ssh: list[str]) -> str:
+    """The program the bridge runs to reach ``spec``, for "could not run" words."""
+    return exec_server_argv(spec, ssh)[0]
+
+
 def version_command(spec: MachineSpec) -> str:
     """What the remote shell runs to say which Codex it has."""
     return f"{shlex.quote(spec.codex)} --version"
@@ -243,10 +463,13 @@ def codex_version(line: str) -> str | None:
 
 
 def explain_failure(spec: MachineSpec, status: int | None, stderr: str) -> str:
-    """Why reaching ``spec`` failed, in ssh's or the remote shell's own words."""
+    """Why reaching ``spec`` failed, in ssh's, the remote shell's or the container
+    runtime's own words."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     # ssh's banner of a changed host key is many lines; its verdict is the last.
     words = "; ".join(lines[-3:]) if lines else ""
+    if not spec.ssh:
+        return _explain_place(spec, status, words)
     if status == 127 or "command not found" in stderr or "not found" in words:
         return (
             f"no Codex on {spec.where()} ({spec.codex!r} not found: install it there, or name "
@@ -257,3 +480,83 @@ def explain_failure(spec: MachineSpec, status: int | None, stderr: str) -> str:
     if status == 255:
         return f"ssh to {spec.where()} failed: {words or 'exit status 255'}"
     return f"{spec.where()}: exit status {status}{': ' + words if words else ''}"
+
+
+def _explain_place(spec: MachineSpec, status: int | None, words: str) -> str:
+    """A container's or a command's failure: the runtime's words (podman and docker end
+    125 when the container is missing or stopped, 126/127 when the program inside cannot
+    run)."""
+    said = f": {words}" if words else ""
+    lowered = words.lower()
+    if status in (126, 127) and ("not found" in lowered or "no such file" in lowered):
+        return (
+            f"no Codex in {spec.where()} ({spec.codex!r} not found: install it there, or "
+            f"name it with {codex_hint(spec)}){said}"
+        )
+    if status is None:
+        return words or "the link ended"
+    return f"{spec.where()}: {words}" if words else f"{spec.where()}: exit status {status}"
+
+
+def codex_hint(spec: MachineSpec) -> str:
+    """Where the user names the Codex of ``spec``."""
+    return 'codex = "/path/to/codex"' if spec.scheme == COMMAND else "?codex=/path/to/codex"
+
+
+# -- Codex brought along (containers) --------------------------------------------------
+
+#: Where the bridge copies its Codex's vendor folder in a container (``{version}``: its own).
+BROUGHT_FOLDER = "/tmp/codex-acp-bridge-codex-{version}"
+#: A container image's architecture (podman's and docker's words) → a Rust target's.
+_ARCHITECTURES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
+
+
+def brought_folder(version: str) -> str:
+    """Where Codex ``version``, brought by the bridge, is in a container."""
+    return BROUGHT_FOLDER.format(version=version)
+
+
+def vendor_folder(program: str) -> tuple[Path, str, str | None] | None:
+    """The vendor folder of the Codex package ``program`` (the native binary the bridge
+    runs) is in, its Rust target (``x86_64-unknown-linux-musl``) and its version when the
+    folder says it (``codex-package.json``); ``None`` when
+    ``program`` is not a package's ``vendor/TARGET/bin/codex``. The whole folder is what
+    runs elsewhere: the binary alone says it is 0.0.0 and has no bundled bubblewrap."""
+    binary = Path(program).resolve()
+    folder = binary.parent.parent
+    if binary.parent.name != "bin" or folder.parent.name != "vendor":
+        return None
+    target, version = folder.name, None
+    with contextlib.suppress(OSError, ValueError):
+        described = json.loads((folder / "codex-package.json").read_text(encoding="utf-8"))
+        if isinstance(described, dict):
+            if isinstance(described.get("target"), str):
+                target = described["target"]
+            if isinstance(described.get("version"), str):
+                version = described["version"]
+    return folder, target, version
+
+
+def runs_there(target: str, platform: str) -> bool:
+    """Whether a Codex built for ``target`` runs in a container of ``platform``
+    (``linux/amd64``, as ``podman image inspect`` says it)."""
+    os_name, _, architecture = platform.strip().partition("/")
+    wanted = _ARCHITECTURES.get(architecture.split("/")[0])
+    return os_name == "linux" and "-linux-" in target and target.split("-")[0] == wanted
+
+
+def image_argv(spec: MachineSpec) -> list[str]:
+    """What says which image a container runs (its ID)."""
+    return [spec.scheme, "container", "inspect", "--format", "{{.Image}}", spec.host]
+
+
+def platform_argv(spec: MachineSpec, image: str) -> list[str]:
+    """What says an image's platform: ``linux/amd64``."""
+    return [spec.scheme, "image", "inspect", "--format", "{{.Os}}/{{.Architecture}}", image]
+
+
+def copy_argv(spec: MachineSpec, source: Path, folder: str) -> list[str]:
+    """What copies the folder ``source`` here to ``folder`` in the container (which must
+    not exist yet: ``cp`` would put it inside)."""
+    return [spec.scheme, "cp", str(source), f"{spec.host}:{folder}"]
+

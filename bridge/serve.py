@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .daemon.runtime import DaemonInfo, codex_home, running_daemon, runtime_dir
+from .daemon.runtime import DaemonInfo, RuntimeDirError, codex_home, running_daemon, runtime_dir
 from .profiles import PROCESS_WIDE_KEYS, Profile, Profiles, find_profiles, load_profile
 from .shell.codex_process import (
     ENV_CODEX_BIN,
@@ -95,6 +95,9 @@ class CodexChoice:
     daemon_runs: bool = False
     #: Codex's own daemon (``codex app-server daemon``) to attach to: its ``unix://`` URL.
     url: str | None = None
+    #: Why the runtime directory is not trusted, and how to fix it (``""``: it is, or there
+    #: is none): nothing in it is read, and ``serve`` goes on as without a daemon.
+    refused: str = ""
 
 
 def choose_codex(options: ServeOptions, env: Mapping[str, str] | None = None) -> CodexChoice:
@@ -112,7 +115,13 @@ def choose_codex(options: ServeOptions, env: Mapping[str, str] | None = None) ->
     if not options.use_daemon:
         return CodexChoice(None, f"Codex: {own} (--no-daemon)")
     directory = runtime_dir(options.runtime_dir, env)
-    info = running_daemon(directory)
+    try:
+        info = running_daemon(directory)
+    except RuntimeDirError as exc:
+        # Another user's directory must not take the editor down: what it says is not
+        # read, and the editor gets the Codex it would get with no daemon at all.
+        chosen = _codex_daemon_or_own(options, own, f"{directory} not trusted", env)
+        return replace(chosen, refused=str(exc))
     if info is None:
         return _codex_daemon_or_own(options, own, f"no daemon runs on {directory}", env)
     why = _not_the_daemons(options, info, env)
@@ -214,7 +223,10 @@ def read_profiles(
     home = Path(codex_home(env))
     named, source = options.profile, "--profile"
     if named is None and choice.daemon is not None:
-        info = running_daemon(choice.daemon)
+        try:
+            info = running_daemon(choice.daemon)
+        except RuntimeDirError:
+            info = None  # untrusted since chosen: attaching will fail, and say why
         if info is not None and info.profile:
             named, source = info.profile, f"the daemon's --profile (pid {info.pid})"
     found, failed = find_profiles(home)
@@ -247,7 +259,8 @@ def open_codex(
     """The Codex connection the options ask for (raises ``CodexUnavailable``).
 
     With ``daemon``, the Codex its ``daemon.json`` names, read anew each time: a
-    reconnection follows the daemon's Codex wherever it restarted. With ``url``,
+    reconnection follows the daemon's Codex wherever it restarted; its token is the
+    directory's own ``token``, both checked (:mod:`bridge.daemon.runtime`). With ``url``,
     Codex's own daemon (its socket stays where it is when it restarts). ``started``: the
     Codex of its own already started, to adopt (``serve``'s early start).
     """
@@ -258,11 +271,19 @@ def open_codex(
     if url is not None:
         return connect_codex(url)
     if daemon is not None:
-        info = running_daemon(daemon)
-        if info is None or info.state != "running" or not info.url:
-            why = "no daemon runs there" if info is None else f"the daemon is {info.state}"
-            raise CodexUnavailable(f"cannot attach to the daemon of {daemon}: {why}")
-        return connect_codex(info.url, token_file=info.tokenFile)
+        from .daemon.runtime import read_token
+
+        try:
+            info = running_daemon(daemon)
+            if info is None or info.state != "running" or not info.url:
+                why = "no daemon runs there" if info is None else f"the daemon is {info.state}"
+                raise CodexUnavailable(f"cannot attach to the daemon of {daemon}: {why}")
+            # ``tokenFile`` says only whether there is a token (Codex's own daemon's socket
+            # takes none): never where to read it.
+            token = read_token(daemon) if info.tokenFile else None
+        except RuntimeDirError as exc:
+            raise CodexUnavailable(f"cannot attach to the daemon of {daemon}: {exc}") from exc
+        return connect_codex(info.url, token=token)
     binary = find_codex(options.codex_bin)
     return spawn_codex(binary, config_overrides=options.config_overrides, started=started)
 
@@ -303,6 +324,19 @@ def make_engine(
             tap.event("missing_directory", path)
         return found
 
+    def real_path(path: str) -> str:
+        # Where a path really leads (its symlinks resolved), for /rewind to keep its writes
+        # in the session's folders. This file system is Codex's own unless --codex-url names
+        # a Codex elsewhere; a path that is not here comes back as written. A recording keeps
+        # each answer that differs, for its replay.
+        try:
+            found = os.path.realpath(path)
+        except (OSError, ValueError):
+            found = path
+        if found != path and tap is not None:
+            tap.event("real_path", path, data=found)
+        return found
+
     # ``shared``: Codex's own daemon, which, like the bridge's, outlives this editor.
     shared = shared or daemon is not None
     attached = bool(options.codex_url) or shared
@@ -313,6 +347,7 @@ def make_engine(
         profile=profiles.profile,
         api_key=api_key,
         is_directory=is_directory,
+        real_path=real_path,
         # Beside a daemon's Codex, what waits on the user outlives this editor.
         detachable=shared,
         paged_store=True,
@@ -341,27 +376,39 @@ def _stored_machine(tap: Tap | None) -> Any:
 def make_links(options: ServeOptions, choice: CodexChoice) -> Any:
     """The links to the machines the user named (``MachineLinks``), ``None`` without any.
     Through the bridge's daemon, the daemon runs them and its Codex has them registered:
-    the daemon's machines are offered, with links here that only check them."""
-    from .shell.machine_link import MachineLinks
-
+    the daemon's machines are offered, with links here that only check them (with this
+    process's own ssh command: nothing ``daemon.json`` names is run)."""
     if choice.daemon is not None:
         return _daemon_machines(options, choice.daemon)
     if not options.machines:
         return None
+    # Imported only now: the links bring websockets (and asyncio under it), a tenth of a
+    # second of CPU at every start of a session that names no machine.
+    from .shell.machine_link import MachineLinks
 
+    return MachineLinks(
+        options.machines, ssh=options.ssh_command or ["ssh"], codex_program=_own_codex(options)
+    )
+
+
+def _own_codex(options: ServeOptions) -> str | None:
     try:
-        program: str | None = codex_launch(find_codex(options.codex_bin), os.environ).program
+        return codex_launch(find_codex(options.codex_bin), os.environ).program
     except CodexUnavailable:
-        program = None
-    return MachineLinks(options.machines, ssh=options.ssh_command or ["ssh"], codex_program=program)
+        return None
 
 
 def _daemon_machines(options: ServeOptions, directory: Path) -> Any:
     from . import machines as machine_specs
     from .daemon.runtime import read_info
-    from .shell.machine_link import MachineLinks
 
-    info = read_info(directory)
+    def read_published() -> DaemonInfo | None:
+        try:
+            return read_info(directory)
+        except RuntimeDirError:
+            return None  # untrusted since chosen: its word is not taken
+
+    info = read_published()
     published = info.machines if info is not None else []
     theirs = {m.name: m.url for m in published}
     ignored = [m.name for m in options.machines if theirs.get(m.name) != m.url]
@@ -373,8 +420,26 @@ def _daemon_machines(options: ServeOptions, directory: Path) -> Any:
         )
     if not published or info is None:
         return None
+    from .shell.machine_link import MachineLinks
+
     specs = []
     for machine in published:
+        if machine.url.startswith(f"{machine_specs.COMMAND}:"):
+            # A command machine's command is run here only as this process's own
+            # configuration names it (the machines file both read): never from a file.
+            mine = next(
+                (m for m in options.machines if m.name == machine.name and m.url == machine.url),
+                None,
+            )
+            if mine is None:
+                log.warning(
+                    "the daemon's machine %s runs a command this bridge is not given: name "
+                    "it in the machines file both read",
+                    machine.name,
+                )
+                continue
+            specs.append(replace(mine, description=machine.description))
+            continue
         try:
             spec = machine_specs.parse_url(machine.name, machine.url)
         except machine_specs.MachineError as exc:
@@ -387,13 +452,20 @@ def _daemon_machines(options: ServeOptions, directory: Path) -> Any:
         specs.append(replace(spec, description=machine.description, token_file=token))
 
     def states() -> dict[str, tuple[str, str]]:
-        now = read_info(directory)
+        now = read_published()
         return {m.name: (m.state, m.reason) for m in now.machines} if now is not None else {}
 
     return MachineLinks(
         specs,
-        ssh=info.sshCommand or ["ssh"],
-        codex_program=info.codexBin or None,
+        # This process's own ssh (--ssh-command, $CODEX_ACP_BRIDGE_SSH_COMMAND, ssh), not the
+        # daemon's: a command is never taken from a file.
+        ssh=options.ssh_command or machine_specs.ssh_command(None),
+        # The version the daemon's Codex said it is, compared with the machine's; no
+        # program of the daemon's is run to learn it.
+        codex_version=info.codexVersion,
+        # This process's own Codex: what it brings into a container (of the daemon's
+        # version only) when its check finds none there before the daemon's link did.
+        codex_program=_own_codex(options),
         relay=False,
         published=states,
     )
@@ -476,6 +548,8 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
     # dies once it sees Codex running is then noticed (see _watch_parent).
     parent = os.getppid()
     choice = choose_codex(options)
+    if choice.refused:
+        report(f"{choice.refused} (going on without the daemon)", logging.WARNING)
     if choice.daemon_runs:
         report(choice.says)
     else:
@@ -494,8 +568,13 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
         recorder = None
         if record_to is not None:
             from .recording.recorder import Recorder
+            from .shell.private_file import RefusedFile, open_private
 
-            out = stack.enter_context(open(record_to, "wb"))
+            try:
+                out = stack.enter_context(os.fdopen(open_private(record_to, append=False), "wb"))
+            except RefusedFile as exc:
+                report_fatal(f"--out: {exc}")
+                return 2
             # Read from the options, not from an engine's attributes: the replay
             # builds its engine from this header, so both follow the same options.
             shared = choice.daemon is not None or choice.url is not None

@@ -101,9 +101,12 @@ def test_another_clients_thread_is_forgotten_when_codex_forgets_it(method: str) 
     reads = _reads(h)
     h.codex_notify(method, {"threadId": "never-seen"})
     assert h.engine.census()["records"] == 1 and _reads(h) == reads
-    # The session's own record stays: closing it is the client's word.
+    # The session's own record stays: closing it is the client's word; unless Codex deleted
+    # its thread, which nothing can prompt or reopen any more, or archived it (Codex unloads
+    # it, and ACP has archiving close the session).
     h.codex_notify(method, {"threadId": "mine"})
-    assert h.engine.hub.threads.session("mine") is not None
+    kept = h.engine.hub.threads.session("mine") is not None
+    assert kept == (method == "thread/closed")
 
 
 def test_another_clients_thread_is_forgotten_when_codex_unloads_it() -> None:

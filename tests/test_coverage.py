@@ -2,7 +2,8 @@
 
 The floor (``fail_under``) and the source measured are in pyproject.toml's ``[tool.coverage]``.
 The whole suite does not run under coverage (a tracer doubles what the in-process tests cost);
-this test runs the engine's tests again under it, in a pytest of their own.
+this test runs the engine's tests again under it, in a pytest of their own, traced while the
+tests run and not while pytest works around them (:mod:`tests.support.engine_coverage`).
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def test_the_engine_tests_cover_the_engine_up_to_the_floor(tmp_path: Path) -> No
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_CORE_"))}
     env["COVERAGE_FILE"] = str(tmp_path / ".coverage")
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
-    argv += ["--cov", "--cov-report=term", *map(str, engine_tests())]
+    argv += ["-p", "no:pytest_cov", "-p", "tests.support.engine_coverage"]
+    argv += list(map(str, engine_tests()))
     done = subprocess.run(
         argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=540, check=False
     )

@@ -21,7 +21,7 @@ import msgspec
 import pytest
 import trio
 
-from bridge.codex.types import Thread
+from bridge.codex.types import Thread, TurnEnvironment
 from bridge.daemon.picture import Picture
 from bridge.daemon.runtime import (
     DaemonInfo,
@@ -456,3 +456,20 @@ def test_serve_attaches_to_codex_s_own_daemon_when_it_answers_and_runs_the_codex
                 )
     finally:
         shutil.rmtree(short)
+
+
+def test_a_sessions_other_folders_show_beside_its_folder_while_codex_reports_them() -> None:
+    picture = Picture()
+    roots = ["/w/app", "/w/shared", "/w/lib"]
+    environment = TurnEnvironment(environmentId="local", cwd="/w/app", runtimeWorkspaceRoots=roots)
+    picture.seen(msgspec.structs.replace(ROOT, environments=[environment]))
+    picture.seen(OTHER)
+    assert lines(picture)["root"]["folders"] == ["/w/shared", "/w/lib"]
+    assert "folders" not in lines(picture)["other"]
+    # Read again once Codex no longer holds it (a stored thread says no roots): still known.
+    picture.seen(ROOT)
+    assert lines(picture)["root"]["folders"] == ["/w/shared", "/w/lib"]
+    info = DaemonInfo(pid=42, bridgeVersion="0.1.0", state="running")
+    text = render(info, [msgspec.to_builtins(line) for line in picture.lines()], now=1_100)
+    assert "/w/app (+2 folders)" in text
+    assert "/w/doc  " in text and "/w/doc (+" not in text

@@ -10,13 +10,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
 from bridge import __version__
-from bridge.codex.palette import AccountReadResult
+from bridge.codex.palette import Account, AccountReadResult
 from bridge.codex.versions import PINNED
-from bridge.daemon.runtime import DaemonInfo, hold_lock, new_token, write_info
+from bridge.daemon.runtime import DaemonInfo, hold_lock, new_token, prepare, write_info
 from bridge.doctor import (
     LOGIN_HINT,
     Check,
@@ -80,16 +81,20 @@ CHECKS = [
 
 
 def signed(account: dict[str, Any] | None, *, requires_openai_auth: bool = True) -> Handshake:
-    result = AccountReadResult(account=account, requiresOpenaiAuth=requires_openai_auth)
+    typed = msgspec.convert(account, Account) if account is not None else None
+    result = AccountReadResult(account=typed, requiresOpenaiAuth=requires_openai_auth)
     return Handshake(
         0.4, user_agent="codex-acp-bridge/0.169.0", account=result, config=ConfigTrial()
     )
 
 
 def private_dir(**kw: Any) -> RuntimeDir:
-    return RuntimeDir(
-        Path("/run/user/1000/codex-acp-bridge"), exists=True, owner=1000, user=1000, **kw
-    )
+    return RuntimeDir(Path("/run/user/1000/codex-acp-bridge"), exists=True, **kw)
+
+
+def refused_dir(what: str, fix: str) -> RuntimeDir:
+    """A runtime directory the check refused (:func:`bridge.daemon.runtime.check_dir`)."""
+    return RuntimeDir(Path("/run/user/1000/codex-acp-bridge"), exists=True, error=what, fix=fix)
 
 
 def running(state: str = "running", **kw: Any) -> DaemonInfo:
@@ -314,18 +319,11 @@ def test_a_running_daemon_in_a_private_directory_is_fine() -> None:
     assert "pid 42" in check.detail and "ws://127.0.0.1:4100" in check.detail
 
 
-def test_a_runtime_directory_open_to_others_blocks_use_while_a_daemon_runs() -> None:
-    check = daemon_check(private_dir(mode=0o755, daemon_running=True, daemon=running()))
-    assert check.status == "error" and "mode 0755" in check.detail
-    assert check.hint == "chmod 700 /run/user/1000/codex-acp-bridge"
-    # Without a daemon, only others' writing is dangerous: a daemon's start makes it private.
-    assert daemon_check(private_dir(mode=0o755)).status == "warning"
-    assert daemon_check(private_dir(mode=0o777)).status == "error"
-
-
-def test_another_user_s_runtime_directory_blocks_use() -> None:
-    check = daemon_check(RuntimeDir(Path("/tmp/d"), exists=True, owner=0, user=1000))
-    assert check.status == "error" and "another user" in check.detail and check.hint
+def test_a_refused_runtime_directory_blocks_use_with_the_check_s_own_words() -> None:
+    what = "runtime directory /tmp/d belongs to uid 1001 (alice), not you: someone else made it"
+    check = daemon_check(refused_dir(what, "remove it (as root)"))
+    assert (check.status, check.detail) == ("error", f"{what} (serve uses no daemon there)")
+    assert check.hint == "remove it (as root)"
 
 
 def test_a_failed_daemon_blocks_use_and_a_restarting_one_warns() -> None:
@@ -398,7 +396,7 @@ def test_every_error_says_what_to_do() -> None:
         binary=CodexBinary(None, problem="no Codex binary found"),
         handshake=None,
         config=ConfigFile(HOME / "config.toml", exists=True, error="bad"),
-        runtime=private_dir(mode=0o777),
+        runtime=refused_dir("runtime directory /d is open to other users", "chmod 700 /d"),
         choice="Codex: its own, which cannot start (no Codex binary found); ...",
         choice_fails=True,
         profile_error="profile 'fast': no file /home/.codex/fast.config.toml",
@@ -672,10 +670,9 @@ async def test_a_codex_outside_the_tested_range_warns_and_one_that_is_no_app_ser
 async def test_a_daemon_s_runtime_directory_open_to_others_blocks_use(
     bridge_env: dict[str, str], tmp_path: Path
 ) -> None:
-    """A daemon runs (it holds the lock, as ``daemon`` does) on a directory someone made 0755."""
-    runtime = tmp_path / "runtime-open"
-    runtime.mkdir()
-    runtime.chmod(0o755)
+    """A daemon runs (it holds the lock, as ``daemon`` does) on a directory opened to others
+    since (0755): doctor says so, and serve would not use that daemon."""
+    runtime = prepare(tmp_path / "runtime-open")
     info = DaemonInfo(
         pid=os.getpid(),
         bridgeVersion=__version__,
@@ -688,11 +685,13 @@ async def test_a_daemon_s_runtime_directory_open_to_others_blocks_use(
     write_info(runtime, info)
     env = clean(bridge_env)
     with hold_lock(runtime):
+        runtime.chmod(0o755)
         code, out = await run_doctor(env, "--runtime-dir", str(runtime))
         assert code == 1, out
         shown = line(out, "Daemon")
         assert shown.startswith("✗ Daemon") and "mode 0755" in shown
         assert f"→ chmod 700 {runtime}" in shown
+        assert "its own," in line(out, "Codex used"), out
         assert (runtime.stat().st_mode & 0o777) == 0o755, "doctor changes nothing"
         runtime.chmod(0o700)
         code, out = await run_doctor(env, "--runtime-dir", str(runtime))

@@ -23,6 +23,7 @@ from bridge.recording import read_recording
 from bridge.recording.format import MessageRecord
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation, record_argv
+from tests.support.reading import Ended
 from tests.support.scenarios.approvals import (
     ESCALATED,
     MCP_ECHO,
@@ -73,7 +74,7 @@ async def answered(
     asks with ``answers``; returned once the bridge has gone."""
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation(on_request=answers, **options) as talk:
-            assert await talk.prompt(prompt) == {"stopReason": stop}
+            assert await talk.prompt(prompt) == Ended({"stopReason": stop})
     return talk
 
 
@@ -142,9 +143,9 @@ async def test_a_cancelled_outcome_cancels_the_turn(
     answers = Answers(permission=None)
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation(on_request=answers) as talk:
-            assert await talk.prompt(ESCALATED) == {"stopReason": "cancelled"}
+            assert await talk.prompt(ESCALATED) == Ended({"stopReason": "cancelled"})
             # The session keeps working.
-            assert await talk.prompt("@@ say again") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say again") == Ended({"stopReason": "end_turn"})
     assert not (workspace / "approved.txt").exists()
     # The turn stopped there: the model hears of the call only with the next prompt.
     [output] = tool_outputs(scripted_model)
@@ -172,7 +173,7 @@ async def interrupted_while_asked(
             await interrupt(talk)
             answers.release()  # the client answers "allow", after the interruption
             await wait_all_tasks_blocked()
-        assert outcome["result"] == {"stopReason": "cancelled"}
+        assert outcome["result"] == Ended({"stopReason": "cancelled"})
         yield talk
 
 
@@ -201,11 +202,11 @@ async def test_cancel_while_asking_answers_codex_cancel_once_and_the_late_allow_
 
     async def cancel(talk: Conversation) -> None:
         await talk.client.notify("session/cancel", {"sessionId": talk.sid})
-        await talk.client.wait_for(lambda m: m.get("result") == {"stopReason": "cancelled"})
+        await talk.client.wait_for(lambda m: m.get("result") == Ended({"stopReason": "cancelled"}))
 
     with trio.fail_after(SCENARIO_SECONDS):
         async with interrupted_while_asked(open_conversation, out, cancel) as talk:
-            assert await talk.prompt("@@ say still here") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say still here") == Ended({"stopReason": "end_turn"})
     assert not (workspace / "approved.txt").exists()
 
     traffic = recorded(out)

@@ -13,6 +13,7 @@ from bridge.acp.types import NewSessionResult
 from bridge.jsonrpc import RpcError
 from bridge.shell.streams import LineStream
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from tests.support.reading import Ended
 
 pytestmark = pytest.mark.e2e
 
@@ -54,7 +55,7 @@ async def test_bad_requests_get_typed_errors_and_the_session_keeps_working(
             assert bad_block.value.code == -32602 and "prompt[0]" in bad_block.value.message
 
             # After all of that, the session still answers.
-            assert await client.prompt(sid, "@@ words 3") == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, "@@ words 3") == Ended({"stopReason": "end_turn"})
     assert_valid_acp(client)
 
 
@@ -121,7 +122,7 @@ async def test_stdout_carries_only_protocol_messages(
             assert await until_id(3) == {
                 "jsonrpc": "2.0",
                 "id": 3,
-                "result": {"stopReason": "end_turn"},
+                "result": Ended({"stopReason": "end_turn"}),
             }
             await process.stdin.aclose()
             await process.wait()

@@ -19,6 +19,7 @@ import trio
 
 from bridge.acp_client import AcpClient
 from tests.support.e2e import Conversation
+from tests.support.reading import Ended
 from tests.support.scenarios.subagents import SUBAGENTS, call, children, has_state, script, spawn
 
 # Version-sensitive: run against both ends of the tested Codex range.
@@ -111,7 +112,7 @@ async def test_cancelling_a_root_stops_the_command_its_turn_waits_on(
         await client.notify("session/cancel", {"sessionId": session})
         gone = await until(lambda: not command_runs(unique), "the command stopped", GONE_WITHIN)
     print(f"root command gone {gone:.3f} s after the cancel")
-    assert result == [{"stopReason": "cancelled"}]
+    assert result == [Ended({"stopReason": "cancelled"})]
 
 
 async def test_cancelling_a_root_stops_what_it_left_running_in_the_background(
@@ -130,7 +131,7 @@ async def test_cancelling_a_root_stops_what_it_left_running_in_the_background(
         await client.notify("session/cancel", {"sessionId": session})
         gone = await until(lambda: not command_runs(unique), "the command stopped", GONE_WITHIN)
     print(f"background command gone {gone:.3f} s after the cancel")
-    assert result == [{"stopReason": "cancelled"}]
+    assert result == [Ended({"stopReason": "cancelled"})]
 
 
 @pytest.mark.conversation(capabilities=SUBAGENTS, unstable=True)
@@ -180,4 +181,4 @@ async def test_cancelling_a_child_stops_its_command_only_and_a_parent_cancel_sto
             "the cascade stopped the child's",
             GONE_WITHIN,
         )
-    assert result == [{"stopReason": "cancelled"}]
+    assert result == [Ended({"stopReason": "cancelled"})]

@@ -22,7 +22,7 @@ import trio
 from bridge.daemon.runtime import ENV_RUNTIME_DIR, read_status
 from tests.support.daemon import ATTACHED, running_daemon
 from tests.support.e2e import SCENARIO_SECONDS, decode_lines
-from tests.support.reading import session_updates, text_of
+from tests.support.reading import Ended, session_updates, text_of
 from tests.support.scenarios.subagents import call, script, spawn, wait
 from tests.test_e2e_acpx import _exec, _session_and_stop, acpx, agent  # noqa: F401
 from tests.test_e2e_sdk_client_v2 import _run_sdk_v2_client
@@ -119,7 +119,7 @@ async def test_the_python_sdk_through_the_daemon_lets_every_child_write(
     asked = [e for e in events if e["event"] == "permission"]
     assert len(asked) == len(CHILDREN) and all(e["chosen"] for e in asked), asked
     assert [e for e in events if e["event"] in ("prompt", "error")] == [
-        {"event": "prompt", "stopReason": "end_turn"}
+        Ended({"event": "prompt", "stopReason": "end_turn"})
     ]
     text = text_of(e["update"] for e in events if e["event"] == "update")
     assert text.endswith("all three wrote"), json.dumps(events[-5:])

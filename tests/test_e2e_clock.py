@@ -17,6 +17,7 @@ from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel
 from bridge.scripted_model.codex_home import write_codex_home
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge, words
+from tests.support.reading import Ended
 
 # Version-sensitive: run against both ends of the tested Codex range.
 pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
@@ -62,7 +63,7 @@ async def test_a_codex_that_takes_the_time_from_its_client_gets_it_from_the_brid
             sid = await client.new_session(str(workspace))
             before = int(time.time())
             # Refused, the clock read failed the turn ("failed to read current time").
-            assert await client.prompt(sid, "@@ words 3") == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, "@@ words 3") == Ended({"stopReason": "end_turn"})
             after = int(time.time())
             assert client.text_of(sid) == words(3)
     assert_valid_acp(client)

@@ -26,6 +26,7 @@ from tests.support.codex_daemon import (
 )
 from tests.support.daemon import StartDaemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.reading import Ended
 from tests.test_e2e_daemon import status_json
 
 pytestmark = pytest.mark.e2e
@@ -74,7 +75,7 @@ async def test_serve_finds_codex_s_daemon_and_its_sessions_live_there(
 async def test_codex_url_names_codex_s_daemon_socket(on_codex_daemon: OnCodexDaemon) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with on_codex_daemon(codex_url=True) as (daemon, talk):
-            assert await talk.prompt("@@ say hello") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say hello") == Ended({"stopReason": "end_turn"})
             [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
             assert talk.sid in loaded["data"]
 
@@ -85,11 +86,11 @@ async def test_a_session_outlives_a_restart_of_codex_s_daemon(
     with trio.fail_after(SCENARIO_SECONDS):
         async with on_codex_daemon() as (daemon, talk):
             client, session, process = talk.client, talk.sid, talk.process
-            assert await client.prompt(session, "@@ say one") == {"stopReason": "end_turn"}
+            assert await client.prompt(session, "@@ say one") == Ended({"stopReason": "end_turn"})
             before = daemon.started["pid"]
             restarted = await daemon.command("restart")
             assert restarted["status"] == "restarted" and restarted["pid"] != before
-            assert await client.prompt(session, "@@ say two") == {"stopReason": "end_turn"}
+            assert await client.prompt(session, "@@ say two") == Ended({"stopReason": "end_turn"})
             assert client.text_of(session).endswith("two")
             assert process.poll() is None
             [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
@@ -129,14 +130,16 @@ async def test_the_bridge_s_daemon_uses_codex_s_daemon_and_shows_every_thread(
                 # An editor through the bridge's daemon works on Codex's daemon too.
                 async with open_conversation(argv=serve_argv(runtime)) as talk:
                     client, session = talk.client, talk.sid
-                    assert await client.prompt(session, "@@ say hi") == {"stopReason": "end_turn"}
+                    assert await client.prompt(session, "@@ say hi") == Ended(
+                        {"stopReason": "end_turn"}
+                    )
                     [loaded] = await codex_requests(daemon.url, ("thread/loaded/list", {}))
                     assert session in loaded["data"]
                     # Codex's daemon restarts: the editor goes on, the watcher follows it.
                     assert (await daemon.command("restart"))["status"] == "restarted"
-                    assert await client.prompt(session, "@@ say again") == {
-                        "stopReason": "end_turn"
-                    }
+                    assert await client.prompt(session, "@@ say again") == Ended(
+                        {"stopReason": "end_turn"}
+                    )
                     while not any(  # noqa: ASYNC110 (polls status)
                         t["threadId"] == session and t["state"] == "idle"
                         for t in (await status_json(bridge_env, runtime))["threads"]
@@ -168,8 +171,8 @@ async def test_a_prompt_larger_than_codex_accepts_is_refused_and_the_connection_
                 with pytest.raises(RpcError) as refused:
                     await client.request("session/prompt", {"sessionId": session, "prompt": prompt})
                 assert refused.value.code == -32602 and str(limit) in refused.value.message
-            assert await client.prompt(session, "@@ say fine") == {"stopReason": "end_turn"}
-            assert await client.prompt(other, "@@ say also") == {"stopReason": "end_turn"}
+            assert await client.prompt(session, "@@ say fine") == Ended({"stopReason": "end_turn"})
+            assert await client.prompt(other, "@@ say also") == Ended({"stopReason": "end_turn"})
             assert process.poll() is None
     # Nothing about a lost Codex: the connection never broke.
     assert "restarting in" not in stderr_file.read_text()
@@ -180,7 +183,7 @@ async def test_codex_s_daemon_stopped_under_a_session_is_an_error_not_a_hang(
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with on_codex_daemon() as (daemon, talk):
-            assert await talk.prompt("@@ say one") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say one") == Ended({"stopReason": "end_turn"})
             assert (await daemon.command("stop"))["status"] == "stopped"
             # The bridge tries to reconnect, then says why it stopped trying.
             with pytest.raises(RpcError) as refused:

@@ -25,6 +25,7 @@ from tests.support.codex_daemon import codex_home_processes, codex_requests
 from tests.support.codex_tui import AGENT_MARK, USER_MARK, Tui, codex_tui
 from tests.support.daemon import StartDaemon
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, words
+from tests.support.reading import Ended
 from tests.support.scenarios.approvals import ESCALATED, Answers
 from tests.test_e2e_daemon import status_json, thread_state
 
@@ -158,9 +159,9 @@ async def test_a_tui_thread_is_loaded_live_and_the_tui_s_prompts_stream_into_the
             assert window.text_of(thread, "user_message_chunk").endswith("@@ words 40 delay_ms=20")
             assert agent_kinds(window.updates[at:]) == ["user_message_chunk", "agent_message_chunk"]
             # And the other way: the window's prompt is a turn the TUI shows.
-            assert await window.prompt(thread, "@@ say from the editor") == {
-                "stopReason": "end_turn"
-            }
+            assert await window.prompt(thread, "@@ say from the editor") == Ended(
+                {"stopReason": "end_turn"}
+            )
             await tui.wait_until(
                 lambda s: (
                     USER_MARK + "@@ say from the editor" in s
@@ -237,13 +238,13 @@ async def test_a_v2_window_follows_the_tui_s_turns_and_the_tui_s_cancel(
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
         async with tui_and_window() as (tui, window, thread):
-            ended = {"state": "idle", "stopReason": "end_turn"}
+            ended = Ended({"state": "idle", "stopReason": "end_turn"})
             at = len(window.updates)
             await tui.submit("@@ say second")
             await window.wait_for(lambda _m: ended in states(window, thread, at))
             assert states(window, thread, at) == [{"state": "running"}, ended]
             # The TUI's own cancel (Esc): the window shows the turn ended cancelled.
-            cancelled = {"state": "idle", "stopReason": "cancelled"}
+            cancelled = Ended({"state": "idle", "stopReason": "cancelled"})
             at = len(window.updates)
             await tui.submit("@@ words 3000 delay_ms=10")
             await window.wait_for(lambda _m: "word20 " in window.text_of(thread))

@@ -15,6 +15,8 @@ from bridge.scripted_model import ScriptedModel, write_codex_home
 from bridge.scripted_model.directives import codex_internal_purpose, turn_metadata
 from tests.support.air import declaring
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.loopback import refuse_for_lack_of_a_key, request_head, serve_loopback
+from tests.support.reading import Ended
 
 # Version-sensitive: run against both ends of the tested Codex range.
 pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
@@ -75,7 +77,7 @@ async def test_a_new_session_reports_the_configured_mode_and_overrides_nothing(
             assert _option(result["configOptions"], "mode")["currentValue"] == mode
             model = _option(result["configOptions"], "model")
             assert model["currentValue"] == "mock-model"
-            assert await talk.prompt("@@ say fine") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say fine") == Ended({"stopReason": "end_turn"})
     [(body, headers)] = _user_turns(scripted_model)
     # The turn ran as configured: the bridge sent no setting of its own.
     assert turn_metadata(body, headers)["sandbox_mode"] == sandbox_mode
@@ -100,7 +102,7 @@ async def test_the_first_answer_lists_the_whole_catalog_and_the_configured_effor
             effort = _option(options, "reasoning_effort")
             assert effort["currentValue"] == "high"
             assert "high" in [o["value"] for o in effort["options"]]
-            assert await talk.prompt("@@ say fine") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say fine") == Ended({"stopReason": "end_turn"})
     [(body, _headers)] = _user_turns(scripted_model)
     assert (body["model"], body["reasoning"]["effort"]) == ("gpt-6-luna", "high")
 
@@ -112,15 +114,15 @@ async def test_set_mode_then_a_prompt_runs_with_the_new_policy(
     conversation: Conversation, workspace: Path, scripted_model: ScriptedModel
 ) -> None:
     client, sid = conversation.client, conversation.sid
-    assert await client.prompt(sid, "@@ say before") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ say before") == Ended({"stopReason": "end_turn"})
     await client.request("session/set_mode", {"sessionId": sid, "modeId": "full-access"})
-    assert await client.prompt(sid, "@@ say after") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ say after") == Ended({"stopReason": "end_turn"})
     answer = await client.request(
         "session/set_config_option",
         {"sessionId": sid, "configId": "mode", "value": "read-only"},
     )
     assert _option(answer["configOptions"], "mode")["currentValue"] == "read-only"
-    assert await client.prompt(sid, "@@ say last") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ say last") == Ended({"stopReason": "end_turn"})
     modes = [turn_metadata(b, h)["sandbox_mode"] for b, h in _user_turns(scripted_model)]
     assert modes == ["workspace-write", "danger-full-access", "read-only"]
     kinds = [u["update"]["sessionUpdate"] for u in client.updates]
@@ -140,12 +142,12 @@ async def test_picking_a_model_and_an_effort_reaches_the_model_request(
     effort = _option(answer["configOptions"], "reasoning_effort")
     default = effort["currentValue"]
     other = next(o["value"] for o in effort["options"] if o["value"] != default)
-    assert await client.prompt(sid, "@@ say one") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ say one") == Ended({"stopReason": "end_turn"})
     await client.request(
         "session/set_config_option",
         {"sessionId": sid, "configId": "reasoning_effort", "value": other},
     )
-    assert await client.prompt(sid, "@@ say two") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ say two") == Ended({"stopReason": "end_turn"})
     first, second = (body for body, _ in _user_turns(scripted_model))
     assert (first["model"], first["reasoning"]["effort"]) == (picked, default)
     assert (second["model"], second["reasoning"]["effort"]) == (picked, other)
@@ -166,7 +168,7 @@ async def test_picks_are_stored_in_the_thread_and_come_back_after_a_restart(
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation() as talk:
             client, sid = talk.client, talk.sid
-            assert await talk.prompt("@@ say stored") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say stored") == Ended({"stopReason": "end_turn"})
             await client.request("session/set_mode", {"sessionId": sid, "modeId": "read-only"})
             choices = _option(talk.opened["configOptions"], "model")["options"]
             picked = next(o["value"] for o in choices if o["value"] != "mock-model")
@@ -197,9 +199,9 @@ async def test_picks_are_stored_in_the_thread_and_come_back_after_a_restart(
                 # The whole catalog, in the answer itself (a fresh process, no update needed).
                 assert len(model["options"]) > 1
                 assert _option(opened["configOptions"], "reasoning_effort")["currentValue"] == other
-                assert await again.prompt(sid, f"@@ say after {method}") == {
-                    "stopReason": "end_turn"
-                }
+                assert await again.prompt(sid, f"@@ say after {method}") == Ended(
+                    {"stopReason": "end_turn"}
+                )
     first, *later = _user_turns(scripted_model)
     assert (first[0]["model"], turn_metadata(*first)["sandbox_mode"]) == (
         "mock-model",
@@ -233,7 +235,7 @@ async def test_bad_settings_requests_are_errors_and_the_session_goes_on(
         with pytest.raises(RpcError) as refused:
             await client.request(method, params)
         assert refused.value.code == code
-    assert await client.prompt(sid, "@@ say still here") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ say still here") == Ended({"stopReason": "end_turn"})
     [(body, headers)] = _user_turns(scripted_model)
     assert turn_metadata(body, headers)["sandbox_mode"] == "workspace-write"
 
@@ -248,17 +250,21 @@ async def test_slash_commands_are_advertised_and_run_as_turns(
     announced = await client.wait_for(_is_update("available_commands_update"))
     names = [c["name"] for c in announced["params"]["update"]["availableCommands"]]
     assert {"review", "review-branch", "review-commit", "compact", "shell"} <= set(names)
-    assert await client.prompt(sid, "@@ say hello") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ say hello") == Ended({"stopReason": "end_turn"})
     # /review runs Codex's reviewer (a sub-agent of its own) and answers with its review.
-    assert await client.prompt(sid, "/review check the greeting") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "/review check the greeting") == Ended(
+        {"stopReason": "end_turn"}
+    )
     assert client.text_of(sid).endswith("Scripted reply")
     # /compact: a compaction turn; the prompt waits for it.
-    assert await client.prompt(sid, "/compact") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "/compact") == Ended({"stopReason": "end_turn"})
     # /shell: the user's own command, in the workspace.
-    assert await client.prompt(sid, "/shell echo marked > marker.txt") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "/shell echo marked > marker.txt") == Ended(
+        {"stopReason": "end_turn"}
+    )
     assert (workspace / "marker.txt").read_text() == "marked\n"
     # The session goes on as before.
-    assert await client.prompt(sid, "@@ say after") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ say after") == Ended({"stopReason": "end_turn"})
     purposes = [
         codex_internal_purpose(b, h)
         for b, h in zip(scripted_model.requests, scripted_model.request_headers, strict=True)
@@ -298,7 +304,7 @@ async def test_each_command_answered_without_a_turn_once(
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation() as talk:
             client, sid, said = talk.client, talk.sid, talk.said
-            assert await client.prompt(sid, "@@ say hello") == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, "@@ say hello") == Ended({"stopReason": "end_turn"})
             status = await said("/status")
             assert "Model: mock-model" in status and "Mode: Default" in status, status
             assert "tokens" in status  # the turn above used some context
@@ -309,7 +315,7 @@ async def test_each_command_answered_without_a_turn_once(
             # The reviews come before the goal: an active goal lets Codex start a turn of its
             # own at any time, and one starting just as a review is sent races it in Codex.
             for review in ("/review-branch main", f"/review-commit {sha}"):
-                assert await client.prompt(sid, review) == {"stopReason": "end_turn"}
+                assert await client.prompt(sid, review) == Ended({"stopReason": "end_turn"})
             assert "Goal set." in await said("/goal ship the notes")
             assert "(active): ship the notes" in await said("/goal")
             assert "Goal paused." in await said("/goal pause")
@@ -338,19 +344,8 @@ async def test_each_command_answered_without_a_turn_once(
 
 async def _refuse_unauthenticated(stream: trio.SocketStream) -> None:
     """An OpenAI-like endpoint that refuses every request for lack of credentials."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = await stream.receive_some(65536)
-        if not chunk:
-            return
-        data += chunk
-    body = b'{"error":{"message":"You did not provide an API key.","code":"invalid_api_key"}}'
-    head = (
-        "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\n"
-        f"connection: close\r\ncontent-length: {len(body)}\r\n\r\n"
-    )
-    await stream.send_all(head.encode() + body)
-    await stream.aclose()
+    if await request_head(stream) is not None:
+        await refuse_for_lack_of_a_key(stream)
 
 
 @pytest.mark.parametrize("provider", ["refuses with 401", "names an unset env_key"])
@@ -363,9 +358,7 @@ async def test_a_turn_without_credentials_fails_with_auth_required(
     provider: str,
 ) -> None:
     if provider == "refuses with 401":
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-        port = listeners[0].socket.getsockname()[1]
-        nursery.start_soon(trio.serve_listeners, _refuse_unauthenticated, listeners)
+        port = await serve_loopback(nursery, _refuse_unauthenticated)
         extra = f'[model_providers.mock]\nbase_url = "http://127.0.0.1:{port}/v1"\n'
         extra += "requires_openai_auth = true"
     else:
@@ -398,9 +391,9 @@ async def test_authenticate_hands_the_environment_api_key_to_codex(
     bridge_env["OPENAI_API_KEY"] = "sk-bridge-test-key"
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation() as talk:
-            assert await talk.prompt("@@ say before") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say before") == Ended({"stopReason": "end_turn"})
             assert await talk.client.request("authenticate", {"methodId": "api-key"}) == {}
-            assert await talk.prompt("@@ say after") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ say after") == Ended({"stopReason": "end_turn"})
     (_, before), (_, after) = _user_turns(scripted_model)
     # Codex reads no key from its environment: only authenticate gave it one.
     assert "authorization" not in before
@@ -470,7 +463,7 @@ async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
             action = goal["_meta"]["jetbrains"]["air"]["commandAction"]
             assert action == {"kind": "prefixPrompt", "presentation": "state"}
             assert "Greet people warmly" in await talk.said("/skills")
-            assert await talk.prompt("/greet the team") == {"stopReason": "end_turn"}
+            assert await talk.prompt("/greet the team") == Ended({"stopReason": "end_turn"})
     [(body, _headers)] = _user_turns(scripted_model)
     assert "purple-otter" in json.dumps(body["input"]), "the skill reached the model"
     assert "the team" in json.dumps(body["input"])
@@ -483,11 +476,11 @@ async def test_plan_turns_codexs_plan_mode_on_and_off(
     request carries Codex's plan-mode instructions; after ``/plan off`` Codex tells the model
     it is back in the default mode."""
     talk = conversation
-    assert await talk.prompt("@@ say before") == {"stopReason": "end_turn"}
+    assert await talk.prompt("@@ say before") == Ended({"stopReason": "end_turn"})
     assert "Plan mode on" in await talk.said("/plan")
-    assert await talk.prompt("@@ say planning") == {"stopReason": "end_turn"}
+    assert await talk.prompt("@@ say planning") == Ended({"stopReason": "end_turn"})
     assert "Plan mode off" in await talk.said("/plan off")
-    assert await talk.prompt("@@ say doing") == {"stopReason": "end_turn"}
+    assert await talk.prompt("@@ say doing") == Ended({"stopReason": "end_turn"})
 
     def request_for(text: str) -> str:
         [body] = [

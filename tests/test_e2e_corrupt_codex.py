@@ -26,11 +26,12 @@ from bridge.jsonrpc import RpcError
 from bridge.shell.streams import LineStream
 from tests.support.corrupting_codex import read_log, relay_env, write_wrapper
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, words
+from tests.support.reading import Ended
 
 pytestmark = pytest.mark.e2e
 
 Rules = list[dict[str, Any]]
-END_TURN = {"stopReason": "end_turn"}
+END_TURN = Ended({"stopReason": "end_turn"})
 #: A well-formed thread id Codex never gave out.
 UNKNOWN_THREAD = "00000000-0000-4000-8000-00000000dead"
 

@@ -29,6 +29,7 @@ from bridge.daemon.runtime import read_status
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.daemon import ATTACHED, StartDaemon, daemon_info, running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.reading import Ended
 from tests.support.scenarios.approvals import ESCALATED, Answers
 from tests.support.scenarios.recovery import codex_processes
 
@@ -156,7 +157,10 @@ async def test_two_editors_work_side_by_side_on_one_daemon(
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(run, a, sa, "@@ words 200 delay_ms=2")
                     nursery.start_soon(run, b, sb, "@@ words 150 delay_ms=2")
-                assert results == {sa: {"stopReason": "end_turn"}, sb: {"stopReason": "end_turn"}}
+                assert results == {
+                    sa: Ended({"stopReason": "end_turn"}),
+                    sb: Ended({"stopReason": "end_turn"}),
+                }
                 assert len(a.text_of(sa).split()) == 200 and len(b.text_of(sb).split()) == 150
                 # Neither editor is shown the other's session.
                 assert sb not in msgspec.json.encode(a.received).decode()
@@ -174,14 +178,14 @@ async def test_an_attached_editor_follows_the_daemons_restarted_codex(
             open_conversation(argv=serve_argv(runtime)) as talk,
         ):
             client, session, process = talk.client, talk.sid, talk.process
-            assert await client.prompt(session, "@@ say one") == {"stopReason": "end_turn"}
+            assert await client.prompt(session, "@@ say one") == Ended({"stopReason": "end_turn"})
             for pid in codex_processes(daemon.pid):
                 # Codex's launcher exits by itself once the binary under it dies.
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             restarted = await daemon_info(runtime, old=info.codexPid)
             assert restarted.url  # perhaps another port: serve re-reads daemon.json
-            assert await client.prompt(session, "@@ say two") == {"stopReason": "end_turn"}
+            assert await client.prompt(session, "@@ say two") == Ended({"stopReason": "end_turn"})
             assert client.text_of(session).endswith("two")
             assert process.poll() is None
 
@@ -277,7 +281,9 @@ async def test_status_watch_redraws_when_a_thread_changes(
                 assert f"daemon {daemon.pid}".encode() in shown
                 await client.initialize()
                 session = await client.new_session(str(workspace))
-                assert await client.prompt(session, "@@ say watched") == {"stopReason": "end_turn"}
+                assert await client.prompt(session, "@@ say watched") == Ended(
+                    {"stopReason": "end_turn"}
+                )
                 # Redrawn without being asked: the new thread, titled by its first message.
                 while b"@@ say watched" not in shown:
                     shown += await watch.stdout.receive_some(65536)
@@ -334,7 +340,7 @@ async def _first_answer(argv: list[str], env: dict[str, str], workspace: Path, l
         async with open_agent(argv, env=env, stderr=out.fileno()) as (client, _process):
             await client.initialize()
             session = await client.new_session(str(workspace))
-            assert await client.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
+            assert await client.prompt(session, "@@ say hello") == Ended({"stopReason": "end_turn"})
     said = [line for line in log.read_text().splitlines() if "Codex: " in line]
     assert len(said) == 1, said
     return said[0]

@@ -20,6 +20,7 @@ import trio
 
 from bridge.acp_client import AcpClient
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.reading import Ended
 from tests.support.scenarios.approvals import Answers
 from tests.support.scenarios.subagents import NO_SUBAGENTS, call, script, spawn, wait
 
@@ -62,7 +63,7 @@ async def test_a_hidden_childs_allowed_command_that_fails_ends_failed_with_its_e
         async with open_conversation(capabilities=NO_SUBAGENTS, on_request=answers) as talk:
             result = await talk.prompt(child_runs("echo hi > child-0.txt"))
     client, session = talk.client, talk.sid
-    assert result == {"stopReason": "end_turn"}
+    assert result == Ended({"stopReason": "end_turn"})
     tool_call = asked_tool_call(answers)
     statuses = tool_call_statuses(client, session, tool_call["toolCallId"])
     assert "completed" not in statuses
@@ -95,7 +96,7 @@ async def test_a_hidden_childs_allowed_command_ends_completed_only_once_it_finis
         async with open_conversation(capabilities=NO_SUBAGENTS, **options) as talk:
             result = await talk.prompt(child_runs("sleep 2; echo hi > child-ok.txt"))
     client, session = talk.client, talk.sid
-    assert result == {"stopReason": "end_turn"}
+    assert result == Ended({"stopReason": "end_turn"})
     assert target.read_text() == "hi\n"
     tool_call = asked_tool_call(answers)
     statuses = tool_call_statuses(client, session, tool_call["toolCallId"])
@@ -159,11 +160,11 @@ async def test_a_cancelled_commands_last_update_comes_before_the_work_ends(
             and m["params"]["update"].get("stopReason") == "cancelled"
         ]
     else:
-        assert ended == [{"stopReason": "cancelled"}]
+        assert ended == [Ended({"stopReason": "cancelled"})]
         [ended_at] = [
             n
             for n, m in enumerate(client.received)
-            if m.get("result") == {"stopReason": "cancelled"}
+            if m.get("result") == Ended({"stopReason": "cancelled"})
         ]
     updates = [
         (n, m["params"]["update"])

@@ -19,6 +19,7 @@ import trio
 
 from bridge.acp_client import AcpClient, open_agent
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from tests.support.reading import Ended
 
 pytestmark = pytest.mark.e2e
 
@@ -60,7 +61,7 @@ async def answer_to(client: AcpClient, line: bytes, rid: Any = None) -> dict[str
 async def still_works(client: AcpClient, workspace: Path) -> None:
     await client.initialize()
     sid = await client.new_session(str(workspace))
-    assert await client.prompt(sid, "@@ words 3") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ words 3") == Ended({"stopReason": "end_turn"})
 
 
 def assert_no_traceback(stderr_file: Path) -> None:

@@ -18,6 +18,7 @@ from bridge.acp_client import AcpClient
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.daemon import StartDaemon
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.reading import Ended
 from tests.support.scenarios.approvals import Answers
 from tests.support.scenarios.subagents import (
     NESTED_TOML,
@@ -75,7 +76,7 @@ async def test_a_command_that_outlived_its_turn_is_replayed_finished(
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation() as talk:
             first, root = talk.client, talk.sid
-            assert await talk.prompt(YIELDED) == {"stopReason": "end_turn"}
+            assert await talk.prompt(YIELDED) == Ended({"stopReason": "end_turn"})
             await first.wait_for(
                 lambda _m: any(
                     c.get("status") == "completed" for c in final_calls(first, root).values()
@@ -121,7 +122,7 @@ async def test_a_load_through_the_daemon_shows_a_command_still_running_then_its_
             argv = serve_argv(runtime)
             async with open_conversation(argv=argv) as talk:
                 first, root = talk.client, talk.sid
-                assert await talk.prompt(slow) == {"stopReason": "end_turn"}
+                assert await talk.prompt(slow) == Ended({"stopReason": "end_turn"})
             live = final_calls(first, root)
             [call_id] = live
             assert live[call_id] == {"title": "sleep 4; echo late-done", "status": "in_progress"}
@@ -178,7 +179,7 @@ async def test_a_hidden_sub_agents_commands_shown_on_the_root_are_replayed_there
         options: dict[str, Any] = {"capabilities": NO_SUBAGENTS}
         async with open_conversation(on_request=answers, **options) as talk:
             first, root = talk.client, talk.sid
-            assert await talk.prompt(ROOT_SPAWNS) == {"stopReason": "end_turn"}
+            assert await talk.prompt(ROOT_SPAWNS) == Ended({"stopReason": "end_turn"})
         client = await loaded(open_conversation, root, workspace, **options)
     live, replayed = final_calls(first, root), final_calls(client, root)
     asked = {

@@ -24,7 +24,7 @@ import pytest
 import trio
 
 from tests.support.e2e import SCENARIO_SECONDS, run_sdk_driver
-from tests.support.reading import session_updates
+from tests.support.reading import Ended, session_updates
 from tests.support.sshd import SshMachine, ssh_machine
 from tests.test_doctor_machines import doctor_env, run_doctor
 from tests.test_e2e_acpx import ACPX, CONFIG, _validate_traffic
@@ -117,7 +117,7 @@ async def test_sdk_client_picks_the_machine_and_its_approved_command_runs_there(
     [asked] = [e for e in events if e["event"] == "request"]
     assert asked["method"] == "session/request_permission"
     assert "who.txt" in asked["params"]["toolCall"]["title"]
-    assert responses(events, "session/prompt") == [{"stopReason": "end_turn"}]
+    assert responses(events, "session/prompt") == [Ended({"stopReason": "end_turn"})]
     assert events[-1] == {"event": "exit", "code": 0}
     assert any(t.endswith("(on box)") for t in tool_titles(events)), tool_titles(events)
     ran_on_the_machine(machine, workspace)

@@ -24,8 +24,9 @@ from bridge.daemon.runtime import read_info
 from bridge.jsonrpc import RpcError
 from tests.support.browser import chromium_or_skip, headless_chromium
 from tests.support.daemon import StartDaemon
-from tests.support.daemon import serve_argv as attached_argv
+from tests.support.daemon import serve_argv as daemon_serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.reading import Ended
 from tests.support.scenarios.subagents import SUBAGENTS, children, script, spawn, states, wait
 from tests.support.sshd import SshMachine, ssh_machine
 from tests.test_e2e_daemon import status_json
@@ -65,6 +66,13 @@ def serve_argv(bridge_argv: list[str], *machines: str, ssh_command: str) -> list
     for each in machines:
         argv += ["--machine", each]
     return argv
+
+
+def attached_argv(runtime: Path, machine: SshMachine) -> list[str]:
+    """An editor's ``serve`` on the daemon of ``runtime``, given the user's ssh command as
+    the daemon is: an attached serve checks machines and reads their files with its own,
+    never with the one ``daemon.json`` names."""
+    return [*daemon_serve_argv(runtime), "--ssh-command", machine.ssh_command]
 
 
 OpenOn = Callable[..., AbstractAsyncContextManager[Conversation]]
@@ -278,7 +286,8 @@ async def test_sub_agents_of_a_session_on_a_machine_work_there(
             [kid] = children(talk.client)
             await talk.client.wait_for(
                 lambda _m: (
-                    states(talk.client, kid)[-1:] == [{"state": "idle", "stopReason": "end_turn"}]
+                    states(talk.client, kid)[-1:]
+                    == [Ended({"state": "idle", "stopReason": "end_turn"})]
                 )
             )
     assert any(title.endswith("(on box)") for title in tool_titles(talk)), tool_titles(talk)
@@ -328,7 +337,7 @@ async def test_through_the_daemon_a_session_works_on_its_machine_and_status_show
                 ("box", f"{machine.url}{machine.workspace}", str(machine.workspace))
             ]
             async with open_conversation(
-                argv=attached_argv(runtime), env=bridge_env, on_request=approving([])
+                argv=attached_argv(runtime, machine), env=bridge_env, on_request=approving([])
             ) as talk:
                 machines = option(talk.opened["configOptions"], "machine")
                 assert [v["value"] for v in machines["options"]] == ["local", "box"]
@@ -396,7 +405,7 @@ async def test_through_the_daemon_a_machine_away_at_its_start_takes_the_first_pr
         async with (
             start_daemon(*daemon_options),
             open_conversation(
-                argv=attached_argv(runtime), env=bridge_env, on_request=approving([])
+                argv=attached_argv(runtime, machine), env=bridge_env, on_request=approving([])
             ) as talk,
         ):
             await set_machine(talk, "box")
@@ -437,13 +446,14 @@ async def test_two_machines_and_local_at_once_each_sessions_sub_agent_works_wher
             async with trio.open_nursery() as nursery:
                 for name in sessions:
                     nursery.start_soon(prompt, name)
-            assert ended == {name: {"stopReason": "end_turn"} for name in sessions}
+            assert ended == {name: Ended({"stopReason": "end_turn"}) for name in sessions}
             kids = children(client)
             assert len(kids) == 3
             for kid in kids:
                 await client.wait_for(
                     lambda _m, kid=kid: (
-                        states(client, kid)[-1:] == [{"state": "idle", "stopReason": "end_turn"}]
+                        states(client, kid)[-1:]
+                        == [Ended({"state": "idle", "stopReason": "end_turn"})]
                     )
                 )
     assert (machine.workspace / "child.txt").read_text().split() == [
@@ -470,10 +480,10 @@ async def test_the_page_groups_threads_by_machine_with_each_links_state(
             start_daemon("--machine", box, "--ssh-command", machine.ssh_command),
             headless_chromium(chromium, tmp_path / "profile", tmp_path / "chromium.log") as page,
             open_conversation(
-                argv=attached_argv(runtime), env=bridge_env, on_request=approving([])
+                argv=attached_argv(runtime, machine), env=bridge_env, on_request=approving([])
             ) as here,
             open_conversation(
-                argv=attached_argv(runtime), env=bridge_env, on_request=approving([])
+                argv=attached_argv(runtime, machine), env=bridge_env, on_request=approving([])
             ) as there,
         ):
             await set_machine(there, "box")
@@ -572,7 +582,7 @@ async def test_through_the_daemon_rewind_on_a_machine_takes_back_its_files_there
         async with (
             start_daemon(*daemon_options),
             open_conversation(
-                argv=attached_argv(runtime), env=bridge_env, on_request=approving([])
+                argv=attached_argv(runtime, machine), env=bridge_env, on_request=approving([])
             ) as talk,
         ):
             answer = await rewind_on_the_machine(talk, machine, workspace)

@@ -10,6 +10,7 @@ import trio
 
 from bridge.scripted_model import ScriptedModel
 from tests.support.e2e import SCENARIO_SECONDS, running_bridge
+from tests.support.reading import Ended
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +32,7 @@ async def test_config_overrides_reach_codex(
         async with running_bridge(argv, bridge_env, stderr_file) as client:
             await client.initialize()
             sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, "@@ say hi") == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, "@@ say hi") == Ended({"stopReason": "end_turn"})
     turns = [body for body in scripted_model.requests if body.get("model") == "override-model"]
     assert turns, (
         f"models asked for: {sorted({str(b.get('model')) for b in scripted_model.requests})}"

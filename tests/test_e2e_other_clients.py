@@ -24,6 +24,7 @@ from bridge.daemon.runtime import DaemonInfo
 from bridge.shell.codex_transport import connect_codex
 from tests.support.daemon import running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, words
+from tests.support.reading import Ended
 from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
 
 pytestmark = pytest.mark.e2e
@@ -131,7 +132,7 @@ async def test_another_clients_thread_is_listed_loaded_live_and_takes_prompts(
                 "@@ say first@@ words 60 delay_ms=40"
             )
             # The window's prompt: a turn of the thread the other client sees too.
-            assert await window.prompt(thread, "@@ say mine") == {"stopReason": "end_turn"}
+            assert await window.prompt(thread, "@@ say mine") == Ended({"stopReason": "end_turn"})
             assert window.text_of(thread).endswith("mine")
             await other.wait_for(
                 lambda m: (

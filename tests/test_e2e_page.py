@@ -12,14 +12,19 @@ the page's cancel stops a turn. Screenshots of those states are kept in ``docs/i
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import html
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import trio
@@ -28,9 +33,10 @@ from websockets.trio.client import connect
 from bridge.acp_client import AcpClient, open_agent
 from bridge.daemon.runtime import read_info
 from bridge.scripted_model import ScriptedModel, write_codex_home
-from tests.support.browser import chromium_or_skip, headless_chromium
-from tests.support.daemon import running_daemon, serve_argv
+from tests.support.browser import chromium_or_skip, headless_chromium, stand_in_browser
+from tests.support.daemon import StartDaemon, running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS
+from tests.support.reading import Ended
 from tests.support.scenarios.approvals import ESCALATED, QUESTION, QUESTIONS_TOML, Answers
 from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
 
@@ -114,13 +120,27 @@ async def test_the_page_shows_threads_and_answers_and_cancels_them(
             )
             address = url.stdout.decode().strip()
             info = read_info(runtime)
-            assert info is not None and address.startswith(f"{info.pageUrl}?token=")
+            assert info is not None and address.startswith(f"{info.pageUrl}#token=")
             assert info.pageUrl.startswith("http://127.0.0.1:")  # loopback by default
             assert stat.S_IMODE((runtime / "page-token").stat().st_mode) == 0o600
-            await page.goto(address)
+            # `status --notify` hands the browser the file that leads to the page.
+            async with stand_in_browser(tmp_path / "browser") as browser:
+                notify = [sys.executable, "-m", "bridge", "status", "--notify"]
+                env = {**bridge_env, "BROWSER": browser.command}
+                await trio.run_process([*notify, "--runtime-dir", str(runtime)], env=env)
+                [opened] = browser.opened()
+            await page.goto(opened["argv"][1])
             await page.wait_for("document.querySelector('#link.on')")
-            # The token left the address bar for a cookie.
-            assert await page.evaluate("location.href") == info.pageUrl
+            # The token left the address bar for the tab's sessionStorage, and no cookie holds
+            # it; the notifications asked for are on.
+            assert await page.evaluate("location.href") == f"{info.pageUrl}#notify"
+            token = (runtime / "page-token").read_text().strip()
+            kept = "sessionStorage.getItem('codex-acp-bridge-token')"
+            assert await page.evaluate(kept) == token
+            cookies = await page.send("Network.getAllCookies")
+            assert cookies["cookies"] == []
+            assert await page.evaluate("document.getElementById('notify').checked")
+            await _a_notification_waits_for_its_threads_title(page)
 
             with (tmp_path / "editor.log").open("ab") as log:
                 async with open_agent(
@@ -147,6 +167,146 @@ async def test_the_page_shows_threads_and_answers_and_cancels_them(
                     await _cancelled_on_the_page(page, editor, str(workspace), runtime)
 
 
+async def test_status_open_puts_the_pages_secret_in_no_command_line(
+    start_daemon: StartDaemon, bridge_env: dict[str, str], runtime: Path, tmp_path: Path
+) -> None:
+    """Every local user reads every process's command line (``/proc/PID/cmdline``): the
+    browser ``status --open`` starts is given a private file that leads to the page."""
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with (
+            start_daemon(),
+            stand_in_browser(tmp_path / "browser") as browser,
+        ):
+            token = (runtime / "page-token").read_text().strip()
+            env = {**bridge_env, "BROWSER": browser.command}
+            await trio.run_process([sys.executable, "-m", "bridge", "status", "--open"], env=env)
+            [opened] = browser.opened()
+            # The browser lives on with its command line, as a browser does.
+            assert Path(f"/proc/{opened['pid']}/cmdline").exists()
+            holding = [cmdline for cmdline in _command_lines() if token.encode() in cmdline]
+            assert holding == []
+            opener = runtime / "open-page.html"
+            assert opened["argv"][1:] == [opener.as_uri()]
+            assert stat.S_IMODE(opener.stat().st_mode) == 0o600
+            # It leads to the page, the secret in the fragment (sent to no server), which lets
+            # the page's socket in.
+            [address] = re.findall(r'url=([^"]+)"', opener.read_text())
+            info = read_info(runtime)
+            assert info is not None and html.unescape(address) == f"{info.pageUrl}#token={token}"
+            status, head, body = await _get(info.pageUrl)
+            assert status == 200 and "set-cookie:" not in head.lower()
+            assert b"<title>Codex agents</title>" in body
+            host = urlsplit(info.pageUrl).netloc
+            async with connect(f"ws://{host}/ws", origin=f"http://{host}") as socket:  # type: ignore[arg-type]
+                await socket.send(json.dumps({"type": "token", "token": token}))
+                assert json.loads(await socket.recv())["type"] == "hello"
+
+
+class Elsewhere:
+    """Another server on loopback (another local user's, say), on a port of its own: its
+    page loads an image from it, as any page does; every request it gets is kept."""
+
+    PAGE = b'<!doctype html><title>elsewhere</title><img src="/pixel.gif" alt="">'
+
+    def __init__(self) -> None:
+        self.requests: list[bytes] = []
+        self.image = trio.Event()
+
+    async def answer(self, stream: trio.SocketStream) -> None:
+        data = b""
+        with trio.move_on_after(5):
+            while b"\r\n\r\n" not in data and (chunk := await stream.receive_some(65536)):
+                data += chunk
+        self.requests.append(data)
+        image = data.startswith(b"GET /pixel.gif ")
+        body = b"" if image else self.PAGE
+        status = b"204 No Content" if image else b"200 OK"
+        head = b"HTTP/1.1 %s\r\nContent-Type: text/html\r\nContent-Length: %d\r\n" % (
+            status,
+            len(body),
+        )
+        with contextlib.suppress(trio.BrokenResourceError):
+            await stream.send_all(head + b"Connection: close\r\n\r\n" + body)
+        await stream.aclose()
+        if image:
+            self.image.set()
+
+
+async def test_another_server_on_loopback_gets_nothing_of_the_pages_secret(
+    start_daemon: StartDaemon, bridge_env: dict[str, str], runtime: Path, tmp_path: Path
+) -> None:
+    """Browsers keep cookies by host, not port, and "same-site" ignores the port: a cookie
+    of the page's would go to every server on 127.0.0.1 the browser visits, with each
+    request of its page's. The secret lives in the tab's sessionStorage (the page's origin
+    alone, port included) and goes only to the page's WebSocket."""
+    chromium = await chromium_or_skip()
+    elsewhere = Elsewhere()
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with (
+            start_daemon(),
+            headless_chromium(chromium, tmp_path / "profile", tmp_path / "chromium.log") as page,
+            trio.open_nursery() as nursery,
+        ):
+            [listener] = await nursery.start(
+                functools.partial(trio.serve_tcp, elsewhere.answer, 0, host="127.0.0.1")
+            )
+            other = listener.socket.getsockname()[1]
+            token = (runtime / "page-token").read_text().strip()
+            url = await trio.run_process(
+                [sys.executable, "-m", "bridge", "status", "--url"],
+                env=bridge_env,
+                capture_stdout=True,
+            )
+            info = read_info(runtime)
+            assert info is not None
+            await page.goto(url.stdout.decode().strip())
+            await page.wait_for("document.querySelector('#link.on')")
+            # The user follows a link to the other server, whose page loads its image.
+            await page.goto(f"http://127.0.0.1:{other}/")
+            with trio.fail_after(10):
+                await elsewhere.image.wait()
+            # The image its page loads (a same-site request: a cookie of 127.0.0.1 would go
+            # with it), then every request it got, the navigation to it included.
+            images = [r for r in elsewhere.requests if r.startswith(b"GET /pixel.gif ")]
+            assert images and len(elsewhere.requests) >= 2
+            for request in images + elsewhere.requests:
+                assert token.encode() not in request, request.decode(errors="replace")
+                assert b"codex_acp_bridge" not in request, request.decode(errors="replace")
+            # Nor can its script read it: the storage is the page's origin's.
+            assert await page.evaluate("sessionStorage.length") == 0
+            # Back on the page, without the secret in the address: the tab kept it, and a
+            # reload keeps it too.
+            await page.goto(info.pageUrl)
+            await page.wait_for("document.querySelector('#link.on')")
+            await page.evaluate("window.beforeReload = true")
+            await page.send("Page.reload")
+            await page.wait_for("!window.beforeReload && document.querySelector('#link.on')")
+            assert await page.evaluate("location.href") == info.pageUrl
+            nursery.cancel_scope.cancel()
+
+
+def _command_lines() -> list[bytes]:
+    lines = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            lines.append(cmdline.read_bytes())
+    return lines
+
+
+async def _get(url: str) -> tuple[int, str, bytes]:
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    stream = await trio.open_tcp_stream(parts.hostname, parts.port)
+    target = parts.path
+    await stream.send_all(f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n".encode())
+    data = b""
+    while chunk := await stream.receive_some(65536):
+        data += chunk
+    await stream.aclose()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), head.decode(), body
+
+
 @asynccontextmanager
 async def prompting(editor: AcpClient, cwd: str, text: str) -> AsyncIterator[tuple[str, list[Any]]]:
     """A new session of ``editor`` in ``cwd``, prompted ``text`` for the span of the
@@ -161,6 +321,31 @@ async def prompting(editor: AcpClient, cwd: str, text: str) -> AsyncIterator[tup
     async with trio.open_nursery() as nursery:
         nursery.start_soon(prompt)
         yield session, result
+
+
+async def _a_notification_waits_for_its_threads_title(page: Any) -> None:
+    """An ask can reach the page before the daemon has read its new thread's first
+    message: the desktop notification waits for that title rather than say "untitled",
+    and says "untitled" only for a thread that stays so (fed to the page as the daemon
+    would send it, so the order is the one that lost the title before)."""
+    await page.evaluate(NOTIFICATIONS_TO_THE_TEST)
+    ask = {"kind": "command", "command": "ls"}
+    rows = [
+        {"threadId": f"t-{n}", "state": "requires_action", "title": "", "cwd": "/w"} for n in (1, 2)
+    ]
+    inbox = [{**ask, "requestId": n, "threadId": f"t-{n}"} for n in (1, 2)]
+    await page.evaluate(
+        f"receive({json.dumps({'type': 'update', 'threads': rows, 'inbox': inbox})}); true"
+    )
+    assert await page.evaluate("window.notified") == []
+    titled = {**rows[0], "title": "Split the parser"}
+    await page.evaluate(f"receive({json.dumps({'type': 'update', 'threads': [titled]})}); true")
+    assert await page.evaluate("window.notified") == ["Codex waits on you: Split the parser"]
+    # The second thread never gets a title: said as such once the wait is over.
+    notified = await page.wait_for("window.notified.length === 2 && window.notified")
+    assert notified[1] == "Codex waits on you: untitled"
+    gone = {"type": "update", "gone": ["t-1", "t-2"], "inbox": []}
+    await page.evaluate(f"receive({json.dumps(gone)}); true")
 
 
 async def _running_then_child(page: Any, editor: AcpClient, cwd: str, runtime: Path) -> None:
@@ -236,7 +421,7 @@ async def _approval_answered_on_the_page(
         await page.evaluate(
             f"document.querySelector('{card} button[data-decision=accept]').click()"
         )
-    assert result == [{"stopReason": "end_turn"}]
+    assert result == [Ended({"stopReason": "end_turn"})]
     assert (Path(cwd) / "approved.txt").exists()
     [asked] = [m["id"] for m in editor.received if m.get("method") == "session/request_permission"]
     await editor.wait_for(
@@ -261,7 +446,7 @@ async def _question_answered_on_the_page(
         await page.evaluate(
             f"[...document.querySelectorAll('{card} button')].find(b => b.textContent === 'Answer').click()"
         )
-    assert result == [{"stopReason": "end_turn"}]
+    assert result == [Ended({"stopReason": "end_turn"})]
     assert len(held.asked_for("elicitation/create")) == 1
     [asked] = [m["id"] for m in editor.received if m.get("method") == "elicitation/create"]
     await editor.wait_for(
@@ -297,7 +482,7 @@ async def _cancelled_on_the_page(page: Any, editor: AcpClient, cwd: str, runtime
         await page.wait_for(f"{row(session)}.querySelector('button.cancel')")
         await shot(page, "page-transcript.png")
         await page.evaluate(f"{row(session)}.querySelector('button.cancel').click()")
-    assert result == [{"stopReason": "cancelled"}]
+    assert result == [Ended({"stopReason": "cancelled"})]
     # Idle, saying how its turn ended; its cancel gone with the turn.
     await page.wait_for(f"{row(session)}?.textContent.includes('idle · interrupted')")
     await page.wait_for(f"!{row(session)}.querySelector('button.cancel')")

@@ -17,6 +17,7 @@ import trio
 
 from bridge.scripted_model import ScriptedModel
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from tests.support.reading import Ended
 from tests.support.scenarios.approvals import Answers
 
 pytestmark = pytest.mark.e2e
@@ -62,7 +63,7 @@ async def test_a_pipeline_codex_calls_a_search_is_execute_in_its_request_and_tra
         ) as client:
             await client.initialize()
             sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, ESCALATED_PIPELINE) == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, ESCALATED_PIPELINE) == Ended({"stopReason": "end_turn"})
     [request] = answers.asked_for("session/request_permission")
     tool_call = request["toolCall"]
     assert tool_call["title"] == PIPELINE

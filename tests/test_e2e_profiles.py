@@ -17,6 +17,7 @@ from bridge.scripted_model import ScriptedModel
 from bridge.scripted_model.directives import codex_internal_purpose
 from tests.support.daemon import ATTACHED, StartDaemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, running_bridge
+from tests.support.reading import Ended
 
 pytestmark = pytest.mark.e2e
 
@@ -105,9 +106,9 @@ async def test_a_profile_picked_decides_the_next_sessions_model_not_this_ones(
             assert _option(answer, "model")["currentValue"] == "mock-model"
             second = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
             assert _option(second, "model")["currentValue"] == FAST_MODEL
-            assert await client.prompt(second["sessionId"], "@@ say one") == {
-                "stopReason": "end_turn"
-            }
+            assert await client.prompt(second["sessionId"], "@@ say one") == Ended(
+                {"stopReason": "end_turn"}
+            )
             await talk.said("@@ say two")
     # The new session ran on the profile's model; the first kept its own.
     assert _models(scripted_model) == [FAST_MODEL, "mock-model"]

@@ -10,7 +10,7 @@ import trio
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation, words
-from tests.support.reading import text_of
+from tests.support.reading import Ended, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -24,7 +24,7 @@ async def test_a_streamed_answer_arrives_whole_and_in_order(
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation() as talk:
             assert talk.init["protocolVersion"] == 1
-            assert await talk.prompt("@@ words 300") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ words 300") == Ended({"stopReason": "end_turn"})
             chunks = [
                 u["update"]
                 for u in talk.client.updates
@@ -34,14 +34,14 @@ async def test_a_streamed_answer_arrives_whole_and_in_order(
             assert text_of(chunks) == words(300)
             assert len({c["messageId"] for c in chunks}) == 1
             # A second prompt on the same session works the same way.
-            assert await talk.prompt("@@ words 5") == {"stopReason": "end_turn"}
+            assert await talk.prompt("@@ words 5") == Ended({"stopReason": "end_turn"})
             assert talk.text().endswith(words(5))
     assert talk.validated[0] > 300
 
 
 async def test_reasoning_streams_as_thoughts_before_the_answer(conversation: Conversation) -> None:
     client, sid = conversation.client, conversation.sid
-    assert await client.prompt(sid, "@@ reason 6\n@@ words 4") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ reason 6\n@@ words 4") == Ended({"stopReason": "end_turn"})
     kinds = [u["update"]["sessionUpdate"] for u in client.updates]
     assert "agent_thought_chunk" in kinds
     assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk")
@@ -64,11 +64,11 @@ async def test_cancel_mid_stream_resolves_cancelled_after_codex_confirms(
             lambda m: m.get("method") == "session/update" and len(client.text_of(sid).split()) >= 20
         )
         await client.notify("session/cancel", {"sessionId": sid})
-    assert outcome["result"] == {"stopReason": "cancelled"}
+    assert outcome["result"] == Ended({"stopReason": "cancelled"})
     streamed = len(client.text_of(sid).split())
     assert 20 <= streamed < 3000
     # The session is usable after a cancel.
-    assert await client.prompt(sid, "@@ words 3") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ words 3") == Ended({"stopReason": "end_turn"})
 
 
 async def test_a_failed_turn_is_an_error_carrying_codex_message(conversation: Conversation) -> None:
@@ -78,7 +78,7 @@ async def test_a_failed_turn_is_an_error_carrying_codex_message(conversation: Co
     assert failure.value.code == -32603
     assert failure.value.message, "Codex's message is passed on"
     assert failure.value.data["status"] == "failed"
-    assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ words 2") == Ended({"stopReason": "end_turn"})
 
 
 async def test_prompt_with_resources_and_images_reaches_the_model(
@@ -96,7 +96,7 @@ async def test_prompt_with_resources_and_images_reaches_the_model(
     ]
     client, sid = conversation.client, conversation.sid
     result = await client.request("session/prompt", {"sessionId": sid, "prompt": prompt})
-    assert result == {"stopReason": "end_turn"}
+    assert result == Ended({"stopReason": "end_turn"})
     assert client.text_of(sid) == "seen"
     body = str(scripted_model.requests)
     assert "BEE-CONTENT" in body
@@ -123,7 +123,7 @@ async def test_prompts_sent_mid_turn_are_queued_and_answered_in_order(
         nursery.start_soon(send, "third", "@@ say third answer")
     order = [name for name in answers]
     assert order == ["first", "second", "third"], order
-    assert all(a == {"stopReason": "end_turn"} for a in answers.values()), answers
+    assert all(a == Ended({"stopReason": "end_turn"}) for a in answers.values()), answers
     text = client.text_of(sid)
     assert text.startswith(words(200)) and text.index("second answer") < text.index("third answer")
 
@@ -138,13 +138,15 @@ async def test_prompts_sent_mid_turn_are_queued_and_answered_in_order(
         await trio.sleep(0.2)
         await client.notify("session/cancel", {"sessionId": sid})
     assert answers == {
-        "waiting": {"stopReason": "cancelled"},
-        "long": {"stopReason": "cancelled"},
+        "waiting": Ended({"stopReason": "cancelled"}),
+        "long": Ended({"stopReason": "cancelled"}),
     }
     # On the wire (the client's tasks may wake in any order once both answers are read): the
     # queued prompt, sent second so with the larger request id, is answered first.
     cancelled = [
-        m["id"] for m in client.received[mark:] if m.get("result") == {"stopReason": "cancelled"}
+        m["id"]
+        for m in client.received[mark:]
+        if m.get("result") == Ended({"stopReason": "cancelled"})
     ]
     assert len(cancelled) == 2 and cancelled[0] > cancelled[1], "the queue is answered first"
     assert "never" not in client.text_of(sid)
@@ -176,7 +178,7 @@ async def test_a_steer_enters_the_running_turn_and_the_model_answers_it_in_that_
             },
         )
         assert steered == {"outcome": "injected"}
-    assert answers == {"prompt": {"stopReason": "end_turn"}}
+    assert answers == {"prompt": Ended({"stopReason": "end_turn"})}
     text = client.text_of(sid)
     # Codex hands the steer to the model at once: the answer in flight stops where it
     # was, and the model's reply to the steer follows, in the same turn.

@@ -22,6 +22,7 @@ import trio
 from bridge.acp_client import open_agent
 from tests.support.app_server import app_server
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp
+from tests.support.reading import Ended
 
 pytestmark = pytest.mark.e2e
 
@@ -89,9 +90,13 @@ async def test_a_session_never_prompted_answers_its_prompts_after_the_connection
                     while cutter.connections < 2:  # noqa: ASYNC110 (the relay says nothing)
                         await trio.sleep(0.01)
                     # Sent as the bridge reconnects: it waits for the connection, then is answered.
-                    assert await client.prompt(fresh, "@@ say one") == {"stopReason": "end_turn"}
+                    assert await client.prompt(fresh, "@@ say one") == Ended(
+                        {"stopReason": "end_turn"}
+                    )
                     assert client.text_of(fresh) == "one"
-                    assert await client.prompt(later, "@@ say two") == {"stopReason": "end_turn"}
+                    assert await client.prompt(later, "@@ say two") == Ended(
+                        {"stopReason": "end_turn"}
+                    )
                     assert client.text_of(later) == "two"
                     assert process.poll() is None
     assert "Traceback" not in stderr_file.read_text()

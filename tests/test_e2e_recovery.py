@@ -22,6 +22,7 @@ import trio
 from bridge.jsonrpc import RpcError
 from tests.support.app_server import app_server, crash
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.reading import Ended
 from tests.support.scenarios import prompt_outcome
 from tests.support.scenarios import subagents as scenario
 from tests.support.scenarios.recovery import codex_processes, kill_codex
@@ -52,7 +53,7 @@ async def test_codex_killed_mid_answer_comes_back_and_the_same_session_answers(
             error = outcome["error"]
             assert "Codex app-server" in error.message and "status" in error.message
             # Asked right away: it waits for the new Codex instead of failing.
-            assert await client.prompt(session, "@@ words 3") == {"stopReason": "end_turn"}
+            assert await client.prompt(session, "@@ words 3") == Ended({"stopReason": "end_turn"})
             assert set(codex_processes(process.pid)).isdisjoint(old)
             assert process.poll() is None
     log_text = stderr_file.read_text()
@@ -78,7 +79,9 @@ async def test_codex_killed_during_a_childs_work_the_child_gets_a_fresh_state(
             fresh = scenario.states(client, kid)[-1]
             assert fresh["state"] in ("idle", "running", "requires_action"), fresh
             # The same root takes the next prompt.
-            assert await client.prompt(root, "@@ say still here") == {"stopReason": "end_turn"}
+            assert await client.prompt(root, "@@ say still here") == Ended(
+                {"stopReason": "end_turn"}
+            )
             assert client.text_of(root).endswith("still here")
     assert "Traceback" not in stderr_file.read_text()
 
@@ -101,7 +104,7 @@ async def test_a_codex_that_keeps_dying_is_given_up_on_and_the_bridge_stays_up(
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation(argv=argv) as talk:
             client, session, process = talk.client, talk.sid, talk.process
-            assert await client.prompt(session, "@@ words 3") == {"stopReason": "end_turn"}
+            assert await client.prompt(session, "@@ words 3") == Ended({"stopReason": "end_turn"})
             kill_codex(process.pid)
             await logged(stderr_file, "restarting in")
             # Waits through the restarts, then fails with why the bridge stopped trying.
@@ -135,13 +138,15 @@ async def test_a_dropped_websocket_to_codex_is_reconnected_and_the_session_resum
         with trio.fail_after(SCENARIO_SECONDS):
             async with open_conversation(argv=argv, env=dict(os.environ)) as talk:
                 client, session, process = talk.client, talk.sid, talk.process
-                assert await client.prompt(session, "@@ say before") == {"stopReason": "end_turn"}
+                assert await client.prompt(session, "@@ say before") == Ended(
+                    {"stopReason": "end_turn"}
+                )
                 crash(first)
                 await first.wait()
                 await logged(stderr_file, "restarting in")
                 async with app_server(codex_bin, codex_home, tmp_path, port=port):
                     reply = await client.prompt(session, "@@ say after")
-                    assert reply == {"stopReason": "end_turn"}
+                    assert reply == Ended({"stopReason": "end_turn"})
                     assert client.text_of(session).endswith("after")
                     assert process.poll() is None
     log_text = stderr_file.read_text()

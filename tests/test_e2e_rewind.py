@@ -16,8 +16,11 @@ import trio
 
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
+from bridge.recording import read_recording, replay
 from bridge.scripted_model import ScriptedModel
-from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation, record_argv
+from tests.support.reading import Ended
+from tests.support.scenarios.approvals import Answers
 from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
 from tests.support.scenarios.tools import BIG, PATCH_PROMPT
 
@@ -140,7 +143,7 @@ async def test_a_rewind_is_refused_while_a_turn_runs(conversation: Conversation)
         with pytest.raises(RpcError) as refused:
             await client.prompt(sid, "/rewind")
     assert refused.value.code == -32600 and "finished prompts only" in refused.value.message
-    assert ended == [{"stopReason": "end_turn"}]  # the turn went on
+    assert ended == [Ended({"stopReason": "end_turn"})]  # the turn went on
     assert "word40" in client.text_of(sid)
 
 
@@ -166,3 +169,47 @@ async def test_a_load_after_a_rewind_replays_the_shorter_conversation_without_it
     kinds = {u["update"]["sessionUpdate"] for u in client.updates}
     assert "subagent_update" not in kinds and "session_message" not in kinds
     assert {u["sessionId"] for u in client.updates} == {root}
+
+
+async def test_a_rewind_touches_nothing_outside_the_workspace_whatever_the_history_names(
+    open_conversation: OpenConversation, workspace: Path, tmp_path: Path
+) -> None:
+    """One patch (allowed by the client where Codex asks) writes outside the workspace three
+    ways: an absolute path, a ``..`` path, and a path through a link inside that leads out;
+    and one file inside. The rewind takes back the one inside only and names the others;
+    its recording keeps where the link led, so that its replay does the same."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept.txt").write_text("theirs\n")
+    (workspace / "link").symlink_to(outside)
+    patch = (
+        "*** Begin Patch\n"
+        f"*** Add File: {outside}/absolute.txt\n+made\n"
+        "*** Update File: ../outside/kept.txt\n@@\n-theirs\n+changed\n"
+        "*** Add File: link/linked.txt\n+through the link\n"
+        "*** Add File: inside.txt\n+mine\n"
+        "*** End Patch"
+    )
+    with trio.fail_after(SCENARIO_SECONDS):
+        out = tmp_path / "rewind.codex.jsonl"
+        answers = Answers(permission="allow_once")
+        async with open_conversation(argv=record_argv(out), on_request=answers) as talk:
+            await talk.said(patch_prompt(patch))
+            made = {p.name: p.read_text() for p in outside.iterdir()}
+            assert made == {
+                "absolute.txt": "made\n",
+                "kept.txt": "changed\n",
+                "linked.txt": "through the link\n",
+            }
+            answer = await rewound(talk)
+    assert {p.name: p.read_text() for p in outside.iterdir()} == made, "nothing outside touched"
+    assert not (workspace / "inside.txt").exists()
+    assert "`inside.txt`: removed (the prompt created it)" in answer
+    assert "Left alone (outside the session's folders, so not touched):" in answer
+    for name in ("absolute.txt", "kept.txt"):
+        assert f"- `{outside / name}`: outside the session's folders: left as it is." in answer
+    real = (outside / "linked.txt").resolve()
+    assert f"- `link/linked.txt`: outside the session's folders (it leads to {real})" in answer
+    recorded = out.read_text()
+    assert '"event":"real_path"' in recorded
+    assert "outside the session's folders (it leads to" in replay(read_recording(str(out))).text()

@@ -15,7 +15,7 @@ from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_cod
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
 from tests.support.e2e import run_sdk_driver, words
-from tests.support.reading import session_updates, text_of
+from tests.support.reading import Ended, session_updates, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -58,7 +58,7 @@ async def test_sdk_client_streams_a_whole_answer(sdk_client: SdkDriver) -> None:
     kinds = [(e["event"], e.get("method")) for e in events]
     assert kinds[0] == ("response", "initialize") and kinds[1] == ("response", "session/new")
     prompts = [e for e in events if e.get("method") == "session/prompt"]
-    assert [p["result"] for p in prompts] == [{"stopReason": "end_turn"}] * 2
+    assert [p["result"] for p in prompts] == [Ended({"stopReason": "end_turn"})] * 2
     first_end = events.index(prompts[0])
     assert text_of(u["update"] for u in session_updates(events[:first_end])) == words(500)
     # The usage windows pushed beside (an extension notification) are taken, not refused.
@@ -73,7 +73,7 @@ async def test_sdk_client_cancels_mid_stream(sdk_client: SdkDriver) -> None:
     )
     assert any(e["event"] == "cancel_sent" for e in events)
     [prompt] = [e for e in events if e.get("method") == "session/prompt"]
-    assert prompt["result"] == {"stopReason": "cancelled"}
+    assert prompt["result"] == Ended({"stopReason": "cancelled"})
     chunks = [
         u for u in session_updates(events) if u["update"]["sessionUpdate"] == "agent_message_chunk"
     ]
@@ -89,7 +89,7 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
 ) -> None:
     """The SDK's unstable entry point, declaring nothing, drives providers/list and
     providers/set (its own schema checks the answers), then the session it opens runs on
-    the provider it set. Declaring no unstable capability, it is not told of them in v1."""
+    the provider it set. Declaring nothing, it is told of them all the same."""
     second: ScriptedModel = await nursery.start(serve_scripted_model)
     provider = (
         f'[model_providers.second]\nname = "second"\nbase_url = "{second.base_url}"\n'
@@ -110,11 +110,11 @@ async def test_sdk_unstable_client_switches_provider_and_the_next_session_uses_i
         "@@ say from the second provider",
     )
     responses = {e["method"]: e for e in events if e["event"] == "response"}
-    assert "providers" not in responses["initialize"]["result"]["agentCapabilities"]
+    assert responses["initialize"]["result"]["agentCapabilities"]["providers"] == {}
     listed = responses["providers/list"]["result"]["providers"]
     assert {p["providerId"] for p in listed} >= {"mock", "second"}
     assert responses["providers/set"]["result"] == {}
-    assert responses["session/prompt"]["result"] == {"stopReason": "end_turn"}
+    assert responses["session/prompt"]["result"] == Ended({"stopReason": "end_turn"})
     assert any("from the second provider" in json.dumps(body) for body in second.requests)
     assert not any("from the second provider" in json.dumps(b) for b in scripted_model.requests)
     assert events[-1] == {"event": "exit", "code": 0}

@@ -19,7 +19,7 @@ from bridge.recording import TranscriptChecker
 from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
 from tests.support.e2e import run_sdk_driver, words
-from tests.support.reading import states_of, text_of
+from tests.support.reading import Ended, states_of, text_of
 from tests.support.scenarios.subagents import CHILD_WORDS, LONG_CHILD, SPAWN_THREE, script, spawn
 
 pytestmark = pytest.mark.e2e
@@ -37,8 +37,8 @@ ESCALATED = (
 #: stops listening when the parent's work ends, so the child's end must come before).
 CANCEL_CHILD = script(spawn(LONG_CHILD), "@@ sleep 10000\n@@ say parent done")
 RUNNING = {"state": "running"}
-DONE = {"state": "idle", "stopReason": "end_turn"}
-CANCELLED = {"state": "idle", "stopReason": "cancelled"}
+DONE = Ended({"state": "idle", "stopReason": "end_turn"})
+CANCELLED = Ended({"state": "idle", "stopReason": "cancelled"})
 #: The updates that carry conversation history (what a replay sends).
 HISTORY = frozenset({"user_message", "user_message_chunk", "agent_message_chunk"})
 

@@ -31,7 +31,8 @@ from tests.support.e2e import (
     earlier_session,
     words,
 )
-from tests.support.reading import text_of
+from tests.support.loopback import http_requests
+from tests.support.reading import Ended, text_of
 from tests.support.scenarios.sessions import probe_mcp_server
 
 pytestmark = pytest.mark.e2e
@@ -143,7 +144,7 @@ async def test_load_in_a_new_bridge_replays_the_history_before_its_response(
                 assert "from-the-shell" in json.dumps(tool_calls + replay)
 
             # The loaded session takes new prompts.
-            assert await client.prompt(sid, "@@ words 3") == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, "@@ words 3") == Ended({"stopReason": "end_turn"})
             assert client.text_of(sid).endswith(words(3))
 
             # A second load of the open session is refused and changes nothing.
@@ -152,7 +153,7 @@ async def test_load_in_a_new_bridge_replays_the_history_before_its_response(
                     "session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
                 )
             assert again.value.code == -32600 and "already open" in again.value.message
-            assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, "@@ words 2") == Ended({"stopReason": "end_turn"})
 
 
 async def test_load_of_a_thread_that_does_not_exist_is_not_found(
@@ -179,7 +180,7 @@ async def test_load_of_a_thread_that_does_not_exist_is_not_found(
             assert "not-a-thread-id is not a Codex thread id" in malformed.value.message
             assert malformed.value.data["codex"].startswith("invalid thread id")
             sid = await client.new_session(str(workspace))
-            assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, "@@ words 2") == Ended({"stopReason": "end_turn"})
 
 
 async def test_a_session_never_prompted_cannot_be_loaded_by_a_new_bridge_and_says_why(
@@ -204,7 +205,7 @@ async def test_a_session_never_prompted_cannot_be_loaded_by_a_new_bridge_and_say
             listed = await client.request("session/list", {})
             assert sid not in {s["sessionId"] for s in listed["sessions"]}
             other = await client.new_session(str(workspace))
-            assert await client.prompt(other, "@@ words 2") == {"stopReason": "end_turn"}
+            assert await client.prompt(other, "@@ words 2") == Ended({"stopReason": "end_turn"})
 
 
 async def test_resume_in_a_new_bridge_has_no_replay_and_the_session_works(
@@ -222,7 +223,7 @@ async def test_resume_in_a_new_bridge_has_no_replay_and_the_session_works(
                 u["sessionUpdate"] for u in _updates_between(client, sent_at, answered_at, sid)
             }
             assert not kinds & HISTORY_KINDS, "resume does not replay"
-            assert await client.prompt(sid, "@@ words 3") == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, "@@ words 3") == Ended({"stopReason": "end_turn"})
             assert client.text_of(sid) == words(3)
             with pytest.raises(RpcError) as again:
                 await client.request("session/resume", {"sessionId": sid, "cwd": str(workspace)})
@@ -282,7 +283,7 @@ async def test_list_pages_through_root_threads_and_filters_by_cwd(
             with pytest.raises(RpcError) as relative:
                 await client.request("session/list", {"cwd": "relative"})
             assert relative.value.code == -32602
-            assert await client.prompt(made[0], "@@ words 1") == {"stopReason": "end_turn"}
+            assert await client.prompt(made[0], "@@ words 1") == Ended({"stopReason": "end_turn"})
 
 
 async def test_close_while_a_prompt_runs_cancels_it_then_forgets_the_session(
@@ -300,7 +301,7 @@ async def test_close_while_a_prompt_runs_cancels_it_then_forgets_the_session(
         await client.wait_for(lambda _m: len(client.text_of(sid).split()) >= 20)
         outcome["close"] = await client.request("session/close", {"sessionId": sid})
         closed_at = len(client.received)
-    assert outcome["prompt"] == {"stopReason": "cancelled"}
+    assert outcome["prompt"] == Ended({"stopReason": "cancelled"})
     assert outcome["close"] == {}
     assert _answer_of(client, _rid_of(client, "session/prompt")) < _answer_of(
         client, _rid_of(client, "session/close")
@@ -328,7 +329,7 @@ async def test_close_while_a_prompt_runs_cancels_it_then_forgets_the_session(
     answered_at = _answer_of(client, _rid_of(client, "session/load"))
     replay = _updates_between(client, sent_at, answered_at, sid)
     assert text_of(replay, "user_message_chunk") == "@@ words 3000 delay_ms=10"
-    assert await client.prompt(sid, "@@ words 2") == {"stopReason": "end_turn"}
+    assert await client.prompt(sid, "@@ words 2") == Ended({"stopReason": "end_turn"})
 
 
 async def test_fork_makes_a_new_session_with_the_same_history(
@@ -341,24 +342,26 @@ async def test_fork_makes_a_new_session_with_the_same_history(
         async with open_conversation(capabilities={"subagents": {}}, unstable=True) as talk:
             client, sid = talk.client, talk.sid
             assert talk.init["agentCapabilities"]["sessionCapabilities"]["fork"] == {}
-            assert await client.prompt(sid, "@@ say remember ZEBRA-42") == {
-                "stopReason": "end_turn"
-            }
+            assert await client.prompt(sid, "@@ say remember ZEBRA-42") == Ended(
+                {"stopReason": "end_turn"}
+            )
             forked = await client.request(
                 "session/fork", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
             )
             fork = forked["sessionId"]
             assert fork != sid
             requests_before = len(scripted_model.requests)
-            assert await client.prompt(fork, "@@ say in the fork") == {"stopReason": "end_turn"}
+            assert await client.prompt(fork, "@@ say in the fork") == Ended(
+                {"stopReason": "end_turn"}
+            )
             assert client.text_of(fork) == "in the fork"
             # The fork's model request carries the original conversation.
             fork_requests = str(scripted_model.requests[requests_before:])
             assert "ZEBRA-42" in fork_requests and "in the fork" in fork_requests
             # The original goes on independently.
-            assert await client.prompt(sid, "@@ say still the original") == {
-                "stopReason": "end_turn"
-            }
+            assert await client.prompt(sid, "@@ say still the original") == Ended(
+                {"stopReason": "end_turn"}
+            )
             assert "in the fork" not in client.text_of(sid)
 
 
@@ -380,24 +383,7 @@ async def serve_http_mcp(
     """A minimal streamable-HTTP MCP server on 127.0.0.1 (JSON responses, no SSE stream)."""
 
     async def handle(stream: trio.SocketStream) -> None:
-        buffer = b""
-        while True:
-            while b"\r\n\r\n" not in buffer:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                buffer += data
-            head, _, buffer = buffer.partition(b"\r\n\r\n")
-            request_line, *header_lines = head.decode("latin-1").split("\r\n")
-            method = request_line.split(" ")[0]
-            headers = {
-                k.strip().lower(): v.strip()
-                for k, v in (line.split(":", 1) for line in header_lines if ":" in line)
-            }
-            length = int(headers.get("content-length", "0"))
-            while len(buffer) < length:
-                buffer += await stream.receive_some(65536)
-            body, buffer = buffer[:length], buffer[length:]
+        async for method, _path, headers, body in http_requests(stream):
             message = json.loads(body) if method == "POST" and body else {}
             seen.append({"http": method, "headers": headers, "message": message})
             status, payload = "405 Method Not Allowed", b""
@@ -509,7 +495,7 @@ async def test_client_mcp_servers_reach_codex_next_to_the_users_own(
             initialize = next(s for s in seen if s["message"].get("method") == "initialize")
             assert initialize["headers"]["x-probe"] == "yes"
 
-            assert await client.prompt(sid, "@@ say tools?") == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, "@@ say tools?") == Ended({"stopReason": "end_turn"})
             offered = str(scripted_model.requests[-1])
             assert "probe_stdio_tool" in offered and "probe_http_tool" in offered
 
@@ -540,7 +526,7 @@ async def test_close_while_a_permission_request_is_open_still_closes(
                 nursery.start_soon(prompt)
                 await asked.wait()
                 outcome["close"] = await client.request("session/close", {"sessionId": sid})
-            assert outcome == {"prompt": {"stopReason": "cancelled"}, "close": {}}
+            assert outcome == {"prompt": Ended({"stopReason": "cancelled"}), "close": {}}
             with pytest.raises(RpcError) as gone:
                 await client.prompt(sid, "@@ words 1")
             assert gone.value.code == -32002

@@ -22,7 +22,7 @@ from tests.support.acp_schema import ConversationValidator
 from tests.support.app_server import app_server
 from tests.support.daemon import StartDaemon
 from tests.support.e2e import SCENARIO_SECONDS, words
-from tests.support.reading import text_of
+from tests.support.reading import Ended, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -93,7 +93,7 @@ async def paused_answer(
 
 
 def assert_caught_up_whole(chunks: list[dict[str, Any]], answer: dict[str, Any]) -> None:
-    assert answer.get("result") == {"stopReason": "end_turn"}, answer
+    assert answer.get("result") == Ended({"stopReason": "end_turn"}), answer
     assert text_of(chunks) == words(WORDS)
     assert {c["messageId"] for c in chunks} == {chunks[0]["messageId"]}
     # What Codex streamed during the pause came merged: one chunk carries what was many

@@ -11,6 +11,7 @@ import trio
 from bridge.acp_client import AcpClient
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
+from tests.support.reading import Ended
 from tests.support.scenarios import subagents as scenario
 
 pytestmark = pytest.mark.e2e
@@ -57,7 +58,7 @@ async def test_replay_after_restarting_the_adapter_with_complete_child_history(
         async with running_bridge(bridge_argv, env, stderr_file) as first:
             await first.initialize(CAPABILITIES)
             root = await first.new_session(str(workspace))
-            assert await first.prompt(root, PROMPT) == {"stopReason": "end_turn"}
+            assert await first.prompt(root, PROMPT) == Ended({"stopReason": "end_turn"})
             await trio.sleep(1)  # let the grandchild finish writing its history
         announced = [
             u["update"]["sessionId"]
@@ -72,7 +73,7 @@ async def test_replay_after_restarting_the_adapter_with_complete_child_history(
                 "session/load", {"sessionId": root, "cwd": str(workspace), "mcpServers": []}
             )
             # A new prompt on the loaded root works.
-            assert await client.prompt(root, "@@ say again") == {"stopReason": "end_turn"}
+            assert await client.prompt(root, "@@ say again") == Ended({"stopReason": "end_turn"})
 
     messages = client.received
     response = next(
@@ -182,7 +183,7 @@ async def test_a_loaded_roots_collab_calls_have_their_live_titles_and_kinds(
         async with running_bridge(bridge_argv, bridge_env, stderr_file) as first:
             await first.initialize(capabilities)
             root = await first.new_session(str(workspace))
-            assert await first.prompt(root, TOOLS_PROMPT) == {"stopReason": "end_turn"}
+            assert await first.prompt(root, TOOLS_PROMPT) == Ended({"stopReason": "end_turn"})
             # A live spawn is retitled once its child is placed (its thread/read answered),
             # which may come just after the prompt's answer: wait for it, bounded above.
             await first.wait_for(

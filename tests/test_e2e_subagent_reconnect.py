@@ -24,7 +24,7 @@ from bridge.acp_client import AcpClient
 from tests.support.app_server import app_server
 from tests.support.codex_daemon import codex_daemon
 from tests.support.e2e import SCENARIO_SECONDS, Transport, assert_valid_acp, running_bridge
-from tests.support.reading import text_of
+from tests.support.reading import Ended, text_of
 from tests.support.scenarios import subagents as scenario
 
 pytestmark = pytest.mark.e2e
@@ -63,7 +63,7 @@ async def _spawn_a_child(first: AcpClient, workspace: Path) -> tuple[str, str]:
     """The first ``serve``'s part: a root that spawned a child, which said "one"."""
     await first.initialize(scenario.SUBAGENTS)
     root = await first.new_session(str(workspace))
-    assert await first.prompt(root, FIRST) == {"stopReason": "end_turn"}
+    assert await first.prompt(root, FIRST) == Ended({"stopReason": "end_turn"})
     [child] = {
         u["update"]["sessionId"]
         for u in first.updates
@@ -106,7 +106,7 @@ async def test_a_known_sub_agent_given_new_work_after_a_reconnection_reaches_the
                     opening, {"sessionId": root, "cwd": str(workspace), "mcpServers": []}
                 )
                 opened = len(client.received)
-                assert await client.prompt(root, _again(child)) == {"stopReason": "end_turn"}
+                assert await client.prompt(root, _again(child)) == Ended({"stopReason": "end_turn"})
                 # The child's answer ends its turn before the parent's wait returns; its
                 # events may still be on their way: waited for, bounded by the scenario.
                 await client.wait_for(lambda _m: "second answer" in client.text_of(child))
@@ -188,7 +188,7 @@ async def test_a_sub_agent_codex_no_longer_holds_reaches_the_client_once_given_n
             again = scenario.script(
                 scenario.call("multi_agent_v1/resume_agent", {"id": child}), _again(child)
             )
-            assert await client.prompt(root, again) == {"stopReason": "end_turn"}
+            assert await client.prompt(root, again) == Ended({"stopReason": "end_turn"})
             await client.wait_for(lambda _m: "second answer" in client.text_of(child))
     _check(client, root, child, opened, replays=False)
     assert_valid_acp(client, unstable=True)

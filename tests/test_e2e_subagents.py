@@ -37,7 +37,7 @@ from bridge.shell.streams import LineStream
 from tests.support.acp_schema import ConversationValidator
 from tests.support.app_server import app_server, crash
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, record_argv
-from tests.support.reading import text_of
+from tests.support.reading import Ended, text_of
 from tests.support.scenarios import prompt_outcome
 from tests.support.scenarios import subagents as scenario
 from tests.support.scenarios.approvals import Answers
@@ -393,7 +393,7 @@ async def test_children_spawned_in_one_step_are_announced_before_their_traffic_w
     spawn calls in one step, then a wait for each."""
     client, stdout = await play(scenario.spawn_and_wait)
     root = root_of(client)
-    assert prompt_results(client) == [{"stopReason": "end_turn"}]
+    assert prompt_results(client) == [Ended({"stopReason": "end_turn"})]
     kids = children(client)
     assert len(kids) == 3 and len(set(kids)) == 3
     assert {parent for parent, _ in announcements(client)} == {root}
@@ -424,7 +424,7 @@ async def test_children_spawned_in_one_step_are_announced_before_their_traffic_w
             m["messageId"] for m in outgoing if m["recipientSessionId"] == kid
         )
         assert client.text_of(kid) == f"{word} reporting"
-        assert states(client, kid)[-1] == {"state": "idle", "stopReason": "end_turn"}
+        assert states(client, kid)[-1] == Ended({"state": "idle", "stopReason": "end_turn"})
     # The parent received each child's result (wait): incoming messages; waits stay tool calls.
     incoming = [
         m for m in updates(client, "session_message", root) if m["recipientSessionId"] == root
@@ -444,7 +444,7 @@ async def test_send_two_assignments_to_the_same_child_conversation(play: Play, r
     client, stdout = await play(scenario.send_input_reuse)
     root = root_of(client)
     [kid] = children(client)
-    assert prompt_results(client) == [{"stopReason": "end_turn"}]
+    assert prompt_results(client) == [Ended({"stopReason": "end_turn"})]
     outgoing = [m for m in updates(client, "session_message", root) if m["senderSessionId"] == root]
     assert [m["recipientSessionId"] for m in outgoing] == [kid, kid], "the same session, twice"
     assert texts(outgoing) == ["@@ say first assignment done", "@@ say second assignment done"]
@@ -458,7 +458,7 @@ async def test_send_two_assignments_to_the_same_child_conversation(play: Play, r
     # running → idle → running → idle: Codex reports the fresh child idle before its first
     # turn starts, which is no work that ended, so no idle comes before the first running.
     assert collapsed(client, kid) == ["running", "idle", "running", "idle"]
-    assert states(client, kid)[-1] == {"state": "idle", "stopReason": "end_turn"}
+    assert states(client, kid)[-1] == Ended({"state": "idle", "stopReason": "end_turn"})
     results = [m for m in updates(client, "session_message", root) if m["senderSessionId"] == kid]
     assert texts(results) == ["first assignment done", "second assignment done"]
     finish(client, stdout)
@@ -472,7 +472,7 @@ async def test_a_nested_child_is_announced_on_its_parents_stream_after_its_paren
     write_codex_home(codex_home, scripted_model.base_url, extra_toml=NESTED_TOML)
     client, stdout = await play(scenario.nested_spawn)
     root = root_of(client)
-    assert prompt_results(client) == [{"stopReason": "end_turn"}]
+    assert prompt_results(client) == [Ended({"stopReason": "end_turn"})]
     [(parent1, middle), (parent2, grandchild)] = announcements(client)
     assert (parent1, parent2) == (root, middle)
     assert announcement_index(client, middle) < announcement_index(client, grandchild)
@@ -495,7 +495,7 @@ async def test_a_nested_child_is_announced_on_its_parents_stream_after_its_paren
         m for m in updates(client, "session_message", root) if m["senderSessionId"] == middle
     ]
     assert texts(from_middle) == ["middle done"]
-    assert states(client, grandchild)[-1] == {"state": "idle", "stopReason": "end_turn"}
+    assert states(client, grandchild)[-1] == Ended({"state": "idle", "stopReason": "end_turn"})
     finish(client, stdout)
 
 
@@ -507,7 +507,7 @@ async def test_a_childs_permission_request_is_its_own_after_its_announcement_and
     client, stdout = await play(scenario.child_approval)
     root = root_of(client)
     [kid] = children(client)
-    assert prompt_results(client) == [{"stopReason": "end_turn"}]
+    assert prompt_results(client) == [Ended({"stopReason": "end_turn"})]
     [request] = [m for m in client.received if m.get("method") == "session/request_permission"]
     assert request["params"]["sessionId"] == kid
     assert announcement_index(client, kid) < client.received.index(request)
@@ -520,7 +520,7 @@ async def test_a_childs_permission_request_is_its_own_after_its_announcement_and
     # Allowed once: the command ran, the child and the parent finished.
     assert (workspace / "child-approved.txt").exists()
     assert client.text_of(kid) == "child done" and client.text_of(root) == "parent done"
-    assert states(client, kid)[-1] == {"state": "idle", "stopReason": "end_turn"}
+    assert states(client, kid)[-1] == Ended({"state": "idle", "stopReason": "end_turn"})
     finish(client, stdout)
 
 
@@ -602,10 +602,10 @@ async def test_cancel_a_child_alone_when_codex_confirms_and_the_parent_goes_on(
     client, stdout = await play(scenario.cancel_child, record=out)
     root = root_of(client)
     [kid] = children(client)
-    assert prompt_results(client) == [{"stopReason": "end_turn"}]
+    assert prompt_results(client) == [Ended({"stopReason": "end_turn"})]
     assert client.text_of(root) == "parent done"
     assert 20 <= len(client.text_of(kid).split()) < 3000
-    assert states(client, kid)[-1] == {"state": "idle", "stopReason": "cancelled"}
+    assert states(client, kid)[-1] == Ended({"state": "idle", "stopReason": "cancelled"})
     grants = capabilities(client, kid)
     assert grants[0] == {"cancel": {}} and grants[-1].get("cancel") is None
     # Advertised while it ran: granted before the first words, withdrawn with the cancelled state.
@@ -633,8 +633,8 @@ async def test_cancelling_the_parent_cascades_to_its_running_child(
     client, stdout = await play(scenario.cancel_parent_cascades, record=out)
     root = root_of(client)
     [kid] = children(client)
-    assert prompt_results(client) == [{"stopReason": "cancelled"}]
-    assert states(client, kid)[-1] == {"state": "idle", "stopReason": "cancelled"}
+    assert prompt_results(client) == [Ended({"stopReason": "cancelled"})]
+    assert states(client, kid)[-1] == Ended({"state": "idle", "stopReason": "cancelled"})
     assert len(client.text_of(kid).split()) < 3000
     recording = read_recording(out)
     interrupted = {t["params"]["threadId"] for t in codex_sent(recording, "turn/interrupt")}
@@ -652,7 +652,7 @@ async def test_a_child_that_fails_is_idle_with_the_error_and_the_parent_goes_on(
     client, stdout = await play(scenario.child_fails)
     root = root_of(client)
     [kid] = children(client)
-    assert prompt_results(client) == [{"stopReason": "end_turn"}]
+    assert prompt_results(client) == [Ended({"stopReason": "end_turn"})]
     assert client.text_of(root) == "parent carries on"
     assert client.text_of(kid) == "word1 word2"
     last = states(client, kid)[-1]
@@ -672,7 +672,7 @@ async def test_finish_a_message_before_the_child_finishes_and_keep_receiving_chi
     with trio.fail_after(SCENARIO_SECONDS):
         async with tapped() as (client, stdout):
             root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
-            assert await client.prompt(root, prompt) == {"stopReason": "end_turn"}
+            assert await client.prompt(root, prompt) == Ended({"stopReason": "end_turn"})
             answered = len(client.received)
             # The child is announced once its thread is read, which may end after the
             # parent's prompt (announced before its own traffic, not before its parent's).
@@ -717,7 +717,9 @@ async def test_restricted_methods_on_a_child_are_refused_and_children_are_not_li
             ids = [s["sessionId"] for s in listed["sessions"]]
             assert root in ids and kid not in ids
             # The child is still there, and the root still works.
-            assert await client.prompt(root, "@@ say still here") == {"stopReason": "end_turn"}
+            assert await client.prompt(root, "@@ say still here") == Ended(
+                {"stopReason": "end_turn"}
+            )
     # The shared helper would take the refused session/load of the child for a root's (see
     # check_transcript); the ordered check covers the same rules and the unstable schema.
     finish(client, stdout, shared_helper=False)
@@ -731,7 +733,7 @@ async def test_a_client_without_the_subagents_capability_never_sees_a_child_and_
     naming the agent, nothing blocks."""
     client, stdout = await play(scenario.subagents_without_capability)
     root = root_of(client)
-    assert prompt_results(client) == [{"stopReason": "end_turn"}]
+    assert prompt_results(client) == [Ended({"stopReason": "end_turn"})]
     kinds = {p["update"]["sessionUpdate"] for p in client.updates}
     assert not kinds & {"subagent_update", "session_message", "session_message_chunk"}
     assert {p["sessionId"] for p in client.updates} == {root}
@@ -786,11 +788,13 @@ async def test_cancel_a_child_and_then_an_ancestor_while_interactions_are_pendin
                     lambda _m: scenario.has_state(client, kid, "idle", "cancelled")
                 )
                 await client.notify("session/cancel", {"sessionId": root})
-                await client.wait_for(lambda m: m.get("result") == {"stopReason": "cancelled"})
+                await client.wait_for(
+                    lambda m: m.get("result") == Ended({"stopReason": "cancelled"})
+                )
                 answers.release()  # the client's allow, now too late
                 await wait_all_tasks_blocked()
             await trio.sleep(0.5)  # let the late answer reach the bridge before it closes
-    assert prompt_results(client) == [{"stopReason": "cancelled"}]
+    assert prompt_results(client) == [Ended({"stopReason": "cancelled"})]
     [request] = answers.asked_for("session/request_permission")
     assert request["sessionId"] == kid
     recording = read_recording(out)
@@ -899,7 +903,7 @@ async def test_a_child_closed_and_resumed_keeps_its_session_and_close_and_resume
     with trio.fail_after(SCENARIO_SECONDS):
         async with tapped() as (client, stdout):
             root = await scenario.open_session(client, str(workspace), scenario.SUBAGENTS)
-            assert await client.prompt(root, prompt) == {"stopReason": "end_turn"}
+            assert await client.prompt(root, prompt) == Ended({"stopReason": "end_turn"})
     [kid] = children(client)
     tools = [u["rawInput"]["tool"] for u in updates(client, "tool_call", root)]
     assert tools == ["wait", "closeAgent", "resumeAgent", "wait"]
@@ -939,10 +943,13 @@ async def test_a_child_idle_during_its_parents_cancel_takes_its_next_assignment(
                     lambda _m: scenario.has_state(client, kid, "idle", "end_turn")
                 )
                 await client.notify("session/cancel", {"sessionId": root})
-            assert await client.prompt(root, second) == {"stopReason": "end_turn"}
-    assert prompt_results(client) == [{"stopReason": "cancelled"}, {"stopReason": "end_turn"}]
+            assert await client.prompt(root, second) == Ended({"stopReason": "end_turn"})
+    assert prompt_results(client) == [
+        Ended({"stopReason": "cancelled"}),
+        Ended({"stopReason": "end_turn"}),
+    ]
     assert client.text_of(kid) == "firstsecond"
-    assert states(client, kid)[-1] == {"state": "idle", "stopReason": "end_turn"}
+    assert states(client, kid)[-1] == Ended({"state": "idle", "stopReason": "end_turn"})
     recording = read_recording(out)
     assert kid not in {t["params"]["threadId"] for t in codex_sent(recording, "turn/interrupt")}
     finish(client, stdout)

@@ -13,6 +13,7 @@ import trio
 from bridge.acp_client import AcpClient
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.reading import Ended
 from tests.support.scenarios.tools import (
     BIG,
     COMMAND,
@@ -97,7 +98,7 @@ def run(
 
 async def test_a_command_streams_its_output_and_completes(run: Run) -> None:
     client, sid, result = await run(COMMAND)
-    assert result == {"stopReason": "end_turn"}
+    assert result == Ended({"stopReason": "end_turn"})
     [updates] = calls(client, sid).values()
     call = updates[0]
     assert (call["title"], call["kind"], call["status"]) == ("echo hi", "execute", "in_progress")
@@ -125,7 +126,7 @@ async def test_output_shows_while_the_command_still_runs(run: Run) -> None:
 
 async def test_a_failed_command_fails_with_its_exit_code(run: Run) -> None:
     client, sid, result = await run(FAILED_COMMAND)
-    assert result == {"stopReason": "end_turn"}  # the turn goes on after a failed command
+    assert result == Ended({"stopReason": "end_turn"})  # the turn goes on after a failed command
     [updates] = calls(client, sid).values()
     final = merged(updates)
     assert (final["title"], final["status"]) == ("echo oops >&2; exit 3", "failed")
@@ -178,7 +179,7 @@ async def test_a_patch_shows_an_added_file_and_the_hunks_of_an_updated_one(
 ) -> None:
     (workspace / "big.txt").write_text(BIG)
     client, sid, result = await run(PATCH_PROMPT)
-    assert result == {"stopReason": "end_turn"}
+    assert result == Ended({"stopReason": "end_turn"})
     assert (workspace / "new.txt").read_text() == "hello\nworld\n"
     [updates] = calls(client, sid).values()
     final = merged(updates)
@@ -223,7 +224,7 @@ async def test_a_client_that_reads_files_sees_whole_files_even_once_patched(
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation(capabilities=READER_CAPABILITIES, on_request=reader) as talk:
             client, sid = talk.client, talk.sid
-            assert await client.prompt(sid, PATCH_PROMPT) == {"stopReason": "end_turn"}
+            assert await client.prompt(sid, PATCH_PROMPT) == Ended({"stopReason": "end_turn"})
             # The answer may come after the turn: the update follows it whenever it does.
             await client.wait_for(whole_diff)
     assert reads == [str(big)], "only the updated file is read, once"
@@ -239,7 +240,7 @@ async def test_a_client_that_reads_files_sees_whole_files_even_once_patched(
 
 async def test_a_plan_is_sent_as_an_acp_plan(run: Run) -> None:
     client, sid, result = await run(PLAN_PROMPT, extra_toml=PLAN_TOML)
-    assert result == {"stopReason": "end_turn"}
+    assert result == Ended({"stopReason": "end_turn"})
     [plan] = [u["update"] for u in client.updates if u["update"]["sessionUpdate"] == "plan"]
     assert plan["entries"] == [
         {"content": "Read the code", "priority": "medium", "status": "completed"},
@@ -276,7 +277,7 @@ async def test_an_image_view_is_a_read_of_the_image(run: Run, workspace: Path) -
 
 async def test_mcp_tool_calls_show_their_result_and_their_failure(run: Run) -> None:
     client, sid, result = await run(MCP_PROMPT, extra_toml=MCP_TOML)
-    assert result == {"stopReason": "end_turn"}
+    assert result == Ended({"stopReason": "end_turn"})
     echo, fail = (merged(u) for u in calls(client, sid).values())
     assert (echo["title"], echo["kind"], echo["status"]) == ("testmcp: echo", "other", "completed")
     assert echo["rawInput"] == {"text": "hello"}

@@ -22,6 +22,7 @@ from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
 from tests.support.daemon import ATTACHED, StartDaemon, daemon_info, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.reading import Ended
 from tests.support.scenarios.recovery import codex_processes
 
 pytestmark = pytest.mark.e2e
@@ -42,7 +43,7 @@ async def _open_and_prompt(client: AcpClient, method: str, session: str, workspa
     assert options["model"] == "mock-model"
     replayed = [u for u in client.updates[start:] if u["sessionId"] == session]
     assert not [u for u in replayed if "chunk" in u["update"]["sessionUpdate"]]  # no history
-    assert await client.prompt(session, "@@ words 3") == {"stopReason": "end_turn"}
+    assert await client.prompt(session, "@@ words 3") == Ended({"stopReason": "end_turn"})
     assert client.text_of(session).split() == ["word1", "word2", "word3"]
 
 
@@ -96,4 +97,4 @@ async def test_after_the_daemons_codex_restarted_a_session_never_prompted_says_i
                 assert "does not survive a restart of Codex" in failure.value.message
             # A new session works on the new Codex.
             other = await client.new_session(str(workspace))
-            assert await client.prompt(other, "@@ say two") == {"stopReason": "end_turn"}
+            assert await client.prompt(other, "@@ say two") == Ended({"stopReason": "end_turn"})

@@ -4,6 +4,7 @@ schema and the RFD's transcript rules (``assert_valid_acp(version=2)``)."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,7 +15,7 @@ import trio
 
 from bridge.acp_client import AcpClient
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, earlier_session, words
-from tests.support.reading import text_of
+from tests.support.reading import Ended, text_of
 from tests.support.scenarios.subagents import CANCEL_CHILD, SPAWN_THREE, children
 from tests.support.scenarios.v2 import cancel_offered_call
 
@@ -62,11 +63,13 @@ async def test_a_v2_prompt_streams_and_ends_with_an_idle_state(
             client, session = talk.client, talk.sid
             assert talk.init["protocolVersion"] == 2
             message_id, ended = await client.prompt_v2(session, "@@ words 300")
-            assert ended == {
-                "sessionUpdate": "state_update",
-                "state": "idle",
-                "stopReason": "end_turn",
-            }
+            assert ended == Ended(
+                {
+                    "sessionUpdate": "state_update",
+                    "state": "idle",
+                    "stopReason": "end_turn",
+                }
+            )
             assert client.text_of(session) == words(300)
             [echo] = [
                 p["update"]
@@ -81,7 +84,7 @@ async def test_a_v2_prompt_streams_and_ends_with_an_idle_state(
                 states(client, session)
                 == [
                     {"state": "running"},
-                    {"state": "idle", "stopReason": "end_turn"},
+                    Ended({"state": "idle", "stopReason": "end_turn"}),
                 ]
                 * 2
             )
@@ -113,7 +116,7 @@ async def test_a_v2_command_and_its_approval(
                 {"state": "running"},
                 {"state": "requires_action"},
                 {"state": "running"},
-                {"state": "idle", "stopReason": "end_turn"},
+                Ended({"state": "idle", "stopReason": "end_turn"}),
             ]
             tool_updates = [
                 p["update"]
@@ -131,7 +134,7 @@ async def test_a_v2_cancel_ends_the_work_cancelled(open_conversation: OpenConver
                 await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
                 await client.notify("session/cancel", {"sessionId": session})
             assert ended == [
-                {"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"}
+                Ended({"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"})
             ]
             assert len(client.text_of(session).split()) < 3000
             # The session takes new work after a cancel.
@@ -191,7 +194,8 @@ async def test_v2_sub_agents_are_announced_with_their_state_on_both_streams(
                 lambda _m: (
                     len(children(client)) == 3
                     and all(
-                        states(client, kid)[-1:] == [{"state": "idle", "stopReason": "end_turn"}]
+                        states(client, kid)[-1:]
+                        == [Ended({"state": "idle", "stopReason": "end_turn"})]
                         for kid in children(client)
                     )
                 )
@@ -211,7 +215,7 @@ async def test_v2_sub_agents_are_announced_with_their_state_on_both_streams(
             for child in kids:
                 own = states(client, child)
                 assert own[0] == {"state": "running"}
-                assert own[-1] == {"state": "idle", "stopReason": "end_turn"}
+                assert own[-1] == Ended({"state": "idle", "stopReason": "end_turn"})
                 mirrored = [
                     p["update"]["state"]
                     for p in client.updates
@@ -241,7 +245,7 @@ async def test_v2_cancelling_a_child_stops_it_alone(open_conversation: OpenConve
                 await client.notify("session/cancel", {"sessionId": child})
                 # On a loaded machine the cancel may land after the parent's turn ends.
                 await client.wait_for(lambda _m: states(client, child)[-1]["state"] == "idle")
-            assert states(client, child)[-1] == {"state": "idle", "stopReason": "cancelled"}
+            assert states(client, child)[-1] == Ended({"state": "idle", "stopReason": "cancelled"})
             assert ended[0]["stopReason"] == "end_turn"  # the parent's work was not cancelled
             assert len(client.text_of(child).split()) < 3000
 
@@ -311,3 +315,78 @@ async def test_v2_resume_replays_sub_agents_before_the_answer_and_their_state_af
                 and m["params"]["sessionId"] in kids
                 and m["params"]["update"]["sessionUpdate"] == "state_update"
             ]
+
+
+def terminals(updates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each terminal as a v2 client ends up holding it: ``terminal_update`` fields patch it
+    (``output`` replaces the bytes), ``terminal_output_chunk`` bytes append, in order."""
+    held: dict[str, dict[str, Any]] = {}
+    for update in updates:
+        kind = update["sessionUpdate"]
+        if kind not in ("terminal_update", "terminal_output_chunk"):
+            continue
+        terminal = held.setdefault(update["terminalId"], {"bytes": b""})
+        if kind == "terminal_output_chunk":
+            terminal["bytes"] += base64.b64decode(update["data"], validate=True)
+            continue
+        for field, value in update.items():
+            if field == "output":
+                terminal["bytes"] = base64.b64decode(value["data"], validate=True)
+            elif field not in ("sessionUpdate", "terminalId"):
+                terminal[field] = value
+    return held
+
+
+#: A command printing at two moments, then the answer.
+PRINTS_TWICE = (
+    '@@ call exec_command {"cmd": "echo first; sleep 1; echo second"}\n@@ then\n@@ say done'
+)
+
+
+@pytest.mark.transports("stdio", "daemon")
+async def test_v2_a_commands_output_is_its_terminals_and_the_answer_ends_as_an_upsert(
+    open_conversation: OpenConversation, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation() as talk:
+            client, session = talk.client, talk.sid
+            _, ended = await client.prompt_v2(session, PRINTS_TWICE)
+            assert ended["stopReason"] == "end_turn"
+            updates = [p["update"] for p in client.updates if p["sessionId"] == session]
+            [call_id] = {u["toolCallId"] for u in updates if "toolCallId" in u}
+            calls = [u for u in updates if u.get("toolCallId") == call_id]
+            # The call names its terminal from the start; the output is never its text.
+            assert calls[0]["content"] == [{"type": "terminal", "terminalId": call_id}]
+            assert all(c["type"] == "terminal" for u in calls for c in u.get("content", [])), calls
+            assert calls[-1]["status"] == "completed"
+            [terminal] = terminals(updates).values()
+            assert terminal["command"] == "echo first; sleep 1; echo second"
+            assert terminal["cwd"] == str(workspace)
+            assert terminal["bytes"].decode() == "first\nsecond\n"
+            assert terminal["exitStatus"] == {"exitCode": 0}
+            # Streamed chunk by chunk while the command ran, before its call's end.
+            kinds_seen = [u["sessionUpdate"] for u in updates]
+            assert "terminal_output_chunk" in kinds_seen
+            last_call = max(n for n, u in enumerate(updates) if u.get("toolCallId") == call_id)
+            assert kinds_seen.index("terminal_output_chunk") < last_call
+            # The answer: its chunks, then its whole text as the upsert of the same message.
+            [upsert] = [u for u in updates if u["sessionUpdate"] == "agent_message"]
+            assert upsert["content"] == [{"type": "text", "text": "done"}]
+            chunk_ids = {
+                u["messageId"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"
+            }
+            assert chunk_ids <= {upsert["messageId"]}
+            assert client.text_of(session) == "done"
+        async with open_conversation(session=False) as again:
+            client = again.client
+            await client.request(
+                "session/resume",
+                {"sessionId": session, "cwd": str(workspace), "replayFrom": {"type": "start"}},
+            )
+            replayed = [p["update"] for p in client.updates if p["sessionId"] == session]
+            # Replayed as one snapshot of the output Codex kept, with the exit.
+            [replayed_terminal] = [u for u in replayed if u["sessionUpdate"] == "terminal_update"]
+            assert replayed_terminal["terminalId"] == call_id
+            assert base64.b64decode(replayed_terminal["output"]["data"]) == b"first\nsecond\n"
+            assert replayed_terminal["exitStatus"] == {"exitCode": 0}
+            assert "terminal_output_chunk" not in [u["sessionUpdate"] for u in replayed]

@@ -21,7 +21,7 @@ import trio
 from bridge.acp_client import AcpClient
 from tests.support.daemon import ATTACHED, StartDaemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
-from tests.support.reading import states_of, text_of
+from tests.support.reading import Ended, states_of, text_of
 from tests.support.scenarios.approvals import ESCALATED, Answers
 from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
 
@@ -67,7 +67,7 @@ def two_windows(
             open_conversation(on_request=second, session=False, version=b_version, **options) as b,
         ):
             session = a.sid
-            assert await a.prompt("@@ say hello") == {"stopReason": "end_turn"}
+            assert await a.prompt("@@ say hello") == Ended({"stopReason": "end_turn"})
             if load and b_version == 2:
                 await b.client.request(
                     "session/resume", {"sessionId": session, "cwd": str(workspace)}
@@ -97,7 +97,7 @@ async def test_a_turn_either_window_starts_streams_to_both_its_prompt_first_else
         async with two_windows() as (a, b, session):
             for sender, watcher, text in ((a, b, "@@ words 5"), (b, a, "@@ say from b")):
                 at_sender, at_watcher = len(sender.updates), len(watcher.updates)
-                assert await sender.prompt(session, text) == {"stopReason": "end_turn"}
+                assert await sender.prompt(session, text) == Ended({"stopReason": "end_turn"})
                 sent = _since(sender, at_sender, session)
                 answer = text_of(sent, "agent_message_chunk")
                 assert answer in ("word1 word2 word3 word4 word5", "from b")
@@ -128,7 +128,7 @@ async def test_an_approval_is_asked_in_both_windows_and_the_first_answer_settles
     with trio.fail_after(SCENARIO_SECONDS):
         async with two_windows((slow, quick)) as (a, b, session):
             # a asks, but its user has not answered when b's does: b's answer settles it.
-            assert await a.prompt(session, ESCALATED) == {"stopReason": "end_turn"}
+            assert await a.prompt(session, ESCALATED) == Ended({"stopReason": "end_turn"})
             assert (workspace / "approved.txt").exists()
             assert a.text_of(session).endswith("done")
             assert len(slow.asked_for("session/request_permission")) == 1
@@ -173,13 +173,15 @@ async def test_a_cancel_from_the_window_that_did_not_start_the_turn_stops_it(
                 # ... and cancels: the turn stops, and both prompts end cancelled.
                 await other.notify("session/cancel", {"sessionId": session})
             assert results == {
-                "started": {"stopReason": "cancelled"},
-                "queued": {"stopReason": "cancelled"},
+                "started": Ended({"stopReason": "cancelled"}),
+                "queued": Ended({"stopReason": "cancelled"}),
             }
             assert "word400" not in sender.text_of(session)
             # The session takes the next prompt, from either window.
-            assert await other.prompt(session, "@@ say again") == {"stopReason": "end_turn"}
-            assert await sender.prompt(session, "@@ say and again") == {"stopReason": "end_turn"}
+            assert await other.prompt(session, "@@ say again") == Ended({"stopReason": "end_turn"})
+            assert await sender.prompt(session, "@@ say and again") == Ended(
+                {"stopReason": "end_turn"}
+            )
 
 
 async def test_a_prompt_from_one_window_waits_for_the_others_turn_then_runs(
@@ -190,7 +192,7 @@ async def test_a_prompt_from_one_window_waits_for_the_others_turn_then_runs(
             ended: list[str] = []
 
             async def prompt(name: str, client: AcpClient, text: str) -> None:
-                assert await client.prompt(session, text) == {"stopReason": "end_turn"}
+                assert await client.prompt(session, text) == Ended({"stopReason": "end_turn"})
                 ended.append(name)
 
             # Each window's own count: the two saw different updates before (a the turn it
@@ -233,7 +235,7 @@ async def test_a_window_that_loads_the_session_mid_turn_shows_the_history_then_t
                     "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
                 )
                 # Loaded mid-turn: a prompt from b waits for the turn, and b can cancel it.
-            assert results == {"a": {"stopReason": "end_turn"}}
+            assert results == {"a": Ended({"stopReason": "end_turn"})}
             await _until(b, lambda: b.text_of(session).endswith("word60"))
             await trio.sleep(0.5)  # nothing more (a duplicate) follows
             # b: the history, then the running turn, each once.
@@ -258,7 +260,7 @@ async def test_a_sub_agent_the_other_windows_turn_spawns_is_announced_in_both(
     with trio.fail_after(SCENARIO_SECONDS):
         async with two_windows(capabilities=SUBAGENTS) as (a, b, session):
             spawning = script(spawn("@@ say alpha reporting"), wait(), "@@ say all reported")
-            assert await b.prompt(session, spawning) == {"stopReason": "end_turn"}
+            assert await b.prompt(session, spawning) == Ended({"stopReason": "end_turn"})
             await _until(a, lambda: a.text_of(session).endswith("all reported"))
             [child] = set(_announced(b, session))
             assert set(_announced(a, session)) == {child}
@@ -273,16 +275,17 @@ async def test_a_v2_window_follows_the_other_windows_turns_and_cancels_one(
         async with two_windows(b_version=2) as (a, b, session):
             # a's turn: b shows it running, then idle with its stop reason.
             at = len(b.updates)
-            assert await a.prompt(session, "@@ say two") == {"stopReason": "end_turn"}
+            assert await a.prompt(session, "@@ say two") == Ended({"stopReason": "end_turn"})
             await _until(
                 b,
                 lambda: (
-                    {"state": "idle", "stopReason": "end_turn"} in states_of(_since(b, at, session))
+                    Ended({"state": "idle", "stopReason": "end_turn"})
+                    in states_of(_since(b, at, session))
                 ),
             )
             assert states_of(_since(b, at, session)) == [
                 {"state": "running"},
-                {"state": "idle", "stopReason": "end_turn"},
+                Ended({"state": "idle", "stopReason": "end_turn"}),
             ]
             assert text_of(_since(b, at, session), "user_message_chunk") == "@@ say two"
             # b cancels a's next turn: a's prompt ends cancelled, b's state idle cancelled.
@@ -298,12 +301,12 @@ async def test_a_v2_window_follows_the_other_windows_turns_and_cancels_one(
                     b, lambda: "word3" in text_of(_since(b, at, session), "agent_message_chunk")
                 )
                 await b.notify("session/cancel", {"sessionId": session})
-            assert results == {"a": {"stopReason": "cancelled"}}
+            assert results == {"a": Ended({"stopReason": "cancelled"})}
             await _until(
                 b,
                 lambda: (
                     states_of(_since(b, at, session))[-1:]
-                    == [{"state": "idle", "stopReason": "cancelled"}]
+                    == [Ended({"state": "idle", "stopReason": "cancelled"})]
                 ),
             )
 
@@ -315,7 +318,7 @@ async def test_a_v2_window_is_shown_the_sub_agents_of_the_other_windows_turn(
         # No sub-agents declared: a is shown none.
         async with two_windows(b_version=2) as (a, b, session):
             spawning = script(spawn("@@ say alpha reporting"), wait(), "@@ say all reported")
-            assert await a.prompt(session, spawning) == {"stopReason": "end_turn"}
+            assert await a.prompt(session, spawning) == Ended({"stopReason": "end_turn"})
             await _until(
                 b,
                 lambda: text_of(_since(b, 0, session), "agent_message_chunk").endswith(

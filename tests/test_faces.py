@@ -21,7 +21,7 @@ import bridge.acp
 from bridge.acp import permissions as acp_permissions
 from bridge.acp import v2
 from bridge.engine.core import facts, hub, workstate
-from bridge.engine.core.threads import ThreadRecord
+from bridge.engine.core.threads import ThreadRecord, Turn
 from bridge.engine.faces import v2_requests
 from bridge.engine.faces.v1 import V1Face
 from bridge.engine.faces.v2 import V2Face
@@ -61,7 +61,7 @@ def test_the_update_types_are_found_in_the_code() -> None:
 
 @pytest.mark.parametrize("kind", UPDATE_TYPES, ids=lambda t: t.__name__)
 def test_every_update_type_has_a_rendering_in_both_faces(kind: type) -> None:
-    assert kind in V1Face.same, f"no ACP v1 rendering of {kind.__name__}"
+    assert kind in V1Face.same or kind in V1Face.render, f"no ACP v1 rendering of {kind.__name__}"
     assert kind in V2Face.same or kind in V2Face.render, f"no ACP v2 rendering of {kind.__name__}"
 
 
@@ -292,21 +292,25 @@ def test_a_v1_client_is_spoken_to_by_a_v1_face_until_initialize_says_v2() -> Non
 
 
 @pytest.mark.parametrize(
-    ("working", "elsewhere", "asking", "state"),
+    ("working", "elsewhere", "asking", "turn", "state"),
     [
-        (0, None, set(), "idle"),
-        (0, None, {7}, "idle"),  # a question with no work of the session's (a hidden child's)
-        (1, None, set(), "running"),
-        (1, None, {7}, "requires_action"),
-        (0, "turn-x", set(), "running"),
-        (0, workstate.ANY_TURN, {7}, "requires_action"),
+        (0, None, set(), False, "idle"),
+        # A question once the work ended ("Implement this plan?"): the user must act.
+        (0, None, {7}, False, "requires_action"),
+        # A turn not shown as work yet (a resumed session's before its state is told).
+        (0, None, {7}, True, "idle"),
+        (1, None, set(), True, "running"),
+        (1, None, {7}, True, "requires_action"),
+        (0, "turn-x", set(), True, "running"),
+        (0, workstate.ANY_TURN, {7}, True, "requires_action"),
     ],
 )
 def test_a_sessions_own_work_state_follows_one_rule(
-    working: int, elsewhere: str | None, asking: set[int], state: str
+    working: int, elsewhere: str | None, asking: set[int], turn: bool, state: str
 ) -> None:
     record = ThreadRecord(THREAD, cwd=CWD, session=True, visible=True)
     record.working, record.turn_elsewhere, record.asking = working, elsewhere, set(asking)
+    record.turn = Turn(id="turn-1") if turn else None
     assert workstate.foreground(record) == state
 
 

@@ -81,3 +81,21 @@ def test_a_package_with_its_bytecode_or_a_python_that_writes_it_is_left_alone(
     # Compiled now (as pip compiles at install): with writing off, still nothing of ours.
     run_version(uncompiled, {"PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(cache)})
     assert not cache.exists()
+
+
+def test_a_session_that_names_no_machine_starts_without_websockets() -> None:
+    """``serve`` with no machine (no links made, the bridge run without them) imports neither
+    ``websockets`` nor ``asyncio`` under it: a tenth of a second of CPU at every start, which
+    every editor's new thread and every end-to-end test pays."""
+    code = """
+import sys
+from bridge.cli import main
+from bridge.serve import CodexChoice, ServeOptions, make_links
+from bridge.shell import early, run_bridge, stdio
+assert make_links(ServeOptions(), CodexChoice(None, "Codex: its own")) is None
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("websockets", "asyncio")))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout

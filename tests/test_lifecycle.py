@@ -157,12 +157,18 @@ def initialize(h: Recorder, capabilities: dict[str, Any] | None = None) -> dict[
 # -- capabilities ---------------------------------------------------------------------
 
 
-def test_initialize_advertises_load_list_resume_close_and_http_mcp_but_not_fork() -> None:
+def test_initialize_advertises_load_list_resume_close_delete_and_http_mcp_but_not_fork() -> None:
     h = Recorder()
     caps = initialize(h)
     assert caps["loadSession"] is True
     assert caps["mcpCapabilities"] == {"http": True}  # no SSE: Codex has no SSE transport
-    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}}
+    assert caps["sessionCapabilities"] == {
+        "list": {},
+        "resume": {},
+        "close": {},
+        "delete": {},
+        "additionalDirectories": {},
+    }
     validate_all(h)
 
 
@@ -255,7 +261,7 @@ def test_every_non_message_item_goes_to_the_tools_feature_in_order(
 ) -> None:
     seen: list[str] = []
 
-    def fake_history(item: Any, cwd: str = "") -> list[msgspec.Struct]:
+    def fake_history(item: Any, cwd: str = "", terminals: bool = False) -> list[msgspec.Struct]:
         from bridge.acp import types as acp
 
         kind = item.type if isinstance(item, UnknownItem) else msgspec.to_builtins(item)["type"]
@@ -266,9 +272,12 @@ def test_every_non_message_item_goes_to_the_tools_feature_in_order(
     h = Recorder()
     plan = {"type": "plan", "id": "plan-1", "text": "1. a"}
     rid = load(h, [[USER_ITEM, COMMAND_ITEM, REASONING_ITEM, plan, ANSWER_ITEM]])
-    assert seen == ["commandExecution", "plan"]
-    texts = [u["content"].get("text") for u in replayed(h, rid)]
-    assert texts[5:] == ["<call_1>", "first part\n\nsecond part", "<plan-1>", "the answer"]
+    # A proposed plan is what a Plan-mode turn answers: replayed as the plan it is, in its
+    # place, not as a tool call.
+    assert seen == ["commandExecution"]
+    updates = replayed(h, rid)
+    said = [u["content"].get("text") if "content" in u else u["sessionUpdate"] for u in updates]
+    assert said[5:] == ["<call_1>", "first part\n\nsecond part", "1. a", "the answer"]
 
 
 def test_a_stored_item_not_understood_is_skipped_and_the_rest_replayed() -> None:

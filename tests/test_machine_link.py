@@ -12,7 +12,7 @@ import trio.testing
 from websockets.exceptions import InvalidStatus
 from websockets.trio.client import connect
 
-from bridge.machines import parse_url
+from bridge.machines import command_machine, parse_url
 from bridge.shell import machine_link
 from bridge.shell.machine_link import DOWN_RETRY_SECONDS, Link, MachineLinks
 
@@ -258,3 +258,13 @@ async def test_attached_a_machine_found_back_waits_for_the_daemons_word_on_codex
             await until(lambda: link.state == "connected")
             assert changes[-2:] == [("connecting", ""), ("connected", "")]
             nursery.cancel_scope.cancel()
+
+
+async def test_a_runtime_missing_from_path_is_named_at_once(tmp_path: Path) -> None:
+    """``podman://`` with no podman on ``PATH`` (here: a command machine's program that is
+    nowhere): the check says so in the system's words, in no time."""
+    spec = command_machine("pod", ["no-such-runtime-here", "exec", "-i", "ctr"])
+    links = MachineLinks([spec], ssh=["ssh"], relay=False)
+    with trio.fail_after(5):
+        why = await links.check(links.links["pod"])
+    assert why == "could not run 'no-such-runtime-here': No such file or directory"

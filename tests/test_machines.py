@@ -145,6 +145,177 @@ def test_failures_are_told_in_ssh_s_own_words_naming_where() -> None:
     assert machines.codex_version("codex-cli 0.171.0\n") == "0.171.0"
 
 
+def test_a_container_url_names_runtime_container_user_folder_and_codex_as_written() -> None:
+    spec = machines.parse_flag("dev=podman://DevBox_1/src/app?user=me&codex=/opt/codex/bin/codex")
+    assert (spec.scheme, spec.host, spec.user, spec.path, spec.codex) == (
+        "podman",
+        "DevBox_1",  # a container's name keeps its case
+        "me",
+        "/src/app",
+        "/opt/codex/bin/codex",
+    )
+    assert spec.relayed and not spec.ssh
+    assert spec.where() == "podman container DevBox_1 as me"
+    docker = machines.parse_flag("d=docker://ctr")
+    assert (docker.scheme, docker.host, docker.user, docker.path, docker.codex) == (
+        "docker",
+        "ctr",
+        None,
+        "",
+        "codex",
+    )
+
+
+def test_a_container_is_reached_with_the_runtimes_exec_and_no_shell() -> None:
+    spec = machines.parse_flag("dev=podman://devbox/src?user=me&codex=/opt/codex/bin/codex")
+    assert machines.exec_server_argv(spec, ["ssh"]) == [
+        "podman", "exec", "-i", "--user", "me", "devbox",
+        "/opt/codex/bin/codex", "exec-server", "--listen", "stdio",
+    ]  # fmt: skip
+    assert machines.version_argv(spec, ["ssh"])[-2:] == ["/opt/codex/bin/codex", "--version"]
+    assert not machines.version_first(spec)
+    docker = machines.parse_flag("d=docker://ctr")
+    assert machines.exec_server_argv(docker, ["ssh"])[:4] == ["docker", "exec", "-i", "ctr"]
+    # ssh's remote shell says the version first, as before.
+    assert machines.version_first(machines.parse_flag("box=ssh://box"))
+
+
+def test_a_container_given_no_codex_has_the_bridge_bring_its_own_and_auto_forces_it() -> None:
+    assert machines.parse_flag("d=podman://ctr").bring == machines.BRING_IF_NEEDED
+    assert machines.parse_flag("d=docker://ctr/src").bring == machines.BRING_IF_NEEDED
+    named = machines.parse_flag("d=podman://ctr?codex=/opt/codex/bin/codex")
+    assert (named.bring, named.codex) == ("", "/opt/codex/bin/codex")
+    auto = machines.parse_flag("d=podman://ctr?codex=auto")
+    assert (auto.bring, auto.codex) == (machines.BRING_ALWAYS, "codex")
+    assert machines.parse_flag("box=ssh://box").bring == ""
+    assert machines.command_machine("pod", ["kubectl", "exec", "-i", "p", "--"]).bring == ""
+
+
+def test_codex_auto_is_refused_where_the_bridge_cannot_copy_its_codex() -> None:
+    with pytest.raises(MachineError) as caught:
+        machines.parse_flag("box=ssh://box?codex=auto")
+    assert "?codex=auto" in str(caught.value) and "podman://" in str(caught.value)
+    with pytest.raises(MachineError) as caught:
+        machines.command_machine("pod", ["kubectl", "exec", "-i", "p", "--"], codex="auto")
+    assert "cannot copy its Codex through a command" in str(caught.value)
+
+
+def test_the_codex_brought_is_its_whole_vendor_folder_for_a_linux_container_of_its_arch(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "vendor" / "x86_64-unknown-linux-musl"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "codex").write_text("")
+    assert machines.vendor_folder(str(folder / "bin" / "codex")) == (
+        folder,
+        "x86_64-unknown-linux-musl",
+        None,
+    )
+    (folder / "codex-package.json").write_text(
+        '{"version": "0.171.0", "target": "x86_64-unknown-linux-musl"}'
+    )
+    assert machines.vendor_folder(str(folder / "bin" / "codex")) == (
+        folder,
+        "x86_64-unknown-linux-musl",
+        "0.171.0",
+    )
+    # A codex that is no package's (a build of one's own, a wrapper script): nothing to copy.
+    (tmp_path / "bin").mkdir()
+    assert machines.vendor_folder(str(tmp_path / "bin" / "codex")) is None
+    assert machines.runs_there("x86_64-unknown-linux-musl", "linux/amd64\n")
+    assert machines.runs_there("aarch64-unknown-linux-musl", "linux/arm64/v8")
+    assert not machines.runs_there("x86_64-unknown-linux-musl", "linux/arm64")
+    assert not machines.runs_there("aarch64-apple-darwin", "linux/arm64")
+    assert not machines.runs_there("x86_64-pc-windows-msvc", "windows/amd64")
+    spec = machines.parse_flag("d=docker://ctr")
+    assert machines.copy_argv(spec, folder, machines.brought_folder("0.171.0")) == [
+        "docker", "cp", str(folder), "ctr:/tmp/codex-acp-bridge-codex-0.171.0",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flag", "words"),
+    [
+        ("dev=podman://", "names no container"),
+        ("dev=podman://bad$name", "not a container's name"),
+        ("dev=docker://ctr?shell=sh", "unknown URL parameter shell"),
+        ("dev=lxc://ctr", "not an ssh://, podman://, docker://"),
+    ],
+)
+def test_a_container_written_wrong_is_refused_saying_why(flag: str, words: str) -> None:
+    with pytest.raises(MachineError) as caught:
+        machines.parse_flag(flag)
+    assert words in str(caught.value)
+
+
+def test_a_command_machine_is_its_command_then_codex_exec_server(tmp_path: Path) -> None:
+    file = tmp_path / "machines.toml"
+    file.write_text(
+        "[pod]\n"
+        'command = ["kubectl", "exec", "-i", "-n", "dev", "pod/devbox", "--"]\n'
+        'codex = "/opt/codex/bin/codex"\n'
+        'path = "/src"\n'
+        'description = "the dev pod"\n'
+    )
+    [spec] = machines.gather([], [], file=file)
+    assert (spec.name, spec.scheme, spec.path, spec.description) == (
+        "pod",
+        "command",
+        "/src",
+        "the dev pod",
+    )
+    assert machines.exec_server_argv(spec, ["ssh"]) == [
+        "kubectl", "exec", "-i", "-n", "dev", "pod/devbox", "--",
+        "/opt/codex/bin/codex", "exec-server", "--listen", "stdio",
+    ]  # fmt: skip
+    assert spec.where() == "kubectl exec -i -n dev pod/devbox --"
+    assert spec.url == "command:kubectl exec -i -n dev pod/devbox --"
+    # A flag of the same name replaces it, as for any machine.
+    [flagged] = machines.gather(["pod=podman://devbox"], [], file=file)
+    assert flagged.scheme == "podman"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[pod]\ncommand = 'kubectl exec'\n", "command is a list of words"),
+        ("[pod]\ncommand = []\n", "command is a list of words"),
+        ("[pod]\ncommand = ['sh', '']\n", "command is a list of words"),
+        ("[pod]\ncommand = ['sh']\nurl = 'ssh://x'\n", "unknown keys: url"),
+        ("[pod]\ncommand = ['sh']\ncodex = 3\n", "codex is the Codex there"),
+        ("[pod]\ncommand = ['sh']\ntoken_file = 'x'\n", "unknown keys: token_file"),
+    ],
+)
+def test_a_command_machine_written_wrong_names_the_file(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    file = tmp_path / "machines.toml"
+    file.write_text(text)
+    with pytest.raises(MachineError) as caught:
+        machines.gather([], [], file=file)
+    assert words in str(caught.value) and str(file) in str(caught.value)
+
+
+def test_a_container_s_failures_are_told_in_the_runtime_s_words_naming_it() -> None:
+    spec = machines.parse_flag("dev=podman://devbox")
+    missing = machines.explain_failure(
+        spec, 125, 'Error: no container with name or ID "devbox" found: no such container\n'
+    )
+    assert missing == (
+        'podman container devbox: Error: no container with name or ID "devbox" found: no such '
+        "container"
+    )
+    no_codex = machines.explain_failure(
+        spec, 127, 'Error: runc: exec failed: exec: "codex": executable file not found in $PATH\n'
+    )
+    assert no_codex.startswith("no Codex in podman container devbox") and "?codex=" in no_codex
+    assert "\n" not in missing + no_codex
+    pod = machines.command_machine("pod", ["kubectl", "exec", "-i", "pod/x", "--"])
+    said = machines.explain_failure(pod, 1, 'error: pods "x" not found\n')
+    # kubectl's own failure (exit status 1): its words, not a missing Codex.
+    assert said == 'kubectl exec -i pod/x --: error: pods "x" not found'
+
+
 # -- the engine --------------------------------------------------------------------------
 
 BOX = MachineOffer(

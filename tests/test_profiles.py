@@ -168,7 +168,7 @@ def test_through_the_daemon_its_profile_is_the_one_unless_the_editor_names_one(
 ) -> None:
     env = _home(tmp_path, fast='model = "gpt-a"', deep='model = "gpt-b"')
     runtime = tmp_path / "runtime"
-    runtime.mkdir()
+    runtime.mkdir(mode=0o700)  # private, as the daemon makes it (another is not trusted)
     write_info(runtime, DaemonInfo(pid=1, bridgeVersion="x", state="running", profile="deep"))
     choice = CodexChoice(runtime, "Codex: the daemon's")
     with hold_lock(runtime):  # as the daemon does while it runs

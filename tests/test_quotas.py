@@ -157,8 +157,7 @@ def test_window_lengths_are_iso_durations(minutes: int, iso: str) -> None:
     assert duration(minutes) == iso
 
 
-def usage(thread: str, turn: str, last: dict[str, int]) -> dict[str, Any]:
-    total = {"totalTokens": 9999}
+def usage(thread: str, turn: str, last: dict[str, int], total: dict[str, int]) -> dict[str, Any]:
     return {"threadId": thread, "turnId": turn, "tokenUsage": {"last": last, "total": total}}
 
 
@@ -166,11 +165,20 @@ def test_a_v1_prompt_answer_carries_the_tokens_its_turn_used_as_the_typescript_a
     h = client(1, {"quota": {}})
     h.thread_started("/work", "gpt-test", {"type": "workspaceWrite"})
     sid = "thread-1"
-    rid = h.start_prompt(sid)
+    # The thread had used 1,000 tokens before; two model requests, the second's count
+    # repeated unchanged (Codex does when the usage limits change): not counted twice.
+    before = {"totalTokens": 1000, "inputTokens": 800, "cachedInputTokens": 300}
     first = {"totalTokens": 120, "inputTokens": 100, "cachedInputTokens": 40, "outputTokens": 20}
-    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-1", first))
+    after_first = {"totalTokens": 1120, "inputTokens": 900, "cachedInputTokens": 340}
+    after_first |= {"outputTokens": 20}
     second = {"totalTokens": 30, "inputTokens": 25, "outputTokens": 5, "reasoningOutputTokens": 2}
-    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-1", second))
+    after_second = {"totalTokens": 1150, "inputTokens": 925, "cachedInputTokens": 340}
+    after_second |= {"outputTokens": 25, "reasoningOutputTokens": 2}
+    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-0", before, before))
+    rid = h.start_prompt(sid)
+    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-1", first, after_first))
+    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-1", second, after_second))
+    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-1", second, after_second))
     h.complete_turn(sid)
     counted = {
         "totalTokens": 150,
@@ -179,7 +187,9 @@ def test_a_v1_prompt_answer_carries_the_tokens_its_turn_used_as_the_typescript_a
         "outputTokens": 25,
         "reasoningOutputTokens": 2,
     }
-    assert h.result(rid) == {
+    answer = h.result(rid)
+    answer.pop("usage")  # the turn's tokens as ACP counts them (tests/test_turn_usage.py)
+    assert answer == {
         "stopReason": "end_turn",
         "_meta": {
             "quota": {
@@ -191,7 +201,7 @@ def test_a_v1_prompt_answer_carries_the_tokens_its_turn_used_as_the_typescript_a
     h.validate()
     # Tokens of no prompt (between prompts) are no prompt's; a prompt Codex reported
     # nothing for says so.
-    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-x", first))
+    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-x", first, after_first))
     rid = h.start_prompt(sid, turn_id="turn-2")
     h.complete_turn(sid, turn_id="turn-2")
     quota = h.result(rid)["_meta"]["quota"]
@@ -202,6 +212,9 @@ def test_a_client_that_declares_nothing_gets_a_bare_prompt_answer() -> None:
     h = client(1, None)
     sid = h.new_session()
     rid = h.start_prompt(sid)
-    h.codex_notify("thread/tokenUsage/updated", usage(sid, "turn-1", {"totalTokens": 5}))
+    h.codex_notify(
+        "thread/tokenUsage/updated", usage(sid, "turn-1", {"totalTokens": 5}, {"totalTokens": 5})
+    )
     h.complete_turn(sid)
-    assert h.result(rid) == {"stopReason": "end_turn"}
+    answer = h.result(rid)
+    assert answer["stopReason"] == "end_turn" and "_meta" not in answer

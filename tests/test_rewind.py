@@ -617,3 +617,225 @@ def test_a_turn_that_worked_on_another_machine_keeps_its_files_there_and_is_name
 
 def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
+
+
+# -- only inside the session's folders -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "inside"),
+    [
+        ("/work/a.txt", True),
+        ("/work/sub/dir/a.txt", True),
+        ("/work/sub/../a.txt", True),
+        ("/work", False),  # the folder itself is not in it
+        ("/workshop/a.txt", False),
+        ("/work/../etc/passwd", False),
+        ("/work/a/../../x", False),
+        ("/home/user/.bashrc", False),
+        ("a.txt", False),  # relative: below nothing
+        ("//work/a.txt", False),
+    ],
+)
+def test_inside_is_below_a_root_as_written(path: str, inside: bool) -> None:
+    assert rewind_plan.inside(path, ["/work"]) is inside
+    assert rewind_plan.inside(path, ["/work/"]) is inside
+
+
+def test_paths_are_made_absolute_and_normalised_in_the_sessions_folder() -> None:
+    [t] = turns(
+        turn(
+            "t",
+            user("go"),
+            patch(
+                add("../../etc/cron.d/x", "x\n"),
+                add("/work/sub/../../home/user/.profile", "p\n"),
+                add("sub/./a.txt", "a\n"),
+            ),
+        )
+    )
+    span = rewind_plan.find_span([t], 1, "/work")
+    assert span is not None
+    assert [c.path for c in span.changes] == [
+        "/etc/cron.d/x",
+        "/home/user/.profile",
+        "/work/sub/a.txt",
+    ]
+
+
+def test_a_path_that_leads_out_through_a_link_is_outside_and_says_where() -> None:
+    links = {"/work/link/s.txt": "/elsewhere/s.txt", "/work": "/real/work"}
+
+    def real_path(path: str) -> str:
+        return links.get(path, path.replace("/work/", "/real/work/", 1))
+
+    found = rewind_plan.outside_of(
+        ["/work/a.txt", "/work/link/s.txt", "/etc/passwd"], ["/work"], real_path
+    )
+    assert found == {
+        "/work/link/s.txt": "outside the session's folders (it leads to /elsewhere/s.txt): "
+        "left as it is",
+        "/etc/passwd": rewind_plan.OUTSIDE,
+    }
+    # As written only (another machine's files): the link is not seen.
+    assert rewind_plan.outside_of(["/work/link/s.txt", "/etc/passwd"], ["/work"]) == {
+        "/etc/passwd": rewind_plan.OUTSIDE
+    }
+
+
+def test_a_change_outside_and_every_older_change_of_its_files_are_left_alone() -> None:
+    plan = rewind_plan.plan_undo(
+        changes(
+            add("/w/a.txt", "a\n"),
+            update("/w/a.txt", "@@ -1 +1 @@\n-a\n+A\n", move="/etc/a.txt"),
+            update("/etc/hosts", "@@ -1 +1 @@\n-x\n+y\n"),
+            add("/w/b.txt", "b\n"),
+        ),
+        {"/w/a.txt": None, "/w/b.txt": "b\n"},
+        {"/etc/a.txt": rewind_plan.OUTSIDE, "/etc/hosts": rewind_plan.OUTSIDE},
+    )
+    assert [(c.change.path, c.why) for c in plan.outside] == [
+        ("/etc/hosts", rewind_plan.OUTSIDE),
+        ("/w/a.txt", rewind_plan.OUTSIDE),  # moved out: its new end is outside
+    ]
+    assert [(c.change.path, c.why) for c in plan.conflicts] == [
+        ("/w/a.txt", "a later change to it is left alone")
+    ]
+    assert plan.writes == {"/w/b.txt": None}
+
+
+#: A history no prompt of this session made (a crafted rollout, another tool's): it names a
+#: file outside the workspace, a ``..`` path, and one through a link that leads out; and one
+#: file inside.
+CRAFTED = (
+    turn(
+        "t9",
+        user("crafted"),
+        patch(
+            update("/home/user/.bashrc", "@@ -1 +1 @@\n-safe\n+evil\n"),
+            add("../../tmp/dropped.txt", "x\n"),
+            delete("link/owned.txt", "theirs\n"),
+            add("new.txt", "hello\n"),
+        ),
+    ),
+    turn("t1", user("hi"), said_item()),
+)
+
+
+def test_a_crafted_history_is_rewound_inside_the_workspace_only_and_the_rest_named() -> None:
+    links = {"/work/link/owned.txt": "/home/user/owned.txt"}
+    h = H(real_path=lambda path: links.get(path, path))
+    open_session(h)
+    rid = run(h, "/rewind")
+    list_turns(h, *CRAFTED)
+    # Only the file inside is read...
+    assert read_files(h, {"/work/new.txt": "hello\n"}) == ["/work/new.txt"]
+    revert(h)
+    # ... and only it is written.
+    assert reply_all(h, "fs/remove", lambda _p: {}) == [
+        {"path": "/work/new.txt", "recursive": False}
+    ]
+    assert not h.sent_codex("fs/writeFile") and not h.sent_codex("fs/createDirectory")
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "`new.txt`: removed (the prompt created it)" in text
+    assert "Left alone (outside the session's folders, so not touched):" in text
+    assert "- `/home/user/.bashrc`: outside the session's folders: left as it is." in text
+    assert "- `/tmp/dropped.txt`: outside the session's folders: left as it is." in text
+    assert (
+        "- `link/owned.txt`: outside the session's folders (it leads to /home/user/owned.txt): "
+        "left as it is." in text
+    )
+    assert "+evil" in text  # its diff, as a conflict's
+    h.validate()
+
+
+def test_a_link_swapped_in_after_the_files_were_read_is_not_written_through() -> None:
+    # Judged inside when read; a command still running then makes the folder a link out of
+    # the workspace while Codex reverts: the write is judged again, and not made.
+    links: dict[str, str] = {}
+    h = H(real_path=lambda path: links.get(path, path))
+    open_session(h)
+    rid = run(h, "/rewind")
+    made = turn("t9", user("made"), patch(add("sub/new.txt", "hello\n"), add("a.txt", "a\n")))
+    list_turns(h, made, turn("t1", user("hi"), said_item()))
+    files = {"/work/sub/new.txt": "hello\n", "/work/a.txt": "a\n"}
+    assert sorted(read_files(h, files)) == ["/work/a.txt", "/work/sub/new.txt"]
+    links["/work/sub/new.txt"] = "/home/user/.ssh/new.txt"
+    revert(h)
+    assert reply_all(h, "fs/remove", lambda _p: {}) == [{"path": "/work/a.txt", "recursive": False}]
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "`a.txt`: removed (the prompt created it)" in text
+    assert (
+        "- `sub/new.txt`: outside the session's folders (it leads to /home/user/.ssh/new.txt): "
+        "left as it is\n" in text
+    )
+    h.validate()
+
+
+def test_on_another_machine_the_folders_are_judged_as_written() -> None:
+    # The shell's real_path knows this machine's links, not the machine's: never asked there.
+    asked: list[str] = []
+    h = H(machines=[BOX], real_path=lambda path: asked.append(path) or "/elsewhere")
+    on_box(h)
+    rid = run(h, "/rewind")
+    crafted = turn(
+        "t3",
+        user("crafted"),
+        patch(
+            add("../escape.txt", "x\n"), add(f"{WS}/../../../etc/x", "x\n"), add("in.txt", "i\n")
+        ),
+    )
+    list_turns(h, crafted, *BOX_STORED[1:])
+    [read] = machine_calls(h, "fs/readFile")
+    assert params(read)["path"] == f"file://{WS}/in.txt"
+    h.machine_answer(read, {"dataBase64": b64("i\n")})
+    revert(h)
+    [remove] = machine_calls(h, "fs/remove")
+    assert params(remove)["path"] == f"file://{WS}/in.txt"
+    h.machine_answer(remove, {})
+    assert not machine_calls(h, "fs/writeFile") and not machine_calls(h, "fs/createDirectory")
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    text = said(h)
+    assert "Left alone (on box) (outside the session's folders, so not touched):" in text
+    assert "`/home/remote/escape.txt`" in text and "`/etc/x`" in text
+    assert asked == []
+
+
+def test_a_rewind_writes_in_the_sessions_other_folders_too() -> None:
+    h = H()
+    rid = h.client_request(
+        "session/new", {"cwd": "/work", "mcpServers": [], "additionalDirectories": ["/data"]}
+    )
+    start = h.codex_request("thread/start")
+    h.codex_reply(
+        start["id"],
+        {
+            "thread": {"id": THREAD, "cwd": "/work"},
+            "model": "mock-model",
+            "approvalPolicy": "on-request",
+            "sandbox": {"type": "workspaceWrite", "writableRoots": ["/data"]},
+            "runtimeWorkspaceRoots": ["/work", "/data"],
+        },
+    )
+    assert h.result(rid)["sessionId"] == THREAD
+    rid = run(h, "/rewind")
+    list_turns(
+        h,
+        turn(
+            "t2",
+            user("both"),
+            patch(add("/data/notes.txt", "n\n"), add("/etc/x.txt", "x\n"), add("a.txt", "a\n")),
+        ),
+        turn("t1", user("hi"), said_item()),
+    )
+    assert read_files(h, {"/data/notes.txt": "n\n", "/work/a.txt": "a\n"}) == [
+        "/data/notes.txt",
+        "/work/a.txt",
+    ]
+    revert(h)
+    removed = reply_all(h, "fs/remove", lambda _p: {})
+    assert sorted(p["path"] for p in removed) == ["/data/notes.txt", "/work/a.txt"]
+    assert h.result(rid) == {"stopReason": "end_turn"}
+    assert "`/etc/x.txt`" in said(h)

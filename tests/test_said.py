@@ -45,6 +45,26 @@ def test_a_message_between_sessions_and_a_v2_user_message_say_their_text_blocks(
     )
 
 
+def test_a_v2_agent_message_upsert_replaces_what_its_chunks_said_in_their_place() -> None:
+    def upsert(message: str, *texts: str) -> dict[str, Any]:
+        blocks = [{"type": "text", "text": t} for t in texts]
+        return {"sessionUpdate": "agent_message", "messageId": message, "content": blocks}
+
+    updates = [
+        chunk("Hel", messageId="m1"),
+        chunk("Other. ", messageId="m2"),
+        chunk("o", messageId="m1"),  # "Hello" with a chunk gone astray
+        upsert("m1", "Hello", "!"),
+        {"sessionUpdate": "agent_message", "messageId": "m2"},  # content left as it was
+        upsert("m3", "Whole."),  # never streamed
+        chunk(" More.", messageId="m3"),  # chunks after an upsert append
+    ]
+    assert text_of(updates) == "Hello!Other. Whole. More."
+    assert text_of(updates, message_id="m1") == "Hello!"
+    assert text_of(updates, "agent_message") == "Hello!Whole."
+    assert text_of([*updates, upsert("m2")]) == "Hello!Whole. More."
+
+
 def test_a_malformed_update_and_a_kind_that_says_nothing_are_errors() -> None:
     with pytest.raises(msgspec.ValidationError):
         text_of([{"sessionUpdate": "agent_message_chunk", "content": 7}])

@@ -303,6 +303,53 @@ def test_a_permission_request_makes_the_session_require_action_until_answered() 
     h.validate()
 
 
+def _approval_asked(h: V2) -> dict[str, Any]:
+    _command_started(h, command="rm -rf build")
+    h.codex_ask(
+        7,
+        "item/commandExecution/requestApproval",
+        {
+            "threadId": "thread-1",
+            "turnId": "turn-1",
+            "itemId": "call-1",
+            "command": "rm -rf build",
+            "cwd": "/work",
+        },
+    )
+    [ask] = [m for m in h.to_client if m.get("method") == "session/request_permission"]
+    return ask
+
+
+def test_a_permission_request_taken_back_no_longer_requires_action() -> None:
+    """Codex resolved it itself (another window answered): the request is withdrawn and
+    the session runs on at once, whether or not the client ever answers the withdrawn
+    request; its late answer changes nothing."""
+    h = V2.with_turn()
+    ask = _approval_asked(h)
+    assert h.states("thread-1")[-1] == {"state": "requires_action"}
+    h.codex_notify("serverRequest/resolved", {"threadId": "thread-1", "requestId": 7})
+    assert [m["params"] for m in h.to_client if m.get("method") == "$/cancel_request"] == [
+        {"requestId": ask["id"]}
+    ]
+    assert h.states("thread-1")[-1] == {"state": "running"}
+    told = len(h.states("thread-1"))
+    h.client_raw(
+        msgspec.json.encode(
+            {"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -32800, "message": "x"}}
+        )
+    )
+    assert len(h.states("thread-1")) == told
+    h.validate()
+
+
+def test_a_turn_that_ends_while_the_client_holds_its_question_is_idle_once() -> None:
+    h = V2.with_turn()
+    _approval_asked(h)
+    h.complete_turn("thread-1", status="interrupted")
+    assert [s["state"] for s in h.states("thread-1")] == ["running", "requires_action", "idle"]
+    h.validate()
+
+
 def test_a_tool_call_is_an_upsert_and_a_plan_a_plan_update() -> None:
     h = V2.with_turn()
     _command_started(h, command="ls")
@@ -435,14 +482,6 @@ def test_cancelling_one_tool_call_is_refused_with_the_reason(method: str) -> Non
     rid = h.client_request(method, params)
     error = h.error(rid)
     assert error.code == -32602 and "session/cancel" in error.message
-
-
-def test_what_codex_cannot_do_is_not_found_with_the_reason() -> None:
-    h = V2()
-    method = "auth/status"
-    rid = h.client_request(method, {})
-    error = h.error(rid)
-    assert error.code == -32601 and len(error.message) > len(f"Method not found: {method}")
 
 
 # -- sub-agents ------------------------------------------------------------------------------------

@@ -3,16 +3,21 @@
 The wheel is built from the repository, installed into a fresh virtualenv, and run from a
 directory outside the repository with nothing of the repository on the import path: `demo`
 (which runs `serve` underneath) must work from the installed files alone.
+
+The wheel is built once and installed once for the whole run, whichever workers draw these
+tests (:func:`made_once`); the dependencies are fetched from the index once too, into a uv
+cache of the run's own.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from email.parser import Parser
 from pathlib import Path
 
@@ -22,9 +27,7 @@ from bridge import __version__
 from bridge.daemon.runtime import ENV_RUNTIME_DIR
 from bridge.shell.codex_transport import ENV_CODEX_BIN
 
-# One worker runs them all (scripts/test's --dist loadgroup), so the wheel is built and
-# installed once, not once on each worker that draws one of them.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900), pytest.mark.xdist_group("wheel")]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[1]
 DIST = "codex_acp_bridge"
@@ -106,11 +109,55 @@ def user_env(root: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
+def made_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Path]
+) -> Path:
+    """What ``make(directory)`` returns, made once for the whole run in a directory of its
+    own: the first worker (pytest-xdist) to need it makes it while holding a lock, the others
+    wait for it and take what it made. A failed ``make`` leaves nothing: the next one tries."""
+    base = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        base = base.parent  # the run's own directory, above each worker's
+    directory = base / name
+    directory.mkdir(exist_ok=True)
+    with (directory / ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = directory / ".made"
+        if made.exists():
+            return Path(made.read_text())
+        result = make(directory)
+        made.write_text(str(result))
+        return result
+
+
+def uv() -> Path:
+    for directory in (Path(sys.executable).parent, *map(Path, os.get_exec_path())):
+        if (directory / "uv").is_file():
+            return directory / "uv"
+    pytest.fail("uv not found: run scripts/setup (uv is in the package's `test` extra)")
+
+
+@pytest.fixture(scope="session")
+def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """uv's cache for the run: the dependencies come from the index once, not once a test."""
+    return made_once(tmp_path_factory, "uv-cache", lambda directory: directory)
+
+
+def uv_env(env: dict[str, str], cache: Path) -> dict[str, str]:
+    """``env`` for uv: the run's cache, this interpreter (uv would otherwise look for, or
+    download, one of its own), and no uv configuration of the user's."""
+    return {**env, "UV_CACHE_DIR": str(cache), "UV_PYTHON": sys.executable, "UV_NO_CONFIG": "1"}
+
+
+@pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built once for the run (:func:`made_once`)."""
+    return made_once(tmp_path_factory, "wheel-build", build_wheel)
+
+
+def build_wheel(root: Path) -> Path:
     """The wheel, built from a copy of the repository: an in-tree build would leave build/
     and egg-info in the checkout, and a stale build/lib could slip old files into it."""
-    root = tmp_path_factory.mktemp("wheel-build")
     source = root / "source"
     shutil.copytree(REPO, source, ignore=_NOT_COPIED, symlinks=True)
     out = root / "dist"
@@ -125,20 +172,28 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-@pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv with the wheel (and its dependencies, from the index) installed."""
-    root = tmp_path_factory.mktemp("installed")
-    venv = root / "venv"
-    env = user_env(root)
-    run([sys.executable, "-m", "venv", venv], timeout=120, env=env, cwd=root)
-    run(
-        [venv / "bin" / "python", "-m", "pip", "install", "--disable-pip-version-check", wheel],
-        timeout=300,
-        env=env,
-        cwd=root,
-    )
-    return venv
+@pytest.fixture(scope="session")
+def installed(wheel: Path, uv_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv with the wheel (and its dependencies, from the index) installed,
+    and compiled to bytecode as pip and pipx leave a package; made once for the run.
+
+    The installer is uv, in a virtualenv made without pip: pip's own installation into the
+    virtualenv and its install took some 18 s of CPU, uv's well under one."""
+
+    def install(root: Path) -> Path:
+        venv = root / "venv"
+        env = uv_env(user_env(root), uv_cache)
+        run([sys.executable, "-m", "venv", "--without-pip", venv], timeout=120, env=env, cwd=root)
+        python = venv / "bin" / "python"
+        run(
+            [uv(), "pip", "install", "--compile-bytecode", "--python", python, wheel],
+            timeout=300,
+            env=env,
+            cwd=root,
+        )
+        return venv
+
+    return made_once(tmp_path_factory, "installed", install)
 
 
 def test_the_wheel_holds_the_package_and_its_metadata(wheel: Path) -> None:
@@ -267,21 +322,15 @@ def _uvx() -> list[str]:
     for directory in (Path(sys.executable).parent, *map(Path, os.get_exec_path())):
         if (directory / "uvx").is_file():
             return [str(directory / "uvx")]
-        if (directory / "uv").is_file():
-            return [str(directory / "uv"), "tool", "run"]
-    pytest.fail("uv not found: run scripts/setup (uv is in the package's `test` extra)")
+    return [str(uv()), "tool", "run"]
 
 
-def test_uvx_runs_the_wheel(wheel: Path, tmp_path: Path) -> None:
-    env = user_env(tmp_path)
+def test_uvx_runs_the_wheel(wheel: Path, uv_cache: Path, tmp_path: Path) -> None:
+    env = uv_env(user_env(tmp_path), uv_cache)
     env.update(
-        UV_CACHE_DIR=str(tmp_path / "uv-cache"),
         UV_TOOL_DIR=str(tmp_path / "uv-tools"),
         UV_TOOL_BIN_DIR=str(tmp_path / "uv-bin"),
         UV_PYTHON_INSTALL_DIR=str(tmp_path / "uv-python"),
-        # This interpreter's: uv would otherwise look for (or download) one of its own.
-        UV_PYTHON=sys.executable,
-        UV_NO_CONFIG="1",
     )
     result = run(
         [*_uvx(), "--from", wheel, "codex-acp-bridge", "--version"],

@@ -6,7 +6,7 @@ ignored on decode.
 from __future__ import annotations
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from ..jsonrpc import RequestId
 from ..wire import WireStruct as _Base
@@ -26,6 +26,36 @@ class AuthenticateParams(_Base):
 
 class AuthenticateResult(_Base):
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class LogoutResult(_Base):
+    """``logout``'s answer (v2's ``auth/logout`` too): ``{}``."""
+
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+# -- the sign-in state (unstable) ----------------------------------------------------------------
+
+#: The request that asks it, and the notification that tells it changed.
+STATUS = "auth/status"
+STATUS_UPDATE = "auth/status_update"
+
+
+class AuthAccount(_Base):
+    """An account or credential, for display only."""
+
+    label: str
+    active: bool | None | UnsetType = UNSET
+    email: str | None | UnsetType = UNSET
+    organization: str | None | UnsetType = UNSET
+
+
+class AuthStatus(_Base):
+    """``auth/status``'s answer and ``auth/status_update``'s params: ``authenticated``,
+    ``unauthenticated``, ``not_required`` or ``unknown``, and the accounts behind it."""
+
+    state: str
+    accounts: list[AuthAccount] | UnsetType = UNSET
 
 
 class UrlElicitationParams(_Base):

@@ -1,6 +1,7 @@
 """ACP v1 session lifecycle messages: ``session/load``, ``session/resume``,
-``session/list``, ``session/close``, ``session/fork`` (unstable), and the MCP
-servers a client hands a session.
+``session/list``, ``session/close``, ``session/delete``, the unstable ``session/fork``,
+``session/status``, ``session/set_title``, ``session/archive`` and ``session/unarchive``
+(v2 has the last four with the same shapes), and the MCP servers a client hands a session.
 
 Same conventions as :mod:`bridge.acp.types`: camelCase wire names, ``UNSET``
 for "absent", unknown fields ignored on decode.
@@ -14,6 +15,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..wire import WireStruct as _Base
+from .subagents import WorkState
 from .types import Meta, NewSessionResult
 
 # -- MCP servers ------------------------------------------------------------------
@@ -123,6 +125,24 @@ class CloseSessionParams(_Base):
     sessionId: str
 
 
+class DeleteSessionParams(_Base):
+    sessionId: str
+
+
+class SessionParams(_Base):
+    """Unstable: params naming one session and nothing else (``session/status``,
+    ``session/archive``, ``session/unarchive``)."""
+
+    sessionId: str
+
+
+class SetSessionTitleParams(_Base):
+    """Unstable: ``session/set_title``."""
+
+    sessionId: str
+    title: str
+
+
 # -- results --------------------------------------------------------------------
 #
 # ``modes`` and ``configOptions`` are filled by the features that offer them
@@ -149,7 +169,7 @@ class SessionInfo(_Base):
     title: str | None | UnsetType = UNSET
     #: ISO 8601, UTC.
     updatedAt: str | None | UnsetType = UNSET
-    #: Unstable: set on sessions listed with ``archived: "only"``.
+    #: Unstable: on every row to a client told of ``sessionCapabilities.archive``.
     archived: bool | UnsetType = UNSET
     #: The session-list extensions proposal's row fields (bridge.engine.features.sessions.index).
     lastPromptAt: str | UnsetType = UNSET
@@ -173,3 +193,25 @@ class ListSessionsResult(_Base):
 
 class CloseSessionResult(_Base):
     pass
+
+
+class DeleteSessionResult(_Base):
+    """``session/delete``'s answer (v1 and v2): ``{}``."""
+
+
+class SessionStatusResult(_Base):
+    """Unstable: ``session/status``'s answer, ``open`` or ``saved``."""
+
+    status: str
+    #: ACP v2 only: the session's work state, a ``StateUpdate`` snapshot (no tag).
+    state: WorkState | None | UnsetType = UNSET
+
+
+class SetSessionTitleResult(_Base):
+    """Unstable: ``session/set_title``'s answer, the title stored (Codex stores it as given)."""
+
+    title: str
+
+
+class ArchiveSessionResult(_Base):
+    """Unstable: ``session/archive``'s and ``session/unarchive``'s answer: ``{}``."""

@@ -1,7 +1,7 @@
 """ACP v1 tool calls, plans and session info: the updates that show an agent at work.
 
 Hand-written from the official schema (``ToolCall``, ``ToolCallUpdate``,
-``ToolCallContent``, ``Plan``, ``SessionInfoUpdate``, ``CompactionUpdate``, and
+``ToolCallContent``, ``Plan``, the unstable ``PlanUpdate``, ``SessionInfoUpdate``, ``CompactionUpdate``, and
 ``fs/read_text_file``), with the conventions of :mod:`bridge.acp.types`: ``UNSET``
 is "absent on the wire", distinct from ``None`` (``null``), which matters for a
 ``tool_call_update``: an absent field keeps its value, ``content`` and
@@ -51,6 +51,11 @@ class Diff(_Base, tag="diff", tag_field="type"):
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
+class DeletedFile(Diff, tag="diff", tag_field="type"):
+    """A deleted file's ``Diff``: the same on the wire (v1 says "deleted" only by the empty
+    ``newText``), so that ACP v2 can say ``delete`` (:mod:`bridge.engine.faces.v2`)."""
+
+
 class Terminal(_Base, tag="terminal", tag_field="type"):
     """A terminal shown in the tool call, by id."""
 
@@ -71,6 +76,8 @@ class _ToolCallMembers(_Base, kw_only=True):
     these go out last, in the order ACP lists them.
     """
 
+    #: The tool's programmatic name (Codex's item kind, or the MCP or dynamic tool's name).
+    name: str | None | UnsetType = UNSET
     kind: ToolKind | UnsetType = UNSET
     status: ToolCallStatus | UnsetType = UNSET
     content: list[ToolCallContent] | UnsetType = UNSET
@@ -110,6 +117,23 @@ class Plan(_Base, tag="plan", tag_field="sessionUpdate"):
     """The whole plan; each one replaces the last."""
 
     entries: list[PlanEntry]
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class PlanMarkdown(_Base, tag="markdown", tag_field="type"):
+    """A plan as Markdown (unstable), by its id: a later one of the same id replaces it."""
+
+    planId: str
+    content: str
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class PlanUpdate(_Base, tag="plan_update", tag_field="sessionUpdate"):
+    """A plan by id (unstable ``plan_update``), here always Markdown: Plan mode's proposed
+    plan. Only for a client that declared ``clientCapabilities.plan``; any other v1 client
+    is shown the plan as the agent's message (:mod:`bridge.engine.faces.v1`)."""
+
+    plan: PlanMarkdown
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 

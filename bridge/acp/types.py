@@ -143,6 +143,8 @@ class ClientCapabilities(_Base):
     subagents: dict[str, Any] | None = None
     elicitation: dict[str, Any] | None = None
     session: dict[str, Any] | None = None
+    #: Unstable: ``{}`` when the client takes ``plan_update`` (and ``plan_removed``).
+    plan: dict[str, Any] | None = None
     #: ``{"terminal": true}``: the client can run the agent in a terminal to sign in.
     auth: dict[str, Any] | None = None
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
@@ -174,6 +176,8 @@ class AgentCapabilities(_Base):
     providers: dict[str, Any] | UnsetType = UNSET
     #: The quotas proposal (see bridge.acp.quota).
     quota: dict[str, Any] | UnsetType = UNSET
+    #: ``logout`` (stable), ``status`` (unstable: ``auth/status``).
+    auth: dict[str, Any] | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -231,13 +235,32 @@ StopReason: TypeAlias = Literal[
 ]
 
 
+class Usage(_Base):
+    """The tokens one prompt's work used (unstable ``Usage``: not the session's total)."""
+
+    totalTokens: int
+    inputTokens: int
+    outputTokens: int
+    thoughtTokens: int | None | UnsetType = UNSET
+    cachedReadTokens: int | None | UnsetType = UNSET
+    cachedWriteTokens: int | None | UnsetType = UNSET
+
+
 class PromptResult(_Base):
     stopReason: StopReason
+    #: The tokens the prompt's turn used (unstable; ``UNSET`` when Codex reported none).
+    usage: Usage | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 class CancelParams(_Base):
     sessionId: str
+
+
+class CancelRequestParams(_Base):
+    """``$/cancel_request``: the id of a request the sender made."""
+
+    requestId: int | str
 
 
 # -- session/update -------------------------------------------------------------
@@ -264,9 +287,16 @@ class UserMessageChunk(ContentChunk, tag="user_message_chunk", tag_field="sessio
     pass
 
 
+class Cost(_Base):
+    amount: float
+    currency: str
+
+
 class UsageUpdate(_Base, tag="usage_update", tag_field="sessionUpdate"):
     used: int
     size: int
+    #: The session's cost so far, where Codex estimates it (never a made-up zero).
+    cost: Cost | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 

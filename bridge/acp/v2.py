@@ -17,9 +17,8 @@ from msgspec import UNSET, Raw, UnsetType
 
 from ..wire import WireStruct as _Base
 from . import air
-from .subagents import WorkState
 from .types import AuthEnvVar as AuthEnvVar  # v1 and v2 name one env var alike
-from .types import Meta
+from .types import Meta, Usage
 
 # -- initialize -------------------------------------------------------------------------------
 
@@ -63,12 +62,15 @@ class SessionCapabilities(_Base):
     title: dict[str, Any] | UnsetType = UNSET
     #: The session-list proposal's markers (``changes``).
     list: dict[str, Any] | UnsetType = UNSET
+    additionalDirectories: dict[str, Any] | UnsetType = UNSET
 
 
 class AgentCapabilities(_Base):
     session: SessionCapabilities = msgspec.field(default_factory=SessionCapabilities)
     providers: dict[str, Any] | UnsetType = UNSET
     quota: dict[str, Any] | UnsetType = UNSET
+    #: ``status`` (unstable: ``auth/status``); ``auth/logout`` needs no capability.
+    auth: dict[str, Any] | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -118,6 +120,8 @@ class StateUpdate(_Base, tag="state_update", tag_field="sessionUpdate"):
     state: str
     stopReason: str | None | UnsetType = UNSET
     error: Error | None | UnsetType = UNSET
+    #: ``idle`` only: the tokens the work that just ended used (unstable).
+    usage: Usage | UnsetType = UNSET
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -126,6 +130,14 @@ class UserMessage(_Base, tag="user_message", tag_field="sessionUpdate"):
 
     messageId: str
     content: list[Raw] | None | UnsetType = UNSET
+
+
+class AgentMessage(_Base, tag="agent_message", tag_field="sessionUpdate"):
+    """An agent message upsert: ``content`` replaces what its chunks said so far."""
+
+    messageId: str
+    content: list[Any] | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
 # -- tool calls and plans -------------------------------------------------------------------------
@@ -157,6 +169,7 @@ class ToolCallUpdate(_Base, tag="tool_call_update", tag_field="sessionUpdate"):
     """v2's tool call upsert: v1's fields, plus ``capabilities`` and the ``cancelled`` status."""
 
     toolCallId: str
+    name: str | None | UnsetType = UNSET
     title: str | UnsetType = UNSET
     kind: str | UnsetType = UNSET
     status: str | UnsetType = UNSET
@@ -168,13 +181,53 @@ class ToolCallUpdate(_Base, tag="tool_call_update", tag_field="sessionUpdate"):
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
+# -- terminals (agent-owned, display only) ----------------------------------------------------------
+
+
+class TerminalOutput(_Base):
+    """A replacement snapshot of a terminal's output: the bytes, base64-encoded."""
+
+    data: str
+
+
+class TerminalExitStatus(_Base):
+    """Present: the terminal's process exited (its code, when known)."""
+
+    exitCode: int | None | UnsetType = UNSET
+    signal: str | None | UnsetType = UNSET
+
+
+class TerminalUpdate(_Base, tag="terminal_update", tag_field="sessionUpdate"):
+    """An upsert of one terminal's state: what runs where, its whole output, its exit."""
+
+    terminalId: str
+    command: str | None | UnsetType = UNSET
+    cwd: str | None | UnsetType = UNSET
+    output: TerminalOutput | None | UnsetType = UNSET
+    exitStatus: TerminalExitStatus | None | UnsetType = UNSET
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
+class TerminalOutputChunk(_Base, tag="terminal_output_chunk", tag_field="sessionUpdate"):
+    """Bytes appended to a terminal's output, base64-encoded on their own."""
+
+    terminalId: str
+    data: str
+    meta: Meta = msgspec.field(default=UNSET, name="_meta")
+
+
 class PlanItems(_Base, tag="items", tag_field="type"):
     planId: str
     entries: list[Any]
 
 
+class PlanMarkdown(_Base, tag="markdown", tag_field="type"):
+    planId: str
+    content: str
+
+
 class PlanUpdate(_Base, tag="plan_update", tag_field="sessionUpdate"):
-    plan: PlanItems
+    plan: PlanItems | PlanMarkdown
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -262,27 +315,8 @@ class SessionOpened(_Base):
     meta: Meta = msgspec.field(default=UNSET, name="_meta")
 
 
-class SessionParams(_Base):
-    """Params naming one session: ``session/status``, archive, unarchive, delete."""
-
-    sessionId: str
-
-
-class SetTitleParams(_Base):
-    sessionId: str
-    title: str
-
-
-class SetTitleResult(_Base):
-    """The title stored (Codex stores it as given)."""
-
-    title: str
-
-
-class SessionStatusResult(_Base):
-    status: str
-    #: A ``StateUpdate`` snapshot, as ``subagent_update.state`` carries it (no tag).
-    state: WorkState | None | UnsetType = UNSET
+# ``session/status``, ``session/set_title``, ``session/archive`` / ``unarchive`` /
+# ``delete``: v1's unstable shapes (:mod:`bridge.acp.sessions`).
 
 
 class ToolCallCancelParams(_Base):

@@ -34,3 +34,30 @@ class AccountLoginCompleted(_Base):
     success: bool
     loginId: str | None = None
     error: str | None = None
+
+
+class AccountUpdated(_Base):
+    """``account/updated``: Codex's credentials changed (a sign-in, a sign-out, its own
+    refresh). ``authMode`` ``None``: signed out; the rest is read with ``account/read``."""
+
+    authMode: str | None = None
+    planType: str | None = None
+
+
+# -- what the account's use cost ---------------------------------------------------------------
+
+
+class AccountUsageReadParams(_Base):
+    """``account/usage/read``: for one thread (its estimated cost) rather than the account."""
+
+    threadId: str
+
+
+class ThreadUsage(_Base):
+    #: Codex's estimate of what the thread cost so far; ``None``: not known, not zero.
+    estimatedUsageUsdMicros: int | None = None
+
+
+class AccountUsageReadResult(_Base):
+    #: ``None`` when the thread's billing route is not available.
+    threadUsage: ThreadUsage | None = None

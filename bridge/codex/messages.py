@@ -33,7 +33,7 @@ from msgspec import Raw
 
 from ..jsonrpc.peer import MAX_DEPTH
 from ..wire import lazy_decoder
-from . import account, approvals, items, palette, settings, threads, types
+from . import account, approvals, items, mcp, palette, settings, threads, types
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,7 @@ class _ItemTag(msgspec.Struct):
 #: The params type of every notification the bridge reads.
 NOTIFICATIONS: dict[str, type[Any]] = {
     "account/login/completed": account.AccountLoginCompleted,
+    "account/updated": account.AccountUpdated,
     "account/rateLimits/updated": palette.RateLimitsUpdated,
     "error": types.ErrorNotification,
     "item/agentMessage/delta": types.AgentMessageDelta,
@@ -94,6 +95,8 @@ NOTIFICATIONS: dict[str, type[Any]] = {
     "item/completed": _ItemEnvelope,
     "item/fileChange/patchUpdated": items.FileChangePatchUpdated,
     "item/mcpToolCall/progress": items.McpToolCallProgress,
+    "mcpServer/oauthLogin/completed": mcp.McpServerOauthLoginCompleted,
+    "mcpServer/startupStatus/updated": mcp.McpServerStartupStatus,
     "item/reasoning/summaryPartAdded": types.ReasoningSummaryPartAdded,
     "item/reasoning/summaryTextDelta": types.ReasoningSummaryTextDelta,
     "item/started": _ItemEnvelope,
@@ -170,7 +173,7 @@ _ITEM_TAG = msgspec.json.Decoder(_ItemTag)
 _KNOWN_ITEM = lazy_decoder(types.KnownItem)
 _TOOL_ITEM = lazy_decoder(items.ToolItem)
 _COLLAB_ITEM = lazy_decoder(items.CollabAgentToolCallItem)
-_KNOWN_TYPES = frozenset({"userMessage", "agentMessage", "reasoning"})
+_KNOWN_TYPES = frozenset({"userMessage", "agentMessage", "reasoning", "plan"})
 
 DecodeError = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
 

@@ -27,9 +27,20 @@ class Empty(_Base):
 # -- /status -------------------------------------------------------------------------------
 
 
+class Account(_Base):
+    """Codex's ``Account``: one shape for its kinds (``apiKey``; ``chatgpt`` with ``email``,
+    ``planType``, ``workspaceName``; ``amazonBedrock``; ``gcp``; any later one), each member
+    the bridge reads optional, so a kind it does not know decodes too."""
+
+    type: str
+    email: str | None = None
+    planType: str | None = None
+    workspaceName: str | None = None
+
+
 class AccountReadResult(_Base):
-    #: ``{type: "apiKey"} | {type: "chatgpt", email, planType, ...} | ...``; ``None``: signed out.
-    account: dict[str, Any] | None = None
+    #: ``None``: signed out (or a provider that needs no OpenAI account).
+    account: Account | None = None
     requiresOpenaiAuth: bool = False
 
 
@@ -74,6 +85,10 @@ class RateLimitsResult(_Base):
 
 class McpServerStatusListParams(PageParams):
     threadId: str | UnsetType = UNSET
+    #: One server only (with ``threadId``: that thread's connection to it).
+    serverName: str | UnsetType = UNSET
+    #: ``toolsAndAuthOnly``: no resources read (``full`` when absent).
+    detail: str | UnsetType = UNSET
 
 
 class McpServerStatus(_Base):

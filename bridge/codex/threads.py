@@ -79,6 +79,8 @@ class _ThreadOpenParams(_Base):
     config: dict[str, Any] | UnsetType = UNSET
     #: The bridge reads the history with ``thread/read``: the answer need not carry it.
     excludeTurns: bool = False
+    #: The thread's folders, ``cwd`` first (experimental; see ``ThreadStartParams``).
+    runtimeWorkspaceRoots: list[str] | UnsetType = UNSET
 
 
 class ThreadResumeParams(_ThreadOpenParams):
@@ -182,6 +184,11 @@ NO_ROLLOUT = "no rollout found"
 NO_TURNS = "list_turns is not supported yet"
 #: -32601, the code Codex gives :data:`NO_TURNS`.
 NO_TURNS_CODE = -32601
+
+
+#: How Codex refuses a request (``turn/start``) for a thread it does not hold: one deleted
+#: meanwhile (another window's ``session/delete``), before this connection heard of it.
+THREAD_NOT_FOUND = "thread not found: "
 
 
 def no_turns(code: int, message: str) -> bool:

@@ -68,6 +68,9 @@ class ThreadStartParams(_Base):
     sandbox: Any = UNSET
     #: Where the thread acts (experimental); without it, every registered environment.
     environments: list[TurnEnvironment] | UnsetType = UNSET
+    #: The thread's folders, ``cwd`` first (experimental): writable under workspace-write
+    #: as ``cwd`` is, kept in the thread and replaced by the next list sent.
+    runtimeWorkspaceRoots: list[str] | UnsetType = UNSET
 
 
 class TextInput(_Base, tag="text", tag_field="type"):
@@ -108,6 +111,8 @@ class TurnStartParams(_Base):
     #: ``{mode, settings}``: the collaboration mode for this turn and the next.
     collaborationMode: Any = UNSET
     environments: list[TurnEnvironment] | UnsetType = UNSET
+    #: The thread's folders from this turn on (experimental; see ``ThreadStartParams``).
+    runtimeWorkspaceRoots: list[str] | UnsetType = UNSET
 
 
 class TurnEnvironment(_Base):
@@ -116,6 +121,8 @@ class TurnEnvironment(_Base):
 
     environmentId: str
     cwd: str = ""
+    #: The environment's folders (left out: its ``cwd`` alone).
+    runtimeWorkspaceRoots: list[str] | UnsetType = UNSET
 
 
 class EnvironmentAddParams(_Base):
@@ -225,6 +232,8 @@ class Thread(_Base):
 class ThreadStartResult(_Base):
     thread: Thread
     model: str | UnsetType = UNSET
+    #: The provider the thread runs on (``openai`` for OpenAI's own).
+    modelProvider: str | UnsetType = UNSET
     # The thread's settings as Codex resolved them (config.toml, profile, -c):
     # what the client is shown until the user picks. Resume and fork answer the same.
     approvalPolicy: Any = UNSET
@@ -234,6 +243,8 @@ class ThreadStartResult(_Base):
     approvalsReviewer: str | None | UnsetType = UNSET
     #: ``{mode: "plan" | "default", settings}`` (resume only: Codex's effective mode).
     collaborationMode: Any = UNSET
+    #: The thread's folders (experimental; ``cwd`` first), as Codex keeps them.
+    runtimeWorkspaceRoots: list[str] | UnsetType = UNSET
 
 
 # -- items --------------------------------------------------------------------------
@@ -273,7 +284,16 @@ class ReasoningItem(_Base, tag="reasoning", tag_field="type"):
     content: list[str] = msgspec.field(default_factory=list)
 
 
-KnownItem: TypeAlias = UserMessageItem | AgentMessageItem | ReasoningItem
+class PlanItem(_Base, tag="plan", tag_field="type"):
+    """Plan mode's proposed plan (experimental), Markdown: Codex takes it out of the model's
+    answer (its ``<proposed_plan>`` block). ``item/plan/delta`` streams it; the completed
+    item is the whole plan, and Codex says the deltas may not add up to it."""
+
+    id: str
+    text: str = ""
+
+
+KnownItem: TypeAlias = UserMessageItem | AgentMessageItem | ReasoningItem | PlanItem
 
 
 # -- how an answer is presented (``AgentMessageDisplay``) -------------------------------

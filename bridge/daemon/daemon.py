@@ -1,8 +1,9 @@
 """``codex-acp-bridge daemon``: one Codex app-server per user, supervised, that editors attach to.
 
-The daemon starts ``codex app-server --listen ws://127.0.0.1:PORT`` with
+The daemon starts ``codex app-server --listen ws://127.0.0.1:0`` with
 capability-token authentication (the token in the runtime directory, private to
-the user), waits until it is ready, and publishes where it listens in
+the user), reads the port Codex bound from its stderr, waits until it is ready,
+and publishes where it listens in
 ``daemon.json`` (:mod:`bridge.daemon.runtime`). Each editor's ``serve`` attaches
 to it, so the editor's process is a thin, disposable attachment: threads live
 in Codex, which keeps running them when an editor goes away, and re-sends what
@@ -11,7 +12,9 @@ still waits on the user when another attaches and resumes them.
 When Codex exits, the daemon starts it again with backoff (as ``serve`` does,
 :class:`bridge.shell.restart.Restart`), perhaps on another port, and rewrites
 ``daemon.json``; attached ``serve`` processes re-read it when they reconnect. A
-crash loop ends the daemon with exit status 1 and one line saying why. SIGTERM
+crash loop ends the daemon with exit status 1 and one line saying why; a runtime
+directory that stops passing its check while the daemon runs
+(:func:`bridge.daemon.runtime.check_dir`) ends it with exit status 2 and one line. SIGTERM
 and SIGINT stop the daemon and its Codex, and remove ``daemon.json``.
 
 With machines (``--machine``), the daemon runs their links
@@ -25,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -40,6 +44,7 @@ import trio
 
 from .. import __version__
 from ..codex.versions import drift_warning
+from ..redaction import command_line
 from ..shell.census import keep_census
 from ..shell.codex_transport import (
     STDERR_TAIL,
@@ -61,6 +66,7 @@ from .picture import Picture
 from .runtime import (
     DaemonInfo,
     DaemonMachine,
+    RuntimeDirError,
     codex_home,
     new_token,
     remove_info,
@@ -145,7 +151,7 @@ async def run_daemon(
     write_info(directory, info)
     # Raised once the nursery is closed: from inside, it would leave wrapped in an
     # exception group, which ``daemon`` would show as a traceback, not one line.
-    crash: CrashLoop | None = None
+    crash: CrashLoop | RuntimeDirError | None = None
     try:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with trio.open_nursery() as nursery:
@@ -183,10 +189,21 @@ async def run_daemon(
                 except CrashLoop as exc:
                     crash = exc
                 nursery.cancel_scope.cancel()
+    except* RuntimeDirError as group:
+        # The directory stopped passing its check while the daemon ran (its folder opened
+        # to others, say): nothing more is written there, and the daemon stops saying why.
+        crash = _first_leaf(group)
     finally:
         remove_info(directory)
     if crash is not None:
         raise crash
+
+
+def _first_leaf(group: BaseExceptionGroup[RuntimeDirError]) -> RuntimeDirError:
+    found: RuntimeDirError | BaseExceptionGroup[RuntimeDirError] = group
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    return found
 
 
 async def _supervise(
@@ -295,18 +312,31 @@ class _Watch:
             self.hub.machines_changed(msgspec.to_builtins(info.machines))
 
 
+#: Where Codex says it listens, on stderr once it has bound its port (0.169 and 0.171, after
+#: "codex app-server (WebSockets)"; terminal colours stripped first).
+_LISTENING = re.compile(r"\s*listening on: ws://127\.0\.0\.1:(\d+)\s*")
+
+
 class _AppServer:
     """``codex app-server --listen`` (under :mod:`bridge.daemon.guard`): started, ready, and
-    stopped with everything it started."""
+    stopped with everything it started.
+
+    Codex binds its own port (``--listen ws://127.0.0.1:0``) and says which on stderr
+    (:data:`_LISTENING`): that port is Codex's from the moment it is named, so the token
+    the daemon's watcher and the editors send there reaches Codex and nobody else. (A port
+    the daemon found free and closed for Codex to bind would be free for anyone in between:
+    another local user listening there first would answer ``/readyz`` and be sent the
+    token.)"""
 
     def __init__(self, codex_bin: str, config_overrides: Sequence[str], token: Path) -> None:
-        self.port = free_port()
+        #: The port Codex said it listens on (``None`` until it said so).
+        self.port: int | None = None
         # Under a guard that stops Codex when the daemon dies, however it dies.
         # npm's Node launcher, when codex_bin is one, is skipped for the binary it would run.
         launch = codex_launch(codex_bin, os.environ)
         self.env = launch.env
         self.argv = [sys.executable, "-m", "bridge.daemon.guard"]
-        self.argv += [launch.program, "app-server", "--listen", f"ws://127.0.0.1:{self.port}"]
+        self.argv += [launch.program, "app-server", "--listen", "ws://127.0.0.1:0"]
         self.argv += ["--ws-auth", "capability-token", "--ws-token-file", str(token)]
         for override in config_overrides:
             self.argv += ["-c", override]
@@ -315,10 +345,11 @@ class _AppServer:
         # Codex's last lines: why it exited is in them, before a backtrace.
         self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self._stderr_done = trio.Event()
+        self._listening = trio.Event()
 
     async def __aenter__(self) -> tuple[str, trio.Process, int]:
         """Its URL, the guard's process, and Codex's own pid (the guard's child)."""
-        log.info("starting %s", " ".join(self.argv))
+        log.info("starting %s", command_line(self.argv))
         try:
             # A session of its own: stopping the daemon's Codex stops what Codex started too
             # (its Node launcher runs Codex as a child).
@@ -336,11 +367,12 @@ class _AppServer:
         nursery.start_soon(self._pump_stderr)
         try:
             pid = await self._codex_pid()
-            await self._wait_ready()
+            port = await self._wait_listening()
+            await self._wait_ready(port)
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
-        return f"ws://127.0.0.1:{self.port}", self.process, pid
+        return f"ws://127.0.0.1:{port}", self.process, pid
 
     async def _codex_pid(self) -> int:
         """The pid the guard writes first: Codex's own, which the daemon publishes."""
@@ -368,11 +400,36 @@ class _AppServer:
                 await process.wait()
         await self._nursery_manager.__aexit__(None, None, None)
 
-    async def _wait_ready(self) -> None:
+    async def _wait_listening(self) -> int:
+        """The port Codex says it bound (see :data:`_LISTENING`), once it says so."""
+        assert self.process is not None
+        with trio.move_on_after(READY_SECONDS):
+            async with trio.open_nursery() as nursery:
+
+                async def exited() -> None:
+                    assert self.process is not None
+                    await self.process.wait()
+                    with trio.move_on_after(1):  # its last lines may name the port
+                        await self._stderr_done.wait()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(exited)
+                await self._listening.wait()
+                nursery.cancel_scope.cancel()
+        if self.port is not None:
+            return self.port
+        if self.process.poll() is not None:
+            raise CodexUnavailable(await self.exit_reason())
+        raise CodexUnavailable(
+            f"Codex app-server did not say where it listens within {READY_SECONDS:g} s "
+            "(no 'listening on: ws://127.0.0.1:PORT' on its stderr)"
+        )
+
+    async def _wait_ready(self, port: int) -> None:
         assert self.process is not None
         with trio.move_on_after(READY_SECONDS) as scope:
             while self.process.poll() is None:
-                if await app_server_ready(self.port):
+                if await app_server_ready(port):
                     return
                 await trio.sleep(0.05)
         if scope.cancelled_caught:
@@ -401,6 +458,10 @@ class _AppServer:
                     text = strip_ansi(line.decode(errors="replace"))
                     self._stderr_tail.append(text)
                     codex_log.info("%s", text)
+                    found = None if self.port is not None else _LISTENING.fullmatch(text)
+                    if found is not None:  # its first word on it only
+                        self.port = int(found.group(1))
+                        self._listening.set()
         finally:
             self._stderr_done.set()
 
@@ -434,7 +495,9 @@ async def app_server_ready(port: int) -> bool:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free now."""
+    """A TCP port on 127.0.0.1 that is free now, and free for anyone until it is bound
+    again: only for servers nothing secret is sent to (tests, benchmarks). Codex binds its
+    own (see :class:`_AppServer`)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

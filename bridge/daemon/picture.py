@@ -47,6 +47,9 @@ class ThreadLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     error: str | None = None
     title: str = ""
     cwd: str = ""
+    #: Its other folders (a session's ``additionalDirectories``), known while Codex holds
+    #: the thread: Codex reports a thread's roots for a loaded thread only.
+    folders: list[str] = msgspec.field(default_factory=list)
     nickname: str | None = None
     model: str | None = None
     createdAt: int | None = None
@@ -95,6 +98,9 @@ class Picture:
         line.parentThreadId = stored.parentThreadId
         line.title = " ".join((stored.name or stored.preview or "").split())
         line.cwd = stored.cwd
+        roots = _roots(stored)
+        if roots is not None:  # a stored thread Codex has not loaded says none
+            line.folders = [root for root in roots if root != stored.cwd]
         line.nickname = stored.agentNickname
         line.model = stored.model or line.model
         line.updatedAt = stored.updatedAt
@@ -253,3 +259,13 @@ def _status(status: dict[str, Any]) -> Status | None:
         return None
     flags = status.get("activeFlags")
     return Status(kind, frozenset(f for f in flags or [] if isinstance(f, str)))
+
+
+def _roots(stored: Thread) -> list[str] | None:
+    """The thread's folders, ``cwd`` first, where Codex reports them (its environment here,
+    experimental): ``None`` when it does not."""
+    for environment in stored.environments or ():
+        roots = environment.runtimeWorkspaceRoots
+        if environment.environmentId == "local" and isinstance(roots, list):
+            return roots
+    return None

@@ -127,7 +127,9 @@ def _where(thread: dict[str, Any], paths: dict[str, str]) -> str:
     """Its folder, on its machine: ``~/src/app`` here, ``box:/home/me/src`` there."""
     machine = thread.get("machine")
     if not machine or machine == "local":
-        return _short_path(_cwd(thread))
+        folders = thread.get("folders") or []
+        more = f" (+{len(folders)} folder{'s' if len(folders) > 1 else ''})" if folders else ""
+        return _short_path(_cwd(thread)) + more
     return f"{machine}:{paths.get(str(machine)) or _cwd(thread)}"
 
 

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..acp.auth import API_KEY_VARIABLES
+from ..codex import palette as codex_palette
 from ..codex.versions import PINNED, drift_warning, parse, tested_range
-from ..machines import codex_version
+from ..machines import codex_version, token_refusal
 from ..profiles import Profiles
 from .findings import (
     CodexBinary,
@@ -151,7 +152,7 @@ def credentials_check(
     api_key = next((v for v in API_KEY_VARIABLES if v in environment.variables), None)
     name, provider = selected_provider(config.parsed)
     if account is not None:
-        if account.account:
+        if account.account is not None:
             return Check(CREDENTIALS, "ok", _account(account.account))
         if not account.requiresOpenaiAuth:
             return _provider_credentials(name, provider, environment)
@@ -174,15 +175,14 @@ def credentials_check(
     return _api_key_or_nothing(api_key, f"no {environment.codex_home / 'auth.json'} ({unasked})")
 
 
-def _account(account: dict[str, Any]) -> str:
-    kind = account.get("type")
-    if kind == "chatgpt":
-        email = account.get("email") or "an account"
-        plan = account.get("planType")
+def _account(account: codex_palette.Account) -> str:
+    if account.type == "chatgpt":
+        email = account.email or "an account"
+        plan = account.planType
         return f"signed in with ChatGPT: {email}" + (f" ({plan})" if plan else "")
-    if kind == "apiKey":
+    if account.type == "apiKey":
         return "an API key (Codex's own login)"
-    return f"{kind} credentials"
+    return f"{account.type} credentials"
 
 
 def _provider_credentials(
@@ -280,39 +280,16 @@ _LEGACY_PROFILE = re.compile(r'legacy `profile = "([^"]+)"`')
 def daemon_check(runtime: RuntimeDir) -> Check:
     where = str(runtime.path)
     if runtime.error is not None:
+        # Refused as serve and the daemon refuse it: serve attaches to no daemon there
+        # (it goes on without one), `daemon` does not start there.
         return Check(
             DAEMON,
             "error",
-            f"{where}: {runtime.error}",
-            "pass --runtime-dir DIR (or set CODEX_ACP_BRIDGE_RUNTIME_DIR) to a directory of your own",
+            f"{runtime.error} (serve uses no daemon there)",
+            runtime.fix or "use another runtime directory (--runtime-dir)",
         )
     if not runtime.exists:
         return Check(DAEMON, "ok", f"none on {where} (see 'Codex used')")
-    if runtime.owner is not None and runtime.owner != runtime.user:
-        return Check(
-            DAEMON,
-            "error",
-            f"{where} belongs to another user (uid {runtime.owner}): serve would trust "
-            "the daemon it names",
-            "pass --runtime-dir DIR (or set CODEX_ACP_BRIDGE_RUNTIME_DIR) to a directory of your own",
-        )
-    if runtime.mode & 0o077:
-        mode = f"mode {runtime.mode:04o}"
-        chmod = f"chmod 700 {where}"
-        # Others writing there could plant a daemon.json of theirs; reading it shows the
-        # daemon's address. A daemon makes its directory private when it starts.
-        if runtime.mode & 0o022 or runtime.daemon_running:
-            running = "a daemon runs there; " if runtime.daemon_running else ""
-            return Check(
-                DAEMON, "error", f"{running}{where} is open to other users ({mode})", chmod
-            )
-        return Check(
-            DAEMON,
-            "warning",
-            f"none runs; {where} is readable by other users ({mode}), until a daemon starts "
-            "there and makes it private",
-            chmod,
-        )
     if not runtime.daemon_running:
         return Check(DAEMON, "ok", f"none on {where} (see 'Codex used')")
     info = runtime.daemon
@@ -409,6 +386,8 @@ def reach_check(found: MachineFound) -> Check:
 
 
 def _reach_hint(found: MachineFound) -> str:
+    if not found.ssh and token_refusal(found.name, found.where) is not None:
+        return "use wss:// for it, or an ssh:// machine"
     if not found.ssh:
         return (
             f"start the exec-server there (codex exec-server --listen {found.where} --ws-auth "
@@ -417,6 +396,12 @@ def _reach_hint(found: MachineFound) -> str:
     words = found.unreachable or ""
     lowered = words.lower()
     login = f"`{found.login}`"
+    if found.kind in ("podman", "docker"):
+        return _container_hint(found, words)
+    if found.kind == "command":
+        if words.startswith("could not run"):
+            return "install the program the machine's command runs, or correct its command"
+        return f"run {login} with a command after it in a terminal to see what it does"
     if words.startswith("could not run"):
         return "install OpenSSH's ssh, or name yours with --ssh-command (or $CODEX_ACP_BRIDGE_SSH_COMMAND)"
     if "host key" in lowered and "changed" in lowered:
@@ -439,11 +424,33 @@ def _reach_hint(found: MachineFound) -> str:
     return f"run {login} in a terminal to see what ssh does"
 
 
+def _container_hint(found: MachineFound, words: str) -> str:
+    """A container machine not reached: the runtime is missing, or the container is."""
+    runtime = found.kind
+    container = found.login.split()[-1] if found.login else "CONTAINER"
+    lowered = words.lower()
+    if words.startswith("could not run"):
+        return f"install {runtime}, or put it on PATH for the bridge (and the daemon)"
+    if "no such container" in lowered or "no container" in lowered:
+        return (
+            f"start a container of that name ({runtime} ps -a lists them), or correct the "
+            "machine's URL"
+        )
+    if "running" in lowered or "state improper" in lowered or "not running" in lowered:
+        return f"start it: {runtime} start {container}"
+    return f"run `{found.login} true` in a terminal to see what {runtime} says"
+
+
 def _install_there(found: MachineFound) -> str:
     version = found.local_version or PINNED
+    where = (
+        'codex = "/path/to/codex" in its entry'
+        if found.kind == "command"
+        else ("?codex=/path/to/codex in the machine's URL")
+    )
     return (
         f"install Codex {version} there (npm install -g @openai/codex@{version}), or name it "
-        "with ?codex=/path/to/codex in the machine's URL"
+        f"with {where}"
     )
 
 
@@ -539,8 +546,11 @@ def exec_server_check(found: MachineFound) -> Check:
             machine=found.name,
         )
     if server.failure is not None:
-        if found.ssh:
+        if found.ssh and found.kind == "ssh":
             run = f"{found.login} {shlex.quote(found.codex + ' exec-server --listen stdio')}"
+            hint = f"run `{run}` in a terminal to see what it says"
+        elif found.ssh:
+            run = f"{found.login} {shlex.join([found.codex, 'exec-server', '--listen', 'stdio'])}"
             hint = f"run `{run}` in a terminal to see what it says"
         elif "token" in server.failure:
             hint = (

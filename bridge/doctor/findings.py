@@ -103,16 +103,14 @@ class RuntimeDir:
 
     path: Path
     exists: bool
-    #: Permission bits (``stat.S_IMODE``).
-    mode: int = 0o700
-    owner: int | None = None
-    user: int | None = None
     #: A daemon holds the lock now.
     daemon_running: bool = False
     #: What its ``daemon.json`` says (``None``: unreadable, or no daemon runs).
     daemon: DaemonInfo | None = None
-    #: Why the directory could not be looked at.
+    #: Why the directory, or a file in it, is not trusted or cannot be looked at (as
+    #: :func:`bridge.daemon.runtime.check_dir` says it), and how to put it right.
     error: str | None = None
+    fix: str = ""
 
 
 @dataclass(frozen=True)
@@ -161,7 +159,11 @@ class MachineFound:
     name: str
     #: As a person reads it: ``me@devbox:2222``, or a ws machine's URL.
     where: str
+    #: Reached with a command of the bridge's (ssh, a container, a command machine), not
+    #: an exec-server someone runs (ws).
     ssh: bool
+    #: Which: ``ssh``, ``podman``, ``docker``, ``command`` (or ``ws``, ``wss``).
+    kind: str = "ssh"
     #: The remote ``codex`` as named (``?codex=``); ssh machines.
     codex: str = "codex"
     #: The command that reaches it, for the user to run in a terminal (ssh machines: the

@@ -3,9 +3,7 @@ directory, which Codex ``serve`` would use, the handshake, and each machine name
 
 from __future__ import annotations
 
-import os
 import shutil
-import stat
 import subprocess
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -14,7 +12,7 @@ from typing import Any
 
 import trio
 
-from ..daemon.runtime import daemon_running, read_info, runtime_dir
+from ..daemon.runtime import RuntimeDirError, check_dir, daemon_running, read_info, runtime_dir
 from ..machines import MachineSpec
 from ..machines import codex_version as version_of
 from ..shell.codex_transport import (
@@ -161,22 +159,13 @@ def read_config(path: Path) -> ConfigFile:
 
 
 def inspect_runtime_dir(directory: Path) -> RuntimeDir:
-    """What is there, changing nothing (``daemon`` makes the directory private; not doctor)."""
+    """What is there, changing nothing, checked as ``serve`` and ``daemon`` check it
+    (:func:`bridge.daemon.runtime.check_dir`): nothing is read from a directory they refuse."""
     try:
-        found = directory.stat()
-    except FileNotFoundError:
-        return RuntimeDir(directory, exists=False)
-    except OSError as exc:
-        return RuntimeDir(directory, exists=False, error=f"cannot look at it: {exc.strerror}")
-    if not stat.S_ISDIR(found.st_mode):
-        return RuntimeDir(directory, exists=False, error="not a directory")
-    running = daemon_running(directory)
-    return RuntimeDir(
-        directory,
-        exists=True,
-        mode=stat.S_IMODE(found.st_mode),
-        owner=found.st_uid,
-        user=os.getuid(),
-        daemon_running=running,
-        daemon=read_info(directory) if running else None,
-    )
+        if not check_dir(directory):
+            return RuntimeDir(directory, exists=False)
+        running = daemon_running(directory)
+        info = read_info(directory) if running else None
+    except RuntimeDirError as exc:
+        return RuntimeDir(directory, exists=True, error=exc.what, fix=exc.fix)
+    return RuntimeDir(directory, exists=True, daemon_running=running, daemon=info)

@@ -8,9 +8,15 @@ login, an unknown or changed host key) or no line within :data:`REACH_SECONDS`: 
 reached; exit status 127: no Codex there; the first line: the remote Codex's version; then
 the exec-server's answer to ``initialize``, within :data:`INITIALIZE_SECONDS`.
 
+A container (``podman://``, ``docker://``) or a command machine is reached with the same
+commands as its link's, with no shell in between: ``CODEX --version`` there first (the
+runtime's exit status 125 and its words: a missing or stopped container, not reached; 126
+or 127: no Codex there), then ``CODEX exec-server --listen stdio`` and its ``initialize``.
+
 A ``ws://`` machine (an exec-server someone runs) gets a TCP connection, then a WebSocket
 handshake with its token (``Authorization: Bearer``, as Codex sends it) and the same
-``initialize``.
+``initialize``; none of it when its URL is plain-text ``ws://`` to a host that is not
+loopback (:mod:`bridge.token_urls`).
 
 The exec-server's ``initialize``, as Codex 0.169 and 0.171 answer it over ``--listen
 stdio`` (and over ``ws://``): ``{"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -27,6 +33,7 @@ The exec-server ends when its stdin closes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -40,7 +47,8 @@ import trio
 
 from .. import machines as spec_of
 from ..machines import MachineSpec
-from ..shell.machine_link import MAX_MESSAGE, Lines, StderrTail, close_ssh
+from ..shell.machine_link import MAX_MESSAGE, Lines, StderrTail, close_ssh, could_not_run
+from ..token_urls import websocket_proxy
 from .findings import ExecServer, MachineFound
 
 #: How long reaching a machine may take: ssh's login and the remote ``codex --version``
@@ -96,6 +104,8 @@ async def probe_all(
     async def one(i: int, spec: MachineSpec) -> None:
         if spec.ssh:
             found[i] = await probe_ssh(spec, ssh, local_version)
+        elif spec.relayed:
+            found[i] = await probe_place(spec, ssh, local_version)
         else:
             found[i] = await probe_ws(spec, local_version)
 
@@ -107,7 +117,10 @@ async def probe_all(
 
 def login_command(spec: MachineSpec, ssh: list[str]) -> str:
     """The ssh login to ``spec``'s host as the user types it in a terminal: their ssh
-    command, without the bridge's options (which forbid a prompt) or a remote command."""
+    command, without the bridge's options (which forbid a prompt) or a remote command.
+    A container or a command machine: what runs a program there (``podman exec -i CTR``)."""
+    if not spec.ssh:
+        return shlex.join(spec_of.place_argv(spec, ssh, [])[:-1])
     argv = [*ssh]
     if spec.port:
         argv += ["-p", str(spec.port)]
@@ -179,6 +192,76 @@ async def probe_ssh(
         await close_ssh(process)
 
 
+async def probe_place(
+    spec: MachineSpec,
+    ssh: list[str],
+    local_version: str | None,
+    *,
+    reach_seconds: float = REACH_SECONDS,
+    initialize_seconds: float = INITIALIZE_SECONDS,
+) -> MachineFound:
+    """Reach a container or a command machine as the link does (see the module
+    docstring): its Codex's ``--version``, then its exec-server's ``initialize``. A
+    container given no Codex by the user: the one the bridge brought there, if it has."""
+    if spec.bring and local_version:
+        spec = await _brought_there(spec, ssh, local_version, reach_seconds)
+    found = MachineFound(
+        name=spec.name,
+        where=spec.where(),
+        ssh=True,
+        kind=spec.scheme,
+        codex=spec.codex,
+        login=login_command(spec, ssh),
+        local_version=local_version,
+    )
+    argv = spec_of.version_argv(spec, ssh)
+    started = time.monotonic()
+    try:
+        with trio.move_on_after(reach_seconds) as waited:
+            done = await trio.run_process(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+    except OSError as exc:
+        return _with(found, unreachable=could_not_run(argv, exc))
+    took = time.monotonic() - started
+    if waited.cancelled_caught:
+        return _with(
+            found,
+            reach_seconds=took,
+            unreachable=f"no answer from {spec.where()} within {reach_seconds:g} s",
+        )
+    stderr = done.stderr.decode(errors="replace")
+    if done.returncode != 0:
+        return _ended_early(found, spec, done.returncode, stderr, took)
+    line = done.stdout.decode(errors="replace").strip().splitlines()
+    found = _with(found, reach_seconds=took, version_line=line[0] if line else "")
+    argv = spec_of.exec_server_argv(spec, ssh)
+    try:
+        process = await trio.lowlevel.open_process(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    except OSError as exc:  # gone since a moment ago
+        return _with(found, unreachable=could_not_run(argv, exc))
+    assert process.stdin and process.stdout and process.stderr
+    stdin = process.stdin
+    lines = Lines(process.stdout)
+    errors = _Stderr()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(errors.collect, process.stderr)
+            server = await _initialize(
+                stdin.send_all, lines.next, initialize_seconds, lambda: _ended(process, errors)
+            )
+            nursery.cancel_scope.cancel()
+            return _with(found, server=server)
+    finally:
+        await close_ssh(process)
+
+
 class _Stderr(StderrTail):
     """ssh's stderr, read to its end: a process that ended has its last words read before
     they are quoted."""
@@ -195,10 +278,36 @@ class _Stderr(StderrTail):
         return whole[self._mark :] if self._mark <= len(whole) else whole
 
 
+async def _brought_there(
+    spec: MachineSpec, ssh: list[str], local_version: str, seconds: float
+) -> MachineSpec:
+    """``spec`` with the Codex the bridge brought into the container, when that one is
+    there and of ``local_version``; else ``spec`` as it is."""
+    there = replace(spec, codex=f"{spec_of.brought_folder(local_version)}/bin/codex")
+    with trio.move_on_after(seconds), contextlib.suppress(OSError):
+        done = await trio.run_process(
+            spec_of.version_argv(there, ssh),
+            stdin=subprocess.DEVNULL,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+        said = spec_of.codex_version(done.stdout.decode(errors="replace"))
+        if done.returncode == 0 and said == local_version:
+            return there
+    return spec
+
+
 def _ended_early(
     found: MachineFound, spec: MachineSpec, status: int | None, stderr: str, took: float
 ) -> MachineFound:
-    """ssh ended before the remote Codex said its version: why, in its own words."""
+    """ssh (or a container's runtime, or a command) ended before the Codex there said its
+    version: why, in its own words."""
+    if not spec.ssh and status not in (126, 127):
+        # The runtime's own failure (podman and docker: 125 for a missing container,
+        # 255 or 125 for a stopped one), or the command's.
+        words = _words(stderr) or f"exit status {status}"
+        return _with(found, reach_seconds=took, unreachable=words)
     if status == 255:
         # ssh's own failure (its convention): the machine was not reached.
         words = _words(stderr) or "exit status 255"
@@ -284,8 +393,16 @@ async def probe_ws(
     from websockets.trio.client import connect
 
     found = MachineFound(
-        name=spec.name, where=spec.url, ssh=False, login=spec.url, local_version=local_version
+        name=spec.name,
+        where=spec.url,
+        ssh=False,
+        kind=spec.scheme,
+        login=spec.url,
+        local_version=local_version,
     )
+    refused = spec_of.token_refusal(spec.name, spec.url)
+    if refused is not None:  # not even a TCP connection: its token would follow
+        return _with(found, unreachable=refused)
     port = spec.port or (443 if spec.scheme == "wss" else 80)
     started = time.monotonic()
     try:
@@ -322,6 +439,7 @@ async def probe_ws(
                 additional_headers={"Authorization": f"Bearer {token}"},
                 max_size=MAX_MESSAGE,
                 compression=None,
+                proxy=websocket_proxy(spec.url),
             ) as ws:
 
                 async def send(data: bytes) -> None:

@@ -67,11 +67,13 @@ from typing import Any
 from msgspec import Raw
 
 from .. import acp, codex
+from ..acp import auth as acp_auth
 from ..acp import steering as acp_steering
 from ..acp import types as acp_types
 from ..codex import account as codex_account
 from ..codex import approvals as codex_approvals
 from ..codex import items as codex_items
+from ..codex import mcp as codex_mcp
 from ..codex import messages as codex_messages
 from ..codex import palette as codex_palette
 from ..codex import settings as codex_settings
@@ -87,13 +89,14 @@ from .core.connection import MAX_WAITING, Connection, HandshakeFace
 from .core.effects import Effect
 from .core.hub import AGENT_NAME, Hub, RequestHandler, decode_params, prepare_decoders
 from .core.machines import MachineOffer
-from .core.threads import HeldMessage, ThreadRecord, Threads
+from .core.threads import HeldMessage, LeftOut, ThreadRecord, Threads
 from .faces.v1 import V1Face
 from .features.approvals.approvals import Approvals
 from .features.extensions.extensions import Extensions
 from .features.palette.palette import Palette
 from .features.prompts.file_reports import FileReports
 from .features.prompts.prompts import Prompts
+from .features.prompts.proposed_plans import ProposedPlans
 from .features.prompts.retries import Retries
 from .features.prompts.streaming import Streaming
 from .features.prompts.turn_ends import TurnEnds
@@ -101,6 +104,7 @@ from .features.sessions.admin import SessionAdmin
 from .features.sessions.auth import Authentication
 from .features.sessions.index import SessionIndex
 from .features.sessions.lifecycle import Lifecycle
+from .features.sessions.mcp_servers import McpServers
 from .features.sessions.recovery import Recovery
 from .features.settings.machines import Machines
 from .features.settings.settings import SettingsSelectors
@@ -129,7 +133,9 @@ class Engine:
     one at first). ``api_key``: an OpenAI API key from the bridge's
     environment, for ``authenticate``. ``is_directory``: whether a path is an
     existing directory (the shell asks the file system; a replay answers as
-    the recording says). The engine reads no environment and no file itself.
+    the recording says); ``real_path``: a path with its symlinks resolved (the same, or as
+    recorded; without it, the path as written). The engine reads no environment and no
+    file itself.
     """
 
     def __init__(
@@ -140,6 +146,7 @@ class Engine:
         profile: str | None = None,
         api_key: str | None = None,
         is_directory: Callable[[str], bool] | None = None,
+        real_path: Callable[[str], str] | None = None,
         detachable: bool = False,
         paged_store: bool = False,
         codex_shared: bool = False,
@@ -153,6 +160,8 @@ class Engine:
             api_key=api_key,
             # Without a file system to ask (a replay of an old recording), trust the client.
             is_directory=is_directory or (lambda _path: True),
+            # Without one, paths are judged as written (a replay of an old recording).
+            real_path=real_path or str,
             paged_store=paged_store,
             codex_shared=codex_shared or detachable,
         )
@@ -178,6 +187,7 @@ class Engine:
         if stored_machine is not None:
             hub.stored_machine = stored_machine
         self.auth = Authentication(hub)
+        self.mcp_servers = McpServers(hub)
         self.terminals = Terminals(hub)
         self.turn_ends = TurnEnds(hub)
         self.subagents = subagents = Subagents(
@@ -187,7 +197,7 @@ class Engine:
             interrupt_refused=self._release_turn_ends,
         )
         self.subagent_history = SubagentHistory(hub, subagents=subagents)
-        self.palette = Palette(hub, settings=settings)
+        self.palette = Palette(hub, settings=settings, mcp=self.mcp_servers)
         self.prompts = Prompts(
             hub,
             settings=settings,
@@ -198,8 +208,10 @@ class Engine:
             thread_starting=self._thread_starting,
             prompt_answered=self._prompt_answered,
             ended=self._prompt_ended,
+            arrived=self._prompt_arrived,
         )
         self.steering = self.prompts.steering
+        self.proposed_plans = ProposedPlans(hub, settings=settings, turns=self.prompts)
         self.retries = Retries(hub, prompts=self.prompts)
         self.session_index = SessionIndex(hub)
         # What a client turns on at initialize: usage limits, providers, async tasks.
@@ -218,7 +230,7 @@ class Engine:
             rejoin=SubagentRejoin(hub).rejoin,
         )
         self.recovery = Recovery(hub, subagents=subagents, prompts=self.prompts)
-        self.admin = SessionAdmin(hub)
+        self.admin = SessionAdmin(hub, sessions=self.lifecycle)
         #: Each client method → its handler, as ACP v1 has it (filled below, once the
         #: connection that answers ``initialize`` is built): a v1 client is spoken to
         #: until ``initialize`` says otherwise.
@@ -229,7 +241,7 @@ class Engine:
             catalog=settings,
             recovery=self.recovery,
             machines=self.machines,
-            offers=(self.lifecycle, self.auth),
+            offers=(self.lifecycle, self.admin, self.auth),
             extensions=ext,
             v1_face=V1Face(hub, self._client_requests),
             v1_requests=self._client_requests,
@@ -247,6 +259,13 @@ class Engine:
                 "session/fork": after_catalog(self.lifecycle.session_fork),
                 "session/list": self.lifecycle.session_list,
                 "session/close": self.lifecycle.session_close,
+                "session/delete": self.admin.session_delete,
+                "session/status": self.admin.session_status,
+                "session/set_title": self.admin.session_set_title,
+                "session/archive": self.admin.session_archive,
+                "session/unarchive": self.admin.session_unarchive,
+                "logout": self.admin.session_logout,
+                acp_auth.STATUS: self.auth.status,
                 "session/set_mode": self.settings.set_mode,
                 "session/set_config_option": self.settings.set_config_option,
                 acp_steering.METHOD: self.steering.steer,
@@ -254,7 +273,7 @@ class Engine:
         )
         self.client_router = client_routing.ClientRouter(
             hub,
-            {"session/cancel": self._session_cancel},
+            {"session/cancel": self._session_cancel, "$/cancel_request": self._cancel_request},
             connection=self.connection,
             guard=subagents,
             arrived=self._arrived,
@@ -294,7 +313,7 @@ class Engine:
                 first=(self._turn_completed_anywhere,),
             ),
             "thread/tokenUsage/updated": notification(
-                types.ThreadTokenUsageUpdated, streaming.token_usage, ext.token_usage
+                types.ThreadTokenUsageUpdated, streaming.token_usage
             ),
             "error": notification(types.ErrorNotification, self.retries.error),
             "item/commandExecution/outputDelta": notification(
@@ -325,12 +344,14 @@ class Engine:
             ),
             "thread/deleted": notification(
                 codex_threads.ThreadGone,
+                self.lifecycle.thread_gone,
                 subagents.thread_gone,
                 first=(index.thread_gone,),
                 gated=False,
             ),
             "thread/archived": notification(
                 codex_threads.ThreadGone,
+                self.lifecycle.thread_gone,
                 subagents.thread_gone,
                 first=(index.thread_gone,),
                 gated=False,
@@ -355,8 +376,20 @@ class Engine:
             "account/login/completed": notification(
                 codex_account.AccountLoginCompleted, self.auth.login_completed
             ),
+            "account/updated": notification(
+                codex_account.AccountUpdated, self.auth.account_updated
+            ),
             "account/rateLimits/updated": notification(
                 codex_palette.RateLimitsUpdated, ext.rate_limits_updated
+            ),
+            "mcpServer/startupStatus/updated": notification(
+                codex_mcp.McpServerStartupStatus, self.mcp_servers.startup_status
+            ),
+            # Not gated: a sign-in is the server's, whichever thread started it.
+            "mcpServer/oauthLogin/completed": notification(
+                codex_mcp.McpServerOauthLoginCompleted,
+                self.mcp_servers.oauth_completed,
+                gated=False,
             ),
             "item/commandExecution/requestApproval": request(
                 approval.CommandExecutionRequestApprovalParams,
@@ -469,8 +502,9 @@ class Engine:
     def client_lost(self) -> list[Effect]:
         """The client is gone: answer every Codex request still waiting on it (or, with
         a shared Codex, leave them for the next client; see ``detachable``)."""
+        self._guarded(lambda _: self.proposed_plans.client_lost(), b"")
         if self.detachable:
-            return []
+            return self.hub.take()
         self._guarded(lambda _: self.approvals.client_lost(), b"")
         return self.hub.take()
 
@@ -490,6 +524,8 @@ class Engine:
                 waiting.on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, reason))
             for feature in (self.prompts, self.approvals, self.lifecycle, self.auth, subagents):
                 feature.codex_lost(reason)
+            self.mcp_servers.codex_lost()
+            self.proposed_plans.codex_lost(reason)
             self.terminals.codex_lost()
             self.turn_ends.clear()  # their prompts were answered just above
             if not retrying:
@@ -538,6 +574,29 @@ class Engine:
         if self.client_router.receive(data) and self.turn_ends.waiting:
             self._release_turn_ends()  # a close waits for no sub-agent
 
+    def _cancel_request(self, raw: Raw) -> None:
+        """``$/cancel_request``: a long request of the client's (a load, a resume, a list,
+        a fork) is stopped and answered -32800; a prompt whose turn runs is cancelled as
+        ``session/cancel`` cancels it (answered ``cancelled`` once Codex confirms, what it
+        waits on withdrawn); any other is answered as its work ends."""
+        try:
+            params = decode_params(raw, acp_types.CancelRequestParams, "$/cancel_request")
+        except RpcError as exc:
+            log.warning("bad $/cancel_request notification: %s", exc.message)
+            return
+        rid = params.requestId
+        for record in self.hub.threads.sessions():
+            if record.turn is not None and record.turn.request_id == rid:
+                prompt = record.prompts.get(rid)
+                if self.hub.face.version == 2 and prompt is not None and prompt.message_id:
+                    # Answered once inserted (v2), its turn the session's work now: the
+                    # cancel of a request that is over stops nothing (session/cancel does).
+                    log.debug("$/cancel_request for answered prompt %r: nothing", rid)
+                    return
+                self._cancel_session(record.id)
+                return
+        self.hub.cancel_client_request(rid)
+
     def _session_cancel(self, raw: Raw) -> None:
         """``session/cancel``: the prompt, then what the session asked, then its sub-agents' work."""
         try:
@@ -545,14 +604,18 @@ class Engine:
         except RpcError as exc:
             log.warning("bad session/cancel notification: %s", exc.message)
             return
-        record = self.hub.threads.session(params.sessionId)
+        self._cancel_session(params.sessionId)
+
+    def _cancel_session(self, session_id: str) -> None:
+        record = self.hub.threads.session(session_id)
         if record is None:
-            log.warning("session/cancel for unknown session %s", params.sessionId)
+            log.warning("session/cancel for unknown session %s", session_id)
         else:
             self.prompts.cancel(record)
             self.steering.cancelled(record)
-        self.approvals.session_cancelled(params.sessionId)
-        self._cancel_work(params.sessionId)
+            self.proposed_plans.withdraw(record.id)
+        self.approvals.session_cancelled(session_id)
+        self._cancel_work(session_id)
 
     def _after_catalog(self, handler: RequestHandler) -> RequestHandler:
         """A session's first answer lists every model: ``handler`` opens one once the
@@ -609,6 +672,8 @@ class Engine:
         self.extensions.async_tasks.item_completed(note)
         self.approvals.item_completed(note)
         self.subagents.item_completed(note)
+        # A proposed plan noted: its turn's end asks whether to implement it.
+        self.proposed_plans.item_completed(note)
 
     def _turn_started(self, note: codex_types.TurnNotification) -> None:
         """Codex started a turn on a session's thread."""
@@ -618,6 +683,7 @@ class Engine:
         self.prompts.turn_started(note)
         self.file_reports.turn_started(note)
         self.subagents.turn_started(note)
+        self.proposed_plans.turn_started(note)  # the session moved on: no question stands
         self.prompts.state_turn_started(note)
 
     def _turn_completed_anywhere(self, note: codex_types.TurnNotification) -> None:
@@ -642,9 +708,12 @@ class Engine:
         # queued prompt starts), then what the turn still asked is withdrawn, then a
         # sub-agent's work state follows, then the fact, for the face (after the answer).
         self.prompts.turn_completed(note)
+        self.streaming.turn_completed(note)  # what the thread cost so far, where Codex knows
         self.approvals.turn_completed(note)
         self.subagents.turn_completed(note)
         self.prompts.state_turn_ended(note)
+        # A plan it proposed: "Implement this plan?", once the session is idle.
+        self.proposed_plans.turn_completed(note)
         # Turn ends held behind this turn's sub-agents may go now.
         self._release_turn_ends()
 
@@ -659,9 +728,10 @@ class Engine:
 
     def _thread_starting(
         self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
-    ) -> None:
-        self.lifecycle.thread_starting(mcp_servers, start)
+    ) -> tuple[LeftOut, ...]:
+        left_out = self.lifecycle.thread_starting(mcp_servers, start)
         self.extensions.providers.thread_starting(start)
+        return left_out
 
     def _session_opened(
         self, record: ThreadRecord, rid: RequestId, result: Any, opened: Any
@@ -672,12 +742,14 @@ class Engine:
         self.settings.session_opened(record, result, opened)
         self.hub.state(facts.SessionOpened(record, rid, result))
         self.settings.session_announced(record)
+        self.mcp_servers.session_opened(record)
         self.subagent_history.after_response(record)
         self.extensions.async_tasks.session_opened(record, result)
 
     def _open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
         """The client opened a session on ``thread_id``: what was held for it is handled now."""
         record = self.hub.threads.open_root(thread_id, cwd)
+        self.mcp_servers.opening(record)  # before what was held for it is handled
         self.subagents.session_added(record)
         return record
 
@@ -709,6 +781,10 @@ class Engine:
         self.file_reports.report_files(fact)
         self.hub.state(fact)
 
+    def _prompt_arrived(self, record: ThreadRecord) -> None:
+        """A prompt the session takes arrived: the question a proposed plan left is withdrawn."""
+        self.proposed_plans.withdraw(record.id)
+
     def _prompt_answered(self, record: ThreadRecord) -> None:
         """A prompt was answered: a close waiting on it finishes."""
         self.lifecycle.prompt_answered(record)
@@ -718,6 +794,7 @@ class Engine:
         when another client's turn runs on it, leaving Codex's requests to that client)."""
         root = self.hub.threads.get(thread_id)
         others = root is not None and self.approvals.others_turn(root)
+        self.proposed_plans.withdraw(thread_id)
         for record in self.hub.threads.forget(thread_id):
             self.approvals.thread_forgotten(record, answer=not others)
         self._release_turn_ends()  # no turn of a forgotten sub-agent is awaited

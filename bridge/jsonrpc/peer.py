@@ -164,7 +164,7 @@ class Peer(Generic[C]):
         except RecursionError:  # msgspec recurses once per level
             return self._receive_deep(data)
         # Valid JSON nests at most half its length deep: short messages (deltas) skip this.
-        if len(data) > 2 * MAX_DEPTH and _too_deep(data):
+        if len(data) > 2 * MAX_DEPTH and too_deep(data):
             return self._receive_deep(data)
         if env.jsonrpc is not UNSET and env.jsonrpc != "2.0":
             return self._invalid_request(env, f"unsupported jsonrpc version {env.jsonrpc!r}")
@@ -274,7 +274,7 @@ _BRACKET_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 _NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
 
 
-def _too_deep(data: bytes) -> bool:
+def too_deep(data: bytes) -> bool:
     """Whether ``data`` nests deeper than :data:`MAX_DEPTH`.
 
     Exact for valid JSON; for malformed JSON, never less than the depth msgspec

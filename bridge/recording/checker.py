@@ -127,6 +127,8 @@ class TranscriptChecker:
         if request is None or "result" not in message:
             if request is not None and request[0] in ("session/load", "session/resume"):
                 session = str(request[1].get("sessionId"))
+                if self._opening_again(session):
+                    return  # another open of it (sent after, a cancelled one's retry) goes on
                 self._loading.pop(session, None)
                 if session in self._provisional:
                     # A failed load establishes nothing: its session is unknown again.
@@ -153,6 +155,13 @@ class TranscriptChecker:
             session = str(params.get("sessionId"))
             self._loading.pop(session, None)
             self._loaded.add(session)
+
+    def _opening_again(self, session: str) -> bool:
+        """Whether a load or resume of ``session`` is still unanswered."""
+        return any(
+            method in ("session/load", "session/resume") and params.get("sessionId") == session
+            for method, params in self._client_requests.values()
+        )
 
     def _replays(self, method: str, params: dict[str, Any]) -> bool:
         """Whether request ``method`` replays history: v1's load, v2's resume with replayFrom."""

@@ -82,6 +82,7 @@ class EventRecord(msgspec.Struct, kw_only=True, omit_defaults=True, tag="event",
     state: str = ""
     #: ``machine_answered``: the shell's answer to the engine's call to that machine's
     #: exec-server, JSON: ``{"key", "result"}`` or ``{"key", "error": {code, message}}``.
+    #: ``real_path``: where the path in ``reason`` really led (its symlinks resolved).
     data: str = ""
 
 

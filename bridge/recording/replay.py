@@ -86,9 +86,16 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
         for e in recording.entries
         if isinstance(e.record, EventRecord) and e.record.event == "stored_machine"
     }
+    # Where the live bridge found a path really led; every other one led where it said.
+    resolved = {
+        e.record.reason: e.record.data
+        for e in recording.entries
+        if isinstance(e.record, EventRecord) and e.record.event == "real_path"
+    }
     engine = Engine(
         thread_config=thread_config,
         is_directory=lambda path: path not in missing,
+        real_path=lambda path: resolved.get(path, path),
         stored_machine=stored.get,
         **engine_options(recording),
     )
@@ -156,7 +163,7 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
                         recording.path, entry.line, "a machine's answer that cannot be read"
                     ) from None
                 apply(engine.machine_answered(key, result, code, message), entry.line)
-            elif record.event in ("missing_directory", "stored_machine"):
+            elif record.event in ("missing_directory", "stored_machine", "real_path"):
                 pass  # answered when the engine asks (see above)
             else:
                 raise RecordingError(recording.path, entry.line, f"unknown event {record.event!r}")

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..redaction import command_line
+
 log = logging.getLogger(__name__)
 
 #: Terminal escape sequences: Codex colours its log lines even when its stderr is a pipe.
@@ -272,7 +274,7 @@ def start_codex(
     argv = [launch.program, "app-server"]
     for override in config_overrides:
         argv += ["-c", override]
-    log.info("starting %s", " ".join(argv))
+    log.info("starting %s", command_line(argv))
     # os.pipe()'s descriptors are not inherited: the child gets only its three.
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = os.pipe()

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import trio
 
+from ..token_urls import codex_url_refusal
 from .codex_process import (
     CODEX_DAEMON_SOCKET,
     ENV_CODEX_BIN,
@@ -62,6 +63,7 @@ __all__ = [
     "codex_daemon_version",
     "codex_exit_words",
     "codex_launch",
+    "codex_url_refusal",
     "codex_version_of",
     "connect_codex",
     "find_codex",
@@ -221,16 +223,29 @@ def _signal_group(group: int, signum: int) -> None:
 
 @asynccontextmanager
 async def connect_codex(
-    url: str, *, token_file: str | None = None, max_message: int = DEFAULT_MAX_MESSAGE
+    url: str,
+    *,
+    token_file: str | None = None,
+    token: str | None = None,
+    max_message: int = DEFAULT_MAX_MESSAGE,
 ) -> AsyncIterator[CodexConnection]:
     """Attach to ``codex app-server --listen ws://...`` over WebSocket, or, for
     ``unix:///path``, over a Unix socket (Codex's own daemon: ``codex app-server
-    daemon``, whose socket takes no token)."""
+    daemon``, whose socket takes no token). Its capability token: read from
+    ``token_file``, or ``token`` itself (the daemon's, read by :mod:`bridge.serve`); it
+    goes only over ``wss://`` or to a loopback ``ws://`` (:func:`codex_url_refusal`,
+    checked before anything is sent)."""
     from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
     from websockets.trio.client import connect, unix_connect
 
     headers = {}
-    if token_file:
+    if token or token_file:
+        refused = codex_url_refusal(url)
+        if refused is not None:  # before the token is read, let alone sent
+            raise CodexUnavailable(refused)
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    elif token_file:
         try:
             token = (await trio.Path(token_file).read_text()).strip()
         except OSError as exc:

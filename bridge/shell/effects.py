@@ -117,7 +117,7 @@ def carry_out(
             to_client(effect)
         elif isinstance(effect, ToCodex):
             if to_codex is None:
-                log.debug("no Codex connection; dropping %s", effect.data[:80])
+                log.debug("no Codex connection; dropping %s", _named(effect.data))
                 continue
             if tap:
                 tap.message("to_codex", effect.data)
@@ -144,3 +144,20 @@ def carry_out(
                 continue
             why = f"this bridge runs no link to the machine {effect.machine}"
             again(machine_answered(engine, tap, effect, (None, -32603, why)))
+
+
+class _Envelope(msgspec.Struct):
+    method: str = ""
+    id: int | str | None = None
+
+
+def _named(data: bytes) -> str:
+    """A message to Codex as a log names it: its method and id, never its params (an
+    ``account/login/start`` holds the API key)."""
+    try:
+        envelope = msgspec.json.decode(data, type=_Envelope)
+    except msgspec.DecodeError:
+        return f"a message of {len(data)} bytes"
+    if envelope.id is None:
+        return envelope.method or "an answer"
+    return f"{envelope.method or 'the answer'} (id {envelope.id})"

@@ -5,7 +5,9 @@ own machine only).
 Each machine gets a connection of its own while calls come, apart from Codex's: for an ssh
 machine one more ``ssh HOST codex exec-server --listen stdio`` (the user's ssh, the same
 account and Codex as Codex's link; the first line the remote Codex's version, then one
-JSON-RPC message a line); for a ws:// machine a WebSocket to its URL with its token. It
+JSON-RPC message a line); for a container or a command machine the same command as its
+link's (``podman exec -i CONTAINER CODEX exec-server --listen stdio``; no version line);
+for a ws:// machine a WebSocket to its URL with its token. It
 begins with the exec-server's handshake (``initialize {clientName}``, ``initialized``),
 carries the calls (the engine's method and parameters, ids of its own), and closes once no
 call has come for :data:`IDLE_SECONDS`. It works the same in a ``serve`` whose links relay
@@ -34,8 +36,9 @@ from .. import machines as spec_of
 from ..codex import files as codex_files
 from ..engine import MachineCall
 from ..machines import MachineSpec
+from ..token_urls import websocket_proxy
 from .effects import MachineAnswer
-from .machine_link import MAX_MESSAGE, Lines, StderrTail, close_ssh
+from .machine_link import MAX_MESSAGE, Lines, StderrTail, close_ssh, could_not_run
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +97,18 @@ class MachineCalls:
     """The calls of one ``serve`` to its machines' exec-servers."""
 
     def __init__(
-        self, specs: Sequence[MachineSpec], ssh: list[str], *, client_name: str = "codex-acp-bridge"
+        self,
+        specs: Sequence[MachineSpec],
+        ssh: list[str],
+        *,
+        client_name: str = "codex-acp-bridge",
+        ready: Callable[[MachineSpec], Awaitable[MachineSpec]] | None = None,
     ) -> None:
         self.specs = {spec.name: spec for spec in specs}
         self.ssh = ssh
+        #: The machine as its link reaches it (a container: with the Codex brought there,
+        #: brought first if it must be); raises :class:`MachineError` when it cannot be.
+        self.ready = ready
         self.client_name = client_name
         self._sessions: dict[str, _Session] = {}
         self._nursery: trio.Nursery | None = None
@@ -229,8 +240,13 @@ class MachineCalls:
 
     @contextlib.asynccontextmanager
     async def _open(self, spec: MachineSpec) -> AsyncIterator[_Transport]:
-        if spec.ssh:
-            async with _ssh(spec, self.ssh) as transport:
+        if self.ready is not None:
+            try:
+                spec = await self.ready(spec)
+            except spec_of.MachineError as exc:
+                raise _Refused(str(exc)) from None
+        if spec.relayed:
+            async with _process(spec, self.ssh) as transport:
                 yield transport
         else:
             async with _websocket(spec) as transport:
@@ -252,38 +268,66 @@ def _why(spec: MachineSpec, caught: BaseException) -> str:
 
 
 class _Lines(_Transport):
-    def __init__(self, send: Callable[[bytes], Awaitable[None]], lines: Lines) -> None:
-        self._send, self._lines = send, lines
+    def __init__(
+        self,
+        send: Callable[[bytes], Awaitable[None]],
+        receive: Callable[[], Awaitable[bytes | None]],
+    ) -> None:
+        self._send, self._receive = send, receive
 
     async def send(self, data: bytes) -> None:
         await self._send(data + b"\n")
 
     async def receive(self) -> bytes | None:
-        return await self._lines.next()
+        return await self._receive()
 
 
 @contextlib.asynccontextmanager
-async def _ssh(spec: MachineSpec, ssh: list[str]) -> AsyncIterator[_Transport]:
-    argv = spec_of.ssh_argv(spec, ssh, spec_of.exec_server_command(spec))
-    process = await trio.lowlevel.open_process(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+async def _process(spec: MachineSpec, ssh: list[str]) -> AsyncIterator[_Transport]:
+    """The exec-server the machine's link runs (over ssh, in a container, through a
+    command), on the stdio of a process of this bridge's."""
+    argv = spec_of.exec_server_argv(spec, ssh)
+    try:
+        process = await trio.lowlevel.open_process(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    except OSError as exc:
+        raise _Refused(could_not_run(argv, exc)) from None
     assert process.stdin and process.stdout and process.stderr
     stderr = StderrTail()
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stderr.collect, process.stderr)
-            lines = Lines(process.stdout)
-            with trio.fail_after(CALL_SECONDS):
-                first = await lines.next()
-            if first is None:
-                await process.wait()
-                await stderr.finished()
-                raise _Refused(spec_of.explain_failure(spec, process.returncode, stderr.text()))
-            yield _Lines(process.stdin.send_all, lines)
+            lines = _Ended(process, stderr, spec, Lines(process.stdout))
+            if spec_of.version_first(spec):
+                with trio.fail_after(CALL_SECONDS):
+                    await lines.next()  # the remote Codex's version
+            yield _Lines(process.stdin.send_all, lines.next)
             nursery.cancel_scope.cancel()
     finally:
         await close_ssh(process)
+
+
+class _Ended:
+    """A process's lines; ended before a word, why (in the runtime's or ssh's words)."""
+
+    def __init__(
+        self, process: trio.Process, stderr: StderrTail, spec: MachineSpec, lines: Lines
+    ) -> None:
+        self._process, self._stderr, self._spec, self._lines = process, stderr, spec, lines
+        self._said = False
+
+    async def next(self) -> bytes | None:
+        line = await self._lines.next()
+        if line is None and not self._said:
+            raise _Refused(await self.why())
+        self._said = True
+        return line
+
+    async def why(self) -> str:
+        await self._process.wait()
+        await self._stderr.finished()
+        return spec_of.explain_failure(self._spec, self._process.returncode, self._stderr.text())
 
 
 class _Frames(_Transport):
@@ -305,6 +349,9 @@ class _Frames(_Transport):
 async def _websocket(spec: MachineSpec) -> AsyncIterator[_Transport]:
     if spec.token_file is None:
         raise _Refused(f"no token for the exec-server at {spec.url} here")
+    refused = spec_of.token_refusal(spec.name, spec.url)
+    if refused is not None:  # before its token is read, let alone sent
+        raise _Refused(refused)
     try:
         token = (await trio.Path(spec.token_file).read_text(encoding="utf-8")).strip()
     except OSError as exc:
@@ -318,5 +365,6 @@ async def _websocket(spec: MachineSpec) -> AsyncIterator[_Transport]:
         compression=None,
         open_timeout=CALL_SECONDS,
         close_timeout=CLOSE_SECONDS,
+        proxy=websocket_proxy(spec.url),
     ) as connection:
         yield _Frames(connection)

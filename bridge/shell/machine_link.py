@@ -1,5 +1,7 @@
 """The links to the machines the user named: each a loopback WebSocket Codex connects to,
-relayed over the user's own ssh to a ``codex exec-server --listen stdio`` there.
+relayed over the user's own ssh to a ``codex exec-server --listen stdio`` there (or over
+``podman exec -i``/``docker exec -i`` into a container, or a command machine's own
+command: whatever :func:`bridge.machines.exec_server_argv` runs, its stdio an exec-server).
 
 For an ssh machine the bridge listens on 127.0.0.1 (a port of its own) and registers that
 URL with Codex, with a token made fresh at every start that only Codex and this process
@@ -16,8 +18,16 @@ it (``ssh HOST codex --version``: reachable, logged in, the same Codex) and says
 Found back after a connection of Codex's failed, it stays ``connecting`` until Codex's
 next connection reaches it, or Codex's pause before that one is over
 (:data:`CODEX_RETRY_SECONDS`): a prompt sent in that pause would do nothing, silently.
-A ws:// machine (an exec-server someone runs) is registered as it is; its check is a
-TCP connection.
+A container or a command machine is the same, but for the first line: with no remote
+shell to say Codex's version first, the check runs ``CODEX --version`` there, and a
+connection counts as reached at the exec-server's first line (its answer to Codex's
+``initialize``); a runtime that ends before it (a missing or stopped container: podman's
+exit status 125) has its own words said. A container whose ``codex`` is missing or of
+another version, when the user named none (or said ``?codex=auto``), is given this
+bridge's own: the check copies the vendor folder of the Codex it runs into the container
+(``podman cp``, once per container and version: one there already is used) and the link
+runs that one (:meth:`MachineLinks.in_use`). A ws:// machine (an exec-server someone runs)
+is registered as it is; its check is a TCP connection.
 
 Through the bridge's daemon the daemon runs the links and registers them with its Codex;
 an editor's ``serve`` keeps check-only links (``relay=False``): no listener, nothing to
@@ -31,10 +41,11 @@ import contextlib
 import hmac
 import logging
 import secrets
+import shlex
 import socket
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import trio
@@ -54,6 +65,8 @@ logging.getLogger(f"{__name__}.websockets").setLevel(logging.WARNING)
 
 #: How long a check or a link's first line may take (ssh's own timeouts come first).
 CHECK_SECONDS = 30.0
+#: How long copying Codex into a container may take (some 400 MB).
+COPY_SECONDS = 300.0
 #: Between attempts to bring a dropped link back: doubling up to the last.
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 #: A frame or a line: the exec-server carries whole files and outputs.
@@ -108,6 +121,10 @@ class Link:
     codex_on: int = 0
     #: Set when one of Codex's connections reaches the machine.
     codex_back: trio.Event = field(default_factory=trio.Event)
+    #: The Codex the bridge brought into the container, once found working there.
+    brought: str | None = None
+    #: Held while a check may bring Codex (one copy at a time).
+    bringing: trio.Lock = field(default_factory=trio.Lock)
 
 
 class MachineLinks:
@@ -119,6 +136,7 @@ class MachineLinks:
         *,
         ssh: list[str],
         codex_program: str | None = None,
+        codex_version: str | None = None,
         on_change: OnChange | None = None,
         relay: bool = True,
         published: Published | None = None,
@@ -129,7 +147,12 @@ class MachineLinks:
         self.codex_program = codex_program
         self.on_change: OnChange = on_change or (lambda _n, _s, _r: None)
         self.links: dict[str, Link] = {}
-        self._local_version: str | None = None
+        #: The version the machines' Codex must have: ``codex_version`` when given (what
+        #: the daemon's Codex said it is: ``codex-cli 0.171.0``; nothing to compare when it
+        #: says none), else ``codex_program --version``'s, asked once.
+        self._local_version: str | None = (
+            None if codex_version is None else spec_of.codex_version(codex_version) or ""
+        )
         self._nursery: trio.Nursery | None = None
         self._early_wants: list[str] = []
         #: Which machine each thread works on, for the next bridge.
@@ -137,7 +160,7 @@ class MachineLinks:
         for spec in specs:
             if not relay:
                 link = Link(spec, "", None)
-            elif spec.ssh:
+            elif spec.relayed:
                 # Bound now, before trio runs, so that the engine built before it can
                 # register the URL; served from run().
                 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -294,42 +317,160 @@ class MachineLinks:
         return self._local_version or None
 
     async def check(self, link: Link) -> str | None:
-        """Reach the machine once; ``None`` when it works, else why not."""
+        """Reach the machine once; ``None`` when it works, else why not. A container given
+        no Codex by the user gets this bridge's, when its own will not do."""
         spec = link.spec
-        if not spec.ssh:
+        if not spec.relayed:
             return await _check_tcp(spec)
-        argv = spec_of.ssh_argv(spec, self.ssh, spec_of.version_command(spec))
-        try:
-            with trio.fail_after(CHECK_SECONDS):
-                done = await trio.run_process(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    capture_stdout=True,
-                    capture_stderr=True,
-                    check=False,
-                )
-        except trio.TooSlowError:
-            return f"no answer from {spec.where()} within {CHECK_SECONDS:.0f} s"
-        except OSError as exc:
-            return f"could not run {self.ssh[0]!r}: {exc.strerror or exc}"
+        if not spec.bring:
+            return (await self._check_codex(link, spec))[0]
+        async with link.bringing:
+            return await self._check_or_bring(link)
+
+    def in_use(self, link: Link) -> MachineSpec:
+        """The machine as the link reaches it: with the Codex brought there, if it was."""
+        return replace(link.spec, codex=link.brought) if link.brought else link.spec
+
+    async def ready_spec(self, spec: MachineSpec) -> MachineSpec:
+        """``spec`` as the link reaches it, the Codex brought first if it must be (for a
+        connection of the bridge's own: a rewind's); :class:`MachineError` says why not."""
+        link = self.links.get(spec.name)
+        if link is None or not spec.bring or link.brought:
+            return self.in_use(link) if link is not None else spec
+        why = await self.check(link)
+        if why is not None:
+            raise spec_of.MachineError(why)
+        return self.in_use(link)
+
+    async def _check_codex(self, link: Link, spec: MachineSpec) -> tuple[str | None, str]:
+        """``spec.codex --version`` there: why it will not do (``None``: it will), and
+        what that is: ``ok``, ``missing``, ``other`` (another version, or no version) or
+        ``failed`` (the machine itself: unreachable, no container...)."""
+        argv = spec_of.version_argv(spec, self.ssh)
+        done = await _finished(argv, CHECK_SECONDS)
+        if isinstance(done, trio.TooSlowError):
+            return f"no answer from {spec.where()} within {CHECK_SECONDS:.0f} s", "failed"
+        if isinstance(done, OSError):
+            return could_not_run(argv, done), "failed"
         stderr = done.stderr.decode(errors="replace")
         if done.returncode != 0:
-            return spec_of.explain_failure(spec, done.returncode, stderr)
-        return await self._version_mismatch(link, done.stdout.decode(errors="replace"))
+            why = spec_of.explain_failure(spec, done.returncode, stderr)
+            # 126/127: the runtime ran, the program in the container could not.
+            return why, "missing" if done.returncode in (126, 127) else "failed"
+        mismatch = await self._version_mismatch(link, done.stdout.decode(errors="replace"), spec)
+        return mismatch, "other" if mismatch else "ok"
 
-    async def _version_mismatch(self, link: Link, line: str) -> str | None:
+    async def _check_or_bring(self, link: Link) -> str | None:
+        spec = link.spec
+        if link.brought:  # brought before: still there (a container made anew has not)?
+            why, kind = await self._check_codex(link, self.in_use(link))
+            if why is None or kind == "failed":
+                return why
+            link.brought = None
+        if spec.bring == spec_of.BRING_IF_NEEDED:
+            why, kind = await self._check_codex(link, spec)
+            if why is None or kind == "failed":
+                return why
+            log.info("machine %s: its own Codex will not do (%s)", spec.name, why)
+        return await self._bring(link)
+
+    async def _bring(self, link: Link) -> str | None:
+        """Copy this bridge's Codex into the container (unless a copy is there already) and
+        use it; else why not, in one line naming the machine."""
+        spec = link.spec
+        cannot = f"cannot bring Codex into {spec.where()}"
+        name_one = f"install Codex there and name it with {spec_of.codex_hint(spec)}"
+        local = await self.local_version()
+        found = spec_of.vendor_folder(self.codex_program) if self.codex_program else None
+        if local is None or found is None:
+            return (
+                f"{cannot}: this bridge's Codex ({self.codex_program or 'none found'}) is not "
+                f"in a Codex package's vendor folder to copy: {name_one}"
+            )
+        source, target, version = found
+        if version is not None and version != local:
+            return (
+                f"{cannot}: this bridge's Codex is {version}, the one it works with {local}: "
+                f"{name_one}"
+            )
+        folder = spec_of.brought_folder(local)
+        there = replace(spec, codex=f"{folder}/bin/codex")
+        why, kind = await self._check_codex(link, there)
+        if why is None:
+            log.info(
+                "machine %s: using Codex %s brought into %s earlier, at %s",
+                spec.name,
+                local,
+                spec.where(),
+                folder,
+            )
+            link.brought = there.codex
+            return None
+        remove = f"remove it ({spec.scheme} exec {spec.host} rm -rf {folder}) and try again"
+        if kind != "missing":
+            return (
+                why
+                if kind == "failed"
+                else f"{cannot}: {folder} there holds no working Codex {local} ({why}): {remove}"
+            )
+        platform = await self._platform(spec)
+        if platform.startswith("!"):
+            return f"{cannot}: {platform[1:]}"
+        if not spec_of.runs_there(target, platform):
+            return (
+                f"{cannot}: the container is {platform}, this bridge's Codex is built for "
+                f"{target}: {name_one}"
+            )
+        log.info(
+            "machine %s: no Codex %s in %s: copying this bridge's (%s) to %s",
+            spec.name,
+            local,
+            spec.where(),
+            source,
+            folder,
+        )
+        started = trio.current_time()
+        argv = spec_of.copy_argv(spec, source, folder)
+        failed = await _run(argv, COPY_SECONDS)
+        if failed is not None:
+            return f"{cannot}: {failed}"
+        why, _kind = await self._check_codex(link, there)
+        if why is not None:
+            # A copy cut short before (cp then puts the folder inside it), or another
+            # bridge's copying at the same moment.
+            return f"{cannot}: the copy at {folder} does not run there ({why}): {remove}"
+        log.info(
+            "machine %s: Codex %s copied into %s at %s in %.1f s",
+            spec.name,
+            local,
+            spec.where(),
+            folder,
+            trio.current_time() - started,
+        )
+        link.brought = there.codex
+        return None
+
+    async def _platform(self, spec: MachineSpec) -> str:
+        """The container's platform (``linux/amd64``), or ``!`` and why it is not known."""
+        image = await _output(spec_of.image_argv(spec))
+        if image.startswith("!"):
+            return image
+        return await _output(spec_of.platform_argv(spec, image))
+
+    async def _version_mismatch(
+        self, link: Link, line: str, spec: MachineSpec | None = None
+    ) -> str | None:
+        spec = spec or link.spec
         remote = spec_of.codex_version(line)
         if remote is None:
-            return (
-                f"{link.spec.codex!r} on {link.spec.where()} said {line.strip()!r}, not a version"
-            )
+            return f"{spec.codex!r} on {spec.where()} said {line.strip()!r}, not a version"
         link.version = remote
         local = await self.local_version()
         if local is not None and remote != local:
             return (
                 f"{link.spec.where()} runs Codex {remote}, this machine {local}: install Codex "
                 f"{local} there (npm install -g @openai/codex@{local}), or name one with "
-                "?codex=/path/to/codex"
+                f"{spec_of.codex_hint(link.spec)}"
             )
         return None
 
@@ -396,16 +537,24 @@ class MachineLinks:
             link.bringing_back = False
 
     async def _relay(self, link: Link, connection: ServerConnection) -> None:
-        """One of Codex's connections to ``link``: an exec-server over ssh, line by frame."""
+        """One of Codex's connections to ``link``: an exec-server over ssh (or in a
+        container, or through a command), line by frame."""
         spec = link.spec
-        argv = spec_of.ssh_argv(spec, self.ssh, spec_of.exec_server_command(spec))
+        if spec.bring and not link.brought:
+            # Codex connected before a check brought its Codex there: one now.
+            why = await self.check(link)
+            if why is not None:
+                self._dropped(link, why)
+                await connection.aclose(1011, "no Codex there")
+                return
+        argv = spec_of.exec_server_argv(self.in_use(link), self.ssh)
         try:
             process = await trio.lowlevel.open_process(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
             )
         except OSError as exc:
-            self._dropped(link, f"could not run {self.ssh[0]!r}: {exc.strerror or exc}")
-            await connection.aclose(1011, "ssh could not run")
+            self._dropped(link, could_not_run(argv, exc))
+            await connection.aclose(1011, f"{argv[0]} could not run")
             return
         assert process.stdin and process.stdout and process.stderr
         stdin = process.stdin
@@ -413,37 +562,43 @@ class MachineLinks:
         lines = Lines(process.stdout)
         ended_by_codex = False
         reached = False
+
+        def reach() -> None:
+            nonlocal reached
+            reached = True
+            link.codex_on += 1
+            link.codex_failed = None
+            link.codex_back.set()
+            self._set(link, "connected")
+
         link.relays += 1
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(stderr.collect, process.stderr)
-                first: bytes | None = None
-                with trio.move_on_after(CHECK_SECONDS) as waited:
-                    first = await lines.next()
-                if waited.cancelled_caught:
-                    self._dropped(
-                        link, f"no answer from {spec.where()} within {CHECK_SECONDS:.0f} s"
-                    )
-                    nursery.cancel_scope.cancel()
-                    return
-                if first is None:  # ssh ended before the remote Codex said a word
-                    await process.wait()
-                    await stderr.finished()
-                    self._dropped(
-                        link, spec_of.explain_failure(spec, process.returncode, stderr.text())
-                    )
-                    nursery.cancel_scope.cancel()
-                    return
-                mismatch = await self._version_mismatch(link, first.decode(errors="replace"))
-                if mismatch is not None:
-                    self._dropped(link, mismatch, bring_back=False)
-                    nursery.cancel_scope.cancel()
-                    return
-                reached = True
-                link.codex_on += 1
-                link.codex_failed = None
-                link.codex_back.set()
-                self._set(link, "connected")
+                if spec_of.version_first(spec):
+                    first: bytes | None = None
+                    with trio.move_on_after(CHECK_SECONDS) as waited:
+                        first = await lines.next()
+                    if waited.cancelled_caught:
+                        self._dropped(
+                            link, f"no answer from {spec.where()} within {CHECK_SECONDS:.0f} s"
+                        )
+                        nursery.cancel_scope.cancel()
+                        return
+                    if first is None:  # ssh ended before the remote Codex said a word
+                        await process.wait()
+                        await stderr.finished()
+                        self._dropped(
+                            link, spec_of.explain_failure(spec, process.returncode, stderr.text())
+                        )
+                        nursery.cancel_scope.cancel()
+                        return
+                    mismatch = await self._version_mismatch(link, first.decode(errors="replace"))
+                    if mismatch is not None:
+                        self._dropped(link, mismatch, bring_back=False)
+                        nursery.cancel_scope.cancel()
+                        return
+                    reach()
 
                 async def to_machine() -> None:
                     nonlocal ended_by_codex
@@ -464,6 +619,8 @@ class MachineLinks:
 
                 async def from_machine() -> None:
                     while (line := await lines.next()) is not None:
+                        if not reached:  # the exec-server's first word: it runs there
+                            reach()
                         try:
                             await connection.send(line.decode(errors="replace"))
                         except ConnectionClosed:
@@ -578,6 +735,9 @@ async def close_ssh(process: trio.Process) -> None:
 
 def _read_token(spec: MachineSpec) -> str:
     assert spec.token_file is not None
+    refused = spec_of.token_refusal(spec.name, spec.url)
+    if refused is not None:  # Codex would be handed the token for that URL
+        raise spec_of.MachineError(refused)
     try:
         token = Path(spec.token_file).read_text(encoding="utf-8").strip()
     except OSError as exc:
@@ -590,6 +750,55 @@ def _read_token(spec: MachineSpec) -> str:
             f"machine {spec.name}: its token file {spec.token_file} is empty"
         )
     return token
+
+
+async def _finished(
+    argv: list[str], seconds: float
+) -> subprocess.CompletedProcess[bytes] | trio.TooSlowError | OSError:
+    """``argv`` run to its end within ``seconds``, its output kept; or what stopped it."""
+    try:
+        with trio.fail_after(seconds):
+            return await trio.run_process(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+    except (trio.TooSlowError, OSError) as exc:
+        return exc
+
+
+def could_not_run(argv: list[str], exc: OSError) -> str:
+    """Why ``argv`` did not start, in the system's words."""
+    return f"could not run {argv[0]!r}: {exc.strerror or exc}"
+
+
+async def _run(argv: list[str], seconds: float) -> str | None:
+    """Run ``argv`` to its end: ``None``, or why it failed (its own last words)."""
+    done = await _finished(argv, seconds)
+    if isinstance(done, trio.TooSlowError):
+        return f"{shlex.join(argv[:2])} took over {seconds:.0f} s"
+    if isinstance(done, OSError):
+        return could_not_run(argv, done)
+    if done.returncode != 0:
+        lines = [line.strip() for line in done.stderr.decode(errors="replace").splitlines()]
+        words = "; ".join(line for line in lines if line)[-500:]
+        return f"{shlex.join(argv[:2])} ended {done.returncode}: {words or 'no words'}"
+    return None
+
+
+async def _output(argv: list[str]) -> str:
+    """``argv``'s output, stripped, or ``!`` and why it failed."""
+    done = await _finished(argv, CHECK_SECONDS)
+    if isinstance(done, trio.TooSlowError):
+        return f"!{shlex.join(argv[:3])} took over {CHECK_SECONDS:.0f} s"
+    if isinstance(done, OSError):
+        return f"!{could_not_run(argv, done)}"
+    if done.returncode != 0:
+        words = done.stderr.decode(errors="replace").strip().splitlines()
+        return f"!{shlex.join(argv[:3])}: {words[-1] if words else done.returncode}"
+    return str(done.stdout.decode(errors="replace").strip())
 
 
 async def _check_tcp(spec: MachineSpec) -> str | None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -38,10 +38,13 @@ from ..engine.core.outbox import CLIENT_CEILING, CODEX_CEILING, Outbox
 from ..jsonrpc import ErrorCode
 from .codex_transport import CodexConnection, CodexUnavailable
 from .effects import Tap, carry_out, machine_answered
-from .machine_files import MachineCalls
-from .machine_link import MachineLinks
 from .restart import Backoff, Restart
 from .streams import MessageStream, MessageTooLarge
+
+if TYPE_CHECKING:
+    # A session with machines only: websockets (and asyncio under it) cost a start without.
+    from .machine_files import MachineCalls
+    from .machine_link import MachineLinks
 
 log = logging.getLogger(__name__)
 
@@ -217,11 +220,15 @@ async def run_bridge(
     # straight to Codex: the client is read once there is a connection to send them on.
     connected = trio.Event()
 
-    calls = (
-        MachineCalls([link.spec for link in machines.links.values()], machines.ssh)
-        if machines is not None
-        else None
-    )
+    calls: MachineCalls | None = None
+    if machines is not None:
+        from .machine_files import MachineCalls
+
+        calls = MachineCalls(
+            [link.spec for link in machines.links.values()],
+            machines.ssh,
+            ready=machines.ready_spec,
+        )
 
     def call_machine(call: MachineCall) -> None:
         assert calls is not None

@@ -1,4 +1,5 @@
-"""Headless Chromium driven over the Chrome DevTools Protocol (a WebSocket), for the page test.
+"""Headless Chromium driven over the Chrome DevTools Protocol (a WebSocket), for the page test;
+and a stand-in browser for ``status --open`` (:func:`stand_in_browser`).
 
 Debian's ``chromium``; ``scripts/setup`` installs it in the background where it is missing
 (``tools/.chromium.started``, then ``tools/.chromium.done`` holding apt's exit status).
@@ -13,9 +14,11 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +162,52 @@ async def headless_chromium(
         if process.poll() is None:
             process.kill()
             await process.wait()
+
+
+#: A browser, as Python's ``webbrowser`` sees one (``$BROWSER``): it records what it was
+#: given and returns, and lives on with that command line, as a browser does.
+_STAND_IN = """#!{python}
+import json, os, sys, time
+
+pid = os.fork()
+if pid:
+    with open({record!r}, "a") as record:
+        record.write(json.dumps({{"pid": pid, "argv": sys.argv}}) + "\\n")
+    sys.exit(0)
+os.setsid()
+quiet = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(quiet, fd)
+time.sleep(120)
+"""
+
+
+class StandIn:
+    """What the stand-in browser was asked to open, each time (a line each in ``record``)."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.record = folder / "opened.jsonl"
+        self.command = str(folder / "browser")
+        Path(self.command).write_text(
+            _STAND_IN.format(python=sys.executable, record=str(self.record))
+        )
+        os.chmod(self.command, 0o700)
+
+    def opened(self) -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        return [json.loads(line) for line in self.record.read_text().splitlines()]
+
+
+@asynccontextmanager
+async def stand_in_browser(folder: Path) -> AsyncIterator[StandIn]:
+    """A stand-in browser (``$BROWSER=stand_in.command``); every one it left running is
+    ended when the ``async with`` does."""
+    stand_in = StandIn(folder)
+    try:
+        yield stand_in
+    finally:
+        for opened in stand_in.opened():
+            with suppress(ProcessLookupError):
+                os.kill(opened["pid"], signal.SIGTERM)

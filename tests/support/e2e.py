@@ -20,7 +20,7 @@ from bridge.recording import TranscriptChecker
 from .acp_schema import ConversationValidator
 from .app_server import app_server
 from .daemon import ATTACHED, running_daemon
-from .reading import text_of
+from .reading import Ended, text_of
 
 #: Bound for one end-to-end scenario: a hang fails with this, not a CI timeout.
 SCENARIO_SECONDS = 90
@@ -157,7 +157,7 @@ class Conversation:
         again); what the agent said in answer."""
         before = len(self.text())
         if self.version == 1:
-            assert await self.prompt(text) == {"stopReason": "end_turn"}, text
+            assert await self.prompt(text) == Ended({"stopReason": "end_turn"}), text
         else:
             _, ended = await self.client.prompt_v2(self.sid, text)
             assert ended["stopReason"] == "end_turn", (text, ended)

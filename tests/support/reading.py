@@ -38,3 +38,32 @@ def direction(entry: Entry) -> str | None:
     """Which way a recording's entry went (``from_client``, ``to_codex``, ...); ``None`` for
     an event."""
     return entry.record.dir if isinstance(entry.record, MessageRecord) else None
+
+
+#: What ACP's ``Usage`` (a prompt's tokens) must count; the other counts are optional.
+USAGE_COUNTS = ("totalTokens", "inputTokens", "outputTokens")
+
+
+class Ended(dict[str, Any]):
+    """How a test expects a prompt's work to end (v1's answer, v2's ``idle`` state): equal
+    to what the bridge sent when that is these members plus, if any, the tokens the turn
+    used (``usage``, which the real Codex counts differently on each run): a ``usage``
+    must have ACP's counts, whole and not negative."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, dict):
+            return NotImplemented
+        rest = {k: v for k, v in other.items() if k != "usage"}
+        if "usage" in other and "usage" not in self:
+            usage = other["usage"]
+            counted = isinstance(usage, dict) and all(
+                isinstance(usage.get(name), int) and usage[name] >= 0 for name in USAGE_COUNTS
+            )
+            return counted and rest == dict(self)
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]

@@ -1,6 +1,7 @@
 """The daemon's live page: every thread, what waits on a person, the answer one click away.
 
 - :mod:`.board`: what the page shows and which of its actions go to Codex (pure);
+- :mod:`.actions`: what a page may ask over its WebSocket, each message typed or refused (pure);
 - :mod:`.access`: who may load the page and open its WebSocket (pure);
 - :mod:`.server`: the HTTP and WebSocket server, and the hub between it and the
   daemon's watcher connection to Codex;
@@ -56,7 +57,8 @@ def loopback(host: str) -> bool:
 
 
 async def open_page(directory: Path, options: PageOptions) -> OpenPage:
-    """The page's listener, its access rules (a new token) and its URL."""
+    """The page's listener, its access rules and its URL. Its secret is new at each call
+    (each start of the daemon): one an old tab kept lets it in no more."""
     tls = options.tls_cert is not None
     if not loopback(options.host) and not tls:
         raise PageRefused(
@@ -90,7 +92,5 @@ async def open_page(directory: Path, options: PageOptions) -> OpenPage:
             access.token,
             access.hosts | {f"{name}:{port}"},
             access.origins | {f"https://{name}:{port}"},
-            access.secure,
-            access.cookie,
         )
     return OpenPage(listeners, access, url, context)

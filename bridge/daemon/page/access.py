@@ -8,10 +8,19 @@ Every request is checked, the page's files as much as the WebSocket:
    is refused.
 2. ``Origin``, when the browser sends one (always on a WebSocket, where it is required),
    must be one of those: another site's script cannot open the WebSocket.
-3. The daemon's secret token: in the URL once (``status --url`` prints it), answered with
-   a cookie holding it (``HttpOnly``, ``SameSite=Strict``) and a redirect to the same page
-   without it, so the token leaves the address bar and the history; then the cookie on
-   every request. Compared in constant time.
+3. The page's files (``/``, ``/page.js``, ``/page.css``) hold no data: every ``GET`` that
+   passes 1 and 2 gets them, and a secret in its URL changes nothing. What the daemon knows
+   goes only over the WebSocket, and only once its first message holds the daemon's
+   secret token (:func:`admit`, compared in constant time).
+
+The secret is never in a cookie: a browser sends the cookies of 127.0.0.1 to every port of
+127.0.0.1 (cookies are kept by host, and "same-site" ignores the port), so a server of
+another local user's would get it with any request its own page makes. Nor is it in a URL
+a server receives: ``status --url`` gives it in the address's fragment (``#token=…``),
+which the browser keeps to itself; the page's script moves it into the tab's
+``sessionStorage`` (the page's origin alone, its port included), takes it out of the
+address bar and the history (``history.replaceState``), and sends it as the WebSocket's
+first message.
 """
 
 from __future__ import annotations
@@ -19,7 +28,12 @@ from __future__ import annotations
 import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from urllib.parse import parse_qs, urlsplit
+from typing import Literal
+from urllib.parse import urlsplit
+
+import msgspec
+
+from ...jsonrpc.peer import MAX_DEPTH, too_deep
 
 
 @dataclass(frozen=True)
@@ -45,9 +59,6 @@ class Access:
     #: ``Host`` values accepted, and ``Origin`` values accepted.
     hosts: frozenset[str]
     origins: frozenset[str]
-    #: Cookies go only over TLS (the page is served with TLS).
-    secure: bool = False
-    cookie: str = "codex_acp_bridge"
 
     @classmethod
     def for_address(
@@ -60,21 +71,12 @@ class Access:
             parts = urlsplit(origin)
             hosts.add(parts.netloc)
             origins.add(f"{parts.scheme}://{parts.netloc}")
-        # A cookie per daemon: cookies ignore ports, and two daemons may share a host.
-        return cls(token, frozenset(hosts), frozenset(origins), tls, f"codex_acp_bridge_{port}")
+        return cls(token, frozenset(hosts), frozenset(origins))
 
 
 @dataclass(frozen=True)
 class Upgrade:
-    """Open the WebSocket."""
-
-
-@dataclass(frozen=True)
-class Login:
-    """Set the cookie and send the browser to ``location`` (the URL without its token)."""
-
-    set_cookie: str
-    location: str
+    """Open the WebSocket (its first message must hold the secret: :func:`admit`)."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class Refuse:
     reason: str
 
 
-Verdict = Serve | Upgrade | Login | Refuse
+Verdict = Serve | Upgrade | Refuse
 
 
 def check(access: Access, target: str, headers: Mapping[str, str], method: str = "GET") -> Verdict:
@@ -95,43 +97,43 @@ def check(access: Access, target: str, headers: Mapping[str, str], method: str =
     if host not in access.hosts:
         return Refuse(403, "foreign Host")
     origin = headers.get("origin")
-    parts = urlsplit(target)
-    websocket = parts.path == SOCKET
-    if origin is None and websocket:
+    path = urlsplit(target).path
+    if origin is None and path == SOCKET:
         return Refuse(403, "no Origin")
     if origin is not None and origin not in access.origins:
         return Refuse(403, "foreign Origin")
-    given = parse_qs(parts.query).get("token")
-    if given is not None and not websocket:
-        if not _same(given[-1], access.token):
-            return Refuse(403, "wrong token")
-        secure = "; Secure" if access.secure else ""
-        return Login(
-            f"{access.cookie}={access.token}; Path=/; HttpOnly; SameSite=Strict{secure}",
-            # Only one of the page's own paths: never a redirect elsewhere (``/\\host``).
-            parts.path if parts.path in FILES else "/",
-        )
-    kept = _cookies(headers.get("cookie", "")).get(access.cookie)
-    if kept is None:
-        return Refuse(401, "no token")
-    if not _same(kept, access.token):
-        return Refuse(403, "wrong token")
-    if websocket:
+    if path == SOCKET:
         return Upgrade()
-    return FILES.get(parts.path) or Refuse(404, "not found")
+    return FILES.get(path) or Refuse(404, "not found")
 
 
-def _same(given: str, token: str) -> bool:
-    return hmac.compare_digest(given.encode(), token.encode())
+class _Secret(msgspec.Struct):
+    """The WebSocket's first message: ``{"type": "token", "token": SECRET}``."""
+
+    type: Literal["token"]
+    token: str
 
 
-def _cookies(header: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in header.split(";"):
-        name, _, value = part.strip().partition("=")
-        if name and name not in out:
-            out[name] = value
-    return out
+_SECRET = msgspec.json.Decoder(_Secret)
+
+
+def admit(access: Access, message: str | bytes) -> str | None:
+    """Why the WebSocket's first ``message`` does not let the page in (the reason its
+    socket is closed with); ``None`` when it holds the daemon's secret."""
+    if not isinstance(message, str):
+        return "no token"  # the page sends text
+    data = message.encode("utf-8", "surrogatepass")
+    if len(data) > 2 * MAX_DEPTH and too_deep(data):
+        return "no token"
+    try:
+        given = _SECRET.decode(data).token
+    except msgspec.DecodeError:  # not JSON, not the secret's message (a ValidationError)
+        return "no token"
+    if not hmac.compare_digest(
+        given.encode("utf-8", "surrogatepass"), access.token.encode("utf-8", "surrogatepass")
+    ):
+        return "wrong token"
+    return None
 
 
 #: Sent with every answer: nothing but the daemon's own files and WebSocket, never framed.

@@ -32,7 +32,8 @@ from typing import Any
 import msgspec
 
 from ..picture import Picture
-from .inbox import KINDS, Answer, Asked, Inbox, Refused
+from .actions import Action, AnswerAction, CancelAction, Refused, WatchAction
+from .inbox import KINDS, Answer, Asked, Inbox
 from .transcript import TAIL_CHARS, TAIL_ENTRIES, Entry, append, changes, find, item_text, last_line
 
 #: File changes in progress remembered (for their approval's diff).
@@ -68,7 +69,7 @@ class View:
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-# -- what a page may ask --------------------------------------------------------------
+# -- what a page's action comes to -----------------------------------------------------
 
 
 class Interrupt(msgspec.Struct, frozen=True):
@@ -431,29 +432,23 @@ class Board:
             )
         return {k: v for k, v in row.items() if v not in (None, "", [])}
 
-    def action(self, view: View, message: Any) -> Outcome:
-        """What a page asks (decoded JSON), checked."""
-        if not isinstance(message, dict):
-            return Refused("not an action")
-        kind = message.get("type")
-        if kind == "watch":
-            thread_id = message.get("threadId")
-            if thread_id is not None and (
-                not isinstance(thread_id, str) or thread_id not in self.picture
-            ):
+    def action(self, view: View, action: Action) -> Outcome:
+        """What a page asks (read by :func:`~.actions.read_action`), checked."""
+        if isinstance(action, WatchAction):
+            thread_id = action.threadId
+            if thread_id is not None and thread_id not in self.picture:
                 return Refused("no such thread")
             view.watched, view.tail = thread_id, -1
             # The next update carries its tail.
             self._version += 1
             return Watch(thread_id)
-        if kind == "cancel":
-            thread = self._threads.get(message.get("threadId"))  # type: ignore[arg-type]
+        if isinstance(action, CancelAction):
+            thread = self._threads.get(action.threadId)
             if thread is None or thread.turn_id is None:
                 return Refused("that thread runs no turn")
-            return Interrupt(str(message["threadId"]), thread.turn_id)
-        if kind == "answer":
-            return self._inbox.answer(message)
-        return Refused("not an action")
+            return Interrupt(action.threadId, thread.turn_id)
+        assert isinstance(action, AnswerAction)
+        return self._inbox.answer(action)
 
     def answer_failed(self, request_id: int | str) -> None:
         """The answer could not go to Codex (it is away): the request is gone with it."""

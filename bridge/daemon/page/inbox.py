@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from .actions import AnswerAction, Refused
+
 #: What a page may answer to an approval, in Codex's words (``cancel`` too: it stops the turn).
 DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
 #: The requests a page answers, and what each asks.
@@ -31,10 +33,6 @@ class Answer(msgspec.Struct, frozen=True):
 
     request_id: int | str
     result: dict[str, Any]
-
-
-class Refused(msgspec.Struct, frozen=True):
-    reason: str
 
 
 @dataclass
@@ -110,32 +108,28 @@ class Inbox:
         """Oldest first."""
         return [a.wire() for a in sorted(self._asked.values(), key=lambda a: a.asked_at)]
 
-    def answer(self, message: dict[str, Any]) -> Answer | Refused:
-        """A page's answer (decoded JSON), checked; once per request."""
-        asked = self._asked.get(message.get("requestId"))  # type: ignore[arg-type]
+    def answer(self, action: AnswerAction) -> Answer | Refused:
+        """A page's answer, checked against what was asked; once per request."""
+        asked = self._asked.get(action.requestId)
         if asked is None:
             return Refused("no such request waits (answered already?)")
         if asked.answered:
             return Refused("that request was answered already")
         if asked.kind == "question":
-            answers = message.get("answers")
-            ids = {q.get("id") for q in asked.params.get("questions") or [] if isinstance(q, dict)}
-            if (
-                not isinstance(answers, dict)
-                or set(answers) != ids
-                or not all(_strings(v) for v in answers.values())
-            ):
+            questions = asked.params.get("questions")
+            if not isinstance(questions, list):
+                questions = [None]
+            ids = [q.get("id") if isinstance(q, dict) else None for q in questions]
+            if not all(isinstance(i, str) for i in ids):
+                return Refused("a question without an id of text: answer it in the editor")
+            if action.answers is None or set(action.answers) != set(ids):
                 return Refused("an answer for each question, as a list of strings")
-            result: dict[str, Any] = {"answers": {k: {"answers": v} for k, v in answers.items()}}
+            answers = {k: {"answers": v} for k, v in action.answers.items()}
+            result: dict[str, Any] = {"answers": answers}
         else:
-            decision = message.get("decision")
-            if decision not in DECISIONS:
+            if action.decision not in DECISIONS:
                 return Refused(f"decision must be one of {', '.join(DECISIONS)}")
-            result = {"decision": decision}
+            result = {"decision": action.decision}
         asked.answered = True
         self._changed()
         return Answer(asked.request_id, result)
-
-
-def _strings(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)

@@ -1,12 +1,19 @@
 """The daemon's page on the network: its files over HTTP, its live state over a WebSocket.
 
 One ``websockets.trio`` server: ``process_request`` answers the plain HTTP requests
-(the page's files, the token's redirect, every refusal) as :mod:`.access` decides, and
-lets only an authenticated ``GET /ws`` become a WebSocket. Each open page gets what the
+(the page's files, every refusal) as :mod:`.access` decides, and lets ``GET /ws`` from the
+page's own origin become a WebSocket. That socket is sent nothing, and nothing it sends is
+done, until its first message holds the daemon's secret (:func:`.access.admit`); a wrong or
+missing one, or none within :data:`AUTH_SECONDS`, closes it (1008). Each open page gets what the
 :class:`~.board.Board` says changed for it, pushed as it changes (at most one message per
 :data:`MIN_INTERVAL`, so a stream of deltas is merged); nothing is sent, and nothing runs
 for it, while nothing changes. Its actions are checked by the board and go to Codex on the
 daemon's watcher connection (:class:`Hub`, fed by :mod:`bridge.daemon.observer`).
+
+Bounded whoever connects: at most :data:`MAX_CONNECTIONS` connections at once (one more is
+answered 503 and closed), a request must arrive within :data:`REQUEST_SECONDS`, a page's
+message is at most :data:`MAX_ACTION` bytes (a larger one closes its socket, 1009), and
+each message is read into a typed action or refused (:mod:`.actions`).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import email.utils
 import logging
 import ssl as ssl_module
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -27,9 +35,10 @@ from websockets.http11 import Request, Response
 from websockets.trio.server import ServerConnection, serve
 
 from ..picture import Picture
-from .access import SECURITY_HEADERS, Access, Login, Refuse, Serve, Upgrade, check
+from .access import FILES, SECURITY_HEADERS, Access, Refuse, Serve, Upgrade, admit, check
+from .actions import Refused, read_action
 from .board import Board, Interrupt, View
-from .inbox import Answer, Refused
+from .inbox import Answer
 
 log = logging.getLogger(__name__)
 #: websockets' own log of every connection: only its warnings (each page load is several).
@@ -46,6 +55,17 @@ ALWAYS = frozenset(
 CODEX_SECONDS = 10.0
 #: The largest action a page sends.
 MAX_ACTION = 64 * 1024
+#: The page's connections in flight at once, HTTP and WebSocket together (a page open in a
+#: tab holds one; loading it takes three more, each closed once answered). One more is
+#: refused at once (503), and those open go on being served.
+MAX_CONNECTIONS = 64
+#: How long a request (and a TLS handshake before it) may take to arrive: a client that
+#: sends it slowly, or never, is cut off.
+REQUEST_SECONDS = 10.0
+#: How long a page's WebSocket may take to send its secret before it is closed.
+AUTH_SECONDS = 5.0
+#: The close code of a socket refused: policy violation.
+REFUSED = 1008
 
 Call = Callable[[str, Any], Awaitable[Any]]
 Respond = Callable[[Any, Any], Awaitable[None]]
@@ -198,11 +218,8 @@ class Hub:
 
     async def _to_codex(self, view: View, text: str | bytes) -> str | None:
         """Carry out a page's action; why not, when it is refused."""
-        try:
-            message = msgspec.json.decode(text)
-        except msgspec.DecodeError:
-            message = None
-        outcome = self.board.action(view, message)
+        action = read_action(text)
+        outcome = action if isinstance(action, Refused) else self.board.action(view, action)
         if isinstance(outcome, Refused):
             return outcome.reason
         if isinstance(outcome, Answer):
@@ -240,15 +257,13 @@ class Files:
 
 
 def _names() -> list[str]:
-    from .access import FILES
-
     return [served.name for served in FILES.values()]
 
 
 def answer_http(access: Access, files: Files, request: Request) -> Response | None:
     """The answer to a request before any WebSocket: ``None`` lets the handshake go on."""
     seen: dict[str, str] = {}
-    for name in ("host", "origin", "cookie"):
+    for name in ("host", "origin"):
         values = request.headers.get_all(name)
         if len(values) > 1:
             return _response(400, "Bad Request", f"more than one {name}".encode(), "text/plain")
@@ -259,11 +274,6 @@ def answer_http(access: Access, files: Files, request: Request) -> Response | No
         return None
     if isinstance(verdict, Serve):
         return _response(200, "OK", files[verdict.name], verdict.content_type)
-    if isinstance(verdict, Login):
-        response = _response(303, "See Other", b"", "text/plain")
-        response.headers["Location"] = verdict.location
-        response.headers["Set-Cookie"] = verdict.set_cookie
-        return response
     assert isinstance(verdict, Refuse)
     log.info("the page refused %s: %s", request.path.split("?")[0], verdict.reason)
     return _response(verdict.status, verdict.reason, f"{verdict.reason}\n".encode(), "text/plain")
@@ -282,6 +292,95 @@ def _response(status: int, phrase: str, body: bytes, content_type: str) -> Respo
     return Response(status, phrase, headers, body)
 
 
+async def admitted(access: Access, websocket: ServerConnection) -> bool:
+    """Whether the socket's first message holds the secret, within :data:`AUTH_SECONDS`;
+    if not, the socket is closed, having been sent nothing."""
+    reason = "no token in time"
+    with trio.move_on_after(AUTH_SECONDS):
+        try:
+            first = await websocket.recv()
+        except ConnectionClosed:
+            return False
+        refused = admit(access, first)
+        if refused is None:
+            return True
+        reason = refused
+    log.info("the page refused a WebSocket: %s", reason)
+    await websocket.aclose(REFUSED, reason)
+    return False
+
+
+class _InFlight:
+    """The page's connections open now: each one the listener hands on, until it is closed
+    (or dropped: a weak set, so that a connection the server forgets is not counted)."""
+
+    def __init__(self) -> None:
+        self.open: weakref.WeakSet[_Counted] = weakref.WeakSet()
+        #: Refusing since the last connection let in (the log says so once).
+        self.refusing = False
+
+
+class _Counted(trio.abc.HalfCloseableStream):
+    """A connection counted in flight until it is closed."""
+
+    def __init__(self, stream: trio.SocketStream, in_flight: _InFlight) -> None:
+        self._stream = stream
+        self._in_flight = in_flight
+        in_flight.open.add(self)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        await self._stream.send_eof()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self._stream.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        self._in_flight.open.discard(self)
+        await self._stream.aclose()
+
+
+#: What a connection past :data:`MAX_CONNECTIONS` is told before it is closed (without TLS).
+_BUSY_BODY = b"too many connections to the page; try again\n"
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+    b"Content-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY)
+)
+
+
+class _Capped(trio.abc.Listener[_Counted]):
+    """A listener that lets in at most :data:`MAX_CONNECTIONS` at once and refuses the rest."""
+
+    def __init__(self, listener: trio.SocketListener, in_flight: _InFlight, *, tls: bool) -> None:
+        self._listener = listener
+        self._in_flight = in_flight
+        self._tls = tls
+        #: websockets logs the address it listens on.
+        self.socket = listener.socket
+
+    async def accept(self) -> _Counted:
+        while True:
+            stream = await self._listener.accept()
+            if len(self._in_flight.open) < MAX_CONNECTIONS:
+                self._in_flight.refusing = False
+                return _Counted(stream, self._in_flight)
+            if not self._in_flight.refusing:
+                self._in_flight.refusing = True
+                log.warning("the page refuses connections: %d are open already", MAX_CONNECTIONS)
+            with trio.move_on_after(1):
+                if not self._tls:  # a refusal in clear would not be understood over TLS
+                    await stream.send_all(_BUSY)
+            await trio.aclose_forcefully(stream)
+
+    async def aclose(self) -> None:
+        await self._listener.aclose()
+
+
 async def serve_page(
     hub: Hub,
     access: Access,
@@ -296,11 +395,18 @@ async def serve_page(
     def process_request(_connection: ServerConnection, request: Request) -> Response | None:
         return answer_http(access, files, request)
 
+    async def page(websocket: ServerConnection) -> None:
+        if await admitted(access, websocket):
+            await hub.page(websocket)
+
+    in_flight = _InFlight()
+    capped = [_Capped(listener, in_flight, tls=ssl is not None) for listener in listeners]
     async with trio.open_nursery() as nursery:
         await nursery.start(
             lambda task_status: serve(
-                hub.page,
-                listeners=listeners,
+                page,
+                # Any trio listener does: websockets hands them to trio.serve_listeners.
+                listeners=capped,  # type: ignore[arg-type]
                 ssl=ssl,
                 process_request=process_request,
                 server_header=None,
@@ -309,6 +415,7 @@ async def serve_page(
                 # A page left open costs nothing between changes but this ping.
                 ping_interval=60,
                 ping_timeout=30,
+                open_timeout=REQUEST_SECONDS,
                 logger=quiet,
                 task_status=task_status,
             )

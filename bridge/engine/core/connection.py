@@ -160,8 +160,9 @@ class Connection:
     recovery: Recovery
     #: The machines registered before any session is resumed or started.
     machines: Registrar
-    #: What fills ``initialize``'s answer: the session lifecycle, then authentication.
-    offers: tuple[Offers, Offers]
+    #: What fills ``initialize``'s answer, in order: the session lifecycle, what else a
+    #: session offers (status, title, archive), authentication (last: v2 asks it alone).
+    offers: tuple[Offers, ...]
     extensions: Extensions
     #: The face a client is spoken to with until ``initialize`` says otherwise.
     v1_face: Face
@@ -237,9 +238,8 @@ class Connection:
             agentInfo=acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__),
             meta=dict(acp_steering.SUPPORTED),
         )
-        lifecycle, auth = self.offers
-        lifecycle.advertise(result)
-        auth.advertise(result)
+        for offer in self.offers:
+            offer.advertise(result)
         extensions.withdraw(self.v1_requests)  # the latest initialize decides
         extensions.offer(
             result.agentCapabilities, self.v1_requests, params.clientCapabilities.session
@@ -265,7 +265,7 @@ class Connection:
             # Compaction updates and notices are baseline updates in v2.
             session={"compaction": {}, "notices": {}},
         )
-        _, auth = self.offers
+        auth = self.offers[-1]
         face, requests = self.v2_face()
         info = acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__)
         result = acp_types.InitializeResult(

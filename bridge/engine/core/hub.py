@@ -28,13 +28,15 @@ only answers a client, or feeds a feature's own state, keeps plain callbacks
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import msgspec
-from msgspec import Raw
+from msgspec import UNSET, Raw, UnsetType
 
+from ...acp import permissions as acp_permissions
 from ...acp import types as acp_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
@@ -201,6 +203,9 @@ class StoredSessionParams(Protocol):
     @property
     def mcpServers(self) -> Sequence[dict[str, Any]] | None: ...
 
+    @property
+    def additionalDirectories(self) -> Sequence[str] | None: ...
+
 
 class Face(Protocol):
     """How the client is spoken to: ACP v1 (:mod:`bridge.engine.faces.v1`, from the start)
@@ -235,7 +240,7 @@ class Face(Protocol):
 
     def answered(self, rid: RequestId) -> None:
         """The client answered ``rid`` (a result or an error), before what waited on it
-        is told."""
+        is told; or the bridge took it back (:meth:`Hub.withdraw_client_request`)."""
         ...
 
 
@@ -251,7 +256,9 @@ class Hub:
     ``authenticate`` method that hands it to Codex (the engine reads no
     environment itself). ``is_directory`` answers whether a path is an
     existing directory: the shell passes the file system's answer in, the
-    replay the recorded one.
+    replay the recorded one. ``real_path`` is a path with its symlinks resolved, as the
+    shell's file system has them (the path itself where it has none to resolve), or as
+    recorded.
     """
 
     def __init__(
@@ -262,6 +269,7 @@ class Hub:
         profiles: Mapping[str, dict[str, Any]] | None = None,
         profile: str | None = None,
         is_directory: Callable[[str], bool],
+        real_path: Callable[[str], str] = str,
         paged_store: bool = False,
         codex_shared: bool = False,
     ) -> None:
@@ -282,6 +290,7 @@ class Hub:
         self.profile = profile if profile in self.profiles else None
         self.api_key = api_key or None
         self.is_directory = is_directory
+        self.real_path = real_path
         #: The stored work is read in pages: ``session/list`` from Codex's index
         #: (``useStateDbOnly``, a page of ``limit``), a loaded history (and its
         #: sub-agents') by ``thread/items/list`` pages replayed as each arrives. Off, the whole history
@@ -294,6 +303,12 @@ class Hub:
         #: Requests received and not answered yet, per side.
         self.open_client_requests: set[RequestId] = set()
         self.open_codex_requests: set[RequestId] = set()
+        #: The client's long requests it may cancel (``$/cancel_request``): id → what stops
+        #: their work (:meth:`cancellable`).
+        self._cancellers: dict[RequestId, Callable[[], None]] = {}
+        #: Cancels of requests whose handling waits (for Codex's model catalog): applied
+        #: when the handler says what stops its work.
+        self._cancel_asked: set[RequestId] = set()
         #: How the client is spoken to: the engine sets a v1 face at once, and the face
         #: ``initialize`` negotiates (see :class:`Face`).
         self.face: Face
@@ -503,6 +518,15 @@ class Hub:
         """Send the client a notification other than ``session/update`` (``$/cancel_request``)."""
         self._out.append(ToClient(self.client.notification(method, params)))
 
+    def withdraw_client_request(self, rid: RequestId) -> None:
+        """Take back a request the client holds (``$/cancel_request``): its dialog closes,
+        and it waits on the user no more, for the face as for an answer (a v2 session
+        ``requires_action`` no longer for it); the client's late answer changes nothing."""
+        self.client_notification(
+            "$/cancel_request", acp_permissions.CancelRequestNotification(requestId=rid)
+        )
+        self.face.answered(rid)
+
     def update(self, session_id: str, update: msgspec.Struct) -> None:
         """Send one ``session/update`` (any update Struct tagged with ``sessionUpdate``),
         in the face's rendering.
@@ -540,16 +564,57 @@ class Hub:
         self._out.append(effect)
 
     def answer_client(self, rid: RequestId, result: Any) -> None:
-        if self._answering(self.open_client_requests, rid, "client"):
+        if self._answering_client(rid):
             self.face.answer(rid, result)
 
     def refuse_client(self, rid: RequestId, exc: RpcError) -> None:
-        if self._answering(self.open_client_requests, rid, "client"):
+        if self._answering_client(rid):
             self.face.refuse(rid, exc)
 
     def answering_client(self, rid: RequestId) -> bool:
         """Client request ``rid`` is answered now, by a fact the caller states (a prompt's
         end): ``False`` (logged) when it was answered already, and nothing is to be sent."""
+        return self._answering_client(rid)
+
+    def cancellable(self, rid: RequestId, stop: Callable[[], None]) -> None:
+        """Client request ``rid`` may be cancelled (``$/cancel_request``) until it is
+        answered: ``stop`` stops its work (what it still asks Codex), and the request is
+        answered -32800 at once. A feature whose work can no longer be stopped says so
+        with :meth:`not_cancellable`; then the cancel is ignored and the request answered
+        as its work ends (ACP lets either answer a cancelled request). Once ``stop`` is
+        called the feature answers ``rid`` nothing more: the client may use the id again
+        for a new request, which a late answer would take."""
+        if rid in self._cancel_asked:
+            self._cancel_asked.discard(rid)
+            self._cancel(rid, stop)
+            return
+        self._cancellers[rid] = stop
+
+    def not_cancellable(self, rid: RequestId) -> None:
+        self._cancellers.pop(rid, None)
+
+    def cancel_client_request(self, rid: RequestId) -> None:
+        """The client's ``$/cancel_request`` for its request ``rid``."""
+        if rid not in self.open_client_requests:
+            log.debug("$/cancel_request for %r: no such request open", rid)
+            return
+        stop = self._cancellers.pop(rid, None)
+        if stop is None:
+            # Not handled yet (it waits), or nothing to stop: answered as it ends, unless
+            # its handler makes it cancellable.
+            self._cancel_asked.add(rid)
+            return
+        self._cancel(rid, stop)
+
+    def _cancel(self, rid: RequestId, stop: Callable[[], None]) -> None:
+        stop()
+        self.refuse_client(
+            rid, RpcError(ErrorCode.REQUEST_CANCELLED, "Request cancelled by the client")
+        )
+
+    def _answering_client(self, rid: RequestId) -> bool:
+        self._cancellers.pop(rid, None)
+        self._cancel_asked.discard(rid)
         return self._answering(self.open_client_requests, rid, "client")
 
     def respond(self, rid: RequestId, result: Any) -> None:
@@ -619,3 +684,35 @@ def check_directory(hub: Hub, cwd: str, method: str) -> None:
         raise RpcError.invalid_params(
             f"{method}: cwd {cwd!r} is not an existing directory", {"cwd": cwd}
         )
+
+
+def workspace_roots(cwd: str, folders: Sequence[str]) -> list[str] | UnsetType:
+    """Codex's ``runtimeWorkspaceRoots`` for a session with ``folders`` beside ``cwd``
+    (thread-scoped and experimental; not config's ``sandbox_workspace_write.writable_roots``,
+    which would replace the user's own); ``UNSET`` without: Codex's roots are ``cwd`` alone."""
+    return [cwd, *folders] if folders else UNSET
+
+
+def check_folders(
+    hub: Hub, cwd: str, folders: Sequence[str] | None, method: str
+) -> tuple[str, ...]:
+    """A session's ``additionalDirectories``: each an absolute path to an existing directory
+    (-32602 naming it), normalised (no ``..``, no trailing ``/``), in the client's order, each
+    once and ``cwd`` left out (it is the session's first folder already)."""
+    kept: list[str] = []
+    for index, folder in enumerate(folders or ()):
+        if not folder.startswith("/"):
+            raise RpcError.invalid_params(
+                f"{method}: additionalDirectories[{index}] must be an absolute path, "
+                f"got {folder!r}",
+                {"additionalDirectories": list(folders or ())},
+            )
+        if not hub.is_directory(folder):
+            raise RpcError.invalid_params(
+                f"{method}: additionalDirectories[{index}] {folder!r} is not an existing directory",
+                {"additionalDirectories": list(folders or ())},
+            )
+        normal = posixpath.normpath(folder)
+        if normal != posixpath.normpath(cwd) and normal not in kept:
+            kept.append(normal)
+    return tuple(kept)

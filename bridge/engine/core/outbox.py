@@ -15,6 +15,8 @@ the same stream, instead of queueing a message of its own:
   appended;
 - a ``tool_call_update`` carrying only a terminal's output
   (``_meta.terminal_output``): its data is appended;
+- ACP v2's ``terminal_output_chunk`` of one terminal: its bytes are appended (each
+  chunk is base64 on its own: decoded, joined, encoded again);
 - a ``tool_call_update`` carrying only ``content`` (a command's output so far, a
   patch's diff), and a ``plan``: each replaces the whole, so the newer one
   stands for both.
@@ -39,6 +41,7 @@ Pure: no I/O and no clock; the shell sets :attr:`Outbox.behind` (see
 
 from __future__ import annotations
 
+import binascii
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +52,7 @@ from msgspec import UNSET
 
 from ...acp import tools as acp_tools
 from ...acp import types as acp_types
+from ...acp import v2
 from .effects import ToClient, ToCodex
 
 #: Bytes waiting for the client above which the shell stops reading Codex.
@@ -116,6 +120,17 @@ def _tool_call_update(session_id: str, update: acp_tools.ToolCallUpdate) -> Merg
     return None
 
 
+def _terminal_chunk(session_id: str, update: v2.TerminalOutputChunk) -> Merge | None:
+    if update.meta is not UNSET:
+        return None
+    try:
+        data = binascii.a2b_base64(update.data)
+    except binascii.Error:
+        return None
+    # Bytes as a str of the same length (latin-1 maps each byte to one character).
+    return Merge(session_id, ("terminal", update.terminalId), update, data.decode("latin-1"))
+
+
 def _plan(session_id: str, update: acp_tools.Plan) -> Merge | None:
     return Merge(session_id, ("plan", ""), update, None)
 
@@ -125,6 +140,7 @@ _MERGEABLE: Final[dict[type, Callable[[str, Any], Merge | None]]] = {
     acp_types.AgentThoughtChunk: _message_chunk,
     acp_tools.ToolCallUpdate: _tool_call_update,
     acp_tools.Plan: _plan,
+    v2.TerminalOutputChunk: _terminal_chunk,
 }
 
 
@@ -144,6 +160,9 @@ def merge_of(session_id: str, update: Any) -> Merge | None:
 
 def _with_text(update: Any, text: str) -> msgspec.Struct:
     """``update`` (a mergeable one that appends) carrying ``text`` instead of its own."""
+    if isinstance(update, v2.TerminalOutputChunk):
+        data = binascii.b2a_base64(text.encode("latin-1"), newline=False).decode("ascii")
+        return msgspec.structs.replace(update, data=data)
     if isinstance(update, acp_tools.ToolCallUpdate):
         meta: Any = update.meta
         output = dict(meta["terminal_output"])

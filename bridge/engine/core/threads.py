@@ -118,6 +118,11 @@ class Turn:
     #: Why the bridge stopped this turn itself (no sign-in, the model out of reach): the
     #: prompt's error once Codex reports the turn ended.
     failure: RpcError | None = None
+    #: The thread's tokens before this turn's first model request (the first
+    #: ``thread/tokenUsage/updated`` of the turn: its ``total`` less its ``last``), and
+    #: its latest ``total``: the turn's own tokens are the difference (the prompt's answer).
+    tokens_before: codex_types.TokenUsageBreakdown | None = None
+    tokens_now: codex_types.TokenUsageBreakdown | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -215,6 +220,8 @@ class Settings:
     picked_mode: str | None = None
     picked_model: str | None = None
     picked_effort: str | None = None
+    #: The model provider Codex runs the thread on (``modelProvider`` of the open's answer).
+    provider: str | None = None
     #: The machine the thread acts on, as Codex last reported it, and the user's pick
     #: (which goes with every turn: ``turn/start``'s environments stick in the thread).
     machine: str = "local"
@@ -364,11 +371,21 @@ class ListTerminals:
 
 
 @dataclass(slots=True, eq=False)
+class ReadCost:
+    """``account/usage/read`` of a session's thread at a turn's end: what Codex estimates
+    it cost so far goes on its usage. Nothing to do once it is forgotten."""
+
+
+@dataclass(slots=True, eq=False)
 class ReadParentage:
     """``thread/read`` of a thread no session shows yet, to learn its parent and place it
     (``unplaced``: what it holds meanwhile). Nothing to place once its record is dropped."""
 
     unplaced: Unplaced
+
+
+#: An MCP server the client named that Codex cannot carry: its name, its transport.
+LeftOut: TypeAlias = tuple[str, str]
 
 
 @dataclass(slots=True, eq=False)
@@ -377,17 +394,24 @@ class OpenStored:
     request after the other on the record being opened: ``thread/read`` (``stored``, once
     answered), ``thread/resume`` (``written``: again, once its turns were read to have Codex
     write a thread it never stored), ``config/read`` for a thread never stored. The client
-    waits on it: never withdrawn."""
+    waits on it: never withdrawn (a cancel of the client's marks it ``cancelled``)."""
 
     rid: RequestId
     method: str
     cwd: str
     #: ``config`` for the resume: the bridge's overrides and the client's MCP servers.
     config: dict[str, Any]
+    #: The session's other folders, as the client named them for this open (checked).
+    folders: tuple[str, ...]
     #: The history (and its sub-agents') goes out before the answer (a load).
     replay: bool
+    #: The MCP servers the client named that are left out (told once the session opens).
+    left_out: tuple[LeftOut, ...] = ()
     stored: codex_types.Thread | None = None
     written: bool = False
+    #: The client cancelled it (``$/cancel_request``, answered -32800): Codex's answer to
+    #: what was asked already ends it, and nothing more is asked.
+    cancelled: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -418,6 +442,7 @@ CodexAsk: TypeAlias = (
     | StorePick
     | ListSkills
     | ListTerminals
+    | ReadCost
 )
 
 
@@ -464,6 +489,13 @@ class ThreadRecord:
     nickname: str | None = None
     role: str | None = None
     cwd: str = ""
+    #: A session's other folders (ACP ``additionalDirectories``, absolute, normalised, in
+    #: the client's order): Codex's ``runtimeWorkspaceRoots`` after ``cwd``, so writable
+    #: under workspace-write as ``cwd`` is; the client names them again at each open.
+    folders: tuple[str, ...] = ()
+    #: Codex's thread has other folders than these (a load or resume that named none,
+    #: of a thread stored with some): the next ``turn/start`` sends them.
+    folders_unsent: bool = False
     # -- how it is shown (see View)
     session: bool = False
     visible: bool = False
@@ -544,6 +576,9 @@ class ThreadRecord:
     skills: dict[str, str] = field(default_factory=dict)
     #: Codex's last token usage report (``/status`` shows the context use).
     usage: Any = None
+    #: What Codex last estimated the thread cost, in millionths of a US dollar
+    #: (``account/usage/read``); ``None``: not known (never shown as a zero).
+    cost_usd_micros: int | None = None
     # -- sub-agents
     #: Children waiting for this thread to be placed before they can be announced.
     waiting_children: list[str] = field(default_factory=list)
@@ -571,6 +606,15 @@ class ThreadRecord:
     #: cancelled (a failure of one then is ``cancelled``).
     cancellable: set[str] = field(default_factory=set)
     cancelled_calls: set[str] = field(default_factory=set)
+    # -- its MCP servers, as the user hears of them (the MCP feature's)
+    #: The servers the client named that the bridge left out, told when the open is answered.
+    mcp_left_out: tuple[LeftOut, ...] = ()
+    #: Each server whose failure to start the user was told of, with Codex's reason: told
+    #: once, again only after it was ready meanwhile.
+    mcp_failed: dict[str, str] = field(default_factory=dict)
+    #: What the user hears of its MCP servers, kept until the open is answered (the client
+    #: knows no session before); ``None``: told as it comes.
+    mcp_untold: list[Callable[[], None]] | None = None
 
     @property
     def view(self) -> View:

@@ -30,9 +30,13 @@ client has no confirmed current work state, and announcing implies none.
 A session's own work, as its client is shown it on the session's stream (ACP
 v2's ``state_update``), follows the same quantities as the client sees them
 (:func:`foreground`): the prompts of its that were inserted and have not ended,
-or a turn Codex started without one (a goal's, another client's), are work:
-``requires_action`` while the client holds a permission request of the
-session, else ``running``; no such work is ``idle``. A sub-agent's stream
+or a turn Codex started without one (a goal's, another client's), are work,
+``running``; no such work is ``idle``. While the client holds a question of the
+session (a permission request or an elicitation) it is ``requires_action``: a
+question of its work, or one asked once the work ended and no turn runs (Plan
+mode's "Implement this plan?"). A turn the client is not yet shown as work (a
+prompt not inserted yet, a resumed session's before its state is told) keeps it
+``idle``. A sub-agent's stream
 carries its :func:`reportable` snapshot instead (the sub-agent feature reports
 it on the parent first), and a resumed session starts from its
 :func:`snapshot`: what Codex says of a turn already running.
@@ -91,6 +95,8 @@ def foreground(record: ThreadRecord) -> str:
     module docstring)."""
     if record.working or record.turn_elsewhere is not None:
         return "requires_action" if record.asking else "running"
+    if record.asking and record.turn is None:
+        return "requires_action"  # a question once the work ended: Plan mode's
     return "idle"
 
 

@@ -1,7 +1,10 @@
 """ACP v1: how a v1 client is spoken to, from the connection's start.
 
 The features' updates are v1's shapes already, so each is sent as it is (the
-hub sends them without calling the face: :attr:`V1Face.same`). Of the facts
+hub sends them without calling the face: :attr:`V1Face.same`), but for one the
+client may not take: Plan mode's proposed plan (``plan_update``, unstable) goes
+to a client that declared ``clientCapabilities.plan``, and to any other as the
+agent's message (:attr:`V1Face.render`). Of the facts
 (:mod:`bridge.engine.core.facts`), v1 says only what answers a request: a
 prompt's end is its ``PromptResult`` (or its error), a session opened is the
 open's result. Its requests are the engine's table (``Engine._client_requests``),
@@ -25,6 +28,7 @@ from ...acp import types as acp_types
 from ...jsonrpc import RequestId, RpcError
 from ..core import facts
 from ..core.hub import Hub, RequestHandler
+from ..core.outbox import update_effect
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +64,8 @@ class V1Face:
     version = 1
     same = UPDATES
     on_fact: ClassVar[dict[type, Callable[[V1Face, Any], None]]] = {}
+    #: The updates whose v1 form depends on what the client declared.
+    render: ClassVar[dict[type, Callable[[V1Face, str, Any], None]]] = {}
 
     def __init__(self, hub: Hub, requests: Mapping[str, RequestHandler]) -> None:
         self.hub = hub
@@ -67,7 +73,21 @@ class V1Face:
 
     def update(self, session_id: str, update: Any) -> None:
         # Only a type outside UPDATES comes here: never sent in another version's shape.
-        log.error("no ACP v1 rendering of %s: not sent", type(update).__name__)
+        render = self.render.get(type(update))
+        if render is None:
+            log.error("no ACP v1 rendering of %s: not sent", type(update).__name__)
+            return
+        render(self, session_id, update)
+
+    def _plan_update(self, session_id: str, update: acp_tools.PlanUpdate) -> None:
+        """The proposed plan: a plan to a client that takes ``plan_update``, else the
+        agent's message (the plan's id its ``messageId``)."""
+        if self.hub.client_capabilities.plan is not None:
+            self.hub.emit(update_effect(session_id, update))
+            return
+        text = acp_types.TextContent(text=update.plan.content)
+        message = acp_types.AgentMessageChunk(content=text, messageId=update.plan.planId)
+        self.hub.emit(update_effect(session_id, message))
 
     def state(self, fact: facts.Fact) -> None:
         self.on_fact[type(fact)](self, fact)
@@ -101,6 +121,8 @@ class V1Face:
     def answered(self, rid: RequestId) -> None:
         pass
 
+
+V1Face.render = {acp_tools.PlanUpdate: V1Face._plan_update}
 
 #: How each fact is rendered for v1 (a fact of no type here is a defect, raised).
 V1Face.on_fact = {

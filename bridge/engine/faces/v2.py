@@ -20,14 +20,15 @@ What v2 changes, and how it is kept:
    prompt whose turn sends a tool call or a plan before its user message item,
    just before it. The answer is followed by the ``user_message`` echo and
    ``state_update: running``. The end of its work (:class:`~facts.PromptEnded`)
-   becomes ``state_update: idle`` with its stop reason, or with ``stopReason: "error"``
-   and the error. A prompt that waits behind a running one is not inserted yet:
+   becomes ``state_update: idle`` with its stop reason and the tokens its turn used
+   (``usage``), or with ``stopReason: "error"`` and the error. A prompt that waits behind a running one is not inserted yet:
    a cancel answers it -32800 (request cancelled), and a failure before
    insertion is its error.
 2. **Work state on every session**, by :func:`workstate.foreground`:
    ``running`` from insertion (or from a turn Codex started with no prompt of
    this client's), ``requires_action`` while the client holds a permission
-   request of the session, ``idle`` at the end. A sub-agent's state is the
+   request or a question of the session (also one asked after its work, Plan
+   mode's "Implement this plan?"), ``idle`` at the end and once it is answered. A sub-agent's state is the
    engine's own report (``subagent_update.state`` on the parent); v2 also sends
    it as the child's ``state_update``, after the parent's copy (so a child is
    never spoken of before it is announced).
@@ -36,8 +37,13 @@ What v2 changes, and how it is kept:
    out just before the answer.
 4. **Shapes.** ``tool_call`` becomes a ``tool_call_update`` upsert; a diff
    becomes structured changes plus a git patch; ``plan`` becomes
-   ``plan_update``; commands, config options and auth methods take their v2
+   ``plan_update`` (items, id ``plan``), and Plan mode's proposed plan a
+   ``plan_update`` in Markdown under the plan item's id; commands, config options and auth methods take their v2
    form; modes do not exist in v2 (the mode is a config option already). A
+   command of kind ``execute`` is a terminal of the agent's: the tool call's content
+   names it, ``terminal_update`` and ``terminal_output_chunk`` carry it
+   (:mod:`bridge.engine.views.tool_views`); an answer ends with its ``agent_message``
+   upsert, the whole text as shown (:mod:`bridge.engine.features.prompts.streaming`). A
    running command advertises ``cancel`` (``tool_call/cancel``, done by
    :mod:`bridge.engine.features.sessions.admin`) until its final status. An
    update of a type this face has no rendering for is not sent (and logged):
@@ -99,18 +105,23 @@ class V2Face:
     ) -> v2.InitializeResult:
         session = v2.SessionCapabilities(
             prompt=v2.PromptCapabilities(image={}, embeddedContext={}),
-            mcp={"http": {}},
+            # Codex's transports, both passed on as ``config.mcp_servers``; any other is
+            # refused -32602, as v2 has it (:mod:`bridge.engine.features.sessions._thread_config`).
+            mcp={"http": {}, "stdio": {}},
             archive={},
             delete={},
             status={},
             title={},
+            # Honoured on new, resume and fork (:mod:`bridge.engine.features.sessions.lifecycle`).
+            additionalDirectories={},
         )
         if self.fork:
             session.fork = {}
         return v2.InitializeResult(
             protocolVersion=2,
             info=v2.Implementation(name=info.name, title=info.title, version=info.version),
-            capabilities=v2.AgentCapabilities(session=session),
+            # auth/status is unstable, and every v2 client speaks the unstable schema.
+            capabilities=v2.AgentCapabilities(session=session, auth={"status": {}}),
             authMethods=[
                 v2.AuthMethod(
                     type=m.type if isinstance(m.type, str) else "agent",
@@ -170,13 +181,16 @@ class V2Face:
                 ),
             )
             return
-        self._ended(record, v2.StateUpdate(state="idle", stopReason=outcome.stopReason))
+        self._ended(
+            record,
+            v2.StateUpdate(state="idle", stopReason=outcome.stopReason, usage=outcome.usage),
+        )
 
     def _ended(self, record: ThreadRecord, state: v2.StateUpdate) -> None:
         record.working = max(0, record.working - 1)
         if record.working:
             return  # another inserted prompt's work goes on
-        record.shown_state = workstate.foreground(record)
+        _work_ended(record)
         self._emit(record.id, state)
 
     def _turn_started(self, fact: facts.TurnStarted) -> None:
@@ -198,7 +212,7 @@ class V2Face:
         record.turn_elsewhere = None
         if record.working:
             return
-        record.shown_state = workstate.foreground(record)
+        _work_ended(record)
         outcome = workstate.turn_outcome(fact.status, fact.error)
         self._emit(
             record.id,
@@ -319,6 +333,11 @@ class V2Face:
         plan = v2.PlanItems(planId="plan", entries=list(update.entries))
         self.hub.emit(update_effect(session_id, v2.PlanUpdate(plan=plan, meta=update.meta)))
 
+    def _proposed_plan(self, session_id: str, update: acp_tools.PlanUpdate) -> None:
+        # Plan mode's proposed plan: Markdown, under its own id (apart from the turn plan's).
+        plan = v2.PlanMarkdown(planId=update.plan.planId, content=update.plan.content)
+        self.hub.emit(update_effect(session_id, v2.PlanUpdate(plan=plan, meta=update.meta)))
+
     def _commands(self, session_id: str, update: acp_commands.AvailableCommandsUpdate) -> None:
         rendered = v2.AvailableCommandsUpdate(availableCommands=commands(update.availableCommands))
         self.hub.emit(update_effect(session_id, rendered))
@@ -367,6 +386,7 @@ class V2Face:
         return v2.ToolCallUpdate(
             toolCallId=call_id,
             title=update.title,
+            name=update.name,
             kind=update.kind,
             status=status,
             content=_content(update.content),
@@ -392,6 +412,14 @@ class V2Face:
             self.hub.emit(update_effect(session_id, update))
 
 
+def _work_ended(record: ThreadRecord) -> None:
+    """The session's work ended: ``idle`` goes out, and is what the client was shown. A
+    question of that work the client still holds is withdrawn next (taken back, it
+    changes nothing); one asked after it (Plan mode's) makes the session
+    ``requires_action`` again."""
+    record.shown_state = "idle"
+
+
 # -- shapes ---------------------------------------------------------------------------------------
 
 
@@ -415,14 +443,18 @@ def _diff(diff: acp_tools.Diff) -> v2.Diff:
     its place) as v2's structured change plus a ``git_patch`` (absolute paths, no
     ``a/`` / ``b/`` prefixes, as the draft asks)."""
     old = diff.oldText
+    deleted = isinstance(diff, acp_tools.DeletedFile)
+    operation = "add" if old is None else "delete" if deleted else "modify"
     return v2.Diff(
-        changes=[v2.DiffChange(operation="add" if old is None else "modify", path=diff.path)],
-        patch=_git_patch(diff.path, old, diff.newText, diff.meta),
+        changes=[v2.DiffChange(operation=operation, path=diff.path)],
+        patch=_git_patch(diff.path, old, diff.newText, diff.meta, deleted=deleted),
         meta=diff.meta,
     )
 
 
-def _git_patch(path: str, old: str | None, new: str, meta: Any) -> v2.DiffPatch | None:
+def _git_patch(
+    path: str, old: str | None, new: str, meta: Any, *, deleted: bool = False
+) -> v2.DiffPatch | None:
     import difflib  # imported only when a diff is shown
 
     before = (old or "").splitlines(keepends=True)
@@ -435,9 +467,11 @@ def _git_patch(path: str, old: str | None, new: str, meta: Any) -> v2.DiffPatch 
     header = [f"diff --git {path} {path}\n"]
     if old is None:
         header += ["new file mode 100644\n", "--- /dev/null\n"]
+    elif deleted:
+        header += ["deleted file mode 100644\n", f"--- {path}\n"]
     else:
         header.append(f"--- {path}\n")
-    header.append(f"+++ {path}\n")
+    header.append("+++ /dev/null\n" if deleted else f"+++ {path}\n")
     body = []
     for line in lines[2:]:  # difflib's own ---/+++ lines are replaced by the header
         if line.startswith("@@") and isinstance(hunk, dict):
@@ -525,6 +559,10 @@ V2Face.same = frozenset(
         acp_tools.CompactionUpdate,
         acp_subagents.SessionMessage,
         acp_quota.QuotaUpdate,
+        # v2's own, which only a v2 client is sent (a command's terminal, an answer's upsert).
+        v2.TerminalUpdate,
+        v2.TerminalOutputChunk,
+        v2.AgentMessage,
     }
 )
 
@@ -535,6 +573,7 @@ V2Face.render = {
     acp_tools.ToolCallUpdate: V2Face._tool_call,
     acp_permissions.ToolCallStatusUpdate: V2Face._tool_call,
     acp_tools.Plan: V2Face._plan,
+    acp_tools.PlanUpdate: V2Face._proposed_plan,
     acp_commands.AvailableCommandsUpdate: V2Face._commands,
     acp_settings.ConfigOptionUpdate: V2Face._config,
     acp_settings.CurrentModeUpdate: V2Face._dropped,

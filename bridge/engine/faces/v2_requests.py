@@ -3,7 +3,8 @@ does it (the same feature method v1's request reaches). The features are handed 
 objects behind the small protocols below (only the wiring imports a feature).
 
 Where v1 and v2 share a request's params (``session/list``, ``session/close``, the
-steering extension, ``auth/login`` as ``authenticate``), the v1 handler is v2's too.
+steering extension, ``auth/login`` as ``authenticate``, ``auth/status``), the v1
+handler is v2's too.
 v1 methods v2 removed, and v2 methods Codex cannot do, are refused with -32601 and the
 reason; none of them is advertised.
 """
@@ -16,6 +17,7 @@ from typing import Any, NoReturn, Protocol
 from msgspec import Raw
 
 from ...acp import air, v2
+from ...acp import sessions as acp_sessions
 from ...acp import steering as acp_steering
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ..core.hub import RequestHandler, StoredSessionParams, decode_params
@@ -24,9 +26,7 @@ from ..core.hub import RequestHandler, StoredSessionParams, decode_params
 V1_ONLY = ("session/load", "session/set_mode", "authenticate")
 
 #: v2 methods Codex cannot do, and why.
-NOT_OFFERED = {
-    "auth/status": "not advertised (the auth.status capability is not offered)",
-}
+NOT_OFFERED: dict[str, str] = {}
 
 #: Does something to one session: (request, session id).
 SessionHandler = Callable[[RequestId, str], None]
@@ -36,7 +36,11 @@ class Prompting(Protocol):
     """Opens sessions and prompts them (:mod:`bridge.engine.features.prompts.prompts`)."""
 
     def new_session(
-        self, rid: RequestId, cwd: str, mcp_servers: list[dict[str, Any]] | None
+        self,
+        rid: RequestId,
+        cwd: str,
+        mcp_servers: list[dict[str, Any]] | None,
+        additional: list[str] | None = None,
     ) -> None: ...
 
     def prompt(self, rid: RequestId, session_id: str, content: list[Raw]) -> None: ...
@@ -99,7 +103,7 @@ def requests(
 
     def session_new(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.NewSessionParams, "session/new")
-        prompts.new_session(rid, params.cwd, params.mcpServers)
+        prompts.new_session(rid, params.cwd, params.mcpServers, params.additionalDirectories)
 
     def session_fork(rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ForkSessionParams, "session/fork")
@@ -133,12 +137,12 @@ def requests(
         """A request whose params name one session, and nothing else."""
 
         def handle(rid: RequestId, raw: Raw) -> None:
-            handler(rid, decode_params(raw, v2.SessionParams, method).sessionId)
+            handler(rid, decode_params(raw, acp_sessions.SessionParams, method).sessionId)
 
         return handle
 
     def session_set_title(rid: RequestId, raw: Raw) -> None:
-        params = decode_params(raw, v2.SetTitleParams, "session/set_title")
+        params = decode_params(raw, acp_sessions.SetSessionTitleParams, "session/set_title")
         admin.set_title(rid, params.sessionId, params.title)
 
     def auth_logout(rid: RequestId, _raw: Raw) -> None:
@@ -149,12 +153,12 @@ def requests(
         admin.cancel_tool_call(rid, params.sessionId, params.toolCallId)
 
     def cancel_terminal(_rid: RequestId, raw: Raw) -> None:
-        # Commands are tool calls with their output as content, not terminals of the
-        # agent's: no terminal advertises cancel.
+        # A command's terminal is its tool call's display: the call is what may be
+        # cancelled (``tool_call/cancel``, advertised on it), so no terminal advertises cancel.
         params = decode_params(raw, v2.TerminalCancelParams, "terminal/cancel")
         raise RpcError.invalid_params(
             f"terminal/cancel: terminal {params.terminalId} does not advertise cancel "
-            "(use session/cancel)",
+            "(use tool_call/cancel on its command's tool call, or session/cancel)",
             {"terminalId": params.terminalId},
         )
 
@@ -174,6 +178,7 @@ def requests(
         "session/delete": of_session("session/delete", admin.delete),
         "auth/login": same_as_v1["authenticate"],
         "auth/logout": auth_logout,
+        "auth/status": same_as_v1["auth/status"],
         "tool_call/cancel": tool_call_cancel,
         "terminal/cancel": cancel_terminal,
         acp_steering.METHOD: same_as_v1[acp_steering.METHOD],

@@ -27,7 +27,7 @@ def change_content(
     if kind == "add":
         return [acp_tools.Diff(path=change.path, oldText=None, newText=change.diff)]
     if kind == "delete":
-        return [acp_tools.Diff(path=change.path, oldText=change.diff, newText="")]
+        return [acp_tools.DeletedFile(path=change.path, oldText=change.diff, newText="")]
     target = change.kind.move_path or change.path
     try:
         hunks = diffs.parse_hunks(change.diff)

@@ -89,6 +89,8 @@ COMMANDS: tuple[acp_commands.AvailableCommand, ...] = (
 )
 #: Commands answered without a turn of their own (see :mod:`bridge.engine.features.palette.palette`).
 QUICK = frozenset({"status", "mcp", "skills", "goal", "plan", "rename", "logout", "rewind"})
+#: ``/mcp login NAME``: sign in to MCP server NAME (its OAuth, through Codex).
+_MCP_LOGIN = r"login\s+(\S+)"
 #: The most prompts one ``/rewind`` takes back.
 MAX_REWIND = 1000
 _NAMES = frozenset(c.name for c in COMMANDS)
@@ -181,8 +183,10 @@ def command_request(
         text = [codex_types.TextInput(text=argument)] if argument else []
         return "turn/start", codex_types.TurnStartParams(threadId=record.id, input=[skill, *text])
     if name in QUICK:
-        if name in ("status", "mcp", "skills", "logout") and argument:
+        if name in ("status", "skills", "logout") and argument:
             raise RpcError.invalid_params(f"/{name} takes no arguments")
+        if name == "mcp" and argument and mcp_login_name(argument) is None:
+            raise RpcError.invalid_params("/mcp takes no arguments, or login NAME")
         if name == "plan" and argument not in ("", "on", "off"):
             raise RpcError.invalid_params("/plan takes no argument, or off")
         if name == "rewind":
@@ -217,3 +221,9 @@ def command_request(
     return "thread/shellCommand", codex_commands.ThreadShellCommandParams(
         threadId=thread, command=argument
     )
+
+
+def mcp_login_name(argument: str) -> str | None:
+    """The server ``/mcp login NAME`` names (``None``: plain ``/mcp``)."""
+    match = re.fullmatch(_MCP_LOGIN, argument)
+    return match.group(1) if match else None

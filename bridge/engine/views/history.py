@@ -3,7 +3,8 @@
 Pure functions. The replay shows each finished item once, whole, in the order
 Codex stored it: the user's messages as ``user_message_chunk``, answers as
 ``agent_message_chunk``, reasoning summaries as ``agent_thought_chunk`` (each
-with the item id as ``messageId``), and tool items as the tools feature shows
+with the item id as ``messageId``), Plan mode's proposed plan as live (a Markdown
+``plan_update``, which the face may show as the agent's message), and tool items as the tools feature shows
 them finished (:func:`bridge.engine.views.tool_views.history_updates`). What a stored
 thread does not hold, and so a replay cannot show, is listed in
 ``docs/history.md``.
@@ -52,6 +53,7 @@ def replay_updates(
     first: ItemReplay | None = None,
     cwd: str = "",
     phases: bool = False,
+    terminals: bool = False,
 ) -> list[msgspec.Struct]:
     """Every update that replays a stored thread's items (:func:`stored_items`).
 
@@ -59,12 +61,17 @@ def replay_updates(
     for items it leaves alone): the sub-agent feature replays collab items.
     ``cwd``, the session's, shortens paths in tool titles as the live ones are.
     ``phases``: an AIR client's answers carry their phase, as live.
+    ``terminals``: commands are shown in ACP v2's terminals, as live.
     """
     out: list[msgspec.Struct] = []
     for item in items:
         try:
             claimed = first(item) if first is not None else None
-            out += claimed if claimed is not None else item_updates(item, cwd, phases=phases)
+            out += (
+                claimed
+                if claimed is not None
+                else item_updates(item, cwd, phases=phases, terminals=terminals)
+            )
         except Exception:  # one bad stored item must not fail the whole load
             log.warning(
                 "thread %s: skipping a stored item not understood", thread_id, exc_info=True
@@ -72,9 +79,12 @@ def replay_updates(
     return out
 
 
-def item_updates(item: ThreadItem, cwd: str = "", *, phases: bool = False) -> list[msgspec.Struct]:
+def item_updates(
+    item: ThreadItem, cwd: str = "", *, phases: bool = False, terminals: bool = False
+) -> list[msgspec.Struct]:
     """The updates that show one stored item (``cwd``: the session's, for tool titles;
-    ``phases``: an answer's chunks say its phase, for an AIR client)."""
+    ``phases``: an answer's chunks say its phase, for an AIR client; ``terminals``: a
+    command's output in an ACP v2 terminal)."""
     match item:
         case codex_types.UserMessageItem(id=item_id, content=content):
             return [
@@ -91,7 +101,9 @@ def item_updates(item: ThreadItem, cwd: str = "", *, phases: bool = False) -> li
             # Parts are paragraphs, as the live stream separates them.
             text = "\n\n".join(part for part in summary if part)
             return [translate.thought_chunk(item_id, text)] if text else []
-    return tool_views.history_updates(item, cwd=cwd)
+        case codex_types.PlanItem():
+            return list(translate.proposed_plan(item))
+    return tool_views.history_updates(item, cwd=cwd, terminals=terminals)
 
 
 def user_content(entry: dict[str, Any]) -> acp_types.ContentBlock | None:

@@ -116,6 +116,19 @@ def _normal_sandbox(policy: Any) -> Any:
     return {"type": kind} | {k: policy.get(k, d) for k, d in _SANDBOX_DEFAULTS[kind].items()}
 
 
+def without_folders(sandbox: Any, folders: tuple[str, ...]) -> Any:
+    """A thread's sandbox as Codex reports it, less the session's other folders: Codex
+    lists its thread-scoped roots (``runtimeWorkspaceRoots``, but ``cwd``) among
+    ``writableRoots``, and they stay the thread's whatever policy a mode sets, so the
+    mode in force is the one the rest of the sandbox is."""
+    if not folders or not isinstance(sandbox, dict):
+        return sandbox
+    roots = sandbox.get("writableRoots")
+    if not isinstance(roots, list):
+        return sandbox
+    return {**sandbox, "writableRoots": [root for root in roots if root not in folders]}
+
+
 def same_policy(approval: Any, sandbox: Any, other_approval: Any, other_sandbox: Any) -> bool:
     """Whether two (approval, sandbox) pairs mean the same thing (defaults filled in)."""
     same_sandbox = _normal_sandbox(sandbox) == _normal_sandbox(other_sandbox)

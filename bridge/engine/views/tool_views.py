@@ -4,6 +4,7 @@ Every Codex tool item becomes one ACP tool call whose ``toolCallId`` *is* the
 item id (approvals name the same id). ``item/started`` announces it
 (``tool_call``), the item's own notifications update it while it runs, and
 ``item/completed`` gives its final status and content (``tool_call_update``).
+Its ``name`` is the MCP or dynamic tool's own, else Codex's item kind (:func:`tool_name`).
 What each item looks like is decided by :func:`describe`, a pure function of
 the item, which the replay of a thread's history (:func:`history_updates`)
 shares with the live path (:mod:`bridge.engine.features.tools.tools`, which follows items as
@@ -52,11 +53,14 @@ signal}`` with the final status. That ``terminal`` id was never created with
 ``terminal/create``, so any other client would be shown a terminal that does
 not exist: the bridge sends this form only to a client that declared it, and
 only for commands of kind ``execute`` (a file read shows better as text).
-Everyone else gets the output as text content.
+An ACP v2 client gets v2's own terminals for the same commands (every v2 client:
+they need no capability; see "ACP v2's terminals" below). Everyone else gets the
+output as text content.
 """
 
 from __future__ import annotations
 
+import binascii
 import logging
 import posixpath
 import re
@@ -69,6 +73,7 @@ from msgspec import UNSET
 
 from ...acp import tools as acp_tools
 from ...acp import types as acp_types
+from ...acp import v2
 from ...codex import items as codex_items
 from ...codex import threads as codex_threads
 from ...codex.messages import ThreadItem
@@ -116,6 +121,8 @@ class ToolView:
     locations: list[acp_tools.ToolCallLocation] = field(default_factory=list)
     raw_input: Any = UNSET
     raw_output: Any = UNSET
+    #: The tool's programmatic name (:func:`tool_name`).
+    name: str | msgspec.UnsetType = UNSET
 
     def tool_call(self, tool_call_id: str, meta: acp_types.Meta = UNSET) -> acp_tools.ToolCall:
         """The ``tool_call`` that announces the item."""
@@ -132,6 +139,7 @@ class ToolView:
         return {
             "toolCallId": tool_call_id,
             "title": self.title,
+            "name": self.name,
             "kind": self.kind,
             "status": self.status,
             "content": self.content,
@@ -183,7 +191,19 @@ def describe(
             view = _image_view(item, cwd)
         case codex_items.ContextCompactionItem():
             view = ToolView(title="Compact the conversation", kind="other", status="in_progress")
+    view.name = tool_name(item)
     return view
+
+
+def tool_name(item: codex_items.ToolItem) -> str:
+    """A tool call's ``name``: an MCP or dynamic tool's own name; for Codex's built-in
+    tools, the kind of item Codex made of the call (``commandExecution``, ``fileChange``,
+    ``webSearch``, ``imageView``, ``contextCompaction``), which names what ran whichever of
+    Codex's tools the model called."""
+    if isinstance(item, codex_items.McpToolCallItem | codex_items.DynamicToolCallItem):
+        return item.tool
+    tag = type(item).__struct_config__.tag
+    return tag if isinstance(tag, str) else type(item).__name__
 
 
 _WITHOUT_STATUS = (
@@ -214,7 +234,9 @@ def cut_short(view: ToolView, turn_status: str) -> ToolView:
     return view
 
 
-def history_updates(item: ThreadItem, *, cwd: str = "") -> list[msgspec.Struct]:
+def history_updates(
+    item: ThreadItem, *, cwd: str = "", terminals: bool = False
+) -> list[msgspec.Struct]:
     """The updates that show a finished tool item in a replayed history (``session/load``).
 
     Empty for items that are not tools (messages, reasoning, user input) and for
@@ -222,6 +244,9 @@ def history_updates(item: ThreadItem, *, cwd: str = "") -> list[msgspec.Struct]:
     item's final status and content; ``cwd``, the session's, shortens the paths
     in titles. A command's output is text here (never Zed's terminal), and a
     changed file's diff is made of hunks (there is no file to read back).
+    With ``terminals`` (ACP v2), a command of kind ``execute`` is shown as live: a
+    terminal, whose one ``terminal_update`` after the call carries the output Codex
+    kept (a snapshot: replayed twice, it is still shown once) and the exit.
     """
     if not isinstance(item, codex_items.ToolItem):
         return []  # not a tool, or one not understood (logged where it was decoded)
@@ -230,6 +255,13 @@ def history_updates(item: ThreadItem, *, cwd: str = "") -> list[msgspec.Struct]:
     if view.status == "in_progress":
         # Still running in a stored thread: its turn was cut short, it will never end.
         view.status = "failed"
+    if terminals and isinstance(tool, codex_items.CommandExecutionItem) and view.kind == "execute":
+        view.content = [acp_tools.Terminal(terminalId=tool.id), *command_notes(tool)]
+        terminal = terminal_opened(tool)
+        if tool.aggregatedOutput:
+            terminal.output = v2.TerminalOutput(data=_base64(tool.aggregatedOutput))
+        terminal.exitStatus = terminal_exit_status(tool)
+        return [view.tool_call(tool.id), terminal]
     return [view.tool_call(tool.id)]
 
 
@@ -528,6 +560,58 @@ def plan_update(note: codex_items.TurnPlanUpdated) -> acp_tools.Plan:
         entries.append(acp_tools.PlanEntry(content=step.step, priority="medium", status=status))
     meta: acp_types.Meta = {"explanation": note.explanation} if note.explanation else UNSET
     return acp_tools.Plan(entries=entries, meta=meta)
+
+
+# -- ACP v2's terminals ------------------------------------------------------------------------------
+# A v2 client is shown a command of kind ``execute`` as a terminal of the agent's (display
+# only): the tool call's content names it (``terminal``, its id the item's), and updates of
+# their own carry it. ``terminal_update`` says what runs where, then its exit (and, when Codex
+# kept more than was streamed, its whole output as a snapshot that replaces the streamed);
+# ``terminal_output_chunk`` each piece of output as it comes. Bytes go base64-encoded, each
+# chunk on its own.
+
+
+def terminal_opened(item: codex_items.CommandExecutionItem) -> v2.TerminalUpdate:
+    """The terminal of a command that starts: the command (unwrapped, as its title) and
+    its folder (absolute only, as v2 asks)."""
+    cwd = item.cwd
+    absolute = cwd.startswith(("/", "\\\\")) or re.match(r"[A-Za-z]:[\\/]", cwd) is not None
+    return v2.TerminalUpdate(
+        terminalId=item.id, command=unwrap_shell(item.command), cwd=cwd if absolute else UNSET
+    )
+
+
+def terminal_chunk(item_id: str, text: str) -> v2.TerminalOutputChunk:
+    """A piece of a command's output, appended to its terminal."""
+    return v2.TerminalOutputChunk(terminalId=item_id, data=_base64(text))
+
+
+def terminal_closed(
+    item: codex_items.CommandExecutionItem, whole_output: str | None = None
+) -> v2.TerminalUpdate:
+    """The end of a command's terminal: its exit, and ``whole_output`` (when given) as the
+    terminal's whole output, replacing what was streamed."""
+    update = v2.TerminalUpdate(terminalId=item.id, exitStatus=terminal_exit_status(item))
+    if whole_output:
+        update.output = v2.TerminalOutput(data=_base64(whole_output))
+    return update
+
+
+def terminal_cut_short(item_id: str) -> v2.TerminalUpdate:
+    """The terminal of a command its turn's end cut short: exited, how not known."""
+    return v2.TerminalUpdate(terminalId=item_id, exitStatus=v2.TerminalExitStatus())
+
+
+def terminal_exit_status(item: codex_items.CommandExecutionItem) -> v2.TerminalExitStatus:
+    """A command's exit as v2 has it: the code Codex reports (none for one that never ran
+    or did not say)."""
+    if item.exitCode is None:
+        return v2.TerminalExitStatus()
+    return v2.TerminalExitStatus(exitCode=item.exitCode)
+
+
+def _base64(text: str) -> str:
+    return binascii.b2a_base64(text.encode(), newline=False).decode("ascii")
 
 
 def terminal_exit(item: codex_items.CommandExecutionItem) -> dict[str, Any]:

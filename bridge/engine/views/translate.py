@@ -6,11 +6,14 @@ import logging
 from typing import NamedTuple
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
-from ...acp import air
+from ...acp import air, v2
+from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import types as codex_types
 from ...codex.messages import ThreadItem
+from ..core.threads import Turn
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +25,9 @@ def message_chunk(delta: codex_types.AgentMessageDelta) -> acp_types.AgentMessag
 
 
 def with_phase(update: msgspec.Struct, phase: str | None) -> msgspec.Struct:
-    """An answer's chunk with AIR's ``_meta.jetbrains.air.phase`` (Codex's message phase)."""
-    if phase and isinstance(update, acp_types.AgentMessageChunk):
+    """An answer's chunk (or v2 upsert) with AIR's ``_meta.jetbrains.air.phase`` (Codex's
+    message phase)."""
+    if phase and isinstance(update, acp_types.AgentMessageChunk | v2.AgentMessage):
         update.meta = air.meta({air.PHASE: phase})
     return update
 
@@ -32,7 +36,7 @@ def thought_chunk(item_id: str, text: str) -> acp_types.AgentThoughtChunk:
     return acp_types.AgentThoughtChunk(content=acp_types.TextContent(text=text), messageId=item_id)
 
 
-def completed_item_updates(item: ThreadItem, streamed: bool) -> list[acp_types.SessionUpdate]:
+def completed_item_updates(item: ThreadItem, streamed: bool) -> list[msgspec.Struct]:
     """Updates for an item's completion.
 
     Text that was streamed as deltas is not sent again; an item that arrives
@@ -42,6 +46,8 @@ def completed_item_updates(item: ThreadItem, streamed: bool) -> list[acp_types.S
     match item:
         case codex_types.AgentMessageItem():
             return list(answer_updates(item, streamed=streamed))
+        case codex_types.PlanItem():
+            return [*proposed_plan(item)]
     if streamed:
         return []
     match item:
@@ -50,8 +56,21 @@ def completed_item_updates(item: ThreadItem, streamed: bool) -> list[acp_types.S
     return []
 
 
-def usage_update(usage: codex_types.ThreadTokenUsage) -> acp_types.UsageUpdate | None:
-    """Context-window use; ``None`` when Codex does not know the window size.
+def proposed_plan(item: codex_types.PlanItem) -> list[acp_tools.PlanUpdate]:
+    """Plan mode's proposed plan, whole (its deltas are not streamed: Codex says they may
+    not add up to the completed item), as a Markdown plan under the item's id; none when
+    it is empty. Codex's todo list (``turn/plan/updated``) is another plan: ACP's ``plan``."""
+    if not item.text.strip():
+        return []
+    plan = acp_tools.PlanMarkdown(planId=item.id, content=item.text)
+    return [acp_tools.PlanUpdate(plan=plan)]
+
+
+def usage_update(
+    usage: codex_types.ThreadTokenUsage, cost_usd_micros: int | None = None
+) -> acp_types.UsageUpdate | None:
+    """Context-window use, and what the session cost so far where Codex estimated it (in
+    US dollars); ``None`` when Codex does not know the window size.
 
     ``used`` is what the last model request put in the context window
     (``last.totalTokens``), not the thread's cumulative total: ACP asks for
@@ -59,7 +78,33 @@ def usage_update(usage: codex_types.ThreadTokenUsage) -> acp_types.UsageUpdate |
     """
     if usage.modelContextWindow is None:
         return None
-    return acp_types.UsageUpdate(used=usage.last.totalTokens, size=usage.modelContextWindow)
+    update = acp_types.UsageUpdate(used=usage.last.totalTokens, size=usage.modelContextWindow)
+    if cost_usd_micros is not None:
+        update.cost = acp_types.Cost(amount=cost_usd_micros / 1_000_000, currency="USD")
+    return update
+
+
+def turn_usage(turn: Turn) -> acp_types.Usage | UnsetType:
+    """The tokens a turn used, as the prompt's answer says them: the thread's total at its
+    end less the total before it (a turn of several model requests counts them all;
+    ``last`` is only the latest request's). ``UNSET`` when Codex reported none for it.
+
+    Codex's counts go as Codex counts them: ``inputTokens`` includes the cached reads,
+    ``outputTokens`` the reasoning."""
+    before, now = turn.tokens_before, turn.tokens_now
+    if before is None or now is None:
+        return UNSET
+    write = now.cacheWriteInputTokens
+    return acp_types.Usage(
+        totalTokens=max(0, now.totalTokens - before.totalTokens),
+        inputTokens=max(0, now.inputTokens - before.inputTokens),
+        outputTokens=max(0, now.outputTokens - before.outputTokens),
+        thoughtTokens=max(0, now.reasoningOutputTokens - before.reasoningOutputTokens),
+        cachedReadTokens=max(0, now.cachedInputTokens - before.cachedInputTokens),
+        cachedWriteTokens=UNSET
+        if write is None
+        else max(0, write - (before.cacheWriteInputTokens or 0)),
+    )
 
 
 # -- how an answer is presented ----------------------------------------------------------------
@@ -148,6 +193,23 @@ def answer_updates(
     if shown.note:
         out.append(_answer_chunk(item.id, ("\n\n" if text_sent else "") + shown.note))
     return out
+
+
+def answer_upsert(item: codex_types.AgentMessageItem, *, streamed: bool) -> v2.AgentMessage | None:
+    """An answer at its completion for ACP v2: one ``agent_message`` upsert under the
+    item's id, whose content (the whole text as shown: the answer as Codex completed it,
+    then the note; the note alone for an answer withheld) replaces what its chunks said.
+    A client that missed a chunk, or was shown an answer Codex then withheld, ends up with
+    what :func:`answer_updates` shows. ``None`` when there is nothing to show and nothing
+    was streamed to correct."""
+    shown = presentation(item)
+    text = item.text if shown.answer else ""
+    if shown.note:
+        text = f"{text}\n\n{shown.note}" if text else shown.note
+    if not text and not streamed:
+        return None
+    content = [acp_types.TextContent(text=text)] if text else []
+    return v2.AgentMessage(messageId=item.id, content=content)
 
 
 def _answer_chunk(item_id: str, text: str) -> acp_types.AgentMessageChunk:

@@ -14,6 +14,7 @@ from trio.testing import wait_all_tasks_blocked
 
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import ErrorCode, RpcError
+from tests.support.reading import Ended
 
 from . import Drive, Scenario, open_session
 
@@ -112,7 +113,7 @@ async def approval_cancelled_while_pending(client: AcpClient, workspace: str) ->
         await answers.asked.wait()
         await client.notify("session/cancel", {"sessionId": session})
         # The prompt resolves cancelled; the allow that follows is too late to count.
-        await client.wait_for(lambda m: m.get("result") == {"stopReason": "cancelled"})
+        await client.wait_for(lambda m: m.get("result") == Ended({"stopReason": "cancelled"}))
         answers.release()
         await wait_all_tasks_blocked()  # the late answer is on its way
     await client.prompt(session, "@@ say still here")

@@ -19,6 +19,7 @@ from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
 
 from ..app_server import app_server
+from ..reading import Ended
 from . import APP_SERVER_ENV, Scenario, open_session, subagents
 
 
@@ -72,7 +73,7 @@ async def codex_killed_mid_answer(client: AcpClient, workspace: str) -> None:
         await client.wait_for(lambda _m: len(client.text_of(session).split()) >= 20)
         kill_codex()
     assert "error" in failed
-    assert await client.prompt(session, "@@ say back again") == {"stopReason": "end_turn"}
+    assert await client.prompt(session, "@@ say back again") == Ended({"stopReason": "end_turn"})
 
 
 async def codex_killed_during_child(client: AcpClient, workspace: str) -> None:
@@ -93,7 +94,7 @@ async def codex_killed_during_child(client: AcpClient, workspace: str) -> None:
         kill_codex()
     await client.wait_for(lambda _m: subagents.states(client, child)[-1]["state"] != "unknown")
     assert "error" in failed
-    assert await client.prompt(root, "@@ say back again") == {"stopReason": "end_turn"}
+    assert await client.prompt(root, "@@ say back again") == Ended({"stopReason": "end_turn"})
 
 
 async def websocket_dropped(client: AcpClient, workspace: str) -> None:
@@ -102,14 +103,14 @@ async def websocket_dropped(client: AcpClient, workspace: str) -> None:
     session answers again, its history kept in Codex's store."""
     server = json.loads(os.environ[APP_SERVER_ENV])
     session = await open_session(client, workspace)
-    assert await client.prompt(session, "@@ say before") == {"stopReason": "end_turn"}
+    assert await client.prompt(session, "@@ say before") == Ended({"stopReason": "end_turn"})
     kill_codex()
     # The bridge notices, tries again and again (0.25 s, 0.5 s, ...) until the new one is up.
     await trio.sleep(0.3)
     async with app_server(
         server["codexBin"], Path(server["codexHome"]), Path(server["dir"]), port=server["port"]
     ):
-        assert await client.prompt(session, "@@ say after") == {"stopReason": "end_turn"}
+        assert await client.prompt(session, "@@ say after") == Ended({"stopReason": "end_turn"})
 
 
 SCENARIOS = [

@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from bridge.acp_client import AcpClient
+from tests.support.reading import Ended
 
 from . import Scenario, open_session
 from .approvals import Answers
@@ -233,7 +234,7 @@ async def close_root_while_child_works(client: AcpClient, workspace: str) -> Non
     its child reaches the client after the close: not the child's last words, not its
     state on the closed root's stream."""
     session = await open_session(client, workspace, SUBAGENTS)
-    assert await client.prompt(session, BACKGROUND_CHILD) == {"stopReason": "end_turn"}
+    assert await client.prompt(session, BACKGROUND_CHILD) == Ended({"stopReason": "end_turn"})
     child = await words_from_first_child(client, 20)
     await client.request("session/close", {"sessionId": session})
     closed_at = len(client.updates)

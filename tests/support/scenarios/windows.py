@@ -18,6 +18,7 @@ from pathlib import Path
 import trio
 
 from bridge.acp_client import AcpClient, open_agent
+from tests.support.reading import Ended
 
 from . import APP_SERVER_ENV, Scenario, open_session
 
@@ -52,12 +53,12 @@ async def mirrored_turn(client: AcpClient, workspace: str) -> None:
     """The other window prompts: the recorded one shows its prompt as the user's message, then
     the answer. Then the recorded window prompts, and the other sees it."""
     session = await open_session(client, workspace)
-    assert await client.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
+    assert await client.prompt(session, "@@ say hello") == Ended({"stopReason": "end_turn"})
     async with other_window(workspace, session) as other:
-        assert await other.prompt(session, "@@ words 5") == {"stopReason": "end_turn"}
+        assert await other.prompt(session, "@@ words 5") == Ended({"stopReason": "end_turn"})
         await client.wait_for(lambda _m: _has(client, session, "word5"))
         # Sent here once the other's turn ended (else it waits for that turn's end).
-        assert await client.prompt(session, "@@ say mine") == {"stopReason": "end_turn"}
+        assert await client.prompt(session, "@@ say mine") == Ended({"stopReason": "end_turn"})
         await other.wait_for(lambda _m: _has(other, session, "mine"))
 
 
@@ -65,7 +66,7 @@ async def cancelled_by_the_other_window(client: AcpClient, workspace: str) -> No
     """The recorded window's turn, cancelled from the other window: its prompt ends
     ``cancelled``."""
     session = await open_session(client, workspace)
-    assert await client.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
+    assert await client.prompt(session, "@@ say hello") == Ended({"stopReason": "end_turn"})
     async with other_window(workspace, session) as other:
         result = {}
 
@@ -76,15 +77,15 @@ async def cancelled_by_the_other_window(client: AcpClient, workspace: str) -> No
             nursery.start_soon(prompt)
             await other.wait_for(lambda _m: _has(other, session, "word3"))
             await other.notify("session/cancel", {"sessionId": session})
-        assert result == {"stop": {"stopReason": "cancelled"}}
-    assert await client.prompt(session, "@@ say again") == {"stopReason": "end_turn"}
+        assert result == {"stop": Ended({"stopReason": "cancelled"})}
+    assert await client.prompt(session, "@@ say again") == Ended({"stopReason": "end_turn"})
 
 
 async def cancelling_the_other_windows_turn(client: AcpClient, workspace: str) -> None:
     """The other window's turn, cancelled from the recorded window, whose own prompt waited
     behind that turn: both prompts end ``cancelled``."""
     session = await open_session(client, workspace)
-    assert await client.prompt(session, "@@ say hello") == {"stopReason": "end_turn"}
+    assert await client.prompt(session, "@@ say hello") == Ended({"stopReason": "end_turn"})
     async with other_window(workspace, session) as other:
         result = {}
 
@@ -97,9 +98,9 @@ async def cancelling_the_other_windows_turn(client: AcpClient, workspace: str) -
             nursery.start_soon(prompt, "recorded", client, "@@ say queued")
             await client.wait_for(lambda _m: _has(client, session, "word5"))
             await client.notify("session/cancel", {"sessionId": session})
-        cancelled = {"stopReason": "cancelled"}
+        cancelled = Ended({"stopReason": "cancelled"})
         assert result == {"other": cancelled, "recorded": cancelled}
-        assert await client.prompt(session, "@@ say again") == {"stopReason": "end_turn"}
+        assert await client.prompt(session, "@@ say again") == Ended({"stopReason": "end_turn"})
 
 
 SCENARIOS = [

@@ -4,6 +4,10 @@
 
 const state = { threads: new Map(), inbox: [], limits: null, daemon: null, open: null, tail: null, machines: [] };
 const seenAsks = new Set();
+// Asks whose thread has no title yet (the daemon reads a new thread's first message just
+// after its turn begins): notified once the title comes, or after TITLE_WAIT_MS untitled.
+const untitledAsks = new Map();
+const TITLE_WAIT_MS = 3000;
 let socket = null;
 let retry = 1000;
 let firstHello = true;
@@ -24,23 +28,54 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// The daemon's secret: given in the address's fragment (`#token=…`, which the browser sends
+// to no server), kept in this tab's sessionStorage (this origin's alone, its port included;
+// a reload keeps it, another tab or site cannot read it), and taken out of the address bar
+// and the history. Never a cookie: the browser would send that to every port of the host.
+const SECRET_KEY = "codex-acp-bridge-token";
+
+function takeSecret() {
+  const parts = location.hash.slice(1).split("&").filter(Boolean);
+  const given = parts.find((part) => part.startsWith("token="));
+  let secret = null;
+  if (given !== undefined) {
+    secret = given.slice("token=".length);
+    try { sessionStorage.setItem(SECRET_KEY, secret); } catch (e) { /* storage off: this load only */ }
+  } else {
+    try { secret = sessionStorage.getItem(SECRET_KEY); } catch (e) { /* storage off */ }
+  }
+  if (given !== undefined || location.search) {
+    const rest = parts.filter((part) => !part.startsWith("token="));  // `#notify` stays
+    history.replaceState(null, "", "/" + (rest.length ? "#" + rest.join("&") : ""));
+  }
+  return secret;
+}
+
+const secret = takeSecret();
+
 function connect() {
+  if (!secret) { link(false, "no secret: open this page with `codex-acp-bridge status --open`"); return; }
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   socket = new WebSocket(`${scheme}//${location.host}/ws`);
-  socket.onopen = () => { retry = 1000; link(true); };
-  socket.onmessage = (event) => receive(JSON.parse(event.data));
-  socket.onclose = () => {
+  // The daemon sends nothing, and does nothing asked, until the secret comes first.
+  socket.onopen = () => socket.send(JSON.stringify({ type: "token", token: secret }));
+  socket.onmessage = (event) => { retry = 1000; receive(JSON.parse(event.data)); };
+  socket.onclose = (event) => {
+    if (event.code === 1008) {
+      // Refused: a daemon that restarted has a new secret; asking again will not help.
+      link(false, "refused (the daemon restarted? open this page again with `codex-acp-bridge status --open`)");
+      return;
+    }
     link(false);
-    // Reconnect (a daemon restarting); a daemon that restarted has a new secret: say so.
-    setTimeout(connect, retry);
+    setTimeout(connect, retry);  // a daemon restarting, or the network
     retry = Math.min(retry * 2, 30000);
   };
 }
 
-function link(on) {
+function link(on, why) {
   const node = $("link");
   node.className = on ? "link on" : "link off";
-  node.textContent = on ? "live" : "disconnected (a restarted daemon needs `codex-acp-bridge status --open` again)";
+  node.textContent = on ? "live" : why || "disconnected (a restarted daemon needs `codex-acp-bridge status --open` again)";
 }
 
 function send(message) {
@@ -50,7 +85,7 @@ function send(message) {
 function receive(message) {
   if (message.type === "refused") { flash(message.reason); return; }
   let structural = message.type === "hello" || (message.gone || []).length > 0;
-  if (message.type === "hello") { state.threads.clear(); state.daemon = message.daemon; }
+  if (message.type === "hello") { state.threads.clear(); state.daemon = message.daemon; link(true); }
   const changed = [];
   for (const row of message.threads || []) {
     const before = state.threads.get(row.threadId);
@@ -60,6 +95,7 @@ function receive(message) {
   }
   for (const id of message.gone || []) state.threads.delete(id);
   if (message.inbox) { notifyNew(message.inbox, message.type === "hello" && firstHello); state.inbox = message.inbox; }
+  for (const [id, held] of untitledAsks) if (state.threads.get(held.ask.threadId)?.title) notifyHeld(id);
   if (message.limits) state.limits = message.limits;
   if (message.machines) { state.machines = message.machines; structural = true; }
   if (message.tail && message.tail.threadId === state.open) {
@@ -264,7 +300,8 @@ function fill(node, row) {
   node.state.textContent = stateText(row);
   node.title.replaceChildren(row.nickname ? el("span", { class: "nick" }, row.nickname) : "", row.title || (row.nickname ? "" : "untitled"));
   node.age.textContent = row.since || row.updatedAt ? age(row.since || row.updatedAt) : "";
-  node.detail.textContent = [row.cwd, row.model, row.tokens ? `${row.tokens.toLocaleString()} tokens` : null].filter(Boolean).join(" · ");
+  const where = row.folders && row.folders.length ? `${row.cwd} + ${row.folders.join(", ")}` : row.cwd;
+  node.detail.textContent = [where, row.model, row.tokens ? `${row.tokens.toLocaleString()} tokens` : null].filter(Boolean).join(" · ");
   node.said.textContent = row.lastLine || "";
   // The open tail redraws with its own messages; here only when its cancel comes or goes.
   if (state.open === row.threadId && node.cancellable !== Boolean(row.cancellable)) drawTail(node, row);
@@ -345,14 +382,29 @@ function draw(structural = true, changed = [...state.threads.keys()], inbox = tr
 function notifyNew(inbox, quiet) {
   const current = new Set(inbox.map((ask) => String(ask.requestId)));
   for (const id of seenAsks) if (!current.has(id)) seenAsks.delete(id);
+  for (const [id, held] of untitledAsks) if (!current.has(id)) { clearTimeout(held.timer); untitledAsks.delete(id); }
   for (const ask of inbox) {
     const id = String(ask.requestId);
     if (seenAsks.has(id)) continue;
     seenAsks.add(id);
     if (quiet || !$("notify").checked || !("Notification" in window) || Notification.permission !== "granted") continue;
-    const n = new Notification(`Codex waits on you: ${threadName(ask.threadId)}`, { body: ask.command || ask.reason || ask.kind, tag: id });
-    n.onclick = () => { window.focus(); n.close(); };
+    const row = state.threads.get(ask.threadId);
+    if (row && !row.title) untitledAsks.set(id, { ask, timer: setTimeout(() => notifyHeld(id), TITLE_WAIT_MS) });
+    else notify(ask);
   }
+}
+
+function notifyHeld(id) {
+  const held = untitledAsks.get(id);
+  if (!held) return;
+  clearTimeout(held.timer);
+  untitledAsks.delete(id);
+  notify(held.ask);
+}
+
+function notify(ask) {
+  const n = new Notification(`Codex waits on you: ${threadName(ask.threadId)}`, { body: ask.command || ask.reason || ask.kind, tag: String(ask.requestId) });
+  n.onclick = () => { window.focus(); n.close(); };
 }
 
 function setUpNotify() {

@@ -293,10 +293,7 @@ class Questions:
         if question.tool_call is not None:
             self._tool_call_answered(question, answer)
         if withdraw and question.client_id is not None and not question.client_answered:
-            self.hub.client_notification(
-                "$/cancel_request",
-                acp_permissions.CancelRequestNotification(requestId=question.client_id),
-            )
+            self.hub.withdraw_client_request(question.client_id)
 
     def _tool_call_answered(self, question: Question, answer: CodexAnswer) -> None:
         """What the tool call the request held ``pending`` shows once it is settled.

@@ -19,9 +19,9 @@ choice is the bridge's, kept for this connection:
 
 As the unstable schema has it, the agent advertises them (``agentCapabilities.providers:
 {}``, v2 ``capabilities.providers``) and the client just calls them: nothing for a client to
-declare. The capability goes to every client that speaks the unstable schema
-(:attr:`~bridge.engine.core.hub.Hub.speaks_unstable`: every v2 client, a v1 one declaring
-``subagents``); the methods are answered to every client, told or not.
+declare. The methods are answered to every client, so every client is told, v1 and v2,
+whatever else it declares (a client of the stable schema ignores a capability it does not
+know).
 """
 
 from __future__ import annotations
@@ -50,9 +50,8 @@ class Providers:
         self.chosen: str | None = None
 
     def advertise(self, caps: Any) -> None:
-        """At ``initialize``: ``providers: {}`` for a client of the unstable schema."""
-        if self.hub.speaks_unstable:
-            caps.providers = {}
+        """At ``initialize``: ``providers: {}``, to every client (it answers every one)."""
+        caps.providers = {}
 
     def offer(self, table: dict[str, RequestHandler]) -> None:
         """Put the three methods in a face's request table (every client's)."""

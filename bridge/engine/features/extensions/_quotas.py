@@ -24,9 +24,10 @@ may not be read as availability).
   unless AIR's ``sessionFailure`` answered it already.
 - ACP v1's prompt answer carries the TypeScript Codex adapter's ``_meta.quota
   {token_count, model_usage: [{model, token_count}]}``: despite its name, the tokens
-  the prompt's turns used (the sum of Codex's ``last`` of each
-  ``thread/tokenUsage/updated`` while the prompt ran, in Codex's names; ``null`` and
-  ``[]`` when Codex reported none). v2 answers a prompt before its work: not sent.
+  the prompt's turn used, the answer's ``usage`` in Codex's names (the thread's total at
+  the end less the one before: Codex repeats a ``last`` unchanged, so a sum of them
+  overcounts; ``null`` and ``[]`` when Codex reported none). v2 answers a prompt before
+  its work: not sent.
 """
 
 from __future__ import annotations
@@ -38,14 +39,13 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import msgspec
-from msgspec import UNSET, Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from ....acp import air
 from ....acp import quota as acp_quota
 from ....acp import rate_limits as acp_rate_limits
 from ....acp import types as acp_types
 from ....codex import palette as codex_palette
-from ....codex import types as codex_types
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core import facts
@@ -120,8 +120,6 @@ class Quotas:
         self._sent: list[acp_quota.Pool] | None = None
         self._sent_ms = 0
         self._pushed: list[acp_quota.Pool] | None = None
-        #: The tokens each thread's running prompt used so far (Codex's names).
-        self._prompt_tokens: dict[str, dict[str, int]] = {}
 
     def advertise(
         self, caps: Any, client_session: Any, requests: dict[str, RequestHandler]
@@ -204,32 +202,18 @@ class Quotas:
 
     # -- the prompt's answer ----------------------------------------------------------------
 
-    def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
-        """A model request's tokens (``last``), counted for the prompt running, if any."""
-        if not self.on or self.hub.face.version != 1:
-            return
-        record = self.hub.threads.get(note.threadId)
-        if record is None or record.turn is None or record.turn.request_id is None:
-            return  # no prompt of this client's runs: not its tokens
-        counted = self._prompt_tokens.setdefault(note.threadId, {})
-        for name, value in msgspec.structs.asdict(note.tokenUsage.last).items():
-            if value is not None:
-                counted[name] = counted.get(name, 0) + value
-
     def with_quota(self, fact: facts.PromptEnded) -> facts.PromptEnded:
         """The prompt's answer with the tokens its turn used (v1), or a turn refused for
         usage as ``quotaExceeded``."""
-        tokens = self._prompt_tokens.pop(fact.record.id, None)
         result = fact.outcome
         if self.on and self.hub.face.version == 1 and isinstance(result, acp_types.PromptResult):
+            tokens = _codex_counts(result.usage)
             settings = fact.record.settings
             model = settings.model if settings is not None else ""
             usage = [{"model": model, "token_count": tokens}] if tokens and model else []
             meta = result.meta if isinstance(result.meta, dict) else {}
             quota = {"token_count": tokens, "model_usage": usage}
-            answer = acp_types.PromptResult(
-                stopReason=result.stopReason, meta={**meta, "quota": quota}
-            )
+            answer = msgspec.structs.replace(result, meta={**meta, "quota": quota})
             return dataclasses.replace(fact, outcome=answer)
         return self._refused(fact)
 
@@ -259,3 +243,19 @@ class Quotas:
         if not found:
             return None
         return max(found, key=lambda pair: float(cast(float, pair[1].usedPercent)))
+
+
+def _codex_counts(usage: acp_types.Usage | UnsetType) -> dict[str, int] | None:
+    """A prompt's ``usage`` in Codex's names (``TokenUsageBreakdown``'s), as the
+    TypeScript adapter's ``_meta.quota`` says them; ``None`` when Codex reported none."""
+    if isinstance(usage, UnsetType):
+        return None
+    counts = {
+        "totalTokens": usage.totalTokens,
+        "inputTokens": usage.inputTokens,
+        "cachedInputTokens": usage.cachedReadTokens,
+        "outputTokens": usage.outputTokens,
+        "reasoningOutputTokens": usage.thoughtTokens,
+        "cacheWriteInputTokens": usage.cachedWriteTokens,
+    }
+    return {name: value for name, value in counts.items() if isinstance(value, int)}

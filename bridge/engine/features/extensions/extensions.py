@@ -4,8 +4,8 @@ Each extension is offered as its own definition says (``docs/mapping.md``, "Exte
 advertised or declared"):
 
 - advertised, nothing for the client to declare: the unstable schema's model providers'
-  methods (:mod:`bridge.engine.features.extensions._providers`: the capability to a client of the
-  unstable schema, the methods answered to every client), Codex's usage limits as the
+  methods (:mod:`bridge.engine.features.extensions._providers`: the capability and the
+  methods to every client), Codex's usage limits as the
   TypeScript Codex adapter's rate-limits extension pushes them
   (:mod:`bridge.engine.features.extensions._usage_limits`: to every client);
 - on for a client that declares it, where the extension's definition has the client
@@ -28,7 +28,6 @@ from typing import Any
 from ....acp import air
 from ....acp import quota as acp_quota
 from ....codex import palette as codex_palette
-from ....codex import types as codex_types
 from ...core.hub import Hub, RequestHandler
 from ._async_tasks import AsyncTasks
 from ._providers import Providers
@@ -75,9 +74,6 @@ class Extensions:
         """``account/rateLimits/updated``: merged (and pushed), then as quotas."""
         if self.usage_limits.updated(note):
             self.quotas.changed()
-
-    def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
-        self.quotas.token_usage(note)
 
     def advertised(self, meta: Any) -> Any:
         """The answer's ``_meta``, with AIR's extensions when the client is AIR."""

@@ -8,7 +8,10 @@ One rewind, in order (each step waits for Codex's answer to the one before):
    (:mod:`bridge.engine.features.palette._rewind_plan`). A turn still running there, or a sub-agent of
    the session still at work, refuses the rewind (-32600) with nothing changed; so do too
    few prompts (-32602).
-2. **Read the files** the span's changes touch, through Codex (``fs/readFile``, all at once):
+2. **Read the files** the span's changes touch, but those outside the session's folders
+   (``rewind_plan.outside_of``: as written, and for a session on this machine once more
+   with symlinks resolved by the shell's ``real_path``; on another machine only as
+   written, since the shell has no view of its links), through Codex (``fs/readFile``, all at once):
    never the bridge's own file system, which may not be Codex's. On the machine the session
    works on: the app-server's own file methods reach only its machine (they take no
    environment), so for a session on another machine the same methods are asked of that
@@ -21,8 +24,9 @@ One rewind, in order (each step waits for Codex's answer to the one before):
    oldest one taken back). Codex refusing is the prompt's error, with nothing changed.
 5. **Write** each file's final text (``fs/writeFile``; ``fs/createDirectory`` first for a
    file that is not there now; ``fs/remove``, never of a folder with what it holds, for a file
-   the span created), on the same machine as step 2. A write Codex refuses is named in the
-   answer.
+   the span created), on the same machine as step 2, never outside the session's folders
+   (judged again just before, on this machine: a link made meanwhile leads nowhere).
+   A write Codex refuses is named in the answer.
 6. **Answer**: what was taken back, returned, left alone, and not undone (commands, MCP
    calls, sub-agents); the client is told to reload the session to see the shorter
    conversation (a load then replays what Codex now holds, without the sub-agents the span
@@ -91,6 +95,10 @@ class _Run:
     machine: str = LOCAL
     #: Its folder there (relative paths are taken in it, and shown from it).
     cwd: str = ""
+    #: The folders a rewind may write in: ``cwd`` and, on this machine, the session's others.
+    roots: tuple[str, ...] = ()
+    #: The paths of the span it must not touch, with why.
+    outside: dict[str, str] = field(default_factory=dict)
 
 
 class Rewind:
@@ -117,7 +125,10 @@ class Rewind:
         machine = settings.machine if settings is not None else LOCAL
         known = self.hub.machines.get(machine)
         cwd = workspace(known.offer if known is not None else None, record.cwd)
-        self._read_turns(_Run(record, count, done, failed, machine=machine, cwd=cwd))
+        # The session's other folders are this machine's (a machine's session has its own cwd).
+        roots = (cwd, *record.folders) if machine == LOCAL else (cwd,)
+        run = _Run(record, count, done, failed, machine=machine, cwd=cwd, roots=roots)
+        self._read_turns(run)
 
     # -- 1. the span --------------------------------------------------------------------------
 
@@ -161,7 +172,14 @@ class Rewind:
 
     def _read_files(self, run: _Run) -> None:
         assert run.span is not None
-        paths = rewind_plan.paths_of(run.span.changes)
+        touched = rewind_plan.paths_of(run.span.changes)
+        # This machine's files: their symlinks resolved too, as the shell sees them (Codex's
+        # file system, unless --codex-url names a Codex elsewhere: there a path the shell
+        # cannot find is judged as written). Another machine's: as written only, since no
+        # one here sees its links.
+        real_path = self.hub.real_path if run.machine == LOCAL else None
+        run.outside = rewind_plan.outside_of(touched, run.roots, real_path)
+        paths = [path for path in touched if path not in run.outside]
         run.outcome = Outcome(
             span=run.span,
             plan=rewind_plan.UndoPlan(),
@@ -170,7 +188,7 @@ class Rewind:
             nicknames={t: self._nickname(t) for t in run.span.spawned},
         )
         if not paths:
-            self._revert(run)
+            self._plan(run)
             return
         waiting = set(paths)
 
@@ -229,7 +247,7 @@ class Rewind:
 
     def _plan(self, run: _Run) -> None:
         assert run.span is not None and run.outcome is not None
-        run.outcome.plan = rewind_plan.plan_undo(run.span.changes, run.now)
+        run.outcome.plan = rewind_plan.plan_undo(run.span.changes, run.now, run.outside)
         self._revert(run)
 
     # -- 4. the history -----------------------------------------------------------------------
@@ -259,7 +277,14 @@ class Rewind:
 
     def _write(self, run: _Run) -> None:
         assert run.outcome is not None
-        writes = run.outcome.plan.writes
+        writes = dict(run.outcome.plan.writes)
+        if run.machine == LOCAL:
+            # Judged again: a link made since the files were read (a command that outlived
+            # its turn) would lead a write out of the folders. What is left is the instant
+            # between this and Codex's write.
+            for path, why in rewind_plan.outside_of(writes, run.roots, self.hub.real_path).items():
+                del writes[path]
+                run.outcome.failed[path] = why
         if not writes:
             self._answer(run)
             return

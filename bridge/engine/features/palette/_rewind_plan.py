@@ -24,6 +24,16 @@ change left it, as far as its diff can tell:
 A change a turn made on another machine than the session works on now (the bridge started
 that turn there) is left alone and named: the files a rewind reaches are not its.
 
+**The session's folders.** A rewind writes (creates, overwrites, removes) only below the
+session's folders (:func:`inside`: its ``cwd``, and any other folder the session was given),
+whatever the history names: a crafted or foreign one can name any path (``~/.bashrc``,
+``../../x``). Every path is made absolute in the session's ``cwd`` and normalised (no ``..``
+is left for the file system to follow), then judged (:func:`outside_of`): lexically, and,
+where the shell can resolve it (a session on this machine), once more with its symlinks
+resolved, so that a link inside that leads out counts as out. A change that touches a path
+outside is left alone and named (neither read nor written), as is every older change of
+the same file.
+
 A change that does not fit is a *conflict*: left alone and named, with its diff; so is every
 older change of the same file (they would apply to a text that is no longer there). A file
 Codex could not read is a conflict of each change to it. Only the final text of each file is
@@ -33,7 +43,7 @@ written, once, and only where it differs from what is there now.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -156,9 +166,13 @@ def _prompt_text(item: codex_types.UserMessageItem) -> str:
 
 
 def _absolute(path: str, cwd: str) -> str:
-    if path.startswith("/") or not cwd:
-        return path
-    return posixpath.normpath(posixpath.join(cwd, path))
+    """``path`` absolute in ``cwd`` and normalised (a relative one stays relative without a
+    ``cwd``: :func:`inside` takes it for outside)."""
+    if not path.startswith("/"):
+        if not cwd:
+            return path
+        path = posixpath.join(cwd, path)
+    return posixpath.normpath(path)
 
 
 def _absolute_change(
@@ -182,6 +196,46 @@ def paths_of(changes: Iterable[codex_items.FileUpdateChange]) -> list[str]:
         if change.kind.move_path:
             seen[change.kind.move_path] = None
     return list(seen)
+
+
+# -- the session's folders ---------------------------------------------------------------------
+
+#: What the answer says of a path outside the session's folders.
+OUTSIDE = "outside the session's folders: left as it is"
+
+
+def inside(path: str, roots: Iterable[str]) -> bool:
+    """``path`` lies below one of ``roots`` (absolute folders), as written: both normalised,
+    no file system asked. A root itself is not below it; a relative path is below none."""
+    if not path.startswith("/"):
+        return False
+    path = posixpath.normpath(path)
+    for root in roots:
+        if not root.startswith("/"):
+            continue
+        root = posixpath.normpath(root).rstrip("/")
+        if path.startswith(root + "/"):
+            return True
+    return False
+
+
+def outside_of(
+    paths: Iterable[str], roots: Sequence[str], real_path: Callable[[str], str] | None = None
+) -> dict[str, str]:
+    """The ``paths`` a rewind must not touch, each with why (:data:`OUTSIDE`, and where it
+    really leads when that is what puts it outside): those not :func:`inside` ``roots`` as
+    written, and, with ``real_path`` (the shell's resolution of symlinks, for files on its
+    own machine), those whose real path is not inside the roots' real paths."""
+    real_roots = [real_path(root) for root in roots] if real_path is not None else []
+    found: dict[str, str] = {}
+    for path in paths:
+        if not inside(path, roots):
+            found[path] = OUTSIDE
+        elif real_path is not None:
+            real = real_path(path)
+            if not inside(real, real_roots):
+                found[path] = f"outside the session's folders (it leads to {real}): left as it is"
+    return found
 
 
 # -- the undo -------------------------------------------------------------------------------
@@ -222,20 +276,33 @@ class UndoPlan:
     #: Newest first, as they were undone.
     undone: list[Undone] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
+    #: Changes that touch a path outside the session's folders, newest first: left alone.
+    outside: list[Conflict] = field(default_factory=list)
 
 
 class _Left(Exception):
     """The change does not fit the file as it is: why."""
 
 
-def plan_undo(changes: list[codex_items.FileUpdateChange], now: Mapping[str, FileNow]) -> UndoPlan:
+def plan_undo(
+    changes: list[codex_items.FileUpdateChange],
+    now: Mapping[str, FileNow],
+    outside: Mapping[str, str] | None = None,
+) -> UndoPlan:
     """Undo ``changes`` (oldest first) over the files as they are ``now`` (every path of
-    :func:`paths_of` read), newest first; see the module docstring."""
+    :func:`paths_of` read but those ``outside``), newest first; see the module docstring.
+    ``outside``: the paths not to touch (:func:`outside_of`), with why."""
     plan = UndoPlan()
-    state: dict[str, FileNow] = dict(now)
+    outside = outside or {}
+    state: dict[str, FileNow] = {p: text for p, text in now.items() if p not in outside}
     left: set[str] = set()  # paths whose older changes no longer apply
     for change in reversed(changes):
         paths = [change.path] + ([change.kind.move_path] if change.kind.move_path else [])
+        out = next((outside[p] for p in paths if p in outside), None)
+        if out is not None:
+            plan.outside.append(Conflict(change, out))
+            left.update(paths)
+            continue
         if any(p in left for p in paths):
             plan.conflicts.append(Conflict(change, "a later change to it is left alone"))
             left.update(paths)
@@ -248,7 +315,7 @@ def plan_undo(changes: list[codex_items.FileUpdateChange], now: Mapping[str, Fil
             continue
         plan.undone.append(Undone(change, how))
     for path, text in state.items():
-        if text != now.get(path) and not isinstance(text, Unreadable):
+        if text != now.get(path) and not isinstance(text, Unreadable) and path not in outside:
             plan.writes[path] = text
     return plan
 
@@ -341,9 +408,10 @@ def answer_text(outcome: Outcome) -> str:
         lines += [f"- `{path_shown(p, cwd)}`: {why}" for p, why in outcome.failed.items()]
     if plan.conflicts:
         lines += ["", f"Left alone{on} (changed since, so not undone):"]
-        for conflict in plan.conflicts:
-            lines.append(f"- `{_shown(conflict.change, cwd)}`: {conflict.why}. The change was:")
-            lines += ["", _indented(fenced(_diff_shown(conflict.change), "diff")), ""]
+        lines += _left_alone(plan.conflicts, cwd)
+    if plan.outside:
+        lines += ["", f"Left alone{on} (outside the session's folders, so not touched):"]
+        lines += _left_alone(plan.outside, cwd)
     not_undone = _not_undone(outcome)
     if not_undone:
         lines += ["", "Not undone:"]
@@ -358,6 +426,14 @@ def answer_text(outcome: Outcome) -> str:
         "back: reload the session to see the conversation as it is now.",
     ]
     return "\n".join(lines)
+
+
+def _left_alone(conflicts: list[Conflict], cwd: str) -> list[str]:
+    lines = []
+    for conflict in conflicts:
+        lines.append(f"- `{_shown(conflict.change, cwd)}`: {conflict.why}. The change was:")
+        lines += ["", _indented(fenced(_diff_shown(conflict.change), "diff")), ""]
+    return lines
 
 
 def _not_undone(outcome: Outcome) -> list[str]:

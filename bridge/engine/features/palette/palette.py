@@ -10,7 +10,9 @@ error, with Codex's words.
   (``account/read``) and usage limits (``account/rateLimits/read``; "not available"
   when Codex cannot read them, e.g. with an API key);
 - ``/mcp``: ``mcpServerStatus/list`` for the thread: each server, its state, its
-  sign-in state, its tools;
+  sign-in state, its tools; ``/mcp login NAME``: the server's OAuth sign-in through
+  Codex (:meth:`bridge.engine.features.sessions.mcp_servers.McpServers.login`), its page
+  in the answer;
 - ``/skills``: ``skills/list`` for the session's folder;
 - ``/goal``: ``thread/goal/get``; ``/goal OBJECTIVE`` sets it (``thread/goal/set``,
   active); ``/goal pause`` and ``/goal resume`` change its status; ``/goal clear``
@@ -42,13 +44,26 @@ from ....jsonrpc import RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core.hub import Hub, from_codex
 from ...core.threads import ThreadRecord
-from ...views.commands import QuickCommand, rewind_count
+from ...views.commands import QuickCommand, mcp_login_name, rewind_count
 from ._rewind import Rewind
 
 log = logging.getLogger(__name__)
 
 Done = Callable[[str], None]
 Failed = Callable[[RpcError], None]
+
+
+class McpSignIn(Protocol):
+    """Signs in to an MCP server (:mod:`bridge.engine.features.sessions.mcp_servers`)."""
+
+    def login(
+        self,
+        record: ThreadRecord,
+        name: str,
+        failed: Callable[[ErrorObject], None],
+        offered: Callable[[str], None] | None = None,
+    ) -> None:
+        """Codex's sign-in page for server ``name``, handed to ``offered``."""
 
 
 class Described(Protocol):
@@ -73,9 +88,10 @@ _GOAL_WORDS = {"pause": "paused", "resume": "active"}
 class Palette:
     """Runs :data:`~bridge.engine.views.commands.QUICK` commands (see the module docstring)."""
 
-    def __init__(self, hub: Hub, *, settings: Described) -> None:
+    def __init__(self, hub: Hub, *, settings: Described, mcp: McpSignIn) -> None:
         self.hub = hub
         self._settings = settings
+        self._mcp_servers = mcp
         self.rewinds = Rewind(hub)
 
     def run(self, record: ThreadRecord, command: QuickCommand, done: Done, failed: Failed) -> None:
@@ -132,7 +148,19 @@ class Palette:
 
     # -- /mcp, /skills -------------------------------------------------------------------------
 
-    def _mcp(self, record: ThreadRecord, _argument: str, done: Done, failed: Failed) -> None:
+    def _mcp(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
+        name = mcp_login_name(argument)
+        if name is not None:
+            self._mcp_servers.login(
+                record,
+                name,
+                lambda error: failed(from_codex(error)),
+                lambda url: done(
+                    f"Sign in to MCP server `{name}` in your browser: {url}\n\n"
+                    "Codex waits for the sign-in; this session is told when it completes."
+                ),
+            )
+            return
         servers: list[codex_palette.McpServerStatus] = []
 
         def page(result: codex_palette.McpServerStatusListResult) -> None:
@@ -293,14 +321,13 @@ def _account(result: codex_palette.AccountReadResult | None) -> str:
     account = result.account
     if not account:
         return "not signed in" if result.requiresOpenaiAuth else "none needed by this provider"
-    kind = account.get("type")
-    if kind == "chatgpt":
-        email = account.get("email") or "ChatGPT"
-        plan = account.get("planType")
-        return f"{email} (ChatGPT{' ' + str(plan) if plan else ''})"
-    if kind == "apiKey":
+    if account.type == "chatgpt":
+        email = account.email or "ChatGPT"
+        plan = account.planType
+        return f"{email} (ChatGPT{' ' + plan if plan else ''})"
+    if account.type == "apiKey":
         return "an API key"
-    return str(kind)
+    return account.type
 
 
 def _limits(result: codex_palette.RateLimitsResult | None) -> str:
@@ -343,6 +370,8 @@ def mcp_text(servers: list[codex_palette.McpServerStatus]) -> str:
     for server in sorted(servers, key=lambda s: s.name):
         state = server.runtimeStatus or "not started"
         lines.append(f"- **{server.name}**: {state}, sign-in {server.authStatus}")
+        if server.authStatus == "notLoggedIn" or server.runtimeStatus == "authenticationRequired":
+            lines.append(f"  - sign in with `/mcp login {server.name}`")
         if server.toolsError:
             lines.append(f"  - tools not available: {server.toolsError}")
         elif server.tools:

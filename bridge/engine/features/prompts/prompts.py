@@ -54,11 +54,19 @@ from ....codex.messages import ItemNotification
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core import facts, turns
-from ...core.hub import Hub, check_directory, decode_params, from_codex
+from ...core.hub import (
+    Hub,
+    check_directory,
+    check_folders,
+    decode_params,
+    from_codex,
+    workspace_roots,
+)
 from ...core.machines import LOCAL
 from ...core.threads import (
     FindTurn,
     InterruptTurn,
+    LeftOut,
     Prompt,
     QueuedPrompt,
     StartTurn,
@@ -66,6 +74,7 @@ from ...core.threads import (
     Turn,
     TurnKind,
 )
+from ...views import translate
 from ...views.commands import QuickCommand, command_request, is_rewind
 from ._input import prompt_to_input
 from ._steering import Steering
@@ -77,8 +86,10 @@ log = logging.getLogger(__name__)
 #: about to be sent and Codex's answer: sends the result and what follows it.
 Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
 #: Adds to ``thread/start`` what the session asks for (its MCP servers, as the client
-#: gave them).
-ThreadStarting = Callable[[list[dict[str, Any]] | None, codex_types.ThreadStartParams], None]
+#: gave them); gives the servers left out (name, transport), told once the session opens.
+ThreadStarting = Callable[
+    [list[dict[str, Any]] | None, codex_types.ThreadStartParams], tuple[LeftOut, ...]
+]
 
 
 class TurnSettings(Protocol):
@@ -134,6 +145,9 @@ class Prompts:
     prompt_answered: Callable[[ThreadRecord], None]
     #: Tells a prompt's end (its answer, and what the client's extensions add to it).
     ended: Callable[[facts.PromptEnded], None]
+    #: Called as a prompt the session takes arrives, before it queues or starts: the
+    #: question a proposed plan left open is withdrawn.
+    arrived: Callable[[ThreadRecord], None]
     #: Input added to the running turn: it waits for the turn to be named, starts a
     #: turn of its own on an idle session (built here: it needs this feature's turns).
     steering: Steering = field(init=False)
@@ -147,25 +161,37 @@ class Prompts:
 
     def session_new(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_types.NewSessionParams, "session/new")
-        self.new_session(rid, params.cwd, params.mcpServers)
+        self.new_session(rid, params.cwd, params.mcpServers, params.additionalDirectories)
 
     def new_session(
-        self, rid: RequestId, cwd: str, mcp_servers: list[dict[str, Any]] | None
+        self,
+        rid: RequestId,
+        cwd: str,
+        mcp_servers: list[dict[str, Any]] | None,
+        additional: list[str] | None = None,
     ) -> None:
-        """``session/new`` (v1 and v2): a thread started in ``cwd``."""
+        """``session/new`` (v1 and v2): a thread started in ``cwd``, its other folders
+        ``additional`` writable as ``cwd`` is."""
         hub = self.hub
         check_directory(hub, cwd, "session/new")
+        folders = check_folders(hub, cwd, additional, "session/new")
         start = codex_types.ThreadStartParams(cwd=cwd)
         if hub.thread_config:
             start.config = dict(hub.thread_config)
+        start.runtimeWorkspaceRoots = workspace_roots(cwd, folders)
         if hub.machines:
             # Here until the user picks a machine: Codex would otherwise give the thread every
             # machine it knows, and reach each of them as the thread starts.
-            start.environments = [codex_types.TurnEnvironment(environmentId=LOCAL, cwd=cwd)]
-        self.thread_starting(mcp_servers, start)
+            here = codex_types.TurnEnvironment(
+                environmentId=LOCAL, cwd=cwd, runtimeWorkspaceRoots=workspace_roots(cwd, folders)
+            )
+            start.environments = [here]
+        left_out = self.thread_starting(mcp_servers, start)
 
         def started(opened: codex_types.ThreadStartResult) -> None:
             record = self.open_root(opened.thread.id, cwd)
+            record.folders = folders
+            record.mcp_left_out = left_out
             record.unstored = True  # Codex writes a thread at its first turn
             self.opened(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
 
@@ -197,6 +223,7 @@ class Prompts:
                 "(wait for it, or cancel it first)",
                 {"sessionId": record.id},
             )
+        self.arrived(record)
         record.prompts[rid] = Prompt(rid, content)
         if busy:
             # Typed while the agent works: it runs when the turn ends, in arrival order.
@@ -245,6 +272,11 @@ class Prompts:
                 return
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
             self.settings.turn_starting(record, request)
+            if record.folders_unsent or (hub.codex_shared and record.folders):
+                # Opened naming other folders than Codex kept in the thread: the client's.
+                # On a shared Codex, every turn: another window's turn may have set its own.
+                request.runtimeWorkspaceRoots = [record.cwd, *record.folders]
+                record.folders_unsent = False
             if rid is not None:
                 self._await_item(record, rid)
             hub.ask(
@@ -299,6 +331,13 @@ class Prompts:
             return
         if rid is not None and record.gone is not None:
             self._end(record, rid, RpcError.not_found(record.gone, {"sessionId": record.id}))
+        elif rid is not None and error.message.startswith(codex_threads.THREAD_NOT_FOUND):
+            message = (
+                f"Session not found: Codex no longer has {record.id} "
+                "(deleted, perhaps in another window)"
+            )
+            data = {"sessionId": record.id, "codex": error.message}
+            self._end(record, rid, RpcError.not_found(message, data))
         elif rid is not None:
             self._end(record, rid, from_codex(error))
         else:
@@ -509,10 +548,12 @@ class Prompts:
             # Stopped by the bridge (no sign-in, the model out of reach): that is the answer.
             self._end(record, rid, turn.failure)
         elif status == "completed":
-            self._end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
+            usage = translate.turn_usage(turn)
+            self._end(record, rid, acp_types.PromptResult(stopReason="end_turn", usage=usage))
         elif status == "interrupted" or (status == "failed" and turn.cancel_requested):
             # A failure caused by the user's cancel is still a cancel (ACP).
-            self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
+            usage = translate.turn_usage(turn)
+            self._end(record, rid, acp_types.PromptResult(stopReason="cancelled", usage=usage))
         else:
             error = note.turn.error
             message = (error.message if error else None) or turn.error_message

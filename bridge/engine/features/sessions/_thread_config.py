@@ -13,6 +13,7 @@ from msgspec import UNSET
 
 from ....acp import sessions as acp_sessions
 from ....jsonrpc import RpcError
+from ...core.threads import LeftOut
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +54,24 @@ def thread_policies(config: dict[str, Any]) -> tuple[Any, Any]:
 _UNSAFE_NAME = r"[^A-Za-z0-9_-]+"
 
 
-def mcp_servers_config(servers: Sequence[dict[str, Any]] | None, method: str) -> dict[str, Any]:
-    """ACP ``McpServer``s → Codex ``config`` overrides, one ``mcp_servers.NAME`` table each.
+def mcp_servers_config(
+    servers: Sequence[dict[str, Any]] | None, method: str, *, refuse_unsupported: bool = False
+) -> tuple[dict[str, Any], tuple[LeftOut, ...]]:
+    """ACP ``McpServer``s → Codex ``config`` overrides, one ``mcp_servers.NAME`` table
+    each, and the servers left out (name, transport).
 
     Dotted keys, like the ``-c`` overrides they sit next to: a whole ``mcp_servers``
     table would replace those (Codex applies the keys in order). A name becomes
     one Codex accepts in a dotted key (``[A-Za-z0-9_-]``; Codex refuses spaces, and
-    a dot would split the key); two that meet get a ``_2`` suffix. SSE servers are
-    skipped with a warning (Codex speaks stdio and streamable HTTP only; the bridge
-    does not advertise ``mcpCapabilities.sse``), as are unknown transports.
+    a dot would split the key); two that meet get a ``_2`` suffix. Codex speaks stdio
+    and streamable HTTP only: an SSE server (the bridge does not advertise
+    ``mcpCapabilities.sse``), an ``acp`` one or another transport is left out, for the
+    session to tell the user when it opens; with ``refuse_unsupported`` (ACP v2, whose
+    schema has an agent refuse a transport it does not support) the request is refused
+    -32602 instead, in the same words.
     """
     config: dict[str, Any] = {}
+    left_out: list[LeftOut] = []
     for index, entry in enumerate(servers or ()):
         try:
             server = acp_sessions.decode_mcp_server(entry)
@@ -81,12 +89,19 @@ def mcp_servers_config(servers: Sequence[dict[str, Any]] | None, method: str) ->
                     table["http_headers"] = {h.name: h.value for h in headers}
             case _:
                 kind = "sse" if isinstance(server, acp_sessions.McpServerSse) else server.type
+                if refuse_unsupported:
+                    raise RpcError.invalid_params(
+                        f"{method}: mcpServers[{index}]: MCP server {server.name!r} cannot be "
+                        f"used: {left_out_reason(kind)}",
+                        {"name": server.name, "type": kind},
+                    )
                 log.warning(
                     "%s: MCP server %r uses the %s transport, which Codex does not support; skipped",
                     method,
                     server.name,
                     kind,
                 )
+                left_out.append((server.name, kind))
                 continue
         name = re.sub(_UNSAFE_NAME, "_", server.name).strip("_") or "mcp"
         key, n = name, 1
@@ -94,4 +109,13 @@ def mcp_servers_config(servers: Sequence[dict[str, Any]] | None, method: str) ->
             n += 1
             key = f"{name}_{n}"
         config[f"mcp_servers.{key}"] = table
-    return config
+    return config, tuple(left_out)
+
+
+def left_out_reason(transport: str) -> str:
+    """Why a server the client named is left out, and what to give instead."""
+    kind = "SSE" if transport == "sse" else repr(transport)
+    return (
+        f"Codex has no {kind} transport; give the server's streamable HTTP URL (type http) "
+        "or a stdio command instead"
+    )

@@ -4,10 +4,15 @@ title, archiving and deleting it, signing out, stopping one running command.
 ACP v2 has these methods (``session/status``, ``session/set_title``,
 ``session/archive`` / ``unarchive`` / ``delete``, ``auth/logout``,
 ``tool_call/cancel``); its face decodes their params and calls the method here
-that does each. Each is one Codex request (``thread/read``, ``thread/name/set``,
-``thread/archive`` / ``unarchive`` / ``delete``, ``account/logout``,
-``thread/backgroundTerminals/list`` then ``terminate``), answered when Codex
-answers; Codex's error is passed on.
+that does each. ACP v1 has all but the last: ``session/delete`` and ``logout`` in its
+stable schema, the other four in its unstable one (advertised as
+``sessionCapabilities.status`` / ``title`` / ``archive`` to a client of that schema,
+:meth:`advertise`, and done for any v1 client that asks); the ``session_*`` methods
+decode v1's params and call the same methods. Each is one Codex request
+(``thread/read``, ``thread/name/set``, ``thread/archive`` / ``unarchive`` /
+``delete``, ``account/logout``, ``thread/backgroundTerminals/list`` then
+``terminate``), answered when Codex answers. A thread Codex does not know is not found
+(-32002 naming the session); Codex lost is said as it is.
 
 A running command can be stopped on its own: Codex lists it among the thread's
 terminals (its ``itemId`` is the tool call's id) and terminates its process; the
@@ -19,16 +24,19 @@ commands are no longer offered as cancellable (``hub.unknown_to_codex``).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
+from ....acp import auth as acp_auth
+from ....acp import sessions as acp_sessions
 from ....acp import subagents as acp_subagents
+from ....acp import types as acp_types
 from ....codex import threads as codex_threads
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core.hub import Hub, from_codex, unknown_method
+from ...core.hub import Hub, decode_params, from_codex, malformed, unknown_method
 
 log = logging.getLogger(__name__)
 
@@ -37,44 +45,83 @@ LIST_TERMINALS = codex_threads.LIST_BACKGROUND_TERMINALS
 TERMINATE = codex_threads.TERMINATE_BACKGROUND_TERMINAL
 
 
+class Sessions(Protocol):
+    """The sessions open here (:class:`bridge.engine.features.sessions.lifecycle.Lifecycle`)."""
+
+    def thread_gone(self, note: codex_threads.ThreadGone) -> None:
+        """Codex unloaded the thread for good (deleted or archived): its session closes."""
+
+
 class SessionAdmin:
     """The requests of the module docstring."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, *, sessions: Sessions) -> None:
         self.hub = hub
+        self._sessions = sessions
+
+    def advertise(self, result: acp_types.InitializeResult) -> None:
+        """``sessionCapabilities.status``, ``.title`` and ``.archive`` are unstable ACP:
+        advertised to a client of the unstable schema (:attr:`Hub.speaks_unstable`), as
+        the other unstable capabilities are; the requests are done for any client."""
+        if self.hub.speaks_unstable:
+            result.agentCapabilities.sessionCapabilities.update(status={}, title={}, archive={})
 
     @property
     def terminals_supported(self) -> bool:
         """Codex can list a thread's running commands (so one can be stopped alone)."""
         return LIST_TERMINALS not in self.hub.unknown_to_codex
 
-    def status(self, rid: RequestId, session_id: str) -> None:
-        """Open here (with the work state the client was last told), or stored, or
-        another connection's (open, for a shared Codex), or not found."""
-        # Here and in each method below, not at the top: only a v2 client asks these, and
-        # its initialize imported v2 already; a v1 client's start never pays for it.
-        from ....acp import v2
+    # -- ACP v1's: its params decoded, then the methods below (v2's face calls those) ----
 
+    def session_status(self, rid: RequestId, raw: Raw) -> None:
+        """ACP v1's unstable ``session/status`` (its answer has no work state)."""
+        params = decode_params(raw, acp_sessions.SessionParams, "session/status")
+        self.status(rid, params.sessionId, report_state=False)
+
+    def session_set_title(self, rid: RequestId, raw: Raw) -> None:
+        """ACP v1's unstable ``session/set_title``."""
+        params = decode_params(raw, acp_sessions.SetSessionTitleParams, "session/set_title")
+        self.set_title(rid, params.sessionId, params.title)
+
+    def session_archive(self, rid: RequestId, raw: Raw) -> None:
+        """ACP v1's unstable ``session/archive``."""
+        self.archive(
+            rid, decode_params(raw, acp_sessions.SessionParams, "session/archive").sessionId
+        )
+
+    def session_unarchive(self, rid: RequestId, raw: Raw) -> None:
+        """ACP v1's unstable ``session/unarchive``."""
+        params = decode_params(raw, acp_sessions.SessionParams, "session/unarchive")
+        self.unarchive(rid, params.sessionId)
+
+    def session_delete(self, rid: RequestId, raw: Raw) -> None:
+        """ACP v1's ``session/delete``."""
+        params = decode_params(raw, acp_sessions.DeleteSessionParams, "session/delete")
+        self.delete(rid, params.sessionId)
+
+    def session_logout(self, rid: RequestId, _raw: Raw) -> None:
+        """ACP v1's ``logout``."""
+        self.logout(rid)
+
+    # -- the requests, v1 and v2 -------------------------------------------------------------
+
+    def status(self, rid: RequestId, session_id: str, *, report_state: bool = True) -> None:
+        """Open here (with the work state the client was last told, where its version
+        has one: ``report_state``), or stored, or another connection's (open, for a
+        shared Codex), or not found."""
         hub = self.hub
         record = hub.threads.session(session_id)
         if record is not None:
-            state = acp_subagents.WorkState(state=record.shown_state)
-            hub.answer_client(rid, v2.SessionStatusResult(status="open", state=state))
+            state = acp_subagents.WorkState(state=record.shown_state) if report_state else UNSET
+            hub.answer_client(rid, acp_sessions.SessionStatusResult(status="open", state=state))
             return
 
         def read(result: codex_threads.ThreadReadResult) -> None:
             # Codex holds a thread another connection opened (a daemon's shared Codex): it
             # is in memory, for any connection, though not open on this one.
             loaded = (result.thread.status or {}).get("type", "notLoaded") != "notLoaded"
-            hub.answer_client(rid, v2.SessionStatusResult(status="open" if loaded else "saved"))
-
-        def unknown(error: ErrorObject) -> None:
-            hub.refuse_client(
-                rid,
-                RpcError.not_found(
-                    f"session/status: no session {session_id} ({error.message})",
-                    {"sessionId": session_id},
-                ),
+            hub.answer_client(
+                rid, acp_sessions.SessionStatusResult(status="open" if loaded else "saved")
             )
 
         hub.codex_request(
@@ -82,52 +129,113 @@ class SessionAdmin:
             codex_threads.ThreadReadParams(threadId=session_id),
             codex_threads.ThreadReadResult,
             read,
-            unknown,
+            lambda error: hub.refuse_client(
+                rid, self._unknown("session/status", session_id, error)
+            ),
         )
 
     def set_title(self, rid: RequestId, session_id: str, title: str) -> None:
-        from ....acp import v2
-
-        hub = self.hub
-        hub.codex_request(
+        """``thread/name/set``; Codex's ``thread/name/updated`` follows (the session's
+        ``session_info_update``). A title of nothing but spaces is refused, as ACP asks."""
+        if not title.strip():
+            raise RpcError.invalid_params(
+                "session/set_title: the title is empty; give the session a name",
+                {"sessionId": session_id},
+            )
+        self._thread_request(
+            rid,
+            "session/set_title",
             "thread/name/set",
             {"threadId": session_id, "name": title},
-            None,
-            lambda _result: hub.answer_client(rid, v2.SetTitleResult(title=title)),
-            hub.pass_error_to(rid),
+            acp_sessions.SetSessionTitleResult(title=title),
         )
 
     def archive(self, rid: RequestId, session_id: str) -> None:
-        self._thread_request(rid, "thread/archive", session_id)
+        """``thread/archive``: Codex stops the thread's turn (its prompt is answered
+        ``cancelled``) and unloads it, as ACP has archiving close an active session. A
+        session open on it here is closed before the answer (Codex's ``thread/archived``
+        follows its answer); in another window of a shared Codex, with that notification
+        (:meth:`Lifecycle.thread_gone`)."""
+        hub = self.hub
+
+        def archived(_result: Any) -> None:
+            self._sessions.thread_gone(codex_threads.ThreadGone(threadId=session_id))
+            hub.answer_client(rid, acp_sessions.ArchiveSessionResult())
+
+        hub.codex_request(
+            "thread/archive",
+            {"threadId": session_id},
+            None,
+            archived,
+            lambda error: hub.refuse_client(
+                rid, self._unknown("session/archive", session_id, error)
+            ),
+        )
 
     def unarchive(self, rid: RequestId, session_id: str) -> None:
-        self._thread_request(rid, "thread/unarchive", session_id)
+        self._thread_request(
+            rid,
+            "session/unarchive",
+            "thread/unarchive",
+            {"threadId": session_id},
+            acp_sessions.ArchiveSessionResult(),
+        )
 
     def delete(self, rid: RequestId, session_id: str) -> None:
-        self._thread_request(rid, "thread/delete", session_id)
+        """``session/delete`` (v1 and v2): Codex stops the thread's turn (the prompt is
+        answered ``cancelled``), unloads it and deletes it, then answers; what this
+        connection (and any other on a shared Codex) had open of it goes with Codex's
+        ``thread/deleted`` (:meth:`Lifecycle.thread_gone`). A thread Codex neither holds
+        nor stored is not found."""
+        self._thread_request(
+            rid,
+            "session/delete",
+            "thread/delete",
+            {"threadId": session_id},
+            acp_sessions.DeleteSessionResult(),
+        )
 
-    def _thread_request(self, rid: RequestId, codex_method: str, session_id: str) -> None:
-        """Answered ``{}`` once Codex has done ``codex_method`` to the thread."""
-        from ....acp import v2
-
+    def _thread_request(
+        self,
+        rid: RequestId,
+        method: str,
+        codex_method: str,
+        params: dict[str, Any],
+        answer: msgspec.Struct,
+    ) -> None:
+        """``answer`` once Codex has done ``codex_method`` to the thread. A thread Codex
+        neither holds nor stored is not found (-32002 naming the session, Codex's words
+        in ``data.codex``); Codex lost, or an answer that does not fit, is passed on."""
         hub = self.hub
         hub.codex_request(
             codex_method,
-            {"threadId": session_id},
+            params,
             None,
-            lambda _result: hub.answer_client(rid, v2.Empty()),
-            hub.pass_error_to(rid),
+            lambda _result: hub.answer_client(rid, answer),
+            lambda error: hub.refuse_client(rid, self._unknown(method, params["threadId"], error)),
+        )
+
+    def _unknown(self, method: str, session_id: str, error: ErrorObject) -> RpcError:
+        """Codex's refusal of a request about a thread: the session is not found (-32002
+        naming it, Codex's words in ``data.codex``), unless Codex is lost or its answer
+        does not fit, which is said as it is."""
+        if self.hub.codex_lost_reason is not None or malformed(error):
+            return from_codex(error)
+        # Codex: -32600 "no rollout found for thread id ...", "invalid thread id: ...".
+        return RpcError.not_found(
+            f"{method}: no session {session_id} ({error.message})",
+            {"sessionId": session_id, "codex": error.message},
         )
 
     def logout(self, rid: RequestId) -> None:
-        from ....acp import v2
-
+        """``logout`` (v1) and ``auth/logout`` (v2): Codex forgets its credentials; its
+        ``account/updated`` then tells every connection (:mod:`.auth`)."""
         hub = self.hub
         hub.codex_request(
             "account/logout",
             None,
             None,
-            lambda _result: hub.answer_client(rid, v2.Empty()),
+            lambda _result: hub.answer_client(rid, acp_auth.LogoutResult()),
             hub.pass_error_to(rid),
         )
 

@@ -1,5 +1,5 @@
-"""Authentication: the ``authMethods`` offered, ``authenticate``, and telling a
-failed turn that lacks credentials apart.
+"""Authentication: the ``authMethods`` offered, ``authenticate``, the sign-in state,
+and telling a failed turn that lacks credentials apart.
 
 ``authMethods``: Codex's own ChatGPT sign-in (``account/login/start`` type
 ``chatgpt``; the sign-in page reaches the user as a URL elicitation tied to the
@@ -10,21 +10,34 @@ error's message) and an API key from the bridge's environment
 environment itself: the shell passes the key in). A turn that fails for lack of
 credentials fails its prompt with ACP's ``auth_required`` (-32000): see
 :func:`bridge.engine.features.prompts._turn_errors.lacks_credentials`.
+
+The sign-in state (ACP's unstable ``auth/status``, advertised as ``auth.status`` to a
+client of the unstable schema, every v2 client among them) is Codex's ``account/read``:
+an account is ``authenticated`` (ChatGPT with its email and plan, an API key, a cloud's
+credentials), none ``unauthenticated`` where the provider needs an OpenAI sign-in and
+``not_required`` where it does not; Codex unable to answer, ``unknown`` (never an error:
+the client asks to learn whether to sign in). Codex tells every connection when its
+credentials change (``account/updated``: a sign-in, a sign-out, here or in another
+window of a shared Codex); the state is read again and ``auth/status_update`` sent when
+it differs from the last one the client was given.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from ....acp import auth as acp_auth
 from ....acp import types as acp_types
 from ....codex import account as codex_account
 from ....codex import palette as codex_palette
 from ....jsonrpc import ErrorCode, RequestId, RpcError
+from ....jsonrpc.peer import ErrorObject
 from ...core.hub import Hub, decode_params
 
 log = logging.getLogger(__name__)
@@ -75,14 +88,26 @@ class Login:
 
 
 class Authentication:
-    """``authenticate`` and the ChatGPT sign-in it may start."""
+    """``authenticate`` and the ChatGPT sign-in it may start; the sign-in state."""
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
         self.logins: dict[str, Login] = {}
+        #: The sign-in state the client was last given (answered or sent).
+        self.told: acp_auth.AuthStatus | None = None
 
     def advertise(self, result: acp_types.InitializeResult) -> None:
         result.authMethods = self.methods()
+        offered: dict[str, Any] = {"logout": {}}
+        if self.status_offered:
+            offered["status"] = {}
+        result.agentCapabilities.auth = offered
+
+    @property
+    def status_offered(self) -> bool:
+        """``auth/status`` is unstable ACP: advertised (and its update sent) only to a
+        client that speaks the unstable schema (:attr:`Hub.speaks_unstable`)."""
+        return self.hub.speaks_unstable
 
     def methods(self) -> list[acp_types.AuthMethod]:
         """The sign-in methods this client is offered: the terminal one only when it can
@@ -142,8 +167,7 @@ class Authentication:
             )
 
         def read(result: codex_palette.AccountReadResult) -> None:
-            account = result.account
-            if isinstance(account, dict) and account.get("type") == "chatgpt":
+            if result.account is not None and result.account.type == "chatgpt":
                 log.info("authenticate chatgpt: Codex is signed in already")
                 hub.answer_client(rid, acp_auth.AuthenticateResult())
             else:
@@ -229,7 +253,77 @@ class Authentication:
                 RpcError(ErrorCode.AUTH_REQUIRED, f"ChatGPT sign-in failed: {message}"),
             )
 
+    # -- the sign-in state ------------------------------------------------------------------
+
+    def status(self, rid: RequestId, _raw: Raw) -> None:
+        """``auth/status``: Codex's ``account/read``, as ACP's state and accounts."""
+
+        def answer(status: acp_auth.AuthStatus) -> None:
+            self.told = status
+            self.hub.answer_client(rid, status)
+
+        self._read_status(answer)
+
+    def account_updated(self, _note: codex_account.AccountUpdated) -> None:
+        """Codex's credentials changed: the client that was offered the state is told it
+        anew, if it differs from what it was last told."""
+        if not self.status_offered:
+            return
+
+        def changed(status: acp_auth.AuthStatus) -> None:
+            if status == self.told:
+                return
+            self.told = status
+            self.hub.client_notification(acp_auth.STATUS_UPDATE, status)
+
+        self._read_status(changed)
+
+    def _read_status(self, then: Callable[[acp_auth.AuthStatus], None]) -> None:
+        def unknown(error: ErrorObject) -> None:
+            log.info("account/read refused: %s", error.message)
+            then(acp_auth.AuthStatus(state="unknown"))
+
+        self.hub.codex_request(
+            "account/read",
+            codex_palette.NoParams(),
+            codex_palette.AccountReadResult,
+            lambda result: then(auth_status(result)),
+            unknown,
+        )
+
     def codex_lost(self, reason: str) -> None:
         logins, self.logins = self.logins, {}
         for login in logins.values():
             self.hub.refuse_client(login.request_id, RpcError.internal(reason))
+
+
+#: How each kind of Codex account is named to the user.
+ACCOUNT_LABELS = {
+    "chatgpt": "ChatGPT",
+    "apiKey": "OpenAI API key",
+    "amazonBedrock": "Amazon Bedrock",
+    "gcp": "Google Cloud Vertex AI",
+}
+
+
+def auth_status(result: codex_palette.AccountReadResult) -> acp_auth.AuthStatus:
+    """Codex's ``account/read`` as ACP's sign-in state (see the module docstring)."""
+    account = result.account
+    if account is None:
+        return acp_auth.AuthStatus(
+            state="unauthenticated" if result.requiresOpenaiAuth else "not_required"
+        )
+    label = ACCOUNT_LABELS.get(account.type, account.type)
+    if account.type == "chatgpt" and account.planType and account.planType != "unknown":
+        label = f"{label} ({account.planType})"
+    return acp_auth.AuthStatus(
+        state="authenticated",
+        accounts=[
+            acp_auth.AuthAccount(
+                label=label,
+                active=True,
+                email=account.email if account.email is not None else UNSET,
+                organization=account.workspaceName if account.workspaceName is not None else UNSET,
+            )
+        ],
+    )

@@ -19,6 +19,16 @@ A session is a Codex thread, so every method here is a thread method:
   (:meth:`Lifecycle._repair_index`).
 - ``session/close``: the running prompt is cancelled and is answered ``cancelled``
   once Codex confirms; then ``thread/unsubscribe``, and the session is forgotten.
+- A thread Codex deleted or archived (``session/delete``, ``session/archive``,
+  :mod:`.admin`, here or in another window of a shared Codex): a session open here on
+  it is closed the same way, without the unsubscribe (Codex unloaded it), and forgotten.
+
+The client may cancel a load, a resume, a fork or a list (``$/cancel_request``) until
+Codex has answered what it needs: the request is answered -32800 at once
+(:meth:`~bridge.engine.core.hub.Hub.cancel_client_request`), Codex's answer to what was
+asked already ends it, nothing more is asked of Codex for it, and a thread Codex
+subscribed this connection to meanwhile (a resume's, a fork's) is unsubscribed. Once a
+load's history is going out, it is answered as it ends.
 
 Sessions opened here are opened as ``session/new``'s are (the ``opened``
 collaborator: modes and config options come with them), and later prompts
@@ -48,11 +58,13 @@ from ...core.hub import (
     Hub,
     StoredSessionParams,
     check_directory,
+    check_folders,
     decode_params,
     from_codex,
     malformed,
+    workspace_roots,
 )
-from ...core.threads import OpenStored, Status, ThreadRecord, TurnKind
+from ...core.threads import LeftOut, OpenStored, Status, ThreadRecord, TurnKind
 from ...views.stored_sessions import (
     NO_ROLLOUT,
     is_root,
@@ -126,6 +138,9 @@ class Lifecycle:
     _index_repaired: bool = field(default=False, init=False)
     #: The next page of the last listing answered, asked ahead (paged store only).
     _ahead: PageAhead | None = field(default=None, init=False)
+    #: Sessions Codex deleted or archived, closing here (their close unsubscribes from
+    #: nothing: Codex unloaded the thread).
+    _gone: set[str] = field(default_factory=set, init=False)
 
     # -- capabilities ----------------------------------------------------------------
 
@@ -134,7 +149,10 @@ class Lifecycle:
         caps.loadSession = True
         # Codex 0.169 connects to streamable-HTTP MCP servers (``url``), not to SSE ones.
         caps.mcpCapabilities.http = True
-        caps.sessionCapabilities.update(list={}, resume={}, close={})
+        # A session's other folders, on new, load, resume and fork: writable as its cwd.
+        caps.sessionCapabilities.update(
+            list={}, resume={}, close={}, delete={}, additionalDirectories={}
+        )
         if self.fork_offered:
             caps.sessionCapabilities["fork"] = {}
 
@@ -165,7 +183,8 @@ class Lifecycle:
         session_id, cwd, mcp_servers = params.sessionId, params.cwd, params.mcpServers
         hub = self.hub
         check_directory(hub, cwd, method)
-        config = self._thread_config(mcp_servers, method)
+        folders = check_folders(hub, cwd, params.additionalDirectories, method)
+        config, left_out = self._thread_config(mcp_servers, method)
         existing = hub.threads.get(session_id)
         if existing is not None and (existing.session or existing.opening):
             raise RpcError(
@@ -175,7 +194,13 @@ class Lifecycle:
             )
         opening = hub.threads.record(session_id)
         opening.opening = True
-        asked = OpenStored(rid, method, cwd, config, replay)
+        asked = OpenStored(rid, method, cwd, config, folders, replay, left_out)
+
+        def cancel() -> None:
+            asked.cancelled = True
+            opening.opening = False  # a load or resume may start again at once
+
+        hub.cancellable(rid, cancel)
         # Paged, the history is listed after the resume (``Replay``): this read only says
         # the thread is there.
         self._read_stored(opening, asked, replay and not hub.paged_store, self._stored_missing)
@@ -199,6 +224,8 @@ class Lifecycle:
         )
 
     def _stored_missing(self, record: ThreadRecord, asked: OpenStored, error: ErrorObject) -> None:
+        if self._dropped(record, asked):
+            return
         if asked.replay and is_unstored(error):
             # Codex holds the thread but has stored no turn of it (never prompted):
             # it is there, with an empty history.
@@ -209,6 +236,8 @@ class Lifecycle:
     def _stored_not_there(
         self, record: ThreadRecord, asked: OpenStored, error: ErrorObject
     ) -> None:
+        if self._dropped(record, asked):
+            return
         record.opening = False
         self.open_failed(record.id)
         self.hub.refuse_client(asked.rid, self._not_found(record.id, error))
@@ -216,12 +245,16 @@ class Lifecycle:
     def _stored_found(
         self, record: ThreadRecord, asked: OpenStored, result: threads.ThreadReadResult
     ) -> None:
+        if self._dropped(record, asked):
+            return
         asked.stored = result.thread
         self._resume_stored(record, asked)
 
     def _resume_stored(
         self, record: ThreadRecord, asked: OpenStored, _answer: object = None
     ) -> None:
+        if self._dropped(record, asked):
+            return
         self.hub.ask(
             record,
             asked,
@@ -231,6 +264,9 @@ class Lifecycle:
                 cwd=asked.cwd,
                 config=asked.config or UNSET,
                 excludeTurns=True,
+                # Named, they replace those Codex keeps in the thread; none named, the
+                # answer says whether the thread has others (:func:`opened_with_folders`).
+                runtimeWorkspaceRoots=workspace_roots(asked.cwd, asked.folders),
             ),
             codex_types.ThreadStartResult,
             self._stored_resumed,
@@ -240,11 +276,15 @@ class Lifecycle:
     def _stored_resumed(
         self, record: ThreadRecord, asked: OpenStored, opened: codex_types.ThreadStartResult
     ) -> None:
+        if self._dropped(record, asked, subscribed=True):
+            return
         self._open_stored(record, asked, opened, asked.written)
 
     def _stored_resume_refused(
         self, record: ThreadRecord, asked: OpenStored, error: ErrorObject
     ) -> None:
+        if self._dropped(record, asked, subscribed=is_unstored(error)):
+            return
         if is_unstored(error):
             # Subscribed, but a thread never prompted has no turns to list, and
             # Codex fails the whole answer for it: its settings are read instead.
@@ -280,11 +320,15 @@ class Lifecycle:
         opened: codex_types.ThreadStartResult,
         unstored: bool,
     ) -> None:
-        """Codex subscribed this connection to the stored thread: the session opens."""
+        """Codex subscribed this connection to the stored thread: the session opens (and
+        its history goes out: too late to cancel)."""
         stored, rid, replay = asked.stored, asked.rid, asked.replay
+        self.hub.not_cancellable(rid)
         assert stored is not None
         opening.opening = False
         record = self.open_root(opening.id, asked.cwd)
+        record.mcp_left_out = asked.left_out
+        opened_with_folders(record, asked.folders, opened)
         record.unstored = unstored
         # Codex's word on the thread now: a turn may still run (a shared Codex).
         record.status = Status.of(opened.thread.status or stored.status)
@@ -320,6 +364,30 @@ class Lifecycle:
         # before the response.
         self.replay(record, stored, then)
 
+    def _dropped(
+        self, record: ThreadRecord, asked: OpenStored, *, subscribed: bool = False
+    ) -> bool:
+        """Whether the client cancelled this load or resume: then Codex's answer to what
+        was asked ends it, nothing more is asked, and a thread Codex subscribed this
+        connection to (``subscribed``) is unsubscribed, unless the client opened the
+        session again meanwhile (that open goes on)."""
+        if not asked.cancelled:
+            return False
+        if record.session or any(isinstance(a, OpenStored) for a in record.codex_asks):
+            return True
+        self.open_failed(record.id)
+        if subscribed:
+            self.hub.codex_request(
+                "thread/unsubscribe",
+                threads.ThreadUnsubscribeParams(threadId=record.id),
+                None,
+                lambda _result: None,
+                lambda error: log.info(
+                    "thread/unsubscribe %s refused: %s", record.id, error.message
+                ),
+            )
+        return True
+
     def _open_unstored(self, record: ThreadRecord, asked: OpenStored) -> None:
         """The settings of a thread Codex holds but never stored, as ``thread/resume``
         would report them: its model and effort from ``thread/read``; its approval and
@@ -340,6 +408,8 @@ class Lifecycle:
     def _unstored_config(
         self, record: ThreadRecord, asked: OpenStored, result: codex_settings.ConfigReadResult
     ) -> None:
+        if self._dropped(record, asked, subscribed=True):
+            return
         stored = asked.stored
         assert stored is not None
         approval, sandbox = thread_policies({**result.config, **asked.config})
@@ -355,6 +425,8 @@ class Lifecycle:
     def _unstored_config_unread(
         self, record: ThreadRecord, asked: OpenStored, error: ErrorObject
     ) -> None:
+        if self._dropped(record, asked, subscribed=True):
+            return
         # Without its policies, the session opens with no modes rather than guessed ones.
         stored = asked.stored
         assert stored is not None
@@ -380,9 +452,16 @@ class Lifecycle:
         session_id, cwd, mcp_servers = params.sessionId, params.cwd, params.mcpServers
         hub = self.hub
         check_directory(hub, cwd, "session/fork")
-        config = self._thread_config(mcp_servers, "session/fork")
+        folders = check_folders(hub, cwd, params.additionalDirectories, "session/fork")
+        config, left_out = self._thread_config(mcp_servers, "session/fork")
+        # The client may cancel it until Codex answers: no fork is asked for then, or the
+        # fork Codex made meanwhile is left (unsubscribed, as a stored session).
+        cancelled: list[bool] = []
+        hub.cancellable(rid, lambda: cancelled.append(True))
 
         def found(stored: codex_types.Thread) -> None:
+            if cancelled:
+                return
             last_turn = turn_holding(at, stored.turns) if at is not None else None
             if at is not None and last_turn is None:
                 hub.refuse_client(
@@ -399,19 +478,36 @@ class Lifecycle:
                 config=config or UNSET,
                 excludeTurns=True,
                 lastTurnId=last_turn if last_turn is not None else UNSET,
+                # A fork starts with ``cwd`` alone (Codex 0.169 and 0.171): its folders
+                # are the ones the client names now, as ACP has it.
+                runtimeWorkspaceRoots=workspace_roots(cwd, folders),
             )
 
             def forked(opened: codex_types.ThreadStartResult) -> None:
+                if cancelled:
+                    hub.codex_request(
+                        "thread/unsubscribe",
+                        threads.ThreadUnsubscribeParams(threadId=opened.thread.id),
+                        None,
+                        lambda _result: None,
+                        lambda error: log.info("thread/unsubscribe refused: %s", error.message),
+                    )
+                    return
                 record = self.open_root(opened.thread.id, cwd)
+                record.mcp_left_out = left_out
+                opened_with_folders(record, folders, opened)
                 response = acp_sessions.ForkSessionResult(sessionId=record.id)
                 self.opened(record, rid, response, opened)
 
-            hub.codex_request(
-                "thread/fork", fork, codex_types.ThreadStartResult, forked, hub.pass_error_to(rid)
-            )
+            def refused(error: ErrorObject) -> None:
+                if not cancelled:
+                    hub.refuse_client(rid, from_codex(error))
+
+            hub.codex_request("thread/fork", fork, codex_types.ThreadStartResult, forked, refused)
 
         def missing(error: ErrorObject) -> None:
-            hub.refuse_client(rid, self._not_found(session_id, error))
+            if not cancelled:
+                hub.refuse_client(rid, self._not_found(session_id, error))
 
         self._read(session_id, at is not None, found, missing)
 
@@ -467,13 +563,19 @@ class Lifecycle:
             # page (to repair its index): a page costs what the whole store does.
             request.limit = LIST_PAGE
             request.useStateDbOnly = True
+        # The client may cancel it until Codex answers: the page is then dropped.
+        cancelled: list[bool] = []
+        hub.cancellable(rid, lambda: cancelled.append(True))
 
         def listed(page: threads.ThreadListResult) -> None:
+            if cancelled:
+                return
             roots = [t for t in page.data if is_root(t)]
             sessions = [session_info(t) for t in roots]
-            if archived == "only":
+            if archived == "only" or self.hub.speaks_unstable:
+                # Every row says it, to a client told of sessionCapabilities.archive.
                 for info in sessions:
-                    info.archived = True
+                    info.archived = archived == "only"
             if self.rows_listed is not None:
                 self.rows_listed(params, roots, sessions, archived == "only")
             hub.answer_client(
@@ -493,6 +595,8 @@ class Lifecycle:
                 self._repair_index()
 
         def refused(error: ErrorObject) -> None:
+            if cancelled:
+                return
             if params.cursor is not None and "cursor" in error.message.lower():
                 hub.refuse_client(
                     rid,
@@ -552,6 +656,24 @@ class Lifecycle:
             record.closing.append(rid)
             return
         record.closing = [rid]
+        self._close(record)
+
+    def thread_gone(self, note: threads.ThreadGone) -> None:
+        """Codex deleted or archived a thread (``session/delete`` or ``session/archive``
+        here, or another window's on a shared Codex; Codex stopped its turn and unloaded
+        it): a session open here on it is closed as ``session/close`` would (its
+        sub-agents' work stopped, its prompts answered ``cancelled``) and forgotten, so
+        that a later request for it is not found, as Codex finds it (ACP: archiving an
+        active session closes it)."""
+        record = self.hub.threads.session(note.threadId)
+        if record is None or record.is_child:
+            return
+        self._gone.add(record.id)
+        if record.closing is None:
+            record.closing = []
+            self._close(record)
+
+    def _close(self, record: ThreadRecord) -> None:
         if record.turn is not None and record.turn.kind is TurnKind.FOREIGN:
             # Another client's turn (another window, Codex's TUI): closing this window
             # leaves it to them, sub-agents and all; what this client queued behind it ends.
@@ -577,6 +699,12 @@ class Lifecycle:
         record.closing = None
         # The session and every sub-agent under it are gone for the client from here on.
         self.forget(record.id)
+        if record.id in self._gone:
+            # Codex holds no such thread any more: nothing to unsubscribe from.
+            self._gone.discard(record.id)
+            for rid in waiting:
+                hub.answer_client(rid, acp_sessions.CloseSessionResult())
+            return
 
         def unsubscribed(_result: object) -> None:
             for rid in waiting:
@@ -600,6 +728,7 @@ class Lifecycle:
         )
 
     def codex_lost(self, reason: str) -> None:
+        self._gone.clear()  # the closes they were for end here, unfinished
         for record in self.hub.threads:
             waiting, record.closing = record.closing, None
             for rid in waiting or []:
@@ -609,17 +738,42 @@ class Lifecycle:
 
     def thread_starting(
         self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
-    ) -> None:
-        servers = mcp_servers_config(mcp_servers, "session/new")
+    ) -> tuple[LeftOut, ...]:
+        """The client's MCP servers in a ``thread/start``'s ``config``; those left out."""
+        servers, left_out = self._mcp_servers(mcp_servers, "session/new")
         if servers:
             base = start.config if isinstance(start.config, dict) else {}
             start.config = {**base, **servers}
+        return left_out
 
     def _thread_config(
         self, mcp_servers: Sequence[dict[str, Any]] | None, method: str
-    ) -> dict[str, Any]:
-        """``config`` for a resume or fork: the bridge's overrides and the client's MCP servers."""
-        return {**(self.hub.thread_config or {}), **mcp_servers_config(mcp_servers, method)}
+    ) -> tuple[dict[str, Any], tuple[LeftOut, ...]]:
+        """``config`` for a resume or fork: the bridge's overrides and the client's MCP
+        servers; the servers left out."""
+        servers, left_out = self._mcp_servers(mcp_servers, method)
+        return {**(self.hub.thread_config or {}), **servers}, left_out
+
+    def _mcp_servers(
+        self, mcp_servers: Sequence[dict[str, Any]] | None, method: str
+    ) -> tuple[dict[str, Any], tuple[LeftOut, ...]]:
+        # ACP v2's schema has an agent refuse a transport it does not support (-32602).
+        return mcp_servers_config(
+            mcp_servers, method, refuse_unsupported=self.hub.face.version == 2
+        )
+
+
+def opened_with_folders(
+    record: ThreadRecord, folders: tuple[str, ...], opened: codex_types.ThreadStartResult
+) -> None:
+    """The session's folders are the ones the client named at this open (ACP: none named,
+    none activated). Codex keeps a thread's folders across restarts, so a thread stored
+    with others, opened naming none, is told the client's at its next turn."""
+    record.folders = folders
+    reported = opened.runtimeWorkspaceRoots
+    record.folders_unsent = isinstance(reported, list) and set(reported) - {record.cwd} != set(
+        folders
+    )
 
 
 def _unstored_thread(stored: codex_types.Thread, cwd: str) -> codex_types.Thread:

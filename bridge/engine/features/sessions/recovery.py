@@ -31,7 +31,7 @@ from msgspec import UNSET
 from ....codex import threads as codex_threads
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns, workstate
-from ...core.hub import Hub
+from ...core.hub import Hub, workspace_roots
 from ...core.threads import ReadSubagent, ResumeThread, Status, ThreadRecord, WriteThread
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,11 @@ class Recovery:
             asked,
             "thread/resume",
             codex_threads.ThreadResumeParams(
-                threadId=record.id, cwd=record.cwd or UNSET, excludeTurns=True
+                threadId=record.id,
+                cwd=record.cwd or UNSET,
+                excludeTurns=True,
+                # Codex kept them in the stored thread; said again, as the session has them.
+                runtimeWorkspaceRoots=workspace_roots(record.cwd, record.folders),
             ),
             None,
             self._subscribed,

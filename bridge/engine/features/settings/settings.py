@@ -57,7 +57,7 @@ from ....codex import types as codex_types
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core.effects import MachineChosen
-from ...core.hub import Hub, decode_params, unknown_method
+from ...core.hub import Hub, decode_params, unknown_method, workspace_roots
 from ...core.machines import LOCAL, workspace
 from ...core.threads import ListSkills, Settings, StorePick, ThreadRecord
 from ...views import presets
@@ -93,7 +93,7 @@ class SettingsSelectors:
         """Fill the open result (new, load, resume, fork) with modes and options."""
         # Load, resume and fork answer with the same members, maybe in types of their own.
         approval = getattr(opened, "approvalPolicy", UNSET)
-        sandbox = getattr(opened, "sandbox", UNSET)
+        sandbox = presets.without_folders(getattr(opened, "sandbox", UNSET), record.folders)
         model = getattr(opened, "model", UNSET)
         reported_effort = getattr(opened, "reasoningEffort", None)
         if approval is UNSET or sandbox is UNSET or not isinstance(model, str):
@@ -115,6 +115,8 @@ class SettingsSelectors:
             settings.collaboration = collaboration
             settings.collaboration_set = collaboration != "default"
         settings.machine = self._machine_of(record.id, getattr(opened, "thread", None))
+        provider = getattr(opened, "modelProvider", None)
+        settings.provider = provider if isinstance(provider, str) else None
         record.settings = settings
         modes = self._modes(settings)
         options = self._options(settings)
@@ -203,9 +205,12 @@ class SettingsSelectors:
             # turns after it, and for a thread loaded later.
             machine = setting_views.current_machine(settings)
             offer = self.hub.machines[machine].offer if machine in self.hub.machines else None
-            params.environments = [
-                codex_types.TurnEnvironment(environmentId=machine, cwd=workspace(offer, record.cwd))
-            ]
+            here = codex_types.TurnEnvironment(
+                environmentId=machine, cwd=workspace(offer, record.cwd)
+            )
+            if machine == LOCAL:
+                here.runtimeWorkspaceRoots = workspace_roots(record.cwd, record.folders)
+            params.environments = [here]
             settings.machine, settings.picked_machine = machine, None
             if offer is not None:
                 self.hub.machines[machine].lost = ""
@@ -229,6 +234,11 @@ class SettingsSelectors:
         if settings is None:
             return
         reported = note.threadSettings
+        if record is not None and record.folders:
+            reported = msgspec.structs.replace(
+                reported,
+                sandboxPolicy=presets.without_folders(reported.sandboxPolicy, record.folders),
+            )
         if self._stale(settings, reported):
             return
         if reported.approvalPolicy is not UNSET and reported.sandboxPolicy is not UNSET:
@@ -466,10 +476,21 @@ class SettingsSelectors:
         failed: Callable[[ErrorObject], None],
     ) -> bool:
         """``/plan`` and ``/plan off``: the collaboration mode stored in the thread, and the
-        option shown in step; ``False`` when the session has no settings."""
+        option shown in step; ``False`` when the session has no settings. With a Codex that
+        cannot store it (no ``thread/settings/update``) the mode is picked, as any pick is
+        then: it goes with the next ``turn/start``, and ``done`` is called at once."""
         settings = record.settings
         if settings is None:
             return False
+
+        def picked() -> None:
+            settings.picked_collaboration = mode
+            self._sync(record.id, settings)
+            done()
+
+        if not self.thread_settings_supported:
+            picked()
+            return True
         change = codex_settings.ThreadSettingsUpdateParams(
             threadId=record.id, collaborationMode=self._collaboration(settings, mode)
         )
@@ -481,7 +502,14 @@ class SettingsSelectors:
             self._sync(record.id, settings)
             done()
 
-        self.hub.codex_request("thread/settings/update", change, None, stored, failed)
+        def refused(error: ErrorObject) -> None:
+            if not unknown_method(error):
+                failed(error)
+                return
+            self._settings_unsupported(error)
+            picked()
+
+        self.hub.codex_request("thread/settings/update", change, None, stored, refused)
         return True
 
     def _change(self, pick: StorePick) -> None:
@@ -535,15 +563,18 @@ class SettingsSelectors:
 
     def _pick_refused(self, record: ThreadRecord, pick: StorePick, error: ErrorObject) -> None:
         if unknown_method(error):
-            self.thread_settings_supported = False
-            log.warning(
-                "Codex does not support thread/settings/update (%s): picks go with the "
-                "next turn/start instead",
-                error.message,
-            )
+            self._settings_unsupported(error)
             self._picked(record.id, pick.rid, pick.settings, mode=pick.mode)
             return
         self.hub.pass_error_to(pick.rid)(error)
+
+    def _settings_unsupported(self, error: ErrorObject) -> None:
+        self.thread_settings_supported = False
+        log.warning(
+            "Codex does not support thread/settings/update (%s): picks go with the "
+            "next turn/start instead",
+            error.message,
+        )
 
     def _pick_model(self, settings: Settings, model: str) -> None:
         settings.picked_model = model

@@ -110,6 +110,7 @@ def tool_call(
     return acp_tools.ToolCall(
         toolCallId=item.id,
         title=title(item, nickname),
+        name=item.tool,
         kind="other",
         status=status,
         content=content,

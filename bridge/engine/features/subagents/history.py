@@ -152,8 +152,9 @@ class SubagentHistory:
         if not self.hub.subagents_exposed:
             first = self._with_hidden(first, tree)
         phases = self.hub.air is not None
+        terminals = self.hub.face.version == 2
         for update in history.replay_updates(
-            root.id, items, first=first, cwd=root.cwd, phases=phases
+            root.id, items, first=first, cwd=root.cwd, phases=phases, terminals=terminals
         ):
             self.hub.update(root.id, update)
 
@@ -471,6 +472,7 @@ class SubagentHistory:
             first=self._subagents.history_item(child.id, nicknames),
             cwd=child.cwd,
             phases=self.hub.air is not None,
+            terminals=self.hub.face.version == 2,
         )
         for update in _as_incoming(updates, parent_id, child.id):
             self.hub.update(child.id, update)

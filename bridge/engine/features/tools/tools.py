@@ -42,7 +42,11 @@ from ...views.tool_views import (
     describe,
     finished,
     plan_update,
+    terminal_chunk,
+    terminal_closed,
+    terminal_cut_short,
     terminal_exit,
+    terminal_opened,
 )
 
 log = logging.getLogger(__name__)
@@ -98,8 +102,15 @@ class Tools:
         return describe(item, patch=self.hub.declares("diffPatch"), **how)
 
     def _terminal_output(self) -> bool:
+        """Whether a command's output goes to a terminal: ACP v2's own (every v2 client),
+        or Zed's ``_meta`` form (a v1 client that declared it)."""
+        if self._v2_terminals():
+            return True
         meta = self.hub.client_capabilities.meta
         return isinstance(meta, dict) and meta.get("terminal_output") is True
+
+    def _v2_terminals(self) -> bool:
+        return self.hub.face.version == 2
 
     def _compaction_shown(
         self, record: ThreadRecord, item: codex_items.ToolItem, status: acp_tools.CompactionStatus
@@ -205,9 +216,13 @@ class Tools:
         if terminal:
             assert isinstance(item, codex_items.CommandExecutionItem)
             view.content = [acp_tools.Terminal(terminalId=item.id)]
-            meta = {"terminal_info": {"terminal_id": item.id, "cwd": item.cwd}}
+            if not self._v2_terminals():
+                meta = {"terminal_info": {"terminal_id": item.id, "cwd": item.cwd}}
         call.sent_content = msgspec.json.encode(view.content)
         self.hub.update(record.id, view.tool_call(item.id, meta))
+        if terminal and self._v2_terminals():
+            assert isinstance(item, codex_items.CommandExecutionItem)
+            self.hub.update(record.id, terminal_opened(item))
         self._read_files(record, call)
 
     def item_completed(self, note: ItemNotification) -> None:
@@ -230,11 +245,18 @@ class Tools:
                 view.content = [*view.content, text_content(lost)]
         meta: acp_types.Meta = UNSET
         if self._as_terminal(record, call) and isinstance(item, codex_items.CommandExecutionItem):
-            if not call.output and item.aggregatedOutput:
-                # Nothing was streamed: the terminal gets the whole output now.
-                self._terminal_data(record, item.id, item.aggregatedOutput)
             view.content = [acp_tools.Terminal(terminalId=item.id), *command_notes(item)]
-            meta = {"terminal_exit": terminal_exit(item)}
+            whole = item.aggregatedOutput or ""
+            if self._v2_terminals():
+                # v2's snapshot replaces what was streamed: sent when Codex's whole output
+                # holds more (nothing streamed, or a piece Codex never sent as a delta).
+                fuller = whole if len(whole) > len(call.output) else None
+                self.hub.update(record.id, terminal_closed(item, fuller))
+            else:
+                if whole and not call.output:
+                    # Nothing was streamed: the terminal gets the whole output now.
+                    self._terminal_data(record, item.id, whole)
+                meta = {"terminal_exit": terminal_exit(item)}
         call.sent_content = msgspec.json.encode(view.content)
         if item.id in record.announced_tools or item.id in record.shown_on:
             self._send(record, item.id, view.tool_call_update(item.id, meta))
@@ -272,6 +294,9 @@ class Tools:
         )
 
     def _terminal_data(self, record: ThreadRecord, item_id: str, data: str) -> None:
+        if self._v2_terminals():
+            self.hub.update(record.id, terminal_chunk(item_id, data))
+            return
         meta = {"terminal_output": {"terminal_id": item_id, "data": data}}
         self.hub.update(record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=meta))
 
@@ -332,9 +357,12 @@ class Tools:
             meta: acp_types.Meta = UNSET
             if self._as_terminal(record, call):
                 view.content = [acp_tools.Terminal(terminalId=item_id), *view.content[-1:]]
-                meta = {
-                    "terminal_exit": {"terminal_id": item_id, "exit_code": None, "signal": None}
-                }
+                if self._v2_terminals():
+                    self.hub.update(record.id, terminal_cut_short(item_id))
+                else:
+                    meta = {
+                        "terminal_exit": {"terminal_id": item_id, "exit_code": None, "signal": None}
+                    }
             self._send(record, item_id, view.tool_call_update(item_id, meta))
             record.shown_on.pop(item_id, None)
         if ended:
