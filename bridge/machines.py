@@ -560,3 +560,13 @@ def copy_argv(spec: MachineSpec, source: Path, folder: str) -> list[str]:
     not exist yet: ``cp`` would put it inside)."""
     return [spec.scheme, "cp", str(source), f"{spec.host}:{folder}"]
 
+
+def rename_argv(spec: MachineSpec, part: str, folder: str) -> list[str]:
+    """What renames the folder ``part`` to ``folder`` in the container, at once, unless a
+    ``folder`` with something in it is there (``mv -T`` refuses it)."""
+    return [spec.scheme, "exec", spec.host, "mv", "-T", part, folder]
+
+
+def remove_argv(spec: MachineSpec, path: str) -> list[str]:
+    """What removes ``path`` (a folder of the bridge's) in the container."""
+    return [spec.scheme, "exec", spec.host, "rm", "-rf", path]

@@ -14,7 +14,9 @@ its vendor folder copied with ``podman cp`` to ``/tmp/codex-acp-bridge-codex-VER
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -80,9 +82,13 @@ def open_on(
     return start
 
 
-async def inside(container: Container, name: str) -> str:
-    """A file of the machine's folder, read inside the container."""
-    return await container.exec("cat", f"{THERE}/{name}")
+async def inside(container: Container, name: str, *why: object) -> str:
+    """A file of the machine's folder, read inside the container; when it cannot be read,
+    the failure says so with ``why`` (what the session showed, the bridge's log)."""
+    try:
+        return await container.exec("cat", f"{THERE}/{name}")
+    except AssertionError as missing:
+        raise AssertionError("\n".join([str(missing), *map(str, why)])) from None
 
 
 async def test_a_session_in_a_container_runs_commands_and_patches_there(
@@ -313,7 +319,8 @@ async def test_a_container_without_codex_is_given_the_bridges_own_once(
             await set_machine(talk, "box")
             await talk.said(run("hostname > who.txt"))
     hostname = (await container.exec("hostname")).strip()
-    assert (await inside(container, "who.txt")).strip() == hostname, tool_texts(talk)
+    shown = (tool_texts(talk), stderr_file.read_text())
+    assert (await inside(container, "who.txt", *shown)).strip() == hostname, shown
     assert not (workspace / "who.txt").exists()
     [folder] = await brought(container)
     # The whole vendor folder: the binary and what it brings (its bubblewrap among them).
@@ -400,6 +407,43 @@ async def test_a_codex_built_for_another_architecture_is_refused_not_copied(
     assert await brought(container) == []
 
 
+async def test_a_prompt_waits_until_codexs_connection_is_in_the_container(
+    open_on: OpenOn,
+    bare_container: Container,
+    tmp_path: Path,
+    stderr_file: Path,
+    bridge_env: dict[str, str],
+) -> None:
+    """Codex connects to the link as soon as the session picks the machine, before the
+    bridge has brought its Codex into the container. Codex gives a connection some 10 s
+    to answer, and a command sent meanwhile waits on it, then fails ("No usable execution
+    environment") and runs nowhere. Here the copy takes 8 s and the exec-server starts 3 s
+    late (a loaded machine, a slow runtime): a connection held through the copy would
+    answer too late. The link turns Codex away while it copies, and the prompt runs once
+    one of Codex's connections is there."""
+    container = bare_container
+    runtime = shutil.which("podman", path=bridge_env.get("PATH"))
+    assert runtime is not None
+    slow = tmp_path / "slow-runtime"
+    slow.mkdir()
+    (slow / "podman").write_text(
+        "#!/bin/sh\n"
+        "# A copy of 8 s, an exec-server 3 s late; everything else as it is.\n"
+        'if [ "$1" = cp ]; then sleep 8; fi\n'
+        'case "$*" in *exec-server*) sleep 3 ;; esac\n'
+        f'exec {shlex.quote(runtime)} "$@"\n'
+    )
+    (slow / "podman").chmod(0o755)
+    bridge_env["PATH"] = f"{slow}{os.pathsep}{bridge_env.get('PATH', '')}"
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on(f"box=podman://{container.name}{THERE}") as talk:
+            await set_machine(talk, "box")
+            await talk.said(run("hostname > who.txt"))
+    hostname = (await container.exec("hostname")).strip()
+    shown = (tool_texts(talk), stderr_file.read_text())
+    assert (await inside(container, "who.txt", *shown)).strip() == hostname, shown
+
+
 async def test_through_the_daemon_a_container_without_codex_works_and_rewinds_there(
     start_daemon: StartDaemon,
     open_conversation: OpenConversation,
@@ -429,8 +473,9 @@ async def test_through_the_daemon_a_container_without_codex_works_and_rewinds_th
 async def test_a_copy_cut_short_before_is_named_with_how_to_remove_it(
     bare_container: Container,
 ) -> None:
-    """A folder of the bridge's there already, with no working Codex in it (a copy cut
-    short): the prompt's error says so and how to remove it, in one line."""
+    """A folder of the bridge's name there already, not empty, with no working Codex in it
+    (an older bridge's copy cut short): the prompt's error says so and how to remove it,
+    in one line; the copy made beside it is removed."""
     container = bare_container
     links = MachineLinks(
         [parse_url("box", f"podman://{container.name}")],
@@ -440,7 +485,7 @@ async def test_a_copy_cut_short_before_is_named_with_how_to_remove_it(
     )
     version = (await links.local_version()) or ""
     folder = f"{BROUGHT}{version}"
-    await container.exec("mkdir", "-p", folder)
+    await container.exec("mkdir", "-p", f"{folder}/bin")
     with trio.fail_after(SCENARIO_SECONDS):
         why = await links.check(links.links["box"])
     assert why is not None
@@ -450,3 +495,38 @@ async def test_a_copy_cut_short_before_is_named_with_how_to_remove_it(
     ), why
     assert why.endswith(f"remove it (podman exec {container.name} rm -rf {folder}) and try again")
     assert "\n" not in why
+    assert await brought(container) == [folder]
+
+
+async def test_two_bridges_bringing_codex_at_once_leave_one_working_copy(
+    bare_container: Container,
+) -> None:
+    """The daemon's link and an attached editor's (or two bridges) copying into the same
+    container at the same moment: each copies beside and renames, so both find a whole
+    Codex there and one folder is left, no half copy and no leftovers."""
+    container = bare_container
+    spec = parse_url("box", f"podman://{container.name}")
+    program = str(vendor_folder() / "bin" / "codex")
+    bridges = [
+        MachineLinks([spec], ssh=["ssh"], codex_program=program, relay=False) for _ in range(2)
+    ]
+    answers: list[str | None] = []
+
+    async def check(links: MachineLinks) -> None:
+        answers.append(await links.check(links.links["box"]))
+
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with trio.open_nursery() as nursery:
+            for links in bridges:
+                nursery.start_soon(check, links)
+    assert answers == [None, None]
+    [folder] = await brought(container)
+    assert [links.in_use(links.links["box"]).codex for links in bridges] == [
+        f"{folder}/bin/codex"
+    ] * 2
+    assert await container.exec(f"{folder}/bin/codex", "--version")
+    # The vendor folder as it is here, once: not a second copy put inside the first.
+    inside_folder = (await container.exec("ls", "-A", folder)).split()
+    assert sorted(inside_folder) == sorted(p.name for p in vendor_folder().iterdir())
+    leftovers = await container.exec("sh", "-c", f"ls -d {folder}.part-* 2>/dev/null || true")
+    assert leftovers.split() == []

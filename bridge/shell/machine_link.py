@@ -25,8 +25,12 @@ connection counts as reached at the exec-server's first line (its answer to Code
 exit status 125) has its own words said. A container whose ``codex`` is missing or of
 another version, when the user named none (or said ``?codex=auto``), is given this
 bridge's own: the check copies the vendor folder of the Codex it runs into the container
-(``podman cp``, once per container and version: one there already is used) and the link
-runs that one (:meth:`MachineLinks.in_use`). A ws:// machine (an exec-server someone runs)
+(``podman cp``, once per container and version: one there already is used; copied beside,
+then renamed, so that two bridges copying at once leave one whole copy) and the link runs
+that one (:meth:`MachineLinks.in_use`). Codex gives a connection some 10 s to answer and a
+command waits on one under way, then fails: its connections are turned away while Codex is
+copied there (a copy can take that long), and a check says ``connected`` only once one of
+them is at the machine. A ws:// machine (an exec-server someone runs)
 is registered as it is; its check is a TCP connection.
 
 Through the bridge's daemon the daemon runs the links and registers them with its Codex;
@@ -119,6 +123,10 @@ class Link:
     codex_failed: float | None = None
     #: Codex's connections that reached the machine, now.
     codex_on: int = 0
+    #: Codex's connections accepted but not at the machine yet (held while Codex is
+    #: brought there, or while the exec-server starts): a check that ends meanwhile says
+    #: ``connected`` only once one is there, or Codex's next command would find none.
+    codex_coming: int = 0
     #: Set when one of Codex's connections reaches the machine.
     codex_back: trio.Event = field(default_factory=trio.Event)
     #: The Codex the bridge brought into the container, once found working there.
@@ -218,6 +226,11 @@ class MachineLinks:
             self._early_wants.append(name)
             return
         link.wanted.set()
+        self._check_soon(link)
+
+    def _check_soon(self, link: Link) -> None:
+        """Check ``link`` now, unless a check (or bringing it back) is under way."""
+        assert self._nursery is not None
         if not link.checking and not link.bringing_back:
             # Checking from now on, not once the task starts: what the daemon said
             # meanwhile is no answer to this prompt (its own check is).
@@ -272,6 +285,11 @@ class MachineLinks:
             if not hmac.compare_digest(given.encode(), expected.encode()):
                 log.warning("machine %s: a connection without its token refused", link.spec.name)
                 return Response(401, "Unauthorized", Headers([("Content-Length", "0")]), b"")
+            if link.spec.bring and link.bringing.locked():
+                # Codex is being brought there (a copy takes seconds, more than Codex waits
+                # for a connection's first answer): Codex comes back in a moment.
+                link.codex_failed = trio.current_time()
+                return Response(503, "Service Unavailable", Headers([("Content-Length", "0")]), b"")
             if link.state == "down":
                 now = trio.current_time()
                 if now - link.tried_down < DOWN_RETRY_SECONDS:
@@ -430,14 +448,24 @@ class MachineLinks:
             folder,
         )
         started = trio.current_time()
-        argv = spec_of.copy_argv(spec, source, folder)
-        failed = await _run(argv, COPY_SECONDS)
+        # Copied beside, then renamed: a copy cut short, or another bridge's copying at the
+        # same moment (the daemon's and an editor's), never leaves a half folder at
+        # ``folder``; of two copies the first renamed is used, the other removed.
+        part = f"{folder}.part-{secrets.token_hex(4)}"
+        failed = await _run(spec_of.copy_argv(spec, source, part), COPY_SECONDS)
+        renamed: str | None = None
+        if failed is None:
+            renamed = await _run(spec_of.rename_argv(spec, part, folder), CHECK_SECONDS)
+            if renamed is not None:
+                log.info("machine %s: not renamed to %s (%s)", spec.name, folder, renamed)
+        if failed is not None or renamed is not None:
+            await _run(spec_of.remove_argv(spec, part), CHECK_SECONDS)
         if failed is not None:
             return f"{cannot}: {failed}"
         why, _kind = await self._check_codex(link, there)
         if why is not None:
-            # A copy cut short before (cp then puts the folder inside it), or another
-            # bridge's copying at the same moment.
+            # A folder of that name there already, not empty, with no working Codex: an
+            # older bridge's copy cut short, or someone else's.
             return f"{cannot}: the copy at {folder} does not run there ({why}): {remove}"
         log.info(
             "machine %s: Codex %s copied into %s at %s in %.1f s",
@@ -478,9 +506,14 @@ class MachineLinks:
         link.checking = True
         try:
             self._set(link, "connecting")
-            why = await self.check(link)
+            # While the daemon brings Codex into the container, a check here could copy it
+            # at the same time: the daemon's word is the answer.
+            daemon_brings = self._daemon_brings(link)
+            why = None if daemon_brings else await self.check(link)
             if why is None:
                 await self._codex_back(link)
+                if daemon_brings and link.heard and link.heard[0] == "down":
+                    why = link.heard[1]
         finally:
             link.checking = False
         if why is None:
@@ -495,19 +528,45 @@ class MachineLinks:
         but from the daemon's word (``down`` or ``connecting`` until then): it waits for
         that word to change, as long at most."""
         if self._published is not None:
-            with trio.move_on_after(CODEX_RETRY_SECONDS):
-                while True:
-                    word = self._published().get(link.spec.name, ("", ""))
-                    link.heard = word
-                    if word[0] not in ("down", "connecting"):
-                        return
-                    await trio.sleep(0.1)
+            await self._daemon_connects(link)
             return
-        if not self.relay or link.codex_failed is None or link.codex_on:
+        if not self.relay or link.codex_on:
+            return
+        if link.codex_coming:
+            # One of Codex's connections is on its way (a copy of Codex held it): until it
+            # is there, as long as a check may take.
+            link.codex_back = trio.Event()
+            with trio.move_on_after(CHECK_SECONDS):
+                await link.codex_back.wait()
+            return
+        if link.codex_failed is None:
             return
         link.codex_back = trio.Event()
         with trio.move_on_at(link.codex_failed + CODEX_RETRY_SECONDS):
             await link.codex_back.wait()
+
+    def _daemon_brings(self, link: Link) -> bool:
+        """Whether the daemon's link is at work on a machine whose Codex the bridge brings
+        (this editor's check leaves the container to it and follows its word)."""
+        if self._published is None or not link.spec.bring:
+            return False
+        return self._published().get(link.spec.name, ("", ""))[0] == "connecting"
+
+    async def _daemon_connects(self, link: Link) -> None:
+        """Until the daemon's word on ``link`` is neither ``down`` nor ``connecting``: a
+        ``down`` for Codex's pause at most, a ``connecting`` (its link checking, or bringing
+        Codex into a container) as long as that may take."""
+        assert self._published is not None
+        down_until = trio.current_time() + CODEX_RETRY_SECONDS
+        with trio.move_on_after(CHECK_SECONDS + COPY_SECONDS):
+            while True:
+                word = self._published().get(link.spec.name, ("", ""))
+                link.heard = word
+                if word[0] not in ("down", "connecting"):
+                    return
+                if word[0] == "down" and trio.current_time() >= down_until:
+                    return
+                await trio.sleep(0.1)
 
     async def _bring_back(self, link: Link) -> None:
         """A link dropped: check it again and again, waiting longer each time, until it
@@ -524,7 +583,11 @@ class MachineLinks:
                 link.checking = True
                 try:
                     why = await self.check(link)
-                    if why is None and link.codex_failed is not None and not link.codex_on:
+                    if (
+                        why is None
+                        and not link.codex_on
+                        and (link.codex_failed is not None or link.codex_coming)
+                    ):
                         self._set(link, "connecting")
                         await self._codex_back(link)
                 finally:
@@ -541,18 +604,23 @@ class MachineLinks:
         container, or through a command), line by frame."""
         spec = link.spec
         if spec.bring and not link.brought:
-            # Codex connected before a check brought its Codex there: one now.
-            why = await self.check(link)
-            if why is not None:
-                self._dropped(link, why)
-                await connection.aclose(1011, "no Codex there")
-                return
+            # Codex connected before a check brought its Codex there. Held through a copy,
+            # Codex would give up on this connection (after some 10 s) and pause before
+            # the next; closed now, it comes back in a moment, and the check (the link
+            # connecting meanwhile: the daemon's attached editors wait on that word) says
+            # connected once one of its connections is there.
+            link.codex_failed = trio.current_time()
+            self._check_soon(link)
+            await connection.aclose(1013, "Codex is being brought there")
+            return
+        link.codex_coming += 1
         argv = spec_of.exec_server_argv(self.in_use(link), self.ssh)
         try:
             process = await trio.lowlevel.open_process(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
             )
         except OSError as exc:
+            link.codex_coming -= 1
             self._dropped(link, could_not_run(argv, exc))
             await connection.aclose(1011, f"{argv[0]} could not run")
             return
@@ -566,6 +634,7 @@ class MachineLinks:
         def reach() -> None:
             nonlocal reached
             reached = True
+            link.codex_coming -= 1
             link.codex_on += 1
             link.codex_failed = None
             link.codex_back.set()
@@ -639,6 +708,8 @@ class MachineLinks:
             link.relays -= 1
             if reached:
                 link.codex_on -= 1
+            else:
+                link.codex_coming -= 1
             if process.returncode is None:
                 process.kill()
             with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_SECONDS):
