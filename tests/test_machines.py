@@ -8,6 +8,7 @@ where it acts, and a prompt on a machine waits for its link or fails naming it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,108 @@ from bridge.engine import MachineOffer, Registration
 from bridge.machines import MachineError
 from tests.support.engine_harness import Harness
 
+
 # -- the user's words --------------------------------------------------------------------
+def dev_folder(tmp_path: Path, config: str = '{"image": "x"}') -> Path:
+    folder = tmp_path / "proj"
+    (folder / ".devcontainer").mkdir(parents=True)
+    (folder / ".devcontainer" / "devcontainer.json").write_text(config)
+    return folder
+
+
+def test_a_devcontainer_url_names_a_folder_here_and_works_in_its_workspace_folder(
+    tmp_path: Path,
+) -> None:
+    folder = dev_folder(tmp_path)
+    spec = machines.parse_flag(f"dc=devcontainer://{folder}?runtime=podman&user=dev")
+    assert (spec.scheme, spec.host, spec.path, spec.runtime, spec.user, spec.bring) == (
+        "devcontainer",
+        str(folder),
+        "/workspaces/proj",  # the CLI's default mount
+        "podman",
+        "dev",
+        machines.BRING_IF_NEEDED,
+    )
+    assert spec.where() == f"the dev container of {folder}"
+    assert machines.up_argv(spec) == [
+        "devcontainer",
+        "up",
+        "--workspace-folder",
+        str(folder),
+        "--docker-path",
+        "podman",
+    ]
+    assert machines.parse_flag(f"dc=devcontainer://{folder}?path=/src").path == "/src"
+    named = machines.parse_flag(f"dc=devcontainer://{folder}?codex=/opt/codex/bin/codex")
+    assert (named.codex, named.bring, machines.up_argv(named)[-1]) == (
+        "/opt/codex/bin/codex",
+        "",
+        str(folder),
+    )
+
+
+def test_the_workspace_folder_is_read_from_a_configuration_with_comments(tmp_path: Path) -> None:
+    folder = dev_folder(
+        tmp_path,
+        '{\n  // where it works, not "here"\n'
+        '  "workspaceFolder": "/src/${localWorkspaceFolderBasename}",\n'
+        '  "remoteEnv": {"URL": "http://x//y/*z*/"}, /* kept: in strings */\n'
+        '  "image": "x",\n}\n',
+    )
+    assert machines.parse_flag(f"dc=devcontainer://{folder}").path == "/src/proj"
+    # One the bridge cannot read: the CLI's default, checked against what `up` says.
+    (folder / ".devcontainer" / "devcontainer.json").write_text('{"workspaceFolder": ')
+    assert machines.parse_flag(f"dc=devcontainer://{folder}").path == "/workspaces/proj"
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("devcontainer://host/src", "names a folder here"),
+        ("devcontainer:///", "names no folder"),
+        ("devcontainer:///nowhere/at/all", "no .devcontainer/devcontainer.json"),
+        ("devcontainer://{folder}?runtime=lxc", "?runtime= is podman or docker"),
+        ("devcontainer://{folder}?image=x", "unknown URL parameter image"),
+    ],
+)
+def test_a_devcontainer_url_that_cannot_be_used_says_why(
+    tmp_path: Path, url: str, words: str
+) -> None:
+    folder = dev_folder(tmp_path)
+    with pytest.raises(MachineError, match=re.escape(words)):
+        machines.parse_flag(f"dc={url.format(folder=folder)}")
+
+
+def test_what_devcontainer_up_says_is_the_container_reached(tmp_path: Path) -> None:
+    spec = machines.parse_flag(f"dc=devcontainer://{dev_folder(tmp_path)}?runtime=podman")
+    said = (
+        "[2026-12-05T15:01:20.419Z] a log line\n"
+        '{"outcome":"success","containerId":"69790abeacc8740ac3c8bd3b","remoteUser":"vscode",'
+        '"remoteWorkspaceFolder":"/workspaces/proj"}\n'
+    )
+    there = machines.up_container(spec, said)
+    assert (there.scheme, there.host, there.user, there.path) == (
+        "podman",
+        "69790abeacc8",
+        "vscode",
+        "/workspaces/proj",
+    )
+    assert machines.exec_server_argv(there, ["ssh"])[:6] == [
+        "podman",
+        "exec",
+        "-i",
+        "--user",
+        "vscode",
+        "69790abeacc8",
+    ]
+    failed = '{"outcome":"error","message":"Command failed: podman run","description":"An error"}'
+    with pytest.raises(MachineError, match=r"devcontainer up for .* failed: Command failed"):
+        machines.up_container(spec, failed)
+    with pytest.raises(MachineError, match="failed: no answer"):
+        machines.up_container(spec, "")
+    elsewhere = said.replace("/workspaces/proj", "/home/vscode/proj")
+    with pytest.raises(MachineError, match=r"add \?path=/home/vscode/proj"):
+        machines.up_container(spec, elsewhere)
 
 
 def test_an_ssh_url_names_user_host_port_folder_and_remote_codex() -> None:

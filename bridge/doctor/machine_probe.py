@@ -104,6 +104,8 @@ async def probe_all(
     async def one(i: int, spec: MachineSpec) -> None:
         if spec.ssh:
             found[i] = await probe_ssh(spec, ssh, local_version)
+        elif spec.scheme == spec_of.DEVCONTAINER:
+            found[i] = await probe_devcontainer(spec, ssh, local_version)
         elif spec.relayed:
             found[i] = await probe_place(spec, ssh, local_version)
         else:
@@ -190,6 +192,47 @@ async def probe_ssh(
             return _with(found, server=server)
     finally:
         await close_ssh(process)
+
+
+async def probe_devcontainer(
+    spec: MachineSpec, ssh: list[str], local_version: str | None
+) -> MachineFound:
+    """A dev container: the one up for its folder (the devcontainers CLI labels it with
+    ``devcontainer.local_folder``), reached as a container. Doctor brings none up: one
+    that is not up is said so, with the command that would (the link runs it at the
+    first prompt there)."""
+    runtime = spec.runtime or "docker"
+    found = MachineFound(
+        name=spec.name, where=spec.where(), ssh=True, kind=spec.scheme, codex=spec.codex
+    )
+    up = shlex.join(spec_of.up_argv(spec))
+    argv = [runtime, "ps", "--quiet", "--filter", f"label=devcontainer.local_folder={spec.host}"]
+    try:
+        with trio.move_on_after(REACH_SECONDS):
+            done = await trio.run_process(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                words = _words(done.stderr.decode(errors="replace"))
+                return _with(found, unreachable=f"{runtime} ps: {words or done.returncode}")
+            running = done.stdout.decode(errors="replace").split()
+            if not running:
+                return _with(
+                    found,
+                    unreachable=(
+                        f"not up (the bridge brings it up at the first prompt there; to check "
+                        f"it now: {up})"
+                    ),
+                )
+            container = replace(spec, scheme=runtime, host=running[0][:12], runtime="")
+            return replace(await probe_place(container, ssh, local_version), name=spec.name)
+        return _with(found, unreachable=f"{runtime} ps took over {REACH_SECONDS:.0f} s")
+    except OSError as exc:
+        return _with(found, unreachable=could_not_run(argv, exc))
 
 
 async def probe_place(

@@ -71,6 +71,8 @@ logging.getLogger(f"{__name__}.websockets").setLevel(logging.WARNING)
 CHECK_SECONDS = 30.0
 #: How long copying Codex into a container may take (some 400 MB).
 COPY_SECONDS = 300.0
+#: How long ``devcontainer up`` may take (it may build an image, and pull one).
+UP_SECONDS = 900.0
 #: Between attempts to bring a dropped link back: doubling up to the last.
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 #: A frame or a line: the exec-server carries whole files and outputs.
@@ -131,8 +133,23 @@ class Link:
     codex_back: trio.Event = field(default_factory=trio.Event)
     #: The Codex the bridge brought into the container, once found working there.
     brought: str | None = None
-    #: Held while a check may bring Codex (one copy at a time).
+    #: Held while a check may bring Codex (one copy at a time), or a dev container up.
     bringing: trio.Lock = field(default_factory=trio.Lock)
+    #: A dev container, once ``devcontainer up`` said which: the container reached.
+    container: MachineSpec | None = None
+
+    @property
+    def prepared(self) -> bool:
+        """Whether a check prepares the place before anything runs there: brings Codex
+        into it, or brings a dev container up."""
+        return bool(self.spec.bring) or self.spec.scheme == spec_of.DEVCONTAINER
+
+    @property
+    def ready(self) -> bool:
+        """Whether what a check prepares is there (as far as this process knows)."""
+        if self.spec.scheme == spec_of.DEVCONTAINER and self.container is None:
+            return False
+        return not self.spec.bring or self.brought is not None
 
 
 class MachineLinks:
@@ -285,7 +302,7 @@ class MachineLinks:
             if not hmac.compare_digest(given.encode(), expected.encode()):
                 log.warning("machine %s: a connection without its token refused", link.spec.name)
                 return Response(401, "Unauthorized", Headers([("Content-Length", "0")]), b"")
-            if link.spec.bring and link.bringing.locked():
+            if link.prepared and link.bringing.locked():
                 # Codex is being brought there (a copy takes seconds, more than Codex waits
                 # for a connection's first answer): Codex comes back in a moment.
                 link.codex_failed = trio.current_time()
@@ -340,20 +357,57 @@ class MachineLinks:
         spec = link.spec
         if not spec.relayed:
             return await _check_tcp(spec)
-        if not spec.bring:
+        if not link.prepared:
             return (await self._check_codex(link, spec))[0]
         async with link.bringing:
+            if spec.scheme == spec_of.DEVCONTAINER:
+                why = await self._up(link)
+                if why is not None:
+                    return why
+                if not spec.bring:
+                    return (await self._check_codex(link, self.in_use(link)))[0]
             return await self._check_or_bring(link)
 
     def in_use(self, link: Link) -> MachineSpec:
-        """The machine as the link reaches it: with the Codex brought there, if it was."""
-        return replace(link.spec, codex=link.brought) if link.brought else link.spec
+        """The machine as the link reaches it: a dev container as the container it is,
+        with the Codex brought there, if it was."""
+        place = link.container or link.spec
+        return replace(place, codex=link.brought) if link.brought else place
+
+    async def _up(self, link: Link) -> str | None:
+        """Bring the dev container up (or find it up) with the devcontainers CLI, and
+        reach it from now on; else why not, in the CLI's words."""
+        spec = link.spec
+        argv = spec_of.up_argv(spec)
+        done = await _finished(argv, UP_SECONDS)
+        if isinstance(done, trio.TooSlowError):
+            return f"devcontainer up for {spec.host} took over {UP_SECONDS:.0f} s"
+        if isinstance(done, OSError):
+            return could_not_run(argv, done) + (
+                " (the devcontainers CLI: npm install -g @devcontainers/cli)"
+                if isinstance(done, FileNotFoundError)
+                else ""
+            )
+        try:
+            container = spec_of.up_container(spec, done.stdout.decode(errors="replace"))
+        except spec_of.MachineError as exc:
+            lines = [line.strip() for line in done.stderr.decode(errors="replace").splitlines()]
+            said = [line for line in lines if line.startswith("Error")][-1:]
+            return "; ".join([str(exc), *said])
+        if link.container is None or link.container.host != container.host:
+            if link.container is not None:  # made anew: what was brought is gone
+                link.brought = None
+            log.info(
+                "machine %s: the dev container of %s is %s", spec.name, spec.host, container.where()
+            )
+        link.container = container
+        return None
 
     async def ready_spec(self, spec: MachineSpec) -> MachineSpec:
         """``spec`` as the link reaches it, the Codex brought first if it must be (for a
         connection of the bridge's own: a rewind's); :class:`MachineError` says why not."""
         link = self.links.get(spec.name)
-        if link is None or not spec.bring or link.brought:
+        if link is None or link.ready:
             return self.in_use(link) if link is not None else spec
         why = await self.check(link)
         if why is not None:
@@ -379,7 +433,7 @@ class MachineLinks:
         return mismatch, "other" if mismatch else "ok"
 
     async def _check_or_bring(self, link: Link) -> str | None:
-        spec = link.spec
+        spec = link.container or link.spec
         if link.brought:  # brought before: still there (a container made anew has not)?
             why, kind = await self._check_codex(link, self.in_use(link))
             if why is None or kind == "failed":
@@ -395,7 +449,7 @@ class MachineLinks:
     async def _bring(self, link: Link) -> str | None:
         """Copy this bridge's Codex into the container (unless a copy is there already) and
         use it; else why not, in one line naming the machine."""
-        spec = link.spec
+        spec = link.container or link.spec
         cannot = f"cannot bring Codex into {spec.where()}"
         name_one = f"install Codex there and name it with {spec_of.codex_hint(spec)}"
         local = await self.local_version()
@@ -548,7 +602,7 @@ class MachineLinks:
     def _daemon_brings(self, link: Link) -> bool:
         """Whether the daemon's link is at work on a machine whose Codex the bridge brings
         (this editor's check leaves the container to it and follows its word)."""
-        if self._published is None or not link.spec.bring:
+        if self._published is None or not link.prepared:
             return False
         return self._published().get(link.spec.name, ("", ""))[0] == "connecting"
 
@@ -558,7 +612,7 @@ class MachineLinks:
         Codex into a container) as long as that may take."""
         assert self._published is not None
         down_until = trio.current_time() + CODEX_RETRY_SECONDS
-        with trio.move_on_after(CHECK_SECONDS + COPY_SECONDS):
+        with trio.move_on_after(CHECK_SECONDS + UP_SECONDS + COPY_SECONDS):
             while True:
                 word = self._published().get(link.spec.name, ("", ""))
                 link.heard = word
@@ -603,7 +657,7 @@ class MachineLinks:
         """One of Codex's connections to ``link``: an exec-server over ssh (or in a
         container, or through a command), line by frame."""
         spec = link.spec
-        if spec.bring and not link.brought:
+        if not link.ready:
             # Codex connected before a check brought its Codex there. Held through a copy,
             # Codex would give up on this connection (after some 10 s) and pause before
             # the next; closed now, it comes back in a moment, and the check (the link
@@ -611,7 +665,7 @@ class MachineLinks:
             # connected once one of its connections is there.
             link.codex_failed = trio.current_time()
             self._check_soon(link)
-            await connection.aclose(1013, "Codex is being brought there")
+            await connection.aclose(1013, "the machine is being prepared")
             return
         link.codex_coming += 1
         argv = spec_of.exec_server_argv(self.in_use(link), self.ssh)
