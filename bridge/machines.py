@@ -87,8 +87,16 @@ RUNTIMES = ("podman", "docker")
 COMMAND = "command"
 #: A folder's dev container, brought up with the devcontainers CLI.
 DEVCONTAINER = "devcontainer"
+#: A fresh container for each session, from an image (a machines-file entry ``image =``).
+SANDBOX = "sandbox"
 #: The kinds of machine the bridge reaches with a command of its own (and relays).
-RELAYED = ("ssh", *RUNTIMES, COMMAND, DEVCONTAINER)
+RELAYED = ("ssh", *RUNTIMES, COMMAND, DEVCONTAINER, SANDBOX)
+#: Where a session's container has this bridge's Codex (its vendor folder, read-only).
+SANDBOX_CODEX_DIR = "/opt/codex-acp-bridge-codex"
+#: The labels of a session's container: the machine it is of, and the process that made
+#: it (``PID:START``, its start time in clock ticks since boot: a pid is reused).
+SANDBOX_LABEL = "codex-acp-bridge.machine"
+OWNER_LABEL = "codex-acp-bridge.owner"
 #: What :attr:`MachineSpec.bring` may be besides ``""``.
 BRING_IF_NEEDED = "if-needed"
 BRING_ALWAYS = "always"
@@ -124,8 +132,15 @@ class MachineSpec:
     #: missing or of another version, :data:`BRING_ALWAYS` (``?codex=auto``).
     bring: str = ""
     #: A dev container's runtime (``--docker-path``): ``podman``, ``docker`` (``""``: the
-    #: CLI's default, docker).
+    #: CLI's default, docker); a sandbox's (``podman`` or ``docker``).
     runtime: str = ""
+    #: A sandbox's image, and what its containers are given: the session's folders
+    #: mounted at their own paths (``mount``), a ``--network`` (``""``: the runtime's
+    #: default), more ``run`` arguments.
+    image: str = ""
+    mount: bool = True
+    network: str = ""
+    run_args: tuple[str, ...] = ()
 
     @property
     def ssh(self) -> bool:
@@ -145,6 +160,8 @@ class MachineSpec:
             return f"{self.scheme} container {self.host}{user}"
         if self.scheme == DEVCONTAINER:
             return f"the dev container of {self.host}"
+        if self.scheme == SANDBOX:
+            return f"a {self.runtime} container of {self.image} for each session"
         if self.scheme == COMMAND:
             return shlex.join(self.command)
         user = f"{self.user}@" if self.user else ""
@@ -360,6 +377,83 @@ def up_container(spec: MachineSpec, stdout: str) -> MachineSpec:
     )
 
 
+def sandbox_machine(name: str, table: Mapping[str, object]) -> MachineSpec:
+    """A machines-file entry ``image = "IMAGE"``: a fresh container for each session."""
+    if not _NAME.fullmatch(name) or name == "local" or SESSION_MARK in name:
+        raise MachineError(
+            f"machine name {name!r}: letters, digits, '.', '_' and '-' (and not 'local', "
+            "which is this machine)"
+        )
+    image, runtime = table.get("image"), table.get("runtime", "podman")
+    if not isinstance(image, str) or not image or image.startswith("-"):
+        raise MachineError(f'machine {name}: image names an image, e.g. "debian:bookworm"')
+    if runtime not in RUNTIMES:
+        raise MachineError(f'machine {name}: runtime is "podman" or "docker", not {runtime!r}')
+    mount = table.get("mount", "folders")
+    if mount not in ("folders", "none"):
+        raise MachineError(
+            f'machine {name}: mount is "folders" (the session\'s, at their own paths: the '
+            f'default) or "none", not {mount!r}'
+        )
+    network = table.get("network", "")
+    if not isinstance(network, str) or network.startswith("-"):
+        raise MachineError(f'machine {name}: network is a network mode, e.g. "none"')
+    run_args = table.get("run_args", [])
+    if not isinstance(run_args, list) or not all(isinstance(a, str) for a in run_args):
+        raise MachineError(f'machine {name}: run_args is a list of words, e.g. ["--memory", "2g"]')
+    return MachineSpec(
+        name=name,
+        # What the daemon publishes, and what tells two of them apart.
+        url=f"{SANDBOX}:{runtime}:{image}",
+        scheme=SANDBOX,
+        host=image,
+        codex=f"{SANDBOX_CODEX_DIR}/bin/codex",
+        runtime=str(runtime),
+        image=image,
+        mount=mount == "folders",
+        network=network,
+        run_args=tuple(run_args),
+        description=str(table.get("description", "")),
+    )
+
+
+#: Between a per-session machine's name and the thread's id (``bridge.engine``'s own).
+SESSION_MARK = "@"
+
+
+def sandbox_container(spec: MachineSpec, thread_id: str) -> str:
+    """The container of thread ``thread_id`` on sandbox ``spec``: named after both, so a
+    person finds it (``podman ps``)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "-", thread_id)
+    return f"codex-acp-bridge-{spec.name}-{safe}"
+
+
+def sandbox_run_argv(
+    spec: MachineSpec, container: str, codex_dir: Path, folders: Iterable[str], owner: str
+) -> list[str]:
+    """What makes a session's container: from ``spec``'s image, this bridge's Codex
+    (``codex_dir``, its vendor folder) mounted read-only at :data:`SANDBOX_CODEX_DIR`, the
+    session's ``folders`` at their own paths (unless ``mount = "none"``), labelled with its
+    machine and ``owner``; it sleeps until removed, and each link runs the exec-server in
+    it."""
+    argv = [spec.runtime, "run", "--detach", "--name", container]
+    argv += ["--label", f"{SANDBOX_LABEL}={spec.name}", "--label", f"{OWNER_LABEL}={owner}"]
+    argv += ["--volume", f"{codex_dir}:{SANDBOX_CODEX_DIR}:ro"]
+    if spec.mount:
+        for folder in folders:
+            argv += ["--volume", f"{folder}:{folder}"]
+    if spec.network:
+        argv += ["--network", spec.network]
+    return [*argv, *spec.run_args, spec.image, "sleep", "infinity"]
+
+
+def sandbox_box(spec: MachineSpec, environment: str, container: str) -> MachineSpec:
+    """A session's container as the machine its link reaches (named by its environment)."""
+    return replace(
+        spec, name=environment, scheme=spec.runtime, host=container, image="", run_args=()
+    )
+
+
 def command_machine(
     name: str, command: object, *, codex: object = "codex", path: object = ""
 ) -> MachineSpec:
@@ -445,6 +539,26 @@ def read_machines_file(path: Path) -> list[MachineSpec]:
         raise MachineError(f"{path}: {exc}") from None
     found = []
     for name, table in tables.items():
+        if isinstance(table, dict) and "image" in table:
+            unknown = set(table) - {
+                "image",
+                "runtime",
+                "mount",
+                "network",
+                "run_args",
+                "description",
+            }
+            if unknown:
+                raise MachineError(
+                    f"{path}: [{name}] has unknown keys: {', '.join(sorted(unknown))} (a "
+                    "machine of a container per session takes image, runtime, mount, network, "
+                    "run_args and description)"
+                )
+            try:
+                found.append(sandbox_machine(name, table))
+            except MachineError as exc:
+                raise MachineError(f"{path}: {exc}") from None
+            continue
         if isinstance(table, dict) and "command" in table:
             unknown = set(table) - {"command", "codex", "path", "description"}
             if unknown:

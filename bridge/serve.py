@@ -591,6 +591,7 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
                 "machines": [
                     {"name": o.name, "path": o.path, "description": o.description}
                     | ({"url": o.registration.url} if o.registration else {})
+                    | ({"perSession": True} if o.per_session else {})
                     for o in (links.offers() if links is not None else [])
                 ],
             }

@@ -9,6 +9,7 @@ where it acts, and a prompt on a machine waits for its link or fails naming it.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -695,6 +696,43 @@ def test_codex_connected_to_a_machine_lets_a_waiting_prompt_go() -> None:
     assert h.codex_request("turn/start")["params"]["environments"][0]["environmentId"] == "box"
 
 
+SANDBOX = MachineOffer(
+    name="sandbox",
+    description="a podman container of debian for each session",
+    registration=Registration("ws://127.0.0.1:40002", "tok-456"),
+    per_session=True,
+)
+
+
+def test_a_per_session_machine_gives_each_session_an_environment_of_its_own() -> None:
+    """Registered at the session's first prompt there (not at the handshake), its URL the
+    machine's with the thread as its path; wanted with the session's folders; the turn
+    acts in it, in the session's own folder; released when the session closes."""
+    h = Harness(machines=[SANDBOX])
+    assert not [m for m in h.to_codex if m.get("method") == "environment/add"]
+    opened(h)
+    pick(h, "sandbox")
+    prompt(h)
+    own = "sandbox@thread-1"
+    added = h.codex_request("environment/add")
+    assert added["params"] == {
+        "environmentId": own,
+        "execServerUrl": "ws://127.0.0.1:40002/thread-1",
+        "authBearerToken": "tok-456",
+    }
+    assert h.machines_wanted == [own] and h.machine_folders[own] == ("/work",)
+    h.codex_reply(added["id"], {})
+    h.machine_changed(own, "connected")
+    start = h.codex_request("turn/start")
+    [environment] = start["params"]["environments"]
+    assert (environment["environmentId"], environment["cwd"]) == (own, "/work")
+    h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
+    h.complete_turn("thread-1")
+    assert h.machines_released == []
+    h.client_request("session/close", {"sessionId": "thread-1"})
+    assert h.machines_released == [own]
+
+
 def test_a_machine_the_daemon_registers_is_offered_and_not_registered_again() -> None:
     theirs = MachineOffer(name="box", path="/home/remote/ws", description="a box")
     h = Harness(ready=False, catalog=False, machines=[theirs])
@@ -730,3 +768,50 @@ def test_a_reader_asking_often_sees_a_pick_once_the_file_changed(tmp_path: Path)
     assert reader.cached("t1") == "box"
     ThreadMachines(path).set("t1", "gpu-host")
     assert reader.cached("t1") == "gpu-host"
+
+
+def test_a_container_per_session_is_a_machines_file_entry_with_an_image(tmp_path: Path) -> None:
+    path = tmp_path / "machines.toml"
+    path.write_text(
+        '[sandbox]\nimage = "debian:bookworm"\nruntime = "podman"\nmount = "none"\n'
+        'network = "none"\nrun_args = ["--memory", "2g"]\n'
+    )
+    [spec] = machines.read_machines_file(path)
+    assert (spec.scheme, spec.image, spec.runtime, spec.mount, spec.network) == (
+        "sandbox",
+        "debian:bookworm",
+        "podman",
+        False,
+        "none",
+    )
+    assert spec.where() == "a podman container of debian:bookworm for each session"
+    name = machines.sandbox_container(spec, "019a-thread")
+    assert name == "codex-acp-bridge-sandbox-019a-thread"
+    argv = machines.sandbox_run_argv(spec, name, Path("/v"), ["/work"], "12:34")
+    assert argv[:4] == ["podman", "run", "--detach", "--name"]
+    assert "/v:/opt/codex-acp-bridge-codex:ro" in argv and "/work:/work" not in argv
+    assert argv[-5:] == ["--memory", "2g", "debian:bookworm", "sleep", "infinity"]
+    assert f"{machines.OWNER_LABEL}=12:34" in argv
+    mounted = replace(spec, mount=True)
+    assert "/work:/work" in machines.sandbox_run_argv(mounted, name, Path("/v"), ["/work"], "")
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ('image = ""', "image names an image"),
+        ('image = "x"\nruntime = "lxc"', 'runtime is "podman" or "docker"'),
+        ('image = "x"\nmount = "some"', 'mount is "folders"'),
+        ('image = "x"\nnetwork = "--privileged"', "network is a network mode"),
+        ('image = "x"\nrun_args = "--privileged"', "run_args is a list of words"),
+        ('image = "x"\nurl = "ssh://box"', "unknown keys: url"),
+    ],
+)
+def test_a_container_per_session_written_wrong_names_the_file(
+    tmp_path: Path, entry: str, words: str
+) -> None:
+    path = tmp_path / "machines.toml"
+    path.write_text(f"[sandbox]\n{entry}\n")
+    with pytest.raises(MachineError, match=re.escape(words)) as caught:
+        machines.read_machines_file(path)
+    assert str(path) in str(caught.value)
