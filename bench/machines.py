@@ -278,11 +278,11 @@ def ms(seconds: float) -> str:
 
 
 def spread(seconds: list[float]) -> str:
-    return f"{min(seconds) * 1000:.0f}-{max(seconds) * 1000:.0f}"
+    return f"{min(seconds) * 1000:.0f}..{max(seconds) * 1000:.0f}"
 
 
 def table(runs: list[Run], machines: list[str]) -> list[str]:
-    header = ["", "median", "min-max", "ratio", "per run", "range"]
+    header = ["", "median", "min..max", "ratio", "per run", "range"]
     rows = [header]
     for measure in MEASURES:
         rows.append([measure])
@@ -298,7 +298,7 @@ def table(runs: list[Run], machines: list[str]) -> list[str]:
                     spread(there),
                     f"{statistics.median(there) / statistics.median(local):.2f}",
                     f"{statistics.median(per_run):.2f}",
-                    f"{min(per_run):.2f}-{max(per_run):.2f}",
+                    f"{min(per_run):.2f}..{max(per_run):.2f}",
                 ]
             )
 
@@ -385,7 +385,7 @@ async def main(runs: int, url: str | None, ssh_command: str | None, containers: 
         print(f"  machine {SSH}: {ssh.about}")
         async with AsyncExitStack() as stack:
             fixed = [ssh]
-            why = await containers_missing(env) if containers else "--no-containers"
+            why = await containers_missing(env) if containers else "--no-containers given"
             if why is None:
                 try:
                     fixed.append(
