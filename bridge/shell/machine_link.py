@@ -140,6 +140,9 @@ class Link:
     container: MachineSpec | None = None
     #: A session's own container on a sandbox machine: what makes it.
     box: Box | None = None
+    #: Whether this process runs the link (its listener, or a ws machine it registers),
+    #: not only checks it (an editor attached to the daemon, whose links the daemon runs).
+    here: bool = True
 
     @property
     def prepared(self) -> bool:
@@ -203,8 +206,10 @@ class MachineLinks:
         #: Which machine each thread works on, for the next bridge.
         self.store = ThreadMachines()
         for spec in specs:
-            if not relay:
-                link = Link(spec, "", None)
+            if not relay and spec.scheme != spec_of.SANDBOX:
+                # The daemon's link; a sandbox machine's, each session's container, is run
+                # by the bridge of the session (the daemon offers none).
+                link = Link(spec, "", None, here=False)
             elif spec.relayed:
                 # Bound now, before trio runs, so that the engine built before it can
                 # register the URL; served from run().
@@ -228,7 +233,7 @@ class MachineLinks:
                 name=name,
                 path=link.spec.path,
                 description=link.spec.description or link.spec.where(),
-                registration=Registration(link.url, link.token) if self.relay else None,
+                registration=Registration(link.url, link.token) if link.here else None,
                 per_session=link.spec.scheme == spec_of.SANDBOX,
             )
             for name, link in self.links.items()
@@ -251,11 +256,11 @@ class MachineLinks:
         if link is None:
             self.on_change(name, "down", f"no machine named {name}")
             return
-        if link.state == "connected" and self.relay:
+        if link.state == "connected" and link.here:
             # The relay sees a drop at once: connected is what it is.
             self.on_change(name, "connected", "")
             return
-        if self._published is not None:
+        if self._published is not None and not link.here:
             # The daemon's relay: its word, read now, unless it says the link is down.
             word = self._published().get(name, ("", ""))
             link.heard = word
@@ -737,10 +742,11 @@ class MachineLinks:
         reached it, or the pause is over. An editor attached to the daemon knows neither
         but from the daemon's word (``down`` or ``connecting`` until then): it waits for
         that word to change, as long at most."""
-        if self._published is not None:
-            await self._daemon_connects(link)
+        if not link.here:
+            if self._published is not None:
+                await self._daemon_connects(link)
             return
-        if not self.relay or link.codex_on:
+        if link.codex_on:
             return
         if link.codex_coming:
             # One of Codex's connections is on its way (a copy of Codex held it): until it
@@ -758,7 +764,7 @@ class MachineLinks:
     def _daemon_brings(self, link: Link) -> bool:
         """Whether the daemon's link is at work on a machine whose Codex the bridge brings
         (this editor's check leaves the container to it and follows its word)."""
-        if self._published is None or not link.prepared:
+        if self._published is None or not link.prepared or link.here:
             return False
         return self._published().get(link.spec.name, ("", ""))[0] == "connecting"
 
