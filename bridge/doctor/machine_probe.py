@@ -152,7 +152,11 @@ async def probe_ssh(
     reach_seconds: float = REACH_SECONDS,
     initialize_seconds: float = INITIALIZE_SECONDS,
 ) -> MachineFound:
-    """Reach ``spec`` over ssh as the link does (see the module docstring)."""
+    """Reach ``spec`` over ssh as the link does (see the module docstring). With
+    ``?codex=auto``: the Codex the bridge brought to the user's cache folder there, once
+    it has."""
+    if spec.bring and local_version:
+        spec = await _brought_to(spec, ssh, local_version, reach_seconds)
     found = MachineFound(
         name=spec.name,
         where=spec.where(),
@@ -383,6 +387,25 @@ class _Stderr(StderrTail):
     def text(self) -> str:
         whole = super().text()
         return whole[self._mark :] if self._mark <= len(whole) else whole
+
+
+async def _brought_to(
+    spec: MachineSpec, ssh: list[str], local_version: str, seconds: float
+) -> MachineSpec:
+    """``spec`` with the Codex the bridge brought to the ssh machine's cache folder, when
+    that machine says where that is; else ``spec`` as it is."""
+    with trio.move_on_after(seconds), contextlib.suppress(OSError):
+        done = await trio.run_process(
+            spec_of.ssh_argv(spec, ssh, spec_of.SSH_FACTS),
+            stdin=subprocess.DEVNULL,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+        facts = spec_of.ssh_facts(done.stdout.decode(errors="replace"), local_version)
+        if done.returncode == 0 and facts is not None:
+            return replace(spec, codex=f"{facts[1]}/bin/codex")
+    return spec
 
 
 async def _brought_there(

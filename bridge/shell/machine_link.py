@@ -608,10 +608,15 @@ class MachineLinks:
         return await self._bring(link)
 
     async def _bring(self, link: Link) -> str | None:
-        """Copy this bridge's Codex into the container (unless a copy is there already) and
-        use it; else why not, in one line naming the machine."""
+        """Copy this bridge's Codex into the container, or the ssh machine's cache folder
+        (unless a copy is there already), and use it; else why not, in one line naming the
+        machine."""
         spec = link.container or link.spec
-        cannot = f"cannot bring Codex into {spec.where()}"
+        cannot = (
+            f"cannot bring Codex into {spec.where()}"
+            if not spec.ssh
+            else (f"cannot bring Codex to {spec.where()}")
+        )
         name_one = f"install Codex there and name it with {spec_of.codex_hint(spec)}"
         local = await self.local_version()
         found = spec_of.vendor_folder(self.codex_program) if self.codex_program else None
@@ -626,7 +631,14 @@ class MachineLinks:
                 f"{cannot}: this bridge's Codex is {version}, the one it works with {local}: "
                 f"{name_one}"
             )
-        folder = spec_of.brought_folder(local)
+        platform = ""
+        if spec.ssh:
+            facts = await self._ssh_facts(spec, local)
+            if facts.startswith("!"):
+                return f"{cannot}: {facts[1:]}"
+            platform, _, folder = facts.partition(" ")
+        else:
+            folder = spec_of.brought_folder(local)
         there = replace(spec, codex=f"{folder}/bin/codex")
         why, kind = await self._check_codex(link, there)
         if why is None:
@@ -639,20 +651,20 @@ class MachineLinks:
             )
             link.brought = there.codex
             return None
-        remove = f"remove it ({spec.scheme} exec {spec.host} rm -rf {folder}) and try again"
+        remove = f"remove it ({shlex.join(self._removal(spec, folder))}) and try again"
         if kind != "missing":
             return (
                 why
                 if kind == "failed"
                 else f"{cannot}: {folder} there holds no working Codex {local} ({why}): {remove}"
             )
-        platform = await self._platform(spec)
+        platform = platform or await self._platform(spec)
         if platform.startswith("!"):
             return f"{cannot}: {platform[1:]}"
         if not spec_of.runs_there(target, platform):
             return (
-                f"{cannot}: the container is {platform}, this bridge's Codex is built for "
-                f"{target}: {name_one}"
+                f"{cannot}: {'it' if spec.ssh else 'the container'} is {platform}, this "
+                f"bridge's Codex is built for {target}: {name_one}"
             )
         log.info(
             "machine %s: no Codex %s in %s: copying this bridge's (%s) to %s",
@@ -667,14 +679,14 @@ class MachineLinks:
         # same moment (the daemon's and an editor's), never leaves a half folder at
         # ``folder``; of two copies the first renamed is used, the other removed.
         part = f"{folder}.part-{secrets.token_hex(4)}"
-        failed = await _run(spec_of.copy_argv(spec, source, part), COPY_SECONDS)
+        failed = await _run(spec_of.copy_argv(spec, source, part, self.ssh), COPY_SECONDS)
         renamed: str | None = None
         if failed is None:
-            renamed = await _run(spec_of.rename_argv(spec, part, folder), CHECK_SECONDS)
+            renamed = await _run(spec_of.rename_argv(spec, part, folder, self.ssh), CHECK_SECONDS)
             if renamed is not None:
                 log.info("machine %s: not renamed to %s (%s)", spec.name, folder, renamed)
         if failed is not None or renamed is not None:
-            await _run(spec_of.remove_argv(spec, part), CHECK_SECONDS)
+            await _run(spec_of.remove_argv(spec, part, self.ssh), CHECK_SECONDS)
         if failed is not None:
             return f"{cannot}: {failed}"
         why, _kind = await self._check_codex(link, there)
@@ -692,6 +704,24 @@ class MachineLinks:
         )
         link.brought = there.codex
         return None
+
+    def _removal(self, spec: MachineSpec, folder: str) -> list[str]:
+        """What a person runs to remove ``folder`` there: as the bridge would, without its
+        ssh options (a terminal's ssh)."""
+        if spec.ssh:
+            return [*self.ssh, spec.host, shlex.join(["rm", "-rf", folder])]
+        return [spec.scheme, "exec", spec.host, "rm", "-rf", folder]
+
+    async def _ssh_facts(self, spec: MachineSpec, version: str) -> str:
+        """``PLATFORM FOLDER`` of an ssh machine (:func:`bridge.machines.ssh_facts`), or
+        ``!`` and why they are not known."""
+        said = await _output(spec_of.ssh_argv(spec, self.ssh, spec_of.SSH_FACTS))
+        if said.startswith("!"):
+            return said
+        facts = spec_of.ssh_facts(said, version)
+        if facts is None:
+            return f"!{spec.where()} said {said!r} of itself, not its system and a folder"
+        return " ".join(facts)
 
     async def _platform(self, spec: MachineSpec) -> str:
         """The container's platform (``linux/amd64``), or ``!`` and why it is not known."""
