@@ -226,13 +226,7 @@ async def probe_devcontainer(
     argv = [runtime, "ps", "--quiet", "--filter", f"label=devcontainer.local_folder={spec.host}"]
     try:
         with trio.move_on_after(REACH_SECONDS):
-            done = await trio.run_process(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+            done = await _ran(argv)
             if done.returncode != 0:
                 words = _words(done.stderr.decode(errors="replace"))
                 return _with(found, unreachable=f"{runtime} ps: {words or done.returncode}")
@@ -274,13 +268,7 @@ async def probe_sandbox(
     argv = spec_of.sandbox_run_argv(spec, container, vendor[0], (), process_owner())
     try:
         with trio.move_on_after(REACH_SECONDS * 3) as waited:
-            done = await trio.run_process(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+            done = await _ran(argv)
         if waited.cancelled_caught:
             return _with(
                 found, unreachable=f"{spec.runtime} run took over {REACH_SECONDS * 3:.0f} s"
@@ -294,13 +282,7 @@ async def probe_sandbox(
         return _with(found, unreachable=could_not_run(argv, exc))
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(REACH_SECONDS):
-            await trio.run_process(
-                [spec.runtime, "rm", "--force", "--time", "0", container],
-                stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+            await _ran([spec.runtime, "rm", "--force", "--time", "0", container])
 
 
 async def probe_place(
@@ -329,13 +311,7 @@ async def probe_place(
     started = time.monotonic()
     try:
         with trio.move_on_after(reach_seconds) as waited:
-            done = await trio.run_process(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+            done = await _ran(argv)
     except OSError as exc:
         return _with(found, unreachable=could_not_run(argv, exc))
     took = time.monotonic() - started
@@ -395,13 +371,7 @@ async def _brought_to(
     """``spec`` with the Codex the bridge brought to the ssh machine's cache folder, when
     that machine says where that is; else ``spec`` as it is."""
     with trio.move_on_after(seconds), contextlib.suppress(OSError):
-        done = await trio.run_process(
-            spec_of.ssh_argv(spec, ssh, spec_of.SSH_FACTS),
-            stdin=subprocess.DEVNULL,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
+        done = await _ran(spec_of.ssh_argv(spec, ssh, spec_of.SSH_FACTS))
         facts = spec_of.ssh_facts(done.stdout.decode(errors="replace"), local_version)
         if done.returncode == 0 and facts is not None:
             return replace(spec, codex=f"{facts[1]}/bin/codex")
@@ -415,13 +385,7 @@ async def _brought_there(
     there and of ``local_version``; else ``spec`` as it is."""
     there = replace(spec, codex=f"{spec_of.brought_folder(local_version)}/bin/codex")
     with trio.move_on_after(seconds), contextlib.suppress(OSError):
-        done = await trio.run_process(
-            spec_of.version_argv(there, ssh),
-            stdin=subprocess.DEVNULL,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
+        done = await _ran(spec_of.version_argv(there, ssh))
         said = spec_of.codex_version(done.stdout.decode(errors="replace"))
         if done.returncode == 0 and said == local_version:
             return there
@@ -618,6 +582,13 @@ def _tcp_failure(exc: OSError) -> str:
         if said:
             return "; ".join(dict.fromkeys(said))
     return str(exc.strerror or exc)
+
+
+async def _ran(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """``argv`` run to its end, its output kept, nothing on its stdin."""
+    return await trio.run_process(
+        argv, stdin=subprocess.DEVNULL, capture_stdout=True, capture_stderr=True, check=False
+    )
 
 
 def _words(stderr: str) -> str:
