@@ -106,6 +106,37 @@ async def test_writer_keeps_order_and_applies_back_pressure_in_bytes() -> None:
     assert sent == [str(n).encode() for n in range(10)]
 
 
+async def test_a_writer_that_stops_releases_what_waits_on_it() -> None:
+    """The Codex side cancels its connection's writer when that connection ends: a reader
+    held back by the writer's ceiling, or a wait for it to drain, must not stay parked on a
+    writer nobody runs any more (the client would never be read again)."""
+
+    class StuckStream(WaitingSends):
+        async def send_batch(self, messages: list[bytes]) -> None:
+            await trio.sleep_forever()
+
+    writer = Writer(StuckStream(), Outbox(ceiling=3))  # type: ignore[arg-type]
+    released: list[str] = []
+
+    async def wait(name: str, until: Callable[[], Awaitable[None]]) -> None:
+        await until()
+        released.append(name)
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            with trio.CancelScope() as writing:
+                nursery.start_soon(wait, "below ceiling", writer.wait_below_ceiling)
+                nursery.start_soon(wait, "empty", writer.wait_empty)
+                for n in range(10):
+                    writer.put(ToCodex(str(n).encode()))
+                async with trio.open_nursery() as inner:
+                    inner.start_soon(writer.run)
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert released == [], "the writer is stuck: both wait"
+                    writing.cancel()
+    assert sorted(released) == ["below ceiling", "empty"]
+
+
 def _chunk(session_id: str, text: str) -> ToClient:
     return update_effect(
         session_id,

@@ -81,6 +81,7 @@ class Writer:
         self._writes = 0
         #: Bytes of the write under way (taken from the outbox, not yet on the wire).
         self._in_flight = 0
+        #: Once the writer has stopped (its peer gone, or its task cancelled): why.
         self.broken: BaseException | None = None
 
     def put(self, effect: ToClient | ToCodex) -> None:
@@ -134,6 +135,11 @@ class Writer:
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             # The peer went away; the reader of that side reports it.
             self.broken = exc
+        finally:
+            # However the writer stops (its peer gone, or cancelled with its connection),
+            # what it would have written never goes: nothing may keep waiting for it.
+            if self.broken is None:
+                self.broken = trio.ClosedResourceError("the writer stopped")
             self._in_flight = 0
             outbox.clear()
             self._drained.unpark_all()
