@@ -42,6 +42,7 @@ from .streams import (
     DEFAULT_MAX_MESSAGE,
     LineStream,
     MessageStream,
+    MessageTooLarge,
     WebSocketStream,
     websocket_connection_class,
 )
@@ -168,17 +169,19 @@ async def spawn_codex(
     async def pump_stderr() -> None:
         assert process.stderr is not None
         lines = LineStream(process.stderr, None, max_message=1024 * 1024, received=stderr_read)
-        while True:
-            try:
-                line = (await lines.receive()).decode(errors="replace")
-            except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
-                stderr_done.set()
-                return
-            except Exception:  # an oversized or broken log line is not worth dying for
-                continue
-            line = strip_ansi(line)
-            tail.append(line)
-            codex_log.info("%s", line)
+        try:
+            while True:
+                try:
+                    line = (await lines.receive()).decode(errors="replace")
+                except MessageTooLarge:  # an oversized log line is not worth dying for
+                    continue
+                line = strip_ansi(line)
+                tail.append(line)
+                codex_log.info("%s", line)
+        except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+            pass  # the pipe ended, as it does when Codex exits
+        finally:
+            stderr_done.set()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pump_stderr)
