@@ -20,12 +20,12 @@ if TYPE_CHECKING:
 
 
 class _DefaultToServe(click.Group):
-    """A group that runs ``serve`` when no subcommand is named."""
+    """A group that runs ``serve`` when no subcommand is named: nothing, or options alone
+    (what an editor runs). A first word that is not an option names a command, and one
+    that names none is click's error, which says the command it likely meant."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (
-            args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")
-        ):
+        if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h", "--version")):
             args = ["serve", *args]
         return super().parse_args(ctx, args)
 
