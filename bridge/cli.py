@@ -114,6 +114,16 @@ _codex_options = _stacked(
 )
 
 
+_no_daemon_option = click.option(
+    "--no-daemon", is_flag=True, help="Spawn a Codex of its own even when a daemon runs."
+)
+
+#: What chooses the Codex a serve uses (``serve``, and ``record``, which serves).
+_codex_choice_options = _stacked(
+    _codex_options, _profile_option, _runtime_dir_option, _no_daemon_option
+)
+
+
 def _machine_options(command: Any) -> Any:
     """``--machine``, ``--machine-token-file`` and ``--ssh-command`` (serve, daemon, doctor)."""
     for option in reversed(
@@ -247,10 +257,7 @@ def _serve_stdio(
 
 
 @main.command()
-@_codex_options
-@_profile_option
-@_runtime_dir_option
-@click.option("--no-daemon", is_flag=True, help="Spawn a Codex of its own even when a daemon runs.")
+@_codex_choice_options
 @click.option(
     "--login",
     is_flag=True,
@@ -448,8 +455,7 @@ def daemon(
     help="The recording to write (JSON Lines; see docs/recordings.md): created 0600, "
     "replacing a file of yours; a symbolic link is refused.",
 )
-@_codex_options
-@_profile_option
+@_codex_choice_options
 @_machine_options
 @_logging_options
 def record(
@@ -459,6 +465,8 @@ def record(
     codex_token_file: str | None,
     config_overrides: tuple[str, ...],
     profile: str | None,
+    runtime_dir: str | None,
+    no_daemon: bool,
     machines: tuple[str, ...],
     machine_token_files: tuple[str, ...],
     ssh_command: str | None,
@@ -475,6 +483,8 @@ def record(
         codex_url,
         codex_token_file,
         config_overrides,
+        runtime_dir=runtime_dir,
+        use_daemon=not no_daemon,
         record_to=out,
         machines=gather_machines(machines, machine_token_files, ssh_command),
         profile=profile,

@@ -41,3 +41,33 @@ def test_options_alone_are_serves_what_an_editor_runs(
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert ran == [runs]
+
+
+def test_record_serves_with_the_codex_serve_would_choose(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """``record`` runs a serve: the options that choose its Codex (a daemon's or its own)
+    are serve's, and reach the serve it runs."""
+    served: list[dict[str, Any]] = []
+
+    def serve_stdio(*_args: Any, **options: Any) -> None:
+        served.append(options)
+
+    monkeypatch.setattr(cli, "_serve_stdio", serve_stdio)
+    monkeypatch.setattr(cli, "setup_logging", lambda *_: None)
+    runtime = str(tmp_path)
+    args = ["record", "--out", "x.jsonl", "--no-daemon", "--runtime-dir", runtime]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    [options] = served
+    assert options["use_daemon"] is False
+    assert options["runtime_dir"] == runtime
+    assert options["record_to"] == "x.jsonl"
+
+
+def test_record_takes_every_option_serve_takes_but_signing_in() -> None:
+    def names(command: str, *own: str) -> set[str]:
+        params = main.commands[command].params
+        return {p.name for p in params if p.name is not None} - {"help", *own}
+
+    assert names("record", "out") == names("serve", "login", "device_auth")
