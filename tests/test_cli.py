@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -71,3 +74,32 @@ def test_record_takes_every_option_serve_takes_but_signing_in() -> None:
         return {p.name for p in params if p.name is not None} - {"help", *own}
 
     assert names("record", "out") == names("serve", "login", "device_auth")
+
+
+@pytest.mark.parametrize(
+    "codex",
+    [["--codex-bin", "{tmp}/no-such-codex"], ["--codex-url", "ws://127.0.0.1:9"]],
+    ids=["binary", "url"],
+)
+@pytest.mark.parametrize("command", [["serve", "--no-daemon"], ["record", "--out", "{tmp}/r"]])
+def test_a_codex_that_cannot_be_reached_is_its_own_exit_status(
+    command: list[str], codex: list[str], tmp_path: Path
+) -> None:
+    """Not 2, which is click's for a command line it cannot use: a service (or a script)
+    that runs the bridge tells "fix the command" from "Codex is not there"."""
+    args = [a.format(tmp=tmp_path) for a in [*command, *codex]]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CODEX_HOME": str(tmp_path)}
+    env |= {"XDG_CONFIG_HOME": str(tmp_path), "CODEX_ACP_BRIDGE_RUNTIME_DIR": str(tmp_path / "run")}
+    done = subprocess.run(
+        [sys.executable, "-m", "bridge", *args],
+        input=b"",
+        capture_output=True,
+        env=env | {"PYTHONPATH": ":".join(sys.path)},
+        check=False,
+        timeout=60,
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 69, err  # sysexits.h's EX_UNAVAILABLE
+    assert done.stdout == b"" and "Traceback" not in err
+    said = [line for line in err.splitlines() if line.startswith("codex-acp-bridge: ")]
+    assert len(said) == 1, err
