@@ -414,6 +414,7 @@ async def test_past_the_ceiling_only_a_codex_that_can_wait_is_no_longer_read(wai
     """A client that never reads: Codex on a pipe is left to wait once the client's
     backlog passes its ceiling; Codex on a WebSocket, which would drop the connection,
     is read on (the backlog grows instead)."""
+
     client_end, _never_read = trio.testing.lockstep_stream_pair()
     engine = _FakeEngine()
 
@@ -741,11 +742,38 @@ async def test_what_codex_streamed_while_the_client_paused_reaches_it_merged_on_
     assert max(words) >= _BURST // 2, words[:20]
 
 
+def test_no_class_of_the_bridge_derives_from_one_of_websockets() -> None:
+    """websockets' trio connection keeps how it handles each frame to itself (its "Private
+    methods"): a subclass that overrides that, as one here did to take every frame of a read
+    at once, breaks when a release changes it. The public Sans-I/O core does that job
+    (``bridge/shell/websocket.py``)."""
+    import ast
+    from pathlib import Path
+
+    import bridge
+
+    derived = []
+    for path in sorted(Path(bridge.__file__).parent.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        theirs = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("websockets")
+            for alias in node.names
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(base) for base in node.bases]
+                if any(b in theirs or b.startswith("websockets.") for b in bases):
+                    derived.append(f"{path.name}: {node.name}({', '.join(bases)})")
+    assert derived == []
+
+
 async def test_a_websocket_hands_out_what_it_read_at_once_yet_lets_its_reader_read_on() -> None:
     """Messages a WebSocket's reader has parsed go to the consumer without a turn of the
     scheduler each, but not all of them in a row: every ``TURN_EVERY`` the reader gets a
     turn to read on (Codex drops a WebSocket whose socket stays full)."""
-    from bridge.shell.streams import TURN_EVERY, WebSocketInbox
+    from bridge.shell.websocket import TURN_EVERY, WebSocketInbox
 
     inbox = WebSocketInbox()
     count = 10 * TURN_EVERY
