@@ -413,7 +413,10 @@ class _EndlessCodex(WaitingSends):
 async def test_past_the_ceiling_only_a_codex_that_can_wait_is_no_longer_read(waits: bool) -> None:
     """A client that never reads: Codex on a pipe is left to wait once the client's
     backlog passes its ceiling; Codex on a WebSocket, which would drop the connection,
-    is read on (the backlog grows instead)."""
+    is read on (the backlog grows instead), but not without bound: a Codex that floods
+    the bridge does not grow its memory past :data:`WEBSOCKET_BACKLOG_CEILINGS` times
+    the ceiling."""
+    from bridge.shell.run_bridge import WEBSOCKET_BACKLOG_CEILINGS
 
     client_end, _never_read = trio.testing.lockstep_stream_pair()
     engine = _FakeEngine()
@@ -432,7 +435,7 @@ async def test_past_the_ceiling_only_a_codex_that_can_wait_is_no_longer_read(wai
     if waits:
         assert engine.read <= 1000 // 100 + 3, engine.read
     else:
-        assert engine.read > 1000, engine.read
+        assert 1000 // 100 + 3 < engine.read <= WEBSOCKET_BACKLOG_CEILINGS * 1000 // 100 + 3
 
 
 async def test_a_client_that_leaves_after_initialize_does_not_wait_for_codex_to_start() -> None:
@@ -740,6 +743,71 @@ async def test_what_codex_streamed_while_the_client_paused_reaches_it_merged_on_
     assert words[0] == 1
     assert len(words) <= 20, f"{len(words)} chunks for {_BURST} deltas: {words[:20]}..."
     assert max(words) >= _BURST // 2, words[:20]
+
+
+#: What the flooding Codex below sends: more than the socket's buffers at both ends hold.
+_FLOOD_FRAMES = 4096
+_FLOOD_FRAME = 4096
+
+
+async def _flooding_websocket_server(
+    sent_all: trio.Event, task_status: trio.TaskStatus[str]
+) -> None:
+    """A Codex on a WebSocket that sends :data:`_FLOOD_FRAMES` messages as fast as its
+    socket takes them, numbered, then waits."""
+    from websockets.frames import Frame, Opcode
+    from websockets.http11 import Request
+    from websockets.server import ServerProtocol
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+
+    async def handle(stream: trio.SocketStream) -> None:
+        protocol = ServerProtocol(max_size=None)
+        requests: list[Request] = []
+        while not requests:
+            protocol.receive_data(await stream.receive_some())
+            requests = [e for e in protocol.events_received() if isinstance(e, Request)]
+        protocol.send_response(protocol.accept(requests[0]))
+        await stream.send_all(b"".join(protocol.data_to_send()))
+        for n in range(_FLOOD_FRAMES):
+            data = b"%08d" % n + b"x" * (_FLOOD_FRAME - 8)
+            await stream.send_all(Frame(Opcode.TEXT, data).serialize(mask=False, extensions=[]))
+        sent_all.set()
+        await trio.sleep_forever()
+
+    task_status.started(f"ws://127.0.0.1:{port}")
+    await trio.serve_listeners(handle, listeners)
+
+
+async def test_a_websocket_holds_a_bounded_backlog_and_loses_none_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Codex that sends faster than the bridge takes: what the bridge has read and not
+    handed on stays under the inbox's limit (the rest waits in the socket, for Codex to
+    wait on), and once the bridge takes it, every message arrives, in order."""
+    from bridge.shell import websocket
+    from bridge.shell.codex_transport import connect_codex
+
+    limit = 256 * 1024
+    monkeypatch.setattr(websocket, "INBOX_LIMIT", limit)
+    sent_all = trio.Event()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(_flooding_websocket_server, sent_all)
+            async with connect_codex(url) as connection:
+                await trio.testing.wait_all_tasks_blocked(0.05)
+                inbox = connection.stream._inbox  # type: ignore[attr-defined]
+                held = sum(map(len, inbox.messages))
+                # At most one read of the socket past the limit.
+                assert held <= limit + 256 * 1024, f"{held} bytes held"
+                assert not sent_all.is_set(), "the socket was read without bound"
+                numbers = []
+                for _ in range(_FLOOD_FRAMES):
+                    numbers.append(int((await connection.stream.receive())[:8]))
+                assert numbers == list(range(_FLOOD_FRAMES))
+                await sent_all.wait()
+            nursery.cancel_scope.cancel()
 
 
 def test_no_class_of_the_bridge_derives_from_one_of_websockets() -> None:

@@ -11,7 +11,11 @@ pings, and the closing handshake.
 Why not websockets' own trio connection: it hands a consumer one message per turn of the
 scheduler, and a reader that keeps up with Codex needs every message one read brought at
 once (:class:`WebSocketInbox`), which its public interface does not offer: it took a
-subclass overriding how websockets handles each frame, which websockets keeps private.
+subclass overriding how websockets handles each frame, which websockets keeps private. And
+the only bound it offers on what it holds counts frames, not bytes. Here the reader puts each
+read's messages in the inbox, and does not read the socket again while the inbox holds
+:data:`INBOX_LIMIT` bytes nobody has taken: memory stays bounded whatever Codex sends, and a
+full socket is Codex's to wait on (or to drop: docs/operations.md, "Slow clients").
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ CLOSE_TIMEOUT = 3.0
 #: gone without closing its socket: a machine that went away, a link that dropped).
 PING_INTERVAL = 20.0
 PING_TIMEOUT = 20.0
+#: Bytes of messages read and not yet taken past which the socket is not read.
+INBOX_LIMIT = 8 * 1024 * 1024
 
 _ENDED = (trio.BrokenResourceError, trio.ClosedResourceError)
 
@@ -60,15 +66,21 @@ class WebSocketInbox:
     bridge then falls behind Codex, and the backlog reaches the client unmerged.
 
     The reader still gets a turn every :data:`TURN_EVERY` messages handed out: to read on
-    while the consumer is busy, so Codex never finds its socket full.
+    while the consumer is busy, so Codex never finds its socket full. It reads only while the
+    messages here hold fewer than ``limit`` bytes (:meth:`wait_for_room`): what nobody takes
+    stays bounded, and waits in the socket instead.
     """
 
-    __slots__ = ("_arrived", "_fragments", "_run", "closed", "messages")
+    __slots__ = ("_arrived", "_fragments", "_room", "_run", "closed", "limit", "messages", "size")
 
-    def __init__(self) -> None:
+    def __init__(self, *, limit: float = math.inf) -> None:
         self.messages: deque[bytes] = deque()
+        #: Bytes of :attr:`messages`.
+        self.size = 0
+        self.limit = limit
         self._fragments: list[bytes] = []
         self._arrived = trio.lowlevel.ParkingLot()
+        self._room = trio.lowlevel.ParkingLot()
         #: Messages handed out since the last turn of the scheduler.
         self._run = 0
         self.closed = False
@@ -83,6 +95,7 @@ class WebSocketInbox:
             data = b"".join(self._fragments)
             self._fragments = []
         self.messages.append(data)
+        self.size += len(data)
         if self._arrived:
             self._arrived.unpark_all()
 
@@ -90,12 +103,25 @@ class WebSocketInbox:
         self.closed = True
         self._arrived.unpark_all()
 
+    def discard(self) -> None:
+        """Forget what waits (nobody will take it): the reader reads on."""
+        self.messages.clear()
+        self.size = 0
+        self.limit = math.inf
+        self._room.unpark_all()
+
+    async def wait_for_room(self) -> None:
+        """Until the messages here hold fewer than ``limit`` bytes: at once, without a turn of
+        the scheduler, when they do (the read that follows is the reader's checkpoint)."""
+        while self.size >= self.limit:
+            await self._room.park()
+
     async def get(self) -> bytes:
         """The next message; ``EOFError`` once the connection has ended and all are taken."""
         messages = self.messages
         if messages and self._run < TURN_EVERY:
             self._run += 1
-            return messages.popleft()
+            return self._taken(messages.popleft())
         if messages:
             await trio.lowlevel.checkpoint()
         while not messages:
@@ -103,17 +129,23 @@ class WebSocketInbox:
                 raise EOFError
             await self._arrived.park()
         self._run = 1
-        return messages.popleft()
+        return self._taken(messages.popleft())
+
+    def _taken(self, data: bytes) -> bytes:
+        self.size -= len(data)
+        if self._room and self.size < self.limit:
+            self._room.unpark_all()
+        return data
 
 
 class WebSocket:
     """One client connection, made by :func:`open_websocket`: :meth:`send` a text message;
     what arrives is taken from :attr:`inbox`; :attr:`protocol` says how it closed."""
 
-    def __init__(self, stream: trio.abc.Stream, protocol: ClientProtocol) -> None:
+    def __init__(self, stream: trio.abc.Stream, protocol: ClientProtocol, inbox_limit: int) -> None:
         self._stream = stream
         self.protocol = protocol
-        self.inbox = WebSocketInbox()
+        self.inbox = WebSocketInbox(limit=inbox_limit)
         self._send_lock = trio.Lock()
         #: The opening handshake's response arrived, or the connection ended before it did.
         self._answered = trio.Event()
@@ -127,13 +159,14 @@ class WebSocket:
 
     async def read(self) -> None:
         """Read the socket until it ends: what the protocol answers is written at once, each
-        message goes in the inbox."""
+        message goes in the inbox; never while the inbox is full."""
         from websockets.frames import Frame, Opcode
 
         data_opcodes = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
         protocol, inbox = self.protocol, self.inbox
         try:
             while True:
+                await inbox.wait_for_room()
                 data: bytes | bytearray = b""
                 with trio.move_on_at(self._close_deadline), contextlib.suppress(*_ENDED):
                     data = await self._stream.receive_some()
@@ -236,6 +269,8 @@ class WebSocket:
         happens (at once when cancelled)."""
         from websockets.protocol import State
 
+        # Nobody takes what waits now: the reader reads on, to the server's close frame.
+        self.inbox.discard()
         try:
             if self.protocol.state is State.OPEN:
                 self.protocol.send_close()
@@ -264,7 +299,7 @@ async def open_websocket(
         stream = await _open_stream(uri, unix_socket)
     if opening.cancelled_caught:
         raise TimeoutError(f"timed out connecting to {url}")
-    ws = WebSocket(stream, ClientProtocol(uri, max_size=max_size))
+    ws = WebSocket(stream, ClientProtocol(uri, max_size=max_size), INBOX_LIMIT)
     try:
         async with _tasks() as nursery:
             nursery.start_soon(ws.read)
