@@ -774,7 +774,13 @@ async def _flooding_websocket_server(
             data = b"%08d" % n + b"x" * (_FLOOD_FRAME - 8)
             await stream.send_all(Frame(Opcode.TEXT, data).serialize(mask=False, extensions=[]))
         sent_all.set()
-        await trio.sleep_forever()
+        while not protocol.close_expected():  # until the bridge closes: answer, and close
+            data = await stream.receive_some()
+            if not data:
+                break
+            protocol.receive_data(data)
+            await stream.send_all(b"".join(protocol.data_to_send()))
+        await stream.aclose()
 
     task_status.started(f"ws://127.0.0.1:{port}")
     await trio.serve_listeners(handle, listeners)
