@@ -178,7 +178,7 @@ async def test_a_bug_reading_codexs_stderr_is_not_swallowed(
     from bridge.shell import codex_transport
 
     codex = _executable(tmp_path / "codex", "#!/bin/sh\necho starting >&2\nexec cat >/dev/null\n")
-    line_stream = codex_transport.LineStream
+    from bridge.shell.streams import LineStream as line_stream
 
     def streams(receive: object, send: object, **kwargs: object) -> object:
         if send is None:  # the stderr pipe, read only
