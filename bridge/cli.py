@@ -20,12 +20,12 @@ if TYPE_CHECKING:
 
 
 class _DefaultToServe(click.Group):
-    """A group that runs ``serve`` when no subcommand is named."""
+    """A group that runs ``serve`` when no subcommand is named: nothing, or options alone
+    (what an editor runs). A first word that is not an option names a command, and one
+    that names none is click's error, which says the command it likely meant."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (
-            args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")
-        ):
+        if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h", "--version")):
             args = ["serve", *args]
         return super().parse_args(ctx, args)
 
@@ -111,6 +111,16 @@ _codex_options = _stacked(
         help="Capability token for --codex-url (app-server --ws-auth capability-token).",
     ),
     _config_option,
+)
+
+
+_no_daemon_option = click.option(
+    "--no-daemon", is_flag=True, help="Spawn a Codex of its own even when a daemon runs."
+)
+
+#: What chooses the Codex a serve uses (``serve``, and ``record``, which serves).
+_codex_choice_options = _stacked(
+    _codex_options, _profile_option, _runtime_dir_option, _no_daemon_option
 )
 
 
@@ -247,10 +257,7 @@ def _serve_stdio(
 
 
 @main.command()
-@_codex_options
-@_profile_option
-@_runtime_dir_option
-@click.option("--no-daemon", is_flag=True, help="Spawn a Codex of its own even when a daemon runs.")
+@_codex_choice_options
 @click.option(
     "--login",
     is_flag=True,
@@ -461,8 +468,7 @@ def daemon(
     help="The recording to write (JSON Lines; see docs/recordings.md): created 0600, "
     "replacing a file of yours; a symbolic link is refused.",
 )
-@_codex_options
-@_profile_option
+@_codex_choice_options
 @_machine_options
 @_logging_options
 def record(
@@ -472,6 +478,8 @@ def record(
     codex_token_file: str | None,
     config_overrides: tuple[str, ...],
     profile: str | None,
+    runtime_dir: str | None,
+    no_daemon: bool,
     machines: tuple[str, ...],
     machine_token_files: tuple[str, ...],
     ssh_command: str | None,
@@ -488,6 +496,8 @@ def record(
         codex_url,
         codex_token_file,
         config_overrides,
+        runtime_dir=runtime_dir,
+        use_daemon=not no_daemon,
         record_to=out,
         machines=gather_machines(machines, machine_token_files, ssh_command),
         profile=profile,

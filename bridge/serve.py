@@ -538,12 +538,19 @@ async def _watch_parent(parent: int, scope: Any) -> None:
     scope.cancel()
 
 
+#: ``serve``'s exit status when Codex could not be started or reached, or died before it
+#: was ready: sysexits.h's ``EX_UNAVAILABLE`` (systemd shows it as ``69/UNAVAILABLE``),
+#: not 2, which click gives a command line it cannot use.
+EXIT_CODEX_UNAVAILABLE = 69
+
+
 def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
     """Run ``serve`` on this process's stdio; returns the exit status.
 
-    0: the client closed the connection. 2: Codex could not be started or
-    reached, or died before it was ready, or the profile named cannot be used
-    (:mod:`bridge.profiles`); one line on stderr says why.
+    0: the client closed the connection. :data:`EXIT_CODEX_UNAVAILABLE`: Codex could not
+    be started or reached, or died before it was ready. 2: the profile named cannot be
+    used (:mod:`bridge.profiles`), or a file named cannot be written safely. One line on
+    stderr says why (docs/operations.md, "Exit statuses").
     With ``record_to``, every message the engine sees is also written there
     (see :mod:`bridge.recording`).
     """
@@ -646,7 +653,7 @@ def _serve_stdio(
         trio.run(serve, early, options, choice, engine, tap, parent, links)
     except* CodexUnavailable as group:
         report_fatal(str(_first_leaf(group)))
-        status = 2
+        status = EXIT_CODEX_UNAVAILABLE
     except* KeyboardInterrupt:
         status = 130
     return status

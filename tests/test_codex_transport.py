@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import trio
 
 from bridge.shell.codex_transport import codex_launch, spawn_codex
 
@@ -155,3 +156,69 @@ async def test_spawn_codex_runs_the_native_binary_and_logs_which(
         "npm": "1",
     }
     assert f"Codex binary: {said['argv0']}" in caplog.text
+
+
+class _BuggyStderr:
+    """A stderr reader with a bug in it: it raises what no stream raises."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    async def receive(self) -> bytes:
+        await trio.lowlevel.checkpoint()
+        raise RuntimeError("a bug in the stderr reader")
+
+
+async def test_a_bug_reading_codexs_stderr_is_not_swallowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex's stderr ends quietly only the ways a pipe ends (closed, broken), and an
+    oversized line is skipped; anything else is a bug, and it surfaces instead of being
+    retried for ever."""
+    from bridge.shell import codex_transport
+
+    codex = _executable(tmp_path / "codex", "#!/bin/sh\necho starting >&2\nexec cat >/dev/null\n")
+    from bridge.shell.streams import LineStream as line_stream
+
+    def streams(receive: object, send: object, **kwargs: object) -> object:
+        if send is None:  # the stderr pipe, read only
+            return _BuggyStderr()
+        return line_stream(receive, send, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(codex_transport, "LineStream", streams)
+    with trio.fail_after(10), pytest.raises(ExceptionGroup) as caught:
+        async with spawn_codex(str(codex)):
+            await trio.sleep_forever()
+    assert caught.group_contains(RuntimeError, match="a bug in the stderr reader")
+
+
+async def test_an_oversized_stderr_line_is_skipped_and_the_next_ones_logged(
+    tmp_path: Path,
+) -> None:
+    codex = _executable(
+        tmp_path / "codex",
+        "#!/bin/sh\nhead -c 1100000 /dev/zero | tr '\\0' x >&2\necho >&2\n"
+        "echo 'the line after' >&2\nexec cat >/dev/null\n",
+    )
+    logged: list[str] = []
+    after = trio.Event()
+
+    class Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            logged.append(record.getMessage())
+            if logged[-1] == "the line after":
+                after.set()
+
+    handler = Lines()
+    codex_log = logging.getLogger("codex")
+    codex_log.addHandler(handler)
+    level = codex_log.level
+    codex_log.setLevel(logging.INFO)
+    try:
+        with trio.fail_after(10):
+            async with spawn_codex(str(codex)):
+                await after.wait()
+    finally:
+        codex_log.removeHandler(handler)
+        codex_log.setLevel(level)
+    assert logged == ["the line after"]

@@ -8,8 +8,9 @@ nothing. A stand-in Codex (a few lines of Python) says where it listens as Codex
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,13 @@ if args[:1] == ["--version"]:
     sys.exit(0)
 if {silent}:
     time.sleep(60)
+if {orphan_file!r}:
+    # Something Codex started that left its process group (its own session) and kept
+    # Codex's stderr: stopping Codex's group does not end it, nor close that pipe.
+    import subprocess
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+    child = subprocess.Popen(sleeper, start_new_session=True, stdout=subprocess.DEVNULL)
+    pathlib.Path({orphan_file!r}).write_text(str(child.pid))
 port = int(args[args.index("--listen") + 1].rsplit(":", 1)[1])
 time.sleep(0.3)
 server = socket.socket()
@@ -54,13 +62,19 @@ while True:
 """
 
 
-def stand_in(tmp_path: Path, *, silent: bool = False) -> tuple[Path, Path, Path]:
+def stand_in(
+    tmp_path: Path, *, silent: bool = False, orphan: Path | None = None
+) -> tuple[Path, Path, Path]:
     """The stand-in Codex, the file it writes the port it bound to, and the one holding what
-    it heard."""
+    it heard. ``orphan``: where it writes the pid of a process it leaves behind."""
     codex, bound, heard = tmp_path / "codex", tmp_path / "bound", tmp_path / "heard"
     codex.write_text(
         STAND_IN.format(
-            python=sys.executable, silent=silent, bound_file=str(bound), heard_file=str(heard)
+            python=sys.executable,
+            silent=silent,
+            bound_file=str(bound),
+            heard_file=str(heard),
+            orphan_file=str(orphan or ""),
         )
     )
     codex.chmod(0o755)
@@ -105,7 +119,7 @@ async def test_the_url_is_the_port_codex_bound_and_a_port_taken_first_hears_no_t
     monkeypatch.setattr(daemon, "free_port", lambda: squatter.port)
     codex, bound, heard = stand_in(tmp_path)
     with trio.fail_after(20):
-        async with daemon._AppServer(str(codex), [], token) as (url, _process, _pid):
+        async with daemon._AppServer(str(codex), [], token).running() as (url, _process, _pid):
             # What the daemon's watcher, then every editor, does with the URL.
             with contextlib.suppress(CodexUnavailable):
                 async with connect_codex(url, token_file=str(token)):
@@ -113,6 +127,24 @@ async def test_the_url_is_the_port_codex_bound_and_a_port_taken_first_hears_no_t
     assert b"the-daemons-capability-token" not in squatter.heard, "the token went elsewhere"
     assert url == f"ws://127.0.0.1:{bound.read_text()}"
     assert b"Authorization: Bearer the-daemons-capability-token" in heard.read_bytes()
+
+
+async def test_a_stopped_codex_is_left_even_when_something_it_started_keeps_its_stderr(
+    tmp_path: Path, token: Path
+) -> None:
+    """Once Codex's process group is stopped, its stderr is no longer read: a process of
+    Codex's own session holding the pipe open must not keep the daemon waiting on it (a
+    daemon that could neither restart Codex nor stop)."""
+    orphan = tmp_path / "orphan"
+    codex, _bound, _heard = stand_in(tmp_path, orphan=orphan)
+    try:
+        with trio.fail_after(20):
+            async with daemon._AppServer(str(codex), [], token).running():
+                pass
+    finally:
+        if orphan.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(orphan.read_text()), signal.SIGKILL)
 
 
 async def test_a_codex_that_exits_before_saying_where_it_listens_is_its_own_words(
@@ -134,8 +166,8 @@ async def test_a_codex_that_never_says_where_it_listens_is_given_up_on_saying_so
 
 async def _refused(codex: Path, token: Path, words: str) -> None:
     server = daemon._AppServer(str(codex), [], token)
-    enter: Callable[[], Awaitable[object]] = server.__aenter__
     with trio.fail_after(20), pytest.raises(CodexUnavailable) as refused:
-        await enter()
+        async with server.running():
+            pass
     assert words in str(refused.value)
     assert server.process is not None and server.process.poll() is not None, "stopped"

@@ -40,7 +40,7 @@ async def test_a_wrong_websocket_token_is_one_clear_error(
         capture_stderr=True,
         check=False,
     )
-    assert result.returncode == 2
+    assert result.returncode == 69  # Codex unreachable (docs/operations.md)
     assert result.stdout == b""
     err = result.stderr.decode()
     assert "HTTP 401" in err and "--codex-token-file" in err
@@ -67,7 +67,7 @@ async def test_a_missing_or_broken_codex_binary_is_one_clear_error(
             check=False,
         )
     err = result.stderr.decode()
-    assert result.returncode == 2, err
+    assert result.returncode == 69, err
     assert "Traceback" not in err
     lines = [line for line in err.splitlines() if line.startswith("codex-acp-bridge: ")]
     assert len(lines) == 1, err
@@ -87,7 +87,7 @@ async def test_a_codex_that_cannot_start_fails_each_request_with_the_reason_then
     case: str, tmp_path: Path, workspace: Path
 ) -> None:
     """Not a dropped connection: ``initialize`` is answered, then each request that needs
-    Codex gets an error saying why Codex is not there; the bridge exits 2 once the client
+    Codex gets an error saying why Codex is not there; the bridge exits 69 once the client
     leaves, with nothing but JSON-RPC on stdout."""
     binary = tmp_path / "codex"
     if case == "exits-at-once":
@@ -131,7 +131,7 @@ async def test_a_codex_that_cannot_start_fails_each_request_with_the_reason_then
             rest = b""
             async for chunk in process.stdout:
                 rest += chunk
-            assert await process.wait() == 2
+            assert await process.wait() == 69
         finally:  # a failing assertion still ends the bridge, and closes its pipes
             if process.poll() is None:
                 process.kill()

@@ -106,6 +106,37 @@ async def test_writer_keeps_order_and_applies_back_pressure_in_bytes() -> None:
     assert sent == [str(n).encode() for n in range(10)]
 
 
+async def test_a_writer_that_stops_releases_what_waits_on_it() -> None:
+    """The Codex side cancels its connection's writer when that connection ends: a reader
+    held back by the writer's ceiling, or a wait for it to drain, must not stay parked on a
+    writer nobody runs any more (the client would never be read again)."""
+
+    class StuckStream(WaitingSends):
+        async def send_batch(self, messages: list[bytes]) -> None:
+            await trio.sleep_forever()
+
+    writer = Writer(StuckStream(), Outbox(ceiling=3))  # type: ignore[arg-type]
+    released: list[str] = []
+
+    async def wait(name: str, until: Callable[[], Awaitable[None]]) -> None:
+        await until()
+        released.append(name)
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            with trio.CancelScope() as writing:
+                nursery.start_soon(wait, "below ceiling", writer.wait_below_ceiling)
+                nursery.start_soon(wait, "empty", writer.wait_empty)
+                for n in range(10):
+                    writer.put(ToCodex(str(n).encode()))
+                async with trio.open_nursery() as inner:
+                    inner.start_soon(writer.run)
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert released == [], "the writer is stuck: both wait"
+                    writing.cancel()
+    assert sorted(released) == ["below ceiling", "empty"]
+
+
 def _chunk(session_id: str, text: str) -> ToClient:
     return update_effect(
         session_id,
@@ -382,7 +413,11 @@ class _EndlessCodex(WaitingSends):
 async def test_past_the_ceiling_only_a_codex_that_can_wait_is_no_longer_read(waits: bool) -> None:
     """A client that never reads: Codex on a pipe is left to wait once the client's
     backlog passes its ceiling; Codex on a WebSocket, which would drop the connection,
-    is read on (the backlog grows instead)."""
+    is read on (the backlog grows instead), but not without bound: a Codex that floods
+    the bridge does not grow its memory past :data:`WEBSOCKET_BACKLOG_CEILINGS` times
+    the ceiling."""
+    from bridge.shell.run_bridge import WEBSOCKET_BACKLOG_CEILINGS
+
     client_end, _never_read = trio.testing.lockstep_stream_pair()
     engine = _FakeEngine()
 
@@ -400,7 +435,7 @@ async def test_past_the_ceiling_only_a_codex_that_can_wait_is_no_longer_read(wai
     if waits:
         assert engine.read <= 1000 // 100 + 3, engine.read
     else:
-        assert engine.read > 1000, engine.read
+        assert 1000 // 100 + 3 < engine.read <= WEBSOCKET_BACKLOG_CEILINGS * 1000 // 100 + 3
 
 
 async def test_a_client_that_leaves_after_initialize_does_not_wait_for_codex_to_start() -> None:
@@ -710,11 +745,109 @@ async def test_what_codex_streamed_while_the_client_paused_reaches_it_merged_on_
     assert max(words) >= _BURST // 2, words[:20]
 
 
+#: What the flooding Codex below sends: more than the socket's buffers at both ends hold.
+_FLOOD_FRAMES = 4096
+_FLOOD_FRAME = 4096
+
+
+async def _flooding_websocket_server(
+    sent_all: trio.Event, task_status: trio.TaskStatus[str]
+) -> None:
+    """A Codex on a WebSocket that sends :data:`_FLOOD_FRAMES` messages as fast as its
+    socket takes them, numbered, then waits."""
+    from websockets.frames import Frame, Opcode
+    from websockets.http11 import Request
+    from websockets.server import ServerProtocol
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+
+    async def handle(stream: trio.SocketStream) -> None:
+        protocol = ServerProtocol(max_size=None)
+        requests: list[Request] = []
+        while not requests:
+            protocol.receive_data(await stream.receive_some())
+            requests = [e for e in protocol.events_received() if isinstance(e, Request)]
+        protocol.send_response(protocol.accept(requests[0]))
+        await stream.send_all(b"".join(protocol.data_to_send()))
+        for n in range(_FLOOD_FRAMES):
+            data = b"%08d" % n + b"x" * (_FLOOD_FRAME - 8)
+            await stream.send_all(Frame(Opcode.TEXT, data).serialize(mask=False, extensions=[]))
+        sent_all.set()
+        while not protocol.close_expected():  # until the bridge closes: answer, and close
+            data = await stream.receive_some()
+            if not data:
+                break
+            protocol.receive_data(data)
+            await stream.send_all(b"".join(protocol.data_to_send()))
+        await stream.aclose()
+
+    task_status.started(f"ws://127.0.0.1:{port}")
+    await trio.serve_listeners(handle, listeners)
+
+
+async def test_a_websocket_holds_a_bounded_backlog_and_loses_none_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Codex that sends faster than the bridge takes: what the bridge has read and not
+    handed on stays under the inbox's limit (the rest waits in the socket, for Codex to
+    wait on), and once the bridge takes it, every message arrives, in order."""
+    from bridge.shell import websocket
+    from bridge.shell.codex_transport import connect_codex
+
+    limit = 256 * 1024
+    monkeypatch.setattr(websocket, "INBOX_LIMIT", limit)
+    sent_all = trio.Event()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(_flooding_websocket_server, sent_all)
+            async with connect_codex(url) as connection:
+                await trio.testing.wait_all_tasks_blocked(0.05)
+                inbox = connection.stream._inbox  # type: ignore[attr-defined]
+                held = sum(map(len, inbox.messages))
+                # At most one read of the socket past the limit.
+                assert held <= limit + 256 * 1024, f"{held} bytes held"
+                assert not sent_all.is_set(), "the socket was read without bound"
+                numbers = []
+                for _ in range(_FLOOD_FRAMES):
+                    numbers.append(int((await connection.stream.receive())[:8]))
+                assert numbers == list(range(_FLOOD_FRAMES))
+                await sent_all.wait()
+            nursery.cancel_scope.cancel()
+
+
+def test_no_class_of_the_bridge_derives_from_one_of_websockets() -> None:
+    """websockets' trio connection keeps how it handles each frame to itself (its "Private
+    methods"): a subclass that overrides that, as one here did to take every frame of a read
+    at once, breaks when a release changes it. The public Sans-I/O core does that job
+    (``bridge/shell/websocket.py``)."""
+    import ast
+    from pathlib import Path
+
+    import bridge
+
+    derived = []
+    for path in sorted(Path(bridge.__file__).parent.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        theirs = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("websockets")
+            for alias in node.names
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(base) for base in node.bases]
+                if any(b in theirs or b.startswith("websockets.") for b in bases):
+                    derived.append(f"{path.name}: {node.name}({', '.join(bases)})")
+    assert derived == []
+
+
 async def test_a_websocket_hands_out_what_it_read_at_once_yet_lets_its_reader_read_on() -> None:
     """Messages a WebSocket's reader has parsed go to the consumer without a turn of the
     scheduler each, but not all of them in a row: every ``TURN_EVERY`` the reader gets a
     turn to read on (Codex drops a WebSocket whose socket stays full)."""
-    from bridge.shell.streams import TURN_EVERY, WebSocketInbox
+    from bridge.shell.websocket import TURN_EVERY, WebSocketInbox
 
     inbox = WebSocketInbox()
     count = 10 * TURN_EVERY

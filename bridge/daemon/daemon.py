@@ -35,7 +35,8 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -225,7 +226,7 @@ async def _supervise(
         ready = False
         try:
             server = _app_server(codex_bin, config_overrides, token)
-            async with server as (url, _process, pid):
+            async with server.running() as (url, _process, pid):
                 ready = True
                 info.state, info.url, info.codexPid, info.reason = "running", url, pid, ""
                 write_info(directory, info)
@@ -341,14 +342,17 @@ class _AppServer:
         for override in config_overrides:
             self.argv += ["-c", override]
         self.process: trio.Process | None = None
-        self._nursery_manager = trio.open_nursery()
         # Codex's last lines: why it exited is in them, before a backtrace.
         self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self._stderr_done = trio.Event()
         self._listening = trio.Event()
 
-    async def __aenter__(self) -> tuple[str, trio.Process, int]:
-        """Its URL, the guard's process, and Codex's own pid (the guard's child)."""
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[tuple[str, trio.Process, int]]:
+        """Codex started and ready: its URL, the guard's process, and Codex's own pid (the
+        guard's child). Stopped on the way out, with everything it started; its stderr is
+        read until then, and no longer: what Codex started outside its group may hold the
+        pipe open for ever."""
         log.info("starting %s", command_line(self.argv))
         try:
             # A session of its own: stopping the daemon's Codex stops what Codex started too
@@ -363,16 +367,25 @@ class _AppServer:
             )
         except OSError as exc:
             raise CodexUnavailable(f"cannot start Codex ({self.argv[3]}): {exc}") from exc
-        nursery = await self._nursery_manager.__aenter__()
-        nursery.start_soon(self._pump_stderr)
-        try:
-            pid = await self._codex_pid()
-            port = await self._wait_listening()
-            await self._wait_ready(port)
-        except BaseException:
-            await self.__aexit__(None, None, None)
-            raise
-        return f"ws://127.0.0.1:{port}", self.process, pid
+        # Raised once the nursery is closed: from inside, it would leave wrapped in an
+        # exception group, which the supervisor would not take for a Codex that failed.
+        refused: CodexUnavailable | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._pump_stderr)
+            try:
+                try:
+                    pid = await self._codex_pid()
+                    port = await self._wait_listening()
+                    await self._wait_ready(port)
+                except CodexUnavailable as exc:
+                    refused = exc
+                else:
+                    yield f"ws://127.0.0.1:{port}", self.process, pid
+            finally:
+                await self._stop()
+                nursery.cancel_scope.cancel()
+        if refused is not None:
+            raise refused
 
     async def _codex_pid(self) -> int:
         """The pid the guard writes first: Codex's own, which the daemon publishes."""
@@ -388,17 +401,17 @@ class _AppServer:
         except ValueError:
             raise CodexUnavailable(await self.exit_reason()) from None
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def _stop(self) -> None:
+        """Stop Codex's group: SIGTERM (the guard passes it on), then SIGKILL."""
         process = self.process
+        assert process is not None
         with trio.CancelScope(shield=True):
-            if process is not None and process.poll() is None:
+            if process.poll() is None:
                 _signal_group(process, signal.SIGTERM)
                 with trio.move_on_after(3):
                     await process.wait()
-            if process is not None:
-                _signal_group(process, signal.SIGKILL)
-                await process.wait()
-        await self._nursery_manager.__aexit__(None, None, None)
+            _signal_group(process, signal.SIGKILL)
+            await process.wait()
 
     async def _wait_listening(self) -> int:
         """The port Codex says it bound (see :data:`_LISTENING`), once it says so."""

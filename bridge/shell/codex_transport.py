@@ -6,7 +6,6 @@ Which binary, and starting its process, need no trio: :mod:`bridge.shell.codex_p
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import signal
@@ -14,7 +13,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import trio
 
@@ -38,13 +37,8 @@ from .codex_process import (
     strip_ansi,
     unix_socket_path,
 )
-from .streams import (
-    DEFAULT_MAX_MESSAGE,
-    LineStream,
-    MessageStream,
-    WebSocketStream,
-    websocket_connection_class,
-)
+from .streams import DEFAULT_MAX_MESSAGE, LineStream, MessageStream, MessageTooLarge
+from .websocket import WebSocketStream, open_websocket
 
 __all__ = [
     "CODEX_DAEMON_SOCKET",
@@ -168,17 +162,19 @@ async def spawn_codex(
     async def pump_stderr() -> None:
         assert process.stderr is not None
         lines = LineStream(process.stderr, None, max_message=1024 * 1024, received=stderr_read)
-        while True:
-            try:
-                line = (await lines.receive()).decode(errors="replace")
-            except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
-                stderr_done.set()
-                return
-            except Exception:  # an oversized or broken log line is not worth dying for
-                continue
-            line = strip_ansi(line)
-            tail.append(line)
-            codex_log.info("%s", line)
+        try:
+            while True:
+                try:
+                    line = (await lines.receive()).decode(errors="replace")
+                except MessageTooLarge:  # an oversized log line is not worth dying for
+                    continue
+                line = strip_ansi(line)
+                tail.append(line)
+                codex_log.info("%s", line)
+        except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+            pass  # the pipe ended, as it does when Codex exits
+        finally:
+            stderr_done.set()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pump_stderr)
@@ -236,7 +232,6 @@ async def connect_codex(
     goes only over ``wss://`` or to a loopback ``ws://`` (:func:`codex_url_refusal`,
     checked before anything is sent)."""
     from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
-    from websockets.trio.client import connect, unix_connect
 
     headers = {}
     if token or token_file:
@@ -254,31 +249,20 @@ async def connect_codex(
             ) from exc
         headers["Authorization"] = f"Bearer {token}"
     socket_path = unix_socket_path(url)
-    opener: Callable[..., Any]
+    unix_socket = None
     if socket_path is not None:
         # The HTTP request of the handshake still needs a URI; the socket decides where.
         # Codex's daemon socket is a link to a short path: a socket's path has at most
         # ~107 bytes, which a deep CODEX_HOME exceeds.
-        resolved = str(await trio.Path(socket_path).resolve())
-        opener = functools.partial(unix_connect, resolved, "ws://localhost/")
-    else:
-        opener = functools.partial(connect, url)
+        unix_socket = str(await trio.Path(socket_path).resolve())
     async with AsyncExitStack() as stack:
         try:
             ws = await stack.enter_async_context(
-                opener(
-                    additional_headers=headers,
+                open_websocket(
+                    "ws://localhost/" if unix_socket is not None else url,
+                    unix_socket=unix_socket,
+                    headers=headers,
                     max_size=max_message,
-                    # Read the socket whatever the bridge's pace: Codex drops a WebSocket
-                    # it cannot write to, so frames the bridge has not handled yet are
-                    # better held here than lost with the connection.
-                    max_queue=None,
-                    # ... and hand the engine all of one read at once (see WebSocketInbox).
-                    create_connection=websocket_connection_class(),
-                    compression=None,
-                    **({} if socket_path is not None else {"proxy": None}),
-                    open_timeout=10,
-                    close_timeout=3,
                 )
             )
         except InvalidStatus as exc:
@@ -291,7 +275,7 @@ async def connect_codex(
             raise CodexUnavailable(f"cannot connect to Codex at {url}: {exc}") from exc
 
         async def describe_exit() -> str:
-            reason = ws.close_reason or ""
+            reason = ws.protocol.close_reason or ""
             return f"WebSocket connection to Codex at {url} closed{': ' + reason if reason else ''}"
 
         yield CodexConnection(WebSocketStream(ws), describe_exit, waits=False)

@@ -20,7 +20,9 @@ buffers would otherwise grow) and the client catches up with a few messages
 instead of one per word. Back-pressure comes after that: a reader does not
 read its next message while the *other* side's outbox holds more than its
 ceiling in bytes, so a client that never reads slows Codex itself (through its
-pipe or socket) instead of growing memory without bound.
+pipe or socket) instead of growing memory without bound. Codex on a WebSocket,
+which drops a connection it cannot write to rather than wait, is read on past
+the client's ceiling, up to :data:`WEBSOCKET_BACKLOG_CEILINGS` times it.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ log = logging.getLogger(__name__)
 _BATCH_BYTES = 64 * 1024
 #: How long one write to a peer may wait before that peer counts as behind.
 BEHIND_AFTER = 0.1
+#: Over a connection Codex drops rather than waits on (a WebSocket), the client's backlog
+#: may grow past its ceiling, merged as far as it merges, up to this many times the ceiling;
+#: past that, Codex is no longer read there either: memory stays bounded whatever it sends.
+WEBSOCKET_BACKLOG_CEILINGS = 8
 #: How long answers may take to drain once the client has stopped sending.
 _FLUSH_SECONDS = 2.0
 #: How long a client that has left still waits for Codex to finish starting.
@@ -81,6 +87,7 @@ class Writer:
         self._writes = 0
         #: Bytes of the write under way (taken from the outbox, not yet on the wire).
         self._in_flight = 0
+        #: Once the writer has stopped (its peer gone, or its task cancelled): why.
         self.broken: BaseException | None = None
 
     def put(self, effect: ToClient | ToCodex) -> None:
@@ -104,10 +111,18 @@ class Writer:
     @property
     def full(self) -> bool:
         """More than the outbox's ceiling is not on the wire yet."""
-        return self.outbox.size + self._in_flight >= self.outbox.ceiling
+        return self.holds(self.outbox.ceiling)
+
+    def holds(self, size: int) -> bool:
+        """At least ``size`` bytes are not on the wire yet."""
+        return self.outbox.size + self._in_flight >= size
 
     async def wait_below_ceiling(self) -> None:
-        while self.full and self.broken is None:
+        await self.wait_below(self.outbox.ceiling)
+
+    async def wait_below(self, size: int) -> None:
+        """Until fewer than ``size`` bytes wait (or the writer has stopped)."""
+        while self.holds(size) and self.broken is None:
             await self._drained.park()
 
     async def wait_empty(self) -> None:
@@ -134,6 +149,11 @@ class Writer:
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             # The peer went away; the reader of that side reports it.
             self.broken = exc
+        finally:
+            # However the writer stops (its peer gone, or cancelled with its connection),
+            # what it would have written never goes: nothing may keep waiting for it.
+            if self.broken is None:
+                self.broken = trio.ClosedResourceError("the writer stopped")
             self._in_flight = 0
             outbox.clear()
             self._drained.unpark_all()
@@ -207,12 +227,14 @@ async def run_bridge(
     has been ready, a lost Codex is brought back as ``restart`` says (never,
     without one). ``tap`` sees every message and event (used for recordings).
     ``client_ceiling``: bytes waiting for the client above which Codex is no longer
-    read, when it can wait (see :attr:`CodexConnection.waits`). ``handshake_sent``: the
+    read, when it can wait (see :attr:`CodexConnection.waits`; when it cannot, above
+    :data:`WEBSOCKET_BACKLOG_CEILINGS` times it). ``handshake_sent``: the
     engine's handshake is already written to the first connection's Codex (started and
     greeted before trio ran: :mod:`bridge.shell.early`). ``machines``: the links to the
     machines the engine offers, run here; each change of theirs is told to the engine.
     """
     to_client = Writer(client, Outbox(ceiling=client_ceiling))
+    backlog_bound = WEBSOCKET_BACKLOG_CEILINGS * client_ceiling
     to_codex: Writer | None = None  # the current connection's, while there is one
     fatal: str | None = None
     settled = trio.Event()  # Codex is ready, or lost for good
@@ -270,12 +292,16 @@ async def run_bridge(
                 dispatch(engine.receive_codex(data))
                 if not settled.is_set() and not engine.starting:
                     settled.set()
-                if connection.waits and to_client.full:
+                if to_client.full:
                     # Past the ceiling, Codex waits for the client. A Codex that would
                     # drop the connection instead is read on: the client's backlog,
-                    # merged as far as it merges, grows rather than the session dying.
+                    # merged as far as it merges, grows rather than the session dying;
+                    # up to a bound, past which it is left to wait (or to drop it).
                     # (Checked before awaiting: this runs for every message.)
-                    await to_client.wait_below_ceiling()
+                    if connection.waits:
+                        await to_client.wait_below_ceiling()
+                    elif to_client.holds(backlog_bound):
+                        await to_client.wait_below(backlog_bound)
         except MessageTooLarge as exc:
             return f"Codex sent a message the bridge cannot accept ({exc})"
         except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):

@@ -1,18 +1,18 @@
 """Message streams: one complete JSON-RPC message per ``receive()``.
 
-Two framings carry JSON-RPC here: newline-delimited JSON over a byte stream
-(stdio, subprocess pipes) and one message per WebSocket text frame. Both are
-wrapped in the same small interface, :class:`MessageStream`, so the rest of
-the shell never knows which it talks to. Both cap the size of one message.
+Two framings carry JSON-RPC: newline-delimited JSON over a byte stream (stdio,
+subprocess pipes: :class:`LineStream`, here) and one message per WebSocket text
+frame (:class:`~bridge.shell.websocket.WebSocketStream`). Both are wrapped in the
+same small interface, :class:`MessageStream`, so the rest of the shell never knows
+which it talks to. Both cap the size of one message.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from collections import deque
-from typing import Any, Protocol
+from typing import Protocol
 
 import trio
 
@@ -210,132 +210,3 @@ class LineStream:
             await self._send_stream.aclose()
         if self._receive_stream is not self._send_stream:  # type: ignore[comparison-overlap]
             await self._receive_stream.aclose()
-
-
-#: Most messages a WebSocket hands out in a row without a turn of the scheduler (a read of
-#: 64 KiB holds some 300 deltas: reading outpaces the engine when it cannot keep up).
-TURN_EVERY = 64
-
-
-class WebSocketInbox:
-    """The messages a WebSocket's reader task has read off the socket, whole and in order.
-
-    That task reads the socket whatever the consumer's pace (Codex drops a WebSocket it
-    cannot write to) and parses every frame one read brought; what it parsed is taken
-    from here by :meth:`WebSocketStream.receive` without a turn of the scheduler per
-    message, as :class:`LineStream` hands out the lines of one read. Handed out one turn
-    each instead, messages pile up here unseen by the engine, whose outbox merges for a
-    slow client only what it has been given: behind a client that stopped reading, the
-    bridge then falls behind Codex, and the backlog reaches the client unmerged.
-
-    The reader still gets a turn every :data:`TURN_EVERY` messages handed out: to read on
-    while the consumer is busy, so Codex never finds its socket full.
-    """
-
-    __slots__ = ("_arrived", "_fragments", "_run", "closed", "messages")
-
-    def __init__(self) -> None:
-        self.messages: deque[bytes] = deque()
-        self._fragments: list[bytes] = []
-        self._arrived = trio.lowlevel.ParkingLot()
-        #: Messages handed out since the last turn of the scheduler.
-        self._run = 0
-        self.closed = False
-
-    def put(self, data: bytes, *, fin: bool) -> None:
-        """One data frame (the first of a message, or a continuation of it)."""
-        if not fin:
-            self._fragments.append(data)
-            return
-        if self._fragments:
-            self._fragments.append(data)
-            data = b"".join(self._fragments)
-            self._fragments = []
-        self.messages.append(data)
-        if self._arrived:
-            self._arrived.unpark_all()
-
-    def close(self) -> None:
-        self.closed = True
-        self._arrived.unpark_all()
-
-    async def get(self) -> bytes:
-        """The next message; ``EOFError`` once the connection has ended and all are taken."""
-        messages = self.messages
-        if messages and self._run < TURN_EVERY:
-            self._run += 1
-            return messages.popleft()
-        if messages:
-            await trio.lowlevel.checkpoint()
-        while not messages:
-            if self.closed:
-                raise EOFError
-            await self._arrived.park()
-        self._run = 1
-        return messages.popleft()
-
-
-@functools.cache
-def websocket_connection_class() -> type:
-    """``websockets.trio``'s client connection, its data frames put in a :class:`WebSocketInbox`
-    (``connect(..., create_connection=...)``), instead of a queue taken one turn a message."""
-    from websockets.frames import Frame, Opcode
-    from websockets.trio.client import ClientConnection
-
-    data_opcodes = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
-
-    class InboxConnection(ClientConnection):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.inbox = WebSocketInbox()
-
-        def process_event(self, event: Any) -> None:
-            if type(event) is Frame and event.opcode in data_opcodes:
-                self.inbox.put(bytes(event.data), fin=event.fin)
-            else:
-                super().process_event(event)
-
-        async def close_stream(self) -> None:
-            try:
-                await super().close_stream()
-            finally:
-                self.inbox.close()
-
-    return InboxConnection
-
-
-class WebSocketStream(WaitingSends):
-    """One JSON-RPC message per text frame, over ``websockets.trio``: a connection opened
-    with ``create_connection=websocket_connection_class()``."""
-
-    def __init__(self, connection: object) -> None:
-        # websockets.trio.connection.Connection; typed loosely to keep the
-        # import (and its cost) inside the WebSocket transport only.
-        self._ws = connection
-        self._inbox: WebSocketInbox = connection.inbox  # type: ignore[attr-defined]
-
-    async def receive(self) -> bytes:
-        try:
-            return await self._inbox.get()
-        except EOFError:
-            protocol = self._ws.protocol  # type: ignore[attr-defined]
-            try:
-                why = str(protocol.close_exc)  # the close code and reason, once closed
-            except AssertionError:  # its stream closed before the protocol knew
-                why = "connection closed"
-            raise trio.EndOfChannel(why) from None
-
-    async def send(self, data: bytes) -> None:
-        from websockets.exceptions import ConnectionClosed
-
-        try:
-            await self._ws.send(data, text=True)  # type: ignore[attr-defined]
-        except ConnectionClosed as exc:
-            raise trio.BrokenResourceError(str(exc)) from exc
-
-    async def send_batch(self, messages: list[bytes]) -> None:
-        for data in messages:  # one frame per message: that is the framing
-            await self.send(data)
-
-    async def aclose(self) -> None:
-        await self._ws.aclose()  # type: ignore[attr-defined]
