@@ -27,6 +27,7 @@ from .daemon.runtime import DaemonInfo, RuntimeDirError, codex_home, running_dae
 from .profiles import PROCESS_WIDE_KEYS, Profile, Profiles, find_profiles, load_profile
 from .shell.codex_process import (
     ENV_CODEX_BIN,
+    EXIT_CODEX_UNAVAILABLE,
     CodexProcess,
     CodexUnavailable,
     codex_daemon_answers,
@@ -536,12 +537,6 @@ async def _watch_parent(parent: int, scope: Any) -> None:
         await trio.sleep(PARENT_POLL_SECONDS)
     log.warning("the process that started this bridge (%d) is gone; stopping", parent)
     scope.cancel()
-
-
-#: ``serve``'s exit status when Codex could not be started or reached, or died before it
-#: was ready: sysexits.h's ``EX_UNAVAILABLE`` (systemd shows it as ``69/UNAVAILABLE``),
-#: not 2, which click gives a command line it cannot use.
-EXIT_CODEX_UNAVAILABLE = 69
 
 
 def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:

@@ -64,6 +64,16 @@ def test_login_runs_codex_login_and_exits_with_its_status(
     assert "Signing in to Codex" in done.stderr
 
 
+@pytest.mark.parametrize("argv", [["login"], ["serve", "--login"]])
+def test_login_with_no_codex_says_why_in_one_line(tmp_path: Path, argv: list[str]) -> None:
+    missing = tmp_path / "no-codex"
+    done = _run([*argv, "--codex-bin", str(missing)], dict(os.environ))
+    assert done.returncode == 69, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"codex-acp-bridge: Codex binary {str(missing)!r} (from --codex-bin) does not exist"
+    ]
+
+
 def test_device_auth_and_browser_choose_explicitly() -> None:
     assert login_argv(True, {"DISPLAY": ":0"}) == ["login", "--device-auth"]
     assert login_argv(False, {"SSH_TTY": "/dev/pts/1"}) == ["login"]

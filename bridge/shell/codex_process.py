@@ -106,6 +106,12 @@ class CodexUnavailable(Exception):
     """Codex could not be started or reached; the message says why and what to do."""
 
 
+#: A command's exit status when Codex could not be started or reached, or died before it
+#: was ready: sysexits.h's ``EX_UNAVAILABLE`` (systemd shows it as ``69/UNAVAILABLE``),
+#: not 2, which click gives a command line it cannot use.
+EXIT_CODEX_UNAVAILABLE = 69
+
+
 def find_codex(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """The Codex binary to run: ``--codex-bin``, the env var, PATH, the pinned copy."""
     env = os.environ if env is None else env

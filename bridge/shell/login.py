@@ -19,7 +19,8 @@ import subprocess
 import sys
 from collections.abc import Mapping
 
-from .codex_transport import codex_launch, find_codex
+from .codex_process import EXIT_CODEX_UNAVAILABLE
+from .codex_transport import CodexUnavailable, codex_launch, find_codex
 
 
 def remote(env: Mapping[str, str], platform: str = sys.platform) -> bool:
@@ -39,8 +40,12 @@ def login_argv(device_auth: bool | None, env: Mapping[str, str]) -> list[str]:
 def run_login(codex_bin: str | None, device_auth: bool | None) -> int:
     """Run Codex's sign-in in this terminal; its exit status."""
     env = dict(os.environ)
-    binary = find_codex(codex_bin, env)
-    launch = codex_launch(binary, env)
+    try:
+        binary = find_codex(codex_bin, env)
+        launch = codex_launch(binary, env)
+    except CodexUnavailable as exc:
+        print(f"codex-acp-bridge: {exc}", file=sys.stderr)
+        return EXIT_CODEX_UNAVAILABLE
     argv = [launch.program, *login_argv(device_auth, env)]
     how = "a device code" if "--device-auth" in argv else "your browser"
     print(f"Signing in to Codex with ChatGPT ({how}): codex {' '.join(argv[1:])}", file=sys.stderr)
