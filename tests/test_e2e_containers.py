@@ -228,7 +228,9 @@ async def test_doctor_names_a_missing_container_and_passes_a_running_one(
     assert gone.startswith("✗"), out
     assert f'podman container {missing}: Error: no container with name or ID "{missing}"' in gone
     assert "podman ps -a" in gone  # what to do about it
-    assert line(out, "machine box: reachable").startswith("✓"), out
+    reached = line(out, "machine box: reachable")
+    assert reached.startswith("✓"), out
+    assert f"podman container {container.name}: reached in " in reached, out
     assert line(out, "machine box: Codex").startswith("✓"), out
     server = line(out, "machine box: exec-server")
     assert server.startswith("✓") and "answered initialize in" in server, out
