@@ -315,9 +315,23 @@ def login(codex_bin: str | None, device_auth: bool | None) -> None:
 
 def _daemon_links(specs: list[Any], ssh: list[str], codex_bin: str) -> Any:
     """The daemon's links to its machines (bound now, before trio), ``None`` without any."""
+    import logging
+    import os
+
+    from .machines import SANDBOX
+
+    boxed = [spec.name for spec in specs if spec.scheme == SANDBOX]
+    if boxed:
+        # Each session's container is made by the serve that runs its session (with
+        # --no-daemon): the daemon's sessions outlive their editors, that container not.
+        logging.getLogger(__name__).warning(
+            "machines with a container per session are not offered through the daemon: %s "
+            "(an editor's `serve --no-daemon` offers them)",
+            ", ".join(boxed),
+        )
+        specs = [spec for spec in specs if spec.scheme != SANDBOX]
     if not specs:
         return None
-    import os
 
     from .shell.codex_transport import codex_launch
     from .shell.machine_link import MachineLinks

@@ -16,6 +16,14 @@ A machine is ``NAME=URL``:
   (:attr:`MachineSpec.bring`): the whole vendor folder of the Codex it runs, copied with
   ``podman cp`` into :func:`brought_folder` once per container and version;
   ``?codex=auto`` brings it whatever the container has;
+- ``devcontainer:///LOCAL/FOLDER[?runtime=podman][&user=USER][&codex=...][&path=/IN/IT]``
+  (or ``devcontainer://~/FOLDER``): the folder's dev container, brought up with the
+  devcontainers CLI (``devcontainer up --workspace-folder FOLDER``: the user's
+  ``devcontainer.json``, the runtime it is given with ``--docker-path``, docker by default)
+  at each check, then reached as a container of that runtime (:func:`up_container`);
+  its sessions work in the container's workspace folder (``workspaceFolder`` of the
+  configuration, else ``/workspaces/FOLDER-NAME``, as the CLI mounts it); Codex is
+  brought as for a container;
 - a machines-file entry with ``command = [ARGV...]`` and no URL: any command that runs
   what follows it somewhere (``kubectl exec -i POD --``, ``devcontainer exec ...``), given
   ``CODEX exec-server --listen stdio`` after its own words (``codex = "/path"``: the Codex
@@ -77,8 +85,18 @@ SSH_OPTIONS = ("-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15")
 RUNTIMES = ("podman", "docker")
 #: What a machine of the machines file's ``command = [...]`` is said to be (no URL).
 COMMAND = "command"
+#: A folder's dev container, brought up with the devcontainers CLI.
+DEVCONTAINER = "devcontainer"
+#: A fresh container for each session, from an image (a machines-file entry ``image =``).
+SANDBOX = "sandbox"
 #: The kinds of machine the bridge reaches with a command of its own (and relays).
-RELAYED = ("ssh", *RUNTIMES, COMMAND)
+RELAYED = ("ssh", *RUNTIMES, COMMAND, DEVCONTAINER, SANDBOX)
+#: Where a session's container has this bridge's Codex (its vendor folder, read-only).
+SANDBOX_CODEX_DIR = "/opt/codex-acp-bridge-codex"
+#: The labels of a session's container: the machine it is of, and the process that made
+#: it (``PID:START``, its start time in clock ticks since boot: a pid is reused).
+SANDBOX_LABEL = "codex-acp-bridge.machine"
+OWNER_LABEL = "codex-acp-bridge.owner"
 #: What :attr:`MachineSpec.bring` may be besides ``""``.
 BRING_IF_NEEDED = "if-needed"
 BRING_ALWAYS = "always"
@@ -113,6 +131,16 @@ class MachineSpec:
     #: user named the Codex there), :data:`BRING_IF_NEEDED` when ``codex`` there is
     #: missing or of another version, :data:`BRING_ALWAYS` (``?codex=auto``).
     bring: str = ""
+    #: A dev container's runtime (``--docker-path``): ``podman``, ``docker`` (``""``: the
+    #: CLI's default, docker); a sandbox's (``podman`` or ``docker``).
+    runtime: str = ""
+    #: A sandbox's image, and what its containers are given: the session's folders
+    #: mounted at their own paths (``mount``), a ``--network`` (``""``: the runtime's
+    #: default), more ``run`` arguments.
+    image: str = ""
+    mount: bool = True
+    network: str = ""
+    run_args: tuple[str, ...] = ()
 
     @property
     def ssh(self) -> bool:
@@ -130,6 +158,10 @@ class MachineSpec:
         if self.scheme in RUNTIMES:
             user = f" as {self.user}" if self.user else ""
             return f"{self.scheme} container {self.host}{user}"
+        if self.scheme == DEVCONTAINER:
+            return f"the dev container of {self.host}"
+        if self.scheme == SANDBOX:
+            return f"a {self.runtime} container of {self.image} for each session"
         if self.scheme == COMMAND:
             return shlex.join(self.command)
         user = f"{self.user}@" if self.user else ""
@@ -158,9 +190,12 @@ def parse_url(name: str, url: str) -> MachineSpec:
     parts = urlsplit(url)
     if parts.scheme in RUNTIMES:
         return _container(name, url)
+    if parts.scheme == DEVCONTAINER:
+        return _devcontainer(name, url)
     if parts.scheme not in ("ssh", "ws", "wss"):
         raise MachineError(
-            f"machine {name}: {url!r} is not an ssh://, podman://, docker://, ws:// or wss:// URL"
+            f"machine {name}: {url!r} is not an ssh://, podman://, docker://, devcontainer://, "
+            "ws:// or wss:// URL"
         )
     if not parts.hostname:
         raise MachineError(f"machine {name}: {url!r} names no host")
@@ -235,6 +270,198 @@ def _container(name: str, url: str) -> MachineSpec:
         path="" if path in ("", "/") else path,
         codex=named if named and named != AUTO else "codex",
         bring=bring,
+    )
+
+
+def _devcontainer(name: str, url: str) -> MachineSpec:
+    """``devcontainer:///LOCAL/FOLDER`` (or ``devcontainer://~/FOLDER``), with
+    ``?runtime=``, ``?user=``, ``?codex=`` (as for a container) and ``?path=`` (the
+    folder in the container, when it is not the configuration's workspace folder)."""
+    parts = urlsplit(url)
+    if parts.netloc not in ("", "~"):
+        raise MachineError(
+            f"machine {name}: {url!r}: a devcontainer:// URL names a folder here, "
+            "devcontainer:///home/me/src/app (three slashes) or devcontainer://~/src/app"
+        )
+    folder = unquote(parts.path)
+    if parts.netloc == "~":
+        folder = str(Path.home()) + folder
+    if not folder.startswith("/") or folder == "/":
+        raise MachineError(f"machine {name}: {url!r} names no folder")
+    folder = os.path.normpath(folder)
+    query = parse_qs(parts.query)
+    unknown = set(query) - {"codex", "user", "runtime", "path"}
+    if unknown:
+        raise MachineError(f"machine {name}: unknown URL parameter {', '.join(sorted(unknown))}")
+    runtime = query.get("runtime", [""])[-1]
+    if runtime and runtime not in RUNTIMES:
+        raise MachineError(f"machine {name}: ?runtime= is podman or docker, not {runtime!r}")
+    config = devcontainer_config(Path(folder))
+    if config is None:
+        raise MachineError(
+            f"machine {name}: no .devcontainer/devcontainer.json (or .devcontainer.json) in "
+            f"{folder}"
+        )
+    path = query.get("path", [""])[-1] or workspace_folder(Path(folder), config)
+    named = query.get("codex", [""])[-1]
+    return MachineSpec(
+        name=name,
+        url=url,
+        scheme=DEVCONTAINER,
+        host=folder,
+        user=query.get("user", [""])[-1] or None,
+        path=path,
+        codex=named if named and named != AUTO else "codex",
+        bring=BRING_ALWAYS if named == AUTO else "" if named else BRING_IF_NEEDED,
+        runtime=runtime,
+    )
+
+
+def devcontainer_config(folder: Path) -> Path | None:
+    """The dev container configuration of ``folder``, where the CLI looks first."""
+    for each in (folder / ".devcontainer" / "devcontainer.json", folder / ".devcontainer.json"):
+        if each.is_file():
+            return each
+    return None
+
+
+#: A JSON string (kept), or a // or /* */ comment: devcontainer.json is JSON with comments.
+_COMMENT = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.DOTALL)
+#: A JSON string (kept), or a comma before a closing bracket (allowed there too).
+_TRAILING_COMMA = re.compile(r'("(?:\\.|[^"\\])*")|,(?=\s*[}\]])')
+
+
+def workspace_folder(folder: Path, config: Path) -> str:
+    """Where the CLI puts ``folder`` in its dev container: the configuration's
+    ``workspaceFolder`` (its ``${localWorkspaceFolderBasename}`` filled in), else
+    ``/workspaces/NAME``. :func:`up_container` checks it against what ``up`` says."""
+    default = f"/workspaces/{folder.name}"
+    try:
+        text = config.read_text(encoding="utf-8")
+        for pattern in (_COMMENT, _TRAILING_COMMA):
+            text = pattern.sub(lambda m: m.group(1) or "", text)
+        found = json.loads(text).get("workspaceFolder")
+    except (OSError, ValueError, AttributeError):
+        return default
+    if not isinstance(found, str) or not found.startswith("/"):
+        return default
+    return found.replace("${localWorkspaceFolderBasename}", folder.name)
+
+
+def up_argv(spec: MachineSpec) -> list[str]:
+    """What brings ``spec``'s dev container up (or finds it up): the devcontainers CLI."""
+    runtime = ["--docker-path", spec.runtime] if spec.runtime else []
+    return ["devcontainer", "up", "--workspace-folder", spec.host, *runtime]
+
+
+def up_container(spec: MachineSpec, stdout: str) -> MachineSpec:
+    """The container ``devcontainer up`` said (its last line, JSON), as the machine to
+    reach: a container of the dev container's runtime, as its remote user unless the URL
+    names one; :class:`MachineError` with the CLI's words when it failed."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    try:
+        said = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        said = {}
+    if not isinstance(said, dict) or said.get("outcome") != "success":
+        words = [str(said.get(key)) for key in ("message", "description") if said.get(key)]
+        raise MachineError(
+            f"devcontainer up for {spec.host} failed: {'; '.join(words) or 'no answer'}"
+        )
+    container, folder = said.get("containerId"), said.get("remoteWorkspaceFolder")
+    if not isinstance(container, str) or not _CONTAINER.fullmatch(container):
+        raise MachineError(f"devcontainer up for {spec.host} named no container")
+    if isinstance(folder, str) and folder != spec.path and "path=" not in spec.url:
+        raise MachineError(
+            f"the dev container of {spec.host} has its workspace at {folder}, not "
+            f"{spec.path}: add ?path={folder} to the machine's URL"
+        )
+    user = spec.user or (
+        said.get("remoteUser") if isinstance(said.get("remoteUser"), str) else None
+    )
+    return replace(
+        spec,
+        scheme=spec.runtime or "docker",
+        host=container[:12],
+        user=user or None,
+        runtime="",
+    )
+
+
+def sandbox_machine(name: str, table: Mapping[str, object]) -> MachineSpec:
+    """A machines-file entry ``image = "IMAGE"``: a fresh container for each session."""
+    if not _NAME.fullmatch(name) or name == "local" or SESSION_MARK in name:
+        raise MachineError(
+            f"machine name {name!r}: letters, digits, '.', '_' and '-' (and not 'local', "
+            "which is this machine)"
+        )
+    image, runtime = table.get("image"), table.get("runtime", "podman")
+    if not isinstance(image, str) or not image or image.startswith("-"):
+        raise MachineError(f'machine {name}: image names an image, e.g. "debian:bookworm"')
+    if runtime not in RUNTIMES:
+        raise MachineError(f'machine {name}: runtime is "podman" or "docker", not {runtime!r}')
+    mount = table.get("mount", "folders")
+    if mount not in ("folders", "none"):
+        raise MachineError(
+            f'machine {name}: mount is "folders" (the session\'s, at their own paths: the '
+            f'default) or "none", not {mount!r}'
+        )
+    network = table.get("network", "")
+    if not isinstance(network, str) or network.startswith("-"):
+        raise MachineError(f'machine {name}: network is a network mode, e.g. "none"')
+    run_args = table.get("run_args", [])
+    if not isinstance(run_args, list) or not all(isinstance(a, str) for a in run_args):
+        raise MachineError(f'machine {name}: run_args is a list of words, e.g. ["--memory", "2g"]')
+    return MachineSpec(
+        name=name,
+        # What the daemon publishes, and what tells two of them apart.
+        url=f"{SANDBOX}:{runtime}:{image}",
+        scheme=SANDBOX,
+        host=image,
+        codex=f"{SANDBOX_CODEX_DIR}/bin/codex",
+        runtime=str(runtime),
+        image=image,
+        mount=mount == "folders",
+        network=network,
+        run_args=tuple(run_args),
+        description=str(table.get("description", "")),
+    )
+
+
+#: Between a per-session machine's name and the thread's id (``bridge.engine``'s own).
+SESSION_MARK = "@"
+
+
+def sandbox_container(spec: MachineSpec, thread_id: str) -> str:
+    """The container of thread ``thread_id`` on sandbox ``spec``: named after both, so a
+    person finds it (``podman ps``)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "-", thread_id)
+    return f"codex-acp-bridge-{spec.name}-{safe}"
+
+
+def sandbox_run_argv(
+    spec: MachineSpec, container: str, codex_dir: Path, folders: Iterable[str], owner: str
+) -> list[str]:
+    """What makes a session's container: from ``spec``'s image, this bridge's Codex
+    (``codex_dir``, its vendor folder) mounted read-only at :data:`SANDBOX_CODEX_DIR`, the
+    session's ``folders`` at their own paths (unless ``mount = "none"``), labelled with its
+    machine and ``owner``; it sleeps until removed, and each link runs the exec-server in
+    it."""
+    argv = [spec.runtime, "run", "--detach", "--name", container]
+    argv += ["--label", f"{SANDBOX_LABEL}={spec.name}", "--label", f"{OWNER_LABEL}={owner}"]
+    argv += ["--volume", f"{codex_dir}:{SANDBOX_CODEX_DIR}:ro"]
+    if spec.mount:
+        for folder in folders:
+            argv += ["--volume", f"{folder}:{folder}"]
+    if spec.network:
+        argv += ["--network", spec.network]
+    return [*argv, *spec.run_args, spec.image, "sleep", "infinity"]
+
+
+def sandbox_box(spec: MachineSpec, environment: str, container: str) -> MachineSpec:
+    """A session's container as the machine its link reaches (named by its environment)."""
+    return replace(
+        spec, name=environment, scheme=spec.runtime, host=container, image="", run_args=()
     )
 
 
@@ -323,6 +550,26 @@ def read_machines_file(path: Path) -> list[MachineSpec]:
         raise MachineError(f"{path}: {exc}") from None
     found = []
     for name, table in tables.items():
+        if isinstance(table, dict) and "image" in table:
+            unknown = set(table) - {
+                "image",
+                "runtime",
+                "mount",
+                "network",
+                "run_args",
+                "description",
+            }
+            if unknown:
+                raise MachineError(
+                    f"{path}: [{name}] has unknown keys: {', '.join(sorted(unknown))} (a "
+                    "machine of a container per session takes image, runtime, mount, network, "
+                    "run_args and description)"
+                )
+            try:
+                found.append(sandbox_machine(name, table))
+            except MachineError as exc:
+                raise MachineError(f"{path}: {exc}") from None
+            continue
         if isinstance(table, dict) and "command" in table:
             unknown = set(table) - {"command", "codex", "path", "description"}
             if unknown:

@@ -424,9 +424,10 @@ def _daemon_machines(options: ServeOptions, directory: Path) -> Any:
 
     specs = []
     for machine in published:
-        if machine.url.startswith(f"{machine_specs.COMMAND}:"):
+        if machine.url.startswith((f"{machine_specs.COMMAND}:", "devcontainer:")):
             # A command machine's command is run here only as this process's own
-            # configuration names it (the machines file both read): never from a file.
+            # configuration names it (the machines file both read): never from a file. So
+            # is a dev container's CLI, which runs what its folder's configuration says.
             mine = next(
                 (m for m in options.machines if m.name == machine.name and m.url == machine.url),
                 None,
@@ -590,6 +591,7 @@ def serve_stdio(options: ServeOptions, *, record_to: str | None = None) -> int:
                 "machines": [
                     {"name": o.name, "path": o.path, "description": o.description}
                     | ({"url": o.registration.url} if o.registration else {})
+                    | ({"perSession": True} if o.per_session else {})
                     for o in (links.offers() if links is not None else [])
                 ],
             }

@@ -8,6 +8,8 @@ where it acts, and a prompt on a machine waits for its link or fails naming it.
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,108 @@ from bridge.engine import MachineOffer, Registration
 from bridge.machines import MachineError
 from tests.support.engine_harness import Harness
 
+
 # -- the user's words --------------------------------------------------------------------
+def dev_folder(tmp_path: Path, config: str = '{"image": "x"}') -> Path:
+    folder = tmp_path / "proj"
+    (folder / ".devcontainer").mkdir(parents=True)
+    (folder / ".devcontainer" / "devcontainer.json").write_text(config)
+    return folder
+
+
+def test_a_devcontainer_url_names_a_folder_here_and_works_in_its_workspace_folder(
+    tmp_path: Path,
+) -> None:
+    folder = dev_folder(tmp_path)
+    spec = machines.parse_flag(f"dc=devcontainer://{folder}?runtime=podman&user=dev")
+    assert (spec.scheme, spec.host, spec.path, spec.runtime, spec.user, spec.bring) == (
+        "devcontainer",
+        str(folder),
+        "/workspaces/proj",  # the CLI's default mount
+        "podman",
+        "dev",
+        machines.BRING_IF_NEEDED,
+    )
+    assert spec.where() == f"the dev container of {folder}"
+    assert machines.up_argv(spec) == [
+        "devcontainer",
+        "up",
+        "--workspace-folder",
+        str(folder),
+        "--docker-path",
+        "podman",
+    ]
+    assert machines.parse_flag(f"dc=devcontainer://{folder}?path=/src").path == "/src"
+    named = machines.parse_flag(f"dc=devcontainer://{folder}?codex=/opt/codex/bin/codex")
+    assert (named.codex, named.bring, machines.up_argv(named)[-1]) == (
+        "/opt/codex/bin/codex",
+        "",
+        str(folder),
+    )
+
+
+def test_the_workspace_folder_is_read_from_a_configuration_with_comments(tmp_path: Path) -> None:
+    folder = dev_folder(
+        tmp_path,
+        '{\n  // where it works, not "here"\n'
+        '  "workspaceFolder": "/src/${localWorkspaceFolderBasename}",\n'
+        '  "remoteEnv": {"URL": "http://x//y/*z*/"}, /* kept: in strings */\n'
+        '  "image": "x",\n}\n',
+    )
+    assert machines.parse_flag(f"dc=devcontainer://{folder}").path == "/src/proj"
+    # One the bridge cannot read: the CLI's default, checked against what `up` says.
+    (folder / ".devcontainer" / "devcontainer.json").write_text('{"workspaceFolder": ')
+    assert machines.parse_flag(f"dc=devcontainer://{folder}").path == "/workspaces/proj"
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("devcontainer://host/src", "names a folder here"),
+        ("devcontainer:///", "names no folder"),
+        ("devcontainer:///nowhere/at/all", "no .devcontainer/devcontainer.json"),
+        ("devcontainer://{folder}?runtime=lxc", "?runtime= is podman or docker"),
+        ("devcontainer://{folder}?image=x", "unknown URL parameter image"),
+    ],
+)
+def test_a_devcontainer_url_that_cannot_be_used_says_why(
+    tmp_path: Path, url: str, words: str
+) -> None:
+    folder = dev_folder(tmp_path)
+    with pytest.raises(MachineError, match=re.escape(words)):
+        machines.parse_flag(f"dc={url.format(folder=folder)}")
+
+
+def test_what_devcontainer_up_says_is_the_container_reached(tmp_path: Path) -> None:
+    spec = machines.parse_flag(f"dc=devcontainer://{dev_folder(tmp_path)}?runtime=podman")
+    said = (
+        "[2026-12-05T15:01:20.419Z] a log line\n"
+        '{"outcome":"success","containerId":"69790abeacc8740ac3c8bd3b","remoteUser":"vscode",'
+        '"remoteWorkspaceFolder":"/workspaces/proj"}\n'
+    )
+    there = machines.up_container(spec, said)
+    assert (there.scheme, there.host, there.user, there.path) == (
+        "podman",
+        "69790abeacc8",
+        "vscode",
+        "/workspaces/proj",
+    )
+    assert machines.exec_server_argv(there, ["ssh"])[:6] == [
+        "podman",
+        "exec",
+        "-i",
+        "--user",
+        "vscode",
+        "69790abeacc8",
+    ]
+    failed = '{"outcome":"error","message":"Command failed: podman run","description":"An error"}'
+    with pytest.raises(MachineError, match=r"devcontainer up for .* failed: Command failed"):
+        machines.up_container(spec, failed)
+    with pytest.raises(MachineError, match="failed: no answer"):
+        machines.up_container(spec, "")
+    elsewhere = said.replace("/workspaces/proj", "/home/vscode/proj")
+    with pytest.raises(MachineError, match=r"add \?path=/home/vscode/proj"):
+        machines.up_container(spec, elsewhere)
 
 
 def test_an_ssh_url_names_user_host_port_folder_and_remote_codex() -> None:
@@ -610,6 +713,43 @@ def test_codex_connected_to_a_machine_lets_a_waiting_prompt_go() -> None:
     assert h.codex_request("turn/start")["params"]["environments"][0]["environmentId"] == "box"
 
 
+SANDBOX = MachineOffer(
+    name="sandbox",
+    description="a podman container of debian for each session",
+    registration=Registration("ws://127.0.0.1:40002", "tok-456"),
+    per_session=True,
+)
+
+
+def test_a_per_session_machine_gives_each_session_an_environment_of_its_own() -> None:
+    """Registered at the session's first prompt there (not at the handshake), its URL the
+    machine's with the thread as its path; wanted with the session's folders; the turn
+    acts in it, in the session's own folder; released when the session closes."""
+    h = Harness(machines=[SANDBOX])
+    assert not [m for m in h.to_codex if m.get("method") == "environment/add"]
+    opened(h)
+    pick(h, "sandbox")
+    prompt(h)
+    own = "sandbox@thread-1"
+    added = h.codex_request("environment/add")
+    assert added["params"] == {
+        "environmentId": own,
+        "execServerUrl": "ws://127.0.0.1:40002/thread-1",
+        "authBearerToken": "tok-456",
+    }
+    assert h.machines_wanted == [own] and h.machine_folders[own] == ("/work",)
+    h.codex_reply(added["id"], {})
+    h.machine_changed(own, "connected")
+    start = h.codex_request("turn/start")
+    [environment] = start["params"]["environments"]
+    assert (environment["environmentId"], environment["cwd"]) == (own, "/work")
+    h.codex_reply(start["id"], {"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
+    h.complete_turn("thread-1")
+    assert h.machines_released == []
+    h.client_request("session/close", {"sessionId": "thread-1"})
+    assert h.machines_released == [own]
+
+
 def test_a_machine_the_daemon_registers_is_offered_and_not_registered_again() -> None:
     theirs = MachineOffer(name="box", path="/home/remote/ws", description="a box")
     h = Harness(ready=False, catalog=False, machines=[theirs])
@@ -645,3 +785,50 @@ def test_a_reader_asking_often_sees_a_pick_once_the_file_changed(tmp_path: Path)
     assert reader.cached("t1") == "box"
     ThreadMachines(path).set("t1", "gpu-host")
     assert reader.cached("t1") == "gpu-host"
+
+
+def test_a_container_per_session_is_a_machines_file_entry_with_an_image(tmp_path: Path) -> None:
+    path = tmp_path / "machines.toml"
+    path.write_text(
+        '[sandbox]\nimage = "debian:bookworm"\nruntime = "podman"\nmount = "none"\n'
+        'network = "none"\nrun_args = ["--memory", "2g"]\n'
+    )
+    [spec] = machines.read_machines_file(path)
+    assert (spec.scheme, spec.image, spec.runtime, spec.mount, spec.network) == (
+        "sandbox",
+        "debian:bookworm",
+        "podman",
+        False,
+        "none",
+    )
+    assert spec.where() == "a podman container of debian:bookworm for each session"
+    name = machines.sandbox_container(spec, "019a-thread")
+    assert name == "codex-acp-bridge-sandbox-019a-thread"
+    argv = machines.sandbox_run_argv(spec, name, Path("/v"), ["/work"], "12:34")
+    assert argv[:4] == ["podman", "run", "--detach", "--name"]
+    assert "/v:/opt/codex-acp-bridge-codex:ro" in argv and "/work:/work" not in argv
+    assert argv[-5:] == ["--memory", "2g", "debian:bookworm", "sleep", "infinity"]
+    assert f"{machines.OWNER_LABEL}=12:34" in argv
+    mounted = replace(spec, mount=True)
+    assert "/work:/work" in machines.sandbox_run_argv(mounted, name, Path("/v"), ["/work"], "")
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ('image = ""', "image names an image"),
+        ('image = "x"\nruntime = "lxc"', 'runtime is "podman" or "docker"'),
+        ('image = "x"\nmount = "some"', 'mount is "folders"'),
+        ('image = "x"\nnetwork = "--privileged"', "network is a network mode"),
+        ('image = "x"\nrun_args = "--privileged"', "run_args is a list of words"),
+        ('image = "x"\nurl = "ssh://box"', "unknown keys: url"),
+    ],
+)
+def test_a_container_per_session_written_wrong_names_the_file(
+    tmp_path: Path, entry: str, words: str
+) -> None:
+    path = tmp_path / "machines.toml"
+    path.write_text(f"[sandbox]\n{entry}\n")
+    with pytest.raises(MachineError, match=re.escape(words)) as caught:
+        machines.read_machines_file(path)
+    assert str(path) in str(caught.value)

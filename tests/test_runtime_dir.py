@@ -46,7 +46,7 @@ from bridge.daemon.runtime import (
     write_page_opener,
     write_status,
 )
-from bridge.machines import ENV_SSH_COMMAND
+from bridge.machines import ENV_SSH_COMMAND, parse_flag
 from bridge.serve import CodexChoice, ServeOptions, choose_codex, make_links, open_codex
 from bridge.shell.codex_transport import ENV_CODEX_BIN, CodexUnavailable
 from tests.support.intruder import Listener
@@ -409,6 +409,31 @@ async def test_an_attached_serve_checks_machines_with_its_own_ssh_running_nothin
             why = await links.check(links.links["box"])
             assert why is not None and "runs Codex 0.171.0, this machine 0.170.0" in why, why
     assert not ran.exists(), ran.read_text()
+
+
+def test_an_attached_serve_takes_no_command_and_no_dev_container_from_daemon_json(
+    tmp_path: Path,
+) -> None:
+    """A command machine runs its command here, and a dev container its CLI (which runs
+    what the folder's configuration says): only as this process's own configuration
+    names them, never as ``daemon.json`` does."""
+    folder = tmp_path / "app"
+    (folder / ".devcontainer").mkdir(parents=True)
+    (folder / ".devcontainer" / "devcontainer.json").write_text('{"image": "x"}')
+    published = [
+        DaemonMachine(name="pod", url="command:sh -c 'touch /tmp/owned'"),
+        DaemonMachine(name="app", url=f"devcontainer://{folder}"),
+        DaemonMachine(name="box", url="ssh://devbox/src"),
+    ]
+    directory = prepare(tmp_path / "runtime")
+    running(directory, url="ws://127.0.0.1:1", machines=published)
+    choice = CodexChoice(directory, "Codex: the daemon's")
+    with hold_lock(directory):
+        links = make_links(ServeOptions(), choice)
+        assert sorted(links.links) == ["box"]
+        mine = [parse_flag(f"app=devcontainer://{folder}")]
+        links = make_links(ServeOptions(machines=mine), choice)
+        assert sorted(links.links) == ["app", "box"]
 
 
 def test_a_page_address_is_the_daemon_page_s_own_or_none() -> None:

@@ -15,6 +15,7 @@ import trio
 from ..daemon.runtime import RuntimeDirError, check_dir, daemon_running, read_info, runtime_dir
 from ..machines import MachineSpec
 from ..machines import codex_version as version_of
+from ..shell.codex_process import codex_launch
 from ..shell.codex_transport import (
     ENV_CODEX_BIN,
     CodexUnavailable,
@@ -58,7 +59,9 @@ async def gather(
 
     async def reach() -> None:
         nonlocal found
-        found = await probe_all(machines, list(ssh) or ["ssh"], version_of(binary.version))
+        # The program npm's launcher runs (its vendor folder is what a container gets).
+        program = codex_launch(binary.path, env).program if binary.path else None
+        found = await probe_all(machines, list(ssh) or ["ssh"], version_of(binary.version), program)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(shake)

@@ -47,7 +47,14 @@ import trio
 
 from .. import machines as spec_of
 from ..machines import MachineSpec
-from ..shell.machine_link import MAX_MESSAGE, Lines, StderrTail, close_ssh, could_not_run
+from ..shell.machine_link import (
+    MAX_MESSAGE,
+    Lines,
+    StderrTail,
+    close_ssh,
+    could_not_run,
+    process_owner,
+)
 from ..token_urls import websocket_proxy
 from .findings import ExecServer, MachineFound
 
@@ -96,14 +103,22 @@ class _Answer(msgspec.Struct):
 
 
 async def probe_all(
-    specs: Sequence[MachineSpec], ssh: list[str], local_version: str | None
+    specs: Sequence[MachineSpec],
+    ssh: list[str],
+    local_version: str | None,
+    codex_program: str | None = None,
 ) -> tuple[MachineFound, ...]:
-    """Every machine at once; each result in the order named."""
+    """Every machine at once; each result in the order named. ``codex_program``: the
+    Codex here (a session's container mounts its vendor folder)."""
     found: list[MachineFound | None] = [None] * len(specs)
 
     async def one(i: int, spec: MachineSpec) -> None:
         if spec.ssh:
             found[i] = await probe_ssh(spec, ssh, local_version)
+        elif spec.scheme == spec_of.DEVCONTAINER:
+            found[i] = await probe_devcontainer(spec, ssh, local_version)
+        elif spec.scheme == spec_of.SANDBOX:
+            found[i] = await probe_sandbox(spec, ssh, local_version, codex_program)
         elif spec.relayed:
             found[i] = await probe_place(spec, ssh, local_version)
         else:
@@ -190,6 +205,98 @@ async def probe_ssh(
             return _with(found, server=server)
     finally:
         await close_ssh(process)
+
+
+async def probe_devcontainer(
+    spec: MachineSpec, ssh: list[str], local_version: str | None
+) -> MachineFound:
+    """A dev container: the one up for its folder (the devcontainers CLI labels it with
+    ``devcontainer.local_folder``), reached as a container. Doctor brings none up: one
+    that is not up is said so, with the command that would (the link runs it at the
+    first prompt there)."""
+    runtime = spec.runtime or "docker"
+    found = MachineFound(
+        name=spec.name, where=spec.where(), ssh=True, kind=spec.scheme, codex=spec.codex
+    )
+    up = shlex.join(spec_of.up_argv(spec))
+    argv = [runtime, "ps", "--quiet", "--filter", f"label=devcontainer.local_folder={spec.host}"]
+    try:
+        with trio.move_on_after(REACH_SECONDS):
+            done = await trio.run_process(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                words = _words(done.stderr.decode(errors="replace"))
+                return _with(found, unreachable=f"{runtime} ps: {words or done.returncode}")
+            running = done.stdout.decode(errors="replace").split()
+            if not running:
+                return _with(
+                    found,
+                    unreachable=(
+                        f"not up (the bridge brings it up at the first prompt there; to check "
+                        f"it now: {up})"
+                    ),
+                )
+            container = replace(spec, scheme=runtime, host=running[0][:12], runtime="")
+            return replace(await probe_place(container, ssh, local_version), name=spec.name)
+        return _with(found, unreachable=f"{runtime} ps took over {REACH_SECONDS:.0f} s")
+    except OSError as exc:
+        return _with(found, unreachable=could_not_run(argv, exc))
+
+
+async def probe_sandbox(
+    spec: MachineSpec, ssh: list[str], local_version: str | None, codex_program: str | None
+) -> MachineFound:
+    """A machine with a container per session: one made as a session's would be (the
+    image, this bridge's Codex mounted, no folder of the user's), reached as a container,
+    and removed."""
+    found = MachineFound(
+        name=spec.name, where=spec.where(), ssh=True, kind=spec.runtime, codex=spec.codex
+    )
+    vendor = spec_of.vendor_folder(codex_program) if codex_program else None
+    if vendor is None:
+        return _with(
+            found,
+            unreachable=(
+                f"this bridge's Codex ({codex_program or 'none found'}) is not in a Codex "
+                "package's vendor folder to mount into the containers"
+            ),
+        )
+    container = f"codex-acp-bridge-doctor-{os.getpid()}-{spec.name}"
+    argv = spec_of.sandbox_run_argv(spec, container, vendor[0], (), process_owner())
+    try:
+        with trio.move_on_after(REACH_SECONDS * 3) as waited:
+            done = await trio.run_process(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        if waited.cancelled_caught:
+            return _with(
+                found, unreachable=f"{spec.runtime} run took over {REACH_SECONDS * 3:.0f} s"
+            )
+        if done.returncode != 0:
+            words = _words(done.stderr.decode(errors="replace")) or f"exit status {done.returncode}"
+            return _with(found, unreachable=f"{spec.runtime} run: {words}")
+        box = spec_of.sandbox_box(spec, spec.name, container)
+        return replace(await probe_place(box, ssh, local_version), where=spec.where())
+    except OSError as exc:
+        return _with(found, unreachable=could_not_run(argv, exc))
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(REACH_SECONDS):
+            await trio.run_process(
+                [spec.runtime, "rm", "--force", "--time", "0", container],
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
 
 
 async def probe_place(

@@ -740,6 +740,8 @@ class Engine:
         result goes out, then what may only follow it (the commands, the current state
         of sub-agents a load replayed)."""
         self.settings.session_opened(record, result, opened)
+        # The end of a load's replayed transcript: said before the answer.
+        self.machines.session_opened(record)
         self.hub.state(facts.SessionOpened(record, rid, result))
         self.settings.session_announced(record)
         self.mcp_servers.session_opened(record)
@@ -795,6 +797,7 @@ class Engine:
         root = self.hub.threads.get(thread_id)
         others = root is not None and self.approvals.others_turn(root)
         self.proposed_plans.withdraw(thread_id)
+        self.machines.release(thread_id)  # its own container, on a per-session machine
         for record in self.hub.threads.forget(thread_id):
             self.approvals.thread_forgotten(record, answer=not others)
         self._release_turn_ends()  # no turn of a forgotten sub-agent is awaited

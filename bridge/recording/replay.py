@@ -29,6 +29,7 @@ from ..engine import (
     MachineCall,
     MachineChosen,
     MachineOffer,
+    MachineReleased,
     MachineWanted,
     ReadClock,
     Registration,
@@ -125,7 +126,7 @@ def replay(recording: Recording, *, check: bool = True) -> Transcript:
                         raise RecordingError(
                             recording.path, line, f"transcript line {exc.line}: {exc.why}"
                         ) from None
-            elif isinstance(effect, MachineWanted | MachineChosen | MachineCall):
+            elif isinstance(effect, MachineWanted | MachineChosen | MachineCall | MachineReleased):
                 pass  # the shell's to carry out; the recording holds what it said next
             else:
                 sent = msgspec.json.decode(effect.data)
@@ -214,6 +215,7 @@ def engine_options(recording: Recording) -> dict[str, Any]:
                 # The token is redacted in the recording, as in what it holds of the
                 # engine's environment/add: the replay sends the same.
                 registration=Registration(m["url"], REDACTED) if m.get("url") else None,
+                per_session=bool(m.get("perSession")),
             )
             for m in options.get("machines", [])
         ],

@@ -16,6 +16,7 @@ from ..engine import (
     Engine,
     MachineCall,
     MachineChosen,
+    MachineReleased,
     MachineWanted,
     ReadClock,
     ToClient,
@@ -88,15 +89,17 @@ def carry_out(
     tap: Tap | None,
     to_client: Callable[[ToClient], None],
     to_codex: Callable[[ToCodex], None] | None,
-    want_machine: Callable[[str], None] | None = None,
+    want_machine: Callable[[str, tuple[str, ...]], None] | None = None,
     store_machine: Callable[[str, str], None] | None = None,
     call_machine: CallMachine | None = None,
+    release_machine: Callable[[str], None] | None = None,
 ) -> None:
     """Send each message to its side (``to_codex`` ``None``: no Codex connection now, so
     what is meant for it is dropped), answer each clock reading and hand each machine a
     prompt wants to ``want_machine`` (the links), each pick to ``store_machine`` and each
     call to a machine's exec-server to ``call_machine`` (``None``: answered at once, with
-    an error: no link here), in order; ``tap`` sees each as it goes."""
+    an error: no link here), and each session's own place that goes to
+    ``release_machine``, in order; ``tap`` sees each as it goes."""
 
     def again(more: Iterable[Effect]) -> None:
         carry_out(
@@ -108,6 +111,7 @@ def carry_out(
             want_machine,
             store_machine,
             call_machine,
+            release_machine,
         )
 
     for effect in effects:
@@ -132,12 +136,15 @@ def carry_out(
                 store_machine(effect.thread_id, effect.machine)
         elif isinstance(effect, MachineWanted):
             if want_machine is not None:
-                want_machine(effect.name)
+                want_machine(effect.name, effect.folders)
                 continue
             reason = "this bridge runs no link to it"
             if tap:
                 tap.event("machine_changed", reason, machine=effect.name, state="down")
             again(engine.machine_changed(effect.name, "down", reason))
+        elif isinstance(effect, MachineReleased):
+            if release_machine is not None:
+                release_machine(effect.name)
         elif isinstance(effect, MachineCall):
             if call_machine is not None:
                 call_machine(effect)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import logging
+import os
 import secrets
 import shlex
 import socket
@@ -71,6 +72,8 @@ logging.getLogger(f"{__name__}.websockets").setLevel(logging.WARNING)
 CHECK_SECONDS = 30.0
 #: How long copying Codex into a container may take (some 400 MB).
 COPY_SECONDS = 300.0
+#: How long ``devcontainer up`` may take (it may build an image, and pull one).
+UP_SECONDS = 900.0
 #: Between attempts to bring a dropped link back: doubling up to the last.
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 #: A frame or a line: the exec-server carries whole files and outputs.
@@ -131,8 +134,42 @@ class Link:
     codex_back: trio.Event = field(default_factory=trio.Event)
     #: The Codex the bridge brought into the container, once found working there.
     brought: str | None = None
-    #: Held while a check may bring Codex (one copy at a time).
+    #: Held while a check may bring Codex (one copy at a time), or a dev container up.
     bringing: trio.Lock = field(default_factory=trio.Lock)
+    #: A dev container, once ``devcontainer up`` said which: the container reached.
+    container: MachineSpec | None = None
+    #: A session's own container on a sandbox machine: what makes it.
+    box: Box | None = None
+
+    @property
+    def prepared(self) -> bool:
+        """Whether a check prepares the place before anything runs there: brings Codex
+        into it, brings a dev container up, or makes a session's container."""
+        return (
+            bool(self.spec.bring)
+            or self.spec.scheme == spec_of.DEVCONTAINER
+            or self.box is not None
+        )
+
+    @property
+    def ready(self) -> bool:
+        """Whether what a check prepares is there (as far as this process knows)."""
+        if self.spec.scheme == spec_of.DEVCONTAINER and self.container is None:
+            return False
+        if self.box is not None and not self.box.made:
+            return False
+        return not self.spec.bring or self.brought is not None
+
+
+@dataclass(eq=False)
+class Box:
+    """A session's own container on a sandbox machine (``image =``): made at the first
+    prompt there, from the machine's spec, with the session's folders; removed when the
+    session goes, or this process does."""
+
+    machine: MachineSpec
+    folders: tuple[str, ...]
+    made: bool = False
 
 
 class MachineLinks:
@@ -192,8 +229,10 @@ class MachineLinks:
                 path=link.spec.path,
                 description=link.spec.description or link.spec.where(),
                 registration=Registration(link.url, link.token) if self.relay else None,
+                per_session=link.spec.scheme == spec_of.SANDBOX,
             )
             for name, link in self.links.items()
+            if link.box is None
         ]
 
     def close(self) -> None:
@@ -204,9 +243,11 @@ class MachineLinks:
 
     # -- the engine's asks -------------------------------------------------------------
 
-    def want(self, name: str) -> None:
-        """A prompt needs machine ``name``: check it now, unless it is connected."""
-        link = self.links.get(name)
+    def want(self, name: str, folders: tuple[str, ...] = ()) -> None:
+        """A prompt needs machine ``name``: check it now, unless it is connected. A
+        session's own place on a sandbox machine (``MACHINE@THREAD``) is made for it, with
+        its ``folders``."""
+        link = self.links.get(name) or self._session_link(name, folders)
         if link is None:
             self.on_change(name, "down", f"no machine named {name}")
             return
@@ -240,7 +281,17 @@ class MachineLinks:
     # -- running -----------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve every ssh machine's listener until cancelled."""
+        """Serve every ssh machine's listener until cancelled; then remove the sessions'
+        own containers."""
+        try:
+            await self._run(task_status)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(CHECK_SECONDS):
+                async with trio.open_nursery() as removing:
+                    for name in [n for n, link in self.links.items() if link.box is not None]:
+                        removing.start_soon(self._remove_box, self.links.pop(name))
+
+    async def _run(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             for link in self.links.values():
@@ -250,6 +301,8 @@ class MachineLinks:
             for name in self._early_wants:
                 self.want(name)
             self._early_wants.clear()
+            if any(link.spec.scheme == spec_of.SANDBOX for link in self.links.values()):
+                nursery.start_soon(self._sweep_boxes)
             if self._published is not None:
                 await self._follow_published()
             # Open for the checks to come, with no listener too (ws:// machines, or the
@@ -275,17 +328,28 @@ class MachineLinks:
                     self._set(link, "connected")
             await trio.sleep(PUBLISHED_POLL_SECONDS)
 
-    async def _serve(self, link: Link) -> None:
-        assert link.listener is not None
-        listener = trio.SocketListener(trio.socket.from_stdlib_socket(link.listener))
+    async def _serve(self, served: Link) -> None:
+        assert served.listener is not None
+        listener = trio.SocketListener(trio.socket.from_stdlib_socket(served.listener))
+
+        def target(path: str) -> Link | None:
+            """The link a connection is for: a sandbox machine's URL path names the
+            session (its thread) whose own container it reaches."""
+            if served.spec.scheme != spec_of.SANDBOX:
+                return served
+            thread = path.partition("?")[0].strip("/")
+            return self.links.get(f"{served.spec.name}{spec_of.SESSION_MARK}{thread}")
 
         def authorize(_connection: ServerConnection, request: Request) -> Response | None:
             given = request.headers.get("Authorization", "")
-            expected = f"Bearer {link.token}"
+            expected = f"Bearer {served.token}"
             if not hmac.compare_digest(given.encode(), expected.encode()):
-                log.warning("machine %s: a connection without its token refused", link.spec.name)
+                log.warning("machine %s: a connection without its token refused", served.spec.name)
                 return Response(401, "Unauthorized", Headers([("Content-Length", "0")]), b"")
-            if link.spec.bring and link.bringing.locked():
+            link = target(request.path)
+            if link is None:  # a session's container removed since
+                return Response(404, "Not Found", Headers([("Content-Length", "0")]), b"")
+            if link.prepared and link.bringing.locked():
                 # Codex is being brought there (a copy takes seconds, more than Codex waits
                 # for a connection's first answer): Codex comes back in a moment.
                 link.codex_failed = trio.current_time()
@@ -301,6 +365,10 @@ class MachineLinks:
             return None
 
         async def handler(connection: ServerConnection) -> None:
+            link = target(connection.request.path if connection.request else "")
+            if link is None:
+                await connection.aclose(1011, "no such session here")
+                return
             await self._relay(link, connection)
 
         await serve(
@@ -340,20 +408,162 @@ class MachineLinks:
         spec = link.spec
         if not spec.relayed:
             return await _check_tcp(spec)
-        if not spec.bring:
+        if not link.prepared:
             return (await self._check_codex(link, spec))[0]
         async with link.bringing:
+            if link.box is not None:
+                why = await self._make_box(link, link.box)
+                return why if why is not None else (await self._check_codex(link, spec))[0]
+            if spec.scheme == spec_of.DEVCONTAINER:
+                why = await self._up(link)
+                if why is not None:
+                    return why
+                if not spec.bring:
+                    return (await self._check_codex(link, self.in_use(link)))[0]
             return await self._check_or_bring(link)
 
     def in_use(self, link: Link) -> MachineSpec:
-        """The machine as the link reaches it: with the Codex brought there, if it was."""
-        return replace(link.spec, codex=link.brought) if link.brought else link.spec
+        """The machine as the link reaches it: a dev container as the container it is,
+        with the Codex brought there, if it was."""
+        place = link.container or link.spec
+        return replace(place, codex=link.brought) if link.brought else place
+
+    # -- a session's own container (sandbox machines) ----------------------------------
+
+    def _session_link(self, name: str, folders: tuple[str, ...]) -> Link | None:
+        """The link of a session's own container (``MACHINE@THREAD``), made now."""
+        machine, _, thread = name.partition(spec_of.SESSION_MARK)
+        base = self.links.get(machine)
+        if not thread or base is None or base.spec.scheme != spec_of.SANDBOX:
+            return None
+        container = spec_of.sandbox_container(base.spec, thread)
+        link = Link(spec_of.sandbox_box(base.spec, name, container), f"{base.url}/{thread}", None)
+        link.box = Box(base.spec, folders)
+        self.links[name] = link
+        return link
+
+    def release(self, name: str) -> None:
+        """The session of ``name`` (``MACHINE@THREAD``) is closed or deleted: its container
+        goes."""
+        link = self.links.get(name)
+        if link is None or link.box is None:
+            return
+        del self.links[name]
+        if self._nursery is not None:
+            self._nursery.start_soon(self._remove_box, link)
+
+    async def _make_box(self, link: Link, box: Box) -> str | None:
+        """The session's container, running: made (or started again) unless it is; else
+        why not, in the runtime's words."""
+        spec = link.spec
+        state = await _output(
+            [spec.scheme, "container", "inspect", "--format", "{{.State.Running}}", spec.host]
+        )
+        if state == "true":
+            box.made = True
+            return None
+        if state == "false":
+            failed = await _run([spec.scheme, "start", spec.host], CHECK_SECONDS)
+            box.made = failed is None
+            return None if failed is None else f"{spec.where()}: {failed}"
+        program = await self._codex_dir()
+        if program is None:
+            return (
+                f"cannot make a container of {box.machine.image}: this bridge's Codex "
+                f"({self.codex_program or 'none found'}) is not in a Codex package's vendor "
+                "folder to mount there"
+            )
+        owner = process_owner()
+        argv = spec_of.sandbox_run_argv(box.machine, spec.host, program, box.folders, owner)
+        failed = await _run(argv, COPY_SECONDS)
+        if failed is not None:
+            return f"cannot make a container of {box.machine.image}: {failed}"
+        if not box.machine.mount and box.folders:
+            # Not mounted: the session's folders are made there, empty, to work in.
+            await _run([spec.scheme, "exec", spec.host, "mkdir", "-p", *box.folders], CHECK_SECONDS)
+        log.info("machine %s: made %s", box.machine.name, spec.where())
+        box.made = True
+        return None
+
+    async def _codex_dir(self) -> Path | None:
+        found = spec_of.vendor_folder(self.codex_program) if self.codex_program else None
+        return found[0] if found is not None else None
+
+    async def _remove_box(self, link: Link) -> None:
+        spec = link.spec
+        failed = await _run([spec.scheme, "rm", "--force", "--time", "0", spec.host], CHECK_SECONDS)
+        if failed is None:
+            log.info("machine %s: removed %s", spec.name, spec.where())
+        else:
+            log.warning("machine %s: %s not removed: %s", spec.name, spec.where(), failed)
+
+    async def _sweep_boxes(self) -> None:
+        """Remove the sessions' containers a process that is gone left (a crash), of every
+        runtime a sandbox machine here uses."""
+        runtimes = {
+            each.spec.runtime for each in self.links.values() if each.spec.scheme == spec_of.SANDBOX
+        }
+        for runtime in sorted(runtimes):
+            listed = await _output(
+                [
+                    runtime,
+                    "ps",
+                    "--all",
+                    "--filter",
+                    f"label={spec_of.SANDBOX_LABEL}",
+                    "--format",
+                    f'{{{{.Names}}}} {{{{index .Labels "{spec_of.OWNER_LABEL}"}}}}',
+                ]
+            )
+            if listed.startswith("!"):
+                log.info("sandbox containers not listed: %s", listed[1:])
+                continue
+            for row in listed.splitlines():
+                name, _, owner = row.partition(" ")
+                if name and not _alive(owner.strip()):
+                    failed = await _run(
+                        [runtime, "rm", "--force", "--time", "0", name], CHECK_SECONDS
+                    )
+                    log.info(
+                        "removed %s, left by a bridge that is gone%s",
+                        name,
+                        f" ({failed})" if failed else "",
+                    )
+
+    async def _up(self, link: Link) -> str | None:
+        """Bring the dev container up (or find it up) with the devcontainers CLI, and
+        reach it from now on; else why not, in the CLI's words."""
+        spec = link.spec
+        argv = spec_of.up_argv(spec)
+        done = await _finished(argv, UP_SECONDS)
+        if isinstance(done, trio.TooSlowError):
+            return f"devcontainer up for {spec.host} took over {UP_SECONDS:.0f} s"
+        if isinstance(done, OSError):
+            return could_not_run(argv, done) + (
+                " (the devcontainers CLI: npm install -g @devcontainers/cli)"
+                if isinstance(done, FileNotFoundError)
+                else ""
+            )
+        try:
+            container = spec_of.up_container(spec, done.stdout.decode(errors="replace"))
+        except spec_of.MachineError as exc:
+            lines = [line.strip() for line in done.stderr.decode(errors="replace").splitlines()]
+            said = [line for line in lines if line.startswith("Error")][-1:]
+            return "; ".join([str(exc), *said])
+        if link.container is None or link.container.host != container.host:
+            if link.container is not None:  # made anew: what was brought is gone
+                link.brought = None
+            log.info(
+                "machine %s: the dev container of %s is %s", spec.name, spec.host, container.where()
+            )
+        link.container = container
+        return None
 
     async def ready_spec(self, spec: MachineSpec) -> MachineSpec:
         """``spec`` as the link reaches it, the Codex brought first if it must be (for a
         connection of the bridge's own: a rewind's); :class:`MachineError` says why not."""
         link = self.links.get(spec.name)
-        if link is None or not spec.bring or link.brought:
+        if link is None or link.ready:
             return self.in_use(link) if link is not None else spec
         why = await self.check(link)
         if why is not None:
@@ -379,7 +589,7 @@ class MachineLinks:
         return mismatch, "other" if mismatch else "ok"
 
     async def _check_or_bring(self, link: Link) -> str | None:
-        spec = link.spec
+        spec = link.container or link.spec
         if link.brought:  # brought before: still there (a container made anew has not)?
             why, kind = await self._check_codex(link, self.in_use(link))
             if why is None or kind == "failed":
@@ -395,7 +605,7 @@ class MachineLinks:
     async def _bring(self, link: Link) -> str | None:
         """Copy this bridge's Codex into the container (unless a copy is there already) and
         use it; else why not, in one line naming the machine."""
-        spec = link.spec
+        spec = link.container or link.spec
         cannot = f"cannot bring Codex into {spec.where()}"
         name_one = f"install Codex there and name it with {spec_of.codex_hint(spec)}"
         local = await self.local_version()
@@ -548,7 +758,7 @@ class MachineLinks:
     def _daemon_brings(self, link: Link) -> bool:
         """Whether the daemon's link is at work on a machine whose Codex the bridge brings
         (this editor's check leaves the container to it and follows its word)."""
-        if self._published is None or not link.spec.bring:
+        if self._published is None or not link.prepared:
             return False
         return self._published().get(link.spec.name, ("", ""))[0] == "connecting"
 
@@ -558,7 +768,7 @@ class MachineLinks:
         Codex into a container) as long as that may take."""
         assert self._published is not None
         down_until = trio.current_time() + CODEX_RETRY_SECONDS
-        with trio.move_on_after(CHECK_SECONDS + COPY_SECONDS):
+        with trio.move_on_after(CHECK_SECONDS + UP_SECONDS + COPY_SECONDS):
             while True:
                 word = self._published().get(link.spec.name, ("", ""))
                 link.heard = word
@@ -603,7 +813,7 @@ class MachineLinks:
         """One of Codex's connections to ``link``: an exec-server over ssh (or in a
         container, or through a command), line by frame."""
         spec = link.spec
-        if spec.bring and not link.brought:
+        if not link.ready:
             # Codex connected before a check brought its Codex there. Held through a copy,
             # Codex would give up on this connection (after some 10 s) and pause before
             # the next; closed now, it comes back in a moment, and the check (the link
@@ -611,7 +821,7 @@ class MachineLinks:
             # connected once one of its connections is there.
             link.codex_failed = trio.current_time()
             self._check_soon(link)
-            await connection.aclose(1013, "Codex is being brought there")
+            await connection.aclose(1013, "the machine is being prepared")
             return
         link.codex_coming += 1
         argv = spec_of.exec_server_argv(self.in_use(link), self.ssh)
@@ -883,3 +1093,24 @@ async def _check_tcp(spec: MachineSpec) -> str | None:
     except OSError as exc:
         return f"cannot reach {spec.host}:{port}: {exc.strerror or exc}"
     return None
+
+
+def process_owner() -> str:
+    """This process, as a session's container is labelled with it: ``PID:START``."""
+    return f"{os.getpid()}:{_started(os.getpid())}"
+
+
+def _started(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks after boot (``""``: no such process)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    # The command may hold spaces and parentheses: the fields after its last ")".
+    return stat.rpartition(")")[2].split()[19]
+
+
+def _alive(owner: str) -> bool:
+    """Whether the process a container's ``owner`` label names still runs."""
+    pid, _, start = owner.partition(":")
+    return pid.isdigit() and bool(start) and _started(int(pid)) == start

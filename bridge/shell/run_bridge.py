@@ -244,6 +244,7 @@ async def run_bridge(
             machines.want if machines is not None else None,
             machines.store.set if machines is not None else None,
             call_machine if calls is not None else None,
+            machines.release if machines is not None else None,
         )
 
     def machine_changed(name: str, state: str, reason: str) -> None:

@@ -11,6 +11,7 @@ from bridge.engine import (
     Engine,
     MachineCall,
     MachineChosen,
+    MachineReleased,
     MachineWanted,
     ReadClock,
     ToClient,
@@ -41,6 +42,10 @@ class Harness:
         self.machines_chosen: list[tuple[str, str]] = []
         #: The calls the engine asked the shell to carry to a machine's exec-server.
         self.machine_calls: list[MachineCall] = []
+        #: The folders each machine was wanted with (a session's own place), by name.
+        self.machine_folders: dict[str, tuple[str, ...]] = {}
+        #: The sessions' own places the engine asked the shell to remove, in order.
+        self.machines_released: list[str] = []
         self._next_client_id = 100
         self._collect(self.engine.start())
         if ready:
@@ -60,6 +65,10 @@ class Harness:
                 continue
             if isinstance(effect, MachineWanted):
                 self.machines_wanted.append(effect.name)
+                self.machine_folders[effect.name] = effect.folders
+                continue
+            if isinstance(effect, MachineReleased):
+                self.machines_released.append(effect.name)
                 continue
             if isinstance(effect, MachineChosen):
                 self.machines_chosen.append((effect.thread_id, effect.machine))

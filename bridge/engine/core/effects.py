@@ -40,7 +40,17 @@ class ReadClock(msgspec.Struct, frozen=True):
 class MachineWanted(msgspec.Struct, frozen=True):
     """A prompt needs the machine ``name`` (``bridge.engine.core.machines``): the shell
     reaches it, if it has not, and tells the engine how that went with
-    ``Engine.machine_changed``."""
+    ``Engine.machine_changed``. A session's own place on a per-session machine is named by
+    its environment (``session_environment``), with the session's folders (a new
+    container mounts them)."""
+
+    name: str
+    folders: tuple[str, ...] = ()
+
+
+class MachineReleased(msgspec.Struct, frozen=True):
+    """The session of environment ``name`` (a per-session machine's) is closed or deleted:
+    the shell removes its place (its container)."""
 
     name: str
 
@@ -68,4 +78,6 @@ class MachineCall(msgspec.Struct, frozen=True):
     params: bytes
 
 
-Effect = ToClient | ToCodex | ReadClock | MachineWanted | MachineChosen | MachineCall
+Effect = (
+    ToClient | ToCodex | ReadClock | MachineWanted | MachineChosen | MachineCall | MachineReleased
+)

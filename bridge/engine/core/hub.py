@@ -44,6 +44,7 @@ from .effects import (
     Effect,
     MachineCall,
     MachineChosen,
+    MachineReleased,
     MachineWanted,
     ReadClock,
     ToClient,
@@ -479,8 +480,9 @@ class Hub:
         else:
             waiting.result(Raw(result or b"null"))
 
-    def effect(self, asked: MachineWanted | MachineChosen) -> None:
-        """Ask the shell to reach a machine, or to store the one a thread was given."""
+    def effect(self, asked: MachineWanted | MachineChosen | MachineReleased) -> None:
+        """Ask the shell to reach a machine, to store the one a thread was given, or to
+        remove a session's own place."""
         self._out.append(asked)
 
     def clock_read(self, key: RequestId, unix_seconds: int) -> bool:

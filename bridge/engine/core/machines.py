@@ -51,6 +51,10 @@ class MachineOffer:
     path: str = ""
     description: str = ""
     registration: Registration | None = None
+    #: Each session gets its own place (a fresh container): a Codex environment of its own,
+    #: :func:`session_environment`, whose registration URL is the offer's with the thread's
+    #: id as its path.
+    per_session: bool = False
 
 
 @dataclass(slots=True)
@@ -67,6 +71,20 @@ class Machine:
     @property
     def name(self) -> str:
         return self.offer.name
+
+
+#: Between a per-session machine's name and the thread's id in its environment's id.
+SESSION_MARK = "@"
+
+
+def session_environment(machine: str, thread_id: str) -> str:
+    """The Codex environment of thread ``thread_id`` on per-session machine ``machine``."""
+    return f"{machine}{SESSION_MARK}{thread_id}"
+
+
+def machine_of(environment_id: str) -> str:
+    """The machine an environment is (a session's own: the machine it was made from)."""
+    return environment_id.partition(SESSION_MARK)[0]
 
 
 def workspace(offer: MachineOffer | None, cwd: str) -> str:

@@ -122,7 +122,7 @@ class Rewind:
             )
             return
         settings = record.settings
-        machine = settings.machine if settings is not None else LOCAL
+        machine = self._files_of(settings.machine if settings is not None else LOCAL)
         known = self.hub.machines.get(machine)
         cwd = workspace(known.offer if known is not None else None, record.cwd)
         # The session's other folders are this machine's (a machine's session has its own cwd).
@@ -131,6 +131,13 @@ class Rewind:
         self._read_turns(run)
 
     # -- 1. the span --------------------------------------------------------------------------
+
+    def _files_of(self, machine: str) -> str:
+        """Where the files of a turn on ``machine`` are: a session's own container (a
+        per-session machine) has the session's folders mounted from here, and is gone
+        once the session is."""
+        known = self.hub.machines.get(machine)
+        return LOCAL if known is not None and known.offer.per_session else machine
 
     def _read_turns(self, run: _Run, cursor: str | None = None) -> None:
         params = codex_threads.ThreadTurnsListParams(
@@ -147,7 +154,7 @@ class Rewind:
             elsewhere = {
                 turn: machine
                 for turn, machine in run.record.turn_machines.items()
-                if machine != run.machine
+                if self._files_of(machine) != run.machine
             }
             span = rewind_plan.find_span(run.turns, run.count, run.cwd, elsewhere)
             if span is None and page.nextCursor and page.data:

@@ -109,9 +109,15 @@ class MachineGate(Protocol):
     """Waits for a machine to take a turn (:mod:`bridge.engine.features.settings.machines`)."""
 
     def when_ready(
-        self, name: str, ready: Callable[[], None], failed: Callable[[str], None]
+        self,
+        name: str,
+        ready: Callable[[], None],
+        failed: Callable[[str], None],
+        thread_id: str = "",
+        folders: tuple[str, ...] = (),
     ) -> None:
-        """``ready()`` once machine ``name`` can take a turn, else ``failed(reason)``."""
+        """``ready()`` once machine ``name`` can take a turn of thread ``thread_id`` (whose
+        folders are ``folders``), else ``failed(reason)``."""
 
 
 class QuickCommands(Protocol):
@@ -308,7 +314,9 @@ class Prompts:
         if machine == LOCAL:
             send()
         else:
-            self.machines.when_ready(machine, send, unreached)
+            self.machines.when_ready(
+                machine, send, unreached, record.id, (record.cwd, *record.folders)
+            )
 
     def _turn_accepted(
         self, record: ThreadRecord, asked: StartTurn, result: codex_commands.CommandStartResult

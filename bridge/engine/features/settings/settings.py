@@ -58,7 +58,7 @@ from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core.effects import MachineChosen
 from ...core.hub import Hub, decode_params, unknown_method, workspace_roots
-from ...core.machines import LOCAL, workspace
+from ...core.machines import LOCAL, machine_of, session_environment, workspace
 from ...core.threads import ListSkills, Settings, StorePick, ThreadRecord
 from ...views import presets
 from ...views.commands import COMMANDS, offered, skill_command
@@ -187,7 +187,7 @@ class SettingsSelectors:
         environments = getattr(thread, "environments", None) or []
         # The first is where it acts (Codex gives a thread started without any every
         # machine it knows, this one first).
-        first = environments[0].environmentId if environments else LOCAL
+        first = machine_of(environments[0].environmentId) if environments else LOCAL
         return first if first in self.hub.machines else LOCAL
 
     def machine(self, record: ThreadRecord) -> str:
@@ -205,10 +205,13 @@ class SettingsSelectors:
             # turns after it, and for a thread loaded later.
             machine = setting_views.current_machine(settings)
             offer = self.hub.machines[machine].offer if machine in self.hub.machines else None
+            own = offer is not None and offer.per_session
             here = codex_types.TurnEnvironment(
-                environmentId=machine, cwd=workspace(offer, record.cwd)
+                environmentId=session_environment(machine, record.id) if own else machine,
+                cwd=workspace(offer, record.cwd),
             )
-            if machine == LOCAL:
+            if machine == LOCAL or own:
+                # A session's own container has its folders at the same paths.
                 here.runtimeWorkspaceRoots = workspace_roots(record.cwd, record.folders)
             params.environments = [here]
             settings.machine, settings.picked_machine = machine, None
