@@ -100,6 +100,12 @@ def test_a_reached_machine_says_how_long_it_took() -> None:
         ("command", "kubectl exec -i pod/devbox --", "command kubectl exec -i pod/devbox --"),
         ("ws", "ws://127.0.0.1:4600", "ws://127.0.0.1:4600"),
         ("wss", "wss://lab.example:4600", "wss://lab.example:4600"),
+        ("devcontainer", "the dev container of /src/app", "the dev container of /src/app"),
+        (
+            "podman",
+            "a podman container of debian:bookworm for each session",
+            "a podman container of debian:bookworm for each session",
+        ),
     ],
 )
 def test_a_machine_s_first_line_names_its_kind_and_where_it_is(

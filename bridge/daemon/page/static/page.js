@@ -281,10 +281,11 @@ function groupOf(name) {
 }
 
 // A machine's kind and where it is, as `status` says them (bridge.machines.kind_and_where):
-// "ssh me@devbox"; a place that names its kind already as it is ("podman container devbox").
+// "ssh me@devbox"; a place that says its kind already as it is ("podman container devbox").
+const SAID_IN_PLACE = ["podman", "docker", "devcontainer", "sandbox"];
 function kindAndWhere(machine) {
   const kind = machine.kind || "", where = machine.where || "";
-  if (!kind || where.split(/[ :]/, 1)[0] === kind) return where;
+  if (!kind || SAID_IN_PLACE.includes(kind) || where.startsWith(`${kind}://`)) return where;
   return where ? `${kind} ${where}` : kind;
 }
 
