@@ -322,11 +322,10 @@ def _daemon_links(specs: list[Any], ssh: list[str], codex_bin: str) -> Any:
 
     boxed = [spec.name for spec in specs if spec.scheme == SANDBOX]
     if boxed:
-        # Each session's container is made by the serve that runs its session (with
-        # --no-daemon): the daemon's sessions outlive their editors, that container not.
-        logging.getLogger(__name__).warning(
-            "machines with a container per session are not offered through the daemon: %s "
-            "(an editor's `serve --no-daemon` offers them)",
+        # Each session's container is made by the editor's serve that runs the session,
+        # as long as it runs: the daemon's sessions outlive their editors.
+        logging.getLogger(__name__).info(
+            "machines with a container per session are each editor's own, not the daemon's: %s",
             ", ".join(boxed),
         )
         specs = [spec for spec in specs if spec.scheme != SANDBOX]

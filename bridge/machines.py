@@ -225,13 +225,11 @@ def parse_url(name: str, url: str) -> MachineSpec:
     if path in ("", "/"):
         path = ""
     codex = query.get("codex", ["codex"])[-1]
+    bring = ""
     if codex == AUTO:
-        # Where an ssh machine's would go: copied (scp, or through ssh's stdin) into the
-        # user's cache folder there, when the remote is Linux on this architecture.
-        raise MachineError(
-            f"machine {name}: ?codex=auto (Codex brought by the bridge) is for podman:// and "
-            "docker:// machines; name the Codex there with ?codex=/path/to/codex"
-        )
+        # Copied through ssh into the user's cache folder there (a Linux machine of this
+        # one's architecture), and run from there.
+        codex, bring = "codex", BRING_ALWAYS
     return MachineSpec(
         name=name,
         url=url,
@@ -241,6 +239,7 @@ def parse_url(name: str, url: str) -> MachineSpec:
         port=port,
         path=path,
         codex=codex,
+        bring=bring,
     )
 
 
@@ -818,18 +817,48 @@ def platform_argv(spec: MachineSpec, image: str) -> list[str]:
     return [spec.scheme, "image", "inspect", "--format", "{{.Os}}/{{.Architecture}}", image]
 
 
-def copy_argv(spec: MachineSpec, source: Path, folder: str) -> list[str]:
+def copy_argv(
+    spec: MachineSpec, source: Path, folder: str, ssh: list[str] | None = None
+) -> list[str]:
     """What copies the folder ``source`` here to ``folder`` in the container (which must
-    not exist yet: ``cp`` would put it inside)."""
+    not exist yet: ``cp`` would put it inside); on an ssh machine, a tar stream through
+    ssh's stdin into that folder there."""
+    if spec.ssh:
+        quoted = shlex.quote(folder)
+        remote = ssh_argv(spec, ssh or ["ssh"], f"mkdir -p {quoted} && tar -xf - -C {quoted}")
+        return ["sh", "-c", 'cd "$1" && shift && tar -cf - . | "$@"', "sh", str(source), *remote]
     return [spec.scheme, "cp", str(source), f"{spec.host}:{folder}"]
 
 
-def rename_argv(spec: MachineSpec, part: str, folder: str) -> list[str]:
-    """What renames the folder ``part`` to ``folder`` in the container, at once, unless a
-    ``folder`` with something in it is there (``mv -T`` refuses it)."""
-    return [spec.scheme, "exec", spec.host, "mv", "-T", part, folder]
+def rename_argv(
+    spec: MachineSpec, part: str, folder: str, ssh: list[str] | None = None
+) -> list[str]:
+    """What renames the folder ``part`` to ``folder`` there, at once, unless a ``folder``
+    with something in it is there (``mv -T`` refuses it)."""
+    return _there(spec, ssh, ["mv", "-T", part, folder])
 
 
-def remove_argv(spec: MachineSpec, path: str) -> list[str]:
-    """What removes ``path`` (a folder of the bridge's) in the container."""
-    return [spec.scheme, "exec", spec.host, "rm", "-rf", path]
+def remove_argv(spec: MachineSpec, path: str, ssh: list[str] | None = None) -> list[str]:
+    """What removes ``path`` (a folder of the bridge's) there."""
+    return _there(spec, ssh, ["rm", "-rf", path])
+
+
+def _there(spec: MachineSpec, ssh: list[str] | None, argv: list[str]) -> list[str]:
+    if spec.ssh:
+        return ssh_argv(spec, ssh or ["ssh"], shlex.join(argv))
+    return [spec.scheme, "exec", spec.host, *argv]
+
+
+#: What an ssh machine says of itself for the bridge to bring its Codex there: its
+#: system, its architecture (``uname``) and its user's cache folder.
+SSH_FACTS = 'uname -s -m && printf "%s\\n" "${XDG_CACHE_HOME:-$HOME/.cache}"'
+
+
+def ssh_facts(said: str, version: str) -> tuple[str, str] | None:
+    """What :data:`SSH_FACTS` said: the machine's platform (``linux/x86_64``) and where
+    Codex ``version`` goes there; ``None`` when it said something else."""
+    lines = said.strip().splitlines()
+    if len(lines) != 2 or len(lines[0].split()) != 2 or not lines[1].startswith("/"):
+        return None
+    system, machine = lines[0].split()
+    return f"{system.lower()}/{machine}", f"{lines[1]}/codex-acp-bridge/codex-{version}"

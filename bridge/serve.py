@@ -411,18 +411,20 @@ def _daemon_machines(options: ServeOptions, directory: Path) -> Any:
     info = read_published()
     published = info.machines if info is not None else []
     theirs = {m.name: m.url for m in published}
-    ignored = [m.name for m in options.machines if theirs.get(m.name) != m.url]
+    # A container per session is this process's own to run: the daemon offers none.
+    boxed = [m for m in options.machines if m.scheme == machine_specs.SANDBOX]
+    ignored = [m.name for m in options.machines if theirs.get(m.name) != m.url and m not in boxed]
     if ignored:
         log.warning(
             "machines are the daemon's: %s ignored here (give them to `daemon`, or use "
             "the machines file both read)",
             ", ".join(ignored),
         )
-    if not published or info is None:
+    if (not published and not boxed) or info is None:
         return None
     from .shell.machine_link import MachineLinks
 
-    specs = []
+    specs = [m for m in boxed if m.name not in theirs]
     for machine in published:
         if machine.url.startswith((f"{machine_specs.COMMAND}:", "devcontainer:")):
             # A command machine's command is run here only as this process's own

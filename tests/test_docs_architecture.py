@@ -8,6 +8,7 @@ way it did before (a module or a field added without a word there fails here).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from pathlib import Path
@@ -157,3 +158,59 @@ def test_the_path_check_sees_a_missing_file(tmp_path: Path) -> None:
     )
     bases = (tmp_path / "engine", tmp_path)
     assert missing_paths(text, bases) == ["bridge/x/", "core/gone.py", "tests/test_none_*.py"]
+
+
+#: ``Class.name`` in backticks (``Engine.forget``, ``Prompts.start_turn()``).
+_MEMBER = re.compile(r"`([A-Z][A-Za-z0-9_]*)\.([a-z_][A-Za-z0-9_]*)(?:\(\))?`")
+
+
+def class_members(root: Path) -> dict[str, set[str]]:
+    """Each class under ``root`` by name, with the names it defines: methods, class-level
+    names and fields, and attributes its methods set on ``self`` (classes of one name
+    pooled)."""
+    found: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            names = found.setdefault(node.name, set())
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    names.add(item.name)
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    names.add(item.target.id)
+                elif isinstance(item, ast.Assign):
+                    names.update(t.id for t in item.targets if isinstance(t, ast.Name))
+            for inner in ast.walk(node):
+                targets = (
+                    inner.targets
+                    if isinstance(inner, ast.Assign)
+                    else [inner.target]
+                    if isinstance(inner, ast.AnnAssign | ast.AugAssign)
+                    else []
+                )
+                for target in targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                    ):
+                        names.add(target.attr)
+    return found
+
+
+def missing_members(text: str, classes: dict[str, set[str]]) -> list[str]:
+    """The ``Class.name`` the document names that no class of that name defines."""
+    named = {(c, n) for c, n in _MEMBER.findall(_FENCE.sub("", text))}
+    return sorted(f"{c}.{n}" for c, n in named if n not in classes.get(c, set()))
+
+
+def test_every_class_member_the_document_names_exists() -> None:
+    missing = missing_members(DOC.read_text(), class_members(ROOT / "bridge"))
+    assert not missing, f"docs/architecture.md names what the code does not have: {missing}"
+
+
+def test_the_member_check_sees_a_name_that_is_gone() -> None:
+    classes = class_members(ROOT / "bridge" / "engine")
+    text = "`Engine.forget` and `Hub.update()` are; `Engine.vanished` and `Nowhere.x` are not."
+    assert missing_members(text, classes) == ["Engine.vanished", "Nowhere.x"]

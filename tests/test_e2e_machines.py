@@ -222,6 +222,39 @@ async def test_a_machine_without_codex_says_so(
     assert "no Codex on" in str(caught.value) and "?codex=" in str(caught.value)
 
 
+async def test_codex_auto_brings_this_bridges_codex_to_the_users_cache_folder_there_once(
+    open_conversation: OpenConversation,
+    bridge_argv: list[str],
+    bridge_env: dict[str, str],
+    tmp_path: Path,
+    codex_bin: str,
+    stderr_file: Path,
+) -> None:
+    """``ssh://HOST?codex=auto`` on a machine with no Codex: the bridge copies its Codex's
+    whole vendor folder through ssh into ``$XDG_CACHE_HOME/codex-acp-bridge/codex-VERSION``
+    there and runs the command with it; the next bridge finds it there and copies nothing."""
+    async with ssh_machine(tmp_path / "bare", codex_bin, with_codex=False) as bare:
+        url = f"bare={bare.url}{bare.workspace}?codex=auto"
+        argv = serve_argv(bridge_argv, url, ssh_command=bare.ssh_command)
+        for round_ in (1, 2):
+            with trio.fail_after(SCENARIO_SECONDS):
+                async with open_conversation(
+                    argv=argv, env=bridge_env, on_request=approving([])
+                ) as talk:
+                    await set_machine(talk, "bare")
+                    await talk.said(run(f"id -un > round{round_}.txt"))
+            said = (bare.workspace / f"round{round_}.txt").read_text().strip()
+            assert said == bare.user, (tool_texts(talk), stderr_file.read_text())
+        found = bare.run('ls -d "$XDG_CACHE_HOME"/codex-acp-bridge/*')
+        [folder] = found.stdout.split()
+        assert folder.endswith("/codex-acp-bridge/codex-0.171.0"), found
+        assert bare.run(f"test -x {folder}/bin/codex && test -x {folder}/codex-resources/bwrap")
+        log = stderr_file.read_text()
+        assert log.count("copying this bridge's") == 1, log
+        assert "brought into" in log and "earlier" in log, log
+        assert bare.run(f"ls -d {folder}.part-* 2>/dev/null").stdout == ""
+
+
 async def test_an_exec_server_killed_mid_command_fails_that_call_and_the_next_prompt_works(
     open_on: OpenOn, machine: SshMachine
 ) -> None:

@@ -22,6 +22,8 @@ import trio
 from bridge.machines import OWNER_LABEL, SANDBOX_LABEL
 from bridge.shell.machine_link import process_owner
 from tests.support.containers import IMAGE, containers_conf, podman, podman_or_skip
+from tests.support.daemon import StartDaemon
+from tests.support.daemon import serve_argv as daemon_serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.test_doctor_machines import doctor_env, line, run_doctor
 from tests.test_e2e_machines import approving, run, set_machine, tool_texts
@@ -247,3 +249,32 @@ async def test_doctor_makes_a_container_of_the_image_checks_it_and_removes_it(
     reached = line(out, "machine sandbox: reachable")
     assert reached.startswith("✗") and "podman run" in reached, out
     assert "no-such-image" in reached, out
+
+
+async def test_through_the_daemon_the_editors_bridge_makes_and_removes_the_container(
+    start_daemon: StartDaemon,
+    open_conversation: OpenConversation,
+    runtime: Path,
+    sandbox_env: dict[str, str],
+    made: list[str],
+    workspace: Path,
+    stderr_file: Path,
+) -> None:
+    """An editor attached to the daemon offers the sandbox machine of the machines file
+    both read: its own bridge makes the session's container and registers it with the
+    daemon's Codex, which runs the turn; the container goes when that bridge does."""
+    env = sandbox_env
+    machines_file(env)
+    async with start_daemon("--no-page"):
+        with trio.fail_after(SCENARIO_SECONDS):
+            async with open_conversation(
+                argv=daemon_serve_argv(runtime), env=env, on_request=approving([])
+            ) as talk:
+                name = container_of("sandbox", talk.sid)
+                made.append(name)
+                await set_machine(talk, "sandbox")
+                await talk.said(run("hostname > who.txt"))
+                hostname = (await podman(env, "exec", name, "hostname")).strip()
+                shown = (tool_texts(talk), stderr_file.read_text())
+                assert (workspace / "who.txt").read_text().strip() == hostname, shown
+        assert not await exists(env, name)

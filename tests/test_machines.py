@@ -326,11 +326,24 @@ def test_a_container_given_no_codex_has_the_bridge_bring_its_own_and_auto_forces
 
 def test_codex_auto_is_refused_where_the_bridge_cannot_copy_its_codex() -> None:
     with pytest.raises(MachineError) as caught:
-        machines.parse_flag("box=ssh://box?codex=auto")
-    assert "?codex=auto" in str(caught.value) and "podman://" in str(caught.value)
-    with pytest.raises(MachineError) as caught:
         machines.command_machine("pod", ["kubectl", "exec", "-i", "p", "--"], codex="auto")
     assert "cannot copy its Codex through a command" in str(caught.value)
+
+
+def test_codex_auto_on_an_ssh_machine_brings_it_through_ssh_to_the_users_cache() -> None:
+    spec = machines.parse_flag("box=ssh://me@box/src?codex=auto")
+    assert (spec.bring, spec.codex) == (machines.BRING_ALWAYS, "codex")
+    assert machines.ssh_facts("Linux x86_64\n/home/me/.cache\n", "0.171.0") == (
+        "linux/x86_64",
+        "/home/me/.cache/codex-acp-bridge/codex-0.171.0",
+    )
+    assert machines.ssh_facts("no such thing\n", "0.171.0") is None
+    assert machines.runs_there("x86_64-unknown-linux-musl", "linux/x86_64")
+    assert not machines.runs_there("x86_64-unknown-linux-musl", "darwin/arm64")
+    copy = machines.copy_argv(spec, Path("/vendor"), "/home/me/.cache/x.part", ["ssh"])
+    assert copy[:5] == ["sh", "-c", 'cd "$1" && shift && tar -cf - . | "$@"', "sh", "/vendor"]
+    assert copy[-1] == "mkdir -p /home/me/.cache/x.part && tar -xf - -C /home/me/.cache/x.part"
+    assert machines.rename_argv(spec, "/a b", "/c", ["ssh"])[-1] == "mv -T '/a b' /c"
 
 
 def test_the_codex_brought_is_its_whole_vendor_folder_for_a_linux_container_of_its_arch(

@@ -152,7 +152,11 @@ async def probe_ssh(
     reach_seconds: float = REACH_SECONDS,
     initialize_seconds: float = INITIALIZE_SECONDS,
 ) -> MachineFound:
-    """Reach ``spec`` over ssh as the link does (see the module docstring)."""
+    """Reach ``spec`` over ssh as the link does (see the module docstring). With
+    ``?codex=auto``: the Codex the bridge brought to the user's cache folder there, once
+    it has."""
+    if spec.bring and local_version:
+        spec = await _brought_to(spec, ssh, local_version, reach_seconds)
     found = MachineFound(
         name=spec.name,
         where=spec.where(),
@@ -222,13 +226,7 @@ async def probe_devcontainer(
     argv = [runtime, "ps", "--quiet", "--filter", f"label=devcontainer.local_folder={spec.host}"]
     try:
         with trio.move_on_after(REACH_SECONDS):
-            done = await trio.run_process(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+            done = await _ran(argv)
             if done.returncode != 0:
                 words = _words(done.stderr.decode(errors="replace"))
                 return _with(found, unreachable=f"{runtime} ps: {words or done.returncode}")
@@ -270,13 +268,7 @@ async def probe_sandbox(
     argv = spec_of.sandbox_run_argv(spec, container, vendor[0], (), process_owner())
     try:
         with trio.move_on_after(REACH_SECONDS * 3) as waited:
-            done = await trio.run_process(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+            done = await _ran(argv)
         if waited.cancelled_caught:
             return _with(
                 found, unreachable=f"{spec.runtime} run took over {REACH_SECONDS * 3:.0f} s"
@@ -290,13 +282,7 @@ async def probe_sandbox(
         return _with(found, unreachable=could_not_run(argv, exc))
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(REACH_SECONDS):
-            await trio.run_process(
-                [spec.runtime, "rm", "--force", "--time", "0", container],
-                stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+            await _ran([spec.runtime, "rm", "--force", "--time", "0", container])
 
 
 async def probe_place(
@@ -325,13 +311,7 @@ async def probe_place(
     started = time.monotonic()
     try:
         with trio.move_on_after(reach_seconds) as waited:
-            done = await trio.run_process(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+            done = await _ran(argv)
     except OSError as exc:
         return _with(found, unreachable=could_not_run(argv, exc))
     took = time.monotonic() - started
@@ -385,6 +365,19 @@ class _Stderr(StderrTail):
         return whole[self._mark :] if self._mark <= len(whole) else whole
 
 
+async def _brought_to(
+    spec: MachineSpec, ssh: list[str], local_version: str, seconds: float
+) -> MachineSpec:
+    """``spec`` with the Codex the bridge brought to the ssh machine's cache folder, when
+    that machine says where that is; else ``spec`` as it is."""
+    with trio.move_on_after(seconds), contextlib.suppress(OSError):
+        done = await _ran(spec_of.ssh_argv(spec, ssh, spec_of.SSH_FACTS))
+        facts = spec_of.ssh_facts(done.stdout.decode(errors="replace"), local_version)
+        if done.returncode == 0 and facts is not None:
+            return replace(spec, codex=f"{facts[1]}/bin/codex")
+    return spec
+
+
 async def _brought_there(
     spec: MachineSpec, ssh: list[str], local_version: str, seconds: float
 ) -> MachineSpec:
@@ -392,13 +385,7 @@ async def _brought_there(
     there and of ``local_version``; else ``spec`` as it is."""
     there = replace(spec, codex=f"{spec_of.brought_folder(local_version)}/bin/codex")
     with trio.move_on_after(seconds), contextlib.suppress(OSError):
-        done = await trio.run_process(
-            spec_of.version_argv(there, ssh),
-            stdin=subprocess.DEVNULL,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
+        done = await _ran(spec_of.version_argv(there, ssh))
         said = spec_of.codex_version(done.stdout.decode(errors="replace"))
         if done.returncode == 0 and said == local_version:
             return there
@@ -595,6 +582,13 @@ def _tcp_failure(exc: OSError) -> str:
         if said:
             return "; ".join(dict.fromkeys(said))
     return str(exc.strerror or exc)
+
+
+async def _ran(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """``argv`` run to its end, its output kept, nothing on its stdin."""
+    return await trio.run_process(
+        argv, stdin=subprocess.DEVNULL, capture_stdout=True, capture_stderr=True, check=False
+    )
 
 
 def _words(stderr: str) -> str:

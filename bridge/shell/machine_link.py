@@ -140,6 +140,9 @@ class Link:
     container: MachineSpec | None = None
     #: A session's own container on a sandbox machine: what makes it.
     box: Box | None = None
+    #: Whether this process runs the link (its listener, or a ws machine it registers),
+    #: not only checks it (an editor attached to the daemon, whose links the daemon runs).
+    here: bool = True
 
     @property
     def prepared(self) -> bool:
@@ -203,8 +206,10 @@ class MachineLinks:
         #: Which machine each thread works on, for the next bridge.
         self.store = ThreadMachines()
         for spec in specs:
-            if not relay:
-                link = Link(spec, "", None)
+            if not relay and spec.scheme != spec_of.SANDBOX:
+                # The daemon's link; a sandbox machine's, each session's container, is run
+                # by the bridge of the session (the daemon offers none).
+                link = Link(spec, "", None, here=False)
             elif spec.relayed:
                 # Bound now, before trio runs, so that the engine built before it can
                 # register the URL; served from run().
@@ -228,7 +233,7 @@ class MachineLinks:
                 name=name,
                 path=link.spec.path,
                 description=link.spec.description or link.spec.where(),
-                registration=Registration(link.url, link.token) if self.relay else None,
+                registration=Registration(link.url, link.token) if link.here else None,
                 per_session=link.spec.scheme == spec_of.SANDBOX,
             )
             for name, link in self.links.items()
@@ -251,11 +256,11 @@ class MachineLinks:
         if link is None:
             self.on_change(name, "down", f"no machine named {name}")
             return
-        if link.state == "connected" and self.relay:
+        if link.state == "connected" and link.here:
             # The relay sees a drop at once: connected is what it is.
             self.on_change(name, "connected", "")
             return
-        if self._published is not None:
+        if self._published is not None and not link.here:
             # The daemon's relay: its word, read now, unless it says the link is down.
             word = self._published().get(name, ("", ""))
             link.heard = word
@@ -603,10 +608,15 @@ class MachineLinks:
         return await self._bring(link)
 
     async def _bring(self, link: Link) -> str | None:
-        """Copy this bridge's Codex into the container (unless a copy is there already) and
-        use it; else why not, in one line naming the machine."""
+        """Copy this bridge's Codex into the container, or the ssh machine's cache folder
+        (unless a copy is there already), and use it; else why not, in one line naming the
+        machine."""
         spec = link.container or link.spec
-        cannot = f"cannot bring Codex into {spec.where()}"
+        cannot = (
+            f"cannot bring Codex into {spec.where()}"
+            if not spec.ssh
+            else (f"cannot bring Codex to {spec.where()}")
+        )
         name_one = f"install Codex there and name it with {spec_of.codex_hint(spec)}"
         local = await self.local_version()
         found = spec_of.vendor_folder(self.codex_program) if self.codex_program else None
@@ -621,7 +631,14 @@ class MachineLinks:
                 f"{cannot}: this bridge's Codex is {version}, the one it works with {local}: "
                 f"{name_one}"
             )
-        folder = spec_of.brought_folder(local)
+        platform = ""
+        if spec.ssh:
+            facts = await self._ssh_facts(spec, local)
+            if facts.startswith("!"):
+                return f"{cannot}: {facts[1:]}"
+            platform, _, folder = facts.partition(" ")
+        else:
+            folder = spec_of.brought_folder(local)
         there = replace(spec, codex=f"{folder}/bin/codex")
         why, kind = await self._check_codex(link, there)
         if why is None:
@@ -634,20 +651,20 @@ class MachineLinks:
             )
             link.brought = there.codex
             return None
-        remove = f"remove it ({spec.scheme} exec {spec.host} rm -rf {folder}) and try again"
+        remove = f"remove it ({shlex.join(self._removal(spec, folder))}) and try again"
         if kind != "missing":
             return (
                 why
                 if kind == "failed"
                 else f"{cannot}: {folder} there holds no working Codex {local} ({why}): {remove}"
             )
-        platform = await self._platform(spec)
+        platform = platform or await self._platform(spec)
         if platform.startswith("!"):
             return f"{cannot}: {platform[1:]}"
         if not spec_of.runs_there(target, platform):
             return (
-                f"{cannot}: the container is {platform}, this bridge's Codex is built for "
-                f"{target}: {name_one}"
+                f"{cannot}: {'it' if spec.ssh else 'the container'} is {platform}, this "
+                f"bridge's Codex is built for {target}: {name_one}"
             )
         log.info(
             "machine %s: no Codex %s in %s: copying this bridge's (%s) to %s",
@@ -662,14 +679,14 @@ class MachineLinks:
         # same moment (the daemon's and an editor's), never leaves a half folder at
         # ``folder``; of two copies the first renamed is used, the other removed.
         part = f"{folder}.part-{secrets.token_hex(4)}"
-        failed = await _run(spec_of.copy_argv(spec, source, part), COPY_SECONDS)
+        failed = await _run(spec_of.copy_argv(spec, source, part, self.ssh), COPY_SECONDS)
         renamed: str | None = None
         if failed is None:
-            renamed = await _run(spec_of.rename_argv(spec, part, folder), CHECK_SECONDS)
+            renamed = await _run(spec_of.rename_argv(spec, part, folder, self.ssh), CHECK_SECONDS)
             if renamed is not None:
                 log.info("machine %s: not renamed to %s (%s)", spec.name, folder, renamed)
         if failed is not None or renamed is not None:
-            await _run(spec_of.remove_argv(spec, part), CHECK_SECONDS)
+            await _run(spec_of.remove_argv(spec, part, self.ssh), CHECK_SECONDS)
         if failed is not None:
             return f"{cannot}: {failed}"
         why, _kind = await self._check_codex(link, there)
@@ -687,6 +704,24 @@ class MachineLinks:
         )
         link.brought = there.codex
         return None
+
+    def _removal(self, spec: MachineSpec, folder: str) -> list[str]:
+        """What a person runs to remove ``folder`` there: as the bridge would, without its
+        ssh options (a terminal's ssh)."""
+        if spec.ssh:
+            return [*self.ssh, spec.host, shlex.join(["rm", "-rf", folder])]
+        return [spec.scheme, "exec", spec.host, "rm", "-rf", folder]
+
+    async def _ssh_facts(self, spec: MachineSpec, version: str) -> str:
+        """``PLATFORM FOLDER`` of an ssh machine (:func:`bridge.machines.ssh_facts`), or
+        ``!`` and why they are not known."""
+        said = await _output(spec_of.ssh_argv(spec, self.ssh, spec_of.SSH_FACTS))
+        if said.startswith("!"):
+            return said
+        facts = spec_of.ssh_facts(said, version)
+        if facts is None:
+            return f"!{spec.where()} said {said!r} of itself, not its system and a folder"
+        return " ".join(facts)
 
     async def _platform(self, spec: MachineSpec) -> str:
         """The container's platform (``linux/amd64``), or ``!`` and why it is not known."""
@@ -737,10 +772,11 @@ class MachineLinks:
         reached it, or the pause is over. An editor attached to the daemon knows neither
         but from the daemon's word (``down`` or ``connecting`` until then): it waits for
         that word to change, as long at most."""
-        if self._published is not None:
-            await self._daemon_connects(link)
+        if not link.here:
+            if self._published is not None:
+                await self._daemon_connects(link)
             return
-        if not self.relay or link.codex_on:
+        if link.codex_on:
             return
         if link.codex_coming:
             # One of Codex's connections is on its way (a copy of Codex held it): until it
@@ -758,7 +794,7 @@ class MachineLinks:
     def _daemon_brings(self, link: Link) -> bool:
         """Whether the daemon's link is at work on a machine whose Codex the bridge brings
         (this editor's check leaves the container to it and follows its word)."""
-        if self._published is None or not link.prepared:
+        if self._published is None or not link.prepared or link.here:
             return False
         return self._published().get(link.spec.name, ("", ""))[0] == "connecting"
 

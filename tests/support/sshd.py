@@ -245,11 +245,14 @@ async def ssh_machine(
     workspace.mkdir(parents=True)
     bin_dir = home / "bins" / unique
     bin_dir.mkdir(parents=True)
+    cache = home / "caches" / unique
     if with_codex:
         native = codex_launch(codex_bin, os.environ).program
         shutil.copy2(native, bin_dir / "codex")
+    (home / "caches").mkdir(exist_ok=True)
     for path in (home / "ws", workspace, home / "bins", bin_dir, *bin_dir.iterdir()):
         os.chown(path, account.pw_uid, account.pw_gid)
+    os.chown(home / "caches", account.pw_uid, account.pw_gid)
 
     host_key, client_key, other_key = (directory / n for n in ("host_key", "id", "other_key"))
     for key in (host_key, client_key, other_key):
@@ -270,7 +273,9 @@ async def ssh_machine(
         f"PidFile {directory / 'sshd.pid'}\nUsePAM no\nStrictModes no\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         f"PubkeyAuthentication yes\nAuthorizedKeysFile {authorized}\nAllowUsers {USER}\n"
-        f"SetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin\nLogLevel VERBOSE\n"
+        # A cache folder of its own: a Codex the bridge brings (?codex=auto) is the test's.
+        f"SetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin XDG_CACHE_HOME={cache}\n"
+        "LogLevel VERBOSE\n"
     )
     public = host_key.with_suffix(".pub").read_text().split()
     other = other_key.with_suffix(".pub").read_text().split()
@@ -304,4 +309,5 @@ async def ssh_machine(
             await machine.stop(kill_sessions=True)
         shutil.rmtree(workspace, ignore_errors=True)
         shutil.rmtree(bin_dir, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
         authorized.unlink(missing_ok=True)
