@@ -169,6 +169,22 @@ class MachineSpec:
         return f"{user}{self.host}{port}"
 
 
+#: The kinds whose place says what it is already: ``podman container devbox``, ``the dev
+#: container of /home/me/src/app``, ``a podman container of debian:bookworm for each session``.
+_SAID_IN_PLACE = (*RUNTIMES, DEVCONTAINER, SANDBOX)
+
+
+def kind_and_where(kind: str, where: str) -> str:
+    """A machine's kind (:attr:`MachineSpec.scheme`) and where it is
+    (:meth:`MachineSpec.where`), as a person reads them: ``ssh me@gpu``, ``command kubectl
+    exec -i pod/devbox --``; a place that says its kind already is as it is (``podman
+    container devbox``, ``ws://127.0.0.1:4600``). Either may be ``""`` (an older
+    ``daemon.json`` has neither)."""
+    if not kind or kind in _SAID_IN_PLACE or where.startswith(f"{kind}://"):
+        return where
+    return f"{kind} {where}" if where else kind
+
+
 def parse_url(name: str, url: str) -> MachineSpec:
     """``url`` for machine ``name`` (see the module docstring), or :class:`MachineError`."""
     if not _NAME.fullmatch(name) or name == "local":

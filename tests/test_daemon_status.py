@@ -29,10 +29,12 @@ from bridge.daemon.runtime import (
     codex_home,
     hold_lock,
     prepare,
+    read_info,
     write_info,
     write_status,
 )
 from bridge.daemon.status import Size, render, snapshot
+from bridge.machines import command_machine, parse_url
 from bridge.serve import ServeOptions, choose_codex
 from bridge.shell.codex_transport import ENV_CODEX_BIN
 
@@ -132,28 +134,86 @@ def test_each_thread_shows_its_machine_and_each_machine_its_link() -> None:
         state="running",
         url="ws://127.0.0.1:4",
         machines=[
-            DaemonMachine(name="box", url="ssh://devbox/src", path="/srv/src", state="connected"),
             DaemonMachine(
-                name="gpu", url="ssh://gpu", state="down", reason="ssh: Connection refused"
+                name="box",
+                url="podman://devbox/srv/src",
+                kind="podman",
+                where="podman container devbox",
+                path="/srv/src",
+                state="connected",
+            ),
+            DaemonMachine(
+                name="gpu",
+                url="ssh://me@gpu",
+                kind="ssh",
+                where="me@gpu",
+                state="down",
+                reason="ssh: Connection refused",
             ),
         ],
     )
     threads = [msgspec.to_builtins(line) for line in picture.lines()]
     assert render(info, threads, now=1_100).splitlines() == [
         "daemon 42 · Codex on ws://127.0.0.1:4 · running",
-        "machines: box connected · gpu down (ssh: Connection refused)",
+        "machines: box (podman container devbox) connected · gpu (ssh me@gpu) down (ssh: "
+        "Connection refused)",
         "● running           Fix the flaky test  box:/srv/src  1m",
         "  ◆ needs approval  Ada                 box:/srv/src  50s",
         "○ idle              Write the README    /w/doc        3m",
     ]
     daemon = snapshot(info, threads)["daemon"]
-    assert [(m["name"], m["state"]) for m in daemon["machines"]] == [
-        ("box", "connected"),
-        ("gpu", "down"),
+    assert [(m["name"], m["kind"], m["where"], m["state"]) for m in daemon["machines"]] == [
+        ("box", "podman", "podman container devbox", "connected"),
+        ("gpu", "ssh", "me@gpu", "down"),
     ]
     assert all("token" not in json.dumps(m).lower() for m in daemon["machines"])
     # Without machines, a thread says none (the picture of a daemon without any).
     assert "machine" not in lines(three_threads())["root"]
+
+
+def test_a_daemon_json_written_before_machines_had_a_kind_reads_and_shows_as_it_did(
+    tmp_path: Path,
+) -> None:
+    """A daemon of an older bridge still running when this one's ``status`` reads its file:
+    no ``kind`` nor ``where``; each machine shows by name, as it did."""
+    directory = prepare(tmp_path / "runtime")
+    older = {
+        "pid": 42,
+        "bridgeVersion": "0.1.0",
+        "state": "running",
+        "url": "ws://127.0.0.1:4",
+        "machines": [{"name": "box", "url": "ssh://devbox/src", "state": "connected"}],
+    }
+    fd = os.open(directory / "daemon.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as file:
+        json.dump(older, file)
+    info = read_info(directory)
+    assert info is not None
+    [box] = info.machines
+    assert (box.kind, box.where) == ("", "")
+    assert render(info, [], now=0).splitlines()[1] == "machines: box connected"
+
+
+def test_each_kind_of_machine_reads_with_where_it_is() -> None:
+    specs = [
+        parse_url("a", "ssh://me@devbox:2222/src"),
+        parse_url("b", "podman://devbox/src?user=dev"),
+        parse_url("c", "docker://web"),
+        parse_url("d", "ws://127.0.0.1:4600"),
+        command_machine("e", ["kubectl", "exec", "-i", "pod/devbox", "--"]),
+    ]
+    machines = [
+        DaemonMachine(name=s.name, url=s.url, kind=s.scheme, where=s.where(), state="idle")
+        for s in specs
+    ]
+    info = DaemonInfo(pid=1, bridgeVersion="0.1.0", state="running", machines=machines)
+    assert render(info, [], now=0).splitlines()[1].split(" · ") == [
+        "machines: a (ssh me@devbox:2222) idle",
+        "b (podman container devbox as dev) idle",
+        "c (docker container web) idle",
+        "d (ws 127.0.0.1:4600) idle",
+        "e (command kubectl exec -i pod/devbox --) idle",
+    ]
 
 
 # -- fitting the terminal ----------------------------------------------------------------------

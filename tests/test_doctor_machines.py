@@ -69,6 +69,7 @@ WS = MachineFound(
     name="lab",
     where="ws://127.0.0.1:4600",
     ssh=False,
+    kind="ws",
     login="ws://127.0.0.1:4600",
     local_version=HERE,
     reach_seconds=0.001,
@@ -85,9 +86,35 @@ def unreached(words: str, **kw: Any) -> MachineFound:
 
 def test_a_reached_machine_says_how_long_it_took() -> None:
     assert reach_check(REACHED) == Check(
-        "machine box: reachable", "ok", "me@devbox: reached in 0.31 s", machine="box"
+        "machine box: reachable", "ok", "ssh me@devbox: reached in 0.31 s", machine="box"
     )
     assert reach_check(WS).status == "ok"
+
+
+@pytest.mark.parametrize(
+    ("kind", "where", "shown"),
+    [
+        ("ssh", "me@devbox:2222", "ssh me@devbox:2222"),
+        ("podman", "podman container devbox", "podman container devbox"),
+        ("docker", "docker container web as dev", "docker container web as dev"),
+        ("command", "kubectl exec -i pod/devbox --", "command kubectl exec -i pod/devbox --"),
+        ("ws", "ws://127.0.0.1:4600", "ws://127.0.0.1:4600"),
+        ("wss", "wss://lab.example:4600", "wss://lab.example:4600"),
+        ("devcontainer", "the dev container of /src/app", "the dev container of /src/app"),
+        (
+            "podman",
+            "a podman container of debian:bookworm for each session",
+            "a podman container of debian:bookworm for each session",
+        ),
+    ],
+)
+def test_a_machine_s_first_line_names_its_kind_and_where_it_is(
+    kind: str, where: str, shown: str
+) -> None:
+    found = replace(REACHED, kind=kind, where=where)
+    assert reach_check(found).detail == f"{shown}: reached in 0.31 s"
+    missing = replace(found, unreachable="Error: no such container")
+    assert reach_check(missing).detail == f"{shown}: Error: no such container"
 
 
 @pytest.mark.parametrize(
@@ -119,7 +146,7 @@ def test_an_unreached_machine_is_named_in_ssh_s_own_words_with_what_to_do(
     check = reach_check(unreached(words))
     assert check.status == "error" and check.machine == "box"
     assert check.name == "machine box: reachable"
-    assert check.detail == f"me@devbox: {words}"
+    assert check.detail == f"ssh me@devbox: {words}"
     assert check.hint is not None and hinted in check.hint
 
 
@@ -312,7 +339,7 @@ def test_the_json_names_each_machine_s_checks() -> None:
     assert [c["machine"] for c in shown["checks"]] == ["box"] * 3
     assert shown["status"] == "ok"
     text = render(machine_checks(REACHED))
-    assert text.splitlines()[0] == "✓ machine box: reachable    me@devbox: reached in 0.31 s"
+    assert text.splitlines()[0] == "✓ machine box: reachable    ssh me@devbox: reached in 0.31 s"
 
 
 def test_the_login_to_try_is_the_user_s_ssh_without_the_bridge_s_options() -> None:
@@ -408,7 +435,9 @@ async def test_a_machine_that_works_passes_its_three_checks_and_leaves_nothing_r
 ) -> None:
     code, out = await run_doctor(doctor_env(bridge_env), *machine_args(machine))
     assert code == 0, out
-    assert line(out, "machine box: reachable").startswith("✓")
+    assert line(out, "machine box: reachable").startswith(
+        f"✓ machine box: reachable    ssh {machine.host}: reached in "
+    ), out
     assert line(out, "machine box: Codex") == (
         f"✓ machine box: Codex        {machine.host}: Codex {codex_version}, as here"
     )

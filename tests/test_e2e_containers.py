@@ -17,9 +17,11 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -228,7 +230,9 @@ async def test_doctor_names_a_missing_container_and_passes_a_running_one(
     assert gone.startswith("✗"), out
     assert f'podman container {missing}: Error: no container with name or ID "{missing}"' in gone
     assert "podman ps -a" in gone  # what to do about it
-    assert line(out, "machine box: reachable").startswith("✓"), out
+    reached = line(out, "machine box: reachable")
+    assert reached.startswith("✓"), out
+    assert f"podman container {container.name}: reached in " in reached, out
     assert line(out, "machine box: Codex").startswith("✓"), out
     server = line(out, "machine box: exec-server")
     assert server.startswith("✓") and "answered initialize in" in server, out
@@ -273,6 +277,10 @@ async def test_through_the_daemon_a_session_works_in_the_container_and_rewinds_t
         ) as talk:
             [listed] = (await status_json(bridge_env, runtime))["daemon"]["machines"]
             assert (listed["name"], listed["state"]) == ("box", "connected")
+            where = f"podman container {container.name}"
+            assert (listed["kind"], listed["where"]) == ("podman", where)
+            shown = (await status_text(bridge_env, runtime)).splitlines()
+            assert shown[1] == f"machines: box ({where}) connected", shown
             await talk.said(adds("a.txt", "one"))
             assert await inside(container, "a.txt") == "one\n", tool_texts(talk)
             answer = await talk.said("/rewind")
@@ -282,6 +290,101 @@ async def test_through_the_daemon_a_session_works_in_the_container_and_rewinds_t
     assert (await inside(container, "who.txt")).strip() == hostname
     assert not await container.exists_inside(f"{THERE}/a.txt")
     assert not (workspace / "who.txt").exists()
+
+
+async def status_text(env: dict[str, str], runtime: Path) -> str:
+    """What ``codex-acp-bridge status`` prints."""
+    argv = [sys.executable, "-m", "bridge", "status", "--runtime-dir", str(runtime)]
+    done = await trio.run_process(argv, env=env, capture_stdout=True, capture_stderr=True)
+    return str(done.stdout.decode())
+
+
+# -- a container that stops mid-turn ------------------------------------------------------------
+
+#: A command that says it began (a file there), then runs until the container stops.
+LONG = "touch started; sleep 30; touch finished"
+#: How long a turn whose machine stopped under it may take to end. Codex keeps the command
+#: while it tries to resume it on the machine (45 s), but hands the model what it said so
+#: far after 10 s (``exec_command``'s wait), and the turn goes on.
+TURN_ENDS_SECONDS = 30
+#: How long the next prompt may take to fail: one check there (``podman exec``).
+FAILS_SECONDS = 10
+
+
+async def stop_once_started(container: Container) -> None:
+    """Until the long command runs in the container (its file is there), then stop the
+    container at once (``podman stop -t 0``)."""
+    while not await container.exists_inside(f"{THERE}/started"):  # noqa: ASYNC110 (a file there)
+        await trio.sleep(0.1)
+    await container.stop()
+
+
+def failed_call(message: dict[str, Any], command: str) -> bool:
+    """Whether ``message`` says the tool call running ``command`` failed."""
+    update = message.get("params", {}).get("update", {})
+    return (
+        update.get("sessionUpdate") == "tool_call_update"
+        and update.get("status") == "failed"
+        and str(update.get("title", "")).startswith(command)
+    )
+
+
+async def stops_mid_turn_and_comes_back(talk: Conversation, container: Container) -> None:
+    """``talk``'s session, on machine ``box`` (``container``), runs :data:`LONG` there and
+    the container stops under it: the turn ends, the session stays; the next prompt fails at
+    once, naming the machine in podman's own words; started again, the container takes the
+    next prompt in the same session."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stop_once_started, container)
+        with trio.fail_after(TURN_ENDS_SECONDS):
+            ended = await talk.prompt(run(LONG))
+    assert ended["stopReason"] == "end_turn", ended
+    with trio.fail_after(FAILS_SECONDS), pytest.raises(RpcError) as caught:
+        await talk.prompt(run("touch two.txt"))
+    message = str(caught.value)
+    assert message.startswith(
+        f"machine box is not reachable: podman container {container.name}: "
+    ), message
+    # podman's words for a container that does not run.
+    assert "can only create exec sessions on running containers" in message, message
+    assert "\n" not in message
+    await container.start()
+    await talk.said(run("hostname > after.txt"))
+    # The command cut short fails once Codex reaches the container again (the exec-server
+    # there knows nothing of it): it is not left running in the editor.
+    with trio.fail_after(FAILS_SECONDS):
+        await talk.client.wait_for(lambda message: failed_call(message, LONG))
+    hostname = (await container.exec("hostname")).strip()
+    assert (await inside(container, "after.txt", tool_texts(talk))).strip() == hostname
+    assert await container.exists_inside(f"{THERE}/started")
+    assert not await container.exists_inside(f"{THERE}/finished")
+    assert not await container.exists_inside(f"{THERE}/two.txt")
+
+
+async def test_a_container_stopped_mid_turn_ends_the_turn_fails_the_next_prompt_and_comes_back(
+    open_on: OpenOn, container: Container, workspace: Path
+) -> None:
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_on(f"box={podman_url(container)}") as talk:
+            await set_machine(talk, "box")
+            await stops_mid_turn_and_comes_back(talk, container)
+    assert not (workspace / "after.txt").exists()
+
+
+async def test_through_the_daemon_a_container_stopped_mid_turn_fails_the_next_prompt_and_comes_back(
+    start_daemon: StartDaemon,
+    open_conversation: OpenConversation,
+    container: Container,
+    runtime: Path,
+    bridge_env: dict[str, str],
+) -> None:
+    """The daemon's link sees the container stop; the attached editor's next prompt checks
+    it with its own ``podman exec``, and status says why the machine is down."""
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with on_box_via_daemon(
+            start_daemon, open_conversation, runtime, bridge_env, podman_url(container)
+        ) as talk:
+            await stops_mid_turn_and_comes_back(talk, container)
 
 
 #: Where the bridge puts the Codex it brings into a container (its version after).

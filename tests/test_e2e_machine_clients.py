@@ -318,7 +318,7 @@ async def test_doctor_finds_the_machine_reachable_its_codex_the_same_and_its_exe
         ("machine box: Codex", "ok"),
         ("machine box: exec-server", "ok"),
     ], out
-    assert checks["machine box: reachable"]["detail"].startswith(f"{machine.host}: reached in ")
+    assert checks["machine box: reachable"]["detail"].startswith(f"ssh {machine.host}: reached in ")
     assert checks["machine box: Codex"]["detail"] == (
         f"{machine.host}: Codex {codex_version}, as here"
     )
@@ -342,7 +342,7 @@ async def test_doctor_names_the_machine_whose_host_key_is_wrong_in_ssh_s_words(
     checks = machine_checks_in(out)
     reach = checks["machine box: reachable"]
     assert reach["status"] == "error", out
-    assert reach["detail"].startswith(f"{machine.host}: "), reach
+    assert reach["detail"].startswith(f"ssh {machine.host}: "), reach
     assert "has changed and you have requested strict checking." in reach["detail"], reach
     assert reach["detail"].endswith("Host key verification failed."), reach
     assert "drop the old key (ssh-keygen -R HOST)" in reach["hint"], reach

@@ -380,8 +380,18 @@ async def test_through_the_daemon_a_session_works_on_its_machine_and_status_show
                 shown = await status_json(bridge_env, runtime)
                 [listed] = shown["daemon"]["machines"]
                 assert (listed["name"], listed["state"]) == ("box", "connected")
+                assert (listed["kind"], listed["where"]) == ("ssh", machine.host)
                 # The link's token is Codex's alone: not in what the daemon publishes.
-                assert set(listed) <= {"name", "url", "description", "path", "state", "reason"}
+                assert set(listed) <= {
+                    "name",
+                    "url",
+                    "kind",
+                    "where",
+                    "description",
+                    "path",
+                    "state",
+                    "reason",
+                }
                 [line] = [t for t in shown["threads"] if t["threadId"] == talk.sid]
                 assert line["machine"] == "box"
                 # The link is the daemon's: this bridge hears of a drop from Codex, and
@@ -539,6 +549,9 @@ async def test_the_page_groups_threads_by_machine_with_each_links_state(
             await page.wait_for(group.format("box") + ".dataset.state === 'down'")
             head = await page.evaluate(group.format("box") + ".innerText")
             assert "down" in head and "ssh to devbox failed" in head
+            # The machine's kind and where it is, before why it is down.
+            said = await page.evaluate(group.format("box") + ".querySelector('.muted').innerText")
+            assert said.startswith(f"ssh {machine.host} · ssh to devbox failed"), said
 
 
 def patch_on(patch: str) -> str:

@@ -137,6 +137,36 @@ def test_an_ssh_url_names_user_host_port_folder_and_remote_codex() -> None:
     assert spec.where() == "me@box.example:2222"
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("ssh://me@box.example:2222/src", "ssh me@box.example:2222"),
+        ("ssh://sshbox", "ssh sshbox"),  # a host whose name begins with the kind
+        ("podman://devbox/src", "podman container devbox"),
+        ("docker://web?user=dev", "docker container web as dev"),
+        ("ws://127.0.0.1:4600", "ws 127.0.0.1:4600"),
+    ],
+)
+def test_a_machine_reads_as_its_kind_and_where_it_is(url: str, shown: str) -> None:
+    spec = machines.parse_url("m", url)
+    assert machines.kind_and_where(spec.scheme, spec.where()) == shown
+    # An older daemon.json says neither.
+    assert machines.kind_and_where("", "") == ""
+
+
+def test_a_dev_container_and_a_sandbox_read_as_their_places_say() -> None:
+    folder = machines.MachineSpec(
+        name="app", url="devcontainer:///src", scheme="devcontainer", host="/src"
+    )
+    assert machines.kind_and_where(folder.scheme, folder.where()) == "the dev container of /src"
+    sandbox = machines.sandbox_machine("s", {"image": "debian:bookworm"})
+    assert machines.kind_and_where(sandbox.scheme, sandbox.where()) == (
+        "a podman container of debian:bookworm for each session"
+    )
+    # doctor's probe of one says the runtime it runs.
+    assert machines.kind_and_where("podman", sandbox.where()) == sandbox.where()
+
+
 def test_an_ssh_url_without_folder_works_in_each_sessions_own_folder() -> None:
     spec = machines.parse_flag("gpu=ssh://gpu")
     assert (spec.user, spec.port, spec.path, spec.codex) == (None, None, "", "codex")

@@ -133,6 +133,8 @@ async def run_daemon(
             DaemonMachine(
                 name=name,
                 url=link.spec.url,
+                kind=link.spec.scheme,
+                where=link.spec.where(),
                 description=link.spec.description,
                 path=link.spec.path,
             )

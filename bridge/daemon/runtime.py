@@ -78,6 +78,12 @@ class DaemonMachine(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: As the user wrote it (``ssh://me@devbox/src``): an editor's ``serve`` checks it with
     #: the same ssh before a prompt there.
     url: str
+    #: Its kind: ``ssh``, ``podman``, ``docker``, ``devcontainer``, ``command``, ``ws`` or ``wss``
+    #: (:attr:`bridge.machines.MachineSpec.scheme`); ``""`` in an older ``daemon.json``.
+    kind: str = ""
+    #: Where it is, as a person reads it: ``me@devbox``, ``podman container devbox``
+    #: (:meth:`bridge.machines.MachineSpec.where`).
+    where: str = ""
     description: str = ""
     path: str = ""
     #: ``idle`` | ``connecting`` | ``connected`` | ``down`` (``reason`` says why).

@@ -9,8 +9,9 @@ age::
       ◆ needs approval  Ada (explorer)      ~/src/app  1m
     ○ idle              untitled            ~/src/doc  3h
 
-With machines (``daemon --machine``), a line under the header says each one's link, and a
-thread working on one shows the machine before its folder there (``box:/home/me/src``).
+With machines (``daemon --machine``), a line under the header says each one's kind, place
+and link (``machines: box (ssh me@devbox) connected``), and a thread working on one shows the
+machine before its folder there (``box:/home/me/src``).
 
 What waits on a person comes first, then what runs, then idle threads, most recent
 first; a tree goes where its most urgent thread puts it, so a waiting sub-agent brings
@@ -29,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
+
+from ..machines import kind_and_where
 
 _MARKS = {"running": "●", "requires_action": "◆", "idle": "○", "unknown": "?"}
 
@@ -114,12 +117,15 @@ def _header(info: Any) -> str:
 
 
 def _machines(machines: Sequence[Any]) -> str:
-    """``machines: box connected · gpu down (no route to host)``."""
+    """``machines: box (podman container devbox) connected · gpu (ssh me@gpu) down (no route
+    to host)``: each one's name, kind and place, and its link."""
     parts = []
     for machine in machines:
         state = machine.state or "idle"
         reason = f" ({machine.reason})" if state == "down" and machine.reason else ""
-        parts.append(f"{machine.name} {state}{reason}")
+        place = kind_and_where(machine.kind, machine.where)
+        named = f"{machine.name} ({place})" if place else machine.name
+        parts.append(f"{named} {state}{reason}")
     return "machines: " + " · ".join(parts)
 
 

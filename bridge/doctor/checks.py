@@ -11,7 +11,7 @@ from typing import Any, Literal
 from ..acp.auth import API_KEY_VARIABLES
 from ..codex import palette as codex_palette
 from ..codex.versions import PINNED, drift_warning, parse, tested_range
-from ..machines import codex_version, token_refusal
+from ..machines import codex_version, kind_and_where, token_refusal
 from ..profiles import Profiles
 from .findings import (
     CodexBinary,
@@ -377,12 +377,14 @@ def reach_check(found: MachineFound) -> Check:
     """Reached (ssh logged in and ran the remote shell; a ws machine took a TCP connection),
     else why not in ssh's own words, with what to do about that."""
     name = reach_name(found.name)
+    # The first line of a machine's: it names its kind, where the place does not already.
+    where = kind_and_where(found.kind, found.where)
     if found.unreachable is None:
         return Check(
-            name, "ok", f"{found.where}: reached in {found.reach_seconds:.2f} s", machine=found.name
+            name, "ok", f"{where}: reached in {found.reach_seconds:.2f} s", machine=found.name
         )
     words = found.unreachable
-    return Check(name, "error", f"{found.where}: {words}", _reach_hint(found), machine=found.name)
+    return Check(name, "error", f"{where}: {words}", _reach_hint(found), machine=found.name)
 
 
 def _reach_hint(found: MachineFound) -> str:

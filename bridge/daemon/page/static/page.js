@@ -276,8 +276,17 @@ function groupOf(name) {
   group.head.replaceChildren(
     el("span", { class: "machine-name" }, name === "local" ? "local (this machine)" : name),
     el("span", { class: `link-state ${linkState}` }, machine ? linkState : ""),
-    el("span", { class: "muted" }, machine ? [machine.description || machine.url, machine.reason].filter(Boolean).join(" · ") : ""));
+    el("span", { class: "muted" }, machine ? [kindAndWhere(machine) || machine.url, machine.description, machine.reason].filter(Boolean).join(" · ") : ""));
   return group;
+}
+
+// A machine's kind and where it is, as `status` says them (bridge.machines.kind_and_where):
+// "ssh me@devbox"; a place that says its kind already as it is ("podman container devbox").
+const SAID_IN_PLACE = ["podman", "docker", "devcontainer", "sandbox"];
+function kindAndWhere(machine) {
+  const kind = machine.kind || "", where = machine.where || "";
+  if (!kind || SAID_IN_PLACE.includes(kind) || where.startsWith(`${kind}://`)) return where;
+  return where ? `${kind} ${where}` : kind;
 }
 
 function nodeOf(threadId) {
