@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from bridge.codex.versions import PINNED
 from bridge.doctor import (
@@ -715,3 +716,32 @@ async def test_a_ws_machine_nobody_listens_on_is_not_reached(
     shown = line(out, "machine lab: reachable")
     assert f"cannot reach 127.0.0.1:{port}: Connection refused" in shown
     assert "codex exec-server --listen" in shown
+
+
+async def test_the_exec_servers_words_are_kept_when_they_came_before_the_mark() -> None:
+    """ssh's stderr is one stream: the exec-server's first words may be read before the
+    version line is, and so before the mark that leaves ``--version``'s words out."""
+    from bridge.doctor.machine_probe import _Stderr
+
+    for before, after, shown in (
+        (
+            b"a warning of --version\n",
+            b"error: no exec-server here\n",
+            "error: no exec-server here",
+        ),
+        (b"a warning of --version\nerror: no exec-server here\n", b"", "error: no exec-server"),
+    ):
+        send, receive = trio.testing.memory_stream_one_way_pair()
+        stderr = _Stderr()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stderr.collect, receive)
+            await send.send_all(before)
+            await trio.testing.wait_all_tasks_blocked()
+            stderr.mark()
+            if after:
+                await send.send_all(after)
+            await send.aclose()
+            await stderr.finished()
+        assert shown in stderr.text(), (before, after, stderr.text())
+        if after:
+            assert "warning" not in stderr.text()

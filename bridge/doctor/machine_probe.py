@@ -351,7 +351,9 @@ async def probe_place(
 
 class _Stderr(StderrTail):
     """ssh's stderr, read to its end: a process that ended has its last words read before
-    they are quoted."""
+    they are quoted. From a mark on (what came after ``--version``), unless nothing came
+    after it: what the exec-server wrote at once may have been read before the mark was
+    set (the two come in one stream, with no boundary between them)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -362,7 +364,8 @@ class _Stderr(StderrTail):
 
     def text(self) -> str:
         whole = super().text()
-        return whole[self._mark :] if self._mark <= len(whole) else whole
+        after = whole[self._mark :] if self._mark <= len(whole) else whole
+        return after if after.strip() else whole
 
 
 async def _brought_to(
