@@ -88,6 +88,7 @@ async def test_a_session_works_in_the_folders_dev_container(
         async with open_conversation(argv=argv, env=bridge_env, on_request=approving([])) as talk:
             await set_machine(talk, "box")
             await talk.said(run("hostname > who.txt; pwd >> who.txt; ls /opt >> who.txt"))
+            await talk.said(adds("note.txt", "patched in the dev container"))
     shown = (tool_texts(talk), stderr_file.read_text())
     container = await dev_container(bridge_env, folder)
     hostname = (await podman(bridge_env, "exec", container, "hostname")).strip()
@@ -95,6 +96,8 @@ async def test_a_session_works_in_the_folders_dev_container(
     # Written in the container's workspace folder, which is this folder mounted there.
     assert (folder / "who.txt").exists(), shown
     assert (folder / "who.txt").read_text().split() == [hostname, "/workspaces/app"], shown
+    note = await podman(bridge_env, "exec", container, "cat", "/workspaces/app/note.txt")
+    assert note == "patched in the dev container\n", shown
     brought = await podman(bridge_env, "exec", container, "sh", "-c", f"ls -d {BROUGHT}*")
     assert len(brought.split()) == 1
     assert "the dev container of" in stderr_file.read_text()

@@ -26,7 +26,7 @@ from tests.support.daemon import StartDaemon
 from tests.support.daemon import serve_argv as daemon_serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.test_doctor_machines import doctor_env, line, run_doctor
-from tests.test_e2e_machines import approving, run, set_machine, tool_texts
+from tests.test_e2e_machines import adds, approving, run, set_machine, tool_texts
 
 pytestmark = pytest.mark.e2e
 
@@ -148,9 +148,13 @@ async def test_a_sandbox_without_mounts_or_network_keeps_its_work_inside(
             made.append(name)
             await set_machine(talk, "sandbox")
             await talk.said(run("ls /sys/class/net > nets.txt"))
+            await talk.said(adds("note.txt", "written in the box"))
             inside = await podman(env, "exec", name, "cat", f"{workspace}/nets.txt")
             assert inside.split() == ["lo"], tool_texts(talk)
+            note = await podman(env, "exec", name, "cat", f"{workspace}/note.txt")
+            assert note == "written in the box\n", tool_texts(talk)
             assert not (workspace / "nets.txt").exists()
+            assert not (workspace / "note.txt").exists()
 
 
 async def test_a_container_a_crashed_bridge_left_is_removed_at_the_next_start(
