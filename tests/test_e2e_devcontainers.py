@@ -119,11 +119,12 @@ async def test_a_dev_container_that_does_not_come_up_fails_the_prompt_in_the_cli
     bridge_env: dict[str, str],
     devcontainer_folder: Path,
 ) -> None:
-    """A ``devcontainer.json`` naming an image that is not there: the prompt on that
-    machine fails at once, naming the folder and what the CLI said; the session stays."""
+    """A ``devcontainer.json`` whose container cannot start (a ``runArgs`` the runtime
+    refuses): the prompt on that machine fails at once, naming the folder and what the
+    CLI said; the session stays."""
     folder = devcontainer_folder
     config = folder / ".devcontainer" / "devcontainer.json"
-    config.write_text(json.dumps({"image": "localhost/no-such-image:latest"}))
+    config.write_text(json.dumps({"image": IMAGE, "runArgs": ["--no-such-flag"]}))
     url = f"box=devcontainer://{folder}?runtime=podman"
     argv = [*bridge_argv, "--no-daemon", "--machine", url]
     with trio.fail_after(SCENARIO_SECONDS):
@@ -134,7 +135,7 @@ async def test_a_dev_container_that_does_not_come_up_fails_the_prompt_in_the_cli
             said = str(caught.value)
             assert "machine box is not reachable" in said, said
             assert f"devcontainer up for {folder} failed" in said, said
-            assert "no-such-image" in said, said
+            assert "podman run" in said and "--no-such-flag" in said, said
             # The session stays: back to this machine, it works.
             await set_machine(talk, "local")
             await talk.said(run("true"))
