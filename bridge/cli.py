@@ -16,7 +16,7 @@ import click
 from . import __version__
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    pass
 
 
 class _DefaultToServe(click.Group):
@@ -87,17 +87,20 @@ _profile_option = click.option(
     metavar="NAME",
     envvar="CODEX_ACP_BRIDGE_PROFILE",
     help="Codex config profile: $CODEX_HOME/NAME.config.toml over config.toml, -c over "
-    "both, as `codex --profile` (default: $CODEX_ACP_BRIDGE_PROFILE). Sessions may pick "
-    "another (their `profile` option).",
+    "both, as `codex --profile` (default: $CODEX_ACP_BRIDGE_PROFILE). A serve's sessions may "
+    "pick another (their `profile` option); the daemon's is for the editors that attach and "
+    "name none (Codex's app-server takes none: each serve layers it over its threads).",
+)
+
+_codex_bin_option = click.option(
+    "--codex-bin",
+    metavar="PATH",
+    help="The Codex binary (default: $CODEX_ACP_BRIDGE_CODEX_BIN, `codex` on PATH, then the "
+    "project's pinned copy).",
 )
 
 _codex_options = _stacked(
-    click.option(
-        "--codex-bin",
-        metavar="PATH",
-        help="Codex binary to spawn (default: $CODEX_ACP_BRIDGE_CODEX_BIN, `codex` on PATH, "
-        "then the project's pinned copy).",
-    ),
+    _codex_bin_option,
     click.option(
         "--codex-url",
         metavar="ws://HOST:PORT|unix:///PATH",
@@ -307,7 +310,7 @@ def serve(
 
 
 @main.command()
-@click.option("--codex-bin", metavar="PATH", help="Codex binary to run (as for serve).")
+@_codex_bin_option
 @_device_auth_option
 def login(codex_bin: str | None, device_auth: bool | None) -> None:
     """Sign in to Codex with ChatGPT, in this terminal (Codex's own `codex login`).
@@ -347,16 +350,9 @@ def _daemon_links(specs: list[Any], ssh: list[str], codex_bin: str) -> Any:
 
 
 @main.command()
-@click.option("--codex-bin", metavar="PATH", help="Codex binary to run (as for serve).")
+@_codex_bin_option
 @_config_option
-@click.option(
-    "--profile",
-    metavar="NAME",
-    envvar="CODEX_ACP_BRIDGE_PROFILE",
-    help="The Codex config profile ($CODEX_HOME/NAME.config.toml) of the editors that attach "
-    "and name none of their own (default: $CODEX_ACP_BRIDGE_PROFILE). Codex's app-server takes "
-    "no profile: each editor's serve layers it over its threads.",
-)
+@_profile_option
 @click.option(
     "--page-listen",
     metavar="HOST:PORT",
@@ -535,93 +531,14 @@ def status(runtime_dir: str | None, **options: bool) -> None:
     """
     from .daemon.runtime import RuntimeDirError
     from .daemon.runtime import runtime_dir as resolve_runtime_dir
+    from .daemon.status import show
 
     directory = resolve_runtime_dir(runtime_dir)
     try:
-        _status(directory, **options)
+        sys.exit(show(directory, **options))
     except RuntimeDirError as exc:
         click.echo(f"codex-acp-bridge status: {exc}", err=True)
         sys.exit(2)
-
-
-def _status(
-    directory: Path,
-    *,
-    as_json: bool,
-    watch: bool,
-    show_all: bool,
-    show_url: bool,
-    open_page: bool,
-    notify: bool,
-) -> None:
-    import json
-    import shutil
-    import time
-
-    from .daemon.runtime import (
-        RuntimeDirError,
-        page_address,
-        read_status,
-        running_daemon,
-        write_page_opener,
-    )
-    from .daemon.status import Size, render, snapshot
-
-    open_page = open_page or (notify and not show_url)
-    if show_url or open_page:
-        info = running_daemon(directory)
-        if info is None:
-            click.echo(f"codex-acp-bridge status: no daemon runs on {directory}", err=True)
-            sys.exit(1)
-        address = page_address(directory, info, notify=notify)
-        if address is None:
-            click.echo("codex-acp-bridge status: the daemon serves no page (--no-page)", err=True)
-            sys.exit(1)
-        if show_url:
-            click.echo(address)
-        if open_page:
-            import webbrowser
-
-            # Not the address itself: a browser's command line is readable by every local user.
-            try:
-                opener = write_page_opener(directory, address).absolute().as_uri()
-            except (RuntimeDirError, OSError) as exc:
-                click.echo(f"codex-acp-bridge status: cannot open the page: {exc}", err=True)
-                sys.exit(1)
-            if not webbrowser.open(opener):
-                click.echo(
-                    f"codex-acp-bridge status: no browser to open; open {opener} in yours",
-                    err=True,
-                )
-                sys.exit(1)
-        return
-    # Piped, plain `status` prints everything (a script reads it all); --watch redraws a
-    # screen, so it fits one (the terminal's, else $COLUMNS/$LINES, else 80x24).
-    fit = not show_all and (watch or sys.stdout.isatty())
-    shown = ""
-    try:
-        while True:
-            info = running_daemon(directory)
-            if info is None:
-                click.echo(f"codex-acp-bridge status: no daemon runs on {directory}", err=True)
-                sys.exit(1)
-            threads = read_status(directory)
-            if as_json:
-                text = json.dumps(snapshot(info, threads), indent=2) + "\n"
-            else:
-                size = Size(*shutil.get_terminal_size()) if fit else None
-                text = render(info, threads, now=time.time(), size=size)
-            if not watch:
-                sys.stdout.write(text)
-                return
-            if text != shown:
-                clear = "\x1b[H\x1b[2J" if sys.stdout.isatty() else ""
-                sys.stdout.write(clear + text)
-                sys.stdout.flush()
-                shown = text
-            time.sleep(0.25)
-    except KeyboardInterrupt:
-        return
 
 
 @main.command()
@@ -692,7 +609,7 @@ def replay(recording: str, expected: str | None, update: bool, no_checker: bool)
 @click.option(
     "--prompt", default=None, help="The prompt to send (directives of the scripted model allowed)."
 )
-@click.option("--codex-bin", metavar="PATH", help="Codex binary to run.")
+@_codex_bin_option
 @_logging_options
 def demo(prompt: str | None, codex_bin: str | None, log_level: str, log_file: str | None) -> None:
     """Run one conversation offline: scripted model, real Codex, the bridge, a client."""
@@ -703,7 +620,7 @@ def demo(prompt: str | None, codex_bin: str | None, log_level: str, log_file: st
 
 
 @main.command()
-@click.option("--codex-bin", metavar="PATH", help="Codex binary to check (as for serve).")
+@_codex_bin_option
 @_profile_option
 @_runtime_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: every check and the verdict.")

@@ -26,7 +26,9 @@ Pure: the threads, the size and the time come in, the text goes out.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
@@ -281,3 +283,86 @@ def _age(updated: Any, now: float) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def show(
+    directory: Path,
+    *,
+    as_json: bool,
+    watch: bool,
+    show_all: bool,
+    show_url: bool,
+    open_page: bool,
+    notify: bool,
+) -> int:
+    """What ``status`` shows, with its options (see its help), on the daemon of
+    ``directory``; its exit status (1: no daemon, no page, no browser). A directory that is
+    not a private one of this user's raises :class:`RuntimeDirError`."""
+    import json
+    import shutil
+    import time
+
+    from .runtime import (
+        RuntimeDirError,
+        page_address,
+        read_status,
+        running_daemon,
+        write_page_opener,
+    )
+
+    open_page = open_page or (notify and not show_url)
+    if show_url or open_page:
+        info = running_daemon(directory)
+        if info is None:
+            _say(f"codex-acp-bridge status: no daemon runs on {directory}")
+            return 1
+        address = page_address(directory, info, notify=notify)
+        if address is None:
+            _say("codex-acp-bridge status: the daemon serves no page (--no-page)")
+            return 1
+        if show_url:
+            print(address)
+        if open_page:
+            import webbrowser
+
+            # Not the address itself: a browser's command line is readable by every local user.
+            try:
+                opener = write_page_opener(directory, address).absolute().as_uri()
+            except (RuntimeDirError, OSError) as exc:
+                _say(f"codex-acp-bridge status: cannot open the page: {exc}")
+                return 1
+            if not webbrowser.open(opener):
+                _say(f"codex-acp-bridge status: no browser to open; open {opener} in yours")
+                return 1
+        return 0
+    # Piped, plain `status` prints everything (a script reads it all); --watch redraws a
+    # screen, so it fits one (the terminal's, else $COLUMNS/$LINES, else 80x24).
+    fit = not show_all and (watch or sys.stdout.isatty())
+    shown = ""
+    try:
+        while True:
+            info = running_daemon(directory)
+            if info is None:
+                _say(f"codex-acp-bridge status: no daemon runs on {directory}")
+                return 1
+            threads = read_status(directory)
+            if as_json:
+                text = json.dumps(snapshot(info, threads), indent=2) + "\n"
+            else:
+                size = Size(*shutil.get_terminal_size()) if fit else None
+                text = render(info, threads, now=time.time(), size=size)
+            if not watch:
+                sys.stdout.write(text)
+                return 0
+            if text != shown:
+                clear = "\x1b[H\x1b[2J" if sys.stdout.isatty() else ""
+                sys.stdout.write(clear + text)
+                sys.stdout.flush()
+                shown = text
+            time.sleep(0.25)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
