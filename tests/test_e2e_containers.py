@@ -259,6 +259,23 @@ async def on_box_via_daemon(
         yield talk
 
 
+async def rewinds_a_patch_there(talk: Conversation, container: Container) -> None:
+    """A patch in the container's folder, then ``/rewind``: undone there."""
+    await talk.said(adds("a.txt", "one"))
+    assert await inside(container, "a.txt") == "one\n", tool_texts(talk)
+    answer = await talk.said("/rewind")
+    assert "**Rewound 1 prompt.**" in answer, answer
+    assert "Files returned to what they were (on box):" in answer, answer
+
+
+async def ran_there_and_rewound(container: Container) -> None:
+    """What :func:`on_box_via_daemon` ran is there; the patch :func:`rewinds_a_patch_there`
+    made is not."""
+    hostname = (await container.exec("hostname")).strip()
+    assert (await inside(container, "who.txt")).strip() == hostname
+    assert not await container.exists_inside(f"{THERE}/a.txt")
+
+
 async def test_through_the_daemon_a_session_works_in_the_container_and_rewinds_there(
     start_daemon: StartDaemon,
     open_conversation: OpenConversation,
@@ -281,14 +298,8 @@ async def test_through_the_daemon_a_session_works_in_the_container_and_rewinds_t
             assert (listed["kind"], listed["where"]) == ("podman", where)
             shown = (await status_text(bridge_env, runtime)).splitlines()
             assert shown[1] == f"machines: box ({where}) connected", shown
-            await talk.said(adds("a.txt", "one"))
-            assert await inside(container, "a.txt") == "one\n", tool_texts(talk)
-            answer = await talk.said("/rewind")
-            assert "**Rewound 1 prompt.**" in answer, answer
-            assert "Files returned to what they were (on box):" in answer, answer
-    hostname = (await container.exec("hostname")).strip()
-    assert (await inside(container, "who.txt")).strip() == hostname
-    assert not await container.exists_inside(f"{THERE}/a.txt")
+            await rewinds_a_patch_there(talk, container)
+    await ran_there_and_rewound(container)
     assert not (workspace / "who.txt").exists()
 
 
@@ -562,14 +573,8 @@ async def test_through_the_daemon_a_container_without_codex_works_and_rewinds_th
         async with on_box_via_daemon(
             start_daemon, open_conversation, runtime, bridge_env, url
         ) as talk:
-            await talk.said(adds("a.txt", "one"))
-            assert await inside(container, "a.txt") == "one\n", tool_texts(talk)
-            answer = await talk.said("/rewind")
-            assert "**Rewound 1 prompt.**" in answer, answer
-            assert "Files returned to what they were (on box):" in answer, answer
-    hostname = (await container.exec("hostname")).strip()
-    assert (await inside(container, "who.txt")).strip() == hostname
-    assert not await container.exists_inside(f"{THERE}/a.txt")
+            await rewinds_a_patch_there(talk, container)
+    await ran_there_and_rewound(container)
     assert len(await brought(container)) == 1
 
 

@@ -43,6 +43,7 @@ from ....codex import palette as codex_palette
 from ....jsonrpc import RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core.hub import Hub, from_codex
+from ...core.ports import Collaboration
 from ...core.threads import ThreadRecord
 from ...views.commands import QuickCommand, mcp_login_name, rewind_count
 from ._rewind import Rewind
@@ -66,20 +67,11 @@ class McpSignIn(Protocol):
         """Codex's sign-in page for server ``name``, handed to ``offered``."""
 
 
-class Described(Protocol):
+class Described(Collaboration, Protocol):
     """The session's settings (:mod:`bridge.engine.features.settings.settings`)."""
 
     def describe(self, record: ThreadRecord) -> tuple[str, str | None, str, str] | None:
         """As the client sees them: (model, effort, mode name, mode description)."""
-
-    def set_collaboration(
-        self,
-        record: ThreadRecord,
-        mode: str,
-        done: Callable[[], None],
-        failed: Callable[[ErrorObject], None],
-    ) -> bool:
-        """Store Codex's collaboration mode in the thread (``False``: no settings)."""
 
 
 _GOAL_WORDS = {"pause": "paused", "resume": "active"}

@@ -27,7 +27,6 @@ feature asks what Codex's TUI asks then:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -41,6 +40,7 @@ from ....codex.messages import ItemNotification
 from ....jsonrpc import RequestId
 from ....jsonrpc.peer import ErrorObject
 from ...core.hub import Hub
+from ...core.ports import Collaboration
 from ...core.threads import ThreadRecord, TurnKind
 
 log = logging.getLogger(__name__)
@@ -55,19 +55,6 @@ CHOICES = {IMPLEMENT: "Yes, implement this plan", STAY: "No, stay in Plan mode"}
 IMPLEMENT_PROMPT = "Implement the plan."
 #: The elicitation's one field.
 _FIELD = "decision"
-
-
-class Collaboration(Protocol):
-    """The session's settings (:mod:`bridge.engine.features.settings.settings`)."""
-
-    def set_collaboration(
-        self,
-        record: ThreadRecord,
-        mode: str,
-        done: Callable[[], None],
-        failed: Callable[[ErrorObject], None],
-    ) -> bool:
-        """Store Codex's collaboration mode in the thread (``False``: no settings)."""
 
 
 class Turns(Protocol):
