@@ -843,6 +843,30 @@ def remove_argv(spec: MachineSpec, path: str, ssh: list[str] | None = None) -> l
     return _there(spec, ssh, ["rm", "-rf", path])
 
 
+def owners_argv(spec: MachineSpec, folder: str) -> list[str]:
+    """What says, in a container, who runs there (``id -u``, as the link's user) and the
+    owner and mode of ``folder`` and of its ``bin/codex`` (``stat``): a folder of /tmp is
+    anyone's to make first."""
+    user = ["--user", spec.user] if spec.user else []
+    script = 'id -u && stat -c "%u %a" -- "$1" "$1/bin/codex"'
+    return [spec.scheme, "exec", *user, spec.host, "sh", "-c", script, "sh", folder]
+
+
+def foreign(said: str) -> str | None:
+    """What :func:`owners_argv` said, judged: why the folder is not to be run from (owned
+    by another user than root or the link's, or writable by others), else ``None``."""
+    lines = said.split()
+    if len(lines) < 5:
+        return None
+    uid, pairs = lines[0], list(zip(lines[1::2], lines[2::2], strict=False))
+    for owner, mode in pairs:
+        if owner not in ("0", uid):
+            return f"owned by uid {owner}, not by root or the user Codex runs as ({uid})"
+        if int(mode, 8) & 0o022:
+            return f"writable by others (mode {mode})"
+    return None
+
+
 def _there(spec: MachineSpec, ssh: list[str] | None, argv: list[str]) -> list[str]:
     if spec.ssh:
         return ssh_argv(spec, ssh or ["ssh"], shlex.join(argv))

@@ -638,3 +638,39 @@ async def test_two_bridges_bringing_codex_at_once_leave_one_working_copy(
     assert sorted(inside_folder) == sorted(p.name for p in vendor_folder().iterdir())
     leftovers = await container.exec("sh", "-c", f"ls -d {folder}.part-* 2>/dev/null || true")
     assert leftovers.split() == []
+
+
+@pytest.mark.parametrize(
+    ("plant", "words"),
+    [
+        (["chown", "-R", "1234", "{folder}"], "owned by uid 1234, not by root"),
+        (["chmod", "777", "{folder}"], "writable by others (mode 777)"),
+    ],
+)
+async def test_a_codex_another_user_left_in_the_containers_tmp_is_not_run(
+    bare_container: Container, plant: list[str], words: str
+) -> None:
+    """The container's /tmp is anyone's to fill first: a working Codex at the bridge's
+    folder that another user owns, or that others may write, is refused, saying so and how
+    to remove it; nothing of it runs."""
+    container = bare_container
+    links = MachineLinks(
+        [parse_url("box", f"podman://{container.name}")],
+        ssh=["ssh"],
+        codex_program=str(vendor_folder() / "bin" / "codex"),
+        relay=False,
+    )
+    with trio.fail_after(SCENARIO_SECONDS):
+        assert await links.check(links.links["box"]) is None  # brought, as the bridge does
+        [folder] = await brought(container)
+        await container.exec(*(word.format(folder=folder) for word in plant))
+        again = MachineLinks(
+            [parse_url("box", f"podman://{container.name}")],
+            ssh=["ssh"],
+            codex_program=str(vendor_folder() / "bin" / "codex"),
+            relay=False,
+        )
+        why = await again.check(again.links["box"])
+    assert why is not None and words in why, why
+    assert f"remove it (podman exec {container.name} rm -rf {folder})" in why, why
+    assert again.links["box"].brought is None

@@ -834,3 +834,16 @@ def test_a_container_per_session_is_a_machines_file_entry_with_an_image(tmp_path
     assert f"{machines.OWNER_LABEL}=12:34" in argv
     mounted = replace(spec, mount=True)
     assert "/work:/work" in machines.sandbox_run_argv(mounted, name, Path("/v"), ["/work"], "")
+
+
+def test_a_brought_codex_is_run_only_when_root_or_the_links_user_owns_it() -> None:
+    assert machines.foreign("1000\n0 755\n0 755\n") is None
+    assert machines.foreign("1000\n1000 755\n1000 700\n") is None
+    assert machines.foreign("1000\n1234 755\n0 755\n") == (
+        "owned by uid 1234, not by root or the user Codex runs as (1000)"
+    )
+    assert machines.foreign("0\n0 775\n0 755\n") == "writable by others (mode 775)"
+    assert machines.foreign("") is None  # nothing said: no shell to ask
+    argv = machines.owners_argv(machines.parse_flag("b=podman://box?user=dev"), "/tmp/x")
+    assert argv[:6] == ["podman", "exec", "--user", "dev", "box", "sh"]
+    assert argv[-1] == "/tmp/x"

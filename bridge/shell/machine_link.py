@@ -640,7 +640,10 @@ class MachineLinks:
         else:
             folder = spec_of.brought_folder(local)
         there = replace(spec, codex=f"{folder}/bin/codex")
+        remove_it = shlex.join(self._removal(spec, folder))
         why, kind = await self._check_codex(link, there)
+        if why is None and (untrusted := await self._foreign(spec, folder)) is not None:
+            return f"{cannot}: {folder} there is {untrusted}: remove it ({remove_it}) and try again"
         if why is None:
             log.info(
                 "machine %s: using Codex %s brought into %s earlier, at %s",
@@ -651,7 +654,7 @@ class MachineLinks:
             )
             link.brought = there.codex
             return None
-        remove = f"remove it ({shlex.join(self._removal(spec, folder))}) and try again"
+        remove = f"remove it ({remove_it}) and try again"
         if kind != "missing":
             return (
                 why
@@ -680,20 +683,28 @@ class MachineLinks:
         # ``folder``; of two copies the first renamed is used, the other removed.
         part = f"{folder}.part-{secrets.token_hex(4)}"
         failed = await _run(spec_of.copy_argv(spec, source, part, self.ssh), COPY_SECONDS)
-        renamed: str | None = None
-        if failed is None:
-            renamed = await _run(spec_of.rename_argv(spec, part, folder, self.ssh), CHECK_SECONDS)
-            if renamed is not None:
-                log.info("machine %s: not renamed to %s (%s)", spec.name, folder, renamed)
-        if failed is not None or renamed is not None:
-            await _run(spec_of.remove_argv(spec, part, self.ssh), CHECK_SECONDS)
         if failed is not None:
+            await _run(spec_of.remove_argv(spec, part, self.ssh), CHECK_SECONDS)
             return f"{cannot}: {failed}"
+        renamed = await _run(spec_of.rename_argv(spec, part, folder, self.ssh), CHECK_SECONDS)
+        if renamed is not None and not spec.ssh and "executable file not found" in renamed:
+            # A container with no mv (nothing but Codex's own files, say): this bridge runs
+            # its own copy where it is; the next one copies again.
+            log.info(
+                "machine %s: no mv in %s: running Codex from %s", spec.name, spec.where(), part
+            )
+            folder, there = part, replace(spec, codex=f"{part}/bin/codex")
+        elif renamed is not None:
+            log.info("machine %s: not renamed to %s (%s)", spec.name, folder, renamed)
+            await _run(spec_of.remove_argv(spec, part, self.ssh), CHECK_SECONDS)
         why, _kind = await self._check_codex(link, there)
         if why is not None:
             # A folder of that name there already, not empty, with no working Codex: an
             # older bridge's copy cut short, or someone else's.
             return f"{cannot}: the copy at {folder} does not run there ({why}): {remove}"
+        if (untrusted := await self._foreign(spec, folder)) is not None:
+            # Another copy renamed first: someone else's, it seems.
+            return f"{cannot}: {folder} there is {untrusted}: {remove}"
         log.info(
             "machine %s: Codex %s copied into %s at %s in %.1f s",
             spec.name,
@@ -704,6 +715,18 @@ class MachineLinks:
         )
         link.brought = there.codex
         return None
+
+    async def _foreign(self, spec: MachineSpec, folder: str) -> str | None:
+        """Why the Codex at ``folder`` in a container is not to be run (another user's, or
+        writable by others: the container's /tmp is anyone's to fill first); ``None`` when it
+        is this link's user's or root's, or when the container cannot say (no shell)."""
+        if spec.ssh:
+            return None  # the user's own cache folder
+        said = await _output(spec_of.owners_argv(spec, folder))
+        if said.startswith("!"):
+            log.debug("machine %s: owners of %s not known: %s", spec.name, folder, said[1:])
+            return None
+        return spec_of.foreign(said)
 
     def _removal(self, spec: MachineSpec, folder: str) -> list[str]:
         """What a person runs to remove ``folder`` there: as the bridge would, without its
