@@ -48,6 +48,19 @@ async def chromium_or_skip() -> str:
     return found
 
 
+#: What DevTools answers an evaluation that a navigation overtook: the document it was sent to
+#: is gone, and the next one is not the answer's to judge.
+_NAVIGATED = (
+    "Inspected target navigated or closed",
+    "Execution context was destroyed",
+    "Cannot find context with specified id",
+)
+
+
+class Navigated(RuntimeError):
+    """An evaluation answered with the end of its document (the tab navigated meanwhile)."""
+
+
 class Page:
     """One tab, driven over a flattened DevTools session."""
 
@@ -76,7 +89,9 @@ class Page:
         await self._socket.send(json.dumps(message))
         answer = await receive.receive()
         if "error" in answer:
-            raise RuntimeError(f"{method}: {answer['error']}")
+            message = str(answer["error"].get("message", ""))
+            kind = Navigated if message.startswith(_NAVIGATED) else RuntimeError
+            raise kind(f"{method}: {answer['error']}")
         return answer.get("result")
 
     async def evaluate(self, expression: str) -> Any:
@@ -92,8 +107,9 @@ class Page:
         """The value of ``expression`` once it is truthy (checked every 20 ms)."""
         with trio.fail_after(seconds):
             while True:
-                # An evaluation sent while the tab navigates may go unanswered: asked again.
-                with trio.move_on_after(1):
+                # An evaluation sent while the tab navigates may go unanswered, or be answered
+                # with the end of its document: asked again, of the next one.
+                with trio.move_on_after(1), suppress(Navigated):
                     value = await self.evaluate(expression)
                     # An element comes back as {}: found all the same.
                     if value not in (None, False, 0, ""):
