@@ -61,7 +61,6 @@ import json
 import os
 import re
 import shlex
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -548,6 +547,8 @@ def read_machines_file(path: Path) -> list[MachineSpec]:
         return []
     except OSError as exc:
         raise MachineError(f"{path}: {exc.strerror or exc}") from None
+    import tomllib  # here: most starts have no machines file, and its parser costs 2 ms
+
     try:
         tables = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -519,9 +519,15 @@ def free_port() -> int:
 
 
 async def _codex_version(codex_bin: str) -> str:
+    # npm's launcher would start Node (~0.1 s of CPU) only to run the binary it names.
+    launch = codex_launch(codex_bin, os.environ)
     try:
         done = await trio.run_process(
-            [codex_bin, "--version"], capture_stdout=True, stderr=subprocess.DEVNULL, check=False
+            [launch.program, "--version"],
+            env=launch.env,
+            capture_stdout=True,
+            stderr=subprocess.DEVNULL,
+            check=False,
         )
     except OSError as exc:
         raise CodexUnavailable(f"cannot run Codex ({codex_bin}): {exc.strerror or exc}") from exc

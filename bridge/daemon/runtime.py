@@ -45,13 +45,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import html
 import ipaddress
 import json
 import os
 import pwd
 import re
-import secrets
 import stat
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -243,7 +241,7 @@ def _lock_held(directory: Path, dir_fd: int | None) -> bool:
 
 def new_token(directory: Path) -> Path:
     """A fresh capability token in ``directory`` (0600); its path."""
-    _write_private(directory, TOKEN, secrets.token_urlsafe(32) + "\n")
+    _write_private(directory, TOKEN, _token() + "\n")
     return directory / TOKEN
 
 
@@ -259,7 +257,7 @@ def read_token(directory: Path) -> str:
 
 def new_page_token(directory: Path) -> str:
     """A fresh secret for the daemon's page, kept in ``directory`` (0600)."""
-    token = secrets.token_urlsafe(32)
+    token = _token()
     _write_private(directory, PAGE_TOKEN, token + "\n")
     return token
 
@@ -290,7 +288,9 @@ def write_page_opener(directory: Path, address: str) -> Path:
     process's command line. Written beside and renamed over, so it follows no link."""
     if urlsplit(address).scheme not in ("http", "https"):
         raise RuntimeDirError(f"the daemon's page is at {address!r}, not an http(s) URL")
-    attribute, script = html.escape(address), json.dumps(address).replace("<", "\\u003c")
+    from html import escape  # only `status --open` writes this page
+
+    attribute, script = escape(address), json.dumps(address).replace("<", "\\u003c")
     _write_private(
         directory,
         PAGE_OPENER,
@@ -387,6 +387,14 @@ def read_status(directory: Path) -> list[dict[str, Any]]:
     return threads if isinstance(threads, list) else []
 
 
+def _token() -> str:
+    """A new secret: 32 random bytes, URL-safe. ``secrets`` is imported here, where a
+    daemon makes one, not at every ``serve``'s start (it costs some 4 ms there)."""
+    import secrets
+
+    return secrets.token_urlsafe(32)
+
+
 def _write_private(directory: Path, name: str, text: str) -> None:
     """``name`` in ``directory`` (checked as it is opened) made ``text``, 0600. Written
     beside under a name of its own, then renamed over, both in the directory opened: a
@@ -411,7 +419,7 @@ def _create_beside(dir_fd: int, name: str) -> tuple[str, int]:
     in the directory ``dir_fd``, 0600 whatever the umask: its name and descriptor."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(100):
-        tmp = f".{name}.{secrets.token_hex(6)}"
+        tmp = f".{name}.{os.urandom(6).hex()}"
         try:
             fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
         except FileExistsError:
