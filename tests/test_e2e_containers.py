@@ -482,7 +482,7 @@ async def test_a_codex_of_another_version_has_the_bridge_bring_its_own_unless_on
         codex_program=str(vendor_folder() / "bin" / "codex"),
         relay=False,
     )
-    caplog.set_level("INFO", logger="bridge.shell.machine_link")
+    caplog.set_level("INFO", logger="bridge.shell.codex_there")
     with trio.fail_after(SCENARIO_SECONDS):
         assert await links.check(links.links["named"]) is None
         assert links.in_use(links.links["named"]).codex == CODEX_IN
@@ -591,7 +591,7 @@ async def test_a_copy_cut_short_before_is_named_with_how_to_remove_it(
         codex_program=str(vendor_folder() / "bin" / "codex"),
         relay=False,
     )
-    version = (await links.local_version()) or ""
+    version = (await links.codex.local_version()) or ""
     folder = f"{BROUGHT}{version}"
     await container.exec("mkdir", "-p", f"{folder}/bin")
     with trio.fail_after(SCENARIO_SECONDS):

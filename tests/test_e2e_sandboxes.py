@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from bridge.machines import OWNER_LABEL, SANDBOX_LABEL
-from bridge.shell.machine_link import process_owner
+from bridge.shell.sandboxes import process_owner
 from tests.support.containers import IMAGE, containers_conf, podman, podman_or_skip
 from tests.support.daemon import StartDaemon
 from tests.support.daemon import serve_argv as daemon_serve_argv

@@ -14,7 +14,8 @@ from websockets.trio.client import connect
 
 from bridge.machines import command_machine, parse_url
 from bridge.shell import machine_link
-from bridge.shell.machine_link import DOWN_RETRY_SECONDS, Link, MachineLinks
+from bridge.shell.link_record import Link
+from bridge.shell.machine_link import DOWN_RETRY_SECONDS, MachineLinks
 
 
 def counting_failing_ssh(directory: Path) -> tuple[list[str], Path]:

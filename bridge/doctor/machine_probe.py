@@ -47,14 +47,8 @@ import trio
 
 from .. import machines as spec_of
 from ..machines import MachineSpec
-from ..shell.machine_link import (
-    MAX_MESSAGE,
-    Lines,
-    StderrTail,
-    close_ssh,
-    could_not_run,
-    process_owner,
-)
+from ..shell.processes import MAX_MESSAGE, Lines, StderrTail, close_ssh, could_not_run
+from ..shell.sandboxes import process_owner
 from ..token_urls import websocket_proxy
 from .findings import ExecServer, MachineFound
 

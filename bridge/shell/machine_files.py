@@ -38,7 +38,7 @@ from ..engine import MachineCall
 from ..machines import MachineSpec
 from ..token_urls import websocket_proxy
 from .effects import MachineAnswer
-from .machine_link import MAX_MESSAGE, Lines, StderrTail, close_ssh, could_not_run
+from .processes import MAX_MESSAGE, Lines, StderrTail, close_ssh, could_not_run
 
 log = logging.getLogger(__name__)
 

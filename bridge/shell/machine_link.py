@@ -41,16 +41,12 @@ so that a prompt fails with ssh's words rather than quietly in Codex.
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import logging
-import os
 import secrets
-import shlex
 import socket
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import trio
@@ -62,24 +58,26 @@ from websockets.trio.server import ServerConnection, serve
 from .. import machines as spec_of
 from ..engine import MachineOffer, Registration
 from ..machines import MachineSpec
+from .codex_there import COPY_SECONDS, CodexThere
+from .dev_containers import UP_SECONDS, up
+from .link_record import Box, Link, in_use
 from .machine_store import ThreadMachines
+from .processes import (
+    CHECK_SECONDS,
+    CLOSE_SECONDS,
+    MAX_MESSAGE,
+    Lines,
+    StderrTail,
+    could_not_run,
+)
+from .sandboxes import make_box, remove_box, sweep_boxes
 
 log = logging.getLogger(__name__)
 #: websockets' own log of each connection: its warnings only.
 logging.getLogger(f"{__name__}.websockets").setLevel(logging.WARNING)
 
-#: How long a check or a link's first line may take (ssh's own timeouts come first).
-CHECK_SECONDS = 30.0
-#: How long copying Codex into a container may take (some 400 MB).
-COPY_SECONDS = 300.0
-#: How long ``devcontainer up`` may take (it may build an image, and pull one).
-UP_SECONDS = 900.0
 #: Between attempts to bring a dropped link back: doubling up to the last.
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
-#: A frame or a line: the exec-server carries whole files and outputs.
-MAX_MESSAGE = 256 * 1024 * 1024
-#: After Codex closed its side, how long the remote end has to finish before it is killed.
-CLOSE_SECONDS = 2.0
 
 #: While a link is down, Codex's connections (it tries again several times a second) run
 #: one ssh per this many seconds; the others are refused at once, with no ssh.
@@ -95,84 +93,6 @@ CODEX_RETRY_SECONDS = 3.0
 OnChange = Callable[[str, str, str], None]
 #: The states the daemon publishes: ``{name: (state, reason)}``.
 Published = Callable[[], dict[str, tuple[str, str]]]
-
-
-@dataclass(eq=False)
-class Link:
-    """One machine: its spec, where Codex reaches it, and what the link last was."""
-
-    spec: MachineSpec
-    url: str
-    token: str | None
-    state: str = "idle"
-    reason: str = ""
-    #: The remote Codex's version, from the last check.
-    version: str = ""
-    listener: socket.socket | None = None
-    checking: bool = False
-    #: Wakes the task bringing a dropped link back (a prompt wants it now).
-    wanted: trio.Event = field(default_factory=trio.Event)
-    bringing_back: bool = False
-    #: Live relays (Codex's connections), for the status.
-    relays: int = 0
-    #: When (trio's clock) a relay last began while the link was down.
-    tried_down: float = float("-inf")
-    #: Through the daemon: its last word on the link that this process took in (read
-    #: before a check of its own, or followed). Only a new word is news: the same one
-    #: again is older than what this process's own check found since.
-    heard: tuple[str, str] | None = None
-    #: When (trio's clock) Codex's last connection failed (ssh did, or it was refused while
-    #: the link was down); ``None`` once one reached the machine.
-    codex_failed: float | None = None
-    #: Codex's connections that reached the machine, now.
-    codex_on: int = 0
-    #: Codex's connections accepted but not at the machine yet (held while Codex is
-    #: brought there, or while the exec-server starts): a check that ends meanwhile says
-    #: ``connected`` only once one is there, or Codex's next command would find none.
-    codex_coming: int = 0
-    #: Set when one of Codex's connections reaches the machine.
-    codex_back: trio.Event = field(default_factory=trio.Event)
-    #: The Codex the bridge brought into the container, once found working there.
-    brought: str | None = None
-    #: Held while a check may bring Codex (one copy at a time), or a dev container up.
-    bringing: trio.Lock = field(default_factory=trio.Lock)
-    #: A dev container, once ``devcontainer up`` said which: the container reached.
-    container: MachineSpec | None = None
-    #: A session's own container on a sandbox machine: what makes it.
-    box: Box | None = None
-    #: Whether this process runs the link (its listener, or a ws machine it registers),
-    #: not only checks it (an editor attached to the daemon, whose links the daemon runs).
-    here: bool = True
-
-    @property
-    def prepared(self) -> bool:
-        """Whether a check prepares the place before anything runs there: brings Codex
-        into it, brings a dev container up, or makes a session's container."""
-        return (
-            bool(self.spec.bring)
-            or self.spec.scheme == spec_of.DEVCONTAINER
-            or self.box is not None
-        )
-
-    @property
-    def ready(self) -> bool:
-        """Whether what a check prepares is there (as far as this process knows)."""
-        if self.spec.scheme == spec_of.DEVCONTAINER and self.container is None:
-            return False
-        if self.box is not None and not self.box.made:
-            return False
-        return not self.spec.bring or self.brought is not None
-
-
-@dataclass(eq=False)
-class Box:
-    """A session's own container on a sandbox machine (``image =``): made at the first
-    prompt there, from the machine's spec, with the session's folders; removed when the
-    session goes, or this process does."""
-
-    machine: MachineSpec
-    folders: tuple[str, ...]
-    made: bool = False
 
 
 class MachineLinks:
@@ -195,12 +115,8 @@ class MachineLinks:
         self.codex_program = codex_program
         self.on_change: OnChange = on_change or (lambda _n, _s, _r: None)
         self.links: dict[str, Link] = {}
-        #: The version the machines' Codex must have: ``codex_version`` when given (what
-        #: the daemon's Codex said it is: ``codex-cli 0.171.0``; nothing to compare when it
-        #: says none), else ``codex_program --version``'s, asked once.
-        self._local_version: str | None = (
-            None if codex_version is None else spec_of.codex_version(codex_version) or ""
-        )
+        #: The machines' Codex: checked against this bridge's, brought where it must be.
+        self.codex = CodexThere(ssh, codex_program, codex_version)
         self._nursery: trio.Nursery | None = None
         self._early_wants: list[str] = []
         #: Which machine each thread works on, for the next bridge.
@@ -294,7 +210,7 @@ class MachineLinks:
             with trio.CancelScope(shield=True), trio.move_on_after(CHECK_SECONDS):
                 async with trio.open_nursery() as removing:
                     for name in [n for n, link in self.links.items() if link.box is not None]:
-                        removing.start_soon(self._remove_box, self.links.pop(name))
+                        removing.start_soon(remove_box, self.links.pop(name))
 
     async def _run(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
@@ -306,8 +222,13 @@ class MachineLinks:
             for name in self._early_wants:
                 self.want(name)
             self._early_wants.clear()
-            if any(link.spec.scheme == spec_of.SANDBOX for link in self.links.values()):
-                nursery.start_soon(self._sweep_boxes)
+            runtimes = {
+                link.spec.runtime
+                for link in self.links.values()
+                if link.spec.scheme == spec_of.SANDBOX
+            }
+            if runtimes:
+                nursery.start_soon(sweep_boxes, runtimes)
             if self._published is not None:
                 await self._follow_published()
             # Open for the checks to come, with no listener too (ws:// machines, or the
@@ -395,18 +316,6 @@ class MachineLinks:
             log.info("machine %s: %s", link.spec.name, state)
         self.on_change(link.spec.name, state, reason)
 
-    async def local_version(self) -> str | None:
-        """The version of the Codex this bridge runs (the remote one must match)."""
-        if self._local_version is None and self.codex_program:
-            try:
-                done = await trio.run_process(
-                    [self.codex_program, "--version"], capture_stdout=True, check=False
-                )
-                self._local_version = spec_of.codex_version(done.stdout.decode(errors="replace"))
-            except OSError:
-                self._local_version = ""
-        return self._local_version or None
-
     async def check(self, link: Link) -> str | None:
         """Reach the machine once; ``None`` when it works, else why not. A container given
         no Codex by the user gets this bridge's, when its own will not do."""
@@ -414,24 +323,22 @@ class MachineLinks:
         if not spec.relayed:
             return await _check_tcp(spec)
         if not link.prepared:
-            return (await self._check_codex(link, spec))[0]
+            return (await self.codex.check_codex(link, spec))[0]
         async with link.bringing:
             if link.box is not None:
-                why = await self._make_box(link, link.box)
-                return why if why is not None else (await self._check_codex(link, spec))[0]
+                why = await make_box(link, link.box, self.codex_program)
+                return why if why is not None else (await self.codex.check_codex(link, spec))[0]
             if spec.scheme == spec_of.DEVCONTAINER:
-                why = await self._up(link)
+                why = await up(link)
                 if why is not None:
                     return why
                 if not spec.bring:
-                    return (await self._check_codex(link, self.in_use(link)))[0]
-            return await self._check_or_bring(link)
+                    return (await self.codex.check_codex(link, in_use(link)))[0]
+            return await self.codex.check_or_bring(link)
 
     def in_use(self, link: Link) -> MachineSpec:
-        """The machine as the link reaches it: a dev container as the container it is,
-        with the Codex brought there, if it was."""
-        place = link.container or link.spec
-        return replace(place, codex=link.brought) if link.brought else place
+        """The machine as the link reaches it (:func:`~bridge.shell.link_record.in_use`)."""
+        return in_use(link)
 
     # -- a session's own container (sandbox machines) ----------------------------------
 
@@ -455,114 +362,7 @@ class MachineLinks:
             return
         del self.links[name]
         if self._nursery is not None:
-            self._nursery.start_soon(self._remove_box, link)
-
-    async def _make_box(self, link: Link, box: Box) -> str | None:
-        """The session's container, running: made (or started again) unless it is; else
-        why not, in the runtime's words."""
-        spec = link.spec
-        state = await _output(
-            [spec.scheme, "container", "inspect", "--format", "{{.State.Running}}", spec.host]
-        )
-        if state == "true":
-            box.made = True
-            return None
-        if state == "false":
-            failed = await _run([spec.scheme, "start", spec.host], CHECK_SECONDS)
-            box.made = failed is None
-            return None if failed is None else f"{spec.where()}: {failed}"
-        program = await self._codex_dir()
-        if program is None:
-            return (
-                f"cannot make a container of {box.machine.image}: this bridge's Codex "
-                f"({self.codex_program or 'none found'}) is not in a Codex package's vendor "
-                "folder to mount there"
-            )
-        owner = process_owner()
-        argv = spec_of.sandbox_run_argv(box.machine, spec.host, program, box.folders, owner)
-        failed = await _run(argv, COPY_SECONDS)
-        if failed is not None:
-            return f"cannot make a container of {box.machine.image}: {failed}"
-        if not box.machine.mount and box.folders:
-            # Not mounted: the session's folders are made there, empty, to work in.
-            await _run([spec.scheme, "exec", spec.host, "mkdir", "-p", *box.folders], CHECK_SECONDS)
-        log.info("machine %s: made %s", box.machine.name, spec.where())
-        box.made = True
-        return None
-
-    async def _codex_dir(self) -> Path | None:
-        found = spec_of.vendor_folder(self.codex_program) if self.codex_program else None
-        return found[0] if found is not None else None
-
-    async def _remove_box(self, link: Link) -> None:
-        spec = link.spec
-        failed = await _run([spec.scheme, "rm", "--force", "--time", "0", spec.host], CHECK_SECONDS)
-        if failed is None:
-            log.info("machine %s: removed %s", spec.name, spec.where())
-        else:
-            log.warning("machine %s: %s not removed: %s", spec.name, spec.where(), failed)
-
-    async def _sweep_boxes(self) -> None:
-        """Remove the sessions' containers a process that is gone left (a crash), of every
-        runtime a sandbox machine here uses."""
-        runtimes = {
-            each.spec.runtime for each in self.links.values() if each.spec.scheme == spec_of.SANDBOX
-        }
-        for runtime in sorted(runtimes):
-            listed = await _output(
-                [
-                    runtime,
-                    "ps",
-                    "--all",
-                    "--filter",
-                    f"label={spec_of.SANDBOX_LABEL}",
-                    "--format",
-                    f'{{{{.Names}}}} {{{{index .Labels "{spec_of.OWNER_LABEL}"}}}}',
-                ]
-            )
-            if listed.startswith("!"):
-                log.info("sandbox containers not listed: %s", listed[1:])
-                continue
-            for row in listed.splitlines():
-                name, _, owner = row.partition(" ")
-                if name and not _alive(owner.strip()):
-                    failed = await _run(
-                        [runtime, "rm", "--force", "--time", "0", name], CHECK_SECONDS
-                    )
-                    log.info(
-                        "removed %s, left by a bridge that is gone%s",
-                        name,
-                        f" ({failed})" if failed else "",
-                    )
-
-    async def _up(self, link: Link) -> str | None:
-        """Bring the dev container up (or find it up) with the devcontainers CLI, and
-        reach it from now on; else why not, in the CLI's words."""
-        spec = link.spec
-        argv = spec_of.up_argv(spec)
-        done = await _finished(argv, UP_SECONDS)
-        if isinstance(done, trio.TooSlowError):
-            return f"devcontainer up for {spec.host} took over {UP_SECONDS:.0f} s"
-        if isinstance(done, OSError):
-            return could_not_run(argv, done) + (
-                " (the devcontainers CLI: npm install -g @devcontainers/cli)"
-                if isinstance(done, FileNotFoundError)
-                else ""
-            )
-        try:
-            container = spec_of.up_container(spec, done.stdout.decode(errors="replace"))
-        except spec_of.MachineError as exc:
-            lines = [line.strip() for line in done.stderr.decode(errors="replace").splitlines()]
-            said = [line for line in lines if line.startswith("Error")][-1:]
-            return "; ".join([str(exc), *said])
-        if link.container is None or link.container.host != container.host:
-            if link.container is not None:  # made anew: what was brought is gone
-                link.brought = None
-            log.info(
-                "machine %s: the dev container of %s is %s", spec.name, spec.host, container.where()
-            )
-        link.container = container
-        return None
+            self._nursery.start_soon(remove_box, link)
 
     async def ready_spec(self, spec: MachineSpec) -> MachineSpec:
         """``spec`` as the link reaches it, the Codex brought first if it must be (for a
@@ -574,201 +374,6 @@ class MachineLinks:
         if why is not None:
             raise spec_of.MachineError(why)
         return self.in_use(link)
-
-    async def _check_codex(self, link: Link, spec: MachineSpec) -> tuple[str | None, str]:
-        """``spec.codex --version`` there: why it will not do (``None``: it will), and
-        what that is: ``ok``, ``missing``, ``other`` (another version, or no version) or
-        ``failed`` (the machine itself: unreachable, no container...)."""
-        argv = spec_of.version_argv(spec, self.ssh)
-        done = await _finished(argv, CHECK_SECONDS)
-        if isinstance(done, trio.TooSlowError):
-            return f"no answer from {spec.where()} within {CHECK_SECONDS:.0f} s", "failed"
-        if isinstance(done, OSError):
-            return could_not_run(argv, done), "failed"
-        stderr = done.stderr.decode(errors="replace")
-        if done.returncode != 0:
-            why = spec_of.explain_failure(spec, done.returncode, stderr)
-            # 126/127: the runtime ran, the program in the container could not.
-            return why, "missing" if done.returncode in (126, 127) else "failed"
-        mismatch = await self._version_mismatch(link, done.stdout.decode(errors="replace"), spec)
-        return mismatch, "other" if mismatch else "ok"
-
-    async def _check_or_bring(self, link: Link) -> str | None:
-        spec = link.container or link.spec
-        if link.brought:  # brought before: still there (a container made anew has not)?
-            why, kind = await self._check_codex(link, self.in_use(link))
-            if why is None or kind == "failed":
-                return why
-            link.brought = None
-        if spec.bring == spec_of.BRING_IF_NEEDED:
-            why, kind = await self._check_codex(link, spec)
-            if why is None or kind == "failed":
-                return why
-            log.info("machine %s: its own Codex will not do (%s)", spec.name, why)
-        return await self._bring(link)
-
-    async def _bring(self, link: Link) -> str | None:
-        """Copy this bridge's Codex into the container, or the ssh machine's cache folder
-        (unless a copy is there already), and use it; else why not, in one line naming the
-        machine."""
-        spec = link.container or link.spec
-        cannot = (
-            f"cannot bring Codex into {spec.where()}"
-            if not spec.ssh
-            else (f"cannot bring Codex to {spec.where()}")
-        )
-        name_one = f"install Codex there and name it with {spec_of.codex_hint(spec)}"
-        local = await self.local_version()
-        found = spec_of.vendor_folder(self.codex_program) if self.codex_program else None
-        if local is None or found is None:
-            return (
-                f"{cannot}: this bridge's Codex ({self.codex_program or 'none found'}) is not "
-                f"in a Codex package's vendor folder to copy: {name_one}"
-            )
-        source, target, version = found
-        if version is not None and version != local:
-            return (
-                f"{cannot}: this bridge's Codex is {version}, the one it works with {local}: "
-                f"{name_one}"
-            )
-        platform = ""
-        if spec.ssh:
-            facts = await self._ssh_facts(spec, local)
-            if facts.startswith("!"):
-                return f"{cannot}: {facts[1:]}"
-            platform, _, folder = facts.partition(" ")
-        else:
-            folder = spec_of.brought_folder(local)
-        there = replace(spec, codex=f"{folder}/bin/codex")
-        remove_it = shlex.join(self._removal(spec, folder))
-        why, kind = await self._check_codex(link, there)
-        if why is None and (untrusted := await self._foreign(spec, folder)) is not None:
-            return f"{cannot}: {folder} there is {untrusted}: remove it ({remove_it}) and try again"
-        if why is None:
-            log.info(
-                "machine %s: using Codex %s brought into %s earlier, at %s",
-                spec.name,
-                local,
-                spec.where(),
-                folder,
-            )
-            link.brought = there.codex
-            return None
-        remove = f"remove it ({remove_it}) and try again"
-        if kind != "missing":
-            return (
-                why
-                if kind == "failed"
-                else f"{cannot}: {folder} there holds no working Codex {local} ({why}): {remove}"
-            )
-        platform = platform or await self._platform(spec)
-        if platform.startswith("!"):
-            return f"{cannot}: {platform[1:]}"
-        if not spec_of.runs_there(target, platform):
-            return (
-                f"{cannot}: {'it' if spec.ssh else 'the container'} is {platform}, this "
-                f"bridge's Codex is built for {target}: {name_one}"
-            )
-        log.info(
-            "machine %s: no Codex %s in %s: copying this bridge's (%s) to %s",
-            spec.name,
-            local,
-            spec.where(),
-            source,
-            folder,
-        )
-        started = trio.current_time()
-        # Copied beside, then renamed: a copy cut short, or another bridge's copying at the
-        # same moment (the daemon's and an editor's), never leaves a half folder at
-        # ``folder``; of two copies the first renamed is used, the other removed.
-        part = f"{folder}.part-{secrets.token_hex(4)}"
-        failed = await _run(spec_of.copy_argv(spec, source, part, self.ssh), COPY_SECONDS)
-        if failed is not None:
-            await _run(spec_of.remove_argv(spec, part, self.ssh), CHECK_SECONDS)
-            return f"{cannot}: {failed}"
-        renamed = await _run(spec_of.rename_argv(spec, part, folder, self.ssh), CHECK_SECONDS)
-        if renamed is not None and not spec.ssh and "executable file not found" in renamed:
-            # A container with no mv (nothing but Codex's own files, say): this bridge runs
-            # its own copy where it is; the next one copies again.
-            log.info(
-                "machine %s: no mv in %s: running Codex from %s", spec.name, spec.where(), part
-            )
-            folder, there = part, replace(spec, codex=f"{part}/bin/codex")
-        elif renamed is not None:
-            log.info("machine %s: not renamed to %s (%s)", spec.name, folder, renamed)
-            await _run(spec_of.remove_argv(spec, part, self.ssh), CHECK_SECONDS)
-        why, _kind = await self._check_codex(link, there)
-        if why is not None:
-            # A folder of that name there already, not empty, with no working Codex: an
-            # older bridge's copy cut short, or someone else's.
-            return f"{cannot}: the copy at {folder} does not run there ({why}): {remove}"
-        if (untrusted := await self._foreign(spec, folder)) is not None:
-            # Another copy renamed first: someone else's, it seems.
-            return f"{cannot}: {folder} there is {untrusted}: {remove}"
-        log.info(
-            "machine %s: Codex %s copied into %s at %s in %.1f s",
-            spec.name,
-            local,
-            spec.where(),
-            folder,
-            trio.current_time() - started,
-        )
-        link.brought = there.codex
-        return None
-
-    async def _foreign(self, spec: MachineSpec, folder: str) -> str | None:
-        """Why the Codex at ``folder`` in a container is not to be run (another user's, or
-        writable by others: the container's /tmp is anyone's to fill first); ``None`` when it
-        is this link's user's or root's, or when the container cannot say (no shell)."""
-        if spec.ssh:
-            return None  # the user's own cache folder
-        said = await _output(spec_of.owners_argv(spec, folder))
-        if said.startswith("!"):
-            log.debug("machine %s: owners of %s not known: %s", spec.name, folder, said[1:])
-            return None
-        return spec_of.foreign(said)
-
-    def _removal(self, spec: MachineSpec, folder: str) -> list[str]:
-        """What a person runs to remove ``folder`` there: as the bridge would, without its
-        ssh options (a terminal's ssh)."""
-        if spec.ssh:
-            return [*self.ssh, spec.host, shlex.join(["rm", "-rf", folder])]
-        return [spec.scheme, "exec", spec.host, "rm", "-rf", folder]
-
-    async def _ssh_facts(self, spec: MachineSpec, version: str) -> str:
-        """``PLATFORM FOLDER`` of an ssh machine (:func:`bridge.machines.ssh_facts`), or
-        ``!`` and why they are not known."""
-        said = await _output(spec_of.ssh_argv(spec, self.ssh, spec_of.SSH_FACTS))
-        if said.startswith("!"):
-            return said
-        facts = spec_of.ssh_facts(said, version)
-        if facts is None:
-            return f"!{spec.where()} said {said!r} of itself, not its system and a folder"
-        return " ".join(facts)
-
-    async def _platform(self, spec: MachineSpec) -> str:
-        """The container's platform (``linux/amd64``), or ``!`` and why it is not known."""
-        image = await _output(spec_of.image_argv(spec))
-        if image.startswith("!"):
-            return image
-        return await _output(spec_of.platform_argv(spec, image))
-
-    async def _version_mismatch(
-        self, link: Link, line: str, spec: MachineSpec | None = None
-    ) -> str | None:
-        spec = spec or link.spec
-        remote = spec_of.codex_version(line)
-        if remote is None:
-            return f"{spec.codex!r} on {spec.where()} said {line.strip()!r}, not a version"
-        link.version = remote
-        local = await self.local_version()
-        if local is not None and remote != local:
-            return (
-                f"{link.spec.where()} runs Codex {remote}, this machine {local}: install Codex "
-                f"{local} there (npm install -g @openai/codex@{local}), or name one with "
-                f"{spec_of.codex_hint(link.spec)}"
-            )
-        return None
 
     async def _check_now(self, link: Link) -> None:
         link.checking = True
@@ -931,7 +536,9 @@ class MachineLinks:
                         )
                         nursery.cancel_scope.cancel()
                         return
-                    mismatch = await self._version_mismatch(link, first.decode(errors="replace"))
+                    mismatch = await self.codex.version_mismatch(
+                        link, first.decode(errors="replace")
+                    )
                     if mismatch is not None:
                         self._dropped(link, mismatch, bring_back=False)
                         nursery.cancel_scope.cancel()
@@ -1005,74 +612,6 @@ class MachineLinks:
             self._nursery.start_soon(self._bring_back, link)
 
 
-class Lines:
-    """Newline-delimited messages from a stream (no size cap but :data:`MAX_MESSAGE`)."""
-
-    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
-        self._stream = stream
-        self._buffer = bytearray()
-        self._searched = 0
-
-    async def next(self) -> bytes | None:
-        while True:
-            end = self._buffer.find(b"\n", self._searched)
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                self._searched = 0
-                return line
-            self._searched = len(self._buffer)
-            if len(self._buffer) > MAX_MESSAGE:
-                raise trio.BrokenResourceError("a line longer than the link carries")
-            data = await self._stream.receive_some(1 << 16)
-            if not data:
-                return None
-            self._buffer += data
-
-
-class StderrTail:
-    """The last few KB a process wrote to stderr (ssh's words on a failure), read to its
-    end before a process that ended has them quoted (:meth:`finished`)."""
-
-    def __init__(self) -> None:
-        self._data = bytearray()
-        self._done = trio.Event()
-
-    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
-        try:
-            while data := await stream.receive_some(1 << 14):
-                self._data += data
-                del self._data[:-8192]
-                for line in data.decode(errors="replace").splitlines():
-                    if line.strip():
-                        log.debug("ssh: %s", line)
-        finally:
-            self._done.set()
-
-    async def finished(self) -> None:
-        """Until the stream ended (a process that exited): its last words are in."""
-        with trio.move_on_after(CLOSE_SECONDS):
-            await self._done.wait()
-
-    def text(self) -> str:
-        return self._data.decode(errors="replace")
-
-
-async def close_ssh(process: trio.Process) -> None:
-    """End an ssh that runs an exec-server: its stdin closed (the exec-server ends at EOF,
-    and ssh with it), killed if it has not ended within :data:`CLOSE_SECONDS`. Shielded:
-    a caller cancelled still has it reaped."""
-    with trio.CancelScope(shield=True):
-        if process.stdin is not None:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await process.stdin.aclose()
-        with trio.move_on_after(CLOSE_SECONDS):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-
-
 def _read_token(spec: MachineSpec) -> str:
     assert spec.token_file is not None
     refused = spec_of.token_refusal(spec.name, spec.url)
@@ -1092,55 +631,6 @@ def _read_token(spec: MachineSpec) -> str:
     return token
 
 
-async def _finished(
-    argv: list[str], seconds: float
-) -> subprocess.CompletedProcess[bytes] | trio.TooSlowError | OSError:
-    """``argv`` run to its end within ``seconds``, its output kept; or what stopped it."""
-    try:
-        with trio.fail_after(seconds):
-            return await trio.run_process(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
-    except (trio.TooSlowError, OSError) as exc:
-        return exc
-
-
-def could_not_run(argv: list[str], exc: OSError) -> str:
-    """Why ``argv`` did not start, in the system's words."""
-    return f"could not run {argv[0]!r}: {exc.strerror or exc}"
-
-
-async def _run(argv: list[str], seconds: float) -> str | None:
-    """Run ``argv`` to its end: ``None``, or why it failed (its own last words)."""
-    done = await _finished(argv, seconds)
-    if isinstance(done, trio.TooSlowError):
-        return f"{shlex.join(argv[:2])} took over {seconds:.0f} s"
-    if isinstance(done, OSError):
-        return could_not_run(argv, done)
-    if done.returncode != 0:
-        lines = [line.strip() for line in done.stderr.decode(errors="replace").splitlines()]
-        words = "; ".join(line for line in lines if line)[-500:]
-        return f"{shlex.join(argv[:2])} ended {done.returncode}: {words or 'no words'}"
-    return None
-
-
-async def _output(argv: list[str]) -> str:
-    """``argv``'s output, stripped, or ``!`` and why it failed."""
-    done = await _finished(argv, CHECK_SECONDS)
-    if isinstance(done, trio.TooSlowError):
-        return f"!{shlex.join(argv[:3])} took over {CHECK_SECONDS:.0f} s"
-    if isinstance(done, OSError):
-        return f"!{could_not_run(argv, done)}"
-    if done.returncode != 0:
-        words = done.stderr.decode(errors="replace").strip().splitlines()
-        return f"!{shlex.join(argv[:3])}: {words[-1] if words else done.returncode}"
-    return str(done.stdout.decode(errors="replace").strip())
-
-
 async def _check_tcp(spec: MachineSpec) -> str | None:
     port = spec.port or (443 if spec.scheme == "wss" else 80)
     try:
@@ -1152,24 +642,3 @@ async def _check_tcp(spec: MachineSpec) -> str | None:
     except OSError as exc:
         return f"cannot reach {spec.host}:{port}: {exc.strerror or exc}"
     return None
-
-
-def process_owner() -> str:
-    """This process, as a session's container is labelled with it: ``PID:START``."""
-    return f"{os.getpid()}:{_started(os.getpid())}"
-
-
-def _started(pid: int) -> str:
-    """When process ``pid`` started, in clock ticks after boot (``""``: no such process)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    # The command may hold spaces and parentheses: the fields after its last ")".
-    return stat.rpartition(")")[2].split()[19]
-
-
-def _alive(owner: str) -> bool:
-    """Whether the process a container's ``owner`` label names still runs."""
-    pid, _, start = owner.partition(":")
-    return pid.isdigit() and bool(start) and _started(int(pid)) == start
