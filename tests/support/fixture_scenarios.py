@@ -29,6 +29,7 @@ from bridge.shell.codex_transport import ENV_CODEX_BIN, find_codex
 
 from . import scenarios
 from .app_server import app_server
+from .containers import IMAGE, containers_conf, podman_or_skip
 from .scenarios import APP_SERVER_ENV, Scenario
 from .sshd import ssh_machine
 
@@ -59,14 +60,21 @@ async def record(scenario: Scenario, model: ScriptedModel, codex_bin: str, root:
     env = {**os.environ, "CODEX_HOME": str(home), ENV_CODEX_BIN: codex_bin}
     env.pop("OPENAI_API_KEY", None)
     out = FIXTURES / f"{scenario.name}.codex.jsonl"
+    # The prepared connection and the recorded one share the machines and what the bridge
+    # stores of them (which machine each thread worked on), none of them the user's.
+    machines = root / f"{scenario.name}-machines.toml"
+    env["CODEX_ACP_BRIDGE_MACHINES"] = str(machines)
+    env["XDG_STATE_HOME"] = str(root / f"{scenario.name}-state")
+    if scenario.sandbox:
+        env["CONTAINERS_CONF"] = str(containers_conf(root / f"{scenario.name}-podman"))
+        await podman_or_skip(env)
+        machines.write_text(f'[sandbox]\nimage = "{IMAGE}"\nruntime = "podman"\n')
     if scenario.prepare is not None:
         serve = [sys.executable, "-m", "bridge", "serve", "--log-level", "info"]
         with (root / f"{scenario.name}.prepare.log").open("wb") as log, trio.fail_after(120):
             async with open_agent(serve, env=env, stderr=log.fileno()) as (client, _process):
                 await scenario.prepare(client, str(workspace))
     argv = [sys.executable, "-m", "bridge", "record", "--out", str(out), "--log-level", "info"]
-    env["CODEX_ACP_BRIDGE_MACHINES"] = str(root / f"{scenario.name}-machines.toml")
-    env["XDG_STATE_HOME"] = str(root / f"{scenario.name}-state")
     if scenario.machine:
         async with ssh_machine(root / f"{scenario.name}-sshd", codex_bin) as machine:
             argv += ["--machine", f"box={machine.url}{machine.workspace}"]

@@ -24,7 +24,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SETS: dict[str, str] = {"": PINNED, "codex-0.169": "0.169.0"}
 #: Scenarios of what the oldest Codex cannot do, recorded from the pinned one alone:
 #: machines are Codex 0.171's environments (0.169 has no ``environment/add``).
-PINNED_ONLY = frozenset({"machine_session"})
+PINNED_ONLY = frozenset({"machine_session", "sandbox_loaded_again"})
 
 
 def prefixed(names: list[str]) -> list[str]:

@@ -40,6 +40,9 @@ class Scenario:
     #: Record with the machine ``box``: an sshd of the recording's own on loopback
     #: (``tests/support/sshd.py``), its workspace the machine's folder.
     machine: bool = False
+    #: Record (and prepare) with the machines-file entry ``sandbox``: a fresh podman container
+    #: of the tests' image for each session (``tests/support/containers.py``).
+    sandbox: bool = False
 
 
 #: For an ``attach`` scenario: JSON ``{codexBin, codexHome, dir, port}`` of its app-server, so
