@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from bridge.engine.core.hub import Hub
-from bridge.engine.core.threads import (
+from bridge.engine.core.codex_asks import (
     CodexAsk,
     FindTurn,
     InterruptTurn,
@@ -22,9 +21,10 @@ from bridge.engine.core.threads import (
     StartTurn,
     SteerTurn,
     StorePick,
-    ThreadRecord,
     WriteThread,
 )
+from bridge.engine.core.hub import Hub
+from bridge.engine.core.threads import ThreadRecord
 from bridge.jsonrpc.peer import ErrorObject
 from tests.support.engine_harness import Harness, Windows
 from tests.test_config import THREAD as CONFIGURED

@@ -18,7 +18,7 @@ import msgspec
 import pytest
 
 from bridge.codex.items import CommandAction
-from bridge.engine.core.threads import Settings
+from bridge.engine.core.record_parts import Settings
 from bridge.engine.features.approvals._views import escalated_command, permission_kind
 from bridge.engine.views.command_kind import command_kind
 from tests.support.acp_schema import ConversationValidator

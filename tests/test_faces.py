@@ -21,7 +21,8 @@ import bridge.acp
 from bridge.acp import permissions as acp_permissions
 from bridge.acp import v2
 from bridge.engine.core import facts, hub, workstate
-from bridge.engine.core.threads import ThreadRecord, Turn
+from bridge.engine.core.record_parts import Turn
+from bridge.engine.core.threads import ThreadRecord
 from bridge.engine.faces import v2_requests
 from bridge.engine.faces.v1 import V1Face
 from bridge.engine.faces.v2 import V2Face

@@ -9,14 +9,8 @@ import pytest
 
 from bridge.engine.core import turns
 from bridge.engine.core.facts import PromptInserted
-from bridge.engine.core.threads import (
-    Prompt,
-    QueuedPrompt,
-    ThreadRecord,
-    Threads,
-    Turn,
-    TurnKind,
-)
+from bridge.engine.core.record_parts import Prompt, QueuedPrompt, Turn, TurnKind
+from bridge.engine.core.threads import ThreadRecord, Threads
 from bridge.engine.core.turns import Interrupt, PromptState, TurnState
 from bridge.jsonrpc import RpcError
 

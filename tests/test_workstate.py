@@ -8,7 +8,8 @@ import msgspec
 import pytest
 
 from bridge.engine.core import workstate
-from bridge.engine.core.threads import Question, Status, ThreadRecord, Turn
+from bridge.engine.core.record_parts import Question, Status, Turn
+from bridge.engine.core.threads import ThreadRecord
 
 IDLE: dict[str, Any] = {"state": "idle"}
 RUNNING: dict[str, Any] = {"state": "running"}

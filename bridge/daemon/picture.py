@@ -24,7 +24,8 @@ import msgspec
 
 from ..codex.types import Thread
 from ..engine.core import workstate
-from ..engine.core.threads import Status, ThreadRecord
+from ..engine.core.record_parts import Status
+from ..engine.core.threads import ThreadRecord
 
 #: Threads kept: as many as the watcher reads of Codex's store when it connects (20 pages
 #: of 100). ``$CODEX_ACP_BRIDGE_DAEMON_THREADS`` sets another number.

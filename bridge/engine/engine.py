@@ -84,12 +84,14 @@ from ..jsonrpc.peer import ErrorObject
 from ..wire import declared, modules_of, prepare_lazy_decoders
 from .core import client_routing, facts
 from .core.backstop import Backstop
+from .core.codex_asks import LeftOut
 from .core.codex_routing import CodexRouter, Route, notification, request
 from .core.connection import MAX_WAITING, Connection, HandshakeFace
 from .core.effects import Effect
 from .core.hub import AGENT_NAME, Hub, RequestHandler, decode_params, prepare_decoders
 from .core.machines import MachineOffer
-from .core.threads import HeldMessage, LeftOut, ThreadRecord, Threads
+from .core.record_parts import HeldMessage
+from .core.threads import ThreadRecord, Threads
 from .faces.v1 import V1Face
 from .features.approvals.approvals import Approvals
 from .features.extensions.extensions import Extensions

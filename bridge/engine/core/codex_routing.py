@@ -34,8 +34,8 @@ import msgspec
 from ...codex import messages as codex_messages
 from ...jsonrpc import ErrorCode, IncomingNotification, IncomingRequest, RequestId, RpcError
 from .hub import AGENT_NAME, Hub, Outstanding
+from .record_parts import HeldMessage
 from .replies import Arrived, Router, take_answer
-from .threads import HeldMessage
 
 log = logging.getLogger(__name__)
 

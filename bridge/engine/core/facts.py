@@ -22,7 +22,8 @@ from msgspec import Raw
 
 from ...acp.types import PromptResult
 from ...jsonrpc import RequestId, RpcError
-from .threads import Prompt, ThreadRecord
+from .record_parts import Prompt
+from .threads import ThreadRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from ...acp import permissions as acp_permissions
 from ...acp import types as acp_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
+from .codex_asks import CodexAsk
 from .effects import (
     Effect,
     MachineCall,
@@ -53,7 +54,7 @@ from .effects import (
 from .facts import Fact
 from .machines import Machine
 from .outbox import update_effect
-from .threads import CodexAsk, ThreadRecord, Threads, withdraw
+from .threads import ThreadRecord, Threads, withdraw
 from .turns import TURN_TRAFFIC, insert_awaited
 
 log = logging.getLogger(__name__)

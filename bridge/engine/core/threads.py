@@ -33,13 +33,32 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any
 
 from msgspec import Raw
 
-from ...codex import items
-from ...codex import types as codex_types
 from ...jsonrpc import RequestId, RpcError
+from .codex_asks import (
+    CodexAsk,
+    FindTurn,
+    LeftOut,
+    ListSkills,
+    ListTerminals,
+    ReadParentage,
+    ReadSubagent,
+    StartTurn,
+)
+from .record_parts import (
+    Prompt,
+    Question,
+    QueuedPrompt,
+    Settings,
+    Status,
+    Steer,
+    ToolCall,
+    Turn,
+    Unplaced,
+)
 
 #: How deep a chain of sub-agents the bridge follows before it stops looking up.
 MAX_DEPTH = 1000
@@ -53,397 +72,7 @@ class View(enum.Enum):
     OTHER = "other"
 
 
-# -- the parts of a record --------------------------------------------------------------
-
-
-class TurnKind(enum.Enum):
-    """Who a turn is for (:mod:`bridge.engine.core.turns`, which fixes it as the turn begins)."""
-
-    #: A ``session/prompt`` of this client's: its request waits for the turn to end.
-    PROMPT = "prompt"
-    #: A steer on an idle session (``startedNewTurn``): no prompt request waits for the
-    #: turn, but it is the session's turn all the same.
-    STEER = "steer"
-    #: A slash command answered without a turn (``/goal``, ``/rename``...): the turn is the
-    #: command's own. It never takes a turn Codex starts on its own meanwhile (a resumed
-    #: goal's): that one is not its.
-    QUICK = "quick"
-    #: Another client of the same Codex (another window on this session, Codex's TUI): no
-    #: prompt here waits for it, yet it is the session's turn: it streams, a cancel here
-    #: stops it, and prompts sent here queue behind it.
-    FOREIGN = "foreign"
-    #: A sub-agent's turn (Codex's ``turn/started`` on a child thread, or read from its turns).
-    SUBAGENT = "subagent"
-
-
-@dataclass(slots=True, eq=False)
-class Turn:
-    """The turn a thread runs now: a root's prompt, or a sub-agent's current turn.
-
-    A root's turn exists from ``session/prompt`` (``request_id`` is the prompt
-    to answer) until Codex says it ended; its ``id`` is known once Codex names
-    it. A sub-agent's turn exists from ``turn/started`` to ``turn/completed``.
-    Its state (kind, id, cancel, interrupt, failure) changes only in
-    :mod:`bridge.engine.core.turns`, which also makes it; the features read it, and
-    keep its counts (user messages, errors, retries).
-    """
-
-    id: str | None = None
-    #: The ``session/prompt`` this turn answers (roots only).
-    request_id: RequestId | None = None
-    #: The root turn whose work a sub-agent's turn does (Codex's ``rootTurnId``).
-    root_turn_id: str | None = None
-    #: The user cancelled this work (its own cancel, or an ancestor's).
-    cancel_requested: bool = False
-    interrupt_sent: bool = False
-    #: Codex refused the ``turn/interrupt`` (the turn had just ended, most often): no
-    #: ``turn/completed`` of it is to be awaited.
-    interrupt_refused: bool = False
-    #: Who it is for (see :class:`TurnKind`).
-    kind: TurnKind = TurnKind.SUBAGENT
-    #: A ``FOREIGN`` turn already running when the session opened here: the items it started
-    #: since (the others began before, and stream nothing here: their text, partly
-    #: streamed elsewhere, is shown whole when they complete).
-    joined: set[str] | None = None
-    #: User messages Codex reported in this turn (the prompt's, then steered input).
-    user_messages: int = 0
-    #: The last non-retried ``error`` notification: the reason a failed turn gives.
-    error_message: str | None = None
-    #: That notification's ``codexErrorInfo``.
-    error_info: Any = None
-    #: ``error`` notifications with ``willRetry`` (Codex cannot reach its model), and how
-    #: many of them had no retry budget left ("waiting for network").
-    retries: int = 0
-    waits: int = 0
-    #: Why the bridge stopped this turn itself (no sign-in, the model out of reach): the
-    #: prompt's error once Codex reports the turn ended.
-    failure: RpcError | None = None
-    #: The thread's tokens before this turn's first model request (the first
-    #: ``thread/tokenUsage/updated`` of the turn: its ``total`` less its ``last``), and
-    #: its latest ``total``: the turn's own tokens are the difference (the prompt's answer).
-    tokens_before: codex_types.TokenUsageBreakdown | None = None
-    tokens_now: codex_types.TokenUsageBreakdown | None = None
-
-
-@dataclass(slots=True, eq=False)
-class QueuedPrompt:
-    """A ``session/prompt`` that arrived while a turn ran: it starts when the turn ends."""
-
-    request_id: RequestId
-    #: The prompt as Codex input (decoded and checked on arrival).
-    inputs: list[Any]
-
-
-@dataclass(slots=True, eq=False)
-class Prompt:
-    """A ``session/prompt`` of the client's, from arrival until it is answered."""
-
-    request_id: RequestId
-    #: The prompt as the client sent it (ACP v2 echoes it as the user message).
-    content: list[Raw]
-    #: The user message it became, once inserted (ACP v2 answers the prompt then).
-    message_id: str | None = None
-
-
-@dataclass(slots=True, eq=False)
-class Question:
-    """Codex asking the user (an approval, a question, an elicitation), from arrival until it
-    settles: Codex answered, exactly once."""
-
-    codex_id: RequestId
-    method: str
-    thread_id: str
-    turn_id: str | None
-    #: What Codex gets when the work is cancelled, and when an answer cannot be used.
-    cancel: Any
-    decline: Any
-    #: Turns the client's result into Codex's answer (bad input → ``decline``, logged).
-    read_answer: Callable[[Raw], Any] | None = None
-    #: Run once the client's answer has been passed on to Codex.
-    after_answer: Callable[[Any], None] | None = None
-    client_id: RequestId | None = None
-    client_answered: bool = False
-    settled: bool = False
-    #: (session, tool call id) of the tool call the permission request holds ``pending``:
-    #: the asking thread's own, or one it introduced where it asks (see ``introduced``).
-    tool_call: tuple[str, str] | None = None
-    #: The request told the session of its tool call (no item of it was shown there).
-    introduced: bool = False
-    #: A Codex item of the same id reports what really happened (a command, a patch, an
-    #: MCP call): it drives the tool call once the request settles. Else (a permissions
-    #: request, an MCP approval whose item is unknown) the tool call stands for the
-    #: question alone and ends when it settles.
-    item_follows: bool = False
-
-
-@dataclass(slots=True, eq=False)
-class ToolCall:
-    """A tool item the client has been told about and that has not finished."""
-
-    item: items.ToolItem
-    #: Shown as Zed's terminal (see :mod:`bridge.engine.features.tools.tools`).
-    terminal: bool = False
-    #: What a running command printed so far (``outputDelta``, stdin echoes).
-    output: str = ""
-    #: A changed file's text as the client read it, by the change's path.
-    files: dict[str, str] = field(default_factory=dict)
-    #: Paths asked of the client already (answered or not).
-    asked: set[str] = field(default_factory=set)
-    reads_pending: int = 0
-    completed: bool = False
-    #: The content last sent, encoded: a file read that changes nothing sends nothing.
-    sent_content: bytes = b""
-
-
-@dataclass(slots=True, eq=False)
-class Settings:
-    """A session's settings: what Codex reported, what the user picked, what was shown."""
-
-    approval: Any
-    sandbox: Any
-    model: str
-    effort: str | None
-    #: The model Codex reported when the session opened (kept on offer).
-    opened_model: str = ""
-    #: The thread's first policies when they match no preset (the ``config`` mode).
-    config_policy: tuple[Any, Any] | None = None
-    #: Who Codex said answers the thread's approvals (``user``, ``auto_review``), and
-    #: whether it said (a Codex without reviewers: no ``auto-review`` mode).
-    reviewer: str = "user"
-    reviewer_known: bool = False
-    #: Codex's collaboration mode (``default``, ``plan``), as last reported, and the pick.
-    collaboration: str = "default"
-    picked_collaboration: str | None = None
-    #: A collaboration mode was set for the thread (its settings carry a model and an
-    #: effort, which come before the thread's own): a later model pick goes in it too.
-    collaboration_set: bool = False
-    picked_mode: str | None = None
-    picked_model: str | None = None
-    picked_effort: str | None = None
-    #: The model provider Codex runs the thread on (``modelProvider`` of the open's answer).
-    provider: str | None = None
-    #: The machine the thread acts on, as Codex last reported it, and the user's pick
-    #: (which goes with every turn: ``turn/start``'s environments stick in the thread).
-    machine: str = "local"
-    picked_machine: str | None = None
-    #: What the client was last told, to send an update only when something changed.
-    shown_mode: str = ""
-    shown_options: bytes = b""
-    #: The settings Codex will report (``thread/settings/updated``, which follows its answer)
-    #: for each update of the bridge's it has answered, oldest first (approval, sandbox,
-    #: model, effort): a report of one followed by another is stale.
-    echoes: list[tuple[Any, Any, str, str | None]] = field(default_factory=list)
-
-
-@dataclass(slots=True, eq=False)
-class HeldMessage:
-    """One Codex message for a thread whose parentage is not known yet (decoded)."""
-
-    method: str
-    params: Any
-    #: The request id, for a Codex request; ``None`` for a notification.
-    request_id: RequestId | None = None
-
-
-@dataclass(slots=True, eq=False)
-class Unplaced:
-    """A thread seen before anyone said whose it is: its traffic, and what is asked."""
-
-    held: list[HeldMessage] = field(default_factory=list)
-    reading: bool = False
-    read_failed: bool = False
-    #: The parent named by a spawn item, before the thread read came back.
-    parent_hint: str | None = None
-    root_turn_hint: str | None = None
-
-
-@dataclass(slots=True, eq=False)
-class Status:
-    """Codex's status of the thread (``thread/status/changed``), as last reported."""
-
-    type: str = ""
-    flags: frozenset[str] = frozenset()
-
-    @classmethod
-    def of(cls, raw: object) -> Status | None:
-        """Codex's status object (``{type, activeFlags?}``) as a ``Status``, if it is one."""
-        kind = raw.get("type") if isinstance(raw, dict) else None
-        if not isinstance(kind, str):
-            return None
-        flags = raw.get("activeFlags") if isinstance(raw, dict) else None
-        return cls(kind, frozenset(f for f in flags or [] if isinstance(f, str)))
-
-
-@dataclass(slots=True, eq=False)
-class Steer:
-    """One ``_session/steering`` request waiting its turn
-    (:mod:`bridge.engine.features.prompts._steering`)."""
-
-    request_id: RequestId
-    inputs: list[Any]
-    prompt_required: bool
-    #: ``turn/steer`` is with Codex: its answer moves the session's steers on.
-    sent: bool = False
-
-
-# -- what a record asks Codex ----------------------------------------------------------------
-#
-# A Codex request whose answer changes a record is an entry on that record
-# (``ThreadRecord.codex_asks``) from the moment it is sent until Codex answers it
-# (:meth:`bridge.engine.core.hub.Hub.ask`). The answer goes to the feature with the entry,
-# and only while the record still holds it: an entry is withdrawn by what ends what it
-# is about, and its answer is then stale (dropped). A ``StartTurn`` or a ``FindTurn`` is
-# withdrawn when its turn leaves the record (:mod:`bridge.engine.core.turns`); a read of
-# what the record shows (``ReadSubagent``, ``ReadParentage``, ``ListSkills``,
-# ``ListTerminals``) when the record is forgotten or dropped (:class:`Threads`). The
-# others are answered whatever became of their record: the answer is owed to someone
-# else (a client's steer, load or pick, prompts waiting on a resume), or is news of a
-# turn that has ended (a refused interrupt).
-
-
-@dataclass(slots=True, eq=False)
-class StartTurn:
-    """``turn/start`` (or a slash command's request, ``command``) for ``turn``: a prompt's
-    (``turn.request_id``), or a steer's on an idle session."""
-
-    turn: Turn
-    #: A slash command's request (``thread/compact/start``...): no user message item will
-    #: name its prompt.
-    command: bool = False
-
-
-@dataclass(slots=True, eq=False)
-class InterruptTurn:
-    """``turn/interrupt`` of ``turn`` (named): a refusal is news even once it has ended."""
-
-    turn: Turn
-
-
-@dataclass(slots=True, eq=False)
-class FindTurn:
-    """``thread/read`` (with turns) naming ``turn``, another client's turn already running
-    when the session opened, so that it can be interrupted."""
-
-    turn: Turn
-
-
-@dataclass(slots=True, eq=False)
-class SteerTurn:
-    """``turn/steer`` of ``steer``'s input into turn ``expected_turn_id``: the steer's
-    client request is answered whatever became of the session."""
-
-    steer: Steer
-    expected_turn_id: str
-
-
-@dataclass(slots=True, eq=False)
-class ResumeThread:
-    """``thread/resume`` of a session after Codex came back; ``written``: its turns were
-    read already, to have Codex write a thread it never stored (tried once)."""
-
-    written: bool = False
-
-
-@dataclass(slots=True, eq=False)
-class WriteThread:
-    """``thread/read`` (with turns) of a session Codex holds and never wrote, after Codex
-    came back: reading it writes it; its resume is tried again, whatever the answer."""
-
-
-@dataclass(slots=True, eq=False)
-class ReadSubagent:
-    """``thread/read`` (with turns) of a sub-agent after Codex came back: its status and
-    its last turn. Nothing to do once it is forgotten."""
-
-
-@dataclass(slots=True, eq=False)
-class ListSkills:
-    """``skills/list`` for a session's folder: its skills become its commands (offered as
-    to an AIR client, ``air``). Nothing to do once it is forgotten."""
-
-    air: bool
-
-
-@dataclass(slots=True, eq=False)
-class ListTerminals:
-    """``thread/backgroundTerminals/list`` of a session opened again: the commands its
-    thread still runs become tasks. Nothing to do once it is forgotten."""
-
-
-@dataclass(slots=True, eq=False)
-class ReadCost:
-    """``account/usage/read`` of a session's thread at a turn's end: what Codex estimates
-    it cost so far goes on its usage. Nothing to do once it is forgotten."""
-
-
-@dataclass(slots=True, eq=False)
-class ReadParentage:
-    """``thread/read`` of a thread no session shows yet, to learn its parent and place it
-    (``unplaced``: what it holds meanwhile). Nothing to place once its record is dropped."""
-
-    unplaced: Unplaced
-
-
-#: An MCP server the client named that Codex cannot carry: its name, its transport.
-LeftOut: TypeAlias = tuple[str, str]
-
-
-@dataclass(slots=True, eq=False)
-class OpenStored:
-    """A load or resume of a stored session (``method``, client request ``rid``), one
-    request after the other on the record being opened: ``thread/read`` (``stored``, once
-    answered), ``thread/resume`` (``written``: again, once its turns were read to have Codex
-    write a thread it never stored), ``config/read`` for a thread never stored. The client
-    waits on it: never withdrawn (a cancel of the client's marks it ``cancelled``)."""
-
-    rid: RequestId
-    method: str
-    cwd: str
-    #: ``config`` for the resume: the bridge's overrides and the client's MCP servers.
-    config: dict[str, Any]
-    #: The session's other folders, as the client named them for this open (checked).
-    folders: tuple[str, ...]
-    #: The history (and its sub-agents') goes out before the answer (a load).
-    replay: bool
-    #: The MCP servers the client named that are left out (told once the session opens).
-    left_out: tuple[LeftOut, ...] = ()
-    stored: codex_types.Thread | None = None
-    written: bool = False
-    #: The client cancelled it (``$/cancel_request``, answered -32800): Codex's answer to
-    #: what was asked already ends it, and nothing more is asked.
-    cancelled: bool = False
-
-
-@dataclass(slots=True, eq=False)
-class StorePick:
-    """``thread/settings/update`` storing the user's pick (``change``) in the thread:
-    once Codex has it, ``settings`` say so and client request ``rid`` is answered, as
-    ``session/set_mode`` (``mode``) or as a config option's set. The client waits on it:
-    never withdrawn."""
-
-    rid: RequestId
-    settings: Settings
-    #: Codex's ``ThreadSettingsUpdateParams``.
-    change: Any
-    mode: bool
-
-
-#: What a record may be asking Codex (a closed union: :meth:`bridge.engine.core.hub.Hub.ask`).
-CodexAsk: TypeAlias = (
-    StartTurn
-    | InterruptTurn
-    | FindTurn
-    | SteerTurn
-    | ResumeThread
-    | WriteThread
-    | ReadSubagent
-    | ReadParentage
-    | OpenStored
-    | StorePick
-    | ListSkills
-    | ListTerminals
-    | ReadCost
-)
+# -- a record's asks withdrawn ----------------------------------------------------------
 
 
 def withdraw(record: ThreadRecord, entry: CodexAsk) -> bool:
@@ -470,7 +99,7 @@ def withdraw_record(record: ThreadRecord) -> None:
         record.codex_asks = [a for a in record.codex_asks if not isinstance(a, _WITH_RECORD)]
 
 
-#: What a turn's end makes stale, and a record's (see above).
+#: What a turn's end makes stale, and a record's (:mod:`bridge.engine.core.codex_asks`).
 _WITH_TURN = (StartTurn, FindTurn)
 _WITH_RECORD = (ReadSubagent, ReadParentage, ListSkills, ListTerminals)
 

@@ -90,7 +90,8 @@ from ...acp import permissions as acp_permissions
 from ...acp import tools as acp_tools
 from ...jsonrpc import RequestId, RpcError
 from .facts import PromptInserted
-from .threads import Prompt, ThreadRecord, Threads, Turn, TurnKind, withdraw_turn
+from .record_parts import Prompt, Turn, TurnKind
+from .threads import ThreadRecord, Threads, withdraw_turn
 
 T = TypeVar("T", bound=Turn | None)
 

@@ -45,7 +45,8 @@ it on the parent first), and a resumed session starts from its
 from __future__ import annotations
 
 from ...acp.subagents import WorkState
-from .threads import Status, ThreadRecord
+from .record_parts import Status
+from .threads import ThreadRecord
 
 #: The turn of a resumed session that Codex reported at work: its id is not known here.
 ANY_TURN = "*"

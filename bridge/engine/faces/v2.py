@@ -73,7 +73,8 @@ from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ..core import facts, workstate
 from ..core.hub import Hub, RequestHandler
 from ..core.outbox import update_effect
-from ..core.threads import ThreadRecord, TurnKind
+from ..core.record_parts import TurnKind
+from ..core.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 

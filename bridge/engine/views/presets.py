@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.threads import Settings
+from ..core.record_parts import Settings
 
 
 @dataclass(frozen=True, slots=True)

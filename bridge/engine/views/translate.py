@@ -13,7 +13,7 @@ from ...acp import tools as acp_tools
 from ...acp import types as acp_types
 from ...codex import types as codex_types
 from ...codex.messages import ThreadItem
-from ..core.threads import Turn
+from ..core.record_parts import Turn
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,8 @@ from ....codex import types as codex_types
 from ....jsonrpc import RequestId
 from ....jsonrpc.peer import ErrorObject
 from ...core.hub import Hub
-from ...core.threads import MAX_DEPTH, Question, ThreadRecord, TurnKind
+from ...core.record_parts import Question, TurnKind
+from ...core.threads import MAX_DEPTH, ThreadRecord
 from ._views import Choice, CodexAnswer
 
 log = logging.getLogger(__name__)

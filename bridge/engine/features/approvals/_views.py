@@ -22,7 +22,7 @@ from msgspec import Raw
 from ....acp import permissions as acp_permissions
 from ....codex import approvals as codex_approvals
 from ....codex import items as codex_items
-from ...core.threads import Settings
+from ...core.record_parts import Settings
 from ...views.command_kind import command_kind
 from ...views.presets import CONFIG_MODE
 from ...views.tool_views import unwrap_shell

@@ -48,7 +48,8 @@ from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import ErrorCode, RequestId
 from ...core.hub import AGENT_NAME, Hub
-from ...core.threads import Question, ThreadRecord
+from ...core.record_parts import Question
+from ...core.threads import ThreadRecord
 from ._questions import Asking, Fallbacks, Questions
 from ._views import (
     ALLOW_ALWAYS,

@@ -36,8 +36,10 @@ from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
+from ...core.codex_asks import SteerTurn
 from ...core.hub import Hub, decode_params
-from ...core.threads import Steer, SteerTurn, ThreadRecord, TurnKind
+from ...core.record_parts import Steer, TurnKind
+from ...core.threads import ThreadRecord
 from ...views import history
 from ._input import prompt_to_input
 

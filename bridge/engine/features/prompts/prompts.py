@@ -54,6 +54,7 @@ from ....codex.messages import ItemNotification
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core import facts, turns
+from ...core.codex_asks import FindTurn, InterruptTurn, LeftOut, StartTurn
 from ...core.hub import (
     Hub,
     check_directory,
@@ -63,17 +64,8 @@ from ...core.hub import (
     workspace_roots,
 )
 from ...core.machines import LOCAL
-from ...core.threads import (
-    FindTurn,
-    InterruptTurn,
-    LeftOut,
-    Prompt,
-    QueuedPrompt,
-    StartTurn,
-    ThreadRecord,
-    Turn,
-    TurnKind,
-)
+from ...core.record_parts import Prompt, QueuedPrompt, Turn, TurnKind
+from ...core.threads import ThreadRecord
 from ...views import translate
 from ...views.commands import QuickCommand, command_request, is_rewind
 from ._input import prompt_to_input

@@ -41,7 +41,8 @@ from ....jsonrpc import RequestId
 from ....jsonrpc.peer import ErrorObject
 from ...core.hub import Hub
 from ...core.ports import Collaboration
-from ...core.threads import ThreadRecord, TurnKind
+from ...core.record_parts import TurnKind
+from ...core.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,8 @@ from ....codex import types as codex_types
 from ....jsonrpc import ErrorCode, RpcError
 from ...core import turns
 from ...core.hub import Hub
-from ...core.threads import ThreadRecord, Turn
+from ...core.record_parts import Turn
+from ...core.threads import ThreadRecord
 from ...views import translate
 
 log = logging.getLogger(__name__)

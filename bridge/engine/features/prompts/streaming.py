@@ -37,8 +37,10 @@ from ....codex import account as codex_account
 from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc.peer import ErrorObject
+from ...core.codex_asks import ReadCost
 from ...core.hub import Hub
-from ...core.threads import ReadCost, ThreadRecord, Turn
+from ...core.record_parts import Turn
+from ...core.threads import ThreadRecord
 from ...views import translate
 
 log = logging.getLogger(__name__)

@@ -54,6 +54,7 @@ from ....codex import types as codex_types
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns
+from ...core.codex_asks import LeftOut, OpenStored
 from ...core.hub import (
     Hub,
     StoredSessionParams,
@@ -64,7 +65,8 @@ from ...core.hub import (
     malformed,
     workspace_roots,
 )
-from ...core.threads import LeftOut, OpenStored, Status, ThreadRecord, TurnKind
+from ...core.record_parts import Status, TurnKind
+from ...core.threads import ThreadRecord
 from ...views.stored_sessions import (
     NO_ROLLOUT,
     is_root,

@@ -31,8 +31,10 @@ from msgspec import UNSET
 from ....codex import threads as codex_threads
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns, workstate
+from ...core.codex_asks import ReadSubagent, ResumeThread, WriteThread
 from ...core.hub import Hub, workspace_roots
-from ...core.threads import ReadSubagent, ResumeThread, Status, ThreadRecord, WriteThread
+from ...core.record_parts import Status
+from ...core.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from msgspec import UNSET
 from ....acp import settings as acp_settings
 from ....codex import settings as codex_settings
 from ...core.machines import LOCAL, Machine
-from ...core.threads import Settings
+from ...core.record_parts import Settings
 from ...views.presets import CONFIG_MODE, describe_policy, offered, preset_for, same_policy
 
 log = logging.getLogger(__name__)

@@ -56,10 +56,12 @@ from ....codex import settings as codex_settings
 from ....codex import types as codex_types
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
+from ...core.codex_asks import ListSkills, StorePick
 from ...core.effects import MachineChosen
 from ...core.hub import Hub, decode_params, unknown_method, workspace_roots
 from ...core.machines import LOCAL, machine_of, session_environment, workspace
-from ...core.threads import ListSkills, Settings, StorePick, ThreadRecord
+from ...core.record_parts import Settings
+from ...core.threads import ThreadRecord
 from ...views import presets
 from ...views.commands import COMMANDS, offered, skill_command
 from . import _air_settings as air_settings

@@ -33,8 +33,10 @@ from ....codex import threads as codex_threads
 from ....codex import types as codex_types
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns
+from ...core.codex_asks import ReadParentage
 from ...core.hub import Hub
-from ...core.threads import HeldMessage, ReadParentage, ThreadRecord, Unplaced
+from ...core.record_parts import HeldMessage, Unplaced
+from ...core.threads import ThreadRecord
 from ._work import SubagentWork
 
 log = logging.getLogger(__name__)

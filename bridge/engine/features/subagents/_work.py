@@ -28,8 +28,10 @@ from ....acp import subagents as acp_subagents
 from ....codex import types as codex_types
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns, workstate
+from ...core.codex_asks import InterruptTurn
 from ...core.hub import Hub
-from ...core.threads import InterruptTurn, Status, ThreadRecord
+from ...core.record_parts import Status
+from ...core.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,8 @@ from ....codex.messages import ThreadItem
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns
 from ...core.hub import Hub
-from ...core.threads import ThreadRecord, TurnKind
+from ...core.record_parts import TurnKind
+from ...core.threads import ThreadRecord
 from ...views import history, tool_views
 from ._history_pages import HistoryPages
 

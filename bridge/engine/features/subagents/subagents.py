@@ -48,7 +48,8 @@ from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import ErrorCode, RpcError
 from ...core.hub import Hub
-from ...core.threads import HeldMessage, ThreadRecord
+from ...core.record_parts import HeldMessage
+from ...core.threads import ThreadRecord
 from ...views.history import Nicknames
 from . import _collab_views as collab_views
 from ._placement import Placement

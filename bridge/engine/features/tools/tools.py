@@ -33,7 +33,8 @@ from ....codex.messages import ItemNotification, MalformedItem
 from ....jsonrpc.peer import ErrorObject
 from ...core.hub import Hub
 from ...core.machines import LOCAL, workspace
-from ...core.threads import ThreadRecord, ToolCall
+from ...core.record_parts import ToolCall
+from ...core.threads import ThreadRecord
 from ...views.content import text_content
 from ...views.tool_views import (
     ToolView,

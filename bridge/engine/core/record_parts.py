@@ -1,0 +1,248 @@
+"""The parts of a thread's record (:class:`~bridge.engine.core.threads.ThreadRecord`): its
+turn in flight and what that turn is (:class:`TurnKind`), prompts waiting for it, questions
+and tool calls in progress, its settings, messages held while its place is not known, its
+work state (:class:`Status`), a steer under way. Data only: the features change them, as
+``docs/architecture.md`` lists."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from msgspec import Raw
+
+from ...codex import items
+from ...codex import types as codex_types
+from ...jsonrpc import RequestId, RpcError
+
+
+class TurnKind(enum.Enum):
+    """Who a turn is for (:mod:`bridge.engine.core.turns`, which fixes it as the turn begins)."""
+
+    #: A ``session/prompt`` of this client's: its request waits for the turn to end.
+    PROMPT = "prompt"
+    #: A steer on an idle session (``startedNewTurn``): no prompt request waits for the
+    #: turn, but it is the session's turn all the same.
+    STEER = "steer"
+    #: A slash command answered without a turn (``/goal``, ``/rename``...): the turn is the
+    #: command's own. It never takes a turn Codex starts on its own meanwhile (a resumed
+    #: goal's): that one is not its.
+    QUICK = "quick"
+    #: Another client of the same Codex (another window on this session, Codex's TUI): no
+    #: prompt here waits for it, yet it is the session's turn: it streams, a cancel here
+    #: stops it, and prompts sent here queue behind it.
+    FOREIGN = "foreign"
+    #: A sub-agent's turn (Codex's ``turn/started`` on a child thread, or read from its turns).
+    SUBAGENT = "subagent"
+
+
+@dataclass(slots=True, eq=False)
+class Turn:
+    """The turn a thread runs now: a root's prompt, or a sub-agent's current turn.
+
+    A root's turn exists from ``session/prompt`` (``request_id`` is the prompt
+    to answer) until Codex says it ended; its ``id`` is known once Codex names
+    it. A sub-agent's turn exists from ``turn/started`` to ``turn/completed``.
+    Its state (kind, id, cancel, interrupt, failure) changes only in
+    :mod:`bridge.engine.core.turns`, which also makes it; the features read it, and
+    keep its counts (user messages, errors, retries).
+    """
+
+    id: str | None = None
+    #: The ``session/prompt`` this turn answers (roots only).
+    request_id: RequestId | None = None
+    #: The root turn whose work a sub-agent's turn does (Codex's ``rootTurnId``).
+    root_turn_id: str | None = None
+    #: The user cancelled this work (its own cancel, or an ancestor's).
+    cancel_requested: bool = False
+    interrupt_sent: bool = False
+    #: Codex refused the ``turn/interrupt`` (the turn had just ended, most often): no
+    #: ``turn/completed`` of it is to be awaited.
+    interrupt_refused: bool = False
+    #: Who it is for (see :class:`TurnKind`).
+    kind: TurnKind = TurnKind.SUBAGENT
+    #: A ``FOREIGN`` turn already running when the session opened here: the items it started
+    #: since (the others began before, and stream nothing here: their text, partly
+    #: streamed elsewhere, is shown whole when they complete).
+    joined: set[str] | None = None
+    #: User messages Codex reported in this turn (the prompt's, then steered input).
+    user_messages: int = 0
+    #: The last non-retried ``error`` notification: the reason a failed turn gives.
+    error_message: str | None = None
+    #: That notification's ``codexErrorInfo``.
+    error_info: Any = None
+    #: ``error`` notifications with ``willRetry`` (Codex cannot reach its model), and how
+    #: many of them had no retry budget left ("waiting for network").
+    retries: int = 0
+    waits: int = 0
+    #: Why the bridge stopped this turn itself (no sign-in, the model out of reach): the
+    #: prompt's error once Codex reports the turn ended.
+    failure: RpcError | None = None
+    #: The thread's tokens before this turn's first model request (the first
+    #: ``thread/tokenUsage/updated`` of the turn: its ``total`` less its ``last``), and
+    #: its latest ``total``: the turn's own tokens are the difference (the prompt's answer).
+    tokens_before: codex_types.TokenUsageBreakdown | None = None
+    tokens_now: codex_types.TokenUsageBreakdown | None = None
+
+
+@dataclass(slots=True, eq=False)
+class QueuedPrompt:
+    """A ``session/prompt`` that arrived while a turn ran: it starts when the turn ends."""
+
+    request_id: RequestId
+    #: The prompt as Codex input (decoded and checked on arrival).
+    inputs: list[Any]
+
+
+@dataclass(slots=True, eq=False)
+class Prompt:
+    """A ``session/prompt`` of the client's, from arrival until it is answered."""
+
+    request_id: RequestId
+    #: The prompt as the client sent it (ACP v2 echoes it as the user message).
+    content: list[Raw]
+    #: The user message it became, once inserted (ACP v2 answers the prompt then).
+    message_id: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Question:
+    """Codex asking the user (an approval, a question, an elicitation), from arrival until it
+    settles: Codex answered, exactly once."""
+
+    codex_id: RequestId
+    method: str
+    thread_id: str
+    turn_id: str | None
+    #: What Codex gets when the work is cancelled, and when an answer cannot be used.
+    cancel: Any
+    decline: Any
+    #: Turns the client's result into Codex's answer (bad input → ``decline``, logged).
+    read_answer: Callable[[Raw], Any] | None = None
+    #: Run once the client's answer has been passed on to Codex.
+    after_answer: Callable[[Any], None] | None = None
+    client_id: RequestId | None = None
+    client_answered: bool = False
+    settled: bool = False
+    #: (session, tool call id) of the tool call the permission request holds ``pending``:
+    #: the asking thread's own, or one it introduced where it asks (see ``introduced``).
+    tool_call: tuple[str, str] | None = None
+    #: The request told the session of its tool call (no item of it was shown there).
+    introduced: bool = False
+    #: A Codex item of the same id reports what really happened (a command, a patch, an
+    #: MCP call): it drives the tool call once the request settles. Else (a permissions
+    #: request, an MCP approval whose item is unknown) the tool call stands for the
+    #: question alone and ends when it settles.
+    item_follows: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class ToolCall:
+    """A tool item the client has been told about and that has not finished."""
+
+    item: items.ToolItem
+    #: Shown as Zed's terminal (see :mod:`bridge.engine.features.tools.tools`).
+    terminal: bool = False
+    #: What a running command printed so far (``outputDelta``, stdin echoes).
+    output: str = ""
+    #: A changed file's text as the client read it, by the change's path.
+    files: dict[str, str] = field(default_factory=dict)
+    #: Paths asked of the client already (answered or not).
+    asked: set[str] = field(default_factory=set)
+    reads_pending: int = 0
+    completed: bool = False
+    #: The content last sent, encoded: a file read that changes nothing sends nothing.
+    sent_content: bytes = b""
+
+
+@dataclass(slots=True, eq=False)
+class Settings:
+    """A session's settings: what Codex reported, what the user picked, what was shown."""
+
+    approval: Any
+    sandbox: Any
+    model: str
+    effort: str | None
+    #: The model Codex reported when the session opened (kept on offer).
+    opened_model: str = ""
+    #: The thread's first policies when they match no preset (the ``config`` mode).
+    config_policy: tuple[Any, Any] | None = None
+    #: Who Codex said answers the thread's approvals (``user``, ``auto_review``), and
+    #: whether it said (a Codex without reviewers: no ``auto-review`` mode).
+    reviewer: str = "user"
+    reviewer_known: bool = False
+    #: Codex's collaboration mode (``default``, ``plan``), as last reported, and the pick.
+    collaboration: str = "default"
+    picked_collaboration: str | None = None
+    #: A collaboration mode was set for the thread (its settings carry a model and an
+    #: effort, which come before the thread's own): a later model pick goes in it too.
+    collaboration_set: bool = False
+    picked_mode: str | None = None
+    picked_model: str | None = None
+    picked_effort: str | None = None
+    #: The model provider Codex runs the thread on (``modelProvider`` of the open's answer).
+    provider: str | None = None
+    #: The machine the thread acts on, as Codex last reported it, and the user's pick
+    #: (which goes with every turn: ``turn/start``'s environments stick in the thread).
+    machine: str = "local"
+    picked_machine: str | None = None
+    #: What the client was last told, to send an update only when something changed.
+    shown_mode: str = ""
+    shown_options: bytes = b""
+    #: The settings Codex will report (``thread/settings/updated``, which follows its answer)
+    #: for each update of the bridge's it has answered, oldest first (approval, sandbox,
+    #: model, effort): a report of one followed by another is stale.
+    echoes: list[tuple[Any, Any, str, str | None]] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class HeldMessage:
+    """One Codex message for a thread whose parentage is not known yet (decoded)."""
+
+    method: str
+    params: Any
+    #: The request id, for a Codex request; ``None`` for a notification.
+    request_id: RequestId | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Unplaced:
+    """A thread seen before anyone said whose it is: its traffic, and what is asked."""
+
+    held: list[HeldMessage] = field(default_factory=list)
+    reading: bool = False
+    read_failed: bool = False
+    #: The parent named by a spawn item, before the thread read came back.
+    parent_hint: str | None = None
+    root_turn_hint: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Status:
+    """Codex's status of the thread (``thread/status/changed``), as last reported."""
+
+    type: str = ""
+    flags: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, raw: object) -> Status | None:
+        """Codex's status object (``{type, activeFlags?}``) as a ``Status``, if it is one."""
+        kind = raw.get("type") if isinstance(raw, dict) else None
+        if not isinstance(kind, str):
+            return None
+        flags = raw.get("activeFlags") if isinstance(raw, dict) else None
+        return cls(kind, frozenset(f for f in flags or [] if isinstance(f, str)))
+
+
+@dataclass(slots=True, eq=False)
+class Steer:
+    """One ``_session/steering`` request waiting its turn
+    (:mod:`bridge.engine.features.prompts._steering`)."""
+
+    request_id: RequestId
+    inputs: list[Any]
+    prompt_required: bool
+    #: ``turn/steer`` is with Codex: its answer moves the session's steers on.
+    sent: bool = False
