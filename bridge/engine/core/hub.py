@@ -38,6 +38,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from ...acp import permissions as acp_permissions
 from ...acp import types as acp_types
+from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from .effects import (
@@ -53,8 +54,8 @@ from .effects import (
 from .facts import Fact
 from .machines import Machine
 from .outbox import update_effect
-from .threads import CodexAsk, ThreadRecord, Threads, withdraw
-from .turns import TURN_TRAFFIC, insert_awaited
+from .threads import CodexAsk, InterruptTurn, ThreadRecord, Threads, Turn, withdraw
+from .turns import TURN_TRAFFIC, insert_awaited, interrupting
 
 log = logging.getLogger(__name__)
 
@@ -428,6 +429,28 @@ class Hub:
         _rid, data = self.codex.request(method, params, waiting)
         self._out.append(ToCodex(data))
 
+    def interrupt(
+        self,
+        record: ThreadRecord,
+        turn: Turn,
+        refused: Callable[[ThreadRecord, InterruptTurn, ErrorObject], None],
+    ) -> None:
+        """Ask Codex to interrupt ``record``'s ``turn``, once it is named and only once
+        (:func:`~bridge.engine.core.turns.interrupting`): its ``turn/completed`` tells how
+        it ended; a refusal goes to ``refused``."""
+        if not interrupting(turn):
+            return
+        assert turn.id is not None
+        self.ask(
+            record,
+            InterruptTurn(turn),
+            "turn/interrupt",
+            codex_types.TurnInterruptParams(threadId=record.id, turnId=turn.id),
+            None,
+            _interrupted,
+            refused,
+        )
+
     def codex_notification(self, method: str, params: Any = msgspec.UNSET) -> None:
         self._out.append(ToCodex(self.codex.notification(method, params)))
 
@@ -718,3 +741,7 @@ def check_folders(
         if normal != posixpath.normpath(cwd) and normal not in kept:
             kept.append(normal)
     return tuple(kept)
+
+
+def _interrupted(_record: ThreadRecord, _asked: InterruptTurn, _result: object) -> None:
+    """Codex took the interrupt: the turn's ``turn/completed`` tells how it ended."""
