@@ -128,26 +128,17 @@ class Outstanding:
             )
 
 
+@dataclass(slots=True, eq=False)
 class _Asked:
     """What :meth:`Hub.ask` waits with: the record, its entry, the feature's two methods."""
 
-    __slots__ = ("answered", "answering", "entry", "failed", "method", "record")
-
-    def __init__(
-        self,
-        method: str,
-        record: ThreadRecord,
-        entry: Any,
-        answered: Callable[[ThreadRecord, Any, Any], None],
-        failed: Callable[[ThreadRecord, Any, ErrorObject], None],
-    ) -> None:
-        self.method = method
-        self.record = record
-        self.entry = entry
-        self.answered = answered
-        self.failed = failed
-        #: ``answered`` runs: a defect of it comes back as an error, still this entry's.
-        self.answering = False
+    method: str
+    record: ThreadRecord
+    entry: Any
+    answered: Callable[[ThreadRecord, Any, Any], None]
+    failed: Callable[[ThreadRecord, Any, ErrorObject], None]
+    #: ``answered`` runs: a defect of it comes back as an error, still this entry's.
+    answering: bool = False
 
     def result(self, value: Any) -> None:
         if not withdraw(self.record, self.entry):
@@ -423,11 +414,7 @@ class Hub:
             return
         record.codex_asks.append(entry)
         asked = _Asked(method, record, entry, answered, failed)
-        waiting = Outstanding(
-            method, None if result is None else _decoder(result), asked.result, asked.error
-        )
-        _rid, data = self.codex.request(method, params, waiting)
-        self._out.append(ToCodex(data))
+        self.codex_request(method, params, result, asked.result, asked.error)
 
     def interrupt(
         self,
