@@ -46,12 +46,8 @@ from bridge.daemon.daemon import app_server_ready, free_port
 from bridge.daemon.runtime import running_daemon
 from bridge.scripted_model import ScriptedModel, serve_scripted_model, write_codex_home
 from bridge.scripted_model.directives import words_text
-from bridge.shell.codex_transport import (
-    ENV_CODEX_BIN,
-    codex_daemon_socket,
-    codex_launch,
-    find_codex,
-)
+from bridge.shell.codex_daemon import socket_path as codex_daemon_socket
+from bridge.shell.codex_transport import ENV_CODEX_BIN, codex_launch, find_codex
 from bridge.shell.streams import LineStream
 
 

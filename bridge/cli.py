@@ -223,21 +223,29 @@ def parse_config_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, 
 
 
 def _serve_stdio(
+    *,
     codex_bin: str | None,
     codex_url: str | None,
     codex_token_file: str | None,
     config_overrides: tuple[str, ...],
-    *,
-    runtime_dir: str | None = None,
-    use_daemon: bool = True,
+    profile: str | None,
+    no_daemon: bool,
+    runtime_dir: str | None,
+    log_level: str,
+    log_file: str | None,
+    machines: tuple[str, ...],
+    machine_token_files: tuple[str, ...],
+    ssh_command: str | None,
     record_to: str | None = None,
-    machines: tuple[list[Any], list[str]] = ([], []),
-    profile: str | None = None,
 ) -> NoReturn:
-    """``serve`` (and ``record``, which serves too) on stdio; exits with its status."""
+    """``serve`` (and ``record``, which serves too) on stdio, with the options that choose
+    the Codex (:data:`_codex_choice_options`, :func:`_machine_options`,
+    :data:`_logging_options`) as click hands them over; exits with its status."""
     from .serve import ServeOptions, serve_stdio
     from .token_urls import codex_url_refusal
 
+    setup_logging(log_level, log_file)
+    specs, ssh = gather_machines(machines, machine_token_files, ssh_command)
     if codex_url and codex_token_file:
         refused = codex_url_refusal(codex_url)
         if refused is not None:
@@ -251,9 +259,9 @@ def _serve_stdio(
         # parsed here, before starting, so malformed ones are rejected first
         parsed_overrides=parse_config_overrides(config_overrides),
         runtime_dir=runtime_dir,
-        use_daemon=use_daemon,
-        machines=tuple(machines[0]),
-        ssh_command=machines[1],
+        use_daemon=not no_daemon,
+        machines=tuple(specs),
+        ssh_command=ssh,
         profile=profile or None,
     )
     sys.exit(serve_stdio(options, record_to=record_to))
@@ -269,22 +277,7 @@ def _serve_stdio(
 @_device_auth_option
 @_machine_options
 @_logging_options
-def serve(
-    codex_bin: str | None,
-    codex_url: str | None,
-    codex_token_file: str | None,
-    config_overrides: tuple[str, ...],
-    profile: str | None,
-    runtime_dir: str | None,
-    no_daemon: bool,
-    login: bool,
-    device_auth: bool | None,
-    machines: tuple[str, ...],
-    machine_token_files: tuple[str, ...],
-    ssh_command: str | None,
-    log_level: str,
-    log_file: str | None,
-) -> None:
+def serve(login: bool, device_auth: bool | None, **choice: Any) -> None:
     """Serve ACP on stdin/stdout (what an editor launches).
 
     Attaches to the daemon of the runtime directory when one runs, else spawns
@@ -295,18 +288,8 @@ def serve(
     if login:
         from .shell.login import run_login
 
-        sys.exit(run_login(codex_bin, device_auth))
-    setup_logging(log_level, log_file)
-    _serve_stdio(
-        codex_bin,
-        codex_url,
-        codex_token_file,
-        config_overrides,
-        runtime_dir=runtime_dir,
-        use_daemon=not no_daemon,
-        machines=gather_machines(machines, machine_token_files, ssh_command),
-        profile=profile,
-    )
+        sys.exit(run_login(choice["codex_bin"], device_auth))
+    _serve_stdio(**choice)
 
 
 @main.command()
@@ -467,37 +450,12 @@ def daemon(
 @_codex_choice_options
 @_machine_options
 @_logging_options
-def record(
-    out: str,
-    codex_bin: str | None,
-    codex_url: str | None,
-    codex_token_file: str | None,
-    config_overrides: tuple[str, ...],
-    profile: str | None,
-    runtime_dir: str | None,
-    no_daemon: bool,
-    machines: tuple[str, ...],
-    machine_token_files: tuple[str, ...],
-    ssh_command: str | None,
-    log_level: str,
-    log_file: str | None,
-) -> None:
+def record(out: str, **choice: Any) -> None:
     """Serve ACP exactly like `serve`, and record the Codex traffic to --out.
 
     Secrets (tokens, API keys, auth headers) are redacted before they are written.
     """
-    setup_logging(log_level, log_file)
-    _serve_stdio(
-        codex_bin,
-        codex_url,
-        codex_token_file,
-        config_overrides,
-        runtime_dir=runtime_dir,
-        use_daemon=not no_daemon,
-        record_to=out,
-        machines=gather_machines(machines, machine_token_files, ssh_command),
-        profile=profile,
-    )
+    _serve_stdio(record_to=out, **choice)
 
 
 @main.command()

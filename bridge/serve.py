@@ -25,15 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from .daemon.runtime import DaemonInfo, RuntimeDirError, codex_home, running_daemon, runtime_dir
 from .profiles import PROCESS_WIDE_KEYS, Profile, Profiles, find_profiles, load_profile
+from .shell import codex_daemon
 from .shell.codex_process import (
     ENV_CODEX_BIN,
     EXIT_CODEX_UNAVAILABLE,
     CodexProcess,
     CodexUnavailable,
-    codex_daemon_answers,
-    codex_daemon_pid,
-    codex_daemon_socket,
-    codex_daemon_version,
     codex_launch,
     codex_version_of,
     find_codex,
@@ -126,7 +123,7 @@ def choose_codex(options: ServeOptions, env: Mapping[str, str] | None = None) ->
     if info is None:
         return _codex_daemon_or_own(options, own, f"no daemon runs on {directory}", env)
     why = _not_the_daemons(options, info, env)
-    if why and codex_daemon_answers(codex_daemon_socket(codex_home(env))):
+    if why and codex_daemon.answers(codex_daemon.socket_path(codex_home(env))):
         # Not the bridge's daemon, but Codex's own of the editor's CODEX_HOME may fit.
         not_ours = f"not the daemon's (pid {info.pid}): {why}"
         return replace(_codex_daemon_or_own(options, own, not_ours, env), daemon_runs=True)
@@ -151,15 +148,15 @@ def _codex_daemon_or_own(
     used; else a Codex of the bridge's own. The bridge does not start Codex's daemon:
     it would outlive the editor, unasked (see docs/operations.md)."""
     home = codex_home(env)
-    socket = codex_daemon_socket(home)
-    if not codex_daemon_answers(socket):
+    socket = codex_daemon.socket_path(home)
+    if not codex_daemon.answers(socket):
         return CodexChoice(None, f"Codex: {own}; {no_bridge_daemon}, no Codex daemon on {socket}")
-    version = codex_daemon_version(home)
+    version = codex_daemon.version(home)
     why = _not_for_a_shared_codex(options, None, env, version=version)
     if why:
         says = f"Codex: {own}, not Codex's daemon on {socket}: {why}"
         return CodexChoice(None, says, daemon_runs=True)
-    pid = codex_daemon_pid(home)
+    pid = codex_daemon.pid(home)
     return CodexChoice(
         None,
         f"Codex: Codex's daemon on {socket} (pid {pid or 'unknown'}, "
@@ -210,7 +207,7 @@ def _not_the_daemons(options: ServeOptions, info: DaemonInfo, env: Mapping[str, 
         return f"the daemon serves CODEX_HOME {info.codexHome or '(unknown)'}, not {home}"
     if info.url.startswith("unix://"):
         # The daemon uses Codex's own daemon, which runs a managed copy of its own.
-        return _not_for_a_shared_codex(options, None, env, version=codex_daemon_version(home))
+        return _not_for_a_shared_codex(options, None, env, version=codex_daemon.version(home))
     return _not_for_a_shared_codex(options, info.codexBin or "(unknown)", env)
 
 

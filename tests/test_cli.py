@@ -12,7 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from bridge import cli
+from bridge import serve as serve_module
 from bridge.cli import main
+from bridge.serve import ServeOptions
 
 
 def test_a_misspelt_command_is_an_error_that_names_the_command_meant() -> None:
@@ -51,21 +53,23 @@ def test_record_serves_with_the_codex_serve_would_choose(
 ) -> None:
     """``record`` runs a serve: the options that choose its Codex (a daemon's or its own)
     are serve's, and reach the serve it runs."""
-    served: list[dict[str, Any]] = []
+    served: list[tuple[ServeOptions, str | None]] = []
 
-    def serve_stdio(*_args: Any, **options: Any) -> None:
-        served.append(options)
+    def serve_stdio(options: ServeOptions, record_to: str | None = None) -> int:
+        served.append((options, record_to))
+        return 0
 
-    monkeypatch.setattr(cli, "_serve_stdio", serve_stdio)
+    monkeypatch.setattr(serve_module, "serve_stdio", serve_stdio)
     monkeypatch.setattr(cli, "setup_logging", lambda *_: None)
+    monkeypatch.setattr(cli, "gather_machines", lambda *_: ([], []))
     runtime = str(tmp_path)
     args = ["record", "--out", "x.jsonl", "--no-daemon", "--runtime-dir", runtime]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    [options] = served
-    assert options["use_daemon"] is False
-    assert options["runtime_dir"] == runtime
-    assert options["record_to"] == "x.jsonl"
+    [(options, record_to)] = served
+    assert options.use_daemon is False
+    assert options.runtime_dir == runtime
+    assert record_to == "x.jsonl"
 
 
 def test_record_takes_every_option_serve_takes_but_signing_in() -> None:

@@ -41,7 +41,7 @@ from bridge.doctor import (
     render,
 )
 from bridge.doctor.findings import ConfigFile, Environment, RuntimeDir
-from bridge.doctor.machine_probe import INITIALIZE, login_command, probe_ssh
+from bridge.doctor.machine_probe import INITIALIZE, login_command, probe_relayed
 from bridge.machines import parse_url
 from tests.support.standin_ssh import (
     REFUSED_LOGIN,
@@ -605,7 +605,7 @@ async def test_a_machine_that_never_answers_is_given_up_on_within_the_bound(
     hanging.chmod(0o755)
     spec = parse_url("box", f"{machine.url}{machine.workspace}")
     with trio.fail_after(10):
-        found = await probe_ssh(spec, [str(hanging)], HERE, reach_seconds=0.5)
+        found = await probe_relayed(spec, [str(hanging)], HERE, reach_seconds=0.5)
     assert found.unreachable == (
         f"no answer from {machine.host} within 0.5 s: debug1: Connecting to devbox port 22."
     )
@@ -620,7 +620,7 @@ async def test_an_exec_server_that_never_answers_is_given_up_on_within_the_bound
     try:
         spec = parse_url("box", f"{machine.url}{machine.workspace}?codex={fake}")
         with trio.fail_after(10):
-            found = await probe_ssh(
+            found = await probe_relayed(
                 spec, shlex.split(machine.ssh_command), HERE, initialize_seconds=0.5
             )
     finally:

@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient
-from bridge.shell.codex_transport import codex_daemon_socket
+from bridge.shell.codex_daemon import socket_path as codex_daemon_socket
 from tests.support.codex_daemon import codex_home_processes, codex_requests
 from tests.support.codex_tui import AGENT_MARK, USER_MARK, Tui, codex_tui
 from tests.support.daemon import StartDaemon

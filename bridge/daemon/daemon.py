@@ -46,14 +46,11 @@ import trio
 from .. import __version__
 from ..codex.versions import drift_warning
 from ..redaction import command_line
+from ..shell import codex_daemon
 from ..shell.census import keep_census
 from ..shell.codex_transport import (
     STDERR_TAIL,
     CodexUnavailable,
-    codex_daemon_answers,
-    codex_daemon_pid,
-    codex_daemon_socket,
-    codex_daemon_version,
     codex_exit_words,
     codex_launch,
     strip_ansi,
@@ -179,8 +176,8 @@ async def run_daemon(
                             task_status=task_status,
                         )
                     )
-                socket = codex_daemon_socket(info.codexHome)
-                if codex_daemon_answers(socket):
+                socket = codex_daemon.socket_path(info.codexHome)
+                if codex_daemon.answers(socket):
                     await _join(directory, socket, info, watch)
                     info.tokenFile, info.codexBin = str(token), real_path(codex_bin)
                     info.codexVersion = version
@@ -266,14 +263,14 @@ async def _join(directory: Path, socket: Path, info: DaemonInfo, watch: _Watch) 
     url = f"unix://{socket}"
     managed = socket.parents[1] / "packages" / "app-server-daemon" / "current" / "bin" / "codex"
     info.codexBin = real_path(str(managed)) if managed.exists() else ""
-    info.codexVersion = codex_daemon_version(info.codexHome) or "version unknown"
+    info.codexVersion = codex_daemon.version(info.codexHome) or "version unknown"
     info.tokenFile = ""
 
     def publish() -> None:
         write_status(directory, picture.lines())
 
     while True:
-        pid = codex_daemon_pid(info.codexHome)
+        pid = codex_daemon.pid(info.codexHome)
         info.state, info.url, info.codexPid, info.reason = "running", url, pid, ""
         write_info(directory, info)
         log.info("using Codex's daemon on %s (pid %s)", socket, pid)
@@ -286,7 +283,7 @@ async def _join(directory: Path, socket: Path, info: DaemonInfo, watch: _Watch) 
             # A draining daemon may still accept a connection it closes at once: a pause
             # between attempts keeps this from spinning.
             await trio.sleep(0.25)
-            while not codex_daemon_answers(socket):  # noqa: ASYNC110 (no event says it is back)
+            while not codex_daemon.answers(socket):  # noqa: ASYNC110 (no event says it is back)
                 await trio.sleep(0.1)
             continue
         return

@@ -460,13 +460,7 @@ def machine_codex_check(found: MachineFound) -> Check:
     """The remote Codex, against this machine's: the link refuses another version."""
     name = codex_name(found.name)
     if found.unreachable is not None:
-        return Check(
-            name,
-            "error",
-            "not tried: not reached",
-            f"see '{reach_name(found.name)}'",
-            machine=found.name,
-        )
+        return _after("not tried: not reached", name, reach_name(found.name), found)
     if found.codex_failure is not None:
         return Check(
             name,
@@ -489,13 +483,8 @@ def machine_codex_check(found: MachineFound) -> Check:
     else:
         server = found.server
         if server is None or server.failure is not None:
-            return Check(
-                name,
-                "error",
-                "not asked: its exec-server did not answer",
-                f"see '{exec_server_name(found.name)}'",
-                machine=found.name,
-            )
+            why = "not asked: its exec-server did not answer"
+            return _after(why, name, exec_server_name(found.name), found)
         if not known_version(server.executor_version):
             said = server.executor_version or "nothing"
             return Check(
@@ -527,26 +516,20 @@ def machine_codex_check(found: MachineFound) -> Check:
     return Check(name, "ok", f"{found.where}: Codex {remote}, as here", machine=found.name)
 
 
+def _after(why: str, name: str, earlier: str, found: MachineFound) -> Check:
+    """Check ``name`` of ``found`` not tried, as an ``earlier`` check of it failed (that one
+    says what to do)."""
+    return Check(name, "error", why, f"see '{earlier}'", machine=found.name)
+
+
 def exec_server_check(found: MachineFound) -> Check:
     """The exec-server the link runs there answers ``initialize`` in time."""
     name = exec_server_name(found.name)
     server = found.server
     if found.unreachable is not None:
-        return Check(
-            name,
-            "error",
-            "not tried: not reached",
-            f"see '{reach_name(found.name)}'",
-            machine=found.name,
-        )
+        return _after("not tried: not reached", name, reach_name(found.name), found)
     if server is None:
-        return Check(
-            name,
-            "error",
-            "not tried: no Codex there",
-            f"see '{codex_name(found.name)}'",
-            machine=found.name,
-        )
+        return _after("not tried: no Codex there", name, codex_name(found.name), found)
     if server.failure is not None:
         if found.ssh and found.kind == "ssh":
             run = f"{found.login} {shlex.quote(found.codex + ' exec-server --listen stdio')}"

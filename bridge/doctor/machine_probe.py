@@ -38,8 +38,8 @@ import os
 import shlex
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -107,14 +107,12 @@ async def probe_all(
     found: list[MachineFound | None] = [None] * len(specs)
 
     async def one(i: int, spec: MachineSpec) -> None:
-        if spec.ssh:
-            found[i] = await probe_ssh(spec, ssh, local_version)
-        elif spec.scheme == spec_of.DEVCONTAINER:
+        if spec.scheme == spec_of.DEVCONTAINER:
             found[i] = await probe_devcontainer(spec, ssh, local_version)
         elif spec.scheme == spec_of.SANDBOX:
             found[i] = await probe_sandbox(spec, ssh, local_version, codex_program)
         elif spec.relayed:
-            found[i] = await probe_place(spec, ssh, local_version)
+            found[i] = await probe_relayed(spec, ssh, local_version)
         else:
             found[i] = await probe_ws(spec, local_version)
 
@@ -138,7 +136,7 @@ def login_command(spec: MachineSpec, ssh: list[str]) -> str:
     return shlex.join([*argv, spec.host])
 
 
-async def probe_ssh(
+async def probe_relayed(
     spec: MachineSpec,
     ssh: list[str],
     local_version: str | None,
@@ -146,63 +144,96 @@ async def probe_ssh(
     reach_seconds: float = REACH_SECONDS,
     initialize_seconds: float = INITIALIZE_SECONDS,
 ) -> MachineFound:
-    """Reach ``spec`` over ssh as the link does (see the module docstring). With
-    ``?codex=auto``: the Codex the bridge brought to the user's cache folder there, once
-    it has."""
+    """Reach an ssh machine, a container or a command machine as the link does (see the
+    module docstring). With ``?codex=auto`` (an ssh machine), or no Codex given by the user
+    (a container): the Codex the bridge brought there, once it has."""
     if spec.bring and local_version:
-        spec = await _brought_to(spec, ssh, local_version, reach_seconds)
+        brought = _brought_to if spec.ssh else _brought_there
+        spec = await brought(spec, ssh, local_version, reach_seconds)
     found = MachineFound(
         name=spec.name,
         where=spec.where(),
         ssh=True,
+        kind=spec.scheme,
         codex=spec.codex,
         login=login_command(spec, ssh),
         local_version=local_version,
     )
-    argv = spec_of.ssh_argv(spec, ssh, spec_of.exec_server_command(spec))
-    started = time.monotonic()
-    try:
-        process = await trio.lowlevel.open_process(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-    except OSError as exc:
-        return _with(found, unreachable=f"could not run {ssh[0]!r}: {exc.strerror or exc}")
-    assert process.stdin and process.stdout and process.stderr
-    stdin = process.stdin
-    lines = Lines(process.stdout)
-    stderr = _Stderr()
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(stderr.collect, process.stderr)
+    reaching = _Reaching(spec, ssh, reach_seconds, initialize_seconds)
+    return await (reaching.over_ssh if spec.ssh else reaching.by_command)(found)
+
+
+@dataclass(frozen=True)
+class _Reaching:
+    """A relayed machine being reached, and how long each stage may take."""
+
+    spec: MachineSpec
+    ssh: list[str]
+    reach_seconds: float
+    initialize_seconds: float
+
+    async def over_ssh(self, found: MachineFound) -> MachineFound:
+        """One ssh connection: the remote ``codex --version``'s line, then its exec-server."""
+        spec, ssh, reach_seconds = self.spec, self.ssh, self.reach_seconds
+        argv = spec_of.ssh_argv(spec, ssh, spec_of.exec_server_command(spec))
+        started = time.monotonic()
+        try:
+            process = await _open_piped(argv)
+        except OSError as exc:
+            return _with(found, unreachable=could_not_run(argv, exc))
+        async with _ExecServerProcess.running(process) as server:
             first: bytes | None = None
             with trio.move_on_after(reach_seconds) as waited:
-                first = await lines.next()
+                first = await server.lines.next()
                 if first is None:
                     await process.wait()
             took = time.monotonic() - started
             if waited.cancelled_caught:
-                words = _words(stderr.text())
+                words = _words(server.stderr.text())
                 said = f": {words}" if words else ""
-                nursery.cancel_scope.cancel()
                 return _with(
                     found,
                     reach_seconds=took,
                     unreachable=f"no answer from {spec.where()} within {reach_seconds:g} s{said}",
                 )
             if first is None:
-                await stderr.finished()
-                nursery.cancel_scope.cancel()
-                return _ended_early(found, spec, process.returncode, stderr.text(), took)
+                await server.stderr.finished()
+                return _ended_early(found, spec, process.returncode, server.stderr.text(), took)
             found = _with(found, reach_seconds=took, version_line=first.decode(errors="replace"))
             # What the exec-server says, not what ``--version`` said before it.
-            stderr.mark()
-            server = await _initialize(
-                stdin.send_all, lines.next, initialize_seconds, lambda: _ended(process, stderr)
+            server.stderr.mark()
+            return _with(found, server=await server.initialize(self.initialize_seconds))
+
+    async def by_command(self, found: MachineFound) -> MachineFound:
+        """A container or a command machine: its Codex's ``--version``, then its
+        exec-server's ``initialize``, each a command of its own."""
+        spec, ssh, reach_seconds = self.spec, self.ssh, self.reach_seconds
+        argv = spec_of.version_argv(spec, ssh)
+        started = time.monotonic()
+        try:
+            with trio.move_on_after(reach_seconds) as waited:
+                done = await _ran(argv)
+        except OSError as exc:
+            return _with(found, unreachable=could_not_run(argv, exc))
+        took = time.monotonic() - started
+        if waited.cancelled_caught:
+            return _with(
+                found,
+                reach_seconds=took,
+                unreachable=f"no answer from {spec.where()} within {reach_seconds:g} s",
             )
-            nursery.cancel_scope.cancel()
-            return _with(found, server=server)
-    finally:
-        await close_ssh(process)
+        stderr = done.stderr.decode(errors="replace")
+        if done.returncode != 0:
+            return _ended_early(found, spec, done.returncode, stderr, took)
+        line = done.stdout.decode(errors="replace").strip().splitlines()
+        found = _with(found, reach_seconds=took, version_line=line[0] if line else "")
+        argv = spec_of.exec_server_argv(spec, ssh)
+        try:
+            process = await _open_piped(argv)
+        except OSError as exc:  # gone since a moment ago
+            return _with(found, unreachable=could_not_run(argv, exc))
+        async with _ExecServerProcess.running(process) as server:
+            return _with(found, server=await server.initialize(self.initialize_seconds))
 
 
 async def probe_devcontainer(
@@ -234,7 +265,7 @@ async def probe_devcontainer(
                     ),
                 )
             container = replace(spec, scheme=runtime, host=running[0][:12], runtime="")
-            return replace(await probe_place(container, ssh, local_version), name=spec.name)
+            return replace(await probe_relayed(container, ssh, local_version), name=spec.name)
         return _with(found, unreachable=f"{runtime} ps took over {REACH_SECONDS:.0f} s")
     except OSError as exc:
         return _with(found, unreachable=could_not_run(argv, exc))
@@ -271,7 +302,7 @@ async def probe_sandbox(
             words = _words(done.stderr.decode(errors="replace")) or f"exit status {done.returncode}"
             return _with(found, unreachable=f"{spec.runtime} run: {words}")
         box = spec_of.sandbox_box(spec, spec.name, container)
-        return replace(await probe_place(box, ssh, local_version), where=spec.where())
+        return replace(await probe_relayed(box, ssh, local_version), where=spec.where())
     except OSError as exc:
         return _with(found, unreachable=could_not_run(argv, exc))
     finally:
@@ -279,68 +310,45 @@ async def probe_sandbox(
             await _ran([spec.runtime, "rm", "--force", "--time", "0", container])
 
 
-async def probe_place(
-    spec: MachineSpec,
-    ssh: list[str],
-    local_version: str | None,
-    *,
-    reach_seconds: float = REACH_SECONDS,
-    initialize_seconds: float = INITIALIZE_SECONDS,
-) -> MachineFound:
-    """Reach a container or a command machine as the link does (see the module
-    docstring): its Codex's ``--version``, then its exec-server's ``initialize``. A
-    container given no Codex by the user: the one the bridge brought there, if it has."""
-    if spec.bring and local_version:
-        spec = await _brought_there(spec, ssh, local_version, reach_seconds)
-    found = MachineFound(
-        name=spec.name,
-        where=spec.where(),
-        ssh=True,
-        kind=spec.scheme,
-        codex=spec.codex,
-        login=login_command(spec, ssh),
-        local_version=local_version,
+async def _open_piped(argv: list[str]) -> trio.Process:
+    """``argv`` started with its stdin, stdout and stderr piped to this process."""
+    return await trio.lowlevel.open_process(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    argv = spec_of.version_argv(spec, ssh)
-    started = time.monotonic()
-    try:
-        with trio.move_on_after(reach_seconds) as waited:
-            done = await _ran(argv)
-    except OSError as exc:
-        return _with(found, unreachable=could_not_run(argv, exc))
-    took = time.monotonic() - started
-    if waited.cancelled_caught:
-        return _with(
-            found,
-            reach_seconds=took,
-            unreachable=f"no answer from {spec.where()} within {reach_seconds:g} s",
+
+
+class _ExecServerProcess:
+    """A process that runs an exec-server (ssh's, or a container's or command's): its
+    stdout as lines, its stderr collected while it runs."""
+
+    def __init__(self, process: trio.Process) -> None:
+        assert process.stdin and process.stdout
+        self.process = process
+        self.lines = Lines(process.stdout)
+        self.stderr = _Stderr()
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def running(cls, process: trio.Process) -> AsyncIterator[_ExecServerProcess]:
+        """``process``'s exec-server while its stderr is read; ended after (its stdin
+        closed, as the link ends it), however the caller leaves."""
+        assert process.stderr
+        server = cls(process)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(server.stderr.collect, process.stderr)
+                yield server
+                nursery.cancel_scope.cancel()
+        finally:
+            await close_ssh(process)
+
+    async def initialize(self, seconds: float) -> ExecServer:
+        """The exec-server's answer to :data:`INITIALIZE`, within ``seconds``."""
+        stdin = self.process.stdin
+        assert stdin is not None
+        return await _initialize(
+            stdin.send_all, self.lines.next, seconds, lambda: _ended(self.process, self.stderr)
         )
-    stderr = done.stderr.decode(errors="replace")
-    if done.returncode != 0:
-        return _ended_early(found, spec, done.returncode, stderr, took)
-    line = done.stdout.decode(errors="replace").strip().splitlines()
-    found = _with(found, reach_seconds=took, version_line=line[0] if line else "")
-    argv = spec_of.exec_server_argv(spec, ssh)
-    try:
-        process = await trio.lowlevel.open_process(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-    except OSError as exc:  # gone since a moment ago
-        return _with(found, unreachable=could_not_run(argv, exc))
-    assert process.stdin and process.stdout and process.stderr
-    stdin = process.stdin
-    lines = Lines(process.stdout)
-    errors = _Stderr()
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(errors.collect, process.stderr)
-            server = await _initialize(
-                stdin.send_all, lines.next, initialize_seconds, lambda: _ended(process, errors)
-            )
-            nursery.cancel_scope.cancel()
-            return _with(found, server=server)
-    finally:
-        await close_ssh(process)
 
 
 class _Stderr(StderrTail):

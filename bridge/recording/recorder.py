@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Unpack
 
 import msgspec
 
 from .. import __version__
 from ..acp.negotiation import negotiate
 from ..jsonrpc import RpcError
+from ..shell.effects import EventFacts
 from .format import FORMAT, VERSION, EndRecord, EventRecord, Header, MessageRecord, encode_record
 from .redact import DESCRIPTION, Redactor
 
@@ -70,30 +71,10 @@ class Recorder:
             self._learn(direction, data)
         self._write(encode_record(record))
 
-    def event(
-        self,
-        name: str,
-        reason: str = "",
-        *,
-        retrying: bool = False,
-        seconds: int = 0,
-        machine: str = "",
-        state: str = "",
-        data: str = "",
-    ) -> None:
-        if data:
-            data = self._redactor.value(data)
-        record = EventRecord(
-            t=self._t(),
-            event=name,
-            reason=reason,
-            retrying=retrying,
-            seconds=seconds,
-            machine=machine,
-            state=state,
-            data=data,
-        )
-        self._write(encode_record(record))
+    def event(self, name: str, reason: str = "", **facts: Unpack[EventFacts]) -> None:
+        if facts.get("data"):
+            facts["data"] = self._redactor.value(facts["data"])
+        self._write(encode_record(EventRecord(t=self._t(), event=name, reason=reason, **facts)))
 
     def close(self) -> None:
         """Write the end record (its absence marks a truncated recording) and flush."""

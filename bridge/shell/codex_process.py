@@ -1,5 +1,6 @@
 """Codex's binary and its process, before any trio: which binary to run, how npm's launcher is
-skipped, starting ``codex app-server`` on pipes, and the files of Codex's own daemon.
+skipped, starting ``codex app-server`` on pipes. (Codex's own daemon, which the bridge attaches
+to and never starts: :mod:`bridge.shell.codex_daemon`.)
 
 Nothing here imports trio: ``serve`` starts Codex with :func:`start_codex` before trio and the
 engine are imported, so that Codex's start overlaps the bridge's own (see
@@ -312,36 +313,6 @@ def unix_socket_path(url: str) -> str | None:
     return path or None
 
 
-#: Where Codex's own daemon (``codex app-server daemon start``) listens, in ``CODEX_HOME``.
-CODEX_DAEMON_SOCKET = Path("app-server-control") / "app-server-control.sock"
-
-
-def codex_daemon_socket(codex_home: str) -> Path:
-    return Path(codex_home) / CODEX_DAEMON_SOCKET
-
-
-def codex_daemon_version(codex_home: str) -> str | None:
-    """The version of the copy Codex's daemon runs (``packages/app-server-daemon/current``
-    links to ``releases/VERSION-TARGET``), if it can be told."""
-    current = Path(codex_home) / "packages" / "app-server-daemon" / "current"
-    try:
-        release = Path(os.readlink(current)).name
-    except OSError:
-        return None
-    return release.split("-", 1)[0] or None
-
-
-def codex_daemon_pid(codex_home: str) -> int | None:
-    """The pid Codex's daemon publishes (``app-server-daemon/daemon.pid``), if readable."""
-    import json
-
-    try:
-        pid = json.loads((Path(codex_home) / "app-server-daemon" / "daemon.pid").read_text())["pid"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return pid if isinstance(pid, int) else None
-
-
 def codex_version_of(binary: str, timeout: float = 5.0) -> str | None:
     """``binary --version``'s version number (``codex-cli 0.169.0`` → ``0.169.0``)."""
     launch = codex_launch(binary, os.environ)
@@ -357,17 +328,3 @@ def codex_version_of(binary: str, timeout: float = 5.0) -> str | None:
         return None
     words = done.stdout.decode(errors="replace").split()
     return words[-1] if words else None
-
-
-def codex_daemon_answers(socket_path: Path, timeout: float = 1.0) -> bool:
-    """Whether something accepts connections on Codex's daemon socket (a socket file
-    left by a daemon that died refuses them)."""
-    import socket
-
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.settimeout(timeout)
-            probe.connect(os.path.realpath(socket_path))
-    except OSError:
-        return False
-    return True

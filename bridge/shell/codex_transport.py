@@ -19,16 +19,11 @@ import trio
 
 from ..token_urls import codex_url_refusal
 from .codex_process import (
-    CODEX_DAEMON_SOCKET,
     ENV_CODEX_BIN,
     PINNED_CODEX,
     CodexLaunch,
     CodexProcess,
     CodexUnavailable,
-    codex_daemon_answers,
-    codex_daemon_pid,
-    codex_daemon_socket,
-    codex_daemon_version,
     codex_exit_words,
     codex_launch,
     codex_version_of,
@@ -41,7 +36,6 @@ from .streams import DEFAULT_MAX_MESSAGE, LineStream, MessageStream, MessageTooL
 from .websocket import WebSocketStream, open_websocket
 
 __all__ = [
-    "CODEX_DAEMON_SOCKET",
     "ENV_CODEX_BIN",
     "PINNED_CODEX",
     "STDERR_TAIL",
@@ -51,10 +45,6 @@ __all__ = [
     "CodexUnavailable",
     "RunningCodex",
     "close_and_wait",
-    "codex_daemon_answers",
-    "codex_daemon_pid",
-    "codex_daemon_socket",
-    "codex_daemon_version",
     "codex_exit_words",
     "codex_launch",
     "codex_url_refusal",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Protocol, TypedDict, Unpack
 
 import msgspec
 
@@ -32,21 +32,24 @@ class Tap(Protocol):
     def message(self, direction: str, data: bytes) -> None:
         """``direction``: ``from_client``, ``to_client``, ``from_codex`` or ``to_codex``."""
 
-    def event(
-        self,
-        name: str,
-        reason: str = "",
-        *,
-        retrying: bool = False,
-        seconds: int = 0,
-        machine: str = "",
-        state: str = "",
-        data: str = "",
-    ) -> None:
-        """Something the shell observed and told the engine (``codex_lost``, ...;
-        ``clock_read`` with the ``seconds`` it read; ``machine_changed`` with the
-        ``machine`` and its ``state``; ``machine_answered`` with the ``machine`` and the
-        answer as ``data``, see :func:`answer_data`)."""
+    def event(self, name: str, reason: str = "", **facts: Unpack[EventFacts]) -> None:
+        """Something the shell observed and told the engine (``codex_lost``, ...), with
+        what it says besides its ``reason``."""
+
+
+class EventFacts(TypedDict, total=False):
+    """What an event of a :class:`Tap` says besides its name and reason (a recording keeps
+    them: :class:`bridge.recording.format.EventRecord`); each absent where it says nothing."""
+
+    #: ``codex_lost``: the shell is bringing Codex back.
+    retrying: bool
+    #: ``clock_read``: the wall clock it read, in whole Unix seconds.
+    seconds: int
+    #: ``machine_changed``: the machine and its state; ``machine_answered``: the machine.
+    machine: str
+    state: str
+    #: ``machine_answered``: the answer (:func:`answer_data`); ``real_path``: where it led.
+    data: str
 
 
 #: The shell's answer to a :class:`MachineCall`: its result (JSON), else ``(code, message)``.

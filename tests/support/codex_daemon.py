@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 import trio
 
-from bridge.shell.codex_transport import codex_daemon_socket
+from bridge.shell.codex_daemon import socket_path as codex_daemon_socket
 
 #: How long ``start``, ``restart`` or ``stop`` may take.
 COMMAND_SECONDS = 30

@@ -38,24 +38,17 @@ from msgspec import UNSET, Raw, UnsetType
 
 from ...acp import permissions as acp_permissions
 from ...acp import types as acp_types
+from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from .codex_asks import CodexAsk
-from .effects import (
-    Effect,
-    MachineCall,
-    MachineChosen,
-    MachineReleased,
-    MachineWanted,
-    ReadClock,
-    ToClient,
-    ToCodex,
-)
+from . import effects
+from .codex_asks import CodexAsk, InterruptTurn
 from .facts import Fact
 from .machines import Machine
 from .outbox import update_effect
+from .record_parts import Turn
 from .threads import ThreadRecord, Threads, withdraw
-from .turns import TURN_TRAFFIC, insert_awaited
+from .turns import TURN_TRAFFIC, insert_awaited, interrupting
 
 log = logging.getLogger(__name__)
 
@@ -128,26 +121,17 @@ class Outstanding:
             )
 
 
+@dataclass(slots=True, eq=False)
 class _Asked:
     """What :meth:`Hub.ask` waits with: the record, its entry, the feature's two methods."""
 
-    __slots__ = ("answered", "answering", "entry", "failed", "method", "record")
-
-    def __init__(
-        self,
-        method: str,
-        record: ThreadRecord,
-        entry: Any,
-        answered: Callable[[ThreadRecord, Any, Any], None],
-        failed: Callable[[ThreadRecord, Any, ErrorObject], None],
-    ) -> None:
-        self.method = method
-        self.record = record
-        self.entry = entry
-        self.answered = answered
-        self.failed = failed
-        #: ``answered`` runs: a defect of it comes back as an error, still this entry's.
-        self.answering = False
+    method: str
+    record: ThreadRecord
+    entry: Any
+    answered: Callable[[ThreadRecord, Any, Any], None]
+    failed: Callable[[ThreadRecord, Any, ErrorObject], None]
+    #: ``answered`` runs: a defect of it comes back as an error, still this entry's.
+    answering: bool = False
 
     def result(self, value: Any) -> None:
         if not withdraw(self.record, self.entry):
@@ -332,7 +316,7 @@ class Hub:
         self.machines: dict[str, Machine] = {}
         #: The machine the shell stored for a thread (``MachineChosen``), if any.
         self.stored_machine: Callable[[str], str | None] = _nothing_stored
-        self._out: list[Effect] = []
+        self._out: list[effects.Effect] = []
 
     @property
     def thread_config(self) -> dict[str, Any] | None:
@@ -398,7 +382,7 @@ class Hub:
             method, None if result is None else _decoder(result), on_result, on_error
         )
         _rid, data = self.codex.request(method, params, waiting)
-        self._out.append(ToCodex(data))
+        self._out.append(effects.ToCodex(data))
 
     def ask(
         self,
@@ -423,24 +407,42 @@ class Hub:
             return
         record.codex_asks.append(entry)
         asked = _Asked(method, record, entry, answered, failed)
-        waiting = Outstanding(
-            method, None if result is None else _decoder(result), asked.result, asked.error
+        self.codex_request(method, params, result, asked.result, asked.error)
+
+    def interrupt(
+        self,
+        record: ThreadRecord,
+        turn: Turn,
+        refused: Callable[[ThreadRecord, InterruptTurn, ErrorObject], None],
+    ) -> None:
+        """Ask Codex to interrupt ``record``'s ``turn``, once it is named and only once
+        (:func:`~bridge.engine.core.turns.interrupting`): its ``turn/completed`` tells how
+        it ended; a refusal goes to ``refused``."""
+        if not interrupting(turn):
+            return
+        assert turn.id is not None
+        self.ask(
+            record,
+            InterruptTurn(turn),
+            "turn/interrupt",
+            codex_types.TurnInterruptParams(threadId=record.id, turnId=turn.id),
+            None,
+            _interrupted,
+            refused,
         )
-        _rid, data = self.codex.request(method, params, waiting)
-        self._out.append(ToCodex(data))
 
     def codex_notification(self, method: str, params: Any = msgspec.UNSET) -> None:
-        self._out.append(ToCodex(self.codex.notification(method, params)))
+        self._out.append(effects.ToCodex(self.codex.notification(method, params)))
 
     def answer_codex(self, rid: RequestId, result: Any) -> None:
         """Answer a request Codex made."""
         if self._answering(self.open_codex_requests, rid, "Codex"):
-            self._out.append(ToCodex(self.codex.response(rid, result)))
+            self._out.append(effects.ToCodex(self.codex.response(rid, result)))
 
     def read_clock(self, rid: RequestId) -> None:
         """Codex's request ``rid`` is answered with the time, which the shell reads."""
         if rid in self.open_codex_requests:
-            self._out.append(ReadClock(rid))
+            self._out.append(effects.ReadClock(rid))
 
     def ask_clock(self, then: Callable[[int], None]) -> None:
         """Have the shell read the clock for a feature: ``then(unix_seconds)``. The key is
@@ -448,7 +450,7 @@ class Hub:
         self._clock_asked += 1
         key = f"bridge-clock-{self._clock_asked}"
         self._clock_waiters[key] = then
-        self._out.append(ReadClock(key))
+        self._out.append(effects.ReadClock(key))
 
     def machine_request(
         self,
@@ -468,7 +470,7 @@ class Hub:
         self._machine_waiters[key] = Outstanding(
             f"{method} on {machine}", _decoder(result), on_result, on_error
         )
-        self._out.append(MachineCall(machine, key, method, msgspec.json.encode(params)))
+        self._out.append(effects.MachineCall(machine, key, method, msgspec.json.encode(params)))
 
     def machine_answered(self, key: str, result: bytes | None, error: ErrorObject | None) -> None:
         """The answer to :meth:`machine_request`'s ``key``: its result (JSON) or its error."""
@@ -481,7 +483,9 @@ class Hub:
         else:
             waiting.result(Raw(result or b"null"))
 
-    def effect(self, asked: MachineWanted | MachineChosen | MachineReleased) -> None:
+    def effect(
+        self, asked: effects.MachineWanted | effects.MachineChosen | effects.MachineReleased
+    ) -> None:
         """Ask the shell to reach a machine, to store the one a thread was given, or to
         remove a session's own place."""
         self._out.append(asked)
@@ -497,7 +501,7 @@ class Hub:
     def refuse_codex(self, rid: RequestId, code: int, message: str) -> None:
         """Answer a request Codex made with an error."""
         if self._answering(self.open_codex_requests, rid, "Codex"):
-            self._out.append(ToCodex(self.codex.error(rid, code, message)))
+            self._out.append(effects.ToCodex(self.codex.error(rid, code, message)))
 
     # -- to the client ----------------------------------------------------------------
 
@@ -513,13 +517,13 @@ class Hub:
         rid, data = self.client.request(
             method, params, Outstanding(method, None, on_result, on_error)
         )
-        self._out.append(ToClient(data))
+        self._out.append(effects.ToClient(data))
         face.asked(method, params, rid)
         return rid
 
     def client_notification(self, method: str, params: Any) -> None:
         """Send the client a notification other than ``session/update`` (``$/cancel_request``)."""
-        self._out.append(ToClient(self.client.notification(method, params)))
+        self._out.append(effects.ToClient(self.client.notification(method, params)))
 
     def withdraw_client_request(self, rid: RequestId) -> None:
         """Take back a request the client holds (``$/cancel_request``): its dialog closes,
@@ -562,7 +566,7 @@ class Hub:
         """A fact of :mod:`bridge.engine.core.facts`, for the face to tell the client."""
         self.face.state(fact)
 
-    def emit(self, effect: ToClient) -> None:
+    def emit(self, effect: effects.ToClient) -> None:
         """Send ``effect`` as it is: what the face has rendered."""
         self._out.append(effect)
 
@@ -622,11 +626,11 @@ class Hub:
 
     def respond(self, rid: RequestId, result: Any) -> None:
         """Send the answer to client request ``rid`` (a face's rendering of it)."""
-        self._out.append(ToClient(self.client.response(rid, result)))
+        self._out.append(effects.ToClient(self.client.response(rid, result)))
 
     def respond_error(self, rid: RequestId, exc: RpcError) -> None:
         """Send the error answering client request ``rid`` (a face's rendering of it)."""
-        self._out.append(ToClient(self.client.error(rid, exc.code, exc.message, exc.data)))
+        self._out.append(effects.ToClient(self.client.error(rid, exc.code, exc.message, exc.data)))
 
     def pass_error_to(self, rid: RequestId) -> OnError:
         """An ``on_error`` that passes Codex's error on to client request ``rid``."""
@@ -638,11 +642,11 @@ class Hub:
 
     def send_raw_to_client(self, data: bytes) -> None:
         """A reply the JSON-RPC peer built itself (to a message that was no valid request)."""
-        self._out.append(ToClient(data))
+        self._out.append(effects.ToClient(data))
 
     def send_raw_to_codex(self, data: bytes) -> None:
         """The same, for Codex."""
-        self._out.append(ToCodex(data))
+        self._out.append(effects.ToCodex(data))
 
     # -- bookkeeping ------------------------------------------------------------------
 
@@ -655,7 +659,7 @@ class Hub:
             return False
         return True
 
-    def take(self) -> list[Effect]:
+    def take(self) -> list[effects.Effect]:
         """The effects produced since the last call, in order."""
         out, self._out = self._out, []
         return out
@@ -719,3 +723,7 @@ def check_folders(
         if normal != posixpath.normpath(cwd) and normal not in kept:
             kept.append(normal)
     return tuple(kept)
+
+
+def _interrupted(_record: ThreadRecord, _asked: InterruptTurn, _result: object) -> None:
+    """Codex took the interrupt: the turn's ``turn/completed`` tells how it ended."""

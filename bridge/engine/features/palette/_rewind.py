@@ -307,27 +307,13 @@ class Rewind:
             elif run.now.get(path) is None:
                 self._create_then_write(run, path, text)
             else:
-                self._ask_write(
-                    run,
-                    path,
-                    codex_files.WRITE_FILE,
-                    codex_files.FsWriteFileParams(
-                        path=self._where(run, path), dataBase64=encode_text(text)
-                    ),
-                )
+                self._write_file(run, path, text)
 
     def _create_then_write(self, run: _Run, path: str, text: str) -> None:
         """A file that is not there now: its folder first (it may be gone too)."""
 
         def created(_result: codex_palette.Empty) -> None:
-            self._ask_write(
-                run,
-                path,
-                codex_files.WRITE_FILE,
-                codex_files.FsWriteFileParams(
-                    path=self._where(run, path), dataBase64=encode_text(text)
-                ),
-            )
+            self._write_file(run, path, text)
 
         self._fs(
             run,
@@ -338,6 +324,16 @@ class Rewind:
             codex_palette.Empty,
             created,
             lambda error: self._written(run, path, error),
+        )
+
+    def _write_file(self, run: _Run, path: str, text: str) -> None:
+        self._ask_write(
+            run,
+            path,
+            codex_files.WRITE_FILE,
+            codex_files.FsWriteFileParams(
+                path=self._where(run, path), dataBase64=encode_text(text)
+            ),
         )
 
     def _ask_write(self, run: _Run, path: str, method: str, params: object) -> None:

@@ -472,18 +472,7 @@ class Prompts:
             # names it in the thread's turns.
             self._find_running_turn(record, turn)
             return
-        if not turns.interrupting(turn):
-            return
-        assert turn.id is not None
-        self.hub.ask(
-            record,
-            InterruptTurn(turn),
-            "turn/interrupt",
-            codex_types.TurnInterruptParams(threadId=record.id, turnId=turn.id),
-            None,
-            _interrupted,
-            _interrupt_refused,
-        )
+        self.hub.interrupt(record, turn, _interrupt_refused)
 
     def _find_running_turn(self, record: ThreadRecord, turn: Turn) -> None:
         """Interrupt ``turn`` once ``thread/read`` names it (the session's last turn, in
@@ -647,10 +636,6 @@ class Prompts:
                     )
                 else:
                     self._end(record, turn.request_id, RpcError.internal(reason))
-
-
-def _interrupted(_record: ThreadRecord, _asked: InterruptTurn, _result: Any) -> None:
-    """Codex took the interrupt: the turn's ``turn/completed`` answers its prompt."""
 
 
 def _interrupt_refused(_record: ThreadRecord, _asked: InterruptTurn, error: ErrorObject) -> None:

@@ -204,14 +204,12 @@ def _collaboration_select(settings: Settings) -> acp_settings.SessionConfigSelec
         acp_settings.SessionConfigSelectOption(value=value, name=name, description=description)
         for value, name, description in COLLABORATION_MODES
     ]
-    if all(v.value != current for v in values):  # a mode of a later Codex
-        values.append(acp_settings.SessionConfigSelectOption(value=current, name=current))
     return acp_settings.SessionConfigSelect(
         id=COLLABORATION_OPTION,
         name="Collaboration mode",
         description="Plan mode: Codex plans with you first (as /plan does).",
         currentValue=current,
-        options=values,
+        options=_offering(values, current, current),  # a mode of a later Codex
     )
 
 
@@ -309,14 +307,20 @@ def _effort_select(settings: Settings, catalog: Catalog) -> acp_settings.Session
         )
         for e in supported
     ]
-    if all(e.value != effort for e in efforts):
-        efforts.append(
-            acp_settings.SessionConfigSelectOption(value=effort, name=_effort_name(effort))
-        )
     return acp_settings.SessionConfigSelect(
         id=EFFORT_OPTION,
         name="Reasoning effort",
         category="thought_level",
         currentValue=effort,
-        options=efforts,
+        options=_offering(efforts, effort, _effort_name(effort)),
     )
+
+
+def _offering(
+    options: list[acp_settings.SessionConfigSelectOption], current: str, name: str
+) -> list[acp_settings.SessionConfigSelectOption]:
+    """``options``, and ``current`` (shown as ``name``) after them when it is none of them:
+    the select's current value is always one it offers."""
+    if all(option.value != current for option in options):
+        options.append(acp_settings.SessionConfigSelectOption(value=current, name=name))
+    return options

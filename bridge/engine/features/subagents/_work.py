@@ -159,19 +159,8 @@ class SubagentWork:
 
     def interrupt(self, record: ThreadRecord) -> None:
         """Ask Codex to interrupt ``record``'s turn, once; its ``turn/completed`` tells the end."""
-        turn = record.turn
-        if turn is None or not turns.interrupting(turn):
-            return
-        assert turn.id is not None
-        self.hub.ask(
-            record,
-            InterruptTurn(turn),
-            "turn/interrupt",
-            codex_types.TurnInterruptParams(threadId=record.id, turnId=turn.id),
-            None,
-            _interrupted,
-            self._refused,
-        )
+        if record.turn is not None:
+            self.hub.interrupt(record, record.turn, self._refused)
 
     def _refused(self, record: ThreadRecord, asked: InterruptTurn, error: ErrorObject) -> None:
         # The turn may have just ended; its turn/completed reports what happened.
@@ -184,7 +173,3 @@ class SubagentWork:
         connection closed: a turn it started there (or one it cannot tell). Another
         client's turn on a shared thread (another window) goes on without this one."""
         return root_turn is None or root_turn in self.hub.threads.forgotten_turns
-
-
-def _interrupted(_record: ThreadRecord, _asked: InterruptTurn, _result: object) -> None:
-    """Codex took the interrupt: the turn's ``turn/completed`` tells how it ended."""
