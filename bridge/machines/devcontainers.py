@@ -11,14 +11,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .spec import (
-    AUTO,
-    BRING_ALWAYS,
-    BRING_IF_NEEDED,
     CONTAINER_NAME,
     DEVCONTAINER,
     RUNTIMES,
     MachineError,
     MachineSpec,
+    container_codex,
 )
 
 
@@ -52,7 +50,7 @@ def devcontainer_machine(name: str, url: str) -> MachineSpec:
             f"{folder}"
         )
     path = query.get("path", [""])[-1] or workspace_folder(Path(folder), config)
-    named = query.get("codex", [""])[-1]
+    codex, bring = container_codex(query)
     return MachineSpec(
         name=name,
         url=url,
@@ -60,8 +58,8 @@ def devcontainer_machine(name: str, url: str) -> MachineSpec:
         host=folder,
         user=query.get("user", [""])[-1] or None,
         path=path,
-        codex=named if named and named != AUTO else "codex",
-        bring=BRING_ALWAYS if named == AUTO else "" if named else BRING_IF_NEEDED,
+        codex=codex,
+        bring=bring,
         runtime=runtime,
     )
 

@@ -130,6 +130,16 @@ def kind_and_where(kind: str, where: str) -> str:
     return f"{kind} {where}" if where else kind
 
 
+def container_codex(query: dict[str, list[str]]) -> tuple[str, str]:
+    """A container's (or a dev container's) Codex, from its URL's ``?codex=``: the Codex
+    there, and whether the bridge brings its own (:attr:`MachineSpec.bring`): when none is
+    named, where the container's will not do; with ``auto``, always."""
+    named = query.get("codex", [""])[-1]
+    if named == AUTO:
+        return "codex", BRING_ALWAYS
+    return (named, "") if named else ("codex", BRING_IF_NEEDED)
+
+
 def check_name(name: str) -> None:
     """:class:`MachineError` unless ``name`` can name a machine (and, with
     :data:`SESSION_MARK`, its sessions' places: ``NAME@THREAD``)."""

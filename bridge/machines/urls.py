@@ -8,13 +8,13 @@ from .devcontainers import devcontainer_machine
 from .spec import (
     AUTO,
     BRING_ALWAYS,
-    BRING_IF_NEEDED,
     CONTAINER_NAME,
     DEVCONTAINER,
     RUNTIMES,
     MachineError,
     MachineSpec,
     check_name,
+    container_codex,
     token_refusal,
 )
 
@@ -89,8 +89,7 @@ def _container(name: str, url: str) -> MachineSpec:
         raise MachineError(f"machine {name}: unknown URL parameter {', '.join(sorted(unknown))}")
     user = query.get("user", [unquote(userinfo) if at else ""])[-1] or None
     path = unquote(parts.path)
-    named = query.get("codex", [""])[-1]
-    bring = BRING_ALWAYS if named == AUTO else "" if named else BRING_IF_NEEDED
+    codex, bring = container_codex(query)
     return MachineSpec(
         name=name,
         url=url,
@@ -98,7 +97,7 @@ def _container(name: str, url: str) -> MachineSpec:
         host=container,
         user=user,
         path="" if path in ("", "/") else path,
-        codex=named if named and named != AUTO else "codex",
+        codex=codex,
         bring=bring,
     )
 
