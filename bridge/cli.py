@@ -241,7 +241,8 @@ def _serve_stdio(
     """``serve`` (and ``record``, which serves too) on stdio, with the options that choose
     the Codex (:data:`_codex_choice_options`, :func:`_machine_options`,
     :data:`_logging_options`) as click hands them over; exits with its status."""
-    from .serve import ServeOptions, serve_stdio
+    from .codex_choice import ServeOptions
+    from .serve import serve_stdio
     from .token_urls import codex_url_refusal
 
     setup_logging(log_level, log_file)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from bridge import cli
 from bridge import serve as serve_module
 from bridge.cli import main
-from bridge.serve import ServeOptions
+from bridge.codex_choice import ServeOptions
 
 
 def test_a_misspelt_command_is_an_error_that_names_the_command_meant() -> None:

@@ -22,6 +22,7 @@ import pytest
 import trio
 
 from bridge.codex.types import Thread, TurnEnvironment
+from bridge.codex_choice import ServeOptions, choose_codex
 from bridge.daemon.picture import Picture
 from bridge.daemon.runtime import (
     DaemonInfo,
@@ -35,7 +36,6 @@ from bridge.daemon.runtime import (
 )
 from bridge.daemon.status import Size, render, snapshot
 from bridge.machines import command_machine, parse_url
-from bridge.serve import ServeOptions, choose_codex
 from bridge.shell.codex_transport import ENV_CODEX_BIN
 
 ROOT = Thread(id="root", cwd="/w/app", preview="Fix the flaky test", updatedAt=1_000)

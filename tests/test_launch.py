@@ -90,7 +90,8 @@ def test_a_session_that_names_no_machine_starts_without_websockets() -> None:
     code = """
 import sys
 from bridge.cli import main
-from bridge.serve import CodexChoice, ServeOptions, make_links
+from bridge.codex_choice import CodexChoice, ServeOptions
+from bridge.serve import make_links
 from bridge.shell import early, run_bridge, stdio
 assert make_links(ServeOptions(), CodexChoice(None, "Codex: its own")) is None
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("websockets", "asyncio")))

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bridge.codex_choice import CodexChoice, ServeOptions
 from bridge.daemon.runtime import DaemonInfo, hold_lock, write_info
 from bridge.doctor.checks import config_check, profile_check
 from bridge.doctor.findings import ConfigFile, ConfigTrial, Handshake
@@ -23,7 +24,7 @@ from bridge.profiles import (
 )
 from bridge.recording.format import FORMAT, VERSION, EndRecord, Header, Recording
 from bridge.recording.replay import engine_options
-from bridge.serve import CodexChoice, ServeOptions, read_profiles
+from bridge.serve import read_profiles
 from tests.test_config import H, open_session, option
 
 # -- layering: base < profile < -c ----------------------------------------------------------------

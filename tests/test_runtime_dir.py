@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from bridge.codex_choice import CodexChoice, ServeOptions, choose_codex
 from bridge.daemon.runtime import (
     INFO,
     LOCK,
@@ -47,7 +48,7 @@ from bridge.daemon.runtime import (
     write_status,
 )
 from bridge.machines import ENV_SSH_COMMAND, parse_flag
-from bridge.serve import CodexChoice, ServeOptions, choose_codex, make_links, open_codex
+from bridge.serve import make_links, open_codex
 from bridge.shell.codex_transport import ENV_CODEX_BIN, CodexUnavailable
 from tests.support.intruder import Listener
 

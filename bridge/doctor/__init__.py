@@ -21,7 +21,7 @@ One checklist, in this order:
 - **Daemon**: whether one runs on the runtime directory (the lock held, :mod:`bridge.daemon.runtime`),
   its state, and whether the directory is the user's own and private;
 - **Codex used**: which Codex ``serve`` would use and why, as ``serve`` decides it
-  (:func:`bridge.serve.choose_codex`): the bridge's daemon, Codex's own daemon, or one of
+  (:func:`bridge.codex_choice.choose_codex`): the bridge's daemon, Codex's own daemon, or one of
   its own;
 - **Profile**: the Codex config profile ``serve`` would put in force (``--profile``, its
   variable, else the daemon's) and its file, as :func:`bridge.serve.read_profiles` reads

@@ -93,8 +93,9 @@ def _choice(
     profile: str | None = None,
 ) -> dict[str, Any]:
     """Which Codex ``serve`` would use, and the profiles it would give its threads."""
+    from ..codex_choice import ServeOptions, choose_codex
     from ..profiles import ProfileError
-    from ..serve import ServeOptions, choose_codex, read_profiles
+    from ..serve import read_profiles
 
     options = ServeOptions(codex_bin=codex_bin, runtime_dir=runtime, profile=profile)
     choice = choose_codex(options, env)
