@@ -11,7 +11,7 @@ from bridge.codex.messages import decode_item
 from bridge.engine.views import history
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness, Windows
-from tests.test_config import WORKSPACE_WRITE
+from tests.test_config import thread_started
 from tests.test_v2 import V2
 
 THREAD, TURN, ITEM = "thread-1", "turn-1", "plan-item-1"
@@ -24,16 +24,7 @@ def _open(h: Harness) -> None:
     if not isinstance(h, V2):
         params["mcpServers"] = []
     rid = h.client_request("session/new", params)
-    h.codex_reply(
-        h.codex_request("thread/start")["id"],
-        {
-            "thread": {"id": THREAD, "cwd": "/work"},
-            "model": "mock-model",
-            "approvalPolicy": "on-request",
-            "sandbox": WORKSPACE_WRITE,
-            "cwd": "/work",
-        },
-    )
+    h.codex_reply(h.codex_request("thread/start")["id"], thread_started(THREAD, cwd="/work"))
     assert h.result(rid)["sessionId"] == THREAD
 
 
