@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -288,24 +289,27 @@ def _withdrawn(h: Harness, request: dict[str, Any]) -> None:
     ]
 
 
-def test_a_new_prompt_withdraws_the_question_and_a_late_yes_does_nothing() -> None:
+@pytest.mark.parametrize(
+    "withdraw",
+    [
+        pytest.param(
+            lambda h: h.client_request(
+                "session/prompt", {"sessionId": THREAD, "prompt": [{"type": "text", "text": "no"}]}
+            ),
+            id="a-new-prompt",
+        ),
+        pytest.param(
+            lambda h: h.client_notify("session/cancel", {"sessionId": THREAD}), id="a-cancel"
+        ),
+    ],
+)
+def test_the_client_withdraws_the_question_and_a_late_yes_does_nothing(
+    withdraw: Callable[[Harness], object],
+) -> None:
     h = _v1()
     _planned(h)
     [request] = _asked(h)
-    h.client_request(
-        "session/prompt", {"sessionId": THREAD, "prompt": [{"type": "text", "text": "no"}]}
-    )
-    _withdrawn(h, request)
-    sent = len(h.to_codex)
-    _answer(h, request, IMPLEMENT)
-    assert h.to_codex[sent:] == []
-
-
-def test_a_cancel_withdraws_the_question() -> None:
-    h = _v1()
-    _planned(h)
-    [request] = _asked(h)
-    h.client_notify("session/cancel", {"sessionId": THREAD})
+    withdraw(h)
     _withdrawn(h, request)
     sent = len(h.to_codex)
     _answer(h, request, IMPLEMENT)
