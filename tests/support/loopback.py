@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import NamedTuple
 
 import trio
@@ -90,3 +91,12 @@ async def http_request(
     await stream.aclose()
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), head.decode(), body
+
+
+def token_file(folder: Path, token: str) -> Path:
+    """A capability token's file in ``folder``, as a user keeps it: ``token`` and a newline,
+    readable by its owner alone."""
+    path = folder / "token"
+    path.write_text(f"{token}\n")
+    path.chmod(0o600)
+    return path
