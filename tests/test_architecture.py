@@ -9,7 +9,7 @@ reason about, and a lazy import only hides a cycle until it bites.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -537,6 +537,13 @@ GRAPH = import_graph(MODULES)
 FEATURE_MODULES, PART_OWNERS = feature_map(MODULES, GRAPH)
 
 
+def fail_listing(heading: str, found: Sequence[str], sep: str = "\n") -> None:
+    """Fails the test, without a traceback, with ``heading`` and then ``found`` one per
+    line; passes when nothing was found."""
+    if found:
+        pytest.fail(heading + sep.join(found), pytrace=False)
+
+
 def test_no_import_cycles() -> None:
     cycles = find_cycles(GRAPH)
     if cycles:
@@ -592,44 +599,34 @@ def test_the_engine_rooms_import_one_way() -> None:
         if name.count(".") == 2 and name.startswith(f"{ENGINE}.") and _is_package(path)
     )
     assert sorted(ROOM_IMPORTS) == rooms, f"rooms under bridge/engine/: {rooms}"
-    violations = room_violations(MODULES, GRAPH, ENGINE, ROOM_IMPORTS)
-    if violations:
-        pytest.fail(
-            "engine rooms importing against the grain (core <- views <- features, faces; "
-            "the wiring module above them all):\n" + "\n".join(violations),
-            pytrace=False,
-        )
+    fail_listing(
+        "engine rooms importing against the grain (core <- views <- features, faces; "
+        "the wiring module above them all):\n",
+        room_violations(MODULES, GRAPH, ENGINE, ROOM_IMPORTS),
+    )
 
 
 def test_the_engine_does_no_io() -> None:
-    violations = engine_violations(MODULES)
-    if violations:
-        pytest.fail(
-            "the engine must stay pure (files, clocks, processes and sockets belong to "
-            "bridge.shell):\n" + "\n".join(violations),
-            pytrace=False,
-        )
+    fail_listing(
+        "the engine must stay pure (files, clocks, processes and sockets belong to "
+        "bridge.shell):\n",
+        engine_violations(MODULES),
+    )
 
 
 def test_only_the_turns_module_changes_a_turns_state() -> None:
-    violations = turn_writes(MODULES)
-    if violations:
-        pytest.fail(
-            f"a turn's state changes in {TURN_WRITER} alone (tell it the event):\n"
-            + "\n".join(violations),
-            pytrace=False,
-        )
+    fail_listing(
+        f"a turn's state changes in {TURN_WRITER} alone (tell it the event):\n",
+        turn_writes(MODULES),
+    )
 
 
 def test_a_feature_asks_codex_for_a_record_without_closures() -> None:
-    violations = closure_asks(MODULES)
-    if violations:
-        pytest.fail(
-            "a Codex request that changes a record is a typed entry on it, answered to "
-            "the feature's methods (hub.ask; see bridge/engine/core/hub.py):\n"
-            + "\n".join(violations),
-            pytrace=False,
-        )
+    fail_listing(
+        "a Codex request that changes a record is a typed entry on it, answered to "
+        "the feature's methods (hub.ask; see bridge/engine/core/hub.py):\n",
+        closure_asks(MODULES),
+    )
 
 
 def test_the_closure_check_sees_each_way_of_asking_with_one(tmp_path: Path) -> None:
@@ -711,17 +708,13 @@ def test_a_feature_is_imported_only_by_the_wiring_module(feature: str) -> None:
 
 
 def test_a_view_one_room_reads_lives_in_that_room() -> None:
-    found = single_room_views(MODULES, GRAPH)
-    if found:
-        pytest.fail(
-            "views/ holds what one room alone reads:\n  " + "\n  ".join(found), pytrace=False
-        )
+    fail_listing(
+        "views/ holds what one room alone reads:\n  ", single_room_views(MODULES, GRAPH), "\n  "
+    )
 
 
 def test_features_live_in_rooms_with_their_parts_private() -> None:
-    found = room_violations_in_features(MODULES, GRAPH)
-    if found:
-        pytest.fail("features/ out of shape:\n  " + "\n  ".join(found), pytrace=False)
+    fail_listing("features/ out of shape:\n  ", room_violations_in_features(MODULES, GRAPH), "\n  ")
 
 
 @pytest.mark.parametrize("part", sorted(PART_OWNERS))

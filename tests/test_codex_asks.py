@@ -379,12 +379,19 @@ def _hub_and_record() -> tuple[Harness, Hub, ThreadRecord]:
     return h, h.engine.hub, record_of(h, sid)
 
 
-def test_an_answer_whose_handler_fails_is_the_entrys_failure() -> None:
+def _read_asked(on_answer: str) -> tuple[Harness, ThreadRecord, ReadSubagent, Calls]:
+    """A session's record asks Codex ``thread/read`` for an entry, the answer to go to the
+    method ``on_answer`` of ``Calls``."""
     h, hub, record = _hub_and_record()
     calls = Calls()
     entry = ReadSubagent()
-    hub.ask(record, entry, "thread/read", {}, None, calls.broken, calls.failed)
+    hub.ask(record, entry, "thread/read", {}, None, getattr(calls, on_answer), calls.failed)
     h._collect(hub.take())
+    return h, record, entry, calls
+
+
+def test_an_answer_whose_handler_fails_is_the_entrys_failure() -> None:
+    h, record, _, calls = _read_asked("broken")
     h.codex_reply(h.codex_request("thread/read")["id"], {})
     assert record.codex_asks == []
     [(kind, message)] = calls.seen
@@ -392,11 +399,7 @@ def test_an_answer_whose_handler_fails_is_the_entrys_failure() -> None:
 
 
 def test_an_entry_withdrawn_before_the_answer_hears_nothing() -> None:
-    h, hub, record = _hub_and_record()
-    calls = Calls()
-    entry = ReadSubagent()
-    hub.ask(record, entry, "thread/read", {}, None, calls.answered, calls.failed)
-    h._collect(hub.take())
+    h, record, entry, calls = _read_asked("answered")
     assert record.codex_asks == [entry]
     record.codex_asks.remove(entry)
     h.codex_reply(h.codex_request("thread/read")["id"], {})

@@ -22,6 +22,20 @@ WORKSPACE_WRITE = {
 }
 
 
+def thread_started(
+    thread: str = THREAD, sandbox: Any = WORKSPACE_WRITE, **more: Any
+) -> dict[str, Any]:
+    """Codex's answer to ``thread/start``: ``thread`` in /work, on ``mock-model``, asking for
+    approval on request, in ``sandbox`` (and ``more``)."""
+    return {
+        "thread": {"id": thread, "cwd": "/work"},
+        "model": "mock-model",
+        "approvalPolicy": "on-request",
+        "sandbox": sandbox,
+        **more,
+    }
+
+
 def _model(
     name: str,
     display: str,
@@ -321,16 +335,7 @@ def test_the_catalog_asked_at_the_handshake_is_in_the_first_answer() -> None:
     # opened once the catalog is in.
     assert not h.sent_codex("thread/start")
     answer_catalog(h)
-    start = h.codex_request("thread/start")
-    h.codex_reply(
-        start["id"],
-        {
-            "thread": {"id": THREAD, "cwd": "/work"},
-            "model": "mock-model",
-            "approvalPolicy": "on-request",
-            "sandbox": WORKSPACE_WRITE,
-        },
-    )
+    h.codex_reply(h.codex_request("thread/start")["id"], thread_started())
     model = option(h.result(rid)["configOptions"], "model")
     assert model["currentValue"] == "mock-model"
     assert [o["value"] for o in model["options"]] == ["mock-model", "gpt-a", "gpt-b"]
@@ -401,15 +406,7 @@ def test_a_failed_catalog_leaves_the_current_model_offered() -> None:
     h = H(catalog=False)
     rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
     h.codex_error(h.codex_request("model/list")["id"], "no catalog")
-    h.codex_reply(
-        h.codex_request("thread/start")["id"],
-        {
-            "thread": {"id": THREAD, "cwd": "/work"},
-            "model": "mock-model",
-            "approvalPolicy": "on-request",
-            "sandbox": WORKSPACE_WRITE,
-        },
-    )
+    h.codex_reply(h.codex_request("thread/start")["id"], thread_started())
     model = option(h.result(rid)["configOptions"], "model")
     assert [o["value"] for o in model["options"]] == ["mock-model"]
     assert [u["sessionUpdate"] for u in h.updates(THREAD)] == ["available_commands_update"]
@@ -1170,16 +1167,7 @@ def test_auto_review_is_a_mode_where_codex_has_a_reviewer_and_sets_both() -> Non
 def test_a_codex_that_names_no_reviewer_has_no_auto_review_mode() -> None:
     h = H()
     rid = h.client_request("session/new", {"cwd": "/work", "mcpServers": []})
-    start = h.codex_request("thread/start")
-    h.codex_reply(
-        start["id"],
-        {
-            "thread": {"id": THREAD, "cwd": "/work"},
-            "model": "mock-model",
-            "approvalPolicy": "on-request",
-            "sandbox": WORKSPACE_WRITE,
-        },
-    )
+    h.codex_reply(h.codex_request("thread/start")["id"], thread_started())
     result = h.result(rid)
     assert "auto-review" not in [m["id"] for m in result["modes"]["availableModes"]]
     h.client_request("session/set_mode", {"sessionId": THREAD, "modeId": "full-access"})

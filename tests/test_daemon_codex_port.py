@@ -18,7 +18,7 @@ import trio
 
 from bridge.daemon import daemon
 from bridge.shell.codex_transport import CodexUnavailable, connect_codex
-from tests.support.loopback import serve_loopback
+from tests.support.loopback import serve_loopback, token_file
 
 #: What the stand-in does with ``app-server --listen ws://127.0.0.1:PORT``: a moment to start
 #: (Codex takes one: the window a port picked before it is anyone's), its port bound (the
@@ -104,10 +104,7 @@ class Squatter:
 
 @pytest.fixture
 def token(tmp_path: Path) -> Path:
-    path = tmp_path / "token"
-    path.write_text("the-daemons-capability-token\n")
-    path.chmod(0o600)
-    return path
+    return token_file(tmp_path, "the-daemons-capability-token")
 
 
 async def test_the_url_is_the_port_codex_bound_and_a_port_taken_first_hears_no_token(

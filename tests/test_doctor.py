@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from bridge.doctor import (
 )
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, write_codex_home
+from tests.support.doctor import line, run_doctor
 from tests.support.e2e import SCENARIO_SECONDS, running_bridge
 
 HOME = Path("/home/ada/.codex")
@@ -439,32 +439,6 @@ def test_the_checklist_marks_each_line_and_puts_hints_under_failing_ones() -> No
 
 
 # -- end to end: the command, the real Codex ------------------------------------------------------
-
-#: One doctor run: a Codex start, its handshake (at most 10 s each), and its stop.
-DOCTOR_SECONDS = 60
-
-
-async def run_doctor(env: dict[str, str], *args: str) -> tuple[int, str]:
-    with trio.fail_after(DOCTOR_SECONDS):
-        done = await trio.run_process(
-            [sys.executable, "-m", "bridge", "doctor", *args],
-            env=env,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert not done.stderr, done.stderr.decode()
-    return done.returncode, done.stdout.decode()
-
-
-def line(out: str, name: str) -> str:
-    """The checklist's line for ``name``, and its hint line when it has one."""
-    lines = out.splitlines()
-    for i, text in enumerate(lines):
-        if text[2:].startswith(name + " "):
-            hint = lines[i + 1] if i + 1 < len(lines) and "→" in lines[i + 1] else ""
-            return text + ("\n" + hint if hint else "")
-    raise AssertionError(f"no {name!r} line in:\n{out}")
 
 
 def processes_of(codex_home: Path) -> list[int]:

@@ -14,7 +14,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -43,6 +42,7 @@ from bridge.doctor import (
 from bridge.doctor.findings import ConfigFile, Environment, RuntimeDir
 from bridge.doctor.machine_probe import INITIALIZE, login_command, probe_relayed
 from bridge.machines import parse_url
+from tests.support.doctor import line, run_doctor
 from tests.support.standin_ssh import (
     REFUSED_LOGIN,
     UNKNOWN_HOST_KEY,
@@ -361,9 +361,6 @@ def test_the_initialize_sent_is_the_one_the_exec_server_accepts() -> None:
 
 # -- end to end: doctor against real processes -------------------------------------------------
 
-#: One doctor run: Codex's handshake and each machine's probe (bounded: 20 s + 10 s), at once.
-DOCTOR_SECONDS = 60
-
 
 @pytest.fixture
 async def machine(tmp_path: Path, codex_bin: str) -> AsyncIterator[StandInMachine]:
@@ -382,30 +379,6 @@ def doctor_env(bridge_env: dict[str, str]) -> dict[str, str]:
     for name in ("CODEX_API_KEY", "OPENAI_API_KEY", "CODEX_ACP_BRIDGE_SSH_COMMAND"):
         env.pop(name, None)
     return env
-
-
-async def run_doctor(env: dict[str, str], *args: str) -> tuple[int, str]:
-    with trio.fail_after(DOCTOR_SECONDS):
-        done = await trio.run_process(
-            [sys.executable, "-m", "bridge", "doctor", *args],
-            env=env,
-            capture_stdout=True,
-            capture_stderr=True,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    assert not done.stderr, done.stderr.decode()
-    return done.returncode, done.stdout.decode()
-
-
-def line(out: str, name: str) -> str:
-    """The checklist's line for ``name``, and its hint line when it has one."""
-    lines = out.splitlines()
-    for i, text in enumerate(lines):
-        if text[2:].startswith(name + " "):
-            hint = lines[i + 1] if i + 1 < len(lines) and "→" in lines[i + 1] else ""
-            return text + ("\n" + hint if hint else "")
-    raise AssertionError(f"no {name!r} line in:\n{out}")
 
 
 def exec_servers_in(folder: Path) -> list[int]:
@@ -545,6 +518,18 @@ def fake_codex(real: str, *, version: str | None = None, exec_server: str | None
     return fake
 
 
+async def doctor_with_codex_there(
+    bridge_env: dict[str, str], machine: StandInMachine, fake: Path
+) -> tuple[int, str]:
+    """Doctor on the machine, its Codex ``fake`` (``fake_codex``'s, removed after)."""
+    try:
+        return await run_doctor(
+            doctor_env(bridge_env), *machine_args(machine, query=f"?codex={fake}")
+        )
+    finally:
+        shutil.rmtree(fake.parent)
+
+
 @pytest.fixture
 def native_codex(codex_bin: str) -> str:
     from bridge.shell.codex_process import codex_launch
@@ -556,13 +541,9 @@ def native_codex(codex_bin: str) -> str:
 async def test_another_codex_version_there_is_named_and_the_query_names_another_codex(
     bridge_env: dict[str, str], machine: StandInMachine, native_codex: str, codex_version: str
 ) -> None:
-    fake = fake_codex(native_codex, version="0.170.0")
-    try:
-        code, out = await run_doctor(
-            doctor_env(bridge_env), *machine_args(machine, query=f"?codex={fake}")
-        )
-    finally:
-        shutil.rmtree(fake.parent)
+    code, out = await doctor_with_codex_there(
+        bridge_env, machine, fake_codex(native_codex, version="0.170.0")
+    )
     assert code == 1, out
     shown = line(out, "machine box: Codex")
     assert f"runs Codex 0.170.0, this machine {codex_version}: the link refuses it" in shown
@@ -575,13 +556,11 @@ async def test_another_codex_version_there_is_named_and_the_query_names_another_
 async def test_an_exec_server_that_ends_at_once_is_said_with_its_words(
     bridge_env: dict[str, str], machine: StandInMachine, native_codex: str
 ) -> None:
-    fake = fake_codex(native_codex, exec_server="echo 'error: no exec-server here' >&2; exit 2")
-    try:
-        code, out = await run_doctor(
-            doctor_env(bridge_env), *machine_args(machine, query=f"?codex={fake}")
-        )
-    finally:
-        shutil.rmtree(fake.parent)
+    code, out = await doctor_with_codex_there(
+        bridge_env,
+        machine,
+        fake_codex(native_codex, exec_server="echo 'error: no exec-server here' >&2; exit 2"),
+    )
     assert code == 1, out
     assert line(out, "machine box: Codex").startswith("✓")
     shown = line(out, "machine box: exec-server")

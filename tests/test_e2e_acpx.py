@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -33,17 +32,14 @@ from typing import Any
 import pytest
 import trio
 
-from tests.conftest import REPO
 from tests.support.acp_schema import ConversationValidator
+from tests.support.acpx import ACPX, write_acpx_home
 from tests.support.e2e import SCENARIO_SECONDS
 from tests.support.reading import session_updates, text_of
 from tests.support.scenarios.approvals import ESCALATED
 from tests.support.scenarios.subagents import CHILD_APPROVAL, CHILD_WORDS, SPAWN_THREE
 
 pytestmark = pytest.mark.e2e
-
-ACPX = REPO / "tools" / "node" / "node_modules" / ".bin" / "acpx"
-CONFIG = REPO / "contrib" / "acpx" / "config.json"
 
 #: acpx's exit status when every permission request of the prompt was denied.
 PERMISSION_DENIED = 5
@@ -69,23 +65,9 @@ def agent(
     The config goes to ``$HOME/.acpx/config.json`` of a home of the test's own; its command
     ``codex-acp-bridge serve`` becomes this Python's ``-m bridge serve`` (plus a log file).
     """
-    config = json.loads(CONFIG.read_text(encoding="utf-8"))
-    [(name, entry)] = config["agents"].items()
-    assert entry["argv"][:2] == ["codex-acp-bridge", "serve"]
     log = stderr_file
-    entry["argv"] = [
-        sys.executable,
-        "-m",
-        "bridge",
-        *entry["argv"][1:],
-        "--log-level",
-        "info",
-        "--log-file",
-        str(log),
-    ]
     home = tmp_path / "acpx-home"
-    (home / ".acpx").mkdir(parents=True)
-    (home / ".acpx" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    name = write_acpx_home(home, log)
     return name, {**bridge_env, "HOME": str(home)}, log
 
 

@@ -14,6 +14,7 @@ from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from bridge.scripted_model.directives import codex_internal_purpose, turn_metadata
 from tests.support.air import declaring
+from tests.support.codex_home import openai_key_in_the_environment
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.support.loopback import refuse_for_lack_of_a_key, request_head, serve_loopback
 from tests.support.reading import Ended
@@ -382,13 +383,9 @@ async def test_authenticate_hands_the_environment_api_key_to_codex(
     scripted_model: ScriptedModel,
     codex_home: Path,
 ) -> None:
-    write_codex_home(
-        codex_home,
-        scripted_model.base_url,
-        extra_toml="[model_providers.mock]\nrequires_openai_auth = true",
+    openai_key_in_the_environment(
+        codex_home, scripted_model.base_url, bridge_env, "sk-bridge-test-key"
     )
-    bridge_env.pop("CODEX_API_KEY", None)
-    bridge_env["OPENAI_API_KEY"] = "sk-bridge-test-key"
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation() as talk:
             assert await talk.prompt("@@ say before") == Ended({"stopReason": "end_turn"})
@@ -469,6 +466,17 @@ async def test_a_configured_skill_is_offered_and_runs_as_its_own_command(
     assert "the team" in json.dumps(body["input"])
 
 
+def model_request_for(scripted_model: ScriptedModel, text: str) -> str:
+    """The one request of a user turn (none of Codex's own) the model was sent with ``text``
+    last in its input, as JSON."""
+    [body] = [
+        json.dumps(b)
+        for b, h in zip(scripted_model.requests, scripted_model.request_headers, strict=True)
+        if codex_internal_purpose(b, h) is None and text in json.dumps(b["input"][-1])
+    ]
+    return body
+
+
 async def test_plan_turns_codexs_plan_mode_on_and_off(
     conversation: Conversation, scripted_model: ScriptedModel
 ) -> None:
@@ -482,17 +490,9 @@ async def test_plan_turns_codexs_plan_mode_on_and_off(
     assert "Plan mode off" in await talk.said("/plan off")
     assert await talk.prompt("@@ say doing") == Ended({"stopReason": "end_turn"})
 
-    def request_for(text: str) -> str:
-        [body] = [
-            json.dumps(b)
-            for b, h in zip(scripted_model.requests, scripted_model.request_headers, strict=True)
-            if codex_internal_purpose(b, h) is None and text in json.dumps(b["input"][-1])
-        ]
-        return body
-
-    assert "# Plan Mode" not in request_for("@@ say before")
-    assert "# Plan Mode" in request_for("@@ say planning")
-    assert "Collaboration Mode: Default" in request_for("@@ say doing")
+    assert "# Plan Mode" not in model_request_for(scripted_model, "@@ say before")
+    assert "# Plan Mode" in model_request_for(scripted_model, "@@ say planning")
+    assert "Collaboration Mode: Default" in model_request_for(scripted_model, "@@ say doing")
 
 
 async def test_plan_mode_is_an_option_in_step_with_plan_and_a_load_brings_it_back(
@@ -500,14 +500,6 @@ async def test_plan_mode_is_an_option_in_step_with_plan_and_a_load_brings_it_bac
 ) -> None:
     """The ``collaboration_mode`` option stores Codex's mode in the thread as ``/plan`` does;
     each follows the other, and a session loaded by a new bridge opens in its mode."""
-
-    def request_for(text: str) -> str:
-        [body] = [
-            json.dumps(b)
-            for b, h in zip(scripted_model.requests, scripted_model.request_headers, strict=True)
-            if codex_internal_purpose(b, h) is None and text in json.dumps(b["input"][-1])
-        ]
-        return body
 
     def shown(client: AcpClient, sid: str) -> str:
         updates = [
@@ -534,8 +526,8 @@ async def test_plan_mode_is_an_option_in_step_with_plan_and_a_load_brings_it_bac
             await talk.said("@@ say doing")
             assert "Plan mode on" in await talk.said("/plan")
             assert shown(client, sid) == "plan"
-        assert "# Plan Mode" in request_for("@@ say planning")
-        assert "Collaboration Mode: Default" in request_for("@@ say doing")
+        assert "# Plan Mode" in model_request_for(scripted_model, "@@ say planning")
+        assert "Collaboration Mode: Default" in model_request_for(scripted_model, "@@ say doing")
         async with open_conversation(session=False) as reopened:
             opened = await reopened.client.request(
                 "session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}

@@ -27,7 +27,14 @@ from bridge.acp_client import AcpClient, open_agent
 from bridge.codex.versions import PINNED
 from bridge.daemon.runtime import read_status
 from bridge.scripted_model import ScriptedModel, write_codex_home
-from tests.support.daemon import ATTACHED, StartDaemon, daemon_info, running_daemon, serve_argv
+from tests.support.daemon import (
+    ATTACHED,
+    StartDaemon,
+    daemon_info,
+    daemon_refused,
+    running_daemon,
+    serve_argv,
+)
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.support.reading import Ended
 from tests.support.scenarios.approvals import ESCALATED, Answers
@@ -55,14 +62,7 @@ async def test_the_daemon_is_private_single_and_stops_with_its_codex_on_sigterm(
             assert b"bridge.daemon.guard" not in Path(f"/proc/{info.codexPid}/cmdline").read_bytes()
             assert Path(f"/proc/{info.codexPid}/exe").resolve().name.startswith("codex")
             # A second daemon on the same directory: one clear line, exit 1.
-            second = await trio.run_process(
-                [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)],
-                env=bridge_env,
-                capture_stderr=True,
-                check=False,
-            )
-            assert second.returncode == 1
-            assert second.stderr.decode().strip() == (
+            assert await daemon_refused(bridge_env, runtime) == (
                 f"codex-acp-bridge daemon: a daemon already runs on {runtime} (pid {daemon.pid})"
             )
             daemon.send_signal(signal.SIGTERM)

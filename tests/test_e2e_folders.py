@@ -10,6 +10,8 @@ configuration leaves them out, so that only the session's folders are writable.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +60,19 @@ def folders(tmp_path: Path, bridge_env: dict[str, str], scripted_model: Scripted
     return tmp_path
 
 
-async def open_with(talk: Conversation, workspace: Path, second: Path) -> None:
-    opened = await talk.client.request(
-        "session/new",
-        {"cwd": str(workspace), "mcpServers": [], "additionalDirectories": [str(second)]},
-    )
-    talk.sid, talk.opened = opened["sessionId"], opened
+@asynccontextmanager
+async def opened_with(
+    open_conversation: OpenConversation, refusing: Refusing, workspace: Path, second: Path
+) -> AsyncIterator[Conversation]:
+    """A conversation whose approvals ``refusing`` answers, its session opened in
+    ``workspace`` with the folder ``second``."""
+    async with open_conversation(on_request=refusing, session=False) as talk:
+        opened = await talk.client.request(
+            "session/new",
+            {"cwd": str(workspace), "mcpServers": [], "additionalDirectories": [str(second)]},
+        )
+        talk.sid, talk.opened = opened["sessionId"], opened
+        yield talk
 
 
 async def set_mode(talk: Conversation, mode: str) -> None:
@@ -90,8 +99,7 @@ async def test_a_patch_in_the_second_folder_lands_unasked_and_one_in_a_third_ask
 ) -> None:
     refusing = Refusing()
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(on_request=refusing, session=False) as talk:
-            await open_with(talk, workspace, folders / "second")
+        async with opened_with(open_conversation, refusing, workspace, folders / "second") as talk:
             # The configuration's policies (workspace-write, on-request, no /tmp): no preset.
             assert talk.opened["configOptions"][0]["currentValue"] == "config"
             await writes_and_asks(talk, refusing, folders)
@@ -113,8 +121,7 @@ async def test_through_the_daemon_the_second_folder_is_the_sessions_and_a_load_k
     refusing = Refusing()
     second = folders / "second"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(on_request=refusing, session=False) as talk:
-            await open_with(talk, workspace, second)
+        async with opened_with(open_conversation, refusing, workspace, second) as talk:
             await writes_and_asks(talk, refusing, folders)
             sid = talk.sid
             # ``status`` shows the session's folders beside its own.
@@ -150,8 +157,7 @@ async def test_through_the_daemon_a_window_naming_no_folder_leaves_the_others_it
     refusing = Refusing()
     second = folders / "second"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(on_request=refusing, session=False) as first:
-            await open_with(first, workspace, second)
+        async with opened_with(open_conversation, refusing, workspace, second) as first:
             await first.said("@@ say ready")
             # A second window loads the same session naming no folder (ACP: none), and
             # prompts: its turn has the thread's folders be its own, the cwd alone.

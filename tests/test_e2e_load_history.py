@@ -18,7 +18,7 @@ from bridge.acp_client import AcpClient
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.daemon import StartDaemon
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
-from tests.support.reading import Ended
+from tests.support.reading import Ended, calls_seen
 from tests.support.scenarios.approvals import Answers
 from tests.support.scenarios.subagents import (
     NESTED_TOML,
@@ -35,18 +35,8 @@ pytestmark = pytest.mark.e2e
 
 
 def final_calls(client: AcpClient, session_id: str) -> dict[str, dict[str, Any]]:
-    """The session's tool calls as the client ends up seeing them (later updates applied)."""
-    calls: dict[str, dict[str, Any]] = {}
-    for params in client.updates:
-        update = params["update"]
-        if params["sessionId"] == session_id and update["sessionUpdate"] in (
-            "tool_call",
-            "tool_call_update",
-        ):
-            calls.setdefault(update["toolCallId"], {}).update(
-                {k: update[k] for k in ("title", "status") if k in update}
-            )
-    return calls
+    """The session's tool calls as the client ends up seeing them: title and status."""
+    return calls_seen(client.updates, session_id)
 
 
 async def load(client: AcpClient, session_id: str, workspace: Path) -> None:

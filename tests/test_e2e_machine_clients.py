@@ -15,7 +15,6 @@ import os
 import pwd
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,12 @@ from typing import Any
 import pytest
 import trio
 
+from tests.support.acpx import ACPX, write_acpx_home
 from tests.support.e2e import SCENARIO_SECONDS, run_sdk_driver
 from tests.support.reading import Ended, session_updates
 from tests.support.sshd import SshMachine, ssh_machine
 from tests.test_doctor_machines import doctor_env, run_doctor
-from tests.test_e2e_acpx import ACPX, CONFIG, _validate_traffic
+from tests.test_e2e_acpx import _validate_traffic
 from tests.test_e2e_machines import REMOTE_USER, run
 from tests.test_e2e_sdk_client import SDK_CLIENT, _validate_events
 from tests.test_e2e_sdk_client_v2 import SDK_V2_CLIENT, _validate
@@ -88,12 +88,14 @@ def tool_titles(events: list[dict[str, Any]]) -> list[str]:
 # -- the official ACP SDK's clients ------------------------------------------------------------
 
 
-async def test_sdk_client_picks_the_machine_and_its_approved_command_runs_there(
-    node: str, bridge_env: dict[str, str], workspace: Path, machine: SshMachine
-) -> None:
+async def pick_the_box_and_prompt(
+    node: str, client: Path, bridge_env: dict[str, str], workspace: Path, machine: SshMachine
+) -> list[dict[str, Any]]:
+    """The SDK driver ``client`` sets the session's machine to ``box``, prompts ``WHO`` and
+    allows it once; its events, once it exited cleanly with no failure among them."""
     result, events = await run_sdk_driver(
         node,
-        SDK_CLIENT,
+        client,
         bridge_env,
         "--cwd",
         str(workspace),
@@ -108,6 +110,13 @@ async def test_sdk_client_picks_the_machine_and_its_approved_command_runs_there(
     )
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert not failed_events(events), events
+    return events
+
+
+async def test_sdk_client_picks_the_machine_and_its_approved_command_runs_there(
+    node: str, bridge_env: dict[str, str], workspace: Path, machine: SshMachine
+) -> None:
+    events = await pick_the_box_and_prompt(node, SDK_CLIENT, bridge_env, workspace, machine)
     [opened] = responses(events, "session/new")
     offered = machine_option(opened["configOptions"])
     assert offered["currentValue"] == "local"
@@ -127,23 +136,7 @@ async def test_sdk_client_picks_the_machine_and_its_approved_command_runs_there(
 async def test_sdk_v2_client_picks_the_machine_and_its_approved_command_runs_there(
     node: str, bridge_env: dict[str, str], workspace: Path, machine: SshMachine
 ) -> None:
-    result, events = await run_sdk_driver(
-        node,
-        SDK_V2_CLIENT,
-        bridge_env,
-        "--cwd",
-        str(workspace),
-        "--set-config-option",
-        "machine",
-        "box",
-        "--permission",
-        "allow_once",
-        "--prompt",
-        WHO,
-        serve=machine_options(machine),
-    )
-    assert result.returncode == 0, result.stderr.decode()[-3000:]
-    assert not failed_events(events), events
+    events = await pick_the_box_and_prompt(node, SDK_V2_CLIENT, bridge_env, workspace, machine)
     assert events[-1] == {"event": "exit", "code": 0}
     [opened] = responses(events, "session/new")
     assert machine_option(opened["configOptions"])["currentValue"] == "local"
@@ -169,24 +162,8 @@ def acpx_home(tmp_path: Path, machine: SshMachine, stderr_file: Path) -> tuple[s
     the test's own: the agent's name and that home."""
     if not ACPX.exists():
         pytest.fail("acpx is needed: run the project's setup (scripts/setup), which installs it")
-    config = json.loads(CONFIG.read_text(encoding="utf-8"))
-    [(name, entry)] = config["agents"].items()
-    assert entry["argv"][:2] == ["codex-acp-bridge", "serve"]
-    entry["argv"] = [
-        sys.executable,
-        "-m",
-        "bridge",
-        *entry["argv"][1:],
-        *machine_options(machine),
-        "--log-level",
-        "info",
-        "--log-file",
-        str(stderr_file),
-    ]
     home = tmp_path / "acpx-home"
-    (home / ".acpx").mkdir(parents=True)
-    (home / ".acpx" / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    return name, home
+    return write_acpx_home(home, stderr_file, *machine_options(machine)), home
 
 
 async def acpx(

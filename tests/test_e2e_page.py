@@ -36,6 +36,7 @@ from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.browser import chromium_or_skip, headless_chromium, stand_in_browser
 from tests.support.daemon import StartDaemon, running_daemon, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS
+from tests.support.loopback import http_request
 from tests.support.reading import Ended
 from tests.support.scenarios.approvals import ESCALATED, QUESTION, QUESTIONS_TOML, Answers
 from tests.support.scenarios.subagents import SUBAGENTS, script, spawn, wait
@@ -296,15 +297,7 @@ def _command_lines() -> list[bytes]:
 async def _get(url: str) -> tuple[int, str, bytes]:
     parts = urlsplit(url)
     assert parts.hostname is not None and parts.port is not None
-    stream = await trio.open_tcp_stream(parts.hostname, parts.port)
-    target = parts.path
-    await stream.send_all(f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n".encode())
-    data = b""
-    while chunk := await stream.receive_some(65536):
-        data += chunk
-    await stream.aclose()
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), head.decode(), body
+    return await http_request(parts.port, parts.path, parts.netloc, address=parts.hostname)
 
 
 @asynccontextmanager

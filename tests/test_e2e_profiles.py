@@ -15,7 +15,7 @@ import trio
 from bridge.recording import read_recording, replay
 from bridge.scripted_model import ScriptedModel
 from bridge.scripted_model.directives import codex_internal_purpose
-from tests.support.daemon import ATTACHED, StartDaemon, serve_argv
+from tests.support.daemon import ATTACHED, StartDaemon, daemon_refused, serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, running_bridge
 from tests.support.reading import Ended
 
@@ -133,14 +133,7 @@ async def test_a_missing_profile_stops_serve_and_the_daemon_naming_the_file(
         assert said == [f"codex-acp-bridge: profile 'slow': no file {wanted}"]
         # From the environment too, and for the daemon (exit 1, as its other start errors).
         env = bridge_env | {"CODEX_ACP_BRIDGE_PROFILE": "slow"}
-        daemon = await trio.run_process(
-            [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)],
-            env=env,
-            capture_stderr=True,
-            check=False,
-        )
-        assert daemon.returncode == 1
-        assert daemon.stderr.decode().strip() == (
+        assert await daemon_refused(env, runtime) == (
             f"codex-acp-bridge daemon: profile 'slow': no file {wanted}"
         )
 

@@ -27,7 +27,8 @@ from bridge.daemon.runtime import PAGE_TOKEN, TOKEN, page_address
 from bridge.recording import read_recording, replay
 from bridge.recording.format import MessageRecord
 from bridge.recording.redact import REDACTED
-from bridge.scripted_model import ScriptedModel, write_codex_home
+from bridge.scripted_model import ScriptedModel
+from tests.support.codex_home import openai_key_in_the_environment
 from tests.support.daemon import ATTACHED, daemon_info, running_daemon
 from tests.support.e2e import SCENARIO_SECONDS, record_argv, running_bridge
 from tests.support.reading import Ended
@@ -89,13 +90,7 @@ async def test_debug_logs_of_the_daemon_and_serve_hold_no_secret_and_are_private
     stderr_file: Path,
     tmp_path: Path,
 ) -> None:
-    write_codex_home(
-        codex_home,
-        scripted_model.base_url,
-        extra_toml="[model_providers.mock]\nrequires_openai_auth = true",
-    )
-    bridge_env.pop("CODEX_API_KEY", None)
-    bridge_env["OPENAI_API_KEY"] = API_KEY
+    openai_key_in_the_environment(codex_home, scripted_model.base_url, bridge_env, API_KEY)
     daemon_log, serve_log = tmp_path / "daemon-debug.log", tmp_path / "serve-debug.log"
     machine_token = tmp_path / "machine-token"
     machine_token.write_text(MACHINE_TOKEN + "\n")

@@ -32,6 +32,7 @@ from tests.support.e2e import (
     words,
 )
 from tests.support.loopback import http_requests
+from tests.support.oauth_mcp_server import mcp_answer
 from tests.support.reading import Ended, text_of
 from tests.support.scenarios.sessions import probe_mcp_server
 
@@ -390,26 +391,8 @@ async def serve_http_mcp(
             if method == "POST" and "id" not in message:
                 status = "202 Accepted"
             elif method == "POST":
-                result: dict[str, Any] = {}
-                if message.get("method") == "initialize":
-                    result = {
-                        "protocolVersion": message["params"].get("protocolVersion"),
-                        "capabilities": {"tools": {}},
-                        "serverInfo": {"name": "probe-http", "version": "1"},
-                    }
-                elif message.get("method") == "tools/list":
-                    result = {
-                        "tools": [
-                            {
-                                "name": "probe_http_tool",
-                                "description": "d",
-                                "inputSchema": {"type": "object", "properties": {}},
-                            }
-                        ]
-                    }
                 status = "200 OK"
-                payload = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
-                payload = payload.encode()
+                payload = json.dumps(mcp_answer(message, "probe-http", "probe_http_tool")).encode()
             await stream.send_all(
                 f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
                 f"content-length: {len(payload)}\r\n\r\n".encode()

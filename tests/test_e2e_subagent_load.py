@@ -11,7 +11,7 @@ import trio
 from bridge.acp_client import AcpClient
 from bridge.scripted_model import ScriptedModel, write_codex_home
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, running_bridge
-from tests.support.reading import Ended
+from tests.support.reading import Ended, calls_seen
 from tests.support.scenarios import subagents as scenario
 
 pytestmark = pytest.mark.e2e
@@ -155,17 +155,7 @@ TOOLS_PROMPT = scenario.script(
 
 def _final_calls(client: AcpClient, session_id: str) -> dict[str, dict[str, object]]:
     """The session's tool calls as the client ends up seeing them (later updates applied)."""
-    calls: dict[str, dict[str, object]] = {}
-    for u in client.updates:
-        update = u["update"]
-        if u["sessionId"] == session_id and update["sessionUpdate"] in (
-            "tool_call",
-            "tool_call_update",
-        ):
-            calls.setdefault(update["toolCallId"], {}).update(
-                {k: update[k] for k in ("title", "kind", "status", "content") if k in update}
-            )
-    return calls
+    return calls_seen(client.updates, session_id, ("title", "kind", "status", "content"))
 
 
 @pytest.mark.parametrize("subagents", [True, False], ids=["subagents", "without-capability"])

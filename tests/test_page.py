@@ -29,6 +29,8 @@ from bridge.daemon.page.transcript import TAIL_CHARS
 from bridge.daemon.picture import Picture
 from bridge.daemon.runtime import DaemonInfo, hold_lock, new_page_token, prepare, write_info
 from tests.support.browser import stand_in_browser
+from tests.support.loopback import http_request
+from tests.support.picture import thread
 
 TOKEN = "s3cret-token"
 PORT = 4242
@@ -124,16 +126,6 @@ def test_the_sockets_first_message_must_hold_the_secret(
 
 
 # -- the board ------------------------------------------------------------------------
-
-
-def thread(thread_id: str, status: str = "idle", parent: str | None = None) -> Thread:
-    return Thread(
-        id=thread_id,
-        cwd="/w",
-        preview=f"work {thread_id}",
-        status={"type": status},
-        parentThreadId=parent,
-    )
 
 
 def board_with(*threads: Thread) -> Board:
@@ -364,15 +356,15 @@ async def test_the_server_refuses_and_serves(nursery: trio.Nursery) -> None:
     await nursery.start(serve_page, hub, access, listeners)
     host = f"127.0.0.1:{port}"
     with trio.fail_after(10):
-        assert (await _get(port, "/", f"evil.example:{port}"))[0] == 403
-        assert (await _get(port, "/", host, method="POST"))[0] == 405
+        assert (await http_request(port, "/", f"evil.example:{port}"))[0] == 403
+        assert (await http_request(port, "/", host, method="POST"))[0] == 405
         # The files to anyone who names the page's own address; no cookie, ever.
         for target in ("/", f"/?token={TOKEN}", "/?token=guess"):
-            status, head, body = await _get(port, target, host)
+            status, head, body = await http_request(port, target, host)
             assert status == 200 and "set-cookie" not in head.lower(), target
             assert "content-security-policy: default-src 'none'" in head.lower()
             assert b"<title>Codex agents</title>" in body
-        status, head, body = await _get(port, "/page.js", host)
+        status, head, body = await http_request(port, "/page.js", host)
         assert status == 200 and b"sessionStorage" in body and TOKEN.encode() not in body
         for origin in ("https://evil.example", f"http://127.0.0.1:{port + 1}", None):
             headers = [("Origin", origin)] if origin else []
@@ -472,18 +464,6 @@ async def test_a_restarted_daemons_page_refuses_the_old_secret(
                 else:
                     assert json.loads(await page.recv())["type"] == answer
     nursery.cancel_scope.cancel()
-
-
-async def _get(port: int, target: str, host: str, *, method: str = "GET") -> tuple[int, str, bytes]:
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
-    await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
-    data = b""
-    while chunk := await stream.receive_some(65536):
-        data += chunk
-    await stream.aclose()
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), head.decode(), body
 
 
 async def test_the_page_leaves_loopback_only_with_tls(tmp_path: Path) -> None:
@@ -694,7 +674,7 @@ async def test_past_its_connections_in_flight_the_page_refuses_one_and_serves_th
             await waiting[0].send_all(request)
             assert (await _read_to_end(waiting[0])).startswith(b"HTTP/1.1 200 ")
             # That one closed once answered: the next is let in.
-            assert (await _get(port, "/", host))[0] == 200
+            assert (await http_request(port, "/", host))[0] == 200
             await waiting[1].aclose()
     nursery.cancel_scope.cancel()
 

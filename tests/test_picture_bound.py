@@ -7,19 +7,7 @@ import pytest
 from bridge.codex.types import Thread
 from bridge.daemon.page.board import Board
 from bridge.daemon.picture import ENV_MAX_THREADS, MAX_THREADS, Picture
-
-
-def thread(
-    thread_id: str, status: str = "idle", parent: str | None = None, updated: int = 0
-) -> Thread:
-    return Thread(
-        id=thread_id,
-        cwd="/w",
-        preview=f"work {thread_id}",
-        status={"type": status},
-        parentThreadId=parent,
-        updatedAt=updated,
-    )
+from tests.support.picture import thread
 
 
 def ids(picture: Picture) -> set[str]:
@@ -52,9 +40,9 @@ def test_a_thread_goes_with_the_threads_under_it_and_a_busy_child_keeps_its_root
 
 def test_a_thread_codex_deleted_or_archived_is_forgotten_with_its_sub_agents() -> None:
     picture = Picture()
-    picture.seen(thread("root"))
-    picture.seen(thread("child", parent="root"))
-    picture.seen(thread("other"))
+    picture.seen(thread("root", updated=0))
+    picture.seen(thread("child", parent="root", updated=0))
+    picture.seen(thread("other", updated=0))
     picture.gone("root")
     assert ids(picture) == {"other"}
     assert sorted(picture.take_forgotten()) == ["child", "root"]
@@ -104,13 +92,13 @@ def test_rows_of_a_codex_before_this_one_go_once_they_outnumber_the_limit() -> N
     board = Board(Picture(limit=2))
     view = board.opened()
     for thread_id in ("a", "b"):
-        board.picture.seen(thread(thread_id))
+        board.picture.seen(thread(thread_id, updated=0))
         board.picture_changed()
         delta = {"threadId": thread_id, "turnId": "u", "itemId": "m", "delta": "hello"}
         board.notification("item/agentMessage/delta", delta, now=1.0)
     board.picture = Picture(limit=2)  # Codex restarted
     for thread_id in ("c", "d"):
-        board.picture.seen(thread(thread_id))
+        board.picture.seen(thread(thread_id, updated=0))
         board.picture_changed()
         delta = {"threadId": thread_id, "turnId": "u", "itemId": "m", "delta": "hello"}
         board.notification("item/agentMessage/delta", delta, now=2.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -11,7 +12,7 @@ from bridge.codex.messages import decode_item
 from bridge.engine.views import history
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness, Windows
-from tests.test_config import WORKSPACE_WRITE
+from tests.test_config import thread_started
 from tests.test_v2 import V2
 
 THREAD, TURN, ITEM = "thread-1", "turn-1", "plan-item-1"
@@ -24,16 +25,7 @@ def _open(h: Harness) -> None:
     if not isinstance(h, V2):
         params["mcpServers"] = []
     rid = h.client_request("session/new", params)
-    h.codex_reply(
-        h.codex_request("thread/start")["id"],
-        {
-            "thread": {"id": THREAD, "cwd": "/work"},
-            "model": "mock-model",
-            "approvalPolicy": "on-request",
-            "sandbox": WORKSPACE_WRITE,
-            "cwd": "/work",
-        },
-    )
+    h.codex_reply(h.codex_request("thread/start")["id"], thread_started(THREAD, cwd="/work"))
     assert h.result(rid)["sessionId"] == THREAD
 
 
@@ -297,24 +289,27 @@ def _withdrawn(h: Harness, request: dict[str, Any]) -> None:
     ]
 
 
-def test_a_new_prompt_withdraws_the_question_and_a_late_yes_does_nothing() -> None:
+@pytest.mark.parametrize(
+    "withdraw",
+    [
+        pytest.param(
+            lambda h: h.client_request(
+                "session/prompt", {"sessionId": THREAD, "prompt": [{"type": "text", "text": "no"}]}
+            ),
+            id="a-new-prompt",
+        ),
+        pytest.param(
+            lambda h: h.client_notify("session/cancel", {"sessionId": THREAD}), id="a-cancel"
+        ),
+    ],
+)
+def test_the_client_withdraws_the_question_and_a_late_yes_does_nothing(
+    withdraw: Callable[[Harness], object],
+) -> None:
     h = _v1()
     _planned(h)
     [request] = _asked(h)
-    h.client_request(
-        "session/prompt", {"sessionId": THREAD, "prompt": [{"type": "text", "text": "no"}]}
-    )
-    _withdrawn(h, request)
-    sent = len(h.to_codex)
-    _answer(h, request, IMPLEMENT)
-    assert h.to_codex[sent:] == []
-
-
-def test_a_cancel_withdraws_the_question() -> None:
-    h = _v1()
-    _planned(h)
-    [request] = _asked(h)
-    h.client_notify("session/cancel", {"sessionId": THREAD})
+    withdraw(h)
     _withdrawn(h, request)
     sent = len(h.to_codex)
     _answer(h, request, IMPLEMENT)

@@ -16,7 +16,7 @@ from bridge.engine.core.machines import MachineOffer, Registration
 from bridge.engine.features.palette import _rewind_plan as rewind_plan
 from bridge.engine.features.palette._rewind_plan import Unreadable
 from tests.support.reading import text_of
-from tests.test_config import THREAD, H, open_session, prompt
+from tests.test_config import THREAD, H, open_session, prompt, thread_started
 
 BIG = "".join(f"l{i}\n" for i in range(1, 41))
 BIG_EDITED = BIG.replace("l11\n", "L11\n")
@@ -808,16 +808,12 @@ def test_a_rewind_writes_in_the_sessions_other_folders_too() -> None:
     rid = h.client_request(
         "session/new", {"cwd": "/work", "mcpServers": [], "additionalDirectories": ["/data"]}
     )
-    start = h.codex_request("thread/start")
     h.codex_reply(
-        start["id"],
-        {
-            "thread": {"id": THREAD, "cwd": "/work"},
-            "model": "mock-model",
-            "approvalPolicy": "on-request",
-            "sandbox": {"type": "workspaceWrite", "writableRoots": ["/data"]},
-            "runtimeWorkspaceRoots": ["/work", "/data"],
-        },
+        h.codex_request("thread/start")["id"],
+        thread_started(
+            sandbox={"type": "workspaceWrite", "writableRoots": ["/data"]},
+            runtimeWorkspaceRoots=["/work", "/data"],
+        ),
     )
     assert h.result(rid)["sessionId"] == THREAD
     rid = run(h, "/rewind")

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from tests.support.engine_harness import Harness
-from tests.test_lifecycle import THREAD, Recorder, initialize, stored_thread, validate_all
+from tests.test_lifecycle import Recorder, initialize, stored_thread, validate_all
 from tests.test_subagents import CHILD, ROOT, Tree
-from tests.test_v2 import V2
+from tests.test_v2 import V2, status_of_a_saved_then_an_elsewhere_open_session
 
 #: What Codex answers for a thread it neither holds nor stored.
 NO_ROLLOUT = "no rollout found for thread id thread-9"
@@ -90,15 +90,7 @@ def test_v1_status_of_an_open_session_is_open_without_asking_codex_nor_a_state()
 
 def test_v1_status_of_a_saved_an_elsewhere_open_and_an_unknown_session() -> None:
     h = unstable_v1()
-    saved = h.client_request("session/status", {"sessionId": THREAD})
-    h.codex_reply(h.codex_request("thread/read")["id"], {"thread": stored_thread([])})
-    assert h.result(saved) == {"status": "saved"}
-    elsewhere = h.client_request("session/status", {"sessionId": THREAD})
-    h.codex_reply(
-        h.codex_request("thread/read")["id"],
-        {"thread": stored_thread([], status={"type": "idle"})},
-    )
-    assert h.result(elsewhere) == {"status": "open"}
+    status_of_a_saved_then_an_elsewhere_open_session(h)
     unknown = h.client_request("session/status", {"sessionId": "thread-9"})
     h.codex_error(h.codex_request("thread/read")["id"], NO_ROLLOUT)
     error = h.error(unknown)

@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pytest
@@ -26,6 +26,9 @@ from bridge.shell.codex_transport import CodexConnection, strip_ansi
 from bridge.shell.restart import Backoff, Restart
 from bridge.shell.run_bridge import BEHIND_AFTER, Connect, Writer, run_bridge
 from bridge.shell.streams import LineStream, MessageTooLarge, WaitingSends
+
+if TYPE_CHECKING:
+    from websockets.server import ServerProtocol
 
 MESSAGES = [b'{"a":1}', b'{"b":"two words"}', b"{}", b'{"c":[1,2,3]}']
 
@@ -656,10 +659,21 @@ async def _stream_answer(
     await send_all(frame * (_BURST - 1))
 
 
+async def _accept_websocket(stream: trio.SocketStream, protocol: ServerProtocol) -> None:
+    """Reads a client's opening handshake from ``stream`` and accepts it."""
+    from websockets.http11 import Request
+
+    requests: list[Request] = []
+    while not requests:
+        protocol.receive_data(await stream.receive_some())
+        requests = [e for e in protocol.events_received() if isinstance(e, Request)]
+    protocol.send_response(protocol.accept(requests[0]))
+    await stream.send_all(b"".join(protocol.data_to_send()))
+
+
 async def _burst_websocket_server(paused: trio.Event, task_status: trio.TaskStatus[str]) -> None:
     """A Codex on a WebSocket streaming its answer as :func:`_stream_answer` says."""
     from websockets.frames import Frame, Opcode
-    from websockets.http11 import Request
     from websockets.server import ServerProtocol
 
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
@@ -667,12 +681,7 @@ async def _burst_websocket_server(paused: trio.Event, task_status: trio.TaskStat
 
     async def handle(stream: trio.SocketStream) -> None:
         protocol = ServerProtocol()
-        requests: list[Request] = []
-        while not requests:
-            protocol.receive_data(await stream.receive_some())
-            requests = [e for e in protocol.events_received() if isinstance(e, Request)]
-        protocol.send_response(protocol.accept(requests[0]))
-        await stream.send_all(b"".join(protocol.data_to_send()))
+        await _accept_websocket(stream, protocol)
         frame = Frame(Opcode.TEXT, _DELTA).serialize(mask=False, extensions=[])
         await _stream_answer(stream.send_all, frame, paused)
         await trio.sleep_forever()
@@ -756,7 +765,6 @@ async def _flooding_websocket_server(
     """A Codex on a WebSocket that sends :data:`_FLOOD_FRAMES` messages as fast as its
     socket takes them, numbered, then waits."""
     from websockets.frames import Frame, Opcode
-    from websockets.http11 import Request
     from websockets.server import ServerProtocol
 
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
@@ -764,12 +772,7 @@ async def _flooding_websocket_server(
 
     async def handle(stream: trio.SocketStream) -> None:
         protocol = ServerProtocol(max_size=None)
-        requests: list[Request] = []
-        while not requests:
-            protocol.receive_data(await stream.receive_some())
-            requests = [e for e in protocol.events_received() if isinstance(e, Request)]
-        protocol.send_response(protocol.accept(requests[0]))
-        await stream.send_all(b"".join(protocol.data_to_send()))
+        await _accept_websocket(stream, protocol)
         for n in range(_FLOOD_FRAMES):
             data = b"%08d" % n + b"x" * (_FLOOD_FRAME - 8)
             await stream.send_all(Frame(Opcode.TEXT, data).serialize(mask=False, extensions=[]))

@@ -16,6 +16,7 @@ import pytest
 
 from bridge.codex.threads import SUBAGENT_SOURCE_KINDS
 from tests.support.engine_harness import Harness, check_interleaved, request_log
+from tests.test_subagents import stored
 
 ROOT = "thread-root"
 CHILD = "thread-child"
@@ -38,14 +39,8 @@ SPAWN = {
 
 
 def _thread(thread_id: str, items: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
-    return {
-        "id": thread_id,
-        "cwd": WORKDIR,
-        "status": {"type": "idle"},
-        "source": "vscode",
-        "turns": [{"id": f"turn-of-{thread_id}", "status": "completed", "items": items}],
-        **fields,
-    }
+    """A thread Codex has loaded (idle), one completed turn of ``items``."""
+    return stored(thread_id, items, status={"type": "idle"}, **fields)
 
 
 def _child(thread_id: str, parent: str, nickname: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from bridge.shell.effects import MachineAnswer
 from bridge.shell.machine_files import MachineCalls
 from bridge.shell.machine_link import MachineLinks
 from bridge.token_urls import codex_url_refusal, is_loopback, plain_text_refusal, websocket_proxy
+from tests.support.loopback import token_file
 
 LOOPBACK = [
     "ws://127.0.0.1:4600",
@@ -110,10 +111,7 @@ async def no_network() -> AsyncIterator[_Refused]:
 
 @pytest.fixture
 def token(tmp_path: Path) -> Path:
-    path = tmp_path / "token"
-    path.write_text("a-token-that-stays-here\n")
-    path.chmod(0o600)
-    return path
+    return token_file(tmp_path, "a-token-that-stays-here")
 
 
 def _spec(url: str, token: Path) -> spec_of.MachineSpec:

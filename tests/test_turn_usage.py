@@ -219,12 +219,18 @@ def test_v1_codexs_estimate_of_the_cost_is_asked_once_a_turn_and_goes_on_the_usa
     validate_v1(h)
 
 
-def test_a_cost_codex_does_not_know_is_never_sent_as_a_zero() -> None:
+def a_turn_done_on(provider: str) -> V1:
+    """Session ``thread-1`` on ``provider``, its first turn done, 100 tokens its usage."""
     h = V1()
-    session_on(h, "openai")
+    session_on(h, provider)
     h.start_prompt("thread-1")
     tokens(h, "turn-1", breakdown(100), breakdown(100))
     h.complete_turn("thread-1")
+    return h
+
+
+def test_a_cost_codex_does_not_know_is_never_sent_as_a_zero() -> None:
+    h = a_turn_done_on("openai")
     before = len(h.to_client)
     # No billing route for the thread (the estimate unknown), then an API key's refusal.
     h.codex_reply(cost_reads(h)[0]["id"], {"summary": {}, "threadUsage": None})
@@ -240,11 +246,7 @@ def test_a_cost_codex_does_not_know_is_never_sent_as_a_zero() -> None:
 
 
 def test_a_thread_on_another_provider_is_not_asked_its_cost() -> None:
-    h = V1()
-    session_on(h, "ollama")
-    h.start_prompt("thread-1")
-    tokens(h, "turn-1", breakdown(100), breakdown(100))
-    h.complete_turn("thread-1")
+    h = a_turn_done_on("ollama")
     assert cost_reads(h) == []
     assert all("cost" not in u for u in usage_updates(h))
 

@@ -270,8 +270,7 @@ def test_cancel_ends_the_work_cancelled_and_a_waiting_prompt_is_request_cancelle
     h.validate()
 
 
-def test_a_permission_request_makes_the_session_require_action_until_answered() -> None:
-    h = V2.with_turn()
+def _approval_asked(h: V2) -> dict[str, Any]:
     _command_started(h, command="rm -rf build")
     h.codex_ask(
         7,
@@ -285,6 +284,12 @@ def test_a_permission_request_makes_the_session_require_action_until_answered() 
         },
     )
     [ask] = [m for m in h.to_client if m.get("method") == "session/request_permission"]
+    return ask
+
+
+def test_a_permission_request_makes_the_session_require_action_until_answered() -> None:
+    h = V2.with_turn()
+    ask = _approval_asked(h)
     assert ask["params"]["title"] and ask["params"]["subject"]["type"] == "tool_call"
     assert h.states("thread-1")[-1] == {"state": "requires_action"}
     allow = next(o for o in ask["params"]["options"] if o["kind"] == "allow_once")
@@ -301,23 +306,6 @@ def test_a_permission_request_makes_the_session_require_action_until_answered() 
     answer = [m for m in h.to_codex if m.get("id") == 7 and "result" in m]
     assert answer and answer[0]["result"]["decision"] == "accept"
     h.validate()
-
-
-def _approval_asked(h: V2) -> dict[str, Any]:
-    _command_started(h, command="rm -rf build")
-    h.codex_ask(
-        7,
-        "item/commandExecution/requestApproval",
-        {
-            "threadId": "thread-1",
-            "turnId": "turn-1",
-            "itemId": "call-1",
-            "command": "rm -rf build",
-            "cwd": "/work",
-        },
-    )
-    [ask] = [m for m in h.to_client if m.get("method") == "session/request_permission"]
-    return ask
 
 
 def test_a_permission_request_taken_back_no_longer_requires_action() -> None:
@@ -431,8 +419,9 @@ def test_status_of_an_open_session_names_its_state_without_asking_codex() -> Non
     h.validate()
 
 
-def test_status_of_a_saved_session_asks_codex_and_an_unknown_one_is_not_found() -> None:
-    h = V2()
+def status_of_a_saved_then_an_elsewhere_open_session(h: Harness) -> None:
+    """``session/status`` of ``THREAD``, each asking Codex's ``thread/read``: ``saved`` while
+    Codex has not loaded it, then ``open`` once it has."""
     saved = h.client_request("session/status", {"sessionId": THREAD})
     h.codex_reply(h.codex_request("thread/read")["id"], {"thread": stored_thread([])})
     assert h.result(saved) == {"status": "saved"}
@@ -443,6 +432,11 @@ def test_status_of_a_saved_session_asks_codex_and_an_unknown_one_is_not_found() 
         {"thread": stored_thread([], status={"type": "idle"})},
     )
     assert h.result(elsewhere) == {"status": "open"}
+
+
+def test_status_of_a_saved_session_asks_codex_and_an_unknown_one_is_not_found() -> None:
+    h = V2()
+    status_of_a_saved_then_an_elsewhere_open_session(h)
     unknown = h.client_request("session/status", {"sessionId": "nope"})
     h.codex_error(h.codex_request("thread/read")["id"], "thread not found: nope")
     assert h.error(unknown).code == -32002

@@ -182,3 +182,15 @@ def lsb_release_stub(directory: Path) -> Path | None:
     )
     stub.chmod(0o755)
     return directory
+
+
+def openai_key_in_the_environment(
+    codex_home: Path, base_url: str, bridge_env: dict[str, str], key: str
+) -> None:
+    """A Codex home whose provider requires OpenAI's auth, and ``key`` in the bridge's
+    environment as ``OPENAI_API_KEY`` alone (no ``CODEX_API_KEY``)."""
+    write_codex_home(
+        codex_home, base_url, extra_toml="[model_providers.mock]\nrequires_openai_auth = true"
+    )
+    bridge_env.pop("CODEX_API_KEY", None)
+    bridge_env["OPENAI_API_KEY"] = key

@@ -69,3 +69,15 @@ def serve_argv(directory: Path) -> list[str]:
         "--log-level",
         "info",
     ]
+
+
+async def daemon_refused(env: dict[str, str], runtime: Path) -> str:
+    """``daemon --runtime-dir RUNTIME`` that refuses to start (exit 1): what it said."""
+    refused = await trio.run_process(
+        [sys.executable, "-m", "bridge", "daemon", "--runtime-dir", str(runtime)],
+        env=env,
+        capture_stderr=True,
+        check=False,
+    )
+    assert refused.returncode == 1, refused.stderr.decode()
+    return refused.stderr.decode().strip()

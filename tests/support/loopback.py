@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import NamedTuple
 
 import trio
@@ -74,3 +75,28 @@ async def http_requests(stream: trio.SocketStream) -> AsyncIterator[HttpRequest]
             buffer += data
         body, buffer = buffer[:length], buffer[length:]
         yield HttpRequest(method, path, headers, body)
+
+
+async def http_request(
+    port: int, target: str, host: str, *, method: str = "GET", address: str = "127.0.0.1"
+) -> tuple[int, str, bytes]:
+    """One plain HTTP/1.1 request, ``Host: host``, to ``address:port``, read to the server's
+    close: the status, the head, the body."""
+    stream = await trio.open_tcp_stream(address, port)
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
+    await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
+    data = b""
+    while chunk := await stream.receive_some(65536):
+        data += chunk
+    await stream.aclose()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), head.decode(), body
+
+
+def token_file(folder: Path, token: str) -> Path:
+    """A capability token's file in ``folder``, as a user keeps it: ``token`` and a newline,
+    readable by its owner alone."""
+    path = folder / "token"
+    path.write_text(f"{token}\n")
+    path.chmod(0o600)
+    return path

@@ -132,21 +132,27 @@ def _mcp(method: str, body: bytes) -> tuple[str, dict[str, str], bytes]:
     message = json.loads(body or b"{}")
     if "id" not in message:
         return "202 Accepted", {}, b""
+    return _json(mcp_answer(message, "notes", TOOL))
+
+
+def mcp_answer(message: dict[str, Any], server: str, tool: str) -> dict[str, Any]:
+    """An MCP server's answer to the request ``message``: named ``server``, its one tool
+    ``tool``; an empty result to anything but ``initialize`` and ``tools/list``."""
     result: dict[str, Any] = {}
     if message.get("method") == "initialize":
         result = {
             "protocolVersion": message["params"].get("protocolVersion"),
             "capabilities": {"tools": {}},
-            "serverInfo": {"name": "notes", "version": "1"},
+            "serverInfo": {"name": server, "version": "1"},
         }
     elif message.get("method") == "tools/list":
         result = {
             "tools": [
                 {
-                    "name": TOOL,
+                    "name": tool,
                     "description": "d",
                     "inputSchema": {"type": "object", "properties": {}},
                 }
             ]
         }
-    return _json({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    return {"jsonrpc": "2.0", "id": message["id"], "result": result}

@@ -67,3 +67,21 @@ class Ended(dict[str, Any]):
         return equal if equal is NotImplemented else not equal
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def calls_seen(
+    updates: Iterable[dict[str, Any]], session_id: str, fields: Iterable[str] = ("title", "status")
+) -> dict[str, dict[str, Any]]:
+    """A session's tool calls as a client ends up seeing them from its ``session/update``
+    params ``updates`` (later updates applied): each call's ``fields``, by its id."""
+    calls: dict[str, dict[str, Any]] = {}
+    for params in updates:
+        update = params["update"]
+        if params["sessionId"] == session_id and update["sessionUpdate"] in (
+            "tool_call",
+            "tool_call_update",
+        ):
+            calls.setdefault(update["toolCallId"], {}).update(
+                {k: update[k] for k in fields if k in update}
+            )
+    return calls
