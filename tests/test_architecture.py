@@ -469,6 +469,55 @@ def turn_writes(
     return found
 
 
+#: The one module that moves Codex's side of the connection, and the one that makes it.
+CODEX_SIDE_MOVER = f"{ENGINE}.core.connection"
+CODEX_SIDE_OWNER = f"{ENGINE}.core.hub"
+
+
+def codex_side_writes(
+    modules: Mapping[str, Path],
+    *,
+    engine: str = ENGINE,
+    mover: str = CODEX_SIDE_MOVER,
+    owner: str = CODEX_SIDE_OWNER,
+    root: Path = PACKAGE_DIR.parent,
+) -> list[str]:
+    """``file:line`` for every change to Codex's side of the connection (``hub.codex_side``)
+    outside ``mover``: a ``.codex_side....move(...)``, an assignment through ``.codex_side``,
+    a ``CodexSide(...)`` made anywhere but ``owner``."""
+    found: list[str] = []
+    for name in sorted(modules):
+        if name == mover or not (name == engine or name.startswith(f"{engine}.")):
+            continue
+        path = modules[name]
+        writes: list[tuple[int, str]] = []
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for target in targets:
+                chain = [n.attr for n in ast.walk(target) if isinstance(n, ast.Attribute)]
+                if "codex_side" in chain[1:] or (
+                    chain and chain[0] == "codex_side" and name != owner
+                ):
+                    writes.append((target.lineno, "assigns through .codex_side"))
+            if isinstance(node, ast.Call):
+                callee = node.func
+                if (
+                    isinstance(callee, ast.Attribute)
+                    and callee.attr == "move"
+                    and isinstance(callee.value, ast.Attribute)
+                    and callee.value.attr == "codex_side"
+                ):
+                    writes.append((node.lineno, "moves .codex_side"))
+                if getattr(callee, "id", None) == "CodexSide" and name != owner:
+                    writes.append((node.lineno, "makes a CodexSide"))
+        found += [f"{path.relative_to(root)}:{line} {what}" for line, what in sorted(writes)]
+    return found
+
+
 #: Codex methods whose answer always changes the record asking: asked with ``hub.ask``,
 #: their entry typed, never with ``codex_request`` and a closure.
 RECORD_METHODS = frozenset({"turn/start", "turn/interrupt", "turn/steer"})
@@ -619,6 +668,43 @@ def test_only_the_turns_module_changes_a_turns_state() -> None:
         f"a turn's state changes in {TURN_WRITER} alone (tell it the event):\n",
         turn_writes(MODULES),
     )
+
+
+def test_only_the_connection_moves_codexs_side() -> None:
+    fail_listing(
+        f"Codex's side of the connection moves in {CODEX_SIDE_MOVER} alone:\n",
+        codex_side_writes(MODULES),
+    )
+
+
+def test_the_codex_side_check_sees_each_kind_of_write(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/core/connection.py": "def lost(hub):\n    hub.codex_side.move(LOST, 'x')\n",
+            "fake/core/hub.py": "class Hub:\n    def __init__(self):\n        self.codex_side = CodexSide()\n",
+            "fake/features/f.py": (
+                "def f(hub, CodexSide):\n"
+                "    hub.codex_side.move(READY)\n"
+                "    hub.codex_side.state = READY\n"
+                "    hub.codex_side = CodexSide()\n"
+                "    hub.codex_side.reason == 'x'\n"
+            ),
+        },
+    )
+    found = codex_side_writes(
+        find_modules(package),
+        engine="fake",
+        mover="fake.core.connection",
+        owner="fake.core.hub",
+        root=tmp_path,
+    )
+    assert found == [
+        "fake/features/f.py:2 moves .codex_side",
+        "fake/features/f.py:3 assigns through .codex_side",
+        "fake/features/f.py:4 assigns through .codex_side",
+        "fake/features/f.py:4 makes a CodexSide",
+    ]
 
 
 def test_a_feature_asks_codex_for_a_record_without_closures() -> None:

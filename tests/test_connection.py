@@ -9,7 +9,8 @@ import pytest
 
 from bridge.codex.types import AgentMessageDelta
 from bridge.engine.core.codex_routing import Route
-from bridge.engine.core.connection import ClientState, CodexState
+from bridge.engine.core.codex_side import MOVES, CodexSide, CodexState, ImpossibleMove
+from bridge.engine.core.connection import ClientState
 from tests.support.engine_harness import Harness
 
 
@@ -124,3 +125,22 @@ def test_a_delta_for_a_thread_no_session_shows_meets_the_gate_either_way(data: b
     record = h.engine.threads.get("T")
     assert record is not None and record.unplaced is not None
     assert [held.params for held in record.unplaced.held] == [AgentMessageDelta(**DELTA)]
+
+
+def test_codexs_side_moves_only_as_its_table_says() -> None:
+    """One state, kept once: a move the table lacks is a defect, refused, and the state stays."""
+    side = CodexSide()
+    side.move(CodexState.READY)
+    with pytest.raises(ImpossibleMove):
+        side.move(CodexState.RESTARTING)  # a connection that was never lost is not restarted
+    with pytest.raises(ImpossibleMove):
+        side.move(CodexState.RECOVERING)  # away without a reason
+    assert (side.state, side.reason) == (CodexState.READY, None)
+    side.move(CodexState.RECOVERING, "exited")
+    with pytest.raises(ImpossibleMove):
+        side.move(CodexState.READY)  # back only through a new connection's handshake
+    side.move(CodexState.RESTARTING)
+    side.move(CodexState.READY)
+    assert (side.state, side.reason) == (CodexState.READY, None)
+    # Every state the table names can be left, and every move it lists is a state.
+    assert set(MOVES) == set(CodexState) and all(MOVES.values())

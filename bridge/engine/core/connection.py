@@ -33,9 +33,9 @@ Codex's side is in one of five states (:class:`CodexState`); the shell's reports
   up bringing it back. What waited, and what comes, is answered with the reason
   (``hub.codex_lost_reason``), except ``initialize``. Only a restart leaves it.
 
-The features read two facts of this state from the hub: ``hub.codex_ready``
-(READY) and ``hub.codex_lost_reason`` (RECOVERING or LOST: why); only this module
-changes them (a restart clears both, with the old peer: ``hub.reset_codex``).
+The state is kept once, on the hub (``hub.codex_side``, :mod:`bridge.engine.core.codex_side`,
+whose table refuses any other move); only this module moves it. The features read it as
+``hub.codex_ready`` (READY) and ``hub.codex_lost_reason`` (RECOVERING or LOST: why).
 
 The client's side (:class:`ClientState`) is **OPENING** until the client sends a
 request other than ``initialize``, then **OPEN**: ACP v2 allows ``initialize``
@@ -63,6 +63,7 @@ from ...codex import types as codex_types
 from ...codex import versions as codex_versions
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
+from .codex_side import CodexState
 from .hub import AGENT_NAME, Face, Hub, RequestHandler, decode_params
 
 log = logging.getLogger(__name__)
@@ -70,16 +71,6 @@ log = logging.getLogger(__name__)
 #: Client messages kept while Codex is brought back; past this many, they are
 #: answered at once with the reason Codex is away.
 MAX_WAITING = 1000
-
-
-class CodexState(enum.Enum):
-    """Where Codex's side of the connection is (see the module docstring)."""
-
-    STARTING = "starting"
-    READY = "ready"
-    RECOVERING = "recovering"
-    RESTARTING = "restarting"
-    LOST = "lost"
 
 
 class ClientState(enum.Enum):
@@ -169,7 +160,6 @@ class Connection:
     v1_requests: dict[str, RequestHandler]
     #: Builds the v2 face and its request table, for a client that speaks v2.
     v2_face: Callable[[], tuple[HandshakeFace, dict[str, RequestHandler]]]
-    codex: CodexState = field(default=CodexState.STARTING, init=False)
     client: ClientState = field(default=ClientState.OPENING, init=False)
     #: Client messages waiting for Codex's handshake (or its return), in arrival order.
     _waiting: list[bytes] = field(default_factory=list, init=False)
@@ -178,6 +168,11 @@ class Connection:
 
     def __post_init__(self) -> None:
         self.hub.speak(self.v1_face)
+
+    @property
+    def codex(self) -> CodexState:
+        """Where Codex's side is (kept on the hub: ``hub.codex_side``)."""
+        return self.hub.codex_side.state
 
     @property
     def client_waiting(self) -> bool:
@@ -295,8 +290,7 @@ class Connection:
         """STARTING or RESTARTING → READY."""
         self._check_version(result)
         restarted = self.codex is CodexState.RESTARTING
-        self.codex = CodexState.READY
-        self.hub.codex_ready = True
+        self.hub.codex_side.move(CodexState.READY)
         self.hub.codex_notification("initialized")
         self.machines.register()
         # While the client does its own handshake: the first session's answer lists the models.
@@ -323,9 +317,8 @@ class Connection:
         hub = self.hub
         if self.codex is CodexState.RECOVERING:
             return
-        if hub.codex_lost_reason is None:
-            hub.codex_lost_reason = f"Codex app-server refused initialize: {error.message}"
-        self.codex = CodexState.LOST
+        reason = hub.codex_lost_reason or f"Codex app-server refused initialize: {error.message}"
+        hub.codex_side.move(CodexState.LOST, reason)
         self.drain()
 
     # -- Codex lost and brought back -------------------------------------------------------
@@ -336,22 +329,19 @@ class Connection:
         hub = self.hub
         if hub.codex_lost_reason is not None:
             return False
-        hub.codex_lost_reason = reason
-        hub.codex_ready = False
-        self.codex = CodexState.RECOVERING if retrying else CodexState.LOST
+        hub.codex_side.move(CodexState.RECOVERING if retrying else CodexState.LOST, reason)
         hub.open_codex_requests.clear()  # nobody is left to answer
         return True
 
     def restarted(self) -> None:
         """A new connection to Codex is open: → RESTARTING, and its handshake begins."""
         self.hub.reset_codex()
-        self.codex = CodexState.RESTARTING
+        self.hub.codex_side.move(CodexState.RESTARTING)
         self.start()
 
     def gave_up(self, reason: str) -> None:
         """The shell stopped bringing Codex back: → LOST with ``reason``."""
-        self.codex = CodexState.LOST
-        self.hub.codex_lost_reason = reason
+        self.hub.codex_side.move(CodexState.LOST, reason)
 
     def drain(self) -> None:
         """Handle, in order, the client messages that waited."""

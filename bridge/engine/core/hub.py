@@ -43,6 +43,7 @@ from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from . import effects
 from .codex_asks import CodexAsk, InterruptTurn
+from .codex_side import CodexSide, CodexState
 from .facts import Fact
 from .machines import Machine
 from .outbox import update_effect
@@ -266,8 +267,8 @@ class Hub:
         self.client_capabilities = acp_types.ClientCapabilities()
         #: JetBrains AIR's capabilities the client declared (``None``: not AIR).
         self.air: frozenset[str] | None = None
-        self.codex_ready = False
-        self.codex_lost_reason: str | None = None
+        #: Codex's side of the connection: written by core/connection.py alone.
+        self.codex_side = CodexSide()
         #: What every thread is started (or opened) with without a profile.
         self.base_config = thread_config or None
         #: Codex's config profiles, each as the ``config`` a thread gets with it in force.
@@ -341,8 +342,16 @@ class Hub:
         whose request ids start again from 0, and nothing owed to the old one."""
         self.codex = Peer[Outstanding](jsonrpc_member=False)
         self.open_codex_requests.clear()
-        self.codex_ready = False
-        self.codex_lost_reason = None
+
+    @property
+    def codex_ready(self) -> bool:
+        """Codex finished its handshake (READY)."""
+        return self.codex_side.state is CodexState.READY
+
+    @property
+    def codex_lost_reason(self) -> str | None:
+        """Why Codex is away (RECOVERING, LOST); ``None`` while it is there or coming."""
+        return self.codex_side.reason
 
     @property
     def subagents_exposed(self) -> bool:
