@@ -20,7 +20,7 @@ import pytest
 import bridge.acp
 from bridge.acp import permissions as acp_permissions
 from bridge.acp import v2
-from bridge.engine.core import facts, hub, workstate
+from bridge.engine.core import answers, facts, workstate
 from bridge.engine.core.record_parts import Turn
 from bridge.engine.core.threads import ThreadRecord
 from bridge.engine.faces import v2_requests
@@ -234,7 +234,7 @@ def test_the_prompts_feature_states_when_a_prompt_is_inserted_and_under_which_id
 def decodes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, type]]:
     """Every client params decode, wherever the features and faces do it."""
     seen: list[tuple[str, type]] = []
-    real = hub.decode_params
+    real = answers.decode_params
 
     def counting(raw: Any, kind: type, method: str) -> Any:
         seen.append((method, kind))

@@ -15,7 +15,7 @@ from msgspec import Raw
 from .. import __version__
 from ..codex import palette as codex_palette
 from ..codex import types as codex_types
-from ..engine.core.hub import AGENT_NAME
+from ..engine.core import AGENT_NAME
 from ..jsonrpc import peer as rpc
 from ..shell.codex_transport import (
     CodexUnavailable,

@@ -82,13 +82,14 @@ from ..codex import types as codex_types
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from ..wire import declared, modules_of, prepare_lazy_decoders
-from .core import client_routing, facts
+from .core import AGENT_NAME, client_routing, facts
+from .core.answers import decode_params, prepare_decoders
 from .core.backstop import Backstop
 from .core.codex_asks import LeftOut
 from .core.codex_routing import CodexRouter, Route, notification, request
 from .core.connection import MAX_WAITING, Connection, HandshakeFace
 from .core.effects import Effect
-from .core.hub import AGENT_NAME, Hub, RequestHandler, decode_params, prepare_decoders
+from .core.hub import Hub, RequestHandler
 from .core.machines import MachineOffer
 from .core.record_parts import HeldMessage
 from .core.threads import ThreadRecord, Threads

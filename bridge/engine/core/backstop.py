@@ -13,7 +13,8 @@ import logging
 from collections.abc import Callable
 
 from ...jsonrpc import ErrorCode, RequestId, RpcError
-from .hub import AGENT_NAME, Hub
+from . import AGENT_NAME
+from .hub import Hub
 
 log = logging.getLogger(__name__)
 

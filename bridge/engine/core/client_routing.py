@@ -37,8 +37,10 @@ from ...jsonrpc import (
     RequestId,
     RpcError,
 )
+from . import AGENT_NAME
+from .answers import Outstanding
 from .connection import Connection
-from .hub import AGENT_NAME, Hub, Outstanding, RequestHandler
+from .hub import Hub, RequestHandler
 from .replies import Arrived, Router, take_answer
 
 log = logging.getLogger(__name__)

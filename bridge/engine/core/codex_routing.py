@@ -33,7 +33,9 @@ import msgspec
 
 from ...codex import messages as codex_messages
 from ...jsonrpc import ErrorCode, IncomingNotification, IncomingRequest, RequestId, RpcError
-from .hub import AGENT_NAME, Hub, Outstanding
+from . import AGENT_NAME
+from .answers import Outstanding
+from .hub import Hub
 from .record_parts import HeldMessage
 from .replies import Arrived, Router, take_answer
 

@@ -63,8 +63,10 @@ from ...codex import types as codex_types
 from ...codex import versions as codex_versions
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
+from . import AGENT_NAME
+from .answers import decode_params
 from .codex_side import CodexState
-from .hub import AGENT_NAME, Face, Hub, RequestHandler, decode_params
+from .hub import Face, Hub, RequestHandler
 
 log = logging.getLogger(__name__)
 

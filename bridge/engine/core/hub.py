@@ -28,13 +28,12 @@ only answers a client, or feeds a feature's own state, keeps plain callbacks
 from __future__ import annotations
 
 import logging
-import posixpath
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import msgspec
-from msgspec import UNSET, Raw, UnsetType
+from msgspec import Raw
 
 from ...acp import permissions as acp_permissions
 from ...acp import types as acp_types
@@ -42,6 +41,7 @@ from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from . import effects
+from .answers import OnError, Outstanding, decoder, from_codex
 from .codex_asks import CodexAsk, InterruptTurn
 from .codex_side import CodexSide, CodexState
 from .facts import Fact
@@ -53,73 +53,7 @@ from .turns import TURN_TRAFFIC, insert_awaited, interrupting
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 E = TypeVar("E", bound=CodexAsk)
-
-OnError: TypeAlias = Callable[[ErrorObject], None]
-
-AGENT_NAME = "codex-acp-bridge"
-
-#: ``data`` member of the error a malformed Codex answer becomes (names the method).
-MALFORMED = "malformedCodexAnswer"
-
-
-def malformed(error: ErrorObject) -> bool:
-    """Whether ``error`` is Codex's answer not fitting its type, not an error Codex sent."""
-    return isinstance(error.data, dict) and MALFORMED in error.data
-
-
-def unknown_method(error: ErrorObject) -> bool:
-    """Whether Codex refused a request for its method: 0.169 answers an unknown method
-    with -32600 "Invalid request: unknown variant `...`" (and "thread not found" with the
-    same code, so the code alone does not tell)."""
-    return error.code == ErrorCode.METHOD_NOT_FOUND or "unknown variant" in error.message
-
-
-@dataclass(frozen=True, slots=True)
-class Outstanding:
-    """One of the engine's requests (to Codex or the client) whose answer has not come:
-    what to do with the answer when it does."""
-
-    method: str
-    decoder: msgspec.json.Decoder[Any] | None
-    on_result: Callable[[Any], None]
-    on_error: OnError
-
-    def result(self, raw: Raw) -> None:
-        """Decode the result with the type the request named; a mismatch is an error.
-
-        A defect in ``on_result`` is logged and turned into ``on_error``: whoever waits on
-        the request (a client request, most often) is answered, never left waiting. The
-        hub refuses a second answer to any request, so one ``on_result`` already gave
-        stands."""
-        if self.decoder is None:
-            value: Any = raw
-        else:
-            try:
-                value = self.decoder.decode(raw)
-            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
-                log.warning("Codex answered %s with a malformed result: %s", self.method, exc)
-                self.on_error(
-                    ErrorObject(
-                        ErrorCode.INTERNAL_ERROR,
-                        f"Codex answered {self.method} with a malformed result: {exc}",
-                        {MALFORMED: self.method},
-                    )
-                )
-                return
-        try:
-            self.on_result(value)
-        except Exception:
-            log.exception("internal error handling Codex's answer to %s", self.method)
-            self.on_error(
-                ErrorObject(
-                    ErrorCode.INTERNAL_ERROR,
-                    f"{AGENT_NAME} internal error handling Codex's answer to {self.method}; "
-                    "see its log",
-                    {MALFORMED: self.method},
-                )
-            )
 
 
 @dataclass(slots=True, eq=False)
@@ -155,23 +89,6 @@ class _Asked:
             self.method,
             type(self.entry).__name__,
         )
-
-
-_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-
-
-def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
-    decoder = _decoders.get(kind)
-    if decoder is None:
-        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
-    return decoder
-
-
-def prepare_decoders(kinds: Iterable[Any]) -> None:
-    """Build the decoders of these types now rather than at the first message of each
-    (see ``Engine.prepare``)."""
-    for kind in kinds:
-        _decoder(kind)
 
 
 RequestHandler: TypeAlias = Callable[[RequestId, Raw], None]
@@ -388,7 +305,7 @@ class Hub:
             on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
             return
         waiting = Outstanding(
-            method, None if result is None else _decoder(result), on_result, on_error
+            method, None if result is None else decoder(result), on_result, on_error
         )
         _rid, data = self.codex.request(method, params, waiting)
         self._out.append(effects.ToCodex(data))
@@ -477,7 +394,7 @@ class Hub:
         self._machine_asked += 1
         key = f"bridge-machine-{self._machine_asked}"
         self._machine_waiters[key] = Outstanding(
-            f"{method} on {machine}", _decoder(result), on_result, on_error
+            f"{method} on {machine}", decoder(result), on_result, on_error
         )
         self._out.append(effects.MachineCall(machine, key, method, msgspec.json.encode(params)))
 
@@ -674,64 +591,8 @@ class Hub:
         return out
 
 
-def decode_params(raw: Raw, kind: type[T], method: str) -> T:
-    """Decode a client request's params; a mismatch is -32602 naming the field."""
-    try:
-        return _decoder(kind).decode(raw or b"null")  # type: ignore[no-any-return]
-    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
-        detail = str(exc).replace("`$`", "`params`").replace("`$.", "`params.")
-        raise RpcError.invalid_params(f"Invalid params for {method}: {detail}") from None
-
-
 def _nothing_stored(_thread_id: str) -> str | None:
     return None
-
-
-def from_codex(error: ErrorObject) -> RpcError:
-    """A Codex JSON-RPC error, passed on to the client with Codex's own message."""
-    return RpcError(ErrorCode.INTERNAL_ERROR, f"Codex: {error.message}", error.data)
-
-
-def check_directory(hub: Hub, cwd: str, method: str) -> None:
-    """``cwd`` must be an absolute path to an existing directory (-32602 naming it)."""
-    if not cwd.startswith("/"):
-        raise RpcError.invalid_params(f"{method}: cwd must be an absolute path, got {cwd!r}")
-    if not hub.is_directory(cwd):
-        raise RpcError.invalid_params(
-            f"{method}: cwd {cwd!r} is not an existing directory", {"cwd": cwd}
-        )
-
-
-def workspace_roots(cwd: str, folders: Sequence[str]) -> list[str] | UnsetType:
-    """Codex's ``runtimeWorkspaceRoots`` for a session with ``folders`` beside ``cwd``
-    (thread-scoped and experimental; not config's ``sandbox_workspace_write.writable_roots``,
-    which would replace the user's own); ``UNSET`` without: Codex's roots are ``cwd`` alone."""
-    return [cwd, *folders] if folders else UNSET
-
-
-def check_folders(
-    hub: Hub, cwd: str, folders: Sequence[str] | None, method: str
-) -> tuple[str, ...]:
-    """A session's ``additionalDirectories``: each an absolute path to an existing directory
-    (-32602 naming it), normalised (no ``..``, no trailing ``/``), in the client's order, each
-    once and ``cwd`` left out (it is the session's first folder already)."""
-    kept: list[str] = []
-    for index, folder in enumerate(folders or ()):
-        if not folder.startswith("/"):
-            raise RpcError.invalid_params(
-                f"{method}: additionalDirectories[{index}] must be an absolute path, "
-                f"got {folder!r}",
-                {"additionalDirectories": list(folders or ())},
-            )
-        if not hub.is_directory(folder):
-            raise RpcError.invalid_params(
-                f"{method}: additionalDirectories[{index}] {folder!r} is not an existing directory",
-                {"additionalDirectories": list(folders or ())},
-            )
-        normal = posixpath.normpath(folder)
-        if normal != posixpath.normpath(cwd) and normal not in kept:
-            kept.append(normal)
-    return tuple(kept)
 
 
 def _interrupted(_record: ThreadRecord, _asked: InterruptTurn, _result: object) -> None:

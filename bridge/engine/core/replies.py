@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar, TypeAlias
 
 from ...jsonrpc import IncomingError, IncomingResponse, RequestId
-from .hub import Hub, Outstanding
+from .answers import Outstanding
+from .hub import Hub
 
 #: The requests that arrived with the message being handled, as ``(peer, id)``.
 Arrived: TypeAlias = list[tuple[str, RequestId]]

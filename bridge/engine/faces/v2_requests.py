@@ -20,7 +20,8 @@ from ...acp import air, v2
 from ...acp import sessions as acp_sessions
 from ...acp import steering as acp_steering
 from ...jsonrpc import ErrorCode, RequestId, RpcError
-from ..core.hub import RequestHandler, StoredSessionParams, decode_params
+from ..core.answers import decode_params
+from ..core.hub import RequestHandler, StoredSessionParams
 
 #: v1 methods v2 removed.
 V1_ONLY = ("session/load", "session/set_mode", "authenticate")

@@ -47,7 +47,8 @@ from ....codex import items as codex_items
 from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import ErrorCode, RequestId
-from ...core.hub import AGENT_NAME, Hub
+from ...core import AGENT_NAME
+from ...core.hub import Hub
 from ...core.record_parts import Question
 from ...core.threads import ThreadRecord
 from ._questions import Asking, Fallbacks, Questions

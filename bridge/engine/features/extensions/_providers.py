@@ -36,7 +36,8 @@ from ....codex import providers as codex_providers
 from ....codex import types as codex_types
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core.hub import Hub, RequestHandler, decode_params, from_codex
+from ...core.answers import decode_params, from_codex
+from ...core.hub import Hub, RequestHandler
 
 LIST = "modelProvider/list"
 

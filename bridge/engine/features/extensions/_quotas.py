@@ -49,7 +49,8 @@ from ....codex import palette as codex_palette
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core import facts
-from ...core.hub import Hub, RequestHandler, decode_params
+from ...core.answers import decode_params
+from ...core.hub import Hub, RequestHandler
 from ...views.stored_sessions import iso_time
 from ._usage_limits import UsageLimits
 

@@ -49,7 +49,8 @@ from ....codex import threads as codex_threads
 from ....codex import types as codex_types
 from ....jsonrpc import ErrorCode, RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core.hub import Hub, from_codex
+from ...core.answers import from_codex
+from ...core.hub import Hub
 from ...core.machines import LOCAL, workspace
 from ...core.threads import ThreadRecord
 from . import _rewind_plan as rewind_plan

@@ -42,7 +42,8 @@ from msgspec import UNSET
 from ....codex import palette as codex_palette
 from ....jsonrpc import RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core.hub import Hub, from_codex
+from ...core.answers import from_codex
+from ...core.hub import Hub
 from ...core.ports import Collaboration
 from ...core.threads import ThreadRecord
 from ...views.commands import QuickCommand, mcp_login_name, rewind_count

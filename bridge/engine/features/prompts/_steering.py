@@ -36,8 +36,9 @@ from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
+from ...core.answers import decode_params
 from ...core.codex_asks import SteerTurn
-from ...core.hub import Hub, decode_params
+from ...core.hub import Hub
 from ...core.record_parts import Steer, TurnKind
 from ...core.threads import ThreadRecord
 from ...views import history

@@ -31,7 +31,8 @@ from ....acp import types as acp_types
 from ....codex import types as codex_types
 from ....jsonrpc import RequestId, RpcError
 from ...core import facts
-from ...core.hub import Hub, RequestHandler, decode_params
+from ...core.answers import decode_params
+from ...core.hub import Hub, RequestHandler
 
 MAX_PATHS = 1024
 MAX_DIFF_BYTES = 8 << 20

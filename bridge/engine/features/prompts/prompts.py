@@ -54,15 +54,10 @@ from ....codex.messages import ItemNotification
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core import facts, turns
+from ...core.answers import decode_params, from_codex
 from ...core.codex_asks import FindTurn, InterruptTurn, LeftOut, StartTurn
-from ...core.hub import (
-    Hub,
-    check_directory,
-    check_folders,
-    decode_params,
-    from_codex,
-    workspace_roots,
-)
+from ...core.folders import check_directory, check_folders, workspace_roots
+from ...core.hub import Hub
 from ...core.machines import LOCAL
 from ...core.record_parts import Prompt, QueuedPrompt, Turn, TurnKind
 from ...core.threads import ThreadRecord

@@ -36,7 +36,8 @@ from ....acp import types as acp_types
 from ....codex import threads as codex_threads
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core.hub import Hub, decode_params, from_codex, malformed, unknown_method
+from ...core.answers import decode_params, from_codex, malformed, unknown_method
+from ...core.hub import Hub
 
 log = logging.getLogger(__name__)
 

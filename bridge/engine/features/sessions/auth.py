@@ -38,7 +38,8 @@ from ....codex import account as codex_account
 from ....codex import palette as codex_palette
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core.hub import Hub, decode_params
+from ...core.answers import decode_params
+from ...core.hub import Hub
 
 log = logging.getLogger(__name__)
 

@@ -54,17 +54,10 @@ from ....codex import types as codex_types
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns
+from ...core.answers import decode_params, from_codex, malformed
 from ...core.codex_asks import LeftOut, OpenStored
-from ...core.hub import (
-    Hub,
-    StoredSessionParams,
-    check_directory,
-    check_folders,
-    decode_params,
-    from_codex,
-    malformed,
-    workspace_roots,
-)
+from ...core.folders import check_directory, check_folders, workspace_roots
+from ...core.hub import Hub, StoredSessionParams
 from ...core.record_parts import Status, TurnKind
 from ...core.threads import ThreadRecord
 from ...views.stored_sessions import (

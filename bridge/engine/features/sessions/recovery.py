@@ -32,7 +32,8 @@ from ....codex import threads as codex_threads
 from ....jsonrpc.peer import ErrorObject
 from ...core import turns, workstate
 from ...core.codex_asks import ReadSubagent, ResumeThread, WriteThread
-from ...core.hub import Hub, workspace_roots
+from ...core.folders import workspace_roots
+from ...core.hub import Hub
 from ...core.record_parts import Status
 from ...core.threads import ThreadRecord
 

@@ -56,9 +56,11 @@ from ....codex import settings as codex_settings
 from ....codex import types as codex_types
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
+from ...core.answers import decode_params, unknown_method
 from ...core.codex_asks import ListSkills, StorePick
 from ...core.effects import MachineChosen
-from ...core.hub import Hub, decode_params, unknown_method, workspace_roots
+from ...core.folders import workspace_roots
+from ...core.hub import Hub
 from ...core.machines import LOCAL, machine_of, session_environment, workspace
 from ...core.record_parts import Settings
 from ...core.threads import ThreadRecord

@@ -30,7 +30,8 @@ from collections.abc import Iterable
 from ....codex import threads as codex_threads
 from ....codex import types as codex_types
 from ....jsonrpc.peer import ErrorObject
-from ...core.hub import Hub, unknown_method
+from ...core.answers import unknown_method
+from ...core.hub import Hub
 
 log = logging.getLogger(__name__)
 
