@@ -68,6 +68,7 @@ from ...views import presets
 from ...views.commands import COMMANDS, offered, skill_command
 from . import _air_settings as air_settings
 from . import _views as setting_views
+from ._catalog import ModelCatalog
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +83,8 @@ class SettingsSelectors:
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
-        #: Codex's model catalog (``model/list``, every page); None until first asked for.
-        self.catalog: list[codex_settings.Model] | None = None
-        #: What waits for the catalog asked for (None: not being asked for).
-        self._catalog_waiting: list[Callable[[], None]] | None = None
+        #: Codex's model catalog, asked once per connection to Codex.
+        self.models = ModelCatalog(hub)
         #: False once Codex said it has no ``thread/settings/update`` (experimental).
         self.thread_settings_supported = True
 
@@ -595,61 +594,23 @@ class SettingsSelectors:
 
     # -- the model catalog ---------------------------------------------------------------------
 
+    @property
+    def catalog(self) -> list[codex_settings.Model] | None:
+        """Codex's models (:mod:`bridge.engine.features.settings._catalog`)."""
+        return self.models.models
+
     def ask_catalog(self) -> None:
-        """Ask Codex for its models now (at the handshake), so that the first session's
-        answer can list them all: a client that reads only that answer (a command-line
-        client, one process per command) could otherwise never pick another model."""
-        self._ask_catalog()
+        """Ask Codex for its models now (at the handshake); once they are in, every session
+        is sent what it offers now."""
+        self.models.ask(self._catalog_in)
 
     def when_catalog_ready(self, then: Callable[[], None]) -> None:
-        """Run ``then`` once the catalog asked for is in (or failed); at once if it is
-        not being asked for."""
-        if self._catalog_waiting is None:
-            then()
-        else:
-            self._catalog_waiting.append(then)
+        self.models.when_ready(then)
 
-    def _ask_catalog(self, cursor: str | None = None) -> None:
-        if cursor is None:
-            if self.catalog is not None:
-                return
-            self.catalog = []
-            self._catalog_waiting = []
-        params = (
-            codex_settings.ModelListParams()
-            if cursor is None
-            else codex_settings.ModelListParams(cursor=cursor)
-        )
-        self.hub.codex_request(
-            "model/list",
-            params,
-            codex_settings.ModelListResult,
-            self._on_catalog,
-            self._on_catalog_error,
-        )
-
-    def _on_catalog(self, page: codex_settings.ModelListResult) -> None:
-        assert self.catalog is not None
-        self.catalog.extend(m for m in page.data if not m.hidden)
-        if page.nextCursor:
-            self._ask_catalog(page.nextCursor)
-            return
+    def _catalog_in(self) -> None:
         for record in self.hub.threads.sessions():
             if record.settings is not None:
                 self._sync(record.id, record.settings)
-        self._catalog_in()
-
-    def _on_catalog_error(self, error: ErrorObject) -> None:
-        # Sessions keep offering the model they run; nothing else is known. The next
-        # handshake (a restarted Codex) asks again.
-        log.warning("model/list failed: %s", error.message)
-        self.catalog = None
-        self._catalog_in()
-
-    def _catalog_in(self) -> None:
-        waiting, self._catalog_waiting = self._catalog_waiting or [], None
-        for then in waiting:
-            then()
 
 
 def _skills_unlisted(record: ThreadRecord, _asked: ListSkills, error: ErrorObject) -> None:
