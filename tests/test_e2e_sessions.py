@@ -20,7 +20,7 @@ from msgspec import Raw
 
 from bridge.acp_client import AcpClient
 from bridge.codex.messages import decode_item
-from bridge.engine.features.sessions.lifecycle import LIST_PAGE
+from bridge.engine.features.sessions._listing import LIST_PAGE
 from bridge.engine.views import tool_views as tools
 from bridge.jsonrpc import RpcError
 from bridge.scripted_model import ScriptedModel, write_codex_home

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from bridge.codex.threads import NO_TURNS, NO_TURNS_CODE
-from bridge.engine.features.sessions.lifecycle import LIST_PAGE
+from bridge.engine.features.sessions._listing import LIST_PAGE
 from bridge.engine.features.subagents._history_pages import ITEM_PAGE, TURN_PAGE
 from bridge.recording import read_recording
 from bridge.recording.format import MessageRecord
