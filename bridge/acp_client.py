@@ -122,13 +122,17 @@ class AcpClient:
         else:
             await self.stream.send(self.peer.response(msg.id, result))
 
-    async def request(self, method: str, params: Any) -> Any:
-        """Send a request and wait for its result; an error response raises ``RpcError``."""
+    async def request(self, method: str, params: Any, *, sent: trio.Event | None = None) -> Any:
+        """Send a request and wait for its result; an error response raises ``RpcError``.
+        ``sent`` is set once the request is written: what is sent after that reaches the
+        agent after it, whichever task sends it."""
         call = _Call(method)
         rid, data = self.peer.request(method, params, call)
         self.sent_requests[rid] = method
         self.sent_params[rid] = params
         await self.stream.send(data)
+        if sent is not None:
+            sent.set()
         await call.done.wait()
         if call.error is not None:
             raise call.error
@@ -188,10 +192,9 @@ class AcpClient:
         result = await self.request("session/new", {"cwd": cwd, "mcpServers": []})
         return str(result["sessionId"])
 
-    async def prompt(self, session_id: str, text: str) -> Any:
-        return await self.request(
-            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
-        )
+    async def prompt(self, session_id: str, text: str, *, sent: trio.Event | None = None) -> Any:
+        params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        return await self.request("session/prompt", params, sent=sent)
 
     async def prompt_v2(self, session_id: str, text: str) -> tuple[str, dict[str, Any]]:
         """ACP v2: send a prompt, then wait for the session's work to end. Returns the

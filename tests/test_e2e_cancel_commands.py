@@ -18,6 +18,7 @@ import pytest
 import trio
 
 from bridge.acp_client import AcpClient
+from bridge.scripted_model import ScriptedModel
 from tests.support.e2e import Conversation
 from tests.support.reading import Ended
 from tests.support.scenarios.subagents import SUBAGENTS, call, children, has_state, script, spawn
@@ -115,8 +116,17 @@ async def test_cancelling_a_root_stops_the_command_its_turn_waits_on(
     assert result == [Ended({"stopReason": "cancelled"})]
 
 
+def returned_to_model(model: ScriptedModel) -> bool:
+    """A command's output reached the model: its turn went on without waiting for it."""
+    return any(
+        isinstance(item, dict) and item.get("type") == "function_call_output"
+        for request in model.requests
+        for item in request.get("input", [])
+    )
+
+
 async def test_cancelling_a_root_stops_what_it_left_running_in_the_background(
-    conversation: Conversation, unique: float
+    conversation: Conversation, unique: float, scripted_model: ScriptedModel
 ) -> None:
     result: list[Any] = []
     # The command returns to the model after 0.5 s and runs on; the turn then sleeps.
@@ -125,8 +135,8 @@ async def test_cancelling_a_root_stops_what_it_left_running_in_the_background(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(cancelled_prompt, client, session, prompt, result)
         await until(lambda: command_runs(unique), "the command started")
-        # By now the command returned to the model (after 0.5 s) and runs on.
-        await trio.sleep(2.0)
+        with trio.fail_after(30):  # the command's output reached the model: it runs on
+            await scripted_model.wait_until(returned_to_model)
         assert command_runs(unique), "still running in the background before the cancel"
         await client.notify("session/cancel", {"sessionId": session})
         gone = await until(lambda: not command_runs(unique), "the command stopped", GONE_WITHIN)

@@ -112,14 +112,19 @@ async def test_prompts_sent_mid_turn_are_queued_and_answered_in_order(
     answers: dict[str, object] = {}
     client, sid = conversation.client, conversation.sid
 
-    async def send(name: str, text: str) -> None:
-        answers[name] = await client.prompt(sid, text)
+    async def send(name: str, text: str, sent: trio.Event | None = None) -> None:
+        answers[name] = await client.prompt(sid, text, sent=sent)
+
+    async def sent_first(name: str, text: str, nursery: trio.Nursery) -> None:
+        """``text`` prompted in the background, once it is written: what follows is behind it."""
+        sent = trio.Event()
+        nursery.start_soon(send, name, text, sent)
+        await sent.wait()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(send, "first", "@@ words 200 delay_ms=5")
         await client.wait_for(lambda _m: len(client.text_of(sid).split()) >= 10)
-        nursery.start_soon(send, "second", "@@ say second answer")
-        await trio.sleep(0.2)
+        await sent_first("second", "@@ say second answer", nursery)
         nursery.start_soon(send, "third", "@@ say third answer")
     order = [name for name in answers]
     assert order == ["first", "second", "third"], order
@@ -134,8 +139,7 @@ async def test_prompts_sent_mid_turn_are_queued_and_answered_in_order(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(send, "long", "@@ words 3000 delay_ms=10")
         await client.wait_for(lambda _m: len(client.text_of(sid)) > before + 50)
-        nursery.start_soon(send, "waiting", "@@ say never")
-        await trio.sleep(0.2)
+        await sent_first("waiting", "@@ say never", nursery)
         await client.notify("session/cancel", {"sessionId": sid})
     assert answers == {
         "waiting": Ended({"stopReason": "cancelled"}),

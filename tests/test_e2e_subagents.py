@@ -793,7 +793,8 @@ async def test_cancel_a_child_and_then_an_ancestor_while_interactions_are_pendin
                 )
                 answers.release()  # the client's allow, now too late
                 await wait_all_tasks_blocked()
-            await trio.sleep(0.5)  # let the late answer reach the bridge before it closes
+            # The bridge reads the client in order: once it answers this, it has the late allow.
+            await client.request("session/list", {})
     assert prompt_results(client) == [Ended({"stopReason": "cancelled"})]
     [request] = answers.asked_for("session/request_permission")
     assert request["sessionId"] == kid
