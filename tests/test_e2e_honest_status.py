@@ -23,6 +23,7 @@ from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
 from tests.support.reading import Ended
 from tests.support.scenarios.approvals import Answers
 from tests.support.scenarios.subagents import NO_SUBAGENTS, call, script, spawn, wait
+from tests.test_e2e_cancel_commands import command_runs, until
 
 pytestmark = pytest.mark.e2e
 
@@ -122,7 +123,8 @@ async def test_a_cancelled_commands_last_update_comes_before_the_work_ends(
     """In v1 before the prompt's ``cancelled`` answer; in v2 before the ``idle`` state."""
     v2 = acp_version == 2
     # A command of each version's own, told apart from the other's in the process table.
-    command = "sleep 59" if v2 else "sleep 57"
+    seconds = 59 if v2 else 57
+    command = f"sleep {seconds}"
     ended: list[Any] = []
 
     async def prompt(client: AcpClient, session: str) -> None:
@@ -147,7 +149,7 @@ async def test_a_cancelled_commands_last_update_comes_before_the_work_ends(
                     )
                 )
                 tool_call_id = started["params"]["update"]["toolCallId"]
-                await trio.sleep(0.5)  # the command runs
+                await until(lambda: command_runs(seconds), "the command runs")
                 await client.notify("session/cancel", {"sessionId": session})
             # What arrives after the end (Codex's late word on the command) would show here.
             await talk.said("@@ say still here")

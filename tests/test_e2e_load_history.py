@@ -29,6 +29,7 @@ from tests.support.scenarios.subagents import (
     spawn,
     wait,
 )
+from tests.test_e2e_cancel_commands import command_runs, until
 from tests.test_e2e_daemon import serve_argv
 
 pytestmark = pytest.mark.e2e
@@ -89,7 +90,7 @@ async def test_a_cancelled_command_is_replayed_as_it_ended(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(first.prompt, root, running)
                 await first.wait_for(lambda _m: bool(final_calls(first, root)))
-                await trio.sleep(0.5)
+                await until(lambda: command_runs(7.5), "the command runs")
                 await first.notify("session/cancel", {"sessionId": root})
             await trio.sleep(3)
         client = await loaded(open_conversation, root, workspace)

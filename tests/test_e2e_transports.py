@@ -120,9 +120,9 @@ async def test_a_codex_that_cannot_start_fails_each_request_with_the_reason_then
             # Answered whether Codex failed before it or not: it needs nothing from Codex.
             assert "result" in await ask(1, "initialize", {"protocolVersion": 1})
             if case == "exits-at-once":
-                while not gone.exists():  # noqa: ASYNC110 (a file: poll)
+                # The bridge has seen Codex go (its log says why) before session/new comes.
+                while reason not in stderr.read_text():  # noqa: ASYNC110 (a file: poll)
                     await trio.sleep(0.05)
-                await trio.sleep(0.5)  # the bridge has seen Codex go before session/new comes
             new = await ask(2, "session/new", {"cwd": str(workspace), "mcpServers": []})
             assert reason in msgspec.json.encode(new["error"]).decode()
             listed = await ask(3, "session/list", {})
