@@ -45,6 +45,24 @@ OLDEST_CODEX = REPO / "tools" / "codex-0.169" / "node_modules" / ".bin" / "codex
 CODEX_INSTALLS = {PINNED: PINNED_CODEX, OLDEST: OLDEST_CODEX}
 
 
+#: How much of a failed end-to-end test's bridge log its report shows (the end of it).
+LOG_TAIL = 6000
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test that ran a bridge shows the end of the bridge's log (``stderr_file``):
+    on CI, where its temporary folder is gone by the time anyone reads the report."""
+    outcome = yield
+    report = outcome.get_result()
+    funcargs = getattr(item, "funcargs", {})
+    path = funcargs.get("stderr_file")
+    if report.failed and call.when == "call" and isinstance(path, Path) and path.exists():
+        text = path.read_text(errors="replace")
+        if text.strip():
+            report.sections.append(("bridge log (its end)", text[-LOG_TAIL:]))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
