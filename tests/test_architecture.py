@@ -9,7 +9,7 @@ reason about, and a lazy import only hides a cycle until it bites.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -431,6 +431,54 @@ TURN_STATE = frozenset(
 )
 
 
+def _assigned(node: ast.AST) -> list[ast.expr]:
+    """What an assignment statement assigns to (nothing, for any other node)."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return [node.target]
+    return []
+
+
+def engine_writes(
+    modules: Mapping[str, Path],
+    look: Callable[[str, ast.AST], list[tuple[int, str]]],
+    *,
+    engine: str,
+    writer: str,
+    root: Path,
+) -> list[str]:
+    """``file:line what`` for each write ``look`` finds in a module of ``engine`` but
+    ``writer`` (``look`` is given the module's name and each node of its tree)."""
+    found: list[str] = []
+    for name in sorted(modules):
+        if name == writer or not (name == engine or name.startswith(f"{engine}.")):
+            continue
+        path = modules[name]
+        tree = ast.parse(path.read_text(), str(path))
+        writes = [write for node in ast.walk(tree) for write in look(name, node)]
+        found += [f"{path.relative_to(root)}:{line} {what}" for line, what in sorted(writes)]
+    return found
+
+
+def _turn_write(_module: str, node: ast.AST) -> list[tuple[int, str]]:
+    writes = [
+        (target.lineno, f"assigns .{target.attr}")
+        for assigned in _assigned(node)
+        for target in ast.walk(assigned)
+        if isinstance(target, ast.Attribute) and target.attr in TURN_STATE
+    ]
+    if isinstance(node, ast.Call):
+        callee = node.func
+        called = callee.attr if isinstance(callee, ast.Attribute) else None
+        called = getattr(callee, "id", called)
+        if called == "Turn":
+            writes.append((node.lineno, "makes a Turn"))
+        if called == "ThreadRecord" and any(k.arg == "turn" for k in node.keywords):
+            writes.append((node.lineno, "makes a record with a turn"))
+    return writes
+
+
 def turn_writes(
     modules: Mapping[str, Path],
     *,
@@ -441,32 +489,7 @@ def turn_writes(
     """``file:line`` for every change to a turn's state outside ``writer``: an assignment to
     one of :data:`TURN_STATE` (``record.turn = ...``, ``turn.cancel_requested = True``), a
     ``Turn(...)`` made, a record made with ``turn=``."""
-    found: list[str] = []
-    for name in sorted(modules):
-        if name == writer or not (name == engine or name.startswith(f"{engine}.")):
-            continue
-        path = modules[name]
-        writes: list[tuple[int, str]] = []
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                targets = [node.target]
-            flat = [t for target in targets for t in ast.walk(target)]
-            for target in flat:
-                if isinstance(target, ast.Attribute) and target.attr in TURN_STATE:
-                    writes.append((target.lineno, f"assigns .{target.attr}"))
-            if isinstance(node, ast.Call):
-                callee = node.func
-                called = callee.attr if isinstance(callee, ast.Attribute) else None
-                called = getattr(callee, "id", called)
-                if called == "Turn":
-                    writes.append((node.lineno, "makes a Turn"))
-                if called == "ThreadRecord" and any(k.arg == "turn" for k in node.keywords):
-                    writes.append((node.lineno, "makes a record with a turn"))
-        found += [f"{path.relative_to(root)}:{line} {what}" for line, what in sorted(writes)]
-    return found
+    return engine_writes(modules, _turn_write, engine=engine, writer=writer, root=root)
 
 
 #: The one module that moves Codex's side of the connection, and the one that makes it.
@@ -485,37 +508,27 @@ def codex_side_writes(
     """``file:line`` for every change to Codex's side of the connection (``hub.codex_side``)
     outside ``mover``: a ``.codex_side....move(...)``, an assignment through ``.codex_side``,
     a ``CodexSide(...)`` made anywhere but ``owner``."""
-    found: list[str] = []
-    for name in sorted(modules):
-        if name == mover or not (name == engine or name.startswith(f"{engine}.")):
-            continue
-        path = modules[name]
+
+    def look(module: str, node: ast.AST) -> list[tuple[int, str]]:
         writes: list[tuple[int, str]] = []
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                targets = [node.target]
-            for target in targets:
-                chain = [n.attr for n in ast.walk(target) if isinstance(n, ast.Attribute)]
-                if "codex_side" in chain[1:] or (
-                    chain and chain[0] == "codex_side" and name != owner
-                ):
-                    writes.append((target.lineno, "assigns through .codex_side"))
-            if isinstance(node, ast.Call):
-                callee = node.func
-                if (
-                    isinstance(callee, ast.Attribute)
-                    and callee.attr == "move"
-                    and isinstance(callee.value, ast.Attribute)
-                    and callee.value.attr == "codex_side"
-                ):
-                    writes.append((node.lineno, "moves .codex_side"))
-                if getattr(callee, "id", None) == "CodexSide" and name != owner:
-                    writes.append((node.lineno, "makes a CodexSide"))
-        found += [f"{path.relative_to(root)}:{line} {what}" for line, what in sorted(writes)]
-    return found
+        for target in _assigned(node):
+            chain = [n.attr for n in ast.walk(target) if isinstance(n, ast.Attribute)]
+            if "codex_side" in chain[1:] or (chain[:1] == ["codex_side"] and module != owner):
+                writes.append((target.lineno, "assigns through .codex_side"))
+        if isinstance(node, ast.Call):
+            callee = node.func
+            if (
+                isinstance(callee, ast.Attribute)
+                and callee.attr == "move"
+                and isinstance(callee.value, ast.Attribute)
+                and callee.value.attr == "codex_side"
+            ):
+                writes.append((node.lineno, "moves .codex_side"))
+            if getattr(callee, "id", None) == "CodexSide" and module != owner:
+                writes.append((node.lineno, "makes a CodexSide"))
+        return writes
+
+    return engine_writes(modules, look, engine=engine, writer=mover, root=root)
 
 
 #: Codex methods whose answer always changes the record asking: asked with ``hub.ask``,
