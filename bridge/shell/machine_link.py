@@ -112,7 +112,6 @@ class MachineLinks:
         self.ssh = ssh
         self.relay = relay
         self._published = published
-        self.codex_program = codex_program
         self.on_change: OnChange = on_change or (lambda _n, _s, _r: None)
         self.links: dict[str, Link] = {}
         #: The machines' Codex: checked against this bridge's, brought where it must be.
@@ -326,7 +325,7 @@ class MachineLinks:
             return (await self.codex.check_codex(link, spec))[0]
         async with link.bringing:
             if link.box is not None:
-                why = await make_box(link, link.box, self.codex_program)
+                why = await make_box(link, link.box, self.codex.codex_program)
                 return why if why is not None else (await self.codex.check_codex(link, spec))[0]
             if spec.scheme == spec_of.DEVCONTAINER:
                 why = await up(link)
