@@ -309,6 +309,25 @@ def test_the_watcher_subscribes_to_loaded_threads_while_a_page_is_open() -> None
     assert act(board, board.opened(), {"type": "cancel", "threadId": "t1"}) == Interrupt("t1", "u1")
 
 
+def test_a_resume_that_fails_after_its_thread_began_to_work_is_asked_again() -> None:
+    """A new thread has no rollout, so the watcher's resume of it fails; once it works it has
+    one, and its status change lets the resume be asked again. Under load the failure can come
+    after that change: the thread must not then wait, unwatched, for its next change (the end
+    of its turn), or the page shows nothing of the turn."""
+    board = board_with(thread("t1", "idle"))
+    board.opened()
+    assert board.subscriptions() == (["t1"], [])
+    status = {"threadId": "t1", "status": {"type": "active", "activeFlags": []}}
+    board.notification("thread/status/changed", status, now=1.0)
+    board.resume_failed("t1")  # "no rollout": it was asked before the thread's first prompt
+    assert board.subscriptions() == (["t1"], [])
+    # Failed with no change since it was asked: not asked again until the thread changes.
+    board.resume_failed("t1")
+    assert board.subscriptions() == ([], [])
+    board.notification("thread/status/changed", status, now=2.0)
+    assert board.subscriptions() == (["t1"], [])
+
+
 def test_rate_limits_are_merged_and_sent() -> None:
     board = board_with()
     view = board.opened()

@@ -108,6 +108,9 @@ class Board:
         self._resuming: set[str] = set()
         #: Threads whose resume failed (never prompted: no rollout), until their status changes.
         self._failed: set[str] = set()
+        #: Threads whose status changed while their resume was asked: its failure is older than
+        #: the change (the thread may have a rollout now), so it is asked again.
+        self._changed_while_resuming: set[str] = set()
 
     def census(self) -> dict[str, int]:
         """What it holds, for the daemon's census (``bench/soak.py``)."""
@@ -158,6 +161,7 @@ class Board:
             self._threads.pop(thread_id, None)
             self._failed.discard(thread_id)
             self._resuming.discard(thread_id)
+            self._changed_while_resuming.discard(thread_id)
             self._inbox.drop_thread(thread_id)
 
     def notification(self, method: str, params: Any, now: float) -> None:
@@ -169,6 +173,8 @@ class Board:
             thread = self._thread(thread_id)
             thread.since = now
             self._failed.discard(thread_id)
+            if thread_id in self._resuming:
+                self._changed_while_resuming.add(thread_id)
             self._touch(thread)
             return
         if method == "serverRequest/resolved":
@@ -274,6 +280,7 @@ class Board:
     def resumed(self, thread_id: str, result: Any) -> None:
         """The watcher's ``thread/resume`` of ``thread_id`` answered ``result``."""
         self._resuming.discard(thread_id)
+        self._changed_while_resuming.discard(thread_id)
         self.subscribed.add(thread_id)
         if not isinstance(result, dict):
             return
@@ -294,6 +301,9 @@ class Board:
 
     def resume_failed(self, thread_id: str) -> None:
         self._resuming.discard(thread_id)
+        if thread_id in self._changed_while_resuming:
+            self._changed_while_resuming.discard(thread_id)
+            return  # its status changed since it was asked: asked again
         # Not tried again until its status changes (a thread never prompted has no rollout).
         self._failed.add(thread_id)
 
@@ -310,6 +320,7 @@ class Board:
         """The watcher's connection ended: nothing it was asked can be answered on it."""
         self.subscribed.clear()
         self._resuming.clear()
+        self._changed_while_resuming.clear()
         self._changes.clear()
         self._inbox.clear()
         for thread in self._threads.values():
