@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from bridge.engine.core import turns
 from tests.support.acp_schema import ConversationValidator
 from tests.support.engine_harness import Harness
 
@@ -386,7 +387,7 @@ def test_an_answer_given_while_the_turn_is_being_cancelled_authorizes_nothing() 
     codex_asks(h, 0, "item/commandExecution/requestApproval", COMMAND_APPROVAL)
     record = h.engine.threads.session(THREAD)
     assert record is not None and record.turn is not None
-    record.turn.cancel_requested = True
+    assert turns.cancel(record.turn)
     pick(h, "allow_once")
     assert codex_answer(h, 0) == {"decision": "cancel"}
 

@@ -422,9 +422,6 @@ TURN_WRITER = "bridge.engine.core.turns"
 TURN_STATE = frozenset(
     {
         "turn",
-        "cancel_requested",
-        "interrupt_sent",
-        "interrupt_refused",
         "root_turn_id",
         "failure",
     }
@@ -461,12 +458,25 @@ def engine_writes(
     return found
 
 
+#: The members of ``Turn`` that hold where it is (its ``TurnState`` and its ``Interrupt``),
+#: names other records use too: a write counts when it is made through a turn
+#: (``turn.state``, ``record.turn.interrupt``).
+TURN_MOVES = frozenset({"state", "interrupt"})
+
+
+def _through_a_turn(target: ast.Attribute) -> bool:
+    owner = target.value
+    name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+    return "turn" in name
+
+
 def _turn_write(_module: str, node: ast.AST) -> list[tuple[int, str]]:
     writes = [
         (target.lineno, f"assigns .{target.attr}")
         for assigned in _assigned(node)
         for target in ast.walk(assigned)
-        if isinstance(target, ast.Attribute) and target.attr in TURN_STATE
+        if isinstance(target, ast.Attribute)
+        and (target.attr in TURN_STATE or (target.attr in TURN_MOVES and _through_a_turn(target)))
     ]
     if isinstance(node, ast.Call):
         callee = node.func
@@ -487,7 +497,8 @@ def turn_writes(
     root: Path = PACKAGE_DIR.parent,
 ) -> list[str]:
     """``file:line`` for every change to a turn's state outside ``writer``: an assignment to
-    one of :data:`TURN_STATE` (``record.turn = ...``, ``turn.cancel_requested = True``), a
+    one of :data:`TURN_STATE` (``record.turn = ...``) or of :data:`TURN_MOVES` through a turn
+    (``turn.state = ...``), a
     ``Turn(...)`` made, a record made with ``turn=``."""
     return engine_writes(modules, _turn_write, engine=engine, writer=writer, root=root)
 
@@ -763,10 +774,12 @@ def test_the_turn_check_sees_each_kind_of_write(tmp_path: Path) -> None:
             "fake/features/f.py": (
                 "def f(record, turn, ThreadRecord, Turn):\n"
                 "    record.turn = None\n"
-                "    turn.cancel_requested = True\n"
+                "    turn.state = TurnState.CANCELLING\n"
                 "    a.turn, b = None, 1\n"
                 "    ThreadRecord('t', turn=Turn(id='x'))\n"
                 "    record.turn.id == 'x'\n"
+                "    turn.interrupt = None\n"
+                "    link.machine.state = 'idle'\n"
             ),
         },
     )
@@ -775,10 +788,11 @@ def test_the_turn_check_sees_each_kind_of_write(tmp_path: Path) -> None:
     )
     assert found == [
         "fake/features/f.py:2 assigns .turn",
-        "fake/features/f.py:3 assigns .cancel_requested",
+        "fake/features/f.py:3 assigns .state",
         "fake/features/f.py:4 assigns .turn",
         "fake/features/f.py:5 makes a Turn",
         "fake/features/f.py:5 makes a record with a turn",
+        "fake/features/f.py:7 assigns .interrupt",
     ]
 
 

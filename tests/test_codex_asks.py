@@ -24,6 +24,7 @@ from bridge.engine.core.codex_asks import (
     WriteThread,
 )
 from bridge.engine.core.hub import Hub
+from bridge.engine.core.record_parts import Interrupt
 from bridge.engine.core.threads import ThreadRecord
 from bridge.jsonrpc.peer import ErrorObject
 from tests.support.engine_harness import Harness, Windows
@@ -153,7 +154,7 @@ def test_a_sub_agents_refused_interrupt_reaches_its_turn_after_the_turn_ended() 
         if m.get("method") == "turn/interrupt" and m["params"]["threadId"] == CHILD
     ]
     t.h.codex_error(request["id"], "no active turn")
-    assert turn.interrupt_refused and child.codex_asks == []
+    assert turn.interrupt is Interrupt.REFUSED and child.codex_asks == []
 
 
 # -- turn/steer ------------------------------------------------------------------------------

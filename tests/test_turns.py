@@ -9,6 +9,7 @@ import pytest
 
 from bridge.engine.core import turns
 from bridge.engine.core.facts import PromptInserted
+from bridge.engine.core.moves import ImpossibleMove
 from bridge.engine.core.record_parts import Prompt, QueuedPrompt, Turn, TurnKind
 from bridge.engine.core.threads import ThreadRecord, Threads
 from bridge.engine.core.turns import Interrupt, PromptState, TurnState
@@ -169,7 +170,7 @@ def test_found_refused_for_a_turn_no_longer_the_records() -> None:
 def test_looking_up_once_for_an_unnamed_foreign_turn() -> None:
     turn = turns.joined(root(), None)
     assert turns.looking_up(turn)
-    assert turns.interrupt(turn) is Interrupt.SENT
+    assert turns.interrupt(turn) is Interrupt.LOOKING_UP
     assert not turns.looking_up(turn)
 
 
@@ -387,3 +388,53 @@ def test_insert_awaited_refused_when_no_prompt_awaits() -> None:
     record.awaiting_message = 1  # answered meanwhile: no longer held
     assert turns.insert_awaited(threads, record, None) is None
     assert threads.prompt_ids == 0
+
+
+# -- the tables -----------------------------------------------------------------------------
+
+
+def test_every_move_of_the_table_is_one_a_transition_makes() -> None:
+    """Each move :data:`turns.MOVES` lists is made by some transition above; nothing moves a
+    turn into ``IDLE`` (a turn ends by leaving its record)."""
+    made = {
+        (State.ASKED, State.RUNNING),  # named
+        (State.ASKED, State.CANCELLING),  # cancel, unnamed
+        (State.ANSWERING, State.CANCELLING),  # a command cancelled
+        (State.RUNNING, State.CANCELLING),  # cancel
+        (State.RUNNING, State.ASKED),  # found: another client's turn is not in progress
+    }
+    listed = {(a, b) for a, tos in turns.MOVES.items() for b in tos}
+    assert listed == made
+    assert all(State.IDLE not in tos for tos in turns.MOVES.values())
+
+
+def test_a_move_the_table_does_not_have_raises_and_changes_nothing() -> None:
+    _, turn = cancelling()
+    with pytest.raises(ImpossibleMove, match="CANCELLING to RUNNING"):
+        turns._move(turn, State.RUNNING)
+    assert turn.state is State.CANCELLING
+    assert turns.interrupting(turn)
+    with pytest.raises(ImpossibleMove, match="SENT to LOOKING_UP"):
+        turns._move_interrupt(turn, Interrupt.LOOKING_UP)
+    assert turn.interrupt is Interrupt.SENT
+
+
+def test_a_turn_keeps_how_it_was_when_it_leaves_its_record() -> None:
+    """A feature holding a turn that ended reads how it ended (cancelled or not)."""
+    record, turn = cancelling()
+    assert turns.end(record, turn)
+    assert turns.state(record) is State.IDLE
+    assert turn.state is State.CANCELLING and turn.cancelled
+
+
+def test_a_late_read_keeps_an_interrupt_that_went() -> None:
+    """Reading another client's turns again once its interrupt went does not arm a second
+    ``turn/interrupt``."""
+    record = root()
+    turn = turns.joined(record, None)
+    assert turns.looking_up(turn)
+    assert turns.found(record, turn, "turn-9")
+    assert turns.interrupting(turn)
+    assert turns.found(record, turn, "turn-9")
+    assert turns.interrupt(turn) is Interrupt.SENT
+    assert not turns.interrupting(turn)

@@ -12,6 +12,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from .moves import ImpossibleMove, checked
+
+__all__ = ["AWAY", "MOVES", "CodexSide", "CodexState", "ImpossibleMove"]
+
 
 class CodexState(enum.Enum):
     """Where Codex's side of the connection is (see :mod:`bridge.engine.core.connection`)."""
@@ -37,10 +41,6 @@ MOVES: dict[CodexState, frozenset[CodexState]] = {
 AWAY = frozenset({CodexState.RECOVERING, CodexState.LOST})
 
 
-class ImpossibleMove(RuntimeError):
-    """A move the table does not have: a defect of the caller."""
-
-
 @dataclass(slots=True)
 class CodexSide:
     state: CodexState = CodexState.STARTING
@@ -49,8 +49,7 @@ class CodexSide:
 
     def move(self, to: CodexState, reason: str | None = None) -> None:
         """To ``to``; a state of :data:`AWAY` needs its ``reason``, the others have none."""
-        if to not in MOVES[self.state]:
-            raise ImpossibleMove(f"Codex's side cannot go from {self.state.name} to {to.name}")
+        checked(MOVES, self.state, to, "Codex's side")
         if (to in AWAY) != (reason is not None):
             raise ImpossibleMove(f"{to.name} with the reason {reason!r}")
         self.state, self.reason = to, reason

@@ -38,6 +38,36 @@ class TurnKind(enum.Enum):
     SUBAGENT = "subagent"
 
 
+class TurnState(enum.Enum):
+    """Where a thread's turn is (:mod:`bridge.engine.core.turns` has the table of moves). A
+    record without a turn is ``IDLE``; a turn itself is never ``IDLE``: it ends by leaving
+    the record."""
+
+    IDLE = "idle"
+    #: A root turn asked of Codex (turn/start, a command, its machine awaited), not named yet;
+    #: or another client's turn whose id is not read yet.
+    ASKED = "asked"
+    #: A slash command answered without a Codex turn, not answered yet.
+    ANSWERING = "answering"
+    #: Codex named the turn (its id is known).
+    RUNNING = "running"
+    #: The user cancelled it (an ancestor's cancel, for a sub-agent): ``turn/interrupt`` goes
+    #: once it is named; it ends when Codex says so.
+    CANCELLING = "cancelling"
+
+
+class Interrupt(enum.Enum):
+    """Where a turn's ``turn/interrupt`` is."""
+
+    NONE = "none"
+    #: Another client's turn, unnamed: its id is being read before the interrupt can go.
+    LOOKING_UP = "looking_up"
+    SENT = "sent"
+    #: Codex refused it (the turn had just ended, most often): no ``turn/completed`` is to be
+    #: awaited on its account.
+    REFUSED = "refused"
+
+
 @dataclass(slots=True, eq=False)
 class Turn:
     """The turn a thread runs now: a root's prompt, or a sub-agent's current turn.
@@ -55,12 +85,10 @@ class Turn:
     request_id: RequestId | None = None
     #: The root turn whose work a sub-agent's turn does (Codex's ``rootTurnId``).
     root_turn_id: str | None = None
-    #: The user cancelled this work (its own cancel, or an ancestor's).
-    cancel_requested: bool = False
-    interrupt_sent: bool = False
-    #: Codex refused the ``turn/interrupt`` (the turn had just ended, most often): no
-    #: ``turn/completed`` of it is to be awaited.
-    interrupt_refused: bool = False
+    #: Where it is (see :class:`TurnState`); moved only by :mod:`bridge.engine.core.turns`.
+    state: TurnState = TurnState.RUNNING
+    #: Where its ``turn/interrupt`` is.
+    interrupt: Interrupt = Interrupt.NONE
     #: Who it is for (see :class:`TurnKind`).
     kind: TurnKind = TurnKind.SUBAGENT
     #: A ``FOREIGN`` turn already running when the session opened here: the items it started
@@ -85,6 +113,11 @@ class Turn:
     #: its latest ``total``: the turn's own tokens are the difference (the prompt's answer).
     tokens_before: codex_types.TokenUsageBreakdown | None = None
     tokens_now: codex_types.TokenUsageBreakdown | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """The user cancelled this work (its own cancel, or an ancestor's)."""
+        return self.state is TurnState.CANCELLING
 
 
 @dataclass(slots=True, eq=False)

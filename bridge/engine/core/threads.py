@@ -453,12 +453,12 @@ class Threads:
         turn = record.turn
         if turn is None:
             return False
-        if turn.cancel_requested:
+        if turn.cancelled:
             return True
         root = record
         for ancestor in self.ancestors(record):
             root = ancestor
-            if ancestor.is_child and ancestor.turn is not None and ancestor.turn.cancel_requested:
+            if ancestor.is_child and ancestor.turn is not None and ancestor.turn.cancelled:
                 return True
         if turn.root_turn_id is None:
             return False
@@ -468,7 +468,7 @@ class Threads:
         prompt = root.turn
         return (
             prompt is not None
-            and prompt.cancel_requested
+            and prompt.cancelled
             and root.parent_id is None
             and prompt.id == turn.root_turn_id
         )

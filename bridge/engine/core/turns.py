@@ -15,7 +15,8 @@ answered without a Codex turn: the session is busy until it is answered) and
 sub-agent's turn is a ``SUBAGENT`` one. Prompts, steers and foreign turns are
 the session's *own* turns (:func:`is_root`): the prompts feature answers them.
 
-**States** (:func:`state`, read off the record)::
+**States** (:class:`~bridge.engine.core.record_parts.TurnState`, stored on the turn;
+:func:`state` reads a record's)::
 
     IDLE        no turn
     ASKED       a root turn asked of Codex (turn/start, a command, its machine
@@ -26,9 +27,14 @@ the session's *own* turns (:func:`is_root`): the prompts feature answers them.
                 ``turn/interrupt`` goes once the turn is named; it ends when
                 Codex says so
 
-Beside the state, a turn's interrupt is ``NONE`` / ``SENT`` / ``REFUSED``
-(:func:`interrupt`; the bridge also interrupts a turn it stops itself, for a
-model out of reach: :func:`fail`).
+Beside the state, a turn's interrupt is ``NONE`` / ``LOOKING_UP`` (another
+client's turn, its id being read) / ``SENT`` / ``REFUSED``
+(:class:`~bridge.engine.core.record_parts.Interrupt`; the bridge also interrupts a
+turn it stops itself, for a model out of reach: :func:`fail`). Both move only as
+:data:`MOVES` and :data:`INTERRUPT_MOVES` allow: any other move raises
+:class:`~bridge.engine.core.moves.ImpossibleMove`, a defect of the caller. A turn
+ends by leaving the record (its state stays what it was: a feature holding it
+reads how it ended).
 
 **Transitions** (each a function below; a transition that does not apply
 changes nothing and says so: ``False`` or ``None``)::
@@ -90,7 +96,8 @@ from ...acp import permissions as acp_permissions
 from ...acp import tools as acp_tools
 from ...jsonrpc import RequestId, RpcError
 from .facts import PromptInserted
-from .record_parts import Prompt, Turn, TurnKind
+from .moves import checked
+from .record_parts import Interrupt, Prompt, Turn, TurnKind, TurnState
 from .threads import ThreadRecord, Threads, withdraw_turn
 
 T = TypeVar("T", bound=Turn | None)
@@ -98,6 +105,8 @@ T = TypeVar("T", bound=Turn | None)
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "INTERRUPT_MOVES",
+    "MOVES",
     "TURN_TRAFFIC",
     "Interrupt",
     "PromptState",
@@ -129,18 +138,36 @@ __all__ = [
 ]
 
 
-class TurnState(enum.Enum):
-    IDLE = "idle"
-    ASKED = "asked"
-    ANSWERING = "answering"
-    RUNNING = "running"
-    CANCELLING = "cancelling"
+_S = TurnState
+#: A turn's moves, from → to (see the table above). ``RUNNING → ASKED``: a read of another
+#: client's turns found none in progress (:func:`found`). Ending is no move: the turn leaves
+#: the record.
+MOVES: dict[TurnState, frozenset[TurnState]] = {
+    _S.IDLE: frozenset(),
+    _S.ASKED: frozenset({_S.RUNNING, _S.CANCELLING}),
+    _S.ANSWERING: frozenset({_S.CANCELLING}),
+    _S.RUNNING: frozenset({_S.ASKED, _S.CANCELLING}),
+    _S.CANCELLING: frozenset(),
+}
+
+_I = Interrupt
+#: A turn's interrupt's moves. ``LOOKING_UP → NONE``: the id was read, the interrupt may go.
+INTERRUPT_MOVES: dict[Interrupt, frozenset[Interrupt]] = {
+    _I.NONE: frozenset({_I.LOOKING_UP, _I.SENT}),
+    _I.LOOKING_UP: frozenset({_I.NONE}),
+    _I.SENT: frozenset({_I.REFUSED}),
+    _I.REFUSED: frozenset(),
+}
 
 
-class Interrupt(enum.Enum):
-    NONE = "none"
-    SENT = "sent"
-    REFUSED = "refused"
+def _move(turn: Turn, to: TurnState) -> None:
+    turn.state = checked(MOVES, turn.state, to, f"turn {turn.id or '(unnamed)'}")
+
+
+def _move_interrupt(turn: Turn, to: Interrupt) -> None:
+    turn.interrupt = checked(
+        INTERRUPT_MOVES, turn.interrupt, to, f"the interrupt of turn {turn.id or '(unnamed)'}"
+    )
 
 
 class PromptState(enum.Enum):
@@ -160,20 +187,11 @@ class TurnConflict(RuntimeError):
 
 def state(record: ThreadRecord) -> TurnState:
     """Where ``record``'s turn is (see the module docstring)."""
-    turn = record.turn
-    if turn is None:
-        return TurnState.IDLE
-    if turn.cancel_requested:
-        return TurnState.CANCELLING
-    if turn.kind is TurnKind.QUICK:
-        return TurnState.ANSWERING
-    return TurnState.ASKED if turn.id is None else TurnState.RUNNING
+    return TurnState.IDLE if record.turn is None else record.turn.state
 
 
 def interrupt(turn: Turn) -> Interrupt:
-    if turn.interrupt_refused:
-        return Interrupt.REFUSED
-    return Interrupt.SENT if turn.interrupt_sent else Interrupt.NONE
+    return turn.interrupt
 
 
 def current(record: ThreadRecord, turn: Turn) -> bool:
@@ -252,7 +270,7 @@ def begin(record: ThreadRecord, kind: TurnKind, request_id: RequestId | None = N
     if kind not in _BEGUN_HERE:
         raise TurnConflict(f"a {kind.value} turn is not begun by this client")
     running = record.turn
-    if running is not None and not running.cancel_requested:
+    if running is not None and not running.cancelled:
         log.warning(
             "thread %s: a %s turn replaces its %s turn %s",
             record.id,
@@ -260,7 +278,8 @@ def begin(record: ThreadRecord, kind: TurnKind, request_id: RequestId | None = N
             running.kind.value,
             running.id,
         )
-    return _take(record, Turn(request_id=request_id, kind=kind))
+    first = TurnState.ANSWERING if kind is TurnKind.QUICK else TurnState.ASKED
+    return _take(record, Turn(request_id=request_id, kind=kind, state=first))
 
 
 def named(record: ThreadRecord, turn: Turn, turn_id: str) -> bool:
@@ -269,6 +288,8 @@ def named(record: ThreadRecord, turn: Turn, turn_id: str) -> bool:
     if record.turn is not turn or turn.id is not None:
         return False
     turn.id = turn_id
+    if turn.state is TurnState.ASKED:
+        _move(turn, TurnState.RUNNING)
     record.own_turns.add(turn_id)
     return True
 
@@ -284,7 +305,8 @@ def foreign_started(record: ThreadRecord, turn_id: str) -> Turn | None:
 def joined(record: ThreadRecord, turn_id: str | None) -> Turn:
     """The session opened while another client's turn runs on it (``turn_id`` when the
     thread's turns named it): its items started before stream nothing here."""
-    return _take(record, Turn(id=turn_id, kind=TurnKind.FOREIGN, joined=set()))
+    first = TurnState.ASKED if turn_id is None else TurnState.RUNNING
+    return _take(record, Turn(id=turn_id, kind=TurnKind.FOREIGN, joined=set(), state=first))
 
 
 def found(record: ThreadRecord, turn: Turn, turn_id: str | None) -> bool:
@@ -294,15 +316,20 @@ def found(record: ThreadRecord, turn: Turn, turn_id: str | None) -> bool:
     if record.turn is not turn:
         return False
     turn.id = turn_id
-    turn.interrupt_sent = False
+    if turn.interrupt is Interrupt.LOOKING_UP:
+        _move_interrupt(turn, Interrupt.NONE)
+    if turn.state in (TurnState.ASKED, TurnState.RUNNING):
+        now = TurnState.ASKED if turn_id is None else TurnState.RUNNING
+        if now is not turn.state:
+            _move(turn, now)
     return True
 
 
 def cancel(turn: Turn) -> bool:
     """The user cancelled ``turn``'s work; ``False`` when it was cancelled already."""
-    if turn.cancel_requested:
+    if turn.cancelled:
         return False
-    turn.cancel_requested = True
+    _move(turn, TurnState.CANCELLING)
     return True
 
 
@@ -318,26 +345,28 @@ def fail(turn: Turn, failure: RpcError) -> bool:
 def looking_up(turn: Turn) -> bool:
     """An unnamed foreign turn is to be interrupted: its id is read first (once). ``False``
     when it is named, is not foreign, or is being read already."""
-    if turn.id is not None or turn.kind is not TurnKind.FOREIGN or turn.interrupt_sent:
+    if turn.id is not None or turn.kind is not TurnKind.FOREIGN:
         return False
-    turn.interrupt_sent = True
+    if turn.interrupt is not Interrupt.NONE:
+        return False
+    _move_interrupt(turn, Interrupt.LOOKING_UP)
     return True
 
 
 def interrupting(turn: Turn) -> bool:
     """``turn/interrupt`` is to be sent for ``turn`` now: ``True`` once, when it is named."""
-    if turn.id is None or turn.interrupt_sent:
+    if turn.id is None or turn.interrupt is not Interrupt.NONE:
         return False
-    turn.interrupt_sent = True
+    _move_interrupt(turn, Interrupt.SENT)
     return True
 
 
 def interrupt_refused(turn: Turn) -> bool:
     """Codex refused the interrupt (the turn had just ended, most often): no
     ``turn/completed`` of it is to be awaited on its account."""
-    if not turn.interrupt_sent or turn.interrupt_refused:
+    if turn.interrupt is not Interrupt.SENT:
         return False
-    turn.interrupt_refused = True
+    _move_interrupt(turn, Interrupt.REFUSED)
     return True
 
 
@@ -360,10 +389,11 @@ def subagent_started(record: ThreadRecord, turn_id: str, root_turn_id: str | Non
     if previous is not None and previous.id == turn_id:
         turn = previous
     else:
+        kept = previous is not None and previous.cancelled
         turn = Turn(
             id=turn_id,
             kind=TurnKind.SUBAGENT,
-            cancel_requested=previous is not None and previous.cancel_requested,
+            state=TurnState.CANCELLING if kept else TurnState.RUNNING,
         )
     turn.root_turn_id = root_turn_id
     return _take(record, turn)
@@ -385,7 +415,8 @@ def subagent_running(
 def unwanted(record: ThreadRecord, turn_id: str) -> Turn:
     """Sub-agent work that nobody here wants (its session closed) runs turn ``turn_id``:
     cancelled, to be interrupted."""
-    return _take(record, Turn(id=turn_id, kind=TurnKind.SUBAGENT, cancel_requested=True))
+    cancelled = Turn(id=turn_id, kind=TurnKind.SUBAGENT, state=TurnState.CANCELLING)
+    return _take(record, cancelled)
 
 
 def end_named(record: ThreadRecord, turn_id: str) -> bool:

@@ -349,9 +349,7 @@ class Questions:
         if turn is None:
             return False
         if turn.request_id is not None:
-            return turn.cancel_requested and (
-                turn.id is None or turn_id is None or turn.id == turn_id
-            )
+            return turn.cancelled and (turn.id is None or turn_id is None or turn.id == turn_id)
         return turn.id == turn_id and self.hub.threads.in_cancelled_work(record)
 
     # -- what ends a question besides the answer -------------------------------------------------

@@ -132,7 +132,7 @@ class Steering:
             turn = record.turn
             if turn is not None and turn.id is None:
                 return  # Codex has not named the turn yet: turn_known resumes
-            if turn is not None and not turn.cancel_requested:
+            if turn is not None and not turn.cancelled:
                 self._send(record, steer, turn.id)
                 return
             record.steers.pop(0)
@@ -162,7 +162,7 @@ class Steering:
 
     def _refused(self, record: ThreadRecord, asked: SteerTurn, error: ErrorObject) -> None:
         steer, turn_id, turn = asked.steer, asked.expected_turn_id, record.turn
-        if turn is not None and turn.id != turn_id and not turn.cancel_requested:
+        if turn is not None and turn.id != turn_id and not turn.cancelled:
             # Its turn ended and another began (a prompt queued behind it): the words
             # go into the turn that runs now, once Codex has named it. Starting a turn
             # of their own would take the queued prompt's place, never to be answered.
@@ -171,7 +171,7 @@ class Steering:
             self._next(record)
             return
         self._done(record, steer)
-        if turn is None or turn.id != turn_id or turn.cancel_requested:
+        if turn is None or turn.id != turn_id or turn.cancelled:
             # The turn ended (or is ending) before Codex took the input: as if idle.
             log.info("turn/steer raced the end of turn %s: %s", turn_id, error.message)
             self._idle(record, steer)

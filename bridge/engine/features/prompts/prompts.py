@@ -259,7 +259,7 @@ class Prompts:
         def send() -> None:
             if not turns.current(record, turn):
                 return
-            if turn.cancel_requested:
+            if turn.cancelled:
                 # Cancelled while its machine was being reached: it never started.
                 unreached(None)
                 return
@@ -346,7 +346,7 @@ class Prompts:
         queued behind it are answered ``cancelled`` at once: they never start."""
         self.cancel_queued(record)
         turn = record.turn
-        if turn is None or turn.cancel_requested:
+        if turn is None or turn.cancelled:
             return
         if not turns.is_root(turn):
             return  # a sub-agent's: its cancel is the sub-agents feature's
@@ -410,7 +410,7 @@ class Prompts:
         def finish() -> bool:
             if not turns.end(record, turn):
                 return False
-            if turn.cancel_requested:
+            if turn.cancelled:
                 self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
                 self._settle(record)
                 self._start_next(record)
@@ -453,7 +453,7 @@ class Prompts:
         # Where it acts, for a rewind (Codex's stored turns do not say).
         if turn.kind is not TurnKind.FOREIGN and record.settings is not None:
             record.turn_machines[turn_id] = record.settings.machine
-        if turn.cancel_requested or turn.failure is not None:
+        if turn.cancelled or turn.failure is not None:
             self.interrupt(record, turn)
         self.steering.turn_known(record)
 
@@ -528,13 +528,13 @@ class Prompts:
             self._start_next(record)
             return
         status = note.turn.status
-        if turn.failure is not None and not turn.cancel_requested and status != "completed":
+        if turn.failure is not None and not turn.cancelled and status != "completed":
             # Stopped by the bridge (no sign-in, the model out of reach): that is the answer.
             self._end(record, rid, turn.failure)
         elif status == "completed":
             usage = translate.turn_usage(turn)
             self._end(record, rid, acp_types.PromptResult(stopReason="end_turn", usage=usage))
-        elif status == "interrupted" or (status == "failed" and turn.cancel_requested):
+        elif status == "interrupted" or (status == "failed" and turn.cancelled):
             # A failure caused by the user's cancel is still a cancel (ACP).
             usage = translate.turn_usage(turn)
             self._end(record, rid, acp_types.PromptResult(stopReason="cancelled", usage=usage))
@@ -625,7 +625,7 @@ class Prompts:
                 turns.lost(record)
                 record.streamed_items.clear()
                 record.withheld_items.clear()
-                if turn.cancel_requested:
+                if turn.cancelled:
                     self._end(
                         record, turn.request_id, acp_types.PromptResult(stopReason="cancelled")
                     )

@@ -57,7 +57,7 @@ class TurnEnds:
         still run (interrupted, not refused: Codex will end them)."""
         record = self.hub.threads.session(note.threadId)
         turn = record.turn if record is not None else None
-        if record is None or turn is None or not turn.cancel_requested:
+        if record is None or turn is None or not turn.cancelled:
             return False
         if record.closing is not None:
             return False
