@@ -41,11 +41,11 @@ Structure. This module is the wiring, and nothing else: the only one that builds
 the features (:mod:`bridge.engine.features`), handing each its collaborators as
 objects, and the only one that knows the order in which several of them react to
 one message: what one event does (``turn/completed``, ``item/completed``, a prompt's
-end...) is one method here that calls each consequence in order (``Engine._turn_completed``
+end...) is one method here that calls each consequence in order (``Engine.turn_completed``
 and its like), read top to bottom. It holds the routing tables:
-:meth:`Engine._codex_routes` (each Codex method → the type its params decode into → the
-features that react, in order) and
-``_client_requests`` (each client method → its handler, ACP v1's; v2's is
+:func:`~bridge.engine.routes.codex_routes` (each Codex method → the type its params
+decode into → the features that react, in order) and
+:func:`~bridge.engine.routes.v1_requests` (each client method → its handler, ACP v1's; v2's is
 :func:`bridge.engine.faces.v2_requests.requests`, over the same features). The
 features state facts (:mod:`bridge.engine.core.facts`) that the hub's face
 (:mod:`bridge.engine.faces`, v1's until ``initialize`` picks v2) renders; the faces
@@ -67,17 +67,8 @@ from typing import Any
 from msgspec import Raw
 
 from .. import acp, codex
-from ..acp import auth as acp_auth
-from ..acp import steering as acp_steering
 from ..acp import types as acp_types
-from ..codex import account as codex_account
-from ..codex import approvals as codex_approvals
-from ..codex import items as codex_items
-from ..codex import mcp as codex_mcp
 from ..codex import messages as codex_messages
-from ..codex import palette as codex_palette
-from ..codex import settings as codex_settings
-from ..codex import threads as codex_threads
 from ..codex import types as codex_types
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
@@ -86,7 +77,7 @@ from .core import AGENT_NAME, client_routing, facts
 from .core.answers import decode_params, prepare_decoders
 from .core.backstop import Backstop
 from .core.codex_asks import LeftOut
-from .core.codex_routing import CodexRouter, Route, notification, request
+from .core.codex_routing import CodexRouter
 from .core.connection import MAX_WAITING, Connection, HandshakeFace
 from .core.effects import Effect
 from .core.hub import Hub, RequestHandler
@@ -116,6 +107,7 @@ from .features.subagents.rejoin import SubagentRejoin
 from .features.subagents.subagents import Subagents
 from .features.tools.terminals import Terminals
 from .features.tools.tools import Tools
+from .routes import codex_routes, v1_requests
 
 log = logging.getLogger(__name__)
 
@@ -250,30 +242,7 @@ class Engine:
             v1_requests=self._client_requests,
             v2_face=self._v2_face,
         )
-        after_catalog = self._after_catalog
-        self._client_requests.update(
-            {
-                "initialize": self.connection.initialize,
-                "authenticate": self.auth.authenticate,
-                "session/new": after_catalog(self.prompts.session_new),
-                "session/prompt": self.file_reports.asking(self.prompts.session_prompt),
-                "session/load": after_catalog(self.lifecycle.session_load),
-                "session/resume": after_catalog(self.lifecycle.session_resume),
-                "session/fork": after_catalog(self.lifecycle.session_fork),
-                "session/list": self.lifecycle.session_list,
-                "session/close": self.lifecycle.session_close,
-                "session/delete": self.admin.session_delete,
-                "session/status": self.admin.session_status,
-                "session/set_title": self.admin.session_set_title,
-                "session/archive": self.admin.session_archive,
-                "session/unarchive": self.admin.session_unarchive,
-                "logout": self.admin.session_logout,
-                acp_auth.STATUS: self.auth.status,
-                "session/set_mode": self.settings.set_mode,
-                "session/set_config_option": self.settings.set_config_option,
-                acp_steering.METHOD: self.steering.steer,
-            }
-        )
+        self._client_requests.update(v1_requests(self))
         self.client_router = client_routing.ClientRouter(
             hub,
             {"session/cancel": self._session_cancel, "$/cancel_request": self._cancel_request},
@@ -282,146 +251,8 @@ class Engine:
             arrived=self._arrived,
         )
         self.codex_router = CodexRouter(
-            hub, self._codex_routes(), gate=subagents, arrived=self._arrived
+            hub, codex_routes(self), gate=subagents, arrived=self._arrived
         )
-
-    def _codex_routes(self) -> dict[str, Route]:
-        """Each Codex message → the type its params decode into → what reacts, in order."""
-        streaming, tools, approvals, subagents = (
-            self.streaming,
-            self.tools,
-            self.approvals,
-            self.subagents,
-        )
-        # What every connection hears of any thread (the session list's rows): ``first``.
-        index, ext = self.session_index, self.extensions
-        types, items, approval = codex_types, codex_items, codex_approvals
-        return {
-            "item/agentMessage/delta": notification(
-                types.AgentMessageDelta, streaming.agent_message_delta
-            ),
-            "item/reasoning/summaryTextDelta": notification(
-                types.ReasoningSummaryTextDelta, streaming.reasoning_delta
-            ),
-            "item/reasoning/summaryPartAdded": notification(
-                types.ReasoningSummaryPartAdded, streaming.reasoning_part_added
-            ),
-            # What one item's or turn's start or end does is one method below, read in order.
-            "item/started": notification(codex_messages.ItemNotification, self._item_started),
-            "item/completed": notification(codex_messages.ItemNotification, self._item_completed),
-            "turn/started": notification(types.TurnNotification, self._turn_started),
-            "turn/completed": notification(
-                types.TurnNotification,
-                self._turn_completed,
-                first=(self._turn_completed_anywhere,),
-            ),
-            "thread/tokenUsage/updated": notification(
-                types.ThreadTokenUsageUpdated, streaming.token_usage
-            ),
-            "error": notification(types.ErrorNotification, self.retries.error),
-            "item/commandExecution/outputDelta": notification(
-                items.CommandExecutionOutputDelta, tools.output_delta
-            ),
-            "item/commandExecution/terminalInteraction": notification(
-                items.TerminalInteraction, tools.terminal_interaction
-            ),
-            "item/fileChange/patchUpdated": notification(
-                items.FileChangePatchUpdated, tools.patch_updated
-            ),
-            "item/mcpToolCall/progress": notification(
-                items.McpToolCallProgress, tools.mcp_progress
-            ),
-            "turn/plan/updated": notification(items.TurnPlanUpdated, tools.plan_updated),
-            "turn/diff/updated": notification(
-                types.TurnDiffUpdated, self.file_reports.diff_updated
-            ),
-            "thread/name/updated": notification(
-                items.ThreadNameUpdated, tools.thread_name_updated, first=(index.name_updated,)
-            ),
-            "thread/started": notification(types.ThreadStarted, first=(index.thread_started,)),
-            "thread/environment/connected": notification(
-                types.EnvironmentConnection, self.machines.environment_connected
-            ),
-            "thread/environment/disconnected": notification(
-                types.EnvironmentConnection, self.machines.environment_disconnected
-            ),
-            "thread/deleted": notification(
-                codex_threads.ThreadGone,
-                self.lifecycle.thread_gone,
-                subagents.thread_gone,
-                first=(index.thread_gone,),
-                gated=False,
-            ),
-            "thread/archived": notification(
-                codex_threads.ThreadGone,
-                self.lifecycle.thread_gone,
-                subagents.thread_gone,
-                first=(index.thread_gone,),
-                gated=False,
-            ),
-            # Not gated: the end of a thread no session shows is not held, nor read (the
-            # reactor forgets its record, if it has one).
-            "thread/closed": notification(
-                codex_threads.ThreadGone,
-                subagents.thread_gone,
-                first=(index.thread_closed,),
-                gated=False,
-            ),
-            "serverRequest/resolved": notification(
-                approval.ServerRequestResolved, approvals.resolved
-            ),
-            "thread/status/changed": notification(
-                types.ThreadStatusChanged, subagents.status_changed, first=(index.status_changed,)
-            ),
-            "thread/settings/updated": notification(
-                codex_settings.ThreadSettingsUpdated, self.settings.settings_updated
-            ),
-            "account/login/completed": notification(
-                codex_account.AccountLoginCompleted, self.auth.login_completed
-            ),
-            "account/updated": notification(
-                codex_account.AccountUpdated, self.auth.account_updated
-            ),
-            "account/rateLimits/updated": notification(
-                codex_palette.RateLimitsUpdated, ext.rate_limits_updated
-            ),
-            "mcpServer/startupStatus/updated": notification(
-                codex_mcp.McpServerStartupStatus, self.mcp_servers.startup_status
-            ),
-            # Not gated: a sign-in is the server's, whichever thread started it.
-            "mcpServer/oauthLogin/completed": notification(
-                codex_mcp.McpServerOauthLoginCompleted,
-                self.mcp_servers.oauth_completed,
-                gated=False,
-            ),
-            "item/commandExecution/requestApproval": request(
-                approval.CommandExecutionRequestApprovalParams,
-                approvals.command_approval,
-            ),
-            "item/fileChange/requestApproval": request(
-                approval.FileChangeRequestApprovalParams, approvals.file_change_approval
-            ),
-            "item/permissions/requestApproval": request(
-                approval.PermissionsRequestApprovalParams,
-                approvals.permissions_approval,
-            ),
-            "item/tool/requestUserInput": request(
-                approval.ToolRequestUserInputParams, approvals.user_input
-            ),
-            "mcpServer/elicitation/request": request(
-                approval.McpServerElicitationRequestParams, approvals.mcp_elicitation
-            ),
-            # Codex sends these only for turns started with its removed v1 API
-            # (sendUserTurn); this bridge starts turns with turn/start only.
-            "execCommandApproval": request(
-                codex_messages.LegacyApprovalParams, approvals.legacy_approval
-            ),
-            "applyPatchApproval": request(
-                codex_messages.LegacyApprovalParams, approvals.legacy_approval
-            ),
-            # Codex 0.169 (experimental); any thread's, as the time is nobody's.
-            "currentTime/read": request(types.CurrentTimeReadParams, self._read_clock, gated=False),
-        }
 
     # -- state the shell and tests read ---------------------------------------------------
 
@@ -620,7 +451,7 @@ class Engine:
         self.approvals.session_cancelled(session_id)
         self._cancel_work(session_id)
 
-    def _after_catalog(self, handler: RequestHandler) -> RequestHandler:
+    def after_catalog(self, handler: RequestHandler) -> RequestHandler:
         """A session's first answer lists every model: ``handler`` opens one once the
         catalog asked at the handshake is in (see bridge.engine.features.settings.settings)."""
         return client_routing.after_catalog(self.hub, self.settings, handler)
@@ -639,19 +470,19 @@ class Engine:
             settings=self.settings,
             admin=self.admin,
             same_as_v1=self._client_requests,
-            after_catalog=self._after_catalog,
+            after_catalog=self.after_catalog,
         )
         requests["session/prompt"] = self.file_reports.asking(requests["session/prompt"])
         return V2Face(self.hub, requests, fork=self.lifecycle.fork_offered), requests
 
     # -- what one feature asks of the others ------------------------------------------------
 
-    def _read_clock(self, rid: RequestId, _params: codex_types.CurrentTimeReadParams) -> None:
+    def current_time_read(self, rid: RequestId, params: codex_types.CurrentTimeReadParams) -> None:
         self.hub.read_clock(rid)
 
     # -- what one event does, in order ------------------------------------------------------
 
-    def _item_started(self, note: codex_messages.ItemNotification) -> None:
+    def item_started(self, note: codex_messages.ItemNotification) -> None:
         """Codex started an item on a session's thread."""
         # A user message item names the prompt awaiting it: inserted before anything of it.
         self.prompts.item_started(note)
@@ -663,7 +494,7 @@ class Engine:
         self.approvals.item_started(note)
         self.subagents.item_started(note)
 
-    def _item_completed(self, note: codex_messages.ItemNotification) -> None:
+    def item_completed(self, note: codex_messages.ItemNotification) -> None:
         """Codex completed an item on a session's thread."""
         # Steered input shown where it entered the turn; an answer's text that did not
         # stream; the tool call finished; a command running as a task ended; the raw item
@@ -678,7 +509,7 @@ class Engine:
         # A proposed plan noted: its turn's end asks whether to implement it.
         self.proposed_plans.item_completed(note)
 
-    def _turn_started(self, note: codex_types.TurnNotification) -> None:
+    def turn_started(self, note: codex_types.TurnNotification) -> None:
         """Codex started a turn on a session's thread."""
         # The session's turn named (or another client's taken as the session's); the
         # diff a file report will read begins; a sub-agent's turn and its state (a turn of
@@ -689,13 +520,13 @@ class Engine:
         self.proposed_plans.turn_started(note)  # the session moved on: no question stands
         self.prompts.state_turn_started(note)
 
-    def _turn_completed_anywhere(self, note: codex_types.TurnNotification) -> None:
+    def turn_completed_anywhere(self, note: codex_types.TurnNotification) -> None:
         """Codex ended a turn, on any thread, before the sub-agent gate: a closed session's
         interrupted turn still has commands to stop; the session list's row changes."""
         self.terminals.turn_completed(note)
         self.session_index.turn_completed(note)
 
-    def _turn_completed(self, note: codex_types.TurnNotification) -> None:
+    def turn_completed(self, note: codex_types.TurnNotification) -> None:
         """Codex ended a turn on a session's thread (or a turn end held here is released)."""
         # A cancelled turn's end waits for the sub-agent turns its cancel stopped
         # (features.prompts.turn_ends): routed again from here once they have ended.
@@ -727,7 +558,7 @@ class Engine:
     def _release_turn_ends(self) -> None:
         """Each held ``turn/completed`` whose cancelled sub-agents have stopped, now."""
         for note in self.turn_ends.released():
-            self._turn_completed(note)
+            self.turn_completed(note)
 
     def _thread_starting(
         self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams

@@ -6,7 +6,7 @@ A request is handled now (the connection decided it need not wait for Codex:
 1. the connection hears of it (past ``initialize``, a v2 client may not repeat it);
 2. one handler, by method, from the table of the face the client is spoken to through
    (``hub.face.requests``: v1's is the wiring's
-   :attr:`bridge.engine.engine.Engine._client_requests`, v2's
+   :func:`bridge.engine.routes.v1_requests`, v2's
    :func:`bridge.engine.faces.v2_requests.requests`, each decoding its version's
    params once); a method nobody handles is -32601, and while Codex is away every
    request but ``initialize`` is answered with the reason (v2: known or not);

@@ -18,7 +18,7 @@ whichever way it was decoded:
    ``turn/completed``, ``item/completed``...); a request goes to the route's ``answer``,
    which answers it (a request nothing answers is declined, never left waiting).
 
-The table itself is the wiring's (:meth:`bridge.engine.engine.Engine._codex_routes`):
+The table itself is the wiring's (:func:`bridge.engine.routes.codex_routes`):
 which features react to a method, and in which order, is read there in one place.
 """
 

@@ -7,7 +7,7 @@ to a client that declared ``clientCapabilities.plan``, and to any other as the
 agent's message (:attr:`V1Face.render`). Of the facts
 (:mod:`bridge.engine.core.facts`), v1 says only what answers a request: a
 prompt's end is its ``PromptResult`` (or its error), a session opened is the
-open's result. Its requests are the engine's table (``Engine._client_requests``),
+open's result. Its requests are the engine's table (``routes.v1_requests``),
 each handler decoding v1's params once.
 """
 
