@@ -703,6 +703,114 @@ def test_only_the_connection_moves_codexs_side() -> None:
     )
 
 
+#: Who may write each field of the hub, besides the hub itself (a field not listed: the hub
+#: alone). ``setup`` is frozen; ``codex_side`` moves through the connection (see above).
+HUB_WRITERS: dict[str, frozenset[str]] = {
+    "handshake": frozenset({f"{ENGINE}.core.connection"}),
+    "codex_side": frozenset({CODEX_SIDE_MOVER}),
+    "profile": frozenset({f"{ENGINE}.features.settings.settings"}),
+    "machines": frozenset({f"{ENGINE}.features.settings.machines"}),
+    "unknown_to_codex": frozenset({f"{ENGINE}.features.sessions.admin"}),
+}
+#: Calls that change the collection they are called on.
+MUTATORS = frozenset(
+    {
+        "add",
+        "append",
+        "clear",
+        "discard",
+        "extend",
+        "insert",
+        "pop",
+        "remove",
+        "setdefault",
+        "update",
+    }
+)
+
+
+def _hub_field(node: ast.expr) -> tuple[int, str] | None:
+    """The hub field an expression reaches (``hub.X``, ``self.hub.X.y``, ``hub.X[k]``), with
+    its line; ``None`` when it reaches none."""
+    chain: list[str] = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            chain.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        chain.append(node.id)
+    chain.reverse()
+    for at, name in enumerate(chain[:-1]):
+        if name == "hub":
+            return getattr(node, "lineno", 0), chain[at + 1]
+    return None
+
+
+def hub_writes(
+    modules: Mapping[str, Path],
+    *,
+    engine: str = ENGINE,
+    hub: str = f"{ENGINE}.core.hub",
+    writers: Mapping[str, frozenset[str]] = HUB_WRITERS,
+    root: Path = PACKAGE_DIR.parent,
+) -> list[str]:
+    """``file:line`` for each write to a hub field (an assignment through ``hub.X``, or a
+    mutating call on it) by a module that is not its writer (:data:`HUB_WRITERS`)."""
+
+    def look(module: str, node: ast.AST) -> list[tuple[int, str]]:
+        reached = [(t.lineno, _hub_field(t)) for t in _assigned(node)]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in MUTATORS
+        ):
+            reached.append((node.lineno, _hub_field(node.func.value)))
+        return [
+            (line, f"writes hub.{field[1]}")
+            for line, field in reached
+            if field is not None and module not in writers.get(field[1], frozenset())
+        ]
+
+    return engine_writes(modules, look, engine=engine, writer=hub, root=root)
+
+
+def test_each_hub_field_is_written_by_its_owner_alone() -> None:
+    fail_listing(
+        "a hub field written by a module that does not own it (tests/test_architecture.py's "
+        "HUB_WRITERS):\n",
+        hub_writes(MODULES),
+    )
+
+
+def test_the_hub_check_sees_each_kind_of_write(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/core/hub.py": "class Hub:\n    def f(self):\n        self.face = 1\n",
+            "fake/core/connection.py": "def f(hub):\n    hub.handshake.air = None\n",
+            "fake/features/f.py": (
+                "def f(self, hub):\n"
+                "    self.hub.face = None\n"
+                "    hub.handshake.air = None\n"
+                "    hub.unknown_to_codex.add('m')\n"
+                "    hub.machines['x'] = 1\n"
+                "    hub.threads.session('x')\n"
+                "    self.hub.threads.get('x').turn\n"
+            ),
+        },
+    )
+    writers = {"handshake": frozenset({"fake.core.connection"})}
+    found = hub_writes(
+        find_modules(package), engine="fake", hub="fake.core.hub", writers=writers, root=tmp_path
+    )
+    assert found == [
+        "fake/features/f.py:2 writes hub.face",
+        "fake/features/f.py:3 writes hub.handshake",
+        "fake/features/f.py:4 writes hub.unknown_to_codex",
+        "fake/features/f.py:5 writes hub.machines",
+    ]
+
+
 def test_the_codex_side_check_sees_each_kind_of_write(tmp_path: Path) -> None:
     package = _make_package(
         tmp_path,

@@ -43,7 +43,7 @@ def test_initialize_is_answered_before_codex_handshake_completes_and_session_new
     assert answer is not None and answer["result"]["protocolVersion"] == 1
     assert answer["result"]["agentCapabilities"]["loadSession"] is True
     assert [m["id"] for m in answer["result"]["authMethods"]] == ["chatgpt", "api-key"]
-    assert h.engine.hub.client_capabilities.terminal is True
+    assert h.engine.hub.handshake.client_capabilities.terminal is True
     opened = h.client_request("session/new", {"cwd": "/w", "mcpServers": []})
     assert h.client_response(opened) is None
     assert [m.get("method") for m in h.to_codex] == ["initialize"]  # nothing before the handshake

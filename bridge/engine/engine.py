@@ -159,6 +159,7 @@ class Engine:
             real_path=real_path or str,
             paged_store=paged_store,
             codex_shared=codex_shared or detachable,
+            stored_machine=stored_machine,
         )
         #: The thread-to-session identity map.
         self.threads: Threads = hub.threads
@@ -179,8 +180,6 @@ class Engine:
         self.streaming = Streaming(hub)
         self.settings = settings = SettingsSelectors(hub)
         self.machines = Machines(hub, machines)
-        if stored_machine is not None:
-            hub.stored_machine = stored_machine
         self.auth = Authentication(hub)
         self.mcp_servers = McpServers(hub)
         self.terminals = Terminals(hub)

@@ -222,11 +222,11 @@ class Connection:
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
         self.hub.speak(self.v1_face)  # the latest successful initialize decides
         extensions, client_meta = self.extensions, params.clientCapabilities.meta
-        declared = extensions.declared(client_meta)
+        declared = self.hub.handshake.air = extensions.declared(client_meta)
         if declared is not None and air.NATIVE_SUBAGENTS in declared:
             # AIR's name for the subagents capability, which released SDKs can strip.
             params.clientCapabilities.subagents = params.clientCapabilities.subagents or {}
-        self.hub.client_capabilities = params.clientCapabilities
+        self.hub.handshake.client_capabilities = params.clientCapabilities
         result = acp_types.InitializeResult(
             protocolVersion=acp_types.PROTOCOL_VERSION,
             agentCapabilities=acp_types.AgentCapabilities(
@@ -255,7 +255,7 @@ class Connection:
 
         params = decode_params(raw, acp_v2.InitializeParams, "initialize")
         hub = self.hub
-        hub.client_capabilities = acp_types.ClientCapabilities(
+        hub.handshake.client_capabilities = acp_types.ClientCapabilities(
             subagents={},
             elicitation=params.capabilities.elicitation,
             auth=params.capabilities.auth,
@@ -272,7 +272,7 @@ class Connection:
         v2_result = face.initialize_result(info, result.authMethods)
         v2_result.meta = dict(acp_steering.SUPPORTED)
         extensions, client_meta = self.extensions, params.capabilities.meta
-        extensions.declared(client_meta)
+        hub.handshake.air = extensions.declared(client_meta)
         extensions.offer(v2_result.capabilities, requests, params.capabilities.session)
         v2_result.meta = extensions.advertised(v2_result.meta)
         hub.speak(face)
@@ -332,7 +332,7 @@ class Connection:
         if hub.codex_lost_reason is not None:
             return False
         hub.codex_side.move(CodexState.RECOVERING if retrying else CodexState.LOST, reason)
-        hub.open_codex_requests.clear()  # nobody is left to answer
+        hub.codex_requests_void()
         return True
 
     def restarted(self) -> None:

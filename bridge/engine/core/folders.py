@@ -20,7 +20,7 @@ def check_directory(hub: Hub, cwd: str, method: str) -> None:
     """``cwd`` must be an absolute path to an existing directory (-32602 naming it)."""
     if not cwd.startswith("/"):
         raise RpcError.invalid_params(f"{method}: cwd must be an absolute path, got {cwd!r}")
-    if not hub.is_directory(cwd):
+    if not hub.setup.is_directory(cwd):
         raise RpcError.invalid_params(
             f"{method}: cwd {cwd!r} is not an existing directory", {"cwd": cwd}
         )
@@ -47,7 +47,7 @@ def check_folders(
                 f"got {folder!r}",
                 {"additionalDirectories": list(folders or ())},
             )
-        if not hub.is_directory(folder):
+        if not hub.setup.is_directory(folder):
             raise RpcError.invalid_params(
                 f"{method}: additionalDirectories[{index}] {folder!r} is not an existing directory",
                 {"additionalDirectories": list(folders or ())},

@@ -36,7 +36,6 @@ import msgspec
 from msgspec import Raw
 
 from ...acp import permissions as acp_permissions
-from ...acp import types as acp_types
 from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
@@ -45,6 +44,7 @@ from .answers import OnError, Outstanding, decoder, from_codex
 from .codex_asks import CodexAsk, InterruptTurn
 from .codex_side import CodexSide, CodexState
 from .facts import Fact
+from .hub_parts import Handshake, Setup, nothing_stored
 from .machines import Machine
 from .outbox import update_effect
 from .record_parts import Turn
@@ -176,34 +176,30 @@ class Hub:
         real_path: Callable[[str], str] = str,
         paged_store: bool = False,
         codex_shared: bool = False,
+        stored_machine: Callable[[str], str | None] | None = None,
     ) -> None:
         self.client = Peer[Outstanding](jsonrpc_member=True)
         self.codex = Peer[Outstanding](jsonrpc_member=False)
         self.threads = Threads()
         self._shown_ids = self.threads.shown_ids  # the hot path's one lookup
-        self.client_capabilities = acp_types.ClientCapabilities()
-        #: JetBrains AIR's capabilities the client declared (``None``: not AIR).
-        self.air: frozenset[str] | None = None
+        #: What the shell fixed at start: never written (see :mod:`.hub_parts`).
+        self.setup = Setup(
+            base_config=thread_config or None,
+            profiles=dict(profiles or {}),
+            api_key=api_key or None,
+            is_directory=is_directory,
+            real_path=real_path,
+            paged_store=paged_store,
+            codex_shared=codex_shared,
+            stored_machine=stored_machine or nothing_stored,
+        )
+        #: What the client's ``initialize`` settled: core/connection.py writes it.
+        self.handshake = Handshake()
         #: Codex's side of the connection: written by core/connection.py alone.
         self.codex_side = CodexSide()
-        #: What every thread is started (or opened) with without a profile.
-        self.base_config = thread_config or None
-        #: Codex's config profiles, each as the ``config`` a thread gets with it in force.
-        self.profiles: dict[str, dict[str, Any]] = dict(profiles or {})
-        #: The profile new threads get (the ``profile`` option's), ``None``: none.
-        self.profile = profile if profile in self.profiles else None
-        self.api_key = api_key or None
-        self.is_directory = is_directory
-        self.real_path = real_path
-        #: The stored work is read in pages: ``session/list`` from Codex's index
-        #: (``useStateDbOnly``, a page of ``limit``), a loaded history (and its
-        #: sub-agents') by ``thread/items/list`` pages replayed as each arrives. Off, the whole history
-        #: comes with one ``thread/read`` (what recordings made before paging hold).
-        self.paged_store = paged_store
-        #: Other clients may hear this Codex's requests (a daemon's, or one attached by URL):
-        #: a turn another client started is theirs to answer. Else the only other starter
-        #: of a turn is Codex itself (a goal's), and nobody but this client can answer it.
-        self.codex_shared = codex_shared
+        #: The profile new threads get (the ``profile`` option's), ``None``: none. The
+        #: settings feature's to change.
+        self.profile = profile if profile in self.setup.profiles else None
         #: Requests received and not answered yet, per side.
         self.open_client_requests: set[RequestId] = set()
         self.open_codex_requests: set[RequestId] = set()
@@ -232,8 +228,6 @@ class Hub:
         #: The machines a session may act on, by name (the machines feature's; empty:
         #: none named, and no ``machine`` option is offered).
         self.machines: dict[str, Machine] = {}
-        #: The machine the shell stored for a thread (``MachineChosen``), if any.
-        self.stored_machine: Callable[[str], str | None] = _nothing_stored
         self._out: list[effects.Effect] = []
 
     @property
@@ -241,18 +235,23 @@ class Hub:
         """The ``config`` of the threads started or opened now: the profile's, else the
         overrides (``None``: nothing to send)."""
         if self.profile is not None:
-            return self.profiles[self.profile] or None
-        return self.base_config
+            return self.setup.profiles[self.profile] or None
+        return self.setup.base_config
 
     def declares(self, capability: str) -> bool:
         """The client declared AIR's ``capability`` at ``initialize``."""
-        return self.air is not None and capability in self.air
+        air = self.handshake.air
+        return air is not None and capability in air
 
     def speak(self, face: Face) -> None:
         """Speak to the client through ``face`` from now on."""
         self.face = face
         self._same = face.same
         self._plain = face.same - TURN_TRAFFIC
+
+    def codex_requests_void(self) -> None:
+        """Codex is gone: nobody is left to answer the requests it made."""
+        self.open_codex_requests.clear()
 
     def reset_codex(self) -> None:
         """A new connection to Codex (it was restarted, or reconnected): a fresh peer,
@@ -273,7 +272,7 @@ class Hub:
     @property
     def subagents_exposed(self) -> bool:
         """The client declared ``subagents``: sub-agents are shown as sessions."""
-        return self.client_capabilities.subagents is not None
+        return self.handshake.client_capabilities.subagents is not None
 
     @property
     def speaks_unstable(self) -> bool:
@@ -589,10 +588,6 @@ class Hub:
         """The effects produced since the last call, in order."""
         out, self._out = self._out, []
         return out
-
-
-def _nothing_stored(_thread_id: str) -> str | None:
-    return None
 
 
 def _interrupted(_record: ThreadRecord, _asked: InterruptTurn, _result: object) -> None:

@@ -82,7 +82,7 @@ class V1Face:
     def _plan_update(self, session_id: str, update: acp_tools.PlanUpdate) -> None:
         """The proposed plan: a plan to a client that takes ``plan_update``, else the
         agent's message (the plan's id its ``messageId``)."""
-        if self.hub.client_capabilities.plan is not None:
+        if self.hub.handshake.client_capabilities.plan is not None:
             self.hub.emit(update_effect(session_id, update))
             return
         text = acp_types.TextContent(text=update.plan.content)

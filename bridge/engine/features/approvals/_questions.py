@@ -121,7 +121,7 @@ class Questions:
         """``presented``: AIR's presentation record of the request (its title, Codex's
         reason), sent to an AIR client only."""
         by_id = {choice.option.optionId: choice.answer for choice in choices}
-        if presented is not None and self.hub.air is not None:
+        if presented is not None and self.hub.handshake.air is not None:
             existing = meta if isinstance(meta, dict) else {}
             meta = {**existing, **air.meta({"permission": presented})}
 
@@ -335,7 +335,7 @@ class Questions:
 
     def client_can_elicit(self, mode: str) -> bool:
         # ACP: the capability for a mode is declared by a non-null member ({}).
-        declared = self.hub.client_capabilities.elicitation
+        declared = self.hub.handshake.client_capabilities.elicitation
         return isinstance(declared, dict) and declared.get(mode) is not None
 
     def _of_thread(self, thread_id: str) -> list[Question]:
@@ -401,7 +401,7 @@ class Questions:
     def others_turn(self, record: ThreadRecord) -> bool:
         """Whether ``record`` works for a turn another client of a shared Codex started (on
         its root session): Codex asks every client and takes the first answer."""
-        if not self.hub.codex_shared:
+        if not self.hub.setup.codex_shared:
             return False  # no other client: a turn Codex started itself is this one's
         root: ThreadRecord | None = record
         for _ in range(MAX_DEPTH):

@@ -101,7 +101,7 @@ class UsageLimits:
     def record_failure(self, fact: facts.PromptEnded) -> facts.PromptEnded:
         """A failed turn's error as AIR's ``sessionFailure``, if declared: v1's answer is
         ``end_turn`` carrying it (returned); in v2 it is sent on the session's stream now."""
-        declared = self.hub.air
+        declared = self.hub.handshake.air
         error = fact.outcome
         if (
             declared is None

@@ -10,7 +10,7 @@ advertised or declared"):
   (:mod:`bridge.engine.features.extensions._usage_limits`: to every client);
 - on for a client that declares it, where the extension's definition has the client
   declare: JetBrains AIR's (``_meta.jetbrains.air``, :mod:`bridge.acp.air`, kept as
-  ``hub.air``; AIR's async tasks, :mod:`bridge.engine.features.extensions._async_tasks`, and failure
+  ``hub.handshake.air``; AIR's async tasks, :mod:`bridge.engine.features.extensions._async_tasks`, and failure
   records among them), ACP's quotas proposal (``session.quota``,
   :mod:`bridge.engine.features.extensions._quotas`).
 
@@ -49,9 +49,9 @@ class Extensions:
         self.quotas = Quotas(hub, self.usage_limits)
 
     def declared(self, client_meta: Any) -> frozenset[str] | None:
-        """The client's AIR capabilities (``None``: not AIR), kept for every feature."""
-        self.hub.air = air.declared(client_meta)
-        return self.hub.air
+        """The client's AIR capabilities (``None``: not AIR): the connection keeps them for
+        every feature (``hub.handshake.air``)."""
+        return air.declared(client_meta)
 
     def offer(self, caps: Any, requests: dict[str, RequestHandler], session: Any = None) -> None:
         """Fill the answer's capabilities ``caps`` and the client's request table with what
@@ -77,4 +77,8 @@ class Extensions:
 
     def advertised(self, meta: Any) -> Any:
         """The answer's ``_meta``, with AIR's extensions when the client is AIR."""
-        return air.advertised(meta, self.hub.air) if self.hub.air is not None else meta
+        return (
+            air.advertised(meta, self.hub.handshake.air)
+            if self.hub.handshake.air is not None
+            else meta
+        )

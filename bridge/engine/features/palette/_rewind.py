@@ -185,7 +185,7 @@ class Rewind:
         # file system, unless --codex-url names a Codex elsewhere: there a path the shell
         # cannot find is judged as written). Another machine's: as written only, since no
         # one here sees its links.
-        real_path = self.hub.real_path if run.machine == LOCAL else None
+        real_path = self.hub.setup.real_path if run.machine == LOCAL else None
         run.outside = rewind_plan.outside_of(touched, run.roots, real_path)
         paths = [path for path in touched if path not in run.outside]
         run.outcome = Outcome(
@@ -290,7 +290,9 @@ class Rewind:
             # Judged again: a link made since the files were read (a command that outlived
             # its turn) would lead a write out of the folders. What is left is the instant
             # between this and Codex's write.
-            for path, why in rewind_plan.outside_of(writes, run.roots, self.hub.real_path).items():
+            for path, why in rewind_plan.outside_of(
+                writes, run.roots, self.hub.setup.real_path
+            ).items():
                 del writes[path]
                 run.outcome.failed[path] = why
         if not writes:

@@ -131,7 +131,7 @@ class FileReports:
         elif len(diff.encode()) > MAX_DIFF_BYTES:
             report.update(status="unavailable", reason="invalidOutput")
         else:
-            paths = changed_paths(diff, record.cwd, self.hub.is_directory)
+            paths = changed_paths(diff, record.cwd, self.hub.setup.is_directory)
             report.update(
                 status="reported",
                 paths=paths[:MAX_PATHS],

@@ -106,6 +106,9 @@ class MachineGate(Protocol):
         """``ready()`` once machine ``name`` can take a turn of thread ``thread_id`` (whose
         folders are ``folders``), else ``failed(reason)``."""
 
+    def turn_starting(self, name: str) -> None:
+        """A turn starts on machine ``name``: a loss of its link is behind it."""
+
 
 class QuickCommands(Protocol):
     """Runs the slash commands answered without a turn (:mod:`bridge.engine.features.palette.palette`)."""
@@ -265,7 +268,8 @@ class Prompts:
                 return
             request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
             self.settings.turn_starting(record, request)
-            if record.folders_unsent or (hub.codex_shared and record.folders):
+            self.machines.turn_starting(machine)
+            if record.folders_unsent or (hub.setup.codex_shared and record.folders):
                 # Opened naming other folders than Codex kept in the thread: the client's.
                 # On a shared Codex, every turn: another window's turn may have set its own.
                 request.runtimeWorkspaceRoots = [record.cwd, *record.folders]

@@ -130,7 +130,7 @@ class ProposedPlans:
 
     def _ask(self, record: ThreadRecord, item_id: str) -> None:
         asked = self._asked[record.id] = _Asked(item_id)
-        declared = self.hub.client_capabilities.elicitation
+        declared = self.hub.handshake.client_capabilities.elicitation
         if isinstance(declared, dict) and declared.get("form") is not None:
             request: msgspec.Struct = acp_permissions.FormElicitationRequest(
                 sessionId=record.id, message=QUESTION, requestedSchema=_FORM

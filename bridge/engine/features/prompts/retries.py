@@ -82,7 +82,7 @@ class Retries:
         """Tell the client Codex is retrying, and why: a notice where it takes notices,
         else a thought (the answer's text stays the model's)."""
         why = _retry_reason(note.error)
-        sessions = self.hub.client_capabilities.session or {}
+        sessions = self.hub.handshake.client_capabilities.session or {}
         if sessions.get("notices") is not None:
             self.hub.update(
                 record.id,

@@ -69,7 +69,7 @@ class Streaming:
             return
         if not translate.presentation(item).answer:
             record.withheld_items.add(item.id)
-        if item.phase and self.hub.air is not None:
+        if item.phase and self.hub.handshake.air is not None:
             record.message_phases[item.id] = item.phase
 
     def agent_message_delta(self, delta: codex_types.AgentMessageDelta) -> None:
@@ -110,7 +110,7 @@ class Streaming:
         record.streamed_items.discard(item.id)
         record.withheld_items.discard(item.id)
         phase = record.message_phases.pop(item.id, None)
-        if isinstance(item, codex_types.AgentMessageItem) and self.hub.air is not None:
+        if isinstance(item, codex_types.AgentMessageItem) and self.hub.handshake.air is not None:
             phase = item.phase or phase
         if isinstance(item, codex_types.AgentMessageItem) and self.hub.face.version == 2:
             # v2 has the answer's upsert: its whole text replaces what the chunks said.

@@ -77,7 +77,7 @@ class Listing:
             sortKey=LIST_SORT_KEY,
             archived=True if archived == "only" else UNSET,
         )
-        if hub.paged_store:
+        if hub.setup.paged_store:
             # Without ``useStateDbOnly`` Codex reads every stored thread file for every
             # page (to repair its index): a page costs what the whole store does.
             request.limit = LIST_PAGE
@@ -104,13 +104,13 @@ class Listing:
                     nextCursor=page.nextCursor if page.nextCursor is not None else UNSET,
                 ),
             )
-            if hub.paged_store and page.nextCursor is not None and params.cursor is not None:
+            if hub.setup.paged_store and page.nextCursor is not None and params.cursor is not None:
                 # A client that asked for a second page reads on; one that asked only for
                 # the first (an editor's picker) costs Codex no page it will not take.
                 self._ask_ahead(msgspec.structs.replace(request, cursor=page.nextCursor))
             # After a listing's last page: the repair then never competes with the client's
             # paging (an editor reads its pages back to back).
-            if hub.paged_store and not self._index_repaired and page.nextCursor is None:
+            if hub.setup.paged_store and not self._index_repaired and page.nextCursor is None:
                 self._repair_index()
 
         def refused(error: ErrorObject) -> None:

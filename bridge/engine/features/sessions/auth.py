@@ -113,7 +113,7 @@ class Authentication:
     def methods(self) -> list[acp_types.AuthMethod]:
         """The sign-in methods this client is offered: the terminal one only when it can
         run the agent in a terminal (ACP's rule for ``terminal`` methods)."""
-        capabilities = self.hub.client_capabilities
+        capabilities = self.hub.handshake.client_capabilities
         auth, meta = capabilities.auth, capabilities.meta
         # ACP's auth.terminal, or the earlier _meta["terminal-auth"] that Zed and the
         # registry's checks send.
@@ -125,7 +125,7 @@ class Authentication:
     def authenticate(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_auth.AuthenticateParams, "authenticate")
         if params.methodId == API_KEY_METHOD:
-            key = self.hub.api_key
+            key = self.hub.setup.api_key
             if not key:
                 raise RpcError.invalid_params(
                     "no API key: set CODEX_API_KEY or OPENAI_API_KEY where the bridge runs"
@@ -187,7 +187,7 @@ class Authentication:
         if not isinstance(url, str) or not isinstance(login_id, str):
             self.hub.refuse_client(rid, RpcError.internal("Codex started no ChatGPT sign-in"))
             return
-        elicitation = self.hub.client_capabilities.elicitation or {}
+        elicitation = self.hub.handshake.client_capabilities.elicitation or {}
         if elicitation.get("url") is None:
             # Without URL elicitation the page can only travel in the answer. Codex keeps
             # waiting for the browser's callback: signing in there is enough.

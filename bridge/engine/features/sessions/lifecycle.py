@@ -179,7 +179,9 @@ class Lifecycle:
         hub.cancellable(rid, cancel)
         # Paged, the history is listed after the resume (``Replay``): this read only says
         # the thread is there.
-        self._read_stored(opening, asked, replay and not hub.paged_store, self._stored_missing)
+        self._read_stored(
+            opening, asked, replay and not hub.setup.paged_store, self._stored_missing
+        )
 
     def _read_stored(
         self,

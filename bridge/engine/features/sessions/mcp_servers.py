@@ -220,7 +220,7 @@ class McpServers:
     ) -> None:
         url = result.authorizationUrl
         login = self.logins[name] = OauthLogin(name, record.id)
-        elicitation = self.hub.client_capabilities.elicitation or {}
+        elicitation = self.hub.handshake.client_capabilities.elicitation or {}
         if elicitation.get("url") is None:
             if not in_words:
                 return
@@ -305,7 +305,7 @@ class McpServers:
             record.mcp_untold.append(lambda: self._tell(record, severity, title, description))
             return
         hub = self.hub
-        sessions = hub.client_capabilities.session or {}
+        sessions = hub.handshake.client_capabilities.session or {}
         if sessions.get("notices") is not None:
             notice = acp_types.Notice(severity=severity, title=title)
             if description:

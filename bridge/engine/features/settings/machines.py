@@ -130,6 +130,13 @@ class Machines:
             self.hub.effect(MachineWanted(link.machine.name, wanted))
         self._settle(link)
 
+    def turn_starting(self, name: str) -> None:
+        """A turn starts on machine ``name``: the reason its link was lost is behind it (a
+        command of the turn that fails says its own)."""
+        link = self._links.get(name)
+        if link is not None:
+            link.machine.lost = ""
+
     def _session_link(self, machine: _Link, thread_id: str) -> _Link:
         """Thread ``thread_id``'s own place on per-session ``machine``: registered with
         Codex at its first prompt there."""

@@ -135,7 +135,7 @@ class SettingsSelectors:
         its skills, and offer each as a command of its own once they are known."""
         if record.settings is None:
             return
-        air_client = self.hub.air is not None
+        air_client = self.hub.handshake.air is not None
         self.hub.update(
             record.id, acp_commands.AvailableCommandsUpdate(availableCommands=offered(air_client))
         )
@@ -184,7 +184,7 @@ class SettingsSelectors:
         longer names, or none: this one)."""
         if not self.hub.machines:
             return LOCAL
-        stored = self.hub.stored_machine(thread_id)
+        stored = self.hub.setup.stored_machine(thread_id)
         if stored is not None:
             return stored if stored in self.hub.machines else LOCAL
         environments = getattr(thread, "environments", None) or []
@@ -218,8 +218,6 @@ class SettingsSelectors:
                 here.runtimeWorkspaceRoots = workspace_roots(record.cwd, record.folders)
             params.environments = [here]
             settings.machine, settings.picked_machine = machine, None
-            if offer is not None:
-                self.hub.machines[machine].lost = ""
         if settings.picked_mode is not None:
             params.approvalPolicy, params.sandboxPolicy = presets.policy(
                 settings, settings.picked_mode
@@ -288,19 +286,19 @@ class SettingsSelectors:
 
     def _modes(self, settings: Settings) -> acp_settings.SessionModeState:
         state = setting_views.modes(settings)
-        if self.hub.air is not None:
+        if self.hub.handshake.air is not None:
             air_settings.decorate_modes(state, settings.reviewer)
         return state
 
     def _options(self, settings: Settings) -> list[acp_settings.SessionConfigSelect]:
         hub = self.hub
         options = setting_views.options(
-            settings, self.catalog, hub.machines, list(hub.profiles), hub.profile
+            settings, self.catalog, hub.machines, list(hub.setup.profiles), hub.profile
         )
-        if self.hub.air is not None:
+        if self.hub.handshake.air is not None:
             current = setting_views.current_model(settings)
             air_settings.decorate_options(
-                options, self.catalog or [], current, self.hub.air, settings.reviewer
+                options, self.catalog or [], current, self.hub.handshake.air, settings.reviewer
             )
         return options
 

@@ -96,7 +96,7 @@ class SubagentHistory:
         the commands it still runs, then the sub-agents' associations and histories; then
         ``then`` (the response). With the store paged (``Hub.paged_store``), the root's
         turns come a page at a time (:meth:`_replay_pages`)."""
-        if self.hub.paged_store:
+        if self.hub.setup.paged_store:
             self._replay_pages(root, stored, then)
             return
         root_items = history.stored_items(stored)
@@ -152,7 +152,7 @@ class SubagentHistory:
         first = self._subagents.history_item(root.id, tree.nicknames())
         if not self.hub.subagents_exposed:
             first = self._with_hidden(first, tree)
-        phases = self.hub.air is not None
+        phases = self.hub.handshake.air is not None
         terminals = self.hub.face.version == 2
         for update in history.replay_updates(
             root.id, items, first=first, cwd=root.cwd, phases=phases, terminals=terminals
@@ -243,7 +243,7 @@ class SubagentHistory:
         spawned read then; without it, its pages are read here and only the items its root
         shows of it kept (:meth:`_hidden_updates`)."""
         exposing = self.hub.subagents_exposed
-        paged = self.hub.paged_store
+        paged = self.hub.setup.paged_store
         outstanding = 0
 
         def visit(parent_id: str, items: list[ThreadItem]) -> None:
@@ -319,7 +319,7 @@ class SubagentHistory:
         self.hub.codex_request(
             "thread/read",
             codex_threads.ThreadReadParams(
-                threadId=thread_id, includeTurns=not self.hub.paged_store
+                threadId=thread_id, includeTurns=not self.hub.setup.paged_store
             ),
             codex_threads.ThreadReadResult,
             read,
@@ -369,7 +369,7 @@ class SubagentHistory:
         """Each sub-agent read: its association, then its history, then its own sub-agents';
         then ``then``. With the store paged, each history comes a page at a time, the
         sub-agents a page spawned read before it is replayed."""
-        paged = self.hub.paged_store
+        paged = self.hub.setup.paged_store
         pending = [(root.id, c) for c in reversed(tree.spawned.get(root.id, []))]
 
         def next_child() -> None:
@@ -448,7 +448,7 @@ class SubagentHistory:
         )
         self._subagents.session_added(child)
         if stored is None:
-            sessions = self.hub.client_capabilities.session or {}
+            sessions = self.hub.handshake.client_capabilities.session or {}
             if sessions.get("notices") is not None:
                 self.hub.update(
                     parent_id,
@@ -472,7 +472,7 @@ class SubagentHistory:
             items,
             first=self._subagents.history_item(child.id, nicknames),
             cwd=child.cwd,
-            phases=self.hub.air is not None,
+            phases=self.hub.handshake.air is not None,
             terminals=self.hub.face.version == 2,
         )
         for update in _as_incoming(updates, parent_id, child.id):

@@ -107,7 +107,7 @@ class Tools:
         or Zed's ``_meta`` form (a v1 client that declared it)."""
         if self._v2_terminals():
             return True
-        meta = self.hub.client_capabilities.meta
+        meta = self.hub.handshake.client_capabilities.meta
         return isinstance(meta, dict) and meta.get("terminal_output") is True
 
     def _v2_terminals(self) -> bool:
@@ -118,7 +118,7 @@ class Tools:
     ) -> bool:
         """A context compaction, to a client that declared ``session.compaction``, is a
         ``compaction_update`` of its own (sent here), not a tool call."""
-        session = self.hub.client_capabilities.session
+        session = self.hub.handshake.client_capabilities.session
         declared = isinstance(session, dict) and isinstance(session.get("compaction"), dict)
         if not declared or not isinstance(item, codex_items.ContextCompactionItem):
             return False
@@ -378,7 +378,7 @@ class Tools:
 
     def _read_files(self, record: ThreadRecord, call: ToolCall) -> None:
         """Ask the client for each updated file not asked yet, to show whole files."""
-        if not self.hub.client_capabilities.fs.readTextFile:
+        if not self.hub.handshake.client_capabilities.fs.readTextFile:
             return
         if not isinstance(call.item, codex_items.FileChangeItem):
             return
