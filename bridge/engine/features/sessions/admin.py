@@ -36,7 +36,9 @@ from ....acp import types as acp_types
 from ....codex import threads as codex_threads
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
 from ...core.answers import decode_params, from_codex, malformed, unknown_method
+from ...core.exchanges import Ask, Exchange, Refused
 from ...core.hub import Hub
 
 log = logging.getLogger(__name__)
@@ -116,24 +118,24 @@ class SessionAdmin:
             state = acp_subagents.WorkState(state=record.shown_state) if report_state else UNSET
             hub.answer_client(rid, acp_sessions.SessionStatusResult(status="open", state=state))
             return
+        exchanges.start(hub, self._stored_status(rid, session_id))
 
-        def read(result: codex_threads.ThreadReadResult) -> None:
-            # Codex holds a thread another connection opened (a daemon's shared Codex): it
-            # is in memory, for any connection, though not open on this one.
-            loaded = (result.thread.status or {}).get("type", "notLoaded") != "notLoaded"
-            hub.answer_client(
-                rid, acp_sessions.SessionStatusResult(status="open" if loaded else "saved")
-            )
-
-        hub.codex_request(
+    def _stored_status(self, rid: RequestId, session_id: str) -> Exchange:
+        read = Ask(
             "thread/read",
             codex_threads.ThreadReadParams(threadId=session_id),
             codex_threads.ThreadReadResult,
-            read,
-            lambda error: hub.refuse_client(
-                rid, self._unknown("session/status", session_id, error)
-            ),
         )
+        try:
+            result: codex_threads.ThreadReadResult = yield read
+        except Refused as refused:
+            self.hub.refuse_client(rid, self._unknown("session/status", session_id, refused.error))
+            return
+        # Codex holds a thread another connection opened (a daemon's shared Codex): it is in
+        # memory, for any connection, though not open on this one.
+        loaded = (result.thread.status or {}).get("type", "notLoaded") != "notLoaded"
+        status = acp_sessions.SessionStatusResult(status="open" if loaded else "saved")
+        self.hub.answer_client(rid, status)
 
     def set_title(self, rid: RequestId, session_id: str, title: str) -> None:
         """``thread/name/set``; Codex's ``thread/name/updated`` follows (the session's
@@ -143,12 +145,14 @@ class SessionAdmin:
                 "session/set_title: the title is empty; give the session a name",
                 {"sessionId": session_id},
             )
-        self._thread_request(
-            rid,
-            "session/set_title",
-            "thread/name/set",
-            {"threadId": session_id, "name": title},
-            acp_sessions.SetSessionTitleResult(title=title),
+        exchanges.start(
+            self.hub,
+            self._thread_request(
+                rid,
+                "session/set_title",
+                Ask("thread/name/set", {"threadId": session_id, "name": title}),
+                acp_sessions.SetSessionTitleResult(title=title),
+            ),
         )
 
     def archive(self, rid: RequestId, session_id: str) -> None:
@@ -157,29 +161,26 @@ class SessionAdmin:
         session open on it here is closed before the answer (Codex's ``thread/archived``
         follows its answer); in another window of a shared Codex, with that notification
         (:meth:`Lifecycle.thread_gone`)."""
-        hub = self.hub
-
-        def archived(_result: Any) -> None:
-            self._sessions.thread_gone(codex_threads.ThreadGone(threadId=session_id))
-            hub.answer_client(rid, acp_sessions.ArchiveSessionResult())
-
-        hub.codex_request(
-            "thread/archive",
-            {"threadId": session_id},
-            None,
-            archived,
-            lambda error: hub.refuse_client(
-                rid, self._unknown("session/archive", session_id, error)
+        exchanges.start(
+            self.hub,
+            self._thread_request(
+                rid,
+                "session/archive",
+                Ask("thread/archive", {"threadId": session_id}),
+                acp_sessions.ArchiveSessionResult(),
+                closes=True,
             ),
         )
 
     def unarchive(self, rid: RequestId, session_id: str) -> None:
-        self._thread_request(
-            rid,
-            "session/unarchive",
-            "thread/unarchive",
-            {"threadId": session_id},
-            acp_sessions.ArchiveSessionResult(),
+        exchanges.start(
+            self.hub,
+            self._thread_request(
+                rid,
+                "session/unarchive",
+                Ask("thread/unarchive", {"threadId": session_id}),
+                acp_sessions.ArchiveSessionResult(),
+            ),
         )
 
     def delete(self, rid: RequestId, session_id: str) -> None:
@@ -188,33 +189,38 @@ class SessionAdmin:
         connection (and any other on a shared Codex) had open of it goes with Codex's
         ``thread/deleted`` (:meth:`Lifecycle.thread_gone`). A thread Codex neither holds
         nor stored is not found."""
-        self._thread_request(
-            rid,
-            "session/delete",
-            "thread/delete",
-            {"threadId": session_id},
-            acp_sessions.DeleteSessionResult(),
+        exchanges.start(
+            self.hub,
+            self._thread_request(
+                rid,
+                "session/delete",
+                Ask("thread/delete", {"threadId": session_id}),
+                acp_sessions.DeleteSessionResult(),
+            ),
         )
 
     def _thread_request(
         self,
         rid: RequestId,
         method: str,
-        codex_method: str,
-        params: dict[str, Any],
+        ask: Ask,
         answer: msgspec.Struct,
-    ) -> None:
-        """``answer`` once Codex has done ``codex_method`` to the thread. A thread Codex
-        neither holds nor stored is not found (-32002 naming the session, Codex's words
-        in ``data.codex``); Codex lost, or an answer that does not fit, is passed on."""
-        hub = self.hub
-        hub.codex_request(
-            codex_method,
-            params,
-            None,
-            lambda _result: hub.answer_client(rid, answer),
-            lambda error: hub.refuse_client(rid, self._unknown(method, params["threadId"], error)),
-        )
+        *,
+        closes: bool = False,
+    ) -> Exchange:
+        """``answer`` once Codex has done ``ask`` to the thread (and, ``closes``, the session
+        open on it here closed first). A thread Codex neither holds nor stored is not found
+        (-32002 naming the session, Codex's words in ``data.codex``); Codex lost, or an
+        answer that does not fit, is passed on."""
+        session_id = ask.params["threadId"]
+        try:
+            yield ask
+        except Refused as refused:
+            self.hub.refuse_client(rid, self._unknown(method, session_id, refused.error))
+            return
+        if closes:
+            self._sessions.thread_gone(codex_threads.ThreadGone(threadId=session_id))
+        self.hub.answer_client(rid, answer)
 
     def _unknown(self, method: str, session_id: str, error: ErrorObject) -> RpcError:
         """Codex's refusal of a request about a thread: the session is not found (-32002
@@ -231,20 +237,16 @@ class SessionAdmin:
     def logout(self, rid: RequestId) -> None:
         """``logout`` (v1) and ``auth/logout`` (v2): Codex forgets its credentials; its
         ``account/updated`` then tells every connection (:mod:`.auth`)."""
-        hub = self.hub
-        hub.codex_request(
-            "account/logout",
-            None,
-            None,
-            lambda _result: hub.answer_client(rid, acp_auth.LogoutResult()),
-            hub.pass_error_to(rid),
-        )
+        exchanges.start(self.hub, self._logout(rid))
+
+    def _logout(self, rid: RequestId) -> Exchange:
+        yield Ask("account/logout", refuse=rid)
+        self.hub.answer_client(rid, acp_auth.LogoutResult())
 
     def cancel_tool_call(self, rid: RequestId, session_id: str, call_id: str) -> None:
         """Stop one running command. The answer says the cancel was accepted; the call's
         final status (``cancelled``, or ``completed`` / ``failed`` if it finished first)
         confirms it."""
-        from ....acp import v2
 
         hub = self.hub
         record = hub.threads.session(session_id)
@@ -256,43 +258,43 @@ class SessionAdmin:
                 {"toolCallId": call_id},
             )
         record.cancelled_calls.add(call_id)
+        exchanges.start(hub, self._stop_command(rid, session_id, call_id))
 
-        def listed(result: Any) -> None:
-            found = [t for t in _terminals(result) if t.get("itemId") == call_id]
-            if not found:
-                hub.answer_client(rid, v2.Empty())  # finished first: its status says how
-                return
-            hub.codex_request(
-                TERMINATE,
-                {"threadId": session_id, "processId": found[0].get("processId")},
-                None,
-                lambda _result: hub.answer_client(rid, v2.Empty()),
-                hub.pass_error_to(rid),
+    def _stop_command(self, rid: RequestId, session_id: str, call_id: str) -> Exchange:
+        """The thread's running commands listed, then the call's one terminated."""
+        from ....acp import v2
+
+        hub = self.hub
+        try:
+            listed = yield Ask(LIST_TERMINALS, {"threadId": session_id})
+        except Refused as refused:
+            hub.refuse_client(rid, self._no_terminals(refused.error, call_id))
+            return
+        found = [t for t in _terminals(listed) if t.get("itemId") == call_id]
+        if found:
+            process = {"threadId": session_id, "processId": found[0].get("processId")}
+            yield Ask(TERMINATE, process, refuse=rid)
+        # Without one, it finished first: its status says how.
+        hub.answer_client(rid, v2.Empty())
+
+    def _no_terminals(self, error: ErrorObject, call_id: str) -> RpcError:
+        """Codex's refusal to list a thread's commands, for ``tool_call/cancel``."""
+        if not unknown_method(error):
+            return from_codex(error)
+        # An older or newer Codex without the experimental method: commands are no longer
+        # offered as cancellable; session/cancel still stops them with the turn.
+        if self.terminals_supported:
+            log.warning(
+                "Codex has no %s (%s): tool_call/cancel is no longer offered",
+                LIST_TERMINALS,
+                error.message,
             )
-
-        def refused(error: ErrorObject) -> None:
-            if not unknown_method(error):
-                hub.refuse_client(rid, from_codex(error))
-                return
-            # An older or newer Codex without the experimental method: commands are no
-            # longer offered as cancellable; session/cancel still stops them with the turn.
-            if self.terminals_supported:
-                log.warning(
-                    "Codex has no %s (%s): tool_call/cancel is no longer offered",
-                    LIST_TERMINALS,
-                    error.message,
-                )
-            hub.unknown_to_codex.add(LIST_TERMINALS)
-            hub.refuse_client(
-                rid,
-                RpcError.invalid_params(
-                    f"tool_call/cancel: this Codex cannot stop one command ({LIST_TERMINALS} "
-                    "is unknown to it); session/cancel stops the turn and its commands",
-                    {"toolCallId": call_id},
-                ),
-            )
-
-        hub.codex_request(LIST_TERMINALS, {"threadId": session_id}, None, listed, refused)
+        self.hub.unknown_to_codex.add(LIST_TERMINALS)
+        return RpcError.invalid_params(
+            f"tool_call/cancel: this Codex cannot stop one command ({LIST_TERMINALS} is "
+            "unknown to it); session/cancel stops the turn and its commands",
+            {"toolCallId": call_id},
+        )
 
 
 def _terminals(result: Any) -> list[dict[str, Any]]:

@@ -1,0 +1,79 @@
+"""An exchange with Codex that takes several steps, read top to bottom.
+
+An exchange is a generator: it yields each request (:class:`Ask`) and is resumed with
+Codex's answer, decoded into the ask's type, or has :class:`Refused` raised where it
+yielded (Codex's error, or Codex lost). The code that reacts to each answer follows the
+request in the same function, so a chain (list a thread's commands, then stop one) reads
+as it runs, with no callback named for each step. :func:`start` drives one over
+:meth:`~bridge.engine.core.hub.Hub.codex_request`; nothing here does I/O: a request goes out
+as the hub's effect, and the exchange waits, suspended, for the answer the engine is given.
+
+``Ask(..., refuse=rid)`` is the common ending: an error answers client request ``rid``
+with Codex's error and ends the exchange, without an ``except``.
+
+A request whose answer changes a thread's record goes through
+:meth:`~bridge.engine.core.hub.Hub.ask` instead, whose entry on the record makes a late
+answer stale; an exchange holds no record state across its steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from ...jsonrpc import RequestId
+from ...jsonrpc.peer import ErrorObject
+from .answers import from_codex
+
+if TYPE_CHECKING:
+    from .hub import Hub
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One request of an exchange: Codex's ``method`` with ``params``."""
+
+    method: str
+    params: Any = None
+    #: The type the answer decodes into; ``None``: the raw answer, unread.
+    result: Any = None
+    #: A client request Codex's error answers (then the exchange ends), else the error is
+    #: raised in the exchange as :class:`Refused`.
+    refuse: RequestId | None = None
+
+
+class Refused(Exception):
+    """Codex answered an :class:`Ask` with an error (or is lost): raised where it was asked."""
+
+    def __init__(self, error: ErrorObject) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+#: An exchange: yields each :class:`Ask`, is sent each answer.
+Exchange: TypeAlias = Generator[Ask, Any, None]
+
+
+def start(hub: Hub, exchange: Exchange) -> None:
+    """Run ``exchange`` until its first ask, and on, one step per answer of Codex's."""
+    _step(hub, exchange, exchange.__next__)
+
+
+def _step(hub: Hub, exchange: Exchange, resume: Callable[[], Ask]) -> None:
+    try:
+        ask = resume()
+    except StopIteration:
+        return
+
+    def answered(result: Any) -> None:
+        _step(hub, exchange, lambda: exchange.send(result))
+
+    def refused(error: ErrorObject) -> None:
+        if ask.refuse is not None:
+            exchange.close()
+            hub.refuse_client(ask.refuse, from_codex(error))
+            return
+        _step(hub, exchange, lambda: exchange.throw(Refused(error)))
+
+    hub.codex_request(ask.method, ask.params, ask.result, answered, refused)
