@@ -8,7 +8,8 @@ as it runs, with no callback named for each step. :func:`start` drives one over
 :meth:`~bridge.engine.core.hub.Hub.codex_request`; nothing here does I/O: a request goes out
 as the hub's effect, and the exchange waits, suspended, for the answer the engine is given.
 
-``Ask(..., refuse=rid)`` is the common ending: an error answers client request ``rid``
+Exchanges compose: steps that end with a value (:data:`Steps`) are run inside another with
+``value = yield from steps``. ``Ask(..., refuse=rid)`` is the common ending: an error answers client request ``rid``
 with Codex's error and ends the exchange, without an ``except``.
 
 A request whose answer changes a thread's record goes through
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from ...jsonrpc import RequestId
 from ...jsonrpc.peer import ErrorObject
@@ -51,8 +52,12 @@ class Refused(Exception):
         self.error = error
 
 
+T = TypeVar("T")
+
 #: An exchange: yields each :class:`Ask`, is sent each answer.
 Exchange: TypeAlias = Generator[Ask, Any, None]
+#: Steps of an exchange that end with a value (``value = yield from steps``).
+Steps: TypeAlias = Generator[Ask, Any, T]
 
 
 def start(hub: Hub, exchange: Exchange) -> None:

@@ -25,7 +25,6 @@ it differs from the last one the client was given.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +36,9 @@ from ....acp import types as acp_types
 from ....codex import account as codex_account
 from ....codex import palette as codex_palette
 from ....jsonrpc import ErrorCode, RequestId, RpcError
-from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
 from ...core.answers import decode_params
+from ...core.exchanges import Ask, Exchange, Refused, Steps
 from ...core.hub import Hub
 
 log = logging.getLogger(__name__)
@@ -130,13 +130,7 @@ class Authentication:
                 raise RpcError.invalid_params(
                     "no API key: set CODEX_API_KEY or OPENAI_API_KEY where the bridge runs"
                 )
-            self.hub.codex_request(
-                "account/login/start",
-                codex_account.ApiKeyLogin(apiKey=key),
-                None,
-                lambda _result: self.hub.answer_client(rid, acp_auth.AuthenticateResult()),
-                self.hub.pass_error_to(rid),
-            )
+            exchanges.start(self.hub, self._api_key_login(rid, key))
         elif params.methodId == TERMINAL_METHOD:
             # ACP: a terminal method is run by the client, never passed to authenticate.
             raise RpcError.invalid_params(
@@ -145,7 +139,7 @@ class Authentication:
                 {"methodId": params.methodId},
             )
         elif params.methodId == CHATGPT_METHOD:
-            self._chatgpt(rid)
+            exchanges.start(self.hub, self._chatgpt(rid))
         else:
             raise RpcError.invalid_params(
                 f"unknown auth method {params.methodId!r}; this agent offers "
@@ -153,34 +147,23 @@ class Authentication:
                 {"methodId": params.methodId},
             )
 
-    def _chatgpt(self, rid: RequestId) -> None:
+    def _api_key_login(self, rid: RequestId, key: str) -> Exchange:
+        yield Ask("account/login/start", codex_account.ApiKeyLogin(apiKey=key), refuse=rid)
+        self.hub.answer_client(rid, acp_auth.AuthenticateResult())
+
+    def _chatgpt(self, rid: RequestId) -> Exchange:
         """Sign in with ChatGPT, unless Codex already is: some clients authenticate with the
         first method on every connection, and a browser sign-in each time helps nobody."""
-        hub = self.hub
-
-        def start() -> None:
-            hub.codex_request(
-                "account/login/start",
-                codex_account.ChatgptLogin(),
-                codex_account.LoginAccountResult,
-                lambda result: self._chatgpt_started(rid, result),
-                hub.pass_error_to(rid),
-            )
-
-        def read(result: codex_palette.AccountReadResult) -> None:
-            if result.account is not None and result.account.type == "chatgpt":
-                log.info("authenticate chatgpt: Codex is signed in already")
-                hub.answer_client(rid, acp_auth.AuthenticateResult())
-            else:
-                start()
-
-        hub.codex_request(
-            "account/read",
-            codex_palette.NoParams(),
-            codex_palette.AccountReadResult,
-            read,
-            lambda _error: start(),
-        )
+        try:
+            read = yield Ask("account/read", codex_palette.NoParams(), _ACCOUNT)
+        except Refused:
+            read = None  # not known: sign in
+        if read is not None and read.account is not None and read.account.type == "chatgpt":
+            log.info("authenticate chatgpt: Codex is signed in already")
+            self.hub.answer_client(rid, acp_auth.AuthenticateResult())
+            return
+        login = Ask("account/login/start", codex_account.ChatgptLogin(), _LOGIN, refuse=rid)
+        self._chatgpt_started(rid, (yield login))
 
     def _chatgpt_started(self, rid: RequestId, started: codex_account.LoginAccountResult) -> None:
         url, login_id = started.authUrl, started.loginId
@@ -225,13 +208,7 @@ class Authentication:
     def _elicitation_refused(self, login: Login, why: str) -> None:
         if self.logins.pop(login.login_id, None) is None:
             return  # already completed
-        self.hub.codex_request(
-            "account/login/cancel",
-            codex_account.CancelLoginAccountParams(loginId=login.login_id),
-            None,
-            lambda _result: None,
-            lambda error: log.info("account/login/cancel refused: %s", error.message),
-        )
+        exchanges.start(self.hub, _cancel_login(login.login_id))
         self.hub.refuse_client(
             login.request_id, RpcError(ErrorCode.AUTH_REQUIRED, f"ChatGPT sign-in cancelled: {why}")
         )
@@ -258,44 +235,50 @@ class Authentication:
 
     def status(self, rid: RequestId, _raw: Raw) -> None:
         """``auth/status``: Codex's ``account/read``, as ACP's state and accounts."""
+        exchanges.start(self.hub, self._tell_status(rid))
 
-        def answer(status: acp_auth.AuthStatus) -> None:
-            self.told = status
-            self.hub.answer_client(rid, status)
-
-        self._read_status(answer)
+    def _tell_status(self, rid: RequestId) -> Exchange:
+        self.told = yield from _read_status()
+        self.hub.answer_client(rid, self.told)
 
     def account_updated(self, _note: codex_account.AccountUpdated) -> None:
         """Codex's credentials changed: the client that was offered the state is told it
         anew, if it differs from what it was last told."""
-        if not self.status_offered:
-            return
+        if self.status_offered:
+            exchanges.start(self.hub, self._status_changed())
 
-        def changed(status: acp_auth.AuthStatus) -> None:
-            if status == self.told:
-                return
+    def _status_changed(self) -> Exchange:
+        status = yield from _read_status()
+        if status != self.told:
             self.told = status
             self.hub.client_notification(acp_auth.STATUS_UPDATE, status)
-
-        self._read_status(changed)
-
-    def _read_status(self, then: Callable[[acp_auth.AuthStatus], None]) -> None:
-        def unknown(error: ErrorObject) -> None:
-            log.info("account/read refused: %s", error.message)
-            then(acp_auth.AuthStatus(state="unknown"))
-
-        self.hub.codex_request(
-            "account/read",
-            codex_palette.NoParams(),
-            codex_palette.AccountReadResult,
-            lambda result: then(auth_status(result)),
-            unknown,
-        )
 
     def codex_lost(self, reason: str) -> None:
         logins, self.logins = self.logins, {}
         for login in logins.values():
             self.hub.refuse_client(login.request_id, RpcError.internal(reason))
+
+
+_ACCOUNT = codex_palette.AccountReadResult
+_LOGIN = codex_account.LoginAccountResult
+
+
+def _read_status() -> Steps[acp_auth.AuthStatus]:
+    """Codex's ``account/read``, as ACP's sign-in state (``unknown`` when Codex refuses)."""
+    try:
+        read = yield Ask("account/read", codex_palette.NoParams(), _ACCOUNT)
+    except Refused as refused:
+        log.info("account/read refused: %s", refused.error.message)
+        return acp_auth.AuthStatus(state="unknown")
+    return auth_status(read)
+
+
+def _cancel_login(login_id: str) -> Exchange:
+    """Codex stops waiting for a ChatGPT sign-in nobody will finish."""
+    try:
+        yield Ask("account/login/cancel", codex_account.CancelLoginAccountParams(loginId=login_id))
+    except Refused as refused:
+        log.info("account/login/cancel refused: %s", refused.error.message)
 
 
 #: How each kind of Codex account is named to the user.
