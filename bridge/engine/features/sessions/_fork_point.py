@@ -1,4 +1,5 @@
-"""Which turn of a stored thread holds the message a fork point names (pure).
+"""A ``session/fork`` under way (:class:`Fork`), and which turn of a stored thread holds the
+message a fork point names (pure).
 
 A message is a Codex item: a user message or an agent message, its id the ``messageId``
 the client was shown. An id with a ``:segment:<n>`` suffix names the same message. When
@@ -9,12 +10,31 @@ fingerprint is the one.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from ....acp.air import ForkPoint
 from ....codex.types import Turn
+from ....jsonrpc import RequestId
+from ...core.codex_asks import LeftOut
+from ...core.hub import StoredSessionParams
+
+
+@dataclass(frozen=True, slots=True)
+class Fork:
+    """A ``session/fork`` under way: what the client asked, checked."""
+
+    rid: RequestId
+    params: StoredSessionParams
+    at: ForkPoint | None
+    folders: tuple[str, ...]
+    config: dict[str, Any] | None
+    left_out: tuple[LeftOut, ...]
+    #: Not empty once the client cancelled the request (``$/cancel_request``).
+    cancelled: list[bool]
+
 
 # Compiled at first use (the re module caches it), not at import.
 _SEGMENT = r":segment:\d+$"

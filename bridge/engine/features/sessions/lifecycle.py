@@ -52,9 +52,10 @@ from ....codex import threads
 from ....codex import types as codex_types
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core import turns
+from ...core import exchanges, turns
 from ...core.answers import decode_params, from_codex, malformed
 from ...core.codex_asks import LeftOut, OpenStored
+from ...core.exchanges import Ask, Exchange, Refused
 from ...core.folders import check_directory, check_folders, workspace_roots
 from ...core.hub import Hub, StoredSessionParams
 from ...core.record_parts import Status, TurnKind
@@ -64,7 +65,7 @@ from ...views.stored_sessions import (
     is_unstored,
     not_found_message,
 )
-from ._fork_point import turn_holding
+from ._fork_point import Fork, turn_holding
 from ._listing import Listing, RowsListed
 from ._thread_config import mcp_servers_config, thread_policies
 
@@ -355,15 +356,7 @@ class Lifecycle:
             return True
         self.open_failed(record.id)
         if subscribed:
-            self.hub.codex_request(
-                "thread/unsubscribe",
-                threads.ThreadUnsubscribeParams(threadId=record.id),
-                None,
-                lambda _result: None,
-                lambda error: log.info(
-                    "thread/unsubscribe %s refused: %s", record.id, error.message
-                ),
-            )
+            exchanges.start(self.hub, _unsubscribe(record.id))
         return True
 
     def _open_unstored(self, record: ThreadRecord, asked: OpenStored) -> None:
@@ -427,7 +420,7 @@ class Lifecycle:
     ) -> None:
         """``session/fork`` (v1 and v2): a new session from a copy of ``params.sessionId``;
         ``at``: only its history through the turn that holds that message."""
-        session_id, cwd, mcp_servers = params.sessionId, params.cwd, params.mcpServers
+        cwd, mcp_servers = params.cwd, params.mcpServers
         hub = self.hub
         check_directory(hub, cwd, "session/fork")
         folders = check_folders(hub, cwd, params.additionalDirectories, "session/fork")
@@ -436,73 +429,57 @@ class Lifecycle:
         # fork Codex made meanwhile is left (unsubscribed, as a stored session).
         cancelled: list[bool] = []
         hub.cancellable(rid, lambda: cancelled.append(True))
+        fork = Fork(rid, params, at, folders, config, left_out, cancelled)
+        exchanges.start(hub, self._fork(fork))
 
-        def found(stored: codex_types.Thread) -> None:
-            if cancelled:
-                return
-            last_turn = turn_holding(at, stored.turns) if at is not None else None
-            if at is not None and last_turn is None:
-                hub.refuse_client(
-                    rid,
-                    RpcError.invalid_params(
-                        f"session/fork: no message {at.message_id!r} in session {session_id}",
-                        {"sessionId": session_id, "messageId": at.message_id},
-                    ),
-                )
-                return
-            fork = threads.ThreadForkParams(
-                threadId=session_id,
-                cwd=cwd,
-                config=config or UNSET,
-                excludeTurns=True,
-                lastTurnId=last_turn if last_turn is not None else UNSET,
-                # A fork starts with ``cwd`` alone (Codex 0.169 and 0.171): its folders
-                # are the ones the client names now, as ACP has it.
-                runtimeWorkspaceRoots=workspace_roots(cwd, folders),
+    def _fork(self, fork: Fork) -> Exchange:
+        """The session read (with its turns, to fork at a message), then forked, then open."""
+        hub, session_id, cwd, at = self.hub, fork.params.sessionId, fork.params.cwd, fork.at
+        read = threads.ThreadReadParams(threadId=session_id, includeTurns=at is not None)
+        try:
+            stored: threads.ThreadReadResult = yield Ask("thread/read", read, _READ)
+        except Refused as refused:
+            # thread/read has no side effect: an error means the thread is not there.
+            if not fork.cancelled:
+                hub.refuse_client(fork.rid, self._not_found(session_id, refused.error))
+            return
+        if fork.cancelled:
+            return
+        last_turn = turn_holding(at, stored.thread.turns) if at is not None else None
+        if at is not None and last_turn is None:
+            hub.refuse_client(
+                fork.rid,
+                RpcError.invalid_params(
+                    f"session/fork: no message {at.message_id!r} in session {session_id}",
+                    {"sessionId": session_id, "messageId": at.message_id},
+                ),
             )
-
-            def forked(opened: codex_types.ThreadStartResult) -> None:
-                if cancelled:
-                    hub.codex_request(
-                        "thread/unsubscribe",
-                        threads.ThreadUnsubscribeParams(threadId=opened.thread.id),
-                        None,
-                        lambda _result: None,
-                        lambda error: log.info("thread/unsubscribe refused: %s", error.message),
-                    )
-                    return
-                record = self.open_root(opened.thread.id, cwd)
-                record.mcp_left_out = left_out
-                opened_with_folders(record, folders, opened)
-                response = acp_sessions.ForkSessionResult(sessionId=record.id)
-                self.opened(record, rid, response, opened)
-
-            def refused(error: ErrorObject) -> None:
-                if not cancelled:
-                    hub.refuse_client(rid, from_codex(error))
-
-            hub.codex_request("thread/fork", fork, codex_types.ThreadStartResult, forked, refused)
-
-        def missing(error: ErrorObject) -> None:
-            if not cancelled:
-                hub.refuse_client(rid, self._not_found(session_id, error))
-
-        self._read(session_id, at is not None, found, missing)
-
-    def _read(
-        self,
-        thread_id: str,
-        include_turns: bool,
-        found: Callable[[codex_types.Thread], None],
-        missing: Callable[[ErrorObject], None],
-    ) -> None:
-        """``thread/read``: it has no side effect, so an error means the thread is not there."""
-
-        def read(result: threads.ThreadReadResult) -> None:
-            found(result.thread)
-
-        params = threads.ThreadReadParams(threadId=thread_id, includeTurns=include_turns)
-        self.hub.codex_request("thread/read", params, threads.ThreadReadResult, read, missing)
+            return
+        params = threads.ThreadForkParams(
+            threadId=session_id,
+            cwd=cwd,
+            config=fork.config or UNSET,
+            excludeTurns=True,
+            lastTurnId=last_turn if last_turn is not None else UNSET,
+            # A fork starts with ``cwd`` alone (Codex 0.169 and 0.171): its folders are the
+            # ones the client names now, as ACP has it.
+            runtimeWorkspaceRoots=workspace_roots(cwd, fork.folders),
+        )
+        try:
+            opened: codex_types.ThreadStartResult = yield Ask("thread/fork", params, _STARTED)
+        except Refused as refused:
+            if not fork.cancelled:
+                hub.refuse_client(fork.rid, from_codex(refused.error))
+            return
+        if fork.cancelled:
+            # The fork Codex made meanwhile is left, unsubscribed, as a stored session.
+            yield from _unsubscribe(opened.thread.id)
+            return
+        record = self.open_root(opened.thread.id, cwd)
+        record.mcp_left_out = fork.left_out
+        opened_with_folders(record, fork.folders, opened)
+        response = acp_sessions.ForkSessionResult(sessionId=record.id)
+        self.opened(record, fork.rid, response, opened)
 
     def _not_found(self, session_id: str, error: ErrorObject) -> RpcError:
         if self.hub.codex_lost_reason is not None or malformed(error):
@@ -577,26 +554,22 @@ class Lifecycle:
                 hub.answer_client(rid, acp_sessions.CloseSessionResult())
             return
 
-        def unsubscribed(_result: object) -> None:
-            for rid in waiting:
-                hub.answer_client(rid, acp_sessions.CloseSessionResult())
+        exchanges.start(hub, self._closed(record.id, waiting))
 
-        def refused(error: ErrorObject) -> None:
+    def _closed(self, thread_id: str, waiting: list[RequestId]) -> Exchange:
+        """Codex unsubscribes this connection from the thread, then the closes are answered."""
+        hub = self.hub
+        try:
+            yield Ask("thread/unsubscribe", threads.ThreadUnsubscribeParams(threadId=thread_id))
+        except Refused as refused:
             if hub.codex_lost_reason is not None:
                 for rid in waiting:
-                    hub.refuse_client(rid, from_codex(error))
+                    hub.refuse_client(rid, from_codex(refused.error))
                 return
             # The session is gone on this side whatever Codex says; its events are ignored.
-            log.info("thread/unsubscribe %s refused: %s", record.id, error.message)
-            unsubscribed(None)
-
-        hub.codex_request(
-            "thread/unsubscribe",
-            threads.ThreadUnsubscribeParams(threadId=record.id),
-            None,
-            unsubscribed,
-            refused,
-        )
+            log.info("thread/unsubscribe %s refused: %s", thread_id, refused.error.message)
+        for rid in waiting:
+            hub.answer_client(rid, acp_sessions.CloseSessionResult())
 
     def codex_lost(self, reason: str) -> None:
         self._gone.clear()  # the closes they were for end here, unfinished
@@ -650,3 +623,15 @@ def opened_with_folders(
 def _unstored_thread(stored: codex_types.Thread, cwd: str) -> codex_types.Thread:
     """A thread Codex holds but never stored, as ``thread/resume`` would report it."""
     return codex_types.Thread(id=stored.id, cwd=stored.cwd or cwd, status=stored.status)
+
+
+_READ = threads.ThreadReadResult
+_STARTED = codex_types.ThreadStartResult
+
+
+def _unsubscribe(thread_id: str) -> Exchange:
+    """This connection leaves the thread's events (a refusal is only logged: nothing waits)."""
+    try:
+        yield Ask("thread/unsubscribe", threads.ThreadUnsubscribeParams(threadId=thread_id))
+    except Refused as refused:
+        log.info("thread/unsubscribe %s refused: %s", thread_id, refused.error.message)
