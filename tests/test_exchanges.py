@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from bridge.engine.core import exchanges
-from bridge.engine.core.exchanges import Ask, Exchange, Refused
+from bridge.engine.core.exchanges import All, Ask, Exchange, Refused
 from bridge.engine.core.hub import Hub
 from bridge.jsonrpc import RequestId, RpcError
 from bridge.jsonrpc.peer import ErrorObject
@@ -95,3 +95,31 @@ def test_an_exchange_that_asks_nothing_ends_at_once() -> None:
 
     exchanges.start(codex.hub, nothing())
     assert seen == ["ran"] and codex.asked == []
+
+
+def test_all_sends_every_ask_at_once_and_resumes_after_the_last_with_each_outcome() -> None:
+    codex, seen = Codex(), list[Any]()
+
+    def resume_each() -> Exchange:
+        outcomes = yield All((Ask("thread/resume", "a"), Ask("thread/resume", "b")))
+        seen.append(outcomes)
+
+    exchanges.start(codex.hub, resume_each())
+    assert [p for _, p, _, _ in codex.asked] == ["a", "b"]
+    codex.asked[1][3](ErrorObject(-32600, "no such thread"))
+    assert seen == []  # one still unanswered
+    codex.asked[0][2]({"ok": True})
+    [(first, second)] = seen
+    assert first == {"ok": True}
+    assert isinstance(second, Refused) and second.method == "thread/resume"
+    assert second.error.message == "no such thread"
+
+
+def test_all_of_nothing_resumes_at_once() -> None:
+    codex, seen = Codex(), list[Any]()
+
+    def none() -> Exchange:
+        seen.append((yield All(())))
+
+    exchanges.start(codex.hub, none())
+    assert seen == [[]] and codex.asked == []

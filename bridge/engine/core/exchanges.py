@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from ...jsonrpc import RequestId
@@ -44,20 +45,31 @@ class Ask:
     refuse: RequestId | None = None
 
 
-class Refused(Exception):
-    """Codex answered an :class:`Ask` with an error (or is lost): raised where it was asked."""
+@dataclass(frozen=True, slots=True)
+class All:
+    """Several requests at once: the exchange is resumed once every one is answered, with a
+    list of their outcomes in order (each the answer, or the :class:`Refused` it met). ``refuse``
+    of an ask here is not used: the exchange reads each outcome."""
 
-    def __init__(self, error: ErrorObject) -> None:
+    asks: tuple[Ask, ...]
+
+
+class Refused(Exception):
+    """Codex answered an :class:`Ask` (``method``) with an error, or is lost: raised where it
+    was asked."""
+
+    def __init__(self, error: ErrorObject, method: str = "") -> None:
         super().__init__(error.message)
         self.error = error
+        self.method = method
 
 
 T = TypeVar("T")
 
-#: An exchange: yields each :class:`Ask`, is sent each answer.
-Exchange: TypeAlias = Generator[Ask, Any, None]
+#: An exchange: yields each :class:`Ask` (or :class:`All`), is sent each answer.
+Exchange: TypeAlias = Generator[Ask | All, Any, None]
 #: Steps of an exchange that end with a value (``value = yield from steps``).
-Steps: TypeAlias = Generator[Ask, Any, T]
+Steps: TypeAlias = Generator[Ask | All, Any, T]
 
 
 def start(hub: Hub, exchange: Exchange) -> None:
@@ -65,11 +77,15 @@ def start(hub: Hub, exchange: Exchange) -> None:
     _step(hub, exchange, exchange.__next__)
 
 
-def _step(hub: Hub, exchange: Exchange, resume: Callable[[], Ask]) -> None:
+def _step(hub: Hub, exchange: Exchange, resume: Callable[[], Ask | All]) -> None:
     try:
-        ask = resume()
+        asked = resume()
     except StopIteration:
         return
+    if isinstance(asked, All):
+        _all(hub, exchange, asked.asks)
+        return
+    ask = asked
 
     def answered(result: Any) -> None:
         _step(hub, exchange, lambda: exchange.send(result))
@@ -79,6 +95,31 @@ def _step(hub: Hub, exchange: Exchange, resume: Callable[[], Ask]) -> None:
             exchange.close()
             hub.refuse_client(ask.refuse, from_codex(error))
             return
-        _step(hub, exchange, lambda: exchange.throw(Refused(error)))
+        _step(hub, exchange, lambda: exchange.throw(Refused(error, ask.method)))
 
     hub.codex_request(ask.method, ask.params, ask.result, answered, refused)
+
+
+def _all(hub: Hub, exchange: Exchange, asks: tuple[Ask, ...]) -> None:
+    """Every ask of an :class:`All` sent at once; the exchange resumed after the last answer."""
+    outcomes: list[Any] = [None] * len(asks)
+    waiting = set(range(len(asks)))
+
+    def settled(index: int, outcome: Any) -> None:
+        outcomes[index] = outcome
+        waiting.discard(index)
+        if not waiting:
+            _step(hub, exchange, lambda: exchange.send(outcomes))
+
+    if not asks:
+        _step(hub, exchange, lambda: exchange.send(outcomes))
+    for index, ask in enumerate(asks):
+        answered: Callable[[Any], None] = partial(settled, index)
+        refused: Callable[[ErrorObject], None] = partial(_refused, settled, index, ask.method)
+        hub.codex_request(ask.method, ask.params, ask.result, answered, refused)
+
+
+def _refused(
+    settled: Callable[[int, Any], None], index: int, method: str, error: ErrorObject
+) -> None:
+    settled(index, Refused(error, method))

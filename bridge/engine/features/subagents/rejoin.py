@@ -30,7 +30,8 @@ from collections.abc import Callable
 from msgspec import UNSET
 
 from ....codex import threads as codex_threads
-from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
+from ...core.exchanges import All, Ask, Exchange, Refused, Steps
 from ...core.hub import Hub
 from ...core.threads import ThreadRecord
 
@@ -48,90 +49,54 @@ class SubagentRejoin:
 
     def rejoin(self, root: ThreadRecord, then: Callable[[], None]) -> None:
         """Subscribe to the sub-agents of ``root`` Codex holds, then ``then`` (the answer)."""
-        loaded: set[str] = set()
+        exchanges.start(self.hub, _rejoin(root.id, then))
 
-        def loaded_page(page: codex_threads.ThreadLoadedListResult) -> None:
-            loaded.update(page.data)
-            if page.nextCursor:
-                ask_loaded(page.nextCursor)
-                return
-            loaded.discard(root.id)
-            if not loaded:
-                then()
-                return
-            self._descendants(root.id, loaded, then)
 
-        def ask_loaded(cursor: str | None = None) -> None:
-            self.hub.codex_request(
-                "thread/loaded/list",
-                codex_threads.ThreadLoadedListParams(cursor=cursor if cursor else UNSET),
-                codex_threads.ThreadLoadedListResult,
-                loaded_page,
-                self._refused("thread/loaded/list", root.id, then),
-            )
+def _rejoin(root_id: str, then: Callable[[], None]) -> Exchange:
+    """Steps 1-3 of the module docstring; a refusal of any is logged and ends them."""
+    try:
+        loaded = yield from _loaded()
+        loaded.discard(root_id)
+        found = (yield from _descendants(root_id, loaded)) if loaded else []
+        resumes = [
+            Ask("thread/resume", codex_threads.ThreadResumeParams(threadId=t, excludeTurns=True))
+            for t in found
+        ]
+        outcomes = yield All(tuple(resumes))
+        for thread_id, outcome in zip(found, outcomes, strict=True):
+            if isinstance(outcome, Refused):
+                log.info("thread/resume of sub-agent %s refused: %s", thread_id, outcome)
+    except Refused as refused:
+        log.info("%s for the sub-agents of %s refused: %s", refused.method, root_id, refused)
+    then()
 
-        ask_loaded()
 
-    def _descendants(self, root_id: str, loaded: set[str], then: Callable[[], None]) -> None:
-        """The sub-agents under ``root_id`` among ``loaded``, each subscribed to."""
-        found: list[str] = []
+def _loaded() -> Steps[set[str]]:
+    """Every thread Codex holds (``thread/loaded/list``, page by page)."""
+    loaded: set[str] = set()
+    cursor: str | None = None
+    while True:
+        params = codex_threads.ThreadLoadedListParams(cursor=cursor or UNSET)
+        page = yield Ask("thread/loaded/list", params, codex_threads.ThreadLoadedListResult)
+        loaded.update(page.data)
+        if not page.nextCursor:
+            return loaded
+        cursor = page.nextCursor
 
-        def page(result: codex_threads.ThreadListResult) -> None:
-            found.extend(t.id for t in result.data if t.id in loaded and t.id not in found)
-            if result.nextCursor:
-                ask(result.nextCursor)
-                return
-            self._subscribe(found, then)
 
-        def ask(cursor: str | None = None) -> None:
-            self.hub.codex_request(
-                "thread/list",
-                codex_threads.ThreadListParams(
-                    cursor=cursor if cursor else UNSET,
-                    limit=LIST_PAGE,
-                    ancestorThreadId=root_id,
-                    sourceKinds=codex_threads.SUBAGENT_SOURCE_KINDS,
-                ),
-                codex_threads.ThreadListResult,
-                page,
-                self._refused("thread/list", root_id, then),
-            )
-
-        ask()
-
-    def _subscribe(self, thread_ids: list[str], then: Callable[[], None]) -> None:
-        """``thread/resume`` of each of ``thread_ids``; ``then`` once every one is answered."""
-        if not thread_ids:
-            then()
-            return
-        outstanding = len(thread_ids)
-
-        def answered() -> None:
-            nonlocal outstanding
-            outstanding -= 1
-            if outstanding == 0:
-                then()
-
-        for thread_id in thread_ids:
-
-            def refused(error: ErrorObject, thread_id: str = thread_id) -> None:
-                log.info("thread/resume of sub-agent %s refused: %s", thread_id, error.message)
-                answered()
-
-            self.hub.codex_request(
-                "thread/resume",
-                codex_threads.ThreadResumeParams(threadId=thread_id, excludeTurns=True),
-                None,
-                lambda _result: answered(),
-                refused,
-            )
-
-    @staticmethod
-    def _refused(
-        method: str, root_id: str, then: Callable[[], None]
-    ) -> Callable[[ErrorObject], None]:
-        def refused(error: ErrorObject) -> None:
-            log.info("%s for the sub-agents of %s refused: %s", method, root_id, error.message)
-            then()
-
-        return refused
+def _descendants(root_id: str, loaded: set[str]) -> Steps[list[str]]:
+    """The sub-agents under ``root_id`` among ``loaded`` (``thread/list``, page by page)."""
+    found: list[str] = []
+    cursor: str | None = None
+    while True:
+        params = codex_threads.ThreadListParams(
+            cursor=cursor or UNSET,
+            limit=LIST_PAGE,
+            ancestorThreadId=root_id,
+            sourceKinds=codex_threads.SUBAGENT_SOURCE_KINDS,
+        )
+        page = yield Ask("thread/list", params, codex_threads.ThreadListResult)
+        found.extend(t.id for t in page.data if t.id in loaded and t.id not in found)
+        if not page.nextCursor:
+            return found
+        cursor = page.nextCursor
