@@ -54,6 +54,24 @@ class All:
     asks: tuple[Ask, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Each:
+    """Several exchanges run side by side (each started in order, each going on as its own
+    answers come): the exchange that yields this is resumed once every one has ended. Each
+    handles its own :class:`Refused`."""
+
+    exchanges: tuple[Exchange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Later:
+    """A step that is no request of the exchange's own: ``begin(resume)`` starts it, and the
+    exchange is resumed with what ``resume`` is called with (work that reports its end to a
+    callback: a history read page by page)."""
+
+    begin: Callable[[Callable[[Any], None]], None]
+
+
 class Refused(Exception):
     """Codex answered an :class:`Ask` (``method``) with an error, or is lost: raised where it
     was asked."""
@@ -66,10 +84,13 @@ class Refused(Exception):
 
 T = TypeVar("T")
 
-#: An exchange: yields each :class:`Ask` (or :class:`All`), is sent each answer.
-Exchange: TypeAlias = Generator[Ask | All, Any, None]
+#: What an exchange yields: a request, several at once, exchanges side by side, or a step
+#: of another kind.
+Step: TypeAlias = "Ask | All | Each | Later"
+#: An exchange: yields each :data:`Step`, is sent what it came to.
+Exchange: TypeAlias = Generator[Step, Any, None]
 #: Steps of an exchange that end with a value (``value = yield from steps``).
-Steps: TypeAlias = Generator[Ask | All, Any, T]
+Steps: TypeAlias = Generator[Step, Any, T]
 
 
 def start(hub: Hub, exchange: Exchange) -> None:
@@ -77,13 +98,19 @@ def start(hub: Hub, exchange: Exchange) -> None:
     _step(hub, exchange, exchange.__next__)
 
 
-def _step(hub: Hub, exchange: Exchange, resume: Callable[[], Ask | All]) -> None:
+def _step(hub: Hub, exchange: Exchange, resume: Callable[[], Step]) -> None:
     try:
         asked = resume()
     except StopIteration:
         return
     if isinstance(asked, All):
         _all(hub, exchange, asked.asks)
+        return
+    if isinstance(asked, Each):
+        _each(hub, exchange, asked.exchanges)
+        return
+    if isinstance(asked, Later):
+        asked.begin(lambda value: _step(hub, exchange, lambda: exchange.send(value)))
         return
     ask = asked
 
@@ -117,6 +144,25 @@ def _all(hub: Hub, exchange: Exchange, asks: tuple[Ask, ...]) -> None:
         answered: Callable[[Any], None] = partial(settled, index)
         refused: Callable[[ErrorObject], None] = partial(_refused, settled, index, ask.method)
         hub.codex_request(ask.method, ask.params, ask.result, answered, refused)
+
+
+def _each(hub: Hub, exchange: Exchange, exchanges: tuple[Exchange, ...]) -> None:
+    """Every exchange started in order; ``exchange`` resumed once the last has ended."""
+    running = [len(exchanges) + 1]  # and this start, so that one ending at once ends nothing
+
+    def ended() -> None:
+        running[0] -= 1
+        if not running[0]:
+            _step(hub, exchange, lambda: exchange.send(None))
+
+    for each in exchanges:
+        start(hub, _then(each, ended))
+    ended()
+
+
+def _then(exchange: Exchange, ended: Callable[[], None]) -> Exchange:
+    yield from exchange
+    ended()
 
 
 def _refused(

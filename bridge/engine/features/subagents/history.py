@@ -39,8 +39,8 @@ from ....codex import items as codex_items
 from ....codex import threads as codex_threads
 from ....codex import types as codex_types
 from ....codex.messages import ThreadItem
-from ....jsonrpc.peer import ErrorObject
-from ...core import turns
+from ...core import exchanges, turns
+from ...core.exchanges import Ask, Each, Exchange, Later, Refused
 from ...core.hub import Hub
 from ...core.record_parts import TurnKind
 from ...core.threads import ThreadRecord
@@ -199,30 +199,7 @@ class SubagentHistory:
         once it ends, so the history lacks them. Each is replayed in progress (the live
         session showed it so) and its later ``item/completed`` updates it. ``stored_ids``:
         the tool items the history holds."""
-
-        def listed(result: codex_threads.BackgroundTerminalsListResult) -> None:
-            root.running_at_load = result.data
-            running: list[msgspec.Struct] = []
-            for terminal in result.data:
-                if terminal.itemId in stored_ids or terminal.itemId in root.announced_tools:
-                    continue
-                root.announced_tools.add(terminal.itemId)
-                running.append(tool_views.running_command(terminal, root.cwd))
-            done(running)
-
-        def failed(error: ErrorObject) -> None:
-            # An older or newer Codex without the experimental method: they show once done.
-            log.info("running commands of %s not listed: %s", root.id, error.message)
-            root.running_at_load = []  # nor would they be when asked again
-            done([])
-
-        self.hub.codex_request(
-            "thread/backgroundTerminals/list",
-            codex_threads.BackgroundTerminalsListParams(threadId=root.id),
-            codex_threads.BackgroundTerminalsListResult,
-            listed,
-            failed,
-        )
+        exchanges.start(self.hub, _list_running(root, stored_ids, done))
 
     # -- reading the sub-agents -------------------------------------------------------------------
 
@@ -242,52 +219,57 @@ class SubagentHistory:
         its history is paged when it is restored (:meth:`_restore_tree`), the sub-agents it
         spawned read then; without it, its pages are read here and only the items its root
         shows of it kept (:meth:`_hidden_updates`)."""
-        exposing = self.hub.subagents_exposed
+        exchanges.start(self.hub, self._tree_read(root, root_items, tree, done, parent_id))
+
+    def _tree_read(
+        self,
+        root: ThreadRecord,
+        items: list[ThreadItem],
+        tree: _Tree,
+        done: Callable[[], None],
+        parent_id: str | None,
+    ) -> Exchange:
+        yield from self._visit(root, tree, parent_id if parent_id is not None else root.id, items)
+        done()
+
+    def _visit(
+        self, root: ThreadRecord, tree: _Tree, parent_id: str, items: list[ThreadItem]
+    ) -> Exchange:
+        """The sub-agents ``items`` (``parent_id``'s) name, each read side by side."""
+        spawned = tree.spawned.setdefault(parent_id, [])
+        targets = _spawned(items)
+        spawned += [t for t in targets if t not in spawned]
+        if not self.hub.subagents_exposed and parent_id == root.id:
+            # Every sub-agent a collab tool call of the root names titles it.
+            targets = _named(items)
+        reads = []
+        for child_id in targets:
+            if child_id in tree.asked or self.hub.threads.session(child_id) is not None:
+                continue
+            tree.asked.add(child_id)
+            reads.append(self._read_child(root, tree, child_id))
+        yield Each(tuple(reads))
+
+    def _read_child(self, root: ThreadRecord, tree: _Tree, child_id: str) -> Exchange:
+        """Read a sub-agent, with its turns unless the store is paged: its history is
+        replayed (with the capability, in its session; without it, what its root showed of
+        it), and the sub-agents it names read in turn."""
         paged = self.hub.setup.paged_store
-        outstanding = 0
-
-        def visit(parent_id: str, items: list[ThreadItem]) -> None:
-            nonlocal outstanding
-            outstanding += 1  # this visit: a read that fails at once must not end the tree
-            spawned = tree.spawned.setdefault(parent_id, [])
-            targets = _spawned(items)
-            spawned += [t for t in targets if t not in spawned]
-            if not exposing and parent_id == root.id:
-                # Every sub-agent a collab tool call of the root names titles it.
-                targets = _named(items)
-            for child_id in targets:
-                if child_id in tree.asked or self.hub.threads.session(child_id) is not None:
-                    continue
-                tree.asked.add(child_id)
-                outstanding += 1
-                self._read_thread(child_id, read)
-            finish()
-
-        def read(child_id: str, stored: codex_types.Thread | None) -> None:
-            tree.stored[child_id] = stored
-            if stored is None:
-                finish()
-            elif not paged:
-                items = tree.items[child_id] = history.stored_items(stored)
-                visit(child_id, items)
-                finish()
-            elif exposing:
-                finish()  # its history and its sub-agents: when it is restored
-            else:
-
-                def shown() -> None:
-                    visit(child_id, tree.items[child_id])
-                    finish()
-
-                self._read_shown(child_id, tree, shown)
-
-        def finish() -> None:
-            nonlocal outstanding
-            outstanding -= 1
-            if outstanding == 0:
-                done()
-
-        visit(parent_id if parent_id is not None else root.id, root_items)
+        params = codex_threads.ThreadReadParams(threadId=child_id, includeTurns=not paged)
+        try:
+            read = yield Ask("thread/read", params, codex_threads.ThreadReadResult)
+        except Refused as refused:
+            log.info("history of sub-agent %s unavailable: %s", child_id, refused)
+            tree.stored[child_id] = None
+            return
+        stored = tree.stored[child_id] = read.thread
+        if not paged:
+            items = tree.items[child_id] = history.stored_items(stored)
+            yield from self._visit(root, tree, child_id, items)
+        elif not self.hub.subagents_exposed:
+            yield Later(lambda resume: self._read_shown(child_id, tree, lambda: resume(None)))
+            yield from self._visit(root, tree, child_id, tree.items[child_id])
+        # Paged, with the capability: its history and its sub-agents when it is restored.
 
     def _read_shown(self, thread_id: str, tree: _Tree, done: Callable[[], None]) -> None:
         """A hidden sub-agent's history, paged: only the items its root shows of it (those a
@@ -301,30 +283,6 @@ class SubagentHistory:
             replayed()
 
         HistoryPages(self.hub, thread_id, replay, lambda _last: done()).start()
-
-    def _read_thread(
-        self, thread_id: str, done: Callable[[str, codex_types.Thread | None], None]
-    ) -> None:
-        """Read a sub-agent, with its turns unless the store is paged: its history is
-        replayed (with the capability, in its session; without it, what its root showed of
-        it)."""
-
-        def read(result: codex_threads.ThreadReadResult) -> None:
-            done(thread_id, result.thread)
-
-        def failed(error: ErrorObject) -> None:
-            log.info("history of sub-agent %s unavailable: %s", thread_id, error.message)
-            done(thread_id, None)
-
-        self.hub.codex_request(
-            "thread/read",
-            codex_threads.ThreadReadParams(
-                threadId=thread_id, includeTurns=not self.hub.setup.paged_store
-            ),
-            codex_threads.ThreadReadResult,
-            read,
-            failed,
-        )
 
     # -- replaying them ---------------------------------------------------------------------------
 
@@ -491,6 +449,30 @@ _ASKING_ITEMS = (
     codex_items.FileChangeItem,
     codex_items.McpToolCallItem,
 )
+
+
+def _list_running(
+    root: ThreadRecord, stored_ids: set[str], done: Callable[[list[msgspec.Struct]], None]
+) -> Exchange:
+    params = codex_threads.BackgroundTerminalsListParams(threadId=root.id)
+    try:
+        listed = yield Ask(
+            "thread/backgroundTerminals/list", params, codex_threads.BackgroundTerminalsListResult
+        )
+    except Refused as refused:
+        # An older or newer Codex without the experimental method: they show once done.
+        log.info("running commands of %s not listed: %s", root.id, refused)
+        root.running_at_load = []  # nor would they be when asked again
+        done([])
+        return
+    root.running_at_load = listed.data
+    running: list[msgspec.Struct] = []
+    for terminal in listed.data:
+        if terminal.itemId in stored_ids or terminal.itemId in root.announced_tools:
+            continue
+        root.announced_tools.add(terminal.itemId)
+        running.append(tool_views.running_command(terminal, root.cwd))
+    done(running)
 
 
 def _tool_ids(items: list[ThreadItem]) -> set[str]:
