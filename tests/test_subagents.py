@@ -20,7 +20,12 @@ import pytest
 
 from bridge.acp.sessions import ListSessionsResult
 from bridge.acp.types import NewSessionResult
-from tests.support.engine_harness import Harness, check_interleaved, request_log
+from tests.support.engine_harness import (
+    Harness,
+    answer_codex_until_answered,
+    check_interleaved,
+    request_log,
+)
 
 ROOT = "thread-root"
 ROOT_TURN = "turn-root"
@@ -1109,21 +1114,14 @@ def load_tree(
 
     request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
     rid = request("session/load", {"sessionId": ROOT, "cwd": WORKDIR, "mcpServers": []})
-    answered: set[int] = set()
-    while h.client_response(rid) is None:
-        pending = [
-            m
-            for m in h.to_codex
-            if m.get("method") in ("thread/read", "thread/resume") and m["id"] not in answered
-        ]
-        assert pending, f"the load waits on nothing (sent Codex: {h.to_codex})"
-        for m in pending:
-            answered.add(m["id"])
-            thread = threads[m["params"]["threadId"]]
-            if m["method"] == "thread/resume":
-                h.codex_reply(m["id"], {"thread": {**thread, "turns": []}, "model": "mock"})
-            else:
-                h.codex_reply(m["id"], {"thread": thread})
+
+    def reply(m: dict[str, Any]) -> Any:
+        thread = threads[m["params"]["threadId"]]
+        if m["method"] == "thread/resume":
+            return {"thread": {**thread, "turns": []}, "model": "mock"}
+        return {"thread": thread}
+
+    answer_codex_until_answered(h, rid, reply, asks=("thread/read", "thread/resume"))
     assert "result" in h.client_response(rid)  # type: ignore[operator]
     return h, requests
 
