@@ -37,6 +37,7 @@ from bridge.shell.streams import LineStream
 from tests.support.acp_schema import ConversationValidator
 from tests.support.app_server import app_server, crash
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, record_argv
+from tests.support.processes import wait_or_kill
 from tests.support.reading import Ended, text_of
 from tests.support.scenarios import prompt_outcome
 from tests.support.scenarios import subagents as scenario
@@ -113,11 +114,7 @@ async def bridge(
                 with trio.CancelScope(shield=True):
                     with trio.move_on_after(1):
                         await process.stdin.aclose()
-                    with trio.move_on_after(10):
-                        await process.wait()
-                    if process.poll() is None:
-                        process.kill()
-                        await process.wait()
+                    await wait_or_kill(process, 10)
                 nursery.cancel_scope.cancel()
 
 
