@@ -47,6 +47,7 @@ from tests.support.scenarios.subagents import (
     NESTED_TOML,
     announcements,
     children,
+    restricted_calls,
     states,
 )
 from tests.test_subagent_properties import (
@@ -62,17 +63,6 @@ from tests.test_subagent_properties import (
 
 # Version-sensitive: run against both ends of the tested Codex range.
 pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
-
-#: Client methods that would change a session, with the rest of their params (cwd filled in).
-RESTRICTED_CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("session/prompt", {"prompt": [{"type": "text", "text": "@@ say hi"}]}),
-    ("session/set_mode", {"modeId": "read-only"}),
-    ("session/set_config_option", {"configId": "mode", "value": "read-only"}),
-    ("session/load", {"cwd": "CWD", "mcpServers": []}),
-    ("session/resume", {"cwd": "CWD", "mcpServers": []}),
-    ("session/close", {}),
-    ("session/fork", {"cwd": "CWD", "mcpServers": []}),
-]
 
 
 # -- running the bridge with its stdout tapped ---------------------------------------------------------
@@ -703,10 +693,9 @@ async def test_restricted_methods_on_a_child_are_refused_and_children_are_not_li
             await scenario.send_input_reuse(client, str(workspace))
             root = root_of(client)
             [kid] = children(client)
-            for method, params in RESTRICTED_CALLS:
-                filled = {k: str(workspace) if v == "CWD" else v for k, v in params.items()}
+            for method, params in restricted_calls(str(workspace), "@@ say hi"):
                 with pytest.raises(RpcError) as refused:
-                    await client.request(method, {"sessionId": kid, **filled})
+                    await client.request(method, {"sessionId": kid, **params})
                 assert refused.value.code == -32602, method
                 assert method in refused.value.message and kid in refused.value.message
                 assert "subagent session" in refused.value.message

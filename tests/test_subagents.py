@@ -26,6 +26,7 @@ from tests.support.engine_harness import (
     check_interleaved,
     request_log,
 )
+from tests.support.scenarios.subagents import restricted_calls
 
 ROOT = "thread-root"
 ROOT_TURN = "turn-root"
@@ -33,13 +34,7 @@ CHILD = "thread-child"
 GRANDCHILD = "thread-grandchild"
 CAPABILITIES = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
 RESTRICTED = [
-    ("session/prompt", {"prompt": [{"type": "text", "text": "hi"}]}),
-    ("session/set_mode", {"modeId": "read-only"}),
-    ("session/set_config_option", {"configId": "mode", "value": "read-only"}),
-    ("session/load", {"cwd": "/work", "mcpServers": []}),
-    ("session/resume", {"cwd": "/work", "mcpServers": []}),
-    ("session/close", {}),
-    ("session/fork", {"cwd": "/work", "mcpServers": []}),
+    *restricted_calls("/work", "hi"),
     ("_session/steering", {"prompt": [{"type": "text", "text": "hi"}]}),
 ]
 

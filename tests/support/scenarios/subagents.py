@@ -46,6 +46,22 @@ THINK = 0.5
 CHILD_WORDS = ("alpha", "beta", "gamma")
 
 
+def restricted_calls(cwd: str, text: str) -> list[tuple[str, dict[str, Any]]]:
+    """Client methods that would change a session (a child refuses each), with the rest of
+    their params: a prompt of ``text``, a session opened in ``cwd``."""
+    prompt = {"prompt": [{"type": "text", "text": text}]}
+    opened = {"cwd": cwd, "mcpServers": []}
+    return [
+        ("session/prompt", prompt),
+        ("session/set_mode", {"modeId": "read-only"}),
+        ("session/set_config_option", {"configId": "mode", "value": "read-only"}),
+        ("session/load", opened),
+        ("session/resume", opened),
+        ("session/close", {}),
+        ("session/fork", opened),
+    ]
+
+
 def call(name: str, args: dict[str, Any]) -> str:
     return f"@@ call {name} {json.dumps(args)}"
 
