@@ -47,6 +47,7 @@ from tests.support.scenarios.subagents import (
     NESTED_TOML,
     announcements,
     children,
+    mentions,
     restricted_calls,
     states,
 )
@@ -239,17 +240,6 @@ def updates(client: AcpClient, kind: str, session: str | None = None) -> list[di
         for p in client.updates
         if p["update"]["sessionUpdate"] == kind and session in (None, p["sessionId"])
     ]
-
-
-def mentions(message: dict[str, Any], session: str) -> bool:
-    params = message.get("params") or {}
-    update = params.get("update") or {}
-    return session in (
-        params.get("sessionId"),
-        update.get("sessionId"),
-        update.get("senderSessionId"),
-        update.get("recipientSessionId"),
-    )
 
 
 def first_mention(client: AcpClient, session: str) -> int:

@@ -26,7 +26,7 @@ from tests.support.engine_harness import (
     check_interleaved,
     request_log,
 )
-from tests.support.scenarios.subagents import restricted_calls
+from tests.support.scenarios.subagents import mentions, restricted_calls
 
 ROOT = "thread-root"
 ROOT_TURN = "turn-root"
@@ -308,14 +308,7 @@ class Tree:
     def first_mention(self, session: str) -> int:
         """Index of the first message to the client that bears ``session`` in any role."""
         for n, m in enumerate(self.sent()):
-            params = m.get("params") or {}
-            update = params.get("update") or {}
-            if session in (
-                params.get("sessionId"),
-                update.get("sessionId"),
-                update.get("senderSessionId"),
-                update.get("recipientSessionId"),
-            ):
+            if mentions(m, session):
                 return n
         raise AssertionError(f"{session} never reached the client")
 
