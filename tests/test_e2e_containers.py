@@ -84,6 +84,23 @@ def open_on(
     return start
 
 
+OpenAttached = Callable[[], AbstractAsyncContextManager[Conversation]]
+
+
+@pytest.fixture
+def open_attached(
+    open_conversation: OpenConversation, runtime: Path, bridge_env: dict[str, str]
+) -> OpenAttached:
+    """``open_attached()``: a conversation of an editor attached to the test's daemon,
+    allowing every permission request."""
+
+    def start() -> AbstractAsyncContextManager[Conversation]:
+        argv = daemon_serve_argv(runtime)
+        return open_conversation(argv=argv, env=bridge_env, on_request=approving([]))
+
+    return start
+
+
 async def inside(container: Container, name: str, *why: object) -> str:
     """A file of the machine's folder, read inside the container; when it cannot be read,
     the failure says so with ``why`` (what the session showed, the bridge's log)."""
@@ -145,9 +162,8 @@ async def test_a_command_machine_runs_its_own_words_then_codex_there(
 
 async def test_through_the_daemon_a_command_machine_of_the_machines_file_both_read_works(
     start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
+    open_attached: OpenAttached,
     container: Container,
-    runtime: Path,
     bridge_env: dict[str, str],
 ) -> None:
     """The daemon publishes a command machine; the attached editor's bridge, which reads the
@@ -159,12 +175,7 @@ async def test_through_the_daemon_a_command_machine_of_the_machines_file_both_re
         f'path = "{THERE}"\n'
     )
     with trio.fail_after(SCENARIO_SECONDS):
-        async with (
-            start_daemon("--no-page"),
-            open_conversation(
-                argv=daemon_serve_argv(runtime), env=bridge_env, on_request=approving([])
-            ) as talk,
-        ):
+        async with start_daemon("--no-page"), open_attached() as talk:
             machines = option(talk.opened["configOptions"], "machine")
             assert [v["value"] for v in machines["options"]] == ["local", "pod"]
             await set_machine(talk, "pod")
@@ -238,25 +249,23 @@ async def test_doctor_names_a_missing_container_and_passes_a_running_one(
     assert server.startswith("✓") and "answered initialize in" in server, out
 
 
-@asynccontextmanager
-async def on_box_via_daemon(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
-    runtime: Path,
-    env: dict[str, str],
-    url: str,
-) -> AsyncIterator[Conversation]:
-    """A daemon with machine ``box`` at ``url``, and an editor attached to it whose session
-    works there: it has run one command there (``hostname > who.txt``)."""
-    async with (
-        start_daemon("--machine", f"box={url}", "--no-page"),
-        open_conversation(
-            argv=daemon_serve_argv(runtime), env=env, on_request=approving([])
-        ) as talk,
-    ):
-        await set_machine(talk, "box")
-        await talk.said(run("hostname > who.txt"))
-        yield talk
+OnBoxViaDaemon = Callable[[str], AbstractAsyncContextManager[Conversation]]
+
+
+@pytest.fixture
+def on_box_via_daemon(start_daemon: StartDaemon, open_attached: OpenAttached) -> OnBoxViaDaemon:
+    """``on_box_via_daemon(url)``: a daemon with machine ``box`` at ``url``, and an editor
+    attached to it whose session works there: it has run one command there
+    (``hostname > who.txt``)."""
+
+    @asynccontextmanager
+    async def start(url: str) -> AsyncIterator[Conversation]:
+        async with start_daemon("--machine", f"box={url}", "--no-page"), open_attached() as talk:
+            await set_machine(talk, "box")
+            await talk.said(run("hostname > who.txt"))
+            yield talk
+
+    return start
 
 
 async def rewinds_a_patch_there(talk: Conversation, container: Container) -> None:
@@ -277,8 +286,7 @@ async def ran_there_and_rewound(container: Container) -> None:
 
 
 async def test_through_the_daemon_a_session_works_in_the_container_and_rewinds_there(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
+    on_box_via_daemon: OnBoxViaDaemon,
     container: Container,
     runtime: Path,
     bridge_env: dict[str, str],
@@ -289,9 +297,7 @@ async def test_through_the_daemon_a_session_works_in_the_container_and_rewinds_t
     same ``podman exec``."""
     url = podman_url(container)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with on_box_via_daemon(
-            start_daemon, open_conversation, runtime, bridge_env, url
-        ) as talk:
+        async with on_box_via_daemon(url) as talk:
             [listed] = (await status_json(bridge_env, runtime))["daemon"]["machines"]
             assert (listed["name"], listed["state"]) == ("box", "connected")
             where = f"podman container {container.name}"
@@ -383,18 +389,12 @@ async def test_a_container_stopped_mid_turn_ends_the_turn_fails_the_next_prompt_
 
 
 async def test_through_the_daemon_a_container_stopped_mid_turn_fails_the_next_prompt_and_comes_back(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
-    container: Container,
-    runtime: Path,
-    bridge_env: dict[str, str],
+    on_box_via_daemon: OnBoxViaDaemon, container: Container
 ) -> None:
     """The daemon's link sees the container stop; the attached editor's next prompt checks
     it with its own ``podman exec``, and status says why the machine is down."""
     with trio.fail_after(SCENARIO_SECONDS):
-        async with on_box_via_daemon(
-            start_daemon, open_conversation, runtime, bridge_env, podman_url(container)
-        ) as talk:
+        async with on_box_via_daemon(podman_url(container)) as talk:
             await stops_mid_turn_and_comes_back(talk, container)
 
 
@@ -559,20 +559,14 @@ async def test_a_prompt_waits_until_codexs_connection_is_in_the_container(
 
 
 async def test_through_the_daemon_a_container_without_codex_works_and_rewinds_there(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
-    bare_container: Container,
-    runtime: Path,
-    bridge_env: dict[str, str],
+    on_box_via_daemon: OnBoxViaDaemon, bare_container: Container
 ) -> None:
     """The daemon's link brings its Codex into the container; the attached editor's
     /rewind reaches the container's files with that same Codex."""
     container = bare_container
     url = f"podman://{container.name}{THERE}"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with on_box_via_daemon(
-            start_daemon, open_conversation, runtime, bridge_env, url
-        ) as talk:
+        async with on_box_via_daemon(url) as talk:
             await rewinds_a_patch_there(talk, container)
     await ran_there_and_rewound(container)
     assert len(await brought(container)) == 1
