@@ -64,6 +64,16 @@ def collab(
     }
 
 
+def running_child(turn_id: str) -> dict[str, Any]:
+    """The child as Codex stores it while its turn ``turn_id`` runs."""
+    return {
+        "id": CHILD,
+        "parentThreadId": ROOT,
+        "status": {"type": "active", "activeFlags": []},
+        "turns": [{"id": turn_id, "status": "inProgress", "items": []}],
+    }
+
+
 class Tree:
     """A root session with a running prompt, and helpers to play a sub-agent's Codex events."""
 
@@ -115,6 +125,14 @@ class Tree:
 
     def reads(self) -> list[dict[str, Any]]:
         return [m for m in self.h.to_codex if m.get("method") == "thread/read"]
+
+    def codex_back(self) -> None:
+        """Codex, lost while it could be restarted, is back: its handshake and its resumes of
+        the threads the bridge held are answered."""
+        self.h._collect(self.h.engine.codex_restarted())
+        self.h.codex_reply(self.h.codex_request("initialize")["id"], {})
+        for m in [m for m in self.h.to_codex if m.get("method") == "thread/resume"]:
+            self.h.codex_reply(m["id"], {"thread": {"id": m["params"]["threadId"]}})
 
     def read_of(self, thread: str) -> dict[str, Any]:
         found = [m for m in self.reads() if m["params"]["threadId"] == thread]
@@ -1036,21 +1054,12 @@ def test_a_child_unknown_after_codex_was_lost_gets_a_fresh_state_once_codex_is_b
     t.spawn()
     t.h._collect(t.h.engine.codex_lost("Codex app-server exited", retrying=True))
     assert t.states(CHILD)[-1] == {"state": "unknown"}
-    t.h._collect(t.h.engine.codex_restarted())
-    t.h.codex_reply(t.h.codex_request("initialize")["id"], {})
+    t.codex_back()
     resumed = [m["params"]["threadId"] for m in t.h.to_codex if m.get("method") == "thread/resume"]
     assert resumed == [ROOT, CHILD]
-    for m in [m for m in t.h.to_codex if m.get("method") == "thread/resume"]:
-        t.h.codex_reply(m["id"], {"thread": {"id": m["params"]["threadId"]}})
     read = t.read_of(CHILD)
     assert read["params"] == {"threadId": CHILD, "includeTurns": True}
-    stored = {
-        "id": CHILD,
-        "parentThreadId": ROOT,
-        "status": {"type": "active", "activeFlags": []},
-        "turns": [{"id": "turn-child", "status": "inProgress", "items": []}],
-    }
-    t.h.codex_reply(read["id"], {"thread": stored})
+    t.h.codex_reply(read["id"], {"thread": running_child("turn-child")})
     assert t.states(CHILD)[-1] == {"state": "running"}  # fresh, replacing unknown
     assert t.capabilities(CHILD) == {"cancel": {}}
     # The child is the same session: its next event reaches its own stream.
