@@ -84,6 +84,23 @@ def open_on(
     return start
 
 
+OnBox = Callable[[str], AbstractAsyncContextManager[Conversation]]
+
+
+@pytest.fixture
+def on_box(open_on: OpenOn) -> OnBox:
+    """``on_box(url)``: a conversation whose bridge (no daemon) has machine ``box`` at
+    ``url``, its session moved there."""
+
+    @asynccontextmanager
+    async def start(url: str) -> AsyncIterator[Conversation]:
+        async with open_on(f"box={url}") as talk:
+            await set_machine(talk, "box")
+            yield talk
+
+    return start
+
+
 OpenAttached = Callable[[], AbstractAsyncContextManager[Conversation]]
 
 
@@ -193,11 +210,10 @@ def toml_list(words: list[str]) -> str:
 
 
 async def test_a_stopped_container_fails_the_next_prompt_naming_it_and_works_once_started(
-    open_on: OpenOn, container: Container, stderr_file: Path
+    on_box: OnBox, container: Container, stderr_file: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(f"box={podman_url(container)}") as talk:
-            await set_machine(talk, "box")
+        async with on_box(podman_url(container)) as talk:
             await talk.said(run("touch one.txt"))
             await container.stop()
             # The link hears of it as its podman exec ends.
@@ -217,12 +233,11 @@ async def test_a_stopped_container_fails_the_next_prompt_naming_it_and_works_onc
 
 
 async def test_a_missing_container_fails_the_prompt_in_podman_s_words(
-    open_on: OpenOn, container: Container
+    on_box: OnBox, container: Container
 ) -> None:
     missing = f"{container.name}-gone"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(f"box=podman://{missing}{THERE}?codex={CODEX_IN}") as talk:
-            await set_machine(talk, "box")
+        async with on_box(f"podman://{missing}{THERE}?codex={CODEX_IN}") as talk:
             with trio.fail_after(10), pytest.raises(RpcError) as caught:
                 await talk.prompt(run("touch nope.txt"))
     message = str(caught.value)
@@ -379,11 +394,10 @@ async def stops_mid_turn_and_comes_back(talk: Conversation, container: Container
 
 
 async def test_a_container_stopped_mid_turn_ends_the_turn_fails_the_next_prompt_and_comes_back(
-    open_on: OpenOn, container: Container, workspace: Path
+    on_box: OnBox, container: Container, workspace: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(f"box={podman_url(container)}") as talk:
-            await set_machine(talk, "box")
+        async with on_box(podman_url(container)) as talk:
             await stops_mid_turn_and_comes_back(talk, container)
     assert not (workspace / "after.txt").exists()
 
@@ -419,7 +433,7 @@ async def bare_container(tmp_path: Path, bridge_env: dict[str, str]) -> AsyncIte
 
 
 async def test_a_container_without_codex_is_given_the_bridges_own_once(
-    open_on: OpenOn,
+    on_box: OnBox,
     bare_container: Container,
     stderr_file: Path,
     workspace: Path,
@@ -427,10 +441,9 @@ async def test_a_container_without_codex_is_given_the_bridges_own_once(
 ) -> None:
     container = bare_container
     assert not await container.exists_inside("/opt/codex")
-    url = f"box=podman://{container.name}{THERE}"
+    url = f"podman://{container.name}{THERE}"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(url) as talk:
-            await set_machine(talk, "box")
+        async with on_box(url) as talk:
             await talk.said(run("hostname > who.txt"))
     hostname = (await container.exec("hostname")).strip()
     shown = (tool_texts(talk), stderr_file.read_text())
@@ -446,8 +459,7 @@ async def test_a_container_without_codex_is_given_the_bridges_own_once(
     copied_at = await container.exec("stat", "-c", "%Y", folder)
     # A second connection finds it there: no copy again.
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(url) as talk:
-            await set_machine(talk, "box")
+        async with on_box(url) as talk:
             await talk.said(run("hostname > again.txt"))
     assert (await inside(container, "again.txt")).strip() == hostname, tool_texts(talk)
     log = stderr_file.read_text()
@@ -456,7 +468,7 @@ async def test_a_container_without_codex_is_given_the_bridges_own_once(
     assert await container.exec("stat", "-c", "%Y", folder) == copied_at
     assert await brought(container) == [folder]
     # doctor checks the Codex the bridge brought there.
-    _code, out = await run_doctor(doctor_env(bridge_env), "--machine", url)
+    _code, out = await run_doctor(doctor_env(bridge_env), "--machine", f"box={url}")
     assert line(out, "machine box: Codex").startswith("✓"), out
     assert line(out, "machine box: exec-server").startswith("✓"), out
 
@@ -522,7 +534,7 @@ async def test_a_codex_built_for_another_architecture_is_refused_not_copied(
 
 
 async def test_a_prompt_waits_until_codexs_connection_is_in_the_container(
-    open_on: OpenOn,
+    on_box: OnBox,
     bare_container: Container,
     tmp_path: Path,
     stderr_file: Path,
@@ -550,8 +562,7 @@ async def test_a_prompt_waits_until_codexs_connection_is_in_the_container(
     (slow / "podman").chmod(0o755)
     bridge_env["PATH"] = f"{slow}{os.pathsep}{bridge_env.get('PATH', '')}"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(f"box=podman://{container.name}{THERE}") as talk:
-            await set_machine(talk, "box")
+        async with on_box(f"podman://{container.name}{THERE}") as talk:
             await talk.said(run("hostname > who.txt"))
     hostname = (await container.exec("hostname")).strip()
     shown = (tool_texts(talk), stderr_file.read_text())
