@@ -583,6 +583,17 @@ async def test_through_the_daemon_a_container_without_codex_works_and_rewinds_th
     assert len(await brought(container)) == 1
 
 
+def bridge_links(container: Container) -> MachineLinks:
+    """A bridge's check-only link to machine ``box``, the container with no ``?codex=``:
+    what it brings there is the pinned Codex's vendor folder."""
+    return MachineLinks(
+        [parse_url("box", f"podman://{container.name}")],
+        ssh=["ssh"],
+        codex_program=str(vendor_folder() / "bin" / "codex"),
+        relay=False,
+    )
+
+
 async def test_a_copy_cut_short_before_is_named_with_how_to_remove_it(
     bare_container: Container,
 ) -> None:
@@ -590,12 +601,7 @@ async def test_a_copy_cut_short_before_is_named_with_how_to_remove_it(
     (an older bridge's copy cut short): the prompt's error says so and how to remove it,
     in one line; the copy made beside it is removed."""
     container = bare_container
-    links = MachineLinks(
-        [parse_url("box", f"podman://{container.name}")],
-        ssh=["ssh"],
-        codex_program=str(vendor_folder() / "bin" / "codex"),
-        relay=False,
-    )
+    links = bridge_links(container)
     version = (await links.codex.local_version()) or ""
     folder = f"{BROUGHT}{version}"
     await container.exec("mkdir", "-p", f"{folder}/bin")
@@ -618,11 +624,7 @@ async def test_two_bridges_bringing_codex_at_once_leave_one_working_copy(
     container at the same moment: each copies beside and renames, so both find a whole
     Codex there and one folder is left, no half copy and no leftovers."""
     container = bare_container
-    spec = parse_url("box", f"podman://{container.name}")
-    program = str(vendor_folder() / "bin" / "codex")
-    bridges = [
-        MachineLinks([spec], ssh=["ssh"], codex_program=program, relay=False) for _ in range(2)
-    ]
+    bridges = [bridge_links(container) for _ in range(2)]
     answers: list[str | None] = []
 
     async def check(links: MachineLinks) -> None:
@@ -659,22 +661,12 @@ async def test_a_codex_another_user_left_in_the_containers_tmp_is_not_run(
     folder that another user owns, or that others may write, is refused, saying so and how
     to remove it; nothing of it runs."""
     container = bare_container
-    links = MachineLinks(
-        [parse_url("box", f"podman://{container.name}")],
-        ssh=["ssh"],
-        codex_program=str(vendor_folder() / "bin" / "codex"),
-        relay=False,
-    )
+    links = bridge_links(container)
     with trio.fail_after(SCENARIO_SECONDS):
         assert await links.check(links.links["box"]) is None  # brought, as the bridge does
         [folder] = await brought(container)
         await container.exec(*(word.format(folder=folder) for word in plant))
-        again = MachineLinks(
-            [parse_url("box", f"podman://{container.name}")],
-            ssh=["ssh"],
-            codex_program=str(vendor_folder() / "bin" / "codex"),
-            relay=False,
-        )
+        again = bridge_links(container)
         why = await again.check(again.links["box"])
     assert why is not None and words in why, why
     assert f"remove it (podman exec {container.name} rm -rf {folder})" in why, why
