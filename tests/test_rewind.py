@@ -71,6 +71,14 @@ def turns(*raw: dict[str, Any]) -> list[codex_types.Turn]:
     return msgspec.json.decode(msgspec.json.encode(list(raw)), type=list[codex_types.Turn])
 
 
+def span_of_one_prompt(*items: dict[str, Any]) -> rewind_plan.Span:
+    """The span of one prompt (``go``) whose turn holds ``items``, in ``/work``."""
+    [t] = turns(turn("t", user("go"), *items))
+    span = rewind_plan.find_span([t], 1, "/work")
+    assert span is not None
+    return span
+
+
 def changes(*raw: dict[str, Any]) -> list[codex_items.FileUpdateChange]:
     return msgspec.convert(list(raw), list[codex_items.FileUpdateChange])
 
@@ -96,37 +104,29 @@ def test_the_span_is_the_newest_prompts_and_every_turn_after_the_oldest() -> Non
 
 
 def test_the_span_names_what_ran_but_not_reads_declined_work_or_failed_patches() -> None:
-    [t] = turns(
-        turn(
-            "t",
-            user("go"),
-            command(
-                "cat a.txt",
-                actions=[
-                    {"type": "read", "command": "cat a.txt", "name": "a.txt", "path": "a.txt"}
-                ],
-            ),
-            command("rm -rf build", status="declined"),
-            command("echo x > out.txt", status="failed"),
-            patch(add("b.txt", "b\n"), status="failed"),
-            patch(update("rel/c.txt", BIG_DIFF)),
-            {
-                "type": "mcpToolCall",
-                "id": "m1",
-                "server": "db",
-                "tool": "drop",
-                "status": "completed",
-            },
-            {
-                "type": "collabAgentToolCall",
-                "id": "s",
-                "tool": "spawnAgent",
-                "receiverThreadIds": ["child-1"],
-            },
-        )
+    span = span_of_one_prompt(
+        command(
+            "cat a.txt",
+            actions=[{"type": "read", "command": "cat a.txt", "name": "a.txt", "path": "a.txt"}],
+        ),
+        command("rm -rf build", status="declined"),
+        command("echo x > out.txt", status="failed"),
+        patch(add("b.txt", "b\n"), status="failed"),
+        patch(update("rel/c.txt", BIG_DIFF)),
+        {
+            "type": "mcpToolCall",
+            "id": "m1",
+            "server": "db",
+            "tool": "drop",
+            "status": "completed",
+        },
+        {
+            "type": "collabAgentToolCall",
+            "id": "s",
+            "tool": "spawnAgent",
+            "receiverThreadIds": ["child-1"],
+        },
     )
-    span = rewind_plan.find_span([t], 1, "/work")
-    assert span is not None
     assert [c.command for c in span.commands] == ["echo x > out.txt"]
     # A relative path is taken in the session's folder.
     assert [c.path for c in span.changes] == ["/work/rel/c.txt"]
@@ -643,19 +643,13 @@ def test_inside_is_below_a_root_as_written(path: str, inside: bool) -> None:
 
 
 def test_paths_are_made_absolute_and_normalised_in_the_sessions_folder() -> None:
-    [t] = turns(
-        turn(
-            "t",
-            user("go"),
-            patch(
-                add("../../etc/cron.d/x", "x\n"),
-                add("/work/sub/../../home/user/.profile", "p\n"),
-                add("sub/./a.txt", "a\n"),
-            ),
+    span = span_of_one_prompt(
+        patch(
+            add("../../etc/cron.d/x", "x\n"),
+            add("/work/sub/../../home/user/.profile", "p\n"),
+            add("sub/./a.txt", "a\n"),
         )
     )
-    span = rewind_plan.find_span([t], 1, "/work")
-    assert span is not None
     assert [c.path for c in span.changes] == [
         "/etc/cron.d/x",
         "/home/user/.profile",
