@@ -243,6 +243,16 @@ def list_turns(h: H, *newest_first: dict[str, Any], cursor: str | None = None) -
     return request["params"]  # type: ignore[no-any-return]
 
 
+def rewind_listed(*newest_first: dict[str, Any]) -> tuple[H, int]:
+    """A session here that asked ``/rewind``, Codex's stored turns ``newest_first`` listed;
+    the request's id."""
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind")
+    list_turns(h, *newest_first)
+    return h, rid
+
+
 def answered(h: H) -> set[Any]:
     return {m["id"] for m in h.to_codex if "method" not in m and "id" in m}
 
@@ -353,10 +363,9 @@ def test_a_file_changed_since_is_named_with_its_diff_and_left_as_it_is() -> None
 
 
 def test_a_file_restored_where_it_is_gone_gets_its_folder_first() -> None:
-    h = H()
-    open_session(h)
-    rid = run(h, "/rewind")
-    list_turns(h, turn("t1", user("clean up"), patch(delete("/work/sub/old.txt", "old\n"))))
+    h, rid = rewind_listed(
+        turn("t1", user("clean up"), patch(delete("/work/sub/old.txt", "old\n")))
+    )
     read_files(h, {"/work/sub/old.txt": None})
     revert(h)
     assert reply_all(h, "fs/createDirectory", lambda _p: {}) == [
@@ -369,10 +378,7 @@ def test_a_file_restored_where_it_is_gone_gets_its_folder_first() -> None:
 
 
 def test_a_write_codex_refuses_is_named_in_the_answer() -> None:
-    h = H()
-    open_session(h)
-    rid = run(h, "/rewind")
-    list_turns(h, *STORED)
+    h, rid = rewind_listed(*STORED)
     read_files(h, {"/work/new.txt": "hello\n"})
     revert(h)
     reply_all(h, "fs/remove", lambda _p: ("error", "Permission denied (os error 13)"))
@@ -409,10 +415,7 @@ def test_rewind_is_refused_while_a_turn_runs_and_is_not_queued() -> None:
 
 def test_rewind_is_refused_when_codex_lists_a_turn_still_running() -> None:
     # Another client's turn the bridge has not seen start.
-    h = H()
-    open_session(h)
-    rid = run(h, "/rewind")
-    list_turns(h, turn("t9", user("theirs"), status="inProgress"), *STORED)
+    h, rid = rewind_listed(turn("t9", user("theirs"), status="inProgress"), *STORED)
     error = h.error(rid)
     assert error.code == -32600 and "a turn is still running" in error.message
     assert not h.sent_codex("thread/revert")
@@ -448,10 +451,7 @@ def test_a_session_never_prompted_has_nothing_to_take_back() -> None:
 
 
 def test_codex_refusing_the_revert_is_the_prompts_error_and_no_file_is_touched() -> None:
-    h = H()
-    open_session(h)
-    rid = run(h, "/rewind")
-    list_turns(h, *STORED)
+    h, rid = rewind_listed(*STORED)
     read_files(h, {"/work/new.txt": "hello\n"})
     h.codex_error(h.codex_request("thread/revert")["id"], "turn not found: t3")
     assert "turn not found" in h.error(rid).message
