@@ -40,9 +40,10 @@ from tests.support.containers import (
 from tests.support.daemon import StartDaemon
 from tests.support.daemon import serve_argv as daemon_serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.scenarios.approvals import approving
 from tests.test_doctor_machines import doctor_env, line, run_doctor
 from tests.test_e2e_daemon import status_json
-from tests.test_e2e_machines import adds, approving, option, run, set_machine, tool_texts
+from tests.test_e2e_machines import adds, option, run, set_machine, tool_texts
 
 pytestmark = pytest.mark.e2e
 

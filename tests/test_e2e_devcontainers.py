@@ -23,6 +23,7 @@ import trio
 from bridge.jsonrpc import RpcError
 from tests.support.containers import IMAGE, containers_conf, podman, podman_or_skip
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.scenarios.approvals import approving
 from tests.test_doctor_machines import doctor_env, line, run_doctor
 from tests.test_e2e_containers import (  # noqa: F401 (fixtures)
     BROUGHT,
@@ -30,7 +31,7 @@ from tests.test_e2e_containers import (  # noqa: F401 (fixtures)
     on_box_via_daemon,
     open_attached,
 )
-from tests.test_e2e_machines import adds, approving, run, set_machine, tool_texts
+from tests.test_e2e_machines import adds, run, set_machine, tool_texts
 
 pytestmark = pytest.mark.e2e
 

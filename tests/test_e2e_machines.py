@@ -27,6 +27,7 @@ from tests.support.daemon import StartDaemon
 from tests.support.daemon import serve_argv as daemon_serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.support.reading import Ended
+from tests.support.scenarios.approvals import approving
 from tests.support.scenarios.subagents import SUBAGENTS, children, script, spawn, states, wait
 from tests.support.sshd import SshMachine, ssh_machine
 from tests.test_e2e_daemon import status_json
@@ -40,19 +41,6 @@ def run(cmd: str) -> str:
     """A command Codex runs with approval (outside the sandbox), then ``done``."""
     args = {"cmd": cmd, "sandbox_permissions": "require_escalated", "justification": "test"}
     return f"@@ call exec_command {json.dumps(args)}\n@@ then\n@@ say done"
-
-
-def approving(asked: list[dict[str, Any]]) -> Callable[[str, Any], Any]:
-    """A client that allows every permission request once, noting each."""
-
-    async def on_request(method: str, params: Any) -> Any:
-        asked.append(params)
-        if method == "session/request_permission":
-            allow = next(o for o in params["options"] if o["kind"] == "allow_once")
-            return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
-        raise AssertionError(f"unexpected request {method}")
-
-    return on_request
 
 
 @pytest.fixture

@@ -27,8 +27,9 @@ from tests.support.containers import IMAGE, containers_conf, podman, podman_or_s
 from tests.support.daemon import StartDaemon
 from tests.support.daemon import serve_argv as daemon_serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.scenarios.approvals import approving
 from tests.test_doctor_machines import doctor_env, line, run_doctor
-from tests.test_e2e_machines import adds, approving, run, set_machine, tool_texts
+from tests.test_e2e_machines import adds, run, set_machine, tool_texts
 
 pytestmark = pytest.mark.e2e
 
