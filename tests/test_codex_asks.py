@@ -32,7 +32,7 @@ from tests.test_config import THREAD as CONFIGURED
 from tests.test_config import mode_asked
 from tests.test_lifecycle import CWD, Recorder, resume_result, stored_thread
 from tests.test_lifecycle import THREAD as LOADED
-from tests.test_subagents import CHILD, ROOT, Tree
+from tests.test_subagents import CHILD, ROOT, Tree, running_child
 from tests.test_windows import THREAD, _running_turn, _stream_a_turn
 
 PROMPT = [{"type": "text", "text": "go"}]
@@ -247,10 +247,7 @@ def test_a_sub_agents_read_after_codex_came_back_goes_with_its_record() -> None:
     t.spawn()
     child = record_of(t.h, CHILD)
     t.h._collect(t.h.engine.codex_lost("Codex app-server exited", retrying=True))
-    t.h._collect(t.h.engine.codex_restarted())
-    t.h.codex_reply(t.h.codex_request("initialize")["id"], {})
-    for m in [m for m in t.h.to_codex if m.get("method") == "thread/resume"]:
-        t.h.codex_reply(m["id"], {"thread": {"id": m["params"]["threadId"]}})
+    t.codex_back()
     [asked] = child.codex_asks
     assert isinstance(asked, ReadSubagent)
     read = t.read_of(CHILD)
@@ -262,13 +259,7 @@ def test_a_sub_agents_read_after_codex_came_back_goes_with_its_record() -> None:
     assert child.codex_asks == []
     status = child.status
     before = mark(t.h)
-    stored = {
-        "id": CHILD,
-        "parentThreadId": ROOT,
-        "status": {"type": "active", "activeFlags": []},
-        "turns": [{"id": "turn-child-2", "status": "inProgress", "items": []}],
-    }
-    t.h.codex_reply(read["id"], {"thread": stored})
+    t.h.codex_reply(read["id"], {"thread": running_child("turn-child-2")})
     assert sent_since(t.h, before) == ([], [])
     assert child.status is status and child.turn is None
 

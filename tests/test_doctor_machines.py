@@ -403,12 +403,19 @@ def machine_args(machine: StandInMachine, name: str = "box", *, query: str = "")
     ]
 
 
+async def doctor_on(bridge_env: dict[str, str], *args: str, status: int) -> str:
+    """``doctor ARGS`` (a machine's, ``machine_args``): its checklist, once it exited
+    ``status``."""
+    code, out = await run_doctor(doctor_env(bridge_env), *args)
+    assert code == status, out
+    return out
+
+
 @pytest.mark.e2e
 async def test_a_machine_that_works_passes_its_three_checks_and_leaves_nothing_running(
     bridge_env: dict[str, str], machine: StandInMachine, codex_version: str
 ) -> None:
-    code, out = await run_doctor(doctor_env(bridge_env), *machine_args(machine))
-    assert code == 0, out
+    out = await doctor_on(bridge_env, *machine_args(machine), status=0)
     assert line(out, "machine box: reachable").startswith(
         f"✓ machine box: reachable    ssh {machine.host}: reached in "
     ), out
@@ -426,8 +433,7 @@ async def test_a_machine_that_works_passes_its_three_checks_and_leaves_nothing_r
 async def test_json_has_the_machine_s_checks(
     bridge_env: dict[str, str], machine: StandInMachine
 ) -> None:
-    code, out = await run_doctor(doctor_env(bridge_env), "--json", *machine_args(machine))
-    assert code == 0, out
+    out = await doctor_on(bridge_env, "--json", *machine_args(machine), status=0)
     shown = [c for c in json.loads(out)["checks"] if c.get("machine") == "box"]
     assert [(c["name"], c["status"]) for c in shown] == [
         ("machine box: reachable", "ok"),
@@ -461,8 +467,7 @@ async def test_the_machines_file_is_read(
 async def test_no_codex_there_blocks_the_machine_and_names_the_fix(
     bridge_env: dict[str, str], machine_without_codex: StandInMachine, codex_version: str
 ) -> None:
-    code, out = await run_doctor(doctor_env(bridge_env), *machine_args(machine_without_codex))
-    assert code == 1, out
+    out = await doctor_on(bridge_env, *machine_args(machine_without_codex), status=1)
     assert line(out, "machine box: reachable").startswith("✓")
     shown = line(out, "machine box: Codex")
     assert shown.startswith("✗ machine box: Codex") and "'codex' not found" in shown
@@ -493,9 +498,7 @@ async def test_ssh_s_refusal_is_said_in_its_own_words(
         "unknown host key": failing_ssh(tmp_path / "ssh-unknown", UNKNOWN_HOST_KEY),
         "refused login": failing_ssh(tmp_path / "ssh-refused", REFUSED_LOGIN),
     }[variant]
-    args = [*machine_args(machine)[:-1], ssh]
-    code, out = await run_doctor(doctor_env(bridge_env), *args)
-    assert code == 1, out
+    out = await doctor_on(bridge_env, *machine_args(machine)[:-1], ssh, status=1)
     shown = line(out, "machine box: reachable")
     assert shown.startswith("✗ machine box: reachable") and said in shown and hinted in shown
     assert "not tried: not reached" in line(out, "machine box: Codex")

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from bridge.acp_client import AcpClient
 from bridge.jsonrpc import RpcError
-from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, earlier_session
+from tests.support.e2e import OpenConversation, returning_client
 
 pytestmark = pytest.mark.e2e
 
@@ -30,21 +29,19 @@ async def cancelled(client: AcpClient, method: str, params: Any) -> RpcError:
 async def test_a_cancelled_open_and_list_are_answered_cancelled_and_the_session_opens_after(
     open_conversation: OpenConversation, workspace: Path
 ) -> None:
-    sid = (await earlier_session(open_conversation, "@@ say remembered")).sid
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(session=False) as talk:
-            client = talk.client
-            method = "session/load" if talk.version == 1 else "session/resume"
-            params: dict[str, Any] = {"sessionId": sid, "cwd": str(workspace)}
-            if talk.version == 1:
-                params["mcpServers"] = []
-            else:
-                params["replayFrom"] = {"type": "start"}
-            assert (await cancelled(client, method, params)).code == -32800
-            assert (await cancelled(client, "session/list", {})).code == -32800
-            assert [u for u in client.updates if u["sessionId"] == sid] == []
-            # Asked again, the session opens with its history, and the list lists it.
-            await client.request(method, params)
-            assert "remembered" in client.text_of(sid)
-            listed = await client.request("session/list", {})
-            assert sid in [s["sessionId"] for s in listed["sessions"]]
+    async with returning_client(open_conversation, "@@ say remembered") as (sid, talk):
+        client = talk.client
+        method = "session/load" if talk.version == 1 else "session/resume"
+        params: dict[str, Any] = {"sessionId": sid, "cwd": str(workspace)}
+        if talk.version == 1:
+            params["mcpServers"] = []
+        else:
+            params["replayFrom"] = {"type": "start"}
+        assert (await cancelled(client, method, params)).code == -32800
+        assert (await cancelled(client, "session/list", {})).code == -32800
+        assert [u for u in client.updates if u["sessionId"] == sid] == []
+        # Asked again, the session opens with its history, and the list lists it.
+        await client.request(method, params)
+        assert "remembered" in client.text_of(sid)
+        listed = await client.request("session/list", {})
+        assert sid in [s["sessionId"] for s in listed["sessions"]]

@@ -40,9 +40,10 @@ from tests.support.containers import (
 from tests.support.daemon import StartDaemon
 from tests.support.daemon import serve_argv as daemon_serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.scenarios.approvals import approving
 from tests.test_doctor_machines import doctor_env, line, run_doctor
 from tests.test_e2e_daemon import status_json
-from tests.test_e2e_machines import adds, approving, option, run, set_machine, tool_texts
+from tests.test_e2e_machines import adds, option, run, set_machine, tool_texts
 
 pytestmark = pytest.mark.e2e
 
@@ -79,6 +80,40 @@ def open_on(
         argv = [*bridge_argv, "--no-daemon"]
         for each in machines:
             argv += ["--machine", each]
+        return open_conversation(argv=argv, env=bridge_env, on_request=approving([]))
+
+    return start
+
+
+OnBox = Callable[[str], AbstractAsyncContextManager[Conversation]]
+
+
+@pytest.fixture
+def on_box(open_on: OpenOn) -> OnBox:
+    """``on_box(url)``: a conversation whose bridge (no daemon) has machine ``box`` at
+    ``url``, its session moved there."""
+
+    @asynccontextmanager
+    async def start(url: str) -> AsyncIterator[Conversation]:
+        async with open_on(f"box={url}") as talk:
+            await set_machine(talk, "box")
+            yield talk
+
+    return start
+
+
+OpenAttached = Callable[[], AbstractAsyncContextManager[Conversation]]
+
+
+@pytest.fixture
+def open_attached(
+    open_conversation: OpenConversation, runtime: Path, bridge_env: dict[str, str]
+) -> OpenAttached:
+    """``open_attached()``: a conversation of an editor attached to the test's daemon,
+    allowing every permission request."""
+
+    def start() -> AbstractAsyncContextManager[Conversation]:
+        argv = daemon_serve_argv(runtime)
         return open_conversation(argv=argv, env=bridge_env, on_request=approving([]))
 
     return start
@@ -145,9 +180,8 @@ async def test_a_command_machine_runs_its_own_words_then_codex_there(
 
 async def test_through_the_daemon_a_command_machine_of_the_machines_file_both_read_works(
     start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
+    open_attached: OpenAttached,
     container: Container,
-    runtime: Path,
     bridge_env: dict[str, str],
 ) -> None:
     """The daemon publishes a command machine; the attached editor's bridge, which reads the
@@ -159,12 +193,7 @@ async def test_through_the_daemon_a_command_machine_of_the_machines_file_both_re
         f'path = "{THERE}"\n'
     )
     with trio.fail_after(SCENARIO_SECONDS):
-        async with (
-            start_daemon("--no-page"),
-            open_conversation(
-                argv=daemon_serve_argv(runtime), env=bridge_env, on_request=approving([])
-            ) as talk,
-        ):
+        async with start_daemon("--no-page"), open_attached() as talk:
             machines = option(talk.opened["configOptions"], "machine")
             assert [v["value"] for v in machines["options"]] == ["local", "pod"]
             await set_machine(talk, "pod")
@@ -182,11 +211,10 @@ def toml_list(words: list[str]) -> str:
 
 
 async def test_a_stopped_container_fails_the_next_prompt_naming_it_and_works_once_started(
-    open_on: OpenOn, container: Container, stderr_file: Path
+    on_box: OnBox, container: Container, stderr_file: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(f"box={podman_url(container)}") as talk:
-            await set_machine(talk, "box")
+        async with on_box(podman_url(container)) as talk:
             await talk.said(run("touch one.txt"))
             await container.stop()
             # The link hears of it as its podman exec ends.
@@ -206,12 +234,11 @@ async def test_a_stopped_container_fails_the_next_prompt_naming_it_and_works_onc
 
 
 async def test_a_missing_container_fails_the_prompt_in_podman_s_words(
-    open_on: OpenOn, container: Container
+    on_box: OnBox, container: Container
 ) -> None:
     missing = f"{container.name}-gone"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(f"box=podman://{missing}{THERE}?codex={CODEX_IN}") as talk:
-            await set_machine(talk, "box")
+        async with on_box(f"podman://{missing}{THERE}?codex={CODEX_IN}") as talk:
             with trio.fail_after(10), pytest.raises(RpcError) as caught:
                 await talk.prompt(run("touch nope.txt"))
     message = str(caught.value)
@@ -238,25 +265,23 @@ async def test_doctor_names_a_missing_container_and_passes_a_running_one(
     assert server.startswith("✓") and "answered initialize in" in server, out
 
 
-@asynccontextmanager
-async def on_box_via_daemon(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
-    runtime: Path,
-    env: dict[str, str],
-    url: str,
-) -> AsyncIterator[Conversation]:
-    """A daemon with machine ``box`` at ``url``, and an editor attached to it whose session
-    works there: it has run one command there (``hostname > who.txt``)."""
-    async with (
-        start_daemon("--machine", f"box={url}", "--no-page"),
-        open_conversation(
-            argv=daemon_serve_argv(runtime), env=env, on_request=approving([])
-        ) as talk,
-    ):
-        await set_machine(talk, "box")
-        await talk.said(run("hostname > who.txt"))
-        yield talk
+OnBoxViaDaemon = Callable[[str], AbstractAsyncContextManager[Conversation]]
+
+
+@pytest.fixture
+def on_box_via_daemon(start_daemon: StartDaemon, open_attached: OpenAttached) -> OnBoxViaDaemon:
+    """``on_box_via_daemon(url)``: a daemon with machine ``box`` at ``url``, and an editor
+    attached to it whose session works there: it has run one command there
+    (``hostname > who.txt``)."""
+
+    @asynccontextmanager
+    async def start(url: str) -> AsyncIterator[Conversation]:
+        async with start_daemon("--machine", f"box={url}", "--no-page"), open_attached() as talk:
+            await set_machine(talk, "box")
+            await talk.said(run("hostname > who.txt"))
+            yield talk
+
+    return start
 
 
 async def rewinds_a_patch_there(talk: Conversation, container: Container) -> None:
@@ -277,8 +302,7 @@ async def ran_there_and_rewound(container: Container) -> None:
 
 
 async def test_through_the_daemon_a_session_works_in_the_container_and_rewinds_there(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
+    on_box_via_daemon: OnBoxViaDaemon,
     container: Container,
     runtime: Path,
     bridge_env: dict[str, str],
@@ -289,9 +313,7 @@ async def test_through_the_daemon_a_session_works_in_the_container_and_rewinds_t
     same ``podman exec``."""
     url = podman_url(container)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with on_box_via_daemon(
-            start_daemon, open_conversation, runtime, bridge_env, url
-        ) as talk:
+        async with on_box_via_daemon(url) as talk:
             [listed] = (await status_json(bridge_env, runtime))["daemon"]["machines"]
             assert (listed["name"], listed["state"]) == ("box", "connected")
             where = f"podman container {container.name}"
@@ -373,28 +395,21 @@ async def stops_mid_turn_and_comes_back(talk: Conversation, container: Container
 
 
 async def test_a_container_stopped_mid_turn_ends_the_turn_fails_the_next_prompt_and_comes_back(
-    open_on: OpenOn, container: Container, workspace: Path
+    on_box: OnBox, container: Container, workspace: Path
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(f"box={podman_url(container)}") as talk:
-            await set_machine(talk, "box")
+        async with on_box(podman_url(container)) as talk:
             await stops_mid_turn_and_comes_back(talk, container)
     assert not (workspace / "after.txt").exists()
 
 
 async def test_through_the_daemon_a_container_stopped_mid_turn_fails_the_next_prompt_and_comes_back(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
-    container: Container,
-    runtime: Path,
-    bridge_env: dict[str, str],
+    on_box_via_daemon: OnBoxViaDaemon, container: Container
 ) -> None:
     """The daemon's link sees the container stop; the attached editor's next prompt checks
     it with its own ``podman exec``, and status says why the machine is down."""
     with trio.fail_after(SCENARIO_SECONDS):
-        async with on_box_via_daemon(
-            start_daemon, open_conversation, runtime, bridge_env, podman_url(container)
-        ) as talk:
+        async with on_box_via_daemon(podman_url(container)) as talk:
             await stops_mid_turn_and_comes_back(talk, container)
 
 
@@ -419,7 +434,7 @@ async def bare_container(tmp_path: Path, bridge_env: dict[str, str]) -> AsyncIte
 
 
 async def test_a_container_without_codex_is_given_the_bridges_own_once(
-    open_on: OpenOn,
+    on_box: OnBox,
     bare_container: Container,
     stderr_file: Path,
     workspace: Path,
@@ -427,10 +442,9 @@ async def test_a_container_without_codex_is_given_the_bridges_own_once(
 ) -> None:
     container = bare_container
     assert not await container.exists_inside("/opt/codex")
-    url = f"box=podman://{container.name}{THERE}"
+    url = f"podman://{container.name}{THERE}"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(url) as talk:
-            await set_machine(talk, "box")
+        async with on_box(url) as talk:
             await talk.said(run("hostname > who.txt"))
     hostname = (await container.exec("hostname")).strip()
     shown = (tool_texts(talk), stderr_file.read_text())
@@ -446,8 +460,7 @@ async def test_a_container_without_codex_is_given_the_bridges_own_once(
     copied_at = await container.exec("stat", "-c", "%Y", folder)
     # A second connection finds it there: no copy again.
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(url) as talk:
-            await set_machine(talk, "box")
+        async with on_box(url) as talk:
             await talk.said(run("hostname > again.txt"))
     assert (await inside(container, "again.txt")).strip() == hostname, tool_texts(talk)
     log = stderr_file.read_text()
@@ -456,7 +469,7 @@ async def test_a_container_without_codex_is_given_the_bridges_own_once(
     assert await container.exec("stat", "-c", "%Y", folder) == copied_at
     assert await brought(container) == [folder]
     # doctor checks the Codex the bridge brought there.
-    _code, out = await run_doctor(doctor_env(bridge_env), "--machine", url)
+    _code, out = await run_doctor(doctor_env(bridge_env), "--machine", f"box={url}")
     assert line(out, "machine box: Codex").startswith("✓"), out
     assert line(out, "machine box: exec-server").startswith("✓"), out
 
@@ -522,7 +535,7 @@ async def test_a_codex_built_for_another_architecture_is_refused_not_copied(
 
 
 async def test_a_prompt_waits_until_codexs_connection_is_in_the_container(
-    open_on: OpenOn,
+    on_box: OnBox,
     bare_container: Container,
     tmp_path: Path,
     stderr_file: Path,
@@ -550,8 +563,7 @@ async def test_a_prompt_waits_until_codexs_connection_is_in_the_container(
     (slow / "podman").chmod(0o755)
     bridge_env["PATH"] = f"{slow}{os.pathsep}{bridge_env.get('PATH', '')}"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_on(f"box=podman://{container.name}{THERE}") as talk:
-            await set_machine(talk, "box")
+        async with on_box(f"podman://{container.name}{THERE}") as talk:
             await talk.said(run("hostname > who.txt"))
     hostname = (await container.exec("hostname")).strip()
     shown = (tool_texts(talk), stderr_file.read_text())
@@ -559,23 +571,28 @@ async def test_a_prompt_waits_until_codexs_connection_is_in_the_container(
 
 
 async def test_through_the_daemon_a_container_without_codex_works_and_rewinds_there(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
-    bare_container: Container,
-    runtime: Path,
-    bridge_env: dict[str, str],
+    on_box_via_daemon: OnBoxViaDaemon, bare_container: Container
 ) -> None:
     """The daemon's link brings its Codex into the container; the attached editor's
     /rewind reaches the container's files with that same Codex."""
     container = bare_container
     url = f"podman://{container.name}{THERE}"
     with trio.fail_after(SCENARIO_SECONDS):
-        async with on_box_via_daemon(
-            start_daemon, open_conversation, runtime, bridge_env, url
-        ) as talk:
+        async with on_box_via_daemon(url) as talk:
             await rewinds_a_patch_there(talk, container)
     await ran_there_and_rewound(container)
     assert len(await brought(container)) == 1
+
+
+def bridge_links(container: Container) -> MachineLinks:
+    """A bridge's check-only link to machine ``box``, the container with no ``?codex=``:
+    what it brings there is the pinned Codex's vendor folder."""
+    return MachineLinks(
+        [parse_url("box", f"podman://{container.name}")],
+        ssh=["ssh"],
+        codex_program=str(vendor_folder() / "bin" / "codex"),
+        relay=False,
+    )
 
 
 async def test_a_copy_cut_short_before_is_named_with_how_to_remove_it(
@@ -585,12 +602,7 @@ async def test_a_copy_cut_short_before_is_named_with_how_to_remove_it(
     (an older bridge's copy cut short): the prompt's error says so and how to remove it,
     in one line; the copy made beside it is removed."""
     container = bare_container
-    links = MachineLinks(
-        [parse_url("box", f"podman://{container.name}")],
-        ssh=["ssh"],
-        codex_program=str(vendor_folder() / "bin" / "codex"),
-        relay=False,
-    )
+    links = bridge_links(container)
     version = (await links.codex.local_version()) or ""
     folder = f"{BROUGHT}{version}"
     await container.exec("mkdir", "-p", f"{folder}/bin")
@@ -613,11 +625,7 @@ async def test_two_bridges_bringing_codex_at_once_leave_one_working_copy(
     container at the same moment: each copies beside and renames, so both find a whole
     Codex there and one folder is left, no half copy and no leftovers."""
     container = bare_container
-    spec = parse_url("box", f"podman://{container.name}")
-    program = str(vendor_folder() / "bin" / "codex")
-    bridges = [
-        MachineLinks([spec], ssh=["ssh"], codex_program=program, relay=False) for _ in range(2)
-    ]
+    bridges = [bridge_links(container) for _ in range(2)]
     answers: list[str | None] = []
 
     async def check(links: MachineLinks) -> None:
@@ -654,22 +662,12 @@ async def test_a_codex_another_user_left_in_the_containers_tmp_is_not_run(
     folder that another user owns, or that others may write, is refused, saying so and how
     to remove it; nothing of it runs."""
     container = bare_container
-    links = MachineLinks(
-        [parse_url("box", f"podman://{container.name}")],
-        ssh=["ssh"],
-        codex_program=str(vendor_folder() / "bin" / "codex"),
-        relay=False,
-    )
+    links = bridge_links(container)
     with trio.fail_after(SCENARIO_SECONDS):
         assert await links.check(links.links["box"]) is None  # brought, as the bridge does
         [folder] = await brought(container)
         await container.exec(*(word.format(folder=folder) for word in plant))
-        again = MachineLinks(
-            [parse_url("box", f"podman://{container.name}")],
-            ssh=["ssh"],
-            codex_program=str(vendor_folder() / "bin" / "codex"),
-            relay=False,
-        )
+        again = bridge_links(container)
         why = await again.check(again.links["box"])
     assert why is not None and words in why, why
     assert f"remove it (podman exec {container.name} rm -rf {folder})" in why, why

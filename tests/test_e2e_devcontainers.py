@@ -22,11 +22,16 @@ import trio
 
 from bridge.jsonrpc import RpcError
 from tests.support.containers import IMAGE, containers_conf, podman, podman_or_skip
-from tests.support.daemon import StartDaemon
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation
+from tests.support.scenarios.approvals import approving
 from tests.test_doctor_machines import doctor_env, line, run_doctor
-from tests.test_e2e_containers import BROUGHT, on_box_via_daemon
-from tests.test_e2e_machines import adds, approving, run, set_machine, tool_texts
+from tests.test_e2e_containers import (  # noqa: F401 (fixtures)
+    BROUGHT,
+    OnBoxViaDaemon,
+    on_box_via_daemon,
+    open_attached,
+)
+from tests.test_e2e_machines import adds, run, set_machine, tool_texts
 
 pytestmark = pytest.mark.e2e
 
@@ -143,9 +148,7 @@ async def test_a_dev_container_that_does_not_come_up_fails_the_prompt_in_the_cli
 
 
 async def test_through_the_daemon_the_dev_container_is_brought_up_once_and_rewinds_there(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
-    runtime: Path,
+    on_box_via_daemon: OnBoxViaDaemon,  # noqa: F811 (the fixture imported above)
     bridge_env: dict[str, str],
     devcontainer_folder: Path,
 ) -> None:
@@ -157,9 +160,7 @@ async def test_through_the_daemon_the_dev_container_is_brought_up_once_and_rewin
     # only as its own configuration names it, never from what the daemon publishes.
     Path(bridge_env["CODEX_ACP_BRIDGE_MACHINES"]).write_text(f'[box]\nurl = "{url}"\n')
     with trio.fail_after(SCENARIO_SECONDS):
-        async with on_box_via_daemon(
-            start_daemon, open_conversation, runtime, bridge_env, url
-        ) as talk:
+        async with on_box_via_daemon(url) as talk:
             await talk.said(adds("a.txt", "one"))
             assert (folder / "a.txt").read_text() == "one\n", tool_texts(talk)
             answer = await talk.said("/rewind")

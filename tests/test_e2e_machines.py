@@ -27,6 +27,7 @@ from tests.support.daemon import StartDaemon
 from tests.support.daemon import serve_argv as daemon_serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
 from tests.support.reading import Ended
+from tests.support.scenarios.approvals import approving
 from tests.support.scenarios.subagents import SUBAGENTS, children, script, spawn, states, wait
 from tests.support.sshd import SshMachine, ssh_machine
 from tests.test_e2e_daemon import status_json
@@ -40,19 +41,6 @@ def run(cmd: str) -> str:
     """A command Codex runs with approval (outside the sandbox), then ``done``."""
     args = {"cmd": cmd, "sandbox_permissions": "require_escalated", "justification": "test"}
     return f"@@ call exec_command {json.dumps(args)}\n@@ then\n@@ say done"
-
-
-def approving(asked: list[dict[str, Any]]) -> Callable[[str, Any], Any]:
-    """A client that allows every permission request once, noting each."""
-
-    async def on_request(method: str, params: Any) -> Any:
-        asked.append(params)
-        if method == "session/request_permission":
-            allow = next(o for o in params["options"] if o["kind"] == "allow_once")
-            return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
-        raise AssertionError(f"unexpected request {method}")
-
-    return on_request
 
 
 @pytest.fixture
@@ -75,7 +63,35 @@ def attached_argv(runtime: Path, machine: SshMachine) -> list[str]:
     return [*daemon_serve_argv(runtime), "--ssh-command", machine.ssh_command]
 
 
+def box_machine(machine: SshMachine) -> str:
+    """The machine ``box``: the test's sshd, its workspace as the machine's folder."""
+    return f"box={machine.url}{machine.workspace}"
+
+
+def daemon_options(machine: SshMachine, *more: str) -> tuple[str, ...]:
+    """A daemon's options for the machine ``box``, reached with the user's ssh command."""
+    return ("--machine", box_machine(machine), "--ssh-command", machine.ssh_command, *more)
+
+
 OpenOn = Callable[..., AbstractAsyncContextManager[Conversation]]
+OpenAttached = Callable[[], AbstractAsyncContextManager[Conversation]]
+
+
+@pytest.fixture
+def open_attached(
+    open_conversation: OpenConversation,
+    machine: SshMachine,
+    runtime: Path,
+    bridge_env: dict[str, str],
+) -> OpenAttached:
+    """``open_attached()``: a conversation of an editor attached to the test's daemon,
+    allowing every permission request."""
+
+    def start() -> AbstractAsyncContextManager[Conversation]:
+        argv = attached_argv(runtime, machine)
+        return open_conversation(argv=argv, env=bridge_env, on_request=approving([]))
+
+    return start
 
 
 @pytest.fixture
@@ -94,8 +110,12 @@ def open_on(
         ssh_command: str | None = None,
         capabilities: dict[str, Any] | None = None,
     ) -> AbstractAsyncContextManager[Conversation]:
-        box = f"box={machine.url}{machine.workspace}"
-        argv = serve_argv(bridge_argv, box, *extra, ssh_command=ssh_command or machine.ssh_command)
+        argv = serve_argv(
+            bridge_argv,
+            box_machine(machine),
+            *extra,
+            ssh_command=ssh_command or machine.ssh_command,
+        )
         return open_conversation(
             argv=argv,
             env=bridge_env,
@@ -354,7 +374,7 @@ async def box_is_down(env: dict[str, str], runtime: Path) -> bool:
 
 async def test_through_the_daemon_a_session_works_on_its_machine_and_status_shows_where(
     start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
+    open_attached: OpenAttached,
     machine: SshMachine,
     runtime: Path,
     bridge_env: dict[str, str],
@@ -362,16 +382,12 @@ async def test_through_the_daemon_a_session_works_on_its_machine_and_status_show
 ) -> None:
     """The daemon runs the link and registers it with its Codex; an editor attached to it
     is offered the machine, and its session's commands run there."""
-    box = f"box={machine.url}{machine.workspace}"
-    daemon_options = ("--machine", box, "--ssh-command", machine.ssh_command, "--no-page")
     with trio.fail_after(SCENARIO_SECONDS):
-        async with start_daemon(*daemon_options) as (_, info):
+        async with start_daemon(*daemon_options(machine, "--no-page")) as (_, info):
             assert [(m.name, m.url, m.path) for m in info.machines] == [
                 ("box", f"{machine.url}{machine.workspace}", str(machine.workspace))
             ]
-            async with open_conversation(
-                argv=attached_argv(runtime, machine), env=bridge_env, on_request=approving([])
-            ) as talk:
+            async with open_attached() as talk:
                 machines = option(talk.opened["configOptions"], "machine")
                 assert [v["value"] for v in machines["options"]] == ["local", "box"]
                 await set_machine(talk, "box")
@@ -433,24 +449,13 @@ async def test_a_machine_away_when_codex_first_tried_it_takes_the_first_prompt_o
 
 
 async def test_through_the_daemon_a_machine_away_at_its_start_takes_the_first_prompt_once_back(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
-    machine: SshMachine,
-    runtime: Path,
-    bridge_env: dict[str, str],
+    start_daemon: StartDaemon, open_attached: OpenAttached, machine: SshMachine, runtime: Path
 ) -> None:
     """The same through the daemon: its link failed Codex's first connection; the machine
     is back, this bridge's own ssh reaches it, and its prompt waits for Codex's link too."""
-    box = f"box={machine.url}{machine.workspace}"
-    daemon_options = ("--machine", box, "--ssh-command", machine.ssh_command, "--no-page")
     await machine.stop()
     with trio.fail_after(SCENARIO_SECONDS):
-        async with (
-            start_daemon(*daemon_options),
-            open_conversation(
-                argv=attached_argv(runtime, machine), env=bridge_env, on_request=approving([])
-            ) as talk,
-        ):
+        async with start_daemon(*daemon_options(machine, "--no-page")), open_attached() as talk:
             await set_machine(talk, "box")
             while read_info(runtime).machines[0].state != "down":  # noqa: ASYNC110 (a file)
                 await trio.sleep(0.05)
@@ -510,24 +515,19 @@ async def test_two_machines_and_local_at_once_each_sessions_sub_agent_works_wher
 
 async def test_the_page_groups_threads_by_machine_with_each_links_state(
     start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
+    open_attached: OpenAttached,
     machine: SshMachine,
     runtime: Path,
     bridge_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     chromium = await chromium_or_skip()
-    box = f"box={machine.url}{machine.workspace}"
     with trio.fail_after(SCENARIO_SECONDS):
         async with (
-            start_daemon("--machine", box, "--ssh-command", machine.ssh_command),
+            start_daemon(*daemon_options(machine)),
             headless_chromium(chromium, tmp_path / "profile", tmp_path / "chromium.log") as page,
-            open_conversation(
-                argv=attached_argv(runtime, machine), env=bridge_env, on_request=approving([])
-            ) as here,
-            open_conversation(
-                argv=attached_argv(runtime, machine), env=bridge_env, on_request=approving([])
-            ) as there,
+            open_attached() as here,
+            open_attached() as there,
         ):
             await set_machine(there, "box")
             await there.said(run("true"))
@@ -613,24 +613,12 @@ async def test_rewind_on_a_machine_takes_back_its_files_there_and_keeps_a_confli
 
 
 async def test_through_the_daemon_rewind_on_a_machine_takes_back_its_files_there(
-    start_daemon: StartDaemon,
-    open_conversation: OpenConversation,
-    machine: SshMachine,
-    runtime: Path,
-    bridge_env: dict[str, str],
-    workspace: Path,
+    start_daemon: StartDaemon, open_attached: OpenAttached, machine: SshMachine, workspace: Path
 ) -> None:
     """An editor attached to the daemon has no relay of its own: it reaches the machine's
     files over its own ssh, as the daemon's link reaches the machine."""
-    box = f"box={machine.url}{machine.workspace}"
-    daemon_options = ("--machine", box, "--ssh-command", machine.ssh_command, "--no-page")
     with trio.fail_after(SCENARIO_SECONDS):
-        async with (
-            start_daemon(*daemon_options),
-            open_conversation(
-                argv=attached_argv(runtime, machine), env=bridge_env, on_request=approving([])
-            ) as talk,
-        ):
+        async with start_daemon(*daemon_options(machine, "--no-page")), open_attached() as talk:
             answer = await rewind_on_the_machine(talk, machine, workspace)
     assert_rewound_there(answer, machine, workspace)
 
@@ -648,7 +636,7 @@ async def test_a_rewind_on_a_machine_is_recorded_and_replays_with_the_machine_s_
 
     out = tmp_path / "rewind.codex.jsonl"
     argv = [sys.executable, "-m", "bridge", "record", "--out", str(out)]
-    argv += ["--machine", f"box={machine.url}{machine.workspace}"]
+    argv += ["--machine", box_machine(machine)]
     argv += ["--ssh-command", machine.ssh_command]
     with trio.fail_after(SCENARIO_SECONDS):
         async with open_conversation(argv=argv, env=bridge_env, on_request=approving([])) as talk:

@@ -125,9 +125,13 @@ async def test_an_sse_server_is_left_out_in_words_or_refused_in_v2(
             assert "Codex has no SSE transport" in update["content"]["text"]
 
 
-async def _oauth_server(
+OAuthServer = tuple[dict[str, Any], list[dict[str, Any]]]
+
+
+@pytest.fixture
+async def oauth_server(
     codex_home: Path, scripted_model: ScriptedModel, nursery: trio.Nursery
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> OAuthServer:
     """The OAuth-guarded server, as the client names it, and the requests it is sent."""
     # Codex keeps the tokens in a file of the test's home, not the machine's keyring.
     write_codex_home(
@@ -145,11 +149,10 @@ def _oauth_requests(seen: list[dict[str, Any]]) -> list[str]:
 async def test_an_mcp_server_never_signed_in_is_offered_codexs_sign_in_page(
     open_conversation: OpenConversation,
     workspace: Path,
-    codex_home: Path,
     scripted_model: ScriptedModel,
-    nursery: trio.Nursery,
+    oauth_server: OAuthServer,
 ) -> None:
-    server, seen = await _oauth_server(codex_home, scripted_model, nursery)
+    server, seen = oauth_server
     elicited: list[dict[str, Any]] = []
     browsed: list[tuple[int, str]] = []
     # Codex may say the sign-in is done before its callback page has answered the browser.
@@ -199,13 +202,9 @@ async def test_an_mcp_server_never_signed_in_is_offered_codexs_sign_in_page(
 
 @pytest.mark.acp_versions(2)
 async def test_mcp_login_answers_with_the_page_and_tells_the_sign_in(
-    open_conversation: OpenConversation,
-    workspace: Path,
-    codex_home: Path,
-    scripted_model: ScriptedModel,
-    nursery: trio.Nursery,
+    open_conversation: OpenConversation, workspace: Path, oauth_server: OAuthServer
 ) -> None:
-    server, seen = await _oauth_server(codex_home, scripted_model, nursery)
+    server, seen = oauth_server
     with trio.fail_after(SCENARIO_SECONDS):
         # A client that takes no URL elicitation: the page comes in words.
         async with open_conversation(session=False) as talk:

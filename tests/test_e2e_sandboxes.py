@@ -13,8 +13,10 @@ import os
 import socket
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -25,8 +27,9 @@ from tests.support.containers import IMAGE, containers_conf, podman, podman_or_s
 from tests.support.daemon import StartDaemon
 from tests.support.daemon import serve_argv as daemon_serve_argv
 from tests.support.e2e import SCENARIO_SECONDS, Conversation, OpenConversation
+from tests.support.scenarios.approvals import approving
 from tests.test_doctor_machines import doctor_env, line, run_doctor
-from tests.test_e2e_machines import adds, approving, run, set_machine, tool_texts
+from tests.test_e2e_machines import adds, run, set_machine, tool_texts
 
 pytestmark = pytest.mark.e2e
 
@@ -43,16 +46,42 @@ async def sandbox_env(bridge_env: dict[str, str], tmp_path: Path) -> dict[str, s
     return bridge_env
 
 
+@dataclass
+class Sandbox:
+    """The sandbox machine's side of a test: ``env`` (``sandbox_env``), and the containers
+    its sessions made (``made``: the test notes each name as it learns it)."""
+
+    env: dict[str, str]
+    made: list[str]
+    bridge_argv: list[str]
+    open_conversation: OpenConversation
+
+    def open(self, **options: Any) -> AbstractAsyncContextManager[Conversation]:
+        """A conversation with a bridge of its own (no daemon), every permission allowed."""
+        argv = [*self.bridge_argv, "--no-daemon"]
+        return self.open_conversation(argv=argv, env=self.env, on_request=approving([]), **options)
+
+    async def use(self, talk: Conversation) -> str:
+        """``talk``'s session moved to the sandbox machine; the name of its container, noted
+        to be removed."""
+        name = container_of("sandbox", talk.sid)
+        self.made.append(name)
+        await set_machine(talk, "sandbox")
+        return name
+
+
 @pytest.fixture
-async def made(sandbox_env: dict[str, str]) -> AsyncIterator[list[str]]:
-    """The containers the test's sessions make (the test notes each name as it learns it):
-    removed at the end, whatever happened."""
-    names: list[str] = []
+async def sandbox(
+    sandbox_env: dict[str, str], bridge_argv: list[str], open_conversation: OpenConversation
+) -> AsyncIterator[Sandbox]:
+    """The test's :class:`Sandbox`: the containers its sessions made are removed at the
+    end, whatever happened."""
+    found = Sandbox(sandbox_env, [], bridge_argv, open_conversation)
     try:
-        yield names
+        yield found
     finally:
         with trio.CancelScope(shield=True):
-            for name in names:
+            for name in found.made:
                 await podman(sandbox_env, "rm", "-f", "--time", "0", name, check=False)
 
 
@@ -75,30 +104,21 @@ def machines_file(env: dict[str, str], **more: str) -> None:
 
 
 async def test_each_session_gets_a_container_of_its_own_gone_when_the_session_is(
-    open_conversation: OpenConversation,
-    bridge_argv: list[str],
-    sandbox_env: dict[str, str],
-    made: list[str],
-    workspace: Path,
-    tmp_path: Path,
-    stderr_file: Path,
+    sandbox: Sandbox, workspace: Path, tmp_path: Path, stderr_file: Path
 ) -> None:
     """Two sessions on the sandbox machine: two containers, named after their sessions,
     each running its own session's command in that session's folder (mounted at its own
     path); closing a session removes its container, and the bridge's end the rest."""
-    env = sandbox_env
+    env = sandbox.env
     machines_file(env)
     second = tmp_path / "second"
     second.mkdir()
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(
-            argv=[*bridge_argv, "--no-daemon"], env=env, on_request=approving([])
-        ) as talk:
+        async with sandbox.open() as talk:
             other = await new_session(talk, second)
-            names = [container_of("sandbox", s.sid) for s in (talk, other)]
-            made += names
+            names = []
             for session in (talk, other):
-                await set_machine(session, "sandbox")
+                names.append(await sandbox.use(session))
                 await session.said(run("hostname > who.txt; pwd >> who.txt"))
             shown = (tool_texts(talk), stderr_file.read_text())
             hostnames = [(await podman(env, "exec", n, "hostname")).strip() for n in names]
@@ -129,24 +149,16 @@ async def test_each_session_gets_a_container_of_its_own_gone_when_the_session_is
 
 
 async def test_a_sandbox_without_mounts_or_network_keeps_its_work_inside(
-    open_conversation: OpenConversation,
-    bridge_argv: list[str],
-    sandbox_env: dict[str, str],
-    made: list[str],
-    workspace: Path,
+    sandbox: Sandbox, workspace: Path
 ) -> None:
     """``mount = "none"``, ``network = "none"``: the session's folder is made empty in its
     container, what a command writes stays there, and the container has no network but
     loopback."""
-    env = sandbox_env
+    env = sandbox.env
     machines_file(env, mount='"none"', network='"none"')
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(
-            argv=[*bridge_argv, "--no-daemon"], env=env, on_request=approving([])
-        ) as talk:
-            name = container_of("sandbox", talk.sid)
-            made.append(name)
-            await set_machine(talk, "sandbox")
+        async with sandbox.open() as talk:
+            name = await sandbox.use(talk)
             await talk.said(run("ls /sys/class/net > nets.txt"))
             await talk.said(adds("note.txt", "written in the box"))
             inside = await podman(env, "exec", name, "cat", f"{workspace}/nets.txt")
@@ -158,20 +170,17 @@ async def test_a_sandbox_without_mounts_or_network_keeps_its_work_inside(
 
 
 async def test_a_container_a_crashed_bridge_left_is_removed_at_the_next_start(
-    open_conversation: OpenConversation,
-    bridge_argv: list[str],
-    sandbox_env: dict[str, str],
-    made: list[str],
+    sandbox: Sandbox,
 ) -> None:
     """A session's container whose bridge is gone (its owner label names no running
     process) is removed when a bridge with a sandbox machine starts; one whose bridge
     runs (this test's own process, say) is left alone."""
-    env = sandbox_env
+    env = sandbox.env
     machines_file(env)
 
     mark = uuid.uuid4().hex[:8]
     left, kept = (f"codex-acp-bridge-sandbox-{mark}-{what}" for what in ("left", "kept"))
-    made += [left, kept]
+    sandbox.made += [left, kept]
     for name, owner in ((left, "999999999:1"), (kept, process_owner())):
         await podman(
             env,
@@ -189,38 +198,29 @@ async def test_a_container_a_crashed_bridge_left_is_removed_at_the_next_start(
         )
     assert os.getpid() == int(process_owner().split(":")[0])
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(argv=[*bridge_argv, "--no-daemon"], env=env):
+        async with sandbox.open():
             while await exists(env, left):  # noqa: ASYNC110 (podman tells no event)
                 await trio.sleep(0.2)
     assert await exists(env, kept)
 
 
 async def test_a_session_loaded_again_is_told_and_given_a_fresh_container(
-    open_conversation: OpenConversation,
-    bridge_argv: list[str],
-    sandbox_env: dict[str, str],
-    made: list[str],
-    workspace: Path,
+    sandbox: Sandbox, workspace: Path
 ) -> None:
     """Closed, its container goes with what it held outside the session's folders; loaded
     later (by the next bridge), the session says so, and its next prompt runs in a new
     container of the same name."""
-    env = sandbox_env
+    env = sandbox.env
     machines_file(env)
-    argv = [*bridge_argv, "--no-daemon"]
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(argv=argv, env=env, on_request=approving([])) as talk:
-            name = container_of("sandbox", talk.sid)
-            made.append(name)
-            await set_machine(talk, "sandbox")
+        async with sandbox.open() as talk:
+            name = await sandbox.use(talk)
             await talk.said(run("touch /root/was-here; hostname > first.txt"))
             assert await podman(env, "exec", name, "ls", "/root/was-here")
             session = talk.sid
     assert not await exists(env, name)
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(
-            argv=argv, env=env, on_request=approving([]), session=False
-        ) as talk:
+        async with sandbox.open(session=False) as talk:
             await talk.client.request(
                 "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
             )
@@ -234,12 +234,12 @@ async def test_a_session_loaded_again_is_told_and_given_a_fresh_container(
 
 
 async def test_doctor_makes_a_container_of_the_image_checks_it_and_removes_it(
-    sandbox_env: dict[str, str], made: list[str]
+    sandbox: Sandbox,
 ) -> None:
     """``doctor`` checks a sandbox machine as its sessions would use it: a container of the
     image with this bridge's Codex, its exec-server's handshake; then removes it. An image
     that is not there is named in the runtime's words."""
-    env = doctor_env(sandbox_env)
+    env = doctor_env(sandbox.env)
     machines_file(env)
     _code, out = await run_doctor(env)
     assert line(out, "machine sandbox: Codex").startswith("✓"), out
@@ -259,24 +259,21 @@ async def test_through_the_daemon_the_editors_bridge_makes_and_removes_the_conta
     start_daemon: StartDaemon,
     open_conversation: OpenConversation,
     runtime: Path,
-    sandbox_env: dict[str, str],
-    made: list[str],
+    sandbox: Sandbox,
     workspace: Path,
     stderr_file: Path,
 ) -> None:
     """An editor attached to the daemon offers the sandbox machine of the machines file
     both read: its own bridge makes the session's container and registers it with the
     daemon's Codex, which runs the turn; the container goes when that bridge does."""
-    env = sandbox_env
+    env = sandbox.env
     machines_file(env)
     async with start_daemon("--no-page"):
         with trio.fail_after(SCENARIO_SECONDS):
             async with open_conversation(
                 argv=daemon_serve_argv(runtime), env=env, on_request=approving([])
             ) as talk:
-                name = container_of("sandbox", talk.sid)
-                made.append(name)
-                await set_machine(talk, "sandbox")
+                name = await sandbox.use(talk)
                 await talk.said(run("hostname > who.txt"))
                 hostname = (await podman(env, "exec", name, "hostname")).strip()
                 shown = (tool_texts(talk), stderr_file.read_text())

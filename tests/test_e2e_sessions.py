@@ -29,6 +29,7 @@ from tests.support.e2e import (
     Conversation,
     OpenConversation,
     earlier_session,
+    returning_client,
     words,
 )
 from tests.support.loopback import http_requests
@@ -188,47 +189,41 @@ async def test_a_session_never_prompted_cannot_be_loaded_by_a_new_bridge_and_say
     open_conversation: OpenConversation, workspace: Path
 ) -> None:
     """Codex stores a thread at its first turn: one never prompted is gone with its Codex."""
-    sid = (await earlier_session(open_conversation)).sid
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(session=False) as talk:
-            params = {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
-            for method in ("session/load", "session/resume"):
-                failure = await refused(talk.client, method, params)
-                assert failure.code == -32002
-                assert sid in failure.message
-                assert "never prompted" in failure.message
-                assert failure.data == {
-                    "sessionId": sid,
-                    "codex": f"thread not loaded: {sid}",  # Codex 0.169's words
-                }
-            # Nor is it listed; new sessions work.
-            client = talk.client
-            listed = await client.request("session/list", {})
-            assert sid not in {s["sessionId"] for s in listed["sessions"]}
-            other = await client.new_session(str(workspace))
-            assert await client.prompt(other, "@@ words 2") == Ended({"stopReason": "end_turn"})
+    async with returning_client(open_conversation) as (sid, talk):
+        params = {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
+        for method in ("session/load", "session/resume"):
+            failure = await refused(talk.client, method, params)
+            assert failure.code == -32002
+            assert sid in failure.message
+            assert "never prompted" in failure.message
+            assert failure.data == {
+                "sessionId": sid,
+                "codex": f"thread not loaded: {sid}",  # Codex 0.169's words
+            }
+        # Nor is it listed; new sessions work.
+        client = talk.client
+        listed = await client.request("session/list", {})
+        assert sid not in {s["sessionId"] for s in listed["sessions"]}
+        other = await client.new_session(str(workspace))
+        assert await client.prompt(other, "@@ words 2") == Ended({"stopReason": "end_turn"})
 
 
 async def test_resume_in_a_new_bridge_has_no_replay_and_the_session_works(
     open_conversation: OpenConversation, workspace: Path
 ) -> None:
-    sid = (await earlier_session(open_conversation, "@@ words 4")).sid
-    with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(session=False) as talk:
-            client = talk.client
-            assert talk.init["agentCapabilities"]["sessionCapabilities"]["resume"] == {}
-            sent_at = len(client.received)
+    async with returning_client(open_conversation, "@@ words 4") as (sid, talk):
+        client = talk.client
+        assert talk.init["agentCapabilities"]["sessionCapabilities"]["resume"] == {}
+        sent_at = len(client.received)
+        await client.request("session/resume", {"sessionId": sid, "cwd": str(workspace)})
+        answered_at = _answer_of(client, _rid_of(client, "session/resume"))
+        kinds = {u["sessionUpdate"] for u in _updates_between(client, sent_at, answered_at, sid)}
+        assert not kinds & HISTORY_KINDS, "resume does not replay"
+        assert await client.prompt(sid, "@@ words 3") == Ended({"stopReason": "end_turn"})
+        assert client.text_of(sid) == words(3)
+        with pytest.raises(RpcError) as again:
             await client.request("session/resume", {"sessionId": sid, "cwd": str(workspace)})
-            answered_at = _answer_of(client, _rid_of(client, "session/resume"))
-            kinds = {
-                u["sessionUpdate"] for u in _updates_between(client, sent_at, answered_at, sid)
-            }
-            assert not kinds & HISTORY_KINDS, "resume does not replay"
-            assert await client.prompt(sid, "@@ words 3") == Ended({"stopReason": "end_turn"})
-            assert client.text_of(sid) == words(3)
-            with pytest.raises(RpcError) as again:
-                await client.request("session/resume", {"sessionId": sid, "cwd": str(workspace)})
-            assert again.value.code == -32600 and "already open" in again.value.message
+        assert again.value.code == -32600 and "already open" in again.value.message
 
 
 async def test_list_pages_through_root_threads_and_filters_by_cwd(

@@ -12,8 +12,8 @@ Codex: ``--codex-url``, the bridge's daemon, and Codex's own daemon.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,23 +40,31 @@ def _again(child: str) -> str:
     )
 
 
-@asynccontextmanager
-async def _long_lived_codex(
-    route: str,
-    transport_of: Any,
+LongLivedCodex = Callable[[str], AbstractAsyncContextManager[Transport]]
+
+
+@pytest.fixture
+def long_lived_codex(
+    transport_of: LongLivedCodex,
     bridge_argv: list[str],
     bridge_env: dict[str, str],
     codex_home: Path,
     codex_bin: str,
-) -> AsyncIterator[Transport]:
-    """A Codex that outlives each ``serve``, and how ``serve`` reaches it."""
-    if route == "codex-daemon":
-        async with codex_daemon(codex_home, codex_bin, bridge_env) as daemon:
-            argv = [*bridge_argv[:4], "--codex-url", daemon.url, *bridge_argv[4:]]
-            yield Transport(route, argv, bridge_env)
-    else:
-        async with transport_of(route) as transport:
-            yield transport
+) -> LongLivedCodex:
+    """``long_lived_codex(route)``: a Codex that outlives each ``serve``, and how ``serve``
+    reaches it."""
+
+    @asynccontextmanager
+    async def start(route: str) -> AsyncIterator[Transport]:
+        if route == "codex-daemon":
+            async with codex_daemon(codex_home, codex_bin, bridge_env) as daemon:
+                argv = [*bridge_argv[:4], "--codex-url", daemon.url, *bridge_argv[4:]]
+                yield Transport(route, argv, bridge_env)
+        else:
+            async with transport_of(route) as transport:
+                yield transport
+
+    return start
 
 
 async def _spawn_a_child(first: AcpClient, workspace: Path) -> tuple[str, str]:
@@ -85,18 +93,12 @@ def _update(message: dict[str, Any]) -> dict[str, Any]:
 async def test_a_known_sub_agent_given_new_work_after_a_reconnection_reaches_the_client(
     route: str,
     opening: str,
-    transport_of: Any,
-    bridge_argv: list[str],
-    bridge_env: dict[str, str],
-    codex_home: Path,
-    codex_bin: str,
+    long_lived_codex: LongLivedCodex,
     workspace: Path,
     stderr_file: Path,
 ) -> None:
     with trio.fail_after(SCENARIO_SECONDS):
-        async with _long_lived_codex(
-            route, transport_of, bridge_argv, bridge_env, codex_home, codex_bin
-        ) as transport:
+        async with long_lived_codex(route) as transport:
             async with running_bridge(transport.argv, transport.env, stderr_file) as first:
                 root, child = await _spawn_a_child(first, workspace)
 

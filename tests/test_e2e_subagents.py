@@ -37,6 +37,7 @@ from bridge.shell.streams import LineStream
 from tests.support.acp_schema import ConversationValidator
 from tests.support.app_server import app_server, crash
 from tests.support.e2e import SCENARIO_SECONDS, assert_valid_acp, record_argv
+from tests.support.processes import wait_or_kill
 from tests.support.reading import Ended, text_of
 from tests.support.scenarios import prompt_outcome
 from tests.support.scenarios import subagents as scenario
@@ -46,6 +47,8 @@ from tests.support.scenarios.subagents import (
     NESTED_TOML,
     announcements,
     children,
+    mentions,
+    restricted_calls,
     states,
 )
 from tests.test_subagent_properties import (
@@ -61,17 +64,6 @@ from tests.test_subagent_properties import (
 
 # Version-sensitive: run against both ends of the tested Codex range.
 pytestmark = [pytest.mark.e2e, pytest.mark.codex_versions]
-
-#: Client methods that would change a session, with the rest of their params (cwd filled in).
-RESTRICTED_CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("session/prompt", {"prompt": [{"type": "text", "text": "@@ say hi"}]}),
-    ("session/set_mode", {"modeId": "read-only"}),
-    ("session/set_config_option", {"configId": "mode", "value": "read-only"}),
-    ("session/load", {"cwd": "CWD", "mcpServers": []}),
-    ("session/resume", {"cwd": "CWD", "mcpServers": []}),
-    ("session/close", {}),
-    ("session/fork", {"cwd": "CWD", "mcpServers": []}),
-]
 
 
 # -- running the bridge with its stdout tapped ---------------------------------------------------------
@@ -113,11 +105,7 @@ async def bridge(
                 with trio.CancelScope(shield=True):
                     with trio.move_on_after(1):
                         await process.stdin.aclose()
-                    with trio.move_on_after(10):
-                        await process.wait()
-                    if process.poll() is None:
-                        process.kill()
-                        await process.wait()
+                    await wait_or_kill(process, 10)
                 nursery.cancel_scope.cancel()
 
 
@@ -252,17 +240,6 @@ def updates(client: AcpClient, kind: str, session: str | None = None) -> list[di
         for p in client.updates
         if p["update"]["sessionUpdate"] == kind and session in (None, p["sessionId"])
     ]
-
-
-def mentions(message: dict[str, Any], session: str) -> bool:
-    params = message.get("params") or {}
-    update = params.get("update") or {}
-    return session in (
-        params.get("sessionId"),
-        update.get("sessionId"),
-        update.get("senderSessionId"),
-        update.get("recipientSessionId"),
-    )
 
 
 def first_mention(client: AcpClient, session: str) -> int:
@@ -706,10 +683,9 @@ async def test_restricted_methods_on_a_child_are_refused_and_children_are_not_li
             await scenario.send_input_reuse(client, str(workspace))
             root = root_of(client)
             [kid] = children(client)
-            for method, params in RESTRICTED_CALLS:
-                filled = {k: str(workspace) if v == "CWD" else v for k, v in params.items()}
+            for method, params in restricted_calls(str(workspace), "@@ say hi"):
                 with pytest.raises(RpcError) as refused:
-                    await client.request(method, {"sessionId": kid, **filled})
+                    await client.request(method, {"sessionId": kid, **params})
                 assert refused.value.code == -32602, method
                 assert method in refused.value.message and kid in refused.value.message
                 assert "subagent session" in refused.value.message

@@ -17,6 +17,7 @@ import trio
 from bridge.acp_client import AcpClient
 from tests.support.e2e import SCENARIO_SECONDS, OpenConversation, earlier_session, words
 from tests.support.reading import Ended, text_of
+from tests.support.scenarios.approvals import approving
 from tests.support.scenarios.subagents import CANCEL_CHILD, SPAWN_THREE, children
 from tests.support.scenarios.v2 import cancel_offered_call
 from tests.test_e2e_cancel_commands import GONE_WITHIN, command_runs, until
@@ -98,15 +99,8 @@ async def test_a_v2_command_and_its_approval(
     open_conversation: OpenConversation, workspace: Path
 ) -> None:
     asked: list[dict[str, Any]] = []
-
-    async def allow(method: str, params: Any) -> Any:
-        assert method == "session/request_permission"
-        asked.append(params)
-        option = next(o for o in params["options"] if o["kind"] == "allow_once")
-        return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
-
     with trio.fail_after(SCENARIO_SECONDS):
-        async with open_conversation(on_request=allow) as talk:
+        async with open_conversation(on_request=approving(asked)) as talk:
             client, session = talk.client, talk.sid
             _, ended = await client.prompt_v2(session, ESCALATED)
             assert ended["stopReason"] == "end_turn"

@@ -168,6 +168,15 @@ def short(data: bytes | Json, limit: int = 1200) -> str:
     return text if len(text) <= limit else text[:limit] + f"...({len(text)} chars)"
 
 
+def lineage(thread: str, parents: dict[str, str | None]) -> list[str]:
+    """``thread``, its parent in ``parents``, and so on up to its root: 100 at the most, so
+    that a cycle (damage may make one) ends."""
+    found = [thread]
+    while len(found) < 100 and (parent := parents.get(found[-1])) is not None:
+        found.append(parent)
+    return found
+
+
 def _answered_once(answers: Counter[Any], rid: Any, sent: bool, rule: str, asker: str) -> None:
     """An answer to ``asker``'s request ``rid`` (``sent``: whether it was ever asked): a
     request's id, answered once (``answers`` counts them)."""
@@ -878,12 +887,7 @@ class Run:
         return self.root_in_model(thread) in self.opened
 
     def root_in_model(self, thread: str) -> str:
-        for _ in range(100):
-            parent = self.parent.get(thread)
-            if parent is None:
-                return thread
-            thread = parent
-        return thread
+        return lineage(thread, self.parent)[-1]
 
     def codex_resolve(self) -> None:
         open_requests = [
@@ -947,14 +951,7 @@ class Run:
         self._call("client_lost", self.engine.client_lost)
 
     def ours(self, thread: str) -> bool:
-        for _ in range(100):
-            if thread in self.opened:
-                return True
-            parent = self.told.get(thread)
-            if parent is None:
-                return False
-            thread = parent
-        return False
+        return any(t in self.opened for t in lineage(thread, self.told))
 
     def run(self) -> None:
         self._call("start", self.engine.start)

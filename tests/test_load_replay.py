@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.engine_harness import Harness, request_log
+from tests.support.engine_harness import Harness, answer_codex_until_answered, request_log
 from tests.test_subagents import (
     CAPABILITIES,
     CHILD,
@@ -171,22 +171,19 @@ def load_running(
         {"type": "agentMessage", "id": "msg-1", "text": "started"},
     ]
     thread = {**stored(ROOT, items), "status": {"type": status}}
-    asked: list[str] = []
-    while h.client_response(rid) is None:
-        pending = [m for m in h.to_codex if m.get("method") in LOAD_ASKS and m["id"] not in asked]
-        assert pending, f"the load waits on nothing (sent Codex: {h.to_codex})"
-        for m in pending:
-            asked.append(m["id"])
-            if m["method"] == "thread/read":
-                h.codex_reply(m["id"], {"thread": thread})
-            elif m["method"] == "thread/resume":
-                resumed = {**thread, "turns": [], "status": {"type": "idle"}}
-                h.codex_reply(m["id"], {"thread": resumed, "model": "mock"})
-            elif m["method"] == "thread/loaded/list":
-                h.codex_reply(m["id"], {"data": [ROOT], "nextCursor": None})  # no sub-agent
-            else:
-                assert m["method"] == "thread/backgroundTerminals/list", m
-                h.codex_reply(m["id"], {"data": terminals, "nextCursor": None})
+
+    def reply(m: dict[str, Any]) -> Any:
+        if m["method"] == "thread/read":
+            return {"thread": thread}
+        if m["method"] == "thread/resume":
+            resumed = {**thread, "turns": [], "status": {"type": "idle"}}
+            return {"thread": resumed, "model": "mock"}
+        if m["method"] == "thread/loaded/list":
+            return {"data": [ROOT], "nextCursor": None}  # no sub-agent
+        assert m["method"] == "thread/backgroundTerminals/list", m
+        return {"data": terminals, "nextCursor": None}
+
+    answer_codex_until_answered(h, rid, reply, asks=LOAD_ASKS)
     methods = [m["method"] for m in h.to_codex if "method" in m and "id" in m]
     answered = next(
         i for i, m in enumerate(h.to_client) if m.get("id") == rid and "method" not in m

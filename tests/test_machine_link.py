@@ -18,16 +18,22 @@ from bridge.shell.link_record import Link
 from bridge.shell.machine_link import DOWN_RETRY_SECONDS, MachineLinks
 
 
-def counting_failing_ssh(directory: Path) -> tuple[list[str], Path]:
-    """An ssh that notes each run in a file and fails as ssh does (status 255)."""
-    runs = directory / "runs"
+def refused_ssh(directory: Path, first: str) -> list[str]:
+    """An ssh that runs the shell line ``first`` and, unless that exits, is refused as ssh
+    is (status 255)."""
     script = directory / "ssh"
     script.write_text(
-        f"#!/bin/sh\necho run >> {runs}\n"
+        f"#!/bin/sh\n{first}\n"
         "echo 'ssh: connect to host devbox port 22: Connection refused' >&2\nexit 255\n"
     )
     script.chmod(0o755)
-    return [str(script)], runs
+    return [str(script)]
+
+
+def counting_failing_ssh(directory: Path) -> tuple[list[str], Path]:
+    """An ssh that notes each run in a file and fails as ssh does (status 255)."""
+    runs = directory / "runs"
+    return refused_ssh(directory, f"echo run >> {runs}"), runs
 
 
 async def test_while_a_machine_is_down_codexs_quick_retries_run_one_ssh_a_second(
@@ -70,13 +76,7 @@ def switchable_ssh(directory: Path) -> tuple[list[str], Path]:
     """An ssh that reaches the machine (its Codex says its version) while the file it
     returns exists, and is refused as ssh is otherwise."""
     up = directory / "up"
-    script = directory / "ssh"
-    script.write_text(
-        f"#!/bin/sh\nif [ -e {up} ]; then echo 'codex-cli 0.171.0'; exit 0; fi\n"
-        "echo 'ssh: connect to host devbox port 22: Connection refused' >&2\nexit 255\n"
-    )
-    script.chmod(0o755)
-    return [str(script)], up
+    return refused_ssh(directory, f"if [ -e {up} ]; then echo 'codex-cli 0.171.0'; exit 0; fi"), up
 
 
 #: What the daemon says of its link once a session it relayed was killed.
@@ -196,13 +196,9 @@ def exec_server_ssh(directory: Path) -> tuple[list[str], Path]:
     """An ssh whose remote Codex says its version and then echoes what it is sent (an
     exec-server, for the relay) while the file it returns exists; refused otherwise."""
     up = directory / "up"
-    script = directory / "ssh"
-    script.write_text(
-        f"#!/bin/sh\nif [ -e {up} ]; then echo 'codex-cli 0.171.0'; exec cat; fi\n"
-        "echo 'ssh: connect to host devbox port 22: Connection refused' >&2\nexit 255\n"
-    )
-    script.chmod(0o755)
-    return [str(script)], up
+    return refused_ssh(
+        directory, f"if [ -e {up} ]; then echo 'codex-cli 0.171.0'; exec cat; fi"
+    ), up
 
 
 async def test_a_machine_found_back_after_codexs_connection_failed_waits_for_codexs_next(

@@ -71,6 +71,14 @@ def turns(*raw: dict[str, Any]) -> list[codex_types.Turn]:
     return msgspec.json.decode(msgspec.json.encode(list(raw)), type=list[codex_types.Turn])
 
 
+def span_of_one_prompt(*items: dict[str, Any]) -> rewind_plan.Span:
+    """The span of one prompt (``go``) whose turn holds ``items``, in ``/work``."""
+    [t] = turns(turn("t", user("go"), *items))
+    span = rewind_plan.find_span([t], 1, "/work")
+    assert span is not None
+    return span
+
+
 def changes(*raw: dict[str, Any]) -> list[codex_items.FileUpdateChange]:
     return msgspec.convert(list(raw), list[codex_items.FileUpdateChange])
 
@@ -96,37 +104,29 @@ def test_the_span_is_the_newest_prompts_and_every_turn_after_the_oldest() -> Non
 
 
 def test_the_span_names_what_ran_but_not_reads_declined_work_or_failed_patches() -> None:
-    [t] = turns(
-        turn(
-            "t",
-            user("go"),
-            command(
-                "cat a.txt",
-                actions=[
-                    {"type": "read", "command": "cat a.txt", "name": "a.txt", "path": "a.txt"}
-                ],
-            ),
-            command("rm -rf build", status="declined"),
-            command("echo x > out.txt", status="failed"),
-            patch(add("b.txt", "b\n"), status="failed"),
-            patch(update("rel/c.txt", BIG_DIFF)),
-            {
-                "type": "mcpToolCall",
-                "id": "m1",
-                "server": "db",
-                "tool": "drop",
-                "status": "completed",
-            },
-            {
-                "type": "collabAgentToolCall",
-                "id": "s",
-                "tool": "spawnAgent",
-                "receiverThreadIds": ["child-1"],
-            },
-        )
+    span = span_of_one_prompt(
+        command(
+            "cat a.txt",
+            actions=[{"type": "read", "command": "cat a.txt", "name": "a.txt", "path": "a.txt"}],
+        ),
+        command("rm -rf build", status="declined"),
+        command("echo x > out.txt", status="failed"),
+        patch(add("b.txt", "b\n"), status="failed"),
+        patch(update("rel/c.txt", BIG_DIFF)),
+        {
+            "type": "mcpToolCall",
+            "id": "m1",
+            "server": "db",
+            "tool": "drop",
+            "status": "completed",
+        },
+        {
+            "type": "collabAgentToolCall",
+            "id": "s",
+            "tool": "spawnAgent",
+            "receiverThreadIds": ["child-1"],
+        },
     )
-    span = rewind_plan.find_span([t], 1, "/work")
-    assert span is not None
     assert [c.command for c in span.commands] == ["echo x > out.txt"]
     # A relative path is taken in the session's folder.
     assert [c.path for c in span.changes] == ["/work/rel/c.txt"]
@@ -243,6 +243,16 @@ def list_turns(h: H, *newest_first: dict[str, Any], cursor: str | None = None) -
     return request["params"]  # type: ignore[no-any-return]
 
 
+def rewind_listed(*newest_first: dict[str, Any]) -> tuple[H, int]:
+    """A session here that asked ``/rewind``, Codex's stored turns ``newest_first`` listed;
+    the request's id."""
+    h = H()
+    open_session(h)
+    rid = run(h, "/rewind")
+    list_turns(h, *newest_first)
+    return h, rid
+
+
 def answered(h: H) -> set[Any]:
     return {m["id"] for m in h.to_codex if "method" not in m and "id" in m}
 
@@ -353,10 +363,9 @@ def test_a_file_changed_since_is_named_with_its_diff_and_left_as_it_is() -> None
 
 
 def test_a_file_restored_where_it_is_gone_gets_its_folder_first() -> None:
-    h = H()
-    open_session(h)
-    rid = run(h, "/rewind")
-    list_turns(h, turn("t1", user("clean up"), patch(delete("/work/sub/old.txt", "old\n"))))
+    h, rid = rewind_listed(
+        turn("t1", user("clean up"), patch(delete("/work/sub/old.txt", "old\n")))
+    )
     read_files(h, {"/work/sub/old.txt": None})
     revert(h)
     assert reply_all(h, "fs/createDirectory", lambda _p: {}) == [
@@ -369,10 +378,7 @@ def test_a_file_restored_where_it_is_gone_gets_its_folder_first() -> None:
 
 
 def test_a_write_codex_refuses_is_named_in_the_answer() -> None:
-    h = H()
-    open_session(h)
-    rid = run(h, "/rewind")
-    list_turns(h, *STORED)
+    h, rid = rewind_listed(*STORED)
     read_files(h, {"/work/new.txt": "hello\n"})
     revert(h)
     reply_all(h, "fs/remove", lambda _p: ("error", "Permission denied (os error 13)"))
@@ -409,10 +415,7 @@ def test_rewind_is_refused_while_a_turn_runs_and_is_not_queued() -> None:
 
 def test_rewind_is_refused_when_codex_lists_a_turn_still_running() -> None:
     # Another client's turn the bridge has not seen start.
-    h = H()
-    open_session(h)
-    rid = run(h, "/rewind")
-    list_turns(h, turn("t9", user("theirs"), status="inProgress"), *STORED)
+    h, rid = rewind_listed(turn("t9", user("theirs"), status="inProgress"), *STORED)
     error = h.error(rid)
     assert error.code == -32600 and "a turn is still running" in error.message
     assert not h.sent_codex("thread/revert")
@@ -448,10 +451,7 @@ def test_a_session_never_prompted_has_nothing_to_take_back() -> None:
 
 
 def test_codex_refusing_the_revert_is_the_prompts_error_and_no_file_is_touched() -> None:
-    h = H()
-    open_session(h)
-    rid = run(h, "/rewind")
-    list_turns(h, *STORED)
+    h, rid = rewind_listed(*STORED)
     read_files(h, {"/work/new.txt": "hello\n"})
     h.codex_error(h.codex_request("thread/revert")["id"], "turn not found: t3")
     assert "turn not found" in h.error(rid).message
@@ -643,19 +643,13 @@ def test_inside_is_below_a_root_as_written(path: str, inside: bool) -> None:
 
 
 def test_paths_are_made_absolute_and_normalised_in_the_sessions_folder() -> None:
-    [t] = turns(
-        turn(
-            "t",
-            user("go"),
-            patch(
-                add("../../etc/cron.d/x", "x\n"),
-                add("/work/sub/../../home/user/.profile", "p\n"),
-                add("sub/./a.txt", "a\n"),
-            ),
+    span = span_of_one_prompt(
+        patch(
+            add("../../etc/cron.d/x", "x\n"),
+            add("/work/sub/../../home/user/.profile", "p\n"),
+            add("sub/./a.txt", "a\n"),
         )
     )
-    span = rewind_plan.find_span([t], 1, "/work")
-    assert span is not None
     assert [c.path for c in span.changes] == [
         "/etc/cron.d/x",
         "/home/user/.profile",

@@ -20,7 +20,13 @@ import pytest
 
 from bridge.acp.sessions import ListSessionsResult
 from bridge.acp.types import NewSessionResult
-from tests.support.engine_harness import Harness, check_interleaved, request_log
+from tests.support.engine_harness import (
+    Harness,
+    answer_codex_until_answered,
+    check_interleaved,
+    request_log,
+)
+from tests.support.scenarios.subagents import mentions, restricted_calls
 
 ROOT = "thread-root"
 ROOT_TURN = "turn-root"
@@ -28,13 +34,7 @@ CHILD = "thread-child"
 GRANDCHILD = "thread-grandchild"
 CAPABILITIES = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
 RESTRICTED = [
-    ("session/prompt", {"prompt": [{"type": "text", "text": "hi"}]}),
-    ("session/set_mode", {"modeId": "read-only"}),
-    ("session/set_config_option", {"configId": "mode", "value": "read-only"}),
-    ("session/load", {"cwd": "/work", "mcpServers": []}),
-    ("session/resume", {"cwd": "/work", "mcpServers": []}),
-    ("session/close", {}),
-    ("session/fork", {"cwd": "/work", "mcpServers": []}),
+    *restricted_calls("/work", "hi"),
     ("_session/steering", {"prompt": [{"type": "text", "text": "hi"}]}),
 ]
 
@@ -61,6 +61,16 @@ def collab(
         "model": "mock-model",
         "reasoningEffort": "medium",
         "agentsStates": states or {},
+    }
+
+
+def running_child(turn_id: str) -> dict[str, Any]:
+    """The child as Codex stores it while its turn ``turn_id`` runs."""
+    return {
+        "id": CHILD,
+        "parentThreadId": ROOT,
+        "status": {"type": "active", "activeFlags": []},
+        "turns": [{"id": turn_id, "status": "inProgress", "items": []}],
     }
 
 
@@ -115,6 +125,14 @@ class Tree:
 
     def reads(self) -> list[dict[str, Any]]:
         return [m for m in self.h.to_codex if m.get("method") == "thread/read"]
+
+    def codex_back(self) -> None:
+        """Codex, lost while it could be restarted, is back: its handshake and its resumes of
+        the threads the bridge held are answered."""
+        self.h._collect(self.h.engine.codex_restarted())
+        self.h.codex_reply(self.h.codex_request("initialize")["id"], {})
+        for m in [m for m in self.h.to_codex if m.get("method") == "thread/resume"]:
+            self.h.codex_reply(m["id"], {"thread": {"id": m["params"]["threadId"]}})
 
     def read_of(self, thread: str) -> dict[str, Any]:
         found = [m for m in self.reads() if m["params"]["threadId"] == thread]
@@ -308,14 +326,7 @@ class Tree:
     def first_mention(self, session: str) -> int:
         """Index of the first message to the client that bears ``session`` in any role."""
         for n, m in enumerate(self.sent()):
-            params = m.get("params") or {}
-            update = params.get("update") or {}
-            if session in (
-                params.get("sessionId"),
-                update.get("sessionId"),
-                update.get("senderSessionId"),
-                update.get("recipientSessionId"),
-            ):
+            if mentions(m, session):
                 return n
         raise AssertionError(f"{session} never reached the client")
 
@@ -1043,21 +1054,12 @@ def test_a_child_unknown_after_codex_was_lost_gets_a_fresh_state_once_codex_is_b
     t.spawn()
     t.h._collect(t.h.engine.codex_lost("Codex app-server exited", retrying=True))
     assert t.states(CHILD)[-1] == {"state": "unknown"}
-    t.h._collect(t.h.engine.codex_restarted())
-    t.h.codex_reply(t.h.codex_request("initialize")["id"], {})
+    t.codex_back()
     resumed = [m["params"]["threadId"] for m in t.h.to_codex if m.get("method") == "thread/resume"]
     assert resumed == [ROOT, CHILD]
-    for m in [m for m in t.h.to_codex if m.get("method") == "thread/resume"]:
-        t.h.codex_reply(m["id"], {"thread": {"id": m["params"]["threadId"]}})
     read = t.read_of(CHILD)
     assert read["params"] == {"threadId": CHILD, "includeTurns": True}
-    stored = {
-        "id": CHILD,
-        "parentThreadId": ROOT,
-        "status": {"type": "active", "activeFlags": []},
-        "turns": [{"id": "turn-child", "status": "inProgress", "items": []}],
-    }
-    t.h.codex_reply(read["id"], {"thread": stored})
+    t.h.codex_reply(read["id"], {"thread": running_child("turn-child")})
     assert t.states(CHILD)[-1] == {"state": "running"}  # fresh, replacing unknown
     assert t.capabilities(CHILD) == {"cancel": {}}
     # The child is the same session: its next event reaches its own stream.
@@ -1109,21 +1111,14 @@ def load_tree(
 
     request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
     rid = request("session/load", {"sessionId": ROOT, "cwd": WORKDIR, "mcpServers": []})
-    answered: set[int] = set()
-    while h.client_response(rid) is None:
-        pending = [
-            m
-            for m in h.to_codex
-            if m.get("method") in ("thread/read", "thread/resume") and m["id"] not in answered
-        ]
-        assert pending, f"the load waits on nothing (sent Codex: {h.to_codex})"
-        for m in pending:
-            answered.add(m["id"])
-            thread = threads[m["params"]["threadId"]]
-            if m["method"] == "thread/resume":
-                h.codex_reply(m["id"], {"thread": {**thread, "turns": []}, "model": "mock"})
-            else:
-                h.codex_reply(m["id"], {"thread": thread})
+
+    def reply(m: dict[str, Any]) -> Any:
+        thread = threads[m["params"]["threadId"]]
+        if m["method"] == "thread/resume":
+            return {"thread": {**thread, "turns": []}, "model": "mock"}
+        return {"thread": thread}
+
+    answer_codex_until_answered(h, rid, reply, asks=("thread/read", "thread/resume"))
     assert "result" in h.client_response(rid)  # type: ignore[operator]
     return h, requests
 

@@ -201,10 +201,7 @@ def test_a_prompt_is_answered_at_insertion_and_its_end_is_an_idle_state() -> Non
         {"threadId": "thread-1", "turnId": "turn-1", "itemId": "m1", "delta": "Hi"},
     )
     h.complete_turn("thread-1")
-    assert h.states("thread-1") == [
-        {"state": "running"},
-        {"state": "idle", "stopReason": "end_turn"},
-    ]
+    assert h.states("thread-1") == [RUNNING, ENDED]
     # One answer only: the turn's end is no second response.
     assert len([m for m in h.to_client if m.get("id") == rid]) == 1
     h.validate()
@@ -246,12 +243,7 @@ def test_a_prompt_sent_while_working_is_inserted_when_its_turn_starts() -> None:
     assert h.result(second) == {"messageId": "um-turn-2"}
     h.complete_turn("thread-1", "turn-2")
     assert h.result(first) == {"messageId": "um-turn-1"}
-    assert h.states("thread-1") == [
-        {"state": "running"},
-        {"state": "idle", "stopReason": "end_turn"},
-        {"state": "running"},
-        {"state": "idle", "stopReason": "end_turn"},
-    ]
+    assert h.states("thread-1") == [RUNNING, ENDED, RUNNING, ENDED]
     h.validate()
 
 
@@ -264,7 +256,7 @@ def test_cancel_ends_the_work_cancelled_and_a_waiting_prompt_is_request_cancelle
     h.client_notify("session/cancel", {"sessionId": "thread-1"})
     assert h.error(waiting).code == -32800
     h.codex_reply(h.codex_request("turn/interrupt")["id"], {})
-    assert h.states("thread-1")[-1] == {"state": "running"}  # not before Codex says so
+    assert h.states("thread-1")[-1] == RUNNING  # not before Codex says so
     h.complete_turn("thread-1", "turn-1", status="interrupted")
     assert h.states("thread-1")[-1] == {"state": "idle", "stopReason": "cancelled"}
     h.validate()
@@ -302,7 +294,7 @@ def test_a_permission_request_makes_the_session_require_action_until_answered() 
             }
         )
     )
-    assert h.states("thread-1")[-1] == {"state": "running"}
+    assert h.states("thread-1")[-1] == RUNNING
     answer = [m for m in h.to_codex if m.get("id") == 7 and "result" in m]
     assert answer and answer[0]["result"]["decision"] == "accept"
     h.validate()
@@ -319,7 +311,7 @@ def test_a_permission_request_taken_back_no_longer_requires_action() -> None:
     assert [m["params"] for m in h.to_client if m.get("method") == "$/cancel_request"] == [
         {"requestId": ask["id"]}
     ]
-    assert h.states("thread-1")[-1] == {"state": "running"}
+    assert h.states("thread-1")[-1] == RUNNING
     told = len(h.states("thread-1"))
     h.client_raw(
         msgspec.json.encode(
@@ -565,12 +557,9 @@ def test_a_turn_codex_starts_without_a_prompt_is_work_too() -> None:
         "turn/started",
         {"threadId": "thread-1", "turn": {"id": "goal-1", "status": "inProgress", "items": []}},
     )
-    assert h.states("thread-1") == [{"state": "running"}]
+    assert h.states("thread-1") == [RUNNING]
     h.complete_turn("thread-1", "goal-1")
-    assert h.states("thread-1") == [
-        {"state": "running"},
-        {"state": "idle", "stopReason": "end_turn"},
-    ]
+    assert h.states("thread-1") == [RUNNING, ENDED]
     h.validate()
 
 
@@ -585,10 +574,7 @@ def test_a_prompts_turn_reported_before_codex_answers_turn_start_ends_once() -> 
     h.accept_turn("turn-1")
     h.complete_turn("thread-1", "turn-1")
     assert h.result(rid) == {"messageId": "um-turn-1"}
-    assert h.states("thread-1") == [
-        {"state": "running"},
-        {"state": "idle", "stopReason": "end_turn"},
-    ]
+    assert h.states("thread-1") == [RUNNING, ENDED]
     h.validate()
 
 
@@ -654,7 +640,7 @@ def test_a_running_command_can_be_cancelled_alone_and_ends_cancelled() -> None:
     last = _tool_updates(h)[-1]
     assert last["status"] == "cancelled" and last["capabilities"] is None
     # The turn goes on: cancelling one tool call changes no work state.
-    assert h.states("thread-1") == [{"state": "running"}]
+    assert h.states("thread-1") == [RUNNING]
     again = h.cancel_call()
     assert h.error(again).code == -32602
     h.validate()
@@ -681,7 +667,7 @@ def test_resuming_a_thread_codex_still_works_on_reports_that_work_and_its_end() 
     assert "result" in h.client_response(rid)  # type: ignore[operator]
     assert h.states(THREAD) == [{"state": "requires_action"}]
     h.complete_turn(THREAD, "turn-left-running")
-    assert h.states(THREAD)[-1] == {"state": "idle", "stopReason": "end_turn"}
+    assert h.states(THREAD)[-1] == ENDED
     h.validate()
 
 

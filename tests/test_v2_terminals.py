@@ -46,6 +46,17 @@ def completed(h: Harness, **fields: Any) -> None:
     h.codex_notify("item/completed", {**BASE, "item": command(**fields)})
 
 
+def ran(*streamed: str, output: str, status: str = "completed", exit_code: int = 0) -> V2:
+    """A turn's command that streamed ``streamed`` and ended ``status`` with ``exit_code``,
+    Codex's aggregated output ``output``."""
+    h = V2.with_turn()
+    started(h)
+    for text in streamed:
+        delta(h, text)
+    completed(h, status=status, exitCode=exit_code, aggregatedOutput=output)
+    return h
+
+
 def kinds(h: Harness, session: str = "thread-1") -> list[str]:
     return [u["sessionUpdate"] for u in h.updates(session)]
 
@@ -101,9 +112,7 @@ def test_a_commands_output_streams_to_its_terminal_chunk_by_chunk_and_ends_with_
 
 
 def test_output_never_streamed_is_the_terminals_whole_output_at_the_end() -> None:
-    h = V2.with_turn()
-    started(h)
-    completed(h, status="completed", exitCode=0, aggregatedOutput="all at once\n")
+    h = ran(output="all at once\n")
     assert not of_kind(h, "terminal_output_chunk")
     end = of_kind(h, "terminal_update")[-1]
     assert base64.b64decode(end["output"]["data"]) == b"all at once\n"
@@ -113,20 +122,14 @@ def test_output_never_streamed_is_the_terminals_whole_output_at_the_end() -> Non
 
 def test_output_codex_kept_but_never_streamed_replaces_the_streamed_at_the_end() -> None:
     """Codex sometimes drops a command's first output delta; its aggregated output has it."""
-    h = V2.with_turn()
-    started(h)
-    delta(h, "second\n")
-    completed(h, status="completed", exitCode=0, aggregatedOutput="first\nsecond\n")
+    h = ran("second\n", output="first\nsecond\n")
     end = of_kind(h, "terminal_update")[-1]
     assert base64.b64decode(end["output"]["data"]) == b"first\nsecond\n"
     h.validate()
 
 
 def test_a_failed_command_says_its_exit_code_on_the_terminal_and_in_the_call() -> None:
-    h = V2.with_turn()
-    started(h)
-    delta(h, "boom\n")
-    completed(h, status="failed", exitCode=2, aggregatedOutput="boom\n")
+    h = ran("boom\n", output="boom\n", status="failed", exit_code=2)
     assert of_kind(h, "terminal_update")[-1]["exitStatus"] == {"exitCode": 2}
     final = of_kind(h, "tool_call_update")[-1]
     assert final["status"] == "failed"

@@ -26,6 +26,8 @@ import pytest
 import trio
 from websockets.trio.client import connect
 
+from .processes import wait_or_kill
+
 ROOT = Path(__file__).resolve().parents[2]
 STARTED, DONE, LOG = (ROOT / "tools" / f".chromium.{n}" for n in ("started", "done", "log"))
 #: How long the test waits for setup's background install of Chromium.
@@ -173,11 +175,7 @@ async def headless_chromium(
     finally:
         if process.poll() is None:
             process.terminate()
-            with trio.move_on_after(5):
-                await process.wait()
-        if process.poll() is None:
-            process.kill()
-            await process.wait()
+            await wait_or_kill(process, 5)
 
 
 #: A browser, as Python's ``webbrowser`` sees one (``$BROWSER``): it records what it was

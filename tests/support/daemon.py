@@ -13,6 +13,8 @@ import trio
 
 from bridge.daemon.runtime import DaemonInfo, read_info
 
+from .processes import wait_or_kill
+
 #: What ``serve`` says (on stderr) when it attaches to the daemon's Codex.
 ATTACHED = "Codex: the daemon's"
 
@@ -47,11 +49,7 @@ async def running_daemon(
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
-            with trio.move_on_after(10):
-                await process.wait()
-        if process.poll() is None:
-            process.kill()
-            await process.wait()
+            await wait_or_kill(process, 10)
 
 
 #: The ``start_daemon`` fixture: ``async with start_daemon(*options) as (process, info)``.

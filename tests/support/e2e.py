@@ -225,6 +225,18 @@ async def earlier_session(
     return talk
 
 
+@asynccontextmanager
+async def returning_client(
+    open_conversation: OpenConversation, *prompts: str
+) -> AsyncIterator[tuple[str, Conversation]]:
+    """The session of :func:`earlier_session` (given ``prompts``), and a client come back
+    later: a new conversation with no session of its own, bounded by ``SCENARIO_SECONDS``."""
+    sid = (await earlier_session(open_conversation, *prompts)).sid
+    with trio.fail_after(SCENARIO_SECONDS):
+        async with open_conversation(session=False) as talk:
+            yield sid, talk
+
+
 async def watchdog(seconds: float) -> None:
     """Run beside a test (in a fixture's nursery): a test still running after ``seconds``
     fails, the test cancelled (pytest-trio cancels a test whose fixture crashed)."""

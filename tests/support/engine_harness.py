@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar, overload
 
 import msgspec
@@ -258,27 +258,18 @@ class Windows:
             "status": {"type": status},
             "turns": turns or [],
         }
-        answered: set[Any] = set()
-        for _ in range(20):
-            if h.client_response(rid) is not None:
-                return rid
-            waiting = [
-                m
-                for m in h.to_codex[before:]
-                if "id" in m and "method" in m and m["id"] not in answered
-            ]
-            assert waiting, f"{method} waits on nothing (sent Codex: {h.to_codex})"
-            for m in waiting:
-                answered.add(m["id"])
-                if m["method"] == "thread/read":
-                    h.codex_reply(m["id"], {"thread": thread})
-                elif m["method"] == "thread/resume":
-                    h.codex_reply(m["id"], {"thread": {**thread, "turns": []}, "model": "mock"})
-                elif m["method"] == "thread/backgroundTerminals/list":
-                    h.codex_reply(m["id"], {"data": [], "nextCursor": None})
-                else:
-                    h.codex_reply(m["id"], {})
-        raise AssertionError(f"{method} never answered")
+
+        def reply(m: dict[str, Any]) -> Any:
+            if m["method"] == "thread/read":
+                return {"thread": thread}
+            if m["method"] == "thread/resume":
+                return {"thread": {**thread, "turns": []}, "model": "mock"}
+            if m["method"] == "thread/backgroundTerminals/list":
+                return {"data": [], "nextCursor": None}
+            return {}
+
+        answer_codex_until_answered(h, rid, reply, since=before, what=method)
+        return rid
 
 
 def skills_list(*skills: tuple[str, str, bool, str]) -> dict[str, Any]:
@@ -296,6 +287,37 @@ def skills_list(*skills: tuple[str, str, bool, str]) -> dict[str, Any]:
             }
         ]
     }
+
+
+def answer_codex_until_answered(
+    h: Harness,
+    rid: int,
+    reply: Callable[[dict[str, Any]], Any],
+    *,
+    asks: Collection[str] | None = None,
+    since: int = 0,
+    what: str = "the load",
+) -> None:
+    """Answer each request ``h`` sent Codex (from its ``since``-th message on, and only those
+    of the methods ``asks`` names when given) with ``reply(request)``, until the client has
+    the response to its request ``rid``."""
+    answered: set[Any] = set()
+    for _ in range(100):  # each round answers at least one request: the engine asks finitely
+        if h.client_response(rid) is not None:
+            return
+        waiting = [
+            m
+            for m in h.to_codex[since:]
+            if "id" in m
+            and "method" in m
+            and (asks is None or m["method"] in asks)
+            and m["id"] not in answered
+        ]
+        assert waiting, f"{what} waits on nothing (sent Codex: {h.to_codex})"
+        for m in waiting:
+            answered.add(m["id"])
+            h.codex_reply(m["id"], reply(m))
+    raise AssertionError(f"{what} never answered")
 
 
 def request_log(h: Harness) -> tuple[list[tuple[int, dict[str, Any]]], Callable[[str, Any], int]]:

@@ -32,6 +32,7 @@ import pytest
 import trio
 
 from tests.support.loopback import request_head, serve_loopback
+from tests.support.processes import wait_or_kill
 
 USER = "cab-intruder"
 LOCK = Path("/tmp/codex-acp-bridge-tests-intruder-user.lock")
@@ -158,9 +159,5 @@ async def squatted_runtime_dir(
     finally:
         if process.stdin is not None:
             await process.stdin.aclose()
-        with trio.move_on_after(5):
-            await process.wait()
-        if process.poll() is None:
-            process.kill()
-            await process.wait()
+        await wait_or_kill(process, 5)
         shutil.rmtree(tmp)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,20 @@ MCP_SERVER_TOML = (
     f"args = [{json.dumps(str(Path(__file__).resolve().parents[1] / 'mcp_server.py'))}]\n"
 )
 MCP_ECHO = '@@ call mcp__testmcp/echo {"text":"hello"}\n@@ then\n@@ say done'
+
+
+def approving(asked: list[dict[str, Any]]) -> Callable[[str, Any], Any]:
+    """A client that allows every permission request once (its ``allow_once`` option),
+    noting each; any other request fails the test."""
+
+    async def on_request(method: str, params: Any) -> Any:
+        asked.append(params)
+        if method == "session/request_permission":
+            allow = next(o for o in params["options"] if o["kind"] == "allow_once")
+            return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
+        raise AssertionError(f"unexpected request {method}")
+
+    return on_request
 
 
 @dataclass

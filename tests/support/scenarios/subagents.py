@@ -46,6 +46,35 @@ THINK = 0.5
 CHILD_WORDS = ("alpha", "beta", "gamma")
 
 
+def mentions(message: dict[str, Any], session: str) -> bool:
+    """Whether ``message`` to the client bears ``session`` in any role: the session's own,
+    an update's, a sender's or a recipient's."""
+    params = message.get("params") or {}
+    update = params.get("update") or {}
+    return session in (
+        params.get("sessionId"),
+        update.get("sessionId"),
+        update.get("senderSessionId"),
+        update.get("recipientSessionId"),
+    )
+
+
+def restricted_calls(cwd: str, text: str) -> list[tuple[str, dict[str, Any]]]:
+    """Client methods that would change a session (a child refuses each), with the rest of
+    their params: a prompt of ``text``, a session opened in ``cwd``."""
+    prompt = {"prompt": [{"type": "text", "text": text}]}
+    opened = {"cwd": cwd, "mcpServers": []}
+    return [
+        ("session/prompt", prompt),
+        ("session/set_mode", {"modeId": "read-only"}),
+        ("session/set_config_option", {"configId": "mode", "value": "read-only"}),
+        ("session/load", opened),
+        ("session/resume", opened),
+        ("session/close", {}),
+        ("session/fork", opened),
+    ]
+
+
 def call(name: str, args: dict[str, Any]) -> str:
     return f"@@ call {name} {json.dumps(args)}"
 
