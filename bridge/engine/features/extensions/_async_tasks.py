@@ -40,8 +40,10 @@ from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
 from ...core.answers import decode_params
 from ...core.codex_asks import ListTerminals
+from ...core.exchanges import Ask, Exchange
 from ...core.hub import Hub
 from ...core.threads import ThreadRecord
 from ...views.tool_views import running_command, unwrap_shell
@@ -166,26 +168,25 @@ class AsyncTasks:
                 {"sessionId": params.sessionId, "asyncTaskId": task},
             )
 
-        def listed(result: codex_threads.BackgroundTerminalsListResult) -> None:
-            found = [t for t in result.data if t.itemId == task]
-            if not found:
-                hub.answer_client(rid, air.AsyncTaskStopResult(stopped=False))
-                return
-            self._stopping.add(task)
+        exchanges.start(hub, self._stop_task(rid, params.sessionId, task))
 
-            def ended(_result: Any) -> None:
-                hub.answer_client(rid, air.AsyncTaskStopResult(stopped=True))
-
-            terminate = {"threadId": params.sessionId, "processId": found[0].processId}
-            hub.codex_request(TERMINATE, terminate, None, ended, hub.pass_error_to(rid))
-
-        hub.codex_request(
+    def _stop_task(self, rid: RequestId, session_id: str, task: str) -> Exchange:
+        """The thread's running commands listed, then the task's one terminated."""
+        hub = self.hub
+        listed = yield Ask(
             LIST_TERMINALS,
-            codex_threads.BackgroundTerminalsListParams(threadId=params.sessionId),
+            codex_threads.BackgroundTerminalsListParams(threadId=session_id),
             codex_threads.BackgroundTerminalsListResult,
-            listed,
-            hub.pass_error_to(rid),
+            refuse=rid,
         )
+        found = [t for t in listed.data if t.itemId == task]
+        if not found:
+            hub.answer_client(rid, air.AsyncTaskStopResult(stopped=False))
+            return
+        self._stopping.add(task)
+        terminate = {"threadId": session_id, "processId": found[0].processId}
+        yield Ask(TERMINATE, terminate, refuse=rid)
+        hub.answer_client(rid, air.AsyncTaskStopResult(stopped=True))
 
 
 def _terminals_unlisted(record: ThreadRecord, _asked: ListTerminals, error: ErrorObject) -> None:

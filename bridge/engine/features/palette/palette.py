@@ -42,7 +42,9 @@ from msgspec import UNSET
 from ....codex import palette as codex_palette
 from ....jsonrpc import RpcError
 from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
 from ...core.answers import from_codex
+from ...core.exchanges import All, Ask, Exchange, Refused
 from ...core.hub import Hub
 from ...core.ports import Collaboration
 from ...core.threads import ThreadRecord
@@ -107,37 +109,26 @@ class Palette:
     # -- /status -------------------------------------------------------------------------------
 
     def _status(self, record: ThreadRecord, _argument: str, done: Done, failed: Failed) -> None:
+        exchanges.start(self.hub, self._status_read(record, done))
+
+    def _status_read(self, record: ThreadRecord, done: Done) -> Exchange:
+        """The account and its usage limits, read at once; either may be missing."""
+        outcomes = yield All(
+            (
+                Ask("account/read", codex_palette.NoParams(), codex_palette.AccountReadResult),
+                Ask(
+                    "account/rateLimits/read",
+                    codex_palette.NoParams(),
+                    codex_palette.RateLimitsResult,
+                ),
+            )
+        )
         answers: dict[str, Any] = {}
-
-        def got(name: str) -> Callable[[Any], None]:
-            def keep(value: Any) -> None:
-                answers[name] = value
-                if len(answers) == 2:
-                    done(status_text(record, self._settings.describe(record), **answers))
-
-            return keep
-
-        def missing(name: str) -> Callable[[ErrorObject], None]:
-            def keep(error: ErrorObject) -> None:
-                log.info("/status: %s not available: %s", name, error.message)
-                got(name)(None)
-
-            return keep
-
-        self.hub.codex_request(
-            "account/read",
-            codex_palette.NoParams(),
-            codex_palette.AccountReadResult,
-            got("account"),
-            missing("account"),
-        )
-        self.hub.codex_request(
-            "account/rateLimits/read",
-            codex_palette.NoParams(),
-            codex_palette.RateLimitsResult,
-            got("limits"),
-            missing("limits"),
-        )
+        for name, outcome in zip(("account", "limits"), outcomes, strict=True):
+            if isinstance(outcome, Refused):
+                log.info("/status: %s not available: %s", name, outcome)
+            answers[name] = None if isinstance(outcome, Refused) else outcome
+        done(status_text(record, self._settings.describe(record), **answers))
 
     # -- /mcp, /skills -------------------------------------------------------------------------
 

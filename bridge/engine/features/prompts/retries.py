@@ -32,7 +32,8 @@ from ....codex import palette as codex_palette
 from ....codex import settings as codex_settings
 from ....codex import types as codex_types
 from ....jsonrpc import ErrorCode, RpcError
-from ...core import turns
+from ...core import exchanges, turns
+from ...core.exchanges import Ask, Exchange, Refused
 from ...core.hub import Hub
 from ...core.record_parts import Turn
 from ...core.threads import ThreadRecord
@@ -101,32 +102,30 @@ class Retries:
         model provider wants an OpenAI sign-in. Then waiting helps nobody (``auth_required``).
         Not asked when this bridge picks the provider itself (``-c model_provider``):
         ``account/read`` speaks of the configured one."""
-        hub = self.hub
-        if "model_provider" in (hub.thread_config or {}):
+        if "model_provider" not in (self.hub.thread_config or {}):
+            exchanges.start(self.hub, self._sign_in_checked(record, turn))
+
+    def _sign_in_checked(self, record: ThreadRecord, turn: Turn) -> Exchange:
+        try:
+            read = yield Ask(
+                "account/read", codex_palette.NoParams(), codex_palette.AccountReadResult
+            )
+        except Refused as refused:
+            log.info("account/read refused: %s", refused)
             return
-
-        def read(result: codex_palette.AccountReadResult) -> None:
-            if not turns.current(record, turn) or turn.failure is not None:
-                return
-            if result.requiresOpenaiAuth and result.account is None:
-                self._stop(
-                    record,
-                    turn,
-                    RpcError(
-                        ErrorCode.AUTH_REQUIRED,
-                        "Codex is not signed in, and its model provider needs an OpenAI "
-                        "sign-in: authenticate (ChatGPT or an API key), then try again",
-                        {"turnId": turn.id, "requiresOpenaiAuth": True},
-                    ),
-                )
-
-        hub.codex_request(
-            "account/read",
-            codex_palette.NoParams(),
-            codex_palette.AccountReadResult,
-            read,
-            lambda error: log.info("account/read refused: %s", error.message),
-        )
+        if not turns.current(record, turn) or turn.failure is not None:
+            return
+        if read.requiresOpenaiAuth and read.account is None:
+            self._stop(
+                record,
+                turn,
+                RpcError(
+                    ErrorCode.AUTH_REQUIRED,
+                    "Codex is not signed in, and its model provider needs an OpenAI "
+                    "sign-in: authenticate (ChatGPT or an API key), then try again",
+                    {"turnId": turn.id, "requiresOpenaiAuth": True},
+                ),
+            )
 
     def _unreachable(
         self, record: ThreadRecord, turn: Turn, note: codex_types.ErrorNotification
@@ -139,34 +138,35 @@ class Retries:
             data["codexErrorInfo"] = note.error.codexErrorInfo
         if note.error.additionalDetails:
             data["additionalDetails"] = note.error.additionalDetails
-        why = _retry_reason(note.error)
+        exchanges.start(hub, self._unreached(record, turn, data, _retry_reason(note.error)))
 
-        def fail(where: str) -> None:
-            if turns.current(record, turn) and turn.failure is None:
-                message = f"Codex could not reach {where} after {turn.retries} attempts: {why}"
-                self._stop(record, turn, RpcError(ErrorCode.INTERNAL_ERROR, message, data))
-
-        def read(result: codex_settings.ConfigReadResult) -> None:
-            config = {**result.config, **(hub.thread_config or {})}
+    def _unreached(
+        self, record: ThreadRecord, turn: Turn, data: dict[str, Any], why: str
+    ) -> Exchange:
+        """The model provider named from Codex's config (and this bridge's overrides), then
+        the turn stopped for it, unless it ended or was stopped meanwhile."""
+        where = "its model provider"
+        params = (
+            codex_settings.ConfigReadParams(cwd=record.cwd)
+            if record.cwd
+            else codex_settings.ConfigReadParams()
+        )
+        try:
+            read = yield Ask("config/read", params, codex_settings.ConfigReadResult)
+        except Refused:
+            read = None
+        if read is not None:
+            config = {**read.config, **(self.hub.thread_config or {})}
             provider = config.get("model_provider")
             providers = config.get("model_providers")
             table = providers.get(provider) if isinstance(providers, dict) else None
             url = table.get("base_url") if isinstance(table, dict) else None
             if isinstance(provider, str):
                 data["modelProvider"] = provider
-                fail(f"its model provider {provider!r}" + (f" at {url}" if url else ""))
-            else:
-                fail("its model provider")
-
-        hub.codex_request(
-            "config/read",
-            codex_settings.ConfigReadParams(cwd=record.cwd)
-            if record.cwd
-            else codex_settings.ConfigReadParams(),
-            codex_settings.ConfigReadResult,
-            read,
-            lambda _error: fail("its model provider"),
-        )
+                where = f"its model provider {provider!r}" + (f" at {url}" if url else "")
+        if turns.current(record, turn) and turn.failure is None:
+            message = f"Codex could not reach {where} after {turn.retries} attempts: {why}"
+            self._stop(record, turn, RpcError(ErrorCode.INTERNAL_ERROR, message, data))
 
     def _stop(self, record: ThreadRecord, turn: Turn, failure: RpcError) -> None:
         """End the turn for ``failure``: interrupted now, the prompt answered with it once

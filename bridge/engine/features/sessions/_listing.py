@@ -21,7 +21,9 @@ from ....codex import threads
 from ....codex import types as codex_types
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
 from ...core.answers import decode_params, from_codex
+from ...core.exchanges import Ask, Exchange, Refused
 from ...core.hub import Hub
 from ...views.stored_sessions import is_root, session_info
 from ._page_ahead import PageAhead
@@ -151,17 +153,12 @@ class Listing:
         every page cost before (it looks at every file), once, after the client has its last
         page instead of before every one."""
         self._index_repaired = True
+        exchanges.start(self.hub, _read_thread_files())
 
-        def ignored(_result: object) -> None:
-            pass
 
-        def refused(error: ErrorObject) -> None:
-            log.info("thread/list reading the thread files refused: %s", error.message)
-
-        self.hub.codex_request(
-            "thread/list",
-            threads.ThreadListParams(sortKey=LIST_SORT_KEY, limit=LIST_PAGE),
-            None,
-            ignored,
-            refused,
-        )
+def _read_thread_files() -> Exchange:
+    """One page of ``thread/list`` read from the thread files, its answer unused."""
+    try:
+        yield Ask("thread/list", threads.ThreadListParams(sortKey=LIST_SORT_KEY, limit=LIST_PAGE))
+    except Refused as refused:
+        log.info("thread/list reading the thread files refused: %s", refused)

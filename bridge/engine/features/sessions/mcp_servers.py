@@ -44,6 +44,8 @@ from ....acp import types as acp_types
 from ....codex import mcp as codex_mcp
 from ....codex import palette as codex_palette
 from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
+from ...core.exchanges import Ask, Exchange, Refused
 from ...core.hub import Hub
 from ...core.threads import ThreadRecord
 from ...views import translate
@@ -114,37 +116,30 @@ class McpServers:
 
     def _look_up(self, record: ThreadRecord, name: str, reason: str) -> None:
         """Whether the failed server wants a sign-in (Codex's word on it), then told."""
+        exchanges.start(self.hub, self._looked_up(record, name, reason))
 
-        def listed(result: codex_palette.McpServerStatusListResult) -> None:
-            server = next((s for s in result.data if s.name == name), None)
-            if server is not None and (
-                server.authStatus == "notLoggedIn"
-                or server.runtimeStatus == "authenticationRequired"
-            ):
-                self._sign_in(record, name, reason)
-            else:
-                failed()
-
-        def unlisted(error: ErrorObject) -> None:
-            log.info("mcpServerStatus/list %s refused: %s", name, error.message)
-            failed()
-
-        def failed() -> None:
-            self._tell(
-                record,
-                "error",
-                f"MCP server {name!r} did not start",
-                f"{_clause(reason)}; its tools are not available in this session",
+    def _looked_up(self, record: ThreadRecord, name: str, reason: str) -> Exchange:
+        params = codex_palette.McpServerStatusListParams(
+            threadId=record.id, serverName=name, detail="toolsAndAuthOnly"
+        )
+        try:
+            listed = yield Ask(
+                "mcpServerStatus/list", params, codex_palette.McpServerStatusListResult
             )
-
-        self.hub.codex_request(
-            "mcpServerStatus/list",
-            codex_palette.McpServerStatusListParams(
-                threadId=record.id, serverName=name, detail="toolsAndAuthOnly"
-            ),
-            codex_palette.McpServerStatusListResult,
-            listed,
-            unlisted,
+        except Refused as refused:
+            log.info("mcpServerStatus/list %s refused: %s", name, refused)
+            listed = None
+        server = None if listed is None else next((s for s in listed.data if s.name == name), None)
+        if server is not None and (
+            server.authStatus == "notLoggedIn" or server.runtimeStatus == "authenticationRequired"
+        ):
+            self._sign_in(record, name, reason)
+            return
+        self._tell(
+            record,
+            "error",
+            f"MCP server {name!r} did not start",
+            f"{_clause(reason)}; its tools are not available in this session",
         )
 
     def _concerned(self, thread_id: str | None) -> list[ThreadRecord]:
@@ -189,26 +184,29 @@ class McpServers:
         """Sign in to MCP server ``name`` for the session: Codex's page offered to the user
         (as ``elicitation/create`` where the client takes URL ones), and to ``offered``;
         without either, told in words."""
-        hub = self.hub
+        exchanges.start(self.hub, self._logged_in(record, name, failed, offered))
 
-        def started(result: codex_mcp.McpServerOauthLoginResult) -> None:
-            if hub.threads.session(record.id) is not record:
-                return  # closed meanwhile: Codex's sign-in goes on unoffered
-            self._offer(record, name, result, in_words=offered is None)
-            if offered is not None:
-                offered(result.authorizationUrl)
-
-        def refused(error: ErrorObject) -> None:
-            log.info("mcpServer/oauth/login %s refused: %s", name, error.message)
-            failed(error)
-
-        hub.codex_request(
-            "mcpServer/oauth/login",
-            codex_mcp.McpServerOauthLoginParams(name=name, threadId=record.id),
-            codex_mcp.McpServerOauthLoginResult,
-            started,
-            refused,
-        )
+    def _logged_in(
+        self,
+        record: ThreadRecord,
+        name: str,
+        failed: Callable[[ErrorObject], None],
+        offered: Callable[[str], None] | None,
+    ) -> Exchange:
+        params = codex_mcp.McpServerOauthLoginParams(name=name, threadId=record.id)
+        try:
+            started = yield Ask(
+                "mcpServer/oauth/login", params, codex_mcp.McpServerOauthLoginResult
+            )
+        except Refused as refused:
+            log.info("mcpServer/oauth/login %s refused: %s", name, refused)
+            failed(refused.error)
+            return
+        if self.hub.threads.session(record.id) is not record:
+            return  # closed meanwhile: Codex's sign-in goes on unoffered
+        self._offer(record, name, started, in_words=offered is None)
+        if offered is not None:
+            offered(started.authorizationUrl)
 
     def _offer(
         self,

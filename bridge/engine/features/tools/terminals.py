@@ -29,8 +29,9 @@ from collections.abc import Iterable
 
 from ....codex import threads as codex_threads
 from ....codex import types as codex_types
-from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
 from ...core.answers import unknown_method
+from ...core.exchanges import Ask, Exchange, Refused
 from ...core.hub import Hub
 
 log = logging.getLogger(__name__)
@@ -70,21 +71,18 @@ class Terminals:
         if not self.supported or self.hub.codex_lost_reason is not None:
             return
 
-        def refused(error: ErrorObject) -> None:
-            if unknown_method(error):
+        exchanges.start(self.hub, self._cleaned(thread_id))
+
+    def _cleaned(self, thread_id: str) -> Exchange:
+        try:
+            yield Ask(CLEAN, codex_threads.BackgroundTerminalsCleanParams(threadId=thread_id))
+        except Refused as refused:
+            if unknown_method(refused.error):
                 self.supported = False
                 log.warning(
                     "Codex does not support %s (%s): cancelling stops turns, not their commands",
                     CLEAN,
-                    error.message,
+                    refused,
                 )
             else:
-                log.info("%s of %s failed: %s", CLEAN, thread_id, error.message)
-
-        self.hub.codex_request(
-            CLEAN,
-            codex_threads.BackgroundTerminalsCleanParams(threadId=thread_id),
-            None,
-            lambda _result: None,
-            refused,
-        )
+                log.info("%s of %s failed: %s", CLEAN, thread_id, refused)
