@@ -26,7 +26,6 @@ know).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from msgspec import UNSET, Raw
@@ -35,8 +34,9 @@ from ....acp import providers as acp_providers
 from ....codex import providers as codex_providers
 from ....codex import types as codex_types
 from ....jsonrpc import ErrorCode, RequestId, RpcError
-from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
 from ...core.answers import decode_params, from_codex
+from ...core.exchanges import Ask, Exchange, Refused, Steps
 from ...core.hub import Hub, RequestHandler
 
 LIST = "modelProvider/list"
@@ -70,30 +70,29 @@ class Providers:
 
     # -- the methods ---------------------------------------------------------------------
 
-    def _codex_list(
-        self,
-        rid: RequestId,
-        then: Callable[[codex_providers.ModelProviderListResult], None],
-    ) -> None:
-        def refused(error: ErrorObject) -> None:
-            if error.code == ErrorCode.METHOD_NOT_FOUND or LIST in self.hub.unknown_to_codex:
-                self.hub.refuse_client(
-                    rid,
-                    RpcError.internal(f"this Codex has no {LIST} (Codex 0.171 or later has)"),
-                )
+    def _codex_list(self, rid: RequestId) -> Steps[codex_providers.ModelProviderListResult | None]:
+        """Codex's providers; ``None`` once its refusal answered client request ``rid``."""
+        ask = Ask(
+            LIST, codex_providers.ModelProviderListParams(), codex_providers.ModelProviderListResult
+        )
+        try:
+            listed: codex_providers.ModelProviderListResult = yield ask
+        except Refused as refused:
+            error = refused.error
+            if error.code == ErrorCode.METHOD_NOT_FOUND:
+                why = RpcError.internal(f"this Codex has no {LIST} (Codex 0.171 or later has)")
+                self.hub.refuse_client(rid, why)
             else:
                 self.hub.refuse_client(rid, from_codex(error))
-
-        self.hub.codex_request(
-            LIST,
-            codex_providers.ModelProviderListParams(),
-            codex_providers.ModelProviderListResult,
-            then,
-            refused,
-        )
+            return None
+        return listed
 
     def list_providers(self, rid: RequestId, raw: Raw) -> None:
-        def listed(result: codex_providers.ModelProviderListResult) -> None:
+        exchanges.start(self.hub, self._list(rid))
+
+    def _list(self, rid: RequestId) -> Exchange:
+        result = yield from self._codex_list(rid)
+        if result is not None:
             in_use = self.chosen or result.defaultProviderId
             infos = [
                 acp_providers.ProviderInfo(
@@ -113,12 +112,13 @@ class Providers:
             ]
             self.hub.answer_client(rid, acp_providers.ListProvidersResult(providers=infos))
 
-        self._codex_list(rid, listed)
-
     def set_provider(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_providers.SetProviderParams, "providers/set")
+        exchanges.start(self.hub, self._set(rid, params))
 
-        def listed(result: codex_providers.ModelProviderListResult) -> None:
+    def _set(self, rid: RequestId, params: acp_providers.SetProviderParams) -> Exchange:
+        result = yield from self._codex_list(rid)
+        if result is not None:
             known = {summary.id: summary for summary in result.data}
             summary = known.get(params.providerId)
             why = None
@@ -146,8 +146,6 @@ class Providers:
                 return
             self.chosen = params.providerId
             self.hub.answer_client(rid, acp_providers.Empty())
-
-        self._codex_list(rid, listed)
 
     def disable_provider(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_providers.DisableProviderParams, "providers/disable")

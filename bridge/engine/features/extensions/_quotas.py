@@ -47,9 +47,9 @@ from ....acp import rate_limits as acp_rate_limits
 from ....acp import types as acp_types
 from ....codex import palette as codex_palette
 from ....jsonrpc import RequestId, RpcError
-from ....jsonrpc.peer import ErrorObject
-from ...core import facts
+from ...core import exchanges, facts
 from ...core.answers import decode_params
+from ...core.exchanges import Ask, Exchange, Later, Refused
 from ...core.hub import Hub, RequestHandler
 from ...views.stored_sessions import iso_time
 from ._usage_limits import UsageLimits
@@ -175,31 +175,24 @@ class Quotas:
         params = decode_params(raw, acp_quota.ReadQuotaParams, acp_quota.READ)
         if params.sessionId is not None:
             self.hub.threads.require(params.sessionId)
-        hub = self.hub
+        exchanges.start(self.hub, self._quota_read(rid))
 
-        def answer(snapshot: acp_quota.Snapshot) -> None:
-            hub.answer_client(rid, snapshot)
-
-        def got(result: codex_palette.RateLimitsResult) -> None:
-            snapshots = list((result.rateLimitsByLimitId or {}).values())
-            if not snapshots and result.rateLimits is not None:
-                snapshots = [result.rateLimits]
+    def _quota_read(self, rid: RequestId) -> Exchange:
+        """Codex's usage windows read (and kept), then the snapshot stamped and answered."""
+        try:
+            read = yield Ask(
+                "account/rateLimits/read", codex_palette.NoParams(), codex_palette.RateLimitsResult
+            )
+        except Refused as refused:
+            # No usage windows for this account (an API key): what is known, maybe none.
+            log.info("quota/read: Codex read no usage windows: %s", refused)
+        else:
+            snapshots = list((read.rateLimitsByLimitId or {}).values())
+            if not snapshots and read.rateLimits is not None:
+                snapshots = [read.rateLimits]
             for snapshot in snapshots:
                 self.usage_limits.updated(codex_palette.RateLimitsUpdated(rateLimits=snapshot))
-            self._stamped(answer)
-
-        def unknown(error: ErrorObject) -> None:
-            # No usage windows for this account (an API key): what is known, maybe none.
-            log.info("quota/read: Codex read no usage windows: %s", error.message)
-            self._stamped(answer)
-
-        hub.codex_request(
-            "account/rateLimits/read",
-            codex_palette.NoParams(),
-            codex_palette.RateLimitsResult,
-            got,
-            unknown,
-        )
+        self.hub.answer_client(rid, (yield Later(self._stamped)))
 
     # -- the prompt's answer ----------------------------------------------------------------
 

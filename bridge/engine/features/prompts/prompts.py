@@ -53,9 +53,10 @@ from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core import facts, turns
+from ...core import exchanges, facts, turns
 from ...core.answers import decode_params, from_codex
 from ...core.codex_asks import FindTurn, InterruptTurn, LeftOut, StartTurn
+from ...core.exchanges import Ask, Exchange
 from ...core.folders import check_directory, check_folders, workspace_roots
 from ...core.hub import Hub
 from ...core.machines import LOCAL
@@ -183,21 +184,22 @@ class Prompts:
             )
             start.environments = [here]
         left_out = self.thread_starting(mcp_servers, start)
+        exchanges.start(hub, self._thread_started(rid, cwd, start, folders, left_out))
 
-        def started(opened: codex_types.ThreadStartResult) -> None:
-            record = self.open_root(opened.thread.id, cwd)
-            record.folders = folders
-            record.mcp_left_out = left_out
-            record.unstored = True  # Codex writes a thread at its first turn
-            self.opened(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
-
-        hub.codex_request(
-            "thread/start",
-            start,
-            codex_types.ThreadStartResult,
-            started,
-            hub.pass_error_to(rid),
-        )
+    def _thread_started(
+        self,
+        rid: RequestId,
+        cwd: str,
+        start: codex_types.ThreadStartParams,
+        folders: tuple[str, ...],
+        left_out: tuple[LeftOut, ...],
+    ) -> Exchange:
+        opened = yield Ask("thread/start", start, codex_types.ThreadStartResult, refuse=rid)
+        record = self.open_root(opened.thread.id, cwd)
+        record.folders = folders
+        record.mcp_left_out = left_out
+        record.unstored = True  # Codex writes a thread at its first turn
+        self.opened(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
 
     def session_prompt(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_types.PromptParams, "session/prompt")

@@ -56,9 +56,11 @@ from ....codex import settings as codex_settings
 from ....codex import types as codex_types
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
 from ...core.answers import decode_params, unknown_method
 from ...core.codex_asks import ListSkills, StorePick
 from ...core.effects import MachineChosen
+from ...core.exchanges import Ask, Exchange, Refused
 from ...core.folders import workspace_roots
 from ...core.hub import Hub
 from ...core.machines import LOCAL, machine_of, session_environment, workspace
@@ -486,35 +488,39 @@ class SettingsSelectors:
         settings = record.settings
         if settings is None:
             return False
-
-        def picked() -> None:
-            settings.picked_collaboration = mode
-            self._sync(record.id, settings)
-            done()
-
-        if not self.thread_settings_supported:
-            picked()
-            return True
-        change = codex_settings.ThreadSettingsUpdateParams(
-            threadId=record.id, collaborationMode=self._collaboration(settings, mode)
-        )
-
-        def stored(_result: object) -> None:
-            settings.collaboration, settings.collaboration_set = mode, True
-            if settings.picked_collaboration == mode:
-                settings.picked_collaboration = None
-            self._sync(record.id, settings)
-            done()
-
-        def refused(error: ErrorObject) -> None:
-            if not unknown_method(error):
-                failed(error)
-                return
-            self._settings_unsupported(error)
-            picked()
-
-        self.hub.codex_request("thread/settings/update", change, None, stored, refused)
+        exchanges.start(self.hub, self._collaboration_set(record.id, settings, mode, done, failed))
         return True
+
+    def _collaboration_set(
+        self,
+        thread_id: str,
+        settings: Settings,
+        mode: str,
+        done: Callable[[], None],
+        failed: Callable[[ErrorObject], None],
+    ) -> Exchange:
+        if self.thread_settings_supported:
+            change = codex_settings.ThreadSettingsUpdateParams(
+                threadId=thread_id, collaborationMode=self._collaboration(settings, mode)
+            )
+            try:
+                yield Ask("thread/settings/update", change)
+            except Refused as refused:
+                if not unknown_method(refused.error):
+                    failed(refused.error)
+                    return
+                self._settings_unsupported(refused.error)
+            else:
+                settings.collaboration, settings.collaboration_set = mode, True
+                if settings.picked_collaboration == mode:
+                    settings.picked_collaboration = None
+                self._sync(thread_id, settings)
+                done()
+                return
+        # Not stored: picked, for the next turn/start.
+        settings.picked_collaboration = mode
+        self._sync(thread_id, settings)
+        done()
 
     def _change(self, pick: StorePick) -> None:
         """Store a pick in the thread at once (``thread/settings/update``); answer the
