@@ -101,10 +101,8 @@ class Palette:
         then: Callable[[Any], None],
         failed: Failed,
     ) -> None:
-        def refused(error: ErrorObject) -> None:
-            failed(from_codex(error))
-
-        self.hub.codex_request(method, params, result_type, then, refused)
+        """A command of one request: ``then`` its answer, or ``failed`` Codex's error."""
+        exchanges.start(self.hub, _one_request(Ask(method, params, result_type), then, failed))
 
     # -- /status -------------------------------------------------------------------------------
 
@@ -384,3 +382,12 @@ def goal_text(goal: codex_palette.ThreadGoal | None) -> str:
         f"**Goal** ({goal.status}): {goal.objective}\n\n"
         f"{goal.tokensUsed:,}{budget} tokens and {goal.timeUsedSeconds} s spent on it so far."
     )
+
+
+def _one_request(ask: Ask, then: Callable[[Any], None], failed: Failed) -> Exchange:
+    try:
+        answer = yield ask
+    except Refused as refused:
+        failed(from_codex(refused.error))
+        return
+    then(answer)

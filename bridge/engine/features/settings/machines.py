@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 
 from ....acp import types as acp_types
 from ....codex import types as codex_types
-from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
 from ...core.effects import MachineReleased, MachineWanted
+from ...core.exchanges import Ask, Exchange, Refused
 from ...core.hub import Hub
 from ...core.machines import (
     LOCAL,
@@ -91,18 +92,17 @@ class Machines:
         if registration.token is not None:
             params.authBearerToken = registration.token
         link.registering, link.refused = True, ""
+        exchanges.start(self.hub, self._registered(link, params))
 
-        def added(_result: object, link: _Link = link) -> None:
-            link.registering = False
-            self._settle(link)
-
-        def refused(error: ErrorObject, link: _Link = link) -> None:
-            link.registering = False
-            link.refused = f"Codex refused the machine: {error.message}"
+    def _registered(self, link: _Link, params: codex_types.EnvironmentAddParams) -> Exchange:
+        """Codex adds the machine as an environment; its link settles either way."""
+        try:
+            yield Ask("environment/add", params)
+        except Refused as refused:
+            link.refused = f"Codex refused the machine: {refused}"
             log.warning("machine %s: %s", link.machine.name, link.refused)
-            self._settle(link)
-
-        self.hub.codex_request("environment/add", params, None, added, refused)
+        link.registering = False
+        self._settle(link)
 
     def when_ready(
         self,
