@@ -12,6 +12,7 @@ reason; none of them is advertised.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, NoReturn, Protocol
 
 from msgspec import Raw
@@ -97,20 +98,71 @@ def requests(
 ) -> dict[str, RequestHandler]:
     """The v2 method → handler table, over the features that do the work.
     ``same_as_v1``: the v1 handlers of the methods whose params v2 shares."""
+    v2_requests = V2Requests(prompts, lifecycle, settings, admin, after_catalog)
+    return v2_requests.table(initialize, same_as_v1)
 
-    def session_prompt(rid: RequestId, raw: Raw) -> None:
+
+class V2Requests:
+    """Each v2 request decoded once, for the feature method that does it."""
+
+    def __init__(
+        self,
+        prompts: Prompting,
+        lifecycle: Opening,
+        settings: Configuring,
+        admin: Administering,
+        after_catalog: Callable[[RequestHandler], RequestHandler],
+    ) -> None:
+        self.prompts = prompts
+        self.lifecycle = lifecycle
+        self.settings = settings
+        self.admin = admin
+        self.after_catalog = after_catalog
+
+    def table(
+        self, initialize: RequestHandler, same_as_v1: Mapping[str, RequestHandler]
+    ) -> dict[str, RequestHandler]:
+        admin, after_catalog, of_session = self.admin, self.after_catalog, self._of_session
+        table: dict[str, RequestHandler] = {
+            "initialize": initialize,
+            "session/new": after_catalog(self.session_new),
+            "session/prompt": self.session_prompt,
+            "session/resume": self.resume,
+            "session/fork": after_catalog(self.session_fork),
+            "session/list": same_as_v1["session/list"],
+            "session/close": same_as_v1["session/close"],
+            "session/set_config_option": self.set_config_option,
+            "session/status": partial(of_session, "session/status", admin.status),
+            "session/set_title": self.session_set_title,
+            "session/archive": partial(of_session, "session/archive", admin.archive),
+            "session/unarchive": partial(of_session, "session/unarchive", admin.unarchive),
+            "session/delete": partial(of_session, "session/delete", admin.delete),
+            "auth/login": same_as_v1["authenticate"],
+            "auth/logout": self.auth_logout,
+            "auth/status": same_as_v1["auth/status"],
+            "tool_call/cancel": self.tool_call_cancel,
+            "terminal/cancel": self.cancel_terminal,
+            acp_steering.METHOD: same_as_v1[acp_steering.METHOD],
+        }
+        for method in V1_ONLY:
+            table[method] = partial(_refuse, f"Method not found: {method} (not in ACP v2)")
+        for method, why in NOT_OFFERED.items():
+            table[method] = partial(_refuse, f"Method not found: {method}: {why}")
+        return table
+
+    def session_prompt(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.PromptParams, "session/prompt")
-        prompts.prompt(rid, params.sessionId, params.prompt)
+        self.prompts.prompt(rid, params.sessionId, params.prompt)
 
-    def session_new(rid: RequestId, raw: Raw) -> None:
+    def session_new(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.NewSessionParams, "session/new")
-        prompts.new_session(rid, params.cwd, params.mcpServers, params.additionalDirectories)
+        self.prompts.new_session(rid, params.cwd, params.mcpServers, params.additionalDirectories)
 
-    def session_fork(rid: RequestId, raw: Raw) -> None:
+    def session_fork(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ForkSessionParams, "session/fork")
-        lifecycle.fork(rid, params, air.fork_point(params.meta))
+        self.lifecycle.fork(rid, params, air.fork_point(params.meta))
 
-    def resume(rid: RequestId, raw: Raw) -> None:
+    def resume(self, rid: RequestId, raw: Raw) -> None:
         """With ``replayFrom: {type: "start"}``, the history first (v1's load); without
         it, none (v1's resume). Either way the session's current state goes out just
         before the answer (the v2 face, on the session's opening)."""
@@ -124,35 +176,35 @@ def requests(
             )
         # Errors name the v1 method whose work it is, as they always have.
         method = "session/load" if replay is not None else "session/resume"
+        opening = partial(self._open, method, params, replay is not None)
+        self.after_catalog(opening)(rid, raw)
 
-        def open_session(rid: RequestId, _raw: Raw) -> None:
-            lifecycle.open_existing(rid, method, params, replay=replay is not None)
+    def _open(
+        self, method: str, params: StoredSessionParams, replay: bool, rid: RequestId, _raw: Raw
+    ) -> None:
+        self.lifecycle.open_existing(rid, method, params, replay=replay)
 
-        after_catalog(open_session)(rid, raw)
-
-    def set_config_option(rid: RequestId, raw: Raw) -> None:
+    def set_config_option(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.SetConfigOptionParams, "session/set_config_option")
-        settings.set_config(rid, params.sessionId, params.configId, params.value, params.type)
+        self.settings.set_config(rid, params.sessionId, params.configId, params.value, params.type)
 
-    def of_session(method: str, handler: SessionHandler) -> RequestHandler:
+    @staticmethod
+    def _of_session(method: str, handler: SessionHandler, rid: RequestId, raw: Raw) -> None:
         """A request whose params name one session, and nothing else."""
+        handler(rid, decode_params(raw, acp_sessions.SessionParams, method).sessionId)
 
-        def handle(rid: RequestId, raw: Raw) -> None:
-            handler(rid, decode_params(raw, acp_sessions.SessionParams, method).sessionId)
-
-        return handle
-
-    def session_set_title(rid: RequestId, raw: Raw) -> None:
+    def session_set_title(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_sessions.SetSessionTitleParams, "session/set_title")
-        admin.set_title(rid, params.sessionId, params.title)
+        self.admin.set_title(rid, params.sessionId, params.title)
 
-    def auth_logout(rid: RequestId, _raw: Raw) -> None:
-        admin.logout(rid)
+    def auth_logout(self, rid: RequestId, _raw: Raw) -> None:
+        self.admin.logout(rid)
 
-    def tool_call_cancel(rid: RequestId, raw: Raw) -> None:
+    def tool_call_cancel(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ToolCallCancelParams, "tool_call/cancel")
-        admin.cancel_tool_call(rid, params.sessionId, params.toolCallId)
+        self.admin.cancel_tool_call(rid, params.sessionId, params.toolCallId)
 
+    @staticmethod
     def cancel_terminal(_rid: RequestId, raw: Raw) -> None:
         # A command's terminal is its tool call's display: the call is what may be
         # cancelled (``tool_call/cancel``, advertised on it), so no terminal advertises cancel.
@@ -163,36 +215,6 @@ def requests(
             {"terminalId": params.terminalId},
         )
 
-    table: dict[str, RequestHandler] = {
-        "initialize": initialize,
-        "session/new": after_catalog(session_new),
-        "session/prompt": session_prompt,
-        "session/resume": resume,
-        "session/fork": after_catalog(session_fork),
-        "session/list": same_as_v1["session/list"],
-        "session/close": same_as_v1["session/close"],
-        "session/set_config_option": set_config_option,
-        "session/status": of_session("session/status", admin.status),
-        "session/set_title": session_set_title,
-        "session/archive": of_session("session/archive", admin.archive),
-        "session/unarchive": of_session("session/unarchive", admin.unarchive),
-        "session/delete": of_session("session/delete", admin.delete),
-        "auth/login": same_as_v1["authenticate"],
-        "auth/logout": auth_logout,
-        "auth/status": same_as_v1["auth/status"],
-        "tool_call/cancel": tool_call_cancel,
-        "terminal/cancel": cancel_terminal,
-        acp_steering.METHOD: same_as_v1[acp_steering.METHOD],
-    }
-    for method in V1_ONLY:
-        table[method] = _refuse(f"Method not found: {method} (not in ACP v2)")
-    for method, why in NOT_OFFERED.items():
-        table[method] = _refuse(f"Method not found: {method}: {why}")
-    return table
 
-
-def _refuse(message: str) -> RequestHandler:
-    def refuse(_rid: RequestId, _raw: Raw) -> NoReturn:
-        raise RpcError(ErrorCode.METHOD_NOT_FOUND, message)
-
-    return refuse
+def _refuse(message: str, _rid: RequestId, _raw: Raw) -> NoReturn:
+    raise RpcError(ErrorCode.METHOD_NOT_FOUND, message)
