@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 import msgspec
@@ -40,7 +41,7 @@ from ....codex import threads as codex_threads
 from ....codex import types as codex_types
 from ....codex.messages import ThreadItem
 from ...core import exchanges, turns
-from ...core.exchanges import Ask, Each, Exchange, Later, Refused
+from ...core.exchanges import Ask, Each, Exchange, Later, Refused, Steps
 from ...core.hub import Hub
 from ...core.record_parts import TurnKind
 from ...core.threads import ThreadRecord
@@ -95,21 +96,24 @@ class SubagentHistory:
         resumed): the sub-agents are read, then the root's stored items are replayed, then
         the commands it still runs, then the sub-agents' associations and histories; then
         ``then`` (the response). With the store paged (``Hub.paged_store``), the root's
-        turns come a page at a time (:meth:`_replay_pages`)."""
+        turns come a page at a time (:meth:`_pages_replayed`)."""
+        exchanges.start(self.hub, self._replayed(root, stored, then))
+
+    def _replayed(
+        self, root: ThreadRecord, stored: codex_types.Thread, then: Callable[[], None]
+    ) -> Exchange:
         if self.hub.setup.paged_store:
-            self._replay_pages(root, stored, then)
+            yield from self._pages_replayed(root, stored, then)
             return
         root_items = history.stored_items(stored)
         tree = _Tree()
+        yield from self._visit(root, tree, root.id, root_items)
+        yield from self._finished(root, stored, tree, _tool_ids(root_items), root_items)
+        then()
 
-        def read() -> None:
-            self._finish(root, stored, tree, _tool_ids(root_items), then, root_items)
-
-        self._read_tree(root, root_items, tree, read)
-
-    def _replay_pages(
+    def _pages_replayed(
         self, root: ThreadRecord, stored: codex_types.Thread, then: Callable[[], None]
-    ) -> None:
+    ) -> Exchange:
         """The root's history a page at a time (:class:`HistoryPages`), each page replayed
         as it arrives (after reading the sub-agents it names, whose nicknames title it)
         while Codex reads the next: only two pages of the history are held at a time, and
@@ -121,31 +125,50 @@ class SubagentHistory:
         # Codex subscribed this connection at the resume: what it says now of the thread
         # (token usage, another client's running turn) follows the history and the answer.
         threads.hold_traffic(root)
-
-        def answer() -> None:
-            then()
-            threads.release_traffic(root)
-            self._subagents.session_added(root)  # what Codex said meanwhile, in order
-
-        def replay(items: list[ThreadItem], replayed: Callable[[], None]) -> None:
-            tools.update(_tool_ids(items))
-
-            def read() -> None:
-                self._replay_root(root, items, tree)
-                replayed()
-
-            # The sub-agents this page names title its collab calls: read first.
-            self._read_tree(root, items, tree, read)
-
-        def done(last: codex_types.Turn | None) -> None:
-            if last is not None:
-                _last_turn(root, last)
-            self._finish(root, stored, tree, tools, answer)
-
         # Another client's turn runs (the thread was active at the resume): the last turn
         # names it.
         foreign = root.turn is not None and root.turn.kind is TurnKind.FOREIGN
-        HistoryPages(self.hub, root.id, replay, done, last_turn=foreign).start()
+        page = partial(self._root_page, root, tree, tools)
+        last = yield Later(
+            lambda resume: HistoryPages(self.hub, root.id, page, resume, last_turn=foreign).start()
+        )
+        if last is not None:
+            _last_turn(root, last)
+        yield from self._finished(root, stored, tree, tools)
+        then()
+        threads.release_traffic(root)
+        self._subagents.session_added(root)  # what Codex said meanwhile, in order
+
+    def _root_page(
+        self,
+        root: ThreadRecord,
+        tree: _Tree,
+        tools: set[str],
+        items: list[ThreadItem],
+        replayed: Callable[[], None],
+    ) -> None:
+        """A page of the root's history: the sub-agents it names read first (they title its
+        collab calls), then its updates."""
+        tools.update(_tool_ids(items))
+        exchanges.start(self.hub, self._page_replayed(root, tree, root.id, items, replayed))
+
+    def _page_replayed(
+        self,
+        root: ThreadRecord,
+        tree: _Tree,
+        thread_id: str,
+        items: list[ThreadItem],
+        replayed: Callable[[], None],
+        child: tuple[str, ThreadRecord] | None = None,
+    ) -> Exchange:
+        """A page of ``thread_id``'s history (the root's, or ``child``'s: its parent's id and
+        record) replayed once the sub-agents it names are read."""
+        yield from self._visit(root, tree, thread_id, items)
+        if child is None:
+            self._replay_root(root, items, tree)
+        else:
+            self._replay_child(child[0], child[1], items, tree.nicknames())
+        replayed()
 
     def _replay_root(self, root: ThreadRecord, items: list[ThreadItem], tree: _Tree) -> None:
         """The updates that replay ``items`` of the root, titled with the sub-agents read."""
@@ -159,78 +182,30 @@ class SubagentHistory:
         ):
             self.hub.update(root.id, update)
 
-    def _finish(
+    def _finished(
         self,
         root: ThreadRecord,
         stored: codex_types.Thread,
         tree: _Tree,
         tools: set[str],
-        then: Callable[[], None],
         root_items: list[ThreadItem] | None = None,
-    ) -> None:
+    ) -> Exchange:
         """After the root's history (or with it, ``root_items``, once the running commands
-        are known): the commands it still runs, the sub-agents', then ``then``."""
-
-        def replay_rest(running: list[msgspec.Struct]) -> None:
-            if root_items is not None:
-                self._replay_root(root, root_items, tree)
-            for update in running:
-                self.hub.update(root.id, update)
-            if self.hub.subagents_exposed:
-                self._restore_tree(root, tree, then)
-            else:
-                then()
-
+        are known): the commands it still runs, then the sub-agents'."""
         if (stored.status or {}).get("type", "notLoaded") == "notLoaded":
             # Not loaded in this Codex before the load: no command of it runs here.
             root.running_at_load = []
-            replay_rest([])
-            return
-        self._running_commands(root, tools, replay_rest)
-
-    def _running_commands(
-        self,
-        root: ThreadRecord,
-        stored_ids: set[str],
-        done: Callable[[list[msgspec.Struct]], None],
-    ) -> None:
-        """The commands a thread this Codex already held still runs (a shared Codex: another
-        client left them running, or they outlived their turn): Codex stores a command only
-        once it ends, so the history lacks them. Each is replayed in progress (the live
-        session showed it so) and its later ``item/completed`` updates it. ``stored_ids``:
-        the tool items the history holds."""
-        exchanges.start(self.hub, _list_running(root, stored_ids, done))
+            running: list[msgspec.Struct] = []
+        else:
+            running = yield from _running(root, tools)
+        if root_items is not None:
+            self._replay_root(root, root_items, tree)
+        for update in running:
+            self.hub.update(root.id, update)
+        if self.hub.subagents_exposed:
+            yield from self._restored(root, tree)
 
     # -- reading the sub-agents -------------------------------------------------------------------
-
-    def _read_tree(
-        self,
-        root: ThreadRecord,
-        root_items: list[ThreadItem],
-        tree: _Tree,
-        done: Callable[[], None],
-        parent_id: str | None = None,
-    ) -> None:
-        """Read into ``tree`` the sub-agents ``root_items`` name (with the capability, the
-        ones they spawned, their turns and theirs in turn) and not read yet, then ``done``.
-        ``parent_id``: whose items they are (the root's unless said).
-
-        With the store paged, a sub-agent is read without its turns: with the capability
-        its history is paged when it is restored (:meth:`_restore_tree`), the sub-agents it
-        spawned read then; without it, its pages are read here and only the items its root
-        shows of it kept (:meth:`_hidden_updates`)."""
-        exchanges.start(self.hub, self._tree_read(root, root_items, tree, done, parent_id))
-
-    def _tree_read(
-        self,
-        root: ThreadRecord,
-        items: list[ThreadItem],
-        tree: _Tree,
-        done: Callable[[], None],
-        parent_id: str | None,
-    ) -> Exchange:
-        yield from self._visit(root, tree, parent_id if parent_id is not None else root.id, items)
-        done()
 
     def _visit(
         self, root: ThreadRecord, tree: _Tree, parent_id: str, items: list[ThreadItem]
@@ -267,22 +242,15 @@ class SubagentHistory:
             items = tree.items[child_id] = history.stored_items(stored)
             yield from self._visit(root, tree, child_id, items)
         elif not self.hub.subagents_exposed:
-            yield Later(lambda resume: self._read_shown(child_id, tree, lambda: resume(None)))
+            yield Later(partial(self._read_shown, child_id, tree))
             yield from self._visit(root, tree, child_id, tree.items[child_id])
         # Paged, with the capability: its history and its sub-agents when it is restored.
 
-    def _read_shown(self, thread_id: str, tree: _Tree, done: Callable[[], None]) -> None:
+    def _read_shown(self, thread_id: str, tree: _Tree, done: Callable[[object], None]) -> None:
         """A hidden sub-agent's history, paged: only the items its root shows of it (those a
         permission request introduces there, and its spawns) are kept, in ``tree``."""
         kept: list[ThreadItem] = tree.items.setdefault(thread_id, [])
-
-        def replay(items: list[ThreadItem], replayed: Callable[[], None]) -> None:
-            kept.extend(
-                item for item in items if isinstance(item, _ASKING_ITEMS) or _is_spawn(item)
-            )
-            replayed()
-
-        HistoryPages(self.hub, thread_id, replay, lambda _last: done()).start()
+        HistoryPages(self.hub, thread_id, partial(_keep_shown, kept), done).start()
 
     # -- replaying them ---------------------------------------------------------------------------
 
@@ -323,42 +291,30 @@ class SubagentHistory:
                     out += self._hidden_updates(child_id, tree, seen)
         return out
 
-    def _restore_tree(self, root: ThreadRecord, tree: _Tree, then: Callable[[], None]) -> None:
-        """Each sub-agent read: its association, then its history, then its own sub-agents';
-        then ``then``. With the store paged, each history comes a page at a time, the
-        sub-agents a page spawned read before it is replayed."""
+    def _restored(self, root: ThreadRecord, tree: _Tree) -> Exchange:
+        """Each sub-agent read: its association, then its history, then its own sub-agents'.
+        With the store paged, each history comes a page at a time, the sub-agents a page
+        spawned read before it is replayed."""
         paged = self.hub.setup.paged_store
         pending = [(root.id, c) for c in reversed(tree.spawned.get(root.id, []))]
-
-        def next_child() -> None:
-            while pending:
-                parent_id, child_id = pending.pop()
-                if child_id not in tree.stored:
-                    continue  # a session already when the load began: nothing to replay
-                stored = tree.stored[child_id]
-                child = self._adopt(parent_id, child_id, stored)
-                if child is None:
-                    continue
-                root.replayed.append(child)
-                if stored is not None and paged:
-                    self._replay_child_pages(root, parent_id, child, tree, restored)
-                    return  # the rest once its pages are out
-                if stored is not None:
-                    items = tree.items.get(child_id, [])
-                    self._replay_child(parent_id, child, items, tree.nicknames())
-                    _running_child(child, stored.turns[-1] if stored.turns else None)
-                spawned(child)
-            then()
-
-        def spawned(child: ThreadRecord) -> None:
-            """Its own sub-agents next, in the order it spawned them."""
+        while pending:
+            parent_id, child_id = pending.pop()
+            if child_id not in tree.stored:
+                continue  # a session already when the load began: nothing to replay
+            stored = tree.stored[child_id]
+            child = self._adopt(parent_id, child_id, stored)
+            if child is None:
+                continue
+            root.replayed.append(child)
+            if stored is not None and paged:
+                last = yield Later(partial(self._replay_child_pages, root, parent_id, child, tree))
+                _running_child(child, last)
+            elif stored is not None:
+                items = tree.items.get(child_id, [])
+                self._replay_child(parent_id, child, items, tree.nicknames())
+                _running_child(child, stored.turns[-1] if stored.turns else None)
+            # Its own sub-agents next, in the order it spawned them.
             pending.extend((child.id, c) for c in reversed(tree.spawned.get(child.id, [])))
-
-        def restored(child: ThreadRecord) -> None:
-            spawned(child)
-            next_child()
-
-        next_child()
 
     def _replay_child_pages(
         self,
@@ -366,23 +322,25 @@ class SubagentHistory:
         parent_id: str,
         child: ThreadRecord,
         tree: _Tree,
-        restored: Callable[[ThreadRecord], None],
+        done: Callable[[codex_types.Turn | None], None],
     ) -> None:
         """A sub-agent's history a page at a time, the sub-agents each page spawned read
-        (their nicknames title its collab calls) before it is replayed."""
+        (their nicknames title its collab calls) before it is replayed; then ``done`` with
+        its last turn."""
+        page = partial(self._child_page, root, tree, parent_id, child)
+        HistoryPages(self.hub, child.id, page, done, last_turn=True).start()
 
-        def replay(items: list[ThreadItem], replayed: Callable[[], None]) -> None:
-            def read() -> None:
-                self._replay_child(parent_id, child, items, tree.nicknames())
-                replayed()
-
-            self._read_tree(root, items, tree, read, parent_id=child.id)
-
-        def done(last: codex_types.Turn | None) -> None:
-            _running_child(child, last)
-            restored(child)
-
-        HistoryPages(self.hub, child.id, replay, done, last_turn=True).start()
+    def _child_page(
+        self,
+        root: ThreadRecord,
+        tree: _Tree,
+        parent_id: str,
+        child: ThreadRecord,
+        items: list[ThreadItem],
+        replayed: Callable[[], None],
+    ) -> None:
+        replay = self._page_replayed(root, tree, child.id, items, replayed, (parent_id, child))
+        exchanges.start(self.hub, replay)
 
     def _adopt(
         self, parent_id: str, child_id: str, stored: codex_types.Thread | None
@@ -451,9 +409,12 @@ _ASKING_ITEMS = (
 )
 
 
-def _list_running(
-    root: ThreadRecord, stored_ids: set[str], done: Callable[[list[msgspec.Struct]], None]
-) -> Exchange:
+def _running(root: ThreadRecord, stored_ids: set[str]) -> Steps[list[msgspec.Struct]]:
+    """The commands a thread this Codex already held still runs (a shared Codex: another
+    client left them running, or they outlived their turn): Codex stores a command only once
+    it ends, so the history lacks them. Each is replayed in progress (the live session showed
+    it so) and its later ``item/completed`` updates it. ``stored_ids``: the tool items the
+    history holds."""
     params = codex_threads.BackgroundTerminalsListParams(threadId=root.id)
     try:
         listed = yield Ask(
@@ -463,8 +424,7 @@ def _list_running(
         # An older or newer Codex without the experimental method: they show once done.
         log.info("running commands of %s not listed: %s", root.id, refused)
         root.running_at_load = []  # nor would they be when asked again
-        done([])
-        return
+        return []
     root.running_at_load = listed.data
     running: list[msgspec.Struct] = []
     for terminal in listed.data:
@@ -472,7 +432,15 @@ def _list_running(
             continue
         root.announced_tools.add(terminal.itemId)
         running.append(tool_views.running_command(terminal, root.cwd))
-    done(running)
+    return running
+
+
+def _keep_shown(
+    kept: list[ThreadItem], items: list[ThreadItem], replayed: Callable[[], None]
+) -> None:
+    """A page of a hidden sub-agent's history: the items its root shows of it kept."""
+    kept.extend(item for item in items if isinstance(item, _ASKING_ITEMS) or _is_spawn(item))
+    replayed()
 
 
 def _tool_ids(items: list[ThreadItem]) -> set[str]:
