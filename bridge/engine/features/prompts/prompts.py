@@ -42,7 +42,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Protocol
+from functools import partial
+from typing import Any
 
 from msgspec import Raw
 
@@ -56,7 +57,7 @@ from ....jsonrpc.peer import ErrorObject
 from ...core import exchanges, facts, turns
 from ...core.answers import decode_params, from_codex
 from ...core.codex_asks import FindTurn, InterruptTurn, LeftOut, StartTurn
-from ...core.exchanges import Ask, Exchange
+from ...core.exchanges import Ask, Exchange, Later
 from ...core.folders import check_directory, check_folders, workspace_roots
 from ...core.hub import Hub
 from ...core.machines import LOCAL
@@ -65,63 +66,11 @@ from ...core.threads import ThreadRecord
 from ...views import translate
 from ...views.commands import QuickCommand, command_request, is_rewind
 from ._input import prompt_to_input
+from ._ports import MachineGate, Opened, QuickCommands, ThreadStarting, TurnSettings
 from ._steering import Steering
 from ._turn_errors import lacks_credentials, policy_message
 
 log = logging.getLogger(__name__)
-
-#: Called with the new thread's record, the ``session/new`` request, the result
-#: about to be sent and Codex's answer: sends the result and what follows it.
-Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
-#: Adds to ``thread/start`` what the session asks for (its MCP servers, as the client
-#: gave them); gives the servers left out (name, transport), told once the session opens.
-ThreadStarting = Callable[
-    [list[dict[str, Any]] | None, codex_types.ThreadStartParams], tuple[LeftOut, ...]
-]
-
-
-class TurnSettings(Protocol):
-    """The session's settings (:mod:`bridge.engine.features.settings.settings`), as a turn needs them."""
-
-    def turn_starting(self, record: ThreadRecord, request: codex_types.TurnStartParams) -> None:
-        """Add the user's picks (mode, model, effort) to a ``turn/start``."""
-
-    def input_modalities(self, record: ThreadRecord) -> list[str] | None:
-        """The input the session's model takes (``None``: not known)."""
-
-    def machine(self, record: ThreadRecord) -> str:
-        """The machine the session's next turn acts on (``local``: this one)."""
-
-
-class MachineGate(Protocol):
-    """Waits for a machine to take a turn (:mod:`bridge.engine.features.settings.machines`)."""
-
-    def when_ready(
-        self,
-        name: str,
-        ready: Callable[[], None],
-        failed: Callable[[str], None],
-        thread_id: str = "",
-        folders: tuple[str, ...] = (),
-    ) -> None:
-        """``ready()`` once machine ``name`` can take a turn of thread ``thread_id`` (whose
-        folders are ``folders``), else ``failed(reason)``."""
-
-    def turn_starting(self, name: str) -> None:
-        """A turn starts on machine ``name``: a loss of its link is behind it."""
-
-
-class QuickCommands(Protocol):
-    """Runs the slash commands answered without a turn (:mod:`bridge.engine.features.palette.palette`)."""
-
-    def run(
-        self,
-        record: ThreadRecord,
-        command: QuickCommand,
-        done: Callable[[str], None],
-        failed: Callable[[RpcError], None],
-    ) -> None:
-        """Call ``done`` with the command's text, or ``failed`` with the error to answer."""
 
 
 @dataclass(eq=False)
@@ -259,57 +208,72 @@ class Prompts:
                 self._turn_refused,
             )
             return
-        machine = self.settings.machine(record)
+        exchanges.start(hub, self._turn_sent(record, turn, inputs, self.settings.machine(record)))
 
-        def send() -> None:
-            if not turns.current(record, turn):
+    def _turn_sent(
+        self, record: ThreadRecord, turn: Turn, inputs: list[Any], machine: str
+    ) -> Exchange:
+        """``turn/start``, once the session's machine can take the turn (here: at once)."""
+        hub, rid = self.hub, turn.request_id
+        if machine != LOCAL:
+            folders = (record.cwd, *record.folders)
+            reason = yield Later(partial(self._reach, machine, record.id, folders))
+            if reason is not None:
+                self._unreached(record, turn, machine, reason)
                 return
-            if turn.cancelled:
-                # Cancelled while its machine was being reached: it never started.
-                unreached(None)
-                return
-            request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
-            self.settings.turn_starting(record, request)
-            self.machines.turn_starting(machine)
-            if record.folders_unsent or (hub.setup.codex_shared and record.folders):
-                # Opened naming other folders than Codex kept in the thread: the client's.
-                # On a shared Codex, every turn: another window's turn may have set its own.
-                request.runtimeWorkspaceRoots = [record.cwd, *record.folders]
-                record.folders_unsent = False
-            if rid is not None:
-                self._await_item(record, rid)
-            hub.ask(
-                record,
-                StartTurn(turn),
-                "turn/start",
-                request,
-                codex_commands.CommandStartResult,
-                self._turn_accepted,
-                self._turn_refused,
-            )
+        if not turns.current(record, turn):
+            return
+        if turn.cancelled:
+            # Cancelled while its machine was being reached: it never started.
+            self._unreached(record, turn, machine, None)
+            return
+        request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
+        self.settings.turn_starting(record, request)
+        self.machines.turn_starting(machine)
+        if record.folders_unsent or (hub.setup.codex_shared and record.folders):
+            # Opened naming other folders than Codex kept in the thread: the client's.
+            # On a shared Codex, every turn: another window's turn may have set its own.
+            request.runtimeWorkspaceRoots = [record.cwd, *record.folders]
+            record.folders_unsent = False
+        if rid is not None:
+            self._await_item(record, rid)
+        hub.ask(
+            record,
+            StartTurn(turn),
+            "turn/start",
+            request,
+            codex_commands.CommandStartResult,
+            self._turn_accepted,
+            self._turn_refused,
+        )
 
-        def unreached(reason: str | None) -> None:
-            if not turns.end(record, turn):
-                return
-            if rid is not None and reason is None:
-                self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
-            elif rid is not None and reason is not None:
-                self._end(
-                    record,
-                    rid,
-                    RpcError(ErrorCode.INTERNAL_ERROR, reason, {"machine": machine}),
-                )
-            else:
-                log.warning("steer on session %s not started: %s", record.id, reason)
-            self._settle(record)
-            self._start_next(record)
+    def _reach(
+        self,
+        machine: str,
+        thread_id: str,
+        folders: tuple[str, ...],
+        reached: Callable[[str | None], None],
+    ) -> None:
+        """``reached(None)`` once ``machine`` can take a turn, else ``reached(why)``."""
+        self.machines.when_ready(machine, partial(reached, None), reached, thread_id, folders)
 
-        if machine == LOCAL:
-            send()
+    def _unreached(
+        self, record: ThreadRecord, turn: Turn, machine: str, reason: str | None
+    ) -> None:
+        """The turn never started: cancelled while its machine was reached (``reason``
+        ``None``), or the machine could not be reached."""
+        if not turns.end(record, turn):
+            return
+        rid = turn.request_id
+        if rid is not None and reason is None:
+            self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
+        elif rid is not None and reason is not None:
+            error = RpcError(ErrorCode.INTERNAL_ERROR, reason, {"machine": machine})
+            self._end(record, rid, error)
         else:
-            self.machines.when_ready(
-                machine, send, unreached, record.id, (record.cwd, *record.folders)
-            )
+            log.warning("steer on session %s not started: %s", record.id, reason)
+        self._settle(record)
+        self._start_next(record)
 
     def _turn_accepted(
         self, record: ThreadRecord, asked: StartTurn, result: codex_commands.CommandStartResult

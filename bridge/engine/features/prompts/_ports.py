@@ -1,0 +1,66 @@
+"""What the prompts feature asks of the features beside it, each behind a small protocol
+(the wiring hands them in: :mod:`bridge.engine.engine`), and the callbacks it is handed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ....codex import types as codex_types
+from ....jsonrpc import RequestId, RpcError
+from ...core.codex_asks import LeftOut
+from ...core.threads import ThreadRecord
+from ...views.commands import QuickCommand
+
+#: Called with the new thread's record, the ``session/new`` request, the result
+#: about to be sent and Codex's answer: sends the result and what follows it.
+Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
+#: Adds to ``thread/start`` what the session asks for (its MCP servers, as the client
+#: gave them); gives the servers left out (name, transport), told once the session opens.
+ThreadStarting = Callable[
+    [list[dict[str, Any]] | None, codex_types.ThreadStartParams], tuple[LeftOut, ...]
+]
+
+
+class TurnSettings(Protocol):
+    """The session's settings (:mod:`bridge.engine.features.settings.settings`), as a turn needs them."""
+
+    def turn_starting(self, record: ThreadRecord, request: codex_types.TurnStartParams) -> None:
+        """Add the user's picks (mode, model, effort) to a ``turn/start``."""
+
+    def input_modalities(self, record: ThreadRecord) -> list[str] | None:
+        """The input the session's model takes (``None``: not known)."""
+
+    def machine(self, record: ThreadRecord) -> str:
+        """The machine the session's next turn acts on (``local``: this one)."""
+
+
+class MachineGate(Protocol):
+    """Waits for a machine to take a turn (:mod:`bridge.engine.features.settings.machines`)."""
+
+    def when_ready(
+        self,
+        name: str,
+        ready: Callable[[], None],
+        failed: Callable[[str], None],
+        thread_id: str = "",
+        folders: tuple[str, ...] = (),
+    ) -> None:
+        """``ready()`` once machine ``name`` can take a turn of thread ``thread_id`` (whose
+        folders are ``folders``), else ``failed(reason)``."""
+
+    def turn_starting(self, name: str) -> None:
+        """A turn starts on machine ``name``: a loss of its link is behind it."""
+
+
+class QuickCommands(Protocol):
+    """Runs the slash commands answered without a turn (:mod:`bridge.engine.features.palette.palette`)."""
+
+    def run(
+        self,
+        record: ThreadRecord,
+        command: QuickCommand,
+        done: Callable[[str], None],
+        failed: Callable[[RpcError], None],
+    ) -> None:
+        """Call ``done`` with the command's text, or ``failed`` with the error to answer."""
