@@ -43,6 +43,8 @@ class Ask:
     #: A client request Codex's error answers (then the exchange ends), else the error is
     #: raised in the exchange as :class:`Refused`.
     refuse: RequestId | None = None
+    #: Asked of that machine's exec-server itself (:meth:`Hub.machine_request`), not of Codex.
+    machine: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +126,16 @@ def _step(hub: Hub, exchange: Exchange, resume: Callable[[], Step]) -> None:
             return
         _step(hub, exchange, lambda: exchange.throw(Refused(error, ask.method)))
 
-    hub.codex_request(ask.method, ask.params, ask.result, answered, refused)
+    _send(hub, ask, answered, refused)
+
+
+def _send(
+    hub: Hub, ask: Ask, answered: Callable[[Any], None], refused: Callable[[ErrorObject], None]
+) -> None:
+    if ask.machine is None:
+        hub.codex_request(ask.method, ask.params, ask.result, answered, refused)
+    else:
+        hub.machine_request(ask.machine, ask.method, ask.params, ask.result, answered, refused)
 
 
 def _all(hub: Hub, exchange: Exchange, asks: tuple[Ask, ...]) -> None:
@@ -143,7 +154,7 @@ def _all(hub: Hub, exchange: Exchange, asks: tuple[Ask, ...]) -> None:
     for index, ask in enumerate(asks):
         answered: Callable[[Any], None] = partial(settled, index)
         refused: Callable[[ErrorObject], None] = partial(_refused, settled, index, ask.method)
-        hub.codex_request(ask.method, ask.params, ask.result, answered, refused)
+        _send(hub, ask, answered, refused)
 
 
 def _each(hub: Hub, exchange: Exchange, exchanges: tuple[Exchange, ...]) -> None:

@@ -41,15 +41,15 @@ import logging
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ....codex import files as codex_files
 from ....codex import palette as codex_palette
 from ....codex import threads as codex_threads
 from ....codex import types as codex_types
 from ....jsonrpc import ErrorCode, RpcError
-from ....jsonrpc.peer import ErrorObject
+from ...core import exchanges
 from ...core.answers import from_codex
+from ...core.exchanges import All, Ask, Each, Exchange, Refused, Steps
 from ...core.hub import Hub
 from ...core.machines import LOCAL, workspace
 from ...core.threads import ThreadRecord
@@ -90,8 +90,6 @@ class _Run:
     span: Span | None = None
     now: dict[str, FileNow] = field(default_factory=dict)
     outcome: Outcome | None = None
-    #: Writes sent and not answered yet.
-    writing: int = 0
     #: Where the session works: its files are read and written there.
     machine: str = LOCAL
     #: Its folder there (relative paths are taken in it, and shown from it).
@@ -129,7 +127,29 @@ class Rewind:
         # The session's other folders are this machine's (a machine's session has its own cwd).
         roots = (cwd, *record.folders) if machine == LOCAL else (cwd,)
         run = _Run(record, count, done, failed, machine=machine, cwd=cwd, roots=roots)
-        self._read_turns(run)
+        exchanges.start(self.hub, self._rewound(run))
+
+    def _rewound(self, run: _Run) -> Exchange:
+        """The steps of the module docstring, in order: the span, the files as they are
+        now, the plan, the history reverted, the files written back, the answer."""
+        span = yield from self._span(run)
+        if span is None:
+            return
+        run.span = span
+        run.outcome = self._outcome(run)
+        yield from self._read_files(run)
+        run.outcome.plan = rewind_plan.plan_undo(span.changes, run.now, run.outside)
+        revert = codex_files.ThreadRevertParams(
+            threadId=run.record.id, beforeTurnId=span.before_turn
+        )
+        try:
+            yield Ask(codex_files.REVERT, revert, codex_palette.Empty)
+        except Refused as refused:
+            run.failed(from_codex(refused.error))
+            return
+        log.info("session %s: history reverted before turn %s", run.record.id, span.before_turn)
+        yield Each(tuple(self._write_back(run, path, text) for path, text in self._writes(run)))
+        run.done(rewind_plan.answer_text(run.outcome))
 
     # -- 1. the span --------------------------------------------------------------------------
 
@@ -140,45 +160,46 @@ class Rewind:
         known = self.hub.machines.get(machine)
         return LOCAL if known is not None and known.offer.per_session else machine
 
-    def _read_turns(self, run: _Run, cursor: str | None = None) -> None:
-        params = codex_threads.ThreadTurnsListParams(
-            threadId=run.record.id, sortDirection="desc", itemsView="full", limit=PAGE
-        )
-        if cursor:
-            params.cursor = cursor
-
-        def listed(page: codex_threads.ThreadTurnsListResult) -> None:
+    def _span(self, run: _Run) -> Steps[Span | None]:
+        """The turns read, newest first, a page at a time, until they hold the prompts to
+        take back; ``None`` once the client was told why not."""
+        cursor: str | None = None
+        while True:
+            params = codex_threads.ThreadTurnsListParams(
+                threadId=run.record.id, sortDirection="desc", itemsView="full", limit=PAGE
+            )
+            if cursor:
+                params.cursor = cursor
+            try:
+                page = yield Ask(
+                    codex_threads.LIST_TURNS, params, codex_threads.ThreadTurnsListResult
+                )
+            except Refused as refused:
+                error = refused.error
+                no_turns = codex_threads.no_turns(error.code, error.message)
+                run.failed(_too_few(run.count, 0) if no_turns else from_codex(error))
+                return None
             run.turns += page.data
             if run.turns and run.turns[0].status == "inProgress":
                 run.failed(_busy(run.record, "a turn is still running"))
-                return
+                return None
             elsewhere = {
                 turn: machine
                 for turn, machine in run.record.turn_machines.items()
                 if self._files_of(machine) != run.machine
             }
             span = rewind_plan.find_span(run.turns, run.count, run.cwd, elsewhere)
-            if span is None and page.nextCursor and page.data:
-                self._read_turns(run, page.nextCursor)
-            elif span is None:
+            if span is not None:
+                return span
+            if not (page.nextCursor and page.data):
                 run.failed(_too_few(run.count, rewind_plan.prompts_in(run.turns)))
-            else:
-                run.span = span
-                self._read_files(run)
-
-        def refused(error: ErrorObject) -> None:
-            if codex_threads.no_turns(error.code, error.message):
-                run.failed(_too_few(run.count, 0))
-            else:
-                run.failed(from_codex(error))
-
-        self.hub.codex_request(
-            codex_threads.LIST_TURNS, params, codex_threads.ThreadTurnsListResult, listed, refused
-        )
+                return None
+            cursor = page.nextCursor
 
     # -- 2. the files, as they are now ----------------------------------------------------
 
-    def _read_files(self, run: _Run) -> None:
+    def _read_files(self, run: _Run) -> Exchange:
+        """The span's files as they are now, read at once (those it may touch)."""
         assert run.span is not None
         touched = rewind_plan.paths_of(run.span.changes)
         # This machine's files: their symlinks resolved too, as the shell sees them (Codex's
@@ -188,102 +209,54 @@ class Rewind:
         real_path = self.hub.setup.real_path if run.machine == LOCAL else None
         run.outside = rewind_plan.outside_of(touched, run.roots, real_path)
         paths = [path for path in touched if path not in run.outside]
-        run.outcome = Outcome(
+        reads = [
+            self._fs(
+                run,
+                codex_files.READ_FILE,
+                codex_files.FsReadFileParams(path=self._where(run, path)),
+                codex_files.FsReadFileResult,
+            )
+            for path in paths
+        ]
+        outcomes = yield All(tuple(reads))
+        for path, outcome in zip(paths, outcomes, strict=True):
+            if isinstance(outcome, Refused):
+                message = outcome.error.message
+                run.now[path] = None if codex_files.not_found(message) else Unreadable(message)
+            else:
+                text = decode_text(outcome.dataBase64)
+                run.now[path] = text if text is not None else Unreadable("not base64")
+
+    def _outcome(self, run: _Run) -> Outcome:
+        assert run.span is not None
+        return Outcome(
             span=run.span,
             plan=rewind_plan.UndoPlan(),
             cwd=run.cwd,
             machine=run.machine if run.machine != LOCAL else "",
             nicknames={t: self._nickname(t) for t in run.span.spawned},
         )
-        if not paths:
-            self._plan(run)
-            return
-        waiting = set(paths)
-
-        def answered(path: str, now: FileNow) -> None:
-            run.now[path] = now
-            waiting.discard(path)
-            if not waiting:
-                self._plan(run)
-
-        for path in paths:
-
-            def read(result: codex_files.FsReadFileResult, path: str = path) -> None:
-                text = decode_text(result.dataBase64)
-                answered(path, text if text is not None else Unreadable("not base64"))
-
-            def unread(error: ErrorObject, path: str = path) -> None:
-                answered(
-                    path,
-                    None if codex_files.not_found(error.message) else Unreadable(error.message),
-                )
-
-            self._fs(
-                run,
-                codex_files.READ_FILE,
-                codex_files.FsReadFileParams(path=self._where(run, path)),
-                codex_files.FsReadFileResult,
-                read,
-                unread,
-            )
 
     def _where(self, run: _Run, path: str) -> str:
         """``path`` as the file methods of the session's machine take it."""
         return path if run.machine == LOCAL else codex_files.file_uri(path)
 
-    def _fs(
-        self,
-        run: _Run,
-        method: str,
-        params: object,
-        result: object,
-        on_result: Callable[[Any], None],
-        on_error: Callable[[ErrorObject], None],
-    ) -> None:
+    def _fs(self, run: _Run, method: str, params: object, result: object = None) -> Ask:
         """A file method, asked where the session works: Codex's app-server for this
         machine, else that machine's exec-server."""
-        if run.machine == LOCAL:
-            self.hub.codex_request(method, params, result, on_result, on_error)
-        else:
-            self.hub.machine_request(run.machine, method, params, result, on_result, on_error)
+        machine = None if run.machine == LOCAL else run.machine
+        return Ask(
+            method, params, result if result is not None else codex_palette.Empty, machine=machine
+        )
 
     def _nickname(self, thread_id: str) -> str | None:
         record = self.hub.threads.get(thread_id)
         return record.nickname if record is not None else None
 
-    # -- 3. the plan --------------------------------------------------------------------------
-
-    def _plan(self, run: _Run) -> None:
-        assert run.span is not None and run.outcome is not None
-        run.outcome.plan = rewind_plan.plan_undo(run.span.changes, run.now, run.outside)
-        self._revert(run)
-
-    # -- 4. the history -----------------------------------------------------------------------
-
-    def _revert(self, run: _Run) -> None:
-        assert run.span is not None
-
-        def reverted(_result: codex_palette.Empty) -> None:
-            log.info(
-                "session %s: history reverted before turn %s",
-                run.record.id,
-                run.span.before_turn if run.span else "?",
-            )
-            self._write(run)
-
-        self.hub.codex_request(
-            codex_files.REVERT,
-            codex_files.ThreadRevertParams(
-                threadId=run.record.id, beforeTurnId=run.span.before_turn
-            ),
-            codex_palette.Empty,
-            reverted,
-            lambda error: run.failed(from_codex(error)),
-        )
-
     # -- 5. the files, written back -------------------------------------------------------------
 
-    def _write(self, run: _Run) -> None:
+    def _writes(self, run: _Run) -> list[tuple[str, str | None]]:
+        """What the plan writes (``None``: removes), each path judged again here."""
         assert run.outcome is not None
         writes = dict(run.outcome.plan.writes)
         if run.machine == LOCAL:
@@ -295,74 +268,27 @@ class Rewind:
             ).items():
                 del writes[path]
                 run.outcome.failed[path] = why
-        if not writes:
-            self._answer(run)
-            return
-        run.writing = len(writes)
-        for path, text in writes.items():
+        return list(writes.items())
+
+    def _write_back(self, run: _Run, path: str, text: str | None) -> Exchange:
+        """One file as it was: removed, or written (its folder made first when the file is
+        not there now: the folder may be gone too)."""
+        assert run.outcome is not None
+        where = self._where(run, path)
+        try:
             if text is None:
-                self._ask_write(
-                    run,
-                    path,
-                    codex_files.REMOVE,
-                    codex_files.FsRemoveParams(path=self._where(run, path), recursive=False),
-                )
-            elif run.now.get(path) is None:
-                self._create_then_write(run, path, text)
-            else:
-                self._write_file(run, path, text)
-
-    def _create_then_write(self, run: _Run, path: str, text: str) -> None:
-        """A file that is not there now: its folder first (it may be gone too)."""
-
-        def created(_result: codex_palette.Empty) -> None:
-            self._write_file(run, path, text)
-
-        self._fs(
-            run,
-            codex_files.CREATE_DIRECTORY,
-            codex_files.FsCreateDirectoryParams(
-                path=self._where(run, posixpath.dirname(path)), recursive=True
-            ),
-            codex_palette.Empty,
-            created,
-            lambda error: self._written(run, path, error),
-        )
-
-    def _write_file(self, run: _Run, path: str, text: str) -> None:
-        self._ask_write(
-            run,
-            path,
-            codex_files.WRITE_FILE,
-            codex_files.FsWriteFileParams(
-                path=self._where(run, path), dataBase64=encode_text(text)
-            ),
-        )
-
-    def _ask_write(self, run: _Run, path: str, method: str, params: object) -> None:
-        self._fs(
-            run,
-            method,
-            params,
-            codex_palette.Empty,
-            lambda _result: self._written(run, path, None),
-            lambda error: self._written(run, path, error),
-        )
-
-    def _written(self, run: _Run, path: str, error: ErrorObject | None) -> None:
-        assert run.outcome is not None
-        if error is not None:
-            log.warning("/rewind: Codex could not write %s: %s", path, error.message)
-            run.outcome.failed[path] = f"Codex: {error.message}"
-        run.writing -= 1
-        if run.writing == 0:
-            self._answer(run)
-
-    # -- 6. the answer ----------------------------------------------------------------------
-
-    def _answer(self, run: _Run) -> None:
-        assert run.outcome is not None
-        run.done(rewind_plan.answer_text(run.outcome))
+                params: object = codex_files.FsRemoveParams(path=where, recursive=False)
+                yield self._fs(run, codex_files.REMOVE, params)
+                return
+            if run.now.get(path) is None:
+                folder = self._where(run, posixpath.dirname(path))
+                params = codex_files.FsCreateDirectoryParams(path=folder, recursive=True)
+                yield self._fs(run, codex_files.CREATE_DIRECTORY, params)
+            params = codex_files.FsWriteFileParams(path=where, dataBase64=encode_text(text))
+            yield self._fs(run, codex_files.WRITE_FILE, params)
+        except Refused as refused:
+            log.warning("/rewind: Codex could not write %s: %s", path, refused)
+            run.outcome.failed[path] = f"Codex: {refused}"
 
 
 def _busy(record: ThreadRecord, why: str) -> RpcError:
