@@ -33,6 +33,17 @@ class Codex:
     ) -> None:
         self.asked.append((method, params, on_result, on_error))
 
+    def machine_request(
+        self,
+        machine: str,
+        method: str,
+        params: Any,
+        result: Any,
+        on_result: Callable[[Any], None],
+        on_error: Callable[[ErrorObject], None],
+    ) -> None:
+        self.codex_request(f"{machine}:{method}", params, result, on_result, on_error)
+
     def refuse_client(self, rid: RequestId, error: RpcError) -> None:
         self.refused.append((rid, error))
 
@@ -123,3 +134,17 @@ def test_all_of_nothing_resumes_at_once() -> None:
 
     exchanges.start(codex.hub, none())
     assert seen == [[]] and codex.asked == []
+
+
+def test_an_ask_naming_a_machine_goes_to_its_exec_server() -> None:
+    codex, seen = Codex(), list[Any]()
+
+    def read_there() -> Exchange:
+        seen.append((yield Ask("fs/readFile", {"path": "/a"}, machine="box")))
+        seen.append((yield Ask("thread/revert", {"threadId": "t"})))
+
+    exchanges.start(codex.hub, read_there())
+    codex.asked[0][2]("text")
+    codex.asked[1][2]({})
+    assert [m for m, _, _, _ in codex.asked] == ["box:fs/readFile", "thread/revert"]
+    assert seen == ["text", {}]
