@@ -36,7 +36,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import msgspec
 from msgspec import UNSET
 
 from ....codex import palette as codex_palette
@@ -44,7 +43,7 @@ from ....jsonrpc import RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core import exchanges
 from ...core.answers import from_codex
-from ...core.exchanges import All, Ask, Exchange, Refused
+from ...core.exchanges import All, Ask, Exchange, Refused, Steps
 from ...core.hub import Hub
 from ...core.ports import Collaboration
 from ...core.threads import ThreadRecord
@@ -93,16 +92,10 @@ class Palette:
         handler = getattr(self, "_" + command.name)
         handler(record, command.argument, done, failed)
 
-    def _ask(
-        self,
-        method: str,
-        params: msgspec.Struct,
-        result_type: Any,
-        then: Callable[[Any], None],
-        failed: Failed,
-    ) -> None:
-        """A command of one request: ``then`` its answer, or ``failed`` Codex's error."""
-        exchanges.start(self.hub, _one_request(Ask(method, params, result_type), then, failed))
+    def _answer(self, steps: Steps[str], done: Done, failed: Failed) -> None:
+        """Run a command's requests: ``done`` with the text ``steps`` end with, or ``failed``
+        with Codex's refusal of any of them."""
+        exchanges.start(self.hub, _answered(steps, done, failed))
 
     # -- /status -------------------------------------------------------------------------------
 
@@ -143,86 +136,15 @@ class Palette:
                 ),
             )
             return
-        servers: list[codex_palette.McpServerStatus] = []
-
-        def page(result: codex_palette.McpServerStatusListResult) -> None:
-            servers.extend(result.data)
-            if result.nextCursor:
-                ask(result.nextCursor)
-            else:
-                done(mcp_text(servers))
-
-        def ask(cursor: str | None = None) -> None:
-            params = codex_palette.McpServerStatusListParams(
-                threadId=record.id, cursor=cursor if cursor else UNSET
-            )
-            self._ask(
-                "mcpServerStatus/list",
-                params,
-                codex_palette.McpServerStatusListResult,
-                page,
-                failed,
-            )
-
-        ask()
+        self._answer(_mcp_listed(record.id), done, failed)
 
     def _skills(self, record: ThreadRecord, _argument: str, done: Done, failed: Failed) -> None:
-        def listed(result: codex_palette.SkillsListResult) -> None:
-            done(skills_text([s for entry in result.data for s in entry.skills]))
-
-        self._ask(
-            "skills/list",
-            codex_palette.SkillsListParams(cwds=[record.cwd] if record.cwd else []),
-            codex_palette.SkillsListResult,
-            listed,
-            failed,
-        )
+        self._answer(_skills_listed(record.cwd), done, failed)
 
     # -- /goal, /rename, /logout ---------------------------------------------------------------
 
     def _goal(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
-        word = argument.lower()
-
-        def shown(result: codex_palette.ThreadGoalResult) -> None:
-            done(goal_text(result.goal))
-
-        def changed(verb: str) -> Callable[[codex_palette.ThreadGoalResult], None]:
-            return lambda result: done(f"Goal {verb}.\n\n{goal_text(result.goal)}")
-
-        if not argument:
-            self._ask(
-                "thread/goal/get",
-                codex_palette.ThreadGoalParams(threadId=record.id),
-                codex_palette.ThreadGoalResult,
-                shown,
-                failed,
-            )
-        elif word == "clear":
-            self._ask(
-                "thread/goal/clear",
-                codex_palette.ThreadGoalParams(threadId=record.id),
-                codex_palette.Empty,
-                lambda _result: done("Goal cleared: this session has no goal now."),
-                failed,
-            )
-        elif word in _GOAL_WORDS:
-            self._ask(
-                "thread/goal/set",
-                codex_palette.ThreadGoalSetParams(threadId=record.id, status=_GOAL_WORDS[word]),
-                codex_palette.ThreadGoalResult,
-                changed("paused" if word == "pause" else "resumed"),
-                failed,
-            )
-        else:
-            self._ask(
-                "thread/goal/set",
-                codex_palette.ThreadGoalSetParams(
-                    threadId=record.id, objective=argument, status="active"
-                ),
-                codex_palette.ThreadGoalResult,
-                changed("set"),
-                failed,
-            )
+        self._answer(_goal_changed(record.id, argument), done, failed)
 
     def _plan(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
         on = argument != "off"
@@ -241,28 +163,13 @@ class Palette:
             failed(RpcError.invalid_params("/plan: this session has no settings to change"))
 
     def _rename(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
-        self._ask(
-            "thread/name/set",
-            codex_palette.ThreadSetNameParams(threadId=record.id, name=argument),
-            codex_palette.Empty,
-            lambda _result: done(f"Renamed this session to “{argument}”."),
-            failed,
-        )
+        self._answer(_renamed(record.id, argument), done, failed)
 
     def _rewind(self, record: ThreadRecord, argument: str, done: Done, failed: Failed) -> None:
         self.rewinds.run(record, rewind_count(argument), done, failed)
 
     def _logout(self, _record: ThreadRecord, _argument: str, done: Done, failed: Failed) -> None:
-        self._ask(
-            "account/logout",
-            codex_palette.NoParams(),
-            codex_palette.Empty,
-            lambda _result: done(
-                "Signed out of Codex on this machine. Sign in again with the client's "
-                "authentication (ChatGPT or an API key) before the next prompt."
-            ),
-            failed,
-        )
+        self._answer(_signed_out(), done, failed)
 
 
 # -- what the commands say (pure) ------------------------------------------------------------
@@ -384,10 +291,69 @@ def goal_text(goal: codex_palette.ThreadGoal | None) -> str:
     )
 
 
-def _one_request(ask: Ask, then: Callable[[Any], None], failed: Failed) -> Exchange:
+def _answered(steps: Steps[str], done: Done, failed: Failed) -> Exchange:
     try:
-        answer = yield ask
+        text = yield from steps
     except Refused as refused:
         failed(from_codex(refused.error))
         return
-    then(answer)
+    done(text)
+
+
+# -- the commands' requests -----------------------------------------------------------------
+
+
+def _mcp_listed(thread_id: str) -> Steps[str]:
+    """``/mcp``: every MCP server's state, a page at a time."""
+    servers: list[codex_palette.McpServerStatus] = []
+    cursor: str | None = None
+    while True:
+        params = codex_palette.McpServerStatusListParams(threadId=thread_id, cursor=cursor or UNSET)
+        page = yield Ask("mcpServerStatus/list", params, codex_palette.McpServerStatusListResult)
+        servers.extend(page.data)
+        if not page.nextCursor:
+            return mcp_text(servers)
+        cursor = page.nextCursor
+
+
+def _skills_listed(cwd: str) -> Steps[str]:
+    params = codex_palette.SkillsListParams(cwds=[cwd] if cwd else [])
+    listed = yield Ask("skills/list", params, codex_palette.SkillsListResult)
+    return skills_text([s for entry in listed.data for s in entry.skills])
+
+
+def _goal_changed(thread_id: str, argument: str) -> Steps[str]:
+    """``/goal`` (shown), ``/goal clear``, ``/goal pause`` / ``resume``, ``/goal TEXT``."""
+    word = argument.lower()
+    if not argument:
+        params = codex_palette.ThreadGoalParams(threadId=thread_id)
+        shown = yield Ask("thread/goal/get", params, codex_palette.ThreadGoalResult)
+        return goal_text(shown.goal)
+    if word == "clear":
+        params = codex_palette.ThreadGoalParams(threadId=thread_id)
+        yield Ask("thread/goal/clear", params, codex_palette.Empty)
+        return "Goal cleared: this session has no goal now."
+    if word in _GOAL_WORDS:
+        change = codex_palette.ThreadGoalSetParams(threadId=thread_id, status=_GOAL_WORDS[word])
+        verb = "paused" if word == "pause" else "resumed"
+    else:
+        change = codex_palette.ThreadGoalSetParams(
+            threadId=thread_id, objective=argument, status="active"
+        )
+        verb = "set"
+    changed = yield Ask("thread/goal/set", change, codex_palette.ThreadGoalResult)
+    return f"Goal {verb}.\n\n{goal_text(changed.goal)}"
+
+
+def _renamed(thread_id: str, name: str) -> Steps[str]:
+    params = codex_palette.ThreadSetNameParams(threadId=thread_id, name=name)
+    yield Ask("thread/name/set", params, codex_palette.Empty)
+    return f"Renamed this session to “{name}”."
+
+
+def _signed_out() -> Steps[str]:
+    yield Ask("account/logout", codex_palette.NoParams(), codex_palette.Empty)
+    return (
+        "Signed out of Codex on this machine. Sign in again with the client's "
+        "authentication (ChatGPT or an API key) before the next prompt."
+    )
