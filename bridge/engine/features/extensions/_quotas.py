@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -49,7 +48,7 @@ from ....codex import palette as codex_palette
 from ....jsonrpc import RequestId, RpcError
 from ...core import exchanges, facts
 from ...core.answers import decode_params
-from ...core.exchanges import Ask, Exchange, Later, Refused
+from ...core.exchanges import Ask, Exchange, Later, Refused, Steps
 from ...core.hub import Hub, RequestHandler
 from ...views.stored_sessions import iso_time
 from ._usage_limits import UsageLimits
@@ -133,38 +132,34 @@ class Quotas:
 
     # -- the snapshot ------------------------------------------------------------------
 
-    def _stamped(self, then: Callable[[acp_quota.Snapshot], None]) -> None:
-        """``then(snapshot)`` with the pools now and their time (see the module docstring)."""
+    def _stamped(self) -> Steps[acp_quota.Snapshot]:
+        """The pools now and their time (see the module docstring): the clock is read when
+        they changed since the last snapshot."""
         now = pools(self.usage_limits.limits)
         if now == self._sent:
-            then(acp_quota.Snapshot(updatedAt=_stamp(self._sent_ms), pools=now))
-            return
-
-        def read(unix_seconds: int) -> None:
-            current = pools(self.usage_limits.limits)
-            ms = max(unix_seconds * 1000, self._sent_ms)
-            if current != self._sent and ms == self._sent_ms and self._sent is not None:
-                ms += 1  # equal times must mean equal pools
-            self._sent, self._sent_ms = current, ms
-            then(acp_quota.Snapshot(updatedAt=_stamp(ms), pools=current))
-
-        self.hub.ask_clock(read)
+            return acp_quota.Snapshot(updatedAt=_stamp(self._sent_ms), pools=now)
+        unix_seconds = yield Later(self.hub.ask_clock)
+        current = pools(self.usage_limits.limits)
+        ms = max(unix_seconds * 1000, self._sent_ms)
+        if current != self._sent and ms == self._sent_ms and self._sent is not None:
+            ms += 1  # equal times must mean equal pools
+        self._sent, self._sent_ms = current, ms
+        return acp_quota.Snapshot(updatedAt=_stamp(ms), pools=current)
 
     def changed(self) -> None:
         """Codex's windows changed: pushed to every root session the client is shown."""
-        if not self.on:
-            return
+        if self.on:
+            exchanges.start(self.hub, self._pushed_now())
 
-        def push(snapshot: acp_quota.Snapshot) -> None:
-            if snapshot.pools == self._pushed:
-                return  # no identical consecutive snapshots
-            self._pushed = snapshot.pools
-            update = acp_quota.QuotaUpdate(updatedAt=snapshot.updatedAt, pools=snapshot.pools)
-            for record in self.hub.threads.sessions():
-                if record.parent_id is None:
-                    self.hub.update(record.id, update)
-
-        self._stamped(push)
+    def _pushed_now(self) -> Exchange:
+        snapshot = yield from self._stamped()
+        if snapshot.pools == self._pushed:
+            return  # no identical consecutive snapshots
+        self._pushed = snapshot.pools
+        update = acp_quota.QuotaUpdate(updatedAt=snapshot.updatedAt, pools=snapshot.pools)
+        for record in self.hub.threads.sessions():
+            if record.parent_id is None:
+                self.hub.update(record.id, update)
 
     def read(self, rid: RequestId, raw: Raw) -> None:
         """``quota/read {sessionId?}``: every limit Codex has, as one snapshot (the same
@@ -192,7 +187,7 @@ class Quotas:
                 snapshots = [read.rateLimits]
             for snapshot in snapshots:
                 self.usage_limits.updated(codex_palette.RateLimitsUpdated(rateLimits=snapshot))
-        self.hub.answer_client(rid, (yield Later(self._stamped)))
+        self.hub.answer_client(rid, (yield from self._stamped()))
 
     # -- the prompt's answer ----------------------------------------------------------------
 

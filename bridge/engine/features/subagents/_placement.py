@@ -32,8 +32,9 @@ from ....acp import subagents as acp_subagents
 from ....codex import threads as codex_threads
 from ....codex import types as codex_types
 from ....jsonrpc.peer import ErrorObject
-from ...core import turns
+from ...core import exchanges, turns
 from ...core.codex_asks import ReadParentage
+from ...core.exchanges import Ask, Exchange, Refused
 from ...core.hub import Hub
 from ...core.record_parts import HeldMessage, Unplaced
 from ...core.threads import ThreadRecord
@@ -153,21 +154,6 @@ class Placement:
         self._others.pop(thread_id, None)
         self._retitles.pop(thread_id, None)
         self._naming.discard(thread_id)
-
-    def _read_thread(
-        self,
-        thread_id: str,
-        answered: Callable[[codex_threads.ThreadReadResult], None],
-        failed: Callable[[ErrorObject], None],
-    ) -> None:
-        """Ask Codex for the thread (its parentage, nickname and role; no turns)."""
-        self.hub.codex_request(
-            "thread/read",
-            codex_threads.ThreadReadParams(threadId=thread_id),
-            codex_threads.ThreadReadResult,
-            answered,
-            failed,
-        )
 
     def read_parentage(self, thread_id: str) -> None:
         """Read ``thread_id`` (once at a time) to learn its parent, and place it."""
@@ -390,29 +376,31 @@ class Placement:
         if thread_id in self._naming:
             return
         self._naming.add(thread_id)
+        exchanges.start(self.hub, self._named(thread_id))
 
-        def answered(result: codex_threads.ThreadReadResult) -> None:
+    def _named(self, thread_id: str) -> Exchange:
+        params = codex_threads.ThreadReadParams(threadId=thread_id)
+        try:
+            read = yield Ask("thread/read", params, codex_threads.ThreadReadResult)
+        except Refused as refused:
             self._naming.discard(thread_id)
-            stored = result.thread
-            record = self.hub.threads.session(thread_id)
-            if record is None or not record.is_child or record.nickname is not None:
-                return
-            if not stored.agentNickname and not stored.agentRole:
-                return  # still nameless: a later collab item naming it reads it again
-            record.nickname = stored.agentNickname or None
-            record.role = record.role or stored.agentRole
-            record.cwd = record.cwd or stored.cwd
-            if record.visible and record.parent_id is not None:
-                update = acp_subagents.announcement(thread_id, record.nickname, stored.agentRole)
-                self.hub.update(record.parent_id, update)
-            for retitle in self._retitles.pop(thread_id, []):
-                retitle()
-
-        def failed(error: ErrorObject) -> None:
-            self._naming.discard(thread_id)
-            log.info("thread/read %s for its nickname failed: %s", thread_id, error.message)
-
-        self._read_thread(thread_id, answered, failed)
+            log.info("thread/read %s for its nickname failed: %s", thread_id, refused)
+            return
+        self._naming.discard(thread_id)
+        stored = read.thread
+        record = self.hub.threads.session(thread_id)
+        if record is None or not record.is_child or record.nickname is not None:
+            return
+        if not stored.agentNickname and not stored.agentRole:
+            return  # still nameless: a later collab item naming it reads it again
+        record.nickname = stored.agentNickname or None
+        record.role = record.role or stored.agentRole
+        record.cwd = record.cwd or stored.cwd
+        if record.visible and record.parent_id is not None:
+            update = acp_subagents.announcement(thread_id, record.nickname, stored.agentRole)
+            self.hub.update(record.parent_id, update)
+        for retitle in self._retitles.pop(thread_id, []):
+            retitle()
 
     def open_failed(self, thread_id: str) -> None:
         """A load, resume or fork of ``thread_id`` failed: what waited for it is no
