@@ -101,32 +101,32 @@ def start(hub: Hub, exchange: Exchange) -> None:
 
 
 def _step(hub: Hub, exchange: Exchange, resume: Callable[[], Step]) -> None:
+    """Run ``exchange`` on (``resume``: how: its first step, an answer sent, an error thrown)
+    until it yields its next step, and take that step."""
     try:
         asked = resume()
     except StopIteration:
         return
     if isinstance(asked, All):
-        _all(hub, exchange, asked.asks)
-        return
-    if isinstance(asked, Each):
-        _each(hub, exchange, asked.exchanges)
-        return
-    if isinstance(asked, Later):
-        asked.begin(lambda value: _step(hub, exchange, lambda: exchange.send(value)))
-        return
-    ask = asked
+        _Gathered(hub, exchange, len(asked.asks)).send(asked.asks)
+    elif isinstance(asked, Each):
+        _Joined(hub, exchange, len(asked.exchanges)).start(asked.exchanges)
+    elif isinstance(asked, Later):
+        asked.begin(partial(_resume, hub, exchange))
+    else:
+        _send(hub, asked, partial(_resume, hub, exchange), partial(_refuse, hub, exchange, asked))
 
-    def answered(result: Any) -> None:
-        _step(hub, exchange, lambda: exchange.send(result))
 
-    def refused(error: ErrorObject) -> None:
-        if ask.refuse is not None:
-            exchange.close()
-            hub.refuse_client(ask.refuse, from_codex(error))
-            return
-        _step(hub, exchange, lambda: exchange.throw(Refused(error, ask.method)))
+def _resume(hub: Hub, exchange: Exchange, value: Any) -> None:
+    _step(hub, exchange, partial(exchange.send, value))
 
-    _send(hub, ask, answered, refused)
+
+def _refuse(hub: Hub, exchange: Exchange, ask: Ask, error: ErrorObject) -> None:
+    if ask.refuse is not None:
+        exchange.close()
+        hub.refuse_client(ask.refuse, from_codex(error))
+        return
+    _step(hub, exchange, partial(exchange.throw, Refused(error, ask.method)))
 
 
 def _send(
@@ -138,45 +138,53 @@ def _send(
         hub.machine_request(ask.machine, ask.method, ask.params, ask.result, answered, refused)
 
 
-def _all(hub: Hub, exchange: Exchange, asks: tuple[Ask, ...]) -> None:
-    """Every ask of an :class:`All` sent at once; the exchange resumed after the last answer."""
-    outcomes: list[Any] = [None] * len(asks)
-    waiting = set(range(len(asks)))
+@dataclass(eq=False)
+class _Gathered:
+    """An :class:`All` under way: each ask's outcome in its place; the exchange resumed with
+    them after the last."""
 
-    def settled(index: int, outcome: Any) -> None:
-        outcomes[index] = outcome
-        waiting.discard(index)
-        if not waiting:
-            _step(hub, exchange, lambda: exchange.send(outcomes))
+    hub: Hub
+    exchange: Exchange
+    waiting: int
 
-    if not asks:
-        _step(hub, exchange, lambda: exchange.send(outcomes))
-    for index, ask in enumerate(asks):
-        answered: Callable[[Any], None] = partial(settled, index)
-        refused: Callable[[ErrorObject], None] = partial(_refused, settled, index, ask.method)
-        _send(hub, ask, answered, refused)
+    def send(self, asks: tuple[Ask, ...]) -> None:
+        self.outcomes: list[Any] = [None] * len(asks)
+        if not asks:
+            _resume(self.hub, self.exchange, self.outcomes)
+        for index, ask in enumerate(asks):
+            answered = partial(self.settled, index)
+            _send(self.hub, ask, answered, partial(self.refused, index, ask.method))
+
+    def refused(self, index: int, method: str, error: ErrorObject) -> None:
+        self.settled(index, Refused(error, method))
+
+    def settled(self, index: int, outcome: Any) -> None:
+        self.outcomes[index] = outcome
+        self.waiting -= 1
+        if not self.waiting:
+            _resume(self.hub, self.exchange, self.outcomes)
 
 
-def _each(hub: Hub, exchange: Exchange, exchanges: tuple[Exchange, ...]) -> None:
-    """Every exchange started in order; ``exchange`` resumed once the last has ended."""
-    running = [len(exchanges) + 1]  # and this start, so that one ending at once ends nothing
+@dataclass(eq=False)
+class _Joined:
+    """An :class:`Each` under way: the exchange resumed once every one has ended."""
 
-    def ended() -> None:
-        running[0] -= 1
-        if not running[0]:
-            _step(hub, exchange, lambda: exchange.send(None))
+    hub: Hub
+    exchange: Exchange
+    running: int
 
-    for each in exchanges:
-        start(hub, _then(each, ended))
-    ended()
+    def start(self, exchanges: tuple[Exchange, ...]) -> None:
+        self.running += 1  # this start too, so that one ending at once ends nothing
+        for each in exchanges:
+            start(self.hub, _then(each, self.ended))
+        self.ended()
+
+    def ended(self) -> None:
+        self.running -= 1
+        if not self.running:
+            _resume(self.hub, self.exchange, None)
 
 
 def _then(exchange: Exchange, ended: Callable[[], None]) -> Exchange:
     yield from exchange
     ended()
-
-
-def _refused(
-    settled: Callable[[int, Any], None], index: int, method: str, error: ErrorObject
-) -> None:
-    settled(index, Refused(error, method))

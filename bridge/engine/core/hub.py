@@ -40,7 +40,7 @@ from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from . import effects
-from .answers import OnError, Outstanding, decoder, from_codex
+from .answers import OnError, Outstanding, decoder
 from .codex_asks import CodexAsk, InterruptTurn
 from .codex_side import CodexSide, CodexState
 from .facts import Fact
@@ -556,14 +556,6 @@ class Hub:
     def respond_error(self, rid: RequestId, exc: RpcError) -> None:
         """Send the error answering client request ``rid`` (a face's rendering of it)."""
         self._out.append(effects.ToClient(self.client.error(rid, exc.code, exc.message, exc.data)))
-
-    def pass_error_to(self, rid: RequestId) -> OnError:
-        """An ``on_error`` that passes Codex's error on to client request ``rid``."""
-
-        def forward(error: ErrorObject) -> None:
-            self.refuse_client(rid, from_codex(error))
-
-        return forward
 
     def send_raw_to_client(self, data: bytes) -> None:
         """A reply the JSON-RPC peer built itself (to a message that was no valid request)."""

@@ -371,43 +371,44 @@ class Prompts:
     def _run_quick(self, record: ThreadRecord, rid: RequestId, command: QuickCommand) -> None:
         """A command answered as agent text, without a turn; the session is busy (prompts
         queue) until it is answered, and a cancel meanwhile answers it ``cancelled``."""
-        hub = self.hub
         turn = turns.begin(record, TurnKind.QUICK, rid)
         self._quick_count += 1
         self._insert_now(record, rid)
         message_id = f"{command.name}-{self._quick_count}"
+        done = partial(self._quick_answered, record, turn, rid, message_id)
+        self.palette.run(record, command, done, partial(self._quick_failed, record, turn, rid))
 
-        def finish() -> bool:
-            if not turns.end(record, turn):
-                return False
-            if turn.cancelled:
-                self._end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
-                self._settle(record)
-                self._start_next(record)
-                return False
-            return True
-
-        def done(text: str) -> None:
-            if not finish():
-                return
-            hub.update(
-                record.id,
-                acp_types.AgentMessageChunk(
-                    content=acp_types.TextContent(text=text), messageId=message_id
-                ),
+    def _quick_answered(
+        self, record: ThreadRecord, turn: Turn, rid: RequestId, message_id: str, text: str
+    ) -> None:
+        """A command's text: the prompt's answer, unless it was cancelled meanwhile."""
+        if self._quick_ending(record, turn, rid):
+            chunk = acp_types.AgentMessageChunk(
+                content=acp_types.TextContent(text=text), messageId=message_id
             )
-            self._end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
-            self._settle(record)
-            self._start_next(record)
+            self.hub.update(record.id, chunk)
+            self._quick_end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
 
-        def failed(error: RpcError) -> None:
-            if not finish():
-                return
-            self._end(record, rid, error)
-            self._settle(record)
-            self._start_next(record)
+    def _quick_failed(
+        self, record: ThreadRecord, turn: Turn, rid: RequestId, error: RpcError
+    ) -> None:
+        if self._quick_ending(record, turn, rid):
+            self._quick_end(record, rid, error)
 
-        self.palette.run(record, command, done, failed)
+    def _quick_ending(self, record: ThreadRecord, turn: Turn, rid: RequestId) -> bool:
+        """The command's turn ends: ``False`` when it had ended already, or was cancelled
+        (then its prompt is answered ``cancelled`` here)."""
+        if not turns.end(record, turn):
+            return False
+        if turn.cancelled:
+            self._quick_end(record, rid, acp_types.PromptResult(stopReason="cancelled"))
+            return False
+        return True
+
+    def _quick_end(self, record: ThreadRecord, rid: RequestId, outcome: Any) -> None:
+        self._end(record, rid, outcome)
+        self._settle(record)
+        self._start_next(record)
 
     def _settle(self, record: ThreadRecord) -> None:
         """The session's prompt was answered (its turn ended, or Codex refused it): a close

@@ -57,7 +57,7 @@ from ....codex import types as codex_types
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core import exchanges
-from ...core.answers import decode_params, unknown_method
+from ...core.answers import decode_params, from_codex, unknown_method
 from ...core.codex_asks import ListSkills, StorePick
 from ...core.effects import MachineChosen
 from ...core.exchanges import Ask, Exchange, Refused
@@ -576,7 +576,7 @@ class SettingsSelectors:
             self._settings_unsupported(error)
             self._picked(record.id, pick.rid, pick.settings, mode=pick.mode)
             return
-        self.hub.pass_error_to(pick.rid)(error)
+        self.hub.refuse_client(pick.rid, from_codex(error))
 
     def _settings_unsupported(self, error: ErrorObject) -> None:
         self.thread_settings_supported = False
