@@ -221,16 +221,10 @@ class Approvals:
             rawInput=raw_input,
         )
 
-        def grant(
-            scope: codex_approvals.PermissionGrantScope,
-        ) -> codex_approvals.PermissionsApprovalResponse:
-            return codex_approvals.PermissionsApprovalResponse(
-                permissions=params.permissions, scope=scope
-            )
-
+        grant = codex_approvals.PermissionsApprovalResponse
         choices = [
-            allow_once(grant("turn"), "Allow for this turn"),
-            allow_for_session(grant("session")),
+            allow_once(grant(permissions=params.permissions, scope="turn"), "Allow for this turn"),
+            allow_for_session(grant(permissions=params.permissions, scope="session")),
             reject_once(_NOTHING, "Deny"),
         ]
         self.requests.ask_permission(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import msgspec
@@ -183,12 +184,8 @@ class ProposedPlans:
         if self.hub.threads.session(record.id) is not record or record.closing is not None:
             return
 
-        def failed(error: ErrorObject) -> None:
-            log.warning("session %s: Default mode not stored: %s", record.id, error.message)
-
-        if not self._settings.set_collaboration(
-            record, "default", lambda: self._implement(record), failed
-        ):
+        implement, failed = partial(self._implement, record), partial(_not_stored, record.id)
+        if not self._settings.set_collaboration(record, "default", implement, failed):
             log.warning("session %s has no settings: the plan is not implemented", record.id)
 
     def _implement(self, record: ThreadRecord) -> None:
@@ -264,3 +261,7 @@ def _decision(method: str, raw: Raw) -> str:
         log.warning("malformed answer to %r: %s; staying in Plan mode", QUESTION, exc)
         return STAY
     return IMPLEMENT if outcome.outcome == "selected" and outcome.optionId == IMPLEMENT else STAY
+
+
+def _not_stored(session_id: str, error: ErrorObject) -> None:
+    log.warning("session %s: Default mode not stored: %s", session_id, error.message)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import msgspec
 from msgspec import Raw
@@ -162,17 +163,17 @@ class McpServers:
         if name in self.logins:
             return
 
-        def failed(error: ErrorObject) -> None:
-            self.logins.pop(name, None)
-            self._tell(
-                record,
-                "error",
-                f"Codex cannot sign in to MCP server {name!r}",
-                f"{_clause(error.message)}; try again with /mcp login {name}",
-            )
-
         self.logins[name] = OauthLogin(name, record.id)  # its page is on its way
-        self.login(record, name, failed)
+        self.login(record, name, partial(self._sign_in_refused, record, name))
+
+    def _sign_in_refused(self, record: ThreadRecord, name: str, error: ErrorObject) -> None:
+        self.logins.pop(name, None)
+        self._tell(
+            record,
+            "error",
+            f"Codex cannot sign in to MCP server {name!r}",
+            f"{_clause(error.message)}; try again with /mcp login {name}",
+        )
 
     def login(
         self,
