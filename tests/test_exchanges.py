@@ -33,16 +33,8 @@ class Codex:
     ) -> None:
         self.asked.append((method, params, on_result, on_error))
 
-    def machine_request(
-        self,
-        machine: str,
-        method: str,
-        params: Any,
-        result: Any,
-        on_result: Callable[[Any], None],
-        on_error: Callable[[ErrorObject], None],
-    ) -> None:
-        self.codex_request(f"{machine}:{method}", params, result, on_result, on_error)
+    def machine_request(self, machine: str, method: str, *rest: Any) -> None:
+        self.codex_request(f"{machine}:{method}", *rest)
 
     def refuse_client(self, rid: RequestId, error: RpcError) -> None:
         self.refused.append((rid, error))

@@ -115,8 +115,6 @@ class Extensions(Protocol):
     """What a client turns on at ``initialize`` beyond ACP
     (:mod:`bridge.engine.features.extensions.extensions`)."""
 
-    def declared(self, client_meta: Any) -> frozenset[str] | None: ...
-
     def offer(self, caps: Any, requests: RequestTable, session: Any = None) -> None: ...
 
     def withdraw(self, requests: dict[str, RequestHandler]) -> None: ...
@@ -222,7 +220,7 @@ class Connection:
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
         self.hub.speak(self.v1_face)  # the latest successful initialize decides
         extensions, client_meta = self.extensions, params.clientCapabilities.meta
-        declared = self.hub.handshake.air = extensions.declared(client_meta)
+        declared = self.hub.handshake.air = air.declared(client_meta)
         if declared is not None and air.NATIVE_SUBAGENTS in declared:
             # AIR's name for the subagents capability, which released SDKs can strip.
             params.clientCapabilities.subagents = params.clientCapabilities.subagents or {}
@@ -272,7 +270,7 @@ class Connection:
         v2_result = face.initialize_result(info, result.authMethods)
         v2_result.meta = dict(acp_steering.SUPPORTED)
         extensions, client_meta = self.extensions, params.capabilities.meta
-        hub.handshake.air = extensions.declared(client_meta)
+        hub.handshake.air = air.declared(client_meta)
         extensions.offer(v2_result.capabilities, requests, params.capabilities.session)
         v2_result.meta = extensions.advertised(v2_result.meta)
         hub.speak(face)

@@ -108,7 +108,8 @@ def _step(hub: Hub, exchange: Exchange, resume: Callable[[], Step]) -> None:
     except StopIteration:
         return
     if isinstance(asked, All):
-        _Gathered(hub, exchange, len(asked.asks)).send(asked.asks)
+        count = len(asked.asks)
+        _Gathered(hub, exchange, [None] * count, count).send(asked.asks)
     elif isinstance(asked, Each):
         _Joined(hub, exchange, len(asked.exchanges)).start(asked.exchanges)
     elif isinstance(asked, Later):
@@ -145,10 +146,11 @@ class _Gathered:
 
     hub: Hub
     exchange: Exchange
+    #: Each ask's outcome, in order, as it comes.
+    outcomes: list[Any]
     waiting: int
 
     def send(self, asks: tuple[Ask, ...]) -> None:
-        self.outcomes: list[Any] = [None] * len(asks)
         if not asks:
             _resume(self.hub, self.exchange, self.outcomes)
         for index, ask in enumerate(asks):

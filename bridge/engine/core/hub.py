@@ -21,8 +21,8 @@ record (:data:`~bridge.engine.core.threads.CodexAsk`) while Codex has not answer
 the answer goes to a method of the feature with the record and the entry, and it is
 stale once the entry was withdrawn (its turn ended, its record forgotten): the entry
 carries what the answer needs, no closure holds the state. A request whose answer
-only answers a client, or feeds a feature's own state, keeps plain callbacks
-(:meth:`Hub.codex_request`).
+only answers a client, or feeds a feature's own state, is a step of an exchange
+(:mod:`bridge.engine.core.exchanges`, over :meth:`Hub.codex_request`).
 """
 
 from __future__ import annotations
@@ -297,9 +297,8 @@ class Hub:
         on_error: OnError,
     ) -> None:
         """Ask Codex; ``on_result`` gets the answer decoded as ``result`` (a type), or
-        ``None`` as ``result`` passes the raw answer on, unread. For a request whose answer
-        only answers a client or feeds a feature's own state: one whose answer changes a
-        thread's record is :meth:`ask`'s."""
+        ``None`` as ``result`` passes the raw answer on, unread. What :meth:`ask` and
+        an exchange's steps (:mod:`bridge.engine.core.exchanges`) send through."""
         if self.codex_lost_reason is not None:
             on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
             return

@@ -48,15 +48,10 @@ class Extensions:
         self.async_tasks = AsyncTasks(hub)
         self.quotas = Quotas(hub, self.usage_limits)
 
-    def declared(self, client_meta: Any) -> frozenset[str] | None:
-        """The client's AIR capabilities (``None``: not AIR): the connection keeps them for
-        every feature (``hub.handshake.air``)."""
-        return air.declared(client_meta)
-
     def offer(self, caps: Any, requests: dict[str, RequestHandler], session: Any = None) -> None:
         """Fill the answer's capabilities ``caps`` and the client's request table with what
         is advertised and what the client declared (``session``: its ``session``
-        capabilities; AIR's, read by :meth:`declared` first)."""
+        capabilities; AIR's, read by the connection first: ``hub.handshake.air``)."""
         self.usage_limits.advertise(caps)
         self.quotas.advertise(caps, session, requests)
         self._advertise_list(caps, session)
