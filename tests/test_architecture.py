@@ -708,6 +708,7 @@ def test_only_the_connection_moves_codexs_side() -> None:
 HUB_WRITERS: dict[str, frozenset[str]] = {
     "handshake": frozenset({f"{ENGINE}.core.connection"}),
     "codex_side": frozenset({CODEX_SIDE_MOVER}),
+    "codex_router": frozenset({f"{ENGINE}.core.codex_routing"}),
     "profile": frozenset({f"{ENGINE}.features.settings.settings"}),
     "machines": frozenset({f"{ENGINE}.features.settings.machines"}),
     "unknown_to_codex": frozenset({f"{ENGINE}.features.sessions.admin"}),

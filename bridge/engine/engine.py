@@ -54,8 +54,12 @@ are built here too and handed to the connection, so the rooms below import one w
 :mod:`~bridge.engine.core.codex_routing` (a Codex message decoded once and routed,
 through the sub-agent gate), :mod:`~bridge.engine.core.client_routing` (a client
 message to its handler), :mod:`~bridge.engine.core.hub` (what every feature shares).
-Where two features need each other, the engine's methods below join them: a close
-cancels a prompt and an answered prompt finishes a close (prompts, lifecycle).
+Where two features need each other, the engine joins them, and no feature is handed a
+callable of the engine's: a feature says what happened (``hub.happened``,
+:mod:`bridge.engine.core.news`: a prompt's end, a session ready, a close due) as the
+last thing it does, and the engine decides what follows (:meth:`Engine._react`), once
+the feature returns, each item's consequences before the next item's
+(``tests/test_wiring.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -73,16 +77,14 @@ from ..codex import types as codex_types
 from ..jsonrpc import ErrorCode, RequestId, RpcError
 from ..jsonrpc.peer import ErrorObject
 from ..wire import declared, modules_of, prepare_lazy_decoders
-from .core import AGENT_NAME, client_routing, facts
+from .core import AGENT_NAME, client_routing, facts, news
 from .core.answers import decode_params, prepare_decoders
 from .core.backstop import Backstop
-from .core.codex_asks import LeftOut
 from .core.codex_routing import CodexRouter
 from .core.connection import MAX_WAITING, Connection, HandshakeFace
 from .core.effects import Effect
 from .core.hub import Hub, RequestHandler
 from .core.machines import MachineOffer
-from .core.record_parts import HeldMessage
 from .core.threads import ThreadRecord, Threads
 from .faces.v1 import V1Face
 from .features.approvals.approvals import Approvals
@@ -99,6 +101,7 @@ from .features.sessions.auth import Authentication
 from .features.sessions.index import SessionIndex
 from .features.sessions.lifecycle import Lifecycle
 from .features.sessions.mcp_servers import McpServers
+from .features.sessions.opening import NewSessions, Opening
 from .features.sessions.recovery import Recovery
 from .features.settings.machines import Machines
 from .features.settings.settings import SettingsSelectors
@@ -185,43 +188,34 @@ class Engine:
         self.terminals = Terminals(hub)
         self.turn_ends = TurnEnds(hub)
         self.subagents = subagents = Subagents(
-            hub,
-            refeed=self._refeed,
-            cancel_questions=self.approvals.cancel_thread,
-            interrupt_refused=self._release_turn_ends,
+            hub, questions=self.approvals, terminals=self.terminals
         )
         self.subagent_history = SubagentHistory(hub, subagents=subagents)
         self.palette = Palette(hub, settings=settings, mcp=self.mcp_servers)
+        self.proposed_plans = ProposedPlans(hub, settings=settings)
         self.prompts = Prompts(
             hub,
             settings=settings,
             palette=self.palette,
             machines=self.machines,
-            open_root=self._open_root,
-            opened=self._session_opened,
-            thread_starting=self._thread_starting,
-            prompt_answered=self._prompt_answered,
-            ended=self._prompt_ended,
-            arrived=self._prompt_arrived,
+            plans=self.proposed_plans,
         )
         self.steering = self.prompts.steering
-        self.proposed_plans = ProposedPlans(hub, settings=settings, turns=self.prompts)
         self.retries = Retries(hub, prompts=self.prompts)
         self.session_index = SessionIndex(hub)
         # What a client turns on at initialize: usage limits, providers, async tasks.
-        self.extensions = ext = Extensions(hub, self.session_index.advertise)
+        self.extensions = ext = Extensions(hub, self.session_index)
         self.file_reports = FileReports(hub)
+        self.opening = opening = Opening(hub, mcp=self.mcp_servers, held=subagents)
+        self.new_sessions = NewSessions(hub, opening=opening, providers=ext.providers)
         self.lifecycle = Lifecycle(
             hub,
-            rows_listed=self.session_index.rows,
-            open_root=self._open_root,
-            opened=self._session_opened,
-            replay=self.subagent_history.replay,
+            opening=opening,
+            history=self.subagent_history,
             prompts=self.prompts,
-            cancel_work=self._cancel_work,
-            forget=self.forget,
-            open_failed=subagents.open_failed,
-            rejoin=SubagentRejoin(hub).rejoin,
+            subagents=subagents,
+            index=self.session_index,
+            rejoin=SubagentRejoin(hub),
         )
         self.recovery = Recovery(hub, subagents=subagents, prompts=self.prompts)
         self.admin = SessionAdmin(hub, sessions=self.lifecycle)
@@ -231,7 +225,6 @@ class Engine:
         self._client_requests: dict[str, RequestHandler] = {}
         self.connection = Connection(
             hub,
-            handle=self._handle_client_guarded,
             catalog=settings,
             recovery=self.recovery,
             machines=self.machines,
@@ -289,7 +282,7 @@ class Engine:
     def start(self) -> list[Effect]:
         """Begin the Codex handshake."""
         self.connection.start()
-        return self.hub.take()
+        return self._take()
 
     def prepare(self) -> None:
         """Build what the first request of each kind would otherwise build while its client
@@ -309,7 +302,7 @@ class Engine:
         if self.connection.wait(data):
             return []
         self._guarded(self._handle_client, data)
-        return self.hub.take()
+        return self._take()
 
     def receive_codex(self, data: bytes) -> list[Effect]:
         """One message from Codex's app-server."""
@@ -317,29 +310,31 @@ class Engine:
         self._arrived.clear()
         try:
             self.codex_router.receive(data)
+            if self.hub.has_news:
+                self._follow()
         except Exception:
             self._guard.failed(data)
-        return self.hub.take()
+        return self._take()
 
     def clock_read(self, request_id: RequestId, unix_seconds: int) -> list[Effect]:
         """The shell read the clock for :class:`~bridge.engine.core.effects.ReadClock`: the
         answer to Codex's ``currentTime/read``, in whole Unix seconds (or to a feature's
         :meth:`~bridge.engine.core.hub.Hub.ask_clock`)."""
         if self.hub.clock_read(request_id, unix_seconds):
-            return self.hub.take()
+            return self._take()
         self.hub.answer_codex(
             request_id, codex_types.CurrentTimeReadResult(currentTimeAt=unix_seconds)
         )
-        return self.hub.take()
+        return self._take()
 
     def client_lost(self) -> list[Effect]:
         """The client is gone: answer every Codex request still waiting on it (or, with
         a shared Codex, leave them for the next client; see ``detachable``)."""
         self._guarded(lambda _: self.proposed_plans.client_lost(), b"")
         if self.detachable:
-            return self.hub.take()
+            return self._take()
         self._guarded(lambda _: self.approvals.client_lost(), b"")
-        return self.hub.take()
+        return self._take()
 
     def codex_lost(self, reason: str, *, retrying: bool = False) -> list[Effect]:
         """Codex is gone (process exited, socket closed): fail what waited on it.
@@ -357,6 +352,7 @@ class Engine:
                 waiting.on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, reason))
             for feature in (self.prompts, self.approvals, self.lifecycle, self.auth, subagents):
                 feature.codex_lost(reason)
+                self._follow()
             self.mcp_servers.codex_lost()
             self.proposed_plans.codex_lost(reason)
             self.terminals.codex_lost()
@@ -365,7 +361,7 @@ class Engine:
                 self.connection.drain()
 
         self._guarded(lost, b"")
-        return hub.take()
+        return self._take()
 
     def machine_answered(
         self, key: str, result: bytes | None, code: int = 0, message: str = ""
@@ -375,36 +371,34 @@ class Engine:
         why the shell could not ask (-32603)."""
         error = None if result is not None else ErrorObject(code, message)
         self._guarded(lambda _: self.hub.machine_answered(key, result, error), b"")
-        return self.hub.take()
+        return self._take()
 
     def machine_changed(self, name: str, state: str, reason: str = "") -> list[Effect]:
         """The shell's word on machine ``name``'s link (``connecting``, ``connected``,
         ``down`` with ``reason``): prompts that waited for it go, or fail naming it."""
         self._guarded(lambda _: self.machines.changed(name, state, reason), b"")
-        return self.hub.take()
+        return self._take()
 
     def codex_restarted(self) -> list[Effect]:
         """A new connection to Codex is open (restarted or reconnected): begin its
         handshake; once it is done, every session is resumed and the waiting client
         messages are handled, in order."""
         self.connection.restarted()
-        return self.hub.take()
+        return self._take()
 
     def codex_gave_up(self, reason: str) -> list[Effect]:
         """The shell stopped bringing Codex back: what waited, and what comes, fails
         with ``reason``."""
         self.connection.gave_up(reason)
         self._guarded(lambda _: self.connection.drain(), b"")
-        return self.hub.take()
+        return self._take()
 
     # -- the client's messages ----------------------------------------------------------
 
-    def _handle_client_guarded(self, data: bytes) -> None:
-        """A client message that waited for Codex, handled now."""
-        self._guarded(self._handle_client, data)
-
     def _handle_client(self, data: bytes) -> None:
-        if self.client_router.receive(data) and self.turn_ends.waiting:
+        handled = self.client_router.receive(data)
+        self._follow()
+        if handled and self.turn_ends.waiting:
             self._release_turn_ends()  # a close waits for no sub-agent
 
     def _cancel_request(self, raw: Raw) -> None:
@@ -445,10 +439,11 @@ class Engine:
             log.warning("session/cancel for unknown session %s", session_id)
         else:
             self.prompts.cancel(record)
+            self._follow()  # the prompts queued behind the turn answered cancelled
             self.steering.cancelled(record)
             self.proposed_plans.withdraw(record.id)
         self.approvals.session_cancelled(session_id)
-        self._cancel_work(session_id)
+        self.subagents.cancel_work(session_id)
 
     def after_catalog(self, handler: RequestHandler) -> RequestHandler:
         """A session's first answer lists every model: ``handler`` opens one once the
@@ -464,6 +459,7 @@ class Engine:
 
         requests = v2_requests.requests(
             initialize=self.connection.initialize,
+            new_sessions=self.new_sessions,
             prompts=self.prompts,
             lifecycle=self.lifecycle,
             settings=self.settings,
@@ -541,6 +537,7 @@ class Engine:
         # queued prompt starts), then what the turn still asked is withdrawn, then a
         # sub-agent's work state follows, then the fact, for the face (after the answer).
         self.prompts.turn_completed(note)
+        self._follow()
         self.streaming.turn_completed(note)  # what the thread cost so far, where Codex knows
         self.approvals.turn_completed(note)
         self.subagents.turn_completed(note)
@@ -550,21 +547,10 @@ class Engine:
         # Turn ends held behind this turn's sub-agents may go now.
         self._release_turn_ends()
 
-    def _refeed(self, message: HeldMessage) -> None:
-        """Handle a message the sub-agent gate held, as if it arrived now."""
-        self.codex_router.refeed(message)
-
     def _release_turn_ends(self) -> None:
         """Each held ``turn/completed`` whose cancelled sub-agents have stopped, now."""
         for note in self.turn_ends.released():
             self.turn_completed(note)
-
-    def _thread_starting(
-        self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
-    ) -> tuple[LeftOut, ...]:
-        left_out = self.lifecycle.thread_starting(mcp_servers, start)
-        self.extensions.providers.thread_starting(start)
-        return left_out
 
     def _session_opened(
         self, record: ThreadRecord, rid: RequestId, result: Any, opened: Any
@@ -580,26 +566,7 @@ class Engine:
         self.mcp_servers.session_opened(record)
         self.subagent_history.after_response(record)
         self.extensions.async_tasks.session_opened(record, result)
-
-    def _open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
-        """The client opened a session on ``thread_id``: what was held for it is handled now."""
-        record = self.hub.threads.open_root(thread_id, cwd)
-        self.mcp_servers.opening(record)  # before what was held for it is handled
-        self.subagents.session_added(record)
-        return record
-
-    def _cancel_work(self, session_id: str) -> None:
-        """Cancel the work under ``session_id`` (``session/cancel``, ``session/close``):
-        its sub-agents' turns, then every command the cancelled threads left running."""
-        threads = self.hub.threads
-        record = threads.session(session_id)
-        self.subagents.cancel_tree(session_id)
-        if record is None:
-            return  # never stop the commands of a thread the client does not hold
-        tree = [record, *threads.descendants(session_id)]
-        self.terminals.work_cancelled(
-            [r.id for r in tree], running=[r.id for r in tree if r.turn is not None]
-        )
+        self.subagent_history.traffic_released(record)
 
     def _prompt_ended(self, fact: facts.PromptEnded) -> None:
         """A prompt's work ended (the prompts feature says how), answered once: nothing
@@ -616,13 +583,50 @@ class Engine:
         self.file_reports.report_files(fact)
         self.hub.state(fact)
 
-    def _prompt_arrived(self, record: ThreadRecord) -> None:
-        """A prompt the session takes arrived: the question a proposed plan left is withdrawn."""
-        self.proposed_plans.withdraw(record.id)
+    # -- what follows what a feature said happened (bridge.engine.core.news) --------------
 
-    def _prompt_answered(self, record: ThreadRecord) -> None:
-        """A prompt was answered: a close waiting on it finishes."""
-        self.lifecycle.prompt_answered(record)
+    def _take(self) -> list[Effect]:
+        """The effects of one input, once what the features said happened is followed
+        (each input's handler follows it itself: this is for a handler that failed)."""
+        while self.hub.has_news:
+            self._guarded(lambda _: self._follow(), b"")
+        return self.hub.take()
+
+    def _follow(self) -> None:
+        """What the features said happened, in the order they said it, each item's own
+        consequences before the next item's."""
+        for said in self.hub.take_news():
+            if isinstance(said, facts.PromptEnded | news.SessionReady):
+                # A defect in what follows answers the client's request all the same.
+                self._arrived.append(("client", said.request_id))
+            self._react(said)
+            if self.hub.has_news:
+                self._follow()
+
+    def _react(self, said: news.News) -> None:
+        match said:
+            case facts.PromptEnded():
+                self._prompt_ended(said)
+            case news.WorkEnded(record=record):
+                # A close waiting on the prompt finishes first (the session is gone for
+                # what follows), then waiting steers meet an idle session, then the next
+                # queued prompt starts.
+                self.lifecycle.prompt_answered(record)
+                self._follow()
+                self.steering.turn_ended(record)
+                self.prompts.start_next(record)
+            case news.SessionReady():
+                self._session_opened(said.record, said.request_id, said.result, said.opened)
+            case news.CloseDue(record=record, waiting=waiting):
+                self.forget(record.id)
+                self.lifecycle.closed(record, waiting)
+            case news.TurnWanted(record=record, inputs=inputs):
+                self.prompts.start_turn(record, list(inputs))
+            case news.ClientWaited(messages=messages):
+                for data in messages:
+                    self._guarded(self._handle_client, data)
+            case news.InterruptRefused():
+                self._release_turn_ends()
 
     def forget(self, thread_id: str) -> None:
         """Forget a thread and every sub-agent under it, answering what they held (or,

@@ -39,6 +39,7 @@ from .features.sessions.auth import Authentication
 from .features.sessions.index import SessionIndex
 from .features.sessions.lifecycle import Lifecycle
 from .features.sessions.mcp_servers import McpServers
+from .features.sessions.opening import NewSessions
 from .features.settings.machines import Machines
 from .features.settings.settings import SettingsSelectors
 from .features.subagents.subagents import Subagents
@@ -58,6 +59,7 @@ class Wiring(Protocol):
     lifecycle: Lifecycle
     machines: Machines
     mcp_servers: McpServers
+    new_sessions: NewSessions
     prompts: Prompts
     retries: Retries
     session_index: SessionIndex
@@ -212,7 +214,7 @@ def v1_requests(engine: Wiring) -> dict[str, RequestHandler]:
     return {
         "initialize": engine.connection.initialize,
         "authenticate": engine.auth.authenticate,
-        "session/new": engine.after_catalog(engine.prompts.session_new),
+        "session/new": engine.after_catalog(engine.new_sessions.session_new),
         "session/prompt": engine.file_reports.asking(engine.prompts.session_prompt),
         "session/load": engine.after_catalog(engine.lifecycle.session_load),
         "session/resume": engine.after_catalog(engine.lifecycle.session_resume),

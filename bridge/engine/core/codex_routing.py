@@ -105,6 +105,7 @@ class CodexRouter(Router):
 
     def __init__(self, hub: Hub, routes: dict[str, Route], *, gate: Gate, arrived: Arrived) -> None:
         super().__init__(hub, arrived)
+        hub.codex_router = self  # the gate hands held messages back here
         #: The routing table, by method.
         self.routes = routes
         self._gate = gate

@@ -63,7 +63,7 @@ from ...codex import types as codex_types
 from ...codex import versions as codex_versions
 from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
-from . import AGENT_NAME
+from . import AGENT_NAME, news
 from .answers import decode_params
 from .codex_side import CodexState
 from .hub import Face, Hub, RequestHandler
@@ -133,8 +133,8 @@ class HandshakeFace(Face, Protocol):
 class Connection:
     """The states of one client's connection to one Codex (see the module docstring).
 
-    ``handle`` handles one client message now (the engine's, guarded): what waited
-    is handed to it, in order, once Codex is ready or known to be away. ``catalog``
+    What waited is handed back to the engine, in order, once Codex is ready or known to be
+    away (:class:`~bridge.engine.core.news.ClientWaited`). ``catalog``
     is asked for Codex's models once Codex is ready, ``recovery`` resumes the sessions
     on a restarted Codex, and ``offers`` fill what ``initialize`` answers, with what
     the client turns on (``extensions``). A v1 client is spoken to through ``v1_face``
@@ -145,8 +145,6 @@ class Connection:
 
     hub: Hub
     _: KW_ONLY
-    #: Handles one client message (those that waited are handed back here).
-    handle: Callable[[bytes], None]
     catalog: Catalog
     recovery: Recovery
     #: The machines registered before any session is resumed or started.
@@ -344,10 +342,11 @@ class Connection:
         self.hub.codex_side.move(CodexState.LOST, reason)
 
     def drain(self) -> None:
-        """Handle, in order, the client messages that waited."""
+        """The client messages that waited are handled now, in order (by the engine, once
+        what drains them returns)."""
         waiting, self._waiting = self._waiting, []
-        for data in waiting:
-            self.handle(data)
+        if waiting:
+            self.hub.happened(news.ClientWaited(tuple(waiting)))
 
 
 class _UserAgent(msgspec.Struct):

@@ -46,8 +46,9 @@ from .codex_side import CodexSide, CodexState
 from .facts import Fact
 from .hub_parts import Handshake, Setup, nothing_stored
 from .machines import Machine
+from .news import News
 from .outbox import update_effect
-from .record_parts import Turn
+from .record_parts import HeldMessage, Turn
 from .threads import ThreadRecord, Threads, withdraw
 from .turns import TURN_TRAFFIC, insert_awaited, interrupting
 
@@ -109,6 +110,12 @@ class StoredSessionParams(Protocol):
 
     @property
     def additionalDirectories(self) -> Sequence[str] | None: ...
+
+
+class Refeeder(Protocol):
+    """Codex's router, as the sub-agent gate hands a held message back to it."""
+
+    def refeed(self, message: HeldMessage) -> None: ...
 
 
 class Face(Protocol):
@@ -229,6 +236,11 @@ class Hub:
         #: none named, and no ``machine`` option is offered).
         self.machines: dict[str, Machine] = {}
         self._out: list[effects.Effect] = []
+        #: Codex's router (:mod:`.codex_routing`), which registers itself: a message the
+        #: sub-agent gate held goes back through it (:meth:`refeed`).
+        self.codex_router: Refeeder | None = None
+        #: What the features said happened, for the engine to follow (:mod:`.news`).
+        self._news: list[News] = []
 
     @property
     def thread_config(self) -> dict[str, Any] | None:
@@ -574,6 +586,27 @@ class Hub:
             log.error("not answering %s request %r twice (or one it never made)", side, rid)
             return False
         return True
+
+    def refeed(self, message: HeldMessage) -> None:
+        """Handle a Codex message the sub-agent gate held as if it arrived now: at once,
+        for a held thread's messages go out before what placed it does next (its waiting
+        children announced, say)."""
+        assert self.codex_router is not None, "no Codex router to hand it back to"
+        self.codex_router.refeed(message)
+
+    def happened(self, news: News) -> None:
+        """Tell the engine what happened (:mod:`bridge.engine.core.news`): it decides what
+        follows, once the feature saying it returns."""
+        self._news.append(news)
+
+    def take_news(self) -> list[News]:
+        """What the features said happened since the last call, in order (the engine's)."""
+        news, self._news = self._news, []
+        return news
+
+    @property
+    def has_news(self) -> bool:
+        return bool(self._news)
 
     def take(self) -> list[effects.Effect]:
         """The effects produced since the last call, in order."""

@@ -324,6 +324,10 @@ class Threads:
         if record.session:
             self.session_ids.add(record.id)
 
+    def is_held(self, record: ThreadRecord) -> bool:
+        """Whether the session's traffic waits (:meth:`hold_traffic`)."""
+        return record.session and record.id not in self.session_ids
+
     def is_shown(self, thread_id: str) -> bool:
         """Whether the client is shown this session (its updates are sent)."""
         return thread_id in self.shown_ids

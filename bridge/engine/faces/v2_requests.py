@@ -34,8 +34,8 @@ NOT_OFFERED: dict[str, str] = {}
 SessionHandler = Callable[[RequestId, str], None]
 
 
-class Prompting(Protocol):
-    """Opens sessions and prompts them (:mod:`bridge.engine.features.prompts.prompts`)."""
+class Starting(Protocol):
+    """Starts sessions (:mod:`bridge.engine.features.sessions.opening`)."""
 
     def new_session(
         self,
@@ -44,6 +44,10 @@ class Prompting(Protocol):
         mcp_servers: list[dict[str, Any]] | None,
         additional: list[str] | None = None,
     ) -> None: ...
+
+
+class Prompting(Protocol):
+    """Prompts sessions (:mod:`bridge.engine.features.prompts.prompts`)."""
 
     def prompt(self, rid: RequestId, session_id: str, content: list[Raw]) -> None: ...
 
@@ -89,6 +93,7 @@ class Administering(Protocol):
 def requests(
     *,
     initialize: RequestHandler,
+    new_sessions: Starting,
     prompts: Prompting,
     lifecycle: Opening,
     settings: Configuring,
@@ -98,7 +103,7 @@ def requests(
 ) -> dict[str, RequestHandler]:
     """The v2 method → handler table, over the features that do the work.
     ``same_as_v1``: the v1 handlers of the methods whose params v2 shares."""
-    v2_requests = V2Requests(prompts, lifecycle, settings, admin, after_catalog)
+    v2_requests = V2Requests(new_sessions, prompts, lifecycle, settings, admin, after_catalog)
     return v2_requests.table(initialize, same_as_v1)
 
 
@@ -107,12 +112,14 @@ class V2Requests:
 
     def __init__(
         self,
+        new_sessions: Starting,
         prompts: Prompting,
         lifecycle: Opening,
         settings: Configuring,
         admin: Administering,
         after_catalog: Callable[[RequestHandler], RequestHandler],
     ) -> None:
+        self.new_sessions = new_sessions
         self.prompts = prompts
         self.lifecycle = lifecycle
         self.settings = settings
@@ -156,7 +163,9 @@ class V2Requests:
 
     def session_new(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.NewSessionParams, "session/new")
-        self.prompts.new_session(rid, params.cwd, params.mcpServers, params.additionalDirectories)
+        self.new_sessions.new_session(
+            rid, params.cwd, params.mcpServers, params.additionalDirectories
+        )
 
     def session_fork(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, v2.ForkSessionParams, "session/fork")

@@ -22,8 +22,7 @@ the latest ``initialize`` decides.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ....acp import air
 from ....acp import quota as acp_quota
@@ -35,14 +34,20 @@ from ._quotas import Quotas
 from ._usage_limits import UsageLimits
 
 
+class ListChanges(Protocol):
+    """The session index's part of the answer (:mod:`bridge.engine.features.sessions.index`):
+    the session-list proposal, declared among the ``session`` capabilities too."""
+
+    def advertise(self, caps: Any, client_session: Any) -> None:
+        """Offer ``list.changes`` in ``caps`` if ``client_session`` declared it."""
+
+
 class Extensions:
     """What a client turns on at ``initialize`` (see the module docstring)."""
 
-    def __init__(self, hub: Hub, advertise_list: Callable[[Any, Any], None]) -> None:
-        """``advertise_list(caps, client_session)``: the session index's part of the answer
-        (the session-list proposal, declared among the ``session`` capabilities too)."""
+    def __init__(self, hub: Hub, list_changes: ListChanges) -> None:
         self.hub = hub
-        self._advertise_list = advertise_list
+        self._list_changes = list_changes
         self.usage_limits = UsageLimits(hub)
         self.providers = Providers(hub)
         self.async_tasks = AsyncTasks(hub)
@@ -54,7 +59,7 @@ class Extensions:
         capabilities; AIR's, read by the connection first: ``hub.handshake.air``)."""
         self.usage_limits.advertise(caps)
         self.quotas.advertise(caps, session, requests)
-        self._advertise_list(caps, session)
+        self._list_changes.advertise(caps, session)
         self.providers.advertise(caps)
         self.providers.offer(requests)
         if self.async_tasks.on:

@@ -1,25 +1,22 @@
 """What the prompts feature asks of the features beside it, each behind a small protocol
-(the wiring hands them in: :mod:`bridge.engine.engine`), and the callbacks it is handed."""
+(the wiring hands them in: :mod:`bridge.engine.engine`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from ....codex import types as codex_types
-from ....jsonrpc import RequestId, RpcError
-from ...core.codex_asks import LeftOut
+from ....jsonrpc import RpcError
 from ...core.threads import ThreadRecord
 from ...views.commands import QuickCommand
 
-#: Called with the new thread's record, the ``session/new`` request, the result
-#: about to be sent and Codex's answer: sends the result and what follows it.
-Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
-#: Adds to ``thread/start`` what the session asks for (its MCP servers, as the client
-#: gave them); gives the servers left out (name, transport), told once the session opens.
-ThreadStarting = Callable[
-    [list[dict[str, Any]] | None, codex_types.ThreadStartParams], tuple[LeftOut, ...]
-]
+
+class PlanQuestion(Protocol):
+    """The question a proposed plan left open (:mod:`bridge.engine.features.prompts.proposed_plans`)."""
+
+    def withdraw(self, session_id: str) -> None:
+        """The session moved on: the question is taken back."""
 
 
 class TurnSettings(Protocol):

@@ -1,7 +1,7 @@
-"""Sessions and prompts: ``session/new``, ``session/prompt``, ``session/cancel``.
+"""Prompts: ``session/prompt``, ``session/cancel``.
 
-A session is a Codex thread (``thread/start``); a prompt is a turn
-(``turn/start``, or the request a slash command starts), answered when Codex
+A session is a Codex thread (opened by :mod:`bridge.engine.features.sessions.lifecycle`);
+a prompt is a turn (``turn/start``, or the request a slash command starts), answered when Codex
 says the turn ended: ``completed`` → ``end_turn``, ``interrupted`` →
 ``cancelled``, ``failed`` → an error with Codex's message (``auth_required``
 when Codex lacks credentials). What streams meanwhile is
@@ -54,11 +54,10 @@ from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core import exchanges, facts, turns
+from ...core import exchanges, facts, news, turns
 from ...core.answers import decode_params, from_codex
-from ...core.codex_asks import FindTurn, InterruptTurn, LeftOut, StartTurn
-from ...core.exchanges import Ask, Exchange, Later
-from ...core.folders import check_directory, check_folders, workspace_roots
+from ...core.codex_asks import FindTurn, InterruptTurn, StartTurn
+from ...core.exchanges import Exchange, Later
 from ...core.hub import Hub
 from ...core.machines import LOCAL
 from ...core.record_parts import Prompt, QueuedPrompt, Turn, TurnKind
@@ -66,7 +65,7 @@ from ...core.threads import ThreadRecord
 from ...views import translate
 from ...views.commands import QuickCommand, command_request, is_rewind
 from ._input import prompt_to_input
-from ._ports import MachineGate, Opened, QuickCommands, ThreadStarting, TurnSettings
+from ._ports import MachineGate, PlanQuestion, QuickCommands, TurnSettings
 from ._steering import Steering
 from ._turn_errors import lacks_credentials, policy_message
 
@@ -75,25 +74,16 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False)
 class Prompts:
-    """A session is a Codex thread; a prompt is a turn, resolved when the turn ends."""
+    """A prompt is a turn, resolved when the turn ends."""
 
     hub: Hub
     _: KW_ONLY
     settings: TurnSettings
     palette: QuickCommands
     machines: MachineGate
-    #: Makes the record of a root session the client opened.
-    open_root: Callable[[str, str], ThreadRecord]
-    opened: Opened
-    thread_starting: ThreadStarting
-    #: Called once a prompt has been answered because its turn ended or Codex
-    #: refused to start it (``session/close`` waits for this).
-    prompt_answered: Callable[[ThreadRecord], None]
-    #: Tells a prompt's end (its answer, and what the client's extensions add to it).
-    ended: Callable[[facts.PromptEnded], None]
-    #: Called as a prompt the session takes arrives, before it queues or starts: the
-    #: question a proposed plan left open is withdrawn.
-    arrived: Callable[[ThreadRecord], None]
+    #: The question a proposed plan left open: withdrawn as a prompt the session takes
+    #: arrives, before it queues or starts.
+    plans: PlanQuestion
     #: Input added to the running turn: it waits for the turn to be named, starts a
     #: turn of its own on an idle session (built here: it needs this feature's turns).
     steering: Steering = field(init=False)
@@ -104,51 +94,6 @@ class Prompts:
         self.steering = Steering(self.hub, turns=self, settings=self.settings)
 
     # -- client requests ---------------------------------------------------------------
-
-    def session_new(self, rid: RequestId, raw: Raw) -> None:
-        params = decode_params(raw, acp_types.NewSessionParams, "session/new")
-        self.new_session(rid, params.cwd, params.mcpServers, params.additionalDirectories)
-
-    def new_session(
-        self,
-        rid: RequestId,
-        cwd: str,
-        mcp_servers: list[dict[str, Any]] | None,
-        additional: list[str] | None = None,
-    ) -> None:
-        """``session/new`` (v1 and v2): a thread started in ``cwd``, its other folders
-        ``additional`` writable as ``cwd`` is."""
-        hub = self.hub
-        check_directory(hub, cwd, "session/new")
-        folders = check_folders(hub, cwd, additional, "session/new")
-        start = codex_types.ThreadStartParams(cwd=cwd)
-        if hub.thread_config:
-            start.config = dict(hub.thread_config)
-        start.runtimeWorkspaceRoots = workspace_roots(cwd, folders)
-        if hub.machines:
-            # Here until the user picks a machine: Codex would otherwise give the thread every
-            # machine it knows, and reach each of them as the thread starts.
-            here = codex_types.TurnEnvironment(
-                environmentId=LOCAL, cwd=cwd, runtimeWorkspaceRoots=workspace_roots(cwd, folders)
-            )
-            start.environments = [here]
-        left_out = self.thread_starting(mcp_servers, start)
-        exchanges.start(hub, self._thread_started(rid, cwd, start, folders, left_out))
-
-    def _thread_started(
-        self,
-        rid: RequestId,
-        cwd: str,
-        start: codex_types.ThreadStartParams,
-        folders: tuple[str, ...],
-        left_out: tuple[LeftOut, ...],
-    ) -> Exchange:
-        opened = yield Ask("thread/start", start, codex_types.ThreadStartResult, refuse=rid)
-        record = self.open_root(opened.thread.id, cwd)
-        record.folders = folders
-        record.mcp_left_out = left_out
-        record.unstored = True  # Codex writes a thread at its first turn
-        self.opened(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
 
     def session_prompt(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_types.PromptParams, "session/prompt")
@@ -170,7 +115,7 @@ class Prompts:
                 "(wait for it, or cancel it first)",
                 {"sessionId": record.id},
             )
-        self.arrived(record)
+        self.plans.withdraw(record.id)
         record.prompts[rid] = Prompt(rid, content)
         if busy:
             # Typed while the agent works: it runs when the turn ends, in arrival order.
@@ -272,8 +217,7 @@ class Prompts:
             self._end(record, rid, error)
         else:
             log.warning("steer on session %s not started: %s", record.id, reason)
-        self._settle(record)
-        self._start_next(record)
+        self._work_ended(record)
 
     def _turn_accepted(
         self, record: ThreadRecord, asked: StartTurn, result: codex_commands.CommandStartResult
@@ -307,8 +251,7 @@ class Prompts:
             self._end(record, rid, from_codex(error))
         else:
             log.warning("turn/start for a steer refused: %s", error.message)
-        self._settle(record)
-        self._start_next(record)
+        self._work_ended(record)
 
     def cancel(self, record: ThreadRecord) -> None:
         """Stop the session's prompt, if any: it resolves ``cancelled`` once Codex
@@ -407,14 +350,13 @@ class Prompts:
 
     def _quick_end(self, record: ThreadRecord, rid: RequestId, outcome: Any) -> None:
         self._end(record, rid, outcome)
-        self._settle(record)
-        self._start_next(record)
+        self._work_ended(record)
 
-    def _settle(self, record: ThreadRecord) -> None:
-        """The session's prompt was answered (its turn ended, or Codex refused it): a close
-        waiting on it finishes, then waiting steers meet an idle session."""
-        self.prompt_answered(record)
-        self.steering.turn_ended(record)
+    def _work_ended(self, record: ThreadRecord) -> None:
+        """The session's prompt was answered (its turn ended, or Codex refused it), or a
+        turn nobody here waited for ended: the engine says what follows (a close waiting
+        on it finishes, waiting steers meet an idle session, the next prompt starts)."""
+        self.hub.happened(news.WorkEnded(record))
 
     def _name_turn(self, record: ThreadRecord, turn: Turn, turn_id: str) -> None:
         """Codex named the session's turn (its answer to ``turn/start``, or ``turn/started``,
@@ -495,8 +437,7 @@ class Prompts:
         turns.end(record, turn)
         rid = turn.request_id
         if rid is None:  # a steer's turn or another client's: nobody here waits for it
-            self._settle(record)
-            self._start_next(record)
+            self._work_ended(record)
             return
         status = note.turn.status
         if turn.failure is not None and not turn.cancelled and status != "completed":
@@ -524,8 +465,7 @@ class Prompts:
             code = ErrorCode.AUTH_REQUIRED if lacks_credentials(error) else ErrorCode.INTERNAL_ERROR
             message = policy_message(info, message) or f"Codex turn ended with status {status}"
             self._end(record, rid, RpcError(code, message, data))
-        self._settle(record)
-        self._start_next(record)
+        self._work_ended(record)
 
     def _end(
         self, record: ThreadRecord, rid: RequestId, outcome: acp_types.PromptResult | RpcError
@@ -537,7 +477,7 @@ class Prompts:
                 record.awaiting_message = None  # refused before Codex named it: never inserted
             elif prompt is not None and prompt.message_id is None:
                 self._insert(record, prompt, None)  # its turn ran, though no item named it
-        self.ended(facts.PromptEnded(record, rid, prompt, outcome))
+        self.hub.happened(facts.PromptEnded(record, rid, prompt, outcome))
 
     # -- what every turn states -----------------------------------------------------------
 
@@ -557,7 +497,7 @@ class Prompts:
         """Codex answered the session's resume after it came back: prompts that waited for
         it start, or hear why the session is gone."""
         if record.gone is None:
-            self._start_next(record)
+            self.start_next(record)
             return
         queued, record.queued = record.queued, []
         for waiting in queued:
@@ -567,7 +507,7 @@ class Prompts:
                 RpcError.not_found(record.gone, {"sessionId": record.id}),
             )
 
-    def _start_next(self, record: ThreadRecord) -> None:
+    def start_next(self, record: ThreadRecord) -> None:
         """The session's turn ended: the first queued prompt starts, if the session is
         still open."""
         if (

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 from msgspec import Raw
@@ -40,6 +40,7 @@ from ....codex import types as codex_types
 from ....codex.messages import ItemNotification
 from ....jsonrpc import RequestId
 from ....jsonrpc.peer import ErrorObject
+from ...core import news
 from ...core.hub import Hub
 from ...core.ports import Collaboration
 from ...core.record_parts import TurnKind
@@ -57,13 +58,6 @@ CHOICES = {IMPLEMENT: "Yes, implement this plan", STAY: "No, stay in Plan mode"}
 IMPLEMENT_PROMPT = "Implement the plan."
 #: The elicitation's one field.
 _FIELD = "decision"
-
-
-class Turns(Protocol):
-    """Starts a session's turns (:class:`bridge.engine.features.prompts.prompts.Prompts`)."""
-
-    def start_turn(self, record: ThreadRecord, inputs: list[Any]) -> None:
-        """Start a turn no prompt waits for; prompts sent meanwhile queue behind it."""
 
 
 @dataclass(slots=True)
@@ -87,10 +81,9 @@ class _Asked:
 class ProposedPlans:
     """Asks whether to implement a proposed plan (see the module docstring)."""
 
-    def __init__(self, hub: Hub, *, settings: Collaboration, turns: Turns) -> None:
+    def __init__(self, hub: Hub, *, settings: Collaboration) -> None:
         self.hub = hub
         self._settings = settings
-        self._turns = turns
         #: By session: the plan its running turn proposed.
         self._proposed: dict[str, _Proposed] = {}
         #: By session: the question open on it.
@@ -195,7 +188,8 @@ class ProposedPlans:
         if self.hub.threads.session(record.id) is not record or record.closing or moved_on:
             log.info("session %s moved on: the plan is not implemented", record.id)
             return
-        self._turns.start_turn(record, [codex_types.TextInput(text=IMPLEMENT_PROMPT)])
+        # The engine starts it (a turn no prompt waits for: prompts sent meanwhile queue).
+        self.hub.happened(news.TurnWanted(record, (codex_types.TextInput(text=IMPLEMENT_PROMPT),)))
 
     def _settle(self, session_id: str, asked: _Asked, status: acp_tools.ToolCallStatus) -> None:
         asked.settled = True

@@ -11,7 +11,7 @@ answers: the page is then dropped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from typing import Protocol
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -30,16 +30,19 @@ from ._page_ahead import PageAhead
 
 log = logging.getLogger(__name__)
 
-#: Decorates one ``session/list`` page's rows (the listed threads, their rows, archived).
-RowsListed = Callable[
-    [
-        acp_sessions.ListSessionsParams,
-        list[codex_types.Thread],
-        list[acp_sessions.SessionInfo],
-        bool,
-    ],
-    None,
-]
+
+class ListedRows(Protocol):
+    """Decorates one ``session/list`` page's rows (:mod:`bridge.engine.features.sessions.index`)."""
+
+    def rows(
+        self,
+        params: acp_sessions.ListSessionsParams,
+        threads: list[codex_types.Thread],
+        rows: list[acp_sessions.SessionInfo],
+        archived: bool,
+    ) -> None:
+        """The listed ``threads``, their ``rows``; ``archived``: the archived ones listed."""
+
 
 #: The order of ``session/list``: most recently active first.
 LIST_SORT_KEY = "updated_at"
@@ -49,10 +52,10 @@ LIST_PAGE = 50
 
 
 class Listing:
-    def __init__(self, hub: Hub, rows_listed: RowsListed | None) -> None:
+    def __init__(self, hub: Hub, index: ListedRows | None) -> None:
         self.hub = hub
         #: Told of each listed page's rows (the session index).
-        self.rows_listed = rows_listed
+        self.index = index
         #: This connection asked Codex to repair its index (:meth:`_repair_index`).
         self._index_repaired = False
         #: The next page of the last listing answered, asked ahead (paged store only).
@@ -97,8 +100,8 @@ class Listing:
                 # Every row says it, to a client told of sessionCapabilities.archive.
                 for info in sessions:
                     info.archived = archived == "only"
-            if self.rows_listed is not None:
-                self.rows_listed(params, roots, sessions, archived == "only")
+            if self.index is not None:
+                self.index.rows(params, roots, sessions, archived == "only")
             hub.answer_client(
                 rid,
                 acp_sessions.ListSessionsResult(

@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from msgspec import UNSET, Raw
 
@@ -52,7 +52,7 @@ from ....codex import threads
 from ....codex import types as codex_types
 from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core import exchanges, turns
+from ...core import exchanges, news, turns
 from ...core.answers import decode_params, from_codex, malformed
 from ...core.codex_asks import LeftOut, OpenStored
 from ...core.exchanges import Ask, Exchange, Refused
@@ -66,25 +66,11 @@ from ...views.stored_sessions import (
     not_found_message,
 )
 from ._fork_point import Fork, turn_holding
-from ._listing import Listing, RowsListed
-from ._thread_config import mcp_servers_config, thread_policies
-
-#: Sends an open result and what follows it (see :class:`bridge.engine.features.prompts.prompts.Opened`).
-Opened = Callable[[ThreadRecord, RequestId, Any, codex_types.ThreadStartResult], None]
-#: Replays a loaded root's stored items and its sub-agents, then calls the last argument.
-Replay = Callable[[ThreadRecord, codex_types.Thread, Callable[[], None]], None]
+from ._listing import ListedRows, Listing
+from ._ports import HistoryReplay, Opener, PromptControl, Rejoin, SubagentTree
+from ._thread_config import thread_policies
 
 log = logging.getLogger(__name__)
-
-
-class PromptControl(Protocol):
-    """What a close needs of the prompts feature."""
-
-    def cancel(self, record: ThreadRecord) -> None:
-        """Cancel the session's prompt and its queue (``session/cancel``)."""
-
-    def cancel_queued(self, record: ThreadRecord) -> None:
-        """Answer the prompts queued on the session ``cancelled``, its turn left alone."""
 
 
 @dataclass(eq=False)
@@ -93,23 +79,19 @@ class Lifecycle:
 
     hub: Hub
     _: KW_ONLY
-    #: Makes the record of a root session the client opened.
-    open_root: Callable[[str, str], ThreadRecord]
-    opened: Opened
+    #: Makes a root session's record, and says when its open is done.
+    opening: Opener
     #: Replays a stored thread's history (and its sub-agents') before the answer.
-    replay: Replay
+    history: HistoryReplay
     #: The prompts of a session being closed.
     prompts: PromptControl
-    #: Cancels the work under a session (``session/close``).
-    cancel_work: Callable[[str], None]
-    #: Forgets a thread and every sub-agent under it.
-    forget: Callable[[str], None]
-    #: Told that a load, resume or fork of a thread failed.
-    open_failed: Callable[[str], None]
+    #: The sub-agents under a session: their work cancelled by a close; told that a
+    #: load, resume or fork failed.
+    subagents: SubagentTree
     #: Told of each listed page's rows (the session index).
-    rows_listed: RowsListed | None = None
+    index: ListedRows | None = None
     #: Subscribes to a reopened root's sub-agents Codex holds, then calls the last argument.
-    rejoin: Callable[[ThreadRecord, Callable[[], None]], None] | None = None
+    rejoin: Rejoin | None = None
     #: ``session/list`` (:mod:`bridge.engine.features.sessions._listing`).
     listing: Listing = field(init=False)
     #: Sessions Codex deleted or archived, closing here (their close unsubscribes from
@@ -117,7 +99,7 @@ class Lifecycle:
     _gone: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
-        self.listing = Listing(self.hub, self.rows_listed)
+        self.listing = Listing(self.hub, self.index)
 
     # -- capabilities ----------------------------------------------------------------
 
@@ -218,7 +200,7 @@ class Lifecycle:
         if self._dropped(record, asked):
             return
         record.opening = False
-        self.open_failed(record.id)
+        self.subagents.open_failed(record.id)
         self.hub.refuse_client(asked.rid, self._not_found(record.id, error))
 
     def _stored_found(
@@ -284,7 +266,7 @@ class Lifecycle:
             )
         else:
             record.opening = False
-            self.open_failed(record.id)
+            self.subagents.open_failed(record.id)
             if error.message.startswith(NO_ROLLOUT):
                 # Read, yet not resumable even once its rollout was written: not a thread
                 # this Codex can give back (it never answers so for one it holds).
@@ -305,7 +287,7 @@ class Lifecycle:
         self.hub.not_cancellable(rid)
         assert stored is not None
         opening.opening = False
-        record = self.open_root(opening.id, asked.cwd)
+        record = self.opening.open_root(opening.id, asked.cwd)
         record.mcp_left_out = asked.left_out
         opened_with_folders(record, asked.folders, opened)
         record.unstored = unstored
@@ -322,7 +304,7 @@ class Lifecycle:
         )
 
         def answer() -> None:
-            self.opened(record, rid, response, opened)
+            self.opening.ready(record, rid, response, opened)
 
         rejoin = self.rejoin
         # A thread never prompted spawned no sub-agent.
@@ -332,7 +314,7 @@ class Lifecycle:
             if rejoin is not None and held:
                 # Codex held the root: it may hold sub-agents of it too, subscribed
                 # to the connection that spawned them only. Subscribed to here first.
-                rejoin(record, answer)
+                rejoin.rejoin(record, answer)
             else:
                 answer()
 
@@ -341,7 +323,7 @@ class Lifecycle:
             return
         # The history, then its sub-agents' associations and histories, all
         # before the response.
-        self.replay(record, stored, then)
+        self.history.replay(record, stored, then)
 
     def _dropped(
         self, record: ThreadRecord, asked: OpenStored, *, subscribed: bool = False
@@ -354,7 +336,7 @@ class Lifecycle:
             return False
         if record.session or any(isinstance(a, OpenStored) for a in record.codex_asks):
             return True
-        self.open_failed(record.id)
+        self.subagents.open_failed(record.id)
         if subscribed:
             exchanges.start(self.hub, _unsubscribe(record.id))
         return True
@@ -475,11 +457,11 @@ class Lifecycle:
             # The fork Codex made meanwhile is left, unsubscribed, as a stored session.
             yield from _unsubscribe(opened.thread.id)
             return
-        record = self.open_root(opened.thread.id, cwd)
+        record = self.opening.open_root(opened.thread.id, cwd)
         record.mcp_left_out = fork.left_out
         opened_with_folders(record, fork.folders, opened)
         response = acp_sessions.ForkSessionResult(sessionId=record.id)
-        self.opened(record, fork.rid, response, opened)
+        self.opening.ready(record, fork.rid, response, opened)
 
     def _not_found(self, session_id: str, error: ErrorObject) -> RpcError:
         if self.hub.codex_lost_reason is not None or malformed(error):
@@ -529,7 +511,7 @@ class Lifecycle:
             self._finish_close(record)
             return
         # RFD: closing a parent cancels its active descendant work (Codex does not).
-        self.cancel_work(record.id)
+        self.subagents.cancel_work(record.id)
         if record.turn is not None:
             # ACP: close cancels ongoing work as session/cancel would. The prompt
             # is answered when Codex confirms; prompt_answered finishes the close then.
@@ -542,21 +524,25 @@ class Lifecycle:
             self._finish_close(record)
 
     def _finish_close(self, record: ThreadRecord) -> None:
-        hub = self.hub
-        waiting = record.closing or []
+        """The close may finish: the engine forgets the session and every sub-agent under it
+        (gone for the client from here on), then has it closed (:meth:`closed`)."""
+        waiting = tuple(record.closing or ())
         record.closing = None
-        # The session and every sub-agent under it are gone for the client from here on.
-        self.forget(record.id)
+        self.hub.happened(news.CloseDue(record, waiting))
+
+    def closed(self, record: ThreadRecord, waiting: Sequence[RequestId]) -> None:
+        """The session is forgotten: Codex unsubscribes this connection from its thread,
+        then the closes ``waiting`` are answered."""
+        hub = self.hub
         if record.id in self._gone:
             # Codex holds no such thread any more: nothing to unsubscribe from.
             self._gone.discard(record.id)
             for rid in waiting:
                 hub.answer_client(rid, acp_sessions.CloseSessionResult())
             return
-
         exchanges.start(hub, self._closed(record.id, waiting))
 
-    def _closed(self, thread_id: str, waiting: list[RequestId]) -> Exchange:
+    def _closed(self, thread_id: str, waiting: Sequence[RequestId]) -> Exchange:
         """Codex unsubscribes this connection from the thread, then the closes are answered."""
         hub = self.hub
         try:
@@ -580,16 +566,6 @@ class Lifecycle:
 
     # -- MCP servers ------------------------------------------------------------------
 
-    def thread_starting(
-        self, mcp_servers: list[dict[str, Any]] | None, start: codex_types.ThreadStartParams
-    ) -> tuple[LeftOut, ...]:
-        """The client's MCP servers in a ``thread/start``'s ``config``; those left out."""
-        servers, left_out = self._mcp_servers(mcp_servers, "session/new")
-        if servers:
-            base = start.config if isinstance(start.config, dict) else {}
-            start.config = {**base, **servers}
-        return left_out
-
     def _thread_config(
         self, mcp_servers: Sequence[dict[str, Any]] | None, method: str
     ) -> tuple[dict[str, Any], tuple[LeftOut, ...]]:
@@ -601,10 +577,7 @@ class Lifecycle:
     def _mcp_servers(
         self, mcp_servers: Sequence[dict[str, Any]] | None, method: str
     ) -> tuple[dict[str, Any], tuple[LeftOut, ...]]:
-        # ACP v2's schema has an agent refuse a transport it does not support (-32602).
-        return mcp_servers_config(
-            mcp_servers, method, refuse_unsupported=self.hub.face.version == 2
-        )
+        return self.opening.mcp_servers(mcp_servers, method)
 
 
 def opened_with_folders(

@@ -54,15 +54,13 @@ MAX_OTHERS = 1_000
 class Placement:
     """Holds, reads, announces and names sub-agent threads; see the module docstring.
 
-    ``refeed`` handles a held message as if it arrived now; ``work`` stops the work of a
-    sub-agent whose session was closed.
+    A held message goes back to Codex's router (:meth:`Hub.refeed
+    <bridge.engine.core.hub.Hub.refeed>`), handled as if it arrived then; ``work`` stops
+    the work of a sub-agent whose session was closed.
     """
 
-    def __init__(
-        self, hub: Hub, *, refeed: Callable[[HeldMessage], None], work: SubagentWork
-    ) -> None:
+    def __init__(self, hub: Hub, *, work: SubagentWork) -> None:
         self.hub = hub
-        self._refeed = refeed
         self._work = work
         #: Children placed without Codex's nickname whose thread is being read again for it.
         self._naming: set[str] = set()
@@ -260,7 +258,7 @@ class Placement:
         requests = [h for h in unplaced.held if h.request_id is not None]
         unplaced.held = [h for h in unplaced.held if h.request_id is None]
         for held in requests:
-            self._refeed(held)  # no session shows the thread: answered "decline"
+            self.hub.refeed(held)  # no session shows the thread: answered "decline"
 
     def _root_for_turn(self, unplaced: Unplaced) -> str | None:
         root_turn = unplaced.root_turn_hint
@@ -328,7 +326,7 @@ class Placement:
                 turns.unwanted(record, running)
                 self._work.interrupt(record)
             for message in held:
-                self._refeed(message)
+                self.hub.refeed(message)
         for child_id in waiting:
             self._forget_late(child_id)
 
@@ -426,7 +424,7 @@ class Placement:
         record.other = False
         unplaced, record.unplaced = record.unplaced, None
         for held in unplaced.held if unplaced is not None else []:
-            self._refeed(held)
+            self.hub.refeed(held)
         waiting, record.waiting_children = record.waiting_children, []
         for child_id in waiting:
             child = threads.get(child_id)

@@ -20,14 +20,15 @@ Part of :mod:`bridge.engine.features.subagents.subagents` (its rules 3 and 4):
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Iterable
+from typing import Protocol
 
 from msgspec import UNSET
 
 from ....acp import subagents as acp_subagents
 from ....codex import types as codex_types
 from ....jsonrpc.peer import ErrorObject
-from ...core import turns, workstate
+from ...core import news, turns, workstate
 from ...core.codex_asks import InterruptTurn
 from ...core.hub import Hub
 from ...core.record_parts import Status
@@ -36,23 +37,31 @@ from ...core.threads import ThreadRecord
 log = logging.getLogger(__name__)
 
 
+class Questions(Protocol):
+    """What a thread asked the user (:mod:`bridge.engine.features.approvals`)."""
+
+    def cancel_thread(self, thread_id: str) -> None:
+        """Answer ``cancel`` to what thread ``thread_id`` asked."""
+
+
+class Commands(Protocol):
+    """The commands threads left running (:mod:`bridge.engine.features.tools.terminals`)."""
+
+    def work_cancelled(self, thread_ids: Iterable[str], *, running: Iterable[str]) -> None:
+        """Stop the commands of ``thread_ids`` (of which ``running`` had a turn)."""
+
+
 class SubagentWork:
     """Reports sub-agents' work state and stops their work; see the module docstring.
 
-    ``cancel_questions`` answers ``cancel`` to what a thread asked (a cancel's cascade);
-    ``interrupt_refused`` is told when Codex refuses a ``turn/interrupt``.
+    ``questions`` answers ``cancel`` to what a thread asked (a cancel's cascade); the
+    commands the cancelled threads left running are stopped by ``terminals``.
     """
 
-    def __init__(
-        self,
-        hub: Hub,
-        *,
-        cancel_questions: Callable[[str], None],
-        interrupt_refused: Callable[[], None],
-    ) -> None:
+    def __init__(self, hub: Hub, *, questions: Questions, terminals: Commands) -> None:
         self.hub = hub
-        self._cancel_questions = cancel_questions
-        self._interrupt_refused = interrupt_refused
+        self._questions = questions
+        self._terminals = terminals
 
     # -- work state ------------------------------------------------------------------------------
 
@@ -155,7 +164,20 @@ class SubagentWork:
                 turns.cancel(child.turn)
                 self.interrupt(child)
             if child.id != session_id:
-                self._cancel_questions(child.id)
+                self._questions.cancel_thread(child.id)
+
+    def cancel_work(self, session_id: str) -> None:
+        """Cancel the work under ``session_id`` (``session/cancel``, ``session/close``):
+        its sub-agents' turns, then every command the cancelled threads left running."""
+        threads = self.hub.threads
+        record = threads.session(session_id)
+        self.cancel_tree(session_id)
+        if record is None:
+            return  # never stop the commands of a thread the client does not hold
+        tree = [record, *threads.descendants(session_id)]
+        self._terminals.work_cancelled(
+            [r.id for r in tree], running=[r.id for r in tree if r.turn is not None]
+        )
 
     def interrupt(self, record: ThreadRecord) -> None:
         """Ask Codex to interrupt ``record``'s turn, once; its ``turn/completed`` tells the end."""
@@ -166,7 +188,7 @@ class SubagentWork:
         # The turn may have just ended; its turn/completed reports what happened.
         log.info("turn/interrupt of %s refused: %s", record.id, error.message)
         turns.interrupt_refused(asked.turn)
-        self._interrupt_refused()
+        self.hub.happened(news.InterruptRefused())  # turn ends held behind it may go
 
     def closed_sessions_work(self, root_turn: str | None) -> bool:
         """Whether a sub-agent's turn working for ``root_turn`` is work of a session this

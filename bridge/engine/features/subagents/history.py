@@ -135,9 +135,7 @@ class SubagentHistory:
         if last is not None:
             _last_turn(root, last)
         yield from self._finished(root, stored, tree, tools)
-        then()
-        threads.release_traffic(root)
-        self._subagents.session_added(root)  # what Codex said meanwhile, in order
+        then()  # the answer; then what Codex said meanwhile (:meth:`traffic_released`)
 
     def _root_page(
         self,
@@ -393,6 +391,15 @@ class SubagentHistory:
         )
         for update in _as_incoming(updates, parent_id, child.id):
             self.hub.update(child.id, update)
+
+    def traffic_released(self, root: ThreadRecord) -> None:
+        """What Codex said of a paged load's thread while its history went out, handled in
+        order now that the answer went (nothing, for any other open)."""
+        threads = self.hub.threads
+        if not threads.is_held(root):
+            return
+        threads.release_traffic(root)
+        self._subagents.session_added(root)
 
     def after_response(self, root: ThreadRecord) -> None:
         """Current snapshots of the children a load replayed, now that history is over."""

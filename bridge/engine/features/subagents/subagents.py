@@ -53,7 +53,7 @@ from ...core.threads import ThreadRecord
 from ...views.history import Nicknames
 from . import _collab_views as collab_views
 from ._placement import Placement
-from ._work import SubagentWork
+from ._work import Commands, Questions, SubagentWork
 
 log = logging.getLogger(__name__)
 
@@ -80,24 +80,21 @@ RESTRICTED = frozenset(
 class Subagents:
     """Places sub-agent threads, shows their messages and work state, cancels their work.
 
-    ``refeed`` handles a held message as if it arrived now; ``cancel_questions``
-    answers ``cancel`` to what a thread asked (a cancel's cascade); ``interrupt_refused``
-    is told when Codex refuses a ``turn/interrupt``.
+    ``questions`` answers
+    ``cancel`` to what a thread asked (a cancel's cascade); ``terminals`` stops the
+    commands cancelled work left running.
     """
 
     def __init__(
         self,
         hub: Hub,
         *,
-        refeed: Callable[[HeldMessage], None],
-        cancel_questions: Callable[[str], None],
-        interrupt_refused: Callable[[], None] = lambda: None,
+        questions: Questions,
+        terminals: Commands,
     ) -> None:
         self.hub = hub
-        self.work = SubagentWork(
-            hub, cancel_questions=cancel_questions, interrupt_refused=interrupt_refused
-        )
-        self.placement = Placement(hub, refeed=refeed, work=self.work)
+        self.work = SubagentWork(hub, questions=questions, terminals=terminals)
+        self.placement = Placement(hub, work=self.work)
 
     # -- where a thread's traffic goes (bridge.engine.features.subagents._placement) ----------
 
@@ -152,6 +149,11 @@ class Subagents:
     def cancel_tree(self, session_id: str) -> None:
         """Stop the current work of ``session_id``'s descendants (and its own, if a child)."""
         self.work.cancel_tree(session_id)
+
+    def cancel_work(self, session_id: str) -> None:
+        """Cancel the work under ``session_id``: its sub-agents' turns, then the commands
+        the cancelled threads left running."""
+        self.work.cancel_work(session_id)
 
     # -- spawn, send_input, wait, close: messages and tool calls -----------------------------
 
