@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 OnError: TypeAlias = Callable[[ErrorObject], None]
+#: Called with Codex's answer, decoded.
+OnResult: TypeAlias = Callable[[Any], None]
 
 
 #: ``data`` member of the error a malformed Codex answer becomes (names the method).

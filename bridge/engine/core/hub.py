@@ -40,7 +40,7 @@ from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from . import effects
-from .answers import OnError, Outstanding, decoder
+from .answers import OnError, OnResult, Outstanding, decoder
 from .codex_asks import CodexAsk, InterruptTurn
 from .codex_side import CodexSide, CodexState
 from .facts import Fact
@@ -301,12 +301,7 @@ class Hub:
     # -- to Codex ---------------------------------------------------------------------
 
     def codex_request(
-        self,
-        method: str,
-        params: Any,
-        result: Any,
-        on_result: Callable[[Any], None],
-        on_error: OnError,
+        self, method: str, params: Any, result: Any, on_result: OnResult, on_error: OnError
     ) -> None:
         """Ask Codex; ``on_result`` gets the answer decoded as ``result`` (a type), or
         ``None`` as ``result`` passes the raw answer on, unread. What :meth:`ask` and
@@ -394,7 +389,7 @@ class Hub:
         method: str,
         params: Any,
         result: Any,
-        on_result: Callable[[Any], None],
+        on_result: OnResult,
         on_error: OnError,
     ) -> None:
         """Ask the exec-server of ``machine`` itself (:class:`~.effects.MachineCall`), as

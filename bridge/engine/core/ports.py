@@ -9,15 +9,13 @@ from typing import Protocol
 from ...jsonrpc.peer import ErrorObject
 from .threads import ThreadRecord
 
+Done = Callable[[], None]
+
 
 class Collaboration(Protocol):
     """The session's collaboration mode (:mod:`bridge.engine.features.settings.settings`)."""
 
     def set_collaboration(
-        self,
-        record: ThreadRecord,
-        mode: str,
-        done: Callable[[], None],
-        failed: Callable[[ErrorObject], None],
+        self, record: ThreadRecord, mode: str, done: Done, failed: Callable[[ErrorObject], None]
     ) -> bool:
         """Store Codex's collaboration mode in the thread (``False``: no settings)."""

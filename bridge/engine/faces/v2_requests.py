@@ -34,15 +34,15 @@ NOT_OFFERED: dict[str, str] = {}
 SessionHandler = Callable[[RequestId, str], None]
 
 
+Servers = list[dict[str, Any]] | None
+Folders = list[str] | None
+
+
 class Starting(Protocol):
     """Starts sessions (:mod:`bridge.engine.features.sessions.opening`)."""
 
     def new_session(
-        self,
-        rid: RequestId,
-        cwd: str,
-        mcp_servers: list[dict[str, Any]] | None,
-        additional: list[str] | None = None,
+        self, rid: RequestId, cwd: str, mcp_servers: Servers, additional: Folders = None
     ) -> None: ...
 
 

@@ -40,9 +40,8 @@ from msgspec import UNSET
 
 from ....codex import palette as codex_palette
 from ....jsonrpc import RpcError
-from ....jsonrpc.peer import ErrorObject
 from ...core import exchanges
-from ...core.answers import from_codex
+from ...core.answers import OnError, from_codex
 from ...core.exchanges import All, Ask, Exchange, Refused, Steps
 from ...core.hub import Hub
 from ...core.ports import Collaboration
@@ -56,15 +55,14 @@ Done = Callable[[str], None]
 Failed = Callable[[RpcError], None]
 
 
+Offered = Callable[[str], None]
+
+
 class McpSignIn(Protocol):
     """Signs in to an MCP server (:mod:`bridge.engine.features.sessions.mcp_servers`)."""
 
     def login(
-        self,
-        record: ThreadRecord,
-        name: str,
-        failed: Callable[[ErrorObject], None],
-        offered: Callable[[str], None] | None = None,
+        self, record: ThreadRecord, name: str, failed: OnError, offered: Offered | None = None
     ) -> None:
         """Codex's sign-in page for server ``name``, handed to ``offered``."""
 

@@ -19,6 +19,11 @@ class PlanQuestion(Protocol):
         """The session moved on: the question is taken back."""
 
 
+Ready = Callable[[], None]
+Failed = Callable[[str], None]
+Folders = tuple[str, ...]
+
+
 class TurnSettings(Protocol):
     """The session's settings (:mod:`bridge.engine.features.settings.settings`), as a turn needs them."""
 
@@ -36,15 +41,9 @@ class MachineGate(Protocol):
     """Waits for a machine to take a turn (:mod:`bridge.engine.features.settings.machines`)."""
 
     def when_ready(
-        self,
-        name: str,
-        ready: Callable[[], None],
-        failed: Callable[[str], None],
-        thread_id: str = "",
-        folders: tuple[str, ...] = (),
+        self, name: str, ready: Ready, failed: Failed, thread_id: str = "", folders: Folders = ()
     ) -> None:
-        """``ready()`` once machine ``name`` can take a turn of thread ``thread_id`` (whose
-        folders are ``folders``), else ``failed(reason)``."""
+        """``ready()`` once machine ``name`` can take a turn, else ``failed(reason)``."""
 
     def turn_starting(self, name: str) -> None:
         """A turn starts on machine ``name``: a loss of its link is behind it."""

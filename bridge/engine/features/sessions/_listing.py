@@ -31,15 +31,15 @@ from ._page_ahead import PageAhead
 log = logging.getLogger(__name__)
 
 
+Threads = list[codex_types.Thread]
+Rows = list[acp_sessions.SessionInfo]
+
+
 class ListedRows(Protocol):
     """Decorates one ``session/list`` page's rows (:mod:`bridge.engine.features.sessions.index`)."""
 
     def rows(
-        self,
-        params: acp_sessions.ListSessionsParams,
-        threads: list[codex_types.Thread],
-        rows: list[acp_sessions.SessionInfo],
-        archived: bool,
+        self, params: acp_sessions.ListSessionsParams, threads: Threads, rows: Rows, archived: bool
     ) -> None:
         """The listed ``threads``, their ``rows``; ``archived``: the archived ones listed."""
 

@@ -11,6 +11,8 @@ from ....jsonrpc import RequestId
 from ...core.codex_asks import LeftOut
 from ...core.threads import ThreadRecord
 
+Started = codex_types.ThreadStartResult
+
 
 class Opener(Protocol):
     """Makes a root session's record and says its open is done (:mod:`.opening`)."""
@@ -18,13 +20,7 @@ class Opener(Protocol):
     def open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
         """The client opened a session on ``thread_id``: its record."""
 
-    def ready(
-        self,
-        record: ThreadRecord,
-        rid: RequestId,
-        result: Any,
-        opened: codex_types.ThreadStartResult,
-    ) -> None:
+    def ready(self, record: ThreadRecord, rid: RequestId, result: Any, opened: Started) -> None:
         """The open is done: ``result`` is the engine's to send, with what follows it."""
 
     def mcp_servers(

@@ -60,11 +60,7 @@ from ...core.folders import check_directory, check_folders, workspace_roots
 from ...core.hub import Hub, StoredSessionParams
 from ...core.record_parts import Status, TurnKind
 from ...core.threads import ThreadRecord
-from ...views.stored_sessions import (
-    NO_ROLLOUT,
-    is_unstored,
-    not_found_message,
-)
+from ...views.stored_sessions import NO_ROLLOUT, is_unstored, not_found_message
 from ._fork_point import Fork, turn_holding
 from ._listing import ListedRows, Listing
 from ._ports import HistoryReplay, Opener, PromptControl, Rejoin, SubagentTree

@@ -14,6 +14,7 @@ resume and fork (:mod:`.lifecycle`).
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol
 
 from msgspec import Raw
@@ -53,20 +54,23 @@ class ThreadProviders(Protocol):
         """Name the picked provider in ``start``."""
 
 
+@dataclass(eq=False)
 class Opening:
     """Makes the record of a root session the client opens, and says when it is ready."""
 
-    def __init__(self, hub: Hub, *, mcp: McpOpening, held: HeldTraffic) -> None:
-        self.hub = hub
-        self._mcp = mcp
-        self._held = held
+    hub: Hub
+    _: KW_ONLY
+    #: Notes the session, for what its MCP servers say.
+    mcp: McpOpening
+    #: What Codex sent for the thread before the client held it.
+    held: HeldTraffic
 
     def open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
         """The client opened a session on ``thread_id``: its record, and what was held for
         it handled now."""
         record = self.hub.threads.open_root(thread_id, cwd)
-        self._mcp.opening(record)  # before what was held for it is handled
-        self._held.session_added(record)
+        self.mcp.opening(record)  # before what was held for it is handled
+        self.held.session_added(record)
         return record
 
     def ready(
@@ -90,13 +94,15 @@ class Opening:
         )
 
 
+@dataclass(eq=False)
 class NewSessions:
     """``session/new``: a thread started, opened as a session."""
 
-    def __init__(self, hub: Hub, *, opening: Opening, providers: ThreadProviders) -> None:
-        self.hub = hub
-        self._opening = opening
-        self._providers = providers
+    hub: Hub
+    _: KW_ONLY
+    opening: Opening
+    #: The provider the client picked, named in ``thread/start``.
+    providers: ThreadProviders
 
     def session_new(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_types.NewSessionParams, "session/new")
@@ -125,11 +131,11 @@ class NewSessions:
                 environmentId=LOCAL, cwd=cwd, runtimeWorkspaceRoots=workspace_roots(cwd, folders)
             )
             start.environments = [here]
-        servers, left_out = self._opening.mcp_servers(mcp_servers, "session/new")
+        servers, left_out = self.opening.mcp_servers(mcp_servers, "session/new")
         if servers:
             base = start.config if isinstance(start.config, dict) else {}
             start.config = {**base, **servers}
-        self._providers.thread_starting(start)
+        self.providers.thread_starting(start)
         exchanges.start(hub, self._thread_started(rid, cwd, start, folders, left_out))
 
     def _thread_started(
@@ -141,8 +147,8 @@ class NewSessions:
         left_out: tuple[LeftOut, ...],
     ) -> Exchange:
         opened = yield Ask("thread/start", start, codex_types.ThreadStartResult, refuse=rid)
-        record = self._opening.open_root(opened.thread.id, cwd)
+        record = self.opening.open_root(opened.thread.id, cwd)
         record.folders = folders
         record.mcp_left_out = left_out
         record.unstored = True  # Codex writes a thread at its first turn
-        self._opening.ready(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
+        self.opening.ready(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
