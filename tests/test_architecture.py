@@ -783,6 +783,111 @@ def test_each_hub_field_is_written_by_its_owner_alone() -> None:
     )
 
 
+#: The parts of a thread record other features write, each its writer's alone (besides
+#: core/record_parts.py, where each part's own methods live): ``record.stream``,
+#: ``record.shown``, ``record.mcp``.
+RECORD_PART_WRITERS: dict[str, str] = {
+    "stream": f"{ENGINE}.features.prompts.streaming",
+    "shown": f"{ENGINE}.faces.v2",
+    "mcp": f"{ENGINE}.features.sessions.mcp_servers",
+}
+#: The methods of a record part that change it.
+PART_MUTATORS = MUTATORS | {"turn_ended"}
+
+
+def _record_part(node: ast.expr, parts: Iterable[str]) -> str | None:
+    """The record part an expression reaches (``record.stream``, ``r.shown.asking``,
+    ``record.mcp.failed[k]``); ``None`` when it reaches none."""
+    chain: list[str] = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            chain.append(node.attr)
+        node = node.value
+    # Outermost first: record, part, field...; a part is never the first name.
+    chain.reverse()
+    return next((name for name in chain if name in parts), None)
+
+
+def record_part_writes(
+    modules: Mapping[str, Path],
+    *,
+    engine: str = ENGINE,
+    parts_module: str = f"{ENGINE}.core.record_parts",
+    writers: Mapping[str, str] = RECORD_PART_WRITERS,
+    root: Path = PACKAGE_DIR.parent,
+) -> list[str]:
+    """``file:line`` for each write to a record part (an assignment through it, or a
+    changing call on it) by a module that is not the part's writer."""
+
+    def look(module: str, node: ast.AST) -> list[tuple[int, str]]:
+        reached = [(t.lineno, t) for t in _assigned(node)]
+        if isinstance(node, ast.Delete):
+            reached += [(t.lineno, t) for t in node.targets]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in PART_MUTATORS
+        ):
+            reached.append((node.lineno, node.func.value))
+        found = []
+        for line, target in reached:
+            part = _record_part(target, writers) if not isinstance(target, ast.Name) else None
+            if part is not None and module != writers[part]:
+                found.append((line, f"writes record.{part}"))
+        return found
+
+    return engine_writes(modules, look, engine=engine, writer=parts_module, root=root)
+
+
+def test_each_record_part_is_written_by_its_owner_alone() -> None:
+    fail_listing(
+        "a record part written by a module that does not own it (tests/test_architecture.py's "
+        "RECORD_PART_WRITERS):\n",
+        record_part_writes(MODULES),
+    )
+
+
+def test_the_record_part_check_sees_each_kind_of_write(tmp_path: Path) -> None:
+    package = _make_package(
+        tmp_path,
+        {
+            "fake/core/record_parts.py": "class Stream:\n    def clear(self):\n        self.a = 1\n",
+            "fake/features/streaming.py": "def f(record):\n    record.stream.usage = 1\n",
+            "fake/features/f.py": (
+                "def f(record, r):\n"
+                "    record.stream.usage = None\n"
+                "    r.shown.asking.add(1)\n"
+                "    record.mcp.failed['x'] = 'why'\n"
+                "    del record.mcp.failed['x']\n"
+                "    record.stream.turn_ended()\n"
+                "    record.stream = None\n"
+                "    record.shown.asking\n"
+                "    record.settings.mode = 'x'\n"
+            ),
+        },
+    )
+    writers = {
+        "stream": "fake.features.streaming",
+        "shown": "fake.faces.v2",
+        "mcp": "fake.features.mcp",
+    }
+    found = record_part_writes(
+        find_modules(package),
+        engine="fake",
+        parts_module="fake.core.record_parts",
+        writers=writers,
+        root=tmp_path,
+    )
+    assert found == [
+        "fake/features/f.py:2 writes record.stream",
+        "fake/features/f.py:3 writes record.shown",
+        "fake/features/f.py:4 writes record.mcp",
+        "fake/features/f.py:5 writes record.mcp",
+        "fake/features/f.py:6 writes record.stream",
+        "fake/features/f.py:7 writes record.stream",
+    ]
+
+
 def test_the_hub_check_sees_each_kind_of_write(tmp_path: Path) -> None:
     package = _make_package(
         tmp_path,

@@ -275,7 +275,9 @@ def test_the_v2_face_keeps_nothing_per_session() -> None:
     assert isinstance(face, V2Face)
     assert set(vars(face)) == {"hub", "requests", "fork"}
     record = h.engine.threads.session("thread-1")
-    assert record is not None and record.cancellable == {"call-1"} and record.working == 1
+    assert (
+        record is not None and record.shown.cancellable == {"call-1"} and record.shown.working == 1
+    )
     h.engine.forget("thread-1")
     assert h.engine.threads.get("thread-1") is None
 
@@ -310,7 +312,11 @@ def test_a_sessions_own_work_state_follows_one_rule(
     working: int, elsewhere: str | None, asking: set[int], turn: bool, state: str
 ) -> None:
     record = ThreadRecord(THREAD, cwd=CWD, session=True, visible=True)
-    record.working, record.turn_elsewhere, record.asking = working, elsewhere, set(asking)
+    record.shown.working, record.shown.turn_elsewhere, record.shown.asking = (
+        working,
+        elsewhere,
+        set(asking),
+    )
     record.turn = Turn(id="turn-1") if turn else None
     assert workstate.foreground(record) == state
 

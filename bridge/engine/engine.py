@@ -354,6 +354,7 @@ class Engine:
                 feature.codex_lost(reason)
                 self._follow()
             self.mcp_servers.codex_lost()
+            self.streaming.codex_lost()
             self.proposed_plans.codex_lost(reason)
             self.terminals.codex_lost()
             self.turn_ends.clear()  # their prompts were answered just above

@@ -21,7 +21,7 @@ from typing import Any, TypeAlias
 
 from ...codex import types as codex_types
 from ...jsonrpc import RequestId
-from .record_parts import Settings, Steer, Turn, Unplaced
+from .record_parts import LeftOut, Settings, Steer, Turn, Unplaced
 
 
 @dataclass(slots=True, eq=False)
@@ -105,10 +105,6 @@ class ReadParentage:
     (``unplaced``: what it holds meanwhile). Nothing to place once its record is dropped."""
 
     unplaced: Unplaced
-
-
-#: An MCP server the client named that Codex cannot carry: its name, its transport.
-LeftOut: TypeAlias = tuple[str, str]
 
 
 @dataclass(slots=True, eq=False)

@@ -79,7 +79,18 @@ class SessionOpened:
     result: Any
 
 
-Fact: TypeAlias = PromptInserted | PromptEnded | TurnStarted | TurnEnded | SessionOpened
+@dataclass(frozen=True, slots=True)
+class ToolCallCancelled:
+    """The client cancelled tool call ``call_id`` of the session (a running command): a
+    failure of it, from now on, is its cancel."""
+
+    record: ThreadRecord
+    call_id: str
+
+
+Fact: TypeAlias = (
+    PromptInserted | PromptEnded | TurnStarted | TurnEnded | SessionOpened | ToolCallCancelled
+)
 
 #: Every fact type (each face renders each; the test of the faces reads this).
 FACTS: tuple[type, ...] = get_args(Fact)
@@ -90,6 +101,7 @@ __all__ = [
     "PromptEnded",
     "PromptInserted",
     "SessionOpened",
+    "ToolCallCancelled",
     "TurnEnded",
     "TurnStarted",
 ]

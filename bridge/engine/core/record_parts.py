@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from msgspec import Raw
 
@@ -279,3 +279,66 @@ class Steer:
     prompt_required: bool
     #: ``turn/steer`` is with Codex: its answer moves the session's steers on.
     sent: bool = False
+
+
+#: An MCP server the client named that Codex cannot carry: its name, its transport.
+LeftOut: TypeAlias = tuple[str, str]
+
+
+@dataclass(slots=True)
+class Stream:
+    """What a session's streamed answer has been so far (the streaming feature's part of
+    the record: :mod:`bridge.engine.features.prompts.streaming` alone writes it)."""
+
+    #: Items whose text arrived as deltas; their ``item/completed`` repeats it.
+    streamed_items: set[str] = field(default_factory=set)
+    #: Answers Codex said at ``item/started`` not to show: their deltas are dropped.
+    withheld_items: set[str] = field(default_factory=set)
+    #: AIR: the phase Codex gave an answer at ``item/started``, for its chunks: item id → phase.
+    message_phases: dict[str, str] = field(default_factory=dict)
+    #: Codex's last token usage report (``/status`` shows the context use).
+    usage: Any = None
+    #: What Codex last estimated the thread cost, in millionths of a US dollar
+    #: (``account/usage/read``); ``None``: not known (never shown as a zero).
+    cost_usd_micros: int | None = None
+
+    def turn_ended(self) -> None:
+        """What the turn's items were is over with it."""
+        self.streamed_items.clear()
+        self.withheld_items.clear()
+        self.message_phases.clear()
+
+
+@dataclass(slots=True)
+class Shown:
+    """What a v2 client is told of the session's own work (the v2 face's part of the
+    record: :mod:`bridge.engine.faces.v2` alone writes it)."""
+
+    #: Inserted prompts whose work has not ended.
+    working: int = 0
+    #: A turn Codex started with no prompt of this client's (a goal's, another client's);
+    #: ``workstate.ANY_TURN`` for one already running when the session was resumed.
+    turn_elsewhere: str | None = None
+    #: Permission requests (client request ids) of this session the client holds.
+    asking: set[RequestId] = field(default_factory=set)
+    #: The work state last sent on the session's own stream.
+    state: str = "idle"
+    #: Tool calls that advertise ``cancel`` now (running commands), and those the client
+    #: cancelled (a failure of one then is ``cancelled``).
+    cancellable: set[str] = field(default_factory=set)
+    cancelled_calls: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class McpNotes:
+    """The session's MCP servers as the user hears of them (the MCP feature's part of the
+    record: :mod:`bridge.engine.features.sessions.mcp_servers` alone writes it)."""
+
+    #: The servers the client named that the bridge left out, told when the open is answered.
+    left_out: tuple[LeftOut, ...] = ()
+    #: Each server whose failure to start the user was told of, with Codex's reason: told
+    #: once, again only after it was ready meanwhile.
+    failed: dict[str, str] = field(default_factory=dict)
+    #: What the user hears of its MCP servers, kept until the open is answered (the client
+    #: knows no session before); ``None``: told as it comes.
+    untold: list[Callable[[], None]] | None = None

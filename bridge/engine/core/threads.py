@@ -41,7 +41,6 @@ from ...jsonrpc import RequestId, RpcError
 from .codex_asks import (
     CodexAsk,
     FindTurn,
-    LeftOut,
     ListSkills,
     ListTerminals,
     ReadParentage,
@@ -49,12 +48,15 @@ from .codex_asks import (
     StartTurn,
 )
 from .record_parts import (
+    McpNotes,
     Prompt,
     Question,
     QueuedPrompt,
     Settings,
+    Shown,
     Status,
     Steer,
+    Stream,
     ToolCall,
     Turn,
     Unplaced,
@@ -194,20 +196,9 @@ class ThreadRecord:
     ended_tools: set[str] = field(default_factory=set)
     #: File-change and MCP items started, kept raw until they complete (an approval names them).
     started_items: dict[str, Raw] = field(default_factory=dict)
-    #: Items whose text arrived as deltas; their ``item/completed`` repeats it.
-    streamed_items: set[str] = field(default_factory=set)
-    #: Answers Codex said at ``item/started`` not to show: their deltas are dropped.
-    withheld_items: set[str] = field(default_factory=set)
-    #: AIR: the phase Codex gave an answer at ``item/started``, for its chunks: item id → phase.
-    message_phases: dict[str, str] = field(default_factory=dict)
     settings: Settings | None = None
     #: The enabled skills Codex has for the session's folder, offered as commands: name → path.
     skills: dict[str, str] = field(default_factory=dict)
-    #: Codex's last token usage report (``/status`` shows the context use).
-    usage: Any = None
-    #: What Codex last estimated the thread cost, in millionths of a US dollar
-    #: (``account/usage/read``); ``None``: not known (never shown as a zero).
-    cost_usd_micros: int | None = None
     # -- sub-agents
     #: Children waiting for this thread to be placed before they can be announced.
     waiting_children: list[str] = field(default_factory=list)
@@ -221,29 +212,13 @@ class ThreadRecord:
     #: The prompt whose ``turn/start`` went to Codex, until it is inserted (Codex's user
     #: message item for it gives its message an id).
     awaiting_message: RequestId | None = None
-    # -- what the client is told of the session's own work (ACP v2 says it; see faces/v2.py)
-    #: Inserted prompts whose work has not ended.
-    working: int = 0
-    #: A turn Codex started with no prompt of this client's (a goal's, another client's);
-    #: ``workstate.ANY_TURN`` for one already running when the session was resumed.
-    turn_elsewhere: str | None = None
-    #: Permission requests (client request ids) of this session the client holds.
-    asking: set[RequestId] = field(default_factory=set)
-    #: The work state last sent on the session's own stream.
-    shown_state: str = "idle"
-    #: Tool calls that advertise ``cancel`` now (running commands), and those the client
-    #: cancelled (a failure of one then is ``cancelled``).
-    cancellable: set[str] = field(default_factory=set)
-    cancelled_calls: set[str] = field(default_factory=set)
-    # -- its MCP servers, as the user hears of them (the MCP feature's)
-    #: The servers the client named that the bridge left out, told when the open is answered.
-    mcp_left_out: tuple[LeftOut, ...] = ()
-    #: Each server whose failure to start the user was told of, with Codex's reason: told
-    #: once, again only after it was ready meanwhile.
-    mcp_failed: dict[str, str] = field(default_factory=dict)
-    #: What the user hears of its MCP servers, kept until the open is answered (the client
-    #: knows no session before); ``None``: told as it comes.
-    mcp_untold: list[Callable[[], None]] | None = None
+    # -- the parts other features write, each its own
+    #: What the session's streamed answer has been so far (the streaming feature's).
+    stream: Stream = field(default_factory=Stream)
+    #: What a v2 client is told of the session's own work (the v2 face's).
+    shown: Shown = field(default_factory=Shown)
+    #: Its MCP servers, as the user hears of them (the MCP feature's).
+    mcp: McpNotes = field(default_factory=McpNotes)
 
     @property
     def view(self) -> View:

@@ -94,9 +94,9 @@ def reportable(record: ThreadRecord) -> WorkState | None:
 def foreground(record: ThreadRecord) -> str:
     """The work state of the session's own work, as its client is shown it (see the
     module docstring)."""
-    if record.working or record.turn_elsewhere is not None:
-        return "requires_action" if record.asking else "running"
-    if record.asking and record.turn is None:
+    if record.shown.working or record.shown.turn_elsewhere is not None:
+        return "requires_action" if record.shown.asking else "running"
+    if record.shown.asking and record.turn is None:
         return "requires_action"  # a question once the work ended: Plan mode's
     return "idle"
 

@@ -131,4 +131,5 @@ V1Face.on_fact = {
     facts.TurnEnded: V1Face._silent,
     facts.PromptEnded: V1Face._prompt_ended,
     facts.SessionOpened: V1Face._session_opened,
+    facts.ToolCallCancelled: V1Face._silent,  # v1 offers no cancel of a tool call
 }

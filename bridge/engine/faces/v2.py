@@ -151,8 +151,8 @@ class V2Face:
         record = fact.record
         self.hub.respond(fact.request_id, v2.PromptResult(messageId=fact.message_id))
         self._emit(record.id, v2.UserMessage(messageId=fact.message_id, content=fact.content))
-        record.working += 1
-        record.turn_elsewhere = None  # a turn Codex reported first is this prompt's
+        record.shown.working += 1
+        record.shown.turn_elsewhere = None  # a turn Codex reported first is this prompt's
         self._show_state(record)
 
     def _prompt_ended(self, fact: facts.PromptEnded) -> None:
@@ -188,8 +188,8 @@ class V2Face:
         )
 
     def _ended(self, record: ThreadRecord, state: v2.StateUpdate) -> None:
-        record.working = max(0, record.working - 1)
-        if record.working:
+        record.shown.working = max(0, record.shown.working - 1)
+        if record.shown.working:
             return  # another inserted prompt's work goes on
         _work_ended(record)
         self._emit(record.id, state)
@@ -200,18 +200,18 @@ class V2Face:
         record = self.hub.threads.session(fact.thread_id)
         if record is None or record.is_child:
             return  # a child's state is the engine's report (see _subagent)
-        if record.working or record.turn_elsewhere is not None:
+        if record.shown.working or record.shown.turn_elsewhere is not None:
             return
-        record.turn_elsewhere = fact.turn_id
+        record.shown.turn_elsewhere = fact.turn_id
         self._show_state(record)
 
     def _turn_ended(self, fact: facts.TurnEnded) -> None:
         """The end of such a turn: ``idle`` with its stop reason."""
         record = self.hub.threads.session(fact.thread_id)
-        if record is None or record.turn_elsewhere not in (fact.turn_id, workstate.ANY_TURN):
+        if record is None or record.shown.turn_elsewhere not in (fact.turn_id, workstate.ANY_TURN):
             return
-        record.turn_elsewhere = None
-        if record.working:
+        record.shown.turn_elsewhere = None
+        if record.shown.working:
             return
         _work_ended(record)
         outcome = workstate.turn_outcome(fact.status, fact.error)
@@ -228,6 +228,9 @@ class V2Face:
             ),
         )
 
+    def _call_cancelled(self, fact: facts.ToolCallCancelled) -> None:
+        fact.record.shown.cancelled_calls.add(fact.call_id)
+
     def _session_opened(self, fact: facts.SessionOpened) -> None:
         result = fact.result
         if type(result) in (acp_sessions.LoadSessionResult, acp_sessions.ResumeSessionResult):
@@ -242,8 +245,8 @@ class V2Face:
         # The same rules as a sub-agent's state (Codex's status, the turn, what waits).
         state = workstate.snapshot(record).state
         if (record.turn is None or record.turn.kind is TurnKind.FOREIGN) and state != "idle":
-            record.turn_elsewhere = workstate.ANY_TURN  # Codex's turn, not one started here
-        record.shown_state = state
+            record.shown.turn_elsewhere = workstate.ANY_TURN  # Codex's turn, not one started here
+        record.shown.state = state
         self._emit(record.id, v2.StateUpdate(state=state), force=True)
 
     # -- answers and requests ---------------------------------------------------------------
@@ -278,7 +281,7 @@ class V2Face:
         record = self.hub.threads.session(session_id)
         if record is None:
             return
-        record.asking.add(rid)
+        record.shown.asking.add(rid)
         if record.parent_id is None:
             self._show_state(record)
 
@@ -287,10 +290,10 @@ class V2Face:
         session's state follows (before the answer is acted on)."""
         # Rare (a person answers), so the sessions are looked through: the face keeps
         # nothing of a session.
-        record = next((r for r in self.hub.threads.sessions() if rid in r.asking), None)
+        record = next((r for r in self.hub.threads.sessions() if rid in r.shown.asking), None)
         if record is None:
             return
-        record.asking.discard(rid)
+        record.shown.asking.discard(rid)
         if record.parent_id is None:
             self._show_state(record)
 
@@ -354,7 +357,7 @@ class V2Face:
             # The child's own stream carries its state too, after the parent's copy.
             child = self.hub.threads.session(update.sessionId)
             if child is not None:
-                child.shown_state = state.state
+                child.shown.state = state.state
             self._emit(update.sessionId, _state_update(state))
 
     def _tool_update(self, record: ThreadRecord, update: Any) -> msgspec.Struct:
@@ -371,15 +374,15 @@ class V2Face:
             and LIST_BACKGROUND_TERMINALS not in self.hub.unknown_to_codex
             and not record.is_child
         ):
-            record.cancellable.add(call_id)
+            record.shown.cancellable.add(call_id)
             capabilities = v2.ToolCallCapabilities(cancel={})
-        elif status in ("completed", "failed") and call_id in record.cancellable:
-            record.cancellable.discard(call_id)
+        elif status in ("completed", "failed") and call_id in record.shown.cancellable:
+            record.shown.cancellable.discard(call_id)
             capabilities = None
-            if status == "failed" and call_id in record.cancelled_calls:
+            if status == "failed" and call_id in record.shown.cancelled_calls:
                 status = "cancelled"
         if status in FINAL:
-            record.cancelled_calls.discard(call_id)
+            record.shown.cancelled_calls.discard(call_id)
         if kind is acp_tools.ToolCallUpdate and capabilities is UNSET:
             return _with_v2_diffs(update)
         if kind is acp_permissions.ToolCallStatusUpdate:
@@ -403,9 +406,9 @@ class V2Face:
     def _show_state(self, record: ThreadRecord) -> None:
         """Tell the client the session's work state, when it changed."""
         state = workstate.foreground(record)
-        if record.shown_state == state:
+        if record.shown.state == state:
             return
-        record.shown_state = state
+        record.shown.state = state
         self._emit(record.id, v2.StateUpdate(state=state))
 
     def _emit(self, session_id: str, update: msgspec.Struct, *, force: bool = False) -> None:
@@ -418,7 +421,7 @@ def _work_ended(record: ThreadRecord) -> None:
     question of that work the client still holds is withdrawn next (taken back, it
     changes nothing); one asked after it (Plan mode's) makes the session
     ``requires_action`` again."""
-    record.shown_state = "idle"
+    record.shown.state = "idle"
 
 
 # -- shapes ---------------------------------------------------------------------------------------
@@ -590,4 +593,5 @@ V2Face.on_fact = {
     facts.TurnStarted: V2Face._turn_started,
     facts.TurnEnded: V2Face._turn_ended,
     facts.SessionOpened: V2Face._session_opened,
+    facts.ToolCallCancelled: V2Face._call_cancelled,
 }

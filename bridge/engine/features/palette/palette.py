@@ -188,7 +188,7 @@ def status_text(
         model, effort, mode, policy = described
         lines.append(f"- Model: {model}" + (f" (reasoning effort {effort})" if effort else ""))
         lines.append(f"- Mode: {mode}: {policy}")
-    usage = record.usage
+    usage = record.stream.usage
     if usage is not None and usage.modelContextWindow:
         used = usage.last.totalTokens
         share = 100 * used / usage.modelContextWindow

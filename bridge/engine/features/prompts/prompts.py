@@ -424,9 +424,6 @@ class Prompts:
         record = hub.threads.session(note.threadId)
         if record is None:
             return
-        record.streamed_items.clear()
-        record.withheld_items.clear()
-        record.message_phases.clear()
         turn = record.turn
         if (
             turn is None
@@ -530,12 +527,8 @@ class Prompts:
             turn = record.turn
             if turn is not None and turn.kind in (TurnKind.STEER, TurnKind.FOREIGN):
                 turns.lost(record)
-                record.streamed_items.clear()
-                record.withheld_items.clear()
             elif turn is not None and turn.request_id is not None:
                 turns.lost(record)
-                record.streamed_items.clear()
-                record.withheld_items.clear()
                 if turn.cancelled:
                     self._end(
                         record, turn.request_id, acp_types.PromptResult(stopReason="cancelled")

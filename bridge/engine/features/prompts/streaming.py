@@ -68,27 +68,29 @@ class Streaming:
         if type(item) is not codex_types.AgentMessageItem or record is None:
             return
         if not translate.presentation(item).answer:
-            record.withheld_items.add(item.id)
+            record.stream.withheld_items.add(item.id)
         if item.phase and self.hub.handshake.air is not None:
-            record.message_phases[item.id] = item.phase
+            record.stream.message_phases[item.id] = item.phase
 
     def agent_message_delta(self, delta: codex_types.AgentMessageDelta) -> None:
         record = self.hub.threads.session(delta.threadId)
-        if record is None or (record.withheld_items and delta.itemId in record.withheld_items):
+        if record is None or (
+            record.stream.withheld_items and delta.itemId in record.stream.withheld_items
+        ):
             return
         if _begun_elsewhere(record, delta.itemId):
             return
-        record.streamed_items.add(delta.itemId)
+        record.stream.streamed_items.add(delta.itemId)
         chunk = translate.message_chunk(delta)
-        if record.message_phases:
-            translate.with_phase(chunk, record.message_phases.get(delta.itemId))
+        if record.stream.message_phases:
+            translate.with_phase(chunk, record.stream.message_phases.get(delta.itemId))
         self.hub.update(record.id, chunk)
 
     def reasoning_delta(self, delta: codex_types.ReasoningSummaryTextDelta) -> None:
         record = self.hub.threads.session(delta.threadId)
         if record is None or _begun_elsewhere(record, delta.itemId):
             return
-        record.streamed_items.add(delta.itemId)
+        record.stream.streamed_items.add(delta.itemId)
         self.hub.update(record.id, translate.thought_chunk(delta.itemId, delta.delta))
 
     def reasoning_part_added(self, note: codex_types.ReasoningSummaryPartAdded) -> None:
@@ -106,10 +108,10 @@ class Streaming:
         if record is None:
             return
         item = note.item
-        streamed = item.id in record.streamed_items
-        record.streamed_items.discard(item.id)
-        record.withheld_items.discard(item.id)
-        phase = record.message_phases.pop(item.id, None)
+        streamed = item.id in record.stream.streamed_items
+        record.stream.streamed_items.discard(item.id)
+        record.stream.withheld_items.discard(item.id)
+        phase = record.stream.message_phases.pop(item.id, None)
         if isinstance(item, codex_types.AgentMessageItem) and self.hub.handshake.air is not None:
             phase = item.phase or phase
         if isinstance(item, codex_types.AgentMessageItem) and self.hub.face.version == 2:
@@ -125,18 +127,26 @@ class Streaming:
         record = self.hub.threads.session(note.threadId)
         if record is not None:
             if record.turn is not None and record.turn.id == note.turnId:
-                _turn_tokens(record.turn, record.usage, note.tokenUsage)
-            record.usage = note.tokenUsage
+                _turn_tokens(record.turn, record.stream.usage, note.tokenUsage)
+            record.stream.usage = note.tokenUsage
         if record is not None:
-            update = translate.usage_update(note.tokenUsage, record.cost_usd_micros)
+            update = translate.usage_update(note.tokenUsage, record.stream.cost_usd_micros)
             if update is not None:
                 self.hub.update(record.id, update)
+
+    def codex_lost(self) -> None:
+        """Codex is gone: no turn's items will come again."""
+        for record in self.hub.threads.sessions():
+            record.stream.turn_ended()
 
     def turn_completed(self, note: codex_types.TurnNotification) -> None:
         """A session's turn ended: ask Codex what the thread cost so far, where it can
         know (a thread on OpenAI's provider; Codex reads it for a ChatGPT sign-in only)."""
         record = self.hub.threads.session(note.threadId)
-        if record is None or record.is_child or record.settings is None:
+        if record is None:
+            return
+        record.stream.turn_ended()
+        if record.is_child or record.settings is None:
             return
         if record.settings.provider != OPENAI:
             return  # another provider's bill (a local model's, none) is not Codex's to estimate
@@ -154,10 +164,12 @@ class Streaming:
         self, record: ThreadRecord, _asked: ReadCost, result: codex_account.AccountUsageReadResult
     ) -> None:
         estimate = result.threadUsage.estimatedUsageUsdMicros if result.threadUsage else None
-        if estimate is None or estimate == record.cost_usd_micros:
+        if estimate is None or estimate == record.stream.cost_usd_micros:
             return  # not known (never a made-up zero), or what the client was told
-        record.cost_usd_micros = estimate
-        update = translate.usage_update(record.usage, estimate) if record.usage else None
+        record.stream.cost_usd_micros = estimate
+        update = (
+            translate.usage_update(record.stream.usage, estimate) if record.stream.usage else None
+        )
         if update is not None:
             self.hub.update(record.id, update)
 

@@ -18,8 +18,8 @@ import msgspec
 from ....acp.air import ForkPoint
 from ....codex.types import Turn
 from ....jsonrpc import RequestId
-from ...core.codex_asks import LeftOut
 from ...core.hub import StoredSessionParams
+from ...core.record_parts import LeftOut
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,16 +8,17 @@ from typing import Any, Protocol
 
 from ....codex import types as codex_types
 from ....jsonrpc import RequestId
-from ...core.codex_asks import LeftOut
+from ...core.record_parts import LeftOut
 from ...core.threads import ThreadRecord
 
 Started = codex_types.ThreadStartResult
+LeftOuts = tuple[LeftOut, ...]
 
 
 class Opener(Protocol):
     """Makes a root session's record and says its open is done (:mod:`.opening`)."""
 
-    def open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
+    def open_root(self, thread_id: str, cwd: str, left_out: LeftOuts = ()) -> ThreadRecord:
         """The client opened a session on ``thread_id``: its record."""
 
     def ready(self, record: ThreadRecord, rid: RequestId, result: Any, opened: Started) -> None:

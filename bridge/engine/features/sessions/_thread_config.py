@@ -13,7 +13,7 @@ from msgspec import UNSET
 
 from ....acp import sessions as acp_sessions
 from ....jsonrpc import RpcError
-from ...core.codex_asks import LeftOut
+from ...core.record_parts import LeftOut
 
 log = logging.getLogger(__name__)
 

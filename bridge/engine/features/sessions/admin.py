@@ -16,7 +16,7 @@ decode v1's params and call the same methods. Each is one Codex request
 
 A running command can be stopped on its own: Codex lists it among the thread's
 terminals (its ``itemId`` is the tool call's id) and terminates its process; the
-call then ends ``cancelled`` (the v2 face reads :attr:`ThreadRecord.cancelled_calls`)
+call then ends ``cancelled`` (the v2 face reads :attr:`ThreadRecord.shown.cancelled_calls`)
 and the turn goes on. A Codex without that experimental method says so once;
 commands are no longer offered as cancellable (``hub.unknown_to_codex``).
 """
@@ -36,7 +36,7 @@ from ....acp import types as acp_types
 from ....codex import threads as codex_threads
 from ....jsonrpc import RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
-from ...core import exchanges
+from ...core import exchanges, facts
 from ...core.answers import decode_params, from_codex, malformed, unknown_method
 from ...core.exchanges import Ask, Exchange, Refused
 from ...core.hub import Hub
@@ -115,7 +115,7 @@ class SessionAdmin:
         hub = self.hub
         record = hub.threads.session(session_id)
         if record is not None:
-            state = acp_subagents.WorkState(state=record.shown_state) if report_state else UNSET
+            state = acp_subagents.WorkState(state=record.shown.state) if report_state else UNSET
             hub.answer_client(rid, acp_sessions.SessionStatusResult(status="open", state=state))
             return
         exchanges.start(hub, self._stored_status(rid, session_id))
@@ -250,14 +250,14 @@ class SessionAdmin:
 
         hub = self.hub
         record = hub.threads.session(session_id)
-        if record is None or call_id not in record.cancellable:
+        if record is None or call_id not in record.shown.cancellable:
             raise RpcError.invalid_params(
                 f"tool_call/cancel: tool call {call_id} does not advertise cancel (unknown, "
                 "already final, or no command: Codex stops a command, or a whole turn with "
                 "session/cancel)",
                 {"toolCallId": call_id},
             )
-        record.cancelled_calls.add(call_id)
+        hub.state(facts.ToolCallCancelled(record, call_id))
         exchanges.start(hub, self._stop_command(rid, session_id, call_id))
 
     def _stop_command(self, rid: RequestId, session_id: str, call_id: str) -> Exchange:

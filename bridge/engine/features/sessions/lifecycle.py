@@ -54,11 +54,11 @@ from ....jsonrpc import ErrorCode, RequestId, RpcError
 from ....jsonrpc.peer import ErrorObject
 from ...core import exchanges, news, turns
 from ...core.answers import decode_params, from_codex, malformed
-from ...core.codex_asks import LeftOut, OpenStored
+from ...core.codex_asks import OpenStored
 from ...core.exchanges import Ask, Exchange, Refused
 from ...core.folders import check_directory, check_folders, workspace_roots
 from ...core.hub import Hub, StoredSessionParams
-from ...core.record_parts import Status, TurnKind
+from ...core.record_parts import LeftOut, Status, TurnKind
 from ...core.threads import ThreadRecord
 from ...views.stored_sessions import NO_ROLLOUT, is_unstored, not_found_message
 from ._fork_point import Fork, turn_holding
@@ -283,8 +283,7 @@ class Lifecycle:
         self.hub.not_cancellable(rid)
         assert stored is not None
         opening.opening = False
-        record = self.opening.open_root(opening.id, asked.cwd)
-        record.mcp_left_out = asked.left_out
+        record = self.opening.open_root(opening.id, asked.cwd, asked.left_out)
         opened_with_folders(record, asked.folders, opened)
         record.unstored = unstored
         # Codex's word on the thread now: a turn may still run (a shared Codex).
@@ -453,8 +452,7 @@ class Lifecycle:
             # The fork Codex made meanwhile is left, unsubscribed, as a stored session.
             yield from _unsubscribe(opened.thread.id)
             return
-        record = self.opening.open_root(opened.thread.id, cwd)
-        record.mcp_left_out = fork.left_out
+        record = self.opening.open_root(opened.thread.id, cwd, fork.left_out)
         opened_with_folders(record, fork.folders, opened)
         response = acp_sessions.ForkSessionResult(sessionId=record.id)
         self.opening.ready(record, fork.rid, response, opened)

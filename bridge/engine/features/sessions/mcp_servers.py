@@ -26,7 +26,7 @@ Words reach the user as a ``notice`` where the client takes notices (a v1 client
 declaring ``session.notices``; every v2 client), else as an agent message (a thought
 while a turn streams the model's answer). Until the session's open is answered, the
 client knows no such session: what is to be told waits for the answer
-(``ThreadRecord.mcp_untold``).
+(``ThreadRecord.mcp.untold``).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from ....jsonrpc.peer import ErrorObject
 from ...core import exchanges
 from ...core.exchanges import Ask, Exchange, Refused
 from ...core.hub import Hub
+from ...core.record_parts import LeftOut
 from ...core.threads import ThreadRecord
 from ...views import translate
 from ._thread_config import left_out_reason
@@ -77,15 +78,17 @@ class McpServers:
 
     # -- a session opens ------------------------------------------------------------------
 
-    def opening(self, record: ThreadRecord) -> None:
-        """A session opens: what is to be told of its servers waits for the answer."""
-        if record.mcp_untold is None:
-            record.mcp_untold = []
+    def opening(self, record: ThreadRecord, left_out: tuple[LeftOut, ...] = ()) -> None:
+        """A session opens, with the servers the client named that are ``left_out``: what
+        is to be told of its servers waits for the answer."""
+        record.mcp.left_out = left_out
+        if record.mcp.untold is None:
+            record.mcp.untold = []
 
     def session_opened(self, record: ThreadRecord) -> None:
         """The open is answered: the servers left out, then what waited, are told."""
-        untold, record.mcp_untold = record.mcp_untold or [], None
-        left_out, record.mcp_left_out = record.mcp_left_out, ()
+        untold, record.mcp.untold = record.mcp.untold or [], None
+        left_out, record.mcp.left_out = record.mcp.left_out, ()
         for name, transport in left_out:
             self._tell(
                 record,
@@ -102,14 +105,14 @@ class McpServers:
         """``mcpServer/startupStatus/updated``: a failure told on the session it concerns."""
         for record in self._concerned(note.threadId):
             if note.status == "ready":
-                record.mcp_failed.pop(note.name, None)
+                record.mcp.failed.pop(note.name, None)
                 continue
             if note.status != "failed":
                 continue
             reason = note.error or "Codex gave no reason"
-            if record.mcp_failed.get(note.name) == reason:
+            if record.mcp.failed.get(note.name) == reason:
                 continue  # told already
-            record.mcp_failed[note.name] = reason
+            record.mcp.failed[note.name] = reason
             if note.failureReason == codex_mcp.REAUTHENTICATION_REQUIRED:
                 self._sign_in(record, note.name, reason)
             else:
@@ -268,7 +271,7 @@ class McpServers:
         if record is None:
             return
         if note.success:
-            record.mcp_failed.pop(note.name, None)
+            record.mcp.failed.pop(note.name, None)
             # Codex connects to it again with the new token, for the session's next turn.
             self._tell(
                 record,
@@ -300,8 +303,8 @@ class McpServers:
         self, record: ThreadRecord, severity: str, title: str, description: str | None
     ) -> None:
         """Tell the user of the session, once its open is answered (module docstring)."""
-        if record.mcp_untold is not None:
-            record.mcp_untold.append(lambda: self._tell(record, severity, title, description))
+        if record.mcp.untold is not None:
+            record.mcp.untold.append(lambda: self._tell(record, severity, title, description))
             return
         hub = self.hub
         sessions = hub.handshake.client_capabilities.session or {}

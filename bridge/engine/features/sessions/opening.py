@@ -24,11 +24,11 @@ from ....codex import types as codex_types
 from ....jsonrpc import RequestId
 from ...core import exchanges, news
 from ...core.answers import decode_params
-from ...core.codex_asks import LeftOut
 from ...core.exchanges import Ask, Exchange
 from ...core.folders import check_directory, check_folders, workspace_roots
 from ...core.hub import Hub
 from ...core.machines import LOCAL
+from ...core.record_parts import LeftOut
 from ...core.threads import ThreadRecord
 from ._thread_config import mcp_servers_config
 
@@ -36,8 +36,8 @@ from ._thread_config import mcp_servers_config
 class McpOpening(Protocol):
     """The client's MCP servers (:mod:`bridge.engine.features.sessions.mcp_servers`)."""
 
-    def opening(self, record: ThreadRecord) -> None:
-        """A session opens: its MCP servers' words are kept for it."""
+    def opening(self, record: ThreadRecord, left_out: tuple[LeftOut, ...]) -> None:
+        """A session opens, with the servers left out: their words are kept for it."""
 
 
 class HeldTraffic(Protocol):
@@ -65,11 +65,13 @@ class Opening:
     #: What Codex sent for the thread before the client held it.
     held: HeldTraffic
 
-    def open_root(self, thread_id: str, cwd: str) -> ThreadRecord:
-        """The client opened a session on ``thread_id``: its record, and what was held for
-        it handled now."""
+    def open_root(
+        self, thread_id: str, cwd: str, left_out: tuple[LeftOut, ...] = ()
+    ) -> ThreadRecord:
+        """The client opened a session on ``thread_id`` naming MCP servers Codex cannot
+        carry (``left_out``): its record, and what was held for it handled now."""
         record = self.hub.threads.open_root(thread_id, cwd)
-        self.mcp.opening(record)  # before what was held for it is handled
+        self.mcp.opening(record, left_out)  # before what was held for it is handled
         self.held.session_added(record)
         return record
 
@@ -147,8 +149,7 @@ class NewSessions:
         left_out: tuple[LeftOut, ...],
     ) -> Exchange:
         opened = yield Ask("thread/start", start, codex_types.ThreadStartResult, refuse=rid)
-        record = self.opening.open_root(opened.thread.id, cwd)
+        record = self.opening.open_root(opened.thread.id, cwd, left_out)
         record.folders = folders
-        record.mcp_left_out = left_out
         record.unstored = True  # Codex writes a thread at its first turn
         self.opening.ready(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)
