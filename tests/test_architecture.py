@@ -783,13 +783,14 @@ def test_each_hub_field_is_written_by_its_owner_alone() -> None:
     )
 
 
-#: The parts of a thread record other features write, each its writer's alone (besides
-#: core/record_parts.py, where each part's own methods live): ``record.stream``,
-#: ``record.shown``, ``record.mcp``.
+#: The parts of a thread record, each its writer's alone (besides core/record_parts.py,
+#: where each part's own methods live, through which the others tell it what happened):
+#: ``record.stream``, ``record.shown``, ``record.mcp``, ``record.tools``.
 RECORD_PART_WRITERS: dict[str, str] = {
     "stream": f"{ENGINE}.features.prompts.streaming",
     "shown": f"{ENGINE}.faces.v2",
     "mcp": f"{ENGINE}.features.sessions.mcp_servers",
+    "tools": f"{ENGINE}.features.tools.tools",
 }
 #: The methods of a record part that change it.
 PART_MUTATORS = MUTATORS | {"turn_ended"}
@@ -803,9 +804,14 @@ def _record_part(node: ast.expr, parts: Iterable[str]) -> str | None:
         if isinstance(node, ast.Attribute):
             chain.append(node.attr)
         node = node.value
-    # Outermost first: record, part, field...; a part is never the first name.
+    if isinstance(node, ast.Name):
+        chain.append(node.id)
+    # Outermost first: record, part, field... An object's own attribute of a part's name
+    # (``self.tools = Tools(hub)``) is no part.
     chain.reverse()
-    return next((name for name in chain if name in parts), None)
+    if chain[:1] == ["self"] and len(chain) == 2:
+        return None
+    return next((name for name in chain[1:] if name in parts), None)
 
 
 def record_part_writes(
@@ -863,6 +869,7 @@ def test_the_record_part_check_sees_each_kind_of_write(tmp_path: Path) -> None:
                 "    record.stream = None\n"
                 "    record.shown.asking\n"
                 "    record.settings.mode = 'x'\n"
+                "    self.tools = None\n"
             ),
         },
     )

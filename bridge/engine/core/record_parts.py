@@ -7,7 +7,7 @@ work state (:class:`Status`), a steer under way. Data only: the features change 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -342,3 +342,39 @@ class McpNotes:
     #: What the user hears of its MCP servers, kept until the open is answered (the client
     #: knows no session before); ``None``: told as it comes.
     untold: list[Callable[[], None]] | None = None
+
+
+@dataclass(slots=True)
+class ToolCalls:
+    """A thread's tool calls in flight (the tools feature's part of the record:
+    :mod:`bridge.engine.features.tools.tools` writes it; the others tell it through the
+    methods below)."""
+
+    #: The calls in progress, by item id.
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    #: Every tool call announced: a late ``item/completed`` updates it, never announces twice.
+    announced: set[str] = field(default_factory=set)
+    #: A hidden sub-agent's tool calls that a permission request introduced on the session
+    #: it asked on: item id → (that session, the agent's name that prefixes the title).
+    #: The item's own notifications update the tool call there until it completes.
+    shown_on: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Tool calls the bridge ended when their turn ended unfinished (interrupted, failed):
+    #: Codex's own ``item/completed`` for them comes later, after the prompt's answer, and
+    #: is dropped. Replaced at each such turn end, so it never grows past one turn's calls.
+    ended: set[str] = field(default_factory=set)
+
+    def announce(self, call_id: str) -> None:
+        """Call ``call_id`` was announced (by a permission request, a replay, a task)."""
+        self.announced.add(call_id)
+
+    def show_on(self, call_id: str, session_id: str, agent: str) -> None:
+        """A hidden sub-agent's call, introduced on session ``session_id``: followed there."""
+        self.shown_on[call_id] = (session_id, agent)
+
+    def unfollow(self, call_id: str) -> bool:
+        """Stop following ``call_id`` elsewhere; whether it was followed."""
+        return self.shown_on.pop(call_id, None) is not None
+
+    def end_with_turn(self, call_ids: Iterable[str]) -> None:
+        """These calls ended with their turn: Codex's late completions are dropped."""
+        self.ended |= set(call_ids)

@@ -57,7 +57,7 @@ from .record_parts import (
     Status,
     Steer,
     Stream,
-    ToolCall,
+    ToolCalls,
     Turn,
     Unplaced,
 )
@@ -177,23 +177,12 @@ class ThreadRecord:
     #: Codex requests whose answer changes this record, unanswered (see ``CodexAsk``).
     codex_asks: list[CodexAsk] = field(default_factory=list)
     questions: dict[RequestId, Question] = field(default_factory=dict)
-    tool_calls: dict[str, ToolCall] = field(default_factory=dict)
-    #: Every tool call announced: a late ``item/completed`` updates it, never announces twice.
-    announced_tools: set[str] = field(default_factory=set)
     #: The commands Codex still ran when a load read the history
     #: (``thread/backgroundTerminals/list``'s entries), kept for the one reader after the
     #: load's answer (async tasks): Codex is asked once, not twice. ``None``: not read.
     running_at_load: list[Any] | None = None
-    #: A hidden sub-agent's tool calls that a permission request introduced on the session
-    #: it asked on: item id → (that session, the agent's name that prefixes the title).
-    #: The item's own notifications update the tool call there until it completes.
-    shown_on: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Collab tool calls (``wait``, ``close_agent`` ...) shown and not completed yet.
     open_collab: dict[str, Any] = field(default_factory=dict)
-    #: Tool calls the bridge ended when their turn ended unfinished (interrupted, failed):
-    #: Codex's own ``item/completed`` for them comes later, after the prompt's answer, and
-    #: is dropped. Replaced at each such turn end, so it never grows past one turn's calls.
-    ended_tools: set[str] = field(default_factory=set)
     #: File-change and MCP items started, kept raw until they complete (an approval names them).
     started_items: dict[str, Raw] = field(default_factory=dict)
     settings: Settings | None = None
@@ -213,6 +202,8 @@ class ThreadRecord:
     #: message item for it gives its message an id).
     awaiting_message: RequestId | None = None
     # -- the parts other features write, each its own
+    #: Its tool calls in flight (the tools feature's).
+    tools: ToolCalls = field(default_factory=ToolCalls)
     #: What the session's streamed answer has been so far (the streaming feature's).
     stream: Stream = field(default_factory=Stream)
     #: What a v2 client is told of the session's own work (the v2 face's).

@@ -174,7 +174,7 @@ class Questions:
         if target is None:
             return
         question.tool_call = (target.id, tool_call.toolCallId)
-        if tool_call.toolCallId in target.announced_tools:
+        if tool_call.toolCallId in target.tools.announced:
             if self._running(question):
                 self.hub.update(
                     target.id,
@@ -186,7 +186,7 @@ class Questions:
     def _introduce(
         self, question: Question, target: ThreadRecord, tool_call: acp_permissions.ToolCallUpdate
     ) -> None:
-        target.announced_tools.add(tool_call.toolCallId)
+        target.tools.announce(tool_call.toolCallId)
         self.hub.update(
             target.id,
             acp_tools.ToolCall(
@@ -207,13 +207,13 @@ class Questions:
         if question.item_follows and asking is not None and asking is not target:
             # The hidden agent's item drives the tool call where it was introduced.
             _target, agent = self.hub.threads.ask_target(question.thread_id)
-            asking.shown_on[tool_call.toolCallId] = (target.id, agent or "a sub-agent")
+            asking.tools.show_on(tool_call.toolCallId, target.id, agent or "a sub-agent")
 
     def _running(self, question: Question) -> bool:
         """The item the request names has started and not finished (nor been ended)."""
         assert question.tool_call is not None
         record = self.hub.threads.get(question.thread_id)
-        call = record.tool_calls.get(question.tool_call[1]) if record is not None else None
+        call = record.tools.calls.get(question.tool_call[1]) if record is not None else None
         return call is not None and not call.completed
 
     def ask(self, question: Question, method: str, params: msgspec.Struct) -> None:
@@ -310,7 +310,7 @@ class Questions:
         assert question.tool_call is not None
         session_id, call_id = question.tool_call
         record = self.hub.threads.get(question.thread_id)
-        if record is not None and call_id in record.ended_tools:
+        if record is not None and call_id in record.tools.ended:
             return  # its turn ended first, and ended it
         allowed = answer is not NO_ANSWER and answer not in (question.decline, question.cancel)
         status: acp_tools.ToolCallStatus
@@ -325,7 +325,7 @@ class Questions:
                 return
             if not question.introduced:
                 return
-            followed = record is not None and record.shown_on.pop(call_id, None) is not None
+            followed = record is not None and record.tools.unfollow(call_id)
             if not followed and record is not None and record.id != session_id:
                 return  # no longer followed: its item or its turn's end has ended it
             status = "failed"

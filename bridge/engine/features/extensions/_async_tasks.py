@@ -73,7 +73,7 @@ class AsyncTasks:
         record = self.hub.threads.session(note.threadId)
         if record is None:
             return
-        for item_id, call in record.tool_calls.items():
+        for item_id, call in record.tools.calls.items():
             item = call.item
             if call.completed or not isinstance(item, codex_items.CommandExecutionItem):
                 continue
@@ -117,9 +117,9 @@ class AsyncTasks:
         for terminal in terminals:
             if terminal.itemId in self._running:
                 continue
-            if terminal.itemId not in record.announced_tools:
+            if terminal.itemId not in record.tools.announced:
                 # A resume shows no history: the command's tool call, as it runs.
-                record.announced_tools.add(terminal.itemId)
+                record.tools.announce(terminal.itemId)
                 self.hub.update(record.id, running_command(terminal, record.cwd))
             self._spawned(record, terminal.itemId, terminal.command)
 

@@ -435,9 +435,9 @@ def _running(root: ThreadRecord, stored_ids: set[str]) -> Steps[list[msgspec.Str
     root.running_at_load = listed.data
     running: list[msgspec.Struct] = []
     for terminal in listed.data:
-        if terminal.itemId in stored_ids or terminal.itemId in root.announced_tools:
+        if terminal.itemId in stored_ids or terminal.itemId in root.tools.announced:
             continue
-        root.announced_tools.add(terminal.itemId)
+        root.tools.announce(terminal.itemId)
         running.append(tool_views.running_command(terminal, root.cwd))
     return running
 

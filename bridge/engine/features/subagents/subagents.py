@@ -183,7 +183,7 @@ class Subagents:
         if collab_views.is_message(item) and exposing:
             for receiver in item.receiverThreadIds:
                 self._message_to(thread_id, receiver, item)
-        if self._as_tool_call(item) and item.id not in record.ended_tools:
+        if self._as_tool_call(item) and item.id not in record.tools.ended:
             self.hub.update(thread_id, collab_views.final_update(item, self._nickname()))
             self._retitle_when_placed(thread_id, item)
         for receiver in item.receiverThreadIds:
@@ -334,5 +334,5 @@ class Subagents:
                 record.id,
                 acp_tools.ToolCallUpdate(toolCallId=item.id, status="failed", content=[note_text]),
             )
-        record.ended_tools |= set(record.open_collab)
+        record.tools.end_with_turn(record.open_collab)
         record.open_collab.clear()

@@ -5,7 +5,7 @@ thread names too. What each looks like is :mod:`bridge.engine.views.tool_views`.
 Two rules keep what the client sees honest and in order:
 
 - A hidden sub-agent's tool call that a permission request introduced on the
-  session it asked on (``ThreadRecord.shown_on``) is updated there by the item's
+  session it asked on (``ThreadRecord.tools.shown_on``) is updated there by the item's
   own notifications (its output, its final status and exit code), with the
   agent's name before its title, as the command would be on its own session.
 - ACP's prompt turn ends with its answer: no update of the turn may follow it.
@@ -14,7 +14,7 @@ Two rules keep what the client sees honest and in order:
   died; and some items (a sub-agent ``wait``) it never completes at all. So when
   a turn ends ``interrupted`` or ``failed``, every tool call still open on the
   thread ends here, ``failed`` with the reason, before the prompt is answered;
-  Codex's late completion of it is dropped (``ThreadRecord.ended_tools``).
+  Codex's late completion of it is dropped (``ThreadRecord.tools.ended``).
 """
 
 from __future__ import annotations
@@ -145,11 +145,11 @@ class Tools:
             return None
         if self._compaction_shown(record, item, "completed" if completed else "in_progress"):
             return None
-        if not completed and item.id in record.announced_tools:
+        if not completed and item.id in record.tools.announced:
             log.info("item/started again for %s; ignored", item.id)
             return None
-        if completed and item.id in record.ended_tools:
-            record.ended_tools.discard(item.id)
+        if completed and item.id in record.tools.ended:
+            record.tools.ended.discard(item.id)
             log.info(
                 "item/completed of %s (%s) after its turn ended; the client was told then",
                 item.id,
@@ -160,9 +160,9 @@ class Tools:
 
     def _malformed(self, record: ThreadRecord, item: MalformedItem) -> None:
         # Never leave an announced call spinning: it ends, saying why it shows nothing.
-        if item.id not in record.announced_tools and item.id not in record.shown_on:
+        if item.id not in record.tools.announced and item.id not in record.tools.shown_on:
             return
-        record.tool_calls.pop(item.id, None)
+        record.tools.calls.pop(item.id, None)
         note = "Codex reported this tool's result in a form the bridge does not understand."
         self._send(
             record,
@@ -171,13 +171,13 @@ class Tools:
                 toolCallId=item.id, status="failed", content=[text_content(note)]
             ),
         )
-        record.shown_on.pop(item.id, None)
+        record.tools.shown_on.pop(item.id, None)
 
     def _send(self, record: ThreadRecord, item_id: str, update: msgspec.Struct) -> None:
         """Send an update of ``item_id``'s tool call where the client is shown it: on the
         thread's session, or (a hidden sub-agent's) where a permission request introduced
         it, titled with the agent's name as the request was."""
-        shown = record.shown_on.get(item_id)
+        shown = record.tools.shown_on.get(item_id)
         if shown is None:
             self.hub.update(record.id, update)
             return
@@ -190,7 +190,7 @@ class Tools:
     @staticmethod
     def _as_terminal(record: ThreadRecord, call: ToolCall) -> bool:
         # A call shown on another session was introduced without Zed's terminal: text there.
-        return call.terminal and call.item.id not in record.shown_on
+        return call.terminal and call.item.id not in record.tools.shown_on
 
     def item_started(self, note: ItemNotification) -> None:
         found = self._item(note, completed=False)
@@ -202,17 +202,17 @@ class Tools:
             p.tool_call is not None and p.tool_call[1] == item.id for p in record.questions.values()
         ):
             view.status = "pending"  # started while its permission request waits on the user
-        if item.id in record.shown_on:
+        if item.id in record.tools.shown_on:
             # Introduced by its permission request before it started: an update, in text.
-            record.tool_calls[item.id] = call = ToolCall(item)
-            record.announced_tools.add(item.id)
+            record.tools.calls[item.id] = call = ToolCall(item)
+            record.tools.announced.add(item.id)
             call.sent_content = msgspec.json.encode(view.content)
             self._send(record, item.id, view.tool_call_update(item.id))
             return
         terminal = self._terminal_output() and view.kind == "execute"
         call = ToolCall(item, terminal=terminal)
-        record.tool_calls[item.id] = call
-        record.announced_tools.add(item.id)
+        record.tools.calls[item.id] = call
+        record.tools.announced.add(item.id)
         meta: acp_types.Meta = UNSET
         if terminal:
             assert isinstance(item, codex_items.CommandExecutionItem)
@@ -231,7 +231,7 @@ class Tools:
         if found is None:
             return
         record, item = found
-        call = record.tool_calls.get(item.id)
+        call = record.tools.calls.get(item.id)
         if call is None:
             # Never seen starting (or already finished): announce or update it, whole.
             call = ToolCall(item)
@@ -259,13 +259,13 @@ class Tools:
                     self._terminal_data(record, item.id, whole)
                 meta = {"terminal_exit": terminal_exit(item)}
         call.sent_content = msgspec.json.encode(view.content)
-        if item.id in record.announced_tools or item.id in record.shown_on:
+        if item.id in record.tools.announced or item.id in record.tools.shown_on:
             self._send(record, item.id, view.tool_call_update(item.id, meta))
         else:
-            record.announced_tools.add(item.id)
+            record.tools.announced.add(item.id)
             self.hub.update(record.id, view.tool_call(item.id))
-        record.shown_on.pop(item.id, None)
-        record.tool_calls[item.id] = call
+        record.tools.shown_on.pop(item.id, None)
+        record.tools.calls[item.id] = call
         self._read_files(record, call)
         self._forget_if_done(record, call)
 
@@ -279,7 +279,7 @@ class Tools:
 
     def _command_output(self, thread_id: str, item_id: str, text: str) -> None:
         record = self.hub.threads.session(thread_id)
-        call = record.tool_calls.get(item_id) if record is not None else None
+        call = record.tools.calls.get(item_id) if record is not None else None
         if record is None or call is None or call.completed:
             return
         if not isinstance(call.item, codex_items.CommandExecutionItem):
@@ -303,7 +303,7 @@ class Tools:
 
     def patch_updated(self, note: codex_items.FileChangePatchUpdated) -> None:
         record = self.hub.threads.session(note.threadId)
-        call = record.tool_calls.get(note.itemId) if record is not None else None
+        call = record.tools.calls.get(note.itemId) if record is not None else None
         if record is None or call is None or not isinstance(call.item, codex_items.FileChangeItem):
             return
         call.item = msgspec.structs.replace(call.item, changes=note.changes)
@@ -324,7 +324,7 @@ class Tools:
 
     def mcp_progress(self, note: codex_items.McpToolCallProgress) -> None:
         record = self.hub.threads.session(note.threadId)
-        call = record.tool_calls.get(note.itemId) if record is not None else None
+        call = record.tools.calls.get(note.itemId) if record is not None else None
         if record is None or call is None or call.completed or not note.message:
             return
         content: list[acp_tools.ToolCallContent] = [text_content(note.message)]
@@ -339,19 +339,19 @@ class Tools:
         record = self.hub.threads.session(note.threadId)
         if record is None:
             return
-        for item_id in [i for i in record.shown_on if i not in record.tool_calls]:
+        for item_id in [i for i in record.tools.shown_on if i not in record.tools.calls]:
             # Introduced by its permission request and never started: it did not run.
             why = text_content("It did not run: its turn ended first.")
             update = acp_tools.ToolCallUpdate(toolCallId=item_id, status="failed", content=[why])
             self._send(record, item_id, update)
-            del record.shown_on[item_id]
+            del record.tools.shown_on[item_id]
         if status not in ("interrupted", "failed"):
             return
         ended: set[str] = set()
-        for item_id, call in list(record.tool_calls.items()):
+        for item_id, call in list(record.tools.calls.items()):
             if call.completed:
                 continue
-            del record.tool_calls[item_id]
+            del record.tools.calls[item_id]
             ended.add(item_id)
             item = call.item
             view = cut_short(self._view(record, item, output=call.output, files=call.files), status)
@@ -365,14 +365,14 @@ class Tools:
                         "terminal_exit": {"terminal_id": item_id, "exit_code": None, "signal": None}
                     }
             self._send(record, item_id, view.tool_call_update(item_id, meta))
-            record.shown_on.pop(item_id, None)
+            record.tools.shown_on.pop(item_id, None)
         if ended:
-            record.ended_tools = ended
+            record.tools.ended = ended
 
     def _forget_if_done(self, record: ThreadRecord, call: ToolCall) -> None:
         item_id = call.item.id
-        if call.completed and call.reads_pending == 0 and record.tool_calls.get(item_id) is call:
-            del record.tool_calls[item_id]
+        if call.completed and call.reads_pending == 0 and record.tools.calls.get(item_id) is call:
+            del record.tools.calls[item_id]
 
     # -- reading changed files through the client -----------------------------------------------------
 
@@ -422,7 +422,7 @@ class Tools:
         item_id = call.item.id
         if (
             self.hub.threads.session(record.id) is not record
-            or record.tool_calls.get(item_id) is not call
+            or record.tools.calls.get(item_id) is not call
         ):
             return
         view = self._view(record, call.item, files=call.files)
