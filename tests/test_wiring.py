@@ -15,13 +15,6 @@ from typing import Any
 from bridge.engine.core.hub import Hub
 from bridge.engine.engine import Engine
 
-#: The callables the wiring still hands, each with why it must be one.
-HANDED: dict[str, str] = {
-    # The v2 face and its request table are built when a client asks for v2, so that a
-    # v1 client's start never imports them; the connection asks for them then.
-    "connection.v2_face": "v2 imported only when a client picks it",
-}
-
 
 def _is_handed_callable(value: Any) -> bool:
     if isinstance(value, types.MethodType | functools.partial):
@@ -67,10 +60,7 @@ def handed_callables(root: Any, *, skip: tuple[type, ...] = (Hub,)) -> list[str]
 
 def test_the_engine_hands_no_feature_a_callable() -> None:
     held = handed_callables(Engine(thread_config=None))
-    assert held == sorted(HANDED), (
-        "a feature is handed a callable; say what happened with hub.happened instead: "
-        f"{sorted(set(held) - set(HANDED))}"
-    )
+    assert held == [], f"handed a callable; say what happened with hub.happened instead: {held}"
 
 
 def test_the_walk_finds_each_kind_of_handed_callable() -> None:

@@ -232,7 +232,6 @@ class Engine:
             extensions=ext,
             v1_face=V1Face(hub, self._client_requests),
             v1_requests=self._client_requests,
-            v2_face=self._v2_face,
         )
         self._client_requests.update(v1_requests(self))
         self.client_router = client_routing.ClientRouter(
@@ -597,7 +596,7 @@ class Engine:
         """What the features said happened, in the order they said it, each item's own
         consequences before the next item's."""
         for said in self.hub.take_news():
-            if isinstance(said, facts.PromptEnded | news.SessionReady):
+            if isinstance(said, facts.PromptEnded | news.SessionReady | news.V2Chosen):
                 # A defect in what follows answers the client's request all the same.
                 self._arrived.append(("client", said.request_id))
             self._react(said)
@@ -626,6 +625,8 @@ class Engine:
             case news.ClientWaited(messages=messages):
                 for data in messages:
                     self._guarded(self._handle_client, data)
+            case news.V2Chosen(request_id=rid, params=params):
+                self.connection.speak_v2(rid, params, *self._v2_face())
             case news.InterruptRefused():
                 self._release_turn_ends()
 

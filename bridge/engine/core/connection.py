@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol, TypeAlias
 
@@ -138,8 +137,9 @@ class Connection:
     is asked for Codex's models once Codex is ready, ``recovery`` resumes the sessions
     on a restarted Codex, and ``offers`` fill what ``initialize`` answers, with what
     the client turns on (``extensions``). A v1 client is spoken to through ``v1_face``
-    (from the start) over the request table ``v1_requests``; ``v2_face`` builds v2's
-    face and its request table, for a client that asks for v2. The faces are the
+    (from the start) over the request table ``v1_requests``; a client that asks for v2
+    is answered once the engine has built v2's face and request table
+    (:class:`~bridge.engine.core.news.V2Chosen`, :meth:`speak_v2`). The faces are the
     wiring's to build: the core imports no face.
     """
 
@@ -156,8 +156,6 @@ class Connection:
     #: The face a client is spoken to with until ``initialize`` says otherwise.
     v1_face: Face
     v1_requests: dict[str, RequestHandler]
-    #: Builds the v2 face and its request table, for a client that speaks v2.
-    v2_face: Callable[[], tuple[HandshakeFace, dict[str, RequestHandler]]]
     client: ClientState = field(default=ClientState.OPENING, init=False)
     #: Client messages waiting for Codex's handshake (or its return), in arrival order.
     _waiting: list[bytes] = field(default_factory=list, init=False)
@@ -258,8 +256,17 @@ class Connection:
             # Compaction updates and notices are baseline updates in v2.
             session={"compaction": {}, "notices": {}},
         )
+        # Its face and request table are the wiring's to build (a v1 client's start never
+        # imports them): the engine hands them to :meth:`speak_v2`.
+        hub.happened(news.V2Chosen(rid, params))
+
+    def speak_v2(
+        self, rid: RequestId, params: Any, face: HandshakeFace, requests: dict[str, RequestHandler]
+    ) -> None:
+        """A v2 client's ``initialize`` answered, spoken to through ``face`` over ``requests``
+        from now on."""
+        hub = self.hub
         auth = self.offers[-1]
-        face, requests = self.v2_face()
         info = acp_types.Implementation(name=AGENT_NAME, title="Codex", version=__version__)
         result = acp_types.InitializeResult(
             protocolVersion=1, agentCapabilities=acp_types.AgentCapabilities()

@@ -72,12 +72,28 @@ class ClientWaited:
 
 
 @dataclass(frozen=True, slots=True)
+class V2Chosen:
+    """The client's ``initialize`` (request ``request_id``, its decoded ``params``) asks for
+    ACP v2: its face and request table are built, then it is answered."""
+
+    request_id: RequestId
+    params: Any
+
+
+@dataclass(frozen=True, slots=True)
 class InterruptRefused:
     """Codex refused to interrupt a sub-agent's turn: turn ends held behind it may go."""
 
 
 News: TypeAlias = (
-    PromptEnded | WorkEnded | SessionReady | CloseDue | TurnWanted | ClientWaited | InterruptRefused
+    PromptEnded
+    | WorkEnded
+    | SessionReady
+    | CloseDue
+    | TurnWanted
+    | ClientWaited
+    | V2Chosen
+    | InterruptRefused
 )
 
 __all__ = [
@@ -88,5 +104,6 @@ __all__ = [
     "PromptEnded",
     "SessionReady",
     "TurnWanted",
+    "V2Chosen",
     "WorkEnded",
 ]
