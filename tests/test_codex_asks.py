@@ -102,11 +102,11 @@ def test_a_turn_start_answered_after_its_turn_ended_changes_nothing() -> None:
     assert h.result(rid) == {"stopReason": "end_turn"}
     assert asks(h, sid) == []
     record = record_of(h, sid)
-    record.unstored = True  # what an accepted answer would change, were it not stale
+    record.life.unstored = True  # what an accepted answer would change, were it not stale
     before = mark(h)
     h.codex_reply(start["id"], {"turn": turn})
     assert sent_since(h, before) == ([], [])
-    assert record.turn is None and record.unstored
+    assert record.turn is None and record.life.unstored
     # Refused as late, all the same: nothing.
     rid2 = h.client_request("session/prompt", {"sessionId": sid, "prompt": PROMPT})
     start2 = h.codex_request("turn/start")
@@ -239,7 +239,7 @@ def test_a_resume_after_codex_came_back_and_its_write_are_entries() -> None:
     [asked] = asks(h, sid)
     assert isinstance(asked, ResumeThread) and asked.written
     h.codex_reply(h.codex_request("thread/resume")["id"], {"thread": {"id": sid}})
-    assert asks(h, sid) == [] and not record_of(h, sid).resuming
+    assert asks(h, sid) == [] and not record_of(h, sid).life.resuming
 
 
 def test_a_sub_agents_read_after_codex_came_back_goes_with_its_record() -> None:

@@ -86,7 +86,7 @@ def test_new_sends_the_folders_after_the_cwd_as_the_threads_roots(version: int) 
     assert start["runtimeWorkspaceRoots"] == [CWD, EXTRA, OTHER]
     assert "sandbox" not in start and "config" not in start  # the user's policies stand
     result = started(h, rid, workspace_write(EXTRA, OTHER), [CWD, EXTRA, OTHER])
-    assert h.engine.threads.get("thread-1").folders == (EXTRA, OTHER)
+    assert h.engine.threads.get("thread-1").life.folders == (EXTRA, OTHER)
     # Codex lists the folders among writableRoots: the mode is still the preset's.
     modes = result["modes"] if version == 1 else None
     if modes is not None:
@@ -198,7 +198,7 @@ def test_load_resume_and_fork_send_the_folders_named_and_the_session_keeps_them(
     assert "error" not in (h.client_response(rid) or {})
     session = "t-fork" if method == "session/fork" else THREAD
     record = h.engine.threads.get(session)
-    assert record.folders == (EXTRA,) and not record.folders_unsent
+    assert record.life.folders == (EXTRA,) and not record.life.folders_unsent
     h.start_prompt(session)
     assert "runtimeWorkspaceRoots" not in h.codex_request("turn/start")["params"]
     validate_all(h, unstable=True)
@@ -250,7 +250,7 @@ def test_v2_resume_and_fork_send_the_folders() -> None:
     assert forked["params"]["runtimeWorkspaceRoots"] == [CWD, OTHER]
     h.codex_reply(forked["id"], resume_result("t-fork"))
     assert h.result(fork)["sessionId"] == "t-fork"
-    assert h.engine.threads.get("t-fork").folders == (OTHER,)
+    assert h.engine.threads.get("t-fork").life.folders == (OTHER,)
     h.validate()
 
 

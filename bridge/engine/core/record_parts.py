@@ -378,3 +378,57 @@ class ToolCalls:
     def end_with_turn(self, call_ids: Iterable[str]) -> None:
         """These calls ended with their turn: Codex's late completions are dropped."""
         self.ended |= set(call_ids)
+
+
+@dataclass(slots=True)
+class SessionLife:
+    """A session's open, close and life across Codex's restarts (the session lifecycle's
+    part of the record: :mod:`bridge.engine.features.sessions.lifecycle` writes it; the
+    others tell it through the methods below)."""
+
+    #: A session's other folders (ACP ``additionalDirectories``, absolute, normalised, in
+    #: the client's order): Codex's ``runtimeWorkspaceRoots`` after ``cwd``, so writable
+    #: under workspace-write as ``cwd`` is; the client names them again at each open.
+    folders: tuple[str, ...] = ()
+    #: Codex's thread has other folders than these (a load or resume that named none,
+    #: of a thread stored with some): the next ``turn/start`` sends them.
+    folders_unsent: bool = False
+    #: A load, resume or fork of it is in flight.
+    opening: bool = False
+    #: ``session/close`` requests waiting for it to close.
+    closing: list[RequestId] | None = None
+    #: Codex came back without this session's thread (one never prompted is not stored,
+    #: so it does not survive a restart of Codex): what its requests are answered.
+    gone: str | None = None
+    #: Codex has not written the thread (never prompted): after a reconnection its resume
+    #: may take a second try, and prompts wait for it (see ``resuming``).
+    unstored: bool = False
+    #: Codex came back and such a session's ``thread/resume`` is under way: a turn started
+    #: before this connection subscribes to the thread would stream nowhere.
+    resuming: bool = False
+
+    def started(self, folders: tuple[str, ...]) -> None:
+        """``session/new`` opened it with ``folders``; Codex writes the thread at its
+        first turn."""
+        self.folders = folders
+        self.unstored = True
+
+    def stored(self) -> None:
+        """Codex started a turn on the thread: it is written."""
+        self.unstored = False
+
+    def folders_sent(self) -> None:
+        """A ``turn/start`` named the session's folders."""
+        self.folders_unsent = False
+
+    def resume_begun(self) -> None:
+        """Codex came back: the session's resume is under way, if it has to wait for one."""
+        self.resuming = self.unstored
+
+    def resume_ended(self) -> None:
+        """The resume is over (or Codex was lost again): prompts wait no more."""
+        self.resuming = False
+
+    def found(self, gone: str | None = None) -> None:
+        """Codex came back with the thread (``gone`` ``None``), or without it: why."""
+        self.gone = gone

@@ -52,6 +52,7 @@ from .record_parts import (
     Prompt,
     Question,
     QueuedPrompt,
+    SessionLife,
     Settings,
     Shown,
     Status,
@@ -120,22 +121,11 @@ class ThreadRecord:
     nickname: str | None = None
     role: str | None = None
     cwd: str = ""
-    #: A session's other folders (ACP ``additionalDirectories``, absolute, normalised, in
-    #: the client's order): Codex's ``runtimeWorkspaceRoots`` after ``cwd``, so writable
-    #: under workspace-write as ``cwd`` is; the client names them again at each open.
-    folders: tuple[str, ...] = ()
-    #: Codex's thread has other folders than these (a load or resume that named none,
-    #: of a thread stored with some): the next ``turn/start`` sends them.
-    folders_unsent: bool = False
     # -- how it is shown (see View)
     session: bool = False
     visible: bool = False
     other: bool = False
     unplaced: Unplaced | None = None
-    #: A load, resume or fork of it is in flight.
-    opening: bool = False
-    #: ``session/close`` requests waiting for it to close.
-    closing: list[RequestId] | None = None
     # -- work
     turn: Turn | None = None
     #: Prompts waiting for the turn to end, in arrival order (roots only).
@@ -147,15 +137,6 @@ class ThreadRecord:
     outcome: Any = None
     #: Codex was lost while it worked: its state is unknown.
     lost: bool = False
-    #: Codex came back without this session's thread (one never prompted is not stored,
-    #: so it does not survive a restart of Codex): what its requests are answered.
-    gone: str | None = None
-    #: Codex has not written the thread (never prompted): after a reconnection its resume
-    #: may take a second try, and prompts wait for it (see ``resuming``).
-    unstored: bool = False
-    #: Codex came back and such a session's ``thread/resume`` is under way: a turn started
-    #: before this connection subscribes to the thread would stream nowhere.
-    resuming: bool = False
     #: A sub-agent placed from its live traffic that Codex has not yet shown at work
     #: (no ``active`` status, no turn): Codex's ``idle`` for it is a new thread about
     #: to start its first turn, not work that ended (see :func:`workstate.reportable`).
@@ -202,6 +183,8 @@ class ThreadRecord:
     #: message item for it gives its message an id).
     awaiting_message: RequestId | None = None
     # -- the parts other features write, each its own
+    #: Its open, close and life across Codex's restarts (the session lifecycle's).
+    life: SessionLife = field(default_factory=SessionLife)
     #: Its tool calls in flight (the tools feature's).
     tools: ToolCalls = field(default_factory=ToolCalls)
     #: What the session's streamed answer has been so far (the streaming feature's).

@@ -125,7 +125,7 @@ class Rewind:
         known = self.hub.machines.get(machine)
         cwd = workspace(known.offer if known is not None else None, record.cwd)
         # The session's other folders are this machine's (a machine's session has its own cwd).
-        roots = (cwd, *record.folders) if machine == LOCAL else (cwd,)
+        roots = (cwd, *record.life.folders) if machine == LOCAL else (cwd,)
         run = _Run(record, count, done, failed, machine=machine, cwd=cwd, roots=roots)
         exchanges.start(self.hub, self._rewound(run))
 

@@ -80,7 +80,7 @@ class Steering:
     def steer(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_steering.SteeringParams, acp_steering.METHOD)
         record = self.hub.threads.require(params.sessionId)
-        if record.closing is not None:
+        if record.life.closing is not None:
             raise RpcError.invalid_params(f"session {record.id} is being closed")
         inputs = prompt_to_input(params.prompt)
         self._check_modalities(record, inputs)
@@ -187,7 +187,7 @@ class Steering:
         if steer.prompt_required:
             self._answer(steer, "promptRequired", "noRunningTurn")
             return
-        if self.hub.threads.session(record.id) is not record or record.closing is not None:
+        if self.hub.threads.session(record.id) is not record or record.life.closing is not None:
             self._answer(steer, "failed", "sessionClosed")
             return
         self._turns.start_turn(record, steer.inputs)

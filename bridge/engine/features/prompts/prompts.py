@@ -102,12 +102,12 @@ class Prompts:
     def prompt(self, rid: RequestId, session_id: str, content: list[Raw]) -> None:
         """``session/prompt`` (v1 and v2): ``content`` as the client sent it."""
         record = self.hub.threads.require(session_id)
-        if record.closing is not None:
+        if record.life.closing is not None:
             raise RpcError(ErrorCode.INVALID_REQUEST, f"session {record.id} is being closed")
-        if record.gone is not None:
-            raise RpcError.not_found(record.gone, {"sessionId": record.id})
+        if record.life.gone is not None:
+            raise RpcError.not_found(record.life.gone, {"sessionId": record.id})
         inputs = prompt_to_input(content)
-        busy = record.turn is not None or bool(record.queued) or record.resuming
+        busy = record.turn is not None or bool(record.queued) or record.life.resuming
         if busy and is_rewind(record, inputs):
             raise RpcError(
                 ErrorCode.INVALID_REQUEST,
@@ -161,7 +161,7 @@ class Prompts:
         """``turn/start``, once the session's machine can take the turn (here: at once)."""
         hub, rid = self.hub, turn.request_id
         if machine != LOCAL:
-            folders = (record.cwd, *record.folders)
+            folders = (record.cwd, *record.life.folders)
             reason = yield Later(partial(self._reach, machine, record.id, folders))
             if reason is not None:
                 self._unreached(record, turn, machine, reason)
@@ -175,11 +175,11 @@ class Prompts:
         request = codex_types.TurnStartParams(threadId=record.id, input=inputs)
         self.settings.turn_starting(record, request)
         self.machines.turn_starting(machine)
-        if record.folders_unsent or (hub.setup.codex_shared and record.folders):
+        if record.life.folders_unsent or (hub.setup.codex_shared and record.life.folders):
             # Opened naming other folders than Codex kept in the thread: the client's.
             # On a shared Codex, every turn: another window's turn may have set its own.
-            request.runtimeWorkspaceRoots = [record.cwd, *record.folders]
-            record.folders_unsent = False
+            request.runtimeWorkspaceRoots = [record.cwd, *record.life.folders]
+            record.life.folders_sent()
         if rid is not None:
             self._await_item(record, rid)
         hub.ask(
@@ -225,7 +225,7 @@ class Prompts:
         """Codex accepted the turn's start (or the command's request), still the record's."""
         turn, rid = asked.turn, asked.turn.request_id
         if result.turn is not None:
-            record.unstored = False  # Codex writes the thread as it starts a turn
+            record.life.stored()  # Codex writes the thread as it starts a turn
         # A command's result may name no turn (``thread/compact/start``): then
         # the ``turn/started`` that follows names it (:meth:`turn_started`).
         if rid is not None and asked.command:
@@ -238,8 +238,8 @@ class Prompts:
         turn, rid = asked.turn, asked.turn.request_id
         if not turns.end(record, turn):
             return
-        if rid is not None and record.gone is not None:
-            self._end(record, rid, RpcError.not_found(record.gone, {"sessionId": record.id}))
+        if rid is not None and record.life.gone is not None:
+            self._end(record, rid, RpcError.not_found(record.life.gone, {"sessionId": record.id}))
         elif rid is not None and error.message.startswith(codex_threads.THREAD_NOT_FOUND):
             message = (
                 f"Session not found: Codex no longer has {record.id} "
@@ -408,7 +408,7 @@ class Prompts:
         record = self.hub.threads.session(note.threadId)
         if record is None or record.parent_id is not None:
             return
-        record.unstored = False
+        record.life.stored()
         if turns.foreign_started(record, note.turn.id) is not None:
             # Started by another client of the same Codex (another window on this
             # session, Codex's TUI): the session's turn all the same (see TurnKind.FOREIGN).
@@ -493,7 +493,7 @@ class Prompts:
     def resume_done(self, record: ThreadRecord) -> None:
         """Codex answered the session's resume after it came back: prompts that waited for
         it start, or hear why the session is gone."""
-        if record.gone is None:
+        if record.life.gone is None:
             self.start_next(record)
             return
         queued, record.queued = record.queued, []
@@ -501,7 +501,7 @@ class Prompts:
             self._end(
                 record,
                 waiting.request_id,
-                RpcError.not_found(record.gone, {"sessionId": record.id}),
+                RpcError.not_found(record.life.gone, {"sessionId": record.id}),
             )
 
     def start_next(self, record: ThreadRecord) -> None:
@@ -510,7 +510,7 @@ class Prompts:
         if (
             record.turn is None
             and record.queued
-            and record.closing is None
+            and record.life.closing is None
             and self.hub.threads.session(record.id) is record
         ):
             waiting = record.queued.pop(0)
@@ -520,7 +520,7 @@ class Prompts:
         """Codex is gone: every prompt in flight is answered now (its turn will never
         be heard of again): ``cancelled`` if the user had cancelled it, else the reason."""
         for record in self.hub.threads.sessions():
-            record.resuming = False
+            record.life.resume_ended()
             queued, record.queued = record.queued, []
             for waiting in queued:
                 self._end(record, waiting.request_id, RpcError.internal(reason))

@@ -113,7 +113,7 @@ class ProposedPlans:
         if proposed is None or proposed.turn_id != note.turn.id:
             return
         record = self.hub.threads.session(note.threadId)
-        if note.turn.status != "completed" or record is None or record.closing is not None:
+        if note.turn.status != "completed" or record is None or record.life.closing is not None:
             return
         if record.turn is not None or record.queued:
             log.info("session %s: a prompt follows the proposed plan; not asked", record.id)
@@ -174,7 +174,7 @@ class ProposedPlans:
         self._settle(record.id, asked, "completed")
         if decision != IMPLEMENT:
             return
-        if self.hub.threads.session(record.id) is not record or record.closing is not None:
+        if self.hub.threads.session(record.id) is not record or record.life.closing is not None:
             return
 
         implement, failed = partial(self._implement, record), partial(_not_stored, record.id)
@@ -184,8 +184,8 @@ class ProposedPlans:
     def _implement(self, record: ThreadRecord) -> None:
         """Default mode is stored: the turn that carries the plan out, unless the user has
         moved on meanwhile (a prompt of theirs runs, or the session closed)."""
-        moved_on = record.turn is not None or record.queued or record.resuming
-        if self.hub.threads.session(record.id) is not record or record.closing or moved_on:
+        moved_on = record.turn is not None or record.queued or record.life.resuming
+        if self.hub.threads.session(record.id) is not record or record.life.closing or moved_on:
             log.info("session %s moved on: the plan is not implemented", record.id)
             return
         # The engine starts it (a turn no prompt waits for: prompts sent meanwhile queue).

@@ -59,7 +59,7 @@ class TurnEnds:
         turn = record.turn if record is not None else None
         if record is None or turn is None or not turn.cancelled:
             return False
-        if record.closing is not None:
+        if record.life.closing is not None:
             return False
         if turn.id is not None and turn.id != note.turn.id:
             return False

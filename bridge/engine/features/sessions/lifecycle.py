@@ -141,19 +141,19 @@ class Lifecycle:
         folders = check_folders(hub, cwd, params.additionalDirectories, method)
         config, left_out = self._thread_config(mcp_servers, method)
         existing = hub.threads.get(session_id)
-        if existing is not None and (existing.session or existing.opening):
+        if existing is not None and (existing.session or existing.life.opening):
             raise RpcError(
                 ErrorCode.INVALID_REQUEST,
                 f"{method}: session {session_id} is already open on this connection",
                 {"sessionId": session_id},
             )
         opening = hub.threads.record(session_id)
-        opening.opening = True
+        opening.life.opening = True
         asked = OpenStored(rid, method, cwd, config, folders, replay, left_out)
 
         def cancel() -> None:
             asked.cancelled = True
-            opening.opening = False  # a load or resume may start again at once
+            opening.life.opening = False  # a load or resume may start again at once
 
         hub.cancellable(rid, cancel)
         # Paged, the history is listed after the resume (``Replay``): this read only says
@@ -195,7 +195,7 @@ class Lifecycle:
     ) -> None:
         if self._dropped(record, asked):
             return
-        record.opening = False
+        record.life.opening = False
         self.subagents.open_failed(record.id)
         self.hub.refuse_client(asked.rid, self._not_found(record.id, error))
 
@@ -261,7 +261,7 @@ class Lifecycle:
                 self._resume_stored,
             )
         else:
-            record.opening = False
+            record.life.opening = False
             self.subagents.open_failed(record.id)
             if error.message.startswith(NO_ROLLOUT):
                 # Read, yet not resumable even once its rollout was written: not a thread
@@ -282,10 +282,10 @@ class Lifecycle:
         stored, rid, replay = asked.stored, asked.rid, asked.replay
         self.hub.not_cancellable(rid)
         assert stored is not None
-        opening.opening = False
+        opening.life.opening = False
         record = self.opening.open_root(opening.id, asked.cwd, asked.left_out)
         opened_with_folders(record, asked.folders, opened)
-        record.unstored = unstored
+        record.life.unstored = unstored
         # Codex's word on the thread now: a turn may still run (a shared Codex).
         record.status = Status.of(opened.thread.status or stored.status)
         if record.status is not None and record.status.type == "active":
@@ -476,10 +476,10 @@ class Lifecycle:
     def session_close(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_sessions.CloseSessionParams, "session/close")
         record = self.hub.threads.require(params.sessionId)
-        if record.closing is not None:  # already closing: answered together
-            record.closing.append(rid)
+        if record.life.closing is not None:  # already closing: answered together
+            record.life.closing.append(rid)
             return
-        record.closing = [rid]
+        record.life.closing = [rid]
         self._close(record)
 
     def thread_gone(self, note: threads.ThreadGone) -> None:
@@ -493,8 +493,8 @@ class Lifecycle:
         if record is None or record.is_child:
             return
         self._gone.add(record.id)
-        if record.closing is None:
-            record.closing = []
+        if record.life.closing is None:
+            record.life.closing = []
             self._close(record)
 
     def _close(self, record: ThreadRecord) -> None:
@@ -514,14 +514,14 @@ class Lifecycle:
         self._finish_close(record)
 
     def prompt_answered(self, record: ThreadRecord) -> None:
-        if record.closing is not None and record.turn is None:
+        if record.life.closing is not None and record.turn is None:
             self._finish_close(record)
 
     def _finish_close(self, record: ThreadRecord) -> None:
         """The close may finish: the engine forgets the session and every sub-agent under it
         (gone for the client from here on), then has it closed (:meth:`closed`)."""
-        waiting = tuple(record.closing or ())
-        record.closing = None
+        waiting = tuple(record.life.closing or ())
+        record.life.closing = None
         self.hub.happened(news.CloseDue(record, waiting))
 
     def closed(self, record: ThreadRecord, waiting: Sequence[RequestId]) -> None:
@@ -554,7 +554,7 @@ class Lifecycle:
     def codex_lost(self, reason: str) -> None:
         self._gone.clear()  # the closes they were for end here, unfinished
         for record in self.hub.threads:
-            waiting, record.closing = record.closing, None
+            waiting, record.life.closing = record.life.closing, None
             for rid in waiting or []:
                 self.hub.refuse_client(rid, RpcError.internal(reason))
 
@@ -580,9 +580,9 @@ def opened_with_folders(
     """The session's folders are the ones the client named at this open (ACP: none named,
     none activated). Codex keeps a thread's folders across restarts, so a thread stored
     with others, opened naming none, is told the client's at its next turn."""
-    record.folders = folders
+    record.life.folders = folders
     reported = opened.runtimeWorkspaceRoots
-    record.folders_unsent = isinstance(reported, list) and set(reported) - {record.cwd} != set(
+    record.life.folders_unsent = isinstance(reported, list) and set(reported) - {record.cwd} != set(
         folders
     )
 

@@ -150,6 +150,5 @@ class NewSessions:
     ) -> Exchange:
         opened = yield Ask("thread/start", start, codex_types.ThreadStartResult, refuse=rid)
         record = self.opening.open_root(opened.thread.id, cwd, left_out)
-        record.folders = folders
-        record.unstored = True  # Codex writes a thread at its first turn
+        record.life.started(folders)  # Codex writes a thread at its first turn
         self.opening.ready(record, rid, acp_types.NewSessionResult(sessionId=record.id), opened)

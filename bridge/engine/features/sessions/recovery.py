@@ -80,7 +80,7 @@ class Recovery:
     def _resume(self, record: ThreadRecord) -> None:
         # A session Codex may not have written: its prompts wait for the resume, which may
         # take a second try (below). Others' go along with it, as Codex takes them in order.
-        record.resuming = record.unstored
+        record.life.resume_begun()
         self._ask_resume(record, ResumeThread())
 
     def _ask_resume(self, record: ThreadRecord, asked: ResumeThread) -> None:
@@ -93,7 +93,7 @@ class Recovery:
                 cwd=record.cwd or UNSET,
                 excludeTurns=True,
                 # Codex kept them in the stored thread; said again, as the session has them.
-                runtimeWorkspaceRoots=workspace_roots(record.cwd, record.folders),
+                runtimeWorkspaceRoots=workspace_roots(record.cwd, record.life.folders),
             ),
             None,
             self._subscribed,
@@ -101,12 +101,12 @@ class Recovery:
         )
 
     def _done(self, record: ThreadRecord) -> None:
-        if record.resuming:
-            record.resuming = False
+        if record.life.resuming:
+            record.life.resume_ended()
             self.prompts.resume_done(record)
 
     def _subscribed(self, record: ThreadRecord, _asked: ResumeThread, _result: object) -> None:
-        record.gone = None
+        record.life.found()
         if record.is_child:
             self._read(record)
         self._done(record)
@@ -116,7 +116,7 @@ class Recovery:
     ) -> None:
         if codex_threads.no_turns(error.code, error.message):
             # Subscribed: a thread never prompted has no turns to list.
-            record.gone = None
+            record.life.found()
             self._done(record)
             return
         log.warning("thread/resume %s after Codex came back: %s", record.id, error.message)
@@ -139,7 +139,7 @@ class Recovery:
             return
         # A session never prompted: a new Codex does not know it (Codex never stored
         # it), and its requests say so rather than Codex's bare words.
-        record.gone = (
+        record.life.found(
             f"Session {record.id} is gone: Codex restarted, and a session never "
             "prompted is not stored, so it does not survive a restart of Codex "
             f"(Codex: {error.message})"

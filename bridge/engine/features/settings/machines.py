@@ -161,7 +161,7 @@ class Machines:
         container it had went when it was closed (or when the bridge that made it ended),
         and the user is told the next prompt starts a fresh one."""
         settings = record.settings
-        if record.unstored or settings is None or not self.per_session(settings.machine):
+        if record.life.unstored or settings is None or not self.per_session(settings.machine):
             return
         if session_environment(settings.machine, record.id) in self._sessions:
             return  # this bridge holds its container still (the session opened again)

@@ -98,7 +98,7 @@ class SettingsSelectors:
         """Fill the open result (new, load, resume, fork) with modes and options."""
         # Load, resume and fork answer with the same members, maybe in types of their own.
         approval = getattr(opened, "approvalPolicy", UNSET)
-        sandbox = presets.without_folders(getattr(opened, "sandbox", UNSET), record.folders)
+        sandbox = presets.without_folders(getattr(opened, "sandbox", UNSET), record.life.folders)
         model = getattr(opened, "model", UNSET)
         reported_effort = getattr(opened, "reasoningEffort", None)
         if approval is UNSET or sandbox is UNSET or not isinstance(model, str):
@@ -217,7 +217,7 @@ class SettingsSelectors:
             )
             if machine == LOCAL or own:
                 # A session's own container has its folders at the same paths.
-                here.runtimeWorkspaceRoots = workspace_roots(record.cwd, record.folders)
+                here.runtimeWorkspaceRoots = workspace_roots(record.cwd, record.life.folders)
             params.environments = [here]
             settings.machine, settings.picked_machine = machine, None
         if settings.picked_mode is not None:
@@ -240,10 +240,10 @@ class SettingsSelectors:
         if settings is None:
             return
         reported = note.threadSettings
-        if record is not None and record.folders:
+        if record is not None and record.life.folders:
             reported = msgspec.structs.replace(
                 reported,
-                sandboxPolicy=presets.without_folders(reported.sandboxPolicy, record.folders),
+                sandboxPolicy=presets.without_folders(reported.sandboxPolicy, record.life.folders),
             )
         if self._stale(settings, reported):
             return

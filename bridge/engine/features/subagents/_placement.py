@@ -117,7 +117,7 @@ class Placement:
         record = threads.get(thread_id)
         if record is None:
             return True
-        if record.session or record.opening or record.waiting_children:
+        if record.session or record.life.opening or record.waiting_children:
             return False
         unplaced = record.unplaced
         if not record.other and (
@@ -136,14 +136,14 @@ class Placement:
         being opened waits for (it is placed once the open is answered or failed)."""
         threads = self.hub.threads
         kept: set[str] = set()
-        waiting = [record for record in threads if record.opening]
+        waiting = [record for record in threads if record.life.opening]
         while waiting:
             for child_id in waiting.pop().waiting_children:
                 child = threads.get(child_id)
                 if child_id not in kept and child is not None:
                     kept.add(child_id)
                     waiting.append(child)
-        gone = [r.id for r in threads if not (r.session or r.opening or r.id in kept)]
+        gone = [r.id for r in threads if not (r.session or r.life.opening or r.id in kept)]
         for thread_id in gone:
             self._drop(thread_id)
 
@@ -197,7 +197,7 @@ class Placement:
             return
         parent = parent or record.unplaced.parent_hint
         if parent is None:
-            if record.opening:
+            if record.life.opening:
                 return  # a root the client is opening: what it sent waits for the open
             # Not a sub-agent: another client's thread, or one of ours still being
             # created (its thread/start answer registers it; nothing held matters).
@@ -206,7 +206,7 @@ class Placement:
         parent_record = threads.get(parent)
         if parent_record is not None and parent_record.session:
             self._adopt(thread_id, parent, nickname, role, cwd)
-        elif parent_record is not None and parent_record.opening:
+        elif parent_record is not None and parent_record.life.opening:
             # Its parent is being loaded (or resumed, forked): placed once it opens.
             parent_record.waiting_children.append(thread_id)
             record.unplaced.reading = True
@@ -284,7 +284,7 @@ class Placement:
             oldest = next(iter(self._others))
             del self._others[oldest]
             kept = self.hub.threads.get(oldest)
-            if kept is not None and kept.other and not kept.session and not kept.opening:
+            if kept is not None and kept.other and not kept.session and not kept.life.opening:
                 self._drop(oldest)  # its traffic, if any comes, is read again
         self._retitles.pop(thread_id, None)
         waiting, record.waiting_children = record.waiting_children, []
