@@ -324,7 +324,7 @@ def test_a_parentage_read_is_on_the_held_record_until_codex_answers() -> None:
     t.status(CHILD, "active")
     held = record_of(t.h, CHILD)
     [asked] = held.codex_asks
-    assert isinstance(asked, ReadParentage) and asked.unplaced is held.unplaced
+    assert isinstance(asked, ReadParentage) and asked.unplaced is held.placing.unplaced
     t.answer_read(CHILD, ROOT, "Ada")
     assert held.codex_asks == [] and held.session
 

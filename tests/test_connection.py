@@ -123,8 +123,8 @@ def test_a_delta_for_a_thread_no_session_shows_meets_the_gate_either_way(data: b
     h._collect(h.engine.receive_codex(data))
     assert seen == []  # held until the thread is placed
     record = h.engine.threads.get("T")
-    assert record is not None and record.unplaced is not None
-    assert [held.params for held in record.unplaced.held] == [AgentMessageDelta(**DELTA)]
+    assert record is not None and record.placing.unplaced is not None
+    assert [held.params for held in record.placing.unplaced.held] == [AgentMessageDelta(**DELTA)]
 
 
 def test_codexs_side_moves_only_as_its_table_says() -> None:

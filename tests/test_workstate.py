@@ -30,7 +30,8 @@ def record(
     pending: int = 0,
     unstarted: bool = False,
 ) -> ThreadRecord:
-    r = ThreadRecord("t-1", parent_id="root", session=True, visible=True, unstarted=unstarted)
+    r = ThreadRecord("t-1", parent_id="root", session=True, visible=True)
+    r.placing.unstarted = unstarted
     r.status = Status(status, frozenset(flags)) if status is not None else None
     r.turn = Turn(id="turn-1") if turn else None
     r.outcome = outcome

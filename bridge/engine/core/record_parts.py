@@ -432,3 +432,37 @@ class SessionLife:
     def found(self, gone: str | None = None) -> None:
         """Codex came back with the thread (``gone`` ``None``), or without it: why."""
         self.gone = gone
+
+
+@dataclass(slots=True)
+class Placing:
+    """Where a thread stands in being placed under its parent and announced (the
+    sub-agents' placement's part of the record:
+    :mod:`bridge.engine.features.subagents._placement` writes it; the others tell it
+    through the methods below)."""
+
+    #: Another client's thread (another window's, Codex's TUI's): never shown here.
+    other: bool = False
+    #: Its traffic held until its parent is known (``None``: placed, or never held).
+    unplaced: Unplaced | None = None
+    #: A sub-agent placed from its live traffic that Codex has not yet shown at work
+    #: (no ``active`` status, no turn): Codex's ``idle`` for it is a new thread about
+    #: to start its first turn, not work that ended (see :func:`workstate.reportable`).
+    unstarted: bool = False
+    #: Children waiting for this thread to be placed before they can be announced.
+    waiting_children: list[str] = field(default_factory=list)
+    #: What to send once this thread is announced (messages naming it).
+    after_announce: list[Callable[[], None]] = field(default_factory=list)
+
+    def once_announced(self, send: Callable[[], None]) -> None:
+        """Send ``send`` once the thread is announced (a message naming it)."""
+        self.after_announce.append(send)
+
+    def at_work(self) -> None:
+        """Codex showed the thread at work: its ``idle`` is work that ended from now on."""
+        self.unstarted = False
+
+    def forget_held(self) -> None:
+        """What was held for it, and the children waiting for it, are dropped."""
+        self.unplaced = None
+        self.waiting_children.clear()

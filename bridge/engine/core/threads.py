@@ -31,7 +31,7 @@ the records; ``docs/architecture.md`` lists which feature changes which field.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,7 @@ from .codex_asks import (
 )
 from .record_parts import (
     McpNotes,
+    Placing,
     Prompt,
     Question,
     QueuedPrompt,
@@ -60,7 +61,6 @@ from .record_parts import (
     Stream,
     ToolCalls,
     Turn,
-    Unplaced,
 )
 
 #: How deep a chain of sub-agents the bridge follows before it stops looking up.
@@ -124,8 +124,8 @@ class ThreadRecord:
     # -- how it is shown (see View)
     session: bool = False
     visible: bool = False
-    other: bool = False
-    unplaced: Unplaced | None = None
+    #: Where a sub-agent thread stands in being placed and announced (placement's).
+    placing: Placing = field(default_factory=Placing)
     # -- work
     turn: Turn | None = None
     #: Prompts waiting for the turn to end, in arrival order (roots only).
@@ -137,10 +137,6 @@ class ThreadRecord:
     outcome: Any = None
     #: Codex was lost while it worked: its state is unknown.
     lost: bool = False
-    #: A sub-agent placed from its live traffic that Codex has not yet shown at work
-    #: (no ``active`` status, no turn): Codex's ``idle`` for it is a new thread about
-    #: to start its first turn, not work that ended (see :func:`workstate.reportable`).
-    unstarted: bool = False
     #: The last work state and cancel capability the client was told.
     reported: Any = None
     reported_cancel: bool = False
@@ -170,10 +166,6 @@ class ThreadRecord:
     #: The enabled skills Codex has for the session's folder, offered as commands: name → path.
     skills: dict[str, str] = field(default_factory=dict)
     # -- sub-agents
-    #: Children waiting for this thread to be placed before they can be announced.
-    waiting_children: list[str] = field(default_factory=list)
-    #: What to send once this thread is announced (messages naming it).
-    after_announce: list[Callable[[], None]] = field(default_factory=list)
     #: Children whose history a load replayed (their current state follows the response).
     replayed: list[ThreadRecord] = field(default_factory=list)
     # -- the session's prompts (the prompts feature's)
@@ -200,7 +192,7 @@ class ThreadRecord:
             if self.parent_id is None:
                 return View.ROOT
             return View.CHILD if self.visible else View.HIDDEN
-        return View.OTHER if self.other else View.HELD
+        return View.OTHER if self.placing.other else View.HELD
 
     @property
     def is_child(self) -> bool:

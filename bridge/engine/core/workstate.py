@@ -86,7 +86,7 @@ def reportable(record: ThreadRecord) -> WorkState | None:
     Codex has not yet shown at work (:attr:`ThreadRecord.unstarted`) is not idle from
     work that ended, so a plain ``idle`` is no snapshot of it (see the module docstring)."""
     state = snapshot(record)
-    if record.unstarted and state == _AT_REST:
+    if record.placing.unstarted and state == _AT_REST:
         return None
     return state
 

@@ -72,8 +72,7 @@ class Recovery:
         for record in self.hub.threads:
             if not record.session:
                 # HeldMessage traffic was for the connection that is gone.
-                record.unplaced = None
-                record.waiting_children.clear()
+                record.placing.forget_held()
                 continue
             self._resume(record)
 

@@ -81,7 +81,7 @@ class Placement:
         if _unloaded(held) and self._codex_forgot(thread_id):
             return True  # nothing to place: Codex unloaded a thread that was no one's here
         record = threads.record(thread_id)
-        if record.other:
+        if record.placing.other:
             if _idle(held):
                 # Another client's thread at rest: nothing of it is kept meanwhile (its
                 # next turn is read again, once). Codex keeps a thread loaded long after
@@ -117,15 +117,15 @@ class Placement:
         record = threads.get(thread_id)
         if record is None:
             return True
-        if record.session or record.life.opening or record.waiting_children:
+        if record.session or record.life.opening or record.placing.waiting_children:
             return False
-        unplaced = record.unplaced
-        if not record.other and (
+        unplaced = record.placing.unplaced
+        if not record.placing.other and (
             unplaced is None or unplaced.reading or unplaced.parent_hint is not None
         ):
             return False  # a sub-agent of ours being placed: its read or spawn item decides
-        if record.unplaced is not None:
-            self._decline_held_requests(record.unplaced)
+        if record.placing.unplaced is not None:
+            self._decline_held_requests(record.placing.unplaced)
         self._drop(thread_id)
         return True
 
@@ -138,7 +138,7 @@ class Placement:
         kept: set[str] = set()
         waiting = [record for record in threads if record.life.opening]
         while waiting:
-            for child_id in waiting.pop().waiting_children:
+            for child_id in waiting.pop().placing.waiting_children:
                 child = threads.get(child_id)
                 if child_id not in kept and child is not None:
                     kept.add(child_id)
@@ -193,9 +193,9 @@ class Placement:
     ) -> None:
         threads = self.hub.threads
         record = threads.get(thread_id)
-        if record is None or record.unplaced is None or record.session:
+        if record is None or record.placing.unplaced is None or record.session:
             return
-        parent = parent or record.unplaced.parent_hint
+        parent = parent or record.placing.unplaced.parent_hint
         if parent is None:
             if record.life.opening:
                 return  # a root the client is opening: what it sent waits for the open
@@ -208,18 +208,20 @@ class Placement:
             self._adopt(thread_id, parent, nickname, role, cwd)
         elif parent_record is not None and parent_record.life.opening:
             # Its parent is being loaded (or resumed, forked): placed once it opens.
-            parent_record.waiting_children.append(thread_id)
-            record.unplaced.reading = True
+            parent_record.placing.waiting_children.append(thread_id)
+            record.placing.unplaced.reading = True
             record.nickname, record.role, record.cwd = nickname, role, cwd
-        elif parent_record is not None and parent_record.other:
+        elif parent_record is not None and parent_record.placing.other:
             self._ignore(thread_id)
         elif threads.forgotten(parent):
             self._forget_late(thread_id)
         else:
             # A nested child whose parent is not known yet: learn the parent first,
             # so ancestors are announced parent before child.
-            threads.record(parent).waiting_children.append(thread_id)
-            record.unplaced.reading = True  # keep its held traffic until the parent resolves
+            threads.record(parent).placing.waiting_children.append(thread_id)
+            record.placing.unplaced.reading = (
+                True  # keep its held traffic until the parent resolves
+            )
             record.nickname, record.role, record.cwd = nickname, role, cwd
             self.read_parentage(parent)
 
@@ -227,32 +229,32 @@ class Placement:
         """``thread_id``'s parentage cannot be read: use what else is known, guess nothing."""
         threads = self.hub.threads
         record = threads.get(thread_id)
-        if record is None or record.unplaced is None or record.session:
+        if record is None or record.placing.unplaced is None or record.session:
             return
-        hint = record.unplaced.parent_hint
+        hint = record.placing.unplaced.parent_hint
         if hint is not None and threads.session(hint) is not None:
             self._adopt(thread_id, hint, None, None, "")
             return
-        root = self._root_for_turn(record.unplaced)
+        root = self._root_for_turn(record.placing.unplaced)
         if root is not None:
             # Parentage unknown: never announced, represented on its root session.
             self._adopt(thread_id, root, None, None, "", announce=False)
         # Children waiting for this one to be placed cannot be announced under it
         # (their chain is broken): each is represented on its root, if it has one.
-        waiting, record.waiting_children = record.waiting_children, []
+        waiting, record.placing.waiting_children = record.placing.waiting_children, []
         for child_id in waiting:
             child = threads.get(child_id)
             if child is not None:
                 child.nickname, child.role, child.cwd = None, None, ""
-                if child.unplaced is not None:
+                if child.placing.unplaced is not None:
                     # Free to be read again: a later word on its chain may place it.
-                    child.unplaced.reading = False
+                    child.placing.unplaced.reading = False
             self._parent_unreadable(child_id)
-        if record.unplaced is not None and not record.session:
+        if record.placing.unplaced is not None and not record.session:
             # Its notifications stay held: a spawn item may still name its parent. Its
             # requests cannot wait for that (Codex would wait with them, maybe forever):
             # with no session to ask on, they are declined now.
-            self._decline_held_requests(record.unplaced)
+            self._decline_held_requests(record.placing.unplaced)
 
     def _decline_held_requests(self, unplaced: Unplaced) -> None:
         requests = [h for h in unplaced.held if h.request_id is not None]
@@ -277,17 +279,22 @@ class Placement:
 
     def _ignore(self, thread_id: str) -> None:
         record = self.hub.threads.record(thread_id)
-        unplaced, record.unplaced = record.unplaced, None
-        record.other = True
+        unplaced, record.placing.unplaced = record.placing.unplaced, None
+        record.placing.other = True
         self._others[thread_id] = None
         while len(self._others) > MAX_OTHERS:
             oldest = next(iter(self._others))
             del self._others[oldest]
             kept = self.hub.threads.get(oldest)
-            if kept is not None and kept.other and not kept.session and not kept.life.opening:
+            if (
+                kept is not None
+                and kept.placing.other
+                and not kept.session
+                and not kept.life.opening
+            ):
                 self._drop(oldest)  # its traffic, if any comes, is read again
         self._retitles.pop(thread_id, None)
-        waiting, record.waiting_children = record.waiting_children, []
+        waiting, record.placing.waiting_children = record.placing.waiting_children, []
         for child_id in waiting:
             self._ignore(child_id)
         if unplaced is not None and unplaced.held:
@@ -311,15 +318,17 @@ class Placement:
         works for another client's turn (another window): then it is that client's."""
         threads = self.hub.threads
         record = threads.get(thread_id)
-        held = record.unplaced.held if record is not None and record.unplaced else []
+        held = (
+            record.placing.unplaced.held if record is not None and record.placing.unplaced else []
+        )
         if not self._work.closed_sessions_work(_root_turn_of(held)):
             self._ignore(thread_id)
             return
         gone = threads.forget(thread_id, subagent=True)
         waiting: list[str] = []
         for record in gone:
-            waiting += record.waiting_children
-            held = record.unplaced.held if record.unplaced is not None else []
+            waiting += record.placing.waiting_children
+            held = record.placing.unplaced.held if record.placing.unplaced is not None else []
             running = _running_turn(held)
             if running is not None:
                 # Work for a session that was closed: stop it (Codex does not cascade).
@@ -351,9 +360,9 @@ class Placement:
         )
         # Placed from its live traffic: until Codex shows it at work, its idle is a
         # thread about to start, not work that ended (workstate.reportable).
-        record.unstarted = True
+        record.placing.unstarted = True
         self.session_added(record)  # releases the held traffic
-        deferred, record.after_announce = record.after_announce, []
+        deferred, record.placing.after_announce = record.placing.after_announce, []
         for send in deferred:
             send()
         if nickname is None and announce:
@@ -362,7 +371,7 @@ class Placement:
             self.read_name(thread_id)
         else:
             self._retitles.pop(thread_id, None)
-        waiting, record.waiting_children = record.waiting_children, []
+        waiting, record.placing.waiting_children = record.placing.waiting_children, []
         for child_id in waiting:
             child = threads.record(child_id)
             self._adopt(child_id, thread_id, child.nickname, child.role, child.cwd)
@@ -412,29 +421,29 @@ class Placement:
         if threads.forgotten(thread_id):
             self._forget_late(thread_id)
             return
-        for held in [record, *map(threads.record, record.waiting_children)]:
-            if held.unplaced is not None:
-                self._decline_held_requests(held.unplaced)
+        for held in [record, *map(threads.record, record.placing.waiting_children)]:
+            if held.placing.unplaced is not None:
+                self._decline_held_requests(held.placing.unplaced)
         self._ignore(thread_id)
 
     def session_added(self, record: ThreadRecord) -> None:
         """A thread became a session (opened by the client, or placed as a sub-agent):
         what was held for it is handled now, and children waiting for it are placed."""
         threads = self.hub.threads
-        record.other = False
-        unplaced, record.unplaced = record.unplaced, None
+        record.placing.other = False
+        unplaced, record.placing.unplaced = record.placing.unplaced, None
         for held in unplaced.held if unplaced is not None else []:
             self.hub.refeed(held)
-        waiting, record.waiting_children = record.waiting_children, []
+        waiting, record.placing.waiting_children = record.placing.waiting_children, []
         for child_id in waiting:
             child = threads.get(child_id)
-            if child is not None and child.unplaced is not None:
+            if child is not None and child.placing.unplaced is not None:
                 self._adopt(child_id, record.id, child.nickname, child.role, child.cwd)
 
     def hint_parent(self, thread_id: str, parent_id: str) -> None:
         """A spawn item names ``thread_id``'s parent: Codex's own word, enough to adopt it."""
         record = self.hub.threads.record(thread_id)
-        record.other = False
+        record.placing.other = False
         unplaced = _unplaced(record)
         unplaced.parent_hint = parent_id
         if unplaced.read_failed:
@@ -454,14 +463,14 @@ class Placement:
             if record is None and not threads.forgotten(thread_id):
                 record = threads.record(thread_id)
                 _unplaced(record)
-            if record is not None and not record.session and record.unplaced is not None:
+            if record is not None and not record.session and record.placing.unplaced is not None:
                 placing.append(record)
         return placing
 
     def when_named(self, record: ThreadRecord, then: Callable[[], None]) -> None:
         """Run ``then`` once ``record`` (being placed) is announced, and again once it is
         named if it is placed without Codex's nickname (its read failed)."""
-        record.after_announce.append(then)
+        record.placing.after_announce.append(then)
         self._retitles.setdefault(record.id, []).append(then)
 
 
@@ -512,6 +521,6 @@ def _working(held: list[HeldMessage]) -> bool:
 
 
 def _unplaced(record: ThreadRecord) -> Unplaced:
-    if record.unplaced is None:
-        record.unplaced = Unplaced()
-    return record.unplaced
+    if record.placing.unplaced is None:
+        record.placing.unplaced = Unplaced()
+    return record.placing.unplaced

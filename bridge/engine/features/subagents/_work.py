@@ -77,7 +77,7 @@ class SubagentWork:
             return
         record.status = Status(kind, frozenset(note.status.activeFlags))
         if kind == "active":
-            record.unstarted = False
+            record.placing.at_work()
         self.report(record)
 
     def turn_started(self, note: codex_types.TurnNotification) -> None:
@@ -97,7 +97,7 @@ class SubagentWork:
             return
         # A turn whose end was never seen is replaced: a cancel that reached it still stands.
         turn = turns.subagent_started(record, note.turn.id, note.turn.rootTurnId)
-        record.unstarted = False
+        record.placing.at_work()
         self.report(record)
         if self.hub.threads.in_cancelled_work(record):
             # A turn of work the client cancelled (Codex does not cascade): stop it now.

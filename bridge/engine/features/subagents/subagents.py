@@ -196,9 +196,9 @@ class Subagents:
                 known = self.hub.threads.get(receiver)
                 if known is not None and known.is_child:
                     send()
-                elif known is not None and known.unplaced is not None:
+                elif known is not None and known.placing.unplaced is not None:
                     # Its announcement is still on its way: the message names it, so after.
-                    known.after_announce.append(send)
+                    known.placing.once_announced(send)
 
     def _message_to(
         self, sender: str, receiver: str, item: codex_items.CollabAgentToolCallItem
@@ -225,7 +225,7 @@ class Subagents:
         # word on its parent, which may place it at once (its read failed): placing it
         # sends what is queued.
         record = threads.record(receiver)
-        record.after_announce.append(send)
+        record.placing.once_announced(send)
         if item.tool == "spawnAgent":
             self.placement.hint_parent(receiver, sender)
         if not record.session:
