@@ -176,6 +176,7 @@ class Engine:
         self._guard = Backstop(hub)
         self._guarded = self._guard.run
         self._arrived = self._guard.arrived  # cleared for every streamed delta
+        self._news = hub.news  # what the features said happened: tested for every message
 
         # Each feature is built after the ones it is handed (see "Structure" above).
         self.approvals = Approvals(hub)
@@ -309,7 +310,7 @@ class Engine:
         self._arrived.clear()
         try:
             self.codex_router.receive(data)
-            if self.hub.has_news:
+            if self._news:
                 self._follow()
         except Exception:
             self._guard.failed(data)
@@ -588,7 +589,7 @@ class Engine:
     def _take(self) -> list[Effect]:
         """The effects of one input, once what the features said happened is followed
         (each input's handler follows it itself: this is for a handler that failed)."""
-        while self.hub.has_news:
+        while self._news:
             self._guarded(lambda _: self._follow(), b"")
         return self.hub.take()
 
@@ -600,7 +601,7 @@ class Engine:
                 # A defect in what follows answers the client's request all the same.
                 self._arrived.append(("client", said.request_id))
             self._react(said)
-            if self.hub.has_news:
+            if self._news:
                 self._follow()
 
     def _react(self, said: news.News) -> None:

@@ -239,8 +239,9 @@ class Hub:
         #: Codex's router (:mod:`.codex_routing`), which registers itself: a message the
         #: sub-agent gate held goes back through it (:meth:`refeed`).
         self.codex_router: Refeeder | None = None
-        #: What the features said happened, for the engine to follow (:mod:`.news`).
-        self._news: list[News] = []
+        #: What the features said happened, for the engine to follow (:mod:`.news`): one
+        #: list for the connection's life (the engine tests it for every Codex message).
+        self.news: list[News] = []
 
     @property
     def thread_config(self) -> dict[str, Any] | None:
@@ -592,16 +593,13 @@ class Hub:
     def happened(self, news: News) -> None:
         """Tell the engine what happened (:mod:`bridge.engine.core.news`): it decides what
         follows, once the feature saying it returns."""
-        self._news.append(news)
+        self.news.append(news)
 
     def take_news(self) -> list[News]:
         """What the features said happened since the last call, in order (the engine's)."""
-        news, self._news = self._news, []
-        return news
-
-    @property
-    def has_news(self) -> bool:
-        return bool(self._news)
+        taken = self.news[:]
+        self.news.clear()
+        return taken
 
     def take(self) -> list[effects.Effect]:
         """The effects produced since the last call, in order."""
