@@ -15,8 +15,9 @@ files report) before the face renders it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, TypeAlias
+
+import msgspec
 
 from ...codex import types as codex_types
 from ...jsonrpc import RequestId
@@ -24,8 +25,7 @@ from .facts import PromptEnded
 from .threads import ThreadRecord
 
 
-@dataclass(frozen=True, slots=True)
-class WorkEnded:
+class WorkEnded(msgspec.Struct, frozen=True):
     """The session's work ended: its prompt was answered (its turn ended, Codex refused
     it, its machine was out of reach) or a turn nobody here waited for ended. A close
     waiting on it may finish, waiting steers meet an idle session, the next queued
@@ -34,8 +34,7 @@ class WorkEnded:
     record: ThreadRecord
 
 
-@dataclass(frozen=True, slots=True)
-class SessionReady:
+class SessionReady(msgspec.Struct, frozen=True):
     """A session opened (new, load, resume, fork): ``result`` is the answer to client
     request ``request_id`` before the settings fill it; ``opened`` is Codex's answer."""
 
@@ -45,8 +44,7 @@ class SessionReady:
     opened: codex_types.ThreadStartResult
 
 
-@dataclass(frozen=True, slots=True)
-class CloseDue:
+class CloseDue(msgspec.Struct, frozen=True):
     """A session's close may finish: its work is over. The session is forgotten (and its
     sub-agents), then the closes ``waiting`` are answered once Codex unsubscribed."""
 
@@ -54,8 +52,7 @@ class CloseDue:
     waiting: tuple[RequestId, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class TurnWanted:
+class TurnWanted(msgspec.Struct, frozen=True):
     """A turn no prompt waits for is wanted on an idle session (a proposed plan's
     implementation), with ``inputs``."""
 
@@ -63,16 +60,14 @@ class TurnWanted:
     inputs: tuple[Any, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class ClientWaited:
+class ClientWaited(msgspec.Struct, frozen=True):
     """Client messages that waited for Codex (its handshake, or its return) may be handled
     now, in order: Codex is ready, or known to be away."""
 
     messages: tuple[bytes, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class V2Chosen:
+class V2Chosen(msgspec.Struct, frozen=True):
     """The client's ``initialize`` (request ``request_id``, its decoded ``params``) asks for
     ACP v2: its face and request table are built, then it is answered."""
 
@@ -80,8 +75,7 @@ class V2Chosen:
     params: Any
 
 
-@dataclass(frozen=True, slots=True)
-class InterruptRefused:
+class InterruptRefused(msgspec.Struct, frozen=True):
     """Codex refused to interrupt a sub-agent's turn: turn ends held behind it may go."""
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+import msgspec
 from msgspec import Raw
 
 from ...codex import items
@@ -285,17 +286,16 @@ class Steer:
 LeftOut: TypeAlias = tuple[str, str]
 
 
-@dataclass(slots=True)
-class Stream:
+class Stream(msgspec.Struct):
     """What a session's streamed answer has been so far (the streaming feature's part of
     the record: :mod:`bridge.engine.features.prompts.streaming` alone writes it)."""
 
     #: Items whose text arrived as deltas; their ``item/completed`` repeats it.
-    streamed_items: set[str] = field(default_factory=set)
+    streamed_items: set[str] = msgspec.field(default_factory=set)
     #: Answers Codex said at ``item/started`` not to show: their deltas are dropped.
-    withheld_items: set[str] = field(default_factory=set)
+    withheld_items: set[str] = msgspec.field(default_factory=set)
     #: AIR: the phase Codex gave an answer at ``item/started``, for its chunks: item id → phase.
-    message_phases: dict[str, str] = field(default_factory=dict)
+    message_phases: dict[str, str] = msgspec.field(default_factory=dict)
     #: Codex's last token usage report (``/status`` shows the context use).
     usage: Any = None
     #: What Codex last estimated the thread cost, in millionths of a US dollar
@@ -309,8 +309,7 @@ class Stream:
         self.message_phases.clear()
 
 
-@dataclass(slots=True)
-class Shown:
+class Shown(msgspec.Struct):
     """What a v2 client is told of the session's own work (the v2 face's part of the
     record: :mod:`bridge.engine.faces.v2` alone writes it)."""
 
@@ -320,17 +319,16 @@ class Shown:
     #: ``workstate.ANY_TURN`` for one already running when the session was resumed.
     turn_elsewhere: str | None = None
     #: Permission requests (client request ids) of this session the client holds.
-    asking: set[RequestId] = field(default_factory=set)
+    asking: set[RequestId] = msgspec.field(default_factory=set)
     #: The work state last sent on the session's own stream.
     state: str = "idle"
     #: Tool calls that advertise ``cancel`` now (running commands), and those the client
     #: cancelled (a failure of one then is ``cancelled``).
-    cancellable: set[str] = field(default_factory=set)
-    cancelled_calls: set[str] = field(default_factory=set)
+    cancellable: set[str] = msgspec.field(default_factory=set)
+    cancelled_calls: set[str] = msgspec.field(default_factory=set)
 
 
-@dataclass(slots=True)
-class McpNotes:
+class McpNotes(msgspec.Struct):
     """The session's MCP servers as the user hears of them (the MCP feature's part of the
     record: :mod:`bridge.engine.features.sessions.mcp_servers` alone writes it)."""
 
@@ -338,30 +336,29 @@ class McpNotes:
     left_out: tuple[LeftOut, ...] = ()
     #: Each server whose failure to start the user was told of, with Codex's reason: told
     #: once, again only after it was ready meanwhile.
-    failed: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = msgspec.field(default_factory=dict)
     #: What the user hears of its MCP servers, kept until the open is answered (the client
     #: knows no session before); ``None``: told as it comes.
     untold: list[Callable[[], None]] | None = None
 
 
-@dataclass(slots=True)
-class ToolCalls:
+class ToolCalls(msgspec.Struct):
     """A thread's tool calls in flight (the tools feature's part of the record:
     :mod:`bridge.engine.features.tools.tools` writes it; the others tell it through the
     methods below)."""
 
     #: The calls in progress, by item id.
-    calls: dict[str, ToolCall] = field(default_factory=dict)
+    calls: dict[str, ToolCall] = msgspec.field(default_factory=dict)
     #: Every tool call announced: a late ``item/completed`` updates it, never announces twice.
-    announced: set[str] = field(default_factory=set)
+    announced: set[str] = msgspec.field(default_factory=set)
     #: A hidden sub-agent's tool calls that a permission request introduced on the session
     #: it asked on: item id → (that session, the agent's name that prefixes the title).
     #: The item's own notifications update the tool call there until it completes.
-    shown_on: dict[str, tuple[str, str]] = field(default_factory=dict)
+    shown_on: dict[str, tuple[str, str]] = msgspec.field(default_factory=dict)
     #: Tool calls the bridge ended when their turn ended unfinished (interrupted, failed):
     #: Codex's own ``item/completed`` for them comes later, after the prompt's answer, and
     #: is dropped. Replaced at each such turn end, so it never grows past one turn's calls.
-    ended: set[str] = field(default_factory=set)
+    ended: set[str] = msgspec.field(default_factory=set)
 
     def announce(self, call_id: str) -> None:
         """Call ``call_id`` was announced (by a permission request, a replay, a task)."""
@@ -380,8 +377,7 @@ class ToolCalls:
         self.ended |= set(call_ids)
 
 
-@dataclass(slots=True)
-class SessionLife:
+class SessionLife(msgspec.Struct):
     """A session's open, close and life across Codex's restarts (the session lifecycle's
     part of the record: :mod:`bridge.engine.features.sessions.lifecycle` writes it; the
     others tell it through the methods below)."""
@@ -434,8 +430,7 @@ class SessionLife:
         self.gone = gone
 
 
-@dataclass(slots=True)
-class Placing:
+class Placing(msgspec.Struct):
     """Where a thread stands in being placed under its parent and announced (the
     sub-agents' placement's part of the record:
     :mod:`bridge.engine.features.subagents._placement` writes it; the others tell it
@@ -450,9 +445,9 @@ class Placing:
     #: to start its first turn, not work that ended (see :func:`workstate.reportable`).
     unstarted: bool = False
     #: Children waiting for this thread to be placed before they can be announced.
-    waiting_children: list[str] = field(default_factory=list)
+    waiting_children: list[str] = msgspec.field(default_factory=list)
     #: What to send once this thread is announced (messages naming it).
-    after_announce: list[Callable[[], None]] = field(default_factory=list)
+    after_announce: list[Callable[[], None]] = msgspec.field(default_factory=list)
 
     def once_announced(self, send: Callable[[], None]) -> None:
         """Send ``send`` once the thread is announced (a message naming it)."""
