@@ -1,8 +1,11 @@
 """The parts of a thread's record (:class:`~bridge.engine.core.threads.ThreadRecord`): its
 turn in flight and what that turn is (:class:`TurnKind`), prompts waiting for it, questions
 and tool calls in progress, its settings, messages held while its place is not known, its
-work state (:class:`Status`), a steer under way. Data only: the features change them, as
-``docs/architecture.md`` lists."""
+work state (:class:`Status`), a steer under way; and the parts one feature owns
+(:class:`Stream`, :class:`Shown`, :class:`McpNotes`, :class:`ToolCalls`,
+:class:`SessionLife`, :class:`Placing`), which only that feature writes, the others telling
+it what happened through the part's methods (``tests/test_architecture.py``'s
+``RECORD_PART_WRITERS``; ``docs/architecture.md`` lists who changes what)."""
 
 from __future__ import annotations
 
