@@ -507,7 +507,16 @@ def turn_writes(
 
 #: The one module that moves Codex's side of the connection, and the one that makes it.
 CODEX_SIDE_MOVER = f"{ENGINE}.core.connection"
-CODEX_SIDE_OWNER = f"{ENGINE}.core.hub"
+CODEX_SIDE_OWNER = f"{ENGINE}.core.codex_link"
+
+
+def _through_codex_side(chain: list[str]) -> int | None:
+    """Where ``.codex.side`` is in an attribute chain read innermost first (``["state",
+    "side", "codex", ...]``): the index of ``side``, or ``None``."""
+    return next(
+        (i for i in range(len(chain) - 1) if chain[i] == "side" and chain[i + 1] == "codex"),
+        None,
+    )
 
 
 def codex_side_writes(
@@ -518,25 +527,27 @@ def codex_side_writes(
     owner: str = CODEX_SIDE_OWNER,
     root: Path = PACKAGE_DIR.parent,
 ) -> list[str]:
-    """``file:line`` for every change to Codex's side of the connection (``hub.codex_side``)
-    outside ``mover``: a ``.codex_side....move(...)``, an assignment through ``.codex_side``,
-    a ``CodexSide(...)`` made anywhere but ``owner``."""
+    """``file:line`` for every change to Codex's side of the connection (``hub.codex.side``)
+    outside ``mover``: a ``.codex.side.move(...)``, an assignment through ``.codex.side``
+    (or to it), a ``CodexSide(...)`` made anywhere but ``owner``."""
 
     def look(module: str, node: ast.AST) -> list[tuple[int, str]]:
         writes: list[tuple[int, str]] = []
         for target in _assigned(node):
             chain = [n.attr for n in ast.walk(target) if isinstance(n, ast.Attribute)]
-            if "codex_side" in chain[1:] or (chain[:1] == ["codex_side"] and module != owner):
-                writes.append((target.lineno, "assigns through .codex_side"))
+            if _through_codex_side(chain) is not None:
+                writes.append((target.lineno, "assigns through .codex.side"))
         if isinstance(node, ast.Call):
             callee = node.func
             if (
                 isinstance(callee, ast.Attribute)
                 and callee.attr == "move"
-                and isinstance(callee.value, ast.Attribute)
-                and callee.value.attr == "codex_side"
+                and _through_codex_side(
+                    [n.attr for n in ast.walk(callee.value) if isinstance(n, ast.Attribute)]
+                )
+                == 0
             ):
-                writes.append((node.lineno, "moves .codex_side"))
+                writes.append((node.lineno, "moves .codex.side"))
             if getattr(callee, "id", None) == "CodexSide" and module != owner:
                 writes.append((node.lineno, "makes a CodexSide"))
         return writes
@@ -545,9 +556,9 @@ def codex_side_writes(
 
 
 #: Codex methods whose answer always changes the record asking: asked with ``hub.ask``,
-#: their entry typed, never with ``codex_request`` and a closure.
+#: their entry typed, never with ``codex.request`` and a closure.
 RECORD_METHODS = frozenset({"turn/start", "turn/interrupt", "turn/steer"})
-#: ``Hub.ask``'s ``answered`` and ``failed``, by position (after record, entry, method,
+#: ``CodexLink.ask``'s ``answered`` and ``failed``, by position (after record, entry, method,
 #: params, result type).
 _ASK_HANDLERS = (5, 6)
 
@@ -559,7 +570,7 @@ def closure_asks(
     root: Path = PACKAGE_DIR.parent,
 ) -> list[str]:
     """``file:line`` for each feature that asks Codex for a record with a closure: a
-    :data:`RECORD_METHODS` method through ``codex_request``, or an ``ask`` whose
+    :data:`RECORD_METHODS` method through ``codex.request``, or an ``ask`` whose
     ``answered`` or ``failed`` is a lambda or a function nested in another."""
     found: list[str] = []
     for name in sorted(modules):
@@ -572,12 +583,14 @@ def closure_asks(
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "codex_request"
+                and node.func.attr == "request"
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr == "codex"
                 and node.args
                 and isinstance(node.args[0], ast.Constant)
                 and node.args[0].value in RECORD_METHODS
             ):
-                asks.add((node.lineno, f"asks {node.args[0].value} with codex_request"))
+                asks.add((node.lineno, f"asks {node.args[0].value} with codex.request"))
         for outer in ast.walk(tree):
             if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -704,14 +717,14 @@ def test_only_the_connection_moves_codexs_side() -> None:
 
 
 #: Who may write each field of the hub, besides the hub itself (a field not listed: the hub
-#: alone). ``setup`` is frozen; ``codex_side`` moves through the connection (see above).
+#: alone). ``setup`` is frozen; Codex's side (``hub.codex``) is an object of its own, whose
+#: fields are listed as ``codex.X``; ``codex.side`` moves through the connection (above).
 HUB_WRITERS: dict[str, frozenset[str]] = {
     "handshake": frozenset({f"{ENGINE}.core.connection"}),
-    "codex_side": frozenset({CODEX_SIDE_MOVER}),
-    "codex_router": frozenset({f"{ENGINE}.core.codex_routing"}),
+    "codex.router": frozenset({f"{ENGINE}.core.codex_routing"}),
     "profile": frozenset({f"{ENGINE}.features.settings.settings"}),
     "machines": frozenset({f"{ENGINE}.features.settings.machines"}),
-    "unknown_to_codex": frozenset({f"{ENGINE}.features.sessions.admin"}),
+    "codex.unknown": frozenset({f"{ENGINE}.features.sessions.admin"}),
 }
 #: Calls that change the collection they are called on.
 MUTATORS = frozenset(
@@ -743,7 +756,10 @@ def _hub_field(node: ast.expr) -> tuple[int, str] | None:
     chain.reverse()
     for at, name in enumerate(chain[:-1]):
         if name == "hub":
-            return getattr(node, "lineno", 0), chain[at + 1]
+            field = chain[at + 1]
+            if field == "codex" and len(chain) > at + 2:
+                field = f"codex.{chain[at + 2]}"  # Codex's side: its own fields
+            return getattr(node, "lineno", 0), field
     return None
 
 
@@ -908,7 +924,7 @@ def test_the_hub_check_sees_each_kind_of_write(tmp_path: Path) -> None:
                 "def f(self, hub):\n"
                 "    self.hub.face = None\n"
                 "    hub.handshake.air = None\n"
-                "    hub.unknown_to_codex.add('m')\n"
+                "    hub.codex.unknown.add('m')\n"
                 "    hub.machines['x'] = 1\n"
                 "    hub.threads.session('x')\n"
                 "    self.hub.threads.get('x').turn\n"
@@ -922,7 +938,7 @@ def test_the_hub_check_sees_each_kind_of_write(tmp_path: Path) -> None:
     assert found == [
         "fake/features/f.py:2 writes hub.face",
         "fake/features/f.py:3 writes hub.handshake",
-        "fake/features/f.py:4 writes hub.unknown_to_codex",
+        "fake/features/f.py:4 writes hub.codex.unknown",
         "fake/features/f.py:5 writes hub.machines",
     ]
 
@@ -931,14 +947,14 @@ def test_the_codex_side_check_sees_each_kind_of_write(tmp_path: Path) -> None:
     package = _make_package(
         tmp_path,
         {
-            "fake/core/connection.py": "def lost(hub):\n    hub.codex_side.move(LOST, 'x')\n",
-            "fake/core/hub.py": "class Hub:\n    def __init__(self):\n        self.codex_side = CodexSide()\n",
+            "fake/core/connection.py": "def lost(hub):\n    hub.codex.side.move(LOST, 'x')\n",
+            "fake/core/codex_link.py": "class CodexLink:\n    def __init__(self):\n        self.side = CodexSide()\n",
             "fake/features/f.py": (
                 "def f(hub, CodexSide):\n"
-                "    hub.codex_side.move(READY)\n"
-                "    hub.codex_side.state = READY\n"
-                "    hub.codex_side = CodexSide()\n"
-                "    hub.codex_side.reason == 'x'\n"
+                "    hub.codex.side.move(READY)\n"
+                "    hub.codex.side.state = READY\n"
+                "    hub.codex.side = CodexSide()\n"
+                "    hub.codex.side.reason == 'x'\n"
             ),
         },
     )
@@ -946,13 +962,13 @@ def test_the_codex_side_check_sees_each_kind_of_write(tmp_path: Path) -> None:
         find_modules(package),
         engine="fake",
         mover="fake.core.connection",
-        owner="fake.core.hub",
+        owner="fake.core.codex_link",
         root=tmp_path,
     )
     assert found == [
-        "fake/features/f.py:2 moves .codex_side",
-        "fake/features/f.py:3 assigns through .codex_side",
-        "fake/features/f.py:4 assigns through .codex_side",
+        "fake/features/f.py:2 moves .codex.side",
+        "fake/features/f.py:3 assigns through .codex.side",
+        "fake/features/f.py:4 assigns through .codex.side",
         "fake/features/f.py:4 makes a CodexSide",
     ]
 
@@ -974,19 +990,19 @@ def test_the_closure_check_sees_each_way_of_asking_with_one(tmp_path: Path) -> N
                 "    def start(self, hub, record, entry):\n"
                 "        def done(result):\n"
                 "            pass\n"
-                "        hub.codex_request('turn/start', {}, None, done, done)\n"
-                "        hub.ask(record, entry, 'm', {}, None, done, self.failed)\n"
-                "        hub.ask(record, entry, 'm', {}, None, self.ok, lambda r, e, x: None)\n"
-                "        hub.ask(record, entry, 'turn/steer', {}, None, self.ok, self.failed)\n"
-                "        hub.codex_request('thread/list', {}, None, done, done)\n"
+                "        hub.codex.request('turn/start', {}, None, done, done)\n"
+                "        hub.codex.ask(record, entry, 'm', {}, None, done, self.failed)\n"
+                "        hub.codex.ask(record, entry, 'm', {}, None, self.ok, lambda r, e, x: None)\n"
+                "        hub.codex.ask(record, entry, 'turn/steer', {}, None, self.ok, self.failed)\n"
+                "        hub.codex.request('thread/list', {}, None, done, done)\n"
                 "    def other(self, hub, record, entry, failed):\n"
-                "        hub.ask(record, entry, 'm', {}, None, self.ok, failed)\n"
+                "        hub.codex.ask(record, entry, 'm', {}, None, self.ok, failed)\n"
             ),
         },
     )
     found = closure_asks(find_modules(package), features="fake.features", root=tmp_path)
     assert found == [
-        "fake/features/f.py:5 asks turn/start with codex_request",
+        "fake/features/f.py:5 asks turn/start with codex.request",
         "fake/features/f.py:6 asks with a closure",
         "fake/features/f.py:7 asks with a closure",
     ]

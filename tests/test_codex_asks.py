@@ -377,7 +377,7 @@ def _read_asked(on_answer: str) -> tuple[Harness, ThreadRecord, ReadSubagent, Ca
     h, hub, record = _hub_and_record()
     calls = Calls()
     entry = ReadSubagent()
-    hub.ask(record, entry, "thread/read", {}, None, getattr(calls, on_answer), calls.failed)
+    hub.codex.ask(record, entry, "thread/read", {}, None, getattr(calls, on_answer), calls.failed)
     h._collect(hub.take())
     return h, record, entry, calls
 
@@ -403,7 +403,7 @@ def test_asking_a_lost_codex_fails_at_once_and_holds_nothing(retrying: bool) -> 
     h, hub, record = _hub_and_record()
     h._collect(h.engine.codex_lost("exited", retrying=retrying))
     calls = Calls()
-    hub.ask(record, ReadSubagent(), "thread/read", {}, None, calls.answered, calls.failed)
+    hub.codex.ask(record, ReadSubagent(), "thread/read", {}, None, calls.answered, calls.failed)
     assert calls.seen == [("failed", "exited")] and record.codex_asks == []
 
 

@@ -29,7 +29,7 @@ def test_codex_starts_is_ready_is_brought_back_and_restarts() -> None:
 
     h._collect(h.engine.codex_lost("exited", retrying=True))
     assert connection.codex is CodexState.RECOVERING and not connection.starting
-    assert h.engine.hub.codex_lost_reason == "exited"
+    assert h.engine.hub.codex.lost_reason == "exited"
     h.client_request("session/list", {})
     assert connection.client_waiting
 
@@ -37,14 +37,14 @@ def test_codex_starts_is_ready_is_brought_back_and_restarts() -> None:
     assert connection.codex is CodexState.RESTARTING and connection.starting
     _handshake(h)
     assert connection.codex is CodexState.READY and not connection.client_waiting
-    assert h.engine.hub.codex_lost_reason is None
+    assert h.engine.hub.codex.lost_reason is None
 
 
 def test_codex_refusing_initialize_is_lost_with_its_words() -> None:
     h = Harness(ready=False)
     h.codex_error(h.codex_request("initialize")["id"], "no")
     assert h.engine.connection.codex is CodexState.LOST
-    assert h.engine.hub.codex_lost_reason == "Codex app-server refused initialize: no"
+    assert h.engine.hub.codex.lost_reason == "Codex app-server refused initialize: no"
 
 
 @pytest.mark.parametrize("retrying", [False, True])
@@ -54,10 +54,10 @@ def test_codex_lost_for_good_or_given_up_is_lost(retrying: bool) -> None:
     if retrying:
         h._collect(h.engine.codex_gave_up("gave up"))
     assert h.engine.connection.codex is CodexState.LOST
-    assert h.engine.hub.codex_lost_reason == ("gave up" if retrying else "exited")
+    assert h.engine.hub.codex.lost_reason == ("gave up" if retrying else "exited")
     # Known lost: a second report changes nothing.
     assert h.engine.codex_lost("again") == []
-    assert h.engine.hub.codex_lost_reason == ("gave up" if retrying else "exited")
+    assert h.engine.hub.codex.lost_reason == ("gave up" if retrying else "exited")
 
 
 def test_codex_lost_during_a_restart_keeps_the_client_waiting() -> None:

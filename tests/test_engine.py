@@ -690,7 +690,7 @@ def test_a_delta_as_the_real_codex_writes_it_takes_the_one_pass_way(
     def general_way(data: bytes) -> None:
         raise AssertionError(f"took the general way: {data!r}")
 
-    monkeypatch.setattr(h.engine.hub.codex, "receive", general_way)
+    monkeypatch.setattr(h.engine.hub.codex.peer, "receive", general_way)
     out = h._collect(h.engine.receive_codex(data))
     assert [m["params"]["update"] for m in out] == [
         {

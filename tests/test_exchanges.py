@@ -23,7 +23,7 @@ class Codex:
         self.asked = []
         self.refused: list[tuple[RequestId, RpcError]] = []
 
-    def codex_request(
+    def request(
         self,
         method: str,
         params: Any,
@@ -34,10 +34,14 @@ class Codex:
         self.asked.append((method, params, on_result, on_error))
 
     def machine_request(self, machine: str, method: str, *rest: Any) -> None:
-        self.codex_request(f"{machine}:{method}", *rest)
+        self.request(f"{machine}:{method}", *rest)
 
     def refuse_client(self, rid: RequestId, error: RpcError) -> None:
         self.refused.append((rid, error))
+
+    @property
+    def codex(self) -> Codex:
+        return self
 
     @property
     def hub(self) -> Hub:

@@ -252,7 +252,7 @@ class Engine:
     def codex_ready(self) -> bool:
         """Codex finished its handshake; the rest of the connection's state is
         :attr:`connection`'s (:mod:`bridge.engine.core.connection`)."""
-        return self.hub.codex_ready
+        return self.hub.codex.ready
 
     @property
     def client_waiting(self) -> bool:
@@ -272,9 +272,9 @@ class Engine:
         return {
             **hub.threads.census(),
             "openClientRequests": len(hub.open_client_requests),
-            "openCodexRequests": len(hub.open_codex_requests),
+            "openCodexRequests": len(hub.codex.open_requests),
             "awaitingClient": len(hub.client.pending),
-            "awaitingCodex": len(hub.codex.pending),
+            "awaitingCodex": len(hub.codex.peer.pending),
         }
 
     # -- inputs ------------------------------------------------------------------------
@@ -319,10 +319,10 @@ class Engine:
     def clock_read(self, request_id: RequestId, unix_seconds: int) -> list[Effect]:
         """The shell read the clock for :class:`~bridge.engine.core.effects.ReadClock`: the
         answer to Codex's ``currentTime/read``, in whole Unix seconds (or to a feature's
-        :meth:`~bridge.engine.core.hub.Hub.ask_clock`)."""
-        if self.hub.clock_read(request_id, unix_seconds):
+        :meth:`~bridge.engine.core.codex_link.CodexLink.ask_clock`)."""
+        if self.hub.codex.clock_read(request_id, unix_seconds):
             return self._take()
-        self.hub.answer_codex(
+        self.hub.codex.answer(
             request_id, codex_types.CurrentTimeReadResult(currentTimeAt=unix_seconds)
         )
         return self._take()
@@ -348,7 +348,7 @@ class Engine:
             return []
 
         def lost(_: bytes) -> None:
-            for _rid, waiting in hub.codex.abandon_pending():
+            for _rid, waiting in hub.codex.peer.abandon_pending():
                 waiting.on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, reason))
             for feature in (self.prompts, self.approvals, self.lifecycle, self.auth, subagents):
                 feature.codex_lost(reason)
@@ -371,7 +371,7 @@ class Engine:
         the exec-server's ``result`` (JSON), else its error (``code``, ``message``), or
         why the shell could not ask (-32603)."""
         error = None if result is not None else ErrorObject(code, message)
-        self._guarded(lambda _: self.hub.machine_answered(key, result, error), b"")
+        self._guarded(lambda _: self.hub.codex.machine_answered(key, result, error), b"")
         return self._take()
 
     def machine_changed(self, name: str, state: str, reason: str = "") -> list[Effect]:
@@ -474,7 +474,7 @@ class Engine:
     # -- what one feature asks of the others ------------------------------------------------
 
     def current_time_read(self, rid: RequestId, params: codex_types.CurrentTimeReadParams) -> None:
-        self.hub.read_clock(rid)
+        self.hub.codex.read_clock(rid)
 
     # -- what one event does, in order ------------------------------------------------------
 

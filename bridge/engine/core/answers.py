@@ -13,7 +13,7 @@ from typing import Any, TypeAlias, TypeVar
 import msgspec
 from msgspec import Raw
 
-from ...jsonrpc import ErrorCode, RpcError
+from ...jsonrpc import ErrorCode, RequestId, RpcError
 from ...jsonrpc.peer import ErrorObject
 from . import AGENT_NAME
 
@@ -118,3 +118,14 @@ def decode_params(raw: Raw, kind: type[T], method: str) -> T:
 def from_codex(error: ErrorObject) -> RpcError:
     """A Codex JSON-RPC error, passed on to the client with Codex's own message."""
     return RpcError(ErrorCode.INTERNAL_ERROR, f"Codex: {error.message}", error.data)
+
+
+def answering(open_requests: set[RequestId], rid: RequestId, side: str) -> bool:
+    """Take ``rid`` off ``side``'s requests still to answer: ``False`` (and logged) when it
+    was answered already, or never received. Every request is answered at most once."""
+    try:
+        open_requests.remove(rid)
+    except KeyError:
+        log.error("not answering %s request %r twice (or one it never made)", side, rid)
+        return False
+    return True

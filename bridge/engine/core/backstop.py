@@ -44,5 +44,5 @@ class Backstop:
         for side, rid in self.arrived:
             if side == "client" and rid in hub.open_client_requests:
                 hub.refuse_client(rid, RpcError.internal(message))
-            elif side == "codex" and rid in hub.open_codex_requests:
-                hub.refuse_codex(rid, ErrorCode.INTERNAL_ERROR, message)
+            elif side == "codex" and rid in hub.codex.open_requests:
+                hub.codex.refuse(rid, ErrorCode.INTERNAL_ERROR, message)

@@ -110,7 +110,7 @@ class ClientRouter(Router):
         self._connection.request(method)
         face = self.hub.face
         handler = face.requests.get(method)
-        lost = self.hub.codex_lost_reason
+        lost = self.hub.codex.lost_reason
         # initialize needs nothing from Codex: a client whose Codex could not start still
         # gets its answer, then the reason on each request that needs Codex (v2: on any
         # request, known or not).
@@ -144,8 +144,8 @@ def after_catalog(hub: Hub, catalog: CatalogWait, handler: RequestHandler) -> Re
     def deferred(rid: RequestId, raw: Raw) -> None:
         def run() -> None:
             try:
-                if hub.codex_lost_reason is not None:
-                    raise RpcError.internal(hub.codex_lost_reason)
+                if hub.codex.lost_reason is not None:
+                    raise RpcError.internal(hub.codex.lost_reason)
                 handler(rid, raw)
             except RpcError as exc:
                 hub.refuse_client(rid, exc)

@@ -2,7 +2,7 @@
 
 A Codex request whose answer changes a record is an entry on that record
 (``ThreadRecord.codex_asks``) from the moment it is sent until Codex answers it
-(:meth:`bridge.engine.core.hub.Hub.ask`). The answer goes to the feature with the entry,
+(:meth:`bridge.engine.core.codex_link.CodexLink.ask`). The answer goes to the feature with the entry,
 and only while the record still holds it: an entry is withdrawn by what ends what it
 is about, and its answer is then stale (dropped). A ``StartTurn`` or a ``FindTurn`` is
 withdrawn when its turn leaves the record (:mod:`bridge.engine.core.turns`); a read of
@@ -147,7 +147,7 @@ class StorePick:
     mode: bool
 
 
-#: What a record may be asking Codex (a closed union: :meth:`bridge.engine.core.hub.Hub.ask`).
+#: What a record may be asking Codex (a closed union: :meth:`bridge.engine.core.codex_link.CodexLink.ask`).
 CodexAsk: TypeAlias = (
     StartTurn
     | InterruptTurn

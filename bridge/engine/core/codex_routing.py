@@ -105,7 +105,7 @@ class CodexRouter(Router):
 
     def __init__(self, hub: Hub, routes: dict[str, Route], *, gate: Gate, arrived: Arrived) -> None:
         super().__init__(hub, arrived)
-        hub.codex_router = self  # the gate hands held messages back here
+        hub.codex.router = self  # the gate hands held messages back here
         #: The routing table, by method.
         self.routes = routes
         self._gate = gate
@@ -118,17 +118,17 @@ class CodexRouter(Router):
             self.route(_DELTA, delta, None)
             return
         hub = self.hub
-        msg = hub.codex.receive(data)
+        msg = hub.codex.peer.receive(data)
         if isinstance(msg, IncomingNotification):
             request_id: RequestId | None = None
         elif isinstance(msg, IncomingRequest):
             request_id = msg.id
-            self._arrive(request_id, hub.open_codex_requests)
+            self._arrive(request_id, hub.codex.open_requests)
         else:
             take_answer(
                 msg,
                 on_result=Outstanding.result,
-                send_raw=hub.send_raw_to_codex,
+                send_raw=hub.codex.send_raw,
                 peer="Codex",
                 log=log,
             )
@@ -141,7 +141,7 @@ class CodexRouter(Router):
             # keep the connection (the next may be fine), never leave it waiting.
             log.warning("Codex %s not understood: %s", method, exc)
             if request_id is not None:
-                hub.refuse_codex(request_id, ErrorCode.INVALID_PARAMS, f"not understood: {exc}")
+                hub.codex.refuse(request_id, ErrorCode.INVALID_PARAMS, f"not understood: {exc}")
             return
         self.route(method, params, request_id)
 
@@ -185,14 +185,14 @@ class CodexRouter(Router):
         if route.answer is None:
             # Never leave Codex waiting on a request nobody will see.
             log.warning("Codex request %s is not supported; declining", method)
-            self.hub.refuse_codex(
+            self.hub.codex.refuse(
                 rid, ErrorCode.METHOD_NOT_FOUND, f"{AGENT_NAME} does not support {method}"
             )
             return
         try:
             route.answer(rid, params)
         except RpcError as exc:
-            self.hub.refuse_codex(rid, exc.code, exc.message)
+            self.hub.codex.refuse(rid, exc.code, exc.message)
 
 
 #: A method no route names: held like any for a thread no session shows, then

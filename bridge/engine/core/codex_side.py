@@ -1,10 +1,10 @@
 """Where Codex's side of the connection is: one state and, while Codex is away, why.
 
-Kept once, on the hub (``hub.codex_side``), so that a feature asking "is Codex there?" and the
+Kept once, on the hub (``hub.codex.side``), so that a feature asking "is Codex there?" and the
 connection moving it cannot disagree. :mod:`bridge.engine.core.connection` is its one writer,
 through :meth:`CodexSide.move`, which refuses a move its table (:data:`MOVES`, the one in
-connection's docstring) does not have; the rest read ``hub.codex_ready`` and
-``hub.codex_lost_reason``, which are this state seen two ways.
+connection's docstring) does not have; the rest read ``hub.codex.ready`` and
+``hub.codex.lost_reason``, which are this state seen two ways.
 """
 
 from __future__ import annotations

@@ -31,11 +31,11 @@ Codex's side is in one of five states (:class:`CodexState`); the shell's reports
   (:mod:`bridge.engine.features.sessions.recovery`), then what waited is handled.
 - **LOST**: Codex refused ``initialize``, was lost for good, or the shell gave
   up bringing it back. What waited, and what comes, is answered with the reason
-  (``hub.codex_lost_reason``), except ``initialize``. Only a restart leaves it.
+  (``hub.codex.lost_reason``), except ``initialize``. Only a restart leaves it.
 
-The state is kept once, on the hub (``hub.codex_side``, :mod:`bridge.engine.core.codex_side`,
+The state is kept once, on the hub (``hub.codex.side``, :mod:`bridge.engine.core.codex_side`,
 whose table refuses any other move); only this module moves it. The features read it as
-``hub.codex_ready`` (READY) and ``hub.codex_lost_reason`` (RECOVERING or LOST: why).
+``hub.codex.ready`` (READY) and ``hub.codex.lost_reason`` (RECOVERING or LOST: why).
 
 The client's side (:class:`ClientState`) is **OPENING** until the client sends a
 request other than ``initialize``, then **OPEN**: ACP v2 allows ``initialize``
@@ -167,8 +167,8 @@ class Connection:
 
     @property
     def codex(self) -> CodexState:
-        """Where Codex's side is (kept on the hub: ``hub.codex_side``)."""
-        return self.hub.codex_side.state
+        """Where Codex's side is (kept on the hub: ``hub.codex.side``)."""
+        return self.hub.codex.side.state
 
     @property
     def client_waiting(self) -> bool:
@@ -289,14 +289,14 @@ class Connection:
             clientInfo=codex_types.ClientInfo(name=AGENT_NAME, version=__version__),
             capabilities=codex_types.InitializeCapabilities(experimentalApi=True),
         )
-        self.hub.codex_request("initialize", params, None, self._initialized, self._refused)
+        self.hub.codex.request("initialize", params, None, self._initialized, self._refused)
 
     def _initialized(self, result: object) -> None:
         """STARTING or RESTARTING → READY."""
         self._check_version(result)
         restarted = self.codex is CodexState.RESTARTING
-        self.hub.codex_side.move(CodexState.READY)
-        self.hub.codex_notification("initialized")
+        self.hub.codex.side.move(CodexState.READY)
+        self.hub.codex.notify("initialized")
         self.machines.register()
         # While the client does its own handshake: the first session's answer lists the models.
         self.catalog.ask_catalog()
@@ -322,8 +322,8 @@ class Connection:
         hub = self.hub
         if self.codex is CodexState.RECOVERING:
             return
-        reason = hub.codex_lost_reason or f"Codex app-server refused initialize: {error.message}"
-        hub.codex_side.move(CodexState.LOST, reason)
+        reason = hub.codex.lost_reason or f"Codex app-server refused initialize: {error.message}"
+        hub.codex.side.move(CodexState.LOST, reason)
         self.drain()
 
     # -- Codex lost and brought back -------------------------------------------------------
@@ -332,21 +332,21 @@ class Connection:
         """Codex is gone: → RECOVERING (``retrying``) or LOST. ``False`` when it was already
         known to be gone (nothing changes)."""
         hub = self.hub
-        if hub.codex_lost_reason is not None:
+        if hub.codex.lost_reason is not None:
             return False
-        hub.codex_side.move(CodexState.RECOVERING if retrying else CodexState.LOST, reason)
-        hub.codex_requests_void()
+        hub.codex.side.move(CodexState.RECOVERING if retrying else CodexState.LOST, reason)
+        hub.codex.requests_void()
         return True
 
     def restarted(self) -> None:
         """A new connection to Codex is open: → RESTARTING, and its handshake begins."""
-        self.hub.reset_codex()
-        self.hub.codex_side.move(CodexState.RESTARTING)
+        self.hub.codex.reset()
+        self.hub.codex.side.move(CodexState.RESTARTING)
         self.start()
 
     def gave_up(self, reason: str) -> None:
         """The shell stopped bringing Codex back: → LOST with ``reason``."""
-        self.hub.codex_side.move(CodexState.LOST, reason)
+        self.hub.codex.side.move(CodexState.LOST, reason)
 
     def drain(self) -> None:
         """The client messages that waited are handled now, in order (by the engine, once

@@ -5,7 +5,7 @@ Codex's answer, decoded into the ask's type, or has :class:`Refused` raised wher
 yielded (Codex's error, or Codex lost). The code that reacts to each answer follows the
 request in the same function, so a chain (list a thread's commands, then stop one) reads
 as it runs, with no callback named for each step. :func:`start` drives one over
-:meth:`~bridge.engine.core.hub.Hub.codex_request`; nothing here does I/O: a request goes out
+:meth:`~bridge.engine.core.codex_link.CodexLink.request`; nothing here does I/O: a request goes out
 as the hub's effect, and the exchange waits, suspended, for the answer the engine is given.
 
 Exchanges compose: steps that end with a value (:data:`Steps`) are run inside another with
@@ -13,7 +13,7 @@ Exchanges compose: steps that end with a value (:data:`Steps`) are run inside an
 with Codex's error and ends the exchange, without an ``except``.
 
 A request whose answer changes a thread's record goes through
-:meth:`~bridge.engine.core.hub.Hub.ask` instead, whose entry on the record makes a late
+:meth:`~bridge.engine.core.codex_link.CodexLink.ask` instead, whose entry on the record makes a late
 answer stale; an exchange holds no record state across its steps.
 """
 
@@ -43,7 +43,7 @@ class Ask:
     #: A client request Codex's error answers (then the exchange ends), else the error is
     #: raised in the exchange as :class:`Refused`.
     refuse: RequestId | None = None
-    #: Asked of that machine's exec-server itself (:meth:`Hub.machine_request`), not of Codex.
+    #: Asked of that machine's exec-server itself (:meth:`CodexLink.machine_request <bridge.engine.core.codex_link.CodexLink.machine_request>`), not of Codex.
     machine: str | None = None
 
 
@@ -134,9 +134,11 @@ def _send(
     hub: Hub, ask: Ask, answered: Callable[[Any], None], refused: Callable[[ErrorObject], None]
 ) -> None:
     if ask.machine is None:
-        hub.codex_request(ask.method, ask.params, ask.result, answered, refused)
+        hub.codex.request(ask.method, ask.params, ask.result, answered, refused)
     else:
-        hub.machine_request(ask.machine, ask.method, ask.params, ask.result, answered, refused)
+        hub.codex.machine_request(
+            ask.machine, ask.method, ask.params, ask.result, answered, refused
+        )
 
 
 @dataclass(eq=False)

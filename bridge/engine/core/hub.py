@@ -1,9 +1,12 @@
-"""What every feature shares: the two JSON-RPC peers, the threads, and the output.
+"""What every feature shares: the threads, the output to the client, and Codex's side.
 
 The :class:`Hub` is handed to each feature when the engine is wired
 (:mod:`bridge.engine.engine`); features use it to find threads
-(:attr:`Hub.threads`) and to send (:meth:`Hub.update`, :meth:`Hub.codex_request`,
-:meth:`Hub.answer_client`, ...). It knows no feature.
+(:attr:`Hub.threads`), to send to the client (:meth:`Hub.update`, :meth:`Hub.state`,
+:meth:`Hub.answer_client`, ...), to ask Codex (``hub.codex``: :mod:`.codex_link`) and to
+tell the engine what happened (:meth:`Hub.happened`). What the shell fixed at start is
+``hub.setup``, what ``initialize`` settled ``hub.handshake`` (:mod:`.hub_parts`). It knows
+no feature.
 
 Two promises are kept here, for every feature at once:
 
@@ -16,80 +19,42 @@ Two promises are kept here, for every feature at once:
 
 Two ways to ask Codex. A request whose answer changes a thread's record (a turn
 started, interrupted or steered, a session resumed after Codex came back, a thread
-read to place a sub-agent) goes through :meth:`Hub.ask`: it is a typed entry on the
-record (:data:`~bridge.engine.core.threads.CodexAsk`) while Codex has not answered,
-the answer goes to a method of the feature with the record and the entry, and it is
-stale once the entry was withdrawn (its turn ended, its record forgotten): the entry
-carries what the answer needs, no closure holds the state. A request whose answer
-only answers a client, or feeds a feature's own state, is a step of an exchange
-(:mod:`bridge.engine.core.exchanges`, over :meth:`Hub.codex_request`).
+read to place a sub-agent) goes through :meth:`CodexLink.ask <.codex_link.CodexLink.ask>`:
+it is a typed entry on the record (:data:`~bridge.engine.core.threads.CodexAsk`) while
+Codex has not answered, the answer goes to a method of the feature with the record and
+the entry, and it is stale once the entry was withdrawn (its turn ended, its record
+forgotten): the entry carries what the answer needs, no closure holds the state. A
+request whose answer only answers a client, or feeds a feature's own state, is a step of
+an exchange (:mod:`bridge.engine.core.exchanges`, over :meth:`CodexLink.request
+<.codex_link.CodexLink.request>`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import Raw
 
 from ...acp import permissions as acp_permissions
-from ...codex import types as codex_types
 from ...jsonrpc import ErrorCode, Peer, RequestId, RpcError
-from ...jsonrpc.peer import ErrorObject
 from . import effects
-from .answers import OnError, OnResult, Outstanding, decoder
-from .codex_asks import CodexAsk, InterruptTurn
-from .codex_side import CodexSide, CodexState
+from .answers import OnError, Outstanding, answering
+from .codex_asks import CodexAsk
+from .codex_link import CodexLink
 from .facts import Fact
 from .hub_parts import Handshake, Setup, nothing_stored
 from .machines import Machine
 from .news import News
 from .outbox import update_effect
-from .record_parts import HeldMessage, Turn
-from .threads import ThreadRecord, Threads, withdraw
-from .turns import TURN_TRAFFIC, insert_awaited, interrupting
+from .threads import Threads
+from .turns import TURN_TRAFFIC, insert_awaited
 
 log = logging.getLogger(__name__)
 
 E = TypeVar("E", bound=CodexAsk)
-
-
-@dataclass(slots=True, eq=False)
-class _Asked:
-    """What :meth:`Hub.ask` waits with: the record, its entry, the feature's two methods."""
-
-    method: str
-    record: ThreadRecord
-    entry: Any
-    answered: Callable[[ThreadRecord, Any, Any], None]
-    failed: Callable[[ThreadRecord, Any, ErrorObject], None]
-    #: ``answered`` runs: a defect of it comes back as an error, still this entry's.
-    answering: bool = False
-
-    def result(self, value: Any) -> None:
-        if not withdraw(self.record, self.entry):
-            self._stale()
-            return
-        self.answering = True
-        self.answered(self.record, self.entry, value)
-
-    def error(self, error: ErrorObject) -> None:
-        if self.answering or withdraw(self.record, self.entry):
-            self.answering = False
-            self.failed(self.record, self.entry, error)
-        else:
-            self._stale()
-
-    def _stale(self) -> None:
-        log.debug(
-            "thread %s: Codex's answer to %s comes after its %s was withdrawn; dropped",
-            self.record.id,
-            self.method,
-            type(self.entry).__name__,
-        )
 
 
 RequestHandler: TypeAlias = Callable[[RequestId, Raw], None]
@@ -110,12 +75,6 @@ class StoredSessionParams(Protocol):
 
     @property
     def additionalDirectories(self) -> Sequence[str] | None: ...
-
-
-class Refeeder(Protocol):
-    """Codex's router, as the sub-agent gate hands a held message back to it."""
-
-    def refeed(self, message: HeldMessage) -> None: ...
 
 
 class Face(Protocol):
@@ -185,8 +144,9 @@ class Hub:
         codex_shared: bool = False,
         stored_machine: Callable[[str], str | None] | None = None,
     ) -> None:
+        #: The effects produced since the last :meth:`take`, both sides', in order.
+        self._out: list[effects.Effect] = []
         self.client = Peer[Outstanding](jsonrpc_member=True)
-        self.codex = Peer[Outstanding](jsonrpc_member=False)
         self.threads = Threads()
         self._shown_ids = self.threads.shown_ids  # the hot path's one lookup
         #: What the shell fixed at start: never written (see :mod:`.hub_parts`).
@@ -202,14 +162,13 @@ class Hub:
         )
         #: What the client's ``initialize`` settled: core/connection.py writes it.
         self.handshake = Handshake()
-        #: Codex's side of the connection: written by core/connection.py alone.
-        self.codex_side = CodexSide()
+        #: Codex's side: what goes to Codex and comes back, and its connection's state.
+        self.codex = CodexLink(self._out)
         #: The profile new threads get (the ``profile`` option's), ``None``: none. The
         #: settings feature's to change.
         self.profile = profile if profile in self.setup.profiles else None
-        #: Requests received and not answered yet, per side.
+        #: The client's requests received and not answered yet.
         self.open_client_requests: set[RequestId] = set()
-        self.open_codex_requests: set[RequestId] = set()
         #: The client's long requests it may cancel (``$/cancel_request``): id → what stops
         #: their work (:meth:`cancellable`).
         self._cancellers: dict[RequestId, Callable[[], None]] = {}
@@ -224,21 +183,9 @@ class Hub:
         #: :attr:`_same` without the turn's traffic, which a prompt's insertion may have to
         #: precede (see :meth:`update`): the hot path's one set lookup.
         self._plain: frozenset[type] = frozenset()
-        #: Codex methods Codex answered it does not know (experimental ones come and go).
-        self.unknown_to_codex: set[str] = set()
-        #: Clock reads the features asked for (:meth:`ask_clock`), by their key.
-        self._clock_waiters: dict[RequestId, Callable[[int], None]] = {}
-        self._clock_asked = 0
-        #: Calls to a machine's exec-server (:meth:`machine_request`), by their key.
-        self._machine_waiters: dict[str, Outstanding] = {}
-        self._machine_asked = 0
         #: The machines a session may act on, by name (the machines feature's; empty:
         #: none named, and no ``machine`` option is offered).
         self.machines: dict[str, Machine] = {}
-        self._out: list[effects.Effect] = []
-        #: Codex's router (:mod:`.codex_routing`), which registers itself: a message the
-        #: sub-agent gate held goes back through it (:meth:`refeed`).
-        self.codex_router: Refeeder | None = None
         #: What the features said happened, for the engine to follow (:mod:`.news`): one
         #: list for the connection's life (the engine tests it for every Codex message).
         self.news: list[News] = []
@@ -262,26 +209,6 @@ class Hub:
         self._same = face.same
         self._plain = face.same - TURN_TRAFFIC
 
-    def codex_requests_void(self) -> None:
-        """Codex is gone: nobody is left to answer the requests it made."""
-        self.open_codex_requests.clear()
-
-    def reset_codex(self) -> None:
-        """A new connection to Codex (it was restarted, or reconnected): a fresh peer,
-        whose request ids start again from 0, and nothing owed to the old one."""
-        self.codex = Peer[Outstanding](jsonrpc_member=False)
-        self.open_codex_requests.clear()
-
-    @property
-    def codex_ready(self) -> bool:
-        """Codex finished its handshake (READY)."""
-        return self.codex_side.state is CodexState.READY
-
-    @property
-    def codex_lost_reason(self) -> str | None:
-        """Why Codex is away (RECOVERING, LOST); ``None`` while it is there or coming."""
-        return self.codex_side.reason
-
     @property
     def subagents_exposed(self) -> bool:
         """The client declared ``subagents``: sub-agents are shown as sessions."""
@@ -299,141 +226,12 @@ class Hub:
         """
         return self.subagents_exposed
 
-    # -- to Codex ---------------------------------------------------------------------
-
-    def codex_request(
-        self, method: str, params: Any, result: Any, on_result: OnResult, on_error: OnError
-    ) -> None:
-        """Ask Codex; ``on_result`` gets the answer decoded as ``result`` (a type), or
-        ``None`` as ``result`` passes the raw answer on, unread. What :meth:`ask` and
-        an exchange's steps (:mod:`bridge.engine.core.exchanges`) send through."""
-        if self.codex_lost_reason is not None:
-            on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
-            return
-        waiting = Outstanding(
-            method, None if result is None else decoder(result), on_result, on_error
-        )
-        _rid, data = self.codex.request(method, params, waiting)
-        self._out.append(effects.ToCodex(data))
-
-    def ask(
-        self,
-        record: ThreadRecord,
-        entry: E,
-        method: str,
-        params: Any,
-        result: Any,
-        answered: Callable[[ThreadRecord, E, Any], None],
-        failed: Callable[[ThreadRecord, E, ErrorObject], None],
-    ) -> None:
-        """Ask Codex for ``record``, whose ``entry`` says what is asked (see
-        :data:`~bridge.engine.core.threads.CodexAsk`): the entry is on the record
-        (``record.codex_asks``) until Codex answers. Then it is taken off, and
-        ``answered(record, entry, value)`` (decoded as :meth:`codex_request` does) or
-        ``failed(record, entry, error)`` is called: only if the record still held it. An
-        entry withdrawn meanwhile (its turn ended, its record forgotten) makes the answer
-        stale: logged, and nothing changes. ``answered`` and ``failed`` are methods of the
-        feature, not closures over the record."""
-        if self.codex_lost_reason is not None:
-            failed(record, entry, ErrorObject(ErrorCode.INTERNAL_ERROR, self.codex_lost_reason))
-            return
-        record.codex_asks.append(entry)
-        asked = _Asked(method, record, entry, answered, failed)
-        self.codex_request(method, params, result, asked.result, asked.error)
-
-    def interrupt(
-        self,
-        record: ThreadRecord,
-        turn: Turn,
-        refused: Callable[[ThreadRecord, InterruptTurn, ErrorObject], None],
-    ) -> None:
-        """Ask Codex to interrupt ``record``'s ``turn``, once it is named and only once
-        (:func:`~bridge.engine.core.turns.interrupting`): its ``turn/completed`` tells how
-        it ended; a refusal goes to ``refused``."""
-        if not interrupting(turn):
-            return
-        assert turn.id is not None
-        self.ask(
-            record,
-            InterruptTurn(turn),
-            "turn/interrupt",
-            codex_types.TurnInterruptParams(threadId=record.id, turnId=turn.id),
-            None,
-            _interrupted,
-            refused,
-        )
-
-    def codex_notification(self, method: str, params: Any = msgspec.UNSET) -> None:
-        self._out.append(effects.ToCodex(self.codex.notification(method, params)))
-
-    def answer_codex(self, rid: RequestId, result: Any) -> None:
-        """Answer a request Codex made."""
-        if self._answering(self.open_codex_requests, rid, "Codex"):
-            self._out.append(effects.ToCodex(self.codex.response(rid, result)))
-
-    def read_clock(self, rid: RequestId) -> None:
-        """Codex's request ``rid`` is answered with the time, which the shell reads."""
-        if rid in self.open_codex_requests:
-            self._out.append(effects.ReadClock(rid))
-
-    def ask_clock(self, then: Callable[[int], None]) -> None:
-        """Have the shell read the clock for a feature: ``then(unix_seconds)``. The key is
-        a string no Codex request id is (Codex numbers its requests)."""
-        self._clock_asked += 1
-        key = f"bridge-clock-{self._clock_asked}"
-        self._clock_waiters[key] = then
-        self._out.append(effects.ReadClock(key))
-
-    def machine_request(
-        self,
-        machine: str,
-        method: str,
-        params: Any,
-        result: Any,
-        on_result: OnResult,
-        on_error: OnError,
-    ) -> None:
-        """Ask the exec-server of ``machine`` itself (:class:`~.effects.MachineCall`), as
-        :meth:`codex_request` asks Codex: ``on_result`` gets the answer decoded as
-        ``result``, ``on_error`` the exec-server's error or the shell's word on why it could
-        not ask."""
-        self._machine_asked += 1
-        key = f"bridge-machine-{self._machine_asked}"
-        self._machine_waiters[key] = Outstanding(
-            f"{method} on {machine}", decoder(result), on_result, on_error
-        )
-        self._out.append(effects.MachineCall(machine, key, method, msgspec.json.encode(params)))
-
-    def machine_answered(self, key: str, result: bytes | None, error: ErrorObject | None) -> None:
-        """The answer to :meth:`machine_request`'s ``key``: its result (JSON) or its error."""
-        waiting = self._machine_waiters.pop(key, None)
-        if waiting is None:
-            log.warning("an answer from a machine for %s, which nothing waits on", key)
-            return
-        if error is not None:
-            waiting.on_error(error)
-        else:
-            waiting.result(Raw(result or b"null"))
-
     def effect(
         self, asked: effects.MachineWanted | effects.MachineChosen | effects.MachineReleased
     ) -> None:
         """Ask the shell to reach a machine, to store the one a thread was given, or to
         remove a session's own place."""
         self._out.append(asked)
-
-    def clock_read(self, key: RequestId, unix_seconds: int) -> bool:
-        """The clock read for :meth:`ask_clock`'s ``key``, handed on (``False``: not one)."""
-        then = self._clock_waiters.pop(key, None)
-        if then is None:
-            return False
-        then(unix_seconds)
-        return True
-
-    def refuse_codex(self, rid: RequestId, code: int, message: str) -> None:
-        """Answer a request Codex made with an error."""
-        if self._answering(self.open_codex_requests, rid, "Codex"):
-            self._out.append(effects.ToCodex(self.codex.error(rid, code, message)))
 
     # -- to the client ----------------------------------------------------------------
 
@@ -554,7 +352,7 @@ class Hub:
     def _answering_client(self, rid: RequestId) -> bool:
         self._cancellers.pop(rid, None)
         self._cancel_asked.discard(rid)
-        return self._answering(self.open_client_requests, rid, "client")
+        return answering(self.open_client_requests, rid, "client")
 
     def respond(self, rid: RequestId, result: Any) -> None:
         """Send the answer to client request ``rid`` (a face's rendering of it)."""
@@ -568,27 +366,7 @@ class Hub:
         """A reply the JSON-RPC peer built itself (to a message that was no valid request)."""
         self._out.append(effects.ToClient(data))
 
-    def send_raw_to_codex(self, data: bytes) -> None:
-        """The same, for Codex."""
-        self._out.append(effects.ToCodex(data))
-
     # -- bookkeeping ------------------------------------------------------------------
-
-    @staticmethod
-    def _answering(open_requests: set[RequestId], rid: RequestId, side: str) -> bool:
-        try:
-            open_requests.remove(rid)
-        except KeyError:
-            log.error("not answering %s request %r twice (or one it never made)", side, rid)
-            return False
-        return True
-
-    def refeed(self, message: HeldMessage) -> None:
-        """Handle a Codex message the sub-agent gate held as if it arrived now: at once,
-        for a held thread's messages go out before what placed it does next (its waiting
-        children announced, say)."""
-        assert self.codex_router is not None, "no Codex router to hand it back to"
-        self.codex_router.refeed(message)
 
     def happened(self, news: News) -> None:
         """Tell the engine what happened (:mod:`bridge.engine.core.news`): it decides what
@@ -603,9 +381,6 @@ class Hub:
 
     def take(self) -> list[effects.Effect]:
         """The effects produced since the last call, in order."""
-        out, self._out = self._out, []
+        out = self._out[:]
+        self._out.clear()
         return out
-
-
-def _interrupted(_record: ThreadRecord, _asked: InterruptTurn, _result: object) -> None:
-    """Codex took the interrupt: the turn's ``turn/completed`` tells how it ended."""

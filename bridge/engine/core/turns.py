@@ -73,7 +73,7 @@ staleness guards of the features; they keep the turn they started, never
 ``record.turn`` read again later. What was asked of Codex for one turn alone
 (its start, the read of its id: ``StartTurn``, ``FindTurn`` on
 ``record.codex_asks``) is withdrawn here as the turn leaves the record: Codex's
-late answer to it never reaches the feature (:meth:`~bridge.engine.core.hub.Hub.ask`).
+late answer to it never reaches the feature (:meth:`~bridge.engine.core.codex_link.CodexLink.ask`).
 
 **A prompt's states** (the prompts feature's, on the record): *queued*
 (``record.queued``: it waits for the turn before it), *sent* (its turn asked of

@@ -371,7 +371,7 @@ class V2Face:
             kind is acp_tools.ToolCall
             and _is_command(update)
             and status in ("pending", "in_progress")
-            and LIST_BACKGROUND_TERMINALS not in self.hub.unknown_to_codex
+            and LIST_BACKGROUND_TERMINALS not in self.hub.codex.unknown
             and not record.is_child
         ):
             record.shown.cancellable.add(call_id)

@@ -290,7 +290,7 @@ class Questions:
         if record is not None and record.questions.get(question.codex_id) is question:
             del record.questions[question.codex_id]
         if answer is not NO_ANSWER:
-            self.hub.answer_codex(question.codex_id, answer)
+            self.hub.codex.answer(question.codex_id, answer)
         if question.tool_call is not None:
             self._tool_call_answered(question, answer)
         if withdraw and question.client_id is not None and not question.client_answered:
@@ -315,7 +315,7 @@ class Questions:
         allowed = answer is not NO_ANSWER and answer not in (question.decline, question.cancel)
         status: acp_tools.ToolCallStatus
         if question.item_follows:
-            if allowed or (answer is NO_ANSWER and self.hub.codex_lost_reason is None):
+            if allowed or (answer is NO_ANSWER and self.hub.codex.lost_reason is None):
                 # Allowed (or answered elsewhere: Codex resolved it): the item tells.
                 if allowed and self._running(question):
                     self.hub.update(

@@ -356,7 +356,7 @@ class Approvals:
         )
         # An error reply is how Codex learns a client cannot approve: it rejects the
         # action ("approval request failed") and the turn goes on.
-        self.hub.refuse_codex(
+        self.hub.codex.refuse(
             rid,
             ErrorCode.METHOD_NOT_FOUND,
             f"{AGENT_NAME} does not answer legacy approval requests; declined",

@@ -92,7 +92,7 @@ class AsyncTasks:
         if known is not None:
             self._running_at(record, known)
             return
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             ListTerminals(),
             LIST_TERMINALS,

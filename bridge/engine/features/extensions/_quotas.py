@@ -138,7 +138,7 @@ class Quotas:
         now = pools(self.usage_limits.limits)
         if now == self._sent:
             return acp_quota.Snapshot(updatedAt=_stamp(self._sent_ms), pools=now)
-        unix_seconds = yield Later(self.hub.ask_clock)
+        unix_seconds = yield Later(self.hub.codex.ask_clock)
         current = pools(self.usage_limits.limits)
         ms = max(unix_seconds * 1000, self._sent_ms)
         if current != self._sent and ms == self._sent_ms and self._sent is not None:

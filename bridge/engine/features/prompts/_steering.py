@@ -141,7 +141,7 @@ class Steering:
     def _send(self, record: ThreadRecord, steer: Steer, turn_id: str | None) -> None:
         assert turn_id is not None
         steer.sent = True
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             SteerTurn(steer, turn_id),
             "turn/steer",

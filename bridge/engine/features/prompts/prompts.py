@@ -143,7 +143,7 @@ class Prompts:
         turn = turns.begin(record, TurnKind.STEER if rid is None else TurnKind.PROMPT, rid)
         if command is not None:
             method, request = command
-            hub.ask(
+            hub.codex.ask(
                 record,
                 StartTurn(turn, command=True),
                 method,
@@ -182,7 +182,7 @@ class Prompts:
             record.life.folders_sent()
         if rid is not None:
             self._await_item(record, rid)
-        hub.ask(
+        hub.codex.ask(
             record,
             StartTurn(turn),
             "turn/start",
@@ -380,12 +380,12 @@ class Prompts:
             # names it in the thread's turns.
             self._find_running_turn(record, turn)
             return
-        self.hub.interrupt(record, turn, _interrupt_refused)
+        self.hub.codex.interrupt(record, turn, _interrupt_refused)
 
     def _find_running_turn(self, record: ThreadRecord, turn: Turn) -> None:
         """Interrupt ``turn`` once ``thread/read`` names it (the session's last turn, in
         progress); nothing to do when it has ended meanwhile."""
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             FindTurn(turn),
             "thread/read",

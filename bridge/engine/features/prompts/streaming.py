@@ -150,7 +150,7 @@ class Streaming:
             return
         if record.settings.provider != OPENAI:
             return  # another provider's bill (a local model's, none) is not Codex's to estimate
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             ReadCost(),
             COST_READ,

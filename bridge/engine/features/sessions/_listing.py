@@ -133,7 +133,7 @@ class Listing:
                 hub.refuse_client(rid, from_codex(error))
 
         def ask() -> None:
-            hub.codex_request("thread/list", request, threads.ThreadListResult, listed, refused)
+            hub.codex.request("thread/list", request, threads.ThreadListResult, listed, refused)
 
         ahead, self._ahead = self._ahead, None
         if ahead is not None and ahead.request == request:
@@ -143,7 +143,7 @@ class Listing:
 
     def _ask_ahead(self, request: threads.ThreadListParams) -> None:
         ahead = self._ahead = PageAhead(request)
-        self.hub.codex_request(
+        self.hub.codex.request(
             "thread/list", request, threads.ThreadListResult, ahead.arrived, ahead.refused
         )
 

@@ -18,7 +18,7 @@ A running command can be stopped on its own: Codex lists it among the thread's
 terminals (its ``itemId`` is the tool call's id) and terminates its process; the
 call then ends ``cancelled`` (the v2 face reads :attr:`ThreadRecord.shown.cancelled_calls`)
 and the turn goes on. A Codex without that experimental method says so once;
-commands are no longer offered as cancellable (``hub.unknown_to_codex``).
+commands are no longer offered as cancellable (``hub.codex.unknown``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class SessionAdmin:
     @property
     def terminals_supported(self) -> bool:
         """Codex can list a thread's running commands (so one can be stopped alone)."""
-        return LIST_TERMINALS not in self.hub.unknown_to_codex
+        return LIST_TERMINALS not in self.hub.codex.unknown
 
     # -- ACP v1's: its params decoded, then the methods below (v2's face calls those) ----
 
@@ -226,7 +226,7 @@ class SessionAdmin:
         """Codex's refusal of a request about a thread: the session is not found (-32002
         naming it, Codex's words in ``data.codex``), unless Codex is lost or its answer
         does not fit, which is said as it is."""
-        if self.hub.codex_lost_reason is not None or malformed(error):
+        if self.hub.codex.lost_reason is not None or malformed(error):
             return from_codex(error)
         # Codex: -32600 "no rollout found for thread id ...", "invalid thread id: ...".
         return RpcError.not_found(
@@ -289,7 +289,7 @@ class SessionAdmin:
                 LIST_TERMINALS,
                 error.message,
             )
-        self.hub.unknown_to_codex.add(LIST_TERMINALS)
+        self.hub.codex.unknown.add(LIST_TERMINALS)
         return RpcError.invalid_params(
             f"tool_call/cancel: this Codex cannot stop one command ({LIST_TERMINALS} is "
             "unknown to it); session/cancel stops the turn and its commands",

@@ -170,7 +170,7 @@ class Lifecycle:
         missing: Callable[[ThreadRecord, OpenStored, ErrorObject], None],
     ) -> None:
         """``thread/read``: it has no side effect, so an error means the thread is not there."""
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             asked,
             "thread/read",
@@ -212,7 +212,7 @@ class Lifecycle:
     ) -> None:
         if self._dropped(record, asked):
             return
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             asked,
             "thread/resume",
@@ -251,7 +251,7 @@ class Lifecycle:
             # subscribed to it: reading its turns writes its rollout (and fails, it
             # has none), after which a resume finds it.
             asked.written = True
-            self.hub.ask(
+            self.hub.codex.ask(
                 record,
                 asked,
                 "thread/read",
@@ -343,7 +343,7 @@ class Lifecycle:
         ``thread/start`` resolved them from, and nothing changed them since: a client's
         picks reach Codex with a turn (``turn/start``), and this thread had none."""
         assert asked.stored is not None
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             asked,
             "config/read",
@@ -458,7 +458,7 @@ class Lifecycle:
         self.opening.ready(record, fork.rid, response, opened)
 
     def _not_found(self, session_id: str, error: ErrorObject) -> RpcError:
-        if self.hub.codex_lost_reason is not None or malformed(error):
+        if self.hub.codex.lost_reason is not None or malformed(error):
             return from_codex(error)
         # Codex's own words ("thread not loaded: ...", "invalid thread id: ...") go in data.
         return RpcError.not_found(
@@ -542,7 +542,7 @@ class Lifecycle:
         try:
             yield Ask("thread/unsubscribe", threads.ThreadUnsubscribeParams(threadId=thread_id))
         except Refused as refused:
-            if hub.codex_lost_reason is not None:
+            if hub.codex.lost_reason is not None:
                 for rid in waiting:
                     hub.refuse_client(rid, from_codex(refused.error))
                 return

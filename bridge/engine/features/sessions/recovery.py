@@ -83,7 +83,7 @@ class Recovery:
         self._ask_resume(record, ResumeThread())
 
     def _ask_resume(self, record: ThreadRecord, asked: ResumeThread) -> None:
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             asked,
             "thread/resume",
@@ -126,7 +126,7 @@ class Recovery:
             # Perhaps the same Codex, reconnected, which holds the session but never
             # wrote it: reading its turns writes it, after which a resume subscribes
             # (as a load does). Its prompts wait for that.
-            self.hub.ask(
+            self.hub.codex.ask(
                 record,
                 WriteThread(),
                 "thread/read",
@@ -152,7 +152,7 @@ class Recovery:
     def _read(self, record: ThreadRecord) -> None:
         """Read a sub-agent's state (its status, its last turn), unless it is forgotten
         before Codex answers."""
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             ReadSubagent(),
             "thread/read",

@@ -52,7 +52,7 @@ class ModelCatalog:
             if cursor is None
             else codex_settings.ModelListParams(cursor=cursor)
         )
-        self.hub.codex_request(
+        self.hub.codex.request(
             "model/list", params, codex_settings.ModelListResult, self._page_in, self._failed
         )
 

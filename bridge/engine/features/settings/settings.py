@@ -142,7 +142,7 @@ class SettingsSelectors:
             record.id, acp_commands.AvailableCommandsUpdate(availableCommands=offered(air_client))
         )
 
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             ListSkills(air_client),
             "skills/list",
@@ -530,7 +530,7 @@ class SettingsSelectors:
         if not self.thread_settings_supported:
             self._picked(record.id, pick.rid, pick.settings, mode=pick.mode)
             return
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             pick,
             "thread/settings/update",

@@ -74,7 +74,7 @@ class HistoryPages:
     def _ask(self, cursor: str | None) -> None:
         after = cursor if cursor is not None else UNSET
         if self._by_turns:
-            self.hub.codex_request(
+            self.hub.codex.request(
                 codex_threads.LIST_TURNS,
                 codex_threads.ThreadTurnsListParams(
                     threadId=self.thread_id,
@@ -88,7 +88,7 @@ class HistoryPages:
                 self._failed,
             )
             return
-        self.hub.codex_request(
+        self.hub.codex.request(
             codex_threads.LIST_ITEMS,
             codex_threads.ThreadItemsListParams(
                 threadId=self.thread_id, cursor=after, limit=ITEM_PAGE, sortDirection="asc"
@@ -156,7 +156,7 @@ class HistoryPages:
             self._done(None)
 
         # Its id and status only: Codex reads no item for it.
-        self.hub.codex_request(
+        self.hub.codex.request(
             codex_threads.LIST_TURNS,
             codex_threads.ThreadTurnsListParams(
                 threadId=self.thread_id, limit=1, sortDirection="desc", itemsView="notLoaded"

@@ -54,8 +54,8 @@ MAX_OTHERS = 1_000
 class Placement:
     """Holds, reads, announces and names sub-agent threads; see the module docstring.
 
-    A held message goes back to Codex's router (:meth:`Hub.refeed
-    <bridge.engine.core.hub.Hub.refeed>`), handled as if it arrived then; ``work`` stops
+    A held message goes back to Codex's router (:meth:`CodexLink.refeed
+    <bridge.engine.core.codex_link.CodexLink.refeed>`), handled as if it arrived then; ``work`` stops
     the work of a sub-agent whose session was closed.
     """
 
@@ -162,7 +162,7 @@ class Placement:
         if unplaced.reading:
             return
         unplaced.reading = True
-        self.hub.ask(
+        self.hub.codex.ask(
             record,
             ReadParentage(unplaced),
             "thread/read",
@@ -260,7 +260,7 @@ class Placement:
         requests = [h for h in unplaced.held if h.request_id is not None]
         unplaced.held = [h for h in unplaced.held if h.request_id is None]
         for held in requests:
-            self.hub.refeed(held)  # no session shows the thread: answered "decline"
+            self.hub.codex.refeed(held)  # no session shows the thread: answered "decline"
 
     def _root_for_turn(self, unplaced: Unplaced) -> str | None:
         root_turn = unplaced.root_turn_hint
@@ -335,7 +335,7 @@ class Placement:
                 turns.unwanted(record, running)
                 self._work.interrupt(record)
             for message in held:
-                self.hub.refeed(message)
+                self.hub.codex.refeed(message)
         for child_id in waiting:
             self._forget_late(child_id)
 
@@ -433,7 +433,7 @@ class Placement:
         record.placing.other = False
         unplaced, record.placing.unplaced = record.placing.unplaced, None
         for held in unplaced.held if unplaced is not None else []:
-            self.hub.refeed(held)
+            self.hub.codex.refeed(held)
         waiting, record.placing.waiting_children = record.placing.waiting_children, []
         for child_id in waiting:
             child = threads.get(child_id)

@@ -182,7 +182,7 @@ class SubagentWork:
     def interrupt(self, record: ThreadRecord) -> None:
         """Ask Codex to interrupt ``record``'s turn, once; its ``turn/completed`` tells the end."""
         if record.turn is not None:
-            self.hub.interrupt(record, record.turn, self._refused)
+            self.hub.codex.interrupt(record, record.turn, self._refused)
 
     def _refused(self, record: ThreadRecord, asked: InterruptTurn, error: ErrorObject) -> None:
         # The turn may have just ended; its turn/completed reports what happened.

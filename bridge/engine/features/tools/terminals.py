@@ -68,7 +68,7 @@ class Terminals:
         self._after_turn.clear()
 
     def _clean(self, thread_id: str) -> None:
-        if not self.supported or self.hub.codex_lost_reason is not None:
+        if not self.supported or self.hub.codex.lost_reason is not None:
             return
 
         exchanges.start(self.hub, self._cleaned(thread_id))
