@@ -311,59 +311,56 @@ def action(kind: str, command: str, **more: Any) -> dict[str, Any]:
     return {"type": kind, "command": command, **more}
 
 
-#: (the command line, what Codex's parse of it gives, the kind shown everywhere). Codex's parse
-#: keeps the first stage of a pipeline and drops the rest (seen with 0.169 and 0.171).
+def a_search(command: str, query: str, path: str | None = ".") -> dict[str, Any]:
+    return action("search", command, query=query, path=path)
+
+
+def a_read(command: str, name: str) -> dict[str, Any]:
+    return action("read", command, name=name, path=name)
+
+
+def a_listing(command: str) -> dict[str, Any]:
+    return action("listFiles", command, path=None)
+
+
+def an_unknown(command: str) -> dict[str, Any]:
+    return action("unknown", command)
+
+
+def case(name: str, command: str, kind: str, *actions: dict[str, Any]) -> Any:
+    """(the command line, what Codex's parse of it gives, the kind shown everywhere)."""
+    return pytest.param(command, list(actions), kind, id=name)
+
+
+#: Codex's parse keeps the first stage of a pipeline and drops the rest (seen with 0.169 and
+#: 0.171): what a pipeline, a redirection or a second command does is the command's kind.
 COMMANDS = [
-    pytest.param(
-        "rg -l hello . | xargs rm",
-        [action("search", "rg -l hello .", query="hello", path=".")],
-        "execute",
-        id="xargs-rm",
-    ),
-    pytest.param(
+    case("xargs-rm", "rg -l hello . | xargs rm", "execute", a_search("rg -l hello .", "hello")),
+    case(
+        "tee-read",
         "cat hello.txt | tee ../escaped.txt",
-        [action("read", "cat hello.txt", name="hello.txt", path="hello.txt")],
         "execute",
-        id="tee-read",
+        a_read("cat hello.txt", "hello.txt"),
     ),
-    pytest.param(
-        "ls | tee ../escaped2.txt",
-        [action("listFiles", "ls", path=None)],
-        "execute",
-        id="tee-listing",
-    ),
-    pytest.param(
-        "cat a.txt > ../b.txt",
-        [action("read", "cat a.txt", name="a.txt", path="a.txt")],
-        "execute",
-        id="redirection",
-    ),
-    pytest.param(
+    case("tee-listing", "ls | tee ../escaped2.txt", "execute", a_listing("ls")),
+    case("redirection", "cat a.txt > ../b.txt", "execute", a_read("cat a.txt", "a.txt")),
+    case(
+        "find-delete",
         "find . -name '*.tmp' -delete",
-        [action("search", "find . -name '*.tmp' -delete", query="*.tmp", path=".")],
         "execute",
-        id="find-delete",
+        a_search("find . -name '*.tmp' -delete", "*.tmp"),
     ),
-    pytest.param(
+    case(
+        "and-rm",
         "rg -l TODO . && rm notes.txt",
-        [
-            action("search", "rg -l TODO .", query="TODO", path="."),
-            action("unknown", "rm notes.txt"),
-        ],
         "execute",
-        id="and-rm",
+        a_search("rg -l TODO .", "TODO"),
+        an_unknown("rm notes.txt"),
     ),
-    pytest.param("mv a.txt b.txt", [action("unknown", "mv a.txt b.txt")], "execute", id="mv"),
-    pytest.param(
-        "rg hello", [action("search", "rg hello", query="hello", path=None)], "search", id="rg"
-    ),
-    pytest.param(
-        "cat hello.txt",
-        [action("read", "cat hello.txt", name="hello.txt", path="hello.txt")],
-        "read",
-        id="cat",
-    ),
-    pytest.param("ls -la", [action("listFiles", "ls -la", path=None)], "search", id="ls"),
+    case("mv", "mv a.txt b.txt", "execute", an_unknown("mv a.txt b.txt")),
+    case("rg", "rg hello", "search", a_search("rg hello", "hello", None)),
+    case("cat", "cat hello.txt", "read", a_read("cat hello.txt", "hello.txt")),
+    case("ls", "ls -la", "search", a_listing("ls -la")),
 ]
 
 
