@@ -86,8 +86,10 @@ def test_the_walk_finds_each_kind_of_handed_callable() -> None:
             self.nested = engine.react
 
     class Root:
+        def shortcut(self) -> None: ...
+
         def __init__(self) -> None:
-            self.own = self.__init__
+            self.own = self.shortcut
             self.feature = Feature()
             self.part = Part()
 
@@ -97,3 +99,23 @@ def test_the_walk_finds_each_kind_of_handed_callable() -> None:
         "feature.partial",
         "part.nested",
     ]
+
+
+def test_what_features_say_is_followed_in_order_each_items_consequences_first() -> None:
+    """The order the calls had when features called up: an item's own consequences (what
+    following it made others say) come before the next item's."""
+    engine = Engine(thread_config=None)
+    followed: list[str] = []
+    says = {"a": ["a1", "a2"], "a1": ["a1x"], "b": ["b1"]}
+
+    def react(said: Any) -> None:
+        followed.append(said)
+        for consequence in says.get(said, []):
+            engine.hub.happened(consequence)  # type: ignore[arg-type]
+
+    engine._react = react  # type: ignore[method-assign]
+    engine.hub.happened("a")  # type: ignore[arg-type]
+    engine.hub.happened("b")  # type: ignore[arg-type]
+    engine._follow()
+    assert followed == ["a", "a1", "a1x", "a2", "b", "b1"]
+    assert engine.hub.news == []
