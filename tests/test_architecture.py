@@ -802,7 +802,7 @@ def test_each_hub_field_is_written_by_its_owner_alone() -> None:
 #: The parts of a thread record, each its writer's alone (besides core/record_parts.py,
 #: where each part's own methods live, through which the others tell it what happened):
 #: ``record.stream``, ``record.shown``, ``record.mcp``, ``record.tools``, ``record.life``,
-#: ``record.placing``.
+#: ``record.placing``, ``record.work``.
 RECORD_PART_WRITERS: dict[str, str] = {
     "stream": f"{ENGINE}.features.prompts.streaming",
     "shown": f"{ENGINE}.faces.v2",
@@ -810,6 +810,7 @@ RECORD_PART_WRITERS: dict[str, str] = {
     "tools": f"{ENGINE}.features.tools.tools",
     "life": f"{ENGINE}.features.sessions.lifecycle",
     "placing": f"{ENGINE}.features.subagents._placement",
+    "work": f"{ENGINE}.features.subagents._work",
 }
 #: The methods of a record part that change it.
 PART_MUTATORS = MUTATORS | {"turn_ended"}

@@ -257,11 +257,11 @@ def test_a_sub_agents_read_after_codex_came_back_goes_with_its_record() -> None:
     t.h.codex_reply(t.h.codex_request("thread/unsubscribe")["id"], {})
     assert t.h.result(close) == {}
     assert child.codex_asks == []
-    status = child.status
+    status = child.work.status
     before = mark(t.h)
     t.h.codex_reply(read["id"], {"thread": running_child("turn-child-2")})
     assert sent_since(t.h, before) == ([], [])
-    assert child.status is status and child.turn is None
+    assert child.work.status is status and child.turn is None
 
 
 # -- session/load, session/resume ---------------------------------------------------------------

@@ -32,10 +32,10 @@ def record(
 ) -> ThreadRecord:
     r = ThreadRecord("t-1", parent_id="root", session=True, visible=True)
     r.placing.unstarted = unstarted
-    r.status = Status(status, frozenset(flags)) if status is not None else None
+    r.work.status = Status(status, frozenset(flags)) if status is not None else None
     r.turn = Turn(id="turn-1") if turn else None
-    r.outcome = outcome
-    r.lost = lost
+    r.work.outcome = outcome
+    r.work.lost = lost
     for n in range(pending):
         r.questions[n] = Question(
             n, "item/commandExecution/requestApproval", "t-1", "turn-1", None, None
@@ -138,7 +138,7 @@ def test_a_turn_end_is_newer_than_the_active_status_codex_reported_during_it() -
     workstate.turn_ended(r, "interrupted", None)
     assert shown(workstate.snapshot(r)) == shown(CANCELLED)
     # The next turn's active status takes over again.
-    r.status = Status("active")
+    r.work.status = Status("active")
     assert shown(workstate.snapshot(r)) == RUNNING
 
 
@@ -161,5 +161,5 @@ def test_the_snapshot_is_a_function_of_the_record_alone() -> None:
     r = record(status="active", turn=True)
     assert workstate.snapshot(r) == workstate.snapshot(r)
     before = msgspec.to_builtins(workstate.snapshot(r))
-    r.reported = workstate.snapshot(r)  # what was sent does not change what is true
+    r.work.reported = workstate.snapshot(r)  # what was sent does not change what is true
     assert msgspec.to_builtins(workstate.snapshot(r)) == before

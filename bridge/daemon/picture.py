@@ -106,8 +106,8 @@ class Picture:
         line.model = stored.model or line.model
         line.updatedAt = stored.updatedAt
         # A known thread's status comes from thread/status/changed, newer than any read.
-        if isinstance(stored.status, dict) and (known is None or record.status is None):
-            record.status = _status(stored.status)
+        if isinstance(stored.status, dict) and (known is None or record.work.status is None):
+            record.work.status = _status(stored.status)
         self._threads[stored.id] = (line, record)
         if known is None and len(self._threads) > self.limit:
             self._forget_oldest()
@@ -146,7 +146,7 @@ class Picture:
             excess -= len(tree)
 
     def _at_rest(self, thread_id: str) -> bool:
-        status = self._threads[thread_id][1].status
+        status = self._threads[thread_id][1].work.status
         return status is None or status.type in _AT_REST
 
     def _forget(self, thread_ids: list[str]) -> None:
@@ -164,7 +164,7 @@ class Picture:
         found = self._threads.get(thread_id)
         if found is None:
             return thread_id in self._ephemeral
-        found[1].status = _status(status)
+        found[1].work.status = _status(status)
         return True
 
     def untitled(self, thread_id: str) -> bool:
@@ -181,12 +181,12 @@ class Picture:
         """Codex is gone: every state is unknown until it is back."""
         self.codex_lost = True
         for _line, record in self._threads.values():
-            record.lost = True
+            record.work.lost = True
 
     def back(self) -> None:
         self.codex_lost = False
         for _line, record in self._threads.values():
-            record.lost = False
+            record.work.lost = False
 
     def lines(self) -> list[ThreadLine]:
         """Every thread, parents before their children, newest roots first."""
@@ -220,7 +220,7 @@ class Picture:
     def loaded(self, thread_id: str) -> bool:
         """Whether Codex holds the thread in memory (its status is other than ``notLoaded``)."""
         found = self._threads.get(thread_id)
-        status = found[1].status if found is not None else None
+        status = found[1].work.status if found is not None else None
         return status is not None and status.type != "notLoaded"
 
 
@@ -247,7 +247,7 @@ def _tree(root: str, children: dict[str, list[str]]) -> list[str]:
 def _line(line: ThreadLine, record: ThreadRecord) -> ThreadLine:
     state = workstate.snapshot(record)
     line.state = state.state
-    flags = record.status.flags if record.status is not None else frozenset()
+    flags = record.work.status.flags if record.work.status is not None else frozenset()
     line.waitingOn = sorted(WAITS_ON[f] for f in flags if f in WAITS_ON)
     meta = state.meta if isinstance(state.meta, dict) else {}
     line.error = meta.get("error")

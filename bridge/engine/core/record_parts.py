@@ -3,7 +3,7 @@ turn in flight and what that turn is (:class:`TurnKind`), prompts waiting for it
 and tool calls in progress, its settings, messages held while its place is not known, its
 work state (:class:`Status`), a steer under way; and the parts one feature owns
 (:class:`Stream`, :class:`Shown`, :class:`McpNotes`, :class:`ToolCalls`,
-:class:`SessionLife`, :class:`Placing`), which only that feature writes, the others telling
+:class:`SessionLife`, :class:`Placing`, :class:`Work`), which only that feature writes, the others telling
 it what happened through the part's methods (``tests/test_architecture.py``'s
 ``RECORD_PART_WRITERS``; ``docs/architecture.md`` lists who changes what)."""
 
@@ -464,3 +464,41 @@ class Placing(msgspec.Struct):
         """What was held for it, and the children waiting for it, are dropped."""
         self.unplaced = None
         self.waiting_children.clear()
+
+
+class Work(msgspec.Struct):
+    """A thread's work state: what Codex says of it, how its last turn ended, what the
+    client was told (the sub-agents' work's part of the record:
+    :mod:`bridge.engine.features.subagents._work` writes it; the others tell it through the
+    methods below). The inputs of :func:`bridge.engine.core.workstate.snapshot`."""
+
+    #: Codex's thread status and flags (``None``: not known).
+    status: Status | None = None
+    #: How its last turn ended (``idle`` + stop reason, or + error).
+    outcome: Any = None
+    #: Codex was lost while it worked: its state is unknown.
+    lost: bool = False
+    #: The last work state and cancel capability the client was told.
+    reported: Any = None
+    reported_cancel: bool = False
+    #: Root turns of this (root) thread the client cancelled: sub-agent turns doing
+    #: their work are stopped when they start.
+    cancelled_turns: set[str] = msgspec.field(default_factory=set)
+
+    def seen(self, status: Status | None) -> None:
+        """Codex said the thread's status as it opened."""
+        self.status = status
+
+    def found(self, status: Status | None) -> None:
+        """Codex, back, says the thread's status: what was lost is known again."""
+        self.lost = False
+        self.status = status
+
+    def ended(self, outcome: Any) -> None:
+        """A turn ended thus: the thread is idle."""
+        self.outcome = outcome
+        self.status = Status(type="idle")
+
+    def last_ended(self, outcome: Any) -> None:
+        """Its last stored turn ended thus (read again after Codex came back)."""
+        self.outcome = outcome

@@ -56,11 +56,11 @@ from .record_parts import (
     SessionLife,
     Settings,
     Shown,
-    Status,
     Steer,
     Stream,
     ToolCalls,
     Turn,
+    Work,
 )
 
 #: How deep a chain of sub-agents the bridge follows before it stops looking up.
@@ -132,17 +132,9 @@ class ThreadRecord:
     queued: list[QueuedPrompt] = field(default_factory=list)
     #: ``_session/steering`` requests, handled one at a time in arrival order.
     steers: list[Steer] = field(default_factory=list)
-    status: Status | None = None
-    #: How its last turn ended (``idle`` + stop reason, or + error).
-    outcome: Any = None
-    #: Codex was lost while it worked: its state is unknown.
-    lost: bool = False
-    #: The last work state and cancel capability the client was told.
-    reported: Any = None
-    reported_cancel: bool = False
-    #: Root turns of this (root) thread the client cancelled: sub-agent turns doing
-    #: their work are stopped when they start.
-    cancelled_turns: set[str] = field(default_factory=set)
+    #: Its work state: Codex's status, how its last turn ended, what the client was told
+    #: (the sub-agents' work's).
+    work: Work = field(default_factory=Work)
     #: Root turns of this (root) thread this connection started (its prompts'): once the
     #: session is closed, a sub-agent working for one is stopped; one working for another
     #: client's turn is left to that client.
@@ -407,7 +399,7 @@ class Threads:
                 return True
         if turn.root_turn_id is None:
             return False
-        if turn.root_turn_id in root.cancelled_turns:
+        if turn.root_turn_id in root.work.cancelled_turns:
             return True
         # The root's prompt was cancelled before Codex named its turn.
         prompt = root.turn

@@ -45,7 +45,6 @@ it on the parent first), and a resumed session starts from its
 from __future__ import annotations
 
 from ...acp.subagents import WorkState
-from .record_parts import Status
 from .threads import ThreadRecord
 
 #: The turn of a resumed session that Codex reported at work: its id is not known here.
@@ -59,9 +58,9 @@ SYSTEM_ERROR = "Codex reports a system error"
 
 def snapshot(record: ThreadRecord) -> WorkState:
     """The work state of ``record`` now (see the module docstring)."""
-    if record.lost:
+    if record.work.lost:
         return WorkState(state="unknown")
-    status = record.status
+    status = record.work.status
     if status is not None and status.type == "systemError":
         return WorkState(state="idle", meta={"error": SYSTEM_ERROR})
     if status is not None and status.type == "active":
@@ -71,8 +70,8 @@ def snapshot(record: ThreadRecord) -> WorkState:
         return WorkState(state="requires_action" if waiting else "running")
     if record.turn is not None:
         return WorkState(state="running")
-    if record.outcome is not None:
-        outcome: WorkState = record.outcome
+    if record.work.outcome is not None:
+        outcome: WorkState = record.work.outcome
         return outcome
     return WorkState(state="idle")
 
@@ -103,7 +102,7 @@ def foreground(record: ThreadRecord) -> str:
 
 def cancellable(record: ThreadRecord) -> bool:
     """Whether ``session/cancel`` can stop the thread's work now: it has a turn to interrupt."""
-    return record.turn is not None and not record.lost
+    return record.turn is not None and not record.work.lost
 
 
 def turn_outcome(status: str, error: str | None) -> WorkState:
@@ -117,5 +116,4 @@ def turn_outcome(status: str, error: str | None) -> WorkState:
 
 def turn_ended(record: ThreadRecord, status: str, error: str | None) -> None:
     """Record a turn's end: its outcome, and a status no longer ``active``."""
-    record.outcome = turn_outcome(status, error)
-    record.status = Status(type="idle")
+    record.work.ended(turn_outcome(status, error))

@@ -287,8 +287,8 @@ class Lifecycle:
         opened_with_folders(record, asked.folders, opened)
         record.life.unstored = unstored
         # Codex's word on the thread now: a turn may still run (a shared Codex).
-        record.status = Status.of(opened.thread.status or stored.status)
-        if record.status is not None and record.status.type == "active":
+        record.work.seen(Status.of(opened.thread.status or stored.status))
+        if record.work.status is not None and record.work.status.type == "active":
             # Another client's turn runs (another window, Codex's TUI): this session's
             # turn too, named by the thread's turns when they were read (a load).
             last = stored.turns[-1] if stored.turns else None

@@ -166,8 +166,7 @@ class Recovery:
         self, record: ThreadRecord, _asked: ReadSubagent, result: codex_threads.ThreadReadResult
     ) -> None:
         stored = result.thread
-        record.lost = False
-        record.status = Status.of(stored.status)
+        record.work.found(Status.of(stored.status))
         last = stored.turns[-1] if stored.turns else None
         if last is not None and last.status == "inProgress":
             turns.subagent_running(record, last.id, last.rootTurnId)
@@ -175,7 +174,7 @@ class Recovery:
             turns.subagent_running(record, None)
             if last is not None:
                 error = last.error.message if last.error else None
-                record.outcome = workstate.turn_outcome(last.status, error)
+                record.work.last_ended(workstate.turn_outcome(last.status, error))
         self.subagents.report(record)
 
 

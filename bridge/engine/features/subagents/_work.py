@@ -75,7 +75,7 @@ class SubagentWork:
             return
         if kind not in ("active", "idle", "systemError"):
             return
-        record.status = Status(kind, frozenset(note.status.activeFlags))
+        record.work.status = Status(kind, frozenset(note.status.activeFlags))
         if kind == "active":
             record.placing.at_work()
         self.report(record)
@@ -120,11 +120,11 @@ class SubagentWork:
         was last sent, if anything."""
         state = workstate.reportable(record)
         can_cancel = workstate.cancellable(record)
-        state_changed = state is not None and record.reported != state
-        caps_changed = record.reported_cancel != can_cancel
+        state_changed = state is not None and record.work.reported != state
+        caps_changed = record.work.reported_cancel != can_cancel
         if state is not None:
-            record.reported = state
-        record.reported_cancel = can_cancel
+            record.work.reported = state
+        record.work.reported_cancel = can_cancel
         if not record.visible or record.parent_id is None or not (state_changed or caps_changed):
             return
         self.hub.update(
@@ -140,10 +140,10 @@ class SubagentWork:
 
     def codex_lost(self, _reason: str) -> None:
         for record in self.hub.threads.children():
-            reported = record.reported
+            reported = record.work.reported
             if reported is not None and reported.state in ("running", "requires_action"):
                 turns.lost(record)
-                record.lost = True
+                record.work.lost = True
                 self.report(record)
 
     # -- cancel -----------------------------------------------------------------------------------
@@ -157,7 +157,7 @@ class SubagentWork:
         record = threads.session(session_id)
         root_turn = record.turn if record is not None and record.parent_id is None else None
         if record is not None and root_turn is not None and root_turn.id is not None:
-            record.cancelled_turns.add(root_turn.id)
+            record.work.cancelled_turns.add(root_turn.id)
         targets = [record] if record is not None and record.is_child else []
         for child in targets + threads.descendants(session_id):
             if child.turn is not None:
