@@ -1080,3 +1080,15 @@ def test_the_engine_stays_sound_whatever_either_side_sends(data: st.DataObject) 
     finally:
         logger.setLevel(level)
         note("\n".join(run.trace))
+
+
+def test_the_model_finds_a_threads_root_and_ends_a_cycle_damage_made() -> None:
+    """The properties judge a thread by its root (``ours``, ``root_in_model``): the walk up
+    ends at a thread with no parent, and on a cycle after 100 steps instead of never."""
+    parents: dict[str, str | None] = {"c": "b", "b": "a", "a": None}
+    assert lineage("c", parents) == ["c", "b", "a"]
+    assert lineage("a", parents) == ["a"]
+    assert lineage("unknown", parents) == ["unknown"]
+    cycle: dict[str, str | None] = {"x": "y", "y": "x"}
+    walked = lineage("x", cycle)
+    assert len(walked) == 100 and walked[:3] == ["x", "y", "x"]
