@@ -466,7 +466,7 @@ class Engine:
             settings=self.settings,
             admin=self.admin,
             same_as_v1=self._client_requests,
-            after_catalog=self.after_catalog,
+            hub=self.hub,
         )
         requests["session/prompt"] = self.file_reports.asking(requests["session/prompt"])
         return V2Face(self.hub, requests, fork=self.lifecycle.fork_offered), requests

@@ -21,8 +21,10 @@ from ...acp import air, v2
 from ...acp import sessions as acp_sessions
 from ...acp import steering as acp_steering
 from ...jsonrpc import ErrorCode, RequestId, RpcError
+from ..core import client_routing
 from ..core.answers import decode_params
-from ..core.hub import RequestHandler, StoredSessionParams
+from ..core.client_routing import CatalogWait
+from ..core.hub import Hub, RequestHandler, StoredSessionParams
 
 #: v1 methods v2 removed.
 V1_ONLY = ("session/load", "session/set_mode", "authenticate")
@@ -64,7 +66,7 @@ class Opening(Protocol):
     ) -> None: ...
 
 
-class Configuring(Protocol):
+class Configuring(CatalogWait, Protocol):
     """Sets a session's config options (:mod:`bridge.engine.features.settings.settings`)."""
 
     def set_config(
@@ -99,11 +101,11 @@ def requests(
     settings: Configuring,
     admin: Administering,
     same_as_v1: Mapping[str, RequestHandler],
-    after_catalog: Callable[[RequestHandler], RequestHandler],
+    hub: Hub,
 ) -> dict[str, RequestHandler]:
     """The v2 method → handler table, over the features that do the work.
     ``same_as_v1``: the v1 handlers of the methods whose params v2 shares."""
-    v2_requests = V2Requests(new_sessions, prompts, lifecycle, settings, admin, after_catalog)
+    v2_requests = V2Requests(new_sessions, prompts, lifecycle, settings, admin, hub)
     return v2_requests.table(initialize, same_as_v1)
 
 
@@ -117,14 +119,19 @@ class V2Requests:
         lifecycle: Opening,
         settings: Configuring,
         admin: Administering,
-        after_catalog: Callable[[RequestHandler], RequestHandler],
+        hub: Hub,
     ) -> None:
         self.new_sessions = new_sessions
         self.prompts = prompts
         self.lifecycle = lifecycle
         self.settings = settings
         self.admin = admin
-        self.after_catalog = after_catalog
+        self.hub = hub
+
+    def after_catalog(self, handler: RequestHandler) -> RequestHandler:
+        """``handler``, run once Codex's model catalog is in (a session's first answer
+        lists every model)."""
+        return client_routing.after_catalog(self.hub, self.settings, handler)
 
     def table(
         self, initialize: RequestHandler, same_as_v1: Mapping[str, RequestHandler]
