@@ -717,8 +717,9 @@ def test_only_the_connection_moves_codexs_side() -> None:
 
 
 #: Who may write each field of the hub, besides the hub itself (a field not listed: the hub
-#: alone). ``setup`` is frozen; Codex's side (``hub.codex``) is an object of its own, whose
-#: fields are listed as ``codex.X``; ``codex.side`` moves through the connection (above).
+#: alone). ``setup`` is frozen; the Codex side (``hub.codex``) and the client side
+#: (``hub.client``) are objects of their own, whose fields are listed as ``codex.X`` and
+#: ``client.X``; ``codex.side`` moves through the connection (above).
 HUB_WRITERS: dict[str, frozenset[str]] = {
     "handshake": frozenset({f"{ENGINE}.core.connection"}),
     "codex.router": frozenset({f"{ENGINE}.core.codex_routing"}),
@@ -726,6 +727,8 @@ HUB_WRITERS: dict[str, frozenset[str]] = {
     "machines": frozenset({f"{ENGINE}.features.settings.machines"}),
     "codex.unknown": frozenset({f"{ENGINE}.features.sessions.admin"}),
 }
+#: The hub's two sides (objects of their own, with their own methods).
+SIDES = frozenset({"client", "codex"})
 #: Calls that change the collection they are called on.
 MUTATORS = frozenset(
     {
@@ -757,8 +760,8 @@ def _hub_field(node: ast.expr) -> tuple[int, str] | None:
     for at, name in enumerate(chain[:-1]):
         if name == "hub":
             field = chain[at + 1]
-            if field == "codex" and len(chain) > at + 2:
-                field = f"codex.{chain[at + 2]}"  # Codex's side: its own fields
+            if field in ("codex", "client") and len(chain) > at + 2:
+                field = f"{field}.{chain[at + 2]}"  # a side of the hub: its own fields
             return getattr(node, "lineno", 0), field
     return None
 
@@ -781,7 +784,10 @@ def hub_writes(
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in MUTATORS
         ):
-            reached.append((node.lineno, _hub_field(node.func.value)))
+            field = _hub_field(node.func.value)
+            # ``hub.client.update(...)``: a side's own method, not a change to a field.
+            if field is None or field[1] not in SIDES:
+                reached.append((node.lineno, field))
         return [
             (line, f"writes hub.{field[1]}")
             for line, field in reached
@@ -923,12 +929,14 @@ def test_the_hub_check_sees_each_kind_of_write(tmp_path: Path) -> None:
             "fake/core/connection.py": "def f(hub):\n    hub.handshake.air = None\n",
             "fake/features/f.py": (
                 "def f(self, hub):\n"
-                "    self.hub.face = None\n"
+                "    self.hub.client.face = None\n"
                 "    hub.handshake.air = None\n"
                 "    hub.codex.unknown.add('m')\n"
                 "    hub.machines['x'] = 1\n"
                 "    hub.threads.session('x')\n"
                 "    self.hub.threads.get('x').turn\n"
+                "    hub.client.update('s', None)\n"
+                "    hub.client.open_requests.add(1)\n"
             ),
         },
     )
@@ -937,10 +945,11 @@ def test_the_hub_check_sees_each_kind_of_write(tmp_path: Path) -> None:
         find_modules(package), engine="fake", hub="fake.core.hub", writers=writers, root=tmp_path
     )
     assert found == [
-        "fake/features/f.py:2 writes hub.face",
+        "fake/features/f.py:2 writes hub.client.face",
         "fake/features/f.py:3 writes hub.handshake",
         "fake/features/f.py:4 writes hub.codex.unknown",
         "fake/features/f.py:5 writes hub.machines",
+        "fake/features/f.py:9 writes hub.client.open_requests",
     ]
 
 

@@ -154,7 +154,7 @@ def test_the_path_check_sees_a_missing_file(tmp_path: Path) -> None:
     text = (
         "```\nA picture ─▶ B\n```\n"
         "`core/hub.py` and `tests/test_e2e_*.py` are there; `core/gone.py`, `bridge/x/` and "
-        "`tests/test_none_*.py` are not; `hub.update(a, b)` and `session/prompt` are no paths."
+        "`tests/test_none_*.py` are not; `hub.client.update(a, b)` and `session/prompt` are no paths."
     )
     bases = (tmp_path / "engine", tmp_path)
     assert missing_paths(text, bases) == ["bridge/x/", "core/gone.py", "tests/test_none_*.py"]
@@ -212,5 +212,7 @@ def test_every_class_member_the_document_names_exists() -> None:
 
 def test_the_member_check_sees_a_name_that_is_gone() -> None:
     classes = class_members(ROOT / "bridge" / "engine")
-    text = "`Engine.forget` and `Hub.update()` are; `Engine.vanished` and `Nowhere.x` are not."
+    text = (
+        "`Engine.forget` and `ClientLink.update()` are; `Engine.vanished` and `Nowhere.x` are not."
+    )
     assert missing_members(text, classes) == ["Engine.vanished", "Nowhere.x"]

@@ -36,11 +36,15 @@ class Codex:
     def machine_request(self, machine: str, method: str, *rest: Any) -> None:
         self.request(f"{machine}:{method}", *rest)
 
-    def refuse_client(self, rid: RequestId, error: RpcError) -> None:
+    def refuse(self, rid: RequestId, error: RpcError) -> None:
         self.refused.append((rid, error))
 
     @property
     def codex(self) -> Codex:
+        return self
+
+    @property
+    def client(self) -> Codex:
         return self
 
     @property

@@ -101,7 +101,7 @@ def test_a_v1_client_is_sent_no_v2_shape_and_no_unknown_update(
     sent = len(h.to_client)
     with caplog.at_level(logging.ERROR):
         for update in (v2.StateUpdate(state="idle"), _Novel(text="x")):
-            h.engine.hub.update("thread-1", update)
+            h.engine.hub.client.update("thread-1", update)
             h._collect(h.engine.hub.take())
     assert h.to_client[sent:] == []
     assert "no ACP v1 rendering of StateUpdate" in caplog.text
@@ -113,7 +113,7 @@ def test_a_v2_client_is_sent_no_unknown_update(caplog: pytest.LogCaptureFixture)
     h.new_session()
     sent = len(h.to_client)
     with caplog.at_level(logging.ERROR):
-        h.engine.hub.update("thread-1", _Novel(text="x"))
+        h.engine.hub.client.update("thread-1", _Novel(text="x"))
         h._collect(h.engine.hub.take())
     assert h.to_client[sent:] == []
     assert "no ACP v2 rendering of _Novel" in caplog.text
@@ -121,7 +121,7 @@ def test_a_v2_client_is_sent_no_unknown_update(caplog: pytest.LogCaptureFixture)
 
 def _status_update(h: V2, status: str) -> None:
     update = acp_permissions.ToolCallStatusUpdate(toolCallId="call-1", status=status)  # type: ignore[arg-type]
-    h.engine.hub.update("thread-1", update)
+    h.engine.hub.client.update("thread-1", update)
     h._collect(h.engine.hub.take())
 
 
@@ -161,7 +161,7 @@ def test_a_tool_call_status_update_of_a_cancelled_command_is_cancelled() -> None
 def _insertions(h: Harness) -> list[tuple[Any, str]]:
     """Every insertion the features state from now on: (prompt id, message id)."""
     seen: list[tuple[Any, str]] = []
-    face = h.engine.hub.face
+    face = h.engine.hub.client.face
     render = face.state
 
     def state(fact: facts.Fact) -> None:
@@ -271,7 +271,7 @@ def test_the_v2_face_keeps_nothing_per_session() -> None:
     """What v2 keeps of a session is in its record (forgotten with it), none in the face."""
     h = V2.with_turn()
     _command_started(h)
-    face = h.engine.hub.face
+    face = h.engine.hub.client.face
     assert isinstance(face, V2Face)
     assert set(vars(face)) == {"hub", "requests", "fork"}
     record = h.engine.threads.session("thread-1")
@@ -284,11 +284,11 @@ def test_the_v2_face_keeps_nothing_per_session() -> None:
 
 def test_a_v1_client_is_spoken_to_by_a_v1_face_until_initialize_says_v2() -> None:
     h = Harness()
-    assert h.engine.hub.face.version == 1
+    assert h.engine.hub.client.face.version == 1
     h.client_request("initialize", {"protocolVersion": 2, "info": {"name": "t", "version": "1"}})
-    assert h.engine.hub.face.version == 2
+    assert h.engine.hub.client.face.version == 2
     h.client_request("initialize", {"protocolVersion": 1})
-    assert h.engine.hub.face.version == 1
+    assert h.engine.hub.client.face.version == 1
 
 
 # -- one work-state rule ---------------------------------------------------------------------------

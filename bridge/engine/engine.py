@@ -167,7 +167,7 @@ class Engine:
         #: The thread-to-session identity map.
         self.threads: Threads = hub.threads
         #: The client-side JSON-RPC peer (the shell builds its own error replies with it).
-        self.client = hub.client
+        self.client = hub.client.peer
         #: Codex is shared (a daemon's, or one attached by URL) and outlives this
         #: client: when the client leaves, what waits on the user is left waiting,
         #: for the next client that resumes the thread.
@@ -271,9 +271,9 @@ class Engine:
         hub = self.hub
         return {
             **hub.threads.census(),
-            "openClientRequests": len(hub.open_client_requests),
+            "openClientRequests": len(hub.client.open_requests),
             "openCodexRequests": len(hub.codex.open_requests),
-            "awaitingClient": len(hub.client.pending),
+            "awaitingClient": len(hub.client.peer.pending),
             "awaitingCodex": len(hub.codex.peer.pending),
         }
 
@@ -416,14 +416,14 @@ class Engine:
         for record in self.hub.threads.sessions():
             if record.turn is not None and record.turn.request_id == rid:
                 prompt = record.prompts.get(rid)
-                if self.hub.face.version == 2 and prompt is not None and prompt.message_id:
+                if self.hub.client.face.version == 2 and prompt is not None and prompt.message_id:
                     # Answered once inserted (v2), its turn the session's work now: the
                     # cancel of a request that is over stops nothing (session/cancel does).
                     log.debug("$/cancel_request for answered prompt %r: nothing", rid)
                     return
                 self._cancel_session(record.id)
                 return
-        self.hub.cancel_client_request(rid)
+        self.hub.client.cancel_request(rid)
 
     def _session_cancel(self, raw: Raw) -> None:
         """``session/cancel``: the prompt, then what the session asked, then its sub-agents' work."""
@@ -562,7 +562,7 @@ class Engine:
         self.settings.session_opened(record, result, opened)
         # The end of a load's replayed transcript: said before the answer.
         self.machines.session_opened(record)
-        self.hub.state(facts.SessionOpened(record, rid, result))
+        self.hub.client.state(facts.SessionOpened(record, rid, result))
         self.settings.session_announced(record)
         self.mcp_servers.session_opened(record)
         self.subagent_history.after_response(record)
@@ -572,7 +572,7 @@ class Engine:
     def _prompt_ended(self, fact: facts.PromptEnded) -> None:
         """A prompt's work ended (the prompts feature says how), answered once: nothing
         more of a prompt answered already (a defect's -32603)."""
-        if not self.hub.answering_client(fact.request_id):
+        if not self.hub.client.answering(fact.request_id):
             return
         usage = self.extensions
         # AIR's record of a failed turn (in v1's answer; on v2's stream, sent now), then
@@ -582,7 +582,7 @@ class Engine:
         fact = usage.usage_limits.record_failure(fact)
         fact = usage.quotas.with_quota(fact)
         self.file_reports.report_files(fact)
-        self.hub.state(fact)
+        self.hub.client.state(fact)
 
     # -- what follows what a feature said happened (bridge.engine.core.news) --------------
 

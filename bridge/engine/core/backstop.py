@@ -42,7 +42,7 @@ class Backstop:
         log.exception("internal error handling %r", data[:200])
         message = f"{AGENT_NAME} internal error; see its log"
         for side, rid in self.arrived:
-            if side == "client" and rid in hub.open_client_requests:
-                hub.refuse_client(rid, RpcError.internal(message))
+            if side == "client" and rid in hub.client.open_requests:
+                hub.client.refuse(rid, RpcError.internal(message))
             elif side == "codex" and rid in hub.codex.open_requests:
                 hub.codex.refuse(rid, ErrorCode.INTERNAL_ERROR, message)

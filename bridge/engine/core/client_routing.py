@@ -5,7 +5,7 @@ A request is handled now (the connection decided it need not wait for Codex:
 
 1. the connection hears of it (past ``initialize``, a v2 client may not repeat it);
 2. one handler, by method, from the table of the face the client is spoken to through
-   (``hub.face.requests``: v1's is the wiring's
+   (``hub.client.face.requests``: v1's is the wiring's
    :func:`bridge.engine.routes.v1_requests`, v2's
    :func:`bridge.engine.faces.v2_requests.requests`, each decoding its version's
    params once); a method nobody handles is -32601, and while Codex is away every
@@ -83,13 +83,13 @@ class ClientRouter(Router):
     def receive(self, data: bytes) -> bool:
         """One client message, handled; ``True`` when it was a request."""
         hub = self.hub
-        msg = hub.client.receive(data)
+        msg = hub.client.peer.receive(data)
         if isinstance(msg, IncomingRequest):
-            self._arrive(msg.id, hub.open_client_requests)
+            self._arrive(msg.id, hub.client.open_requests)
             try:
                 self._request(msg)
             except RpcError as exc:
-                hub.refuse_client(msg.id, exc)
+                hub.client.refuse(msg.id, exc)
             return True
         if isinstance(msg, IncomingNotification):
             handler = self.notifications.get(msg.method)
@@ -99,16 +99,16 @@ class ClientRouter(Router):
                 log.info("ignoring client notification %s", msg.method)
         else:
             if isinstance(msg, (IncomingResponse, IncomingError)):
-                hub.face.answered(msg.id)
+                hub.client.face.answered(msg.id)
             take_answer(
-                msg, on_result=_as_it_is, send_raw=hub.send_raw_to_client, peer="client", log=log
+                msg, on_result=_as_it_is, send_raw=hub.client.send_raw, peer="client", log=log
             )
         return False
 
     def _request(self, msg: IncomingRequest) -> None:
         method, params = msg.method, msg.params
         self._connection.request(method)
-        face = self.hub.face
+        face = self.hub.client.face
         handler = face.requests.get(method)
         lost = self.hub.codex.lost_reason
         # initialize needs nothing from Codex: a client whose Codex could not start still
@@ -148,11 +148,11 @@ def after_catalog(hub: Hub, catalog: CatalogWait, handler: RequestHandler) -> Re
                     raise RpcError.internal(hub.codex.lost_reason)
                 handler(rid, raw)
             except RpcError as exc:
-                hub.refuse_client(rid, exc)
+                hub.client.refuse(rid, exc)
             except Exception:
                 log.exception("internal error handling a deferred request %s", rid)
-                if rid in hub.open_client_requests:
-                    hub.refuse_client(rid, RpcError.internal(f"{AGENT_NAME} internal error"))
+                if rid in hub.client.open_requests:
+                    hub.client.refuse(rid, RpcError.internal(f"{AGENT_NAME} internal error"))
 
         catalog.when_catalog_ready(run)
 

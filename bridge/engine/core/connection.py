@@ -40,7 +40,7 @@ whose table refuses any other move); only this module moves it. The features rea
 The client's side (:class:`ClientState`) is **OPENING** until the client sends a
 request other than ``initialize``, then **OPEN**: ACP v2 allows ``initialize``
 again only while OPENING. The ACP version agreed at ``initialize`` is the face
-the hub speaks through (``hub.face``: v1's from the start, v2's once a client's
+the hub speaks through (``hub.client.face``: v1's from the start, v2's once a client's
 ``initialize`` asks for it; the latest successful ``initialize`` decides).
 """
 
@@ -163,7 +163,7 @@ class Connection:
     codex_user_agent: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
-        self.hub.speak(self.v1_face)
+        self.hub.client.speak(self.v1_face)
 
     @property
     def codex(self) -> CodexState:
@@ -204,7 +204,7 @@ class Connection:
         """The client's ``initialize``: the ACP version is agreed (a v2 client gets the
         v2 face), and what the bridge offers is answered (it needs nothing from Codex)."""
         version = negotiation.negotiate(raw)
-        if self.client is ClientState.OPEN and (version == 2 or self.hub.face.version == 2):
+        if self.client is ClientState.OPEN and (version == 2 or self.hub.client.face.version == 2):
             # v2: initialize may be repeated only before any other request.
             raise RpcError(
                 ErrorCode.INVALID_REQUEST,
@@ -214,7 +214,7 @@ class Connection:
             self._initialize_v2(rid, raw)
             return
         params = decode_params(raw, acp_types.InitializeParams, "initialize")
-        self.hub.speak(self.v1_face)  # the latest successful initialize decides
+        self.hub.client.speak(self.v1_face)  # the latest successful initialize decides
         extensions, client_meta = self.extensions, params.clientCapabilities.meta
         declared = self.hub.handshake.air = air.declared(client_meta)
         if declared is not None and air.NATIVE_SUBAGENTS in declared:
@@ -236,7 +236,7 @@ class Connection:
             result.agentCapabilities, self.v1_requests, params.clientCapabilities.session
         )
         result.meta = extensions.advertised(result.meta)
-        self.hub.answer_client(rid, result)
+        self.hub.client.answer(rid, result)
 
     def _initialize_v2(self, rid: RequestId, raw: Raw) -> None:
         """ACP v2: the same engine behind the v2 face (:mod:`bridge.engine.faces.v2`).
@@ -278,8 +278,8 @@ class Connection:
         hub.handshake.air = air.declared(client_meta)
         extensions.offer(v2_result.capabilities, requests, params.capabilities.session)
         v2_result.meta = extensions.advertised(v2_result.meta)
-        hub.speak(face)
-        hub.answer_client(rid, v2_result)
+        hub.client.speak(face)
+        hub.client.answer(rid, v2_result)
 
     # -- Codex's handshake -----------------------------------------------------------------
 

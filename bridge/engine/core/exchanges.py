@@ -125,7 +125,7 @@ def _resume(hub: Hub, exchange: Exchange, value: Any) -> None:
 def _refuse(hub: Hub, exchange: Exchange, ask: Ask, error: ErrorObject) -> None:
     if ask.refuse is not None:
         exchange.close()
-        hub.refuse_client(ask.refuse, from_codex(error))
+        hub.client.refuse(ask.refuse, from_codex(error))
         return
     _step(hub, exchange, partial(exchange.throw, Refused(error, ask.method)))
 

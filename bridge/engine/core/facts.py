@@ -1,11 +1,11 @@
 """What the features say happened, once, in no protocol version's words.
 
-A feature states a fact with :meth:`Hub.state <bridge.engine.core.hub.Hub.state>`;
+A feature states a fact with :meth:`ClientLink.state <bridge.engine.core.client_link.ClientLink.state>`;
 the client's face (:mod:`bridge.engine.faces.v1`, :mod:`bridge.engine.faces.v2`)
 renders it in its version's messages, or not at all (v1 has no work state and no
 insertion of a prompt). A session's updates are facts too: the ACP update Structs
 the views build (a tool call created or changed, a plan, the commands, the
-config options, the mode), sent with :meth:`Hub.update`; each face has a
+config options, the mode), sent with :meth:`ClientLink.update`; each face has a
 rendering for every one of them (``tests/test_faces.py`` checks it).
 
 Each fact names the session it is about by its record, so that what a face keeps

@@ -83,11 +83,11 @@ class V1Face:
         """The proposed plan: a plan to a client that takes ``plan_update``, else the
         agent's message (the plan's id its ``messageId``)."""
         if self.hub.handshake.client_capabilities.plan is not None:
-            self.hub.emit(update_effect(session_id, update))
+            self.hub.client.emit(update_effect(session_id, update))
             return
         text = acp_types.TextContent(text=update.plan.content)
         message = acp_types.AgentMessageChunk(content=text, messageId=update.plan.planId)
-        self.hub.emit(update_effect(session_id, message))
+        self.hub.client.emit(update_effect(session_id, message))
 
     def state(self, fact: facts.Fact) -> None:
         self.on_fact[type(fact)](self, fact)
@@ -97,20 +97,20 @@ class V1Face:
         (its prompt is answered at the end of its work)."""
 
     def _session_opened(self, fact: facts.SessionOpened) -> None:
-        self.hub.answer_client(fact.request_id, fact.result)
+        self.hub.client.answer(fact.request_id, fact.result)
 
     def _prompt_ended(self, fact: facts.PromptEnded) -> None:
         if isinstance(fact.outcome, RpcError):
-            self.hub.respond_error(fact.request_id, fact.outcome)
+            self.hub.client.respond_error(fact.request_id, fact.outcome)
         else:
-            self.hub.respond(fact.request_id, fact.outcome)
+            self.hub.client.respond(fact.request_id, fact.outcome)
 
     def answer(self, rid: RequestId, result: Any) -> None:
-        self.hub.respond(rid, result)
+        self.hub.client.respond(rid, result)
 
     def refuse(self, rid: RequestId, error: RpcError) -> None:
         self.hub.threads.take_prompt(rid)  # a prompt refused so (a defect's) is held no more
-        self.hub.respond_error(rid, error)
+        self.hub.client.respond_error(rid, error)
 
     def client_params(self, method: str, params: Any) -> Any:
         return params

@@ -149,7 +149,7 @@ class V2Face:
         """The prompt's work began (see rule 1): its answer, the user message echo, and
         the session's work state."""
         record = fact.record
-        self.hub.respond(fact.request_id, v2.PromptResult(messageId=fact.message_id))
+        self.hub.client.respond(fact.request_id, v2.PromptResult(messageId=fact.message_id))
         self._emit(record.id, v2.UserMessage(messageId=fact.message_id, content=fact.content))
         record.shown.working += 1
         record.shown.turn_elsewhere = None  # a turn Codex reported first is this prompt's
@@ -160,7 +160,7 @@ class V2Face:
         hub = self.hub
         if isinstance(outcome, RpcError):
             if prompt is None or prompt.message_id is None:
-                hub.respond_error(rid, outcome)
+                hub.client.respond_error(rid, outcome)
                 return
             error = v2.Error(
                 code=outcome.code,
@@ -172,7 +172,7 @@ class V2Face:
         if prompt is None or prompt.message_id is None:
             # Answered before insertion: a queued prompt cancelled, never inserted.
             stop = outcome.stopReason
-            hub.respond_error(
+            hub.client.respond_error(
                 rid,
                 RpcError(
                     ErrorCode.REQUEST_CANCELLED,
@@ -236,7 +236,7 @@ class V2Face:
         if type(result) in (acp_sessions.LoadSessionResult, acp_sessions.ResumeSessionResult):
             # Current state after any replay, before the answer (v2's resume rule).
             self._resumed(fact.record)
-        self.hub.answer_client(fact.request_id, _opened(result))
+        self.hub.client.answer(fact.request_id, _opened(result))
 
     def _resumed(self, record: ThreadRecord) -> None:
         """The resumed session's state now. A turn Codex still runs (left by a client of a
@@ -254,14 +254,14 @@ class V2Face:
     def answer(self, rid: RequestId, result: Any) -> None:
         if type(result) is acp_settings.SetSessionConfigOptionResult:
             result = v2.SessionOpened(configOptions=config_options(result.configOptions))
-        self.hub.respond(rid, result)
+        self.hub.client.respond(rid, result)
 
     def refuse(self, rid: RequestId, error: RpcError) -> None:
         """An error for ``rid`` no feature sent as a prompt's end (a defect's, most often):
         a prompt already inserted ends in it (its state says it)."""
         held = self.hub.threads.take_prompt(rid)
         if held is None:
-            self.hub.respond_error(rid, error)
+            self.hub.client.respond_error(rid, error)
             return
         record, prompt = held
         self._prompt_ended(facts.PromptEnded(record, rid, prompt, error))
@@ -309,7 +309,7 @@ class V2Face:
         render(self, session_id, update)
 
     def _as_is(self, session_id: str, update: Any) -> None:
-        self.hub.emit(update_effect(session_id, update))
+        self.hub.client.emit(update_effect(session_id, update))
 
     def _async_task(
         self, session_id: str, update: air.AsyncTaskSpawned | air.AsyncTaskStateUpdate
@@ -321,7 +321,7 @@ class V2Face:
             if isinstance(update, air.AsyncTaskSpawned)
             else v2.AsyncTaskStateUpdate(**fields)
         )
-        self.hub.emit(update_effect(session_id, rendered))
+        self.hub.client.emit(update_effect(session_id, rendered))
 
     def _dropped(self, session_id: str, update: Any) -> None:
         """An update v2 has no counterpart of (modes: the mode is a config option)."""
@@ -330,28 +330,28 @@ class V2Face:
         record = self.hub.threads.session(session_id)
         if record is not None:
             update = self._tool_update(record, update)
-        self.hub.emit(update_effect(session_id, update))
+        self.hub.client.emit(update_effect(session_id, update))
 
     def _plan(self, session_id: str, update: acp_tools.Plan) -> None:
         # One plan per session (Codex's turn plan): every update replaces it.
         plan = v2.PlanItems(planId="plan", entries=list(update.entries))
-        self.hub.emit(update_effect(session_id, v2.PlanUpdate(plan=plan, meta=update.meta)))
+        self.hub.client.emit(update_effect(session_id, v2.PlanUpdate(plan=plan, meta=update.meta)))
 
     def _proposed_plan(self, session_id: str, update: acp_tools.PlanUpdate) -> None:
         # Plan mode's proposed plan: Markdown, under its own id (apart from the turn plan's).
         plan = v2.PlanMarkdown(planId=update.plan.planId, content=update.plan.content)
-        self.hub.emit(update_effect(session_id, v2.PlanUpdate(plan=plan, meta=update.meta)))
+        self.hub.client.emit(update_effect(session_id, v2.PlanUpdate(plan=plan, meta=update.meta)))
 
     def _commands(self, session_id: str, update: acp_commands.AvailableCommandsUpdate) -> None:
         rendered = v2.AvailableCommandsUpdate(availableCommands=commands(update.availableCommands))
-        self.hub.emit(update_effect(session_id, rendered))
+        self.hub.client.emit(update_effect(session_id, rendered))
 
     def _config(self, session_id: str, update: acp_settings.ConfigOptionUpdate) -> None:
         rendered = v2.ConfigOptionUpdate(configOptions=config_options(update.configOptions))
-        self.hub.emit(update_effect(session_id, rendered))
+        self.hub.client.emit(update_effect(session_id, rendered))
 
     def _subagent(self, session_id: str, update: acp_subagents.SubagentUpdate) -> None:
-        self.hub.emit(update_effect(session_id, update))
+        self.hub.client.emit(update_effect(session_id, update))
         state = update.state
         if isinstance(state, acp_subagents.WorkState):
             # The child's own stream carries its state too, after the parent's copy.
@@ -413,7 +413,7 @@ class V2Face:
 
     def _emit(self, session_id: str, update: msgspec.Struct, *, force: bool = False) -> None:
         if force or session_id in self.hub.threads.shown_ids:
-            self.hub.emit(update_effect(session_id, update))
+            self.hub.client.emit(update_effect(session_id, update))
 
 
 def _work_ended(record: ThreadRecord) -> None:

@@ -176,7 +176,7 @@ class Questions:
         question.tool_call = (target.id, tool_call.toolCallId)
         if tool_call.toolCallId in target.tools.announced:
             if self._running(question):
-                self.hub.update(
+                self.hub.client.update(
                     target.id,
                     acp_tools.ToolCallUpdate(toolCallId=tool_call.toolCallId, status="pending"),
                 )
@@ -187,7 +187,7 @@ class Questions:
         self, question: Question, target: ThreadRecord, tool_call: acp_permissions.ToolCallUpdate
     ) -> None:
         target.tools.announce(tool_call.toolCallId)
-        self.hub.update(
+        self.hub.client.update(
             target.id,
             acp_tools.ToolCall(
                 toolCallId=tool_call.toolCallId,
@@ -225,7 +225,7 @@ class Questions:
         def refused(error: ErrorObject) -> None:
             self._client_refused(question, error)
 
-        question.client_id = self.hub.client_request(method, params, answered, refused)
+        question.client_id = self.hub.client.request(method, params, answered, refused)
 
     def _addressed(self, thread_id: str, params: msgspec.Struct) -> msgspec.Struct:
         """Ask a hidden sub-agent's question on its root session, saying which agent asks."""
@@ -294,7 +294,7 @@ class Questions:
         if question.tool_call is not None:
             self._tool_call_answered(question, answer)
         if withdraw and question.client_id is not None and not question.client_answered:
-            self.hub.withdraw_client_request(question.client_id)
+            self.hub.client.withdraw(question.client_id)
 
     def _tool_call_answered(self, question: Question, answer: CodexAnswer) -> None:
         """What the tool call the request held ``pending`` shows once it is settled.
@@ -318,7 +318,7 @@ class Questions:
             if allowed or (answer is NO_ANSWER and self.hub.codex.lost_reason is None):
                 # Allowed (or answered elsewhere: Codex resolved it): the item tells.
                 if allowed and self._running(question):
-                    self.hub.update(
+                    self.hub.client.update(
                         session_id,
                         acp_tools.ToolCallUpdate(toolCallId=call_id, status="in_progress"),
                     )
@@ -331,7 +331,9 @@ class Questions:
             status = "failed"
         else:
             status = "completed" if allowed else "failed"
-        self.hub.update(session_id, acp_tools.ToolCallUpdate(toolCallId=call_id, status=status))
+        self.hub.client.update(
+            session_id, acp_tools.ToolCallUpdate(toolCallId=call_id, status=status)
+        )
 
     def client_can_elicit(self, mode: str) -> bool:
         # ACP: the capability for a mode is declared by a non-null member ({}).

@@ -120,7 +120,7 @@ class AsyncTasks:
             if terminal.itemId not in record.tools.announced:
                 # A resume shows no history: the command's tool call, as it runs.
                 record.tools.announce(terminal.itemId)
-                self.hub.update(record.id, running_command(terminal, record.cwd))
+                self.hub.client.update(record.id, running_command(terminal, record.cwd))
             self._spawned(record, terminal.itemId, terminal.command)
 
     def _spawned(self, record: ThreadRecord, item_id: str, name: str) -> None:
@@ -129,8 +129,10 @@ class AsyncTasks:
             return
         self._running[item_id] = record.id
         backgrounded = air.meta({air.ASYNC_TASKS: {"backgrounded": True}})
-        self.hub.update(record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=backgrounded))
-        self.hub.update(
+        self.hub.client.update(
+            record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=backgrounded)
+        )
+        self.hub.client.update(
             record.id,
             air.AsyncTaskSpawned(
                 asyncTaskId=item_id,
@@ -153,7 +155,7 @@ class AsyncTasks:
         else:
             state = "completed" if item.status == "completed" else "failed"
         summary = f"exit code {item.exitCode}" if item.exitCode is not None else UNSET
-        self.hub.update(
+        self.hub.client.update(
             session_id, air.AsyncTaskStateUpdate(asyncTaskId=item.id, state=state, summary=summary)
         )
 
@@ -181,12 +183,12 @@ class AsyncTasks:
         )
         found = [t for t in listed.data if t.itemId == task]
         if not found:
-            hub.answer_client(rid, air.AsyncTaskStopResult(stopped=False))
+            hub.client.answer(rid, air.AsyncTaskStopResult(stopped=False))
             return
         self._stopping.add(task)
         terminate = {"threadId": session_id, "processId": found[0].processId}
         yield Ask(TERMINATE, terminate, refuse=rid)
-        hub.answer_client(rid, air.AsyncTaskStopResult(stopped=True))
+        hub.client.answer(rid, air.AsyncTaskStopResult(stopped=True))
 
 
 def _terminals_unlisted(record: ThreadRecord, _asked: ListTerminals, error: ErrorObject) -> None:

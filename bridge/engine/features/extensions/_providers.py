@@ -81,9 +81,9 @@ class Providers:
             error = refused.error
             if error.code == ErrorCode.METHOD_NOT_FOUND:
                 why = RpcError.internal(f"this Codex has no {LIST} (Codex 0.171 or later has)")
-                self.hub.refuse_client(rid, why)
+                self.hub.client.refuse(rid, why)
             else:
-                self.hub.refuse_client(rid, from_codex(error))
+                self.hub.client.refuse(rid, from_codex(error))
             return None
         return listed
 
@@ -110,7 +110,7 @@ class Providers:
                 )
                 for summary in result.data
             ]
-            self.hub.answer_client(rid, acp_providers.ListProvidersResult(providers=infos))
+            self.hub.client.answer(rid, acp_providers.ListProvidersResult(providers=infos))
 
     def set_provider(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_providers.SetProviderParams, "providers/set")
@@ -137,7 +137,7 @@ class Providers:
             elif params.headers:
                 why = "Codex takes a provider's headers from its config.toml only"
             if why is not None:
-                self.hub.refuse_client(
+                self.hub.client.refuse(
                     rid,
                     RpcError.invalid_params(
                         f"providers/set: {why}", {"providerId": params.providerId}
@@ -145,13 +145,13 @@ class Providers:
                 )
                 return
             self.chosen = params.providerId
-            self.hub.answer_client(rid, acp_providers.Empty())
+            self.hub.client.answer(rid, acp_providers.Empty())
 
     def disable_provider(self, rid: RequestId, raw: Raw) -> None:
         params = decode_params(raw, acp_providers.DisableProviderParams, "providers/disable")
         if params.providerId == self.chosen:
             self.chosen = None
-            self.hub.answer_client(rid, acp_providers.Empty())
+            self.hub.client.answer(rid, acp_providers.Empty())
             return
         raise RpcError.invalid_params(
             f"providers/disable: {params.providerId!r} is required (Codex cannot switch a "

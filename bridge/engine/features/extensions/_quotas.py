@@ -159,7 +159,7 @@ class Quotas:
         update = acp_quota.QuotaUpdate(updatedAt=snapshot.updatedAt, pools=snapshot.pools)
         for record in self.hub.threads.sessions():
             if record.parent_id is None:
-                self.hub.update(record.id, update)
+                self.hub.client.update(record.id, update)
 
     def read(self, rid: RequestId, raw: Raw) -> None:
         """``quota/read {sessionId?}``: every limit Codex has, as one snapshot (the same
@@ -187,7 +187,7 @@ class Quotas:
                 snapshots = [read.rateLimits]
             for snapshot in snapshots:
                 self.usage_limits.updated(codex_palette.RateLimitsUpdated(rateLimits=snapshot))
-        self.hub.answer_client(rid, (yield from self._stamped()))
+        self.hub.client.answer(rid, (yield from self._stamped()))
 
     # -- the prompt's answer ----------------------------------------------------------------
 
@@ -195,7 +195,11 @@ class Quotas:
         """The prompt's answer with the tokens its turn used (v1), or a turn refused for
         usage as ``quotaExceeded``."""
         result = fact.outcome
-        if self.on and self.hub.face.version == 1 and isinstance(result, acp_types.PromptResult):
+        if (
+            self.on
+            and self.hub.client.face.version == 1
+            and isinstance(result, acp_types.PromptResult)
+        ):
             tokens = _codex_counts(result.usage)
             settings = fact.record.settings
             model = settings.model if settings is not None else ""

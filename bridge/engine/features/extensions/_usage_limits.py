@@ -91,7 +91,7 @@ class UsageLimits:
             return False
         self._limits[limit_id] = merged
         if self.pushed:
-            self.hub.client_notification(
+            self.hub.client.notify(
                 acp_rate_limits.METHOD, acp_rate_limits.RateLimitsUpdate(rateLimits=merged)
             )
         return True
@@ -117,11 +117,11 @@ class UsageLimits:
         if air.error_kind(info) in ("usageLimitExceeded", "rateLimitExceeded"):
             details = self._resets()
         record = air.failure_record(f"{error.data['turnId']}:error", info, error.message, details)
-        if self.hub.face.version == 2:
+        if self.hub.client.face.version == 2:
             # v2 answered the prompt when it was inserted: the record goes on the session's
             # stream, before the state that ends the work says how.
             update = acp_tools.SessionInfoUpdate(meta=air.meta({air.SESSION_FAILURE: record}))
-            self.hub.update(fact.record.id, update)
+            self.hub.client.update(fact.record.id, update)
             return fact
         result = acp_types.PromptResult(
             stopReason="end_turn", meta=air.meta({air.SESSION_FAILURE: record})

@@ -111,7 +111,7 @@ class Steering:
         # Another client's turn (another window, Codex's TUI): its prompt is news here.
         if turn.kind in (TurnKind.STEER, TurnKind.FOREIGN) or turn.user_messages > 1:
             for update in history.item_updates(item):
-                self.hub.update(record.id, update)
+                self.hub.client.update(record.id, update)
 
     def cancelled(self, record: ThreadRecord) -> None:
         """``session/cancel``: steers not yet sent are answered ``failed``; one already
@@ -194,7 +194,7 @@ class Steering:
         self._answer(steer, "startedNewTurn")
 
     def _answer(self, steer: Steer, outcome: acp_steering.Outcome, reason: str = "") -> None:
-        self.hub.answer_client(
+        self.hub.client.answer(
             steer.request_id,
             acp_steering.SteeringResult(outcome=outcome, reason=reason or UNSET),
         )

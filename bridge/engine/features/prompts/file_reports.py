@@ -140,4 +140,4 @@ class FileReports:
                 uncertainty=UNCERTAINTY,
             )
         update = acp_tools.SessionInfoUpdate(meta=air.meta({air.FILE_CHANGE_REPORT: report}))
-        self.hub.update(record.id, update)
+        self.hub.client.update(record.id, update)

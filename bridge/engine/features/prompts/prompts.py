@@ -32,7 +32,7 @@ an id of this bridge's (``SESSION-prompt-N``) when no such item will come or
 comes too late: a slash command, when Codex accepts its request (or at once
 when the bridge answers it itself); a turn whose tool call or plan
 (:data:`~bridge.engine.core.turns.TURN_TRAFFIC`) is about to go out first (the
-hub sees it: :meth:`~bridge.engine.core.hub.Hub.update`); a turn that ends without
+hub sees it: :meth:`~bridge.engine.core.client_link.ClientLink.update`); a turn that ends without
 one. A prompt refused before insertion is never inserted. The insertion itself,
 whoever sees it first, is :func:`bridge.engine.core.turns.insert`.
 """
@@ -302,12 +302,12 @@ class Prompts:
     def _insert_awaited(self, record: ThreadRecord, message_id: str | None) -> None:
         inserted = turns.insert_awaited(self.hub.threads, record, message_id)
         if inserted is not None:
-            self.hub.state(inserted)
+            self.hub.client.state(inserted)
 
     def _insert(self, record: ThreadRecord, prompt: Prompt, message_id: str | None) -> None:
         """State the prompt's insertion, as ``message_id`` or, when none is given, an id
         of this bridge's."""
-        self.hub.state(turns.insert(self.hub.threads, record, prompt, message_id))
+        self.hub.client.state(turns.insert(self.hub.threads, record, prompt, message_id))
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -329,7 +329,7 @@ class Prompts:
             chunk = acp_types.AgentMessageChunk(
                 content=acp_types.TextContent(text=text), messageId=message_id
             )
-            self.hub.update(record.id, chunk)
+            self.hub.client.update(record.id, chunk)
             self._quick_end(record, rid, acp_types.PromptResult(stopReason="end_turn"))
 
     def _quick_failed(
@@ -469,7 +469,7 @@ class Prompts:
     ) -> None:
         """Prompt ``rid``'s work ended: its answer (or, in v2, its work state) says how."""
         prompt = record.prompts.pop(rid, None)
-        if record.awaiting_message == rid and rid in self.hub.open_client_requests:
+        if record.awaiting_message == rid and rid in self.hub.client.open_requests:
             if isinstance(outcome, RpcError):
                 record.awaiting_message = None  # refused before Codex named it: never inserted
             elif prompt is not None and prompt.message_id is None:
@@ -482,13 +482,13 @@ class Prompts:
         """Codex started a turn on the thread (a prompt's, or one nobody here asked for):
         a fact for the face, once the features that react to it have (see the engine's
         routing table)."""
-        self.hub.state(facts.TurnStarted(note.threadId, note.turn.id))
+        self.hub.client.state(facts.TurnStarted(note.threadId, note.turn.id))
 
     def state_turn_ended(self, note: codex_types.TurnNotification) -> None:
         """Codex ended a turn on the thread, thus: a fact for the face, once the features
         that react to it have (the prompt's answer, its tool calls, its questions)."""
         error = note.turn.error.message if note.turn.error else None
-        self.hub.state(facts.TurnEnded(note.threadId, note.turn.id, note.turn.status, error))
+        self.hub.client.state(facts.TurnEnded(note.threadId, note.turn.id, note.turn.status, error))
 
     def resume_done(self, record: ThreadRecord) -> None:
         """Codex answered the session's resume after it came back: prompts that waited for

@@ -132,7 +132,7 @@ class ProposedPlans:
             method = "elicitation/create"
         else:
             asked.tool_call_id = f"{item_id}-implement"
-            self.hub.update(
+            self.hub.client.update(
                 record.id,
                 acp_tools.ToolCall(
                     toolCallId=asked.tool_call_id,
@@ -165,7 +165,7 @@ class ProposedPlans:
                 log.info("the client answered %r with an error: %s", QUESTION, error.message)
             self._answered(record, asked, STAY)
 
-        asked.client_id = self.hub.client_request(method, request, answered, refused)
+        asked.client_id = self.hub.client.request(method, request, answered, refused)
 
     def _answered(self, record: ThreadRecord, asked: _Asked, decision: str) -> None:
         if asked.settled:
@@ -196,7 +196,7 @@ class ProposedPlans:
         if self._asked.get(session_id) is asked:
             del self._asked[session_id]
         if asked.tool_call_id is not None:
-            self.hub.update(
+            self.hub.client.update(
                 session_id, acp_tools.ToolCallUpdate(toolCallId=asked.tool_call_id, status=status)
             )
 
@@ -212,7 +212,7 @@ class ProposedPlans:
         log.info("session %s: %r withdrawn", session_id, QUESTION)
         self._settle(session_id, asked, "failed")
         if asked.client_id is not None:
-            self.hub.withdraw_client_request(asked.client_id)
+            self.hub.client.withdraw(asked.client_id)
 
     def codex_lost(self, _reason: str) -> None:
         for session_id in list(self._asked):

@@ -85,7 +85,7 @@ class Retries:
         why = _retry_reason(note.error)
         sessions = self.hub.handshake.client_capabilities.session or {}
         if sessions.get("notices") is not None:
-            self.hub.update(
+            self.hub.client.update(
                 record.id,
                 acp_types.Notice(
                     severity="warning",
@@ -95,7 +95,7 @@ class Retries:
             )
         else:
             text = f"Codex cannot reach the model ({why}); retrying.\n"
-            self.hub.update(record.id, translate.thought_chunk(f"retry-{note.turnId}", text))
+            self.hub.client.update(record.id, translate.thought_chunk(f"retry-{note.turnId}", text))
 
     def _check_sign_in(self, record: ThreadRecord, turn: Turn) -> None:
         """A model Codex cannot reach may be one it may not use: nobody is signed in and the

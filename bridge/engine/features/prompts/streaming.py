@@ -84,14 +84,14 @@ class Streaming:
         chunk = translate.message_chunk(delta)
         if record.stream.message_phases:
             translate.with_phase(chunk, record.stream.message_phases.get(delta.itemId))
-        self.hub.update(record.id, chunk)
+        self.hub.client.update(record.id, chunk)
 
     def reasoning_delta(self, delta: codex_types.ReasoningSummaryTextDelta) -> None:
         record = self.hub.threads.session(delta.threadId)
         if record is None or _begun_elsewhere(record, delta.itemId):
             return
         record.stream.streamed_items.add(delta.itemId)
-        self.hub.update(record.id, translate.thought_chunk(delta.itemId, delta.delta))
+        self.hub.client.update(record.id, translate.thought_chunk(delta.itemId, delta.delta))
 
     def reasoning_part_added(self, note: codex_types.ReasoningSummaryPartAdded) -> None:
         record = self.hub.threads.session(note.threadId)
@@ -101,7 +101,7 @@ class Streaming:
             and note.summaryIndex > 0
             and not _begun_elsewhere(record, note.itemId)
         ):
-            self.hub.update(record.id, translate.thought_chunk(note.itemId, "\n\n"))
+            self.hub.client.update(record.id, translate.thought_chunk(note.itemId, "\n\n"))
 
     def item_completed(self, note: ItemNotification) -> None:
         record = self.hub.threads.session(note.threadId)
@@ -114,14 +114,14 @@ class Streaming:
         phase = record.stream.message_phases.pop(item.id, None)
         if isinstance(item, codex_types.AgentMessageItem) and self.hub.handshake.air is not None:
             phase = item.phase or phase
-        if isinstance(item, codex_types.AgentMessageItem) and self.hub.face.version == 2:
+        if isinstance(item, codex_types.AgentMessageItem) and self.hub.client.face.version == 2:
             # v2 has the answer's upsert: its whole text replaces what the chunks said.
             upsert = translate.answer_upsert(item, streamed=streamed)
             if upsert is not None:
-                self.hub.update(record.id, translate.with_phase(upsert, phase))
+                self.hub.client.update(record.id, translate.with_phase(upsert, phase))
             return
         for update in translate.completed_item_updates(item, streamed):
-            self.hub.update(record.id, translate.with_phase(update, phase))
+            self.hub.client.update(record.id, translate.with_phase(update, phase))
 
     def token_usage(self, note: codex_types.ThreadTokenUsageUpdated) -> None:
         record = self.hub.threads.session(note.threadId)
@@ -132,7 +132,7 @@ class Streaming:
         if record is not None:
             update = translate.usage_update(note.tokenUsage, record.stream.cost_usd_micros)
             if update is not None:
-                self.hub.update(record.id, update)
+                self.hub.client.update(record.id, update)
 
     def codex_lost(self) -> None:
         """Codex is gone: no turn's items will come again."""
@@ -171,7 +171,7 @@ class Streaming:
             translate.usage_update(record.stream.usage, estimate) if record.stream.usage else None
         )
         if update is not None:
-            self.hub.update(record.id, update)
+            self.hub.client.update(record.id, update)
 
     def _cost_unknown(self, record: ThreadRecord, _asked: ReadCost, error: ErrorObject) -> None:
         # Signed in with an API key, or a Codex that cannot read it: no cost to show.

@@ -89,7 +89,7 @@ class Listing:
             request.useStateDbOnly = True
         # The client may cancel it until Codex answers: the page is then dropped.
         cancelled: list[bool] = []
-        hub.cancellable(rid, lambda: cancelled.append(True))
+        hub.client.cancellable(rid, lambda: cancelled.append(True))
 
         def listed(page: threads.ThreadListResult) -> None:
             if cancelled:
@@ -102,7 +102,7 @@ class Listing:
                     info.archived = archived == "only"
             if self.index is not None:
                 self.index.rows(params, roots, sessions, archived == "only")
-            hub.answer_client(
+            hub.client.answer(
                 rid,
                 acp_sessions.ListSessionsResult(
                     sessions=sessions,
@@ -122,7 +122,7 @@ class Listing:
             if cancelled:
                 return
             if params.cursor is not None and "cursor" in error.message.lower():
-                hub.refuse_client(
+                hub.client.refuse(
                     rid,
                     RpcError.invalid_params(
                         f"session/list: invalid cursor {params.cursor!r} (pass back a nextCursor)",
@@ -130,7 +130,7 @@ class Listing:
                     ),
                 )
             else:
-                hub.refuse_client(rid, from_codex(error))
+                hub.client.refuse(rid, from_codex(error))
 
         def ask() -> None:
             hub.codex.request("thread/list", request, threads.ThreadListResult, listed, refused)

@@ -116,7 +116,7 @@ class SessionAdmin:
         record = hub.threads.session(session_id)
         if record is not None:
             state = acp_subagents.WorkState(state=record.shown.state) if report_state else UNSET
-            hub.answer_client(rid, acp_sessions.SessionStatusResult(status="open", state=state))
+            hub.client.answer(rid, acp_sessions.SessionStatusResult(status="open", state=state))
             return
         exchanges.start(hub, self._stored_status(rid, session_id))
 
@@ -129,13 +129,13 @@ class SessionAdmin:
         try:
             result: codex_threads.ThreadReadResult = yield read
         except Refused as refused:
-            self.hub.refuse_client(rid, self._unknown("session/status", session_id, refused.error))
+            self.hub.client.refuse(rid, self._unknown("session/status", session_id, refused.error))
             return
         # Codex holds a thread another connection opened (a daemon's shared Codex): it is in
         # memory, for any connection, though not open on this one.
         loaded = (result.thread.status or {}).get("type", "notLoaded") != "notLoaded"
         status = acp_sessions.SessionStatusResult(status="open" if loaded else "saved")
-        self.hub.answer_client(rid, status)
+        self.hub.client.answer(rid, status)
 
     def set_title(self, rid: RequestId, session_id: str, title: str) -> None:
         """``thread/name/set``; Codex's ``thread/name/updated`` follows (the session's
@@ -216,11 +216,11 @@ class SessionAdmin:
         try:
             yield ask
         except Refused as refused:
-            self.hub.refuse_client(rid, self._unknown(method, session_id, refused.error))
+            self.hub.client.refuse(rid, self._unknown(method, session_id, refused.error))
             return
         if closes:
             self._sessions.thread_gone(codex_threads.ThreadGone(threadId=session_id))
-        self.hub.answer_client(rid, answer)
+        self.hub.client.answer(rid, answer)
 
     def _unknown(self, method: str, session_id: str, error: ErrorObject) -> RpcError:
         """Codex's refusal of a request about a thread: the session is not found (-32002
@@ -241,7 +241,7 @@ class SessionAdmin:
 
     def _logout(self, rid: RequestId) -> Exchange:
         yield Ask("account/logout", refuse=rid)
-        self.hub.answer_client(rid, acp_auth.LogoutResult())
+        self.hub.client.answer(rid, acp_auth.LogoutResult())
 
     def cancel_tool_call(self, rid: RequestId, session_id: str, call_id: str) -> None:
         """Stop one running command. The answer says the cancel was accepted; the call's
@@ -257,7 +257,7 @@ class SessionAdmin:
                 "session/cancel)",
                 {"toolCallId": call_id},
             )
-        hub.state(facts.ToolCallCancelled(record, call_id))
+        hub.client.state(facts.ToolCallCancelled(record, call_id))
         exchanges.start(hub, self._stop_command(rid, session_id, call_id))
 
     def _stop_command(self, rid: RequestId, session_id: str, call_id: str) -> Exchange:
@@ -268,14 +268,14 @@ class SessionAdmin:
         try:
             listed = yield Ask(LIST_TERMINALS, {"threadId": session_id})
         except Refused as refused:
-            hub.refuse_client(rid, self._no_terminals(refused.error, call_id))
+            hub.client.refuse(rid, self._no_terminals(refused.error, call_id))
             return
         found = [t for t in _terminals(listed) if t.get("itemId") == call_id]
         if found:
             process = {"threadId": session_id, "processId": found[0].get("processId")}
             yield Ask(TERMINATE, process, refuse=rid)
         # Without one, it finished first: its status says how.
-        hub.answer_client(rid, v2.Empty())
+        hub.client.answer(rid, v2.Empty())
 
     def _no_terminals(self, error: ErrorObject, call_id: str) -> RpcError:
         """Codex's refusal to list a thread's commands, for ``tool_call/cancel``."""

@@ -149,7 +149,7 @@ class Authentication:
 
     def _api_key_login(self, rid: RequestId, key: str) -> Exchange:
         yield Ask("account/login/start", codex_account.ApiKeyLogin(apiKey=key), refuse=rid)
-        self.hub.answer_client(rid, acp_auth.AuthenticateResult())
+        self.hub.client.answer(rid, acp_auth.AuthenticateResult())
 
     def _chatgpt(self, rid: RequestId) -> Exchange:
         """Sign in with ChatGPT, unless Codex already is: some clients authenticate with the
@@ -160,7 +160,7 @@ class Authentication:
             read = None  # not known: sign in
         if read is not None and read.account is not None and read.account.type == "chatgpt":
             log.info("authenticate chatgpt: Codex is signed in already")
-            self.hub.answer_client(rid, acp_auth.AuthenticateResult())
+            self.hub.client.answer(rid, acp_auth.AuthenticateResult())
             return
         login = Ask("account/login/start", codex_account.ChatgptLogin(), _LOGIN, refuse=rid)
         self._chatgpt_started(rid, (yield login))
@@ -168,13 +168,13 @@ class Authentication:
     def _chatgpt_started(self, rid: RequestId, started: codex_account.LoginAccountResult) -> None:
         url, login_id = started.authUrl, started.loginId
         if not isinstance(url, str) or not isinstance(login_id, str):
-            self.hub.refuse_client(rid, RpcError.internal("Codex started no ChatGPT sign-in"))
+            self.hub.client.refuse(rid, RpcError.internal("Codex started no ChatGPT sign-in"))
             return
         elicitation = self.hub.handshake.client_capabilities.elicitation or {}
         if elicitation.get("url") is None:
             # Without URL elicitation the page can only travel in the answer. Codex keeps
             # waiting for the browser's callback: signing in there is enough.
-            self.hub.refuse_client(
+            self.hub.client.refuse(
                 rid,
                 RpcError(
                     ErrorCode.AUTH_REQUIRED,
@@ -184,7 +184,7 @@ class Authentication:
             )
             return
         login = self.logins[login_id] = Login(request_id=rid, login_id=login_id, elicited=True)
-        self.hub.client_request(
+        self.hub.client.request(
             "elicitation/create",
             acp_auth.UrlElicitationParams(
                 mode="url",
@@ -209,7 +209,7 @@ class Authentication:
         if self.logins.pop(login.login_id, None) is None:
             return  # already completed
         exchanges.start(self.hub, _cancel_login(login.login_id))
-        self.hub.refuse_client(
+        self.hub.client.refuse(
             login.request_id, RpcError(ErrorCode.AUTH_REQUIRED, f"ChatGPT sign-in cancelled: {why}")
         )
 
@@ -218,15 +218,15 @@ class Authentication:
         if login is None:
             return
         if login.elicited:
-            self.hub.client_notification(
+            self.hub.client.notify(
                 "elicitation/complete",
                 acp_auth.CompleteElicitationParams(elicitationId=login.login_id),
             )
         if note.success:
-            self.hub.answer_client(login.request_id, acp_auth.AuthenticateResult())
+            self.hub.client.answer(login.request_id, acp_auth.AuthenticateResult())
         else:
             message = note.error or "Codex reported no reason"
-            self.hub.refuse_client(
+            self.hub.client.refuse(
                 login.request_id,
                 RpcError(ErrorCode.AUTH_REQUIRED, f"ChatGPT sign-in failed: {message}"),
             )
@@ -239,7 +239,7 @@ class Authentication:
 
     def _tell_status(self, rid: RequestId) -> Exchange:
         self.told = yield from _read_status()
-        self.hub.answer_client(rid, self.told)
+        self.hub.client.answer(rid, self.told)
 
     def account_updated(self, _note: codex_account.AccountUpdated) -> None:
         """Codex's credentials changed: the client that was offered the state is told it
@@ -251,12 +251,12 @@ class Authentication:
         status = yield from _read_status()
         if status != self.told:
             self.told = status
-            self.hub.client_notification(acp_auth.STATUS_UPDATE, status)
+            self.hub.client.notify(acp_auth.STATUS_UPDATE, status)
 
     def codex_lost(self, reason: str) -> None:
         logins, self.logins = self.logins, {}
         for login in logins.values():
-            self.hub.refuse_client(login.request_id, RpcError.internal(reason))
+            self.hub.client.refuse(login.request_id, RpcError.internal(reason))
 
 
 _ACCOUNT = codex_palette.AccountReadResult

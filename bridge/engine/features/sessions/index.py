@@ -199,9 +199,9 @@ class SessionIndex:
         cwd = record.cwd if record is not None and record.cwd else self._cwds.get(thread_id)
         if cwd and cwd in self._watched:
             if self.hub.declares(air.SESSION_INDEX):
-                self.hub.client_notification(air.LIST_CHANGED, air.ListChangedParams(cwd=cwd))
+                self.hub.client.notify(air.LIST_CHANGED, air.ListChangedParams(cwd=cwd))
             if self.listed:
-                self.hub.client_notification(LIST_CHANGED, acp_sessions.ListChangedParams(cwd=cwd))
+                self.hub.client.notify(LIST_CHANGED, acp_sessions.ListChangedParams(cwd=cwd))
 
     def thread_gone(self, note: codex_threads.ThreadGone) -> None:
         """``thread/deleted`` or ``thread/archived``: its row changed (gone from the list),

@@ -25,7 +25,7 @@ A session is a Codex thread, so every method here is a thread method:
 
 The client may cancel a load, a resume, a fork or a list (``$/cancel_request``) until
 Codex has answered what it needs: the request is answered -32800 at once
-(:meth:`~bridge.engine.core.hub.Hub.cancel_client_request`), Codex's answer to what was
+(:meth:`~bridge.engine.core.client_link.ClientLink.cancel_request`), Codex's answer to what was
 asked already ends it, nothing more is asked of Codex for it, and a thread Codex
 subscribed this connection to meanwhile (a resume's, a fork's) is unsubscribed. Once a
 load's history is going out, it is answered as it ends.
@@ -155,7 +155,7 @@ class Lifecycle:
             asked.cancelled = True
             opening.life.opening = False  # a load or resume may start again at once
 
-        hub.cancellable(rid, cancel)
+        hub.client.cancellable(rid, cancel)
         # Paged, the history is listed after the resume (``Replay``): this read only says
         # the thread is there.
         self._read_stored(
@@ -197,7 +197,7 @@ class Lifecycle:
             return
         record.life.opening = False
         self.subagents.open_failed(record.id)
-        self.hub.refuse_client(asked.rid, self._not_found(record.id, error))
+        self.hub.client.refuse(asked.rid, self._not_found(record.id, error))
 
     def _stored_found(
         self, record: ThreadRecord, asked: OpenStored, result: threads.ThreadReadResult
@@ -266,9 +266,9 @@ class Lifecycle:
             if error.message.startswith(NO_ROLLOUT):
                 # Read, yet not resumable even once its rollout was written: not a thread
                 # this Codex can give back (it never answers so for one it holds).
-                self.hub.refuse_client(asked.rid, self._not_found(record.id, error))
+                self.hub.client.refuse(asked.rid, self._not_found(record.id, error))
                 return
-            self.hub.refuse_client(asked.rid, from_codex(error))
+            self.hub.client.refuse(asked.rid, from_codex(error))
 
     def _open_stored(
         self,
@@ -280,7 +280,7 @@ class Lifecycle:
         """Codex subscribed this connection to the stored thread: the session opens (and
         its history goes out: too late to cancel)."""
         stored, rid, replay = asked.stored, asked.rid, asked.replay
-        self.hub.not_cancellable(rid)
+        self.hub.client.not_cancellable(rid)
         assert stored is not None
         opening.life.opening = False
         record = self.opening.open_root(opening.id, asked.cwd, asked.left_out)
@@ -405,7 +405,7 @@ class Lifecycle:
         # The client may cancel it until Codex answers: no fork is asked for then, or the
         # fork Codex made meanwhile is left (unsubscribed, as a stored session).
         cancelled: list[bool] = []
-        hub.cancellable(rid, lambda: cancelled.append(True))
+        hub.client.cancellable(rid, lambda: cancelled.append(True))
         fork = Fork(rid, params, at, folders, config, left_out, cancelled)
         exchanges.start(hub, self._fork(fork))
 
@@ -418,13 +418,13 @@ class Lifecycle:
         except Refused as refused:
             # thread/read has no side effect: an error means the thread is not there.
             if not fork.cancelled:
-                hub.refuse_client(fork.rid, self._not_found(session_id, refused.error))
+                hub.client.refuse(fork.rid, self._not_found(session_id, refused.error))
             return
         if fork.cancelled:
             return
         last_turn = turn_holding(at, stored.thread.turns) if at is not None else None
         if at is not None and last_turn is None:
-            hub.refuse_client(
+            hub.client.refuse(
                 fork.rid,
                 RpcError.invalid_params(
                     f"session/fork: no message {at.message_id!r} in session {session_id}",
@@ -446,7 +446,7 @@ class Lifecycle:
             opened: codex_types.ThreadStartResult = yield Ask("thread/fork", params, _STARTED)
         except Refused as refused:
             if not fork.cancelled:
-                hub.refuse_client(fork.rid, from_codex(refused.error))
+                hub.client.refuse(fork.rid, from_codex(refused.error))
             return
         if fork.cancelled:
             # The fork Codex made meanwhile is left, unsubscribed, as a stored session.
@@ -532,7 +532,7 @@ class Lifecycle:
             # Codex holds no such thread any more: nothing to unsubscribe from.
             self._gone.discard(record.id)
             for rid in waiting:
-                hub.answer_client(rid, acp_sessions.CloseSessionResult())
+                hub.client.answer(rid, acp_sessions.CloseSessionResult())
             return
         exchanges.start(hub, self._closed(record.id, waiting))
 
@@ -544,19 +544,19 @@ class Lifecycle:
         except Refused as refused:
             if hub.codex.lost_reason is not None:
                 for rid in waiting:
-                    hub.refuse_client(rid, from_codex(refused.error))
+                    hub.client.refuse(rid, from_codex(refused.error))
                 return
             # The session is gone on this side whatever Codex says; its events are ignored.
             log.info("thread/unsubscribe %s refused: %s", thread_id, refused.error.message)
         for rid in waiting:
-            hub.answer_client(rid, acp_sessions.CloseSessionResult())
+            hub.client.answer(rid, acp_sessions.CloseSessionResult())
 
     def codex_lost(self, reason: str) -> None:
         self._gone.clear()  # the closes they were for end here, unfinished
         for record in self.hub.threads:
             waiting, record.life.closing = record.life.closing, None
             for rid in waiting or []:
-                self.hub.refuse_client(rid, RpcError.internal(reason))
+                self.hub.client.refuse(rid, RpcError.internal(reason))
 
     # -- MCP servers ------------------------------------------------------------------
 

@@ -234,7 +234,7 @@ class McpServers:
             )
             return
         login.elicitation_id = result.loginId or f"mcp-oauth-{record.id}-{name}"
-        self.hub.client_request(
+        self.hub.client.request(
             "elicitation/create",
             acp_permissions.UrlElicitationRequest(
                 sessionId=record.id,
@@ -263,7 +263,7 @@ class McpServers:
         if login is None:
             return
         if login.elicitation_id is not None:
-            self.hub.client_notification(
+            self.hub.client.notify(
                 "elicitation/complete",
                 acp_auth.CompleteElicitationParams(elicitationId=login.elicitation_id),
             )
@@ -292,7 +292,7 @@ class McpServers:
         logins, self.logins = self.logins, {}
         for login in logins.values():
             if login.elicitation_id is not None:
-                self.hub.client_notification(
+                self.hub.client.notify(
                     "elicitation/complete",
                     acp_auth.CompleteElicitationParams(elicitationId=login.elicitation_id),
                 )
@@ -312,16 +312,16 @@ class McpServers:
             notice = acp_types.Notice(severity=severity, title=title)
             if description:
                 notice.description = description
-            hub.update(record.id, notice)
+            hub.client.update(record.id, notice)
             return
         self._said += 1
         text = f"{title}: {description}\n" if description else f"{title}\n"
         message_id = f"{record.id}-mcp-{self._said}"
         if record.turn is not None:
             # The model's answer streams: its text stays the model's.
-            hub.update(record.id, translate.thought_chunk(message_id, text))
+            hub.client.update(record.id, translate.thought_chunk(message_id, text))
         else:
-            hub.update(
+            hub.client.update(
                 record.id,
                 acp_types.AgentMessageChunk(
                     content=acp_types.TextContent(text=text), messageId=message_id

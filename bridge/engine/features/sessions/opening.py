@@ -92,7 +92,7 @@ class Opening:
         """The client's MCP servers as Codex's ``config``; those left out."""
         # ACP v2's schema has an agent refuse a transport it does not support (-32602).
         return mcp_servers_config(
-            mcp_servers, method, refuse_unsupported=self.hub.face.version == 2
+            mcp_servers, method, refuse_unsupported=self.hub.client.face.version == 2
         )
 
 

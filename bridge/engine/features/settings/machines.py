@@ -171,7 +171,7 @@ class Machines:
             "it had is gone, with what it held outside this session's folders; the next "
             "prompt there starts a fresh one.\n"
         )
-        self.hub.update(
+        self.hub.client.update(
             record.id,
             acp_types.AgentMessageChunk(
                 content=acp_types.TextContent(text=text), messageId=f"{record.id}-fresh-container"

@@ -138,7 +138,7 @@ class SettingsSelectors:
         if record.settings is None:
             return
         air_client = self.hub.handshake.air is not None
-        self.hub.update(
+        self.hub.client.update(
             record.id, acp_commands.AvailableCommandsUpdate(availableCommands=offered(air_client))
         )
 
@@ -173,7 +173,7 @@ class SettingsSelectors:
                 for skill in entry.skills
                 if skill.name in record.skills
             ]
-            self.hub.update(
+            self.hub.client.update(
                 record.id,
                 acp_commands.AvailableCommandsUpdate(
                     availableCommands=[*offered(air_client), *skills]
@@ -341,9 +341,11 @@ class SettingsSelectors:
         options = self._options(settings)
         encoded = msgspec.json.encode(options)
         if mode != settings.shown_mode and not told_mode:
-            self.hub.update(session_id, acp_settings.CurrentModeUpdate(currentModeId=mode))
+            self.hub.client.update(session_id, acp_settings.CurrentModeUpdate(currentModeId=mode))
         if encoded != settings.shown_options and not told_options:
-            self.hub.update(session_id, acp_settings.ConfigOptionUpdate(configOptions=options))
+            self.hub.client.update(
+                session_id, acp_settings.ConfigOptionUpdate(configOptions=options)
+            )
         settings.shown_mode, settings.shown_options = mode, encoded
 
     # -- client requests -----------------------------------------------------------------------
@@ -453,11 +455,11 @@ class SettingsSelectors:
         """Answer the pick (``session/set_mode`` when ``mode``, else a config option's set),
         and tell the client what else changed with it."""
         if mode:
-            self.hub.answer_client(rid, acp_settings.SetSessionModeResult())
+            self.hub.client.answer(rid, acp_settings.SetSessionModeResult())
             self._sync(session_id, settings, told_mode=True)
             return
         options = self._options(settings)
-        self.hub.answer_client(
+        self.hub.client.answer(
             rid, acp_settings.SetSessionConfigOptionResult(configOptions=options)
         )
         self._sync(session_id, settings, told_options=True)
@@ -576,7 +578,7 @@ class SettingsSelectors:
             self._settings_unsupported(error)
             self._picked(record.id, pick.rid, pick.settings, mode=pick.mode)
             return
-        self.hub.refuse_client(pick.rid, from_codex(error))
+        self.hub.client.refuse(pick.rid, from_codex(error))
 
     def _settings_unsupported(self, error: ErrorObject) -> None:
         self.thread_settings_supported = False

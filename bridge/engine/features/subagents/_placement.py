@@ -354,7 +354,7 @@ class Placement:
         assert parent is not None
         visible = announce and self.hub.subagents_exposed and parent.visible
         if visible:
-            self.hub.update(parent_id, acp_subagents.announcement(thread_id, nickname, role))
+            self.hub.client.update(parent_id, acp_subagents.announcement(thread_id, nickname, role))
         record = threads.add_child(
             thread_id, parent, nickname=nickname, role=role, cwd=cwd, visible=visible
         )
@@ -405,7 +405,7 @@ class Placement:
         record.cwd = record.cwd or stored.cwd
         if record.visible and record.parent_id is not None:
             update = acp_subagents.announcement(thread_id, record.nickname, stored.agentRole)
-            self.hub.update(record.parent_id, update)
+            self.hub.client.update(record.parent_id, update)
         for retitle in self._retitles.pop(thread_id, []):
             retitle()
 

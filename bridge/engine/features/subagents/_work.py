@@ -127,7 +127,7 @@ class SubagentWork:
         record.work.reported_cancel = can_cancel
         if not record.visible or record.parent_id is None or not (state_changed or caps_changed):
             return
-        self.hub.update(
+        self.hub.client.update(
             record.parent_id,
             acp_subagents.SubagentUpdate(
                 sessionId=record.id,

@@ -174,11 +174,11 @@ class SubagentHistory:
         if not self.hub.subagents_exposed:
             first = self._with_hidden(first, tree)
         phases = self.hub.handshake.air is not None
-        terminals = self.hub.face.version == 2
+        terminals = self.hub.client.face.version == 2
         for update in history.replay_updates(
             root.id, items, first=first, cwd=root.cwd, phases=phases, terminals=terminals
         ):
-            self.hub.update(root.id, update)
+            self.hub.client.update(root.id, update)
 
     def _finished(
         self,
@@ -199,7 +199,7 @@ class SubagentHistory:
         if root_items is not None:
             self._replay_root(root, root_items, tree)
         for update in running:
-            self.hub.update(root.id, update)
+            self.hub.client.update(root.id, update)
         if self.hub.subagents_exposed:
             yield from self._restored(root, tree)
 
@@ -351,7 +351,7 @@ class SubagentHistory:
             return None
         nickname = stored.agentNickname if stored else None
         role = stored.agentRole if stored else None
-        self.hub.update(parent_id, acp_subagents.announcement(child_id, nickname, role))
+        self.hub.client.update(parent_id, acp_subagents.announcement(child_id, nickname, role))
         child = threads.add_child(
             child_id,
             parent,
@@ -364,7 +364,7 @@ class SubagentHistory:
         if stored is None:
             sessions = self.hub.handshake.client_capabilities.session or {}
             if sessions.get("notices") is not None:
-                self.hub.update(
+                self.hub.client.update(
                     parent_id,
                     acp_types.Notice(
                         severity="warning",
@@ -387,10 +387,10 @@ class SubagentHistory:
             first=self._subagents.history_item(child.id, nicknames),
             cwd=child.cwd,
             phases=self.hub.handshake.air is not None,
-            terminals=self.hub.face.version == 2,
+            terminals=self.hub.client.face.version == 2,
         )
         for update in _as_incoming(updates, parent_id, child.id):
-            self.hub.update(child.id, update)
+            self.hub.client.update(child.id, update)
 
     def traffic_released(self, root: ThreadRecord) -> None:
         """What Codex said of a paged load's thread while its history went out, handled in

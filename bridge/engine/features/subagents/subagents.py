@@ -164,7 +164,7 @@ class Subagents:
         record = self.hub.threads.session(note.threadId)
         if record is not None and self._as_tool_call(item):
             record.open_collab[item.id] = item
-            self.hub.update(
+            self.hub.client.update(
                 note.threadId, collab_views.tool_call(item, "in_progress", self._nickname())
             )
 
@@ -184,7 +184,7 @@ class Subagents:
             for receiver in item.receiverThreadIds:
                 self._message_to(thread_id, receiver, item)
         if self._as_tool_call(item) and item.id not in record.tools.ended:
-            self.hub.update(thread_id, collab_views.final_update(item, self._nickname()))
+            self.hub.client.update(thread_id, collab_views.final_update(item, self._nickname()))
             self._retitle_when_placed(thread_id, item)
         for receiver in item.receiverThreadIds:
             child = self.hub.threads.session(receiver)
@@ -208,7 +208,7 @@ class Subagents:
         child = threads.get(receiver)
         if child is not None and child.is_child:
             if child.visible:
-                self.hub.update(
+                self.hub.client.update(
                     sender, collab_views.text_message(item.id, sender, receiver, prompt)
                 )
             return
@@ -216,7 +216,7 @@ class Subagents:
         def send() -> None:
             placed = threads.session(receiver)
             if placed is not None and placed.is_child and placed.visible:
-                self.hub.update(
+                self.hub.client.update(
                     sender, collab_views.text_message(item.id, sender, receiver, prompt)
                 )
 
@@ -237,7 +237,7 @@ class Subagents:
         def send() -> None:
             child = self.hub.threads.session(sender)
             if child is not None and child.is_child and child.visible:
-                self.hub.update(
+                self.hub.client.update(
                     recipient, collab_views.text_message(message_id, sender, recipient, text)
                 )
 
@@ -250,7 +250,7 @@ class Subagents:
         texts = [part.get("text", "") for part in message.content if part.get("type") == "text"]
         # A child's user message comes from its parent (spawn or send_input): the
         # incoming view of that message, in the child's own transcript.
-        self.hub.update(
+        self.hub.client.update(
             child.id,
             collab_views.text_message(message.id, child.parent_id, child.id, "\n".join(texts)),
         )
@@ -275,7 +275,7 @@ class Subagents:
                     title=title,
                     content=collab_views.states_content(item, nickname),
                 )
-                self.hub.update(session_id, update)
+                self.hub.client.update(session_id, update)
 
         for record in placing:
             self.placement.when_named(record, retitle)
@@ -330,7 +330,7 @@ class Subagents:
             note_text = acp_tools.Content(
                 content=acp_types.TextContent(text=f"The turn {cause} before this finished.")
             )
-            self.hub.update(
+            self.hub.client.update(
                 record.id,
                 acp_tools.ToolCallUpdate(toolCallId=item.id, status="failed", content=[note_text]),
             )

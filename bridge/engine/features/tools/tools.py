@@ -111,7 +111,7 @@ class Tools:
         return isinstance(meta, dict) and meta.get("terminal_output") is True
 
     def _v2_terminals(self) -> bool:
-        return self.hub.face.version == 2
+        return self.hub.client.face.version == 2
 
     def _compaction_shown(
         self, record: ThreadRecord, item: codex_items.ToolItem, status: acp_tools.CompactionStatus
@@ -122,7 +122,9 @@ class Tools:
         declared = isinstance(session, dict) and isinstance(session.get("compaction"), dict)
         if not declared or not isinstance(item, codex_items.ContextCompactionItem):
             return False
-        self.hub.update(record.id, acp_tools.CompactionUpdate(compactionId=item.id, status=status))
+        self.hub.client.update(
+            record.id, acp_tools.CompactionUpdate(compactionId=item.id, status=status)
+        )
         return True
 
     # -- items ------------------------------------------------------------------------------------
@@ -179,13 +181,13 @@ class Tools:
         it, titled with the agent's name as the request was."""
         shown = record.tools.shown_on.get(item_id)
         if shown is None:
-            self.hub.update(record.id, update)
+            self.hub.client.update(record.id, update)
             return
         session_id, agent = shown
         title = getattr(update, "title", UNSET)
         if isinstance(title, str):
             update = msgspec.structs.replace(update, title=f"{agent}: {title}")
-        self.hub.update(session_id, update)
+        self.hub.client.update(session_id, update)
 
     @staticmethod
     def _as_terminal(record: ThreadRecord, call: ToolCall) -> bool:
@@ -220,10 +222,10 @@ class Tools:
             if not self._v2_terminals():
                 meta = {"terminal_info": {"terminal_id": item.id, "cwd": item.cwd}}
         call.sent_content = msgspec.json.encode(view.content)
-        self.hub.update(record.id, view.tool_call(item.id, meta))
+        self.hub.client.update(record.id, view.tool_call(item.id, meta))
         if terminal and self._v2_terminals():
             assert isinstance(item, codex_items.CommandExecutionItem)
-            self.hub.update(record.id, terminal_opened(item))
+            self.hub.client.update(record.id, terminal_opened(item))
         self._read_files(record, call)
 
     def item_completed(self, note: ItemNotification) -> None:
@@ -252,7 +254,7 @@ class Tools:
                 # v2's snapshot replaces what was streamed: sent when Codex's whole output
                 # holds more (nothing streamed, or a piece Codex never sent as a delta).
                 fuller = whole if len(whole) > len(call.output) else None
-                self.hub.update(record.id, terminal_closed(item, fuller))
+                self.hub.client.update(record.id, terminal_closed(item, fuller))
             else:
                 if whole and not call.output:
                     # Nothing was streamed: the terminal gets the whole output now.
@@ -263,7 +265,7 @@ class Tools:
             self._send(record, item.id, view.tool_call_update(item.id, meta))
         else:
             record.tools.announced.add(item.id)
-            self.hub.update(record.id, view.tool_call(item.id))
+            self.hub.client.update(record.id, view.tool_call(item.id))
         record.tools.shown_on.pop(item.id, None)
         record.tools.calls[item.id] = call
         self._read_files(record, call)
@@ -296,10 +298,10 @@ class Tools:
 
     def _terminal_data(self, record: ThreadRecord, item_id: str, data: str) -> None:
         if self._v2_terminals():
-            self.hub.update(record.id, terminal_chunk(item_id, data))
+            self.hub.client.update(record.id, terminal_chunk(item_id, data))
             return
         meta = {"terminal_output": {"terminal_id": item_id, "data": data}}
-        self.hub.update(record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=meta))
+        self.hub.client.update(record.id, acp_tools.ToolCallUpdate(toolCallId=item_id, meta=meta))
 
     def patch_updated(self, note: codex_items.FileChangePatchUpdated) -> None:
         record = self.hub.threads.session(note.threadId)
@@ -359,7 +361,7 @@ class Tools:
             if self._as_terminal(record, call):
                 view.content = [acp_tools.Terminal(terminalId=item_id), *view.content[-1:]]
                 if self._v2_terminals():
-                    self.hub.update(record.id, terminal_cut_short(item_id))
+                    self.hub.client.update(record.id, terminal_cut_short(item_id))
                 else:
                     meta = {
                         "terminal_exit": {"terminal_id": item_id, "exit_code": None, "signal": None}
@@ -415,7 +417,7 @@ class Tools:
             self._forget_if_done(record, call)
 
         params = acp_tools.ReadTextFileParams(sessionId=record.id, path=candidates[0])
-        self.hub.client_request("fs/read_text_file", params, answered, refused)
+        self.hub.client.request("fs/read_text_file", params, answered, refused)
 
     def _refresh(self, record: ThreadRecord, call: ToolCall) -> None:
         """Send a file change's content again, now that a file's text is known."""
@@ -438,8 +440,10 @@ class Tools:
 
     def plan_updated(self, note: codex_items.TurnPlanUpdated) -> None:
         if self.hub.threads.session(note.threadId) is not None:
-            self.hub.update(note.threadId, plan_update(note))
+            self.hub.client.update(note.threadId, plan_update(note))
 
     def thread_name_updated(self, note: codex_items.ThreadNameUpdated) -> None:
         if self.hub.threads.session(note.threadId) is not None:
-            self.hub.update(note.threadId, acp_tools.SessionInfoUpdate(title=note.threadName))
+            self.hub.client.update(
+                note.threadId, acp_tools.SessionInfoUpdate(title=note.threadName)
+            )
