@@ -555,7 +555,7 @@ def codex_side_writes(
     return engine_writes(modules, look, engine=engine, writer=mover, root=root)
 
 
-#: Codex methods whose answer always changes the record asking: asked with ``hub.ask``,
+#: Codex methods whose answer always changes the record asking: asked with ``hub.codex.ask``,
 #: their entry typed, never with ``codex.request`` and a closure.
 RECORD_METHODS = frozenset({"turn/start", "turn/interrupt", "turn/steer"})
 #: ``CodexLink.ask``'s ``answered`` and ``failed``, by position (after record, entry, method,
@@ -746,9 +746,9 @@ MUTATORS = frozenset(
 )
 
 
-def _hub_field(node: ast.expr) -> tuple[int, str] | None:
-    """The hub field an expression reaches (``hub.X``, ``self.hub.X.y``, ``hub.X[k]``), with
-    its line; ``None`` when it reaches none."""
+def _chain(node: ast.expr) -> list[str]:
+    """The names an expression goes through, outermost first (``self.hub.X[k].y``: ``self``,
+    ``hub``, ``X``, ``y``)."""
     chain: list[str] = []
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         if isinstance(node, ast.Attribute):
@@ -757,12 +757,34 @@ def _hub_field(node: ast.expr) -> tuple[int, str] | None:
     if isinstance(node, ast.Name):
         chain.append(node.id)
     chain.reverse()
+    return chain
+
+
+def _written(node: ast.AST, mutators: frozenset[str]) -> list[tuple[int, ast.expr, bool]]:
+    """What a node writes through, with its line: each target it assigns or deletes, and the
+    receiver of a changing call (marked ``True``: a call)."""
+    found = [(t.lineno, t, False) for t in _assigned(node)]
+    if isinstance(node, ast.Delete):
+        found += [(t.lineno, t, False) for t in node.targets]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in mutators
+    ):
+        found.append((node.lineno, node.func.value, True))
+    return found
+
+
+def _hub_field(node: ast.expr) -> str | None:
+    """The hub field an expression reaches (``hub.X``, ``self.hub.X.y``, ``hub.X[k]``; a
+    side's own field as ``codex.X`` or ``client.X``); ``None`` when it reaches none."""
+    chain = _chain(node)
     for at, name in enumerate(chain[:-1]):
         if name == "hub":
             field = chain[at + 1]
-            if field in ("codex", "client") and len(chain) > at + 2:
-                field = f"{field}.{chain[at + 2]}"  # a side of the hub: its own fields
-            return getattr(node, "lineno", 0), field
+            if field in SIDES and len(chain) > at + 2:
+                field = f"{field}.{chain[at + 2]}"
+            return field
     return None
 
 
@@ -778,21 +800,15 @@ def hub_writes(
     mutating call on it) by a module that is not its writer (:data:`HUB_WRITERS`)."""
 
     def look(module: str, node: ast.AST) -> list[tuple[int, str]]:
-        reached = [(t.lineno, _hub_field(t)) for t in _assigned(node)]
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in MUTATORS
-        ):
-            field = _hub_field(node.func.value)
+        found = []
+        for line, target, called in _written(node, MUTATORS):
+            field = _hub_field(target)
             # ``hub.client.update(...)``: a side's own method, not a change to a field.
-            if field is None or field[1] not in SIDES:
-                reached.append((node.lineno, field))
-        return [
-            (line, f"writes hub.{field[1]}")
-            for line, field in reached
-            if field is not None and module not in writers.get(field[1], frozenset())
-        ]
+            if field is None or (called and field in SIDES):
+                continue
+            if module not in writers.get(field, frozenset()):
+                found.append((line, f"writes hub.{field}"))
+        return found
 
     return engine_writes(modules, look, engine=engine, writer=hub, root=root)
 
@@ -825,16 +841,8 @@ PART_MUTATORS = MUTATORS | {"turn_ended"}
 def _record_part(node: ast.expr, parts: Iterable[str]) -> str | None:
     """The record part an expression reaches (``record.stream``, ``r.shown.asking``,
     ``record.mcp.failed[k]``); ``None`` when it reaches none."""
-    chain: list[str] = []
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        if isinstance(node, ast.Attribute):
-            chain.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        chain.append(node.id)
-    # Outermost first: record, part, field... An object's own attribute of a part's name
-    # (``self.tools = Tools(hub)``) is no part.
-    chain.reverse()
+    chain = _chain(node)
+    # An object's own attribute of a part's name (``self.tools = Tools(hub)``) is no part.
     if chain[:1] == ["self"] and len(chain) == 2:
         return None
     return next((name for name in chain[1:] if name in parts), None)
@@ -852,17 +860,8 @@ def record_part_writes(
     changing call on it) by a module that is not the part's writer."""
 
     def look(module: str, node: ast.AST) -> list[tuple[int, str]]:
-        reached = [(t.lineno, t) for t in _assigned(node)]
-        if isinstance(node, ast.Delete):
-            reached += [(t.lineno, t) for t in node.targets]
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in PART_MUTATORS
-        ):
-            reached.append((node.lineno, node.func.value))
         found = []
-        for line, target in reached:
+        for line, target, _called in _written(node, PART_MUTATORS):
             part = _record_part(target, writers) if not isinstance(target, ast.Name) else None
             if part is not None and module != writers[part]:
                 found.append((line, f"writes record.{part}"))
@@ -986,7 +985,7 @@ def test_the_codex_side_check_sees_each_kind_of_write(tmp_path: Path) -> None:
 def test_a_feature_asks_codex_for_a_record_without_closures() -> None:
     fail_listing(
         "a Codex request that changes a record is a typed entry on it, answered to "
-        "the feature's methods (hub.ask; see bridge/engine/core/hub.py):\n",
+        "the feature's methods (hub.codex.ask; see bridge/engine/core/codex_link.py):\n",
         closure_asks(MODULES),
     )
 

@@ -30,9 +30,9 @@ asked already ends it, nothing more is asked of Codex for it, and a thread Codex
 subscribed this connection to meanwhile (a resume's, a fork's) is unsubscribed. Once a
 load's history is going out, it is answered as it ends.
 
-Sessions opened here are opened as ``session/new``'s are (the ``opened``
-collaborator: modes and config options come with them), and later prompts
-find them in the thread registry.
+Sessions opened here are opened as ``session/new``'s are (:mod:`.opening`: the root's
+record made, then the engine sends the answer with the modes and config options), and later
+prompts find them in the thread registry.
 """
 
 from __future__ import annotations
