@@ -135,3 +135,15 @@ def test_codex_lost_fails_the_queue_with_the_reason() -> None:
     queued = prompt(h, sid, "two")
     h._collect(h.engine.codex_lost("Codex app-server exited (code 9)"))
     assert "exited" in h.error(queued).message
+
+
+def test_codex_lost_before_it_answered_a_turns_start_fails_that_prompt_then_the_queue() -> None:
+    """The start Codex never answered fails first, as it did when its failure was told at
+    once: the prompt behind it is taken next, and fails on the lost Codex in its turn."""
+    h, sid, first = prompted("one")
+    queued = prompt(h, sid, "two")
+    h._collect(h.engine.codex_lost("Codex app-server exited (code 9)"))
+    answers = [m["id"] for m in h.to_client if m.get("id") in (first, queued) and "error" in m]
+    assert answers == [first, queued]
+    assert "exited" in h.error(first).message and "exited" in h.error(queued).message
+    assert started_texts(h) == ["one"], "nothing goes to a Codex that is gone"

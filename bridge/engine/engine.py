@@ -350,6 +350,7 @@ class Engine:
         def lost(_: bytes) -> None:
             for _rid, waiting in hub.codex.peer.abandon_pending():
                 waiting.on_error(ErrorObject(ErrorCode.INTERNAL_ERROR, reason))
+            self._follow()  # what those failures ended, before each feature hears of the loss
             for feature in (self.prompts, self.approvals, self.lifecycle, self.auth, subagents):
                 feature.codex_lost(reason)
                 self._follow()
